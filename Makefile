@@ -1,0 +1,140 @@
+# glmchat build.
+#
+#   make                 ./glmchat
+#   make test            every test; last line "N passed, N failed"
+#   make test SANITIZE=1 the same suite under ASan + UBSan
+#   make bench           benchmarks on the synthetic models
+#   make fuzz            libFuzzer targets for a bounded time (FUZZ_SECONDS)
+#   make install PREFIX=/usr/local
+#
+# Layout: core/ (no deps on gpu/ or app/), gpu/ (Vulkan backend, uses core/),
+# app/ (CLI + UI), shaders/*.comp (GLSL -> SPIR-V, embedded), tests/.
+
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+GLSLC ?= glslc
+PREFIX ?= /usr/local
+SANITIZE ?= 0
+FUZZ_SECONDS ?= 60
+
+ifeq ($(SANITIZE),1)
+BUILD := build/san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+OPT := -O1
+else
+BUILD := build/rel
+SANFLAGS :=
+OPT := -O2
+endif
+
+PKGS := jansson libpcre2-8 ncursesw vulkan
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+CFLAGS ?= $(OPT) -g
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS) \
+              -I. -Icore -Igpu -Iapp -I$(BUILD)/gen -MMD -MP
+LDLIBS := $(PKG_LIBS) -lreadline -lm -pthread
+
+CORE_SRC := $(sort $(wildcard core/*.c))
+GPU_SRC := $(sort $(wildcard gpu/*.c))
+APP_SRC := $(sort $(wildcard app/*.c))
+SHADERS := $(sort $(wildcard shaders/*.comp))
+SHADER_INC := $(wildcard shaders/*.glsl)
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
+
+CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
+GPU_OBJ := $(GPU_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/spv_table.o
+APP_OBJ := $(APP_SRC:%.c=$(BUILD)/%.o)
+APP_LIB_OBJ := $(filter-out $(BUILD)/app/main.o,$(APP_OBJ))
+SPV := $(SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+
+LIB := $(BUILD)/libglm.a
+
+.PHONY: all test bench fuzz install clean FORCE
+all: glmchat
+
+# The binary at the root is always the one of the last build flavour.
+glmchat: $(BUILD)/glmchat FORCE
+	@cmp -s $< $@ || cp $< $@
+FORCE:
+
+$(BUILD)/glmchat: $(APP_OBJ) $(LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $(APP_OBJ) $(LIB) $(LDLIBS)
+
+$(LIB): $(CORE_OBJ) $(GPU_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# GPU sources include the generated SPIR-V table header.
+$(GPU_SRC:%.c=$(BUILD)/%.o): $(BUILD)/gen/spv_table.h
+
+# ---- shaders: GLSL -> SPIR-V -> C table embedded in the binary ----------
+$(BUILD)/spv/%.spv: shaders/%.comp $(SHADER_INC)
+	@mkdir -p $(@D)
+	$(GLSLC) --target-env=vulkan1.2 -O -Ishaders -o $@ $<
+
+$(BUILD)/embed_spv: shaders/tools/embed_spv.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
+
+$(BUILD)/gen/spv_table.c $(BUILD)/gen/spv_table.h: $(SPV) $(BUILD)/embed_spv
+	@mkdir -p $(BUILD)/gen
+	$(BUILD)/embed_spv $(BUILD)/gen/spv_table $(SPV)
+
+$(BUILD)/gen/spv_table.o: $(BUILD)/gen/spv_table.c
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# ---- tests ---------------------------------------------------------------
+$(BUILD)/tests/%: tests/%.c $(LIB) $(APP_LIB_OBJ) tests/testlib.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(APP_LIB_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/tools/%: tests/tools/%.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+test: glmchat $(TEST_BIN) $(TOOL_BIN)
+	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh
+
+bench: glmchat
+	sh tests/bench.sh
+
+# libFuzzer targets (clang): tests/fuzz/fuzz_*.c, each run FUZZ_SECONDS.
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
+FUZZ_CORE := $(filter-out core/ref_engine.c,$(CORE_SRC))
+build/fuzz/%: tests/fuzz/%.c $(CORE_SRC)
+	@mkdir -p $(@D)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) -I. -Icore \
+	    -o $@ $< $(CORE_SRC) $(PKG_LIBS) -lm -pthread
+fuzz: $(FUZZ_BIN)
+	@set -e; for f in $(FUZZ_BIN); do \
+	    n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
+	    seeds=tests/fuzz/seeds/$${n#fuzz_}; [ -d $$seeds ] || seeds=; \
+	    echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+	        build/fuzz/corpus-$$n $$seeds >build/fuzz/$$n.log 2>&1 \
+	        || { tail -n 40 build/fuzz/$$n.log; exit 1; }; \
+	    tail -n 1 build/fuzz/$$n.log; \
+	done
+
+install: glmchat
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/glmchat/themes
+	install -m 755 glmchat $(DESTDIR)$(PREFIX)/bin/glmchat
+	install -m 644 man/glmchat.1 $(DESTDIR)$(PREFIX)/share/man/man1/glmchat.1
+	install -m 644 themes/*.theme $(DESTDIR)$(PREFIX)/share/glmchat/themes/
+
+clean:
+	rm -rf build glmchat
+
+-include $(shell find build -name '*.d' 2>/dev/null)

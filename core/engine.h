@@ -1,0 +1,114 @@
+/* engine.h: the backend-neutral inference interface.
+ *
+ * One small struct of function pointers (as calm's Transformer.forward)
+ * drives both the CPU reference (core/ref_engine.c) and the Vulkan core
+ * (gpu/vk_engine.c).  core declares it; gpu implements it; app picks one.
+ *
+ * Promises:
+ *  - engine_eval() appends tokens to the KV cache at position n_past and
+ *    fills what `out` asks for; a long prompt is split into chunks of at
+ *    most params.n_batch tokens and cancellation is honoured between chunks.
+ *  - engine_rewind() forgets positions >= n (retry, edit): no recompute.
+ *  - Nothing is allocated per token by the backends.
+ *  - Statistics are read without stalling the device (earlier tokens'
+ *    timestamp queries).
+ */
+#ifndef GLM_ENGINE_H
+#define GLM_ENGINE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "model.h"
+
+typedef enum { KV_F32 = 0, KV_F16 = 1 } kv_type;
+
+typedef enum {
+    PROFILE_OFF = 0,
+    PROFILE_SAMPLED = 1, /* rotating subset per token, < 3% overhead (default) */
+    PROFILE_FULL = 2     /* every dispatch of every token (bench --profile) */
+} profile_mode;
+
+typedef struct {
+    uint32_t n_ctx;        /* KV capacity in tokens */
+    kv_type kv;            /* KV cache storage type */
+    uint32_t n_batch;      /* max tokens per backend eval call (prefill chunk) */
+    int n_threads;         /* CPU backend threads (0: all cores) */
+    int device_index;      /* Vulkan device, -1: best available */
+    profile_mode profile;
+    /* Load progress (weights upload): stage text, bytes done, bytes total. */
+    void (*progress)(void *user, const char *stage, uint64_t done, uint64_t total);
+    void *progress_user;
+} engine_params;
+
+void engine_params_default(engine_params *p);
+
+/* What one eval call returns; every pointer is caller-owned and optional. */
+typedef struct {
+    float *logits;         /* [rows][n_vocab]: all positions or only the last */
+    bool all_positions;
+    uint32_t top_k;        /* > 0: the K best of the last position, descending */
+    int32_t *top_ids;      /* [top_k] */
+    float *top_logits;     /* [top_k] */
+    float *log_z;          /* logsumexp of the last position over the whole vocab */
+} engine_output;
+
+typedef struct {
+    char name[48];
+    double calls_per_token;
+    double us_per_token;
+    double bytes_per_token; /* read + written */
+    double gbps;
+} engine_kernel_stat;
+
+#define ENGINE_MAX_KERNEL_STATS 64
+
+typedef struct {
+    double prefill_tps;          /* last prefill call */
+    double decode_tps;           /* recent single-token evals */
+    uint64_t n_prefill_tokens;   /* totals over the engine's life */
+    uint64_t n_decode_tokens;
+    double prefill_seconds;
+    double decode_seconds;
+    uint32_t dispatches_per_token; /* dependent dispatches per decoded token (0: n/a) */
+    double us_per_token_measured;  /* GPU time of a token from timestamps (0: n/a) */
+    uint32_t n_kernels;
+    engine_kernel_stat kernels[ENGINE_MAX_KERNEL_STATS];
+} engine_stats;
+
+typedef struct engine_backend {
+    const char *name; /* "cpu", "vulkan" */
+    int (*create)(void **impl, const model *m, const engine_params *p, err_t *err);
+    void (*destroy)(void *impl);
+    /* Evaluates n_tokens (<= n_batch) at positions pos..pos+n-1. */
+    int (*eval)(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_t pos,
+                const engine_output *out, err_t *err);
+    void (*get_stats)(void *impl, engine_stats *st);
+    /* One line: device / threads, for the side pane and `info`. */
+    const char *(*describe)(void *impl);
+} engine_backend;
+
+typedef struct {
+    const engine_backend *be;
+    void *impl;
+    const model *m;
+    engine_params params;
+    uint32_t n_past;
+    atomic_bool cancel;
+} engine;
+
+int engine_open(engine *e, const engine_backend *be, const model *m, const engine_params *p, err_t *err);
+void engine_close(engine *e);
+/* Returns 0, -1 on error, or 1 when cancelled (n_past then counts the chunks done). */
+int engine_eval(engine *e, const int32_t *tokens, uint32_t n_tokens, const engine_output *out, err_t *err);
+void engine_rewind(engine *e, uint32_t n_past);
+void engine_request_cancel(engine *e);
+void engine_clear_cancel(engine *e);
+void engine_get_stats(engine *e, engine_stats *st);
+
+/* The CPU reference backend (core/ref_engine.c). */
+extern const engine_backend ref_engine_backend;
+
+#endif

@@ -1,0 +1,45 @@
+#!/bin/sh
+# Runs every test program ($BUILD/tests/test_*) and every shell test
+# (tests/t_*.sh), counts their "ok - " / "FAIL - " lines, and prints
+# "N passed, N failed" last.  A program that dies or exits non-zero without
+# reporting a failure counts as one failure of its own.
+BUILD=${BUILD:-build/rel}
+export BUILD GLMCHAT=./glmchat
+pass=0
+fail=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+run_one() {
+    name=$1
+    shift
+    start=$(date +%s)
+    "$@" >"$log" 2>&1
+    rc=$?
+    end=$(date +%s)
+    p=$(grep -c '^ok - ' "$log")
+    f=$(grep -c '^FAIL - ' "$log")
+    grep -E '^(ok|FAIL) - ' "$log" | sed "s|^|[$name] |"
+    if [ "$f" -gt 0 ] || [ "$rc" -ne 0 ]; then
+        # Show the program's other output when something failed.
+        grep -vE '^(ok) - ' "$log" | tail -n 40 | sed 's/^/    /'
+    fi
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "[$name] FAIL - exited with status $rc without reporting a failure"
+        f=1
+    fi
+    echo "[$name] $p ok, $f failed ($((end - start))s)"
+    pass=$((pass + p))
+    fail=$((fail + f))
+}
+
+for t in "$BUILD"/tests/test_*; do
+    [ -x "$t" ] || continue
+    run_one "$(basename "$t")" "$t"
+done
+for t in tests/t_*.sh; do
+    [ -f "$t" ] || continue
+    run_one "$(basename "$t" .sh)" sh "$t"
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

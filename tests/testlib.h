@@ -1,0 +1,62 @@
+/* testlib.h: the project's tiny test harness.
+ *
+ * A test program is a main() that calls RUN(test_fn) for each case.  Each
+ * case prints one line, "ok - NAME" or "FAIL - NAME: why", which tests/run.sh
+ * counts.  CHECK() records a failure with its location and keeps going
+ * (so one run shows every broken expectation); a case fails if any CHECK in
+ * it failed.  Paths to test data are relative to the repository root (the
+ * runner's working directory). */
+#ifndef GLM_TESTLIB_H
+#define GLM_TESTLIB_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int tl_case_failed;
+static int tl_total_failed;
+static char tl_first_msg[512];
+
+#define CHECK(cond, ...)                                                              \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            if (!tl_case_failed) {                                                    \
+                int tl_n = snprintf(tl_first_msg, sizeof tl_first_msg, "%s:%d: ",   \
+                                    __FILE__, __LINE__);                              \
+                snprintf(tl_first_msg + tl_n, sizeof tl_first_msg - (size_t)tl_n,     \
+                         __VA_ARGS__);                                                \
+            } else {                                                                  \
+                fprintf(stderr, "  also %s:%d: ", __FILE__, __LINE__);                \
+                fprintf(stderr, __VA_ARGS__);                                         \
+                fprintf(stderr, "\n");                                                \
+            }                                                                         \
+            tl_case_failed = 1;                                                       \
+        }                                                                             \
+    } while (0)
+
+/* Floats: |a-b| <= tol. */
+#define CHECK_NEAR(a, b, tol)                                                         \
+    CHECK(fabs((double)(a) - (double)(b)) <= (tol), "%s = %g, expected %g (tol %g)",  \
+          #a, (double)(a), (double)(b), (double)(tol))
+
+#define RUN_NAMED(fn, name)                                                           \
+    do {                                                                              \
+        tl_case_failed = 0;                                                           \
+        tl_first_msg[0] = 0;                                                          \
+        fn();                                                                         \
+        if (tl_case_failed) {                                                         \
+            printf("FAIL - %s: %s\n", name, tl_first_msg);                            \
+            tl_total_failed++;                                                        \
+        } else {                                                                      \
+            printf("ok - %s\n", name);                                                \
+        }                                                                             \
+        fflush(stdout);                                                               \
+    } while (0)
+
+#define RUN(fn) RUN_NAMED(fn, #fn)
+
+/* Ends main: non-zero exit when any case failed. */
+#define TESTS_DONE() return tl_total_failed ? 1 : 0
+
+#endif
