@@ -1,0 +1,261 @@
+/* settings.c: the settings file and the shared key=value parser. */
+#include "settings.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- value parsers --------------------------------------------------------- */
+
+static int parse_float(const char *key, const char *v, float lo, float hi, float *out, err_t *err)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (end == v || *end || errno || !isfinite(d))
+        return err_set(err, "%s: '%s' is not a number", key, v);
+    if (d < lo || d > hi)
+        return err_set(err, "%s: %s is out of range [%g, %g]", key, v, (double)lo, (double)hi);
+    *out = (float)d;
+    return 0;
+}
+
+static int parse_long(const char *key, const char *v, long lo, long hi, long *out, err_t *err)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || errno)
+        return err_set(err, "%s: '%s' is not an integer", key, v);
+    if (x < lo || x > hi)
+        return err_set(err, "%s: %s is out of range [%ld, %ld]", key, v, lo, hi);
+    *out = x;
+    return 0;
+}
+
+static int parse_bool(const char *key, const char *v, bool *out, err_t *err)
+{
+    if (!strcmp(v, "on") || !strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1")) {
+        *out = true;
+        return 0;
+    }
+    if (!strcmp(v, "off") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0")) {
+        *out = false;
+        return 0;
+    }
+    return err_set(err, "%s: '%s' is not on or off", key, v);
+}
+
+static int copy_str(const char *key, const char *v, char *dst, size_t cap, err_t *err)
+{
+    size_t n = strlen(v);
+    if (n >= cap)
+        return err_set(err, "%s: value is too long (%zu bytes, at most %zu)", key, n, cap - 1);
+    memcpy(dst, v, n + 1);
+    return 0;
+}
+
+/* ---- keys ------------------------------------------------------------------ */
+
+void settings_defaults(settings *s)
+{
+    memset(s, 0, sizeof *s);
+    strcpy(s->backend, "auto");
+    s->device = -1;
+    s->think = 1;
+    s->n_predict = -1;
+    strcpy(s->theme, "default");
+    s->side_pane = SETTINGS_PANE_AUTO;
+    s->mouse = true;
+}
+
+const char *settings_keys(void)
+{
+    return "model backend device template think temp top-k top-p min-p seed n-predict ctx "
+           "theme side-pane side-width mouse";
+}
+
+bool settings_is_sampling_key(const char *key)
+{
+    static const char *const keys[] = {"temp", "top-k", "top-p", "min-p", "seed", "n-predict"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!strcmp(key, keys[i]))
+            return true;
+    return false;
+}
+
+static int set_sampling(settings *s, const char *key, const char *v, err_t *err)
+{
+    long x;
+    if (!strcmp(key, "temp")) {
+        s->has_temp = true;
+        return parse_float(key, v, 0.0f, 100.0f, &s->temp, err);
+    }
+    if (!strcmp(key, "top-p")) {
+        s->has_top_p = true;
+        return parse_float(key, v, 0.0f, 1.0f, &s->top_p, err);
+    }
+    if (!strcmp(key, "min-p")) {
+        s->has_min_p = true;
+        return parse_float(key, v, 0.0f, 1.0f, &s->min_p, err);
+    }
+    if (!strcmp(key, "top-k")) {
+        if (parse_long(key, v, 0, 1000000, &x, err) != 0)
+            return -1;
+        s->has_top_k = true;
+        s->top_k = (int)x;
+        return 0;
+    }
+    if (!strcmp(key, "n-predict")) {
+        if (parse_long(key, v, -1, 10000000, &x, err) != 0)
+            return -1;
+        s->n_predict = (int)x;
+        return 0;
+    }
+    /* seed */
+    if (!strcmp(v, "random")) {
+        s->has_seed = false;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long u = strtoull(v, &end, 10);
+    if (end == v || *end || errno || v[0] == '-')
+        return err_set(err, "seed: '%s' is not a non-negative integer or 'random'", v);
+    s->has_seed = true;
+    s->seed = u;
+    return 0;
+}
+
+int settings_set(settings *s, const char *key, const char *v, err_t *err)
+{
+    long x;
+    if (settings_is_sampling_key(key))
+        return set_sampling(s, key, v, err);
+    if (!strcmp(key, "model"))
+        return copy_str(key, v, s->model, sizeof s->model, err);
+    if (!strcmp(key, "backend"))
+        return copy_str(key, v, s->backend, sizeof s->backend, err);
+    if (!strcmp(key, "template"))
+        return copy_str(key, v, s->tmpl, sizeof s->tmpl, err);
+    if (!strcmp(key, "theme"))
+        return copy_str(key, v, s->theme, sizeof s->theme, err);
+    if (!strcmp(key, "device")) {
+        if (parse_long(key, v, -1, 64, &x, err) != 0)
+            return -1;
+        s->device = (int)x;
+        return 0;
+    }
+    if (!strcmp(key, "ctx")) {
+        if (parse_long(key, v, 0, 1 << 24, &x, err) != 0)
+            return -1;
+        if (x != 0 && x < 16)
+            return err_set(err, "ctx: %ld is too small (at least 16 tokens, or 0 for the default)", x);
+        s->n_ctx = (uint32_t)x;
+        return 0;
+    }
+    if (!strcmp(key, "think")) {
+        bool b;
+        if (parse_bool(key, v, &b, err) != 0)
+            return -1;
+        s->think = b;
+        return 0;
+    }
+    if (!strcmp(key, "mouse"))
+        return parse_bool(key, v, &s->mouse, err);
+    if (!strcmp(key, "side-pane")) {
+        bool b;
+        if (!strcmp(v, "auto")) {
+            s->side_pane = SETTINGS_PANE_AUTO;
+            return 0;
+        }
+        if (parse_bool(key, v, &b, err) != 0)
+            return err_set(err, "side-pane: '%s' is not on, off or auto", v);
+        s->side_pane = b ? SETTINGS_PANE_ON : SETTINGS_PANE_OFF;
+        return 0;
+    }
+    if (!strcmp(key, "side-width")) {
+        if (parse_long(key, v, 0, 200, &x, err) != 0)
+            return -1;
+        if (x != 0 && x < 24)
+            return err_set(err, "side-width: %ld is too narrow (at least 24, or 0 to adapt)", x);
+        s->side_width = (int)x;
+        return 0;
+    }
+    return err_set(err, "unknown setting '%s' (known: %s)", key, settings_keys());
+}
+
+void settings_format_sampling(const settings *s, char *buf, size_t cap)
+{
+    char t[32], k[32], p[32], m[32], sd[32];
+    snprintf(t, sizeof t, s->has_temp ? "%g" : "default", (double)s->temp);
+    snprintf(k, sizeof k, s->has_top_k ? "%d" : "default", s->top_k);
+    snprintf(p, sizeof p, s->has_top_p ? "%g" : "default", (double)s->top_p);
+    snprintf(m, sizeof m, s->has_min_p ? "%g" : "default", (double)s->min_p);
+    if (s->has_seed)
+        snprintf(sd, sizeof sd, "%llu", (unsigned long long)s->seed);
+    else
+        snprintf(sd, sizeof sd, "random");
+    snprintf(buf, cap, "temp = %s, top-k = %s, top-p = %s, min-p = %s, seed = %s, n-predict = %d", t, k,
+             p, m, sd, s->n_predict);
+}
+
+/* ---- the file ---------------------------------------------------------------- */
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        s[--n] = 0;
+    return s;
+}
+
+int settings_load(settings *s, const char *path, bool missing_ok, err_t *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (errno == ENOENT && missing_ok)
+            return 0;
+        return err_set(err, "%s: %s", path, strerror(errno));
+    }
+    char line[PATH_MAX + 64];
+    int lineno = 0, rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        size_t len = strlen(line);
+        if (len == sizeof line - 1 && line[len - 1] != '\n') {
+            rc = err_set(err, "%s:%d: line too long", path, lineno);
+            break;
+        }
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = 0;
+        char *l = trim(line);
+        if (!*l)
+            continue;
+        char *eq = strchr(l, '=');
+        if (!eq) {
+            rc = err_set(err, "%s:%d: expected 'key = value'", path, lineno);
+            break;
+        }
+        *eq = 0;
+        char *key = trim(l), *val = trim(eq + 1);
+        if (!*val) {
+            rc = err_set(err, "%s:%d: %s: missing value", path, lineno, key);
+            break;
+        }
+        if (settings_set(s, key, val, err) != 0) {
+            rc = err_prefix(err, "%s:%d", path, lineno);
+            break;
+        }
+    }
+    if (rc == 0 && ferror(f))
+        rc = err_set(err, "%s: read error", path);
+    fclose(f);
+    return rc;
+}

@@ -1,0 +1,50 @@
+/* settings.h: user defaults, read from $XDG_CONFIG_HOME/glmchat/settings.
+ *
+ * The file is lines of `key = value`; `#` starts a comment.  The same keys
+ * are used by the command line and by /set, so one parser checks them all.
+ * An unknown key or a bad value is an error naming FILE:LINE. */
+#ifndef GLM_SETTINGS_H
+#define GLM_SETTINGS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef enum { SETTINGS_PANE_AUTO = 0, SETTINGS_PANE_ON, SETTINGS_PANE_OFF } settings_pane;
+
+typedef struct {
+    char model[PATH_MAX];  /* "" : not set */
+    char backend[32];      /* cpu | vulkan | auto */
+    int device;            /* Vulkan device index, -1: best */
+    char tmpl[32];         /* template preset, "" : detect from the model */
+    int think;             /* 1 on, 0 off */
+    /* Sampling; a field with has_* false takes the template family's default. */
+    bool has_temp, has_top_k, has_top_p, has_min_p;
+    float temp, top_p, min_p;
+    int top_k;
+    bool has_seed;         /* false: a fresh random seed per session (recorded) */
+    uint64_t seed;
+    int n_predict;         /* tokens per answer, -1: until the context is full */
+    uint32_t n_ctx;        /* context size in tokens, 0: min(model's, 4096) */
+    char theme[64];
+    settings_pane side_pane;
+    int side_width;        /* columns, 0: adapt to the terminal */
+    bool mouse;            /* wheel scrolling (mouse reporting on) */
+} settings;
+
+void settings_defaults(settings *s);
+/* Reads a settings file into s (over the current values).  A missing file is
+ * not an error when `missing_ok`. */
+int settings_load(settings *s, const char *path, bool missing_ok, err_t *err);
+/* Sets one key from text (no FILE:LINE prefix in err). */
+int settings_set(settings *s, const char *key, const char *value, err_t *err);
+/* True for the keys /set may change at run time. */
+bool settings_is_sampling_key(const char *key);
+/* Space-separated list of every key, for help and errors. */
+const char *settings_keys(void);
+/* Writes `key = value` lines for the sampling keys into buf (for /set). */
+void settings_format_sampling(const settings *s, char *buf, size_t cap);
+
+#endif

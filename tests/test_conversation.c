@@ -1,0 +1,462 @@
+/* test_conversation.c: conversation files (round trips, foreign and broken
+ * files, atomic saves), SHA-256, times, Markdown export. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "conversation.h"
+#include "sha256.h"
+#include "testlib.h"
+#include "utf8.h"
+
+static char tmpdir[256];
+
+static void path_in_tmp(char *buf, size_t cap, const char *name)
+{
+    snprintf(buf, cap, "%.200s/%.200s", tmpdir, name);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return;
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    sbuf b = {0};
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        sbuf_add(&b, buf, n);
+    fclose(f);
+    return sbuf_take(&b);
+}
+
+/* xorshift64*: random but reproducible test strings. */
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(void)
+{
+    rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+    return (uint32_t)((rng * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+/* A string mixing ASCII, quotes, backslashes, controls, newlines, CJK, emoji. */
+static char *random_text(size_t n)
+{
+    static const char *const pieces[] = {"a", "Z", " ", "\"", "\\", "\n", "\t", "\x1b[2J", "\x07",
+                                         "é", "漢字", "🙂", "{", "}", "<|user|>", "0"};
+    sbuf b = {0};
+    for (size_t i = 0; i < n; i++)
+        sbuf_adds(&b, pieces[rnd() % (sizeof pieces / sizeof pieces[0])]);
+    return sbuf_take(&b);
+}
+
+static int same_str(const char *a, const char *b)
+{
+    if (!a || !b)
+        return a == b;
+    return strcmp(a, b) == 0;
+}
+
+static void test_round_trip(void)
+{
+    conversation c;
+    conv_init(&c);
+    conv_set_str(&c.model_path, "/models/x.gguf");
+    conv_set_str(&c.model_name, "Tiny");
+    conv_set_str(&c.model_fingerprint, "sha256:00ff");
+    c.model_size = 123456789012ull;
+    conv_set_str(&c.tmpl, "glm47");
+    c.thinking = 1;
+    c.sampling = (conv_sampling){true, 0.8, 0.95, 0.05, 40, 1234567890123ull, 256};
+    for (int i = 0; i < 24; i++) {
+        char *t = random_text(1 + rnd() % 60), *r = random_text(rnd() % 20);
+        conv_msg *m = conv_add(&c, i == 0 ? "system" : (i % 2 ? "user" : "assistant"), t,
+                               i % 2 == 0 && i ? r : NULL);
+        m->time = 1700000000.0 + i * 1.5 + 0.25;
+        m->n_tokens = rnd() % 1000 + 1;
+        if (i % 2 == 0 && i) {
+            m->tps = 12.5 + i;
+            m->prefill_tps = 300.25;
+            m->stopped = i == 4;
+        }
+        free(t);
+        free(r);
+    }
+    char path[512];
+    path_in_tmp(path, sizeof path, "rt.json");
+    err_t err = {{0}};
+    CHECK(conv_save(&c, path, &err) == 0, "save: %.200s", err.msg);
+    conversation d;
+    CHECK(conv_load(&d, path, &err) == 0, "load: %.200s", err.msg);
+    CHECK(d.n == c.n, "%zu messages, expected %zu", d.n, c.n);
+    for (size_t i = 0; i < c.n && i < d.n; i++) {
+        conv_msg *a = &c.msgs[i], *b = &d.msgs[i];
+        CHECK(!strcmp(a->role, b->role) && !strcmp(a->content, b->content) && same_str(a->reasoning, b->reasoning),
+              "message %zu differs", i);
+        CHECK(fabs(a->time - b->time) < 0.002 && a->n_tokens == b->n_tokens && a->stopped == b->stopped,
+              "metadata of message %zu differs", i);
+        CHECK_NEAR(b->tps, a->tps, 1e-6);
+        CHECK_NEAR(b->prefill_tps, a->prefill_tps, 1e-6);
+    }
+    CHECK(same_str(d.model_path, "/models/x.gguf") && same_str(d.model_name, "Tiny") &&
+              same_str(d.model_fingerprint, "sha256:00ff") && d.model_size == 123456789012ull,
+          "model metadata lost");
+    CHECK(same_str(d.tmpl, "glm47") && d.thinking == 1, "template metadata lost");
+    CHECK(d.sampling.set && d.sampling.top_k == 40 && d.sampling.seed == 1234567890123ull &&
+              d.sampling.n_predict == 256,
+          "sampling lost");
+    CHECK_NEAR(d.sampling.temp, 0.8, 1e-9);
+    CHECK_NEAR(d.sampling.top_p, 0.95, 1e-9);
+    CHECK(fabs(d.created - c.created) < 0.002, "created time lost");
+    /* The written text holds 0.8 as "0.8" (rounded from the float setting). */
+    char *text = read_text(path);
+    CHECK(text && strstr(text, "\"temperature\": 0.8,"), "temperature not written as 0.8");
+    CHECK(text && strstr(text, "\"version\": 1"), "no version in the file");
+    free(text);
+    conv_free(&c);
+    conv_free(&d);
+}
+
+static void test_foreign_files(void)
+{
+    char path[512];
+    path_in_tmp(path, sizeof path, "plain.json");
+    write_text(path, "{\"messages\": [{\"role\": \"developer\", \"content\": \"Be terse.\"},"
+                     "{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"Hi \"},"
+                     "{\"type\": \"image_url\", \"image_url\": {\"url\": \"x\"}},{\"type\": \"text\", \"text\": \"there\"}]},"
+                     "{\"role\": \"assistant\", \"content\": null, \"tool_calls\": []},"
+                     "{\"role\": \"assistant\", \"content\": \"Hello\", \"reasoning_content\": \"greet\"}],"
+                     "\"model\": \"gpt-something\", \"extra\": 1}");
+    conversation c;
+    err_t err = {{0}};
+    /* "model" as a string (other tools) is a type error only for our object form. */
+    int rc = conv_load(&c, path, &err);
+    CHECK(rc != 0 && strstr(err.msg, "model"), "a string 'model' should be rejected clearly: %.200s", err.msg);
+    conv_free(&c);
+    write_text(path, "{\"messages\": [{\"role\": \"developer\", \"content\": \"Be terse.\"},"
+                     "{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"Hi \"},"
+                     "{\"type\": \"image_url\", \"image_url\": {\"url\": \"x\"}},{\"type\": \"text\", \"text\": \"there\"}]},"
+                     "{\"role\": \"assistant\", \"content\": null, \"tool_calls\": []},"
+                     "{\"role\": \"assistant\", \"content\": \"Hello\", \"reasoning_content\": \"greet\"}], \"extra\": 1}");
+    CHECK(conv_load(&c, path, &err) == 0, "plain messages file: %.200s", err.msg);
+    CHECK(c.n == 4, "%zu messages", c.n);
+    if (c.n == 4) {
+        CHECK(!strcmp(c.msgs[0].role, "system"), "developer role not mapped to system");
+        CHECK(!strcmp(c.msgs[1].content, "Hi there"), "parts joined as '%.200s'", c.msgs[1].content);
+        CHECK(!strcmp(c.msgs[2].content, ""), "null content");
+        CHECK(c.msgs[3].reasoning && !strcmp(c.msgs[3].reasoning, "greet"), "reasoning_content");
+    }
+    CHECK(c.thinking == -1 && !c.sampling.set && !c.tmpl, "metadata should be unknown");
+    conv_free(&c);
+}
+
+typedef struct {
+    const char *name, *text, *expect;
+} bad_case;
+
+static void test_bad_files(void)
+{
+    static const bad_case cases[] = {
+        {"empty", "", "empty file"},
+        {"truncated", "{\"version\": 1, \"messages\": [{\"role\": \"user\", \"content\": \"hel", "line 1"},
+        {"not_json", "hello\n", "not valid JSON"},
+        {"array_root", "[1,2]", "top level"},
+        {"no_messages", "{\"version\": 1}", "no \"messages\""},
+        {"messages_not_array", "{\"messages\": {}}", "messages: expected an array"},
+        {"newer_version", "{\"version\": 2, \"messages\": []}", "version 2 is newer"},
+        {"zero_version", "{\"version\": 0, \"messages\": []}", "unknown conversation format version 0"},
+        {"string_version", "{\"version\": \"1\", \"messages\": []}", "version: expected an integer"},
+        {"other_format", "{\"format\": \"x\", \"messages\": []}", "not a glmchat conversation"},
+        {"role_missing", "{\"messages\": [{\"content\": \"x\"}]}", "messages\\[0\\].role: missing"},
+        {"role_bad", "{\"messages\": [{\"role\": \"wizard\", \"content\": \"x\"}]}", "unknown role 'wizard'"},
+        {"content_number", "{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", "messages\\[0\\].content"},
+        {"dup_key", "{\"messages\": [], \"messages\": []}", "duplicate"},
+        {"turn_range", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 3}]}",
+         "turns\\[0\\].message: value out of range"},
+        {"turn_time", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0, \"time\": \"yesterday\"}]}",
+         "turns\\[0\\].time"},
+        {"nul_in_string", "{\"messages\": [{\"role\": \"user\", \"content\": \"a\\u0000b\"}]}", "not valid JSON"},
+        {"bad_utf8", "{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\xfe\"}]}", "not valid JSON"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512];
+        path_in_tmp(path, sizeof path, cases[i].name);
+        write_text(path, cases[i].text);
+        conversation c;
+        err_t err = {{0}};
+        int rc = conv_load(&c, path, &err);
+        CHECK(rc != 0, "%.200s: loaded", cases[i].name);
+        CHECK(strstr(err.msg, path) == err.msg, "%.200s: error does not start with the file name: %.200s", cases[i].name,
+              err.msg);
+        /* The expectations are short regexes written as plain text with \\[ escapes. */
+        char want[128];
+        size_t k = 0;
+        for (const char *p = cases[i].expect; *p && k < sizeof want - 1; p++)
+            if (*p != '\\')
+                want[k++] = *p;
+        want[k] = 0;
+        CHECK(strstr(err.msg, want) != NULL, "%.40s: error '%.200s' lacks '%.60s'", cases[i].name, err.msg, want);
+        CHECK(strchr(err.msg, '\n') == NULL, "%.200s: error is not one line", cases[i].name);
+        CHECK(c.n == 0, "%.200s: messages left after a failed load", cases[i].name);
+        /* A broken file is never overwritten by a save. */
+        conversation n;
+        conv_init(&n);
+        conv_add(&n, "user", "new", NULL);
+        err_t e2 = {{0}};
+        CHECK(conv_save(&n, path, &e2) != 0 && strstr(e2.msg, "not overwriting"), "%.200s: save over it: %.200s",
+              cases[i].name, e2.msg);
+        char *after = read_text(path);
+        CHECK(after && !strcmp(after, cases[i].text), "%.200s: file changed", cases[i].name);
+        free(after);
+        conv_free(&n);
+        conv_free(&c);
+    }
+}
+
+static int count_tmp_files(void)
+{
+    DIR *d = opendir(tmpdir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        n += strstr(de->d_name, ".tmp.") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void test_atomic_save(void)
+{
+    char path[512];
+    path_in_tmp(path, sizeof path, "atomic.json");
+    conversation c;
+    conv_init(&c);
+    err_t err = {{0}};
+    for (int round = 0; round < 5; round++) {
+        char text[32];
+        snprintf(text, sizeof text, "round %d", round);
+        conv_add(&c, "user", text, NULL);
+        CHECK(conv_save(&c, path, &err) == 0, "save %d: %.200s", round, err.msg);
+        if (round == 0)
+            chmod(path, 0640);
+    }
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0640, "mode not kept: %o", st.st_mode & 0777);
+    CHECK(count_tmp_files() == 0, "temporary files left behind");
+    conversation d;
+    CHECK(conv_load(&d, path, &err) == 0 && d.n == 5, "reload: %.200s", err.msg);
+    conv_free(&d);
+    /* Saving into a missing directory fails cleanly. */
+    char bad[600];
+    snprintf(bad, sizeof bad, "%.200s/no/such/dir/x.json", tmpdir);
+    CHECK(conv_save(&c, bad, &err) != 0 && strstr(err.msg, bad), "save into a missing dir: %.200s", err.msg);
+    conv_free(&c);
+}
+
+static void test_cleanup_tmp(void)
+{
+    /* A child that exits leaves a pid that is certainly dead now. */
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    waitpid(child, NULL, 0);
+    char dead[600], live[600];
+    snprintf(dead, sizeof dead, "%.200s/.x.json.tmp.%ld.0", tmpdir, (long)child);
+    snprintf(live, sizeof live, "%.200s/.x.json.tmp.%ld.0", tmpdir, (long)getpid());
+    write_text(dead, "{");
+    write_text(live, "{");
+    conv_cleanup_tmp(tmpdir);
+    CHECK(access(dead, F_OK) != 0, "a dead writer's temporary file was kept");
+    CHECK(access(live, F_OK) == 0, "a live writer's temporary file was removed");
+    unlink(live);
+}
+
+static void test_sha256(void)
+{
+    static const struct {
+        const char *in, *hex;
+    } v[] = {
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        sha256_ctx h;
+        unsigned char d[32];
+        char hex[65];
+        sha256_init(&h);
+        sha256_update(&h, v[i].in, strlen(v[i].in));
+        sha256_final(&h, d);
+        sha256_hex(d, hex);
+        CHECK(!strcmp(hex, v[i].hex), "sha256('%.200s') = %.200s", v[i].in, hex);
+    }
+    /* A million 'a's fed in uneven pieces. */
+    sha256_ctx h;
+    sha256_init(&h);
+    char a[1000];
+    memset(a, 'a', sizeof a);
+    size_t left = 1000000;
+    while (left) {
+        size_t n = 1 + rnd() % 999;
+        if (n > left)
+            n = left;
+        sha256_update(&h, a, n);
+        left -= n;
+    }
+    unsigned char d[32];
+    char hex[65];
+    sha256_final(&h, d);
+    sha256_hex(d, hex);
+    CHECK(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"), "million a: %.200s", hex);
+}
+
+static void test_fingerprint(void)
+{
+    /* 3 MiB + 5 of random bytes: the fingerprint covers size, head and tail. */
+    size_t size = (3u << 20) + 5;
+    unsigned char *data = malloc(size);
+    for (size_t i = 0; i < size; i++)
+        data[i] = (unsigned char)rnd();
+    char path[512];
+    path_in_tmp(path, sizeof path, "model.bin");
+    FILE *f = fopen(path, "wb");
+    fwrite(data, 1, size, f);
+    fclose(f);
+    char fp_file[72], fp_mem[72];
+    uint64_t got = 0;
+    err_t err = {{0}};
+    CHECK(conv_fingerprint(path, fp_file, &got, &err) == 0, "%.200s", err.msg);
+    conv_fingerprint_mem(data, size, fp_mem);
+    CHECK(got == size, "size %llu", (unsigned long long)got);
+    CHECK(!strcmp(fp_file, fp_mem), "file and memory fingerprints differ");
+    CHECK(!strncmp(fp_file, "sha256:", 7) && strlen(fp_file) == 71, "form: %.200s", fp_file);
+    /* A change in the middle is not seen (by design: cheap); at the end it is. */
+    data[size - 1] ^= 1;
+    conv_fingerprint_mem(data, size, fp_mem);
+    CHECK(strcmp(fp_file, fp_mem) != 0, "tail change not detected");
+    data[size - 1] ^= 1;
+    data[size / 2] ^= 1;
+    conv_fingerprint_mem(data, size, fp_mem);
+    CHECK(!strcmp(fp_file, fp_mem), "a middle byte should not be read");
+    /* Small files are hashed whole (head and tail overlap). */
+    conv_fingerprint_mem(data, 10, fp_mem);
+    CHECK(strlen(fp_mem) == 71, "small");
+    free(data);
+    CHECK(conv_fingerprint("/nonexistent/x.gguf", fp_file, NULL, &err) != 0 && strstr(err.msg, "/nonexistent"),
+          "missing file: %.200s", err.msg);
+}
+
+static void test_times(void)
+{
+    char buf[40];
+    conv_format_time(1700000000.25, buf, sizeof buf);
+    CHECK(!strcmp(buf, "2023-11-14T22:13:20.250Z"), "%.200s", buf);
+    double t = 0;
+    CHECK(conv_parse_time(buf, &t) == 0 && fabs(t - 1700000000.25) < 1e-6, "parse %.200s -> %f", buf, t);
+    CHECK(conv_parse_time("2023-11-14T22:13:20Z", &t) == 0 && t == 1700000000.0, "no fraction");
+    CHECK(conv_parse_time("2023-13-14T22:13:20Z", &t) != 0, "month 13 accepted");
+    CHECK(conv_parse_time("2023-11-14 22:13:20Z", &t) != 0, "space accepted");
+    CHECK(conv_parse_time("2023-11-14T22:13:20", &t) != 0, "no Z accepted");
+}
+
+static void test_system_and_truncate(void)
+{
+    conversation c;
+    conv_init(&c);
+    conv_add(&c, "user", "u1", NULL);
+    conv_add(&c, "assistant", "a1", NULL);
+    conv_set_system(&c, "sys");
+    CHECK(c.n == 3 && !strcmp(c.msgs[0].role, "system") && !strcmp(c.msgs[1].content, "u1"), "insert");
+    conv_set_system(&c, "sys2");
+    CHECK(c.n == 3 && !strcmp(c.msgs[0].content, "sys2"), "replace");
+    CHECK(conv_last(&c, "user") == 1 && conv_last(&c, "tool") == -1, "conv_last");
+    conv_set_system(&c, "");
+    CHECK(c.n == 2 && !strcmp(c.msgs[0].role, "user"), "remove");
+    conv_truncate(&c, 1);
+    CHECK(c.n == 1, "truncate");
+    /* Invalid UTF-8 from a terminal becomes U+FFFD, so the JSON stays valid. */
+    conv_msg *m = conv_add(&c, "user", "a\xff" "b\xc3", NULL);
+    CHECK(!strcmp(m->content, "a\xef\xbf\xbd" "b\xef\xbf\xbd"), "repair: %.200s", m->content);
+    char *json = conv_to_json(&c);
+    json_error_t je;
+    json_t *root = json_loads(json, 0, &je);
+    CHECK(root != NULL, "output is not JSON: %.200s", je.text);
+    json_decref(root);
+    free(json);
+    conv_free(&c);
+}
+
+static void test_markdown(void)
+{
+    conversation c;
+    conv_init(&c);
+    conv_add(&c, "user", "title \x1b]0;pwned\x07 and \x1b[2J", NULL);
+    conv_msg *m = conv_add(&c, "assistant", "answer\n```\ncode\n```", "why");
+    m->tps = 10, m->n_tokens = 5;
+    sbuf md = {0};
+    conv_to_markdown(&c, &md);
+    const char *s = sbuf_str(&md);
+    CHECK(strchr(s, 0x1b) == NULL && strchr(s, 0x07) == NULL, "raw control characters in the export");
+    CHECK(strstr(s, "title ^[]0;pwned^G and ^[[2J") != NULL, "inert forms missing: %.200s", s);
+    CHECK(strstr(s, "## Assistant") && strstr(s, "<summary>Reasoning</summary>") && strstr(s, "```\ncode\n```"),
+          "structure: %.200s", s);
+    sbuf_free(&md);
+    conv_free(&c);
+}
+
+static void test_utf8_sanitize(void)
+{
+    sbuf b = {0};
+    const char in[] = "ok\x1b[31mred\x7f\xc2\x9b\xe2\x80\xae|\t\n\xff";
+    utf8_sanitize(&b, in, sizeof in - 1, true);
+    const char want[] = "ok" "\x01^[\x02" "[31mred" "\x01^?\x02" "\x01<U+009B>\x02" "\x01<U+202E>\x02"
+                        "|\t\n" "\xef\xbf\xbd";
+    CHECK(!strcmp(sbuf_str(&b), want), "with markers: %.200s", sbuf_str(&b));
+    sbuf_clear(&b);
+    utf8_sanitize(&b, in, sizeof in - 1, false);
+    CHECK(!strcmp(sbuf_str(&b), "ok^[[31mred^?<U+009B><U+202E>|\t\n\xef\xbf\xbd"), "sanitized: %.200s", sbuf_str(&b));
+    sbuf_clear(&b);
+    utf8_sanitize(&b, "\x1b", 1, true);
+    CHECK(!strcmp(sbuf_str(&b), "\x01^[\x02"), "markers: %.200s", sbuf_str(&b));
+    sbuf_free(&b);
+    CHECK(utf8_valid("abc\xe6\xbc\xa2", 6) && !utf8_valid("\xc0\x80", 2) && !utf8_valid("\xed\xa0\x80", 3),
+          "utf8_valid (overlong / surrogate)");
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/glmchat-test-conv-XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    RUN(test_round_trip);
+    RUN(test_foreign_files);
+    RUN(test_bad_files);
+    RUN(test_atomic_save);
+    RUN(test_cleanup_tmp);
+    RUN(test_sha256);
+    RUN(test_fingerprint);
+    RUN(test_times);
+    RUN(test_system_and_truncate);
+    RUN(test_markdown);
+    RUN(test_utf8_sanitize);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%.200s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %.200s\n", tmpdir);
+    TESTS_DONE();
+}
