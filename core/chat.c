@@ -1,0 +1,377 @@
+/* chat.c: messages -> template -> tokens, and the streamed answer. */
+#include "chat.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the session ------------------------------------------------------------------ */
+
+static void add_stop(chat_session *s, int32_t id)
+{
+    if (id < 0 || s->n_stop == CHAT_MAX_STOP)
+        return;
+    for (uint32_t i = 0; i < s->n_stop; i++)
+        if (s->stop[i] == id)
+            return;
+    s->stop[s->n_stop++] = id;
+}
+
+void chat_set_template(chat_session *s, const tmpl_preset *tmpl)
+{
+    s->tmpl = tmpl;
+    s->n_stop = 0;
+    const char *const *texts = tmpl_stop_texts(tmpl);
+    for (size_t i = 0; texts && texts[i]; i++)
+        add_stop(s, tok_find(s->tok, texts[i]));
+    add_stop(s, tok_eos(s->tok));
+    add_stop(s, tok_eot(s->tok));
+}
+
+void chat_init(chat_session *s, const tokenizer *tok, const tmpl_preset *tmpl, bool thinking)
+{
+    memset(s, 0, sizeof *s);
+    conv_init(&s->conv);
+    s->tok = tok;
+    s->thinking = thinking;
+    chat_set_template(s, tmpl);
+}
+
+void chat_free(chat_session *s)
+{
+    conv_free(&s->conv);
+}
+
+/* ---- rendering ---------------------------------------------------------------------- */
+
+/* Only what people and tools write is guarded; the model's own turns are
+ * rendered as the template intends (it may rewrite inline <think>). */
+static bool guarded_role(const char *role)
+{
+    return strcmp(role, "assistant") != 0;
+}
+
+static int encode(const tokenizer *tok, const char *text, size_t len, bool special, int32_t **ids,
+                  uint32_t *n, uint32_t *cap, err_t *err)
+{
+    for (;;) {
+        int64_t need = tok_encode(tok, text, len, special, *ids + *n, *cap - *n, err);
+        if (need < 0)
+            return -1;
+        if ((uint64_t)need <= *cap - *n) {
+            *n += (uint32_t)need;
+            return 0;
+        }
+        uint32_t ncap = *cap * 2 > *n + need ? *cap * 2 : *n + (uint32_t)need + 64;
+        int32_t *p = realloc(*ids, ncap * sizeof *p);
+        if (!p)
+            return err_set(err, "out of memory");
+        *ids = p;
+        *cap = ncap;
+    }
+}
+
+/* True when the text holds special-token text (it encodes differently with
+ * special tokens parsed). */
+static int has_special_text(const tokenizer *tok, const char *text, bool *out, err_t *err)
+{
+    size_t len = strlen(text);
+    int32_t a[64], b[64];
+    int64_t na = tok_encode(tok, text, len, true, a, 64, err);
+    int64_t nb = na < 0 ? -1 : tok_encode(tok, text, len, false, b, 64, err);
+    if (na < 0 || nb < 0)
+        return -1;
+    if (na != nb) {
+        *out = true;
+        return 0;
+    }
+    if (na <= 64) {
+        *out = memcmp(a, b, (size_t)na * sizeof *a) != 0;
+        return 0;
+    }
+    /* Long texts: compare in full. */
+    int32_t *x = malloc((size_t)na * sizeof *x), *y = malloc((size_t)na * sizeof *y);
+    if (!x || !y) {
+        free(x);
+        free(y);
+        return err_set(err, "out of memory");
+    }
+    tok_encode(tok, text, len, true, x, (size_t)na, NULL);
+    tok_encode(tok, text, len, false, y, (size_t)na, NULL);
+    *out = memcmp(x, y, (size_t)na * sizeof *x) != 0;
+    free(x);
+    free(y);
+    return 0;
+}
+
+#define SENTINEL_FMT "\x02glmchat-message-%zu\x03"
+
+static json_t *render_inputs(const chat_session *s, size_t n_msgs, const bool *guard)
+{
+    json_t *msgs = json_array();
+    for (size_t i = 0; i < n_msgs; i++) {
+        const conv_msg *m = &s->conv.msgs[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "role", json_string(m->role));
+        if (guard && guard[i]) {
+            char sent[64];
+            snprintf(sent, sizeof sent, SENTINEL_FMT, i);
+            json_object_set_new(o, "content", json_string(sent));
+        } else {
+            json_object_set_new(o, "content", json_string(m->content));
+        }
+        if (m->reasoning)
+            json_object_set_new(o, "reasoning_content", json_string(m->reasoning));
+        json_array_append_new(msgs, o);
+    }
+    json_t *in = json_object();
+    json_object_set_new(in, "messages", msgs);
+    json_object_set_new(in, "add_generation_prompt", json_true());
+    json_object_set_new(in, "enable_thinking", json_boolean(s->thinking));
+    return in;
+}
+
+static char *render(const chat_session *s, size_t n_msgs, const bool *guard, err_t *err)
+{
+    json_t *in = render_inputs(s, n_msgs, guard);
+    char *out = tmpl_render(s->tmpl, in, err);
+    json_decref(in);
+    return out;
+}
+
+static void trim_span(const char *s, size_t *off, size_t *len)
+{
+    while (*len && isspace((unsigned char)s[*off]))
+        (*off)++, (*len)--;
+    while (*len && isspace((unsigned char)s[*off + *len - 1]))
+        (*len)--;
+}
+
+/* Splits the sentinel rendering into template parts and guarded texts and
+ * encodes them; checks that the parts and texts rebuild the real rendering
+ * exactly (texts as given, or trimmed for templates that trim). */
+static int encode_guarded(const chat_session *s, size_t n_msgs, const bool *guard, const char *real,
+                          int32_t **ids, uint32_t *n, uint32_t *cap, err_t *err)
+{
+    char *marked = render(s, n_msgs, guard, err);
+    if (!marked)
+        return -1;
+    int rc = -1;
+    for (int trimmed = 0; trimmed < 2 && rc != 0; trimmed++) {
+        /* First pass: verify; second: encode. */
+        const char *p = marked;
+        size_t r = 0;
+        bool ok = true;
+        *n = 0;
+        for (size_t i = 0; i < n_msgs && ok; i++) {
+            if (!guard[i])
+                continue;
+            char sent[64];
+            snprintf(sent, sizeof sent, SENTINEL_FMT, i);
+            const char *at = strstr(p, sent);
+            if (!at)
+                continue; /* the template left this message out */
+            size_t part = (size_t)(at - p);
+            const char *text = s->conv.msgs[i].content;
+            size_t off = 0, len = strlen(text);
+            if (trimmed)
+                trim_span(text, &off, &len);
+            ok = strncmp(real + r, p, part) == 0 && strncmp(real + r + part, text + off, len) == 0;
+            if (ok && (encode(s->tok, p, part, true, ids, n, cap, err) != 0 ||
+                       encode(s->tok, text + off, len, false, ids, n, cap, err) != 0)) {
+                free(marked);
+                return -1;
+            }
+            r += part + len;
+            p = at + strlen(sent);
+        }
+        if (ok && strcmp(real + r, p) == 0) {
+            if (encode(s->tok, p, strlen(p), true, ids, n, cap, err) != 0) {
+                free(marked);
+                return -1;
+            }
+            rc = 0;
+        }
+    }
+    free(marked);
+    if (rc != 0)
+        return err_set(err, "template %s rewrites a message that contains special-token text; "
+                            "it cannot be encoded safely",
+                       tmpl_name(s->tmpl));
+    return 0;
+}
+
+static bool ends_in_think(const char *r)
+{
+    size_t n = strlen(r);
+    while (n && isspace((unsigned char)r[n - 1]))
+        n--;
+    return n >= 7 && memcmp(r + n - 7, "<think>", 7) == 0;
+}
+
+int chat_prompt(const chat_session *s, size_t n_msgs, int32_t **ids_out, uint32_t *n_out, bool *opens_think,
+                err_t *err)
+{
+    if (n_msgs > s->conv.n)
+        n_msgs = s->conv.n;
+    bool *guard = calloc(n_msgs + 1, sizeof *guard);
+    if (!guard)
+        return err_set(err, "out of memory");
+    bool any = false;
+    for (size_t i = 0; i < n_msgs; i++) {
+        const conv_msg *m = &s->conv.msgs[i];
+        if (guarded_role(m->role) && has_special_text(s->tok, m->content, &guard[i], err) != 0) {
+            free(guard);
+            return -1;
+        }
+        any |= guard[i];
+    }
+    char *real = render(s, n_msgs, NULL, err);
+    if (!real) {
+        free(guard);
+        return -1;
+    }
+    uint32_t cap = 256, n = 0;
+    int32_t *ids = malloc(cap * sizeof *ids);
+    int rc = ids ? 0 : err_set(err, "out of memory");
+    if (rc == 0 && any)
+        rc = encode_guarded(s, n_msgs, guard, real, &ids, &n, &cap, err);
+    else if (rc == 0)
+        rc = encode(s->tok, real, strlen(real), true, &ids, &n, &cap, err);
+    *opens_think = ends_in_think(real);
+    free(real);
+    free(guard);
+    if (rc != 0) {
+        free(ids);
+        return -1;
+    }
+    *ids_out = ids;
+    *n_out = n;
+    return 0;
+}
+
+/* ---- the streamed answer ---------------------------------------------------------------- */
+
+static const char open_tag[] = "<think>", close_tag[] = "</think>";
+
+void chat_stream_init(chat_stream *st, bool opens_think)
+{
+    memset(st, 0, sizeof *st);
+    st->in_think = opens_think;
+}
+
+/* Length of the longest suffix of s[0..n) that is a proper prefix of tag. */
+static size_t partial_suffix(const char *s, size_t n, const char *tag)
+{
+    size_t t = strlen(tag);
+    for (size_t k = t - 1; k > 0; k--)
+        if (k <= n && memcmp(s + n - k, tag, k) == 0)
+            return k;
+    return 0;
+}
+
+static void add_content(chat_stream *st, const char *s, size_t n)
+{
+    if (!st->started) {
+        while (n && isspace((unsigned char)*s))
+            s++, n--;
+        if (!n)
+            return;
+        st->started = true;
+    }
+    sbuf_add(&st->content, s, n);
+}
+
+static void process(chat_stream *st, const char *s, size_t n)
+{
+    while (n > 0) {
+        if (st->in_think) {
+            const char *end = memmem(s, n, close_tag, sizeof close_tag - 1);
+            if (end) {
+                sbuf_add(&st->reasoning, s, (size_t)(end - s));
+                n -= (size_t)(end - s) + sizeof close_tag - 1;
+                s = end + sizeof close_tag - 1;
+                st->in_think = false;
+                continue;
+            }
+            size_t keep = partial_suffix(s, n, close_tag);
+            sbuf_add(&st->reasoning, s, n - keep);
+            memcpy(st->hold, s + n - keep, keep);
+            st->n_hold = keep;
+            return;
+        }
+        if (st->started) {
+            sbuf_add(&st->content, s, n);
+            return;
+        }
+        /* Before any content: an opening tag may start the reasoning. */
+        size_t ws = 0;
+        while (ws < n && isspace((unsigned char)s[ws]))
+            ws++;
+        size_t rest = n - ws;
+        if (rest >= sizeof open_tag - 1 && memcmp(s + ws, open_tag, sizeof open_tag - 1) == 0) {
+            st->in_think = true;
+            s += ws + sizeof open_tag - 1;
+            n = rest - (sizeof open_tag - 1);
+            continue;
+        }
+        if (rest < sizeof open_tag - 1 && memcmp(s + ws, open_tag, rest) == 0) {
+            /* Maybe the start of the tag: wait for more (whitespace is dropped anyway). */
+            memcpy(st->hold, s + ws, rest);
+            st->n_hold = rest;
+            return;
+        }
+        add_content(st, s, n);
+        return;
+    }
+}
+
+void chat_stream_feed(chat_stream *st, const char *text, size_t n)
+{
+    if (st->n_hold == 0) {
+        process(st, text, n);
+        return;
+    }
+    sbuf tmp = {0};
+    sbuf_add(&tmp, st->hold, st->n_hold);
+    sbuf_add(&tmp, text, n);
+    st->n_hold = 0;
+    process(st, tmp.s, tmp.len);
+    sbuf_free(&tmp);
+}
+
+static void trim_sbuf(sbuf *b, bool leading)
+{
+    if (!b->s)
+        return;
+    size_t start = 0;
+    while (leading && start < b->len && isspace((unsigned char)b->s[start]))
+        start++;
+    size_t end = b->len;
+    while (end > start && isspace((unsigned char)b->s[end - 1]))
+        end--;
+    memmove(b->s, b->s + start, end - start);
+    b->len = end - start;
+    b->s[b->len] = 0;
+}
+
+void chat_stream_finish(chat_stream *st)
+{
+    if (st->n_hold) {
+        if (st->in_think)
+            sbuf_add(&st->reasoning, st->hold, st->n_hold);
+        else
+            add_content(st, st->hold, st->n_hold);
+        st->n_hold = 0;
+    }
+    trim_sbuf(&st->reasoning, true);
+    trim_sbuf(&st->content, true);
+}
+
+void chat_stream_free(chat_stream *st)
+{
+    sbuf_free(&st->reasoning);
+    sbuf_free(&st->content);
+}

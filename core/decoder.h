@@ -1,0 +1,110 @@
+/* decoder.h: the decode thread.
+ *
+ * The UI never waits on the model: a decoder owns the engine on a thread of
+ * its own, takes one job at a time (a prompt, stop tokens, sampling), and
+ * reports everything as events on a thread-safe queue whose file descriptor
+ * becomes readable when events are waiting (for the UI's poll()).
+ *
+ * Promises:
+ *  - the engine is created on the thread (load progress arrives as events,
+ *    then READY or ERROR);
+ *  - a job reuses the KV cache of the longest common prefix with what the
+ *    cache holds (a new turn evaluates only the new tokens; /retry none);
+ *  - generated text arrives through the tokenizer's streaming decoder, so
+ *    a TEXT event never ends inside a UTF-8 sequence;
+ *  - decoder_cancel() stops a job within one token (between prompt chunks
+ *    during prefill); the text generated so far has been delivered;
+ *  - per-token statistics are published at most every 50 ms (so reading
+ *    them never slows decoding) and read without blocking the thread for
+ *    longer than a copy. */
+#ifndef GLM_DECODER_H
+#define GLM_DECODER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "error.h"
+#include "model.h"
+#include "sampler.h"
+#include "tokenizer.h"
+
+typedef enum {
+    DEC_EV_PROGRESS, /* engine load: text = stage, done / total bytes */
+    DEC_EV_READY,    /* engine open: text = the backend's description */
+    DEC_EV_PREFILL,  /* prompt evaluated: n_prompt, n_reused, prefill_tps */
+    DEC_EV_TEXT,     /* generated text (token = the token it came from) */
+    DEC_EV_DONE,     /* job over: stop, n_gen, decode_tps */
+    DEC_EV_ERROR,    /* text = one-line message; the job (or the load) failed */
+} dec_ev_type;
+
+typedef enum {
+    DEC_STOP_EOS,    /* a stop token */
+    DEC_STOP_LIMIT,  /* n_predict reached */
+    DEC_STOP_CTX,    /* the context is full */
+    DEC_STOP_CANCEL, /* decoder_cancel() */
+} dec_stop;
+
+typedef struct {
+    dec_ev_type type;
+    uint32_t job;
+    char *text;       /* owned by the event (decoder_event_free) */
+    int32_t token;
+    dec_stop stop;
+    uint32_t n_prompt;  /* tokens in the job's prompt */
+    uint32_t n_reused;  /* of those, found in the KV cache */
+    uint32_t n_gen;     /* tokens generated */
+    double prefill_tps, decode_tps;
+    uint64_t done, total;
+} dec_event;
+
+typedef struct {
+    const int32_t *prompt;  /* the whole context: every message, rendered */
+    uint32_t n_prompt;
+    int n_predict;          /* -1: until a stop token or the context is full */
+    const int32_t *stop;    /* tokens that end the answer */
+    uint32_t n_stop;
+    sampler_params sampling;
+} dec_job;
+
+typedef struct {
+    engine_stats engine;    /* the backend's view (kernels, tokens/s) */
+    uint32_t n_past;        /* tokens in the KV cache */
+    uint32_t n_ctx;
+    bool busy;
+    double decode_tps;      /* the current / last job's tokens per second */
+    double prefill_tps;
+    uint64_t seq;           /* increments with every published snapshot */
+} dec_stats;
+
+typedef struct decoder decoder;
+
+/* Starts the thread, which opens the engine (model and tokenizer must
+ * outlive the decoder).  NULL + err only when the thread cannot start. */
+decoder *decoder_start(const engine_backend *be, const model *m, const tokenizer *tok,
+                       const engine_params *p, err_t *err);
+/* Cancels any job, joins the thread, closes the engine, frees everything. */
+void decoder_free(decoder *d);
+
+/* Readable while events are queued. */
+int decoder_fd(const decoder *d);
+/* Pops one event without blocking; false when none is queued. */
+bool decoder_next(decoder *d, dec_event *ev);
+/* Waits up to timeout_ms (-1: forever) for one event; false on timeout. */
+bool decoder_wait(decoder *d, dec_event *ev, int timeout_ms);
+void decoder_event_free(dec_event *ev);
+
+/* Queues a job (the arrays are copied).  Returns its id (> 0), or -1 when
+ * the engine is not ready, a job is running, or the prompt is empty or
+ * longer than the context. */
+int decoder_submit(decoder *d, const dec_job *job, err_t *err);
+void decoder_cancel(decoder *d);
+bool decoder_busy(decoder *d);
+/* Forgets the KV cache (the next job evaluates its whole prompt). */
+void decoder_reset_cache(decoder *d);
+void decoder_get_stats(decoder *d, dec_stats *out);
+/* The backend's one-line description once READY ("" before). */
+const char *decoder_describe(decoder *d);
+uint32_t decoder_n_ctx(const decoder *d);
+
+#endif
