@@ -122,9 +122,20 @@ typedef struct {
 } model;
 
 int model_load(model *m, const char *path, err_t *err);
-/* Same, over an already opened context (takes ownership of it). */
+/* Same, over an already opened context (takes ownership of it, also on
+ * failure). */
 int model_load_gguf(model *m, gguf_ctx *ctx, err_t *err);
 void model_free(model *m);
+
+/* Flags for the _ex variants. */
+enum {
+    /* Validate and bind, but convert no layout (legacy attn_kv_b stays
+     * unsplit: k_b/v_b are left empty).  For `info`, which must not touch
+     * weight data; such a model cannot be run. */
+    MODEL_LOAD_NO_CONVERT = 1
+};
+int model_load_ex(model *m, const char *path, unsigned flags, err_t *err);
+int model_load_gguf_ex(model *m, gguf_ctx *ctx, unsigned flags, err_t *err);
 
 /* Size facts for `info` and for the GPU uploader. */
 typedef struct {
