@@ -671,33 +671,36 @@ static uint64_t n_elements(const gguf_tensor *t)
  * experts only n_expert_used of n_expert (the three expert tensors are
  * n_expert equal slices), one row of token_embd (plus the whole table when
  * it doubles as the output head).  NextN blocks are loaded, not run. */
+void model_census_add(model_census *out, const model_config *c, const gguf_tensor *t, bool tied_output)
+{
+    uint64_t ne = n_elements(t);
+    out->total_params += ne;
+    out->weight_bytes += t->size;
+    if (t->type < QT_COUNT) {
+        out->bytes_by_type[t->type] += t->size;
+        out->tensors_by_type[t->type]++;
+    }
+    long il = block_of(t->name);
+    uint64_t act_ne = ne, act_bytes = t->size;
+    if (il >= (long)c->n_layer) {
+        act_ne = act_bytes = 0;
+    } else if (strcmp(t->name, "token_embd.weight") == 0 && t->ne[1] > 0) {
+        uint64_t rows = tied_output ? t->ne[1] + 1 : 1;
+        act_ne = t->ne[0] * rows;
+        act_bytes = t->size / t->ne[1] * rows;
+    } else if (strstr(t->name, "_exps.") && c->n_expert > 0) {
+        act_ne = ne / c->n_expert * c->n_expert_used;
+        act_bytes = t->size / c->n_expert * c->n_expert_used;
+    }
+    out->active_params += act_ne;
+    out->active_bytes += act_bytes;
+}
+
 void model_census_compute(const model *m, model_census *out)
 {
     memset(out, 0, sizeof *out);
-    const model_config *c = &m->cfg;
     bool tied = m->output.data == m->tok_embd.data;
     size_t n = gguf_n_tensors(m->gguf);
-    for (size_t i = 0; i < n; i++) {
-        const gguf_tensor *t = gguf_tensor_at(m->gguf, i);
-        uint64_t ne = n_elements(t);
-        out->total_params += ne;
-        out->weight_bytes += t->size;
-        if (t->type < QT_COUNT) {
-            out->bytes_by_type[t->type] += t->size;
-            out->tensors_by_type[t->type]++;
-        }
-        long il = block_of(t->name);
-        uint64_t act_ne = ne, act_bytes = t->size;
-        if (il >= (long)c->n_layer) {
-            act_ne = act_bytes = 0;
-        } else if (strcmp(t->name, "token_embd.weight") == 0) {
-            act_ne = t->ne[0] * (tied ? t->ne[1] + 1 : 1);
-            act_bytes = t->size / t->ne[1] * (tied ? t->ne[1] + 1 : 1);
-        } else if (strstr(t->name, "_exps.") && c->n_expert > 0) {
-            act_ne = ne / c->n_expert * c->n_expert_used;
-            act_bytes = t->size / c->n_expert * c->n_expert_used;
-        }
-        out->active_params += act_ne;
-        out->active_bytes += act_bytes;
-    }
+    for (size_t i = 0; i < n; i++)
+        model_census_add(out, &m->cfg, gguf_tensor_at(m->gguf, i), tied);
 }

@@ -148,6 +148,10 @@ typedef struct {
 } model_census;
 
 void model_census_compute(const model *m, model_census *out);
+/* Adds one tensor of a table to a census: what model_census_compute does for
+ * each tensor of the file, usable on a planned table (generator, tests).
+ * `tied_output`: token_embd also serves as the output head. */
+void model_census_add(model_census *out, const model_config *c, const gguf_tensor *t, bool tied_output);
 
 /* Rows of a weight view: the matrix of expert e starts at data + e*nb2. */
 static inline const void *mtensor_matrix(const mtensor *t, uint32_t e)
