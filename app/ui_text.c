@@ -24,18 +24,18 @@ typedef struct {
 static unit next_unit(const char *s, size_t n, size_t pos, int col)
 {
     unit u = {pos, 0, 0};
-    if (s[pos] == UTF8_MARK_ON) {
+    if (s[pos] == TSAFE_MARK_ON) {
         size_t p = pos + 1;
-        while (p < n && s[p] != UTF8_MARK_OFF) {
+        while (p < n && s[p] != TSAFE_MARK_OFF) {
             uint32_t cp;
-            p += utf8_decode(s + p, n - p, &cp);
+            p += tsafe_decode(s + p, n - p, &cp);
             u.width += ui_cp_width(cp);
         }
         u.end = p < n ? p + 1 : n;
         return u;
     }
     uint32_t cp;
-    size_t p = pos + utf8_decode(s + pos, n - pos, &cp);
+    size_t p = pos + tsafe_decode(s + pos, n - pos, &cp);
     if (cp == '\t') {
         u.end = p;
         u.width = UI_TAB_WIDTH - col % UI_TAB_WIDTH;
@@ -45,14 +45,14 @@ static unit next_unit(const char *s, size_t n, size_t pos, int col)
     u.width = ui_cp_width(cp);
     u.space = cp == ' ';
     /* Zero-width code points that follow belong to this one. */
-    while (p < n && s[p] != UTF8_MARK_ON && s[p] != UTF8_MARK_OFF) {
+    while (p < n && s[p] != TSAFE_MARK_ON && s[p] != TSAFE_MARK_OFF) {
         uint32_t next;
-        size_t l = utf8_decode(s + p, n - p, &next);
+        size_t l = tsafe_decode(s + p, n - p, &next);
         if (next == '\t' || next == ' ' || ui_cp_width(next) != 0 || next < 0x20)
             break;
         p += l;
     }
-    if (s[pos] == UTF8_MARK_OFF)
+    if (s[pos] == TSAFE_MARK_OFF)
         u.width = 0;
     u.end = p;
     return u;

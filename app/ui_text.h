@@ -1,6 +1,6 @@
 /* ui_text.h: display widths and wrapping of (sanitized) text.
  *
- * Untrusted text reaches the screen only after utf8_sanitize() (core/utf8.h)
+ * Untrusted text reaches the screen only after tsafe_sanitize() (core/text_safe.h)
  * with markers; this module measures and wraps such text in display cells:
  * wide (CJK) characters take two, combining characters none and stay with
  * their base character, marked control forms are never split. */
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "utf8.h"
+#include "text_safe.h"
 
 #define UI_TAB_WIDTH 4
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "sha256.h"
-#include "utf8.h"
+#include "text_safe.h"
 
 #define CONV_MAX_FILE (256u << 20) /* larger files are refused, not read */
 #define CONV_FORMAT_NAME "glmchat-conversation"
@@ -26,7 +26,7 @@
 static char *dup_utf8(const char *s)
 {
     sbuf b = {0};
-    utf8_repair(&b, s, strlen(s));
+    tsafe_repair(&b, s, strlen(s));
     return sbuf_take(&b);
 }
 
@@ -763,12 +763,12 @@ void conv_to_markdown(const conversation *c, sbuf *out)
         sbuf_adds(out, "- model: ");
         /* Metadata is untrusted too: shown inert like the messages. */
         const char *mn = c->model_name && c->model_name[0] ? c->model_name : c->model_path;
-        utf8_sanitize(out, mn, strlen(mn), false);
+        tsafe_sanitize(out, mn, strlen(mn), false);
         sbuf_addc(out, '\n');
     }
     if (c->tmpl) {
         sbuf_adds(out, "- template: ");
-        utf8_sanitize(out, c->tmpl, strlen(c->tmpl), false);
+        tsafe_sanitize(out, c->tmpl, strlen(c->tmpl), false);
         sbuf_addc(out, '\n');
     }
     for (size_t i = 0; i < c->n; i++) {
@@ -776,10 +776,10 @@ void conv_to_markdown(const conversation *c, sbuf *out)
         sbuf_printf(out, "\n## %s\n\n", role_title(m->role));
         if (m->reasoning && m->reasoning[0]) {
             sbuf_adds(out, "<details><summary>Reasoning</summary>\n\n");
-            utf8_sanitize(out, m->reasoning, strlen(m->reasoning), false);
+            tsafe_sanitize(out, m->reasoning, strlen(m->reasoning), false);
             sbuf_adds(out, "\n\n</details>\n\n");
         }
-        utf8_sanitize(out, m->content, strlen(m->content), false);
+        tsafe_sanitize(out, m->content, strlen(m->content), false);
         sbuf_addc(out, '\n');
         if (!strcmp(m->role, "assistant") && (m->tps > 0 || m->stopped))
             sbuf_printf(out, "\n*%u tokens, %.1f tokens/s%s*\n", m->n_tokens, m->tps,

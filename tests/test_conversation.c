@@ -11,7 +11,7 @@
 #include "conversation.h"
 #include "sha256.h"
 #include "testlib.h"
-#include "utf8.h"
+#include "text_safe.h"
 
 static char tmpdir[256];
 
@@ -417,23 +417,23 @@ static void test_markdown(void)
     conv_free(&c);
 }
 
-static void test_utf8_sanitize(void)
+static void test_tsafe_sanitize(void)
 {
     sbuf b = {0};
     const char in[] = "ok\x1b[31mred\x7f\xc2\x9b\xe2\x80\xae|\t\n\xff";
-    utf8_sanitize(&b, in, sizeof in - 1, true);
+    tsafe_sanitize(&b, in, sizeof in - 1, true);
     const char want[] = "ok" "\x01^[\x02" "[31mred" "\x01^?\x02" "\x01<U+009B>\x02" "\x01<U+202E>\x02"
                         "|\t\n" "\xef\xbf\xbd";
     CHECK(!strcmp(sbuf_str(&b), want), "with markers: %.200s", sbuf_str(&b));
     sbuf_clear(&b);
-    utf8_sanitize(&b, in, sizeof in - 1, false);
+    tsafe_sanitize(&b, in, sizeof in - 1, false);
     CHECK(!strcmp(sbuf_str(&b), "ok^[[31mred^?<U+009B><U+202E>|\t\n\xef\xbf\xbd"), "sanitized: %.200s", sbuf_str(&b));
     sbuf_clear(&b);
-    utf8_sanitize(&b, "\x1b", 1, true);
+    tsafe_sanitize(&b, "\x1b", 1, true);
     CHECK(!strcmp(sbuf_str(&b), "\x01^[\x02"), "markers: %.200s", sbuf_str(&b));
     sbuf_free(&b);
-    CHECK(utf8_valid("abc\xe6\xbc\xa2", 6) && !utf8_valid("\xc0\x80", 2) && !utf8_valid("\xed\xa0\x80", 3),
-          "utf8_valid (overlong / surrogate)");
+    CHECK(tsafe_valid("abc\xe6\xbc\xa2", 6) && !tsafe_valid("\xc0\x80", 2) && !tsafe_valid("\xed\xa0\x80", 3),
+          "tsafe_valid (overlong / surrogate)");
 }
 
 int main(void)
@@ -453,7 +453,7 @@ int main(void)
     RUN(test_times);
     RUN(test_system_and_truncate);
     RUN(test_markdown);
-    RUN(test_utf8_sanitize);
+    RUN(test_tsafe_sanitize);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%.200s'", tmpdir);
     if (system(cmd) != 0)

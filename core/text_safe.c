@@ -1,9 +1,9 @@
-/* utf8.c: UTF-8 decoding and sanitizing. */
-#include "utf8.h"
+/* text_safe.c: UTF-8 decoding and sanitizing of untrusted text. */
+#include "text_safe.h"
 
 #include <stdio.h>
 
-size_t utf8_decode(const char *str, size_t n, uint32_t *cp)
+size_t tsafe_decode(const char *str, size_t n, uint32_t *cp)
 {
     const unsigned char *s = (const unsigned char *)str;
     unsigned char c = s[0];
@@ -37,7 +37,7 @@ bad:
     return 1;
 }
 
-void utf8_encode(sbuf *out, uint32_t cp)
+void tsafe_encode(sbuf *out, uint32_t cp)
 {
     char b[4];
     size_t n;
@@ -55,25 +55,25 @@ void utf8_encode(sbuf *out, uint32_t cp)
     sbuf_add(out, b, n);
 }
 
-void utf8_repair(sbuf *out, const char *s, size_t n)
+void tsafe_repair(sbuf *out, const char *s, size_t n)
 {
     size_t i = 0;
     while (i < n) {
         uint32_t cp;
-        size_t len = utf8_decode(s + i, n - i, &cp);
+        size_t len = tsafe_decode(s + i, n - i, &cp);
         if (cp == 0xfffd && len == 1 && (unsigned char)s[i] >= 0x80)
-            utf8_encode(out, 0xfffd);
+            tsafe_encode(out, 0xfffd);
         else
             sbuf_add(out, s + i, len);
         i += len;
     }
 }
 
-bool utf8_valid(const char *s, size_t n)
+bool tsafe_valid(const char *s, size_t n)
 {
     for (size_t i = 0; i < n;) {
         uint32_t cp;
-        size_t len = utf8_decode(s + i, n - i, &cp);
+        size_t len = tsafe_decode(s + i, n - i, &cp);
         if (cp == 0xfffd && len == 1 && (unsigned char)s[i] >= 0x80)
             return false;
         i += len;
@@ -89,12 +89,12 @@ static bool is_bidi_control(uint32_t cp)
            cp == 0x200f || cp == 0x061c;
 }
 
-void utf8_sanitize(sbuf *out, const char *s, size_t n, bool markers)
+void tsafe_sanitize(sbuf *out, const char *s, size_t n, bool markers)
 {
     size_t i = 0;
     while (i < n) {
         uint32_t cp;
-        size_t len = utf8_decode(s + i, n - i, &cp);
+        size_t len = tsafe_decode(s + i, n - i, &cp);
         char form[16];
         if (cp == '\n' || cp == '\t') {
             sbuf_addc(out, (char)cp);
@@ -104,12 +104,12 @@ void utf8_sanitize(sbuf *out, const char *s, size_t n, bool markers)
             else
                 snprintf(form, sizeof form, "<U+%04X>", (unsigned)cp);
             if (markers)
-                sbuf_addc(out, UTF8_MARK_ON);
+                sbuf_addc(out, TSAFE_MARK_ON);
             sbuf_adds(out, form);
             if (markers)
-                sbuf_addc(out, UTF8_MARK_OFF);
+                sbuf_addc(out, TSAFE_MARK_OFF);
         } else if (cp == 0xfffd && len == 1) {
-            utf8_encode(out, 0xfffd);
+            tsafe_encode(out, 0xfffd);
         } else {
             sbuf_add(out, s + i, len);
         }
