@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 /* ---- value parsers --------------------------------------------------------- */
 
@@ -258,4 +261,31 @@ int settings_load(settings *s, const char *path, bool missing_ok, err_t *err)
         rc = err_set(err, "%s: read error", path);
     fclose(f);
     return rc;
+}
+
+/* ---- sampling -------------------------------------------------------------------- */
+
+void settings_to_sampler(const settings *s, const tmpl_preset *tmpl, uint64_t seed, sampler_params *sp)
+{
+    sampler_params_default(sp);
+    float temp = sp->temp, top_p = sp->top_p, min_p = sp->min_p;
+    int top_k = sp->top_k;
+    if (tmpl)
+        tmpl_sampling_defaults(tmpl, &temp, &top_p, &min_p, &top_k);
+    sp->temp = s->has_temp ? s->temp : temp;
+    sp->top_p = s->has_top_p ? s->top_p : top_p;
+    sp->min_p = s->has_min_p ? s->min_p : min_p;
+    sp->top_k = s->has_top_k ? s->top_k : top_k;
+    sp->seed = s->has_seed ? s->seed : seed;
+}
+
+uint64_t settings_random_seed(void)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        v = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec ^ (uint64_t)getpid() << 32;
+    }
+    return v & INT64_MAX;
 }

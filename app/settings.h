@@ -10,7 +10,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "chat_template.h"
 #include "error.h"
+#include "sampler.h"
 
 typedef enum { SETTINGS_PANE_AUTO = 0, SETTINGS_PANE_ON, SETTINGS_PANE_OFF } settings_pane;
 
@@ -46,5 +48,11 @@ bool settings_is_sampling_key(const char *key);
 const char *settings_keys(void);
 /* Writes `key = value` lines for the sampling keys into buf (for /set). */
 void settings_format_sampling(const settings *s, char *buf, size_t cap);
+
+/* The sampler settings for an answer: the template family's defaults, then
+ * whatever the settings give; `seed` when the settings give none. */
+void settings_to_sampler(const settings *s, const tmpl_preset *tmpl, uint64_t seed, sampler_params *sp);
+/* A fresh random seed (from the OS), below 2^63 so JSON keeps it exact. */
+uint64_t settings_random_seed(void);
 
 #endif

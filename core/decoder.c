@@ -52,6 +52,8 @@ struct decoder {
     float *logits;              /* [n_vocab] */
     int32_t *kv_tokens;         /* [n_ctx]: what the cache holds */
     uint32_t kv_n;
+    char *piece;                /* tok_stream output, TOK_STREAM_CAP bytes */
+    size_t piece_cap;
     double last_stats, last_progress;
     engine_stats scratch;
 };
@@ -251,10 +253,9 @@ static uint32_t reuse_prefix(decoder *d, const int32_t *prompt, uint32_t n)
 
 static void finish(decoder *d, uint32_t job, dec_stop stop, uint32_t n_gen, double tps, tok_stream *ts)
 {
-    char buf[64];
-    size_t n = tok_stream_flush(ts, buf, sizeof buf);
+    size_t n = tok_stream_flush(ts, d->piece, d->piece_cap);
     if (n > 0) {
-        dec_event t = {.type = DEC_EV_TEXT, .job = job, .text = dupstr(buf), .token = -1};
+        dec_event t = {.type = DEC_EV_TEXT, .job = job, .text = dupstr(d->piece), .token = -1};
         post(d, &t);
     }
     publish_stats(d, true, tps, -1);
@@ -310,9 +311,9 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
             return finish(d, job, DEC_STOP_EOS, n_gen, tps, &ts);
         sampler_accept(d->smp, tok);
         n_gen++;
-        char buf[512];
-        size_t n = tok_stream_feed(&ts, tok, buf, sizeof buf);
-        dec_event te = {.type = DEC_EV_TEXT, .job = job, .text = dupstr(n ? buf : ""), .token = tok};
+        size_t n = tok_stream_feed(&ts, tok, d->piece, d->piece_cap);
+        d->piece[n < d->piece_cap ? n : d->piece_cap - 1] = 0;
+        dec_event te = {.type = DEC_EV_TEXT, .job = job, .text = dupstr(d->piece), .token = tok};
         post(d, &te);
         if (atomic_load(&d->cancel))
             return finish(d, job, DEC_STOP_CANCEL, n_gen, tps, &ts);
@@ -359,7 +360,9 @@ static int open_engine(decoder *d, err_t *err)
     d->smp = sampler_new(&sp, d->n_vocab);
     d->logits = malloc((size_t)d->n_vocab * sizeof *d->logits);
     d->kv_tokens = malloc((size_t)d->n_ctx * sizeof *d->kv_tokens);
-    if (!d->smp || !d->logits || !d->kv_tokens)
+    d->piece_cap = TOK_STREAM_CAP(tok_max_piece(d->tok));
+    d->piece = malloc(d->piece_cap);
+    if (!d->smp || !d->logits || !d->kv_tokens || !d->piece)
         return err_set(err, "out of memory for the decoder's buffers");
     return 0;
 }
@@ -468,6 +471,7 @@ void decoder_free(decoder *d)
     sampler_free(d->smp);
     free(d->logits);
     free(d->kv_tokens);
+    free(d->piece);
     free(d->job_prompt);
     free(d->job_stop);
     for (size_t i = 0; i < d->q_len; i++)

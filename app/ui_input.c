@@ -1,0 +1,291 @@
+/* ui_input.c: readline in callback mode, drawn into a curses window. */
+#include "ui_input.h"
+
+#include <readline/history.h>
+#include <readline/readline.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "ui_text.h"
+
+/* readline has no user pointer: one input area per process. */
+static struct {
+    ui_input_line_fn on_line;
+    ui_input_matches_fn on_matches;
+    void *user;
+    char history_path[4096];
+    unsigned char queue[256]; /* bytes waiting for readline */
+    size_t q_head, q_len;
+    bool changed;
+    char prompt[64];
+    FILE *devnull;
+} in;
+
+/* ---- readline hooks --------------------------------------------------------------- */
+
+static int rl_getc_hook(FILE *f)
+{
+    (void)f;
+    if (in.q_len == 0)
+        return 0; /* never asked for more than was fed; NUL is harmless */
+    unsigned char c = in.queue[in.q_head];
+    in.q_head = (in.q_head + 1) % sizeof in.queue;
+    in.q_len--;
+    return c;
+}
+
+/* Readline asks this to tell a lone ESC from the start of a key sequence:
+ * a whole sequence is queued before readline is run. */
+static int rl_input_available(void)
+{
+    return in.q_len > 0;
+}
+
+static void rl_redisplay_hook(void)
+{
+    in.changed = true;
+}
+
+static void rl_noop_prep(int meta)
+{
+    (void)meta;
+}
+
+static void rl_noop_deprep(void)
+{
+}
+
+static void on_line_cb(char *line)
+{
+    if (line && *line) {
+        HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
+        if (!last || strcmp(last->line, line) != 0) {
+            add_history(line);
+            if (in.history_path[0])
+                append_history(1, in.history_path);
+        }
+    }
+    in.changed = true;
+    in.on_line(in.user, line);
+}
+
+static void display_matches(char **matches, int n, int max_len)
+{
+    if (in.on_matches)
+        in.on_matches(in.user, matches, n, max_len);
+}
+
+static int insert_newline(int count, int key)
+{
+    (void)count;
+    (void)key;
+    rl_insert_text("\n");
+    return 0;
+}
+
+/* ---- set-up --------------------------------------------------------------------------- */
+
+void ui_input_init(const char *history_path, ui_input_line_fn on_line, ui_input_matches_fn on_matches, void *user)
+{
+    in.on_line = on_line;
+    in.on_matches = on_matches;
+    in.user = user;
+    snprintf(in.history_path, sizeof in.history_path, "%s", history_path ? history_path : "");
+    snprintf(in.prompt, sizeof in.prompt, "> ");
+    /* Readline must never write to or reconfigure the terminal curses owns. */
+    in.devnull = fopen("/dev/null", "w");
+    rl_outstream = in.devnull;
+    rl_readline_name = "glmchat";
+    rl_getc_function = rl_getc_hook;
+    rl_input_available_hook = rl_input_available;
+    rl_redisplay_function = rl_redisplay_hook;
+    rl_prep_term_function = rl_noop_prep;
+    rl_deprep_term_function = rl_noop_deprep;
+    rl_catch_signals = 0;
+    rl_catch_sigwinch = 0;
+    rl_change_environment = 0;
+    rl_completion_display_matches_hook = display_matches;
+    rl_variable_bind("bell-style", "none");
+    rl_variable_bind("enable-bracketed-paste", "off"); /* curses decodes pastes for us */
+    rl_bind_keyseq("\\e\\r", insert_newline);
+    rl_bind_keyseq("\\e\\n", insert_newline);
+    using_history();
+    /* Timestamps mark where an entry starts, so entries may span lines. */
+    history_write_timestamps = 1;
+    history_multiline_entries = 1;
+    if (in.history_path[0])
+        read_history(in.history_path);
+    rl_callback_handler_install(in.prompt, on_line_cb);
+    in.changed = true;
+}
+
+void ui_input_shutdown(void)
+{
+    rl_callback_handler_remove();
+    if (in.history_path[0])
+        history_truncate_file(in.history_path, 2000);
+    clear_history();
+    rl_outstream = NULL;
+    if (in.devnull)
+        fclose(in.devnull);
+    in.devnull = NULL;
+}
+
+void ui_input_set_prompt(const char *prompt)
+{
+    snprintf(in.prompt, sizeof in.prompt, "%s", prompt);
+    rl_set_prompt(in.prompt);
+    in.changed = true;
+}
+
+void ui_input_resize(int rows, int cols)
+{
+    rl_set_screen_size(rows, cols);
+}
+
+/* ---- feeding ---------------------------------------------------------------------------- */
+
+void ui_input_feed(const char *bytes, size_t n)
+{
+    for (size_t i = 0; i < n && in.q_len < sizeof in.queue; i++) {
+        in.queue[(in.q_head + in.q_len) % sizeof in.queue] = (unsigned char)bytes[i];
+        in.q_len++;
+    }
+    while (in.q_len > 0)
+        rl_callback_read_char();
+}
+
+void ui_input_insert(const char *text)
+{
+    rl_insert_text(text);
+    in.changed = true;
+}
+
+void ui_input_set_line(const char *text)
+{
+    rl_replace_line(text, 0);
+    rl_point = rl_end;
+    in.changed = true;
+}
+
+void ui_input_clear(void)
+{
+    rl_replace_line("", 0);
+    rl_point = 0;
+    in.changed = true;
+}
+
+bool ui_input_empty(void)
+{
+    return rl_end == 0;
+}
+
+bool ui_input_changed(void)
+{
+    return in.changed;
+}
+
+/* ---- drawing ------------------------------------------------------------------------------ */
+
+/* Lays out prompt + line cell by cell; calls put() for every cell group
+ * (NULL window: only counts).  Returns rows used; cy, cx get the cursor. */
+typedef struct {
+    WINDOW *w;
+    int width, row, col, first_row, rows;
+    int cy, cx;
+    int attr_text, attr_control;
+} layout;
+
+static void put_cells(layout *l, const char *s, size_t n, int cells, int attr)
+{
+    if (l->col + cells > l->width && l->col > 0) {
+        l->row++;
+        l->col = 0;
+    }
+    int r = l->row - l->first_row;
+    if (l->w && r >= 0 && r < l->rows) {
+        wattrset(l->w, attr);
+        mvwaddnstr(l->w, r, l->col, s, (int)n);
+    }
+    l->col += cells;
+}
+
+static void lay_text(layout *l, const char *text, size_t n, size_t point, bool is_line, int attr)
+{
+    size_t i = 0;
+    while (i <= n) {
+        if (is_line && i == point) {
+            if (l->col >= l->width) {
+                l->row++;
+                l->col = 0;
+            }
+            l->cy = l->row;
+            l->cx = l->col;
+        }
+        if (i == n)
+            break;
+        uint32_t cp;
+        size_t len = tsafe_decode(text + i, n - i, &cp);
+        if (cp == '\n') {
+            l->row++;
+            l->col = 2; /* continuation lines are indented under the prompt */
+        } else if (cp == '\t') {
+            int sp = UI_TAB_WIDTH - l->col % UI_TAB_WIDTH;
+            put_cells(l, "        ", (size_t)sp, sp, attr);
+        } else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+            /* The user's own typing is shown inert too (e.g. Ctrl-V Esc). */
+            sbuf b = {0};
+            tsafe_sanitize(&b, text + i, len, false);
+            put_cells(l, b.s, b.len, (int)b.len, l->attr_control);
+            sbuf_free(&b);
+        } else if (cp == 0xfffd && len == 1) {
+            put_cells(l, "\xef\xbf\xbd", 3, 1, attr); /* an invalid byte */
+        } else {
+            put_cells(l, text + i, len, ui_cp_width(cp), attr);
+        }
+        i += len;
+    }
+}
+
+static int lay_out(layout *l)
+{
+    const char *prompt = rl_display_prompt ? rl_display_prompt : in.prompt;
+    l->row = l->col = 0;
+    l->cy = l->cx = 0;
+    lay_text(l, prompt, strlen(prompt), 0, false, l->attr_text);
+    lay_text(l, rl_line_buffer ? rl_line_buffer : "", (size_t)rl_end, (size_t)rl_point, true, l->attr_text);
+    return l->row + 1;
+}
+
+int ui_input_rows(int width)
+{
+    layout l = {.w = NULL, .width = width > 2 ? width : 2};
+    return lay_out(&l);
+}
+
+void ui_input_draw(WINDOW *w, int attr_text, int attr_prompt, int attr_control)
+{
+    int rows, cols;
+    getmaxyx(w, rows, cols);
+    layout l = {.w = NULL, .width = cols > 2 ? cols : 2, .attr_text = attr_text, .attr_control = attr_control};
+    int need = lay_out(&l);
+    /* Show the rows around the cursor when the line is taller than the window. */
+    int first = 0;
+    if (need > rows)
+        first = l.cy - rows + 1 > 0 ? l.cy - rows + 1 : 0;
+    werase(w);
+    wbkgdset(w, (chtype)attr_text);
+    l = (layout){.w = w, .width = cols > 2 ? cols : 2, .first_row = first, .rows = rows,
+                 .attr_text = attr_text, .attr_control = attr_control};
+    /* The prompt in its own colour, then the line. */
+    const char *prompt = rl_display_prompt ? rl_display_prompt : in.prompt;
+    lay_text(&l, prompt, strlen(prompt), 0, false, attr_prompt);
+    lay_text(&l, rl_line_buffer ? rl_line_buffer : "", (size_t)rl_end, (size_t)rl_point, true, attr_text);
+    wattrset(w, attr_text);
+    int cy = l.cy - first, cx = l.cx < cols ? l.cx : cols - 1;
+    if (cy >= 0 && cy < rows)
+        wmove(w, cy, cx);
+    in.changed = false;
+}

@@ -1,0 +1,273 @@
+/* ui_sidepane.c: meters and the kernel table. */
+#include "ui_sidepane.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "theme.h"
+#include "ui_chatview.h"
+#include "ui_text.h"
+
+void ui_sidepane_init(ui_sidepane *p)
+{
+    memset(p, 0, sizeof *p);
+    p->sort = SORT_TIME;
+    snprintf(p->backend, sizeof p->backend, "starting...");
+}
+
+void ui_sidepane_set_model(ui_sidepane *p, const char *const *lines, int n)
+{
+    p->n_model_lines = n < 4 ? n : 4;
+    for (int i = 0; i < p->n_model_lines; i++)
+        snprintf(p->model_lines[i], sizeof p->model_lines[i], "%s", lines[i]);
+}
+
+void ui_sidepane_set_backend(ui_sidepane *p, const char *desc)
+{
+    snprintf(p->backend, sizeof p->backend, "%s", desc);
+}
+
+void ui_sidepane_update(ui_sidepane *p, const dec_stats *st, bool sample)
+{
+    p->st = *st;
+    p->have_stats = true;
+    if (sample && st->decode_tps > 0) {
+        p->spark[p->spark_head] = (float)st->decode_tps;
+        p->spark_head = (p->spark_head + 1) % UI_SPARK_MAX;
+        if (p->spark_n < UI_SPARK_MAX)
+            p->spark_n++;
+        if (st->decode_tps > p->peak_tps)
+            p->peak_tps = st->decode_tps;
+    }
+}
+
+void ui_sidepane_set_loading(ui_sidepane *p, bool loading, const char *stage, double frac)
+{
+    p->loading = loading;
+    snprintf(p->load_stage, sizeof p->load_stage, "%s", stage ? stage : "");
+    p->load_frac = frac;
+}
+
+const char *ui_sidepane_sort_name(ui_kernel_sort s)
+{
+    static const char *const names[SORT_COUNT] = {"time", "GB/s", "calls", "name"};
+    return names[s];
+}
+
+/* ---- drawing helpers ------------------------------------------------------------ */
+
+typedef struct {
+    WINDOW *w;
+    int y, h, wd;
+} pen;
+
+static void text_at(pen *p, int x, theme_el el, const char *s)
+{
+    if (p->y >= p->h || x >= p->wd)
+        return;
+    /* Untrusted strings (model names, kernel names) are shown inert. */
+    sbuf b = {0};
+    tsafe_sanitize(&b, s, strlen(s), false);
+    wattrset(p->w, theme_attr(el));
+    int room = p->wd - x;
+    const char *t = sbuf_str(&b);
+    int cells = 0;
+    size_t i = 0;
+    while (i < b.len) {
+        uint32_t cp;
+        size_t len = tsafe_decode(t + i, b.len - i, &cp);
+        int cw = ui_cp_width(cp);
+        if (cells + cw > room)
+            break;
+        cells += cw;
+        i += len;
+    }
+    mvwaddnstr(p->w, p->y, x, t, (int)i);
+    sbuf_free(&b);
+}
+
+static void title(pen *p, const char *s)
+{
+    if (p->y > 0)
+        p->y++;
+    text_at(p, 1, TH_PANE_TITLE, s);
+    p->y++;
+}
+
+static void kv(pen *p, const char *key, const char *value)
+{
+    text_at(p, 1, TH_PANE, key);
+    text_at(p, 11, TH_PANE_VALUE, value);
+    p->y++;
+}
+
+static void bar(pen *p, double frac, int width)
+{
+    if (frac < 0)
+        frac = 0;
+    if (frac > 1)
+        frac = 1;
+    int full = (int)(frac * width + 0.5);
+    const char *on = ui_utf8_locale() ? "\xe2\x96\x88" : "#";  /* █ */
+    const char *off = ui_utf8_locale() ? "\xe2\x96\x91" : "."; /* ░ */
+    wmove(p->w, p->y, 1);
+    wattrset(p->w, theme_attr(TH_BAR));
+    for (int i = 0; i < full; i++)
+        waddstr(p->w, on);
+    wattrset(p->w, theme_attr(TH_BAR_EMPTY));
+    for (int i = full; i < width; i++)
+        waddstr(p->w, off);
+}
+
+static void sparkline(pen *p, const ui_sidepane *sp, int width)
+{
+    static const char *const blocks[8] = {"\xe2\x96\x81", "\xe2\x96\x82", "\xe2\x96\x83", "\xe2\x96\x84",
+                                          "\xe2\x96\x85", "\xe2\x96\x86", "\xe2\x96\x87", "\xe2\x96\x88"};
+    static const char ascii[] = "_.-:=+*#";
+    int n = sp->spark_n < width ? sp->spark_n : width;
+    double peak = sp->peak_tps > 0 ? sp->peak_tps : 1;
+    wmove(p->w, p->y, 1);
+    wattrset(p->w, theme_attr(TH_SPARK));
+    for (int i = 0; i < n; i++) {
+        int idx = (sp->spark_head - n + i + UI_SPARK_MAX) % UI_SPARK_MAX;
+        int level = (int)(sp->spark[idx] / peak * 7.0 + 0.5);
+        level = level < 0 ? 0 : level > 7 ? 7 : level;
+        if (ui_utf8_locale())
+            waddstr(p->w, blocks[level]);
+        else
+            waddch(p->w, (chtype)ascii[level]);
+    }
+    p->y++;
+}
+
+/* ---- the kernel table ----------------------------------------------------------------- */
+
+static ui_kernel_sort sort_key;
+
+static int cmp_kernel(const void *a, const void *b)
+{
+    const engine_kernel_stat *x = a, *y = b;
+    double dx, dy;
+    switch (sort_key) {
+    case SORT_GBPS:
+        dx = x->gbps, dy = y->gbps;
+        break;
+    case SORT_CALLS:
+        dx = x->calls_per_token, dy = y->calls_per_token;
+        break;
+    case SORT_NAME:
+        return strcmp(x->name, y->name);
+    default:
+        dx = x->us_per_token, dy = y->us_per_token;
+    }
+    return dx < dy ? 1 : dx > dy ? -1 : strcmp(x->name, y->name);
+}
+
+static void kernel_table(pen *p, const ui_sidepane *sp)
+{
+    const engine_stats *es = &sp->st.engine;
+    char head[64];
+    snprintf(head, sizeof head, "Kernels (F4 sorts: %s)", ui_sidepane_sort_name(sp->sort));
+    title(p, head);
+    if (es->n_kernels == 0) {
+        text_at(p, 1, TH_PANE, sp->have_stats ? "no per-kernel timings yet" : "");
+        p->y++;
+        return;
+    }
+    /* kernel  calls/t  us/t  %  GB/s */
+    int name_w = p->wd - 1 - 27;
+    if (name_w < 8)
+        name_w = 8;
+    char line[256];
+    wattrset(p->w, theme_attr(TH_TABLE_HEAD));
+    wmove(p->w, p->y, 0);
+    for (int i = 0; i < p->wd; i++)
+        waddch(p->w, ' ');
+    snprintf(line, sizeof line, "%-*.*s %5s %7s %5s %6s", name_w, name_w, "kernel", "c/t", "us/t", "%", "GB/s");
+    text_at(p, 1, TH_TABLE_HEAD, line);
+    /* Underline the sorted column's header. */
+    int sx = sp->sort == SORT_NAME ? 1 : sp->sort == SORT_CALLS ? 1 + name_w + 1
+                                    : sp->sort == SORT_TIME ? 1 + name_w + 7 : 1 + name_w + 21;
+    int sw = sp->sort == SORT_NAME ? 6 : sp->sort == SORT_CALLS ? 5 : sp->sort == SORT_TIME ? 7 : 6;
+    if (sx + sw <= p->wd)
+        mvwchgat(p->w, p->y, sx, sw, (attr_t)theme_attr(TH_TABLE_SORT) & ~A_COLOR,
+                 (short)PAIR_NUMBER(theme_attr(TH_TABLE_SORT)), NULL);
+    p->y++;
+    engine_kernel_stat ks[ENGINE_MAX_KERNEL_STATS];
+    uint32_t n = es->n_kernels < ENGINE_MAX_KERNEL_STATS ? es->n_kernels : ENGINE_MAX_KERNEL_STATS;
+    memcpy(ks, es->kernels, n * sizeof *ks);
+    sort_key = sp->sort;
+    qsort(ks, n, sizeof *ks, cmp_kernel);
+    double total = 0;
+    for (uint32_t i = 0; i < n; i++)
+        total += ks[i].us_per_token;
+    for (uint32_t i = 0; i < n && p->y < p->h; i++) {
+        char name[49];
+        snprintf(name, sizeof name, "%.48s", ks[i].name);
+        snprintf(line, sizeof line, "%-*.*s %5.1f %7.1f %5.1f %6.1f", name_w, name_w, name, ks[i].calls_per_token,
+                 ks[i].us_per_token, total > 0 ? 100.0 * ks[i].us_per_token / total : 0.0, ks[i].gbps);
+        text_at(p, 1, TH_PANE, line);
+        p->y++;
+    }
+}
+
+/* ---- the pane ------------------------------------------------------------------------------ */
+
+static void sidepane_draw(void *self, WINDOW *w)
+{
+    ui_sidepane *sp = self;
+    pen p = {w, 0, 0, 0};
+    getmaxyx(w, p.h, p.wd);
+    wbkgdset(w, (chtype)theme_attr(TH_PANE));
+    werase(w);
+    char buf[160];
+    title(&p, "Model");
+    for (int i = 0; i < sp->n_model_lines; i++) {
+        text_at(&p, 1, TH_PANE_VALUE, sp->model_lines[i]);
+        p.y++;
+    }
+    kv(&p, "Backend", sp->backend);
+    if (sp->loading) {
+        snprintf(buf, sizeof buf, "%s %.0f%%", sp->load_stage, sp->load_frac * 100);
+        kv(&p, "Loading", buf);
+        bar(&p, sp->load_frac, p.wd - 2);
+        p.y++;
+    }
+    const dec_stats *st = &sp->st;
+    title(&p, "Context");
+    if (st->n_ctx) {
+        snprintf(buf, sizeof buf, "%u / %u tokens (%.0f%%)", st->n_past, st->n_ctx, 100.0 * st->n_past / st->n_ctx);
+        text_at(&p, 1, TH_PANE_VALUE, buf);
+        p.y++;
+        bar(&p, (double)st->n_past / st->n_ctx, p.wd - 2);
+        p.y++;
+    }
+    title(&p, "Speed (tokens/s)");
+    snprintf(buf, sizeof buf, "%.1f", st->prefill_tps);
+    kv(&p, "prefill", buf);
+    snprintf(buf, sizeof buf, "%.1f%s", st->decode_tps, st->busy ? "" : " (last)");
+    kv(&p, "decode", buf);
+    if (st->engine.us_per_token_measured > 0) {
+        snprintf(buf, sizeof buf, "%.0f us GPU, %u dispatches", st->engine.us_per_token_measured,
+                 st->engine.dispatches_per_token);
+        kv(&p, "token", buf);
+    }
+    sparkline(&p, sp, p.wd - 2);
+    snprintf(buf, sizeof buf, "%llu prompt, %llu generated", (unsigned long long)st->engine.n_prefill_tokens,
+             (unsigned long long)st->engine.n_decode_tokens);
+    kv(&p, "session", buf);
+    kernel_table(&p, sp);
+}
+
+static int sidepane_key(void *self, int key)
+{
+    ui_sidepane *sp = self;
+    if (key == KEY_F(4)) {
+        sp->sort = (ui_kernel_sort)((sp->sort + 1) % SORT_COUNT);
+        return UI_HANDLED | UI_REDRAW;
+    }
+    return 0;
+}
+
+const ui_panel ui_sidepane_panel = {"side", sidepane_draw, sidepane_key};

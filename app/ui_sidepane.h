@@ -1,0 +1,44 @@
+/* ui_sidepane.h: the side pane (F2): model and backend, context use,
+ * prefill/decode tokens per second with a sparkline over the session, and
+ * the live per-kernel table from the engine, sortable (F4).
+ *
+ * Meters keep their data apart from how they are drawn; the UI feeds a
+ * snapshot at most ~10 times a second, so drawing never slows decoding. */
+#ifndef GLM_UI_SIDEPANE_H
+#define GLM_UI_SIDEPANE_H
+
+#include <stdbool.h>
+
+#include "decoder.h"
+#include "ui_panel.h"
+
+#define UI_SPARK_MAX 128
+
+typedef enum { SORT_TIME, SORT_GBPS, SORT_CALLS, SORT_NAME, SORT_COUNT } ui_kernel_sort;
+
+typedef struct {
+    char model_lines[4][96];   /* summary of the model file */
+    int n_model_lines;
+    char backend[160];
+    dec_stats st;              /* the latest snapshot */
+    bool have_stats;
+    float spark[UI_SPARK_MAX]; /* decode tokens/s samples, a ring */
+    int spark_head, spark_n;
+    double peak_tps;
+    ui_kernel_sort sort;
+    bool loading;
+    char load_stage[64];
+    double load_frac;
+} ui_sidepane;
+
+extern const ui_panel ui_sidepane_panel;
+
+void ui_sidepane_init(ui_sidepane *p);
+void ui_sidepane_set_model(ui_sidepane *p, const char *const *lines, int n);
+void ui_sidepane_set_backend(ui_sidepane *p, const char *desc);
+/* A new statistics snapshot; `sample` adds its decode rate to the sparkline. */
+void ui_sidepane_update(ui_sidepane *p, const dec_stats *st, bool sample);
+void ui_sidepane_set_loading(ui_sidepane *p, bool loading, const char *stage, double frac);
+const char *ui_sidepane_sort_name(ui_kernel_sort s);
+
+#endif
