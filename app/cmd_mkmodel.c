@@ -59,10 +59,11 @@ static int parse_u32(const char *opt, const char *s, uint32_t *out)
 
 static int parse_yarn(const char *s, synth_config *c)
 {
-    float f, bf, bs, ms;
+    float f, bf, bs;
+    double ms;
     unsigned ctx;
     char tail;
-    if (sscanf(s, "%f,%u,%f,%f,%f%c", &f, &ctx, &bf, &bs, &ms, &tail) != 5 || !(f > 1.0f) || ctx == 0) {
+    if (sscanf(s, "%f,%u,%f,%f,%lf%c", &f, &ctx, &bf, &bs, &ms, &tail) != 5 || !(f > 1.0f) || ctx == 0) {
         fprintf(stderr, "glmchat: mkmodel: --yarn wants FACTOR,ORIG_CTX,BETA_FAST,BETA_SLOW,MSCALE_ALL_DIM "
                         "(factor > 1), got '%s'\n", s);
         return -1;

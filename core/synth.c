@@ -43,7 +43,7 @@ static void flavour_lite(synth_config *c)
     c->yarn_orig_ctx = 4096;
     c->yarn_beta_fast = 32.0f;
     c->yarn_beta_slow = 1.0f;
-    c->yarn_mscale_all_dim = 0.707f;
+    c->yarn_mscale_all_dim = 0.707;
 }
 
 typedef struct {
@@ -773,7 +773,7 @@ int synth_set_metadata(const synth_config *c, gguf_writer *w, err_t *err)
         rc |= gguf_writer_set_bool(w, KEY("expert_weights_norm"), true);
     rc |= gguf_writer_set_u32(w, KEY("rope.dimension_count"), c->qk_rope);
     if (c->yarn_factor > 0)
-        rc |= gguf_writer_set_f32(w, KEY("rope.scaling.yarn_log_multiplier"), (float)(0.1 * (double)c->yarn_mscale_all_dim));
+        rc |= gguf_writer_set_f32(w, KEY("rope.scaling.yarn_log_multiplier"), (float)(0.1 * c->yarn_mscale_all_dim));
     if (c->nextn)
         rc |= gguf_writer_set_u32(w, KEY("nextn_predict_layers"), c->nextn);
 #undef KEY
@@ -974,7 +974,7 @@ static float float_value(const synth_tensor *t, uint64_t v)
     float g = gauss(v);
     switch (t->kind) {
     case SYNTH_NORM: return 1.0f + 0.1f * g;
-    case SYNTH_BIAS: return 0.1f * g;
+    case SYNTH_BIAS: return SYNTH_BIAS_RMS * g;
     default: return t->rms * g;
     }
 }

@@ -7,7 +7,7 @@
  *    Q4_K/Q5_0/Q5_1/Q6_K/Q8_0 by llama-quantize's per-tensor rules).
  *  - Weights are random, zero-mean and deterministic per (seed, tensor, chunk),
  *    independent of the thread count; matrices have rms 1/sqrt(fan_in)
- *    (token_embd rms 1), norms 1 + 0.1 N(0,1), exp_probs_b 0.1 N(0,1).
+ *    (token_embd rms 1), norms 1 + 0.1 N(0,1), exp_probs_b SYNTH_BIAS_RMS N(0,1).
  *    Quantized tensors are written as random blocks directly (random codes,
  *    random-sign block scales) with the right magnitudes, not by quantizing.
  *  - synth_write() streams to disk: memory use is a few buffers per thread,
@@ -51,7 +51,8 @@ typedef struct {
     uint32_t vocab, ctx;
     float rope_base, rms_eps, expert_weights_scale;
     /* YaRN rope scaling (DeepSeek-V2 style); yarn_factor 0 = none */
-    float yarn_factor, yarn_beta_fast, yarn_beta_slow, yarn_mscale_all_dim;
+    float yarn_factor, yarn_beta_fast, yarn_beta_slow;
+    double yarn_mscale_all_dim; /* double: the key stores 0.1 x this, rounded once */
     uint32_t yarn_orig_ctx;
     /* layout variants of real files */
     bool merged_gate_up;      /* ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps */
@@ -79,6 +80,11 @@ int synth_validate(const synth_config *cfg, err_t *err);
 /* ---- the tensor table ---------------------------------------------------- */
 
 typedef enum { SYNTH_WEIGHT, SYNTH_NORM, SYNTH_BIAS } synth_kind;
+
+/* exp_probs_b (selection bias) rms.  Small: with 64 experts a bias of 0.1
+ * (the fixtures' generator, 8 experts) already sends a quarter of the
+ * experts almost no token, which would flatter MoE prefill benchmarks. */
+#define SYNTH_BIAS_RMS 0.01f
 
 typedef struct {
     char name[64];
