@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "model.h"
 #include "quant.h"
 #include "synth.h"
 
@@ -100,16 +101,35 @@ static uint32_t *shape_field(synth_config *c, const char *opt)
     return NULL;
 }
 
-static void print_table(const synth_config *c)
+/* The header's size: the metadata and tensor table as the writer lays them
+ * out, up to the aligned start of the data. */
+static uint64_t header_bytes(const synth_config *c, const synth_table *tab, err_t *err)
+{
+    gguf_writer *w = gguf_writer_new();
+    uint64_t n = 0;
+    if (w && synth_set_metadata(c, w, err) == 0) {
+        int rc = 0;
+        for (size_t i = 0; rc == 0 && i < tab->n; i++)
+            rc = gguf_writer_add_tensor(w, tab->t[i].name, tab->t[i].type, tab->t[i].n_dims, tab->t[i].ne, err);
+        if (rc == 0 && gguf_writer_begin(w, "/dev/null", err) == 0)
+            n = gguf_writer_bytes_written(w);
+    }
+    gguf_writer_free(w);
+    return n;
+}
+
+/* --list: one line per tensor, then the census (as `info` counts it). */
+static int print_table(const synth_config *c)
 {
     synth_table tab;
     err_t err;
     if (synth_build_table(c, &tab, &err) < 0) {
         fprintf(stderr, "glmchat: mkmodel: %s\n", err.msg);
-        return;
+        return 1;
     }
-    uint64_t total = 0, bytes_by[QT_COUNT] = {0};
-    uint32_t n_by[QT_COUNT] = {0};
+    model_config mc = {.n_layer = c->layers, .n_expert = c->experts, .n_expert_used = c->experts_used};
+    model_census cs = {0};
+    uint64_t file = header_bytes(c, &tab, &err);
     for (size_t i = 0; i < tab.n; i++) {
         const synth_tensor *t = &tab.t[i];
         char shape[96];
@@ -117,15 +137,21 @@ static void print_table(const synth_config *c)
         for (uint32_t d = 1; d < t->n_dims; d++)
             k += snprintf(shape + k, sizeof shape - (size_t)k, ",%" PRIu64, t->ne[d]);
         printf("tensor %-40s %-5s %-18s %" PRIu64 "\n", t->name, quant_type_name(t->type), shape, t->bytes);
-        total += t->bytes;
-        bytes_by[t->type] += t->bytes;
-        n_by[t->type]++;
+        gguf_tensor g = {.name = t->name, .n_dims = t->n_dims, .type = t->type, .size = t->bytes};
+        memcpy(g.ne, t->ne, sizeof g.ne);
+        model_census_add(&cs, &mc, &g, false);
+        file += (t->bytes + 31) / 32 * 32; /* the writer pads each tensor to the alignment (32) */
     }
     for (uint32_t ty = 0; ty < QT_COUNT; ty++)
-        if (n_by[ty])
-            printf("type %s: %" PRIu32 " tensors, %" PRIu64 " bytes\n", quant_type_name(ty), n_by[ty], bytes_by[ty]);
-    printf("total: %zu tensors, %" PRIu64 " bytes\n", tab.n, total);
+        if (cs.tensors_by_type[ty])
+            printf("type %s: %" PRIu32 " tensors, %" PRIu64 " bytes\n", quant_type_name(ty), cs.tensors_by_type[ty],
+                   cs.bytes_by_type[ty]);
+    printf("total: %zu tensors, %" PRIu64 " bytes\n", tab.n, cs.weight_bytes);
+    printf("params: %" PRIu64 " total, %" PRIu64 " active per token\n", cs.total_params, cs.active_params);
+    printf("active bytes: %" PRIu64 " per decoded token\n", cs.active_bytes);
+    printf("file: %" PRIu64 " bytes\n", file);
     synth_table_free(&tab);
+    return 0;
 }
 
 static void progress(void *user, uint64_t done, uint64_t total)
@@ -233,10 +259,8 @@ int cmd_mkmodel(int argc, char **argv)
         fprintf(stderr, "glmchat: mkmodel: %s\n", err.msg);
         return 2;
     }
-    if (list) {
-        print_table(&cfg);
-        return 0;
-    }
+    if (list)
+        return print_table(&cfg);
     synth_options opt = {.n_threads = threads, .progress = NULL, .user = NULL};
     if (!quiet && isatty(2))
         opt.progress = progress;
