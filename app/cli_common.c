@@ -121,6 +121,8 @@ int cli_parse_common(cli_options *o, int argc, char **argv, int *i, err_t *err)
     } else if (is(a, NULL, "--backend")) {
         if (!(v = option_value(argc, argv, i, err)))
             return -1;
+        if (strcmp(v, "cpu") != 0 && strcmp(v, "vulkan") != 0 && strcmp(v, "auto") != 0)
+            return err_set(err, "unknown backend '%s' (choose from: %s)", v, app_backend_names());
         o->backend = v;
     } else if (is(a, NULL, "--kv-type")) {
         if (!(v = option_value(argc, argv, i, err)))

@@ -30,6 +30,10 @@
 #include "quant_fast.h"
 #include "testlib.h"
 
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF /* the reference inputs must be the same floats everywhere */
+#endif
+
 /* ======================================================================
  * Helpers: random numbers, bit casts
  * ====================================================================== */
@@ -895,6 +899,125 @@ static void test_quantize_special_inputs(void)
 }
 
 /* ======================================================================
+ * Reference vectors for every quantizer
+ *
+ * The fixture files pin down Q8_0, Q4_0, Q5_0, Q5_1, Q4_K and Q6_K; Q4_1 and
+ * Q5_K appear in none of them.  These hashes (FNV-1a 64 of the quantized
+ * bytes) were produced by ggml's quantize_row_*_ref functions, compiled as a
+ * stand-alone program outside this repository, on inputs from the
+ * generator below.  The generator uses only integer arithmetic and exact
+ * float operations, so it yields the same floats on any IEEE machine.  The
+ * inputs cover: bell-shaped data, weight-sized data, all-positive (min
+ * clamped at 0), outliers, sub-blocks of very different scales including
+ * all-zero, tiny (1e-9) and constant ones, and all-negative data.
+ * ====================================================================== */
+
+static uint64_t vec_state;
+
+static void vec_seed(uint64_t s)
+{
+    vec_state = s * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
+}
+
+static uint32_t vec_u32(void)
+{
+    vec_state ^= vec_state >> 12;
+    vec_state ^= vec_state << 25;
+    vec_state ^= vec_state >> 27;
+    return (uint32_t)((vec_state * 0x2545F4914F6CDD1DULL) >> 32);
+}
+
+static float vec_uniform(void) /* [-1, 1), exact */
+{
+    return (float)((int32_t)(vec_u32() >> 8) - (1 << 23)) * 0x1p-23f;
+}
+
+static float vec_bell(void)
+{
+    return (vec_uniform() + vec_uniform()) + (vec_uniform() + vec_uniform());
+}
+
+static void vec_fill(float *x, int n, int kind)
+{
+    static const float sub_scale[8] = {1.0f, 0.01f, 100.0f, 0.0f, 1e-3f, 5.0f, 1e-9f, 0.3f};
+    for (int i = 0; i < n; i++) {
+        float v = vec_bell();
+        switch (kind) {
+        case 0: break;
+        case 1: v *= 0.02f; break;
+        case 2: v = vec_uniform() + 1.5f; break;
+        case 3:
+            if (vec_u32() % 64 == 0)
+                v *= 20.0f;
+            break;
+        case 4:
+            v *= sub_scale[(i / 32) % 8];
+            if ((i / 32) % 8 == 7)
+                v = 0.3f;
+            break;
+        default: v = -fabsf(v) - 0.25f; break;
+        }
+        x[i] = v;
+    }
+}
+
+static uint64_t fnv1a64(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static void test_reference_vectors(void)
+{
+    static const struct {
+        const char *type;
+        uint64_t hash[6]; /* one per input kind, 4096 elements each */
+    } want[] = {
+        {"Q4_0",
+         {0x9f67f274fb1fcac3ULL, 0x76a48537244e7825ULL, 0x31c91dbc41917de6ULL,
+          0x2f76c34579b386a1ULL, 0xa662aea3b56195a1ULL, 0xdb7dbea70058fe20ULL}},
+        {"Q4_1",
+         {0x1ffd9f042b5e862cULL, 0x8c57aab8cfd95b1bULL, 0xc86d6ecb5e1740e1ULL,
+          0xf5d5dc35ce30f74eULL, 0x11e70efd3625de14ULL, 0xe1e57cfd6cd857b5ULL}},
+        {"Q5_0",
+         {0xbcbc30b1789fb4d6ULL, 0x7a943f70cd6d84c2ULL, 0x7f8816871bbd3fafULL,
+          0x5d3cb387c2e8be51ULL, 0x6db6b002cf8f141eULL, 0x3aff58f4dffa4ce5ULL}},
+        {"Q5_1",
+         {0xcd6c382133238b86ULL, 0x12689784277b252dULL, 0x4a25ad1e7f61cab8ULL,
+          0x568a3e29ebe0a063ULL, 0xb21d3a46548d0a64ULL, 0x35ff13f613db558eULL}},
+        {"Q8_0",
+         {0x263d50b526773d1cULL, 0x6f9b484026627f4dULL, 0x9cc3e34cfcaa8866ULL,
+          0x4fafcb5e80eb2a9cULL, 0x184c309b82d7b350ULL, 0xf4560e0294fe394bULL}},
+        {"Q4_K",
+         {0xc6b31f6639fb64b4ULL, 0x2d5d83b5bc473122ULL, 0x3ba5290990cf1924ULL,
+          0x4af6aca367b68fcbULL, 0xcdd7becf93dfe101ULL, 0xd9143c8c4c69c017ULL}},
+        {"Q5_K",
+         {0x30a3311b6c9c9497ULL, 0x7fa232d96b7262c5ULL, 0x599a5117592fbff5ULL,
+          0xc8fc033e28652620ULL, 0x779c08070760fac6ULL, 0xf71a6647f4e8ff08ULL}},
+        {"Q6_K",
+         {0x13fa44ee67334cceULL, 0x4d7f9dee6a0c295bULL, 0x58e7bbbfc7fc4953ULL,
+          0xbf68c5723ad64d63ULL, 0xf42080c470ccd3b2ULL, 0xbb1435bb4f7ac50fULL}},
+    };
+    static float x[4096];
+    static uint8_t q[4096 * 2];
+    for (size_t t = 0; t < sizeof want / sizeof want[0]; t++) {
+        uint32_t type = (uint32_t)quant_type_from_name(want[t].type);
+        for (int kind = 0; kind < 6; kind++) {
+            vec_seed(1000 + (uint64_t)kind);
+            vec_fill(x, 4096, kind);
+            size_t bytes = quant_quantize_row(type, x, q, 4096);
+            uint64_t h = fnv1a64(q, bytes);
+            CHECK(h == want[t].hash[kind], "%s input kind %d: hash %016" PRIx64 ", ggml's %016" PRIx64,
+                  want[t].type, kind, h, want[t].hash[kind]);
+        }
+    }
+}
+
+/* ======================================================================
  * Dot products and matvec
  *
  * Bound: every implementation computes sum_i w_i*x_i in f32 where w_i is
@@ -1335,6 +1458,7 @@ int main(void)
     RUN(test_random_blocks_decode);
     RUN(test_roundtrip_bounds);
     RUN(test_quantize_special_inputs);
+    RUN(test_reference_vectors);
     RUN(test_dot_products);
     RUN(test_dot_odd_lengths);
     RUN(test_matvec);
