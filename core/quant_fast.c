@@ -89,6 +89,7 @@ static float portable_dot_row(uint32_t type, const void *row, const float *x, ui
 #define HAVE_AVX2_KERNELS 1
 #include <cpuid.h>
 #include <immintrin.h>
+#include <stdatomic.h>
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -383,14 +384,22 @@ static float avx2_dot_row(uint32_t type, const void *row, const float *x, uint64
 static bool cpu_has_avx2(void)
 {
     /* __builtin_cpu_supports reads a table the runtime fills at start-up
-     * (it also checks that the OS saves the YMM registers): cheap enough to
-     * ask on every call, and no cache to race on.  clang 14 does not know
-     * "f16c" there, so that bit comes from CPUID leaf 1 (ECX bit 29). */
+     * (it also checks that the OS saves the YMM registers).  clang 14 does
+     * not know "f16c" there, so that bit comes from CPUID leaf 1 (ECX bit
+     * 29) -- and CPUID traps to the hypervisor on virtual machines (13 us a
+     * call on the dev VM, more than a whole row's dot product), so the
+     * answer is kept: 0 not asked yet, 1 no, 2 yes.  Racing first callers
+     * store the same value. */
+    static atomic_int known;
+    int k = atomic_load_explicit(&known, memory_order_relaxed);
+    if (k)
+        return k == 2;
     __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
-        return false;
     unsigned eax, ebx, ecx, edx;
-    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));
+    bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+              __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));
+    atomic_store_explicit(&known, ok ? 2 : 1, memory_order_relaxed);
+    return ok;
 }
 #else
 #define HAVE_AVX2_KERNELS 0

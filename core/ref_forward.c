@@ -85,9 +85,7 @@ struct rf_state {
     /* latent KV cache: per layer (n_ctx, kv_lora + rope), f32 or f16 */
     void **kv;
 
-    /* per thread: a dequantized weight row, attention scores */
-    uint64_t row_len;
-    float *row_scratch;       /* (n_threads, row_len) */
+    /* per thread: attention scores */
     float *score_scratch;     /* (n_threads, n_ctx) */
 
     mm_job *jobs;             /* a batch of matmuls run as one parallel loop */
@@ -125,41 +123,30 @@ static void stage_add(rf_state *s, int st, double t0, double bytes)
  * Building blocks
  * ====================================================================== */
 
-/* f32 dot with 8 partial sums: a fixed summation order (results do not
+/* f32 dots with 8 partial sums: a fixed summation order (results do not
  * depend on threads or batch) that compilers can vectorize. */
 static float dot_f32(const float *a, const float *b, uint64_t n)
 {
-    float acc[8] = {0};
+    float acc[8] = {0}, tail = 0.0f;
     uint64_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int k = 0; k < 8; k++)
             acc[k] += a[i + k] * b[i + k];
-    for (int k = 0; i < n; i++, k++)
-        acc[k] += a[i] * b[i];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++)
+        tail += a[i] * b[i];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
 static float dot_f16(const uint16_t *a, const float *b, uint64_t n)
 {
-    float acc[8] = {0};
+    float acc[8] = {0}, tail = 0.0f;
     uint64_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int k = 0; k < 8; k++)
             acc[k] += quant_f16_to_f32(a[i + k]) * b[i + k];
-    for (int k = 0; i < n; i++, k++)
-        acc[k] += quant_f16_to_f32(a[i]) * b[i];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
-/* Row r of matrix e of w as f32: the mapping itself when it is aligned
- * f32, else dequantized (exactly) into `scratch`. */
-static const float *weight_row(const mtensor *w, uint32_t e, uint64_t r, float *scratch)
-{
-    const char *src = (const char *)mtensor_matrix(w, e) + r * w->nb1;
-    if (w->type == QT_F32 && ((uintptr_t)src & 3u) == 0)
-        return (const float *)src;
-    quant_dequant_row(w->type, src, scratch, w->ne[0]);
-    return scratch;
+    for (; i < n; i++)
+        tail += quant_f16_to_f32(a[i]) * b[i];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
 typedef struct {
@@ -167,25 +154,33 @@ typedef struct {
     uint32_t n_jobs;
 } mm_batch;
 
-/* Parallel body over the concatenated rows of every job in the batch. */
+/* Rows per inner step: small enough that the rows stay in cache while every
+ * token of the job is multiplied with them. */
+enum { MM_ROWS = 16 };
+
+/* Parallel body over the concatenated rows of every job in the batch.  Each
+ * (token, row) product is one quant_matvec row: the stored row against f32
+ * activations, the weights exactly dequantized in registers; the result of
+ * a row does not depend on which rows or tokens share the call. */
 static void mm_body(void *p, uint64_t begin, uint64_t end, int tid)
 {
     mm_batch *b = p;
     rf_state *s = b->s;
-    float *scratch = s->row_scratch + (uint64_t)tid * s->row_len;
+    (void)tid;
     uint32_t j = 0;
-    while (s->job_end[j] <= begin)
-        j++;
-    for (uint64_t g = begin; g < end; g++) {
+    for (uint64_t g = begin; g < end;) {
         while (s->job_end[j] <= g)
             j++;
         const mm_job *jb = &s->jobs[j];
         uint64_t r = g - (s->job_end[j] - jb->n_rows);
-        const float *row = weight_row(jb->w, jb->e, r, scratch);
+        uint64_t stop = end < s->job_end[j] ? end : s->job_end[j];
+        uint64_t n = stop - g < MM_ROWS ? stop - g : MM_ROWS;
+        const char *rows = (const char *)mtensor_matrix(jb->w, jb->e) + r * jb->w->nb1;
         for (uint32_t t = 0; t < jb->n_tok; t++) {
             const float *x = jb->x + (uint64_t)(jb->xrow ? jb->xrow[t] : t) * jb->xs;
-            jb->y[(uint64_t)t * jb->ys + r] = dot_f32(row, x, jb->w->ne[0]);
+            quant_matvec(jb->w->type, rows, jb->w->nb1, n, x, jb->w->ne[0], jb->y + (uint64_t)t * jb->ys + r);
         }
+        g += n;
     }
 }
 
@@ -767,19 +762,6 @@ static int alloc_activations(rf_state *s, err_t *err)
     return 0;
 }
 
-static uint64_t longest_row(const model_config *c)
-{
-    uint64_t r = c->n_embd;
-    r = max_u64(r, c->q_lora_rank);
-    r = max_u64(r, c->kv_lora_rank);
-    r = max_u64(r, c->qk_nope);
-    r = max_u64(r, (uint64_t)c->n_head * c->v_head);
-    r = max_u64(r, c->n_ff_dense);
-    r = max_u64(r, c->n_ff_exp);
-    r = max_u64(r, (uint64_t)c->n_ff_exp * c->n_expert_shared);
-    return r;
-}
-
 static int alloc_cache_scratch(rf_state *s, err_t *err)
 {
     const model_config *c = s->c;
@@ -791,10 +773,8 @@ static int alloc_cache_scratch(rf_state *s, err_t *err)
         if (!(s->kv[il] = malloc(per_layer)))
             return err_set(err, "cannot allocate the KV cache: %u layers x %.1f MiB for %u tokens",
                            c->n_layer, (double)per_layer / 1048576.0, s->n_ctx);
-    s->row_len = longest_row(c);
-    s->row_scratch = malloc((uint64_t)s->n_threads * s->row_len * sizeof(float));
     s->score_scratch = malloc((uint64_t)s->n_threads * s->n_ctx * sizeof(float));
-    if (!s->row_scratch || !s->score_scratch)
+    if (!s->score_scratch)
         return err_set(err, "out of memory for thread scratch");
     return 0;
 }
@@ -857,7 +837,7 @@ void rf_free(rf_state *s)
     void *bufs[] = {s->output_norm, s->x, s->xn, s->tmp, s->q_a, s->q, s->kv_a, s->q_mla, s->ctx,
                     s->heads, s->rope_cs, s->hg, s->hu, s->router, s->sel_score, s->sel, s->sel_w, s->pair_tok,
                     s->pair_at, s->exp_start, s->moe_g, s->moe_u, s->moe_out, s->jobs, s->job_end,
-                    s->row_scratch, s->score_scratch};
+                    s->score_scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(s);
