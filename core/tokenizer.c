@@ -294,12 +294,6 @@ static uint16_t attr_of_type(int32_t type)
     }
 }
 
-static bool text_is(const tokenizer *t, int32_t id, const char *s)
-{
-    size_t n = strlen(s);
-    return t->text_len[id] == n && memcmp(t->syms.text.bytes + t->text_off[id], s, n) == 0;
-}
-
 /* llama.cpp marks tokens by their text when the converter left them
  * NORMAL: end-of-generation and fill-in-the-middle tokens become CONTROL
  * (so they are matched as special tokens and printed as text), a few
