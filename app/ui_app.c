@@ -935,7 +935,7 @@ static void start(ui_app *a)
     ui_sidepane_set_backend(&a->pane, a->c.be->name);
     if (a->c.demo_note)
         ui_app_note(a, TH_NOTICE, "%s", a->c.demo_note);
-    if (a->chat.conv.n)
+    if (a->c.conversation_file && a->chat.conv.n)
         ui_app_note(a, TH_NOTICE, "Continuing %s (%zu messages); new turns are saved into it.", a->autosave_path,
                     a->chat.conv.n);
     ui_app_note(a, TH_NOTICE, "Type a message and press Enter. F1 or /help lists the commands.");

@@ -1,0 +1,263 @@
+/* chat_setup.c: options, model discovery and opening for chat / -p / replay. */
+#include "chat_setup.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends.h"
+#include "conversation.h"
+#include "demo_model.h"
+#include "paths.h"
+#include "synth.h"
+
+/* ---- options --------------------------------------------------------------------- */
+
+const char *chat_args_help(void)
+{
+    return "  -m, --model FILE       GGUF model (default: $GLMCHAT_MODEL, the settings file,\n"
+           "                         a .gguf in ~/.local/share/glmchat/models, else the demo)\n"
+           "  -n, --n-predict N      at most N tokens per answer (-1: no limit)\n"
+           "  -c, --ctx N            context size in tokens (default: the model's, at most 4096)\n"
+           "  -s, --system TEXT      system prompt\n"
+           "      --temp T           temperature (0: greedy)\n"
+           "      --top-k K          keep the K most likely tokens (0: off)\n"
+           "      --top-p P          nucleus sampling (1: off)\n"
+           "      --min-p P          drop tokens below P x the best one's probability\n"
+           "      --seed S           sampling seed (default: random, recorded)\n"
+           "      --template NAME    chat template (default: from the model)\n"
+           "      --think on|off     reasoning before the answer (GLM-4.7; default on)\n"
+           "      --backend NAME     cpu, vulkan or auto (default auto)\n"
+           "      --device N         Vulkan device index (see `glmchat devices`)\n"
+           "      --kv-type TYPE     KV cache: f32 or f16\n"
+           "  -t, --threads N        CPU threads (default: all cores)\n"
+           "  -b, --batch N          prompt tokens per backend call\n";
+}
+
+/* Command-line options that are settings keys. */
+static const struct {
+    const char *shrt, *lng, *key;
+} setting_opts[] = {
+    {"-n", "--n-predict", "n-predict"}, {"-c", "--ctx", "ctx"},
+    {NULL, "--temp", "temp"},      {NULL, "--top-k", "top-k"},         {NULL, "--top-p", "top-p"},
+    {NULL, "--min-p", "min-p"},    {NULL, "--seed", "seed"},           {NULL, "--template", "template"},
+    {NULL, "--think", "think"},    {NULL, "--backend", "backend"},     {NULL, "--device", "device"},
+    {NULL, "--theme", "theme"},
+};
+
+static bool is(const char *a, const char *s, const char *l)
+{
+    return (s && !strcmp(a, s)) || !strcmp(a, l);
+}
+
+static int load_settings_file(chat_args *a, err_t *err)
+{
+    char path[PATH_MAX];
+    if (paths_dir(PATHS_CONFIG, "settings", path, sizeof path, NULL) != 0)
+        return 0; /* no home: no settings file, defaults it is */
+    return settings_load(&a->s, path, true, err);
+}
+
+int chat_args_parse(chat_args *a, int argc, char **argv, bool replay, bool *usage, err_t *err)
+{
+    memset(a, 0, sizeof *a);
+    settings_defaults(&a->s);
+    cli_options_init(&a->cli);
+    *usage = true;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+            a->help = true;
+        if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V"))
+            a->version = true;
+    }
+    if (a->help || a->version)
+        return 0;
+    if (load_settings_file(a, err) != 0) {
+        *usage = false;
+        return -1;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        bool done = false;
+        for (size_t k = 0; k < sizeof setting_opts / sizeof setting_opts[0] && !done; k++) {
+            if (!is(o, setting_opts[k].shrt, setting_opts[k].lng))
+                continue;
+            if (i + 1 >= argc)
+                return err_set(err, "option %s needs a value", o);
+            if (settings_set(&a->s, setting_opts[k].key, argv[++i], err) != 0)
+                return err_prefix(err, "%s", o);
+            done = true;
+        }
+        if (done)
+            continue;
+        if (is(o, "-m", "--model")) {
+            if (i + 1 >= argc)
+                return err_set(err, "option %s needs a value", o);
+            a->model = argv[++i];
+            continue;
+        }
+        if (!replay && (is(o, "-p", "--prompt") || is(o, "-s", "--system") || is(o, "-C", "--conversation"))) {
+            if (i + 1 >= argc)
+                return err_set(err, "option %s needs a value", o);
+            const char *v = argv[++i];
+            if (is(o, "-p", "--prompt"))
+                a->prompt = v;
+            else if (is(o, "-s", "--system"))
+                a->system = v;
+            else
+                a->conversation = v;
+            continue;
+        }
+        int r = cli_parse_common(&a->cli, argc, argv, &i, err);
+        if (r < 0)
+            return -1;
+        if (r > 0) {
+            if (a->cli.have_tokens)
+                return err_set(err, "--tokens is for `glmchat generate`");
+            continue;
+        }
+        if (replay && o[0] != '-' && !a->positional) {
+            a->positional = o;
+            continue;
+        }
+        if (o[0] == '-')
+            return err_set(err, "unknown option '%s'", o);
+        return err_set(err, "unexpected argument '%s'%s", o, replay ? "" : " (a prompt goes after -p)");
+    }
+    return 0;
+}
+
+void chat_args_free(chat_args *a)
+{
+    cli_options_free(&a->cli);
+}
+
+/* ---- finding the model ------------------------------------------------------------------ */
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* The first .gguf (by name) in the XDG models directory. */
+static bool find_in_data_dir(char *out, size_t cap)
+{
+    char dir[PATH_MAX];
+    if (paths_dir(PATHS_DATA, "models", dir, sizeof dir, NULL) != 0)
+        return false;
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    char *names[256];
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < 256) {
+        size_t l = strlen(de->d_name);
+        if (l > 5 && !strcmp(de->d_name + l - 5, ".gguf") && de->d_name[0] != '.')
+            names[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, cmp_str);
+    bool found = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!found && names[i]) {
+            int k = snprintf(out, cap, "%s/%s", dir, names[i]);
+            found = k > 0 && (size_t)k < cap && paths_is_file(out);
+        }
+        free(names[i]);
+    }
+    return found;
+}
+
+static const char demo_note[] =
+    "This is the built-in demo model: a tiny model with random weights in the real GLM-4.7-Flash "
+    "layout, so its answers are noise. Point glmchat at a real GGUF with -m FILE or $GLMCHAT_MODEL, "
+    "or put one in ~/.local/share/glmchat/models/.";
+
+static int resolve_path(chat_model *cm, const chat_args *a, err_t *err)
+{
+    /* -m, then $GLMCHAT_MODEL, then the settings file. */
+    const char *env = getenv("GLMCHAT_MODEL");
+    const char *given = a->model;
+    if (!given && env && env[0])
+        given = env;
+    if (!given && a->s.model[0])
+        given = a->s.model;
+    if (given)
+        return paths_expand_user(given, cm->path, sizeof cm->path, err);
+    if (find_in_data_dir(cm->path, sizeof cm->path))
+        return 0;
+    snprintf(cm->path, sizeof cm->path, "%s", DEMO_MODEL_NAME);
+    cm->demo_note = demo_note;
+    return 0;
+}
+
+static void describe(chat_model *cm)
+{
+    const model_config *c = &cm->m.cfg;
+    snprintf(cm->lines[0], sizeof cm->lines[0], "%.95s", cm->name);
+    model_census cen;
+    model_census_compute(&cm->m, &cen);
+    snprintf(cm->lines[1], sizeof cm->lines[1], "%s %s, %.1fM params", c->arch,
+             c->file_type ? synth_ftype_name(c->file_type) : "", cen.total_params / 1e6);
+    snprintf(cm->lines[2], sizeof cm->lines[2], "%u blocks, %u experts (%u used)", c->n_layer, c->n_expert,
+             c->n_expert_used);
+    snprintf(cm->lines[3], sizeof cm->lines[3], "%.1f MiB, vocab %u", cm->size / 1048576.0, c->n_vocab);
+}
+
+int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
+{
+    memset(cm, 0, sizeof *cm);
+    if (resolve_path(cm, a, err) != 0)
+        return -1;
+    /* The template and backend names are checked before the (slow) load. */
+    if (a->s.tmpl[0] && !tmpl_find(a->s.tmpl))
+        return err_set(err, "unknown template '%s' (choose from: %s)", a->s.tmpl, tmpl_names());
+    cm->be = app_find_backend(a->s.backend, err);
+    if (!cm->be)
+        return -1;
+    if (!strcmp(a->s.backend, "auto") && cm->be != &ref_engine_backend)
+        cm->fallback = &ref_engine_backend;
+    if (cm->demo_note) {
+        size_t size;
+        const void *data = demo_model_data(&size);
+        conv_fingerprint_mem(data, size, cm->fingerprint);
+        cm->size = size;
+        if (demo_model_load(&cm->m, err) != 0)
+            return -1;
+    } else {
+        if (conv_fingerprint(cm->path, cm->fingerprint, &cm->size, err) != 0 ||
+            model_load(&cm->m, cm->path, err) != 0)
+            return -1;
+    }
+    cm->loaded = true;
+    cm->tok = tok_load(cm->m.gguf, err);
+    if (!cm->tok) {
+        chat_model_close(cm);
+        return -1;
+    }
+    cm->tmpl = a->s.tmpl[0] ? tmpl_find(a->s.tmpl) : tmpl_detect(cm->m.gguf);
+    const char *slash = strrchr(cm->path, '/');
+    snprintf(cm->name, sizeof cm->name, "%.127s", cm->m.cfg.name[0] ? cm->m.cfg.name : slash ? slash + 1 : cm->path);
+    engine_params_default(&cm->params);
+    cm->params.kv = a->cli.kv;
+    cm->params.n_threads = a->cli.n_threads;
+    cm->params.device_index = a->s.device >= 0 ? a->s.device : a->cli.device;
+    if (a->cli.n_batch)
+        cm->params.n_batch = a->cli.n_batch;
+    uint32_t train = cm->m.cfg.n_ctx_train ? cm->m.cfg.n_ctx_train : 4096;
+    cm->params.n_ctx = a->s.n_ctx ? a->s.n_ctx : train < 4096 ? train : 4096;
+    describe(cm);
+    return 0;
+}
+
+void chat_model_close(chat_model *cm)
+{
+    if (cm->tok)
+        tok_free(cm->tok);
+    cm->tok = NULL;
+    if (cm->loaded)
+        model_free(&cm->m);
+    cm->loaded = false;
+}

@@ -1,0 +1,61 @@
+/* chat_setup.h: what the chat, `-p` and `replay` share before any answer:
+ * their options (settings file first, then the command line), finding the
+ * model (-m, $GLMCHAT_MODEL, the settings file, the XDG models directory,
+ * else the built-in demo model), and opening it with its tokenizer and
+ * chat template. */
+#ifndef GLM_CHAT_SETUP_H
+#define GLM_CHAT_SETUP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "chat_template.h"
+#include "cli_common.h"
+#include "engine.h"
+#include "error.h"
+#include "model.h"
+#include "settings.h"
+#include "tokenizer.h"
+
+typedef struct {
+    settings s;               /* defaults < settings file < command line */
+    cli_options cli;          /* -t, -b, --kv-type */
+    const char *model;        /* -m (the settings file's model is in s.model) */
+    const char *prompt;       /* -p */
+    const char *system;       /* -s */
+    const char *conversation; /* -C */
+    const char *positional;   /* replay: the FILE */
+    bool help, version;
+} chat_args;
+
+/* Parses argv[1..]; `replay` accepts one positional FILE and no -p/-C.
+ * Returns 0, or -1 with err set (a usage error, or a bad settings file
+ * naming FILE:LINE, in which case *usage is false). */
+int chat_args_parse(chat_args *a, int argc, char **argv, bool replay, bool *usage, err_t *err);
+void chat_args_free(chat_args *a);
+/* The option lines of --help shared by chat and replay. */
+const char *chat_args_help(void);
+
+typedef struct {
+    model m;
+    bool loaded;
+    tokenizer *tok;
+    const tmpl_preset *tmpl;
+    const engine_backend *be;       /* the backend to start */
+    const engine_backend *fallback; /* the CPU backend when `be` is auto's first choice */
+    engine_params params;
+    char path[PATH_MAX];            /* the file, or DEMO_MODEL_NAME */
+    char name[128];                 /* general.name, else the file name */
+    char fingerprint[72];
+    uint64_t size;
+    const char *demo_note;          /* non-NULL for the built-in demo model */
+    char lines[4][96];              /* summary for the side pane */
+} chat_model;
+
+/* Finds, loads and checks the model, tokenizer and template.  Errors name
+ * the file ("FILE: ..."). */
+int chat_model_open(chat_model *cm, const chat_args *a, err_t *err);
+void chat_model_close(chat_model *cm);
+
+#endif

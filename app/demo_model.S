@@ -1,0 +1,12 @@
+/* demo_model.S: the built-in demo model (written at build time by
+ * app/tools/gen_demo.c), embedded as read-only data.  DEMO_GGUF is the
+ * file's path, given by the Makefile. */
+    .section .rodata
+    .balign 64
+    .globl glm_demo_gguf
+    .type glm_demo_gguf, @object
+glm_demo_gguf:
+    .incbin DEMO_GGUF
+    .globl glm_demo_gguf_end
+glm_demo_gguf_end:
+    .section .note.GNU-stack,"",@progbits
