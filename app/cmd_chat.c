@@ -1,5 +1,6 @@
 /* cmd_chat.c: `glmchat [options]`: the chat UI, or one answer with -p. */
 #include <limits.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,6 +282,8 @@ int cmd_chat(int argc, char **argv)
     chat_args a;
     err_t err;
     bool is_usage;
+    /* The terminal's encoding: wide characters, wcwidth, readline's multibyte input. */
+    setlocale(LC_ALL, "");
     if (chat_args_parse(&a, argc, argv, false, &is_usage, &err) != 0) {
         fprintf(stderr, "glmchat: %s\n", err.msg);
         if (is_usage)

@@ -968,15 +968,18 @@ int ui_app_run(const ui_app_config *config)
         snprintf(a->autosave_path, sizeof a->autosave_path, "%s", config->conversation_file);
     conv_cleanup_tmp(a->c.conv_dir);
     err_t err;
+    /* Readline first: its set-up calls tgetent(), which would replace the
+     * terminal description curses works with (both use libtinfo). */
+    ui_input_init(config->history_path, on_line, on_matches, a);
+    rl_attempted_completion_function = chatcmd_complete;
     if (ui_term_start(a->cfg.mouse, &err) != 0) {
         fprintf(stderr, "glmchat: %s\n", err.msg);
+        ui_input_shutdown();
         chat_free(&a->chat);
         free(a);
         return 1;
     }
     ui_app_apply_theme(a, &config->th);
-    ui_input_init(config->history_path, on_line, on_matches, a);
-    rl_attempted_completion_function = chatcmd_complete;
     start(a);
     draw(a);
     run_loop(a);

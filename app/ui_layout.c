@@ -15,7 +15,7 @@ void ui_layout_compute(ui_layout *l, int lines, int cols, int want_pane, int pan
     bool pane = want_pane > 0 ? cols >= 60 : want_pane < 0 && cols >= UI_PANE_MIN_COLS;
     int pw = 0;
     if (pane) {
-        pw = pane_width > 0 ? pane_width : clamp(cols * 3 / 10, 34, 50);
+        pw = pane_width > 0 ? pane_width : clamp(cols * 34 / 100, 38, 56);
         pw = clamp(pw, 24, cols - 30);
     }
     int left = pane ? cols - pw - 1 : cols;

@@ -175,23 +175,23 @@ static void kernel_table(pen *p, const ui_sidepane *sp)
         p->y++;
         return;
     }
-    /* kernel  calls/t  us/t  %  GB/s */
-    int name_w = p->wd - 1 - 27;
-    if (name_w < 8)
-        name_w = 8;
+    /* kernel | calls per token | us per token | % of the token | GB/s */
+    int name_w = p->wd - 2 - 24;
+    if (name_w < 6)
+        name_w = 6;
     char line[256];
     wattrset(p->w, theme_attr(TH_TABLE_HEAD));
     wmove(p->w, p->y, 0);
     for (int i = 0; i < p->wd; i++)
         waddch(p->w, ' ');
-    snprintf(line, sizeof line, "%-*.*s %5s %7s %5s %6s", name_w, name_w, "kernel", "c/t", "us/t", "%", "GB/s");
+    snprintf(line, sizeof line, "%-*.*s %4s %6s %5s %5s", name_w, name_w, "kernel", "c/t", "us/t", "%", "GB/s");
     text_at(p, 1, TH_TABLE_HEAD, line);
-    /* Underline the sorted column's header. */
-    int sx = sp->sort == SORT_NAME ? 1 : sp->sort == SORT_CALLS ? 1 + name_w + 1
-                                    : sp->sort == SORT_TIME ? 1 + name_w + 7 : 1 + name_w + 21;
-    int sw = sp->sort == SORT_NAME ? 6 : sp->sort == SORT_CALLS ? 5 : sp->sort == SORT_TIME ? 7 : 6;
-    if (sx + sw <= p->wd)
-        mvwchgat(p->w, p->y, sx, sw, (attr_t)theme_attr(TH_TABLE_SORT) & ~A_COLOR,
+    /* The sorted column's header in its own style. */
+    static const int col_x[SORT_COUNT] = {[SORT_TIME] = 6, [SORT_GBPS] = 19, [SORT_CALLS] = 1, [SORT_NAME] = 0};
+    static const int col_w[SORT_COUNT] = {[SORT_TIME] = 6, [SORT_GBPS] = 5, [SORT_CALLS] = 4, [SORT_NAME] = 6};
+    int sx = sp->sort == SORT_NAME ? 1 : 1 + name_w + col_x[sp->sort];
+    if (sx + col_w[sp->sort] <= p->wd)
+        mvwchgat(p->w, p->y, sx, col_w[sp->sort], (attr_t)theme_attr(TH_TABLE_SORT) & ~A_COLOR,
                  (short)PAIR_NUMBER(theme_attr(TH_TABLE_SORT)), NULL);
     p->y++;
     engine_kernel_stat ks[ENGINE_MAX_KERNEL_STATS];
@@ -205,7 +205,7 @@ static void kernel_table(pen *p, const ui_sidepane *sp)
     for (uint32_t i = 0; i < n && p->y < p->h; i++) {
         char name[49];
         snprintf(name, sizeof name, "%.48s", ks[i].name);
-        snprintf(line, sizeof line, "%-*.*s %5.1f %7.1f %5.1f %6.1f", name_w, name_w, name, ks[i].calls_per_token,
+        snprintf(line, sizeof line, "%-*.*s %4.0f %6.1f %5.1f %5.0f", name_w, name_w, name, ks[i].calls_per_token,
                  ks[i].us_per_token, total > 0 ? 100.0 * ks[i].us_per_token / total : 0.0, ks[i].gbps);
         text_at(p, 1, TH_PANE, line);
         p->y++;
