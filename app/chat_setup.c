@@ -8,6 +8,7 @@
 
 #include "backends.h"
 #include "conversation.h"
+#include "decoder.h"
 #include "demo_model.h"
 #include "paths.h"
 #include "synth.h"
@@ -260,4 +261,44 @@ void chat_model_close(chat_model *cm)
     if (cm->loaded)
         model_free(&cm->m);
     cm->loaded = false;
+}
+
+/* ---- starting the engine ------------------------------------------------------------------- */
+
+static int wait_ready(decoder *d, err_t *err)
+{
+    dec_event ev;
+    for (;;) {
+        if (!decoder_wait(d, &ev, -1))
+            return err_set(err, "the decode thread stopped");
+        int type = ev.type;
+        if (type == DEC_EV_ERROR)
+            err_set(err, "%s", ev.text);
+        decoder_event_free(&ev);
+        if (type == DEC_EV_READY)
+            return 0;
+        if (type == DEC_EV_ERROR)
+            return -1;
+    }
+}
+
+int chat_start_decoder(chat_model *cm, decoder **out, err_t *err)
+{
+    const engine_backend *be = cm->be;
+    for (;;) {
+        decoder *d = decoder_start(be, &cm->m, cm->tok, &cm->params, err);
+        if (!d)
+            return -1;
+        if (wait_ready(d, err) == 0) {
+            *out = d;
+            cm->be = be;
+            return 0;
+        }
+        decoder_free(d);
+        if (!cm->fallback || be == cm->fallback)
+            return -1;
+        fprintf(stderr, "glmchat: the %s backend did not start (%s); using %s\n", be->name, err->msg,
+                cm->fallback->name);
+        be = cm->fallback;
+    }
 }

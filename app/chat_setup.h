@@ -58,4 +58,10 @@ typedef struct {
 int chat_model_open(chat_model *cm, const chat_args *a, err_t *err);
 void chat_model_close(chat_model *cm);
 
+/* Starts a decoder on the model and waits until its engine is ready,
+ * falling back to the CPU backend (with a note on stderr) when the first
+ * choice of `--backend auto` fails.  For the non-interactive commands. */
+struct decoder;
+int chat_start_decoder(chat_model *cm, struct decoder **out, err_t *err);
+
 #endif

@@ -86,44 +86,6 @@ static void print_progress(printer *p, const chat_stream *st)
     fflush(stderr);
 }
 
-typedef struct {
-    decoder *dec;
-    const engine_backend *be;
-} started;
-
-/* Starts the decoder and waits for the engine (falling back to the CPU). */
-static int start_engine(chat_model *cm, started *s, err_t *err)
-{
-    const engine_backend *be = cm->be;
-    for (;;) {
-        s->dec = decoder_start(be, &cm->m, cm->tok, &cm->params, err);
-        if (!s->dec)
-            return -1;
-        dec_event ev;
-        for (;;) {
-            if (!decoder_wait(s->dec, &ev, -1))
-                return err_set(err, "the decode thread stopped");
-            if (ev.type == DEC_EV_READY || ev.type == DEC_EV_ERROR)
-                break;
-            decoder_event_free(&ev);
-        }
-        if (ev.type == DEC_EV_READY) {
-            decoder_event_free(&ev);
-            s->be = be;
-            return 0;
-        }
-        err_set(err, "%s", ev.text);
-        decoder_event_free(&ev);
-        decoder_free(s->dec);
-        s->dec = NULL;
-        if (!cm->fallback || be == cm->fallback)
-            return -1;
-        fprintf(stderr, "glmchat: the %s backend did not start (%s); using %s\n", be->name, err->msg,
-                cm->fallback->name);
-        be = cm->fallback;
-    }
-}
-
 static int one_shot(const chat_args *a, chat_model *cm, conversation *initial)
 {
     err_t err;
@@ -141,9 +103,9 @@ static int one_shot(const chat_args *a, chat_model *cm, conversation *initial)
     int32_t *ids = NULL;
     uint32_t n = 0;
     bool opens = false;
-    started s = {0};
+    decoder *dec = NULL;
     int rc = 1;
-    if (chat_prompt(&chat, chat.conv.n, &ids, &n, &opens, &err) != 0 || start_engine(cm, &s, &err) != 0) {
+    if (chat_prompt(&chat, chat.conv.n, &ids, &n, &opens, &err) != 0 || chat_start_decoder(cm, &dec, &err) != 0) {
         fprintf(stderr, "glmchat: %s\n", err.msg);
         goto out;
     }
@@ -154,7 +116,7 @@ static int one_shot(const chat_args *a, chat_model *cm, conversation *initial)
     uint64_t seed = settings_random_seed();
     dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = a->s.n_predict, .stop = chat.stop, .n_stop = chat.n_stop};
     settings_to_sampler(&a->s, chat.tmpl, seed, &job.sampling);
-    if (decoder_submit(s.dec, &job, &err) < 0) {
+    if (decoder_submit(dec, &job, &err) < 0) {
         fprintf(stderr, "glmchat: %s\n", err.msg);
         goto out;
     }
@@ -166,10 +128,10 @@ static int one_shot(const chat_args *a, chat_model *cm, conversation *initial)
     bool done = false, failed = false;
     while (!done) {
         if (interrupted == 1) {
-            decoder_cancel(s.dec);
+            decoder_cancel(dec);
             interrupted = 2;
         }
-        if (!decoder_wait(s.dec, &ev, 100))
+        if (!decoder_wait(dec, &ev, 100))
             continue;
         if (ev.type == DEC_EV_TEXT) {
             chat_stream_feed(&st, ev.text, strlen(ev.text));
@@ -219,7 +181,7 @@ static int one_shot(const chat_args *a, chat_model *cm, conversation *initial)
     }
 out:
     free(ids);
-    decoder_free(s.dec);
+    decoder_free(dec);
     chat_free(&chat);
     return rc;
 }
