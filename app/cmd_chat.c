@@ -134,7 +134,7 @@ static int one_shot(const chat_args *a, chat_model *cm, conversation *initial)
         if (!decoder_wait(dec, &ev, 100))
             continue;
         if (ev.type == DEC_EV_TEXT) {
-            chat_stream_feed(&st, ev.text, strlen(ev.text));
+            chat_stream_feed(&st, ev.text, ev.len);
             print_progress(&pr, &st);
         } else if (ev.type == DEC_EV_PREFILL) {
             prefill_tps = ev.prefill_tps;

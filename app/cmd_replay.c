@@ -113,7 +113,7 @@ static int generate(decoder *dec, chat_session *chat, size_t n_msgs, const chat_
         if (!decoder_wait(dec, &ev, 100))
             continue;
         if (ev.type == DEC_EV_TEXT) {
-            chat_stream_feed(&ans->st, ev.text, strlen(ev.text));
+            chat_stream_feed(&ans->st, ev.text, ev.len);
         } else if (ev.type == DEC_EV_ERROR) {
             err_set(err, "%s", ev.text);
             rc = -1;

@@ -343,9 +343,9 @@ static void handle_event(ui_app *a, dec_event *ev)
         ui_chatview_live_changed(&a->view);
         break;
     case DEC_EV_TEXT:
-        if (ev->job != (uint32_t)a->job || !ev->text[0])
+        if (ev->job != (uint32_t)a->job || !ev->len)
             break;
-        chat_stream_feed(&a->stream, ev->text, strlen(ev->text));
+        chat_stream_feed(&a->stream, ev->text, ev->len);
         if (a->gen == GEN_REPLAY) {
             sbuf_clear(&a->replay_cur->new_answer);
             sbuf_adds(&a->replay_cur->new_answer, sbuf_str(&a->stream.content));

@@ -330,13 +330,19 @@ static void process(chat_stream *st, const char *s, size_t n)
 
 void chat_stream_feed(chat_stream *st, const char *text, size_t n)
 {
-    if (st->n_hold == 0) {
+    if (st->n_hold == 0 && !memchr(text, 0, n)) {
         process(st, text, n);
         return;
     }
     sbuf tmp = {0};
     sbuf_add(&tmp, st->hold, st->n_hold);
-    sbuf_add(&tmp, text, n);
+    /* A NUL byte cannot live in a C string or a JSON message: it becomes U+FFFD. */
+    for (size_t i = 0; i < n; i++) {
+        if (text[i])
+            sbuf_addc(&tmp, text[i]);
+        else
+            sbuf_adds(&tmp, "\xef\xbf\xbd");
+    }
     st->n_hold = 0;
     process(st, tmp.s, tmp.len);
     sbuf_free(&tmp);

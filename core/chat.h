@@ -54,6 +54,7 @@ typedef struct {
 } chat_stream;
 
 void chat_stream_init(chat_stream *st, bool opens_think);
+/* Feeds n bytes of answer text (a NUL byte becomes U+FFFD). */
 void chat_stream_feed(chat_stream *st, const char *text, size_t n);
 /* Flushes a held partial tag and trims the reasoning. */
 void chat_stream_finish(chat_stream *st);

@@ -48,12 +48,14 @@ typedef enum {
 typedef struct {
     dec_ev_type type;
     uint32_t job;
-    char *text;       /* owned by the event (decoder_event_free) */
+    char *text;       /* owned by the event (decoder_event_free); NUL-terminated */
+    size_t len;       /* TEXT: bytes in text (model output may hold NUL bytes) */
     int32_t token;
     dec_stop stop;
     uint32_t n_prompt;  /* tokens in the job's prompt */
     uint32_t n_reused;  /* of those, found in the KV cache */
     uint32_t n_gen;     /* tokens generated */
+    uint32_t n_after_cancel; /* DONE: tokens generated after decoder_cancel() was called */
     double prefill_tps, decode_tps;
     uint64_t done, total;
 } dec_event;
