@@ -392,30 +392,31 @@ const char *chatcmd_help(void)
 
 /* ---- dispatch ------------------------------------------------------------------------------ */
 
+/* Edit distance counting a swap of two neighbours as one edit ("quti"). */
 int chatcmd_edit_distance(const char *a, const char *b)
 {
     size_t n = strlen(a), m = strlen(b);
-    if (n > 64 || m > 64)
+    if (n > 32 || m > 32)
         return 99;
-    int row[65];
+    int d[33][33];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (int)i;
     for (size_t j = 0; j <= m; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= n; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++)
         for (size_t j = 1; j <= m; j++) {
-            int up = row[j];
-            int sub = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
-            int best = sub;
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
+            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+            int best = d[i - 1][j - 1] + (ca != cb);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) && tolower((unsigned char)a[i - 2]) == cb &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
         }
-    }
-    return row[m];
+    return d[n][m];
 }
 
 const char *chatcmd_closest(const char *name)

@@ -216,13 +216,9 @@ static int find_el(const char *w)
     return -1;
 }
 
-static bool is_hex_color(const char *w)
-{
-    return w[0] == '#' && strlen(w) == 7 && strspn(w + 1, "0123456789abcdefABCDEF") == 6;
-}
-
 /* Splits a line into words, '=' being a word of its own; a word starting
- * with '#' that is not a #rrggbb colour begins a comment. */
+ * with '#' begins a comment unless it is all hex digits after the '#' (a
+ * colour, checked later, so "#12345" is a bad colour, not a comment). */
 static int split_words(char *s, char **words, int max)
 {
     static char eq[] = "=";
@@ -244,7 +240,7 @@ static int split_words(char *s, char **words, int max)
             p++;
         char c = *p;
         *p = 0;
-        if (w[0] == '#' && !is_hex_color(w))
+        if (w[0] == '#' && (w[1] == 0 || strspn(w + 1, "0123456789abcdefABCDEF") != strlen(w + 1)))
             break;
         words[n++] = w;
         if (c == '=') {
