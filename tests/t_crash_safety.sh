@@ -1,0 +1,78 @@
+#!/bin/sh
+# t_crash_safety.sh: kill -9 during saves, many times: every file left
+# parses and holds the old or the new conversation, never a mix or a
+# truncation; temporary files of killed writers are cleaned up.
+. tests/lib.sh
+
+S="$BUILD/tools/conv_stress"
+MODEL=tests/data/models/tiny-glm-a/tiny-glm-a.f32.gguf
+BACKEND=${GLMCHAT_TEST_BACKEND:-cpu}
+ROUNDS=${CRASH_ROUNDS:-150}
+
+# A random delay of 0..max milliseconds, as "0.0NN" seconds for sleep(1).
+delay() { od -An -N2 -tu2 /dev/urandom | awk -v max="$1" '{ printf "%.3f", ($1 % (max + 1)) / 1000 }'; }
+
+# ---- 1. the conversation store: two 1.5 MB versions saved back to back,
+# killed at random moments.
+D="$TMP/store"
+mkdir -p "$D"
+bad=0 seen_a=0 seen_b=0 i=0
+while [ $i -lt "$ROUNDS" ]; do
+    (exec "$S" write "$D/c.json" 180) &
+    pid=$!
+    sleep "$(delay 40)"
+    kill -9 $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    if [ -e "$D/c.json" ]; then
+        v=$("$S" check "$D/c.json" 180)
+        case $v in
+        A) seen_a=$((seen_a + 1)) ;;
+        B) seen_b=$((seen_b + 1)) ;;
+        *) bad=$((bad + 1)); echo "  round $i: $v" ;;
+        esac
+    fi
+    i=$((i + 1))
+done
+if [ $bad -ne 0 ]; then fail store_kill9 "$bad of $ROUNDS files were broken"
+elif [ $((seen_a + seen_b)) -lt $((ROUNDS / 2)) ]; then fail store_kill9 "only $((seen_a + seen_b)) rounds saved anything"
+else ok store_kill9
+fi
+echo "  ($seen_a old/new A, $seen_b B of $ROUNDS kills)"
+# Killed writers leave temporary files behind; they are not conversations,
+# and the next writer's clean-up removes them.
+left=$("$S" cleanup "$D")
+if [ "$left" -eq 0 ] && [ "$(ls "$D" | grep -c '\.json$')" -eq 1 ]; then ok store_cleanup
+else fail store_cleanup "$left temporary files left: $(ls -a "$D" | head -c 200)"; fi
+
+# ---- 2. the app itself: glmchat -C FILE -p ... killed at random moments
+# (during model load, generation or the save).  Each finished run adds two
+# messages; a killed one adds none.
+F="$TMP/app.json"
+prev=0 bad=0 grew=0 i=0
+# How long one run takes, to spread the kills over it.
+start=$(date +%s%N)
+"$GLMCHAT" --backend "$BACKEND" -m "$MODEL" -n 4 -C "$F" -p "warm up" >/dev/null 2>&1
+ms=$((($(date +%s%N) - start) / 1000000 + 5))
+prev=$("$S" count "$F") || { fail app_kill9 "the first run did not save"; done_tests; }
+while [ $i -lt $((ROUNDS / 3)) ]; do
+    (exec "$GLMCHAT" --backend "$BACKEND" -m "$MODEL" -n 4 -C "$F" -p "turn $i" >/dev/null 2>&1) &
+    pid=$!
+    sleep "$(delay $ms)"
+    kill -9 $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    if ! n=$("$S" count "$F"); then
+        bad=$((bad + 1))
+        echo "  round $i: $n"
+    else
+        if [ "$n" -eq $((prev + 2)) ]; then grew=$((grew + 1))
+        elif [ "$n" -ne "$prev" ]; then bad=$((bad + 1)); echo "  round $i: $prev -> $n messages"
+        fi
+        prev=$n
+    fi
+    i=$((i + 1))
+done
+if [ $bad -ne 0 ]; then fail app_kill9 "$bad broken or mixed files"
+elif [ $grew -eq 0 ]; then fail app_kill9 "no run finished: the kills never landed after a save"
+else ok app_kill9
+fi
+done_tests
