@@ -2,7 +2,9 @@
  *
  *   conv_stress write FILE N     save two versions (A and B, N messages of
  *                                ~8 KiB each) into FILE, alternately, until
- *                                killed
+ *                                killed; the first save replaces what FILE
+ *                                holds with the other version
+ *   conv_stress once FILE N      one save of the other version, then exit
  *   conv_stress check FILE N     exit 0 when FILE parses and is exactly A or
  *                                B (prints which); 1 otherwise
  *   conv_stress count FILE       exit 0 and print the message count when
@@ -10,6 +12,7 @@
  *   conv_stress cleanup DIR      remove temporary files of dead writers;
  *                                print how many are left */
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,16 +49,26 @@ static int same(const conversation *a, const conversation *b)
 int main(int argc, char **argv)
 {
     err_t err;
-    if (argc == 4 && !strcmp(argv[1], "write")) {
+    if (argc == 4 && (!strcmp(argv[1], "write") || !strcmp(argv[1], "once"))) {
+        bool once = !strcmp(argv[1], "once");
         int n = atoi(argv[3]);
         conversation v[2];
         fill(&v[0], 'A', n);
         fill(&v[1], 'B', n);
-        for (unsigned long i = 0;; i++)
+        conversation cur;
+        unsigned long first = 0;
+        if (conv_load(&cur, argv[2], &err) == 0) {
+            first = same(&cur, &v[0]) ? 1 : 0;
+            conv_free(&cur);
+        }
+        for (unsigned long i = first;; i++) {
             if (conv_save(&v[i % 2], argv[2], &err) != 0) {
                 fprintf(stderr, "conv_stress: %s\n", err.msg);
                 return 1;
             }
+            if (once)
+                return 0;
+        }
     }
     if (argc == 4 && !strcmp(argv[1], "check")) {
         conversation got, a, b;
