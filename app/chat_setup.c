@@ -29,6 +29,7 @@ const char *chat_args_help(void)
            "      --seed S           sampling seed (default: random, recorded)\n"
            "      --template NAME    chat template (default: from the model)\n"
            "      --think on|off     reasoning before the answer (GLM-4.7; default on)\n"
+           "      --ignore-eos       do not stop at the end of the turn (only -n or the context)\n"
            "      --backend NAME     cpu, vulkan or auto (default auto)\n"
            "      --device N         Vulkan device index (see `glmchat devices`)\n"
            "      --kv-type TYPE     KV cache: f32 or f16\n"
@@ -92,6 +93,10 @@ int chat_args_parse(chat_args *a, int argc, char **argv, bool replay, bool *usag
         }
         if (done)
             continue;
+        if (!strcmp(o, "--ignore-eos")) {
+            a->s.ignore_eos = true;
+            continue;
+        }
         if (is(o, "-m", "--model")) {
             if (i + 1 >= argc)
                 return err_set(err, "option %s needs a value", o);

@@ -114,7 +114,8 @@ static int one_shot(const chat_args *a, chat_model *cm, conversation *initial)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     uint64_t seed = settings_random_seed();
-    dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = a->s.n_predict, .stop = chat.stop, .n_stop = chat.n_stop};
+    dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = a->s.n_predict, .stop = chat.stop,
+                   .n_stop = a->s.ignore_eos ? 0 : chat.n_stop};
     settings_to_sampler(&a->s, chat.tmpl, seed, &job.sampling);
     if (decoder_submit(dec, &job, &err) < 0) {
         fprintf(stderr, "glmchat: %s\n", err.msg);

@@ -96,7 +96,8 @@ static int generate(decoder *dec, chat_session *chat, size_t n_msgs, const chat_
     bool opens = false;
     if (chat_prompt(chat, n_msgs, &ids, &n, &opens, err) != 0)
         return -1;
-    dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = a->s.n_predict, .stop = chat->stop, .n_stop = chat->n_stop};
+    dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = a->s.n_predict, .stop = chat->stop,
+                   .n_stop = a->s.ignore_eos ? 0 : chat->n_stop};
     settings_to_sampler(&a->s, chat->tmpl, seed, &job.sampling);
     int id = decoder_submit(dec, &job, err);
     free(ids);

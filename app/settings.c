@@ -78,7 +78,7 @@ void settings_defaults(settings *s)
 const char *settings_keys(void)
 {
     return "model backend device template think temp top-k top-p min-p seed n-predict ctx "
-           "theme side-pane side-width mouse";
+           "theme side-pane side-width mouse ignore-eos";
 }
 
 bool settings_is_sampling_key(const char *key)
@@ -169,6 +169,8 @@ int settings_set(settings *s, const char *key, const char *v, err_t *err)
     }
     if (!strcmp(key, "mouse"))
         return parse_bool(key, v, &s->mouse, err);
+    if (!strcmp(key, "ignore-eos"))
+        return parse_bool(key, v, &s->ignore_eos, err);
     if (!strcmp(key, "side-pane")) {
         bool b;
         if (!strcmp(v, "auto")) {

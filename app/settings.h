@@ -34,6 +34,7 @@ typedef struct {
     settings_pane side_pane;
     int side_width;        /* columns, 0: adapt to the terminal */
     bool mouse;            /* wheel scrolling (mouse reporting on) */
+    bool ignore_eos;       /* answers end only at n-predict or a full context (benchmarks, stress) */
 } settings;
 
 void settings_defaults(settings *s);

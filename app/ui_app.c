@@ -148,7 +148,7 @@ static int submit(ui_app *a, chat_session *s, size_t n_msgs, ui_gen_kind kind)
         return -1;
     }
     dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = a->cfg.n_predict, .stop = a->chat.stop,
-                   .n_stop = a->chat.n_stop};
+                   .n_stop = a->cfg.ignore_eos ? 0 : a->chat.n_stop};
     ui_app_sampling(a, &job.sampling);
     int id = decoder_submit(a->dec, &job, &err);
     free(ids);
@@ -755,9 +755,15 @@ static void draw_status(ui_app *a)
     int kw = 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         kw += (int)(strlen(keys[i][0]) + strlen(keys[i][1]) + 2);
-    char buf[256];
+    char buf[512];
     bool transient = mono_now() < a->status_until;
     const char *msg = transient ? a->status : state_text(a, buf, sizeof buf);
+    if (transient && a->job) {
+        /* While answering, how to stop it stays in view. */
+        char state[160];
+        snprintf(buf, sizeof buf, "%s | %s", state_text(a, state, sizeof state), a->status);
+        msg = buf;
+    }
     int room = wd - 1 - (kw + 1 < wd / 2 ? kw + 1 : 0);
     sbuf s = {0};
     tsafe_sanitize(&s, msg, strlen(msg), false);

@@ -274,7 +274,7 @@ static void render_replay(ui_block *b, int width)
     else
         snprintf(new_t, sizeof new_t, "new · %.1f tok/s%s", r->new_tps, r->stopped ? " (stopped)" : "");
     const char *new_text = sbuf_str(&r->new_answer);
-    if (width >= 90) {
+    if (width >= 72) {
         /* Side by side: recorded on the left, new on the right. */
         int colw = (width - 3) / 2;
         ui_block left = {.width = -1}, right = {.width = -1};

@@ -63,8 +63,9 @@ static void on_line_cb(char *line)
         HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
         if (!last || strcmp(last->line, line) != 0) {
             add_history(line);
-            if (in.history_path[0])
-                append_history(1, in.history_path);
+            /* append_history() needs the file to exist; the first line creates it. */
+            if (in.history_path[0] && append_history(1, in.history_path) != 0)
+                write_history(in.history_path);
         }
     }
     in.changed = true;
