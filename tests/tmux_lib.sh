@@ -4,7 +4,7 @@
 _tm_n=0
 TM_SOCK="$TMP/tmux0.sock"
 tm() { tmux -S "$TM_SOCK" -f /dev/null "$@"; }
-ART="build/artifacts/ui-$(basename "$BUILD")"
+ART="build/artifacts/$(basename "$0" .sh)-$(basename "$BUILD")"
 rm -rf "$ART"
 mkdir -p "$ART"
 _snap_n=0
