@@ -257,6 +257,12 @@ static void cmd_load(ui_app *a, const char *arg)
     }
     if (a->unsaved)
         ui_app_autosave(a);
+    /* Before the conversation takes the current metadata on its first save. */
+    char extra[200] = "";
+    if (c.tmpl && strcmp(c.tmpl, tmpl_name(a->chat.tmpl)) != 0 && tmpl_find(c.tmpl))
+        snprintf(extra, sizeof extra, "\nIt was made with the %.40s template (now %s: /template %.40s switches).",
+                 c.tmpl, tmpl_name(a->chat.tmpl), c.tmpl);
+    size_t n = c.n;
     conv_free(&a->chat.conv);
     a->chat.conv = c;
     /* New turns go to a new file: the loaded one is never written to. */
@@ -264,12 +270,7 @@ static void cmd_load(ui_app *a, const char *arg)
     a->edit_index = -1;
     ui_chatview_reset(&a->view);
     ui_app_conversation_changed(a);
-    char extra[200] = "";
-    if (c.tmpl && strcmp(c.tmpl, tmpl_name(a->chat.tmpl)) != 0 && tmpl_find(c.tmpl))
-        snprintf(extra, sizeof extra, "\nIt was made with the %.40s template (now %s: /template %.40s switches).",
-                 c.tmpl, tmpl_name(a->chat.tmpl), c.tmpl);
-    ui_app_note(a, TH_NOTICE, "Loaded %zu messages from %s. New turns are saved to a new file.%s", c.n, path,
-                extra);
+    ui_app_note(a, TH_NOTICE, "Loaded %zu messages from %s. New turns are saved to a new file.%s", n, path, extra);
 }
 
 static void cmd_replay(ui_app *a, const char *arg)

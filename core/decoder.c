@@ -288,9 +288,6 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
                     uint32_t n_stop, int n_predict, const sampler_params *sp)
 {
     err_t err = {{0}};
-    pthread_mutex_lock(&d->lock);
-    d->stats.decode_tps = 0; /* a new answer: no rate until its first tokens */
-    pthread_mutex_unlock(&d->lock);
     uint32_t reused = reuse_prefix(d, prompt, n_prompt);
     eval_out o;
     eval_out_init(&o, d, candidates_for(sp));
@@ -543,6 +540,7 @@ int decoder_submit(decoder *d, const dec_job *job, err_t *err)
             engine_clear_cancel(&d->eng);
             d->have_job = true;
             d->stats.busy = true;
+            d->stats.decode_tps = 0; /* a new answer: no rate until its first tokens */
             rc = (int)d->job_id;
             pthread_cond_signal(&d->cond);
         }

@@ -195,6 +195,8 @@ for sig in TERM SEGV; do
     kill -$sig "$(tm_app_pid)"
     want=143
     [ $sig = SEGV ] && want=139
+    # Under AddressSanitizer the SEGV goes on to its report, which exits 1.
+    [ $sig = SEGV ] && [ "${SANITIZE:-0}" = 1 ] && want=1
     if tm_wait $T "^EXITED $want" && tm_wait 5 "icanon echo" && [ "$(tm display -p -t ui '#{alternate_on}')" = 0 ]; then
         ok ui_sig$sig
     else

@@ -92,6 +92,7 @@ static dec_job greedy_job(const int32_t *ids, uint32_t n, int n_predict, const i
 /* Runs a job to its end; cancel_after > 0 cancels after that many tokens. */
 static int run(decoder *d, const dec_job *job, run_result *r, uint32_t cancel_after)
 {
+    sbuf_free(&r->text);
     memset(r, 0, sizeof *r);
     err_t err;
     int id = decoder_submit(d, job, &err);
@@ -313,10 +314,10 @@ static void test_event_fd(void)
 
 static void test_load_error(void)
 {
-    /* A context the CPU backend cannot allocate is reported as an event, not a crash. */
+    /* An engine that cannot open is reported as an event, not a crash. */
     engine_params p;
     engine_params_default(&p);
-    p.n_ctx = 1u << 31;
+    p.n_batch = 0;
     err_t err;
     decoder *d = decoder_start(&ref_engine_backend, &m, tok, &p, &err);
     CHECK(d != NULL, "decoder_start");
@@ -333,7 +334,7 @@ static void test_load_error(void)
         if (end)
             break;
     }
-    CHECK(got_error, "an impossible context was accepted");
+    CHECK(got_error, "an impossible batch size was accepted");
     dec_job job = greedy_job(prompt, (uint32_t)n_prompt, 3, NULL, 0);
     CHECK(decoder_submit(d, &job, &err) < 0, "submit after a failed load");
     decoder_free(d);
