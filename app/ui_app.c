@@ -158,6 +158,7 @@ static int submit(ui_app *a, chat_session *s, size_t n_msgs, ui_gen_kind kind)
     }
     a->job = id;
     a->gen = kind;
+    a->pane.st.decode_tps = 0; /* the last answer's rate is not this one's */
     a->gen_prompt = n;
     a->gen_reused = 0;
     a->gen_prefill_tps = 0;

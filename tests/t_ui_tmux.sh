@@ -43,7 +43,7 @@ answer_running() {
         while [ "$(date +%s)" -lt $end ]; do
             # Answering, and text has arrived under the answer's header.
             tm_screen | grep -q "Answering" &&
-                awk '/^Assistant +[0-9.]+ tok\/s/ { getline; if ($0 ~ /[^ │]/) found = 1 } END { exit !found }' \
+                awk '/^Assistant +[0-9.]+ tok\/s/ { getline; sub(/│.*/, ""); if ($0 ~ /[^ ]/) found = 1 } END { exit !found }' \
                     "$TMP/screen" && return 0
             [ "$(done_answers)" -gt "$n0" ] && break
             sleep 0.05
