@@ -195,8 +195,16 @@ static double mm_run(rf_state *s, uint32_t n_jobs)
         s->job_end[j] = total;
         bytes += (double)s->jobs[j].n_rows * (double)s->jobs[j].w->nb1;
     }
+    /* Chunks of at least ~64k multiply-adds: below that, handing work to
+     * another thread costs more than it saves (the tiny test models). */
+    double macs = 0;
+    for (uint32_t j = 0; j < n_jobs; j++)
+        macs += (double)s->jobs[j].n_rows * (double)s->jobs[j].w->ne[0] * s->jobs[j].n_tok;
+    double per_row = total ? macs / (double)total : 1;
+    uint64_t grain = (uint64_t)(65536.0 / per_row) + 1;
+    uint64_t even = (total + (uint64_t)s->n_threads * 4 - 1) / ((uint64_t)s->n_threads * 4);
     mm_batch b = {s, n_jobs};
-    threadpool_for(s->tp, total, 0, mm_body, &b);
+    threadpool_for(s->tp, total, grain > even ? grain : even, mm_body, &b);
     return bytes;
 }
 
