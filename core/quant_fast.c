@@ -76,12 +76,17 @@ static float portable_dot_row(uint32_t type, const void *row, const float *x, ui
     }
     if (t->block_elems == 1)
         return portable_dot_half(type, row, x, n);
+    /* decode 256 elements (one K-quant block, eight 32-element blocks) at
+     * a time, then one vectorizable dot over them */
     const uint8_t *p = row;
+    const uint64_t per = QK_K / t->block_elems, nb = n / t->block_elems;
     float w[QK_K];
     float sum = 0;
-    for (uint64_t b = 0; b < n / t->block_elems; b++) {
-        quant_decode_block(type, p + b * t->block_bytes, w);
-        sum += dot_f32_8way(w, x + b * t->block_elems, t->block_elems);
+    for (uint64_t b = 0; b < nb; b += per) {
+        uint64_t m = nb - b < per ? nb - b : per;
+        for (uint64_t k = 0; k < m; k++)
+            quant_decode_block(type, p + (b + k) * t->block_bytes, w + k * t->block_elems);
+        sum += dot_f32_8way(w, x + b * t->block_elems, m * t->block_elems);
     }
     return sum;
 }
