@@ -46,9 +46,13 @@ static int read_arch(kv_reader *r, model_config *c)
     if (gguf_get_str(r->g, "general.architecture", &s, r->err) < 0)
         return -1;
     if (s.len != strlen("deepseek2") || memcmp(s.ptr, "deepseek2", s.len) != 0) {
-        int n = s.len > 64 ? 64 : (int)s.len;
-        return err_set(r->err, "%s: general.architecture is '%.*s'; glmchat runs 'deepseek2' models "
-                       "(GLM-4.7-Flash, DeepSeek-V2)", r->path, n, s.ptr);
+        char seen[65]; /* from the file: control bytes would break the one-line error */
+        size_t n = s.len > 64 ? 64 : (size_t)s.len;
+        for (size_t i = 0; i < n; i++)
+            seen[i] = (unsigned char)s.ptr[i] < 0x20 || s.ptr[i] == 0x7f ? '?' : s.ptr[i];
+        seen[n] = 0;
+        return err_set(r->err, "%s: general.architecture is '%s'; glmchat runs 'deepseek2' models "
+                       "(GLM-4.7-Flash, DeepSeek-V2)", r->path, seen);
     }
     snprintf(c->arch, sizeof c->arch, "deepseek2");
     if (gguf_has_key(r->g, "general.name")) {
@@ -589,6 +593,11 @@ int model_load_gguf_ex(model *m, gguf_ctx *ctx, unsigned flags, err_t *err)
     binder b = {m, path, err};
     if (read_config(ctx, path, &m->cfg, err) < 0)
         goto fail;
+    if (m->cfg.n_layer_file > gguf_n_tensors(ctx)) { /* each block has tensors: bounds the allocation below */
+        err_set(err, "%s: block_count %u exceeds the file's %zu tensors", path, m->cfg.n_layer_file,
+                gguf_n_tensors(ctx));
+        goto fail;
+    }
     m->layers = calloc(m->cfg.n_layer_file, sizeof *m->layers);
     if (!m->layers) {
         err_set(err, "%s: out of memory", path);

@@ -1,6 +1,8 @@
-/* mkcorrupt: writes the corrupt-GGUF corpus for tests/t_corrupt.sh.
+/* mkcorrupt: writes the corrupt-GGUF corpus for tests/t_corrupt.sh, and
+ * the fuzzer's seeds.
  *
  *   mkcorrupt OUTDIR
+ *   mkcorrupt --seeds DIR     (tests/fuzz/seeds/gguf/: a few small valid files)
  *
  * Makes a valid small model (the tiny-glm preset, Q4_0, through the
  * generator) and from it one file per case, OUTDIR/NAME.gguf, plus
@@ -308,6 +310,35 @@ static void nested_bomb(const char *name, const char *pattern, int depth, uint64
     emit_case(name, pattern, b, n);
 }
 
+/* A valid file whose one key is an array of 2 arrays of 3 u16 (depth 2). */
+static void nested_seed(const char *dir)
+{
+    uint8_t b[256];
+    size_t n = 24;
+    memcpy(b, "GGUF", 4);
+    set32(b + 4, 3);
+    set64(b + 8, 0);
+    set64(b + 16, 1);
+    set64(b + n, 6);
+    memcpy(b + n + 8, "nested", 6);
+    set32(b + n + 14, GGUF_TYPE_ARRAY);
+    n += 18;
+    set32(b + n, GGUF_TYPE_ARRAY);
+    set64(b + n + 4, 2);
+    n += 12;
+    for (int i = 0; i < 2; i++) {
+        set32(b + n, GGUF_TYPE_UINT16);
+        set64(b + n + 4, 3);
+        memset(b + n + 12, i + 1, 6);
+        n += 18;
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/nested_arrays.gguf", dir);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(b, 1, n, f) != n || fclose(f) != 0)
+        die("cannot write a seed");
+}
+
 static void tensor_cases(const layout *L)
 {
     uint8_t *c;
@@ -576,10 +607,104 @@ static void model_cases(const char *base)
     edited_case(base, "model_unknown_gating", "expert_gating_func is 3, expected 1 \\(softmax\\) or 2 \\(sigmoid\\)", &e);
 }
 
+/* ======================================================================
+ * Fuzzer seeds: small valid files covering the parser and the loader
+ * ====================================================================== */
+
+/* A model of the given flavour and type, as small as its types allow:
+ * every dimension `dim` (32 for block types, less for float files). */
+static void seed_model(const char *dir, const char *name, const char *preset, uint32_t ftype, uint32_t dim,
+                       bool variants)
+{
+    synth_config c;
+    err_t err;
+    synth_preset(preset, &c, &err);
+    c.ftype = ftype;
+    c.hidden = c.kv_lora = c.qk_nope = c.v_head = c.ff = c.moe_ff = dim;
+    c.q_lora = c.q_lora ? dim : 0;
+    c.qk_rope = dim / 4 > 2 ? dim / 4 : 2;
+    c.layers = 2;
+    c.dense_layers = 1;
+    c.heads = 1;
+    c.experts = 2;
+    c.experts_used = 1;
+    c.shared = 1;
+    c.vocab = 8;
+    c.no_tokenizer = true; /* keeps the seed a few KB */
+    c.merged_gate_up = c.legacy_kv_b = c.no_gating_key = variants;
+    c.nextn = variants ? 1 : 0;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    synth_options opt = {.n_threads = 1};
+    if (synth_write(&c, path, &opt, NULL, &err) < 0)
+        die(err.msg);
+}
+
+/* Every value type (nested arrays too), version 2, alignment 64 and one small
+ * tensor of each computable type. */
+static void seed_types(const char *dir)
+{
+    static const uint32_t types[] = {QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0,
+                                     QT_Q5_1, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+    gguf_writer *w = gguf_writer_new();
+    err_t err;
+    gguf_writer_set_alignment(w, 64);
+    gguf_writer_set_u8(w, "a.u8", 1);
+    gguf_writer_set_i8(w, "a.i8", -1);
+    gguf_writer_set_u16(w, "a.u16", 2);
+    gguf_writer_set_i16(w, "a.i16", -2);
+    gguf_writer_set_u32(w, "a.u32", 3);
+    gguf_writer_set_i32(w, "a.i32", -3);
+    gguf_writer_set_f32(w, "a.f32", 0.5f);
+    gguf_writer_set_bool(w, "a.bool", true);
+    gguf_writer_set_str(w, "a.str", "deepseek2");
+    gguf_writer_set_u64(w, "a.u64", 4);
+    gguf_writer_set_i64(w, "a.i64", -4);
+    gguf_writer_set_f64(w, "a.f64", 0.25);
+    const int32_t ints[3] = {1, -2, 3};
+    const char *strs[3] = {"x", "", "<|user|>"};
+    gguf_writer_set_arr(w, "a.arr_i32", GGUF_TYPE_INT32, ints, 3);
+    gguf_writer_set_arr_str(w, "a.arr_str", strs, 3);
+    uint8_t *zeros = calloc(1, 256 * 210);
+    const void *datas[16];
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        uint64_t ne[2] = {quant_traits_of(types[i])->block_elems == 1 ? 4 : quant_traits_of(types[i])->block_elems, 1};
+        char name[32];
+        snprintf(name, sizeof name, "t.%s", quant_type_name(types[i]));
+        if (gguf_writer_add_tensor(w, name, types[i], 2, ne, &err) < 0)
+            die(err.msg);
+        datas[i] = zeros;
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/types_v2_align64.gguf", dir);
+    if (gguf_writer_write_file(w, path, datas, &err) < 0)
+        die(err.msg);
+    gguf_writer_free(w);
+    free(zeros);
+    /* version 2 (same layout as 3) and a nested array appended by hand */
+    size_t n;
+    uint8_t *b = read_all(path, &n);
+    set32(b + 4, 2);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(b, 1, n, f) != n || fclose(f) != 0)
+        die("cannot write a seed");
+    free(b);
+    nested_seed(dir);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--seeds") == 0) {
+        if (mkdir(argv[2], 0755) < 0 && errno != EEXIST)
+            die("cannot create the seed directory");
+        seed_model(argv[2], "glm_q4_0.gguf", "tiny-glm", SYNTH_FT_Q4_0, 32, false);
+        seed_model(argv[2], "glm_variants_f16.gguf", "tiny-glm", SYNTH_FT_F16, 8, true);
+        seed_model(argv[2], "lite_yarn_f32.gguf", "tiny-dsv2lite", SYNTH_FT_F32, 8, false);
+        seed_types(argv[2]);
+        return 0;
+    }
     if (argc != 2) {
-        fprintf(stderr, "usage: mkcorrupt OUTDIR\n");
+        fprintf(stderr, "usage: mkcorrupt OUTDIR | mkcorrupt --seeds DIR\n");
         return 2;
     }
     outdir = argv[1];
