@@ -344,7 +344,7 @@ static void tensor_cases(const layout *L)
     uint8_t *c;
     const tensor_at *out = tensor_named(L, "output.weight"), *emb = tensor_named(L, "token_embd.weight");
     const tensor_at *kb = tensor_named(L, "blk.1.attn_k_b.weight"), *n0 = tensor_named(L, "output_norm.weight");
-    const tensor_at *a0 = tensor_named(L, "blk.0.attn_norm.weight"), *a1 = tensor_named(L, "blk.1.attn_norm.weight");
+    const tensor_at *a1 = tensor_named(L, "blk.1.attn_norm.weight");
 
     c = copy_of(L);
     set32(c + out->ndims_pos, 0);
@@ -400,7 +400,6 @@ static void tensor_cases(const layout *L)
 
     c = copy_of(L); /* blk.1.attn_norm.weight -> blk.0.attn_norm.weight */
     c[a1->name_pos + 4] = '0';
-    (void)a0;
     emit_case("duplicate_tensor_name", "duplicate tensor name 'blk.0.attn_norm.weight'", c, L->n);
     free(c);
 
