@@ -85,13 +85,20 @@ static void bench_sampler(void)
 {
     enum { V = 154880, ITERS = 200 };
     float *base = malloc(V * sizeof *base), *l = malloc(V * sizeof *l);
-    for (int i = 0; i < V; i++) /* a language-model-like spread: few strong, many weak */
-        base[i] = (float)(-4.0 * log(1.0 / ((next() + 1.0) / (1 << 24))));
-    const char *names[] = {"GLM defaults (T 1, top-p .95, min-p .01)", "greedy"};
-    for (int mode = 0; mode < 2; mode++) {
+    const char *names[] = {"GLM defaults, LM-like logits", "GLM defaults, flat logits (worst case)",
+                           "top-p .95 only, LM-like logits", "greedy"};
+    for (int mode = 0; mode < 4; mode++) {
+        for (int i = 0; i < V; i++) {
+            /* LM-like: Gaussian logits (sd 3, Box-Muller); flat: exponential
+             * tail where a third of the vocabulary passes min-p */
+            double u1 = (next() + 1.0) / (1 << 24), u2 = (next() + 1.0) / (1 << 24);
+            base[i] = mode == 1 ? (float)(4.0 * log(u1)) : (float)(3.0 * sqrt(-2 * log(u1)) * cos(6.2831853 * u2));
+        }
         sampler_params p;
         sampler_params_default(&p);
-        if (mode == 1)
+        if (mode == 2)
+            p.min_p = 0;
+        if (mode == 3)
             p.temp = 0;
         sampler *s = sampler_new(&p, V);
         double total = 0;
