@@ -13,6 +13,7 @@
  * microseconds. */
 #include "sampler.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -299,6 +300,8 @@ static uint32_t cut_min_p(int32_t *idx, float *val, uint32_t n, float min_p)
 /* Draws from softmax(val / temp) over the kept candidates. */
 static int32_t draw(sampler *s, const int32_t *idx, float *val, uint32_t n)
 {
+    if (n == 0)
+        return -1;
     float m = -INFINITY;
     for (uint32_t i = 0; i < n; i++)
         if (val[i] > m)
@@ -330,7 +333,7 @@ static int32_t argmax(const float *logits, uint32_t n)
  * polynomial (relative error < 2e-7); branch-free so loops vectorise. */
 static inline float fast_exp(float x)
 {
-    x = x < -87.0f ? -87.0f : x;
+    x = x > -87.0f ? x : -87.0f; /* also maps NaN to a tiny value */
     float y = x * 1.44269504f;
     float n = rintf(y);
     float t = (y - n) * 0.693147181f;
@@ -355,6 +358,12 @@ VECTORIZE static double mass(const float *val, uint32_t n, float max)
     return total;
 }
 
+static inline int bucket_of(float v, float max, float scale)
+{
+    float b = (max - v) * scale;
+    return b < 0 ? 0 : b > N_BUCKETS - 1 ? N_BUCKETS - 1 : (int)b;
+}
+
 /* top-p on unsorted candidates: keeps the smallest best-first prefix whose
  * mass reaches `target` (in units of exp(l - max)); returns its length,
  * with the kept candidates moved to the front. */
@@ -366,7 +375,7 @@ static uint32_t cut_top_p_buckets(int32_t *idx, float *val, uint32_t n, float ma
     float span = max - lo, scale = span > 0 ? (N_BUCKETS - 1) / span : 0;
     double bucket_mass[N_BUCKETS] = {0};
     for (uint32_t i = 0; i < n; i++)
-        bucket_mass[(int)((max - val[i]) * scale)] += fast_exp(val[i] - max);
+        bucket_mass[bucket_of(val[i], max, scale)] += fast_exp(val[i] - max);
     double cum = 0;
     int cross = -1;
     for (int b = 0; b < N_BUCKETS && cross < 0; b++) {
@@ -379,11 +388,11 @@ static uint32_t cut_top_p_buckets(int32_t *idx, float *val, uint32_t n, float ma
         return n; /* the candidates hold less than top-p: keep them all */
     uint32_t kept = 0;
     for (uint32_t i = 0; i < n; i++) /* better buckets first */
-        if ((int)((max - val[i]) * scale) < cross)
+        if (bucket_of(val[i], max, scale) < cross)
             swap_at(idx, val, i, kept++);
     uint32_t seg = kept;
     for (uint32_t i = kept; i < n; i++) /* then the crossing bucket */
-        if ((int)((max - val[i]) * scale) == cross)
+        if (bucket_of(val[i], max, scale) == cross)
             swap_at(idx, val, i, seg++);
     sort_desc(idx + kept, val + kept, seg - kept);
     for (uint32_t i = kept; i < seg; i++) {
@@ -436,6 +445,8 @@ int32_t sampler_sample(sampler *s, float *logits)
     float max = -INFINITY;
     for (uint32_t i = 0; i < n; i++)
         max = logits[i] > max ? logits[i] : max;
+    if (!isfinite(max)) /* every logit masked (or +inf): the greedy answer */
+        return argmax(logits, n);
     double z = 0;
     if (p->top_k > 0 && (uint32_t)p->top_k < n) {
         /* top-p then weighs the k best only, as in llama.cpp */
@@ -447,7 +458,7 @@ int32_t sampler_sample(sampler *s, float *logits)
         m = (uint32_t)p->top_k;
         if (p->top_p < 1.0f)
             z = mass(s->val, m, max);
-        float floor_l = p->min_p > 0 ? max + logf(p->min_p) : -INFINITY;
+        float floor_l = p->min_p > 0 ? max + logf(p->min_p) : -FLT_MAX;
         uint32_t k = 0;
         for (uint32_t i = 0; i < m; i++)
             if (s->val[i] >= floor_l)
@@ -458,13 +469,16 @@ int32_t sampler_sample(sampler *s, float *logits)
             z = mass(logits, n, max);
         /* min-p keeps a best-first prefix, as top-p does: filtering first
          * keeps the same tokens and leaves fewer to weigh */
-        float floor_l = p->min_p > 0 ? max + logf(p->min_p) : -INFINITY;
+        /* -inf (masked) and NaN logits never qualify */
+        float floor_l = p->min_p > 0 ? max + logf(p->min_p) : -FLT_MAX;
         for (uint32_t i = 0; i < n; i++)
             if (logits[i] >= floor_l) {
                 s->idx[m] = (int32_t)i;
                 s->val[m++] = logits[i];
             }
     }
+    if (m == 0) /* every logit masked: nothing better than the greedy answer */
+        return argmax(logits, n);
     if (p->top_p < 1.0f)
         m = cut_top_p_buckets(s->idx, s->val, m, max, z * p->top_p);
     return draw_fast(s, s->idx, s->val, m, max);
