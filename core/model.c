@@ -256,6 +256,7 @@ typedef enum {
     IN_NOQLORA,  /* q_lora_rank == 0 */
     IN_DENSE,    /* dense FFN blocks */
     IN_MOE,      /* MoE blocks */
+    IN_SHARED,   /* MoE blocks with shared experts */
     IN_NEXTN     /* NextN/MTP blocks only */
 } tensor_where;
 
@@ -309,9 +310,9 @@ static const tensor_spec layer_specs[] = {
     {"blk.%u.ffn_up_exps.weight", L(up_exps), K_MAT, IN_MOE, F_GU_SPLIT, {D_EMBD, D_FFEXP, D_NEXP}},
     {"blk.%u.ffn_gate_up_exps.weight", SLOT_GATE_UP, K_MAT, IN_MOE, F_GU_MERGED, {D_EMBD, D_FFEXP2, D_NEXP}},
     {"blk.%u.ffn_down_exps.weight", L(down_exps), K_MAT, IN_MOE, 0, {D_FFEXP, D_EMBD, D_NEXP}},
-    {"blk.%u.ffn_gate_shexp.weight", L(gate_shexp), K_MAT, IN_MOE, 0, {D_EMBD, D_FFSH, D_1}},
-    {"blk.%u.ffn_up_shexp.weight", L(up_shexp), K_MAT, IN_MOE, 0, {D_EMBD, D_FFSH, D_1}},
-    {"blk.%u.ffn_down_shexp.weight", L(down_shexp), K_MAT, IN_MOE, 0, {D_FFSH, D_EMBD, D_1}},
+    {"blk.%u.ffn_gate_shexp.weight", L(gate_shexp), K_MAT, IN_SHARED, 0, {D_EMBD, D_FFSH, D_1}},
+    {"blk.%u.ffn_up_shexp.weight", L(up_shexp), K_MAT, IN_SHARED, 0, {D_EMBD, D_FFSH, D_1}},
+    {"blk.%u.ffn_down_shexp.weight", L(down_shexp), K_MAT, IN_SHARED, 0, {D_FFSH, D_EMBD, D_1}},
     {"blk.%u.nextn.eh_proj.weight", L(nextn_eh_proj), K_MAT, IN_NEXTN, 0, {D_EMBD2, D_EMBD, D_1}},
     {"blk.%u.nextn.enorm.weight", L(nextn_enorm), K_VEC, IN_NEXTN, 0, {D_EMBD, D_1, D_1}},
     {"blk.%u.nextn.hnorm.weight", L(nextn_hnorm), K_VEC, IN_NEXTN, 0, {D_EMBD, D_1, D_1}},
@@ -427,6 +428,7 @@ static bool spec_applies(const model_config *c, const tensor_spec *s, uint32_t i
     case IN_NOQLORA: return c->q_lora_rank == 0;
     case IN_DENSE: return !moe;
     case IN_MOE: return moe;
+    case IN_SHARED: return moe && c->n_expert_shared > 0;
     case IN_NEXTN: return il >= c->n_layer;
     }
     return false;

@@ -85,9 +85,7 @@ struct rf_state {
     /* latent KV cache: per layer (n_ctx, kv_lora + rope), f32 or f16 */
     void **kv;
 
-    /* per thread: a dequantized weight row, attention scores */
-    uint64_t row_len;
-    float *row_scratch;       /* (n_threads, row_len) */
+    /* per thread: attention scores */
     float *score_scratch;     /* (n_threads, n_ctx) */
 
     mm_job *jobs;             /* a batch of matmuls run as one parallel loop */
@@ -125,41 +123,30 @@ static void stage_add(rf_state *s, int st, double t0, double bytes)
  * Building blocks
  * ====================================================================== */
 
-/* f32 dot with 8 partial sums: a fixed summation order (results do not
+/* f32 dots with 8 partial sums: a fixed summation order (results do not
  * depend on threads or batch) that compilers can vectorize. */
 static float dot_f32(const float *a, const float *b, uint64_t n)
 {
-    float acc[8] = {0};
+    float acc[8] = {0}, tail = 0.0f;
     uint64_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int k = 0; k < 8; k++)
             acc[k] += a[i + k] * b[i + k];
-    for (int k = 0; i < n; i++, k++)
-        acc[k] += a[i] * b[i];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++)
+        tail += a[i] * b[i];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
 static float dot_f16(const uint16_t *a, const float *b, uint64_t n)
 {
-    float acc[8] = {0};
+    float acc[8] = {0}, tail = 0.0f;
     uint64_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int k = 0; k < 8; k++)
             acc[k] += quant_f16_to_f32(a[i + k]) * b[i + k];
-    for (int k = 0; i < n; i++, k++)
-        acc[k] += quant_f16_to_f32(a[i]) * b[i];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
-/* Row r of matrix e of w as f32: the mapping itself when it is aligned
- * f32, else dequantized (exactly) into `scratch`. */
-static const float *weight_row(const mtensor *w, uint32_t e, uint64_t r, float *scratch)
-{
-    const char *src = (const char *)mtensor_matrix(w, e) + r * w->nb1;
-    if (w->type == QT_F32 && ((uintptr_t)src & 3u) == 0)
-        return (const float *)src;
-    quant_dequant_row(w->type, src, scratch, w->ne[0]);
-    return scratch;
+    for (; i < n; i++)
+        tail += quant_f16_to_f32(a[i]) * b[i];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
 typedef struct {
@@ -167,25 +154,33 @@ typedef struct {
     uint32_t n_jobs;
 } mm_batch;
 
-/* Parallel body over the concatenated rows of every job in the batch. */
+/* Rows per inner step: small enough that the rows stay in cache while every
+ * token of the job is multiplied with them. */
+enum { MM_ROWS = 16 };
+
+/* Parallel body over the concatenated rows of every job in the batch.  Each
+ * (token, row) product is one quant_matvec row: the stored row against f32
+ * activations, the weights exactly dequantized in registers; the result of
+ * a row does not depend on which rows or tokens share the call. */
 static void mm_body(void *p, uint64_t begin, uint64_t end, int tid)
 {
     mm_batch *b = p;
     rf_state *s = b->s;
-    float *scratch = s->row_scratch + (uint64_t)tid * s->row_len;
+    (void)tid;
     uint32_t j = 0;
-    while (s->job_end[j] <= begin)
-        j++;
-    for (uint64_t g = begin; g < end; g++) {
+    for (uint64_t g = begin; g < end;) {
         while (s->job_end[j] <= g)
             j++;
         const mm_job *jb = &s->jobs[j];
         uint64_t r = g - (s->job_end[j] - jb->n_rows);
-        const float *row = weight_row(jb->w, jb->e, r, scratch);
+        uint64_t stop = end < s->job_end[j] ? end : s->job_end[j];
+        uint64_t n = stop - g < MM_ROWS ? stop - g : MM_ROWS;
+        const char *rows = (const char *)mtensor_matrix(jb->w, jb->e) + r * jb->w->nb1;
         for (uint32_t t = 0; t < jb->n_tok; t++) {
             const float *x = jb->x + (uint64_t)(jb->xrow ? jb->xrow[t] : t) * jb->xs;
-            jb->y[(uint64_t)t * jb->ys + r] = dot_f32(row, x, jb->w->ne[0]);
+            quant_matvec(jb->w->type, rows, jb->w->nb1, n, x, jb->w->ne[0], jb->y + (uint64_t)t * jb->ys + r);
         }
+        g += n;
     }
 }
 
@@ -200,8 +195,16 @@ static double mm_run(rf_state *s, uint32_t n_jobs)
         s->job_end[j] = total;
         bytes += (double)s->jobs[j].n_rows * (double)s->jobs[j].w->nb1;
     }
+    /* Chunks of at least ~64k multiply-adds: below that, handing work to
+     * another thread costs more than it saves (the tiny test models). */
+    double macs = 0;
+    for (uint32_t j = 0; j < n_jobs; j++)
+        macs += (double)s->jobs[j].n_rows * (double)s->jobs[j].w->ne[0] * s->jobs[j].n_tok;
+    double per_row = total ? macs / (double)total : 1;
+    uint64_t grain = (uint64_t)(65536.0 / per_row) + 1;
+    uint64_t even = (total + (uint64_t)s->n_threads * 4 - 1) / ((uint64_t)s->n_threads * 4);
     mm_batch b = {s, n_jobs};
-    threadpool_for(s->tp, total, 0, mm_body, &b);
+    threadpool_for(s->tp, total, grain > even ? grain : even, mm_body, &b);
     return bytes;
 }
 
@@ -299,11 +302,6 @@ static void embed(rf_state *s, const int32_t *tokens, uint32_t n)
     stage_add(s, RF_ST_EMBED, t0, (double)n * (double)te->nb1);
 }
 
-static void *kv_layer(rf_state *s, uint32_t il)
-{
-    return s->kv[il];
-}
-
 /* ---- attention ---------------------------------------------------------- */
 
 /* q and kv projections: q = q_b · rmsnorm(q_a · x) (or attn_q · x), and
@@ -373,11 +371,11 @@ static void kv_store(rf_state *s, uint32_t il, uint32_t n, uint32_t pos)
     for (uint32_t t = 0; t < n; t++) {
         const float *src = s->kv_a + (uint64_t)t * w;
         if (s->kv_f16) {
-            uint16_t *dst = (uint16_t *)kv_layer(s, il) + (uint64_t)(pos + t) * w;
+            uint16_t *dst = (uint16_t *)s->kv[il] + (uint64_t)(pos + t) * w;
             for (uint64_t i = 0; i < w; i++)
                 dst[i] = quant_f32_to_f16(src[i]);
         } else {
-            memcpy((float *)kv_layer(s, il) + (uint64_t)(pos + t) * w, src, w * sizeof(float));
+            memcpy((float *)s->kv[il] + (uint64_t)(pos + t) * w, src, w * sizeof(float));
         }
     }
 }
@@ -396,7 +394,7 @@ static void attn_body(void *p, uint64_t begin, uint64_t end, int tid)
     const model_config *c = s->c;
     uint64_t w = s->kv_row, lora = c->kv_lora_rank;
     float *score = s->score_scratch + (uint64_t)tid * s->n_ctx;
-    const void *kv = kv_layer(s, a->il);
+    const void *kv = s->kv[a->il];
     for (uint64_t i = begin; i < end; i++) {
         uint32_t t = (uint32_t)(i / c->n_head), h = (uint32_t)(i % c->n_head);
         uint32_t n_kv = a->pos + t + 1;
@@ -427,9 +425,10 @@ static void attend(rf_state *s, uint32_t il, uint32_t n, uint32_t pos)
     double t0 = now_seconds();
     kv_store(s, il, n, pos);
     attn_ctx a = {s, il, pos};
-    threadpool_for(s->tp, (uint64_t)n * s->c->n_head, 1, attn_body, &a);
-    /* bytes: each (token, head) reads its visible cache rows */
+    /* bytes: each (token, head) reads its visible cache rows (twice) */
     double rows = (double)s->c->n_head * ((double)n * pos + (double)n * (n + 1) / 2.0);
+    double per_task = 2.0 * rows * (double)s->kv_row / ((double)n * s->c->n_head);
+    threadpool_for(s->tp, (uint64_t)n * s->c->n_head, (uint64_t)(65536.0 / per_task) + 1, attn_body, &a);
     stage_add(s, RF_ST_ATTENTION, t0, rows * (double)s->kv_row * (s->kv_f16 ? 2.0 : 4.0));
 }
 
@@ -767,19 +766,6 @@ static int alloc_activations(rf_state *s, err_t *err)
     return 0;
 }
 
-static uint64_t longest_row(const model_config *c)
-{
-    uint64_t r = c->n_embd;
-    r = max_u64(r, c->q_lora_rank);
-    r = max_u64(r, c->kv_lora_rank);
-    r = max_u64(r, c->qk_nope);
-    r = max_u64(r, (uint64_t)c->n_head * c->v_head);
-    r = max_u64(r, c->n_ff_dense);
-    r = max_u64(r, c->n_ff_exp);
-    r = max_u64(r, (uint64_t)c->n_ff_exp * c->n_expert_shared);
-    return r;
-}
-
 static int alloc_cache_scratch(rf_state *s, err_t *err)
 {
     const model_config *c = s->c;
@@ -791,10 +777,8 @@ static int alloc_cache_scratch(rf_state *s, err_t *err)
         if (!(s->kv[il] = malloc(per_layer)))
             return err_set(err, "cannot allocate the KV cache: %u layers x %.1f MiB for %u tokens",
                            c->n_layer, (double)per_layer / 1048576.0, s->n_ctx);
-    s->row_len = longest_row(c);
-    s->row_scratch = malloc((uint64_t)s->n_threads * s->row_len * sizeof(float));
     s->score_scratch = malloc((uint64_t)s->n_threads * s->n_ctx * sizeof(float));
-    if (!s->row_scratch || !s->score_scratch)
+    if (!s->score_scratch)
         return err_set(err, "out of memory for thread scratch");
     return 0;
 }
@@ -857,7 +841,7 @@ void rf_free(rf_state *s)
     void *bufs[] = {s->output_norm, s->x, s->xn, s->tmp, s->q_a, s->q, s->kv_a, s->q_mla, s->ctx,
                     s->heads, s->rope_cs, s->hg, s->hu, s->router, s->sel_score, s->sel, s->sel_w, s->pair_tok,
                     s->pair_at, s->exp_start, s->moe_g, s->moe_u, s->moe_out, s->jobs, s->job_end,
-                    s->row_scratch, s->score_scratch};
+                    s->score_scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(s);
