@@ -1208,6 +1208,36 @@ static void test_matvec(void)
     CHECK(y[0] == 0 && y[1] == 0, "zero-length rows give 0");
 }
 
+/* quant_matvec's promise to the threaded forward pass: a row's result is
+ * the same bits however the rows are split between calls. */
+static void test_matvec_split_is_bitwise_stable(void)
+{
+    rng_seed(45);
+    const uint32_t types[] = {QT_Q4_0, QT_Q4_K, QT_Q6_K, QT_Q8_0, QT_F16, QT_F32};
+    const uint64_t rows = 9, n = 10240;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        uint64_t rb = 0;
+        quant_row_bytes(types[ti], n, &rb);
+        uint8_t *w = malloc(rows * rb);
+        for (uint64_t r = 0; r < rows; r++) {
+            uint8_t *row = random_row(types[ti], n);
+            memcpy(w + r * rb, row, rb);
+            free(row);
+        }
+        float *x = malloc(n * sizeof *x), all[9], part[9];
+        fill_random(x, n, 0);
+        quant_matvec(types[ti], w, rb, rows, x, n, all);
+        quant_matvec(types[ti], w, rb, 4, x, n, part);
+        quant_matvec(types[ti], w + 4 * rb, rb, 1, x, n, part + 4);
+        quant_matvec(types[ti], w + 5 * rb, rb, 4, x, n, part + 5);
+        for (uint64_t r = 0; r < rows; r++)
+            CHECK(bits_of(all[r]) == bits_of(part[r]), "%s row %" PRIu64 ": %.9g vs %.9g",
+                  quant_type_name(types[ti]), r, (double)all[r], (double)part[r]);
+        free(w);
+        free(x);
+    }
+}
+
 /* ======================================================================
  * Agreement with llama-quantize on the fixture models (read with
  * core/gguf.h; tensor data points into the mapping).
@@ -1340,6 +1370,7 @@ int main(void)
     RUN(test_dot_products);
     RUN(test_dot_odd_lengths);
     RUN(test_matvec);
+    RUN(test_matvec_split_is_bitwise_stable);
     RUN(test_llama_quantize_agreement);
     TESTS_DONE();
 }
