@@ -200,6 +200,7 @@ struct tokenizer {
     uint32_t n_special;
     uint32_t special_first[257]; /* special[] index range per first byte (sorted copy) */
     int32_t *special_by_byte;
+    uint32_t *special_prio;  /* (n_special) rank in special[] of each special_by_byte entry */
     pretok *pre;
     int32_t bos, eos, eot, eom;
 };
@@ -275,6 +276,7 @@ void tok_free(tokenizer *t)
     free(t->merges.slots);
     free(t->special);
     free(t->special_by_byte);
+    free(t->special_prio);
     pretok_free(t->pre);
     free(t);
 }
@@ -496,7 +498,8 @@ static int build_specials(tokenizer *t, err_t *err)
             n++;
     t->special = malloc((n + 1) * sizeof *t->special);
     t->special_by_byte = malloc((n + 1) * sizeof *t->special_by_byte);
-    if (!t->special || !t->special_by_byte)
+    t->special_prio = malloc((n + 1) * sizeof *t->special_prio);
+    if (!t->special || !t->special_by_byte || !t->special_prio)
         return err_set(err, "out of memory");
     n = 0;
     for (uint32_t i = 0; i < t->n_vocab; i++)
@@ -513,6 +516,17 @@ static int build_specials(tokenizer *t, err_t *err)
             k++;
     }
     t->special_first[256] = n;
+    /* rank of each entry in the longest-first order (both lists are sorted
+     * by the same key within a first byte, so a merge walk would do; a
+     * lookup through a temporary table is simpler) */
+    uint32_t *rank = malloc((size_t)t->n_vocab * sizeof *rank);
+    if (!rank)
+        return err_set(err, "out of memory");
+    for (uint32_t i = 0; i < n; i++)
+        rank[t->special[i]] = i;
+    for (uint32_t i = 0; i < n; i++)
+        t->special_prio[i] = rank[t->special_by_byte[i]];
+    free(rank);
     return 0;
 }
 
@@ -938,11 +952,6 @@ static int find_specials(const tokenizer *t, const char *text, size_t len, speci
     *n_out = 0;
     if (t->n_special == 0)
         return 0;
-    uint32_t *prio = malloc(t->n_vocab * sizeof *prio);
-    if (!prio)
-        return err_set(err, "out of memory");
-    for (uint32_t i = 0; i < t->n_special; i++)
-        prio[t->special[i]] = i;
     special_match *m = NULL;
     size_t n = 0, cap = 0;
     for (size_t p = 0; p < len; p++) {
@@ -957,15 +966,13 @@ static int find_specials(const tokenizer *t, const char *text, size_t len, speci
                 special_match *nm = realloc(m, cap * sizeof *nm);
                 if (!nm) {
                     free(m);
-                    free(prio);
                     return err_set(err, "out of memory");
                 }
                 m = nm;
             }
-            m[n++] = (special_match){p, id, prio[id]};
+            m[n++] = (special_match){p, id, t->special_prio[k]};
         }
     }
-    free(prio);
     if (n == 0) {
         free(m);
         return 0;

@@ -320,8 +320,30 @@ static void test_topk_entry_matches_full(void)
     free(l);
 }
 
+/* Masked (-inf) logits are never drawn, and an all-masked row does not crash. */
+static void test_masked_logits(void)
+{
+    enum { V = 1000 };
+    float l[V];
+    sampler_params p = plain();
+    p.top_p = 0.9f;
+    sampler *s = sampler_new(&p, V);
+    for (int k = 0; k < 50; k++) {
+        for (int i = 0; i < V; i++)
+            l[i] = i % 10 == 3 ? (float)(i % 7) * 0.1f : -INFINITY;
+        int32_t id = sampler_sample(s, l);
+        CHECK(id >= 0 && id < V && id % 10 == 3, "drew masked token %d", id);
+    }
+    for (int i = 0; i < V; i++)
+        l[i] = -INFINITY;
+    int32_t id = sampler_sample(s, l);
+    CHECK(id >= 0 && id < V, "all-masked row gave %d", id);
+    sampler_free(s);
+}
+
 int main(void)
 {
+    RUN(test_masked_logits);
     RUN(test_greedy_ties_lowest_id);
     RUN(test_distribution_chi_square);
     RUN(test_same_seed_same_tokens);
