@@ -1,0 +1,62 @@
+#version 450
+// mv: y[z] (=|+=) W[m(z)] . x[z] for one token (decode), any weight type.
+//
+// Grid: x = row groups (NR rows per team, WGS/TEAM teams), y = z (heads or
+// expert slots; m(z) = z, or ids[z] when IDMODE = 1).  XMODE: 0 input copied
+// to shared memory, 1 RMSNorm(x) * nw fused into that copy, 2 input read
+// from global memory (longer than shared memory).  OMODE 1 adds into y (the
+// residual stream), which is safe: each row is written by one team only.
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint TYPE = 2u;
+layout(constant_id = 2) const uint TEAM = 16u;
+layout(constant_id = 3) const uint NR = 2u;
+layout(constant_id = 4) const uint SG = 32u;
+layout(constant_id = 5) const uint XMODE = 0u;
+layout(constant_id = 6) const uint OMODE = 0u;
+layout(constant_id = 7) const uint KSH = 2048u;
+layout(constant_id = 8) const uint IDMODE = 0u;
+const uint WGS = gl_WorkGroupSize.x;
+
+#include "quant.glsl"
+#include "mv_common.glsl"
+
+layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
+layout(set = 0, binding = 3) readonly buffer NWBuf { float nw[]; } NW;
+layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
+
+layout(push_constant) uniform PC {
+    uint K, Kp, N;
+    uint hbase;       // head byte offset of the weight tensor
+    uint mat_blocks;  // blocks per matrix
+    uint x_off, x_z;  // input: base and stride per z (floats)
+    uint y_off, y_z;  // output
+    uint nw_off;
+    float eps;
+    uint ids_off;
+} pc;
+
+void main()
+{
+    uint z = gl_WorkGroupID.y;
+    uint mat = IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
+    uint xb = pc.x_off + z * pc.x_z;
+    bool xg = XMODE == 2u;
+    if (XMODE == 0u)
+        stage_x(xb, pc.K, pc.Kp);
+    else if (XMODE == 1u)
+        STAGE_X_NORM(xb, pc.K, pc.Kp, NW.nw, pc.nw_off, pc.eps)
+
+    uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
+    uint bpr = pc.Kp / blk_of(TYPE);
+    uint row0 = (gl_WorkGroupID.x * (WGS / TEAM) + team) * NR;
+    for (uint r = 0u; r < NR; r++) {
+        uint row = min(row0 + r, pc.N - 1u);
+        float acc = row_partial(TYPE, 0u, mat * pc.mat_blocks + row * bpr, pc.hbase, lane, pc.Kp, xg, xb, pc.K);
+        acc = team_sum(acc);
+        if (lane == 0u && row0 + r < pc.N) {
+            uint yi = pc.y_off + z * pc.y_z + row;
+            Y.y[yi] = OMODE == 1u ? Y.y[yi] + acc : acc;
+        }
+    }
+}
