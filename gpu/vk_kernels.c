@@ -97,7 +97,382 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
     out->groups[0] = ceil_div(w->N, rows_per_wg);
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;
-    uint64_t per_mat = w->bytes / (w->n_mat ? w->n_mat : 1);
-    out->bytes = per_mat * out->groups[1] + 4ull * (w->K + w->N) * out->groups[1];
+    uint64_t per_mat = w->src_bytes / (w->n_mat ? w->n_mat : 1);
+    out->bytes = (per_mat + 4ull * (w->K + w->N)) * out->groups[1];
+    return 0;
+}
+
+int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
+{
+    const vk_tensor *g = a->gate, *u = a->up;
+    if (g->K != u->K || g->N != u->N || g->Kp != u->Kp)
+        return err_set(k->err, "%s: gate and up shapes differ", a->name);
+    uint32_t team = team_for(k->c, g), nr = 2;
+    uint32_t ksh = shared_floats(k->c, g->Kp);
+    uint32_t xmode = a->norm ? 1 : 0;
+    if (!ksh) {
+        if (a->norm)
+            return err_set(k->err, "%s: a %u-wide RMSNorm does not fit in shared memory", a->name, g->K);
+        xmode = 2;
+        ksh = 4;
+    }
+    uint32_t spec[] = {WGS, g->type, team, nr, k->c->subgroup, xmode, u->type, ksh, a->ids ? 1 : 0};
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    out->pipe = pipe(k, "mv_glu", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = g->buf;
+    out->w[1] = u->buf;
+    out->b[0] = a->x.b;
+    out->b[1] = a->h.b;
+    if (a->norm)
+        out->b[2] = a->norm->b;
+    if (a->ids)
+        out->b[3] = a->ids->b;
+    uint32_t *p = out->push;
+    p[0] = g->K;
+    p[1] = g->Kp;
+    p[2] = g->N;
+    p[3] = (uint32_t)g->head_off;
+    p[4] = (uint32_t)u->head_off;
+    p[5] = g->bpr * g->N;
+    p[6] = u->bpr * u->N;
+    p[7] = a->x.off;
+    p[8] = 0; /* every z reads the same input */
+    p[9] = a->h.off;
+    p[10] = a->h_z;
+    p[11] = a->norm ? a->norm->off : 0;
+    p[12] = f2u(a->eps);
+    p[13] = a->ids ? a->ids->off : 0;
+    out->npush = 14;
+    out->groups[0] = ceil_div(g->N, WGS / team * nr);
+    out->groups[1] = a->nz ? a->nz : 1;
+    out->groups[2] = 1;
+    out->bytes = (g->src_bytes / g->n_mat + u->src_bytes / u->n_mat) * out->groups[1];
+    return 0;
+}
+
+int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
+{
+    const vk_tensor *d = a->down, *s = a->shared;
+    if (s && s->N != d->N)
+        return err_set(k->err, "%s: shared and routed down projections differ in rows", a->name);
+    uint32_t team = team_for(k->c, d), nr = 2;
+    uint32_t spec[] = {WGS, d->type, team, nr, k->c->subgroup, s ? 1 : 0, s ? s->type : d->type, 4};
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    out->pipe = pipe(k, "mv_moe_down", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = d->buf;
+    if (s)
+        out->w[1] = s->buf;
+    out->b[0] = a->h.b;
+    out->b[1] = a->y.b;
+    out->b[3] = a->ids.b;
+    out->b[4] = a->wts.b;
+    uint32_t *p = out->push;
+    p[0] = d->K;
+    p[1] = d->Kp;
+    p[2] = d->N;
+    p[3] = (uint32_t)d->head_off;
+    p[4] = d->bpr * d->N;
+    p[5] = s ? s->K : 0;
+    p[6] = s ? s->Kp : 0;
+    p[7] = s ? (uint32_t)s->head_off : 0;
+    p[8] = a->h.off;
+    p[9] = a->h_z;
+    p[10] = a->nz;
+    p[11] = a->ids.off;
+    p[12] = a->wts.off;
+    p[13] = a->y.off;
+    out->npush = 14;
+    out->groups[0] = ceil_div(d->N, WGS / team * nr);
+    out->groups[1] = out->groups[2] = 1;
+    out->bytes = d->src_bytes / d->n_mat * a->nz + (s ? s->src_bytes : 0);
+    return 0;
+}
+
+/* ---- attention ---------------------------------------------------------------------- */
+
+int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_t kv_lora, uint32_t rope,
+                      uint32_t nope, uint32_t v_head, bool kv_f16, uint32_t n_ctx, err_t *err)
+{
+    memset(g, 0, sizeof *g);
+    if (kv_lora % 4 || kv_lora > 1024 || rope % 2 || kv_lora == 0)
+        return err_set(err, "attention: kv_lora_rank %u / rope %u not supported by the Vulkan kernels "
+                            "(need kv_lora a multiple of 4 up to 1024, rope even)", kv_lora, rope);
+    g->n_head = n_head;
+    g->kv_lora = kv_lora;
+    g->rope = rope;
+    g->nope = nope;
+    g->v_head = v_head;
+    g->kv_f16 = kv_f16;
+    g->RS = (kv_lora + rope + 7) / 8 * 8;
+    g->cmax = 256;
+    /* Heads per workgroup: as many as shared memory holds (queries + scores),
+     * then balanced over the groups. */
+    uint32_t per_head = g->RS * 4 + g->cmax * 4;
+    uint32_t hmax = (c->shared_bytes - 1024) / per_head;
+    if (hmax < 1)
+        return err_set(err, "attention: a %u-wide cache row does not fit in %u bytes of shared memory", g->RS,
+                       c->shared_bytes);
+    if (hmax > 16)
+        hmax = 16;
+    uint32_t groups = ceil_div(n_head, hmax);
+    g->hg = ceil_div(n_head, groups);
+    g->n_hgroups = ceil_div(n_head, g->hg);
+    /* Enough chunks to give every compute unit two workgroups at long
+     * contexts, and chunks no longer than cmax. */
+    uint32_t target = 2 * c->n_sm_hint / g->n_hgroups;
+    if (target < 1)
+        target = 1;
+    uint32_t need = ceil_div(n_ctx, g->cmax);
+    g->max_chunks = target > need ? target : need;
+    return 0;
+}
+
+void vk_attn_chunks(const vk_attn_geom *g, uint32_t n_kv, uint32_t *n_chunks, uint32_t *chunk_len)
+{
+    /* At least 64 positions per chunk (fewer would spend more on partials
+     * than on scores), at most cmax. */
+    uint32_t n = ceil_div(n_kv, 64);
+    uint32_t lim = ceil_div(n_kv, g->cmax);
+    if (n > g->max_chunks)
+        n = g->max_chunks;
+    if (n < lim)
+        n = lim;
+    if (n < 1)
+        n = 1;
+    *chunk_len = ceil_div(n_kv, n);
+    *n_chunks = ceil_div(n_kv, *chunk_len);
+}
+
+int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
+{
+    const vk_attn_geom *g = a->g;
+    uint32_t spec[] = {WGS, g->kv_f16 ? 1 : 0, k->c->subgroup};
+    memset(out, 0, sizeof *out);
+    out->name = "kv_store";
+    out->pipe = pipe(k, "kv_store", spec, 3);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->kv.b;
+    out->b[1] = a->norm.b;
+    out->b[2] = a->cache.b;
+    out->b[3] = a->rope_cs;
+    out->b[4] = a->q.b;
+    out->b[5] = a->qa.b;
+    out->b[6] = a->params;
+    uint32_t *p = out->push;
+    p[0] = g->kv_lora;
+    p[1] = g->rope;
+    p[2] = g->nope;
+    p[3] = g->n_head;
+    p[4] = g->RS;
+    p[5] = a->kv.off;
+    p[6] = a->kv_z;
+    p[7] = a->norm.off;
+    p[8] = f2u(a->eps);
+    p[9] = a->cache.off;
+    p[10] = a->q.off;
+    p[11] = a->q_z;
+    p[12] = a->qa.off;
+    p[13] = a->qa_z;
+    out->npush = 14;
+    out->groups[0] = 1 + g->n_head;
+    out->groups[1] = a->nz ? a->nz : 1;
+    out->groups[2] = 1;
+    out->bytes = (uint64_t)out->groups[1] * (8ull * (g->kv_lora + g->rope) + g->RS * (g->kv_f16 ? 2 : 4) +
+                                             8ull * g->n_head * g->rope);
+    return 0;
+}
+
+int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
+{
+    const vk_attn_geom *g = a->g;
+    uint32_t spec[] = {WGS, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup};
+    memset(out, 0, sizeof *out);
+    out->name = "attn";
+    out->pipe = pipe(k, "attn", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->qa.b;
+    out->b[1] = a->cache.b;
+    out->b[2] = a->part.b;
+    out->b[3] = a->params;
+    uint32_t *p = out->push;
+    p[0] = g->n_head;
+    p[1] = g->kv_lora;
+    p[2] = f2u(a->kq_scale);
+    p[3] = a->cache.off;
+    p[4] = a->qa.off;
+    p[5] = a->qa_z;
+    p[6] = a->part.off;
+    p[7] = a->chunk_cap;
+    out->npush = 8;
+    out->indirect = a->indirect;
+    out->groups[0] = a->n_chunks;
+    out->groups[1] = g->n_hgroups;
+    out->groups[2] = a->nz ? a->nz : 1;
+    out->bytes = 0; /* depends on the context length; the profiler adds it */
+    return 0;
+}
+
+int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
+{
+    const vk_attn_geom *g = a->g;
+    const vk_tensor *w = a->v_b;
+    uint32_t team = team_for(k->c, w), nr = 2;
+    uint32_t ksh = (w->Kp + 255) / 256 * 256;
+    uint32_t spec[] = {WGS, w->type, team, nr, k->c->subgroup, ksh};
+    memset(out, 0, sizeof *out);
+    out->name = "attn_vb";
+    out->pipe = pipe(k, "attn_vb", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = w->buf;
+    out->b[0] = a->part.b;
+    out->b[1] = a->o.b;
+    out->b[3] = a->params;
+    uint32_t *p = out->push;
+    p[0] = w->K;
+    p[1] = w->Kp;
+    p[2] = w->N;
+    p[3] = (uint32_t)w->head_off;
+    p[4] = w->bpr * w->N;
+    p[5] = a->part.off;
+    p[6] = g->n_head;
+    p[7] = a->chunk_cap;
+    p[8] = a->o.off;
+    p[9] = a->o_z;
+    out->npush = 10;
+    out->groups[0] = ceil_div(w->N, WGS / team * nr);
+    out->groups[1] = g->n_head;
+    out->groups[2] = a->nz ? a->nz : 1;
+    out->bytes = w->src_bytes * out->groups[2];
+    return 0;
+}
+
+/* ---- router, embedding, top-K --------------------------------------------------------- */
+
+int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
+{
+    const vk_tensor *w = a->w;
+    if (w->N > 512 || a->n_used > 32 || a->n_used > w->N)
+        return err_set(k->err, "router: %u experts, %u used: the router kernel handles up to 512 and 32", w->N,
+                       a->n_used);
+    uint32_t team = team_for(k->c, w), nr = 2;
+    uint32_t ksh = shared_floats(k->c, w->Kp);
+    if (!ksh)
+        return err_set(k->err, "router: a %u-wide RMSNorm does not fit in shared memory", w->K);
+    uint32_t spec[] = {WGS, w->type, team, nr, k->c->subgroup, ksh};
+    memset(out, 0, sizeof *out);
+    out->name = "router";
+    out->pipe = pipe(k, "router", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = w->buf;
+    out->b[0] = a->x.b;
+    out->b[1] = a->logits.b;
+    out->b[2] = a->norm.b;
+    out->b[3] = a->ids.b;
+    out->b[4] = a->wts.b;
+    if (a->bias)
+        out->b[5] = a->bias->b;
+    out->b[6] = a->counter.b;
+    uint32_t *p = out->push;
+    p[0] = w->K;
+    p[1] = w->Kp;
+    p[2] = w->N;
+    p[3] = (uint32_t)w->head_off;
+    p[4] = a->x.off;
+    p[5] = a->x_z;
+    p[6] = a->norm.off;
+    p[7] = f2u(a->eps);
+    p[8] = a->n_used;
+    p[9] = a->gating;
+    p[10] = a->bias ? 1 : 0;
+    p[11] = a->norm_w ? 1 : 0;
+    p[12] = f2u(a->scale);
+    p[13] = a->ids.off;
+    p[14] = a->logits.off;
+    p[15] = a->bias ? a->bias->off : 0;
+    out->npush = 16;
+    if (a->ids.off != a->wts.off)
+        return err_set(k->err, "router: ids and weights must share their offset");
+    if (a->counter.off != 0)
+        return err_set(k->err, "router: the counter must start its buffer");
+    out->groups[0] = ceil_div(w->N, WGS / team * nr);
+    out->groups[1] = a->nz ? a->nz : 1;
+    out->groups[2] = 1;
+    out->bytes = w->src_bytes * out->groups[1];
+    return 0;
+}
+
+int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out)
+{
+    const vk_tensor *w = a->w;
+    uint32_t spec[] = {WGS, w->type};
+    memset(out, 0, sizeof *out);
+    out->name = "embed";
+    out->pipe = pipe(k, "embed", spec, 2);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = w->buf;
+    out->b[0] = a->tokens.b;
+    out->b[1] = a->x.b;
+    uint32_t *p = out->push;
+    p[0] = w->K;
+    p[1] = w->Kp;
+    p[2] = (uint32_t)w->head_off;
+    p[3] = a->tokens.off;
+    p[4] = a->x.off;
+    p[5] = a->x_z;
+    p[6] = w->N;
+    out->npush = 7;
+    out->groups[0] = ceil_div(ceil_div(w->K, 4), WGS);
+    out->groups[1] = a->nz ? a->nz : 1;
+    out->groups[2] = 1;
+    out->bytes = (w->src_bytes / w->N + 4ull * w->K) * out->groups[1];
+    return 0;
+}
+
+int vk_topk_geom_init(uint32_t n, uint32_t k, vk_topk_geom *g, err_t *err)
+{
+    if (k == 0 || k > 64 || k > n)
+        return err_set(err, "top-K: K = %u must be 1..64 and at most the vocabulary (%u)", k, n);
+    /* Slices of 2048 keep one pass per workgroup short; the merge then
+     * looks at n_slices * K candidates. */
+    g->slice = 2048;
+    g->n_slices = ceil_div(n, g->slice);
+    return 0;
+}
+
+int vk_k_topk(const vk_kb *k, const vk_topk_args *a, vk_call *out)
+{
+    uint32_t spec[] = {256, k->c->subgroup};
+    memset(out, 0, sizeof *out);
+    out->name = "topk";
+    out->pipe = pipe(k, "topk", spec, 2);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->logits.b;
+    out->b[1] = a->cand_v;
+    out->b[2] = a->cand_i;
+    out->b[3] = a->ms;
+    out->b[4] = a->counter;
+    out->b[5] = a->out_ids;
+    out->b[6] = a->out_vals;
+    uint32_t *p = out->push;
+    p[0] = a->n;
+    p[1] = a->k;
+    p[2] = a->geom.slice;
+    p[3] = a->logits.off;
+    out->npush = 4;
+    out->groups[0] = a->geom.n_slices;
+    out->groups[1] = out->groups[2] = 1;
+    out->bytes = 4ull * a->n;
     return 0;
 }

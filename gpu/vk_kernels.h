@@ -66,4 +66,116 @@ typedef struct {
 } vk_moe_down_args;
 int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out);
 
+/* ---- attention (MLA, absorbed) ---------------------------------------------------- */
+
+/* The parameter words the host writes before each submit. */
+enum {
+    VKP_POS0 = 0,     /* position of the batch's first token */
+    VKP_NTOK = 1,     /* tokens in the batch */
+    VKP_NKV = 2,      /* pos0 + ntok */
+    VKP_NCHUNK = 3,   /* attention chunks (decode) */
+    VKP_CHUNK = 4,    /* positions per chunk */
+    VKP_ATTN_IND = 8, /* VkDispatchIndirectCommand of the decode attention */
+    VKP_TOKENS = 16,  /* the batch's token ids */
+};
+
+/* Geometry of the attention kernels for a model on a device. */
+typedef struct {
+    uint32_t n_head, kv_lora, rope, nope, v_head;
+    uint32_t RS;          /* cache row stride: kv_lora + rope rounded up to 8 */
+    uint32_t hg;          /* heads per attention workgroup */
+    uint32_t n_hgroups;
+    uint32_t cmax;        /* longest chunk */
+    uint32_t max_chunks;  /* chunks a decode step may use */
+    bool kv_f16;
+} vk_attn_geom;
+
+int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_t kv_lora, uint32_t rope,
+                      uint32_t nope, uint32_t v_head, bool kv_f16, uint32_t n_ctx, err_t *err);
+/* Chunking of a decode step over n_kv positions. */
+void vk_attn_chunks(const vk_attn_geom *g, uint32_t n_kv, uint32_t *n_chunks, uint32_t *chunk_len);
+
+typedef struct {
+    const vk_attn_geom *g;
+    vk_vec kv;            /* kv_a_mqa output of token z at kv.off + z*kv_z */
+    uint32_t kv_z;
+    vk_vec norm;          /* attn_kv_a_norm */
+    float eps;
+    vk_vec cache;         /* this layer's cache (offset in elements) */
+    vk_buf rope_cs;       /* (cos, sin) per position and pair */
+    vk_vec q;             /* q of token z at q.off + z*q_z (heads of nope+rope) */
+    uint32_t q_z;
+    vk_vec qa;            /* absorbed query of token z at qa.off + z*qa_z (heads of RS) */
+    uint32_t qa_z;
+    vk_buf params;
+    uint32_t nz;
+} vk_kv_store_args;
+int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out);
+
+typedef struct {
+    const vk_attn_geom *g;
+    vk_vec qa;
+    uint32_t qa_z;
+    vk_vec cache;
+    vk_vec part;          /* (m, l, o[kv_lora]) per token, head, chunk */
+    uint32_t chunk_cap;   /* chunks per (token, head) in part */
+    float kq_scale;
+    vk_buf params;
+    const vk_buf *indirect;  /* decode: grid from the params buffer */
+    uint32_t n_chunks, nz;   /* otherwise */
+} vk_attn_args;
+int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out);
+
+typedef struct {
+    const vk_attn_geom *g;
+    const vk_tensor *v_b;
+    vk_vec part;
+    uint32_t chunk_cap;
+    vk_buf params;
+    vk_vec o;             /* out of token z at o.off + z*o_z: heads of v_head */
+    uint32_t o_z, nz;
+} vk_attn_vb_args;
+int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out);
+
+/* ---- router, embedding, sampling ----------------------------------------------------- */
+
+typedef struct {
+    const vk_tensor *w;         /* ffn_gate_inp (n_embd -> n_expert) */
+    vk_vec x;
+    uint32_t x_z;
+    vk_vec norm;
+    float eps;
+    vk_vec logits;              /* scratch [nz][n_expert] */
+    vk_vec ids, wts;            /* out [nz][n_used] */
+    const vk_vec *bias;         /* exp_probs_b, optional */
+    vk_vec counter;             /* [nz] words, zero between uses */
+    uint32_t n_used, gating, nz;
+    bool norm_w;
+    float scale;
+} vk_router_args;
+int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out);
+
+typedef struct {
+    const vk_tensor *w;         /* token_embd (n_embd x n_vocab) */
+    vk_vec tokens;              /* int ids */
+    vk_vec x;
+    uint32_t x_z, nz;
+} vk_embed_args;
+int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out);
+
+/* Scratch of the top-K kernel for rows of n: */
+typedef struct {
+    uint32_t n_slices, slice;
+} vk_topk_geom;
+int vk_topk_geom_init(uint32_t n, uint32_t k, vk_topk_geom *g, err_t *err);
+
+typedef struct {
+    vk_vec logits;
+    uint32_t n, k;
+    vk_topk_geom geom;
+    vk_buf cand_v, cand_i, ms, counter; /* [n_slices*k] floats, words; [n_slices] vec2; 1 word */
+    vk_buf out_ids, out_vals;           /* [k] ints; [k+1] floats (values, logsumexp) */
+} vk_topk_args;
+int vk_k_topk(const vk_kb *k, const vk_topk_args *a, vk_call *out);
+
 #endif

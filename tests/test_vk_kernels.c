@@ -80,11 +80,11 @@ static void test_mv(void)
     float *nw = random_vec(tc->K, 0.1f);
     for (uint32_t i = 0; i < tc->K; i++)
         nw[i] += 1.0f;
-    int32_t ids[16];
+    int32_t ids[64];
     for (uint32_t z = 0; z < tc->nz; z++)
         ids[z] = (int32_t)((z * 7 + 2) % nmat);
     vk_buf bx = tu_host((uint64_t)x_z * tc->nz + 8), by = tu_host((uint64_t)y_z * tc->nz + 8);
-    vk_buf bn = tu_host(tc->K), bi = tu_host(16);
+    vk_buf bn = tu_host(tc->K), bi = tu_host(64);
     memcpy(bx.map + 8 * 4, x, (uint64_t)x_z * tc->nz * 4);
     memcpy(bn.map, nw, tc->K * 4);
     memcpy(bi.map, ids, sizeof ids);
@@ -185,6 +185,267 @@ static void mv_cases(void)
     run_mv(QT_Q6_K, 2048, 4099, 1, true, false, false, "output head slice");
 }
 
+/* ---- shared helpers ----------------------------------------------------------------- */
+
+static uint8_t *rand_tensor(uint32_t type, uint32_t K, uint32_t N, uint32_t nmat, vk_tensor *t)
+{
+    uint64_t bytes = tu_row_bytes(type, K) * N * nmat;
+    uint8_t *w = malloc(bytes);
+    tu_fill_random(type, w, (uint64_t)K * N * nmat);
+    if (tu_tensor(type, K, N, nmat, w, t))
+        memset(t, 0, sizeof *t);
+    return w;
+}
+
+static const uint8_t *mat_of(uint32_t type, const uint8_t *w, uint32_t K, uint32_t N, uint32_t m)
+{
+    return w + tu_row_bytes(type, K) * N * m;
+}
+
+static void rmsnorm_ref(const float *x, const float *nw, uint32_t n, float eps, float *out)
+{
+    double ss = 0;
+    for (uint32_t i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    double sc = 1.0 / sqrt(ss / n + eps);
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = (float)(x[i] * sc * nw[i]);
+}
+
+static float *norm_weights(uint32_t n)
+{
+    float *w = random_vec(n, 0.1f);
+    for (uint32_t i = 0; i < n; i++)
+        w[i] += 1.0f;
+    return w;
+}
+
+static vk_buf host_copy(const void *src, uint64_t words)
+{
+    vk_buf b = tu_host(words + 4);
+    memcpy(b.map, src, words * 4);
+    return b;
+}
+
+/* ---- gate/up + SiLU, down + weighted sum -------------------------------------------- */
+
+typedef struct {
+    uint32_t tg, tu, td, ts, H, F, FS, nexp, nused;
+    const char *what;
+} moe_case;
+static moe_case MC;
+
+static double silu_d(double g)
+{
+    return g / (1.0 + exp(-g));
+}
+
+static void test_moe(void)
+{
+    const moe_case *m = &MC;
+    vk_tensor tg, tu, td, tsg, tsu, tsd;
+    uint8_t *wg = rand_tensor(m->tg, m->H, m->F, m->nexp, &tg), *wu = rand_tensor(m->tu, m->H, m->F, m->nexp, &tu);
+    uint8_t *wd = rand_tensor(m->td, m->F, m->H, m->nexp, &td);
+    uint8_t *wsg = rand_tensor(m->tg, m->H, m->FS, 1, &tsg), *wsu = rand_tensor(m->tu, m->H, m->FS, 1, &tsu);
+    uint8_t *wsd = rand_tensor(m->ts, m->FS, m->H, 1, &tsd);
+    float *x = random_vec(m->H, 1.0f), *nw = norm_weights(m->H), *y0 = random_vec(m->H, 1.0f);
+    int32_t ids[8];
+    float wts[8];
+    for (uint32_t z = 0; z < m->nused; z++) {
+        ids[z] = (int32_t)((z * 5 + 3) % m->nexp);
+        wts[z] = 0.2f + 0.6f * (tu_unif() * 0.5f + 0.5f);
+    }
+    uint32_t hz = m->F > m->FS ? m->F : m->FS;
+    vk_buf bx = host_copy(x, m->H), bn = host_copy(nw, m->H), by = host_copy(y0, m->H);
+    vk_buf bi = host_copy(ids, 8), bw = host_copy(wts, 8), bh = tu_host((uint64_t)hz * (m->nused + 1));
+    vk_vec norm = {bn, 0}, idv = {bi, 0};
+    vk_call calls[3];
+    vk_glu_args ga = {.name = "glu", .gate = &tg, .up = &tu, .x = {bx, 0}, .norm = &norm, .eps = 1e-6f,
+                      .h = {bh, 0}, .h_z = hz, .nz = m->nused, .ids = &idv};
+    vk_glu_args gs = {.name = "glu_shared", .gate = &tsg, .up = &tsu, .x = {bx, 0}, .norm = &norm, .eps = 1e-6f,
+                      .h = {bh, m->nused * hz}, .h_z = hz, .nz = 1};
+    vk_moe_down_args da = {.name = "down", .down = &td, .shared = &tsd, .h = {bh, 0}, .h_z = hz, .nz = m->nused,
+                           .ids = {bi, 0}, .wts = {bw, 0}, .y = {by, 0}};
+    CHECK(vk_k_glu(&KB, &ga, &calls[0]) == 0, "build glu: %.200s", KERR.msg);
+    CHECK(vk_k_glu(&KB, &gs, &calls[1]) == 0, "build glu shared: %.200s", KERR.msg);
+    CHECK(vk_k_moe_down(&KB, &da, &calls[2]) == 0, "build down: %.200s", KERR.msg);
+    bool bar[3] = {false, true, true};
+    CHECK(tu_run(calls, 3, bar) == 0, "run");
+
+    /* Reference: h from the reference gate/up; then check h, then y using the
+     * GPU's h as input (so each kernel is judged on its own). */
+    float *n = malloc(m->H * sizeof *n);
+    rmsnorm_ref(x, nw, m->H, 1e-6f, n);
+    uint32_t bad = 0;
+    double worst = 0;
+    const float *gh = (const float *)bh.map;
+    double *rg = malloc(hz * sizeof *rg), *ru = malloc(hz * sizeof *ru), *mg = malloc(hz * sizeof *mg),
+           *mu = malloc(hz * sizeof *mu);
+    for (uint32_t z = 0; z <= m->nused; z++) {
+        bool sh = z == m->nused;
+        uint32_t F = sh ? m->FS : m->F;
+        ref_dot_rows(m->tg, sh ? wsg : mat_of(m->tg, wg, m->H, m->F, ids[z]), m->H, F, n, rg, mg);
+        ref_dot_rows(m->tu, sh ? wsu : mat_of(m->tu, wu, m->H, m->F, ids[z]), m->H, F, n, ru, mu);
+        double cb = 2 * chain_bound(m->tg, m->H); /* x2: the normalized input's own rounding */
+        for (uint32_t r = 0; r < F; r++) {
+            double want = silu_d(rg[r]) * ru[r];
+            double tol = 1.1 * cb * mg[r] * fabs(ru[r]) + fabs(silu_d(rg[r])) * cb * mu[r] + 1e-30;
+            double e = fabs(gh[z * hz + r] - want) / tol;
+            if (!(e <= 1)) {
+                if (bad++ < 3)
+                    printf("#   h[%u][%u]: gpu %.9g ref %.9g\n", z, r, gh[z * hz + r], want);
+            }
+            if (e > worst || isnan(e))
+                worst = e;
+        }
+    }
+    CHECK(bad == 0, "gate/up: %u outputs outside tolerance (worst %.3g x tol)", bad, worst);
+    free(rg), free(ru), free(mg), free(mu);
+
+    double *acc = calloc(m->H, sizeof *acc), *mag = calloc(m->H, sizeof *mag);
+    double *t1 = malloc(m->H * sizeof *t1), *t2 = malloc(m->H * sizeof *t2);
+    for (uint32_t z = 0; z <= m->nused; z++) {
+        bool sh = z == m->nused;
+        ref_dot_rows(sh ? m->ts : m->td, sh ? wsd : mat_of(m->td, wd, m->F, m->H, ids[z]), sh ? m->FS : m->F, m->H,
+                     gh + z * hz, t1, t2);
+        double wz = sh ? 1.0 : wts[z];
+        for (uint32_t r = 0; r < m->H; r++) {
+            acc[r] += wz * t1[r];
+            mag[r] += fabs(wz) * t2[r];
+        }
+    }
+    bad = 0;
+    worst = 0;
+    const float *gy = (const float *)by.map;
+    for (uint32_t r = 0; r < m->H; r++) {
+        double want = y0[r] + acc[r];
+        double tol = chain_bound(m->td, m->F * (m->nused + 1)) * (mag[r] + fabs(y0[r])) + 1e-30;
+        double e = fabs(gy[r] - want) / tol;
+        if (!(e <= 1) && bad++ < 3)
+            printf("#   y[%u]: gpu %.9g ref %.9g\n", r, gy[r], want);
+        if (e > worst || isnan(e))
+            worst = e;
+    }
+    CHECK(bad == 0, "down: %u outputs outside tolerance (worst %.3g x tol)", bad, worst);
+    free(acc), free(mag), free(t1), free(t2), free(n);
+    free(wg), free(wu), free(wd), free(wsg), free(wsu), free(wsd), free(x), free(nw), free(y0);
+    tu_reset_buffers();
+}
+
+static void moe_cases(void)
+{
+    static const moe_case cases[] = {
+        {QT_Q4_0, QT_Q4_0, QT_Q4_0, QT_Q4_0, 2048, 1536, 1536, 8, 4, "GLM-4.7-Flash expert sizes, Q4_0"},
+        {QT_Q4_K, QT_Q4_K, QT_Q5_0, QT_Q8_0, 256, 64, 128, 8, 2, "Q4_K_M mix, 2 shared experts"},
+        {QT_F32, QT_F32, QT_F32, QT_F32, 64, 32, 32, 8, 4, "tiny F32"},
+        {QT_Q8_0, QT_Q8_0, QT_Q6_K, QT_Q6_K, 512, 256, 256, 16, 6, "Q8_0 gate/up, Q6_K down"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        MC = cases[i];
+        char name[160];
+        snprintf(name, sizeof name, "experts gate/up/down %s (H=%u F=%u, %u of %u)", MC.what, MC.H, MC.F, MC.nused,
+                 MC.nexp);
+        RUN_NAMED(test_moe, name);
+    }
+}
+
+/* ---- router -------------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t type, H, E, k, gating, nz;
+    bool bias, norm_w;
+    float scale;
+    const char *what;
+} router_case;
+static router_case RC;
+
+static void test_router(void)
+{
+    const router_case *c = &RC;
+    vk_tensor t;
+    uint8_t *w = rand_tensor(c->type, c->H, c->E, 1, &t);
+    uint32_t xz = c->H + 4;
+    float *x = random_vec((uint64_t)xz * c->nz, 1.0f), *nw = norm_weights(c->H), *bias = random_vec(c->E, 0.1f);
+    vk_buf bx = host_copy(x, (uint64_t)xz * c->nz), bn = host_copy(nw, c->H), bb = host_copy(bias, c->E);
+    vk_buf bl = tu_host((uint64_t)c->E * c->nz), bi = tu_host((uint64_t)c->k * c->nz),
+           bw = tu_host((uint64_t)c->k * c->nz), bc = tu_host(c->nz);
+    memset(bc.map, 0, 4ull * c->nz);
+    vk_vec bv = {bb, 0};
+    vk_router_args a = {.w = &t, .x = {bx, 0}, .x_z = xz, .norm = {bn, 0}, .eps = 1e-5f, .logits = {bl, 0},
+                        .ids = {bi, 0}, .wts = {bw, 0}, .bias = c->bias ? &bv : NULL, .counter = {bc, 0},
+                        .n_used = c->k, .gating = c->gating, .nz = c->nz, .norm_w = c->norm_w, .scale = c->scale};
+    vk_call call;
+    CHECK(vk_k_router(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+    /* twice: the second run checks that the counter was reset */
+    CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    memset(bi.map, 0xff, 4ull * c->k * c->nz);
+    CHECK(tu_run(&call, 1, NULL) == 0, "run 2");
+    float *n = malloc(c->H * sizeof *n);
+    double *lg = malloc(c->E * sizeof *lg), *mg = malloc(c->E * sizeof *mg), *p = malloc(c->E * sizeof *p),
+           *sc = malloc(c->E * sizeof *sc);
+    for (uint32_t z = 0; z < c->nz; z++) {
+        rmsnorm_ref(x + (uint64_t)z * xz, nw, c->H, 1e-5f, n);
+        ref_dot_rows(c->type, w, c->H, c->E, n, lg, mg);
+        double mx = -INFINITY, se = 0;
+        for (uint32_t e = 0; e < c->E; e++)
+            mx = fmax(mx, lg[e]);
+        for (uint32_t e = 0; e < c->E; e++) {
+            p[e] = c->gating == 2 ? 1 / (1 + exp(-lg[e])) : exp(lg[e] - mx);
+            se += p[e];
+        }
+        for (uint32_t e = 0; e < c->E; e++) {
+            if (c->gating != 2)
+                p[e] /= se;
+            sc[e] = p[e] + (c->bias ? bias[e] : 0);
+        }
+        int32_t want[32];
+        double sum = 0, margin = INFINITY, last = 0;
+        for (uint32_t k = 0; k <= c->k && k < c->E; k++) {
+            uint32_t b = 0;
+            for (uint32_t e = 1; e < c->E; e++)
+                if (sc[e] > sc[b])
+                    b = e;
+            if (k > 0)
+                margin = fmin(margin, last - sc[b]);
+            if (k == c->k)
+                break;
+            last = sc[b];
+            want[k] = (int32_t)b;
+            sum += p[b];
+            sc[b] = -INFINITY;
+        }
+        const int32_t *gi = (const int32_t *)bi.map + z * c->k;
+        const float *gw = (const float *)bw.map + z * c->k;
+        /* a selection closer than 1e-5 could flip legitimately; none here is (checked) */
+        CHECK(margin > 1e-5, "token %u: test data has a near tie (%g)", z, margin);
+        for (uint32_t k = 0; k < c->k; k++) {
+            CHECK(gi[k] == want[k], "token %u slot %u: expert %d, want %d", z, k, gi[k], want[k]);
+            double wv = p[want[k]] / (c->norm_w ? fmax(sum, 6.103515625e-5) : 1.0) * (c->scale != 0 ? c->scale : 1);
+            /* probabilities from float logits: a few ulps of exp and the sum */
+            CHECK(fabs(gw[k] - wv) <= 1e-5 * fabs(wv) + 1e-7, "token %u slot %u: weight %.9g, want %.9g", z, k, gw[k],
+                  wv);
+        }
+    }
+    free(n), free(lg), free(mg), free(p), free(sc), free(w), free(x), free(nw), free(bias);
+    tu_reset_buffers();
+}
+
+static void router_cases(void)
+{
+    static const router_case cases[] = {
+        {QT_F32, 2048, 64, 4, 2, 1, true, true, 1.8f, "GLM-4.7-Flash: sigmoid + bias, normalized, x1.8"},
+        {QT_F32, 64, 8, 2, 1, 3, false, false, 1.0f, "DeepSeek-V2-Lite: softmax, 3 tokens"},
+        {QT_F32, 256, 8, 4, 2, 2, true, true, 1.8f, "tiny GLM"},
+        {QT_F16, 512, 160, 6, 1, 1, false, true, 16.0f, "160 experts, F16 router"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        RC = cases[i];
+        char name[160];
+        snprintf(name, sizeof name, "router %s (H=%u, top %u of %u)", RC.what, RC.H, RC.k, RC.E);
+        RUN_NAMED(test_router, name);
+    }
+}
+
 int main(void)
 {
     if (tu_gpu_open()) {
@@ -194,6 +455,8 @@ int main(void)
     }
     KB = (vk_kb){&G.c, &G.pipes, &KERR};
     mv_cases();
+    moe_cases();
+    router_cases();
     tu_gpu_close();
     TESTS_DONE();
 }

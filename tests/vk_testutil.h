@@ -362,6 +362,7 @@ static int tu_tensor(uint32_t type, uint32_t K, uint32_t N, uint32_t n_mat, cons
     uint64_t blocks = (uint64_t)t->bpr * N * n_mat;
     t->head_off = (blocks * l.body + 255) / 256 * 256;
     t->bytes = vk_tensor_bytes(type, K, N, n_mat, 256);
+    t->src_bytes = tu_row_bytes(type, K) * N * n_mat;
     if (vk_arena_alloc(&G.c, &G.dev, t->bytes, "test tensor", &t->buf, &err)) {
         printf("# %s\n", err.msg);
         return -1;

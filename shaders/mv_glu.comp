@@ -1,0 +1,59 @@
+#version 450
+// mv_glu: h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n), n = RMSNorm(x) * nw
+// (XMODE 1) or x (XMODE 0/2): the gate and up projections of the FFN and of
+// the experts, fused with SiLU * mul.  m(z) = ids[z] (IDMODE 1: the routed
+// experts the router chose, read from the GPU buffer) or z.
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint TYPE = 2u;    // gate
+layout(constant_id = 2) const uint TEAM = 16u;
+layout(constant_id = 3) const uint NR = 2u;
+layout(constant_id = 4) const uint SG = 32u;
+layout(constant_id = 5) const uint XMODE = 1u;
+layout(constant_id = 6) const uint TYPE2 = 2u;   // up
+layout(constant_id = 7) const uint KSH = 2048u;
+layout(constant_id = 8) const uint IDMODE = 0u;
+const uint WGS = gl_WorkGroupSize.x;
+
+#include "quant.glsl"
+#include "mv_common.glsl"
+
+layout(set = 0, binding = 2) writeonly buffer HBuf { float h[]; } H;
+layout(set = 0, binding = 3) readonly buffer NWBuf { float nw[]; } NW;
+layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
+
+layout(push_constant) uniform PC {
+    uint K, Kp, N;
+    uint hbase_g, hbase_u;
+    uint mblk_g, mblk_u;   // blocks per matrix
+    uint x_off, x_z;
+    uint h_off, h_z;
+    uint nw_off;
+    float eps;
+    uint ids_off;
+} pc;
+
+void main()
+{
+    uint z = gl_WorkGroupID.y;
+    uint mat = IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
+    uint xb = pc.x_off + (pc.x_z == 0u ? 0u : z * pc.x_z);
+    bool xg = XMODE == 2u;
+    if (XMODE == 0u)
+        stage_x(xb, pc.K, pc.Kp);
+    else if (XMODE == 1u)
+        STAGE_X_NORM(xb, pc.K, pc.Kp, NW.nw, pc.nw_off, pc.eps)
+
+    uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
+    uint bpr_g = pc.Kp / blk_of(TYPE), bpr_u = pc.Kp / blk_of(TYPE2);
+    uint row0 = (gl_WorkGroupID.x * (WGS / TEAM) + team) * NR;
+    for (uint r = 0u; r < NR; r++) {
+        uint row = min(row0 + r, pc.N - 1u);
+        float g = row_partial(TYPE, 0u, mat * pc.mblk_g + row * bpr_g, pc.hbase_g, lane, pc.Kp, xg, xb, pc.K);
+        float u = row_partial(TYPE2, 1u, mat * pc.mblk_u + row * bpr_u, pc.hbase_u, lane, pc.Kp, xg, xb, pc.K);
+        g = team_sum(g);
+        u = team_sum(u);
+        if (lane == 0u && row0 + r < pc.N)
+            H.h[pc.h_off + z * pc.h_z + row] = g / (1.0 + exp(-g)) * u;
+    }
+}

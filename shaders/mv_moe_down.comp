@@ -1,0 +1,51 @@
+#version 450
+// mv_moe_down: y[r] += sum_z wt[z] * (D[ids[z]][r] . h[z]) + (S[r] . h_s):
+// the down projections of the chosen experts and of the shared expert(s),
+// their weighted sum and the residual add in one pass over the rows.
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint TYPE = 2u;    // routed down
+layout(constant_id = 2) const uint TEAM = 16u;
+layout(constant_id = 3) const uint NR = 2u;
+layout(constant_id = 4) const uint SG = 32u;
+layout(constant_id = 5) const uint HAS_SHARED = 1u;
+layout(constant_id = 6) const uint TYPE2 = 2u;   // shared down
+layout(constant_id = 7) const uint KSH = 4u;
+const uint WGS = gl_WorkGroupSize.x;
+
+#include "quant.glsl"
+#include "mv_common.glsl"
+
+layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
+layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
+layout(set = 0, binding = 5) readonly buffer WtBuf { float wts[]; } WT;
+
+layout(push_constant) uniform PC {
+    uint K, Kp, N;          // routed expert width
+    uint hbase, mblk;
+    uint K2, Kp2, hbase2;   // shared expert width
+    uint h_off, h_z, nz;
+    uint ids_off, wts_off;
+    uint y_off;
+} pc;
+
+void main()
+{
+    uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
+    uint bpr = pc.Kp / blk_of(TYPE), bpr2 = pc.Kp2 / blk_of(TYPE2);
+    uint row0 = (gl_WorkGroupID.x * (WGS / TEAM) + team) * NR;
+    for (uint r = 0u; r < NR; r++) {
+        uint row = min(row0 + r, pc.N - 1u);
+        float acc = 0.0;
+        for (uint z = 0u; z < pc.nz; z++) {
+            uint m = uint(ID.ids[pc.ids_off + z]);
+            acc += WT.wts[pc.wts_off + z] *
+                   row_partial(TYPE, 0u, m * pc.mblk + row * bpr, pc.hbase, lane, pc.Kp, true, pc.h_off + z * pc.h_z, pc.K);
+        }
+        if (HAS_SHARED == 1u)
+            acc += row_partial(TYPE2, 1u, row * bpr2, pc.hbase2, lane, pc.Kp2, true, pc.h_off + pc.nz * pc.h_z, pc.K2);
+        acc = team_sum(acc);
+        if (lane == 0u && row0 + r < pc.N)
+            Y.y[pc.y_off + row] += acc;
+    }
+}
