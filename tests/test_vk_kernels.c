@@ -187,11 +187,17 @@ static void mv_cases(void)
 
 /* ---- shared helpers ----------------------------------------------------------------- */
 
+static float W_SCALE = 1.0f; /* scales the random values of float tensors */
+
 static uint8_t *rand_tensor(uint32_t type, uint32_t K, uint32_t N, uint32_t nmat, vk_tensor *t)
 {
-    uint64_t bytes = tu_row_bytes(type, K) * N * nmat;
+    uint64_t bytes = tu_row_bytes(type, K) * N * nmat, n = (uint64_t)K * N * nmat;
     uint8_t *w = malloc(bytes);
-    tu_fill_random(type, w, (uint64_t)K * N * nmat);
+    tu_fill_random(type, w, n);
+    for (uint64_t i = 0; W_SCALE != 1.0f && type == QT_F16 && i < n; i++)
+        tu_put16(w + 2 * i, tu_f2h(tu_h2f(tu_get16(w + 2 * i)) * W_SCALE));
+    for (uint64_t i = 0; W_SCALE != 1.0f && type == QT_F32 && i < n; i++)
+        ((float *)w)[i] *= W_SCALE;
     if (tu_tensor(type, K, N, nmat, w, t))
         memset(t, 0, sizeof *t);
     return w;
@@ -363,7 +369,10 @@ static void test_router(void)
 {
     const router_case *c = &RC;
     vk_tensor t;
+    /* router logits of a few units, as in trained models (no saturation ties) */
+    W_SCALE = 1.0f / sqrtf((float)c->H);
     uint8_t *w = rand_tensor(c->type, c->H, c->E, 1, &t);
+    W_SCALE = 1.0f;
     uint32_t xz = c->H + 4;
     float *x = random_vec((uint64_t)xz * c->nz, 1.0f), *nw = norm_weights(c->H), *bias = random_vec(c->E, 0.1f);
     vk_buf bx = host_copy(x, (uint64_t)xz * c->nz), bn = host_copy(nw, c->H), bb = host_copy(bias, c->E);
