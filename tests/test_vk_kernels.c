@@ -455,6 +455,314 @@ static void router_cases(void)
     }
 }
 
+/* ---- attention: cache write, chunked absorbed attention, combine + v_b --------------- */
+
+typedef struct {
+    uint32_t n_head, kv_lora, rope, nope, v_head, vtype;
+    bool f16;
+    uint32_t n_kv, n_q; /* cache filled with n_kv tokens; the last n_q are queries */
+    bool indirect;
+    const char *what;
+} attn_case;
+static attn_case AC;
+
+static void test_attn(void)
+{
+    const attn_case *c = &AC;
+    err_t err;
+    vk_attn_geom g;
+    CHECK(vk_attn_geom_init(&G.c, &g, c->n_head, c->kv_lora, c->rope, c->nope, c->v_head, c->f16, c->n_kv, &err) == 0,
+          "geom: %.200s", err.msg);
+    uint32_t D = c->kv_lora + c->rope, QW = c->nope + c->rope, n = c->n_kv, RS = g.RS;
+    uint32_t pairs = c->rope / 2;
+    float *kv = random_vec((uint64_t)n * D, 1.0f), *q = random_vec((uint64_t)n * c->n_head * QW, 1.0f);
+    float *qabs = random_vec((uint64_t)n * c->n_head * RS, 1.0f), *nw = norm_weights(c->kv_lora);
+    float *cs = malloc((uint64_t)n * pairs * 2 * sizeof *cs);
+    for (uint32_t p = 0; p < n; p++)
+        for (uint32_t i = 0; i < pairs; i++) {
+            double th = p * pow(10000.0, -2.0 * i / c->rope);
+            cs[(p * pairs + i) * 2] = (float)cos(th);
+            cs[(p * pairs + i) * 2 + 1] = (float)sin(th);
+        }
+    vk_tensor vb;
+    uint8_t *wvb = rand_tensor(c->vtype, c->kv_lora, c->v_head, c->n_head, &vb);
+
+    uint32_t n_chunks, clen;
+    vk_attn_chunks(&g, n, &n_chunks, &clen);
+    uint32_t cap = g.max_chunks;
+    uint32_t params[64] = {0};
+    vk_buf bkv = host_copy(kv, (uint64_t)n * D), bq = host_copy(q, (uint64_t)n * c->n_head * QW);
+    vk_buf bqa = host_copy(qabs, (uint64_t)n * c->n_head * RS), bnw = host_copy(nw, c->kv_lora);
+    vk_buf bcs = host_copy(cs, (uint64_t)n * pairs * 2 + 2);
+    vk_buf bcache = tu_host((uint64_t)n * RS);
+    vk_buf bpart = tu_host((uint64_t)c->n_q * c->n_head * cap * (c->kv_lora + 2));
+    vk_buf bout = tu_host((uint64_t)c->n_q * c->n_head * c->v_head);
+    vk_buf bp_fill = tu_host(64), bp_q = tu_host(64);
+    params[VKP_POS0] = 0;
+    params[VKP_NTOK] = n;
+    memcpy(bp_fill.map, params, sizeof params);
+    params[VKP_POS0] = n - c->n_q;
+    params[VKP_NTOK] = c->n_q;
+    params[VKP_NKV] = n;
+    params[VKP_NCHUNK] = n_chunks;
+    params[VKP_CHUNK] = clen;
+    params[VKP_ATTN_IND] = n_chunks;
+    params[VKP_ATTN_IND + 1] = g.n_hgroups;
+    params[VKP_ATTN_IND + 2] = c->n_q;
+    memcpy(bp_q.map, params, sizeof params);
+    vk_buf ind = bp_q;
+    ind.off += VKP_ATTN_IND * 4;
+    ind.size = 12;
+
+    float kq = 1.0f / sqrtf((float)(c->nope + c->rope));
+    vk_call calls[3];
+    vk_kv_store_args ka = {.g = &g, .kv = {bkv, 0}, .kv_z = D, .norm = {bnw, 0}, .eps = 1e-6f, .cache = {bcache, 0},
+                           .rope_cs = bcs, .q = {bq, 0}, .q_z = c->n_head * QW, .qa = {bqa, 0},
+                           .qa_z = c->n_head * RS, .params = bp_fill, .nz = n};
+    uint32_t q0 = n - c->n_q;
+    vk_attn_args aa = {.g = &g, .qa = {bqa, q0 * c->n_head * RS}, .qa_z = c->n_head * RS, .cache = {bcache, 0},
+                       .part = {bpart, 0}, .chunk_cap = cap, .kq_scale = kq, .params = bp_q,
+                       .indirect = c->indirect ? &ind : NULL, .n_chunks = n_chunks, .nz = c->n_q};
+    vk_attn_vb_args va = {.g = &g, .v_b = &vb, .part = {bpart, 0}, .chunk_cap = cap, .params = bp_q,
+                          .o = {bout, 0}, .o_z = c->n_head * c->v_head, .nz = c->n_q};
+    CHECK(vk_k_kv_store(&KB, &ka, &calls[0]) == 0, "build kv_store: %.200s", KERR.msg);
+    CHECK(vk_k_attn(&KB, &aa, &calls[1]) == 0, "build attn: %.200s", KERR.msg);
+    CHECK(vk_k_attn_vb(&KB, &va, &calls[2]) == 0, "build attn_vb: %.200s", KERR.msg);
+    CHECK(tu_run(calls, 3, NULL) == 0, "run");
+
+    /* The cache rows: the GPU's must match the reference row to one rounding
+     * of the cache type (f16: 2^-11 relative; f32: a few ulps of the norm);
+     * the attention below is then judged on the GPU's own cache contents, so
+     * a latent that rounded the other way in f16 does not count against it. */
+    float *lat = malloc((uint64_t)n * D * sizeof *lat), *want = malloc(D * sizeof *want);
+    float *row = malloc(c->kv_lora * sizeof *row);
+    uint32_t cache_bad = 0;
+    for (uint32_t p = 0; p < n; p++) {
+        rmsnorm_ref(kv + (uint64_t)p * D, nw, c->kv_lora, 1e-6f, row);
+        memcpy(want, row, c->kv_lora * sizeof *row);
+        for (uint32_t i = 0; i < pairs; i++) {
+            const float *x = kv + (uint64_t)p * D + c->kv_lora + 2 * i, *t = cs + (p * pairs + i) * 2;
+            want[c->kv_lora + 2 * i] = x[0] * t[0] - x[1] * t[1];
+            want[c->kv_lora + 2 * i + 1] = x[0] * t[1] + x[1] * t[0];
+        }
+        for (uint32_t d = 0; d < RS; d++) {
+            float got = c->f16 ? tu_h2f(((const uint16_t *)bcache.map)[(uint64_t)p * RS + d])
+                               : ((const float *)bcache.map)[(uint64_t)p * RS + d];
+            float w = d < D ? want[d] : 0.0f;
+            float tol = (c->f16 ? 4.9e-4f : 16 * (float)U24) * fabsf(w) + 1e-7f;
+            if (!(fabsf(got - w) <= tol) && cache_bad++ < 3)
+                printf("#   cache row %u elem %u: gpu %.9g ref %.9g\n", p, d, got, w);
+            if (d < D)
+                lat[(uint64_t)p * D + d] = got;
+        }
+    }
+    CHECK(cache_bad == 0, "%u cache elements differ", cache_bad);
+    double *sc = malloc(n * sizeof *sc), *olat = malloc(c->kv_lora * sizeof *olat);
+    float *olf = malloc(c->kv_lora * sizeof *olf), *amax = malloc(c->kv_lora * sizeof *amax);
+    double *ref = malloc(c->v_head * sizeof *ref), *mag = malloc(c->v_head * sizeof *mag);
+    uint32_t bad = 0;
+    double worst = 0;
+    const float *go = (const float *)bout.map;
+    for (uint32_t z = 0; z < c->n_q; z++) {
+        uint32_t pos = q0 + z;
+        for (uint32_t h = 0; h < c->n_head; h++) {
+            const float *qa = qabs + ((uint64_t)(q0 + z) * c->n_head + h) * RS;
+            const float *qr = q + ((uint64_t)(q0 + z) * c->n_head + h) * QW + c->nope;
+            double qmag = 0, mx = -INFINITY, l = 0;
+            for (uint32_t p = 0; p <= pos; p++) {
+                double s = 0, sm = 0;
+                const float *k = lat + (uint64_t)p * D;
+                for (uint32_t d = 0; d < c->kv_lora; d++) {
+                    s += (double)qa[d] * k[d];
+                    sm += fabs((double)qa[d] * k[d]);
+                }
+                for (uint32_t i = 0; i < pairs; i++) {
+                    const float *t = cs + (pos * pairs + i) * 2;
+                    double r0 = (double)qr[2 * i] * t[0] - (double)qr[2 * i + 1] * t[1];
+                    double r1 = (double)qr[2 * i] * t[1] + (double)qr[2 * i + 1] * t[0];
+                    s += r0 * k[c->kv_lora + 2 * i] + r1 * k[c->kv_lora + 2 * i + 1];
+                    sm += fabs(r0 * k[c->kv_lora + 2 * i]) + fabs(r1 * k[c->kv_lora + 2 * i + 1]);
+                }
+                sc[p] = s * kq;
+                qmag = fmax(qmag, sm * kq);
+                mx = fmax(mx, sc[p]);
+            }
+            for (uint32_t d = 0; d < c->kv_lora; d++) {
+                olat[d] = 0;
+                amax[d] = 0;
+            }
+            for (uint32_t p = 0; p <= pos; p++) {
+                double e = exp(sc[p] - mx);
+                l += e;
+                for (uint32_t d = 0; d < c->kv_lora; d++) {
+                    olat[d] += e * lat[(uint64_t)p * D + d];
+                    amax[d] = fmaxf(amax[d], fabsf(lat[(uint64_t)p * D + d]));
+                }
+            }
+            for (uint32_t d = 0; d < c->kv_lora; d++)
+                olf[d] = (float)(olat[d] / l);
+            ref_dot_rows(c->vtype, mat_of(c->vtype, wvb, c->kv_lora, c->v_head, h), c->kv_lora, c->v_head, olf, ref,
+                         mag);
+            /* score error: float sums of RS products (a chain of RS/8 + 16
+             * additions) and the rotated query's few ulps; the weights then
+             * move by about twice the score error, plus exp's and the
+             * combine's roundings (64 ulps) */
+            double ds = qmag * (RS / 8.0 + 16) * U24 * 2;
+            double dl = 2 * ds + 64 * U24;
+            float *absrow = malloc(c->kv_lora * sizeof *absrow);
+            const uint8_t *vbh = mat_of(c->vtype, wvb, c->kv_lora, c->v_head, h);
+            for (uint32_t r = 0; r < c->v_head; r++) {
+                tu_dequant(c->vtype, vbh + tu_row_bytes(c->vtype, c->kv_lora) * r, absrow, c->kv_lora);
+                double spread = 0;
+                for (uint32_t d = 0; d < c->kv_lora; d++)
+                    spread += fabs(absrow[d]) * amax[d];
+                double tol = dl * spread + chain_bound(c->vtype, c->kv_lora) * mag[r] + 1e-30;
+                double got = go[((uint64_t)z * c->n_head + h) * c->v_head + r];
+                double e = fabs(got - ref[r]) / tol;
+                if (!(e <= 1) && bad++ < 3)
+                    printf("#   token %u head %u row %u: gpu %.9g ref %.9g tol %.3g\n", z, h, r, got, ref[r], tol);
+                if (e > worst || isnan(e))
+                    worst = e;
+            }
+            free(absrow);
+        }
+    }
+    CHECK(bad == 0, "%u outputs outside tolerance (worst %.3g x tol; %u chunks of %u)", bad, worst, n_chunks, clen);
+    free(kv), free(q), free(qabs), free(nw), free(cs), free(wvb), free(lat), free(row), free(sc), free(olat);
+    free(olf), free(amax), free(ref), free(mag), free(want);
+    tu_reset_buffers();
+}
+
+static void attn_cases(void)
+{
+    static const attn_case cases[] = {
+        {20, 512, 64, 192, 256, QT_Q4_0, true, 1, 1, true, "GLM-4.7-Flash, first token"},
+        {20, 512, 64, 192, 256, QT_Q4_0, true, 300, 1, true, "GLM-4.7-Flash, 300 positions"},
+        {20, 512, 64, 192, 256, QT_Q4_0, false, 1000, 1, true, "GLM-4.7-Flash, f32 cache, 1000 positions"},
+        {4, 64, 16, 32, 40, QT_F32, false, 25, 25, false, "tiny GLM prompt, causal, f32"},
+        {4, 32, 16, 32, 24, QT_F32, true, 65, 9, false, "tiny Lite, 9 queries after 56, f16"},
+        {3, 36, 10, 8, 12, QT_F16, false, 130, 3, true, "odd sizes: row padded to 48"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        AC = cases[i];
+        char name[200];
+        snprintf(name, sizeof name, "attention %s (%u heads, kv_lora %u, %s cache, %u queries over %u)", AC.what,
+                 AC.n_head, AC.kv_lora, AC.f16 ? "f16" : "f32", AC.n_q, AC.n_kv);
+        RUN_NAMED(test_attn, name);
+    }
+}
+
+/* ---- embedding ----------------------------------------------------------------------- */
+
+static uint32_t EMB_TYPE, EMB_K;
+
+static void test_embed(void)
+{
+    vk_tensor t;
+    uint32_t V = 37, nz = 5;
+    uint8_t *w = rand_tensor(EMB_TYPE, EMB_K, V, 1, &t);
+    int32_t tok[5] = {0, 36, 7, 7, 20};
+    uint32_t xz = EMB_K + 3;
+    vk_buf bt = host_copy(tok, 5), bx = tu_host((uint64_t)xz * nz);
+    vk_embed_args a = {.w = &t, .tokens = {bt, 0}, .x = {bx, 0}, .x_z = xz, .nz = nz};
+    vk_call call;
+    CHECK(vk_k_embed(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+    CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    float *row = malloc(EMB_K * sizeof *row);
+    uint32_t bad = 0;
+    for (uint32_t z = 0; z < nz; z++) {
+        tu_dequant(EMB_TYPE, w + tu_row_bytes(EMB_TYPE, EMB_K) * tok[z], row, EMB_K);
+        float mx = 0;
+        for (uint32_t i = 0; i < EMB_K; i++)
+            mx = fmaxf(mx, fabsf(row[i]));
+        for (uint32_t i = 0; i < EMB_K; i++) {
+            /* a K-quant value is d*sc*q - dmin*m: two roundings of terms below the row max */
+            float got = ((const float *)bx.map)[z * xz + i];
+            if (!(fabsf(got - row[i]) <= 4 * U24 * mx) && bad++ < 3)
+                printf("#   token %u elem %u: gpu %.9g ref %.9g\n", z, i, got, row[i]);
+        }
+        CHECK(isnan(((const float *)bx.map)[z * xz + EMB_K]), "wrote past the row");
+    }
+    CHECK(bad == 0, "%u elements differ", bad);
+    free(row), free(w);
+    tu_reset_buffers();
+}
+
+static void embed_cases(void)
+{
+    static const uint32_t types[] = {QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0,
+                                     QT_Q5_1, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        EMB_TYPE = types[i];
+        bool k = EMB_TYPE == QT_Q4_K || EMB_TYPE == QT_Q5_K || EMB_TYPE == QT_Q6_K;
+        EMB_K = k ? 512 : EMB_TYPE == QT_F32 ? 70 : 96;
+        char name[96];
+        snprintf(name, sizeof name, "embedding %s (row %u, 5 tokens)", tu_type_name(EMB_TYPE), EMB_K);
+        RUN_NAMED(test_embed, name);
+    }
+}
+
+/* ---- top-K + logsumexp ----------------------------------------------------------------- */
+
+static uint32_t TK_N, TK_K;
+
+static void test_topk(void)
+{
+    err_t err;
+    uint32_t N = TK_N, K = TK_K;
+    float *l = random_vec(N, 2.0f);
+    /* ties: the lower id must come first */
+    l[N / 2] = l[N / 3] = l[N - 1] = 9.5f;
+    l[5 % N] = 9.25f;
+    vk_topk_geom g;
+    CHECK(vk_topk_geom_init(N, K, &g, &err) == 0, "%.200s", err.msg);
+    vk_buf bl = host_copy(l, N), cv = tu_host(g.n_slices * K), ci = tu_host(g.n_slices * K),
+           ms = tu_host(2 * g.n_slices), cnt = tu_host(4), oi = tu_host(K), ov = tu_host(K + 1);
+    memset(cnt.map, 0, 16);
+    vk_topk_args a = {.logits = {bl, 0}, .n = N, .k = K, .geom = g, .cand_v = cv, .cand_i = ci, .ms = ms,
+                      .counter = cnt, .out_ids = oi, .out_vals = ov};
+    vk_call call;
+    CHECK(vk_k_topk(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+    CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    CHECK(tu_run(&call, 1, NULL) == 0, "run 2 (counter reset)");
+    double mx = -INFINITY, s = 0;
+    for (uint32_t i = 0; i < N; i++)
+        mx = fmax(mx, l[i]);
+    for (uint32_t i = 0; i < N; i++)
+        s += exp(l[i] - mx);
+    double lz = mx + log(s);
+    const int32_t *gi = (const int32_t *)oi.map;
+    const float *gv = (const float *)ov.map;
+    uint32_t prev = UINT32_MAX;
+    for (uint32_t k = 0; k < K; k++) {
+        /* expected: the best element after prev in (value desc, id asc) */
+        uint32_t b = UINT32_MAX;
+        for (uint32_t i = 0; i < N; i++) {
+            bool after = prev == UINT32_MAX || l[i] < l[prev] || (l[i] == l[prev] && i > prev);
+            if (after && (b == UINT32_MAX || l[i] > l[b] || (l[i] == l[b] && i < b)))
+                b = i;
+        }
+        CHECK(gi[k] == (int32_t)b && gv[k] == l[b], "rank %u: id %d (%g), want %u (%g)", k, gi[k], gv[k], b, l[b]);
+        prev = b;
+    }
+    /* logsumexp: float exp and a sum over N terms: ~(N/256 + 64) ulps of the sum */
+    CHECK(fabs(gv[K] - lz) <= 1e-5 * fabs(lz) + (N / 256.0 + 64) * U24, "logsumexp %.9g, want %.9g", gv[K], lz);
+    free(l);
+    tu_reset_buffers();
+}
+
+static void topk_cases(void)
+{
+    static const uint32_t cases[][2] = {{154880, 1}, {154880, 40}, {324, 64}, {5000, 7}, {2049, 2}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TK_N = cases[i][0];
+        TK_K = cases[i][1];
+        char name[96];
+        snprintf(name, sizeof name, "top-%u + logsumexp over %u logits", TK_K, TK_N);
+        RUN_NAMED(test_topk, name);
+    }
+}
+
 int main(void)
 {
     if (tu_gpu_open()) {
@@ -466,6 +774,9 @@ int main(void)
     mv_cases();
     moe_cases();
     router_cases();
+    attn_cases();
+    embed_cases();
+    topk_cases();
     tu_gpu_close();
     TESTS_DONE();
 }
