@@ -1,10 +1,167 @@
-/* cmd_info.c: PLACEHOLDER until its owner lands it (development only). */
+/* cmd_info.c: `glmchat info -m FILE`: the model summary.
+ *
+ * Reads only the GGUF header and tensor table (mmap; no weight data is
+ * touched), so it answers at once even for a 17 GB file. */
+#include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
+
 #include "commands.h"
+#include "model.h"
+
+static void info_usage(FILE *f)
+{
+    fprintf(f, "usage: glmchat info -m FILE\n"
+               "Prints the model's architecture, dimensions, attention and expert shape,\n"
+               "RoPE scaling, a census of tensor types, and the parameters and bytes read\n"
+               "per decoded token.\n");
+}
+
+/* 1234567 -> "1,234,567" */
+static const char *grouped(uint64_t v, char *buf, size_t len)
+{
+    char raw[32];
+    int n = snprintf(raw, sizeof raw, "%" PRIu64, v);
+    size_t o = 0;
+    for (int i = 0; i < n && o + 2 < len; i++) {
+        if (i > 0 && (n - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = raw[i];
+    }
+    buf[o] = 0;
+    return buf;
+}
+
+static const char *human_bytes(double b, char *buf, size_t len)
+{
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024.0 && u < 4) {
+        b /= 1024.0;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", b, unit[u]);
+    return buf;
+}
+
+/* llama.cpp's llama_ftype names for general.file_type. */
+static const char *file_type_name(uint32_t ft)
+{
+    static const struct { uint32_t id; const char *name; } names[] = {
+        {0, "F32"}, {1, "F16"}, {2, "Q4_0"}, {3, "Q4_1"}, {7, "Q8_0"}, {8, "Q5_0"}, {9, "Q5_1"},
+        {10, "Q2_K"}, {11, "Q3_K_S"}, {12, "Q3_K_M"}, {13, "Q3_K_L"}, {14, "Q4_K_S"}, {15, "Q4_K_M"},
+        {16, "Q5_K_S"}, {17, "Q5_K_M"}, {18, "Q6_K"}, {32, "BF16"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].id == ft)
+            return names[i].name;
+    return "other";
+}
+
+static void print_shape(const model *m)
+{
+    const model_config *c = &m->cfg;
+    uint32_t n_moe = c->n_expert ? c->n_layer - c->n_dense_lead : 0;
+    printf("blocks        %u run (%u dense + %u MoE)", c->n_layer, c->n_layer - n_moe, n_moe);
+    if (c->n_nextn)
+        printf(" + %u NextN/MTP (loaded, not run)", c->n_nextn);
+    printf("\nembedding     %u\n", c->n_embd);
+    printf("attention     MLA, %u heads; ", c->n_head);
+    if (c->q_lora_rank)
+        printf("q_lora %u; ", c->q_lora_rank);
+    else
+        printf("q uncompressed (attn_q); ");
+    printf("kv_lora %u; qk %u nope + %u rope; v_head %u; kq_scale %.6g\n", c->kv_lora_rank, c->qk_nope,
+           c->qk_rope, c->v_head, (double)c->kq_scale);
+    printf("kv layout     %s\n", c->legacy_kv_b ? "legacy attn_kv_b (split at load)" : "attn_k_b + attn_v_b");
+    if (c->n_dense_lead)
+        printf("dense ffn     %u\n", c->n_ff_dense);
+    if (c->n_expert) {
+        printf("experts       %u routed (%u per token) of ffn %u, %u shared%s\n", c->n_expert, c->n_expert_used,
+               c->n_ff_exp, c->n_expert_shared, c->merged_gate_up ? "; merged ffn_gate_up_exps" : "");
+        bool bias = false;
+        for (uint32_t il = 0; il < c->n_layer; il++)
+            bias |= m->layers[il].exp_probs_b.data != NULL;
+        printf("gating        %s%s, weights %snormalized",
+               c->gating == MODEL_GATING_SIGMOID ? "sigmoid" : "softmax", bias ? " + selection bias" : "",
+               c->expert_weights_norm ? "" : "not ");
+        if (c->expert_weights_scale != 0.0f && c->expert_weights_scale != 1.0f)
+            printf(", scaled by %g", (double)c->expert_weights_scale);
+        printf("\n");
+    }
+    printf("rope          base %g, %u dims, ", (double)c->rope_base, c->qk_rope);
+    if (c->yarn)
+        printf("YaRN factor %g (original context %u, beta %g/%g)\n", (double)(1.0f / c->rope_freq_scale),
+               c->n_ctx_orig, (double)c->yarn_beta_fast, (double)c->yarn_beta_slow);
+    else if (c->rope_freq_scale != 1.0f)
+        printf("linear scaling %g\n", (double)(1.0f / c->rope_freq_scale));
+    else
+        printf("no scaling\n");
+    printf("context       %u (trained)\n", c->n_ctx_train);
+    printf("vocab         %u\n", c->n_vocab);
+}
+
+static void print_census(const model *m)
+{
+    model_census cs;
+    model_census_compute(m, &cs);
+    char a[32], b[32], h[32];
+    printf("tensors       %zu\n\n", gguf_n_tensors(m->gguf));
+    printf("  %-6s %8s %18s %7s\n", "type", "tensors", "bytes", "%");
+    for (int t = 0; t < QT_COUNT; t++) {
+        if (!cs.tensors_by_type[t])
+            continue;
+        printf("  %-6s %8u %18s %6.2f%%\n", quant_type_name((uint32_t)t), cs.tensors_by_type[t],
+               grouped(cs.bytes_by_type[t], a, sizeof a),
+               cs.weight_bytes ? 100.0 * (double)cs.bytes_by_type[t] / (double)cs.weight_bytes : 0.0);
+    }
+    printf("  %-6s %8zu %18s %6.2f%%\n\n", "total", gguf_n_tensors(m->gguf), grouped(cs.weight_bytes, a, sizeof a),
+           100.0);
+    printf("params        %s total, %s active per token\n", grouped(cs.total_params, a, sizeof a),
+           grouped(cs.active_params, b, sizeof b));
+    printf("active bytes  %s per decoded token (%s)\n", grouped(cs.active_bytes, a, sizeof a),
+           human_bytes((double)cs.active_bytes, h, sizeof h));
+}
+
 int cmd_info(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "glmchat: info is not built yet\n");
-    return 1;
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            info_usage(stdout);
+            return 0;
+        } else if ((strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0) && i + 1 < argc) {
+            path = argv[++i];
+        } else if (argv[i][0] != '-' && !path) {
+            path = argv[i];
+        } else {
+            fprintf(stderr, "glmchat: info: unknown option or missing value: '%s'\n", argv[i]);
+            info_usage(stderr);
+            return 2;
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "glmchat: info: no model given (-m FILE)\n");
+        return 2;
+    }
+    model m;
+    err_t err = {{0}};
+    if (model_load_ex(&m, path, MODEL_LOAD_NO_CONVERT, &err) < 0) {
+        fprintf(stderr, "glmchat: %s\n", err.msg);
+        return 1;
+    }
+    const model_config *c = &m.cfg;
+    char a[32], h[32];
+    printf("file          %s\n", path);
+    printf("size          %s bytes (%s), GGUF v%u\n", grouped(gguf_file_size(m.gguf), a, sizeof a),
+           human_bytes((double)gguf_file_size(m.gguf), h, sizeof h), gguf_version(m.gguf));
+    printf("architecture  %s\n", c->arch);
+    if (c->name[0])
+        printf("name          %s\n", c->name);
+    if (gguf_has_key(m.gguf, "general.file_type"))
+        printf("file type     %s (%u)\n", file_type_name(c->file_type), c->file_type);
+    print_shape(&m);
+    print_census(&m);
+    model_free(&m);
+    return 0;
 }

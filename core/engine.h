@@ -90,6 +90,16 @@ typedef struct engine_backend {
     const char *(*describe)(void *impl);
 } engine_backend;
 
+/* Tokens/s bookkeeping kept by engine.c (backend-neutral). */
+#define ENGINE_RECENT_DECODES 32
+typedef struct {
+    double last_prefill_tps;
+    uint64_t n_prefill_tokens, n_decode_tokens;
+    double prefill_seconds, decode_seconds;
+    double recent_decode_s[ENGINE_RECENT_DECODES]; /* ring of single-token eval times */
+    uint32_t n_recent, recent_at;
+} engine_counters;
+
 typedef struct {
     const engine_backend *be;
     void *impl;
@@ -97,6 +107,7 @@ typedef struct {
     engine_params params;
     uint32_t n_past;
     atomic_bool cancel;
+    engine_counters counters;
 } engine;
 
 int engine_open(engine *e, const engine_backend *be, const model *m, const engine_params *p, err_t *err);

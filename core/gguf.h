@@ -164,6 +164,14 @@ int gguf_writer_set_alignment(gguf_writer *w, uint32_t alignment);
 int gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                            const uint64_t *ne, err_t *err);
 
+/* What was declared: tensor count and byte size of tensor i (0 when out of
+ * range), so a producer can stream exactly that many bytes. */
+size_t gguf_writer_n_tensors(const gguf_writer *w);
+uint64_t gguf_writer_tensor_size(const gguf_writer *w, size_t i);
+
+/* Creates `path` and writes the header, metadata and tensor table.  Until
+ * gguf_writer_finish() succeeds, gguf_writer_free() removes the file (no
+ * half-written model is left behind). */
 int gguf_writer_begin(gguf_writer *w, const char *path, err_t *err);
 int gguf_writer_write(gguf_writer *w, const void *data, size_t n, err_t *err);
 int gguf_writer_finish(gguf_writer *w, err_t *err);

@@ -122,9 +122,20 @@ typedef struct {
 } model;
 
 int model_load(model *m, const char *path, err_t *err);
-/* Same, over an already opened context (takes ownership of it). */
+/* Same, over an already opened context (takes ownership of it, also on
+ * failure). */
 int model_load_gguf(model *m, gguf_ctx *ctx, err_t *err);
 void model_free(model *m);
+
+/* Flags for the _ex variants. */
+enum {
+    /* Validate and bind, but convert no layout (legacy attn_kv_b stays
+     * unsplit: k_b/v_b are left empty).  For `info`, which must not touch
+     * weight data; such a model cannot be run. */
+    MODEL_LOAD_NO_CONVERT = 1
+};
+int model_load_ex(model *m, const char *path, unsigned flags, err_t *err);
+int model_load_gguf_ex(model *m, gguf_ctx *ctx, unsigned flags, err_t *err);
 
 /* Size facts for `info` and for the GPU uploader. */
 typedef struct {
@@ -137,6 +148,10 @@ typedef struct {
 } model_census;
 
 void model_census_compute(const model *m, model_census *out);
+/* Adds one tensor of a table to a census: what model_census_compute does for
+ * each tensor of the file, usable on a planned table (generator, tests).
+ * `tied_output`: token_embd also serves as the output head. */
+void model_census_add(model_census *out, const model_config *c, const gguf_tensor *t, bool tied_output);
 
 /* Rows of a weight view: the matrix of expert e starts at data + e*nb2. */
 static inline const void *mtensor_matrix(const mtensor *t, uint32_t e)

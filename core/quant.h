@@ -31,7 +31,26 @@ typedef enum {
     QT_Q5_K = 13,
     QT_Q6_K = 14,
     QT_Q8_K = 15,
+    /* Known only by size (so a GGUF holding them can be parsed and the type
+     * named in an error); no dequantization. */
+    QT_IQ2_XXS = 16,
+    QT_IQ2_XS = 17,
+    QT_IQ3_XXS = 18,
+    QT_IQ1_S = 19,
+    QT_IQ4_NL = 20,
+    QT_IQ3_S = 21,
+    QT_IQ2_S = 22,
+    QT_IQ4_XS = 23,
+    QT_I8 = 24,
+    QT_I16 = 25,
+    QT_I32 = 26,
+    QT_I64 = 27,
+    QT_F64 = 28,
+    QT_IQ1_M = 29,
     QT_BF16 = 30,
+    QT_TQ1_0 = 34,
+    QT_TQ2_0 = 35,
+    QT_MXFP4 = 39,
     QT_COUNT = 40 /* upper bound of the id space we describe */
 } quant_type;
 
@@ -78,8 +97,12 @@ uint16_t quant_f32_to_f16(float f);
 float quant_bf16_to_f32(uint16_t h);
 uint16_t quant_f32_to_bf16(float f);
 
-/* Dequantizes n elements (a multiple of the block size) starting at a block
- * boundary of `src`. */
+/* The functions below take n as a multiple of the type's block size (they
+ * read only whole blocks: a remainder is ignored) and a type whose traits say
+ * can_dequant (for any other type dequant and dot produce NaN, so a caller
+ * that skipped the check sees it at once instead of plausible numbers). */
+
+/* Dequantizes n elements starting at a block boundary of `src`. */
 void quant_dequant_row(uint32_t type, const void *src, float *dst, uint64_t n);
 
 /* Dot product of a stored row (n elements) with f32 x, accumulated in f32
@@ -91,8 +114,14 @@ float quant_dot_row(uint32_t type, const void *row, const float *x, uint64_t n);
 void quant_matvec(uint32_t type, const void *w, uint64_t row_bytes, uint64_t n_rows,
                   const float *x, uint64_t n, float *y);
 
+/* Which kernels quant_matvec uses on this CPU: "avx2" (x86-64 with AVX2, FMA
+ * and F16C, chosen at run time) or "portable" (plain C). */
+const char *quant_cpu_kernels(void);
+
 /* Quantizes n elements (a multiple of the block size) to `type`; returns the
- * bytes written, or 0 when this type has no quantizer. */
+ * bytes written, or 0 when this type has no quantizer (F32 is copied).
+ * Finite input gives ggml's bytes exactly; NaN/inf give unspecified bytes,
+ * never undefined behaviour. */
 size_t quant_quantize_row(uint32_t type, const float *src, void *dst, uint64_t n);
 
 #endif

@@ -1,12 +1,147 @@
-/* ref_engine.c: PLACEHOLDER until the reference forward pass lands (development only). */
+/* ref_engine.c: the CPU reference forward pass as an engine backend
+ * ("cpu"): logits, the top candidates and logsumexp of the last position,
+ * and a per-stage timing table for the side pane. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "engine.h"
+#include "ref_forward.h"
+
+typedef struct {
+    const model *m;
+    rf_state *rf;
+    float *last;        /* (n_vocab) last position's logits when the caller wants no logits */
+    char description[128];
+} ref_engine;
 
 static int ref_create(void **impl, const model *m, const engine_params *p, err_t *err)
 {
-    (void)impl;
-    (void)m;
-    (void)p;
-    return err_set(err, "the CPU reference backend is not built yet");
+    ref_engine *r = calloc(1, sizeof *r);
+    if (!r)
+        return err_set(err, "out of memory");
+    r->m = m;
+    rf_params rp = {.n_ctx = p->n_ctx, .n_batch = p->n_batch, .kv_f16 = p->kv == KV_F16,
+                    .n_threads = p->n_threads};
+    r->rf = rf_new(m, &rp, err);
+    r->last = malloc(m->cfg.n_vocab * sizeof(float));
+    if (!r->rf || !r->last) {
+        if (r->rf && !r->last)
+            err_set(err, "out of memory");
+        rf_free(r->rf);
+        free(r->last);
+        free(r);
+        return -1;
+    }
+    snprintf(r->description, sizeof r->description, "CPU reference (f32 activations), %d thread%s, KV %s",
+             rf_threads(r->rf), rf_threads(r->rf) == 1 ? "" : "s", p->kv == KV_F16 ? "f16" : "f32");
+    *impl = r;
+    return 0;
 }
 
-const engine_backend ref_engine_backend = {.name = "cpu", .create = ref_create};
+static void ref_destroy(void *impl)
+{
+    ref_engine *r = impl;
+    rf_free(r->rf);
+    free(r->last);
+    free(r);
+}
+
+/* "a ranks before b": higher logit, then lower id. */
+static bool ranks_before(float la, int32_t ia, float lb, int32_t ib)
+{
+    return la > lb || (la == lb && ia < ib);
+}
+
+/* The k best of n logits, best first (insertion into a sorted list of k:
+ * k is small next to the vocabulary). */
+static void top_k(const float *logits, uint32_t n, uint32_t k, int32_t *ids, float *vals)
+{
+    uint32_t have = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        float v = logits[i];
+        if (have == k && !ranks_before(v, (int32_t)i, vals[k - 1], ids[k - 1]))
+            continue;
+        uint32_t at = have < k ? have++ : k - 1;
+        while (at > 0 && ranks_before(v, (int32_t)i, vals[at - 1], ids[at - 1])) {
+            vals[at] = vals[at - 1];
+            ids[at] = ids[at - 1];
+            at--;
+        }
+        vals[at] = v;
+        ids[at] = (int32_t)i;
+    }
+}
+
+static float log_sum_exp(const float *x, uint32_t n)
+{
+    float mx = -INFINITY;
+    for (uint32_t i = 0; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    double s = 0;
+    for (uint32_t i = 0; i < n; i++)
+        s += exp((double)x[i] - mx);
+    return (float)(mx + log(s));
+}
+
+static int ref_eval(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_output *out,
+                    err_t *err)
+{
+    ref_engine *r = impl;
+    uint32_t V = r->m->cfg.n_vocab;
+    bool want_last = out->top_k > 0 || out->log_z;
+    float *logits = out->logits;
+    if (!logits && want_last)
+        logits = r->last;
+    if (rf_eval(r->rf, tokens, n, pos, logits, out->all_positions && out->logits, err) < 0)
+        return -1;
+    if (!want_last)
+        return 0;
+    const float *last = logits + (out->all_positions && out->logits ? (uint64_t)(n - 1) * V : 0);
+    if (out->top_k > 0) {
+        uint32_t k = out->top_k < V ? out->top_k : V;
+        top_k(last, V, k, out->top_ids, out->top_logits);
+        for (uint32_t i = k; i < out->top_k; i++) {
+            out->top_ids[i] = -1;
+            out->top_logits[i] = -INFINITY;
+        }
+    }
+    if (out->log_z)
+        *out->log_z = log_sum_exp(last, V);
+    return 0;
+}
+
+static void ref_get_stats(void *impl, engine_stats *st)
+{
+    ref_engine *r = impl;
+    rf_stage_stat s[RF_ST_COUNT];
+    uint64_t tokens = rf_stage_stats(r->rf, s);
+    st->n_kernels = 0;
+    if (tokens == 0)
+        return;
+    for (int i = 0; i < RF_ST_COUNT && st->n_kernels < ENGINE_MAX_KERNEL_STATS; i++) {
+        if (s[i].calls == 0)
+            continue;
+        engine_kernel_stat *k = &st->kernels[st->n_kernels++];
+        snprintf(k->name, sizeof k->name, "%s", s[i].name);
+        k->calls_per_token = (double)s[i].calls / (double)tokens;
+        k->us_per_token = s[i].seconds * 1e6 / (double)tokens;
+        k->bytes_per_token = s[i].bytes / (double)tokens;
+        k->gbps = s[i].seconds > 0 ? s[i].bytes / s[i].seconds / 1e9 : 0;
+    }
+}
+
+static const char *ref_describe(void *impl)
+{
+    return ((ref_engine *)impl)->description;
+}
+
+const engine_backend ref_engine_backend = {
+    .name = "cpu",
+    .create = ref_create,
+    .destroy = ref_destroy,
+    .eval = ref_eval,
+    .get_stats = ref_get_stats,
+    .describe = ref_describe,
+};

@@ -1,0 +1,158 @@
+/* engine.c: the backend-neutral half of the engine API: prompt chunking by
+ * n_batch, cancellation between chunks, position bookkeeping, tokens/s. */
+#include "engine.h"
+
+#include <string.h>
+#include <time.h>
+
+void engine_params_default(engine_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->n_ctx = 4096;
+    p->kv = KV_F32;
+    p->n_batch = 256;
+    p->n_threads = 0;
+    p->device_index = -1;
+    p->profile = PROFILE_SAMPLED;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int engine_open(engine *e, const engine_backend *be, const model *m, const engine_params *p, err_t *err)
+{
+    memset(e, 0, sizeof *e);
+    atomic_init(&e->cancel, false);
+    if (p->n_ctx == 0)
+        return err_set(err, "the context size must be at least 1 token");
+    if (p->n_batch == 0)
+        return err_set(err, "the batch size must be at least 1 token");
+    e->be = be;
+    e->m = m;
+    e->params = *p;
+    if (e->params.n_batch > e->params.n_ctx)
+        e->params.n_batch = e->params.n_ctx;
+    if (be->create(&e->impl, m, &e->params, err) < 0) {
+        e->be = NULL;
+        e->impl = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void engine_close(engine *e)
+{
+    if (e->be && e->impl)
+        e->be->destroy(e->impl);
+    e->be = NULL;
+    e->impl = NULL;
+}
+
+/* What chunk [done, done+n) of a call must produce: every position's
+ * logits go to their rows; the last-position outputs only with the last
+ * chunk. */
+static engine_output chunk_output(const engine_output *out, uint32_t done, bool last, uint32_t n_vocab)
+{
+    engine_output o = {0};
+    if (!out)
+        return o;
+    if (out->all_positions && out->logits) {
+        o.logits = out->logits + (uint64_t)done * n_vocab;
+        o.all_positions = true;
+    }
+    if (last) {
+        if (!out->all_positions)
+            o.logits = out->logits;
+        o.top_k = out->top_k;
+        o.top_ids = out->top_ids;
+        o.top_logits = out->top_logits;
+        o.log_z = out->log_z;
+    }
+    return o;
+}
+
+static void count_tokens(engine_counters *c, uint32_t n, double dt)
+{
+    if (n == 1) {
+        c->n_decode_tokens++;
+        c->decode_seconds += dt;
+        c->recent_decode_s[c->recent_at] = dt;
+        c->recent_at = (c->recent_at + 1) % ENGINE_RECENT_DECODES;
+        if (c->n_recent < ENGINE_RECENT_DECODES)
+            c->n_recent++;
+    } else {
+        c->n_prefill_tokens += n;
+        c->prefill_seconds += dt;
+        c->last_prefill_tps = dt > 0 ? n / dt : 0;
+    }
+}
+
+int engine_eval(engine *e, const int32_t *tokens, uint32_t n_tokens, const engine_output *out, err_t *err)
+{
+    const uint32_t n_vocab = e->m->cfg.n_vocab;
+    if (!e->impl)
+        return err_set(err, "the engine is not open");
+    if (n_tokens == 0)
+        return err_set(err, "nothing to evaluate (0 tokens)");
+    if ((uint64_t)e->n_past + n_tokens > e->params.n_ctx)
+        return err_set(err, "context full: %u tokens in the cache + %u new exceed the %u-token context",
+                       e->n_past, n_tokens, e->params.n_ctx);
+    for (uint32_t i = 0; i < n_tokens; i++)
+        if (tokens[i] < 0 || (uint32_t)tokens[i] >= n_vocab)
+            return err_set(err, "token id %d (at %u) is out of range: the vocabulary has %u tokens",
+                           tokens[i], i, n_vocab);
+    double t0 = now_seconds();
+    uint32_t done = 0;
+    while (done < n_tokens) {
+        if (atomic_load(&e->cancel)) {
+            if (done > 0)
+                count_tokens(&e->counters, done, now_seconds() - t0);
+            return 1;
+        }
+        uint32_t n = n_tokens - done < e->params.n_batch ? n_tokens - done : e->params.n_batch;
+        engine_output o = chunk_output(out, done, done + n == n_tokens, n_vocab);
+        if (e->be->eval(e->impl, tokens + done, n, e->n_past, &o, err) < 0)
+            return -1;
+        e->n_past += n;
+        done += n;
+    }
+    count_tokens(&e->counters, n_tokens, now_seconds() - t0);
+    return 0;
+}
+
+void engine_rewind(engine *e, uint32_t n_past)
+{
+    if (n_past < e->n_past)
+        e->n_past = n_past;
+}
+
+void engine_request_cancel(engine *e)
+{
+    atomic_store(&e->cancel, true);
+}
+
+void engine_clear_cancel(engine *e)
+{
+    atomic_store(&e->cancel, false);
+}
+
+void engine_get_stats(engine *e, engine_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    if (e->be && e->impl && e->be->get_stats)
+        e->be->get_stats(e->impl, st);
+    const engine_counters *c = &e->counters;
+    st->prefill_tps = c->last_prefill_tps;
+    st->n_prefill_tokens = c->n_prefill_tokens;
+    st->n_decode_tokens = c->n_decode_tokens;
+    st->prefill_seconds = c->prefill_seconds;
+    st->decode_seconds = c->decode_seconds;
+    double recent = 0;
+    for (uint32_t i = 0; i < c->n_recent; i++)
+        recent += c->recent_decode_s[i];
+    st->decode_tps = recent > 0 ? c->n_recent / recent : 0;
+}

@@ -1,0 +1,133 @@
+#!/bin/sh
+# t_cli_run.sh: `glmchat logits`, `generate` and `info` on every fixture
+# model, checked with cmp_logits against the float64 references, and the
+# commands' error handling.  Tolerances as in tests/test_ref_forward.c:
+# F32 rel-L2 <= 1e-4; quantized <= max(1.5 x llama.cpp's own, 1e-3) with
+# argmax agreement >= llama.cpp's; f16 KV within 2e-3 of the f32 KV run.
+. tests/lib.sh
+CMP=$BUILD/tools/cmp_logits
+JG=$BUILD/tools/json_get
+ROOT=tests/data/models
+
+for dir in "$ROOT"/*/; do
+    [ -f "$dir/fixture.json" ] || continue
+    name=$($JG "$dir/fixture.json" name)
+    tokens=$($JG "$dir/fixture.json" prompt.tokens --sep ,)
+    vocab=$($JG "$dir/logits.ref_f64.f32.json" shape.1)
+    n_tok=$(echo "$tokens" | tr ',' '\n' | wc -l)
+    for file in $($JG "$dir/fixture.json" files); do
+        v=${file#"$name".}
+        v=${v%.gguf}
+        model=$dir/$file
+        case=$name.$v
+        # logits: one eval over the prompt, compared with the f64 reference
+        if ! $GLMCHAT logits -m "$model" --backend cpu --tokens "$tokens" -o "$TMP/$case.bin" 2>"$TMP/err"; then
+            fail "logits $case" "$(head -c 300 "$TMP/err")"
+            continue
+        fi
+        if [ "$v" = f32 ]; then
+            tol=1e-4 agree=$n_tok
+        else
+            lrel=$($JG "$dir/logits.ref_f64.$v.json" llamacpp_same_file_vs_this.rel_l2)
+            agree=$($JG "$dir/logits.ref_f64.$v.json" llamacpp_same_file_vs_this.top1_agree)
+            tol=$(awk -v r="$lrel" 'BEGIN { t = 1.5 * r; if (t < 1e-3) t = 1e-3; printf "%.6g", t }')
+        fi
+        if out=$($CMP --vocab "$vocab" --max-rel-l2 "$tol" --min-argmax "$agree" "$TMP/$case.bin" \
+                 "$dir/logits.ref_f64.$v.bin"); then
+            ok "logits $case vs f64 reference ($out)"
+        else
+            fail "logits $case vs f64 reference" "$out"
+        fi
+        # generate: greedy ids
+        want=$($JG "$dir/fixture.json" "greedy.$v")
+        n=$(echo "$want" | wc -w)
+        got=$($GLMCHAT generate -m "$model" --backend cpu --tokens "$tokens" -n "$n" --temp 0 --ids 2>"$TMP/err")
+        ref=$($JG "$dir/logits.ref_f64.$v.json" greedy_continuation 2>/dev/null)
+        first8() { echo "$1" | tr ' ' '\n' | head -n 8 | tr '\n' ' '; }
+        case $v in
+        f32)
+            [ "$got" = "$want" ] && ok "generate $case = llama.cpp" ||
+                fail "generate $case" "got '$got', llama.cpp '$want' $(head -c 200 "$TMP/err")" ;;
+        q8_0)
+            if [ "$(first8 "$got")" = "$(first8 "$want")" ] || [ "$(first8 "$got")" = "$(first8 "$ref")" ]; then
+                ok "generate $case: first 8 = an oracle's"
+            else
+                fail "generate $case" "got '$got', llama.cpp '$want', reference '$ref'"
+            fi ;;
+        *)
+            # the exact reference's continuation where no near tie can flip a token
+            margin=$($JG "$dir/logits.ref_f64.$v.json" greedy_min_top2_margin 2>/dev/null || echo 0)
+            if awk -v m="$margin" 'BEGIN { exit !(m >= 1e-3) }'; then
+                [ "$got" = "$ref" ] && ok "generate $case = exact reference" ||
+                    fail "generate $case" "got '$got', reference '$ref' $(head -c 200 "$TMP/err")"
+            else
+                [ "$(echo "$got" | wc -w)" -eq "$n" ] && ok "generate $case prints $n ids (near tie: $margin)" ||
+                    fail "generate $case" "got '$got' $(head -c 200 "$TMP/err")"
+            fi ;;
+        esac
+    done
+
+    # f16 KV cache close to the f32 one
+    f32=$dir/$name.f32.gguf
+    if $GLMCHAT logits -m "$f32" --backend cpu --kv-type f16 --tokens "$tokens" -o "$TMP/f16.bin" 2>"$TMP/err" &&
+        out=$($CMP --vocab "$vocab" --max-rel-l2 2e-3 --min-argmax "$n_tok" "$TMP/f16.bin" "$TMP/$name.f32.bin"); then
+        ok "logits $name --kv-type f16 ($out)"
+    else
+        fail "logits $name --kv-type f16" "$out $(head -c 200 "$TMP/err")"
+    fi
+    # small batches and threads give the same file
+    if $GLMCHAT logits -m "$f32" --backend cpu -b 4 -t 1 --tokens "$tokens" -o "$TMP/b4.bin" 2>"$TMP/err" &&
+        cmp -s "$TMP/b4.bin" "$TMP/$name.f32.bin"; then
+        ok "logits $name -b 4 -t 1 identical"
+    else
+        fail "logits $name -b 4 -t 1" "differs $(head -c 200 "$TMP/err")"
+    fi
+    # info: the summary, quickly
+    if $GLMCHAT info -m "$f32" >"$TMP/info" 2>"$TMP/err" && grep -q '^architecture  deepseek2' "$TMP/info" &&
+        grep -q "^vocab         $vocab" "$TMP/info" && grep -q '^active bytes' "$TMP/info"; then
+        ok "info $name"
+    else
+        fail "info $name" "$(head -c 300 "$TMP/info") $(head -c 200 "$TMP/err")"
+    fi
+done
+
+# ---- errors: one line, the right exit status -------------------------------
+M=$(ls "$ROOT"/*/*.f32.gguf | head -n 1)
+expect_fail "logits: missing file" "^glmchat: $TMP/none.gguf: " \
+    $GLMCHAT logits -m "$TMP/none.gguf" --backend cpu --tokens 1 -o "$TMP/x.bin"
+expect_fail "generate: not a GGUF" "^glmchat: $TMP/junk.gguf: " \
+    sh -c "echo junk >$TMP/junk.gguf; $GLMCHAT generate -m $TMP/junk.gguf --backend cpu --tokens 1 -n 2"
+expect_fail "info: missing file" "^glmchat: $TMP/none.gguf: " $GLMCHAT info -m "$TMP/none.gguf"
+expect_fail "logits: token out of range" "^glmchat: .*token id 99999 .*out of range" \
+    $GLMCHAT logits -m "$M" --backend cpu --tokens 1,99999 -o "$TMP/x.bin"
+expect_fail "generate: --ctx too small" "too small" \
+    $GLMCHAT generate -m "$M" --backend cpu --tokens 1,2,3 -n 8 -c 4
+[ -f "$TMP/x.bin" ] && fail "logits: failed run left an output file" "$TMP/x.bin" || ok "logits: failed run left no output"
+
+usage_fail() { # NAME PATTERN CMD...: exit status 2 and the pattern on stderr
+    name=$1 pat=$2
+    shift 2
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -qE "$pat" "$TMP/err"; then ok "$name"; else
+        fail "$name" "exit $rc, stderr '$(head -c 200 "$TMP/err")'"; fi
+}
+usage_fail "logits: no -m" "no model given" $GLMCHAT logits --tokens 1 -o "$TMP/x.bin"
+usage_fail "logits: no -o" "no output file" $GLMCHAT logits -m "$M" --tokens 1
+usage_fail "logits: bad --tokens" "not a list of token ids" $GLMCHAT logits -m "$M" --tokens 1,,2 -o "$TMP/x.bin"
+usage_fail "logits: unknown option" "unknown option" $GLMCHAT logits -m "$M" --tokens 1 -o "$TMP/x.bin" --frobnicate
+usage_fail "generate: --temp > 0" "only greedy" $GLMCHAT generate -m "$M" --tokens 1 -n 2 --temp 0.7
+usage_fail "generate: bad --kv-type" "kv-type" $GLMCHAT generate -m "$M" --tokens 1 --kv-type q8
+usage_fail "generate: -n not a number" "not a number" $GLMCHAT generate -m "$M" --tokens 1 -n many
+usage_fail "info: no model" "no model given" $GLMCHAT info
+usage_fail "generate: unknown backend" "unknown backend 'gpu'" $GLMCHAT generate -m "$M" --backend gpu --tokens 1
+
+# --backend vulkan: through the backend table; without it, a clear message
+if $GLMCHAT generate -m "$M" --backend vulkan --tokens 1,2 -n 2 >"$TMP/out" 2>"$TMP/err"; then
+    [ "$(wc -w <"$TMP/out")" -eq 2 ] && ok "generate --backend vulkan runs" || fail "generate --backend vulkan" "$(cat "$TMP/out")"
+else
+    grep -qE "^glmchat: .*vulkan" "$TMP/err" && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+        ok "generate --backend vulkan: clear message when unavailable" ||
+        fail "generate --backend vulkan" "$(head -c 300 "$TMP/err")"
+fi
+done_tests
