@@ -984,6 +984,7 @@ struct gguf_writer {
     size_t cur;            /* tensor being written */
     uint64_t cur_written;  /* its bytes so far */
     bool failed, finished;
+    bool regular;          /* output is a regular file (only those are removed on failure) */
 };
 
 gguf_writer *gguf_writer_new(void)
@@ -1002,7 +1003,7 @@ void gguf_writer_free(gguf_writer *w)
         return;
     if (w->fd >= 0) {
         close(w->fd);
-        if (!w->finished && w->path)
+        if (!w->finished && w->path && w->regular)
             unlink(w->path); /* never leave a half-written model behind */
     }
     for (size_t i = 0; i < w->n_kv; i++) {
@@ -1223,14 +1224,15 @@ static int flush_buf(gguf_writer *w, err_t *err)
     return rc;
 }
 
-/* Emits bytes through the buffer; big pieces go straight to the file. */
+/* Emits bytes through the buffer; big pieces (1 MiB and up) go straight to
+ * the file, saving a copy. */
 static int emit(gguf_writer *w, const void *data, size_t n, err_t *err)
 {
     const uint8_t *p = data;
     w->file_pos += n;
-    if (w->buf_len + n > WBUF_SIZE && flush_buf(w, err) < 0)
+    if ((w->buf_len + n > WBUF_SIZE || n >= (1u << 20)) && w->buf_len && flush_buf(w, err) < 0)
         return -1;
-    if (n >= WBUF_SIZE)
+    if (n >= (1u << 20))
         return write_all(w, p, n, err);
     memcpy(w->buf + w->buf_len, p, n);
     w->buf_len += n;
@@ -1296,6 +1298,8 @@ int gguf_writer_begin(gguf_writer *w, const char *path, err_t *err)
     w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (w->fd < 0)
         return err_set(err, "%s: cannot create: %s", path, strerror(errno));
+    struct stat st;
+    w->regular = fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode);
     if (emit_header(w, err) < 0) {
         w->failed = true;
         return -1;
@@ -1309,6 +1313,8 @@ uint64_t gguf_writer_tensor_size(const gguf_writer *w, size_t i)
 }
 
 size_t gguf_writer_n_tensors(const gguf_writer *w) { return w ? w->n_tensors : 0; }
+
+uint64_t gguf_writer_bytes_written(const gguf_writer *w) { return w ? w->file_pos : 0; }
 
 int gguf_writer_write(gguf_writer *w, const void *data, size_t n, err_t *err)
 {
@@ -1353,7 +1359,8 @@ int gguf_writer_finish(gguf_writer *w, err_t *err)
     w->fd = -1;
     if (close(fd) < 0) {
         w->failed = true;
-        unlink(w->path);
+        if (w->regular)
+            unlink(w->path);
         return err_set(err, "%s: close failed: %s", w->path, strerror(errno));
     }
     w->finished = true;

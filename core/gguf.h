@@ -168,6 +168,8 @@ int gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint
  * range), so a producer can stream exactly that many bytes. */
 size_t gguf_writer_n_tensors(const gguf_writer *w);
 uint64_t gguf_writer_tensor_size(const gguf_writer *w, size_t i);
+/* Bytes of the file emitted so far (after finish: the file size). */
+uint64_t gguf_writer_bytes_written(const gguf_writer *w);
 
 /* Creates `path` and writes the header, metadata and tensor table.  Until
  * gguf_writer_finish() succeeds, gguf_writer_free() removes the file (no
