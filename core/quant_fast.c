@@ -16,6 +16,8 @@
  * path, in factoring the block scale out of the sum), i.e. within f32
  * rounding; tests/test_quant.c checks that bound on random data.
  */
+#include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "quant.h"
@@ -27,13 +29,17 @@
 
 /* 8 independent partial sums: the compiler may keep them in one vector
  * register, because no reassociation of a single sum is needed. */
-static float dot_f32_8way(const float *w, const float *x, uint32_t n)
+static float dot_f32_8way(const float *w, const float *x, size_t n)
 {
+    /* size_t indices and pointer steps: with 32-bit indices gcc cannot
+     * prove the accesses contiguous and falls back to scalar gathers */
     float acc[8] = {0};
-    uint32_t i = 0;
-    for (; i + 8 <= n; i += 8)
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const float *wi = w + i, *xi = x + i;
         for (int k = 0; k < 8; k++)
-            acc[k] += w[i + k] * x[i + k];
+            acc[k] += wi[k] * xi[k];
+    }
     float tail = 0;
     for (; i < n; i++)
         tail += w[i] * x[i];
@@ -70,12 +76,17 @@ static float portable_dot_row(uint32_t type, const void *row, const float *x, ui
     }
     if (t->block_elems == 1)
         return portable_dot_half(type, row, x, n);
+    /* decode 256 elements (one K-quant block, eight 32-element blocks) at
+     * a time, then one vectorizable dot over them */
     const uint8_t *p = row;
+    const uint64_t per = QK_K / t->block_elems, nb = n / t->block_elems;
     float w[QK_K];
     float sum = 0;
-    for (uint64_t b = 0; b < n / t->block_elems; b++) {
-        quant_decode_block(type, p + b * t->block_bytes, w);
-        sum += dot_f32_8way(w, x + b * t->block_elems, t->block_elems);
+    for (uint64_t b = 0; b < nb; b += per) {
+        uint64_t m = nb - b < per ? nb - b : per;
+        for (uint64_t k = 0; k < m; k++)
+            quant_decode_block(type, p + (b + k) * t->block_bytes, w + k * t->block_elems);
+        sum += dot_f32_8way(w, x + b * t->block_elems, m * t->block_elems);
     }
     return sum;
 }
@@ -89,7 +100,6 @@ static float portable_dot_row(uint32_t type, const void *row, const float *x, ui
 #define HAVE_AVX2_KERNELS 1
 #include <cpuid.h>
 #include <immintrin.h>
-#include <stdatomic.h>
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -106,120 +116,169 @@ AVX2 static inline float half_to_float(uint16_t h)
     return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
 }
 
-/* The low 8 bytes of v as signed ints, converted to 8 floats. */
-AVX2 static inline __m256 i8x8_to_ps(__m128i v)
+/* The kernels below first unpack a block's levels into a small aligned
+ * buffer, one byte per element, then widen them 8 at a time straight from
+ * memory (vpmovzxbd/vpmovsxbd with a memory operand).  Widening from a
+ * register would need extra cross-lane shuffles, and shuffles (one port on
+ * most x86 cores) are what limits these loops: the store/reload costs only
+ * load/store slots, which are idle here. */
+
+/* sum over 32 lanes of lv[i] * x[i], lv unsigned (u8) or signed (i8) bytes. */
+AVX2 static inline __m256 dot32_u8(const uint8_t *lv, const float *x)
 {
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v));
+#define WIDEN(o) _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(lv + (o)))))
+    __m256 s = _mm256_mul_ps(WIDEN(0), _mm256_loadu_ps(x));
+    s = _mm256_fmadd_ps(WIDEN(8), _mm256_loadu_ps(x + 8), s);
+    s = _mm256_fmadd_ps(WIDEN(16), _mm256_loadu_ps(x + 16), s);
+    return _mm256_fmadd_ps(WIDEN(24), _mm256_loadu_ps(x + 24), s);
+#undef WIDEN
 }
 
-/* sum over 32 lanes of q[i] * x[i], q given as 32 signed bytes. */
-AVX2 static inline __m256 dot32_i8(__m256i q, const float *x)
+AVX2 static inline __m256 dot16_i8(const int8_t *lv, const float *x)
 {
-    __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
-    __m256 s = _mm256_mul_ps(i8x8_to_ps(lo), _mm256_loadu_ps(x));
-    s = _mm256_fmadd_ps(i8x8_to_ps(_mm_srli_si128(lo, 8)), _mm256_loadu_ps(x + 8), s);
-    s = _mm256_fmadd_ps(i8x8_to_ps(hi), _mm256_loadu_ps(x + 16), s);
-    s = _mm256_fmadd_ps(i8x8_to_ps(_mm_srli_si128(hi, 8)), _mm256_loadu_ps(x + 24), s);
-    return s;
+#define WIDEN(o) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(lv + (o)))))
+    __m256 s = _mm256_mul_ps(WIDEN(0), _mm256_loadu_ps(x));
+    return _mm256_fmadd_ps(WIDEN(8), _mm256_loadu_ps(x + 8), s);
+#undef WIDEN
 }
 
-/* sum over 16 lanes of q[i] * x[i], q given as 16 signed bytes. */
-AVX2 static inline __m256 dot16_i8(__m128i q, const float *x)
+AVX2 static inline __m256 dot32_i8(const int8_t *lv, const float *x)
 {
-    __m256 s = _mm256_mul_ps(i8x8_to_ps(q), _mm256_loadu_ps(x));
-    return _mm256_fmadd_ps(i8x8_to_ps(_mm_srli_si128(q, 8)), _mm256_loadu_ps(x + 8), s);
+    return _mm256_add_ps(dot16_i8(lv, x), dot16_i8(lv + 16, x + 16));
 }
 
-/* Lane-wise sum of 32 x values (for the min terms of Q4_1/Q5_1/K-quants). */
-AVX2 static inline __m256 sum32(const float *x)
+/* 8 packed bytes widened to 8 dwords straight from memory (one load-port
+ * op plus one shuffle), nibbles still together. */
+AVX2 static inline __m256i widen8_u8(const uint8_t *p)
 {
-    __m256 a = _mm256_add_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8));
-    __m256 b = _mm256_add_ps(_mm256_loadu_ps(x + 16), _mm256_loadu_ps(x + 24));
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+}
+
+/* For 8 packed bytes w (widened) and the x of their low and high nibbles:
+ * lo_acc += low nibbles * x_lo, hi_acc += high nibbles * x_hi.  Shifting
+ * the dword by 4 leaves the high nibble alone (the byte's upper bits are
+ * zero), so only the low half needs a mask. */
+AVX2 static inline void nibble_fma(__m256i w, const float *x_lo, const float *x_hi, __m256 *lo_acc,
+                                   __m256 *hi_acc)
+{
+    __m256i lo = _mm256_and_si256(w, _mm256_set1_epi32(15));
+    *lo_acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_loadu_ps(x_lo), *lo_acc);
+    *hi_acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(w, 4)), _mm256_loadu_ps(x_hi),
+                              *hi_acc);
+}
+
+/* sum of level*x over a 32-element block stored as 16 nibble bytes. */
+AVX2 static inline __m256 dot32_nibbles(const uint8_t *qs, const float *x)
+{
+    __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
+    nibble_fma(widen8_u8(qs), x, x + 16, &a, &b);
+    nibble_fma(widen8_u8(qs + 8), x + 8, x + 24, &a, &b);
     return _mm256_add_ps(a, b);
 }
 
-/* 16 packed bytes -> 32 nibbles: low nibbles in lanes 0-15, high in 16-31
- * (the element order of the 32-element formats). */
-AVX2 static inline __m256i nibbles32(const uint8_t *qs)
+/* The block's f16 header (d, and m where present) converted straight from
+ * memory: lane 0 = d, lane 1 = m. */
+AVX2 static inline __m128 block_header(const void *b)
+{
+    return _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)b));
+}
+
+/* 16 packed bytes -> 32 levels (low nibbles: elements 0-15, high: 16-31),
+ * plus `high` (the Q5 fifth bits, already in place as 16s; zero for Q4). */
+AVX2 static inline void unpack_nibbles32(const uint8_t *qs, __m128i high_lo, __m128i high_hi,
+                                         uint8_t *lv)
 {
     __m128i q = _mm_loadu_si128((const __m128i *)qs);
     __m128i m = _mm_set1_epi8(0x0F);
-    __m128i lo = _mm_and_si128(q, m), hi = _mm_and_si128(_mm_srli_epi16(q, 4), m);
-    return _mm256_set_m128i(hi, lo);
+    _mm_store_si128((__m128i *)lv, _mm_or_si128(_mm_and_si128(q, m), high_lo));
+    _mm_store_si128((__m128i *)(lv + 16), _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q, 4), m), high_hi));
 }
 
-/* The 32 fifth bits of a Q5 block as 0x10 in each byte where set. */
-AVX2 static inline __m256i q5_high_bits(const uint8_t *qh_bytes)
+/* A Q5 block's 32 fifth bits as 16s, bytes 0-15 and 16-31: byte k gets
+ * qh's byte k/8, then a per-byte mask tests bit k%8. */
+AVX2 static inline void q5_high_bits(const uint8_t *qh_bytes, __m128i *lo, __m128i *hi)
 {
     uint32_t qh;
     memcpy(&qh, qh_bytes, sizeof qh);
-    /* byte k gets qh's byte k/8; then test bit k%8 with a per-byte mask */
-    const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
-                                             0x0101010101010101, 0x0000000000000000);
-    __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread);
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
-    return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+    const __m128i v = _mm_cvtsi32_si128((int)qh);
+    const __m128i bit = _mm_set1_epi64x((long long)0x8040201008040201ULL);
+    const __m128i sixteen = _mm_set1_epi8(0x10);
+    __m128i b0 = _mm_shuffle_epi8(v, _mm_set_epi64x(0x0101010101010101, 0));
+    __m128i b1 = _mm_shuffle_epi8(v, _mm_set_epi64x(0x0303030303030303, 0x0202020202020202));
+    *lo = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(b0, bit), bit), sixteen);
+    *hi = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(b1, bit), bit), sixteen);
 }
 
-AVX2 static float avx2_dot_q4_0(const block_q4_0 *b, const float *x, uint64_t nb)
+/* The 32-element formats, each as d*sum(q*x) (+ m*sum(x) for the ones with
+ * a min, - offset*d*sum(x) for the symmetric ones), with sum(x) per block
+ * from xs (computed once per matrix-vector product). */
+
+AVX2 static float avx2_dot_q4_0(const block_q4_0 *b, const float *x, const float *xs, uint64_t nb)
 {
     __m256 acc = _mm256_setzero_ps();
-    const __m256i eight = _mm256_set1_epi8(8);
+    float off = 0;
     for (uint64_t i = 0; i < nb; i++, x += 32) {
-        __m256i q = _mm256_sub_epi8(nibbles32(b[i].qs), eight);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(half_to_float(b[i].d)), dot32_i8(q, x), acc);
+        const __m128 h = block_header(&b[i]);
+        acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(h), dot32_nibbles(b[i].qs, x), acc);
+        off += _mm_cvtss_f32(h) * xs[i];
     }
-    return hsum8(acc);
+    return hsum8(acc) - 8 * off;
 }
 
-AVX2 static float avx2_dot_q4_1(const block_q4_1 *b, const float *x, uint64_t nb)
-{
-    __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
-    for (uint64_t i = 0; i < nb; i++, x += 32) {
-        __m256 s = dot32_i8(nibbles32(b[i].qs), x);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(half_to_float(b[i].d)), s, acc);
-        acc_m = _mm256_fmadd_ps(_mm256_set1_ps(half_to_float(b[i].m)), sum32(x), acc_m);
-    }
-    return hsum8(_mm256_add_ps(acc, acc_m));
-}
-
-AVX2 static float avx2_dot_q5_0(const block_q5_0 *b, const float *x, uint64_t nb)
+AVX2 static float avx2_dot_q4_1(const block_q4_1 *b, const float *x, const float *xs, uint64_t nb)
 {
     __m256 acc = _mm256_setzero_ps();
-    const __m256i sixteen = _mm256_set1_epi8(16);
+    float mins = 0;
     for (uint64_t i = 0; i < nb; i++, x += 32) {
-        __m256i q = _mm256_or_si256(nibbles32(b[i].qs), q5_high_bits(b[i].qh));
-        q = _mm256_sub_epi8(q, sixteen);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(half_to_float(b[i].d)), dot32_i8(q, x), acc);
+        const __m128 h = block_header(&b[i]);
+        acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(h), dot32_nibbles(b[i].qs, x), acc);
+        mins += _mm_cvtss_f32(_mm_movehdup_ps(h)) * xs[i];
     }
-    return hsum8(acc);
+    return hsum8(acc) + mins;
 }
 
-AVX2 static float avx2_dot_q5_1(const block_q5_1 *b, const float *x, uint64_t nb)
+AVX2 static float avx2_dot_q5_0(const block_q5_0 *b, const float *x, const float *xs, uint64_t nb)
 {
-    __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
-    for (uint64_t i = 0; i < nb; i++, x += 32) {
-        __m256i q = _mm256_or_si256(nibbles32(b[i].qs), q5_high_bits(b[i].qh));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(half_to_float(b[i].d)), dot32_i8(q, x), acc);
-        acc_m = _mm256_fmadd_ps(_mm256_set1_ps(half_to_float(b[i].m)), sum32(x), acc_m);
-    }
-    return hsum8(_mm256_add_ps(acc, acc_m));
-}
-
-AVX2 static float avx2_dot_q8_0(const block_q8_0 *b, const float *x, uint64_t nb)
-{
+    _Alignas(32) uint8_t lv[32];
     __m256 acc = _mm256_setzero_ps();
+    float off = 0;
     for (uint64_t i = 0; i < nb; i++, x += 32) {
-        __m256i q = _mm256_loadu_si256((const __m256i *)b[i].qs);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(half_to_float(b[i].d)), dot32_i8(q, x), acc);
+        const float d = half_to_float(b[i].d);
+        __m128i h0, h1;
+        q5_high_bits(b[i].qh, &h0, &h1);
+        unpack_nibbles32(b[i].qs, h0, h1, lv);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), dot32_u8(lv, x), acc);
+        off += d * xs[i];
     }
+    return hsum8(acc) - 16 * off;
+}
+
+AVX2 static float avx2_dot_q5_1(const block_q5_1 *b, const float *x, const float *xs, uint64_t nb)
+{
+    _Alignas(32) uint8_t lv[32];
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0;
+    for (uint64_t i = 0; i < nb; i++, x += 32) {
+        __m128i h0, h1;
+        q5_high_bits(b[i].qh, &h0, &h1);
+        unpack_nibbles32(b[i].qs, h0, h1, lv);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(half_to_float(b[i].d)), dot32_u8(lv, x), acc);
+        mins += half_to_float(b[i].m) * xs[i];
+    }
+    return hsum8(acc) + mins;
+}
+
+AVX2 static float avx2_dot_q8_0(const block_q8_0 *b, const float *x, const float *xs, uint64_t nb)
+{
+    (void)xs;
+    __m256 acc = _mm256_setzero_ps();
+    for (uint64_t i = 0; i < nb; i++, x += 32)
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(half_to_float(b[i].d)), dot32_i8(b[i].qs, x), acc);
     return hsum8(acc);
 }
 
 /* Decoded 6-bit scales and mins of a Q4_K/Q5_K block (same packing as
- * quant.c's kquant_scale_min; duplicated here to keep that file standalone
- * and this loop free of calls). */
+ * quant.c's kquant_scale_min; repeated here so that this loop inlines). */
 static inline void kquant_scales_mins(const uint8_t *s, uint8_t *sc, uint8_t *mn)
 {
     for (int j = 0; j < 4; j++) {
@@ -230,66 +289,77 @@ static inline void kquant_scales_mins(const uint8_t *s, uint8_t *sc, uint8_t *mn
     }
 }
 
-/* One Q4_K/Q5_K block: q holds, for sub-block pair p, the 32 low levels in
- * lanes of lo[p] and the 32 high ones in hi[p] (both as bytes 0..31). */
+/* One Q4_K/Q5_K super-block whose 256 levels are in lv: the scale terms
+ * into acc, the 8 min terms (dmin*min_j*sum(x of sub-block j)) as one
+ * vector into acc_m. */
 AVX2 static inline void kquant_accumulate(float d, float dmin, const uint8_t *scales,
-                                          const __m256i *lo, const __m256i *hi, const float *x,
+                                          const uint8_t *lv, const float *x, const float *xs,
                                           __m256 *acc, __m256 *acc_m)
 {
     uint8_t sc[8], mn[8];
     kquant_scales_mins(scales, sc, mn);
-    for (int p = 0; p < 4; p++) {
-        const float *x1 = x + 64 * p, *x2 = x1 + 32;
-        *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sc[2 * p]), dot32_i8(lo[p], x1), *acc);
-        *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sc[2 * p + 1]), dot32_i8(hi[p], x2), *acc);
-        *acc_m = _mm256_fmadd_ps(_mm256_set1_ps(dmin * mn[2 * p]), sum32(x1), *acc_m);
-        *acc_m = _mm256_fmadd_ps(_mm256_set1_ps(dmin * mn[2 * p + 1]), sum32(x2), *acc_m);
-    }
+    for (int j = 0; j < 8; j++)
+        *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sc[j]), dot32_u8(lv + 32 * j, x + 32 * j), *acc);
+    __m128i m8 = _mm_loadl_epi64((const __m128i *)mn);
+    __m256 mins = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
+    *acc_m = _mm256_fmadd_ps(mins, _mm256_loadu_ps(xs), *acc_m);
 }
 
-AVX2 static float avx2_dot_q4_K(const block_q4_K *b, const float *x, uint64_t nb)
+AVX2 static float avx2_dot_q4_K(const block_q4_K *b, const float *x, const float *xs, uint64_t nb)
 {
     __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    for (uint64_t i = 0; i < nb; i++, x += QK_K) {
-        __m256i lo[4], hi[4];
+    for (uint64_t i = 0; i < nb; i++, x += QK_K, xs += 8) {
+        const __m128 h = block_header(&b[i]);
+        const float d = _mm_cvtss_f32(h), dmin = _mm_cvtss_f32(_mm_movehdup_ps(h));
+        uint8_t sc[8], mn[8];
+        kquant_scales_mins(b[i].scales, sc, mn);
+        /* each 32 bytes of qs: sub-block 2p in the low nibbles, 2p+1 high */
         for (int p = 0; p < 4; p++) {
-            __m256i q = _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * p));
-            lo[p] = _mm256_and_si256(q, m4);
-            hi[p] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            const uint8_t *q = b[i].qs + 32 * p;
+            const float *x1 = x + 64 * p, *x2 = x1 + 32;
+            __m256 s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps();
+            for (int g = 0; g < 4; g++)
+                nibble_fma(widen8_u8(q + 8 * g), x1 + 8 * g, x2 + 8 * g, &s1, &s2);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sc[2 * p]), s1, acc);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sc[2 * p + 1]), s2, acc);
         }
-        kquant_accumulate(half_to_float(b[i].d), half_to_float(b[i].dmin), b[i].scales, lo, hi,
-                          x, &acc, &acc_m);
+        __m128i m8 = _mm_loadl_epi64((const __m128i *)mn);
+        __m256 mins = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
+        acc_m = _mm256_fmadd_ps(mins, _mm256_loadu_ps(xs), acc_m);
     }
     return hsum8(_mm256_sub_ps(acc, acc_m));
 }
 
-AVX2 static float avx2_dot_q5_K(const block_q5_K *b, const float *x, uint64_t nb)
+AVX2 static float avx2_dot_q5_K(const block_q5_K *b, const float *x, const float *xs, uint64_t nb)
 {
+    _Alignas(32) uint8_t lv[QK_K];
     __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-    for (uint64_t i = 0; i < nb; i++, x += QK_K) {
+    for (uint64_t i = 0; i < nb; i++, x += QK_K, xs += 8) {
         __m256i qh = _mm256_loadu_si256((const __m256i *)b[i].qh);
-        __m256i lo[4], hi[4];
         for (int p = 0; p < 4; p++) {
             __m256i q = _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * p));
-            /* bit 2p of qh[l] -> 16 in lo lane l; bit 2p+1 -> 16 in hi lane l */
+            /* bit 2p of qh[l] -> +16 on element 64p+l; bit 2p+1 -> on 64p+32+l */
             __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * p), one);
             __m256i h2 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * p + 1), one);
-            lo[p] = _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_slli_epi16(h1, 4));
-            hi[p] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
-                                    _mm256_slli_epi16(h2, 4));
+            _mm256_store_si256((__m256i *)(lv + 64 * p),
+                               _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_slli_epi16(h1, 4)));
+            _mm256_store_si256((__m256i *)(lv + 64 * p + 32),
+                               _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
+                                               _mm256_slli_epi16(h2, 4)));
         }
-        kquant_accumulate(half_to_float(b[i].d), half_to_float(b[i].dmin), b[i].scales, lo, hi,
-                          x, &acc, &acc_m);
+        kquant_accumulate(half_to_float(b[i].d), half_to_float(b[i].dmin), b[i].scales, lv, x,
+                          xs, &acc, &acc_m);
     }
     return hsum8(_mm256_sub_ps(acc, acc_m));
 }
 
-/* Q6_K: per half, four 32-lane rows of levels (see quant.c's decoder), each
- * row covering two 16-element sub-blocks with their own int8 scale. */
-AVX2 static float avx2_dot_q6_K(const block_q6_K *b, const float *x, uint64_t nb)
+/* Q6_K: per half, four 32-element rows of levels (see quant.c's decoder),
+ * each row covering two 16-element sub-blocks with their own int8 scale. */
+AVX2 static float avx2_dot_q6_K(const block_q6_K *b, const float *x, const float *xs, uint64_t nb)
 {
+    (void)xs;
+    _Alignas(32) int8_t lv[128];
     __m256 acc = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
     const __m256i bias = _mm256_set1_epi8(32);
@@ -311,12 +381,10 @@ AVX2 static float avx2_dot_q6_K(const block_q6_K *b, const float *x, uint64_t nb
             for (int r = 0; r < 4; r++) {
                 __m256i h = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * r), m2);
                 __m256i q = _mm256_sub_epi8(_mm256_or_si256(rows[r], _mm256_slli_epi16(h, 4)), bias);
-                const float *xr = xh + 32 * r;
-                __m256 s0 = dot16_i8(_mm256_castsi256_si128(q), xr);
-                __m256 s1 = dot16_i8(_mm256_extracti128_si256(q, 1), xr + 16);
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sc[2 * r]), s0, acc);
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sc[2 * r + 1]), s1, acc);
+                _mm256_store_si256((__m256i *)(lv + 32 * r), q);
             }
+            for (int k = 0; k < 8; k++)
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * sc[k]), dot16_i8(lv + 16 * k, xh + 16 * k), acc);
         }
     }
     return hsum8(acc);
@@ -363,43 +431,44 @@ AVX2 static float avx2_dot_half(uint32_t type, const uint8_t *row, const float *
     return sum;
 }
 
-static float avx2_dot_row(uint32_t type, const void *row, const float *x, uint64_t n)
+/* xs: sum(x) of every 32 elements of x (see chunk below). */
+static float avx2_dot_row(uint32_t type, const void *row, const float *x, const float *xs,
+                          uint64_t n)
 {
     switch (type) {
     case QT_F32: return avx2_dot_f32(row, x, n);
     case QT_F16:
     case QT_BF16: return avx2_dot_half(type, row, x, n);
-    case QT_Q4_0: return avx2_dot_q4_0(row, x, n / QK4_0);
-    case QT_Q4_1: return avx2_dot_q4_1(row, x, n / QK4_1);
-    case QT_Q5_0: return avx2_dot_q5_0(row, x, n / QK5_0);
-    case QT_Q5_1: return avx2_dot_q5_1(row, x, n / QK5_1);
-    case QT_Q8_0: return avx2_dot_q8_0(row, x, n / QK8_0);
-    case QT_Q4_K: return avx2_dot_q4_K(row, x, n / QK_K);
-    case QT_Q5_K: return avx2_dot_q5_K(row, x, n / QK_K);
-    case QT_Q6_K: return avx2_dot_q6_K(row, x, n / QK_K);
+    case QT_Q4_0: return avx2_dot_q4_0(row, x, xs, n / QK4_0);
+    case QT_Q4_1: return avx2_dot_q4_1(row, x, xs, n / QK4_1);
+    case QT_Q5_0: return avx2_dot_q5_0(row, x, xs, n / QK5_0);
+    case QT_Q5_1: return avx2_dot_q5_1(row, x, xs, n / QK5_1);
+    case QT_Q8_0: return avx2_dot_q8_0(row, x, xs, n / QK8_0);
+    case QT_Q4_K: return avx2_dot_q4_K(row, x, xs, n / QK_K);
+    case QT_Q5_K: return avx2_dot_q5_K(row, x, xs, n / QK_K);
+    case QT_Q6_K: return avx2_dot_q6_K(row, x, xs, n / QK_K);
     default: return portable_dot_row(type, row, x, n);
     }
 }
 
+/* CPUID is slow (and traps to the hypervisor in a VM), so the answer is
+ * computed once and cached; the atomic makes concurrent first calls from
+ * several threads well-defined (they all store the same value). */
 static bool cpu_has_avx2(void)
 {
-    /* __builtin_cpu_supports reads a table the runtime fills at start-up
-     * (it also checks that the OS saves the YMM registers).  clang 14 does
-     * not know "f16c" there, so that bit comes from CPUID leaf 1 (ECX bit
-     * 29) -- and CPUID traps to the hypervisor on virtual machines (13 us a
-     * call on the dev VM, more than a whole row's dot product), so the
-     * answer is kept: 0 not asked yet, 1 no, 2 yes.  Racing first callers
-     * store the same value. */
-    static atomic_int known;
-    int k = atomic_load_explicit(&known, memory_order_relaxed);
-    if (k)
-        return k == 2;
-    __builtin_cpu_init();
-    unsigned eax, ebx, ecx, edx;
-    bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-              __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));
-    atomic_store_explicit(&known, ok ? 2 : 1, memory_order_relaxed);
-    return ok;
+    static _Atomic int cached = -1;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        /* __builtin_cpu_supports also checks that the OS saves the YMM
+         * registers; clang 14 does not know "f16c" there, so that bit comes
+         * from CPUID leaf 1 (ECX bit 29). */
+        unsigned eax, ebx, ecx, edx;
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+            __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
 }
 #else
 #define HAVE_AVX2_KERNELS 0
@@ -420,18 +489,85 @@ bool quant_kernels_available(quant_kernels k)
     return false;
 }
 
+/* Rows are processed in column chunks of up to CHUNK elements: the x chunk
+ * (32 KB) and its per-32 sums stay in L1/L2 while every row's slice of
+ * the chunk streams past, and the sums live on the stack (no allocation
+ * per call; 1 KB).  CHUNK is a multiple of every block size. */
+#define CHUNK 8192
+
+static void block_sums(const float *x, uint64_t n, float *xs)
+{
+    for (uint64_t b = 0; b < n / 32; b++) {
+        float s = 0;
+        for (int i = 0; i < 32; i++)
+            s += x[32 * b + i];
+        xs[b] = s;
+    }
+}
+
+/* y[r] (+)= dot(row r's columns [c0, c0+m), x[c0..]) for all rows. */
+static void matvec_chunk(quant_kernels k, uint32_t type, const uint8_t *w, uint64_t row_bytes,
+                         uint64_t n_rows, const float *x, uint64_t c0, uint64_t m, float *y)
+{
+    const quant_traits *t = quant_traits_of(type);
+    const uint64_t offset = c0 / t->block_elems * t->block_bytes;
+    float xs[CHUNK / 32];
+#if HAVE_AVX2_KERNELS
+    if (k == QUANT_KERNELS_AVX2) {
+        block_sums(x + c0, m, xs);
+        for (uint64_t r = 0; r < n_rows; r++) {
+            float part = avx2_dot_row(type, w + r * row_bytes + offset, x + c0, xs, m);
+            y[r] = c0 ? y[r] + part : part;
+        }
+        return;
+    }
+#endif
+    (void)k;
+    (void)xs;
+    for (uint64_t r = 0; r < n_rows; r++) {
+        float part = portable_dot_row(type, w + r * row_bytes + offset, x + c0, m);
+        y[r] = c0 ? y[r] + part : part;
+    }
+}
+
+void quant_kernels_matvec(quant_kernels k, uint32_t type, const void *w, uint64_t row_bytes,
+                          uint64_t n_rows, const float *x, uint64_t n, float *y)
+{
+    if (!quant_kernels_available(k))
+        k = QUANT_KERNELS_PORTABLE;
+    const quant_traits *t = quant_traits_of(type);
+    if (!t || !t->can_dequant) {
+        for (uint64_t r = 0; r < n_rows; r++)
+            y[r] = NAN;
+        return;
+    }
+    if (t->block_elems == 1) { /* F32/F16/BF16 need no sums: whole rows */
+        for (uint64_t r = 0; r < n_rows; r++) {
+            const uint8_t *row = (const uint8_t *)w + r * row_bytes;
+#if HAVE_AVX2_KERNELS
+            if (k == QUANT_KERNELS_AVX2) {
+                y[r] = avx2_dot_row(type, row, x, NULL, n);
+                continue;
+            }
+#endif
+            y[r] = portable_dot_row(type, row, x, n);
+        }
+        return;
+    }
+    n -= n % t->block_elems; /* whole blocks only, as documented */
+    for (uint64_t c0 = 0; c0 < n; c0 += CHUNK)
+        matvec_chunk(k, type, w, row_bytes, n_rows, x, c0, n - c0 < CHUNK ? n - c0 : CHUNK, y);
+    if (n == 0)
+        for (uint64_t r = 0; r < n_rows; r++)
+            y[r] = 0;
+}
+
 float quant_kernels_dot_row(quant_kernels k, uint32_t type, const void *row, const float *x,
                             uint64_t n)
 {
-    const quant_traits *t = quant_traits_of(type);
-    if (!t || !t->can_dequant)
-        return quant_dot_row(type, row, x, n); /* NaN, as documented */
-#if HAVE_AVX2_KERNELS
-    if (k == QUANT_KERNELS_AVX2 && cpu_has_avx2())
-        return avx2_dot_row(type, row, x, n);
-#endif
-    (void)k;
-    return portable_dot_row(type, row, x, n);
+    float y;
+    quant_kernels_matvec(k, type, row, 0, 1, x, n, &y);
+    return y;
 }
 
 static quant_kernels best_kernels(void)
@@ -448,8 +584,5 @@ const char *quant_cpu_kernels(void)
 void quant_matvec(uint32_t type, const void *w, uint64_t row_bytes, uint64_t n_rows,
                   const float *x, uint64_t n, float *y)
 {
-    const quant_kernels k = best_kernels();
-    const uint8_t *p = w;
-    for (uint64_t r = 0; r < n_rows; r++)
-        y[r] = quant_kernels_dot_row(k, type, p + r * row_bytes, x, n);
+    quant_kernels_matvec(best_kernels(), type, w, row_bytes, n_rows, x, n, y);
 }

@@ -24,8 +24,13 @@ void quant_decode_block(uint32_t type, const void *block, float *out);
 /* Whether kernel set k can run on this CPU (portable: always). */
 bool quant_kernels_available(quant_kernels k);
 
-/* The dot product of one stored row with x using kernel set k (which must
- * be available); n a multiple of the block size. */
+/* quant_matvec with kernel set k (an unavailable set falls back to the
+ * portable one). */
+void quant_kernels_matvec(quant_kernels k, uint32_t type, const void *w, uint64_t row_bytes,
+                          uint64_t n_rows, const float *x, uint64_t n, float *y);
+
+/* The dot product of one stored row with x using kernel set k (a one-row
+ * quant_kernels_matvec); n a multiple of the block size. */
 float quant_kernels_dot_row(quant_kernels k, uint32_t type, const void *row, const float *x,
                             uint64_t n);
 

@@ -1146,20 +1146,26 @@ static void test_dot_odd_lengths(void)
     }
 }
 
+/* quant_matvec and both kernel sets over several shapes, including rows
+ * longer than the kernels' column chunk (8192; the dense FFN's down
+ * projection has 10240 columns), so the chunked accumulation is exercised;
+ * rows are deliberately not packed (stride > row size). */
 static void test_matvec(void)
 {
-    static const struct { uint64_t rows, n; } shapes[] = {{1, 256}, {7, 512}, {33, 2048}, {5, 2304}};
+    static const struct { uint64_t rows, n; } shapes[] = {
+        {1, 256}, {7, 512}, {33, 2048}, {5, 2304}, {3, 10240}, {2, 16640}};
+    const size_t n_shapes = sizeof shapes / sizeof shapes[0];
     rng_seed(44);
     for (size_t ti = 0; ti < N_DEQUANT_TYPES; ti++) {
         uint32_t type = dequant_types[ti];
         const quant_traits *t = quant_traits_of(type);
-        for (size_t si = 0; si < 4; si++) {
+        for (size_t si = 0; si < n_shapes; si++) {
             uint64_t rows = shapes[si].rows, n = shapes[si].n;
             if (n % t->block_elems)
                 continue;
             uint64_t rb = 0;
             quant_row_bytes(type, n, &rb);
-            uint64_t stride = rb + 6; /* rows need not be packed */
+            uint64_t stride = rb + 6;
             uint8_t *w = malloc(rows * stride);
             for (uint64_t r = 0; r < rows; r++) {
                 uint8_t *row = random_row(type, n);
@@ -1168,20 +1174,37 @@ static void test_matvec(void)
             }
             float *x = malloc(n * sizeof *x), *y = malloc((rows + 1) * sizeof *y);
             fill_random(x, n, 1);
-            y[rows] = 12345.0f;
-            quant_matvec(type, w, stride, rows, x, n, y);
-            CHECK(y[rows] == 12345.0f, "%s: matvec wrote past y", t->name);
-            for (uint64_t r = 0; r < rows; r++) {
-                double S, exact = dot_exact(type, w + r * stride, x, n, &S);
-                double tol = 2.0 * (double)(n / t->block_elems + t->block_elems + 16) * 0x1p-24 * S;
-                CHECK(fabs(y[r] - exact) <= tol, "%s %" PRIu64 "x%" PRIu64 " row %" PRIu64 ": %g vs %g",
-                      t->name, rows, n, r, (double)y[r], exact);
+            for (int k = 0; k < 3; k++) {
+                if (k == 2 && !quant_kernels_available(QUANT_KERNELS_AVX2))
+                    continue;
+                y[rows] = 12345.0f;
+                if (k == 0)
+                    quant_matvec(type, w, stride, rows, x, n, y);
+                else
+                    quant_kernels_matvec(k == 1 ? QUANT_KERNELS_PORTABLE : QUANT_KERNELS_AVX2, type,
+                                         w, stride, rows, x, n, y);
+                CHECK(y[rows] == 12345.0f, "%s: matvec wrote past y", t->name);
+                for (uint64_t r = 0; r < rows; r++) {
+                    double S, exact = dot_exact(type, w + r * stride, x, n, &S);
+                    double tol =
+                        2.0 * (double)(n / t->block_elems + t->block_elems + 16) * 0x1p-24 * S;
+                    CHECK(fabs(y[r] - exact) <= tol,
+                          "%s %" PRIu64 "x%" PRIu64 " kernels %d row %" PRIu64 ": %g vs %g", t->name,
+                          rows, n, k, r, (double)y[r], exact);
+                }
             }
             free(w);
             free(x);
             free(y);
         }
     }
+    /* no rows, and rows of zero length */
+    float x[32] = {1}, y[2] = {5, 5};
+    uint8_t w[64] = {0};
+    quant_matvec(QT_Q4_0, w, 18, 0, x, 32, y);
+    CHECK(y[0] == 5, "zero rows must write nothing");
+    quant_matvec(QT_Q4_0, w, 18, 2, x, 0, y);
+    CHECK(y[0] == 0 && y[1] == 0, "zero-length rows give 0");
 }
 
 /* ======================================================================
