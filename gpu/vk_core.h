@@ -95,12 +95,19 @@ typedef struct {
     vk_block *blocks;
     uint32_t n, cap;
     uint64_t block_size;     /* preferred size of a new block */
-    bool host;               /* host-visible + coherent (staging, params, readback) */
+    int kind;                /* VK_MEM_* */
+    bool host;               /* host-visible (mapped) */
     const char *what;        /* for error messages */
     uint64_t total;          /* bytes of device memory held */
 } vk_arena;
 
-void vk_arena_init(vk_ctx *c, vk_arena *a, bool host, uint64_t block_size, const char *what);
+enum {
+    VK_MEM_DEVICE = 0,       /* device-local */
+    VK_MEM_HOST = 1,         /* host-visible + coherent, cached when possible (read back) */
+    VK_MEM_UPLOAD = 2,       /* host-visible + coherent, device-local when possible (written by the host,
+                                read by every kernel) */
+};
+void vk_arena_init(vk_ctx *c, vk_arena *a, int kind, uint64_t block_size, const char *what);
 /* Sub-allocates `size` bytes aligned to the device's storage alignment; a
  * request above maxStorageBufferRange is an error naming `name`. */
 int vk_arena_alloc(vk_ctx *c, vk_arena *a, uint64_t size, const char *name, vk_buf *out, err_t *err);
@@ -243,7 +250,8 @@ typedef struct {
 /* Device bytes of a tensor of n_mat matrices of N rows of K elements. */
 uint64_t vk_tensor_bytes(uint32_t type, uint64_t K, uint64_t N, uint64_t n_mat, uint64_t align);
 /* Repacks `nrows` consecutive source rows (src rows `src_stride` bytes apart,
- * GGML blocks) into body/head arrays at block index `blk0` of the tensor. */
+ * GGML blocks) into the body and head arrays (either may be NULL: that
+ * part is skipped, so the two can be filled one after the other). */
 void vk_repack_rows(uint32_t type, uint64_t K, const uint8_t *src, uint64_t src_stride, uint64_t nrows,
                     uint8_t *body, uint8_t *head);
 

@@ -465,12 +465,14 @@ int vk_k_topk(const vk_kb *k, const vk_topk_args *a, vk_call *out)
     out->b[4] = a->counter;
     out->b[5] = a->out_ids;
     out->b[6] = a->out_vals;
+    out->b[7] = a->params;
     uint32_t *p = out->push;
     p[0] = a->n;
-    p[1] = a->k;
+    p[1] = a->params.buf ? 0 : a->k;
     p[2] = a->geom.slice;
     p[3] = a->logits.off;
-    out->npush = 4;
+    p[4] = a->params.buf ? 1 : 0;
+    out->npush = 5;
     out->groups[0] = a->geom.n_slices;
     out->groups[1] = out->groups[2] = 1;
     out->bytes = 4ull * a->n;

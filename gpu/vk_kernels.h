@@ -75,6 +75,7 @@ enum {
     VKP_NKV = 2,      /* pos0 + ntok */
     VKP_NCHUNK = 3,   /* attention chunks (decode) */
     VKP_CHUNK = 4,    /* positions per chunk */
+    VKP_TOPK = 5,     /* candidates the top-K kernel returns */
     VKP_ATTN_IND = 8, /* VkDispatchIndirectCommand of the decode attention */
     VKP_TOKENS = 16,  /* the batch's token ids */
 };
@@ -171,7 +172,8 @@ int vk_topk_geom_init(uint32_t n, uint32_t k, vk_topk_geom *g, err_t *err);
 
 typedef struct {
     vk_vec logits;
-    uint32_t n, k;
+    uint32_t n, k;              /* k: when params is not given */
+    vk_buf params;              /* K read from params[VKP_TOPK] (<= 64) when given */
     vk_topk_geom geom;
     vk_buf cand_v, cand_i, ms, counter; /* [n_slices*k] floats, words; [n_slices] vec2; 1 word */
     vk_buf out_ids, out_vals;           /* [k] ints; [k+1] floats (values, logsumexp) */

@@ -100,7 +100,7 @@ void vk_repack_rows(uint32_t type, uint64_t K, const uint8_t *src, uint64_t src_
     uint32_t fe = float_elem_bytes(type);
     if (fe) {
         uint64_t row_out = bpr * r->l.body;
-        for (uint64_t i = 0; i < nrows; i++) {
+        for (uint64_t i = 0; body && i < nrows; i++) {
             uint8_t *d = body + i * row_out;
             memcpy(d, src + i * src_stride, K * fe);
             memset(d + K * fe, 0, row_out - K * fe);
@@ -113,10 +113,12 @@ void vk_repack_rows(uint32_t type, uint64_t K, const uint8_t *src, uint64_t src_
             uint64_t bi = i * bpr + b;
             for (uint32_t k = 0; k < r->np; k++) {
                 const piece *p = &r->p[k];
+                if (p->to_head ? !head : !body)
+                    continue;
                 uint8_t *d = p->to_head ? head + bi * r->l.head + p->dst : body + bi * r->l.body + p->dst;
                 memcpy(d, s + p->src, p->len);
             }
-            if (type == QT_Q5_0)
+            if (type == QT_Q5_0 && head)
                 memset(head + bi * r->l.head + 2, 0, 2); /* the pad between d and qh */
         }
     }

@@ -32,10 +32,11 @@ static uint32_t find_type(const vk_ctx *c, uint32_t bits, VkMemoryPropertyFlags 
     return fallback;
 }
 
-void vk_arena_init(vk_ctx *c, vk_arena *a, bool host, uint64_t block_size, const char *what)
+void vk_arena_init(vk_ctx *c, vk_arena *a, int kind, uint64_t block_size, const char *what)
 {
     memset(a, 0, sizeof *a);
-    a->host = host;
+    a->kind = kind;
+    a->host = kind != VK_MEM_DEVICE;
     a->what = what;
     a->block_size = block_size < c->max_alloc ? block_size : c->max_alloc;
 }
@@ -97,10 +98,10 @@ static int new_block(vk_ctx *c, vk_arena *a, uint64_t size, const char *name, er
         return vk_fail(c, err, r, "vkCreateBuffer");
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(c->dev, b->buf, &req);
-    uint32_t type = a->host ? find_type(c, req.memoryTypeBits,
-                                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-                                        VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
-                            : find_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+    const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    uint32_t type = a->kind == VK_MEM_HOST     ? find_type(c, req.memoryTypeBits, hv, VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+                    : a->kind == VK_MEM_UPLOAD ? find_type(c, req.memoryTypeBits, hv, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
+                                               : find_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
     if (type == UINT32_MAX) {
         vkDestroyBuffer(c->dev, b->buf, NULL);
         return err_set(err, "Vulkan: no %s memory type for %s", a->host ? "host-visible" : "device-local", name);
@@ -215,7 +216,7 @@ int vk_uploader_new(vk_ctx *c, uint64_t ring_bytes, vk_uploader **out, err_t *er
     if (ring_bytes > c->max_range)
         ring_bytes = c->max_range;
     u->slot_bytes = ring_bytes / UP_SLOTS / 256 * 256;
-    vk_arena_init(c, &u->arena, true, ring_bytes, "the staging ring");
+    vk_arena_init(c, &u->arena, VK_MEM_HOST, ring_bytes, "the staging ring");
     if (vk_arena_alloc(c, &u->arena, u->slot_bytes * UP_SLOTS, "the staging ring", &u->ring, err)) {
         vk_uploader_free(u);
         return -1;

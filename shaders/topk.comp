@@ -21,9 +21,12 @@ layout(set = 0, binding = 5) coherent buffer CBuf { uint count[]; } CNT;
 layout(set = 0, binding = 6) writeonly buffer OutI { int ids[]; } OI;    // [K]
 layout(set = 0, binding = 7) writeonly buffer OutV { float v[]; } OV;    // [K + 1]: values, then logsumexp
 
+layout(set = 0, binding = 8) readonly buffer Params { uint p[]; } P;
+
 layout(push_constant) uniform PC {
-    uint N, K, slice;
+    uint N, Kc, slice;
     uint l_off;
+    uint k_in_params;   // 1: K is params[5] (VKP_TOPK), written per token
 } pc;
 
 shared float red[64];
@@ -79,6 +82,7 @@ void wg_best(inout float v, inout uint id)
 
 void main()
 {
+    uint K = pc.k_in_params != 0u ? min(P.p[5], 64u) : pc.Kc;
     uint s = gl_WorkGroupID.x, tid = gl_LocalInvocationIndex;
     uint a = s * pc.slice, b = min(a + pc.slice, pc.N);
     float m = -1.0 / 0.0;
@@ -91,7 +95,7 @@ void main()
     sum = wg_sum(sum);
     float pv = 1.0 / 0.0;
     uint pi = 0u;
-    for (uint k = 0u; k < pc.K; k++) {
+    for (uint k = 0u; k < K; k++) {
         float bv = -1.0 / 0.0;
         uint bi = 0xffffffffu;
         for (uint i = a + tid; i < b; i += WGS) {
@@ -103,8 +107,8 @@ void main()
         }
         wg_best(bv, bi);
         if (tid == 0u) {
-            CV.v[s * pc.K + k] = bv;
-            CI.i[s * pc.K + k] = bi;
+            CV.v[s * K + k] = bv;
+            CI.i[s * K + k] = bi;
         }
         pv = bv;
         pi = bi;
@@ -132,10 +136,10 @@ void main()
     L = wg_sum(L);
     pv = 1.0 / 0.0;
     pi = 0u;
-    for (uint k = 0u; k < pc.K; k++) {
+    for (uint k = 0u; k < K; k++) {
         float bv = -1.0 / 0.0;
         uint bi = 0xffffffffu;
-        for (uint i = tid; i < ns * pc.K; i += WGS) {
+        for (uint i = tid; i < ns * K; i += WGS) {
             float v = CV.v[i];
             uint id = CI.i[i];
             if (id != 0xffffffffu && better(pv, pi, v, id) && better(v, id, bv, bi)) {
@@ -152,7 +156,7 @@ void main()
         pi = bi;
     }
     if (tid == 0u) {
-        OV.v[pc.K] = M + log(L);
+        OV.v[K] = M + log(L);
         CNT.count[0] = 0u;
     }
 }

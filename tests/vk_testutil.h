@@ -297,8 +297,8 @@ static int tu_gpu_open(void)
         printf("# no usable Vulkan device: %s\n", err.msg);
         return -1;
     }
-    vk_arena_init(&G.c, &G.dev, false, 256ull << 20, "test tensors");
-    vk_arena_init(&G.c, &G.host, true, 64ull << 20, "test io");
+    vk_arena_init(&G.c, &G.dev, VK_MEM_DEVICE, 256ull << 20, "test tensors");
+    vk_arena_init(&G.c, &G.host, VK_MEM_HOST, 64ull << 20, "test io");
     if (vk_uploader_new(&G.c, 32ull << 20, &G.up, &err)) {
         printf("# %s\n", err.msg);
         return -1;
