@@ -45,4 +45,12 @@ bool vk_available(void);
 
 extern const engine_backend vk_engine_backend;
 
+/* Hooks for `glmchat bench` on an engine opened on vk_engine_backend
+ * (impl = engine.impl). */
+void vk_engine_set_profile(void *impl, profile_mode mode);
+/* After one eval of n_tokens (<= the prefill batch): per MoE layer, how
+ * many distinct experts those tokens chose. */
+int vk_engine_routing(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_t cap, uint32_t *n_layers,
+                      uint32_t *n_expert, err_t *err);
+
 #endif

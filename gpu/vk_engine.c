@@ -119,8 +119,21 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->o, B * c->n_head * c->v_head * f, "o", 0};
     r[n++] = (buf_req){&e->h, B * (K + 1) * e->h_z * f, "h", 0};
     r[n++] = (buf_req){&e->rlogits, B * (c->n_expert ? c->n_expert : 1) * f, "router logits", 0};
-    r[n++] = (buf_req){&e->ids, B * (K ? K : 1) * f, "expert ids", 0};
-    r[n++] = (buf_req){&e->wts, B * (K ? K : 1) * f, "expert weights", 0};
+    /* every layer keeps its choices (routing report, prefill grouping) */
+    r[n++] = (buf_req){&e->ids, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert ids", 0};
+    r[n++] = (buf_req){&e->wts, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert weights", 0};
+    uint64_t hp = B * K * c->n_ff_exp + B * fs;
+    if (hp < B * c->n_ff_dense)
+        hp = B * c->n_ff_dense;
+    r[n++] = (buf_req){&e->xn, B * c->n_embd * f, "normalized x", 0};
+    r[n++] = (buf_req){&e->qan, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "normalized q_a", 0};
+    r[n++] = (buf_req){&e->hp, hp * f, "expert hidden states", 0};
+    r[n++] = (buf_req){&e->yp, B * (K ? K : 1) * c->n_embd * f, "expert outputs", 0};
+    r[n++] = (buf_req){&e->part_pf, B * c->n_head * (uint64_t)e->part_cap_prefill * (c->kv_lora_rank + 2) * f,
+                       "prefill attention partials", 0};
+    r[n++] = (buf_req){&e->moe_list, B * (K ? K : 1) * f, "expert work list", 0};
+    r[n++] = (buf_req){&e->moe_tiles, (B * K / vk_mm_expert_bm() + c->n_expert + 1) * 16, "expert tiles", 0};
+    r[n++] = (buf_req){&e->moe_ind, 64, "expert dispatch sizes", 0};
     r[n++] = (buf_req){&e->counters, B * f + 64, "counters", 0};
     r[n++] = (buf_req){&e->logits, (uint64_t)c->n_vocab * f, "logits", 0};
     r[n++] = (buf_req){&e->topk_v, (uint64_t)e->tg.n_slices * TOPK_MAX * f, "top-K candidates", 0};
@@ -216,7 +229,8 @@ static int setup(vk_engine *e, err_t *err)
         vk_topk_geom_init(c->n_vocab, c->n_vocab < TOPK_MAX ? c->n_vocab : TOPK_MAX, &e->tg, err))
         return -1;
     e->part_cap = e->ag.max_chunks;
-    buf_req req[32];
+    e->part_cap_prefill = 4;
+    buf_req req[48];
     uint32_t n = act_requests(e, req);
     if (check_fit(e, req, n, err))
         return -1;
@@ -231,6 +245,11 @@ static int setup(vk_engine *e, err_t *err)
     if (vk_family_build(e, &e->decode, vk_fwd_record_decode, false, true, err) ||
         vk_family_build(e, &e->decode_logits, vk_fwd_record_decode, true, false, err)) {
         err_prefix(err, "recording the decode graph");
+        return -1;
+    }
+    if (e->n_batch > 1 && (vk_family_build(e, &e->prefill, vk_fwd_record_prefill, false, false, err) ||
+                           vk_family_build(e, &e->prefill_logits, vk_fwd_record_prefill, true, false, err))) {
+        err_prefix(err, "recording the prefill graph");
         return -1;
     }
     snprintf(e->desc, sizeof e->desc, "Vulkan: %s (%s, %.1f GiB, subgroup %u%s), weights %.2f GiB, %u dependent "
@@ -296,6 +315,12 @@ static void write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32
     p[VKP_ATTN_IND] = nc;
     p[VKP_ATTN_IND + 1] = e->ag.n_hgroups;
     p[VKP_ATTN_IND + 2] = n;
+    vk_attn_chunks_prefill(n_kv, e->part_cap_prefill, &nc, &cl);
+    p[VKP_NCHUNK_PF] = nc;
+    p[VKP_CHUNK_PF] = cl;
+    p[VKP_ATTN_IND_PF] = nc;
+    p[VKP_ATTN_IND_PF + 1] = e->ag.n_hgroups;
+    p[VKP_ATTN_IND_PF + 2] = n;
     memcpy(p + VKP_TOKENS, tokens, n * sizeof *tokens);
 }
 
@@ -340,6 +365,59 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
     return 0;
 }
 
+/* A batch of tokens through the prefill graph. */
+static int prefill(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_output *out,
+                   err_t *err)
+{
+    uint32_t n_vocab = e->m->cfg.n_vocab;
+    uint32_t k = out && out->top_k ? out->top_k : 1;
+    if (k > TOPK_MAX || k > n_vocab)
+        return err_set(err, "top-K of %u candidates: the Vulkan backend returns at most %u", k,
+                       n_vocab < TOPK_MAX ? n_vocab : TOPK_MAX);
+    write_params(e, tokens, n, pos, k);
+    bool want_logits = out && out->logits;
+    vk_family *f = want_logits ? &e->prefill_logits : &e->prefill;
+    vk_variant *v = vk_family_pick(f, PROFILE_OFF);
+    if (vk_submit_wait(&e->c, v->cb, err))
+        return -1;
+    if (want_logits) {
+        const float *src = (const float *)e->host_logits.map;
+        if (out->all_positions)
+            memcpy(out->logits, src, (uint64_t)n * n_vocab * 4);
+        else
+            memcpy(out->logits, src + (uint64_t)(n - 1) * n_vocab, (uint64_t)n_vocab * 4);
+        /* the logits graph has no top-K: derive it on the host (rare path) */
+        if (out->top_k || out->log_z) {
+            const float *row = src + (uint64_t)(n - 1) * n_vocab;
+            double mx = -INFINITY, s = 0;
+            for (uint32_t i = 0; i < n_vocab; i++)
+                mx = row[i] > mx ? row[i] : mx;
+            for (uint32_t i = 0; i < n_vocab; i++)
+                s += exp(row[i] - mx);
+            if (out->log_z)
+                *out->log_z = (float)(mx + log(s));
+            for (uint32_t j = 0; j < out->top_k; j++) {
+                int32_t best = -1;
+                for (uint32_t i = 0; i < n_vocab; i++) {
+                    bool taken = false;
+                    for (uint32_t q = 0; q < j && !taken; q++)
+                        taken = out->top_ids && out->top_ids[q] == (int32_t)i;
+                    if (!taken && (best < 0 || row[i] > row[best]))
+                        best = (int32_t)i;
+                }
+                if (out->top_ids)
+                    out->top_ids[j] = best;
+                if (out->top_logits)
+                    out->top_logits[j] = row[best];
+            }
+        }
+        return 0;
+    }
+    if (out && (out->top_k || out->log_z))
+        read_topk(e, out);
+    return 0;
+}
+
 static int vk_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_t pos, const engine_output *out,
                    err_t *err)
 {
@@ -349,6 +427,8 @@ static int vk_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_
         return err_set(err, "the Vulkan device was lost earlier; restart glmchat or use --backend cpu");
     if ((uint64_t)pos + n_tokens > e->p.n_ctx)
         return err_set(err, "positions %u..%u are past the %u-token context", pos, pos + n_tokens - 1, e->p.n_ctx);
+    if (n_tokens > 1 && n_tokens <= e->n_batch && e->prefill.plain.cb)
+        return prefill(e, tokens, n_tokens, pos, out, err);
     for (uint32_t i = 0; i < n_tokens; i++) {
         bool last = i + 1 == n_tokens;
         float *row = NULL;
@@ -366,6 +446,64 @@ static void vk_get_stats(void *impl, engine_stats *st)
 {
     vk_engine *e = impl;
     vk_profile_report(e, &e->decode, &e->prof_decode, st);
+}
+
+void vk_engine_set_profile(void *impl, profile_mode mode)
+{
+    ((vk_engine *)impl)->p.profile = mode;
+}
+
+int vk_engine_routing(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_t cap, uint32_t *n_layers,
+                      uint32_t *n_expert, err_t *err)
+{
+    vk_engine *e = impl;
+    const model_config *c = &e->m->cfg;
+    uint32_t K = c->n_expert_used;
+    *n_layers = 0;
+    *n_expert = c->n_expert;
+    if (n_tokens > e->n_batch || !K)
+        return err_set(err, "routing: %u tokens do not fit one prefill batch of %u (or the model has no experts)",
+                       n_tokens, e->n_batch);
+    /* the ids of every layer, copied once to host memory */
+    vk_arena a;
+    vk_buf hb;
+    vk_arena_init(&e->c, &a, VK_MEM_HOST, e->ids.size, "routing readback");
+    if (vk_arena_alloc(&e->c, &a, e->ids.size, "routing readback", &hb, err))
+        return -1;
+    VkCommandBuffer cb;
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = e->c.cmd_pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    int rc = 0;
+    VkResult res = vkAllocateCommandBuffers(e->c.dev, &ai, &cb);
+    if (res != VK_SUCCESS)
+        rc = vk_fail(&e->c, err, res, "vkAllocateCommandBuffers");
+    if (!rc) {
+        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+        vkBeginCommandBuffer(cb, &bi);
+        VkBufferCopy region = {.srcOffset = e->ids.off, .dstOffset = hb.off, .size = e->ids.size};
+        vkCmdCopyBuffer(cb, e->ids.buf, hb.buf, 1, &region);
+        vkEndCommandBuffer(cb);
+        rc = vk_submit_wait(&e->c, cb, err);
+        vkFreeCommandBuffers(e->c.dev, e->c.cmd_pool, 1, &cb);
+    }
+    const int32_t *ids = (const int32_t *)hb.map;
+    for (uint32_t il = 0; !rc && il < c->n_layer && *n_layers < cap; il++) {
+        if (!e->w.layers[il].is_moe)
+            continue;
+        uint32_t seen[512] = {0}, d = 0;
+        for (uint32_t t = 0; t < n_tokens; t++)
+            for (uint32_t k = 0; k < K; k++) {
+                int32_t x = ids[((uint64_t)il * e->n_batch + t) * K + k];
+                if (x >= 0 && (uint32_t)x < c->n_expert && x < 512 && !seen[x]++)
+                    d++;
+            }
+        distinct[(*n_layers)++] = d;
+    }
+    vk_arena_release(&e->c, &a);
+    return rc;
 }
 
 static const char *vk_describe(void *impl)

@@ -52,6 +52,9 @@ typedef struct {
 
     /* activations (device), sized for n_batch tokens */
     vk_buf x, qa_raw, kv, q, qa, part, o, h, rlogits, ids, wts, counters, logits;
+    /* prefill only: normalized inputs, expert hidden states and outputs per
+     * (token, slot) pair, the expert work list, attention partials */
+    vk_buf xn, qan, hp, yp, part_pf, moe_list, moe_tiles, moe_ind;
     vk_buf topk_v, topk_i, topk_ms, topk_cnt;
     uint32_t h_z, part_cap, part_cap_prefill;
     vk_buf *cache;           /* per layer */

@@ -128,10 +128,10 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
     vk_call k;
-    vk_vec fn = L->ffn_norm, bias = L->exp_probs_b, ids = V(e->ids, 0);
-    uint32_t K = c->n_expert_used;
+    uint32_t K = c->n_expert_used, ids_off = il * e->n_batch * K;
+    vk_vec fn = L->ffn_norm, bias = L->exp_probs_b, ids = V(e->ids, ids_off);
     vk_router_args ra = {.w = &L->router, .x = V(e->x, 0), .norm = fn, .eps = c->rms_eps,
-                         .logits = V(e->rlogits, 0), .ids = ids, .wts = V(e->wts, 0),
+                         .logits = V(e->rlogits, 0), .ids = ids, .wts = V(e->wts, ids_off),
                          .bias = L->has_bias ? &bias : NULL, .counter = V(e->counters, 0), .n_used = K,
                          .gating = c->gating, .nz = 1, .norm_w = c->expert_weights_norm,
                          .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale};
@@ -148,7 +148,7 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     }
     vk_rec_barrier(r);
     vk_moe_down_args da = {.name = "moe_down", .down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL,
-                           .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = ids, .wts = V(e->wts, 0),
+                           .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = ids, .wts = V(e->wts, ids_off),
                            .y = V(e->x, 0)};
     TRY(call(e, r, vk_k_moe_down(&e->kb, &da, &k), &k));
     vk_rec_barrier(r);

@@ -79,6 +79,9 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
         out->b[2] = a->norm->b;
     if (a->ids)
         out->b[3] = a->ids->b;
+    out->b[4] = a->params;
+    if ((a->ztok || a->last_row) && !a->params.buf)
+        return err_set(k->err, "%s: batch-dependent matvec without the params buffer", a->name);
     uint32_t *p = out->push;
     p[0] = w->K;
     p[1] = w->Kp;
@@ -92,7 +95,10 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
     p[9] = a->norm ? a->norm->off : 0;
     p[10] = f2u(a->eps);
     p[11] = a->ids ? a->ids->off : 0;
-    out->npush = 12;
+    p[12] = a->mat_mod;
+    p[13] = a->ztok;
+    p[14] = a->last_row;
+    out->npush = 15;
     uint32_t rows_per_wg = WGS / team * nr;
     out->groups[0] = ceil_div(w->N, rows_per_wg);
     out->groups[1] = a->nz ? a->nz : 1;
@@ -200,7 +206,7 @@ int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_
                       uint32_t nope, uint32_t v_head, bool kv_f16, uint32_t n_ctx, err_t *err)
 {
     memset(g, 0, sizeof *g);
-    if (kv_lora % 4 || kv_lora > 1024 || rope % 2 || kv_lora == 0)
+    if (kv_lora % 4 || kv_lora > 1024 || rope % 2 || kv_lora == 0 || n_head == 0)
         return err_set(err, "attention: kv_lora_rank %u / rope %u not supported by the Vulkan kernels "
                             "(need kv_lora a multiple of 4 up to 1024, rope even)", kv_lora, rope);
     g->n_head = n_head;
@@ -211,6 +217,7 @@ int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_
     g->kv_f16 = kv_f16;
     g->RS = (kv_lora + rope + 7) / 8 * 8;
     g->cmax = 256;
+    g->wgs = kv_lora > 4 * WGS ? 256 : WGS;
     /* Heads per workgroup: as many as shared memory holds (queries + scores),
      * then balanced over the groups. */
     uint32_t per_head = g->RS * 4 + g->cmax * 4;
@@ -243,6 +250,19 @@ void vk_attn_chunks(const vk_attn_geom *g, uint32_t n_kv, uint32_t *n_chunks, ui
         n = g->max_chunks;
     if (n < lim)
         n = lim;
+    if (n < 1)
+        n = 1;
+    *chunk_len = ceil_div(n_kv, n);
+    *n_chunks = ceil_div(n_kv, *chunk_len);
+}
+
+void vk_attn_chunks_prefill(uint32_t n_kv, uint32_t cap, uint32_t *n_chunks, uint32_t *chunk_len)
+{
+    /* Chunks of at least 64 positions; each is walked in pieces, so its
+     * length is free. */
+    uint32_t n = ceil_div(n_kv, 64);
+    if (n > cap)
+        n = cap;
     if (n < 1)
         n = 1;
     *chunk_len = ceil_div(n_kv, n);
@@ -292,7 +312,7 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
-    uint32_t spec[] = {WGS, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup};
+    uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup};
     memset(out, 0, sizeof *out);
     out->name = "attn";
     out->pipe = pipe(k, "attn", spec, sizeof spec / sizeof spec[0]);
@@ -311,7 +331,8 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     p[5] = a->qa_z;
     p[6] = a->part.off;
     p[7] = a->chunk_cap;
-    out->npush = 8;
+    p[8] = a->prefill ? VKP_CHUNK_PF : VKP_CHUNK;
+    out->npush = 9;
     out->indirect = a->indirect;
     out->groups[0] = a->n_chunks;
     out->groups[1] = g->n_hgroups;
@@ -347,7 +368,8 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
     p[7] = a->chunk_cap;
     p[8] = a->o.off;
     p[9] = a->o_z;
-    out->npush = 10;
+    p[10] = a->prefill ? VKP_NCHUNK_PF : VKP_NCHUNK;
+    out->npush = 11;
     out->groups[0] = ceil_div(w->N, WGS / team * nr);
     out->groups[1] = g->n_head;
     out->groups[2] = a->nz ? a->nz : 1;
@@ -382,6 +404,7 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
     if (a->bias)
         out->b[5] = a->bias->b;
     out->b[6] = a->counter.b;
+    out->b[7] = a->params;
     uint32_t *p = out->push;
     p[0] = w->K;
     p[1] = w->Kp;
@@ -399,7 +422,8 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
     p[13] = a->ids.off;
     p[14] = a->logits.off;
     p[15] = a->bias ? a->bias->off : 0;
-    out->npush = 16;
+    p[16] = a->params.buf ? 1 : 0;
+    out->npush = 17;
     if (a->ids.off != a->wts.off)
         return err_set(k->err, "router: ids and weights must share their offset");
     if (a->counter.off != 0)
@@ -431,7 +455,8 @@ int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out)
     p[4] = a->x.off;
     p[5] = a->x_z;
     p[6] = w->N;
-    out->npush = 7;
+    p[7] = a->check_batch ? 1 : 0;
+    out->npush = 8;
     out->groups[0] = ceil_div(ceil_div(w->K, 4), WGS);
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;
@@ -476,5 +501,149 @@ int vk_k_topk(const vk_kb *k, const vk_topk_args *a, vk_call *out)
     out->groups[0] = a->geom.n_slices;
     out->groups[1] = out->groups[2] = 1;
     out->bytes = 4ull * a->n;
+    return 0;
+}
+
+/* ---- prefill ---------------------------------------------------------------------------- */
+
+int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
+{
+    uint32_t spec[] = {256, k->c->subgroup};
+    memset(out, 0, sizeof *out);
+    out->name = "rmsnorm";
+    out->pipe = pipe(k, "rmsnorm", spec, 2);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->x.b;
+    out->b[1] = a->y.b;
+    out->b[2] = a->w.b;
+    out->b[3] = a->params;
+    uint32_t *p = out->push;
+    p[0] = a->n;
+    p[1] = a->x.off;
+    p[2] = a->x_z;
+    p[3] = a->y.off;
+    p[4] = a->y_z;
+    p[5] = a->w.off;
+    p[6] = f2u(a->eps);
+    out->npush = 7;
+    out->groups[0] = a->nz;
+    out->groups[1] = out->groups[2] = 1;
+    out->bytes = 8ull * a->n * a->nz;
+    return 0;
+}
+
+#define MM_BM 64u
+#define MM_BM_EXPERT 32u
+#define MM_BN 64u
+
+uint32_t vk_mm_expert_bm(void)
+{
+    return MM_BM_EXPERT;
+}
+
+uint32_t vk_mm_bn(void)
+{
+    return MM_BN;
+}
+
+int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
+{
+    const vk_tensor *w = a->w, *u = a->up;
+    bool list = a->tiles != NULL;
+    if (u && (u->K != w->K || u->N != w->N || u->Kp != w->Kp))
+        return err_set(k->err, "%s: gate and up shapes differ", a->name);
+    uint32_t bm = list ? MM_BM_EXPERT : MM_BM;
+    uint32_t mode = u ? 2 : a->accumulate ? 1 : 0;
+    uint32_t spec[] = {256, w->type, u ? u->type : w->type, bm, MM_BN, mode, list ? 1 : 0};
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    out->pipe = pipe(k, "mm", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = w->buf;
+    if (u)
+        out->w[1] = u->buf;
+    out->b[0] = a->x.b;
+    out->b[1] = a->y.b;
+    if (list) {
+        out->b[2] = *a->list;
+        out->b[3] = *a->tiles;
+    }
+    out->b[4] = a->params;
+    uint32_t *p = out->push;
+    p[0] = w->K;
+    p[1] = w->Kp;
+    p[2] = w->N;
+    p[3] = (uint32_t)w->head_off;
+    p[4] = u ? (uint32_t)u->head_off : 0;
+    p[5] = w->bpr * w->N;
+    p[6] = u ? u->bpr * u->N : 0;
+    p[7] = a->x.off;
+    p[8] = a->x_stride;
+    p[9] = a->x_z;
+    p[10] = a->x_div ? a->x_div : 1;
+    p[11] = a->y.off;
+    p[12] = a->y_stride;
+    p[13] = a->y_z;
+    out->npush = 14;
+    out->groups[0] = ceil_div(w->N, MM_BN);
+    out->groups[1] = ceil_div(a->max_tokens, bm);
+    out->groups[2] = a->nz ? a->nz : 1;
+    out->indirect = list ? a->indirect : NULL;
+    uint64_t wb = w->src_bytes + (u ? u->src_bytes : 0);
+    out->bytes = list ? wb : wb / (w->n_mat ? w->n_mat : 1) * out->groups[2];
+    return 0;
+}
+
+int vk_k_moe_group(const vk_kb *k, const vk_moe_group_args *a, vk_call *out)
+{
+    if (a->n_expert > 512)
+        return err_set(k->err, "moe_group: %u experts (at most 512)", a->n_expert);
+    uint32_t spec[] = {256, MM_BM_EXPERT};
+    memset(out, 0, sizeof *out);
+    out->name = "moe_group";
+    out->pipe = pipe(k, "moe_group", spec, 2);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->ids.b;
+    out->b[1] = a->list;
+    out->b[2] = a->tiles;
+    out->b[3] = a->indirect;
+    out->b[4] = a->params;
+    uint32_t *p = out->push;
+    p[0] = a->K;
+    p[1] = a->n_expert;
+    p[2] = a->ids.off;
+    p[3] = a->x_gu;
+    p[4] = a->x_dn;
+    out->npush = 5;
+    out->groups[0] = out->groups[1] = out->groups[2] = 1;
+    return 0;
+}
+
+int vk_k_moe_combine(const vk_kb *k, const vk_moe_combine_args *a, vk_call *out)
+{
+    uint32_t spec[] = {256};
+    memset(out, 0, sizeof *out);
+    out->name = "moe_combine";
+    out->pipe = pipe(k, "moe_combine", spec, 1);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->y.b;
+    out->b[1] = a->x.b;
+    out->b[2] = a->wts.b;
+    out->b[3] = a->params;
+    if (a->y.off)
+        return err_set(k->err, "moe_combine: expert outputs must start their buffer");
+    uint32_t *p = out->push;
+    p[0] = a->H;
+    p[1] = a->K;
+    p[2] = a->x.off;
+    p[3] = a->wts.off;
+    out->npush = 4;
+    out->groups[0] = ceil_div(a->H, 256);
+    out->groups[1] = a->max_tokens;
+    out->groups[2] = 1;
     return 0;
 }

@@ -36,6 +36,11 @@ typedef struct {
     float eps;
     bool accumulate;
     const vk_vec *ids;
+    /* prefill: z = token * mat_mod + head (matrix = z % mat_mod), tokens past
+     * the batch skipped; or the input is the batch's last token (last_row =
+     * its row stride).  Both need the params buffer. */
+    uint32_t mat_mod, ztok, last_row;
+    vk_buf params;
 } vk_mv_args;
 int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out);
 
@@ -76,7 +81,10 @@ enum {
     VKP_NCHUNK = 3,   /* attention chunks (decode) */
     VKP_CHUNK = 4,    /* positions per chunk */
     VKP_TOPK = 5,     /* candidates the top-K kernel returns */
+    VKP_NCHUNK_PF = 6, /* attention chunks of a prefill batch */
+    VKP_CHUNK_PF = 7,  /* positions per prefill chunk */
     VKP_ATTN_IND = 8, /* VkDispatchIndirectCommand of the decode attention */
+    VKP_ATTN_IND_PF = 12, /* ... of the prefill attention */
     VKP_TOKENS = 16,  /* the batch's token ids */
 };
 
@@ -85,6 +93,7 @@ typedef struct {
     uint32_t n_head, kv_lora, rope, nope, v_head;
     uint32_t RS;          /* cache row stride: kv_lora + rope rounded up to 8 */
     uint32_t hg;          /* heads per attention workgroup */
+    uint32_t wgs;         /* attention workgroup size (4 latent dims per thread) */
     uint32_t n_hgroups;
     uint32_t cmax;        /* longest chunk */
     uint32_t max_chunks;  /* chunks a decode step may use */
@@ -95,6 +104,8 @@ int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_
                       uint32_t nope, uint32_t v_head, bool kv_f16, uint32_t n_ctx, err_t *err);
 /* Chunking of a decode step over n_kv positions. */
 void vk_attn_chunks(const vk_attn_geom *g, uint32_t n_kv, uint32_t *n_chunks, uint32_t *chunk_len);
+/* Chunking of a prefill batch (at most `cap` chunks: partials per token). */
+void vk_attn_chunks_prefill(uint32_t n_kv, uint32_t cap, uint32_t *n_chunks, uint32_t *chunk_len);
 
 typedef struct {
     const vk_attn_geom *g;
@@ -122,8 +133,9 @@ typedef struct {
     uint32_t chunk_cap;   /* chunks per (token, head) in part */
     float kq_scale;
     vk_buf params;
-    const vk_buf *indirect;  /* decode: grid from the params buffer */
+    const vk_buf *indirect;  /* grid from the params buffer */
     uint32_t n_chunks, nz;   /* otherwise */
+    bool prefill;            /* chunk length from VKP_CHUNK_PF (else VKP_CHUNK) */
 } vk_attn_args;
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out);
 
@@ -135,6 +147,7 @@ typedef struct {
     vk_buf params;
     vk_vec o;             /* out of token z at o.off + z*o_z: heads of v_head */
     uint32_t o_z, nz;
+    bool prefill;         /* chunk count from VKP_NCHUNK_PF (else VKP_NCHUNK) */
 } vk_attn_vb_args;
 int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out);
 
@@ -153,6 +166,7 @@ typedef struct {
     uint32_t n_used, gating, nz;
     bool norm_w;
     float scale;
+    vk_buf params;              /* given: tokens past the batch are skipped */
 } vk_router_args;
 int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out);
 
@@ -161,6 +175,7 @@ typedef struct {
     vk_vec tokens;              /* int ids */
     vk_vec x;
     uint32_t x_z, nz;
+    bool check_batch;           /* tokens is the params buffer: skip tokens past the batch */
 } vk_embed_args;
 int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out);
 
@@ -179,5 +194,52 @@ typedef struct {
     vk_buf out_ids, out_vals;           /* [k] ints; [k+1] floats (values, logsumexp) */
 } vk_topk_args;
 int vk_k_topk(const vk_kb *k, const vk_topk_args *a, vk_call *out);
+
+/* ---- prefill ------------------------------------------------------------------------ */
+
+typedef struct {
+    vk_vec x, y, w;
+    uint32_t n, x_z, y_z, nz;
+    float eps;
+    vk_buf params;
+} vk_rmsnorm_args;
+int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out);
+
+/* Y[row][n] (=|+=) W[m] . X[row] for the batch's tokens (grid for `max_tokens`,
+ * tokens past params[1] skipped), or silu(W.X) * (W2.X) with `up`; with
+ * `tiles`, rows come from the expert work list (indirect grid). */
+typedef struct {
+    const char *name;
+    const vk_tensor *w, *up;
+    vk_vec x;
+    uint32_t x_stride, x_z, x_div;
+    vk_vec y;
+    uint32_t y_stride, y_z;
+    uint32_t nz, max_tokens;
+    bool accumulate;
+    vk_buf params;
+    const vk_buf *list, *tiles, *indirect;  /* expert mode */
+    uint32_t expert_tokens;                 /* expert mode: pairs in the batch (for the byte count) */
+} vk_mm_args;
+int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out);
+/* Tokens per tile the expert pass uses (moe_group must cut tiles the same). */
+uint32_t vk_mm_expert_bm(void);
+uint32_t vk_mm_bn(void);
+
+typedef struct {
+    vk_vec ids;                 /* [T][K] */
+    uint32_t K, n_expert;
+    vk_buf list, tiles, indirect, params;
+    uint32_t x_gu, x_dn;        /* workgroups across the gate/up and down outputs */
+} vk_moe_group_args;
+int vk_k_moe_group(const vk_kb *k, const vk_moe_group_args *a, vk_call *out);
+
+typedef struct {
+    vk_vec y;                   /* [T*K][H] expert outputs */
+    vk_vec x, wts;
+    uint32_t H, K, max_tokens;
+    vk_buf params;
+} vk_moe_combine_args;
+int vk_k_moe_combine(const vk_kb *k, const vk_moe_combine_args *a, vk_call *out);
 
 #endif

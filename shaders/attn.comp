@@ -6,7 +6,9 @@
 // the sum of exp(s - m), and sum_p exp(s_p - m) * latent_p; attn_vb combines
 // the chunks.  Splitting the sequence keeps the GPU full at long contexts.
 // Grid: x = chunk, y = head group, z = query token (causal: token z sees
-// positions < pos0 + z + 1).  Chunking comes from the params buffer.
+// positions < pos0 + z + 1).  Chunking comes from the params buffer; a
+// chunk is walked in pieces of CMAX positions with a running max and sum.
+// Each thread owns 4 latent dimensions: kv_lora <= 4 * WGS.
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HG = 4u;      // heads per workgroup
@@ -34,12 +36,13 @@ layout(push_constant) uniform PC {
     uint qa_off, qa_z;   // elements (multiples of 4)
     uint part_off;
     uint cmax_chunks;    // chunk capacity per (token, head)
+    uint chunk_word;     // params word holding the chunk length (decode / prefill)
 } pc;
 
 shared vec4 qs[HG * (RS / 4u)];
 shared float sc[HG * CMAX];
 shared float red[64];
-shared float s_m[HG], s_l[HG];
+shared float s_m[HG], s_l[HG], s_f[HG];
 
 float wg_max(float v)
 {
@@ -96,7 +99,9 @@ void main()
 {
     uint c = gl_WorkGroupID.x, h0 = gl_WorkGroupID.y * HG, z = gl_WorkGroupID.z;
     uint tid = gl_LocalInvocationIndex;
-    uint n_kv = P.p[0] + z + 1u, clen = P.p[4];
+    if (z >= P.p[1])
+        return;  // past the batch (prefill grids are recorded for the largest batch)
+    uint n_kv = P.p[0] + z + 1u, clen = P.p[pc.chunk_word];
     uint start = c * clen, end = min(start + clen, n_kv);
     uint pstride = pc.dlat + 2u;
 
@@ -114,63 +119,77 @@ void main()
         uint h = i / (RS / 4u);
         qs[i] = h0 + h < pc.n_head ? QA.qa[(pc.qa_off + z * pc.qa_z + (h0 + h) * RS) / 4u + i % (RS / 4u)] : vec4(0.0);
     }
-    barrier();
-
-    // Scores: one position per thread, all HG heads at once.
-    for (uint p = start + tid; p < end; p += WGS) {
-        float acc[HG];
-        [[unroll]] for (uint h = 0u; h < HG; h++)
-            acc[h] = 0.0;
-        for (uint i = 0u; i < RS / 8u; i++) {
-            vec4 a, b;
-            row8(p, i, a, b);
-            [[unroll]] for (uint h = 0u; h < HG; h++)
-                acc[h] += dot(qs[h * (RS / 4u) + 2u * i], a) + dot(qs[h * (RS / 4u) + 2u * i + 1u], b);
-        }
-        [[unroll]] for (uint h = 0u; h < HG; h++)
-            sc[h * CMAX + p - start] = acc[h] * pc.kq_scale;
+    if (tid < HG) {
+        s_m[tid] = -1.0 / 0.0;
+        s_l[tid] = 0.0;
     }
     barrier();
 
-    // Softmax pieces of the chunk, per head.
-    for (uint h = 0u; h < HG; h++) {
-        float m = -1.0 / 0.0;
-        for (uint p = tid; p < end - start; p += WGS)
-            m = max(m, sc[h * CMAX + p]);
-        m = wg_max(m);
-        float l = 0.0;
-        for (uint p = tid; p < end - start; p += WGS) {
-            float e = exp(sc[h * CMAX + p] - m);
-            sc[h * CMAX + p] = e;
-            l += e;
-        }
-        l = wg_sum(l);
-        if (tid == 0u) {
-            s_m[h] = m;
-            s_l[h] = l;
-        }
-    }
-    barrier();
+    // Each thread owns latent dimensions 4*tid..4*tid+3 (dlat <= 4 * WGS).
+    vec4 o[HG];
+    [[unroll]] for (uint h = 0u; h < HG; h++)
+        o[h] = vec4(0.0);
 
-    // Weighted latent sums: four dimensions per thread.
-    for (uint d4 = tid; d4 < pc.dlat / 4u; d4 += WGS) {
-        vec4 o[HG];
-        [[unroll]] for (uint h = 0u; h < HG; h++)
-            o[h] = vec4(0.0);
-        for (uint p = start; p < end; p++) {
-            vec4 v = row4(p, d4);
+    // The chunk in pieces of CMAX positions, with a running max and sum
+    // (online softmax), so a chunk may be any length.
+    for (uint sub = start; sub < end; sub += CMAX) {
+        uint send = min(sub + CMAX, end), n = send - sub;
+        // Scores: one position per thread, all HG heads at once.
+        for (uint p = sub + tid; p < send; p += WGS) {
+            float acc[HG];
             [[unroll]] for (uint h = 0u; h < HG; h++)
-                o[h] += sc[h * CMAX + p - start] * v;
+                acc[h] = 0.0;
+            for (uint i = 0u; i < RS / 8u; i++) {
+                vec4 a, b;
+                row8(p, i, a, b);
+                [[unroll]] for (uint h = 0u; h < HG; h++)
+                    acc[h] += dot(qs[h * (RS / 4u) + 2u * i], a) + dot(qs[h * (RS / 4u) + 2u * i + 1u], b);
+            }
+            [[unroll]] for (uint h = 0u; h < HG; h++)
+                sc[h * CMAX + p - sub] = acc[h] * pc.kq_scale;
         }
+        barrier();
+        for (uint h = 0u; h < HG; h++) {
+            float m = -1.0 / 0.0;
+            for (uint p = tid; p < n; p += WGS)
+                m = max(m, sc[h * CMAX + p]);
+            m = max(wg_max(m), s_m[h]);
+            float l = 0.0;
+            for (uint p = tid; p < n; p += WGS) {
+                float e = exp(sc[h * CMAX + p] - m);
+                sc[h * CMAX + p] = e;
+                l += e;
+            }
+            l = wg_sum(l);
+            if (tid == 0u) {
+                float f = exp(s_m[h] - m);   // rescales what earlier pieces summed
+                s_f[h] = f;
+                s_l[h] = s_l[h] * f + l;
+                s_m[h] = m;
+            }
+        }
+        barrier();
+        if (4u * tid < pc.dlat) {
+            [[unroll]] for (uint h = 0u; h < HG; h++)
+                o[h] *= s_f[h];
+            for (uint p = sub; p < send; p++) {
+                vec4 v = row4(p, tid);
+                [[unroll]] for (uint h = 0u; h < HG; h++)
+                    o[h] += sc[h * CMAX + p - sub] * v;
+            }
+        }
+        barrier();
+    }
+
+    if (4u * tid < pc.dlat)
         [[unroll]] for (uint h = 0u; h < HG; h++)
             if (h0 + h < pc.n_head) {
                 uint pb = pc.part_off + ((z * pc.n_head + h0 + h) * pc.cmax_chunks + c) * pstride;
-                PT.part[pb + 2u + 4u * d4] = o[h].x;
-                PT.part[pb + 3u + 4u * d4] = o[h].y;
-                PT.part[pb + 4u + 4u * d4] = o[h].z;
-                PT.part[pb + 5u + 4u * d4] = o[h].w;
+                PT.part[pb + 2u + 4u * tid] = o[h].x;
+                PT.part[pb + 3u + 4u * tid] = o[h].y;
+                PT.part[pb + 4u + 4u * tid] = o[h].z;
+                PT.part[pb + 5u + 4u * tid] = o[h].w;
             }
-    }
     if (tid == 0u)
         for (uint h = 0u; h < HG && h0 + h < pc.n_head; h++) {
             uint pb = pc.part_off + ((z * pc.n_head + h0 + h) * pc.cmax_chunks + c) * pstride;

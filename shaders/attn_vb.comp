@@ -24,12 +24,15 @@ layout(push_constant) uniform PC {
     uint hbase, mat_blocks;
     uint part_off, n_head, cmax_chunks;
     uint o_off, o_z;
+    uint nchunk_word;     // params word holding the chunk count (decode / prefill)
 } pc;
 
 void main()
 {
     uint h = gl_WorkGroupID.y, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
-    uint n_chunks = P.p[3];
+    if (z >= P.p[1])
+        return;  // past the batch
+    uint n_chunks = P.p[pc.nchunk_word];
     uint pstride = pc.K + 2u;
     uint pb = pc.part_off + (z * pc.n_head + h) * pc.cmax_chunks * pstride;
     float M = -1.0 / 0.0;

@@ -16,11 +16,14 @@ layout(push_constant) uniform PC {
     uint tok_off;
     uint x_off, x_z;
     uint n_vocab;
+    uint check_batch;   // 1: the token buffer is the params buffer; tokens past params[1] are skipped
 } pc;
 
 void main()
 {
     uint z = gl_WorkGroupID.y;
+    if (pc.check_batch != 0u && z >= uint(T.tok[1]))
+        return;
     uint g4 = gl_WorkGroupID.x * WGS + gl_LocalInvocationIndex;
     if (4u * g4 >= pc.K)
         return;

@@ -70,6 +70,8 @@ float row_val(uint kb, uint pos, uint i, float sc)
 void main()
 {
     uint z = gl_WorkGroupID.y, tid = gl_LocalInvocationIndex;
+    if (z >= P.p[1])
+        return;  // past the batch
     uint pos = P.p[0] + z;
     if (gl_WorkGroupID.x == 0u) {
         uint kb = pc.kv_off + z * pc.kv_z;

@@ -24,6 +24,7 @@ const uint WGS = gl_WorkGroupSize.x;
 layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
 layout(set = 0, binding = 3) readonly buffer NWBuf { float nw[]; } NW;
 layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
+layout(set = 0, binding = 5) readonly buffer Params { uint p[]; } P;
 
 layout(push_constant) uniform PC {
     uint K, Kp, N;
@@ -34,13 +35,22 @@ layout(push_constant) uniform PC {
     uint nw_off;
     float eps;
     uint ids_off;
+    uint mat_mod;     // matrix index modulo this (z = token * heads + head); 0: off
+    uint ztok;        // z per token: z / ztok >= batch tokens -> nothing to do; 0: off
+    uint last_row;    // non-zero: the input is the batch's last token, rows last_row floats apart
 } pc;
 
 void main()
 {
     uint z = gl_WorkGroupID.y;
+    if (pc.ztok != 0u && z / pc.ztok >= P.p[1])
+        return;
     uint mat = IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
+    if (pc.mat_mod != 0u)
+        mat %= pc.mat_mod;
     uint xb = pc.x_off + z * pc.x_z;
+    if (pc.last_row != 0u)
+        xb += (P.p[1] - 1u) * pc.last_row;
     bool xg = XMODE == 2u;
     if (XMODE == 0u)
         stage_x(xb, pc.K, pc.Kp);

@@ -25,6 +25,7 @@ layout(set = 0, binding = 4) writeonly buffer IdBuf { int ids[]; } ID;
 layout(set = 0, binding = 5) writeonly buffer WtBuf { float wts[]; } WT;
 layout(set = 0, binding = 6) readonly buffer BBuf { float bias[]; } B;
 layout(set = 0, binding = 7) coherent buffer CBuf { uint count[]; } CNT;
+layout(set = 0, binding = 8) readonly buffer Params { uint p[]; } P;
 
 layout(push_constant) uniform PC {
     uint K, Kp, N;       // N = experts
@@ -39,6 +40,7 @@ layout(push_constant) uniform PC {
     uint out_off;        // ids/weights of token z at out_off + z*n_used
     uint l_off;          // logits scratch of token z at l_off + z*N
     uint bias_off;
+    uint check_batch;    // 1: tokens past params[1] have nothing to do
 } pc;
 
 shared float prob[EMAX];
@@ -50,6 +52,8 @@ shared uint s_choice[32];   // the experts chosen so far (n_used <= 32)
 void main()
 {
     uint z = gl_WorkGroupID.y;
+    if (pc.check_batch != 0u && z >= P.p[1])
+        return;
     uint xb = pc.x_off + z * pc.x_z;
     STAGE_X_NORM(xb, pc.K, pc.Kp, NW.nw, pc.nw_off, pc.eps)
 
