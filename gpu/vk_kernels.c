@@ -1,6 +1,8 @@
 /* vk_kernels.c: the kernel builders (see vk_kernels.h). */
+#include <stdlib.h>
 #include <string.h>
 
+#include "quant.h"
 #include "vk_kernels.h"
 
 #define WGS 128u
@@ -25,15 +27,54 @@ static uint32_t f2u(float f)
     return u;
 }
 
-/* Threads per row: enough units per thread for a few loads in flight, never
- * more than a subgroup (teams reduce with shuffles). */
-static uint32_t team_for(const vk_ctx *c, const vk_tensor *w)
+/* Decode matvec geometry: threads per row (TEAM, a power of two no larger
+ * than a subgroup, so teams reduce with shuffles), units each thread takes
+ * per row (UPT, the loads it issues up front), rows per team (NR) and the
+ * workgroup size.  Aim: about `loads` independent 16-byte loads in flight
+ * per thread, a few units per thread.  The GLMCHAT_MV_* environment
+ * variables override the targets (tuning runs on the GPU machine). */
+typedef struct {
+    uint32_t wgs, team, upt, nr;
+} mv_cfg;
+
+static uint32_t env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    unsigned long x = strtoul(v, NULL, 10);
+    return x < lo ? lo : x > hi ? hi : (uint32_t)x;
+}
+
+static mv_cfg mv_config(const vk_ctx *c, const vk_tensor *w)
 {
     vk_qlayout l;
     vk_qlayout_of(w->type, &l);
     uint32_t units = w->Kp / l.unit;
-    uint32_t t = pow2_floor(units / 2 ? units / 2 : 1);
-    return t < c->subgroup ? t : c->subgroup;
+    uint32_t upt_target = env_u32("GLMCHAT_MV_UPT", 4, 1, 16);
+    uint32_t loads = env_u32("GLMCHAT_MV_LOADS", 16, 1, 64);
+    mv_cfg m;
+    m.wgs = env_u32("GLMCHAT_MV_WGS", 256, c->subgroup, 1024) / c->subgroup * c->subgroup;
+    m.team = pow2_floor(units / upt_target ? units / upt_target : 1);
+    if (m.team > c->subgroup)
+        m.team = c->subgroup;
+    m.upt = ceil_div(units, m.team);
+    if (m.upt > 16) {
+        m.team = c->subgroup;
+        m.upt = ceil_div(units, m.team);
+    }
+    uint32_t per_unit = w->type == QT_Q6_K ? 4 : w->type == QT_F32 ? 2 : 1;
+    m.nr = loads / (m.upt * per_unit);
+    m.nr = m.nr < 1 ? 1 : m.nr > 4 ? 4 : m.nr;
+    /* the fast paths keep NR*UPT loads in registers; bound that */
+    while (m.nr > 1 && m.nr * m.upt > 16)
+        m.nr--;
+    return m;
+}
+
+static uint32_t rows_per_wg(const mv_cfg *m)
+{
+    return m->wgs / m->team * m->nr;
 }
 
 /* Shared floats for an input of kp elements, rounded so few variants exist;
@@ -56,7 +97,7 @@ static VkPipeline pipe(const vk_kb *k, const char *shader, const uint32_t *spec,
 int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
 {
     const vk_tensor *w = a->w;
-    uint32_t team = team_for(k->c, w), nr = 2;
+    mv_cfg m = mv_config(k->c, w);
     uint32_t ksh = shared_floats(k->c, w->Kp);
     uint32_t xmode = a->norm ? 1 : 0;
     if (!ksh) {
@@ -66,7 +107,8 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
         xmode = 2;
         ksh = 4;
     }
-    uint32_t spec[] = {WGS, w->type, team, nr, k->c->subgroup, xmode, a->accumulate ? 1 : 0, ksh, a->ids ? 1 : 0};
+    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, xmode, a->accumulate ? 1 : 0, ksh,
+                       a->ids ? 1 : 0, m.upt};
     memset(out, 0, sizeof *out);
     out->name = a->name;
     out->pipe = pipe(k, "mv", spec, sizeof spec / sizeof spec[0]);
@@ -99,8 +141,7 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
     p[13] = a->ztok;
     p[14] = a->last_row;
     out->npush = 15;
-    uint32_t rows_per_wg = WGS / team * nr;
-    out->groups[0] = ceil_div(w->N, rows_per_wg);
+    out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;
     uint64_t per_mat = w->src_bytes / (w->n_mat ? w->n_mat : 1);
@@ -113,7 +154,7 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
     const vk_tensor *g = a->gate, *u = a->up;
     if (g->K != u->K || g->N != u->N || g->Kp != u->Kp)
         return err_set(k->err, "%s: gate and up shapes differ", a->name);
-    uint32_t team = team_for(k->c, g), nr = 2;
+    mv_cfg m = mv_config(k->c, g);
     uint32_t ksh = shared_floats(k->c, g->Kp);
     uint32_t xmode = a->norm ? 1 : 0;
     if (!ksh) {
@@ -122,7 +163,7 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
         xmode = 2;
         ksh = 4;
     }
-    uint32_t spec[] = {WGS, g->type, team, nr, k->c->subgroup, xmode, u->type, ksh, a->ids ? 1 : 0};
+    uint32_t spec[] = {m.wgs, g->type, m.team, m.nr, k->c->subgroup, xmode, u->type, ksh, a->ids ? 1 : 0, m.upt};
     memset(out, 0, sizeof *out);
     out->name = a->name;
     out->pipe = pipe(k, "mv_glu", spec, sizeof spec / sizeof spec[0]);
@@ -152,7 +193,7 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
     p[12] = f2u(a->eps);
     p[13] = a->ids ? a->ids->off : 0;
     out->npush = 14;
-    out->groups[0] = ceil_div(g->N, WGS / team * nr);
+    out->groups[0] = ceil_div(g->N, rows_per_wg(&m));
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;
     out->bytes = (g->src_bytes / g->n_mat + u->src_bytes / u->n_mat) * out->groups[1];
@@ -164,8 +205,8 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     const vk_tensor *d = a->down, *s = a->shared;
     if (s && s->N != d->N)
         return err_set(k->err, "%s: shared and routed down projections differ in rows", a->name);
-    uint32_t team = team_for(k->c, d), nr = 2;
-    uint32_t spec[] = {WGS, d->type, team, nr, k->c->subgroup, s ? 1 : 0, s ? s->type : d->type, 4};
+    mv_cfg m = mv_config(k->c, d);
+    uint32_t spec[] = {m.wgs, d->type, m.team, m.nr, k->c->subgroup, s ? 1 : 0, s ? s->type : d->type, 4, m.upt};
     memset(out, 0, sizeof *out);
     out->name = a->name;
     out->pipe = pipe(k, "mv_moe_down", spec, sizeof spec / sizeof spec[0]);
@@ -194,7 +235,7 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     p[12] = a->wts.off;
     p[13] = a->y.off;
     out->npush = 14;
-    out->groups[0] = ceil_div(d->N, WGS / team * nr);
+    out->groups[0] = ceil_div(d->N, rows_per_wg(&m));
     out->groups[1] = out->groups[2] = 1;
     out->bytes = d->src_bytes / d->n_mat * a->nz + (s ? s->src_bytes : 0);
     return 0;
@@ -218,15 +259,17 @@ int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_
     g->RS = (kv_lora + rope + 7) / 8 * 8;
     g->cmax = 256;
     g->wgs = kv_lora > 4 * WGS ? 256 : WGS;
-    /* Heads per workgroup: as many as shared memory holds (queries + scores),
-     * then balanced over the groups. */
-    uint32_t per_head = g->RS * 4 + g->cmax * 4;
+    /* Heads per workgroup: few (4), so short contexts still spread over
+     * many workgroups; every head group re-reads the chunk's rows, from L2.
+     * Bounded by shared memory (queries + scores + reductions). */
+    uint32_t per_head = g->RS * 4 + g->cmax * 4 + 64 * 4;
     uint32_t hmax = (c->shared_bytes - 1024) / per_head;
     if (hmax < 1)
         return err_set(err, "attention: a %u-wide cache row does not fit in %u bytes of shared memory", g->RS,
                        c->shared_bytes);
-    if (hmax > 16)
-        hmax = 16;
+    uint32_t want = env_u32("GLMCHAT_ATTN_HEADS", 4, 1, 16);
+    if (hmax > want)
+        hmax = want;
     uint32_t groups = ceil_div(n_head, hmax);
     g->hg = ceil_div(n_head, groups);
     g->n_hgroups = ceil_div(n_head, g->hg);
@@ -242,9 +285,9 @@ int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_
 
 void vk_attn_chunks(const vk_attn_geom *g, uint32_t n_kv, uint32_t *n_chunks, uint32_t *chunk_len)
 {
-    /* At least 64 positions per chunk (fewer would spend more on partials
+    /* At least 32 positions per chunk (fewer would spend more on partials
      * than on scores), at most cmax. */
-    uint32_t n = ceil_div(n_kv, 64);
+    uint32_t n = ceil_div(n_kv, 32);
     uint32_t lim = ceil_div(n_kv, g->cmax);
     if (n > g->max_chunks)
         n = g->max_chunks;
@@ -345,9 +388,12 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
     const vk_tensor *w = a->v_b;
-    uint32_t team = team_for(k->c, w), nr = 2;
+    mv_cfg m = mv_config(k->c, w);
+    /* few workgroups per head: each one combines the head's partials first */
+    m.nr = 4;
+    m.wgs = 128;
     uint32_t ksh = (w->Kp + 255) / 256 * 256;
-    uint32_t spec[] = {WGS, w->type, team, nr, k->c->subgroup, ksh};
+    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, ksh, m.upt};
     memset(out, 0, sizeof *out);
     out->name = "attn_vb";
     out->pipe = pipe(k, "attn_vb", spec, sizeof spec / sizeof spec[0]);
@@ -370,7 +416,7 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
     p[9] = a->o_z;
     p[10] = a->prefill ? VKP_NCHUNK_PF : VKP_NCHUNK;
     out->npush = 11;
-    out->groups[0] = ceil_div(w->N, WGS / team * nr);
+    out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
     out->groups[1] = g->n_head;
     out->groups[2] = a->nz ? a->nz : 1;
     out->bytes = w->src_bytes * out->groups[2];
@@ -385,11 +431,14 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
     if (w->N > 512 || a->n_used > 32 || a->n_used > w->N)
         return err_set(k->err, "router: %u experts, %u used: the router kernel handles up to 512 and 32", w->N,
                        a->n_used);
-    uint32_t team = team_for(k->c, w), nr = 2;
+    mv_cfg m = mv_config(k->c, w);
+    /* many small workgroups: the router is 64 rows */
+    m.wgs = 128;
+    m.nr = 1;
     uint32_t ksh = shared_floats(k->c, w->Kp);
     if (!ksh)
         return err_set(k->err, "router: a %u-wide RMSNorm does not fit in shared memory", w->K);
-    uint32_t spec[] = {WGS, w->type, team, nr, k->c->subgroup, ksh};
+    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, ksh, m.upt};
     memset(out, 0, sizeof *out);
     out->name = "router";
     out->pipe = pipe(k, "router", spec, sizeof spec / sizeof spec[0]);
@@ -428,7 +477,7 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
         return err_set(k->err, "router: ids and weights must share their offset");
     if (a->counter.off != 0)
         return err_set(k->err, "router: the counter must start its buffer");
-    out->groups[0] = ceil_div(w->N, WGS / team * nr);
+    out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;
     out->bytes = w->src_bytes * out->groups[1];

@@ -41,36 +41,8 @@ layout(push_constant) uniform PC {
 
 shared vec4 qs[HG * (RS / 4u)];
 shared float sc[HG * CMAX];
-shared float red[64];
+shared float redh[64 * HG];
 shared float s_m[HG], s_l[HG], s_f[HG];
-
-float wg_max(float v)
-{
-    v = subgroupMax(v);
-    barrier();
-    if (subgroupElect())
-        red[gl_SubgroupID] = v;
-    barrier();
-    float s = -1.0 / 0.0;
-    for (uint i = 0u; i < gl_NumSubgroups; i++)
-        s = max(s, red[i]);
-    barrier();
-    return s;
-}
-
-float wg_sum(float v)
-{
-    v = subgroupAdd(v);
-    barrier();
-    if (subgroupElect())
-        red[gl_SubgroupID] = v;
-    barrier();
-    float s = 0.0;
-    for (uint i = 0u; i < gl_NumSubgroups; i++)
-        s += red[i];
-    barrier();
-    return s;
-}
 
 // Eight elements 8i..8i+7 of cache row `row`.
 void row8(uint row, uint i, out vec4 a, out vec4 b)
@@ -149,24 +121,48 @@ void main()
                 sc[h * CMAX + p - sub] = acc[h] * pc.kq_scale;
         }
         barrier();
-        for (uint h = 0u; h < HG; h++) {
-            float m = -1.0 / 0.0;
-            for (uint p = tid; p < n; p += WGS)
-                m = max(m, sc[h * CMAX + p]);
-            m = max(wg_max(m), s_m[h]);
-            float l = 0.0;
-            for (uint p = tid; p < n; p += WGS) {
-                float e = exp(sc[h * CMAX + p] - m);
+        // Softmax pieces of all HG heads in one pass: subgroup reductions,
+        // then one exchange through shared memory.
+        float mh[HG], lh[HG];
+        [[unroll]] for (uint h = 0u; h < HG; h++)
+            mh[h] = -1.0 / 0.0;
+        for (uint p = tid; p < n; p += WGS)
+            [[unroll]] for (uint h = 0u; h < HG; h++)
+                mh[h] = max(mh[h], sc[h * CMAX + p]);
+        [[unroll]] for (uint h = 0u; h < HG; h++)
+            mh[h] = subgroupMax(mh[h]);
+        if (subgroupElect())
+            [[unroll]] for (uint h = 0u; h < HG; h++)
+                redh[gl_SubgroupID * HG + h] = mh[h];
+        barrier();
+        [[unroll]] for (uint h = 0u; h < HG; h++) {
+            float m = s_m[h];
+            for (uint i = 0u; i < gl_NumSubgroups; i++)
+                m = max(m, redh[i * HG + h]);
+            mh[h] = m;
+            lh[h] = 0.0;
+        }
+        barrier();
+        for (uint p = tid; p < n; p += WGS)
+            [[unroll]] for (uint h = 0u; h < HG; h++) {
+                float e = exp(sc[h * CMAX + p] - mh[h]);
                 sc[h * CMAX + p] = e;
-                l += e;
+                lh[h] += e;
             }
-            l = wg_sum(l);
-            if (tid == 0u) {
-                float f = exp(s_m[h] - m);   // rescales what earlier pieces summed
-                s_f[h] = f;
-                s_l[h] = s_l[h] * f + l;
-                s_m[h] = m;
-            }
+        [[unroll]] for (uint h = 0u; h < HG; h++)
+            lh[h] = subgroupAdd(lh[h]);
+        if (subgroupElect())
+            [[unroll]] for (uint h = 0u; h < HG; h++)
+                redh[gl_SubgroupID * HG + h] = lh[h];
+        barrier();
+        if (tid < HG) {
+            float l = 0.0;
+            for (uint i = 0u; i < gl_NumSubgroups; i++)
+                l += redh[i * HG + tid];
+            float f = exp(s_m[tid] - mh[tid]);   // rescales what earlier pieces summed
+            s_f[tid] = f;
+            s_l[tid] = s_l[tid] * f + l;
+            s_m[tid] = mh[tid];
         }
         barrier();
         if (4u * tid < pc.dlat) {

@@ -10,6 +10,7 @@ layout(constant_id = 2) const uint TEAM = 16u;
 layout(constant_id = 3) const uint NR = 2u;
 layout(constant_id = 4) const uint SG = 32u;
 layout(constant_id = 5) const uint KSH = 512u;
+layout(constant_id = 6) const uint UPT = 4u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
@@ -59,10 +60,16 @@ void main()
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
     uint bpr = pc.Kp / blk_of(TYPE);
     uint row0 = (gl_WorkGroupID.x * (WGS / TEAM) + team) * NR;
-    for (uint r = 0u; r < NR; r++) {
-        uint row = min(row0 + r, pc.N - 1u);
-        float acc = team_sum(row_partial(TYPE, 0u, h * pc.mat_blocks + row * bpr, pc.hbase, lane, pc.Kp, false, 0u, pc.K));
+    uint nv = row0 < pc.N ? min(NR, pc.N - row0) : 1u;
+    uint r0 = min(row0, pc.N - 1u);
+    float acc[NR];
+    [[unroll]] for (uint r = 0u; r < NR; r++)
+        acc[r] = 0.0;
+    team_rows(TYPE, 0u, h * pc.mat_blocks + r0 * bpr, bpr, nv, pc.hbase, lane, pc.Kp / unit_of(TYPE), false, 0u,
+              pc.K, acc);
+    [[unroll]] for (uint r = 0u; r < NR; r++) {
+        float v = team_sum(acc[r]);
         if (lane == 0u && row0 + r < pc.N)
-            O.o[pc.o_off + z * pc.o_z + h * pc.N + row] = acc;
+            O.o[pc.o_off + z * pc.o_z + h * pc.N + row0 + r] = v;
     }
 }

@@ -16,6 +16,7 @@ layout(constant_id = 5) const uint XMODE = 0u;
 layout(constant_id = 6) const uint OMODE = 0u;
 layout(constant_id = 7) const uint KSH = 2048u;
 layout(constant_id = 8) const uint IDMODE = 0u;
+layout(constant_id = 9) const uint UPT = 4u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
@@ -60,13 +61,18 @@ void main()
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
     uint bpr = pc.Kp / blk_of(TYPE);
     uint row0 = (gl_WorkGroupID.x * (WGS / TEAM) + team) * NR;
-    for (uint r = 0u; r < NR; r++) {
-        uint row = min(row0 + r, pc.N - 1u);
-        float acc = row_partial(TYPE, 0u, mat * pc.mat_blocks + row * bpr, pc.hbase, lane, pc.Kp, xg, xb, pc.K);
-        acc = team_sum(acc);
+    uint nv = row0 < pc.N ? min(NR, pc.N - row0) : 1u;
+    uint r0 = min(row0, pc.N - 1u);
+    float acc[NR];
+    [[unroll]] for (uint r = 0u; r < NR; r++)
+        acc[r] = 0.0;
+    team_rows(TYPE, 0u, mat * pc.mat_blocks + r0 * bpr, bpr, nv, pc.hbase, lane, pc.Kp / unit_of(TYPE), xg, xb,
+              pc.K, acc);
+    [[unroll]] for (uint r = 0u; r < NR; r++) {
+        float v = team_sum(acc[r]);
         if (lane == 0u && row0 + r < pc.N) {
-            uint yi = pc.y_off + z * pc.y_z + row;
-            Y.y[yi] = OMODE == 1u ? Y.y[yi] + acc : acc;
+            uint yi = pc.y_off + z * pc.y_z + row0 + r;
+            Y.y[yi] = OMODE == 1u ? Y.y[yi] + v : v;
         }
     }
 }

@@ -13,6 +13,7 @@ layout(constant_id = 5) const uint XMODE = 1u;
 layout(constant_id = 6) const uint TYPE2 = 2u;   // up
 layout(constant_id = 7) const uint KSH = 2048u;
 layout(constant_id = 8) const uint IDMODE = 0u;
+layout(constant_id = 9) const uint UPT = 4u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
@@ -47,13 +48,20 @@ void main()
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
     uint bpr_g = pc.Kp / blk_of(TYPE), bpr_u = pc.Kp / blk_of(TYPE2);
     uint row0 = (gl_WorkGroupID.x * (WGS / TEAM) + team) * NR;
-    for (uint r = 0u; r < NR; r++) {
-        uint row = min(row0 + r, pc.N - 1u);
-        float g = row_partial(TYPE, 0u, mat * pc.mblk_g + row * bpr_g, pc.hbase_g, lane, pc.Kp, xg, xb, pc.K);
-        float u = row_partial(TYPE2, 1u, mat * pc.mblk_u + row * bpr_u, pc.hbase_u, lane, pc.Kp, xg, xb, pc.K);
-        g = team_sum(g);
-        u = team_sum(u);
+    uint nv = row0 < pc.N ? min(NR, pc.N - row0) : 1u;
+    uint r0 = min(row0, pc.N - 1u);
+    float g[NR], u[NR];
+    [[unroll]] for (uint r = 0u; r < NR; r++) {
+        g[r] = 0.0;
+        u[r] = 0.0;
+    }
+    team_rows(TYPE, 0u, mat * pc.mblk_g + r0 * bpr_g, bpr_g, nv, pc.hbase_g, lane, pc.Kp / unit_of(TYPE), xg, xb,
+              pc.K, g);
+    team_rows(TYPE2, 1u, mat * pc.mblk_u + r0 * bpr_u, bpr_u, nv, pc.hbase_u, lane, pc.Kp / unit_of(TYPE2), xg, xb,
+              pc.K, u);
+    [[unroll]] for (uint r = 0u; r < NR; r++) {
+        float gv = team_sum(g[r]), uv = team_sum(u[r]);
         if (lane == 0u && row0 + r < pc.N)
-            H.h[pc.h_off + z * pc.h_z + row] = g / (1.0 + exp(-g)) * u;
+            H.h[pc.h_off + z * pc.h_z + row0 + r] = gv / (1.0 + exp(-gv)) * uv;
     }
 }

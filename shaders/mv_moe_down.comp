@@ -11,6 +11,7 @@ layout(constant_id = 4) const uint SG = 32u;
 layout(constant_id = 5) const uint HAS_SHARED = 1u;
 layout(constant_id = 6) const uint TYPE2 = 2u;   // shared down
 layout(constant_id = 7) const uint KSH = 4u;
+layout(constant_id = 8) const uint UPT = 4u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
@@ -34,18 +35,28 @@ void main()
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
     uint bpr = pc.Kp / blk_of(TYPE), bpr2 = pc.Kp2 / blk_of(TYPE2);
     uint row0 = (gl_WorkGroupID.x * (WGS / TEAM) + team) * NR;
-    for (uint r = 0u; r < NR; r++) {
-        uint row = min(row0 + r, pc.N - 1u);
-        float acc = 0.0;
-        for (uint z = 0u; z < pc.nz; z++) {
-            uint m = uint(ID.ids[pc.ids_off + z]);
-            acc += WT.wts[pc.wts_off + z] *
-                   row_partial(TYPE, 0u, m * pc.mblk + row * bpr, pc.hbase, lane, pc.Kp, true, pc.h_off + z * pc.h_z, pc.K);
-        }
-        if (HAS_SHARED == 1u)
-            acc += row_partial(TYPE2, 1u, row * bpr2, pc.hbase2, lane, pc.Kp2, true, pc.h_off + pc.nz * pc.h_z, pc.K2);
-        acc = team_sum(acc);
+    uint nv = row0 < pc.N ? min(NR, pc.N - row0) : 1u;
+    uint r0 = min(row0, pc.N - 1u);
+    float acc[NR];
+    [[unroll]] for (uint r = 0u; r < NR; r++)
+        acc[r] = 0.0;
+    for (uint z = 0u; z < pc.nz; z++) {
+        float part[NR];
+        [[unroll]] for (uint r = 0u; r < NR; r++)
+            part[r] = 0.0;
+        uint m = uint(ID.ids[pc.ids_off + z]);
+        team_rows(TYPE, 0u, m * pc.mblk + r0 * bpr, bpr, nv, pc.hbase, lane, pc.Kp / unit_of(TYPE), true,
+                  pc.h_off + z * pc.h_z, pc.K, part);
+        float w = WT.wts[pc.wts_off + z];
+        [[unroll]] for (uint r = 0u; r < NR; r++)
+            acc[r] += w * part[r];
+    }
+    if (HAS_SHARED == 1u)
+        team_rows(TYPE2, 1u, r0 * bpr2, bpr2, nv, pc.hbase2, lane, pc.Kp2 / unit_of(TYPE2), true,
+                  pc.h_off + pc.nz * pc.h_z, pc.K2, acc);
+    [[unroll]] for (uint r = 0u; r < NR; r++) {
+        float v = team_sum(acc[r]);
         if (lane == 0u && row0 + r < pc.N)
-            Y.y[pc.y_off + row] += acc;
+            Y.y[pc.y_off + row0 + r] += v;
     }
 }
