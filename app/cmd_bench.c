@@ -129,10 +129,8 @@ static int cmp_time(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static void print_profile(engine *e, double roof_bytes)
+static void print_table(engine_stats st, double roof_bytes, const char *per)
 {
-    engine_stats st;
-    engine_get_stats(e, &st);
     if (!st.n_kernels) {
         printf("  (no per-kernel timings from this backend)\n");
         return;
@@ -143,7 +141,8 @@ static void print_profile(engine *e, double roof_bytes)
         total += st.kernels[k].us_per_token;
         bytes += st.kernels[k].bytes_per_token;
     }
-    printf("  %-16s %9s %10s %8s %10s %8s\n", "kernel", "calls/tok", "us/tok", "% token", "MB/tok", "GB/s");
+    printf("  %-16s %9s %10s %8s %10s %8s\n", "kernel", per[0] == 't' ? "calls/tok" : "calls", per[0] == 't' ? "us/tok" : "us",
+           "% time", per[0] == 't' ? "MB/tok" : "MB", "GB/s");
     for (uint32_t k = 0; k < st.n_kernels; k++) {
         const engine_kernel_stat *s = &st.kernels[k];
         printf("  %-16s %9.1f %10.1f %7.1f%% %10.2f %8.0f\n", s->name, s->calls_per_token, s->us_per_token,
@@ -151,9 +150,20 @@ static void print_profile(engine *e, double roof_bytes)
     }
     printf("  %-16s %9s %10.1f %7.1f%% %10.2f %8.0f\n", "sum", "", total, 100.0, bytes / 1e6,
            total > 0 ? bytes / (total * 1e3) : 0);
-    printf("  GPU time of a timed token: %.1f us; %u dependent dispatches per token; bytes %.3f GB/token "
-           "(the file's active weights: %.3f GB)\n",
-           st.us_per_token_measured, st.dispatches_per_token, bytes / 1e9, roof_bytes / 1e9);
+    if (per[0] == 't')
+        printf("  GPU time of a timed token: %.1f us; %u dependent dispatches per token; bytes %.3f GB/token "
+               "(the file's active weights: %.3f GB)\n",
+               st.us_per_token_measured, st.dispatches_per_token, bytes / 1e9, roof_bytes / 1e9);
+    else
+        printf("  GPU time of the timed batch: %.1f us; %u dependent dispatches\n", st.us_per_token_measured,
+               st.dispatches_per_token);
+}
+
+static void print_profile(engine *e, double roof_bytes)
+{
+    engine_stats st;
+    engine_get_stats(e, &st);
+    print_table(st, roof_bytes, "token");
 }
 
 static int routing(engine *e, uint32_t n_vocab, err_t *err)
@@ -199,6 +209,17 @@ static int run(engine *e, const model *m, const bench_opts *b, err_t *err)
             best = s < best ? s : best;
         }
         printf("pp%u: %.1f tokens/s (%.1f ms, best of %u)\n", b->p, b->p / best, best * 1e3, b->reps);
+        if (b->profile && vk) {
+            engine_rewind(e, 0);
+            vk_engine_set_profile(e->impl, PROFILE_FULL);
+            if (prefill(e, b->p, V, &s, err))
+                return -1;
+            vk_engine_set_profile(e->impl, PROFILE_OFF);
+            printf("  prompt batch with every dispatch timed: %.1f ms\n", s * 1e3);
+            engine_stats st;
+            vk_engine_prefill_stats(e->impl, &st);
+            print_table(st, 0, "batch");
+        }
     }
     double tg0 = 0;
     for (uint32_t d = 0; d < b->n_depth && b->n; d++) {

@@ -48,6 +48,8 @@ extern const engine_backend vk_engine_backend;
 /* Hooks for `glmchat bench` on an engine opened on vk_engine_backend
  * (impl = engine.impl). */
 void vk_engine_set_profile(void *impl, profile_mode mode);
+/* Per-kernel figures of the last fully timed prompt batch (per batch, not per token). */
+void vk_engine_prefill_stats(void *impl, engine_stats *st);
 /* After one eval of n_tokens (<= the prefill batch): per MoE layer, how
  * many distinct experts those tokens chose. */
 int vk_engine_routing(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_t cap, uint32_t *n_layers,

@@ -242,13 +242,13 @@ static int setup(vk_engine *e, err_t *err)
         return -1;
     if (alloc_buffers(e, req, n, err) || upload_rope(e, err) || zero_counters(e, err))
         return -1;
-    if (vk_family_build(e, &e->decode, vk_fwd_record_decode, false, true, err) ||
-        vk_family_build(e, &e->decode_logits, vk_fwd_record_decode, true, false, err)) {
+    if (vk_family_build(e, &e->decode, vk_fwd_record_decode, false, VK_FAMILY_SAMPLED, err) ||
+        vk_family_build(e, &e->decode_logits, vk_fwd_record_decode, true, VK_FAMILY_PLAIN, err)) {
         err_prefix(err, "recording the decode graph");
         return -1;
     }
-    if (e->n_batch > 1 && (vk_family_build(e, &e->prefill, vk_fwd_record_prefill, false, false, err) ||
-                           vk_family_build(e, &e->prefill_logits, vk_fwd_record_prefill, true, false, err))) {
+    if (e->n_batch > 1 && (vk_family_build(e, &e->prefill, vk_fwd_record_prefill, false, VK_FAMILY_FULL, err) ||
+                           vk_family_build(e, &e->prefill_logits, vk_fwd_record_prefill, true, VK_FAMILY_PLAIN, err))) {
         err_prefix(err, "recording the prefill graph");
         return -1;
     }
@@ -377,9 +377,11 @@ static int prefill(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos
     write_params(e, tokens, n, pos, k);
     bool want_logits = out && out->logits;
     vk_family *f = want_logits ? &e->prefill_logits : &e->prefill;
-    vk_variant *v = vk_family_pick(f, PROFILE_OFF);
+    /* the prompt graph is timed only when every dispatch is (bench --profile) */
+    vk_variant *v = vk_family_pick(f, e->p.profile == PROFILE_FULL ? PROFILE_FULL : PROFILE_OFF);
     if (vk_submit_wait(&e->c, v->cb, err))
         return -1;
+    vk_profile_collect(e, f, v, &e->prof_prefill);
     if (want_logits) {
         const float *src = (const float *)e->host_logits.map;
         if (out->all_positions)
@@ -446,6 +448,13 @@ static void vk_get_stats(void *impl, engine_stats *st)
 {
     vk_engine *e = impl;
     vk_profile_report(e, &e->decode, &e->prof_decode, st);
+}
+
+void vk_engine_prefill_stats(void *impl, engine_stats *st)
+{
+    vk_engine *e = impl;
+    memset(st, 0, sizeof *st);
+    vk_profile_report(e, &e->prefill, &e->prof_prefill, st);
 }
 
 void vk_engine_set_profile(void *impl, profile_mode mode)

@@ -78,8 +78,10 @@ typedef struct {
 int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host);
 int vk_fwd_record_prefill(vk_engine *e, vk_rec *r, bool logits_to_host);
 
-/* Profiler (vk_profiler.c). */
-int vk_family_build(vk_engine *e, vk_family *f, int (*rec)(vk_engine *, vk_rec *, bool), bool logits, bool sampled,
+/* Profiler (vk_profiler.c).  Variants: plain only; + fully timed; + one
+ * sampled variant per layer. */
+enum { VK_FAMILY_PLAIN = 0, VK_FAMILY_FULL = 1, VK_FAMILY_SAMPLED = 2 };
+int vk_family_build(vk_engine *e, vk_family *f, int (*rec)(vk_engine *, vk_rec *, bool), bool logits, int variants,
                     err_t *err);
 void vk_family_free(vk_engine *e, vk_family *f);
 /* The variant to submit for this token under profile mode `mode`. */

@@ -206,7 +206,15 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     if (s && s->N != d->N)
         return err_set(k->err, "%s: shared and routed down projections differ in rows", a->name);
     mv_cfg m = mv_config(k->c, d);
-    uint32_t spec[] = {m.wgs, d->type, m.team, m.nr, k->c->subgroup, s ? 1 : 0, s ? s->type : d->type, 4, m.upt};
+    uint32_t nslot = a->nz + (s ? 1 : 0);
+    /* every (row group, slot) pair gets a team: at least nslot teams */
+    while (m.wgs / m.team < nslot && m.wgs < 1024)
+        m.wgs *= 2;
+    if (m.wgs / m.team < nslot)
+        return err_set(k->err, "%s: %u experts per token do not fit one workgroup", a->name, nslot);
+    uint32_t rg = m.wgs / m.team / nslot;
+    uint32_t spec[] = {m.wgs, d->type, m.team, m.nr, k->c->subgroup, s ? 1 : 0, s ? s->type : d->type, 4, m.upt,
+                       nslot};
     memset(out, 0, sizeof *out);
     out->name = a->name;
     out->pipe = pipe(k, "mv_moe_down", spec, sizeof spec / sizeof spec[0]);
@@ -235,7 +243,7 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     p[12] = a->wts.off;
     p[13] = a->y.off;
     out->npush = 14;
-    out->groups[0] = ceil_div(d->N, rows_per_wg(&m));
+    out->groups[0] = ceil_div(d->N, rg * m.nr);
     out->groups[1] = out->groups[2] = 1;
     out->bytes = d->src_bytes / d->n_mat * a->nz + (s ? s->src_bytes : 0);
     return 0;

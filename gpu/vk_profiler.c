@@ -74,18 +74,20 @@ static int record(vk_engine *e, vk_family *f, vk_variant *v, int mode, int seg,
     return rc;
 }
 
-int vk_family_build(vk_engine *e, vk_family *f, int (*rec)(vk_engine *, vk_rec *, bool), bool logits, bool sampled,
+int vk_family_build(vk_engine *e, vk_family *f, int (*rec)(vk_engine *, vk_rec *, bool), bool logits, int variants,
                     err_t *err)
 {
     memset(f, 0, sizeof *f);
     if (variant_init(e, &f->plain, false, 0, err) || record(e, f, &f->plain, VK_PROF_OFF, 0, rec, logits, err))
         return -1;
-    if (!sampled)
+    if (variants == VK_FAMILY_PLAIN)
         return 0;
     /* every dispatch, a start mark per segment, begin and end */
     uint32_t qcap = f->prog.n_disp + e->m->cfg.n_layer + 8;
     if (variant_init(e, &f->full, true, qcap, err) || record(e, f, &f->full, VK_PROF_ALL, 0, rec, logits, err))
         return -1;
+    if (variants == VK_FAMILY_FULL)
+        return 0;
     f->n_sampled = e->m->cfg.n_layer;
     f->sampled = calloc(f->n_sampled, sizeof *f->sampled);
     if (!f->sampled)

@@ -1,7 +1,9 @@
 #version 450
 // mv_moe_down: y[r] += sum_z wt[z] * (D[ids[z]][r] . h[z]) + (S[r] . h_s):
 // the down projections of the chosen experts and of the shared expert(s),
-// their weighted sum and the residual add in one pass over the rows.
+// their weighted sum and the residual add in one dispatch.  The teams of a
+// workgroup split over (row group, slot), so every slot's loads are in
+// flight at once; the slots of a row meet in shared memory.
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint TYPE = 2u;    // routed down
@@ -12,7 +14,10 @@ layout(constant_id = 5) const uint HAS_SHARED = 1u;
 layout(constant_id = 6) const uint TYPE2 = 2u;   // shared down
 layout(constant_id = 7) const uint KSH = 4u;
 layout(constant_id = 8) const uint UPT = 4u;
+layout(constant_id = 9) const uint NSLOT = 5u;   // routed experts + shared
 const uint WGS = gl_WorkGroupSize.x;
+const uint NTEAM = WGS / TEAM;
+const uint RG = NTEAM / NSLOT;                   // row groups per workgroup
 
 #include "quant.glsl"
 #include "mv_common.glsl"
@@ -30,33 +35,47 @@ layout(push_constant) uniform PC {
     uint y_off;
 } pc;
 
+shared float part[RG * NR * NSLOT];
+
 void main()
 {
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
-    uint bpr = pc.Kp / blk_of(TYPE), bpr2 = pc.Kp2 / blk_of(TYPE2);
-    uint row0 = (gl_WorkGroupID.x * (WGS / TEAM) + team) * NR;
+    uint slot = team % NSLOT, rg = team / NSLOT;
+    uint row0 = (gl_WorkGroupID.x * RG + min(rg, RG - 1u)) * NR;
     uint nv = row0 < pc.N ? min(NR, pc.N - row0) : 1u;
     uint r0 = min(row0, pc.N - 1u);
     float acc[NR];
     [[unroll]] for (uint r = 0u; r < NR; r++)
         acc[r] = 0.0;
-    for (uint z = 0u; z < pc.nz; z++) {
-        float part[NR];
-        [[unroll]] for (uint r = 0u; r < NR; r++)
-            part[r] = 0.0;
-        uint m = uint(ID.ids[pc.ids_off + z]);
-        team_rows(TYPE, 0u, m * pc.mblk + r0 * bpr, bpr, nv, pc.hbase, lane, pc.Kp / unit_of(TYPE), true,
-                  pc.h_off + z * pc.h_z, pc.K, part);
-        float w = WT.wts[pc.wts_off + z];
-        [[unroll]] for (uint r = 0u; r < NR; r++)
-            acc[r] += w * part[r];
+    if (rg < RG) {
+        if (slot < pc.nz) {
+            uint bpr = pc.Kp / blk_of(TYPE);
+            uint m = uint(ID.ids[pc.ids_off + slot]);
+            team_rows(TYPE, 0u, m * pc.mblk + r0 * bpr, bpr, nv, pc.hbase, lane, pc.Kp / unit_of(TYPE), true,
+                      pc.h_off + slot * pc.h_z, pc.K, acc);
+            float w = WT.wts[pc.wts_off + slot];
+            [[unroll]] for (uint r = 0u; r < NR; r++)
+                acc[r] *= w;
+        } else if (HAS_SHARED == 1u) {
+            uint bpr2 = pc.Kp2 / blk_of(TYPE2);
+            team_rows(TYPE2, 1u, r0 * bpr2, bpr2, nv, pc.hbase2, lane, pc.Kp2 / unit_of(TYPE2), true,
+                      pc.h_off + pc.nz * pc.h_z, pc.K2, acc);
+        }
     }
-    if (HAS_SHARED == 1u)
-        team_rows(TYPE2, 1u, r0 * bpr2, bpr2, nv, pc.hbase2, lane, pc.Kp2 / unit_of(TYPE2), true,
-                  pc.h_off + pc.nz * pc.h_z, pc.K2, acc);
     [[unroll]] for (uint r = 0u; r < NR; r++) {
         float v = team_sum(acc[r]);
-        if (lane == 0u && row0 + r < pc.N)
-            Y.y[pc.y_off + row0 + r] += v;
+        if (lane == 0u && rg < RG)
+            part[(rg * NR + r) * NSLOT + slot] = v;
+    }
+    barrier();
+    uint tid = gl_LocalInvocationIndex;
+    if (tid < RG * NR) {
+        uint row = gl_WorkGroupID.x * RG * NR + tid;
+        if (row < pc.N) {
+            float s = 0.0;
+            for (uint z = 0u; z < NSLOT; z++)
+                s += part[tid * NSLOT + z];
+            Y.y[pc.y_off + row] += s;
+        }
     }
 }
