@@ -7,13 +7,6 @@
 
 #define WGS 128u
 
-static uint32_t pow2_floor(uint32_t v)
-{
-    uint32_t p = 1;
-    while (p * 2 <= v)
-        p *= 2;
-    return p;
-}
 
 static uint32_t ceil_div(uint64_t a, uint64_t b)
 {
@@ -29,10 +22,11 @@ static uint32_t f2u(float f)
 
 /* Decode matvec geometry: threads per row (TEAM, a power of two no larger
  * than a subgroup, so teams reduce with shuffles), units each thread takes
- * per row (UPT, the loads it issues up front), rows per team (NR) and the
- * workgroup size.  Aim: about `loads` independent 16-byte loads in flight
- * per thread, a few units per thread.  The GLMCHAT_MV_* environment
- * variables override the targets (tuning runs on the GPU machine). */
+ * per row (UPT, loads issued up front), rows per team (NR) and the
+ * workgroup size.  A decode matvec is 0.5-15 MB: it needs many threads with
+ * little state each (high occupancy keeps enough loads in flight) and many
+ * small workgroups to spread over every compute unit.  The GLMCHAT_MV_*
+ * environment variables override the targets (tuning runs on the GPU). */
 typedef struct {
     uint32_t wgs, team, upt, nr;
 } mv_cfg;
@@ -46,29 +40,30 @@ static uint32_t env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi
     return x < lo ? lo : x > hi ? hi : (uint32_t)x;
 }
 
+static uint32_t pow2_ceil(uint32_t v)
+{
+    uint32_t p = 1;
+    while (p < v)
+        p *= 2;
+    return p;
+}
+
 static mv_cfg mv_config(const vk_ctx *c, const vk_tensor *w)
 {
     vk_qlayout l;
     vk_qlayout_of(w->type, &l);
     uint32_t units = w->Kp / l.unit;
-    uint32_t upt_target = env_u32("GLMCHAT_MV_UPT", 4, 1, 16);
-    uint32_t loads = env_u32("GLMCHAT_MV_LOADS", 16, 1, 64);
+    uint32_t upt_target = env_u32("GLMCHAT_MV_UPT", 2, 1, 16);
     mv_cfg m;
-    m.wgs = env_u32("GLMCHAT_MV_WGS", 256, c->subgroup, 1024) / c->subgroup * c->subgroup;
-    m.team = pow2_floor(units / upt_target ? units / upt_target : 1);
+    m.team = pow2_ceil(ceil_div(units, upt_target));
     if (m.team > c->subgroup)
         m.team = c->subgroup;
     m.upt = ceil_div(units, m.team);
-    if (m.upt > 16) {
-        m.team = c->subgroup;
-        m.upt = ceil_div(units, m.team);
-    }
-    uint32_t per_unit = w->type == QT_Q6_K ? 4 : w->type == QT_F32 ? 2 : 1;
-    m.nr = loads / (m.upt * per_unit);
-    m.nr = m.nr < 1 ? 1 : m.nr > 4 ? 4 : m.nr;
-    /* the fast paths keep NR*UPT loads in registers; bound that */
-    while (m.nr > 1 && m.nr * m.upt > 16)
-        m.nr--;
+    if (m.upt > 16)
+        m.upt = 16; /* longer rows take several passes */
+    m.nr = env_u32("GLMCHAT_MV_NR", 1, 1, 4);
+    m.wgs = env_u32("GLMCHAT_MV_WGS", 64, 1, 1024);
+    m.wgs = (m.wgs + c->subgroup - 1) / c->subgroup * c->subgroup;
     return m;
 }
 
@@ -77,17 +72,6 @@ static uint32_t rows_per_wg(const mv_cfg *m)
     return m->wgs / m->team * m->nr;
 }
 
-/* Shared floats for an input of kp elements, rounded so few variants exist;
- * 0 when it does not fit (the kernel then reads the input from memory). */
-static uint32_t shared_floats(const vk_ctx *c, uint32_t kp)
-{
-    uint32_t ksh = (kp + 1023) / 1024 * 1024;
-    if ((uint64_t)ksh * 4 + 512 > c->shared_bytes)
-        ksh = (kp + 255) / 256 * 256;
-    if ((uint64_t)ksh * 4 + 512 > c->shared_bytes)
-        return 0;
-    return ksh;
-}
 
 static VkPipeline pipe(const vk_kb *k, const char *shader, const uint32_t *spec, uint32_t n)
 {
@@ -98,16 +82,7 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
 {
     const vk_tensor *w = a->w;
     mv_cfg m = mv_config(k->c, w);
-    uint32_t ksh = shared_floats(k->c, w->Kp);
-    uint32_t xmode = a->norm ? 1 : 0;
-    if (!ksh) {
-        if (a->norm)
-            return err_set(k->err, "%s: a %u-wide RMSNorm does not fit in %u bytes of shared memory", a->name,
-                           w->K, k->c->shared_bytes);
-        xmode = 2;
-        ksh = 4;
-    }
-    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, xmode, a->accumulate ? 1 : 0, ksh,
+    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, a->accumulate ? 1 : 0, 4,
                        a->ids ? 1 : 0, m.upt};
     memset(out, 0, sizeof *out);
     out->name = a->name;
@@ -155,15 +130,8 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
     if (g->K != u->K || g->N != u->N || g->Kp != u->Kp)
         return err_set(k->err, "%s: gate and up shapes differ", a->name);
     mv_cfg m = mv_config(k->c, g);
-    uint32_t ksh = shared_floats(k->c, g->Kp);
-    uint32_t xmode = a->norm ? 1 : 0;
-    if (!ksh) {
-        if (a->norm)
-            return err_set(k->err, "%s: a %u-wide RMSNorm does not fit in shared memory", a->name, g->K);
-        xmode = 2;
-        ksh = 4;
-    }
-    uint32_t spec[] = {m.wgs, g->type, m.team, m.nr, k->c->subgroup, xmode, u->type, ksh, a->ids ? 1 : 0, m.upt};
+    uint32_t spec[] = {m.wgs, g->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, u->type, 4, a->ids ? 1 : 0,
+                       m.upt};
     memset(out, 0, sizeof *out);
     out->name = a->name;
     out->pipe = pipe(k, "mv_glu", spec, sizeof spec / sizeof spec[0]);
@@ -207,10 +175,11 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
         return err_set(k->err, "%s: shared and routed down projections differ in rows", a->name);
     mv_cfg m = mv_config(k->c, d);
     uint32_t nslot = a->nz + (s ? 1 : 0);
-    /* every (row group, slot) pair gets a team: at least nslot teams */
-    while (m.wgs / m.team < nslot && m.wgs < 1024)
-        m.wgs *= 2;
-    if (m.wgs / m.team < nslot)
+    /* a team per (row group, slot): the workgroup is a whole number of
+     * subgroups holding at least one row group of nslot teams */
+    uint32_t need = m.team * nslot;
+    m.wgs = ceil_div(need, k->c->subgroup) * k->c->subgroup;
+    if (m.wgs > 1024)
         return err_set(k->err, "%s: %u experts per token do not fit one workgroup", a->name, nslot);
     uint32_t rg = m.wgs / m.team / nslot;
     uint32_t spec[] = {m.wgs, d->type, m.team, m.nr, k->c->subgroup, s ? 1 : 0, s ? s->type : d->type, 4, m.upt,
@@ -440,13 +409,7 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
         return err_set(k->err, "router: %u experts, %u used: the router kernel handles up to 512 and 32", w->N,
                        a->n_used);
     mv_cfg m = mv_config(k->c, w);
-    /* many small workgroups: the router is 64 rows */
-    m.wgs = 128;
-    m.nr = 1;
-    uint32_t ksh = shared_floats(k->c, w->Kp);
-    if (!ksh)
-        return err_set(k->err, "router: a %u-wide RMSNorm does not fit in shared memory", w->K);
-    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, ksh, m.upt};
+    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, 4, m.upt};
     memset(out, 0, sizeof *out);
     out->name = "router";
     out->pipe = pipe(k, "router", spec, sizeof spec / sizeof spec[0]);

@@ -65,8 +65,9 @@ void main()
     float acc[NR];
     [[unroll]] for (uint r = 0u; r < NR; r++)
         acc[r] = 0.0;
-    team_rows(TYPE, 0u, h * pc.mat_blocks + r0 * bpr, bpr, nv, pc.hbase, lane, pc.Kp / unit_of(TYPE), false, 0u,
-              pc.K, acc);
+    float xx = 0.0;
+    team_rows(TYPE, 0u, h * pc.mat_blocks + r0 * bpr, bpr, nv, pc.hbase, lane, pc.Kp / unit_of(TYPE),
+              xsrc(false, 0u, pc.K, false, 0u), acc, xx);
     [[unroll]] for (uint r = 0u; r < NR; r++) {
         float v = team_sum(acc[r]);
         if (lane == 0u && row0 + r < pc.N)

@@ -2,19 +2,20 @@
 // mv: y[z] (=|+=) W[m(z)] . x[z] for one token (decode), any weight type.
 //
 // Grid: x = row groups (NR rows per team, WGS/TEAM teams), y = z (heads or
-// expert slots; m(z) = z, or ids[z] when IDMODE = 1).  XMODE: 0 input copied
-// to shared memory, 1 RMSNorm(x) * nw fused into that copy, 2 input read
-// from global memory (longer than shared memory).  OMODE 1 adds into y (the
-// residual stream), which is safe: each row is written by one team only.
+// expert slots; m(z) = z, or ids[z] when IDMODE = 1).  NORM 1: the input is
+// RMSNorm(x) * nw, folded in per team (see mv_common.glsl).  OMODE 1 adds
+// into y (the residual stream), which is safe: each row is written by one
+// team only.  Prefill uses it per (token, head) for attn_k_b and for the
+// head over the batch's last token (params buffer).
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint TYPE = 2u;
 layout(constant_id = 2) const uint TEAM = 16u;
 layout(constant_id = 3) const uint NR = 2u;
 layout(constant_id = 4) const uint SG = 32u;
-layout(constant_id = 5) const uint XMODE = 0u;
+layout(constant_id = 5) const uint NORM = 0u;
 layout(constant_id = 6) const uint OMODE = 0u;
-layout(constant_id = 7) const uint KSH = 2048u;
+layout(constant_id = 7) const uint KSH = 4u;
 layout(constant_id = 8) const uint IDMODE = 0u;
 layout(constant_id = 9) const uint UPT = 4u;
 const uint WGS = gl_WorkGroupSize.x;
@@ -23,7 +24,6 @@ const uint WGS = gl_WorkGroupSize.x;
 #include "mv_common.glsl"
 
 layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
-layout(set = 0, binding = 3) readonly buffer NWBuf { float nw[]; } NW;
 layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
 layout(set = 0, binding = 5) readonly buffer Params { uint p[]; } P;
 
@@ -52,11 +52,7 @@ void main()
     uint xb = pc.x_off + z * pc.x_z;
     if (pc.last_row != 0u)
         xb += (P.p[1] - 1u) * pc.last_row;
-    bool xg = XMODE == 2u;
-    if (XMODE == 0u)
-        stage_x(xb, pc.K, pc.Kp);
-    else if (XMODE == 1u)
-        STAGE_X_NORM(xb, pc.K, pc.Kp, NW.nw, pc.nw_off, pc.eps)
+    xsrc a = xsrc(true, xb, pc.K, NORM == 1u, pc.nw_off);
 
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
     uint bpr = pc.Kp / blk_of(TYPE);
@@ -66,10 +62,11 @@ void main()
     float acc[NR];
     [[unroll]] for (uint r = 0u; r < NR; r++)
         acc[r] = 0.0;
-    team_rows(TYPE, 0u, mat * pc.mat_blocks + r0 * bpr, bpr, nv, pc.hbase, lane, pc.Kp / unit_of(TYPE), xg, xb,
-              pc.K, acc);
+    float xx = 0.0;
+    team_rows(TYPE, 0u, mat * pc.mat_blocks + r0 * bpr, bpr, nv, pc.hbase, lane, pc.Kp / unit_of(TYPE), a, acc, xx);
+    float sc = NORM == 1u ? rms_scale(xx, pc.K, pc.eps) : 1.0;
     [[unroll]] for (uint r = 0u; r < NR; r++) {
-        float v = team_sum(acc[r]);
+        float v = team_sum(acc[r]) * sc;
         if (lane == 0u && row0 + r < pc.N) {
             uint yi = pc.y_off + z * pc.y_z + row0 + r;
             Y.y[yi] = OMODE == 1u ? Y.y[yi] + v : v;

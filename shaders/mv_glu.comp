@@ -1,17 +1,17 @@
 #version 450
 // mv_glu: h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n), n = RMSNorm(x) * nw
-// (XMODE 1) or x (XMODE 0/2): the gate and up projections of the FFN and of
-// the experts, fused with SiLU * mul.  m(z) = ids[z] (IDMODE 1: the routed
-// experts the router chose, read from the GPU buffer) or z.
+// (NORM 1) or x: the gate and up projections of the FFN and of the experts,
+// fused with SiLU * mul.  m(z) = ids[z] (IDMODE 1: the routed experts the
+// router chose, read from the GPU buffer) or z.
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint TYPE = 2u;    // gate
 layout(constant_id = 2) const uint TEAM = 16u;
 layout(constant_id = 3) const uint NR = 2u;
 layout(constant_id = 4) const uint SG = 32u;
-layout(constant_id = 5) const uint XMODE = 1u;
+layout(constant_id = 5) const uint NORM = 1u;
 layout(constant_id = 6) const uint TYPE2 = 2u;   // up
-layout(constant_id = 7) const uint KSH = 2048u;
+layout(constant_id = 7) const uint KSH = 4u;
 layout(constant_id = 8) const uint IDMODE = 0u;
 layout(constant_id = 9) const uint UPT = 4u;
 const uint WGS = gl_WorkGroupSize.x;
@@ -20,7 +20,6 @@ const uint WGS = gl_WorkGroupSize.x;
 #include "mv_common.glsl"
 
 layout(set = 0, binding = 2) writeonly buffer HBuf { float h[]; } H;
-layout(set = 0, binding = 3) readonly buffer NWBuf { float nw[]; } NW;
 layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
 
 layout(push_constant) uniform PC {
@@ -38,12 +37,7 @@ void main()
 {
     uint z = gl_WorkGroupID.y;
     uint mat = IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
-    uint xb = pc.x_off + (pc.x_z == 0u ? 0u : z * pc.x_z);
-    bool xg = XMODE == 2u;
-    if (XMODE == 0u)
-        stage_x(xb, pc.K, pc.Kp);
-    else if (XMODE == 1u)
-        STAGE_X_NORM(xb, pc.K, pc.Kp, NW.nw, pc.nw_off, pc.eps)
+    xsrc a = xsrc(true, pc.x_off + z * pc.x_z, pc.K, NORM == 1u, pc.nw_off);
 
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
     uint bpr_g = pc.Kp / blk_of(TYPE), bpr_u = pc.Kp / blk_of(TYPE2);
@@ -55,12 +49,13 @@ void main()
         g[r] = 0.0;
         u[r] = 0.0;
     }
-    team_rows(TYPE, 0u, mat * pc.mblk_g + r0 * bpr_g, bpr_g, nv, pc.hbase_g, lane, pc.Kp / unit_of(TYPE), xg, xb,
-              pc.K, g);
-    team_rows(TYPE2, 1u, mat * pc.mblk_u + r0 * bpr_u, bpr_u, nv, pc.hbase_u, lane, pc.Kp / unit_of(TYPE2), xg, xb,
-              pc.K, u);
+    float xx = 0.0, xx2 = 0.0;
+    team_rows(TYPE, 0u, mat * pc.mblk_g + r0 * bpr_g, bpr_g, nv, pc.hbase_g, lane, pc.Kp / unit_of(TYPE), a, g, xx);
+    team_rows(TYPE2, 1u, mat * pc.mblk_u + r0 * bpr_u, bpr_u, nv, pc.hbase_u, lane, pc.Kp / unit_of(TYPE2), a, u,
+              xx2);
+    float sc = NORM == 1u ? rms_scale(xx, pc.K, pc.eps) : 1.0;
     [[unroll]] for (uint r = 0u; r < NR; r++) {
-        float gv = team_sum(g[r]), uv = team_sum(u[r]);
+        float gv = team_sum(g[r]) * sc, uv = team_sum(u[r]) * sc;
         if (lane == 0u && row0 + r < pc.N)
             H.h[pc.h_off + z * pc.h_z + row0 + r] = gv / (1.0 + exp(-gv)) * uv;
     }

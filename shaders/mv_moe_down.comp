@@ -47,19 +47,20 @@ void main()
     float acc[NR];
     [[unroll]] for (uint r = 0u; r < NR; r++)
         acc[r] = 0.0;
+    float xx = 0.0;
     if (rg < RG) {
         if (slot < pc.nz) {
             uint bpr = pc.Kp / blk_of(TYPE);
             uint m = uint(ID.ids[pc.ids_off + slot]);
-            team_rows(TYPE, 0u, m * pc.mblk + r0 * bpr, bpr, nv, pc.hbase, lane, pc.Kp / unit_of(TYPE), true,
-                      pc.h_off + slot * pc.h_z, pc.K, acc);
+            team_rows(TYPE, 0u, m * pc.mblk + r0 * bpr, bpr, nv, pc.hbase, lane, pc.Kp / unit_of(TYPE),
+                      xsrc(true, pc.h_off + slot * pc.h_z, pc.K, false, 0u), acc, xx);
             float w = WT.wts[pc.wts_off + slot];
             [[unroll]] for (uint r = 0u; r < NR; r++)
                 acc[r] *= w;
         } else if (HAS_SHARED == 1u) {
             uint bpr2 = pc.Kp2 / blk_of(TYPE2);
-            team_rows(TYPE2, 1u, r0 * bpr2, bpr2, nv, pc.hbase2, lane, pc.Kp2 / unit_of(TYPE2), true,
-                      pc.h_off + pc.nz * pc.h_z, pc.K2, acc);
+            team_rows(TYPE2, 1u, r0 * bpr2, bpr2, nv, pc.hbase2, lane, pc.Kp2 / unit_of(TYPE2),
+                      xsrc(true, pc.h_off + pc.nz * pc.h_z, pc.K2, false, 0u), acc, xx);
         }
     }
     [[unroll]] for (uint r = 0u; r < NR; r++) {

@@ -23,7 +23,6 @@ const uint EPL = EMAX / SG;   // experts per lane in the tail
 #include "mv_common.glsl"
 
 layout(set = 0, binding = 2) coherent buffer LBuf { float logit[]; } L;
-layout(set = 0, binding = 3) readonly buffer NWBuf { float nw[]; } NW;
 layout(set = 0, binding = 4) writeonly buffer IdBuf { int ids[]; } ID;
 layout(set = 0, binding = 5) writeonly buffer WtBuf { float wts[]; } WT;
 layout(set = 0, binding = 6) readonly buffer BBuf { float bias[]; } B;
@@ -53,8 +52,7 @@ void main()
     uint z = gl_WorkGroupID.y;
     if (pc.check_batch != 0u && z >= P.p[1])
         return;
-    uint xb = pc.x_off + z * pc.x_z;
-    STAGE_X_NORM(xb, pc.K, pc.Kp, NW.nw, pc.nw_off, pc.eps)
+    xsrc a = xsrc(true, pc.x_off + z * pc.x_z, pc.K, true, pc.nw_off);
 
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
     uint bpr = pc.Kp / blk_of(TYPE);
@@ -65,9 +63,11 @@ void main()
     float acc[NR];
     [[unroll]] for (uint r = 0u; r < NR; r++)
         acc[r] = 0.0;
-    team_rows(TYPE, 0u, r0 * bpr, bpr, nv, pc.hbase, lane, pc.Kp / unit_of(TYPE), false, xb, pc.K, acc);
+    float xx = 0.0;
+    team_rows(TYPE, 0u, r0 * bpr, bpr, nv, pc.hbase, lane, pc.Kp / unit_of(TYPE), a, acc, xx);
+    float sc = rms_scale(xx, pc.K, pc.eps);
     [[unroll]] for (uint r = 0u; r < NR; r++) {
-        float v = team_sum(acc[r]);
+        float v = team_sum(acc[r]) * sc;
         if (lane == 0u && row0 + r < pc.N)
             L.logit[lb + row0 + r] = v;
     }
