@@ -132,7 +132,7 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->part_pf, B * c->n_head * (uint64_t)e->part_cap_prefill * (c->kv_lora_rank + 2) * f,
                        "prefill attention partials", 0};
     r[n++] = (buf_req){&e->moe_list, B * (K ? K : 1) * f, "expert work list", 0};
-    r[n++] = (buf_req){&e->moe_tiles, (B * K / vk_mm_expert_bm() + c->n_expert + 1) * 16, "expert tiles", 0};
+    r[n++] = (buf_req){&e->moe_tiles, (B * K / 32 + c->n_expert + 1) * 16, "expert tiles", 0};
     r[n++] = (buf_req){&e->moe_ind, 64, "expert dispatch sizes", 0};
     r[n++] = (buf_req){&e->counters, B * f + 64, "counters", 0};
     r[n++] = (buf_req){&e->logits, (uint64_t)c->n_vocab * f, "logits", 0};

@@ -557,9 +557,17 @@ int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
 #define MM_BM_EXPERT 32u
 #define MM_BN 64u
 
-uint32_t vk_mm_expert_bm(void)
+/* Tensor cores (NV cooperative matrices, fp16 in / fp32 accumulate) for
+ * quantized weights where the device has them; F32 weights keep the fp32
+ * kernel (their models' 1e-4 criterion). GLMCHAT_NO_COOPMAT=1 turns them off. */
+static bool use_coop(const vk_ctx *c, const vk_tensor *w)
 {
-    return MM_BM_EXPERT;
+    return c->coopmat && w->type != QT_F32 && !env_u32("GLMCHAT_NO_COOPMAT", 0, 0, 1);
+}
+
+uint32_t vk_mm_expert_bm(const vk_ctx *c, const vk_tensor *w)
+{
+    return use_coop(c, w) ? 64 : MM_BM_EXPERT;
 }
 
 uint32_t vk_mm_bn(void)
@@ -573,12 +581,18 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     bool list = a->tiles != NULL;
     if (u && (u->K != w->K || u->N != w->N || u->Kp != w->Kp))
         return err_set(k->err, "%s: gate and up shapes differ", a->name);
-    uint32_t bm = list ? MM_BM_EXPERT : MM_BM;
+    bool coop = use_coop(k->c, w) && (!u || use_coop(k->c, u));
+    if (list && a->tile != (coop ? 64u : MM_BM_EXPERT)) {
+        if (a->tile != MM_BM_EXPERT)
+            return err_set(k->err, "%s: expert tiles of %u pairs do not match the kernel", a->name, a->tile);
+        coop = false; /* tiles cut for the fp32 kernel (another expert matrix needs it) */
+    }
+    uint32_t bm = coop ? 64 : list ? MM_BM_EXPERT : MM_BM;
     uint32_t mode = u ? 2 : a->accumulate ? 1 : 0;
-    uint32_t spec[] = {256, w->type, u ? u->type : w->type, bm, MM_BN, mode, list ? 1 : 0};
+    uint32_t spec[] = {coop ? 128 : 256, w->type, u ? u->type : w->type, bm, MM_BN, mode, list ? 1 : 0};
     memset(out, 0, sizeof *out);
     out->name = a->name;
-    out->pipe = pipe(k, "mm", spec, sizeof spec / sizeof spec[0]);
+    out->pipe = pipe(k, coop ? "mm_coop" : "mm", spec, sizeof spec / sizeof spec[0]);
     if (!out->pipe)
         return -1;
     out->w[0] = w->buf;
@@ -620,7 +634,7 @@ int vk_k_moe_group(const vk_kb *k, const vk_moe_group_args *a, vk_call *out)
 {
     if (a->n_expert > 512)
         return err_set(k->err, "moe_group: %u experts (at most 512)", a->n_expert);
-    uint32_t spec[] = {256, MM_BM_EXPERT};
+    uint32_t spec[] = {256, a->tile};
     memset(out, 0, sizeof *out);
     out->name = "moe_group";
     out->pipe = pipe(k, "moe_group", spec, 2);

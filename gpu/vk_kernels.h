@@ -219,11 +219,12 @@ typedef struct {
     bool accumulate;
     vk_buf params;
     const vk_buf *list, *tiles, *indirect;  /* expert mode */
-    uint32_t expert_tokens;                 /* expert mode: pairs in the batch (for the byte count) */
+    uint32_t tile;                          /* expert mode: pairs per tile (vk_mm_expert_bm) */
 } vk_mm_args;
 int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out);
-/* Tokens per tile the expert pass uses (moe_group must cut tiles the same). */
-uint32_t vk_mm_expert_bm(void);
+/* Tokens per tile the expert pass uses for these weights (moe_group must
+ * cut tiles the same). */
+uint32_t vk_mm_expert_bm(const vk_ctx *c, const vk_tensor *w);
 uint32_t vk_mm_bn(void);
 
 typedef struct {
@@ -231,6 +232,7 @@ typedef struct {
     uint32_t K, n_expert;
     vk_buf list, tiles, indirect, params;
     uint32_t x_gu, x_dn;        /* workgroups across the gate/up and down outputs */
+    uint32_t tile;              /* pairs per tile (vk_mm_expert_bm) */
 } vk_moe_group_args;
 int vk_k_moe_group(const vk_kb *k, const vk_moe_group_args *a, vk_call *out);
 

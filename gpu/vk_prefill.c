@@ -148,9 +148,14 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     vk_rec_barrier(r);
 
     vk_buf ind = e->moe_ind;
+    /* one tile size for the gate/up and down passes over the same list */
+    uint32_t tile = vk_mm_expert_bm(&e->c, &L->gate_exps);
+    if (vk_mm_expert_bm(&e->c, &L->up_exps) != tile || vk_mm_expert_bm(&e->c, &L->down_exps) != tile)
+        tile = 32;
     vk_moe_group_args gr = {.ids = V(e->ids, ids_off), .K = K, .n_expert = c->n_expert, .list = e->moe_list,
                             .tiles = e->moe_tiles, .indirect = e->moe_ind, .params = e->params,
-                            .x_gu = (F + vk_mm_bn() - 1) / vk_mm_bn(), .x_dn = (H + vk_mm_bn() - 1) / vk_mm_bn()};
+                            .x_gu = (F + vk_mm_bn() - 1) / vk_mm_bn(), .x_dn = (H + vk_mm_bn() - 1) / vk_mm_bn(),
+                            .tile = tile};
     TRY(call(r, vk_k_moe_group(&e->kb, &gr, &k), &k));
     if (L->has_shared) {
         vk_mm_args sd = {.name = "shexp_down", .w = &L->down_sh, .x = V(e->hp, hs_off), .x_stride = fs,
@@ -166,12 +171,13 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     ind_dn.size = 12;
     vk_mm_args gu = {.name = "moe_gate_up", .w = &L->gate_exps, .up = &L->up_exps, .x = V(e->xn, 0), .x_stride = H,
                      .x_div = K, .y = V(e->hp, 0), .y_stride = F, .nz = 1, .max_tokens = e->n_batch * K,
-                     .params = e->params, .list = &e->moe_list, .tiles = &e->moe_tiles, .indirect = &ind_gu};
+                     .params = e->params, .list = &e->moe_list, .tiles = &e->moe_tiles, .indirect = &ind_gu,
+                     .tile = tile};
     TRY(call(r, vk_k_mm(&e->kb, &gu, &k), &k));
     vk_rec_barrier(r);
     vk_mm_args dn = {.name = "moe_down", .w = &L->down_exps, .x = V(e->hp, 0), .x_stride = F, .x_div = 1,
                      .y = V(e->yp, 0), .y_stride = H, .nz = 1, .max_tokens = e->n_batch * K, .params = e->params,
-                     .list = &e->moe_list, .tiles = &e->moe_tiles, .indirect = &ind_dn};
+                     .list = &e->moe_list, .tiles = &e->moe_tiles, .indirect = &ind_dn, .tile = tile};
     TRY(call(r, vk_k_mm(&e->kb, &dn, &k), &k));
     vk_rec_barrier(r);
     vk_moe_combine_args cb = {.y = V(e->yp, 0), .x = V(e->x, 0), .wts = V(e->wts, ids_off), .H = H, .K = K,

@@ -763,6 +763,256 @@ static void topk_cases(void)
     }
 }
 
+/* ---- prefill: tiled mat-mat, rmsnorm, the expert pipeline ------------------------------- */
+
+/* The mat-mat kernels: fp32 SIMT (chain bound as the matvec), or on devices
+ * with cooperative matrices, fp16 operands for quantized weights: each
+ * operand rounds to 11 bits (2^-11 relative), so a product is off by at most
+ * ~2^-10 of |w x| and the sum by 2^-10 * sum|w x| plus fp32 accumulation. */
+static double mm_bound(uint32_t type, uint32_t K)
+{
+    bool coop = G.c.coopmat && type != QT_F32;
+    return chain_bound(type, K) + (coop ? 9.8e-4 : 0);
+}
+
+typedef struct {
+    uint32_t type, K, N, T;
+    int mode; /* 0 store, 1 accumulate, 2 glu */
+    const char *what;
+} mm_case;
+static mm_case MMC;
+
+static void test_mm(void)
+{
+    const mm_case *c = &MMC;
+    err_t err = {{0}};
+    vk_tensor t, tu;
+    uint8_t *w = rand_tensor(c->type, c->K, c->N, 1, &t), *wu = NULL;
+    if (c->mode == 2)
+        wu = rand_tensor(c->type, c->K, c->N, 1, &tu);
+    uint32_t xs = c->K + 3, ys = c->N + 1, B = 64 * ((c->T + 63) / 64);
+    float *x = random_vec((uint64_t)xs * B, 1.0f), *y0 = random_vec((uint64_t)ys * B, 1.0f);
+    uint32_t params[64] = {0};
+    params[VKP_NTOK] = c->T;
+    vk_buf bx = host_copy(x, (uint64_t)xs * B), by = host_copy(y0, (uint64_t)ys * B), bp = host_copy(params, 64);
+    vk_mm_args a = {.name = "mm", .w = &t, .up = c->mode == 2 ? &tu : NULL, .x = {bx, 0}, .x_stride = xs,
+                    .y = {by, 0}, .y_stride = ys, .nz = 1, .max_tokens = B, .accumulate = c->mode == 1,
+                    .params = bp};
+    vk_call call;
+    CHECK(vk_k_mm(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+    CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    (void)err;
+    double *r1 = malloc(c->N * sizeof *r1), *m1 = malloc(c->N * sizeof *m1), *r2 = malloc(c->N * sizeof *r2),
+           *m2 = malloc(c->N * sizeof *m2);
+    uint32_t bad = 0;
+    double worst = 0, cb = mm_bound(c->type, c->K);
+    const float *gy = (const float *)by.map;
+    for (uint32_t tk = 0; tk < B; tk++) {
+        if (tk >= c->T) {
+            /* past the batch: untouched */
+            if (gy[(uint64_t)tk * ys] != y0[(uint64_t)tk * ys] && bad++ < 3)
+                printf("#   token %u past the batch was written\n", tk);
+            continue;
+        }
+        ref_dot_rows(c->type, w, c->K, c->N, x + (uint64_t)tk * xs, r1, m1);
+        if (c->mode == 2)
+            ref_dot_rows(c->type, wu, c->K, c->N, x + (uint64_t)tk * xs, r2, m2);
+        for (uint32_t n = 0; n < c->N; n++) {
+            double want, tol;
+            if (c->mode == 2) {
+                want = silu_d(r1[n]) * r2[n];
+                tol = 1.1 * cb * m1[n] * fabs(r2[n]) + fabs(silu_d(r1[n])) * cb * m2[n];
+            } else {
+                want = r1[n] + (c->mode == 1 ? y0[(uint64_t)tk * ys + n] : 0);
+                tol = cb * (m1[n] + (c->mode == 1 ? fabs(want) : 0));
+            }
+            double got = gy[(uint64_t)tk * ys + n], e = fabs(got - want) / (tol + 1e-30);
+            if (!(e <= 1) && bad++ < 3)
+                printf("#   token %u row %u: gpu %.9g ref %.9g tol %.3g\n", tk, n, got, want, tol);
+            if (e > worst || isnan(e))
+                worst = e;
+        }
+    }
+    CHECK(bad == 0, "%u outputs wrong (worst %.3g x tol)", bad, worst);
+    free(w), free(wu), free(x), free(y0), free(r1), free(m1), free(r2), free(m2);
+    tu_reset_buffers();
+}
+
+static void mm_cases(void)
+{
+    static const mm_case cases[] = {
+        {QT_F32, 96, 70, 25, 0, "tiny F32 prompt"},
+        {QT_Q4_0, 2048, 576, 70, 0, "attn_kv_a_mqa, 70 tokens"},
+        {QT_Q4_0, 5120, 130, 33, 1, "attn_output rows + residual"},
+        {QT_Q4_K, 512, 96, 17, 2, "gate/up + SiLU, Q4_K"},
+        {QT_Q6_K, 256, 129, 64, 0, "Q6_K, a full tile of tokens"},
+        {QT_Q8_0, 160, 40, 5, 1, "Q8_0, 5 tokens"},
+        {QT_Q5_1, 96, 33, 9, 2, "Q5_1 gate/up"},
+        {QT_F16, 72, 20, 3, 0, "F16"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        MMC = cases[i];
+        char name[160];
+        snprintf(name, sizeof name, "mat-mat %s K=%u N=%u T=%u %s (%s)", tu_type_name(MMC.type), MMC.K, MMC.N, MMC.T,
+                 MMC.mode == 0 ? "store" : MMC.mode == 1 ? "accumulate" : "glu", MMC.what);
+        RUN_NAMED(test_mm, name);
+    }
+}
+
+static void test_rmsnorm(void)
+{
+    uint32_t n = 2048, T = 7, B = 9;
+    float *x = random_vec((uint64_t)n * B, 3.0f), *w = norm_weights(n);
+    uint32_t params[64] = {0};
+    params[VKP_NTOK] = T;
+    vk_buf bx = host_copy(x, (uint64_t)n * B), by = tu_host((uint64_t)n * B), bw = host_copy(w, n),
+           bp = host_copy(params, 64);
+    vk_rmsnorm_args a = {.x = {bx, 0}, .y = {by, 0}, .w = {bw, 0}, .n = n, .x_z = n, .y_z = n, .nz = B, .eps = 1e-5f,
+                         .params = bp};
+    vk_call call;
+    CHECK(vk_k_rmsnorm(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+    CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    float *ref = malloc(n * sizeof *ref);
+    uint32_t bad = 0;
+    for (uint32_t t = 0; t < B; t++) {
+        const float *g = (const float *)by.map + (uint64_t)t * n;
+        if (t >= T) {
+            CHECK(isnan(g[0]), "token %u past the batch was written", t);
+            continue;
+        }
+        rmsnorm_ref(x + (uint64_t)t * n, w, n, 1e-5f, ref);
+        /* the sum of squares over n terms (n/256 + 64 ulps), 1/sqrt, two products */
+        for (uint32_t i = 0; i < n; i++)
+            if (!(fabsf(g[i] - ref[i]) <= ((n / 256.0f + 64) * (float)U24 + 4e-7f) * fabsf(ref[i]) + 1e-30f) &&
+                bad++ < 3)
+                printf("#   token %u elem %u: gpu %.9g ref %.9g\n", t, i, g[i], ref[i]);
+    }
+    CHECK(bad == 0, "%u elements wrong", bad);
+    free(x), free(w), free(ref);
+    tu_reset_buffers();
+}
+
+/* Routing ids -> moe_group -> expert gate/up and down over the tiles -> combine. */
+static uint32_t EP_TYPE;
+
+static void test_expert_prefill(void)
+{
+    uint32_t H = 256, F = 96, E = 16, K = 4, T = 45, B = 48;
+    vk_tensor tg, tu, td;
+    uint8_t *wg = rand_tensor(EP_TYPE, H, F, E, &tg), *wu = rand_tensor(EP_TYPE, H, F, E, &tu);
+    uint8_t *wd = rand_tensor(EP_TYPE, F, H, E, &td);
+    float *x = random_vec((uint64_t)H * B, 1.0f), *x0 = malloc((uint64_t)H * B * sizeof *x0);
+    float *xn = random_vec((uint64_t)H * B, 1.0f);
+    memcpy(x0, x, (uint64_t)H * B * 4);
+    int32_t *ids = malloc((uint64_t)B * K * 4);
+    float *wts = malloc((uint64_t)B * K * 4);
+    for (uint32_t t = 0; t < B; t++)
+        for (uint32_t k = 0; k < K; k++) {
+            /* distinct experts per token, skewed so some experts get many pairs */
+            ids[t * K + k] = (int32_t)((t % 3 == 0 ? k : (t * 7 + k * 5)) % E);
+            wts[t * K + k] = 0.1f + 0.2f * k;
+        }
+    uint32_t params[64] = {0};
+    params[VKP_NTOK] = T;
+    uint32_t tile = vk_mm_expert_bm(&G.c, &tg);
+    vk_buf bx = host_copy(x, (uint64_t)H * B), bxn = host_copy(xn, (uint64_t)H * B), bi = host_copy(ids, B * K),
+           bw = host_copy(wts, B * K), bp = host_copy(params, 64), bh = tu_host((uint64_t)B * K * F),
+           by = tu_host((uint64_t)B * K * H), bl = tu_host(B * K), btl = tu_host(4 * (B * K / 32 + E + 1)),
+           bind = tu_host(16);
+    vk_moe_group_args ga = {.ids = {bi, 0}, .K = K, .n_expert = E, .list = bl, .tiles = btl, .indirect = bind,
+                            .params = bp, .x_gu = (F + 63) / 64, .x_dn = (H + 63) / 64, .tile = tile};
+    vk_buf igu = bind, idn = bind;
+    igu.size = 12;
+    idn.off += 12;
+    idn.size = 12;
+    vk_mm_args gu = {.name = "moe_gate_up", .w = &tg, .up = &tu, .x = {bxn, 0}, .x_stride = H, .x_div = K,
+                     .y = {bh, 0}, .y_stride = F, .nz = 1, .max_tokens = B * K, .params = bp, .list = &bl,
+                     .tiles = &btl, .indirect = &igu, .tile = tile};
+    vk_mm_args dn = {.name = "moe_down", .w = &td, .x = {bh, 0}, .x_stride = F, .x_div = 1, .y = {by, 0},
+                     .y_stride = H, .nz = 1, .max_tokens = B * K, .params = bp, .list = &bl, .tiles = &btl,
+                     .indirect = &idn, .tile = tile};
+    vk_moe_combine_args cb = {.y = {by, 0}, .x = {bx, 0}, .wts = {bw, 0}, .H = H, .K = K, .max_tokens = B,
+                              .params = bp};
+    vk_call calls[4];
+    CHECK(vk_k_moe_group(&KB, &ga, &calls[0]) == 0, "build group: %.200s", KERR.msg);
+    CHECK(vk_k_mm(&KB, &gu, &calls[1]) == 0, "build gate/up: %.200s", KERR.msg);
+    CHECK(vk_k_mm(&KB, &dn, &calls[2]) == 0, "build down: %.200s", KERR.msg);
+    CHECK(vk_k_moe_combine(&KB, &cb, &calls[3]) == 0, "build combine: %.200s", KERR.msg);
+    /* the indirect grids come from the group kernel */
+    vk_prog prog = {0};
+    vk_rec r;
+    VkCommandBufferBeginInfo cbi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    err_t err;
+    vkBeginCommandBuffer(G.cb, &cbi);
+    vk_rec_begin(&r, &G.c, &prog, G.cb, VK_PROF_OFF, 0, VK_NULL_HANDLE, 0, NULL, &err);
+    vk_rec_call(&r, &calls[0]);
+    vk_rec_barrier_indirect(&r);
+    vk_rec_call(&r, &calls[1]);
+    vk_rec_barrier(&r);
+    vk_rec_call(&r, &calls[2]);
+    vk_rec_barrier(&r);
+    vk_rec_call(&r, &calls[3]);
+    int rc = vk_rec_end(&r);
+    vkEndCommandBuffer(G.cb);
+    CHECK(rc == 0 && vk_submit_wait(&G.c, G.cb, &err) == 0, "run: %.200s", err.msg);
+    vk_prog_free(&G.c, &prog);
+
+    /* reference: h per pair from the reference gate/up; y per pair from the GPU's h */
+    const float *gh = (const float *)bh.map, *gx = (const float *)bx.map;
+    double *a1 = malloc(F * sizeof *a1), *m1 = malloc(F * sizeof *m1), *a2 = malloc(F * sizeof *a2),
+           *m2 = malloc(F * sizeof *m2), *yd = malloc(H * sizeof *yd), *ym = malloc(H * sizeof *ym);
+    double *acc = malloc(H * sizeof *acc), *mag = malloc(H * sizeof *mag);
+    uint32_t bad = 0;
+    double cbg = mm_bound(EP_TYPE, H), cbd = mm_bound(EP_TYPE, F);
+    for (uint32_t t = 0; t < T; t++) {
+        for (uint32_t i = 0; i < H; i++)
+            acc[i] = mag[i] = 0;
+        for (uint32_t k = 0; k < K; k++) {
+            uint32_t p = t * K + k, e = (uint32_t)ids[p];
+            ref_dot_rows(EP_TYPE, mat_of(EP_TYPE, wg, H, F, e), H, F, xn + (uint64_t)t * H, a1, m1);
+            ref_dot_rows(EP_TYPE, mat_of(EP_TYPE, wu, H, F, e), H, F, xn + (uint64_t)t * H, a2, m2);
+            for (uint32_t f = 0; f < F; f++) {
+                double want = silu_d(a1[f]) * a2[f];
+                double tol = 1.1 * cbg * m1[f] * fabs(a2[f]) + fabs(silu_d(a1[f])) * cbg * m2[f] + 1e-30;
+                if (!(fabs(gh[(uint64_t)p * F + f] - want) <= tol) && bad++ < 3)
+                    printf("#   pair %u h[%u]: gpu %.9g ref %.9g\n", p, f, gh[(uint64_t)p * F + f], want);
+            }
+            ref_dot_rows(EP_TYPE, mat_of(EP_TYPE, wd, F, H, e), F, H, gh + (uint64_t)p * F, yd, ym);
+            for (uint32_t i = 0; i < H; i++) {
+                acc[i] += wts[p] * yd[i];
+                mag[i] += fabs(wts[p]) * ym[i];
+            }
+        }
+        for (uint32_t i = 0; i < H; i++) {
+            double want = x0[(uint64_t)t * H + i] + acc[i];
+            double tol = cbd * mag[i] + 8 * U24 * fabs(want) + 1e-30;
+            if (!(fabs(gx[(uint64_t)t * H + i] - want) <= tol) && bad++ < 3)
+                printf("#   token %u x[%u]: gpu %.9g ref %.9g\n", t, i, gx[(uint64_t)t * H + i], want);
+        }
+    }
+    for (uint32_t t = T; t < B; t++)
+        CHECK(gx[(uint64_t)t * H] == x0[(uint64_t)t * H], "token %u past the batch changed", t);
+    CHECK(bad == 0, "%u values wrong", bad);
+    free(wg), free(wu), free(wd), free(x), free(x0), free(xn), free(ids), free(wts), free(a1), free(m1), free(a2);
+    free(m2), free(yd), free(ym), free(acc), free(mag);
+    tu_reset_buffers();
+}
+
+static void prefill_cases(void)
+{
+    mm_cases();
+    RUN_NAMED(test_rmsnorm, "rmsnorm of a prompt batch (7 of 9 tokens)");
+    static const uint32_t types[] = {QT_Q4_0, QT_F32, QT_Q4_K};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        EP_TYPE = types[i];
+        char name[128];
+        snprintf(name, sizeof name, "experts of a prompt batch: group, gate/up, down, combine (%s)",
+                 tu_type_name(EP_TYPE));
+        RUN_NAMED(test_expert_prefill, name);
+    }
+}
+
 int main(void)
 {
     if (tu_gpu_open()) {
@@ -777,6 +1027,7 @@ int main(void)
     attn_cases();
     embed_cases();
     topk_cases();
+    prefill_cases();
     tu_gpu_close();
     TESTS_DONE();
 }
