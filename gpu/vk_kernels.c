@@ -28,7 +28,7 @@ static uint32_t f2u(float f)
  * small workgroups to spread over every compute unit.  The GLMCHAT_MV_*
  * environment variables override the targets (tuning runs on the GPU). */
 typedef struct {
-    uint32_t wgs, team, upt, nr;
+    uint32_t wgs, team, upt, nr, conv;
 } mv_cfg;
 
 static uint32_t env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi)
@@ -61,7 +61,8 @@ static mv_cfg mv_config(const vk_ctx *c, const vk_tensor *w)
     m.upt = ceil_div(units, m.team);
     if (m.upt > 16)
         m.upt = 16; /* longer rows take several passes */
-    m.nr = env_u32("GLMCHAT_MV_NR", 1, 1, 4);
+    m.nr = env_u32("GLMCHAT_MV_NR", 1, 1, 8);
+    m.conv = env_u32("GLMCHAT_MV_CONV", 0, 0, 1);
     m.wgs = env_u32("GLMCHAT_MV_WGS", 64, 1, 1024);
     m.wgs = (m.wgs + c->subgroup - 1) / c->subgroup * c->subgroup;
     return m;
@@ -82,8 +83,9 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
 {
     const vk_tensor *w = a->w;
     mv_cfg m = mv_config(k->c, w);
-    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, a->accumulate ? 1 : 0, 4,
-                       a->ids ? 1 : 0, m.upt};
+    uint32_t spec[16] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, a->accumulate ? 1 : 0, 4,
+                         a->ids ? 1 : 0, m.upt};
+    spec[15] = m.conv;
     memset(out, 0, sizeof *out);
     out->name = a->name;
     out->pipe = pipe(k, "mv", spec, sizeof spec / sizeof spec[0]);
@@ -130,8 +132,9 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
     if (g->K != u->K || g->N != u->N || g->Kp != u->Kp)
         return err_set(k->err, "%s: gate and up shapes differ", a->name);
     mv_cfg m = mv_config(k->c, g);
-    uint32_t spec[] = {m.wgs, g->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, u->type, 4, a->ids ? 1 : 0,
-                       m.upt};
+    uint32_t spec[16] = {m.wgs, g->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, u->type, 4, a->ids ? 1 : 0,
+                         m.upt};
+    spec[15] = m.conv;
     memset(out, 0, sizeof *out);
     out->name = a->name;
     out->pipe = pipe(k, "mv_glu", spec, sizeof spec / sizeof spec[0]);
@@ -182,8 +185,9 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     if (m.wgs > 1024)
         return err_set(k->err, "%s: %u experts per token do not fit one workgroup", a->name, nslot);
     uint32_t rg = m.wgs / m.team / nslot;
-    uint32_t spec[] = {m.wgs, d->type, m.team, m.nr, k->c->subgroup, s ? 1 : 0, s ? s->type : d->type, 4, m.upt,
-                       nslot};
+    uint32_t spec[16] = {m.wgs, d->type, m.team, m.nr, k->c->subgroup, s ? 1 : 0, s ? s->type : d->type, 4, m.upt,
+                         nslot};
+    spec[15] = m.conv;
     memset(out, 0, sizeof *out);
     out->name = a->name;
     out->pipe = pipe(k, "mv_moe_down", spec, sizeof spec / sizeof spec[0]);

@@ -29,6 +29,18 @@ layout(set = 0, binding = 3) readonly buffer NWBuf4 { vec4 nw[]; } NW4;
 
 shared vec4 xs[KSH / 4];
 
+// How Q4_0 nibbles become floats: 0 unpackUnorm4x8 (q/255, scaled back at
+// the end), 1 exponent bits (2^23 + q as a float bit pattern, minus 2^23:
+// integer ops instead of conversions).  A tuning knob (GLMCHAT_MV_CONV).
+layout(constant_id = 15) const uint CONV = 0u;
+
+vec4 nibf(uint w)   // the four bytes of w (each 0..15) as floats
+{
+    if (CONV == 1u)
+        return uintBitsToFloat(uvec4(w & 15u, (w >> 8) & 15u, (w >> 16) & 15u, w >> 24) | 0x4B000000u) - 8388608.0;
+    return 255.0 * unpackUnorm4x8(w);
+}
+
 // Thread index with subgroups laid out contiguously (teams never straddle one).
 uint lin_id() { return gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID; }
 
@@ -166,9 +178,8 @@ void team_rows(uint t, uint s, uint blk0, uint rstride, uint nv, uint hbase, uin
                         uvec4 w = q[r * UPT + i];
                         vec4 p = vec4(0.0);
                         [[unroll]] for (uint j = 0u; j < 4u; j++)
-                            p += unpackUnorm4x8(w[j] & 0x0f0f0f0fu) * xl[j] +
-                                 unpackUnorm4x8((w[j] >> 4) & 0x0f0f0f0fu) * xh[j];
-                        acc[r] += d[r * UPT + i] * (255.0 * (p.x + p.y + p.z + p.w) - xs8);
+                            p += nibf(w[j] & 0x0f0f0f0fu) * xl[j] + nibf((w[j] >> 4) & 0x0f0f0f0fu) * xh[j];
+                        acc[r] += d[r * UPT + i] * ((p.x + p.y + p.z + p.w) - xs8);
                     }
                 }
             }

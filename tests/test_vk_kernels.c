@@ -493,7 +493,7 @@ static void test_attn(void)
     uint32_t params[64] = {0};
     vk_buf bkv = host_copy(kv, (uint64_t)n * D), bq = host_copy(q, (uint64_t)n * c->n_head * QW);
     vk_buf bqa = host_copy(qabs, (uint64_t)n * c->n_head * RS), bnw = host_copy(nw, c->kv_lora);
-    vk_buf bcs = host_copy(cs, (uint64_t)n * pairs * 2 + 2);
+    vk_buf bcs = host_copy(cs, (uint64_t)n * pairs * 2);
     vk_buf bcache = tu_host((uint64_t)n * RS);
     vk_buf bpart = tu_host((uint64_t)c->n_q * c->n_head * cap * (c->kv_lora + 2));
     vk_buf bout = tu_host((uint64_t)c->n_q * c->n_head * c->v_head);
@@ -897,7 +897,8 @@ static uint32_t EP_TYPE;
 
 static void test_expert_prefill(void)
 {
-    uint32_t H = 256, F = 96, E = 16, K = 4, T = 45, B = 48;
+    uint32_t H = 256, E = 16, K = 4, T = 45, B = 48;
+    uint32_t F = EP_TYPE == QT_Q4_K ? 256 : 96; /* K-quant rows are whole 256-blocks */
     vk_tensor tg, tu, td;
     uint8_t *wg = rand_tensor(EP_TYPE, H, F, E, &tg), *wu = rand_tensor(EP_TYPE, H, F, E, &tu);
     uint8_t *wd = rand_tensor(EP_TYPE, F, H, E, &td);

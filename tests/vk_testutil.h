@@ -13,6 +13,9 @@
 #include "quant.h"
 #include "vk_core.h"
 
+/* A header of helpers: not every program uses all of them. */
+#pragma GCC diagnostic ignored "-Wunused-function"
+
 static const char *tu_type_name(uint32_t t)
 {
     switch (t) {
