@@ -1,17 +1,398 @@
-/* cmd_bench.c: PLACEHOLDER until its owner lands it (development only). */
+/* cmd_bench.c: `glmchat bench` (prefill and decode speed, the per-kernel
+ * profile) and `glmchat devices` (the Vulkan devices).
+ *
+ *   glmchat bench -m MODEL [-p 512] [-n 128] [--depth 0,4096] [--profile] [--routing]
+ *
+ * Loads the model, warms up, then measures: prefill tokens/s for a P-token
+ * prompt (random ids); decode tokens/s for N tokens, each fed back greedily,
+ * after D tokens of context for each depth D; the overhead of the sampled
+ * profiler (the same N tokens with it on); and with --profile the per-kernel
+ * table from fully timed tokens, sorted by time.  --routing runs a 64-token
+ * prompt and reports how many distinct experts each MoE layer used.
+ * Logits must stay finite throughout; a non-finite value fails the run. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends.h"
+#include "cli_common.h"
 #include "commands.h"
+#include "vk.h"
+
+#define MAX_DEPTHS 8
+
+typedef struct {
+    uint32_t p, n, reps;
+    uint32_t depth[MAX_DEPTHS], n_depth;
+    bool profile, routing;
+} bench_opts;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: glmchat bench -m MODEL [-p 512] [-n 128] [--depth D[,D...]] [--profile] [--routing]\n"
+               "Prefill tokens/s for a P-token prompt, decode tokens/s for N tokens after D\n"
+               "tokens of context, and (--profile) where a decoded token's GPU time goes.\n\noptions:\n"
+               "  -p, --prompt N       prompt tokens for the prefill figure (default 512; 0: skip)\n"
+               "  -n, --n-gen N        decoded tokens per depth (default 128; 0: skip)\n"
+               "  -d, --depth LIST     context lengths before decoding, e.g. 0,4096 (default 0)\n"
+               "  -r, --repeat R       prefill repetitions, the best is reported (default 2)\n"
+               "      --profile        per-kernel table (every dispatch timed)\n"
+               "      --routing        distinct experts per layer over a 64-token prompt\n"
+               "KV cache: f16 unless --kv-type f32.  Backend: auto unless --backend.\n%s",
+               cli_common_help());
+}
+
+static int parse_depths(const char *s, bench_opts *b, err_t *err)
+{
+    b->n_depth = 0;
+    while (*s) {
+        char buf[32];
+        size_t n = strcspn(s, ",");
+        if (n == 0 || n >= sizeof buf || b->n_depth == MAX_DEPTHS)
+            return err_set(err, "--depth: '%s' is not a list of up to %d numbers", s, MAX_DEPTHS);
+        memcpy(buf, s, n);
+        buf[n] = 0;
+        if (cli_parse_u32(buf, "--depth", 0, 1u << 20, &b->depth[b->n_depth++], err) < 0)
+            return -1;
+        s += n + (s[n] == ',');
+    }
+    return b->n_depth ? 0 : err_set(err, "--depth: empty list");
+}
+
+static void progress(void *user, const char *stage, uint64_t done, uint64_t total)
+{
+    (void)user;
+    fprintf(stderr, "\r%s: %.1f / %.1f GiB", stage, done / 1073741824.0, total / 1073741824.0);
+    if (done >= total)
+        fprintf(stderr, "\n");
+}
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+static int32_t rand_token(uint32_t n_vocab)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (int32_t)(rng_state % n_vocab);
+}
+
+/* ---- the measurements ----------------------------------------------------------- */
+
+static int prefill(engine *e, uint32_t n, uint32_t n_vocab, double *secs, err_t *err)
+{
+    int32_t *t = malloc((n ? n : 1) * sizeof *t);
+    if (!t)
+        return err_set(err, "out of memory");
+    for (uint32_t i = 0; i < n; i++)
+        t[i] = rand_token(n_vocab);
+    int32_t id;
+    float v, lz;
+    engine_output out = {.top_k = 1, .top_ids = &id, .top_logits = &v, .log_z = &lz};
+    double t0 = now_s();
+    int rc = engine_eval(e, t, n, &out, err);
+    *secs = now_s() - t0;
+    free(t);
+    if (!rc && (!isfinite(v) || !isfinite(lz)))
+        rc = err_set(err, "non-finite logits after the prompt (best %g, logsumexp %g)", v, lz);
+    return rc;
+}
+
+/* n greedy steps from the last prompt token; returns seconds. */
+static int decode(engine *e, uint32_t n, uint32_t n_vocab, double *secs, err_t *err)
+{
+    int32_t id = rand_token(n_vocab);
+    float v = 0, lz = 0;
+    engine_output out = {.top_k = 1, .top_ids = &id, .top_logits = &v, .log_z = &lz};
+    double t0 = now_s();
+    for (uint32_t i = 0; i < n; i++) {
+        if (engine_eval(e, &id, 1, &out, err))
+            return -1;
+        if (!isfinite(v) || !isfinite(lz))
+            return err_set(err, "non-finite logits at decode step %u (best %g, logsumexp %g)", i, v, lz);
+    }
+    *secs = now_s() - t0;
+    return 0;
+}
+
+static int cmp_time(const void *a, const void *b)
+{
+    double x = ((const engine_kernel_stat *)a)->us_per_token, y = ((const engine_kernel_stat *)b)->us_per_token;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void print_table(engine_stats st, double roof_bytes, const char *per)
+{
+    if (!st.n_kernels) {
+        printf("  (no per-kernel timings from this backend)\n");
+        return;
+    }
+    qsort(st.kernels, st.n_kernels, sizeof st.kernels[0], cmp_time);
+    double total = 0, bytes = 0;
+    for (uint32_t k = 0; k < st.n_kernels; k++) {
+        total += st.kernels[k].us_per_token;
+        bytes += st.kernels[k].bytes_per_token;
+    }
+    printf("  %-16s %9s %10s %8s %10s %8s\n", "kernel", per[0] == 't' ? "calls/tok" : "calls", per[0] == 't' ? "us/tok" : "us",
+           "% time", per[0] == 't' ? "MB/tok" : "MB", "GB/s");
+    for (uint32_t k = 0; k < st.n_kernels; k++) {
+        const engine_kernel_stat *s = &st.kernels[k];
+        printf("  %-16s %9.1f %10.1f %7.1f%% %10.2f %8.0f\n", s->name, s->calls_per_token, s->us_per_token,
+               total > 0 ? 100 * s->us_per_token / total : 0, s->bytes_per_token / 1e6, s->gbps);
+    }
+    printf("  %-16s %9s %10.1f %7.1f%% %10.2f %8.0f\n", "sum", "", total, 100.0, bytes / 1e6,
+           total > 0 ? bytes / (total * 1e3) : 0);
+    if (per[0] == 't')
+        printf("  GPU time of a timed token: %.1f us; %u dependent dispatches per token; bytes %.3f GB/token "
+               "(the file's active weights: %.3f GB)\n",
+               st.us_per_token_measured, st.dispatches_per_token, bytes / 1e9, roof_bytes / 1e9);
+    else
+        printf("  GPU time of the timed batch: %.1f us; %u dependent dispatches\n", st.us_per_token_measured,
+               st.dispatches_per_token);
+}
+
+static void print_profile(engine *e, double roof_bytes)
+{
+    engine_stats st;
+    engine_get_stats(e, &st);
+    print_table(st, roof_bytes, "token");
+}
+
+static int routing(engine *e, uint32_t n_vocab, err_t *err)
+{
+    if (e->be != &vk_engine_backend)
+        return err_set(err, "--routing needs the Vulkan backend");
+    uint32_t n = 64;
+    engine_rewind(e, 0);
+    double s;
+    if (prefill(e, n, n_vocab, &s, err))
+        return -1;
+    uint32_t distinct[1024], n_layers = 0, n_expert = 0;
+    if (vk_engine_routing(e->impl, n, distinct, 1024, &n_layers, &n_expert, err))
+        return -1;
+    uint32_t lo = n_expert, sum = 0;
+    printf("routing: distinct experts chosen by a %u-token prompt, per MoE layer (of %u):\n ", n, n_expert);
+    for (uint32_t i = 0; i < n_layers; i++) {
+        printf(" %u", distinct[i]);
+        lo = distinct[i] < lo ? distinct[i] : lo;
+        sum += distinct[i];
+    }
+    printf("\n  min %u, mean %.1f of %u experts\n", lo, n_layers ? (double)sum / n_layers : 0.0, n_expert);
+    return 0;
+}
+
+static int run(engine *e, const model *m, const bench_opts *b, err_t *err)
+{
+    uint32_t V = m->cfg.n_vocab;
+    model_census cen;
+    model_census_compute(m, &cen);
+    bool vk = e->be == &vk_engine_backend;
+    double s;
+    /* warm-up: pipelines, caches, clocks */
+    if (prefill(e, 16 < b->p ? 16 : (b->p ? b->p : 16), V, &s, err) || decode(e, 8, V, &s, err))
+        return -1;
+    engine_rewind(e, 0);
+    if (b->p) {
+        double best = 1e30;
+        for (uint32_t r = 0; r < b->reps; r++) {
+            engine_rewind(e, 0);
+            if (prefill(e, b->p, V, &s, err))
+                return -1;
+            best = s < best ? s : best;
+        }
+        printf("pp%u: %.1f tokens/s (%.1f ms, best of %u)\n", b->p, b->p / best, best * 1e3, b->reps);
+        if (b->profile && vk) {
+            engine_rewind(e, 0);
+            vk_engine_set_profile(e->impl, PROFILE_FULL);
+            if (prefill(e, b->p, V, &s, err))
+                return -1;
+            vk_engine_set_profile(e->impl, PROFILE_OFF);
+            printf("  prompt batch with every dispatch timed: %.1f ms\n", s * 1e3);
+            engine_stats st;
+            vk_engine_prefill_stats(e->impl, &st);
+            print_table(st, 0, "batch");
+        }
+    }
+    double tg0 = 0;
+    for (uint32_t d = 0; d < b->n_depth && b->n; d++) {
+        uint32_t D = b->depth[d];
+        engine_rewind(e, 0);
+        if (D && prefill(e, D, V, &s, err))
+            return -1;
+        if (vk)
+            vk_engine_set_profile(e->impl, PROFILE_OFF);
+        if (decode(e, b->n, V, &s, err))
+            return -1;
+        double tps = b->n / s;
+        if (D == 0 || tg0 == 0)
+            tg0 = tps;
+        printf("tg%u @ depth %u: %.1f tokens/s (%.3f ms/token; weights %.0f GB/s of the file's %.3f GB/token)", b->n, D,
+               tps, 1e3 * s / b->n, cen.active_bytes / (s / b->n) / 1e9, cen.active_bytes / 1e9);
+        if (D && tg0 > 0 && D != b->depth[0])
+            printf(", %.1f%% of the first depth", 100 * tps / tg0);
+        printf("\n");
+        if (!vk)
+            continue;
+        /* the same tokens with the sampled profiler on: its overhead */
+        engine_rewind(e, D);
+        vk_engine_set_profile(e->impl, PROFILE_SAMPLED);
+        double s2;
+        if (decode(e, b->n, V, &s2, err))
+            return -1;
+        printf("  sampled profiler on: %.1f tokens/s (overhead %+.2f%%)\n", b->n / s2, 100 * (s2 - s) / s);
+        if (b->profile) {
+            engine_rewind(e, D);
+            vk_engine_set_profile(e->impl, PROFILE_FULL);
+            uint32_t nf = 8;
+            if (decode(e, nf, V, &s2, err))
+                return -1;
+            printf("  every dispatch timed: %.1f tokens/s (serialized; for the table only)\n", nf / s2);
+            print_profile(e, (double)cen.active_bytes);
+        }
+        vk_engine_set_profile(e->impl, PROFILE_OFF);
+    }
+    if (b->routing && routing(e, V, err))
+        return -1;
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "glmchat: bench is not built yet\n");
-    return 1;
+    cli_options o;
+    cli_options_init(&o);
+    bench_opts b = {.p = 512, .n = 128, .reps = 2, .depth = {0}, .n_depth = 1};
+    err_t err = {{0}};
+    bool kv_given = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--kv-type") == 0)
+            kv_given = true;
+        int r = cli_parse_common(&o, argc, argv, &i, &err);
+        if (r < 0)
+            goto usage_err;
+        if (r > 0)
+            continue;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            cli_options_free(&o);
+            return 0;
+        } else if ((strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) && i + 1 < argc) {
+            if (cli_parse_u32(argv[++i], a, 0, 1u << 20, &b.p, &err) < 0)
+                goto usage_err;
+        } else if ((strcmp(a, "-n") == 0 || strcmp(a, "--n-gen") == 0) && i + 1 < argc) {
+            if (cli_parse_u32(argv[++i], a, 0, 1u << 20, &b.n, &err) < 0)
+                goto usage_err;
+        } else if ((strcmp(a, "-r") == 0 || strcmp(a, "--repeat") == 0) && i + 1 < argc) {
+            if (cli_parse_u32(argv[++i], a, 1, 100, &b.reps, &err) < 0)
+                goto usage_err;
+        } else if ((strcmp(a, "-d") == 0 || strcmp(a, "--depth") == 0) && i + 1 < argc) {
+            if (parse_depths(argv[++i], &b, &err) < 0)
+                goto usage_err;
+        } else if (strcmp(a, "--profile") == 0) {
+            b.profile = true;
+        } else if (strcmp(a, "--routing") == 0) {
+            b.routing = true;
+        } else {
+            err_set(&err, "bench: unknown option or missing value: '%s'", a);
+            goto usage_err;
+        }
+    }
+    if (!o.model_path) {
+        err_set(&err, "no model given (-m FILE)");
+        goto usage_err;
+    }
+    uint32_t maxd = 0;
+    for (uint32_t d = 0; d < b.n_depth; d++)
+        maxd = b.depth[d] > maxd ? b.depth[d] : maxd;
+    uint32_t span = b.p > b.n ? b.p : b.n;
+    if (span < 64)
+        span = 64;
+
+    model m;
+    if (model_load(&m, o.model_path, &err) < 0) {
+        fprintf(stderr, "glmchat: %s\n", err.msg);
+        cli_options_free(&o);
+        return 1;
+    }
+    const engine_backend *be = app_find_backend(o.backend, &err);
+    engine_params p;
+    engine_params_default(&p);
+    p.kv = kv_given ? o.kv : KV_F16;
+    p.n_threads = o.n_threads;
+    p.device_index = o.device;
+    p.n_ctx = o.n_ctx ? o.n_ctx : maxd + span + 16;
+    p.n_batch = o.n_batch ? o.n_batch : (b.p > 512 ? 512 : b.p > 64 ? b.p : 64);
+    p.profile = PROFILE_OFF;
+    p.progress = progress;
+    int rc = 1;
+    engine e;
+    double t0 = now_s();
+    if (be && engine_open(&e, be, &m, &p, &err) == 0) {
+        printf("model: %s (%s, %u layers, %u experts, %.2f GiB)\n", o.model_path, m.cfg.name[0] ? m.cfg.name : m.cfg.arch,
+               m.cfg.n_layer, m.cfg.n_expert, gguf_file_size(m.gguf) / 1073741824.0);
+        printf("backend: %s\nload: %.1f s; context %u tokens, prompt chunks of %u, KV cache %s\n",
+               e.be->describe(e.impl), now_s() - t0, p.n_ctx, p.n_batch, p.kv == KV_F16 ? "f16" : "f32");
+        fflush(stdout);
+        rc = run(&e, &m, &b, &err) ? 1 : 0;
+        engine_close(&e);
+    }
+    if (rc)
+        fprintf(stderr, "glmchat: %s: %s\n", o.model_path, err.msg);
+    model_free(&m);
+    cli_options_free(&o);
+    return rc;
+usage_err:
+    fprintf(stderr, "glmchat: %s\n(see `glmchat bench --help`)\n", err.msg);
+    cli_options_free(&o);
+    return 2;
 }
+
+/* ---- devices ------------------------------------------------------------------------ */
+
 int cmd_devices(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "glmchat: devices is not built yet\n");
-    return 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            printf("usage: glmchat devices\nLists the Vulkan devices (the index is what --device takes) and "
+                   "whether each can run glmchat.\n");
+            return 0;
+        }
+        fprintf(stderr, "glmchat: devices: unknown option '%s'\n(see `glmchat devices --help`)\n", argv[i]);
+        return 2;
+    }
+    vk_device_info d[VK_MAX_DEVICES];
+    uint32_t n;
+    int best;
+    err_t err;
+    if (vk_list_devices(d, &n, &best, &err)) {
+        fprintf(stderr, "glmchat: %s\n", err.msg);
+        return 1;
+    }
+    if (n == 0) {
+        fprintf(stderr, "glmchat: no Vulkan device found (install a driver, e.g. mesa-vulkan-drivers)\n");
+        return 1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const vk_device_info *v = &d[i];
+        printf("%u: %s [%s] Vulkan %u.%u, %.1f GiB device-local, subgroup %u, max allocation %.0f MiB, "
+               "max storage buffer %.0f MiB, shared memory %u KiB%s%s\n",
+               i, v->name, v->kind, v->api_major, v->api_minor, v->device_local_bytes / 1073741824.0,
+               v->subgroup_size, v->max_alloc_bytes / 1048576.0, v->max_range_bytes / 1048576.0, v->shared_bytes / 1024,
+               v->coopmat ? ", cooperative matrices" : "", (int)i == best ? "  <- default" : "");
+        if (!v->usable)
+            printf("   unusable: lacks %s\n", v->missing);
+    }
+    if (best < 0) {
+        fprintf(stderr, "glmchat: no Vulkan device can run glmchat\n");
+        return 1;
+    }
+    return 0;
 }

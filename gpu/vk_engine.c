@@ -1,0 +1,530 @@
+/* vk_engine.c: the Vulkan engine_backend.
+ *
+ * create: device, fit check, weight upload, activations and KV cache, the
+ * RoPE table, then the graphs recorded once (decode: plain, one sampled
+ * variant per layer, fully timed; with logits to the host; prefill).
+ * eval: the host writes the params buffer (position, chunking, tokens, K),
+ * submits one command buffer, waits on its fence, reads back the top-K
+ * candidates (+ logsumexp) or, when asked, the logits. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant.h"
+#include "vk.h"
+#include "vk_engine.h"
+
+#define GiB (1024.0 * 1024.0 * 1024.0)
+#define TOPK_MAX 64
+
+/* ---- model checks ----------------------------------------------------------------- */
+
+static int check_model(const vk_engine *e, err_t *err)
+{
+    const model_config *c = &e->m->cfg;
+    if (c->n_expert_used > 32 || c->n_expert > 512)
+        return err_set(err, "the Vulkan backend handles up to 512 experts with 32 active (model: %u, %u)",
+                       c->n_expert, c->n_expert_used);
+    if (c->qk_rope > 2 * 1024)
+        return err_set(err, "rope dimension %u is too large for the Vulkan kernels", c->qk_rope);
+    return 0;
+}
+
+/* ---- the RoPE table ------------------------------------------------------------------ */
+
+/* (cos, sin) per position and pair, exactly as the reference computes them
+ * (ggml's rope_yarn in float, theta stepped by repeated multiplication). */
+static void rope_row(const model_config *c, float pos, float *cs)
+{
+    uint32_t n_dims = c->qk_rope;
+    float theta_scale = powf(c->rope_base, -2.0f / (float)n_dims);
+    float lo = floorf((float)n_dims * logf((float)c->n_ctx_orig / (c->yarn_beta_fast * 2.0f * (float)M_PI)) /
+                      (2.0f * logf(c->rope_base)));
+    float hi = ceilf((float)n_dims * logf((float)c->n_ctx_orig / (c->yarn_beta_slow * 2.0f * (float)M_PI)) /
+                     (2.0f * logf(c->rope_base)));
+    lo = lo > 0.0f ? lo : 0.0f;
+    hi = hi < (float)(n_dims - 1) ? hi : (float)(n_dims - 1);
+    float theta_extrap = pos;
+    for (uint32_t i0 = 0; i0 < n_dims; i0 += 2) {
+        float theta_interp = c->rope_freq_scale * theta_extrap;
+        float theta = theta_interp;
+        if (c->yarn_ext_factor != 0.0f) {
+            float y = ((float)(i0 / 2) - lo) / fmaxf(0.001f, hi - lo);
+            float ramp = 1.0f - fminf(1.0f, fmaxf(0.0f, y));
+            float mix = ramp * c->yarn_ext_factor;
+            theta = theta_interp * (1.0f - mix) + theta_extrap * mix;
+        }
+        cs[i0] = cosf(theta) * c->yarn_attn_factor;
+        cs[i0 + 1] = sinf(theta) * c->yarn_attn_factor;
+        theta_extrap *= theta_scale;
+    }
+}
+
+static int upload_rope(vk_engine *e, err_t *err)
+{
+    const model_config *c = &e->m->cfg;
+    uint32_t n = e->p.n_ctx;
+    vk_uploader *u;
+    if (vk_uploader_new(&e->c, 16ull << 20, &u, err))
+        return -1;
+    uint64_t row = (uint64_t)c->qk_rope * 4;
+    uint64_t per = vk_uploader_slot_bytes(u) / (row ? row : 1);
+    int rc = 0;
+    for (uint32_t p0 = 0; !rc && p0 < n && row; p0 += (uint32_t)per) {
+        uint32_t m = n - p0 < per ? n - p0 : (uint32_t)per;
+        float *dst = vk_upload_map(u, &e->rope, p0 * row, m * row, err);
+        if (!dst) {
+            rc = -1;
+            break;
+        }
+        for (uint32_t i = 0; i < m; i++)
+            rope_row(c, (float)(p0 + i), dst + (uint64_t)i * c->qk_rope);
+    }
+    if (!rc)
+        rc = vk_uploader_finish(u, err);
+    vk_uploader_free(u);
+    return rc;
+}
+
+/* ---- memory ---------------------------------------------------------------------------- */
+
+typedef struct {
+    vk_buf *dst;
+    uint64_t bytes;
+    const char *name;
+    int where; /* 0 device, 1 host, 2 device-local host-visible when available */
+} buf_req;
+
+static uint32_t max_u32(uint32_t a, uint32_t b)
+{
+    return a > b ? a : b;
+}
+
+/* The activation buffers, sized for n_batch tokens. */
+static uint32_t act_requests(vk_engine *e, buf_req *r)
+{
+    const model_config *c = &e->m->cfg;
+    uint64_t B = e->n_batch, f = 4;
+    uint32_t qw = c->qk_nope + c->qk_rope, K = c->n_expert_used;
+    uint32_t fs = c->n_ff_exp * (c->n_expert_shared ? c->n_expert_shared : 1);
+    e->h_z = max_u32(max_u32(c->n_ff_exp, fs), c->n_ff_dense);
+    uint32_t n = 0;
+    r[n++] = (buf_req){&e->x, B * c->n_embd * f, "x", 0};
+    r[n++] = (buf_req){&e->qa_raw, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "q_a", 0};
+    r[n++] = (buf_req){&e->kv, B * (c->kv_lora_rank + c->qk_rope) * f, "kv", 0};
+    r[n++] = (buf_req){&e->q, B * c->n_head * qw * f, "q", 0};
+    r[n++] = (buf_req){&e->qa, B * c->n_head * e->ag.RS * f, "qa", 0};
+    r[n++] = (buf_req){&e->part, (uint64_t)e->part_cap * c->n_head * (c->kv_lora_rank + 2) * f, "attention partials", 0};
+    r[n++] = (buf_req){&e->o, B * c->n_head * c->v_head * f, "o", 0};
+    r[n++] = (buf_req){&e->h, B * (K + 1) * e->h_z * f, "h", 0};
+    r[n++] = (buf_req){&e->rlogits, B * (c->n_expert ? c->n_expert : 1) * f, "router logits", 0};
+    /* every layer keeps its choices (routing report, prefill grouping) */
+    r[n++] = (buf_req){&e->ids, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert ids", 0};
+    r[n++] = (buf_req){&e->wts, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert weights", 0};
+    uint64_t hp = B * K * c->n_ff_exp + B * fs;
+    if (hp < B * c->n_ff_dense)
+        hp = B * c->n_ff_dense;
+    r[n++] = (buf_req){&e->xn, B * c->n_embd * f, "normalized x", 0};
+    r[n++] = (buf_req){&e->qan, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "normalized q_a", 0};
+    r[n++] = (buf_req){&e->hp, hp * f, "expert hidden states", 0};
+    r[n++] = (buf_req){&e->yp, B * (K ? K : 1) * c->n_embd * f, "expert outputs", 0};
+    r[n++] = (buf_req){&e->part_pf, B * c->n_head * (uint64_t)e->part_cap_prefill * (c->kv_lora_rank + 2) * f,
+                       "prefill attention partials", 0};
+    r[n++] = (buf_req){&e->moe_list, B * (K ? K : 1) * f, "expert work list", 0};
+    r[n++] = (buf_req){&e->moe_tiles, (B * K / 32 + c->n_expert + 1) * 16, "expert tiles", 0};
+    r[n++] = (buf_req){&e->moe_ind, 64, "expert dispatch sizes", 0};
+    r[n++] = (buf_req){&e->counters, B * f + 64, "counters", 0};
+    r[n++] = (buf_req){&e->logits, (uint64_t)c->n_vocab * f, "logits", 0};
+    r[n++] = (buf_req){&e->topk_v, (uint64_t)e->tg.n_slices * TOPK_MAX * f, "top-K candidates", 0};
+    r[n++] = (buf_req){&e->topk_i, (uint64_t)e->tg.n_slices * TOPK_MAX * f, "top-K ids", 0};
+    r[n++] = (buf_req){&e->topk_ms, (uint64_t)e->tg.n_slices * 8, "top-K sums", 0};
+    r[n++] = (buf_req){&e->topk_cnt, 64, "top-K counter", 0};
+    r[n++] = (buf_req){&e->rope, (uint64_t)e->p.n_ctx * c->qk_rope * f + 16, "RoPE table", 0};
+    r[n++] = (buf_req){&e->params, (VKP_TOKENS + B) * 4 + 64, "params", 2};
+    r[n++] = (buf_req){&e->out_ids, TOPK_MAX * 4, "top-K ids (host)", 1};
+    r[n++] = (buf_req){&e->out_vals, (TOPK_MAX + 1) * 4, "top-K values (host)", 1};
+    r[n++] = (buf_req){&e->host_logits, B * c->n_vocab * f, "logits (host)", 1};
+    return n;
+}
+
+static uint64_t cache_bytes(const vk_engine *e)
+{
+    return (uint64_t)e->p.n_ctx * e->ag.RS * (e->ag.kv_f16 ? 2 : 4);
+}
+
+static int alloc_buffers(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
+{
+    const model_config *c = &e->m->cfg;
+    e->cache = calloc(c->n_layer ? c->n_layer : 1, sizeof *e->cache);
+    if (!e->cache)
+        return err_set(err, "out of host memory");
+    for (uint32_t il = 0; il < c->n_layer; il++)
+        if (vk_arena_alloc(&e->c, &e->act_arena, cache_bytes(e), "the KV cache", &e->cache[il], err))
+            return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        vk_arena *a = r[i].where == 0 ? &e->act_arena : r[i].where == 1 ? &e->host_arena : &e->bar_arena;
+        if (vk_arena_alloc(&e->c, a, r[i].bytes, r[i].name, r[i].dst, err))
+            return -1;
+    }
+    return 0;
+}
+
+/* Everything the model needs on the device, against the device's memory. */
+static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
+{
+    uint64_t wb;
+    if (vk_weights_plan(&e->c, e->m, &wb, err))
+        return -1;
+    uint64_t kv = cache_bytes(e) * e->m->cfg.n_layer, act = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (r[i].where == 0)
+            act += r[i].bytes;
+    uint64_t need = wb + kv + act, have = e->c.info.device_local_bytes;
+    /* leave room for the driver and the staging ring */
+    uint64_t usable = have > (512ull << 20) ? have - (have >> 5) - (256ull << 20) : have / 2;
+    if (need > usable)
+        return err_set(err, "the model needs %.2f GiB of device memory (weights %.2f GiB, KV cache %.2f GiB for %u "
+                            "tokens, activations %.2f GiB) but %s has %.2f GiB; try a smaller -c or --backend cpu",
+                       need / GiB, wb / GiB, kv / GiB, e->p.n_ctx, act / GiB, e->c.info.name, have / GiB);
+    return 0;
+}
+
+/* Counters of the router and top-K kernels start at zero (they reset
+ * themselves after each use). */
+static int zero_counters(vk_engine *e, err_t *err)
+{
+    VkCommandBuffer cb;
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = e->c.cmd_pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    VkResult res = vkAllocateCommandBuffers(e->c.dev, &ai, &cb);
+    if (res != VK_SUCCESS)
+        return vk_fail(&e->c, err, res, "vkAllocateCommandBuffers");
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    vkBeginCommandBuffer(cb, &bi);
+    vkCmdFillBuffer(cb, e->counters.buf, e->counters.off, (e->counters.size + 3) / 4 * 4, 0);
+    vkCmdFillBuffer(cb, e->topk_cnt.buf, e->topk_cnt.off, (e->topk_cnt.size + 3) / 4 * 4, 0);
+    res = vkEndCommandBuffer(cb);
+    int rc = res == VK_SUCCESS ? vk_submit_wait(&e->c, cb, err) : vk_fail(&e->c, err, res, "vkEndCommandBuffer");
+    vkFreeCommandBuffers(e->c.dev, e->c.cmd_pool, 1, &cb);
+    return rc;
+}
+
+/* ---- create / destroy ---------------------------------------------------------------------- */
+
+static void vk_destroy(void *impl);
+
+static int setup(vk_engine *e, err_t *err)
+{
+    const model_config *c = &e->m->cfg;
+    if (vk_ctx_create(&e->c, e->p.device_index, err) || check_model(e, err))
+        return -1;
+    e->kb = (vk_kb){&e->c, &e->pipes, &e->kerr};
+    e->n_batch = e->p.n_batch ? e->p.n_batch : 1;
+    if (vk_attn_geom_init(&e->c, &e->ag, c->n_head, c->kv_lora_rank, c->qk_rope, c->qk_nope, c->v_head,
+                          e->p.kv == KV_F16, e->p.n_ctx, err) ||
+        vk_topk_geom_init(c->n_vocab, c->n_vocab < TOPK_MAX ? c->n_vocab : TOPK_MAX, &e->tg, err))
+        return -1;
+    e->part_cap = e->ag.max_chunks;
+    e->part_cap_prefill = 4;
+    buf_req req[48];
+    uint32_t n = act_requests(e, req);
+    if (check_fit(e, req, n, err))
+        return -1;
+    vk_arena_init(&e->c, &e->wts_arena, VK_MEM_DEVICE, 1ull << 30, "the weights");
+    vk_arena_init(&e->c, &e->act_arena, VK_MEM_DEVICE, 1ull << 30, "activations and KV cache");
+    vk_arena_init(&e->c, &e->host_arena, VK_MEM_HOST, 64ull << 20, "host-visible buffers");
+    vk_arena_init(&e->c, &e->bar_arena, VK_MEM_UPLOAD, 1ull << 20, "params");
+    if (vk_weights_upload(&e->c, &e->wts_arena, e->m, &e->w, e->p.progress, e->p.progress_user, err))
+        return -1;
+    if (alloc_buffers(e, req, n, err) || upload_rope(e, err) || zero_counters(e, err))
+        return -1;
+    if (vk_family_build(e, &e->decode, vk_fwd_record_decode, false, VK_FAMILY_SAMPLED, err) ||
+        vk_family_build(e, &e->decode_logits, vk_fwd_record_decode, true, VK_FAMILY_PLAIN, err)) {
+        err_prefix(err, "recording the decode graph");
+        return -1;
+    }
+    if (e->n_batch > 1 && (vk_family_build(e, &e->prefill, vk_fwd_record_prefill, false, VK_FAMILY_FULL, err) ||
+                           vk_family_build(e, &e->prefill_logits, vk_fwd_record_prefill, true, VK_FAMILY_PLAIN, err))) {
+        err_prefix(err, "recording the prefill graph");
+        return -1;
+    }
+    snprintf(e->desc, sizeof e->desc, "Vulkan: %s (%s, %.1f GiB, subgroup %u%s), weights %.2f GiB, %u dependent "
+                                      "dispatches per token",
+             e->c.info.name, e->c.info.kind, e->c.info.device_local_bytes / GiB, e->c.subgroup,
+             e->c.coopmat ? ", cooperative matrices" : "", e->w.device_bytes / GiB, e->decode.prog.n_dep + 1);
+    return 0;
+}
+
+static int vk_create(void **impl, const model *m, const engine_params *p, err_t *err)
+{
+    vk_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return err_set(err, "out of host memory");
+    e->m = m;
+    e->p = *p;
+    if (setup(e, err)) {
+        vk_destroy(e);
+        return -1;
+    }
+    *impl = e;
+    return 0;
+}
+
+static void vk_destroy(void *impl)
+{
+    vk_engine *e = impl;
+    if (!e)
+        return;
+    if (e->c.dev) {
+        vkDeviceWaitIdle(e->c.dev);
+        vk_family_free(e, &e->decode);
+        vk_family_free(e, &e->decode_logits);
+        vk_family_free(e, &e->prefill);
+        vk_family_free(e, &e->prefill_logits);
+        vk_pipes_free(&e->c, &e->pipes);
+        vk_arena_release(&e->c, &e->wts_arena);
+        vk_arena_release(&e->c, &e->act_arena);
+        vk_arena_release(&e->c, &e->host_arena);
+        vk_arena_release(&e->c, &e->bar_arena);
+    }
+    vk_profile_free(&e->prof_decode);
+    vk_profile_free(&e->prof_prefill);
+    vk_weights_free(&e->w);
+    free(e->cache);
+    vk_ctx_destroy(&e->c);
+    free(e);
+}
+
+/* ---- eval ---------------------------------------------------------------------------------- */
+
+static void write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, uint32_t k)
+{
+    uint32_t *p = (uint32_t *)e->params.map;
+    uint32_t n_kv = pos + n, nc, cl;
+    vk_attn_chunks(&e->ag, n_kv, &nc, &cl);
+    p[VKP_POS0] = pos;
+    p[VKP_NTOK] = n;
+    p[VKP_NKV] = n_kv;
+    p[VKP_NCHUNK] = nc;
+    p[VKP_CHUNK] = cl;
+    p[VKP_TOPK] = k;
+    p[VKP_ATTN_IND] = nc;
+    p[VKP_ATTN_IND + 1] = e->ag.n_hgroups;
+    p[VKP_ATTN_IND + 2] = n;
+    vk_attn_chunks_prefill(n_kv, e->part_cap_prefill, &nc, &cl);
+    p[VKP_NCHUNK_PF] = nc;
+    p[VKP_CHUNK_PF] = cl;
+    p[VKP_ATTN_IND_PF] = nc;
+    p[VKP_ATTN_IND_PF + 1] = e->ag.n_hgroups;
+    p[VKP_ATTN_IND_PF + 2] = n;
+    memcpy(p + VKP_TOKENS, tokens, n * sizeof *tokens);
+}
+
+static void read_topk(vk_engine *e, const engine_output *out)
+{
+    uint32_t k = out->top_k;
+    const int32_t *ids = (const int32_t *)e->out_ids.map;
+    const float *v = (const float *)e->out_vals.map;
+    uint32_t kk = k ? k : 1;
+    for (uint32_t i = 0; i < k; i++) {
+        if (out->top_ids)
+            out->top_ids[i] = ids[i];
+        if (out->top_logits)
+            out->top_logits[i] = v[i];
+    }
+    if (out->log_z)
+        *out->log_z = v[kk];
+}
+
+/* One token through the decode graph. */
+static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_output *out, float *logits_row,
+                      err_t *err)
+{
+    uint32_t n_vocab = e->m->cfg.n_vocab;
+    uint32_t k = out && out->top_k ? out->top_k : 1;
+    if (k > TOPK_MAX || k > n_vocab)
+        return err_set(err, "top-K of %u candidates: the Vulkan backend returns at most %u", k,
+                       n_vocab < TOPK_MAX ? n_vocab : TOPK_MAX);
+    write_params(e, &token, 1, pos, k);
+    bool want_logits = logits_row != NULL;
+    vk_family *f = want_logits ? &e->decode_logits : &e->decode;
+    vk_variant *v = vk_family_pick(f, want_logits ? PROFILE_OFF : e->p.profile);
+    if (vk_submit_wait(&e->c, v->cb, err))
+        return -1;
+    vk_profile_collect(e, f, v, &e->prof_decode);
+    if (want_logits)
+        memcpy(logits_row, e->host_logits.map, (uint64_t)n_vocab * 4);
+    if (out && out->top_k)
+        read_topk(e, out);
+    else if (out && out->log_z)
+        read_topk(e, &(engine_output){.log_z = out->log_z});
+    return 0;
+}
+
+/* A batch of tokens through the prefill graph. */
+static int prefill(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_output *out,
+                   err_t *err)
+{
+    uint32_t n_vocab = e->m->cfg.n_vocab;
+    uint32_t k = out && out->top_k ? out->top_k : 1;
+    if (k > TOPK_MAX || k > n_vocab)
+        return err_set(err, "top-K of %u candidates: the Vulkan backend returns at most %u", k,
+                       n_vocab < TOPK_MAX ? n_vocab : TOPK_MAX);
+    write_params(e, tokens, n, pos, k);
+    bool want_logits = out && out->logits;
+    vk_family *f = want_logits ? &e->prefill_logits : &e->prefill;
+    /* the prompt graph is timed only when every dispatch is (bench --profile) */
+    vk_variant *v = vk_family_pick(f, e->p.profile == PROFILE_FULL ? PROFILE_FULL : PROFILE_OFF);
+    if (vk_submit_wait(&e->c, v->cb, err))
+        return -1;
+    vk_profile_collect(e, f, v, &e->prof_prefill);
+    if (want_logits) {
+        const float *src = (const float *)e->host_logits.map;
+        if (out->all_positions)
+            memcpy(out->logits, src, (uint64_t)n * n_vocab * 4);
+        else
+            memcpy(out->logits, src + (uint64_t)(n - 1) * n_vocab, (uint64_t)n_vocab * 4);
+        /* the logits graph has no top-K: derive it on the host (rare path) */
+        if (out->top_k || out->log_z) {
+            const float *row = src + (uint64_t)(n - 1) * n_vocab;
+            double mx = -INFINITY, s = 0;
+            for (uint32_t i = 0; i < n_vocab; i++)
+                mx = row[i] > mx ? row[i] : mx;
+            for (uint32_t i = 0; i < n_vocab; i++)
+                s += exp(row[i] - mx);
+            if (out->log_z)
+                *out->log_z = (float)(mx + log(s));
+            for (uint32_t j = 0; j < out->top_k; j++) {
+                int32_t best = -1;
+                for (uint32_t i = 0; i < n_vocab; i++) {
+                    bool taken = false;
+                    for (uint32_t q = 0; q < j && !taken; q++)
+                        taken = out->top_ids && out->top_ids[q] == (int32_t)i;
+                    if (!taken && (best < 0 || row[i] > row[best]))
+                        best = (int32_t)i;
+                }
+                if (out->top_ids)
+                    out->top_ids[j] = best;
+                if (out->top_logits)
+                    out->top_logits[j] = row[best];
+            }
+        }
+        return 0;
+    }
+    if (out && (out->top_k || out->log_z))
+        read_topk(e, out);
+    return 0;
+}
+
+static int vk_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_t pos, const engine_output *out,
+                   err_t *err)
+{
+    vk_engine *e = impl;
+    uint32_t n_vocab = e->m->cfg.n_vocab;
+    if (e->c.lost)
+        return err_set(err, "the Vulkan device was lost earlier; restart glmchat or use --backend cpu");
+    if ((uint64_t)pos + n_tokens > e->p.n_ctx)
+        return err_set(err, "positions %u..%u are past the %u-token context", pos, pos + n_tokens - 1, e->p.n_ctx);
+    if (n_tokens > 1 && n_tokens <= e->n_batch && e->prefill.plain.cb)
+        return prefill(e, tokens, n_tokens, pos, out, err);
+    for (uint32_t i = 0; i < n_tokens; i++) {
+        bool last = i + 1 == n_tokens;
+        float *row = NULL;
+        if (out && out->logits && out->all_positions)
+            row = out->logits + (uint64_t)i * n_vocab;
+        else if (out && out->logits && last)
+            row = out->logits;
+        if (decode_one(e, tokens[i], pos + i, last ? out : NULL, row, err))
+            return -1;
+    }
+    return 0;
+}
+
+static void vk_get_stats(void *impl, engine_stats *st)
+{
+    vk_engine *e = impl;
+    vk_profile_report(e, &e->decode, &e->prof_decode, st);
+}
+
+void vk_engine_prefill_stats(void *impl, engine_stats *st)
+{
+    vk_engine *e = impl;
+    memset(st, 0, sizeof *st);
+    vk_profile_report(e, &e->prefill, &e->prof_prefill, st);
+}
+
+void vk_engine_set_profile(void *impl, profile_mode mode)
+{
+    ((vk_engine *)impl)->p.profile = mode;
+}
+
+int vk_engine_routing(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_t cap, uint32_t *n_layers,
+                      uint32_t *n_expert, err_t *err)
+{
+    vk_engine *e = impl;
+    const model_config *c = &e->m->cfg;
+    uint32_t K = c->n_expert_used;
+    *n_layers = 0;
+    *n_expert = c->n_expert;
+    if (n_tokens > e->n_batch || !K)
+        return err_set(err, "routing: %u tokens do not fit one prefill batch of %u (or the model has no experts)",
+                       n_tokens, e->n_batch);
+    /* the ids of every layer, copied once to host memory */
+    vk_arena a;
+    vk_buf hb;
+    vk_arena_init(&e->c, &a, VK_MEM_HOST, e->ids.size, "routing readback");
+    if (vk_arena_alloc(&e->c, &a, e->ids.size, "routing readback", &hb, err))
+        return -1;
+    VkCommandBuffer cb;
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = e->c.cmd_pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    int rc = 0;
+    VkResult res = vkAllocateCommandBuffers(e->c.dev, &ai, &cb);
+    if (res != VK_SUCCESS)
+        rc = vk_fail(&e->c, err, res, "vkAllocateCommandBuffers");
+    if (!rc) {
+        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+        vkBeginCommandBuffer(cb, &bi);
+        VkBufferCopy region = {.srcOffset = e->ids.off, .dstOffset = hb.off, .size = e->ids.size};
+        vkCmdCopyBuffer(cb, e->ids.buf, hb.buf, 1, &region);
+        vkEndCommandBuffer(cb);
+        rc = vk_submit_wait(&e->c, cb, err);
+        vkFreeCommandBuffers(e->c.dev, e->c.cmd_pool, 1, &cb);
+    }
+    const int32_t *ids = (const int32_t *)hb.map;
+    for (uint32_t il = 0; !rc && il < c->n_layer && *n_layers < cap; il++) {
+        if (!e->w.layers[il].is_moe)
+            continue;
+        uint32_t seen[512] = {0}, d = 0;
+        for (uint32_t t = 0; t < n_tokens; t++)
+            for (uint32_t k = 0; k < K; k++) {
+                int32_t x = ids[((uint64_t)il * e->n_batch + t) * K + k];
+                if (x >= 0 && (uint32_t)x < c->n_expert && x < 512 && !seen[x]++)
+                    d++;
+            }
+        distinct[(*n_layers)++] = d;
+    }
+    vk_arena_release(&e->c, &a);
+    return rc;
+}
+
+static const char *vk_describe(void *impl)
+{
+    return ((vk_engine *)impl)->desc;
+}
+
+const engine_backend vk_engine_backend = {
+    .name = "vulkan",
+    .create = vk_create,
+    .destroy = vk_destroy,
+    .eval = vk_eval,
+    .get_stats = vk_get_stats,
+    .describe = vk_describe,
+};

@@ -1,0 +1,93 @@
+/* vk_engine.h: the Vulkan engine's state, shared by vk_engine.c (the
+ * engine_backend), vk_forward.c (the decode graph), vk_prefill.c (the
+ * prompt graph) and vk_profiler.c.  Internal to gpu/. */
+#ifndef GLM_VK_ENGINE_H
+#define GLM_VK_ENGINE_H
+
+#include "engine.h"
+#include "model.h"
+#include "vk_kernels.h"
+#include "vk_weights.h"
+
+/* Profiling state of one recorded command buffer. */
+typedef struct {
+    VkCommandBuffer cb;
+    VkQueryPool qpool;       /* VK_NULL_HANDLE when untimed */
+    uint32_t nq, qcap;
+    int32_t *q_disp;         /* per query: dispatch index, or a mark (< 0) */
+} vk_variant;
+
+/* A program family: the same graph recorded as several variants. */
+typedef struct {
+    vk_prog prog;
+    vk_variant plain;        /* no timestamps (PROFILE_OFF) */
+    vk_variant *sampled;     /* one per layer: that layer + head/tail timed */
+    uint32_t n_sampled;
+    vk_variant full;         /* every dispatch timed (bench --profile) */
+    uint32_t next_sample;
+} vk_family;
+
+typedef struct {
+    double *last_us;         /* per dispatch: the latest measurement */
+    uint32_t *seen;          /* per dispatch: measurements so far */
+    uint32_t n_disp;
+    double token_us;         /* the latest whole-token GPU time */
+    uint64_t tokens_timed;
+} vk_profile;
+
+typedef struct {
+    vk_ctx c;
+    vk_pipes pipes;
+    vk_kb kb;
+    err_t kerr;
+    const model *m;
+    engine_params p;
+    char desc[384];
+
+    vk_arena wts_arena, act_arena, host_arena, bar_arena;
+    vk_weights w;
+    vk_attn_geom ag;
+    vk_topk_geom tg;
+    uint32_t n_batch;        /* tokens per prefill graph */
+
+    /* activations (device), sized for n_batch tokens */
+    vk_buf x, qa_raw, kv, q, qa, part, o, h, rlogits, ids, wts, counters, logits;
+    /* prefill only: normalized inputs, expert hidden states and outputs per
+     * (token, slot) pair, the expert work list, attention partials */
+    vk_buf xn, qan, hp, yp, part_pf, moe_list, moe_tiles, moe_ind;
+    vk_buf topk_v, topk_i, topk_ms, topk_cnt;
+    uint32_t h_z, part_cap, part_cap_prefill;
+    vk_buf *cache;           /* per layer */
+    vk_buf rope;             /* (cos, sin) per position and pair */
+    /* host-visible */
+    vk_buf params;           /* VKP_* words + token ids */
+    vk_buf out_ids, out_vals;  /* top-K read back */
+    vk_buf host_logits;      /* [n_batch][n_vocab] when logits are asked for */
+
+    vk_family decode;        /* one token, top-K read back */
+    vk_family decode_logits; /* one token, full logits to the host */
+    vk_family prefill;       /* n_batch tokens (indirect grids), last token's top-K */
+    vk_family prefill_logits;
+    bool have_prefill;
+
+    vk_profile prof_decode, prof_prefill;
+    double decode_gpu_us;    /* from timestamps, recent */
+} vk_engine;
+
+/* Graph recording (vk_forward.c, vk_prefill.c): the token's work into r. */
+int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host);
+int vk_fwd_record_prefill(vk_engine *e, vk_rec *r, bool logits_to_host);
+
+/* Profiler (vk_profiler.c).  Variants: plain only; + fully timed; + one
+ * sampled variant per layer. */
+enum { VK_FAMILY_PLAIN = 0, VK_FAMILY_FULL = 1, VK_FAMILY_SAMPLED = 2 };
+int vk_family_build(vk_engine *e, vk_family *f, int (*rec)(vk_engine *, vk_rec *, bool), bool logits, int variants,
+                    err_t *err);
+void vk_family_free(vk_engine *e, vk_family *f);
+/* The variant to submit for this token under profile mode `mode`. */
+vk_variant *vk_family_pick(vk_family *f, profile_mode mode);
+void vk_profile_collect(vk_engine *e, vk_family *f, vk_variant *v, vk_profile *pr);
+void vk_profile_report(const vk_engine *e, const vk_family *f, const vk_profile *pr, engine_stats *st);
+void vk_profile_free(vk_profile *pr);
+
+#endif

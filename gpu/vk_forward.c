@@ -1,0 +1,193 @@
+/* vk_forward.c: the decode graph -- one token through the whole model,
+ * recorded once into a command buffer and replayed for every token.
+ *
+ * Per layer (GLM-4.7-Flash), each line one dependent step (a barrier after
+ * it); dispatches joined by "||" are independent and run together:
+ *
+ *   q_a = W.norm(x)  ||  kv = W.norm(x)               (attn_norm fused)
+ *   q = q_b . norm(q_a)                               (q_a_norm fused)
+ *   qa = k_b . q_nope per head  ||  kv_store          (cache row, rotated q)
+ *   attention partials over chunks of the cache       (indirect grid)
+ *   combine + v_b per head
+ *   x += attn_output . o
+ *   router + top-k                                    (ffn_norm fused)
+ *   gate/up + SiLU (routed)  ||  gate/up + SiLU (shared)
+ *   x += sum_k w_k down_k . h_k + down_s . h_s
+ *
+ * Without q compression (DeepSeek-V2-Lite) the q_b step disappears; dense
+ * layers have gate/up then down.  The position, the token and the chunking
+ * live in the params buffer the host writes before each submit. */
+#include <string.h>
+
+#include "vk_engine.h"
+
+#define TRY(x)               \
+    do {                     \
+        if ((x) < 0)         \
+            return -1;       \
+    } while (0)
+
+static vk_vec V(vk_buf b, uint32_t off)
+{
+    return (vk_vec){b, off};
+}
+
+static int call(vk_engine *e, vk_rec *r, int rc, const vk_call *k)
+{
+    if (rc < 0)
+        return -1;
+    vk_rec_call(r, k);
+    return r->status;
+}
+
+/* The attention block of one layer for one token (token slot 0). */
+static int attention(vk_engine *e, vk_rec *r, uint32_t il)
+{
+    const model_config *c = &e->m->cfg;
+    const vk_layer_w *L = &e->w.layers[il];
+    const vk_attn_geom *g = &e->ag;
+    vk_kb *kb = &e->kb;
+    uint32_t qw = c->qk_nope + c->qk_rope;
+    vk_call k;
+    vk_vec an = L->attn_norm;
+
+    /* q (via q_a and q_b, or directly) and kv, from the normalized x */
+    if (c->q_lora_rank > 0) {
+        vk_mv_args qa = {.name = "attn_q_a", .w = &L->q_a, .x = V(e->x, 0), .y = V(e->qa_raw, 0), .nz = 1,
+                         .norm = &an, .eps = c->rms_eps};
+        TRY(call(e, r, vk_k_mv(kb, &qa, &k), &k));
+    } else {
+        vk_mv_args qa = {.name = "attn_q", .w = &L->q, .x = V(e->x, 0), .y = V(e->q, 0), .nz = 1, .norm = &an,
+                         .eps = c->rms_eps};
+        TRY(call(e, r, vk_k_mv(kb, &qa, &k), &k));
+    }
+    vk_mv_args kva = {.name = "attn_kv_a_mqa", .w = &L->kv_a, .x = V(e->x, 0), .y = V(e->kv, 0), .nz = 1,
+                      .norm = &an, .eps = c->rms_eps};
+    TRY(call(e, r, vk_k_mv(kb, &kva, &k), &k));
+    vk_rec_barrier(r);
+    if (c->q_lora_rank > 0) {
+        vk_vec qn = L->q_a_norm;
+        vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = V(e->qa_raw, 0), .y = V(e->q, 0), .nz = 1,
+                         .norm = &qn, .eps = c->rms_eps};
+        TRY(call(e, r, vk_k_mv(kb, &qb, &k), &k));
+        vk_rec_barrier(r);
+    }
+
+    /* absorbed query per head || new cache row + rotated query rope part */
+    vk_mv_args kb_args = {.name = "attn_k_b", .w = &L->k_b, .x = V(e->q, 0), .x_z = qw, .y = V(e->qa, 0),
+                          .y_z = g->RS, .nz = c->n_head};
+    TRY(call(e, r, vk_k_mv(kb, &kb_args, &k), &k));
+    vk_kv_store_args ks = {.g = g, .kv = V(e->kv, 0), .kv_z = c->kv_lora_rank + c->qk_rope,
+                           .norm = L->kv_a_norm, .eps = c->rms_eps, .cache = V(e->cache[il], 0), .rope_cs = e->rope,
+                           .q = V(e->q, 0), .q_z = c->n_head * qw, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS,
+                           .params = e->params, .nz = 1};
+    TRY(call(e, r, vk_k_kv_store(kb, &ks, &k), &k));
+    vk_rec_barrier(r);
+
+    /* attention over the cache, split in chunks (grid from the params) */
+    vk_buf ind = e->params;
+    ind.off += VKP_ATTN_IND * 4;
+    ind.size = 12;
+    vk_attn_args at = {.g = g, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS, .cache = V(e->cache[il], 0),
+                       .part = V(e->part, 0), .chunk_cap = e->part_cap, .kq_scale = c->kq_scale,
+                       .params = e->params, .indirect = &ind, .nz = 1};
+    TRY(call(e, r, vk_k_attn(kb, &at, &k), &k));
+    vk_rec_barrier(r);
+    vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part, 0), .chunk_cap = e->part_cap,
+                          .params = e->params, .o = V(e->o, 0), .o_z = c->n_head * c->v_head, .nz = 1};
+    TRY(call(e, r, vk_k_attn_vb(kb, &vb, &k), &k));
+    vk_rec_barrier(r);
+
+    /* x += attn_output . o */
+    vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = V(e->x, 0), .nz = 1,
+                     .accumulate = true};
+    TRY(call(e, r, vk_k_mv(kb, &ao, &k), &k));
+    vk_rec_barrier(r);
+    return 0;
+}
+
+static int ffn_dense(vk_engine *e, vk_rec *r, uint32_t il)
+{
+    const model_config *c = &e->m->cfg;
+    const vk_layer_w *L = &e->w.layers[il];
+    vk_call k;
+    vk_vec fn = L->ffn_norm;
+    vk_glu_args gu = {.name = "ffn_gate_up", .gate = &L->ffn_gate, .up = &L->ffn_up, .x = V(e->x, 0), .norm = &fn,
+                      .eps = c->rms_eps, .h = V(e->h, 0), .h_z = 0, .nz = 1};
+    TRY(call(e, r, vk_k_glu(&e->kb, &gu, &k), &k));
+    vk_rec_barrier(r);
+    vk_mv_args dn = {.name = "ffn_down", .w = &L->ffn_down, .x = V(e->h, 0), .y = V(e->x, 0), .nz = 1,
+                     .accumulate = true};
+    TRY(call(e, r, vk_k_mv(&e->kb, &dn, &k), &k));
+    vk_rec_barrier(r);
+    return 0;
+}
+
+static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
+{
+    const model_config *c = &e->m->cfg;
+    const vk_layer_w *L = &e->w.layers[il];
+    vk_call k;
+    uint32_t K = c->n_expert_used, ids_off = il * e->n_batch * K;
+    vk_vec fn = L->ffn_norm, bias = L->exp_probs_b, ids = V(e->ids, ids_off);
+    vk_router_args ra = {.w = &L->router, .x = V(e->x, 0), .norm = fn, .eps = c->rms_eps,
+                         .logits = V(e->rlogits, 0), .ids = ids, .wts = V(e->wts, ids_off),
+                         .bias = L->has_bias ? &bias : NULL, .counter = V(e->counters, 0), .n_used = K,
+                         .gating = c->gating, .nz = 1, .norm_w = c->expert_weights_norm,
+                         .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale};
+    TRY(call(e, r, vk_k_router(&e->kb, &ra, &k), &k));
+    vk_rec_barrier(r);
+
+    vk_glu_args gu = {.name = "moe_gate_up", .gate = &L->gate_exps, .up = &L->up_exps, .x = V(e->x, 0),
+                      .norm = &fn, .eps = c->rms_eps, .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = &ids};
+    TRY(call(e, r, vk_k_glu(&e->kb, &gu, &k), &k));
+    if (L->has_shared) {
+        vk_glu_args gs = {.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = V(e->x, 0),
+                          .norm = &fn, .eps = c->rms_eps, .h = V(e->h, K * e->h_z), .h_z = e->h_z, .nz = 1};
+        TRY(call(e, r, vk_k_glu(&e->kb, &gs, &k), &k));
+    }
+    vk_rec_barrier(r);
+    vk_moe_down_args da = {.name = "moe_down", .down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL,
+                           .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = ids, .wts = V(e->wts, ids_off),
+                           .y = V(e->x, 0)};
+    TRY(call(e, r, vk_k_moe_down(&e->kb, &da, &k), &k));
+    vk_rec_barrier(r);
+    return 0;
+}
+
+/* Output norm + head, then the top-K + logsumexp (or the logits to the host). */
+static int head(vk_engine *e, vk_rec *r, bool logits_to_host)
+{
+    const model_config *c = &e->m->cfg;
+    vk_call k;
+    vk_vec on = e->w.output_norm;
+    vk_buf lg = logits_to_host ? e->host_logits : e->logits;
+    vk_mv_args hd = {.name = "output", .w = &e->w.output, .x = V(e->x, 0), .y = V(lg, 0), .nz = 1, .norm = &on,
+                     .eps = c->rms_eps};
+    TRY(call(e, r, vk_k_mv(&e->kb, &hd, &k), &k));
+    vk_rec_barrier(r);
+    vk_topk_args tk = {.logits = V(lg, 0), .n = c->n_vocab, .params = e->params, .geom = e->tg,
+                       .cand_v = e->topk_v, .cand_i = e->topk_i, .ms = e->topk_ms, .counter = e->topk_cnt,
+                       .out_ids = e->out_ids, .out_vals = e->out_vals};
+    TRY(call(e, r, vk_k_topk(&e->kb, &tk, &k), &k));
+    return 0;
+}
+
+int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host)
+{
+    const model_config *c = &e->m->cfg;
+    vk_call k;
+    vk_rec_segment(r, 0);
+    vk_buf tok = e->params;
+    vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(tok, VKP_TOKENS), .x = V(e->x, 0), .nz = 1};
+    TRY(call(e, r, vk_k_embed(&e->kb, &em, &k), &k));
+    vk_rec_barrier(r);
+    for (uint32_t il = 0; il < c->n_layer; il++) {
+        vk_rec_segment(r, (int)il + 1);
+        TRY(attention(e, r, il));
+        TRY(e->w.layers[il].is_moe ? ffn_moe(e, r, il) : ffn_dense(e, r, il));
+    }
+    vk_rec_segment(r, (int)c->n_layer + 1);
+    TRY(head(e, r, logits_to_host));
+    return r->status;
+}

@@ -1,0 +1,687 @@
+/* vk_kernels.c: the kernel builders (see vk_kernels.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant.h"
+#include "vk_kernels.h"
+
+#define WGS 128u
+
+
+static uint32_t ceil_div(uint64_t a, uint64_t b)
+{
+    return (uint32_t)((a + b - 1) / b);
+}
+
+static uint32_t f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* Decode matvec geometry: threads per row (TEAM, a power of two no larger
+ * than a subgroup, so teams reduce with shuffles), units each thread takes
+ * per row (UPT, loads issued up front), rows per team (NR) and the
+ * workgroup size.  A decode matvec is 0.5-15 MB: it needs many threads with
+ * little state each (high occupancy keeps enough loads in flight) and many
+ * small workgroups to spread over every compute unit.  The GLMCHAT_MV_*
+ * environment variables override the targets (tuning runs on the GPU). */
+typedef struct {
+    uint32_t wgs, team, upt, nr, conv;
+} mv_cfg;
+
+static uint32_t env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    unsigned long x = strtoul(v, NULL, 10);
+    return x < lo ? lo : x > hi ? hi : (uint32_t)x;
+}
+
+static uint32_t pow2_ceil(uint32_t v)
+{
+    uint32_t p = 1;
+    while (p < v)
+        p *= 2;
+    return p;
+}
+
+static mv_cfg mv_config(const vk_ctx *c, const vk_tensor *w)
+{
+    vk_qlayout l;
+    vk_qlayout_of(w->type, &l);
+    uint32_t units = w->Kp / l.unit;
+    uint32_t upt_target = env_u32("GLMCHAT_MV_UPT", 2, 1, 16);
+    mv_cfg m;
+    m.team = pow2_ceil(ceil_div(units, upt_target));
+    if (m.team > c->subgroup)
+        m.team = c->subgroup;
+    m.upt = ceil_div(units, m.team);
+    if (m.upt > 16)
+        m.upt = 16; /* longer rows take several passes */
+    m.nr = env_u32("GLMCHAT_MV_NR", 1, 1, 8);
+    m.conv = env_u32("GLMCHAT_MV_CONV", 0, 0, 1);
+    m.wgs = env_u32("GLMCHAT_MV_WGS", 64, 1, 1024);
+    m.wgs = (m.wgs + c->subgroup - 1) / c->subgroup * c->subgroup;
+    return m;
+}
+
+static uint32_t rows_per_wg(const mv_cfg *m)
+{
+    return m->wgs / m->team * m->nr;
+}
+
+
+static VkPipeline pipe(const vk_kb *k, const char *shader, const uint32_t *spec, uint32_t n)
+{
+    return vk_pipe_get(k->c, k->pipes, shader, spec, n, k->err);
+}
+
+int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
+{
+    const vk_tensor *w = a->w;
+    mv_cfg m = mv_config(k->c, w);
+    uint32_t spec[16] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, a->accumulate ? 1 : 0, 4,
+                         a->ids ? 1 : 0, m.upt};
+    spec[15] = m.conv;
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    out->pipe = pipe(k, "mv", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = w->buf;
+    out->b[0] = a->x.b;
+    out->b[1] = a->y.b;
+    if (a->norm)
+        out->b[2] = a->norm->b;
+    if (a->ids)
+        out->b[3] = a->ids->b;
+    out->b[4] = a->params;
+    if ((a->ztok || a->last_row) && !a->params.buf)
+        return err_set(k->err, "%s: batch-dependent matvec without the params buffer", a->name);
+    uint32_t *p = out->push;
+    p[0] = w->K;
+    p[1] = w->Kp;
+    p[2] = w->N;
+    p[3] = (uint32_t)w->head_off;
+    p[4] = w->bpr * w->N;
+    p[5] = a->x.off;
+    p[6] = a->x_z;
+    p[7] = a->y.off;
+    p[8] = a->y_z;
+    p[9] = a->norm ? a->norm->off : 0;
+    p[10] = f2u(a->eps);
+    p[11] = a->ids ? a->ids->off : 0;
+    p[12] = a->mat_mod;
+    p[13] = a->ztok;
+    p[14] = a->last_row;
+    out->npush = 15;
+    out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
+    out->groups[1] = a->nz ? a->nz : 1;
+    out->groups[2] = 1;
+    uint64_t per_mat = w->src_bytes / (w->n_mat ? w->n_mat : 1);
+    out->bytes = (per_mat + 4ull * (w->K + w->N)) * out->groups[1];
+    return 0;
+}
+
+int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
+{
+    const vk_tensor *g = a->gate, *u = a->up;
+    if (g->K != u->K || g->N != u->N || g->Kp != u->Kp)
+        return err_set(k->err, "%s: gate and up shapes differ", a->name);
+    mv_cfg m = mv_config(k->c, g);
+    uint32_t spec[16] = {m.wgs, g->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, u->type, 4, a->ids ? 1 : 0,
+                         m.upt};
+    spec[15] = m.conv;
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    out->pipe = pipe(k, "mv_glu", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = g->buf;
+    out->w[1] = u->buf;
+    out->b[0] = a->x.b;
+    out->b[1] = a->h.b;
+    if (a->norm)
+        out->b[2] = a->norm->b;
+    if (a->ids)
+        out->b[3] = a->ids->b;
+    uint32_t *p = out->push;
+    p[0] = g->K;
+    p[1] = g->Kp;
+    p[2] = g->N;
+    p[3] = (uint32_t)g->head_off;
+    p[4] = (uint32_t)u->head_off;
+    p[5] = g->bpr * g->N;
+    p[6] = u->bpr * u->N;
+    p[7] = a->x.off;
+    p[8] = 0; /* every z reads the same input */
+    p[9] = a->h.off;
+    p[10] = a->h_z;
+    p[11] = a->norm ? a->norm->off : 0;
+    p[12] = f2u(a->eps);
+    p[13] = a->ids ? a->ids->off : 0;
+    out->npush = 14;
+    out->groups[0] = ceil_div(g->N, rows_per_wg(&m));
+    out->groups[1] = a->nz ? a->nz : 1;
+    out->groups[2] = 1;
+    out->bytes = (g->src_bytes / g->n_mat + u->src_bytes / u->n_mat) * out->groups[1];
+    return 0;
+}
+
+int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
+{
+    const vk_tensor *d = a->down, *s = a->shared;
+    if (s && s->N != d->N)
+        return err_set(k->err, "%s: shared and routed down projections differ in rows", a->name);
+    mv_cfg m = mv_config(k->c, d);
+    uint32_t nslot = a->nz + (s ? 1 : 0);
+    /* a team per (row group, slot): the workgroup is a whole number of
+     * subgroups holding at least one row group of nslot teams */
+    uint32_t need = m.team * nslot;
+    m.wgs = ceil_div(need, k->c->subgroup) * k->c->subgroup;
+    if (m.wgs > 1024)
+        return err_set(k->err, "%s: %u experts per token do not fit one workgroup", a->name, nslot);
+    uint32_t rg = m.wgs / m.team / nslot;
+    uint32_t spec[16] = {m.wgs, d->type, m.team, m.nr, k->c->subgroup, s ? 1 : 0, s ? s->type : d->type, 4, m.upt,
+                         nslot};
+    spec[15] = m.conv;
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    out->pipe = pipe(k, "mv_moe_down", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = d->buf;
+    if (s)
+        out->w[1] = s->buf;
+    out->b[0] = a->h.b;
+    out->b[1] = a->y.b;
+    out->b[3] = a->ids.b;
+    out->b[4] = a->wts.b;
+    uint32_t *p = out->push;
+    p[0] = d->K;
+    p[1] = d->Kp;
+    p[2] = d->N;
+    p[3] = (uint32_t)d->head_off;
+    p[4] = d->bpr * d->N;
+    p[5] = s ? s->K : 0;
+    p[6] = s ? s->Kp : 0;
+    p[7] = s ? (uint32_t)s->head_off : 0;
+    p[8] = a->h.off;
+    p[9] = a->h_z;
+    p[10] = a->nz;
+    p[11] = a->ids.off;
+    p[12] = a->wts.off;
+    p[13] = a->y.off;
+    out->npush = 14;
+    out->groups[0] = ceil_div(d->N, rg * m.nr);
+    out->groups[1] = out->groups[2] = 1;
+    out->bytes = d->src_bytes / d->n_mat * a->nz + (s ? s->src_bytes : 0);
+    return 0;
+}
+
+/* ---- attention ---------------------------------------------------------------------- */
+
+int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_t kv_lora, uint32_t rope,
+                      uint32_t nope, uint32_t v_head, bool kv_f16, uint32_t n_ctx, err_t *err)
+{
+    memset(g, 0, sizeof *g);
+    if (kv_lora % 4 || kv_lora > 1024 || rope % 2 || kv_lora == 0 || n_head == 0)
+        return err_set(err, "attention: kv_lora_rank %u / rope %u not supported by the Vulkan kernels "
+                            "(need kv_lora a multiple of 4 up to 1024, rope even)", kv_lora, rope);
+    g->n_head = n_head;
+    g->kv_lora = kv_lora;
+    g->rope = rope;
+    g->nope = nope;
+    g->v_head = v_head;
+    g->kv_f16 = kv_f16;
+    g->RS = (kv_lora + rope + 7) / 8 * 8;
+    g->cmax = 256;
+    g->wgs = kv_lora > 4 * WGS ? 256 : WGS;
+    /* Heads per workgroup: few (4), so short contexts still spread over
+     * many workgroups; every head group re-reads the chunk's rows, from L2.
+     * Bounded by shared memory (queries + scores + reductions). */
+    uint32_t per_head = g->RS * 4 + g->cmax * 4 + 64 * 4;
+    uint32_t hmax = (c->shared_bytes - 1024) / per_head;
+    if (hmax < 1)
+        return err_set(err, "attention: a %u-wide cache row does not fit in %u bytes of shared memory", g->RS,
+                       c->shared_bytes);
+    uint32_t want = env_u32("GLMCHAT_ATTN_HEADS", 4, 1, 16);
+    if (hmax > want)
+        hmax = want;
+    uint32_t groups = ceil_div(n_head, hmax);
+    g->hg = ceil_div(n_head, groups);
+    g->n_hgroups = ceil_div(n_head, g->hg);
+    /* Enough chunks to give every compute unit two workgroups at long
+     * contexts, and chunks no longer than cmax. */
+    uint32_t target = 2 * c->n_sm_hint / g->n_hgroups;
+    if (target < 1)
+        target = 1;
+    uint32_t need = ceil_div(n_ctx, g->cmax);
+    g->max_chunks = target > need ? target : need;
+    return 0;
+}
+
+void vk_attn_chunks(const vk_attn_geom *g, uint32_t n_kv, uint32_t *n_chunks, uint32_t *chunk_len)
+{
+    /* At least 32 positions per chunk (fewer would spend more on partials
+     * than on scores), at most cmax. */
+    uint32_t n = ceil_div(n_kv, 32);
+    uint32_t lim = ceil_div(n_kv, g->cmax);
+    if (n > g->max_chunks)
+        n = g->max_chunks;
+    if (n < lim)
+        n = lim;
+    if (n < 1)
+        n = 1;
+    *chunk_len = ceil_div(n_kv, n);
+    *n_chunks = ceil_div(n_kv, *chunk_len);
+}
+
+void vk_attn_chunks_prefill(uint32_t n_kv, uint32_t cap, uint32_t *n_chunks, uint32_t *chunk_len)
+{
+    /* Chunks of at least 64 positions; each is walked in pieces, so its
+     * length is free. */
+    uint32_t n = ceil_div(n_kv, 64);
+    if (n > cap)
+        n = cap;
+    if (n < 1)
+        n = 1;
+    *chunk_len = ceil_div(n_kv, n);
+    *n_chunks = ceil_div(n_kv, *chunk_len);
+}
+
+int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
+{
+    const vk_attn_geom *g = a->g;
+    uint32_t spec[] = {WGS, g->kv_f16 ? 1 : 0, k->c->subgroup};
+    memset(out, 0, sizeof *out);
+    out->name = "kv_store";
+    out->pipe = pipe(k, "kv_store", spec, 3);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->kv.b;
+    out->b[1] = a->norm.b;
+    out->b[2] = a->cache.b;
+    out->b[3] = a->rope_cs;
+    out->b[4] = a->q.b;
+    out->b[5] = a->qa.b;
+    out->b[6] = a->params;
+    uint32_t *p = out->push;
+    p[0] = g->kv_lora;
+    p[1] = g->rope;
+    p[2] = g->nope;
+    p[3] = g->n_head;
+    p[4] = g->RS;
+    p[5] = a->kv.off;
+    p[6] = a->kv_z;
+    p[7] = a->norm.off;
+    p[8] = f2u(a->eps);
+    p[9] = a->cache.off;
+    p[10] = a->q.off;
+    p[11] = a->q_z;
+    p[12] = a->qa.off;
+    p[13] = a->qa_z;
+    out->npush = 14;
+    out->groups[0] = 1 + g->n_head;
+    out->groups[1] = a->nz ? a->nz : 1;
+    out->groups[2] = 1;
+    out->bytes = (uint64_t)out->groups[1] * (8ull * (g->kv_lora + g->rope) + g->RS * (g->kv_f16 ? 2 : 4) +
+                                             8ull * g->n_head * g->rope);
+    return 0;
+}
+
+int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
+{
+    const vk_attn_geom *g = a->g;
+    uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup};
+    memset(out, 0, sizeof *out);
+    out->name = "attn";
+    out->pipe = pipe(k, "attn", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->qa.b;
+    out->b[1] = a->cache.b;
+    out->b[2] = a->part.b;
+    out->b[3] = a->params;
+    uint32_t *p = out->push;
+    p[0] = g->n_head;
+    p[1] = g->kv_lora;
+    p[2] = f2u(a->kq_scale);
+    p[3] = a->cache.off;
+    p[4] = a->qa.off;
+    p[5] = a->qa_z;
+    p[6] = a->part.off;
+    p[7] = a->chunk_cap;
+    p[8] = a->prefill ? VKP_CHUNK_PF : VKP_CHUNK;
+    out->npush = 9;
+    out->indirect = a->indirect;
+    out->groups[0] = a->n_chunks;
+    out->groups[1] = g->n_hgroups;
+    out->groups[2] = a->nz ? a->nz : 1;
+    out->bytes = 0; /* depends on the context length; the profiler adds it */
+    return 0;
+}
+
+int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
+{
+    const vk_attn_geom *g = a->g;
+    const vk_tensor *w = a->v_b;
+    mv_cfg m = mv_config(k->c, w);
+    /* few workgroups per head: each one combines the head's partials first */
+    m.nr = 4;
+    m.wgs = 128;
+    uint32_t ksh = (w->Kp + 255) / 256 * 256;
+    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, ksh, m.upt};
+    memset(out, 0, sizeof *out);
+    out->name = "attn_vb";
+    out->pipe = pipe(k, "attn_vb", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = w->buf;
+    out->b[0] = a->part.b;
+    out->b[1] = a->o.b;
+    out->b[3] = a->params;
+    uint32_t *p = out->push;
+    p[0] = w->K;
+    p[1] = w->Kp;
+    p[2] = w->N;
+    p[3] = (uint32_t)w->head_off;
+    p[4] = w->bpr * w->N;
+    p[5] = a->part.off;
+    p[6] = g->n_head;
+    p[7] = a->chunk_cap;
+    p[8] = a->o.off;
+    p[9] = a->o_z;
+    p[10] = a->prefill ? VKP_NCHUNK_PF : VKP_NCHUNK;
+    out->npush = 11;
+    out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
+    out->groups[1] = g->n_head;
+    out->groups[2] = a->nz ? a->nz : 1;
+    out->bytes = w->src_bytes * out->groups[2];
+    return 0;
+}
+
+/* ---- router, embedding, top-K --------------------------------------------------------- */
+
+int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
+{
+    const vk_tensor *w = a->w;
+    if (w->N > 512 || a->n_used > 32 || a->n_used > w->N)
+        return err_set(k->err, "router: %u experts, %u used: the router kernel handles up to 512 and 32", w->N,
+                       a->n_used);
+    mv_cfg m = mv_config(k->c, w);
+    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, 4, m.upt};
+    memset(out, 0, sizeof *out);
+    out->name = "router";
+    out->pipe = pipe(k, "router", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = w->buf;
+    out->b[0] = a->x.b;
+    out->b[1] = a->logits.b;
+    out->b[2] = a->norm.b;
+    out->b[3] = a->ids.b;
+    out->b[4] = a->wts.b;
+    if (a->bias)
+        out->b[5] = a->bias->b;
+    out->b[6] = a->counter.b;
+    out->b[7] = a->params;
+    uint32_t *p = out->push;
+    p[0] = w->K;
+    p[1] = w->Kp;
+    p[2] = w->N;
+    p[3] = (uint32_t)w->head_off;
+    p[4] = a->x.off;
+    p[5] = a->x_z;
+    p[6] = a->norm.off;
+    p[7] = f2u(a->eps);
+    p[8] = a->n_used;
+    p[9] = a->gating;
+    p[10] = a->bias ? 1 : 0;
+    p[11] = a->norm_w ? 1 : 0;
+    p[12] = f2u(a->scale);
+    p[13] = a->ids.off;
+    p[14] = a->logits.off;
+    p[15] = a->bias ? a->bias->off : 0;
+    p[16] = a->params.buf ? 1 : 0;
+    out->npush = 17;
+    if (a->ids.off != a->wts.off)
+        return err_set(k->err, "router: ids and weights must share their offset");
+    if (a->counter.off != 0)
+        return err_set(k->err, "router: the counter must start its buffer");
+    out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
+    out->groups[1] = a->nz ? a->nz : 1;
+    out->groups[2] = 1;
+    out->bytes = w->src_bytes * out->groups[1];
+    return 0;
+}
+
+int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out)
+{
+    const vk_tensor *w = a->w;
+    uint32_t spec[] = {WGS, w->type};
+    memset(out, 0, sizeof *out);
+    out->name = "embed";
+    out->pipe = pipe(k, "embed", spec, 2);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = w->buf;
+    out->b[0] = a->tokens.b;
+    out->b[1] = a->x.b;
+    uint32_t *p = out->push;
+    p[0] = w->K;
+    p[1] = w->Kp;
+    p[2] = (uint32_t)w->head_off;
+    p[3] = a->tokens.off;
+    p[4] = a->x.off;
+    p[5] = a->x_z;
+    p[6] = w->N;
+    p[7] = a->check_batch ? 1 : 0;
+    out->npush = 8;
+    out->groups[0] = ceil_div(ceil_div(w->K, 4), WGS);
+    out->groups[1] = a->nz ? a->nz : 1;
+    out->groups[2] = 1;
+    out->bytes = (w->src_bytes / w->N + 4ull * w->K) * out->groups[1];
+    return 0;
+}
+
+int vk_topk_geom_init(uint32_t n, uint32_t k, vk_topk_geom *g, err_t *err)
+{
+    if (k == 0 || k > 64 || k > n)
+        return err_set(err, "top-K: K = %u must be 1..64 and at most the vocabulary (%u)", k, n);
+    /* Slices of 2048 keep one pass per workgroup short; the merge then
+     * looks at n_slices * K candidates. */
+    g->slice = 2048;
+    g->n_slices = ceil_div(n, g->slice);
+    return 0;
+}
+
+int vk_k_topk(const vk_kb *k, const vk_topk_args *a, vk_call *out)
+{
+    uint32_t spec[] = {256, k->c->subgroup};
+    memset(out, 0, sizeof *out);
+    out->name = "topk";
+    out->pipe = pipe(k, "topk", spec, 2);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->logits.b;
+    out->b[1] = a->cand_v;
+    out->b[2] = a->cand_i;
+    out->b[3] = a->ms;
+    out->b[4] = a->counter;
+    out->b[5] = a->out_ids;
+    out->b[6] = a->out_vals;
+    out->b[7] = a->params;
+    uint32_t *p = out->push;
+    p[0] = a->n;
+    p[1] = a->params.buf ? 0 : a->k;
+    p[2] = a->geom.slice;
+    p[3] = a->logits.off;
+    p[4] = a->params.buf ? 1 : 0;
+    out->npush = 5;
+    out->groups[0] = a->geom.n_slices;
+    out->groups[1] = out->groups[2] = 1;
+    out->bytes = 4ull * a->n;
+    return 0;
+}
+
+/* ---- prefill ---------------------------------------------------------------------------- */
+
+int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
+{
+    uint32_t spec[] = {256, k->c->subgroup};
+    memset(out, 0, sizeof *out);
+    out->name = "rmsnorm";
+    out->pipe = pipe(k, "rmsnorm", spec, 2);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->x.b;
+    out->b[1] = a->y.b;
+    out->b[2] = a->w.b;
+    out->b[3] = a->params;
+    uint32_t *p = out->push;
+    p[0] = a->n;
+    p[1] = a->x.off;
+    p[2] = a->x_z;
+    p[3] = a->y.off;
+    p[4] = a->y_z;
+    p[5] = a->w.off;
+    p[6] = f2u(a->eps);
+    out->npush = 7;
+    out->groups[0] = a->nz;
+    out->groups[1] = out->groups[2] = 1;
+    out->bytes = 8ull * a->n * a->nz;
+    return 0;
+}
+
+#define MM_BM 64u
+#define MM_BM_EXPERT 32u
+#define MM_BN 64u
+
+/* Tensor cores (NV cooperative matrices, fp16 in / fp32 accumulate) for
+ * quantized weights where the device has them; F32 weights keep the fp32
+ * kernel (their models' 1e-4 criterion). GLMCHAT_NO_COOPMAT=1 turns them off. */
+static bool use_coop(const vk_ctx *c, const vk_tensor *w)
+{
+    return c->coopmat && w->type != QT_F32 && !env_u32("GLMCHAT_NO_COOPMAT", 0, 0, 1);
+}
+
+uint32_t vk_mm_expert_bm(const vk_ctx *c, const vk_tensor *w)
+{
+    return use_coop(c, w) ? 64 : MM_BM_EXPERT;
+}
+
+uint32_t vk_mm_bn(void)
+{
+    return MM_BN;
+}
+
+int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
+{
+    const vk_tensor *w = a->w, *u = a->up;
+    bool list = a->tiles != NULL;
+    if (u && (u->K != w->K || u->N != w->N || u->Kp != w->Kp))
+        return err_set(k->err, "%s: gate and up shapes differ", a->name);
+    bool coop = use_coop(k->c, w) && (!u || use_coop(k->c, u));
+    if (list && a->tile != (coop ? 64u : MM_BM_EXPERT)) {
+        if (a->tile != MM_BM_EXPERT)
+            return err_set(k->err, "%s: expert tiles of %u pairs do not match the kernel", a->name, a->tile);
+        coop = false; /* tiles cut for the fp32 kernel (another expert matrix needs it) */
+    }
+    uint32_t bm = coop ? 64 : list ? MM_BM_EXPERT : MM_BM;
+    uint32_t mode = u ? 2 : a->accumulate ? 1 : 0;
+    uint32_t spec[] = {coop ? 128 : 256, w->type, u ? u->type : w->type, bm, MM_BN, mode, list ? 1 : 0};
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    out->pipe = pipe(k, coop ? "mm_coop" : "mm", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = w->buf;
+    if (u)
+        out->w[1] = u->buf;
+    out->b[0] = a->x.b;
+    out->b[1] = a->y.b;
+    if (list) {
+        out->b[2] = *a->list;
+        out->b[3] = *a->tiles;
+    }
+    out->b[4] = a->params;
+    uint32_t *p = out->push;
+    p[0] = w->K;
+    p[1] = w->Kp;
+    p[2] = w->N;
+    p[3] = (uint32_t)w->head_off;
+    p[4] = u ? (uint32_t)u->head_off : 0;
+    p[5] = w->bpr * w->N;
+    p[6] = u ? u->bpr * u->N : 0;
+    p[7] = a->x.off;
+    p[8] = a->x_stride;
+    p[9] = a->x_z;
+    p[10] = a->x_div ? a->x_div : 1;
+    p[11] = a->y.off;
+    p[12] = a->y_stride;
+    p[13] = a->y_z;
+    out->npush = 14;
+    out->groups[0] = ceil_div(w->N, MM_BN);
+    out->groups[1] = ceil_div(a->max_tokens, bm);
+    out->groups[2] = a->nz ? a->nz : 1;
+    out->indirect = list ? a->indirect : NULL;
+    uint64_t wb = w->src_bytes + (u ? u->src_bytes : 0);
+    out->bytes = list ? wb : wb / (w->n_mat ? w->n_mat : 1) * out->groups[2];
+    return 0;
+}
+
+int vk_k_moe_group(const vk_kb *k, const vk_moe_group_args *a, vk_call *out)
+{
+    if (a->n_expert > 512)
+        return err_set(k->err, "moe_group: %u experts (at most 512)", a->n_expert);
+    uint32_t spec[] = {256, a->tile};
+    memset(out, 0, sizeof *out);
+    out->name = "moe_group";
+    out->pipe = pipe(k, "moe_group", spec, 2);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->ids.b;
+    out->b[1] = a->list;
+    out->b[2] = a->tiles;
+    out->b[3] = a->indirect;
+    out->b[4] = a->params;
+    uint32_t *p = out->push;
+    p[0] = a->K;
+    p[1] = a->n_expert;
+    p[2] = a->ids.off;
+    p[3] = a->x_gu;
+    p[4] = a->x_dn;
+    out->npush = 5;
+    out->groups[0] = out->groups[1] = out->groups[2] = 1;
+    return 0;
+}
+
+int vk_k_moe_combine(const vk_kb *k, const vk_moe_combine_args *a, vk_call *out)
+{
+    uint32_t spec[] = {256};
+    memset(out, 0, sizeof *out);
+    out->name = "moe_combine";
+    out->pipe = pipe(k, "moe_combine", spec, 1);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->y.b;
+    out->b[1] = a->x.b;
+    out->b[2] = a->wts.b;
+    out->b[3] = a->params;
+    if (a->y.off)
+        return err_set(k->err, "moe_combine: expert outputs must start their buffer");
+    uint32_t *p = out->push;
+    p[0] = a->H;
+    p[1] = a->K;
+    p[2] = a->x.off;
+    p[3] = a->wts.off;
+    out->npush = 4;
+    out->groups[0] = ceil_div(a->H, 256);
+    out->groups[1] = a->max_tokens;
+    out->groups[2] = 1;
+    return 0;
+}

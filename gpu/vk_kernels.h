@@ -1,0 +1,247 @@
+/* vk_kernels.h: one builder per kernel.  Each turns the operands of an
+ * operation into a vk_call (pipeline with its specialization, bindings,
+ * push constants, grid), choosing team sizes and tiles for the device.  The
+ * forward passes and the kernel test use the same builders, so the test
+ * covers the host-side choices too. */
+#ifndef GLM_VK_KERNELS_H
+#define GLM_VK_KERNELS_H
+
+#include "vk_core.h"
+
+typedef struct {
+    vk_ctx *c;
+    vk_pipes *pipes;
+    err_t *err;
+} vk_kb;
+
+/* An f32 operand: buffer + offset in floats. */
+typedef struct {
+    vk_buf b;
+    uint32_t off;
+} vk_vec;
+
+/* ---- decode matrix-vector ---------------------------------------------------------
+ * y[y.off + z*y_z + r] (=|+=) sum_k W[m(z)][r][k] * xin[z][k] for r < W.N, z < nz,
+ * xin[z] = x[x.off + z*x_z ...] or rmsnorm(x) * norm when norm is given;
+ * m(z) = z, or ids[ids.off + z] when ids is given. */
+typedef struct {
+    const char *name;
+    const vk_tensor *w;
+    vk_vec x;
+    uint32_t x_z;
+    vk_vec y;
+    uint32_t y_z;
+    uint32_t nz;
+    const vk_vec *norm;
+    float eps;
+    bool accumulate;
+    const vk_vec *ids;
+    /* prefill: z = token * mat_mod + head (matrix = z % mat_mod), tokens past
+     * the batch skipped; or the input is the batch's last token (last_row =
+     * its row stride).  Both need the params buffer. */
+    uint32_t mat_mod, ztok, last_row;
+    vk_buf params;
+} vk_mv_args;
+int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out);
+
+/* h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n), n = rmsnorm(x) * norm (or x). */
+typedef struct {
+    const char *name;
+    const vk_tensor *gate, *up;
+    vk_vec x;
+    const vk_vec *norm;
+    float eps;
+    vk_vec h;
+    uint32_t h_z;
+    uint32_t nz;
+    const vk_vec *ids;
+} vk_glu_args;
+int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out);
+
+/* y[r] += sum_{z<nz} wt[z] * (D[ids[z]][r] . h[z]) + (S[r] . h_s)   (S optional). */
+typedef struct {
+    const char *name;
+    const vk_tensor *down;      /* routed experts */
+    const vk_tensor *shared;    /* shared expert(s), may be NULL */
+    vk_vec h;                   /* h[z] at h.off + z*h_z; shared input at h.off + nz*h_z */
+    uint32_t h_z;
+    uint32_t nz;
+    vk_vec ids, wts;
+    vk_vec y;                   /* residual stream, accumulated into */
+} vk_moe_down_args;
+int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out);
+
+/* ---- attention (MLA, absorbed) ---------------------------------------------------- */
+
+/* The parameter words the host writes before each submit. */
+enum {
+    VKP_POS0 = 0,     /* position of the batch's first token */
+    VKP_NTOK = 1,     /* tokens in the batch */
+    VKP_NKV = 2,      /* pos0 + ntok */
+    VKP_NCHUNK = 3,   /* attention chunks (decode) */
+    VKP_CHUNK = 4,    /* positions per chunk */
+    VKP_TOPK = 5,     /* candidates the top-K kernel returns */
+    VKP_NCHUNK_PF = 6, /* attention chunks of a prefill batch */
+    VKP_CHUNK_PF = 7,  /* positions per prefill chunk */
+    VKP_ATTN_IND = 8, /* VkDispatchIndirectCommand of the decode attention */
+    VKP_ATTN_IND_PF = 12, /* ... of the prefill attention */
+    VKP_TOKENS = 16,  /* the batch's token ids */
+};
+
+/* Geometry of the attention kernels for a model on a device. */
+typedef struct {
+    uint32_t n_head, kv_lora, rope, nope, v_head;
+    uint32_t RS;          /* cache row stride: kv_lora + rope rounded up to 8 */
+    uint32_t hg;          /* heads per attention workgroup */
+    uint32_t wgs;         /* attention workgroup size (4 latent dims per thread) */
+    uint32_t n_hgroups;
+    uint32_t cmax;        /* longest chunk */
+    uint32_t max_chunks;  /* chunks a decode step may use */
+    bool kv_f16;
+} vk_attn_geom;
+
+int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_t kv_lora, uint32_t rope,
+                      uint32_t nope, uint32_t v_head, bool kv_f16, uint32_t n_ctx, err_t *err);
+/* Chunking of a decode step over n_kv positions. */
+void vk_attn_chunks(const vk_attn_geom *g, uint32_t n_kv, uint32_t *n_chunks, uint32_t *chunk_len);
+/* Chunking of a prefill batch (at most `cap` chunks: partials per token). */
+void vk_attn_chunks_prefill(uint32_t n_kv, uint32_t cap, uint32_t *n_chunks, uint32_t *chunk_len);
+
+typedef struct {
+    const vk_attn_geom *g;
+    vk_vec kv;            /* kv_a_mqa output of token z at kv.off + z*kv_z */
+    uint32_t kv_z;
+    vk_vec norm;          /* attn_kv_a_norm */
+    float eps;
+    vk_vec cache;         /* this layer's cache (offset in elements) */
+    vk_buf rope_cs;       /* (cos, sin) per position and pair */
+    vk_vec q;             /* q of token z at q.off + z*q_z (heads of nope+rope) */
+    uint32_t q_z;
+    vk_vec qa;            /* absorbed query of token z at qa.off + z*qa_z (heads of RS) */
+    uint32_t qa_z;
+    vk_buf params;
+    uint32_t nz;
+} vk_kv_store_args;
+int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out);
+
+typedef struct {
+    const vk_attn_geom *g;
+    vk_vec qa;
+    uint32_t qa_z;
+    vk_vec cache;
+    vk_vec part;          /* (m, l, o[kv_lora]) per token, head, chunk */
+    uint32_t chunk_cap;   /* chunks per (token, head) in part */
+    float kq_scale;
+    vk_buf params;
+    const vk_buf *indirect;  /* grid from the params buffer */
+    uint32_t n_chunks, nz;   /* otherwise */
+    bool prefill;            /* chunk length from VKP_CHUNK_PF (else VKP_CHUNK) */
+} vk_attn_args;
+int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out);
+
+typedef struct {
+    const vk_attn_geom *g;
+    const vk_tensor *v_b;
+    vk_vec part;
+    uint32_t chunk_cap;
+    vk_buf params;
+    vk_vec o;             /* out of token z at o.off + z*o_z: heads of v_head */
+    uint32_t o_z, nz;
+    bool prefill;         /* chunk count from VKP_NCHUNK_PF (else VKP_NCHUNK) */
+} vk_attn_vb_args;
+int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out);
+
+/* ---- router, embedding, sampling ----------------------------------------------------- */
+
+typedef struct {
+    const vk_tensor *w;         /* ffn_gate_inp (n_embd -> n_expert) */
+    vk_vec x;
+    uint32_t x_z;
+    vk_vec norm;
+    float eps;
+    vk_vec logits;              /* scratch [nz][n_expert] */
+    vk_vec ids, wts;            /* out [nz][n_used] */
+    const vk_vec *bias;         /* exp_probs_b, optional */
+    vk_vec counter;             /* [nz] words, zero between uses */
+    uint32_t n_used, gating, nz;
+    bool norm_w;
+    float scale;
+    vk_buf params;              /* given: tokens past the batch are skipped */
+} vk_router_args;
+int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out);
+
+typedef struct {
+    const vk_tensor *w;         /* token_embd (n_embd x n_vocab) */
+    vk_vec tokens;              /* int ids */
+    vk_vec x;
+    uint32_t x_z, nz;
+    bool check_batch;           /* tokens is the params buffer: skip tokens past the batch */
+} vk_embed_args;
+int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out);
+
+/* Scratch of the top-K kernel for rows of n: */
+typedef struct {
+    uint32_t n_slices, slice;
+} vk_topk_geom;
+int vk_topk_geom_init(uint32_t n, uint32_t k, vk_topk_geom *g, err_t *err);
+
+typedef struct {
+    vk_vec logits;
+    uint32_t n, k;              /* k: when params is not given */
+    vk_buf params;              /* K read from params[VKP_TOPK] (<= 64) when given */
+    vk_topk_geom geom;
+    vk_buf cand_v, cand_i, ms, counter; /* [n_slices*k] floats, words; [n_slices] vec2; 1 word */
+    vk_buf out_ids, out_vals;           /* [k] ints; [k+1] floats (values, logsumexp) */
+} vk_topk_args;
+int vk_k_topk(const vk_kb *k, const vk_topk_args *a, vk_call *out);
+
+/* ---- prefill ------------------------------------------------------------------------ */
+
+typedef struct {
+    vk_vec x, y, w;
+    uint32_t n, x_z, y_z, nz;
+    float eps;
+    vk_buf params;
+} vk_rmsnorm_args;
+int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out);
+
+/* Y[row][n] (=|+=) W[m] . X[row] for the batch's tokens (grid for `max_tokens`,
+ * tokens past params[1] skipped), or silu(W.X) * (W2.X) with `up`; with
+ * `tiles`, rows come from the expert work list (indirect grid). */
+typedef struct {
+    const char *name;
+    const vk_tensor *w, *up;
+    vk_vec x;
+    uint32_t x_stride, x_z, x_div;
+    vk_vec y;
+    uint32_t y_stride, y_z;
+    uint32_t nz, max_tokens;
+    bool accumulate;
+    vk_buf params;
+    const vk_buf *list, *tiles, *indirect;  /* expert mode */
+    uint32_t tile;                          /* expert mode: pairs per tile (vk_mm_expert_bm) */
+} vk_mm_args;
+int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out);
+/* Tokens per tile the expert pass uses for these weights (moe_group must
+ * cut tiles the same). */
+uint32_t vk_mm_expert_bm(const vk_ctx *c, const vk_tensor *w);
+uint32_t vk_mm_bn(void);
+
+typedef struct {
+    vk_vec ids;                 /* [T][K] */
+    uint32_t K, n_expert;
+    vk_buf list, tiles, indirect, params;
+    uint32_t x_gu, x_dn;        /* workgroups across the gate/up and down outputs */
+    uint32_t tile;              /* pairs per tile (vk_mm_expert_bm) */
+} vk_moe_group_args;
+int vk_k_moe_group(const vk_kb *k, const vk_moe_group_args *a, vk_call *out);
+
+typedef struct {
+    vk_vec y;                   /* [T*K][H] expert outputs */
+    vk_vec x, wts;
+    uint32_t H, K, max_tokens;
+    vk_buf params;
+} vk_moe_combine_args;
+int vk_k_moe_combine(const vk_kb *k, const vk_moe_combine_args *a, vk_call *out);
+
+#endif

@@ -1,0 +1,237 @@
+/* vk_weights.c: model tensors -> GPU buffers (see vk_weights.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant.h"
+#include "vk_weights.h"
+
+/* ---- the list of tensors, in upload order ---------------------------------------- */
+
+typedef struct {
+    const mtensor *src;
+    vk_tensor *dst;     /* matrices */
+    vk_vec *vec;        /* vectors: f32 */
+    uint64_t bytes;     /* device bytes */
+} upload_item;
+
+typedef struct {
+    upload_item *it;
+    uint32_t n, cap;
+    bool ok;
+} item_list;
+
+static void add(item_list *l, const mtensor *src, vk_tensor *dst, vk_vec *vec)
+{
+    if (!src->name && !src->data)
+        return; /* absent optional tensor */
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? l->cap * 2 : 256;
+        upload_item *n = realloc(l->it, cap * sizeof *n);
+        if (!n) {
+            l->ok = false;
+            return;
+        }
+        l->it = n;
+        l->cap = cap;
+    }
+    l->it[l->n++] = (upload_item){src, dst, vec, 0};
+}
+
+static int collect(const model *m, vk_weights *w, item_list *l)
+{
+    const model_config *c = &m->cfg;
+    l->ok = true;
+    add(l, &m->tok_embd, &w->tok_embd, NULL);
+    add(l, &m->output_norm, NULL, &w->output_norm);
+    add(l, &m->output, &w->output, NULL);
+    for (uint32_t il = 0; il < c->n_layer; il++) {
+        const model_layer *s = &m->layers[il];
+        vk_layer_w *d = &w->layers[il];
+        d->is_moe = s->is_moe;
+        add(l, &s->attn_norm, NULL, &d->attn_norm);
+        add(l, &s->kv_a_norm, NULL, &d->kv_a_norm);
+        if (c->q_lora_rank > 0) {
+            add(l, &s->q_a_norm, NULL, &d->q_a_norm);
+            add(l, &s->q_a, &d->q_a, NULL);
+            add(l, &s->q_b, &d->q_b, NULL);
+        } else {
+            add(l, &s->q, &d->q, NULL);
+        }
+        add(l, &s->kv_a_mqa, &d->kv_a, NULL);
+        add(l, &s->k_b, &d->k_b, NULL);
+        add(l, &s->v_b, &d->v_b, NULL);
+        add(l, &s->attn_out, &d->attn_out, NULL);
+        add(l, &s->ffn_norm, NULL, &d->ffn_norm);
+        if (!s->is_moe) {
+            add(l, &s->ffn_gate, &d->ffn_gate, NULL);
+            add(l, &s->ffn_up, &d->ffn_up, NULL);
+            add(l, &s->ffn_down, &d->ffn_down, NULL);
+            continue;
+        }
+        add(l, &s->gate_inp, &d->router, NULL);
+        d->has_bias = s->exp_probs_b.data != NULL;
+        if (d->has_bias)
+            add(l, &s->exp_probs_b, NULL, &d->exp_probs_b);
+        add(l, &s->gate_exps, &d->gate_exps, NULL);
+        add(l, &s->up_exps, &d->up_exps, NULL);
+        add(l, &s->down_exps, &d->down_exps, NULL);
+        d->has_shared = s->gate_shexp.data != NULL;
+        if (d->has_shared) {
+            add(l, &s->gate_shexp, &d->gate_sh, NULL);
+            add(l, &s->up_shexp, &d->up_sh, NULL);
+            add(l, &s->down_shexp, &d->down_sh, NULL);
+        }
+    }
+    return l->ok ? 0 : -1;
+}
+
+static uint64_t elems(const mtensor *t)
+{
+    return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+}
+
+static int item_bytes(const vk_ctx *c, upload_item *it, err_t *err)
+{
+    const mtensor *t = it->src;
+    if (it->vec) {
+        it->bytes = elems(t) * 4;
+        return 0;
+    }
+    vk_qlayout q;
+    if (!vk_qlayout_of(t->type, &q))
+        return err_set(err, "tensor '%s' has type %s, which the Vulkan backend cannot read", t->name,
+                       quant_type_name(t->type));
+    uint64_t n_mat = t->ne[2] * t->ne[3];
+    it->bytes = vk_tensor_bytes(t->type, t->ne[0], t->ne[1], n_mat, c->align);
+    return 0;
+}
+
+int vk_weights_plan(const vk_ctx *c, const model *m, uint64_t *device_bytes, err_t *err)
+{
+    vk_weights w = {0};
+    w.layers = calloc(m->cfg.n_layer ? m->cfg.n_layer : 1, sizeof *w.layers);
+    item_list l = {0};
+    int rc = w.layers && collect(m, &w, &l) == 0 ? 0 : err_set(err, "out of host memory");
+    uint64_t *sizes = rc ? NULL : malloc((l.n ? l.n : 1) * sizeof *sizes);
+    if (!rc && !sizes)
+        rc = err_set(err, "out of host memory");
+    for (uint32_t i = 0; !rc && i < l.n; i++) {
+        rc = item_bytes(c, &l.it[i], err);
+        sizes[i] = l.it[i].bytes;
+    }
+    if (!rc)
+        *device_bytes = vk_arena_plan(c, 1ull << 30, sizes, l.n, NULL, NULL, 0);
+    free(sizes);
+    free(l.it);
+    free(w.layers);
+    return rc;
+}
+
+/* ---- upload ------------------------------------------------------------------------ */
+
+static int upload_vec(vk_uploader *u, const upload_item *it, vk_buf *dst, err_t *err)
+{
+    const mtensor *t = it->src;
+    uint64_t n = elems(t);
+    float *p = vk_upload_map(u, dst, 0, n * 4, err);
+    if (!p)
+        return -1;
+    quant_dequant_row(t->type, t->data, p, n);
+    return 0;
+}
+
+/* Repacks the matrix rows in batches that fit one staging slot. */
+static int upload_matrix(vk_uploader *u, const upload_item *it, vk_tensor *d, uint64_t align, err_t *err)
+{
+    const mtensor *t = it->src;
+    vk_qlayout q;
+    vk_qlayout_of(t->type, &q);
+    d->type = t->type;
+    d->K = (uint32_t)t->ne[0];
+    d->N = (uint32_t)t->ne[1];
+    d->n_mat = (uint32_t)(t->ne[2] * t->ne[3]);
+    d->bpr = (d->K + q.blk - 1) / q.blk;
+    d->Kp = d->bpr * q.blk;
+    uint64_t rows = (uint64_t)d->N * d->n_mat, blocks = rows * d->bpr;
+    d->head_off = (blocks * q.body + align - 1) / align * align;
+    d->bytes = it->bytes;
+    d->src_bytes = rows * t->nb1;
+    uint64_t row_body = (uint64_t)d->bpr * q.body, row_head = (uint64_t)d->bpr * q.head;
+    uint64_t per = vk_uploader_slot_bytes(u) / 2 / (row_body + row_head + 16);
+    if (per == 0)
+        return err_set(err, "tensor '%s': a row does not fit the staging ring", t->name);
+    for (uint64_t r0 = 0; r0 < rows;) {
+        /* stay within one matrix: rows of different matrices are nb2 apart */
+        uint64_t e = r0 / d->N, r = r0 % d->N;
+        uint64_t n = d->N - r < per ? d->N - r : per;
+        const uint8_t *src = (const uint8_t *)t->data + e * t->nb2 + r * t->nb1;
+        /* each mapping is filled before the next one may flush its slot */
+        uint8_t *body = vk_upload_map(u, &d->buf, r0 * row_body, n * row_body, err);
+        if (!body)
+            return -1;
+        vk_repack_rows(t->type, d->K, src, t->nb1, n, body, NULL);
+        if (q.head) {
+            uint8_t *head = vk_upload_map(u, &d->buf, d->head_off + r0 * row_head, n * row_head, err);
+            if (!head)
+                return -1;
+            vk_repack_rows(t->type, d->K, src, t->nb1, n, NULL, head);
+        }
+        r0 += n;
+    }
+    return 0;
+}
+
+int vk_weights_upload(vk_ctx *c, vk_arena *arena, const model *m, vk_weights *w,
+                      void (*progress)(void *, const char *, uint64_t, uint64_t), void *user, err_t *err)
+{
+    memset(w, 0, sizeof *w);
+    w->n_layer = m->cfg.n_layer;
+    w->layers = calloc(w->n_layer ? w->n_layer : 1, sizeof *w->layers);
+    item_list l = {0};
+    if (!w->layers || collect(m, w, &l))
+        return err_set(err, "out of host memory");
+    int rc = 0;
+    uint64_t *sizes = malloc((l.n ? l.n : 1) * sizeof *sizes), total = 0, done = 0;
+    if (!sizes)
+        rc = err_set(err, "out of host memory");
+    for (uint32_t i = 0; !rc && i < l.n; i++) {
+        rc = item_bytes(c, &l.it[i], err);
+        sizes[i] = l.it[i].bytes;
+        total += l.it[i].src->nbytes;
+    }
+    if (!rc)
+        rc = vk_arena_reserve(c, arena, sizes, l.n, err);
+    vk_uploader *u = NULL;
+    if (!rc)
+        rc = vk_uploader_new(c, 64ull << 20, &u, err);
+    for (uint32_t i = 0; !rc && i < l.n; i++) {
+        upload_item *it = &l.it[i];
+        vk_buf *dst = it->vec ? &it->vec->b : &it->dst->buf;
+        rc = vk_arena_alloc(c, arena, it->bytes, it->src->name, dst, err);
+        if (!rc && it->vec) {
+            it->vec->off = 0;
+            rc = upload_vec(u, it, dst, err);
+        } else if (!rc) {
+            rc = upload_matrix(u, it, it->dst, c->align, err);
+        }
+        if (rc)
+            err_prefix(err, "uploading '%s'", it->src->name);
+        done += it->src->nbytes;
+        w->device_bytes += it->bytes;
+        w->file_bytes += it->src->nbytes;
+        if (progress && (i % 16 == 15 || i + 1 == l.n))
+            progress(user, "uploading weights", done, total);
+    }
+    if (!rc)
+        rc = vk_uploader_finish(u, err);
+    vk_uploader_free(u);
+    free(sizes);
+    free(l.it);
+    return rc;
+}
+
+void vk_weights_free(vk_weights *w)
+{
+    free(w->layers);
+    memset(w, 0, sizeof *w);
+}

@@ -1,0 +1,39 @@
+/* vk_weights.h: the model's weights on the GPU.
+ *
+ * Every matrix is uploaded once from the mapped file through the staging
+ * ring, repacked into the GPU layout (vk_layout.c); vectors (norms, biases)
+ * become f32.  Sizes are planned first so a model that does not fit is
+ * refused, with the numbers, before anything is uploaded. */
+#ifndef GLM_VK_WEIGHTS_H
+#define GLM_VK_WEIGHTS_H
+
+#include "model.h"
+#include "vk_kernels.h"
+
+typedef struct {
+    bool is_moe, has_bias;
+    vk_vec attn_norm, q_a_norm, kv_a_norm, ffn_norm, exp_probs_b;
+    vk_tensor q_a, q_b, q, kv_a, k_b, v_b, attn_out;
+    vk_tensor ffn_gate, ffn_up, ffn_down;                   /* dense */
+    vk_tensor router, gate_exps, up_exps, down_exps;        /* MoE */
+    vk_tensor gate_sh, up_sh, down_sh;                      /* shared expert(s), may be absent */
+    bool has_shared;
+} vk_layer_w;
+
+typedef struct {
+    vk_tensor tok_embd, output;
+    vk_vec output_norm;
+    vk_layer_w *layers;     /* cfg.n_layer */
+    uint32_t n_layer;
+    uint64_t device_bytes;  /* GPU bytes of all weights */
+    uint64_t file_bytes;    /* the same tensors in the file */
+} vk_weights;
+
+/* Bytes the weights will take on this device (for the fit check). */
+int vk_weights_plan(const vk_ctx *c, const model *m, uint64_t *device_bytes, err_t *err);
+/* Uploads everything into `arena` (reserved here). */
+int vk_weights_upload(vk_ctx *c, vk_arena *arena, const model *m, vk_weights *w,
+                      void (*progress)(void *, const char *, uint64_t, uint64_t), void *user, err_t *err);
+void vk_weights_free(vk_weights *w);
+
+#endif

@@ -1,0 +1,195 @@
+#version 450
+// attn: MLA attention in the absorbed form, one chunk of the sequence for a
+// group of HG heads of one query token.  All heads share the cache rows
+// ([latent | k_rope], RS elements, f16 or f32), so a workgroup reads each row
+// once for HG heads.  It writes the chunk's partial result: the score max m,
+// the sum of exp(s - m), and sum_p exp(s_p - m) * latent_p; attn_vb combines
+// the chunks.  Splitting the sequence keeps the GPU full at long contexts.
+// Grid: x = chunk, y = head group, z = query token (causal: token z sees
+// positions < pos0 + z + 1).  Chunking comes from the params buffer; a
+// chunk is walked in pieces of CMAX positions with a running max and sum.
+// Each thread owns 4 latent dimensions: kv_lora <= 4 * WGS.
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint HG = 4u;      // heads per workgroup
+layout(constant_id = 2) const uint KVF16 = 1u;
+layout(constant_id = 3) const uint RS = 576u;    // cache row stride (multiple of 8)
+layout(constant_id = 4) const uint CMAX = 256u;  // longest chunk
+layout(constant_id = 5) const uint SG = 32u;
+const uint WGS = gl_WorkGroupSize.x;
+
+#extension GL_KHR_shader_subgroup_basic : enable
+#extension GL_KHR_shader_subgroup_arithmetic : enable
+#extension GL_EXT_control_flow_attributes : enable
+
+layout(set = 0, binding = 1) readonly buffer QaBuf { vec4 qa[]; } QA;
+layout(set = 0, binding = 2) readonly buffer Cache4 { uvec4 w[]; } C4;
+layout(set = 0, binding = 2) readonly buffer CacheF4 { vec4 f[]; } CF4;
+layout(set = 0, binding = 2) readonly buffer CacheW { uint w[]; } CW;
+layout(set = 0, binding = 3) writeonly buffer PartBuf { float part[]; } PT;
+layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
+
+layout(push_constant) uniform PC {
+    uint n_head, dlat;   // dlat = kv_lora: the value part of a row
+    float kq_scale;
+    uint cache_off;      // elements (multiple of 8)
+    uint qa_off, qa_z;   // elements (multiples of 4)
+    uint part_off;
+    uint cmax_chunks;    // chunk capacity per (token, head)
+    uint chunk_word;     // params word holding the chunk length (decode / prefill)
+} pc;
+
+shared vec4 qs[HG * (RS / 4u)];
+shared float sc[HG * CMAX];
+shared float redh[64 * HG];
+shared float s_m[HG], s_l[HG], s_f[HG];
+
+// Eight elements 8i..8i+7 of cache row `row`.
+void row8(uint row, uint i, out vec4 a, out vec4 b)
+{
+    if (KVF16 == 1u) {
+        uvec4 w = C4.w[(pc.cache_off + row * RS) / 8u + i];
+        a = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+        b = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+    } else {
+        uint base = (pc.cache_off + row * RS) / 4u + 2u * i;
+        a = CF4.f[base];
+        b = CF4.f[base + 1u];
+    }
+}
+
+vec4 row4(uint row, uint i)
+{
+    if (KVF16 == 1u) {
+        uint base = (pc.cache_off + row * RS) / 2u + 2u * i;
+        return vec4(unpackHalf2x16(CW.w[base]), unpackHalf2x16(CW.w[base + 1u]));
+    }
+    return CF4.f[(pc.cache_off + row * RS) / 4u + i];
+}
+
+void main()
+{
+    uint c = gl_WorkGroupID.x, h0 = gl_WorkGroupID.y * HG, z = gl_WorkGroupID.z;
+    uint tid = gl_LocalInvocationIndex;
+    if (z >= P.p[1])
+        return;  // past the batch (prefill grids are recorded for the largest batch)
+    uint n_kv = P.p[0] + z + 1u, clen = P.p[pc.chunk_word];
+    uint start = c * clen, end = min(start + clen, n_kv);
+    uint pstride = pc.dlat + 2u;
+
+    if (start >= end) {
+        // Past this token's causal limit: an empty partial.
+        for (uint h = 0u; h < HG && h0 + h < pc.n_head; h++) {
+            uint pb = pc.part_off + ((z * pc.n_head + h0 + h) * pc.cmax_chunks + c) * pstride;
+            for (uint i = tid; i < pstride; i += WGS)
+                PT.part[pb + i] = i == 0u ? -1.0 / 0.0 : 0.0;
+        }
+        return;
+    }
+
+    for (uint i = tid; i < HG * (RS / 4u); i += WGS) {
+        uint h = i / (RS / 4u);
+        qs[i] = h0 + h < pc.n_head ? QA.qa[(pc.qa_off + z * pc.qa_z + (h0 + h) * RS) / 4u + i % (RS / 4u)] : vec4(0.0);
+    }
+    if (tid < HG) {
+        s_m[tid] = -1.0 / 0.0;
+        s_l[tid] = 0.0;
+    }
+    barrier();
+
+    // Each thread owns latent dimensions 4*tid..4*tid+3 (dlat <= 4 * WGS).
+    vec4 o[HG];
+    [[unroll]] for (uint h = 0u; h < HG; h++)
+        o[h] = vec4(0.0);
+
+    // The chunk in pieces of CMAX positions, with a running max and sum
+    // (online softmax), so a chunk may be any length.
+    for (uint sub = start; sub < end; sub += CMAX) {
+        uint send = min(sub + CMAX, end), n = send - sub;
+        // Scores: one position per thread, all HG heads at once.
+        for (uint p = sub + tid; p < send; p += WGS) {
+            float acc[HG];
+            [[unroll]] for (uint h = 0u; h < HG; h++)
+                acc[h] = 0.0;
+            for (uint i = 0u; i < RS / 8u; i++) {
+                vec4 a, b;
+                row8(p, i, a, b);
+                [[unroll]] for (uint h = 0u; h < HG; h++)
+                    acc[h] += dot(qs[h * (RS / 4u) + 2u * i], a) + dot(qs[h * (RS / 4u) + 2u * i + 1u], b);
+            }
+            [[unroll]] for (uint h = 0u; h < HG; h++)
+                sc[h * CMAX + p - sub] = acc[h] * pc.kq_scale;
+        }
+        barrier();
+        // Softmax pieces of all HG heads in one pass: subgroup reductions,
+        // then one exchange through shared memory.
+        float mh[HG], lh[HG];
+        [[unroll]] for (uint h = 0u; h < HG; h++)
+            mh[h] = -1.0 / 0.0;
+        for (uint p = tid; p < n; p += WGS)
+            [[unroll]] for (uint h = 0u; h < HG; h++)
+                mh[h] = max(mh[h], sc[h * CMAX + p]);
+        [[unroll]] for (uint h = 0u; h < HG; h++)
+            mh[h] = subgroupMax(mh[h]);
+        if (subgroupElect())
+            [[unroll]] for (uint h = 0u; h < HG; h++)
+                redh[gl_SubgroupID * HG + h] = mh[h];
+        barrier();
+        [[unroll]] for (uint h = 0u; h < HG; h++) {
+            float m = s_m[h];
+            for (uint i = 0u; i < gl_NumSubgroups; i++)
+                m = max(m, redh[i * HG + h]);
+            mh[h] = m;
+            lh[h] = 0.0;
+        }
+        barrier();
+        for (uint p = tid; p < n; p += WGS)
+            [[unroll]] for (uint h = 0u; h < HG; h++) {
+                float e = exp(sc[h * CMAX + p] - mh[h]);
+                sc[h * CMAX + p] = e;
+                lh[h] += e;
+            }
+        [[unroll]] for (uint h = 0u; h < HG; h++)
+            lh[h] = subgroupAdd(lh[h]);
+        if (subgroupElect())
+            [[unroll]] for (uint h = 0u; h < HG; h++)
+                redh[gl_SubgroupID * HG + h] = lh[h];
+        barrier();
+        if (tid < HG) {
+            float l = 0.0;
+            for (uint i = 0u; i < gl_NumSubgroups; i++)
+                l += redh[i * HG + tid];
+            float f = exp(s_m[tid] - mh[tid]);   // rescales what earlier pieces summed
+            s_f[tid] = f;
+            s_l[tid] = s_l[tid] * f + l;
+            s_m[tid] = mh[tid];
+        }
+        barrier();
+        if (4u * tid < pc.dlat) {
+            [[unroll]] for (uint h = 0u; h < HG; h++)
+                o[h] *= s_f[h];
+            for (uint p = sub; p < send; p++) {
+                vec4 v = row4(p, tid);
+                [[unroll]] for (uint h = 0u; h < HG; h++)
+                    o[h] += sc[h * CMAX + p - sub] * v;
+            }
+        }
+        barrier();
+    }
+
+    if (4u * tid < pc.dlat)
+        [[unroll]] for (uint h = 0u; h < HG; h++)
+            if (h0 + h < pc.n_head) {
+                uint pb = pc.part_off + ((z * pc.n_head + h0 + h) * pc.cmax_chunks + c) * pstride;
+                PT.part[pb + 2u + 4u * tid] = o[h].x;
+                PT.part[pb + 3u + 4u * tid] = o[h].y;
+                PT.part[pb + 4u + 4u * tid] = o[h].z;
+                PT.part[pb + 5u + 4u * tid] = o[h].w;
+            }
+    if (tid == 0u)
+        for (uint h = 0u; h < HG && h0 + h < pc.n_head; h++) {
+            uint pb = pc.part_off + ((z * pc.n_head + h0 + h) * pc.cmax_chunks + c) * pstride;
+            PT.part[pb] = s_m[h];
+            PT.part[pb + 1u] = s_l[h];
+        }
+}

@@ -1,0 +1,76 @@
+#version 450
+// attn_vb: combines a head's chunk partials into its attention output in
+// latent space, o = sum_c e^(m_c - M) o_c / sum_c e^(m_c - M) l_c, and
+// projects it through v_b of that head: out[z][h*v_head + r] = v_b[h][r] . o.
+// Grid: x = row groups of v_head, y = head, z = query token.
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint TYPE = 2u;
+layout(constant_id = 2) const uint TEAM = 16u;
+layout(constant_id = 3) const uint NR = 2u;
+layout(constant_id = 4) const uint SG = 32u;
+layout(constant_id = 5) const uint KSH = 512u;
+layout(constant_id = 6) const uint UPT = 4u;
+const uint WGS = gl_WorkGroupSize.x;
+
+#include "quant.glsl"
+#include "mv_common.glsl"
+
+// binding 1 (X in mv_common) holds the partials
+layout(set = 0, binding = 2) writeonly buffer OBuf { float o[]; } O;
+layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
+
+layout(push_constant) uniform PC {
+    uint K, Kp, N;        // K = kv_lora, N = v_head
+    uint hbase, mat_blocks;
+    uint part_off, n_head, cmax_chunks;
+    uint o_off, o_z;
+    uint nchunk_word;     // params word holding the chunk count (decode / prefill)
+} pc;
+
+void main()
+{
+    uint h = gl_WorkGroupID.y, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
+    if (z >= P.p[1])
+        return;  // past the batch
+    uint n_chunks = P.p[pc.nchunk_word];
+    uint pstride = pc.K + 2u;
+    uint pb = pc.part_off + (z * pc.n_head + h) * pc.cmax_chunks * pstride;
+    float M = -1.0 / 0.0;
+    for (uint c = 0u; c < n_chunks; c++)
+        M = max(M, X.x[pb + c * pstride]);
+    float L = 0.0;
+    for (uint c = 0u; c < n_chunks; c++)
+        L += X.x[pb + c * pstride + 1u] * exp(X.x[pb + c * pstride] - M);
+    float invL = 1.0 / L;
+    for (uint d4 = tid; d4 < pc.Kp / 4u; d4 += WGS) {
+        vec4 acc = vec4(0.0);
+        if (4u * d4 < pc.K)
+            for (uint c = 0u; c < n_chunks; c++) {
+                uint b = pb + c * pstride;
+                float f = exp(X.x[b] - M);
+                if (f > 0.0)
+                    acc += f * vec4(X.x[b + 2u + 4u * d4], X.x[b + 3u + 4u * d4], X.x[b + 4u + 4u * d4],
+                                    X.x[b + 5u + 4u * d4]);
+            }
+        xs[d4] = acc * invL;
+    }
+    barrier();
+
+    uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
+    uint bpr = pc.Kp / blk_of(TYPE);
+    uint row0 = (gl_WorkGroupID.x * (WGS / TEAM) + team) * NR;
+    uint nv = row0 < pc.N ? min(NR, pc.N - row0) : 1u;
+    uint r0 = min(row0, pc.N - 1u);
+    float acc[NR];
+    [[unroll]] for (uint r = 0u; r < NR; r++)
+        acc[r] = 0.0;
+    float xx = 0.0;
+    team_rows(TYPE, 0u, h * pc.mat_blocks + r0 * bpr, bpr, nv, pc.hbase, lane, pc.Kp / unit_of(TYPE),
+              xsrc(false, 0u, pc.K, false, 0u), acc, xx);
+    [[unroll]] for (uint r = 0u; r < NR; r++) {
+        float v = team_sum(acc[r]);
+        if (lane == 0u && row0 + r < pc.N)
+            O.o[pc.o_off + z * pc.o_z + h * pc.N + row0 + r] = v;
+    }
+}

@@ -1,0 +1,107 @@
+#version 450
+// kv_store: the new token's entries of the MLA cache, and its rotated query.
+//   workgroup 0:     latent = RMSNorm(kv[0..kv_lora)) * kv_a_norm, k_rope =
+//                    RoPE(kv[kv_lora..]), both written to the cache row of
+//                    the token's position (f16 or f32)
+//   workgroup 1+h:   qa[h][kv_lora..] = RoPE(q[h][nope..])  (qa[h][0..kv_lora)
+//                    is the absorbed query, written by the k_b matvec)
+// RoPE is ggml's NORM mode: adjacent pairs (2i, 2i+1) rotated by the angles
+// of the table (cos, sin per position and pair, computed once on the host in
+// double, YaRN included).  Rows are padded to RS elements with zeros.
+// Grid: x = 1 + n_head, y = token of the batch.
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint KVF16 = 1u;
+layout(constant_id = 2) const uint SG = 32u;
+const uint WGS = gl_WorkGroupSize.x;
+
+#extension GL_KHR_shader_subgroup_basic : enable
+#extension GL_KHR_shader_subgroup_arithmetic : enable
+
+layout(set = 0, binding = 1) readonly buffer KvBuf { float kv[]; } KV;
+layout(set = 0, binding = 2) readonly buffer NWBuf { float nw[]; } NW;
+layout(set = 0, binding = 3) writeonly buffer CacheW { uint w[]; } CW;
+layout(set = 0, binding = 3) writeonly buffer CacheF { float f[]; } CF;
+layout(set = 0, binding = 4) readonly buffer RopeBuf { vec2 cs[]; } RT;
+layout(set = 0, binding = 5) readonly buffer QBuf { float q[]; } Q;
+layout(set = 0, binding = 6) writeonly buffer QaBuf { float qa[]; } QA;
+layout(set = 0, binding = 7) readonly buffer Params { uint p[]; } P;
+
+layout(push_constant) uniform PC {
+    uint kv_lora, rope, nope, n_head, RS;
+    uint kv_off, kv_z;
+    uint nw_off;
+    float eps;
+    uint cache_off;      // elements
+    uint q_off, q_z;     // q of token z, head h at q_off + z*q_z + h*(nope+rope)
+    uint qa_off, qa_z;   // qa of token z, head h at qa_off + z*qa_z + h*RS
+} pc;
+
+shared float red[64];
+shared float lat[1024];
+
+float wg_sum(float v)
+{
+    v = subgroupAdd(v);
+    barrier();
+    if (subgroupElect())
+        red[gl_SubgroupID] = v;
+    barrier();
+    float s = 0.0;
+    for (uint i = 0u; i < gl_NumSubgroups; i++)
+        s += red[i];
+    barrier();
+    return s;
+}
+
+// Element i of the cache row: the normalized latent, the rotated k_rope, or padding.
+float row_val(uint kb, uint pos, uint i, float sc)
+{
+    if (i < pc.kv_lora)
+        return lat[i] * sc * NW.nw[pc.nw_off + i];
+    uint j = i - pc.kv_lora;
+    if (j >= pc.rope)
+        return 0.0;
+    vec2 c = RT.cs[pos * (pc.rope / 2u) + j / 2u];
+    float x0 = KV.kv[kb + pc.kv_lora + (j & ~1u)], x1 = KV.kv[kb + pc.kv_lora + (j | 1u)];
+    return (j & 1u) == 0u ? x0 * c.x - x1 * c.y : x0 * c.y + x1 * c.x;
+}
+
+void main()
+{
+    uint z = gl_WorkGroupID.y, tid = gl_LocalInvocationIndex;
+    if (z >= P.p[1])
+        return;  // past the batch
+    uint pos = P.p[0] + z;
+    if (gl_WorkGroupID.x == 0u) {
+        uint kb = pc.kv_off + z * pc.kv_z;
+        float ss = 0.0;
+        for (uint i = tid; i < pc.kv_lora; i += WGS) {
+            float v = KV.kv[kb + i];
+            lat[i] = v;
+            ss += v * v;
+        }
+        float sc = inversesqrt(wg_sum(ss) / float(pc.kv_lora) + pc.eps);
+        uint rb = pc.cache_off + pos * pc.RS;
+        if (KVF16 == 1u) {
+            for (uint i = tid; i < pc.RS / 2u; i += WGS)
+                CW.w[rb / 2u + i] = packHalf2x16(vec2(row_val(kb, pos, 2u * i, sc), row_val(kb, pos, 2u * i + 1u, sc)));
+        } else {
+            for (uint i = tid; i < pc.RS; i += WGS)
+                CF.f[rb + i] = row_val(kb, pos, i, sc);
+        }
+        return;
+    }
+    uint h = gl_WorkGroupID.x - 1u;
+    uint qb = pc.q_off + z * pc.q_z + h * (pc.nope + pc.rope) + pc.nope;
+    uint ob = pc.qa_off + z * pc.qa_z + h * pc.RS + pc.kv_lora;
+    for (uint j = tid; j < pc.RS - pc.kv_lora; j += WGS) {
+        float v = 0.0;
+        if (j < pc.rope) {
+            vec2 c = RT.cs[pos * (pc.rope / 2u) + j / 2u];
+            float x0 = Q.q[qb + (j & ~1u)], x1 = Q.q[qb + (j | 1u)];
+            v = (j & 1u) == 0u ? x0 * c.x - x1 * c.y : x0 * c.y + x1 * c.x;
+        }
+        QA.qa[ob + j] = v;
+    }
+}

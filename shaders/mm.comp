@@ -1,0 +1,150 @@
+#version 450
+// mm: Y = W . X for a prefill batch, tiled: a workgroup computes BM tokens x
+// BN output rows, walking K in steps of BK through shared memory (weights
+// dequantized once per tile step, so each stored weight serves BM tokens).
+//   MODE 0: store; 1: add into Y (the residual stream); 2: Y = silu(W.X) * (W2.X)
+//   LIST 0: tokens tile y*BM.. of the batch (z: matrix / head, with column
+//           offsets per z); LIST 1: tile y of the expert work list (moe_group):
+//           rows are (token, slot) pairs, input row pair / x_div, output row pair.
+// Accumulation is f32 from f32 activations and exactly dequantized weights.
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint TYPE = 2u;
+layout(constant_id = 2) const uint TYPE2 = 2u;
+layout(constant_id = 3) const uint BM = 64u;
+layout(constant_id = 4) const uint BN = 64u;
+layout(constant_id = 5) const uint MODE = 0u;
+layout(constant_id = 6) const uint LIST = 0u;
+const uint WGS = gl_WorkGroupSize.x;
+const uint BK = 32u;
+const uint TNT = 4u;                        // output rows per thread
+const uint TMT = BM * BN / (WGS * TNT);     // tokens per thread
+const uint NTM = BM / TMT;                  // threads across the tokens
+
+#include "quant.glsl"
+
+layout(set = 0, binding = 1) readonly buffer XBuf { float x[]; } X;
+layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
+layout(set = 0, binding = 3) readonly buffer ListBuf { uint pair[]; } L;
+layout(set = 0, binding = 4) readonly buffer TileBuf { uvec4 t[]; } TL;
+layout(set = 0, binding = 5) readonly buffer Params { uint p[]; } P;
+
+layout(push_constant) uniform PC {
+    uint K, Kp, N;
+    uint hbase, hbase2;
+    uint mblk, mblk2;       // blocks per matrix
+    uint x_off, x_stride, x_z, x_div;
+    uint y_off, y_stride, y_z;
+} pc;
+
+shared float As[BK * BM];     // [k][token]
+shared float Bs[BK * BN];     // [k][row]
+shared float Bs2[MODE == 2u ? BK * BN : 1u];
+shared uint xrow[BM], yrow[BM];
+
+void main()
+{
+    uint tid = gl_LocalInvocationIndex;
+    uint n0 = gl_WorkGroupID.x * BN, z = gl_WorkGroupID.z;
+    uint mat, start, cnt;
+    if (LIST == 1u) {
+        uvec4 w = TL.t[gl_WorkGroupID.y];
+        mat = w.x;
+        start = w.y;
+        cnt = w.z;
+    } else {
+        uint T = P.p[1];
+        mat = z;
+        start = gl_WorkGroupID.y * BM;
+        if (start >= T)
+            return;  // past the batch
+        cnt = min(BM, T - start);
+    }
+    for (uint i = tid; i < BM; i += WGS) {
+        uint r = LIST == 1u ? (i < cnt ? L.pair[start + i] : 0u) : start + i;
+        xrow[i] = LIST == 1u ? r / pc.x_div : r;
+        yrow[i] = r;
+    }
+    barrier();
+
+    uint bpr = pc.Kp / blk_of(TYPE), bpr2 = pc.Kp / blk_of(TYPE2);
+    uint tm = tid % NTM, tn = tid / NTM;
+    float acc[TMT][TNT], acc2[MODE == 2u ? TMT : 1u][TNT];
+    [[unroll]] for (uint i = 0u; i < TMT; i++)
+        [[unroll]] for (uint j = 0u; j < TNT; j++) {
+            acc[i][j] = 0.0;
+            if (MODE == 2u)
+                acc2[i][j] = 0.0;
+        }
+
+    for (uint k0 = 0u; k0 < pc.Kp; k0 += BK) {
+        // activations: BM tokens x BK, transposed into As
+        for (uint idx = tid; idx < BM * BK / 4u; idx += WGS) {
+            uint i = idx / (BK / 4u), kk = 4u * (idx % (BK / 4u)), k = k0 + kk;
+            vec4 v = vec4(0.0);
+            if (i < cnt) {
+                uint b = pc.x_off + xrow[i] * pc.x_stride + z * pc.x_z + k;
+                v = vec4(k < pc.K ? X.x[b] : 0.0, k + 1u < pc.K ? X.x[b + 1u] : 0.0,
+                         k + 2u < pc.K ? X.x[b + 2u] : 0.0, k + 3u < pc.K ? X.x[b + 3u] : 0.0);
+            }
+            As[kk * BM + i] = v.x;
+            As[(kk + 1u) * BM + i] = v.y;
+            As[(kk + 2u) * BM + i] = v.z;
+            As[(kk + 3u) * BM + i] = v.w;
+        }
+        // weights: BN rows x BK, dequantized
+        for (uint idx = tid; idx < BN * BK / 4u; idx += WGS) {
+            uint n = idx / (BK / 4u), kk = 4u * (idx % (BK / 4u)), k = k0 + kk, row = n0 + n;
+            bool in_ = row < pc.N && k < pc.Kp;
+            uint blk = blk_of(TYPE);
+            vec4 w = in_ ? deq4(TYPE, 0u, mat * pc.mblk + row * bpr + k / blk, (k % blk) / 4u, pc.hbase) : vec4(0.0);
+            Bs[kk * BN + n] = w.x;
+            Bs[(kk + 1u) * BN + n] = w.y;
+            Bs[(kk + 2u) * BN + n] = w.z;
+            Bs[(kk + 3u) * BN + n] = w.w;
+            if (MODE == 2u) {
+                uint blk2 = blk_of(TYPE2);
+                vec4 u = in_ ? deq4(TYPE2, 1u, mat * pc.mblk2 + row * bpr2 + k / blk2, (k % blk2) / 4u, pc.hbase2)
+                             : vec4(0.0);
+                Bs2[kk * BN + n] = u.x;
+                Bs2[(kk + 1u) * BN + n] = u.y;
+                Bs2[(kk + 2u) * BN + n] = u.z;
+                Bs2[(kk + 3u) * BN + n] = u.w;
+            }
+        }
+        barrier();
+        for (uint k = 0u; k < BK; k++) {
+            float a[TMT], b[TNT], b2[TNT];
+            [[unroll]] for (uint i = 0u; i < TMT; i++)
+                a[i] = As[k * BM + tm * TMT + i];
+            [[unroll]] for (uint j = 0u; j < TNT; j++) {
+                b[j] = Bs[k * BN + tn * TNT + j];
+                if (MODE == 2u)
+                    b2[j] = Bs2[k * BN + tn * TNT + j];
+            }
+            [[unroll]] for (uint i = 0u; i < TMT; i++)
+                [[unroll]] for (uint j = 0u; j < TNT; j++) {
+                    acc[i][j] += a[i] * b[j];
+                    if (MODE == 2u)
+                        acc2[i][j] += a[i] * b2[j];
+                }
+        }
+        barrier();
+    }
+
+    [[unroll]] for (uint i = 0u; i < TMT; i++) {
+        uint m = tm * TMT + i;
+        if (m >= cnt)
+            continue;
+        [[unroll]] for (uint j = 0u; j < TNT; j++) {
+            uint n = n0 + tn * TNT + j;
+            if (n >= pc.N)
+                continue;
+            uint o = pc.y_off + yrow[m] * pc.y_stride + z * pc.y_z + n;
+            float v = acc[i][j];
+            if (MODE == 2u)
+                v = v / (1.0 + exp(-v)) * acc2[i][j];
+            Y.y[o] = MODE == 1u ? Y.y[o] + v : v;
+        }
+    }
+}

@@ -1,0 +1,138 @@
+// quant.glsl: decoding the GPU weight layout (gpu/vk_layout.c describes it).
+//
+// Weights are bound as an array of VKC_WSLOTS buffers at binding 0, viewed
+// as words (W) and as 16-byte vectors (W4).  A tensor's block i has its quant
+// bytes ("body") at byte i*BODY and its scales ("head") at byte
+// hbase + i*HEAD of its binding.  The type is always a specialization
+// constant at the call sites, so after inlining the driver keeps one branch.
+//
+// deq4(t, s, blk, g, hbase) returns elements 4g..4g+3 of block `blk` of the
+// tensor in weight slot s, exactly as ggml's reference dequantization does.
+
+#extension GL_EXT_control_flow_attributes : enable
+
+layout(set = 0, binding = 0) readonly buffer WBuf { uint w[]; } W[4];
+layout(set = 0, binding = 0) readonly buffer WBuf4 { uvec4 w[]; } W4[4];
+
+const uint T_F32 = 0u;
+const uint T_F16 = 1u;
+const uint T_Q4_0 = 2u;
+const uint T_Q4_1 = 3u;
+const uint T_Q5_0 = 6u;
+const uint T_Q5_1 = 7u;
+const uint T_Q8_0 = 8u;
+const uint T_Q4_K = 12u;
+const uint T_Q5_K = 13u;
+const uint T_Q6_K = 14u;
+const uint T_BF16 = 30u;
+
+bool is_float_type(uint t) { return t == T_F32 || t == T_F16 || t == T_BF16; }
+bool is_k_type(uint t) { return t == T_Q4_K || t == T_Q5_K || t == T_Q6_K; }
+
+// Elements per block.
+uint blk_of(uint t) { return is_float_type(t) ? 8u : is_k_type(t) ? 256u : 32u; }
+// Body bytes per block.
+uint body_of(uint t)
+{
+    return t == T_F32 ? 32u : (t == T_F16 || t == T_BF16) ? 16u : t == T_Q8_0 ? 32u
+         : t == T_Q4_K ? 128u : t == T_Q5_K ? 160u : t == T_Q6_K ? 208u : 16u;
+}
+// Head bytes per block.
+uint head_of(uint t)
+{
+    return is_float_type(t) ? 0u : (t == T_Q4_0 || t == T_Q8_0 || t == T_Q6_K) ? 2u
+         : t == T_Q4_1 ? 4u : (t == T_Q5_0 || t == T_Q5_1) ? 8u : 16u;
+}
+// Elements one matvec thread handles per step (a contiguous run).
+uint unit_of(uint t) { return is_float_type(t) ? 8u : (t == T_Q4_K || t == T_Q5_K) ? 64u : 32u; }
+
+float head_half(uint s, uint hb)
+{
+    uint v = W[s].w[hb >> 2];
+    return unpackHalf2x16((hb & 2u) != 0u ? (v >> 16) : v).x;
+}
+
+vec4 nib_lo(uint v) { return vec4(v & 15u, (v >> 8) & 15u, (v >> 16) & 15u, (v >> 24) & 15u); }
+vec4 nib_hi(uint v) { return vec4((v >> 4) & 15u, (v >> 12) & 15u, (v >> 20) & 15u, v >> 28); }
+vec4 bytes_signed(uint v)
+{
+    return vec4(float(int(v << 24) >> 24), float(int(v << 16) >> 24), float(int(v << 8) >> 24), float(int(v) >> 24));
+}
+// Bits i0..i0+3 of v, each as 0 or 1.
+vec4 bits4(uint v, uint i0) { return vec4((v >> i0) & 1u, (v >> (i0 + 1u)) & 1u, (v >> (i0 + 2u)) & 1u, (v >> (i0 + 3u)) & 1u); }
+// Bit `bit` of each byte of v.
+vec4 bytebit(uint v, uint bit) { return vec4((v >> bit) & 1u, (v >> (bit + 8u)) & 1u, (v >> (bit + 16u)) & 1u, (v >> (bit + 24u)) & 1u); }
+
+// Scale and min of sub-block j (0..7) of a Q4_K/Q5_K block (ggml's get_scale_min_k4);
+// the 12 scale bytes are head words 1..3.
+uint kbyte(uint s, uint hw, uint k) { return (W[s].w[hw + 1u + (k >> 2)] >> (8u * (k & 3u))) & 255u; }
+vec2 k_scale_min(uint s, uint hw, uint j)
+{
+    if (j < 4u)
+        return vec2(kbyte(s, hw, j) & 63u, kbyte(s, hw, j + 4u) & 63u);
+    uint a = kbyte(s, hw, j + 4u);
+    return vec2((a & 15u) | ((kbyte(s, hw, j - 4u) >> 6) << 4), (a >> 4) | ((kbyte(s, hw, j) >> 6) << 4));
+}
+
+vec4 deq4(uint t, uint s, uint blk, uint g, uint hbase)
+{
+    uint bw = blk * (body_of(t) >> 2);        // body word of the block
+    uint hb = hbase + blk * head_of(t);       // head byte of the block
+    if (t == T_F32)
+        return uintBitsToFloat(W4[s].w[(bw >> 2) + g]);
+    if (t == T_F16) {
+        uint a = W[s].w[bw + 2u * g], b = W[s].w[bw + 2u * g + 1u];
+        return vec4(unpackHalf2x16(a), unpackHalf2x16(b));
+    }
+    if (t == T_BF16) {
+        uint a = W[s].w[bw + 2u * g], b = W[s].w[bw + 2u * g + 1u];
+        return vec4(uintBitsToFloat(a << 16), uintBitsToFloat(a & 0xffff0000u), uintBitsToFloat(b << 16),
+                    uintBitsToFloat(b & 0xffff0000u));
+    }
+    if (t == T_Q4_0) {
+        uint v = W[s].w[bw + (g & 3u)];
+        vec4 q = g < 4u ? nib_lo(v) : nib_hi(v);
+        return head_half(s, hb) * (q - 8.0);
+    }
+    if (t == T_Q4_1) {
+        uint v = W[s].w[bw + (g & 3u)];
+        vec4 q = g < 4u ? nib_lo(v) : nib_hi(v);
+        vec2 dm = unpackHalf2x16(W[s].w[hb >> 2]);
+        return dm.x * q + dm.y;
+    }
+    if (t == T_Q5_0 || t == T_Q5_1) {
+        uint v = W[s].w[bw + (g & 3u)];
+        uint qh = W[s].w[(hb >> 2) + 1u];
+        vec4 q = (g < 4u ? nib_lo(v) : nib_hi(v)) + 16.0 * bits4(qh, 4u * g);
+        if (t == T_Q5_0)
+            return head_half(s, hb) * (q - 16.0);
+        vec2 dm = unpackHalf2x16(W[s].w[hb >> 2]);
+        return dm.x * q + dm.y;
+    }
+    if (t == T_Q8_0)
+        return head_half(s, hb) * bytes_signed(W[s].w[bw + g]);
+    if (t == T_Q4_K || t == T_Q5_K) {
+        // Element 4g: 64-element chunk c = g/16; its first 32 elements use the
+        // low nibbles of qs[32c..32c+32), the next 32 the high nibbles.
+        uint c = g >> 4, hi = (g >> 3) & 1u;
+        uint qoff = t == T_Q5_K ? 8u : 0u;    // Q5_K: qh[32] precedes qs
+        uint v = W[s].w[bw + qoff + 8u * c + (g & 7u)];
+        vec4 q = hi == 0u ? nib_lo(v) : nib_hi(v);
+        if (t == T_Q5_K)
+            q += 16.0 * bytebit(W[s].w[bw + (g & 7u)], 2u * c + hi);
+        uint hw = hb >> 2;
+        vec2 dm = unpackHalf2x16(W[s].w[hw]);
+        vec2 sm = k_scale_min(s, hw, 2u * c + hi);
+        return dm.x * sm.x * q - dm.y * sm.y;
+    }
+    // Q6_K: element e = 4g; half h = e/128, within it j = (e%128)/32, l = e%32.
+    uint h = g >> 5, j = (g >> 3) & 3u, l = 4u * (g & 7u);
+    uint ql = W[s].w[bw + 16u * h + (g & 7u) + 8u * (j & 1u)];
+    uint qh = W[s].w[bw + 32u + 8u * h + (g & 7u)];
+    vec4 lo = (j >> 1) == 0u ? nib_lo(ql) : nib_hi(ql);
+    vec4 hb4 = vec4((qh >> (2u * j)) & 3u, (qh >> (2u * j + 8u)) & 3u, (qh >> (2u * j + 16u)) & 3u,
+                    (qh >> (2u * j + 24u)) & 3u);
+    uint k = 8u * h + (l >> 4) + 2u * j;       // scale index
+    float sc = float(int(W[s].w[bw + 48u + (k >> 2)] << (24u - 8u * (k & 3u))) >> 24);
+    return head_half(s, hb) * sc * (lo + 16.0 * hb4 - 32.0);
+}

@@ -1,0 +1,44 @@
+#version 450
+// rmsnorm: y[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w for the tokens of a
+// prefill batch (one workgroup per token; tokens past the batch do nothing).
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint SG = 32u;
+const uint WGS = gl_WorkGroupSize.x;
+
+#extension GL_KHR_shader_subgroup_basic : enable
+#extension GL_KHR_shader_subgroup_arithmetic : enable
+
+layout(set = 0, binding = 1) readonly buffer XBuf { float x[]; } X;
+layout(set = 0, binding = 2) writeonly buffer YBuf { float y[]; } Y;
+layout(set = 0, binding = 3) readonly buffer NWBuf { float w[]; } NW;
+layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
+
+layout(push_constant) uniform PC {
+    uint n;
+    uint x_off, x_z, y_off, y_z, w_off;
+    float eps;
+} pc;
+
+shared float red[64];
+
+void main()
+{
+    uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationIndex;
+    if (t >= P.p[1])
+        return;
+    uint xb = pc.x_off + t * pc.x_z, yb = pc.y_off + t * pc.y_z;
+    float ss = 0.0;
+    for (uint i = tid; i < pc.n; i += WGS)
+        ss += X.x[xb + i] * X.x[xb + i];
+    ss = subgroupAdd(ss);
+    if (subgroupElect())
+        red[gl_SubgroupID] = ss;
+    barrier();
+    float s = 0.0;
+    for (uint i = 0u; i < gl_NumSubgroups; i++)
+        s += red[i];
+    float sc = inversesqrt(s / float(pc.n) + pc.eps);
+    for (uint i = tid; i < pc.n; i += WGS)
+        Y.y[yb + i] = X.x[xb + i] * sc * NW.w[pc.w_off + i];
+}

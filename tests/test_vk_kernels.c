@@ -1,0 +1,1034 @@
+/* test_vk_kernels.c: every Vulkan kernel against a CPU reference, on random
+ * non-zero data, over several shapes each (odd sizes and GLM-4.7-Flash's
+ * real sizes), in the spirit of llama.cpp's test-backend-ops.
+ *
+ * The reference dequantizes the stored blocks exactly and accumulates in
+ * float64.  Tolerances follow from float32 summation: a GPU thread adds
+ * 4-element dot products into its accumulator (at most K/4 additions when
+ * one thread does a whole row), then a team tree adds log2(TEAM) more, and
+ * recursive summation's error is bounded by n * 2^-24 * sum|w_k x_k|
+ * (Higham, "Accuracy and Stability of Numerical Algorithms", 4.2).  We allow
+ * 2 * (K/4 + unit + 16) * 2^-24 * sum|w_k x_k|: about 7e-5 of sum|w x| at
+ * K = 2048, while one wrong 32-element block moves an output by ~1e-2 of it
+ * and a single wrong element by ~5e-4.  */
+#include "testlib.h"
+#include "vk_kernels.h"
+#include "vk_testutil.h"
+
+static const double U24 = 5.9604644775390625e-08; /* 2^-24 */
+
+static vk_kb KB;
+static err_t KERR;
+
+/* ---- matrix-vector --------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t type, K, N, nz;
+    bool norm, acc, ids;
+    const char *what;
+} mv_case;
+
+static mv_case MV;
+
+static float *random_vec(uint64_t n, float scale)
+{
+    float *v = malloc(n * sizeof *v);
+    for (uint64_t i = 0; i < n; i++)
+        v[i] = tu_gauss() * scale;
+    return v;
+}
+
+/* Reference y = W[m] . x (double), plus the bound sum|w x|. */
+static void ref_dot_rows(uint32_t type, const uint8_t *w, uint32_t K, uint32_t rows, const float *x, double *y,
+                         double *mag)
+{
+    float *row = malloc(K * sizeof *row);
+    uint64_t rb = tu_row_bytes(type, K);
+    for (uint32_t r = 0; r < rows; r++) {
+        tu_dequant(type, w + r * rb, row, K);
+        double s = 0, m = 0;
+        for (uint32_t k = 0; k < K; k++) {
+            s += (double)row[k] * x[k];
+            m += fabs((double)row[k] * x[k]);
+        }
+        y[r] = s;
+        mag[r] = m;
+    }
+    free(row);
+}
+
+static double chain_bound(uint32_t type, uint32_t K)
+{
+    vk_qlayout l;
+    vk_qlayout_of(type, &l);
+    return 2.0 * (K / 4.0 + l.unit + 16) * U24;
+}
+
+static void test_mv(void)
+{
+    const mv_case *tc = &MV;
+    uint32_t nmat = tc->ids ? tc->nz + 3 : tc->nz;
+    uint64_t rb = tu_row_bytes(tc->type, tc->K);
+    uint64_t wbytes = rb * tc->N * nmat;
+    uint8_t *w = malloc(wbytes);
+    tu_fill_random(tc->type, w, (uint64_t)tc->K * tc->N * nmat);
+    vk_tensor t;
+    CHECK(tu_tensor(tc->type, tc->K, tc->N, nmat, w, &t) == 0, "upload");
+
+    uint32_t x_z = tc->K + 5, y_z = tc->N + 3; /* odd strides */
+    float *x = random_vec((uint64_t)x_z * tc->nz, 1.0f);
+    float *nw = random_vec(tc->K, 0.1f);
+    for (uint32_t i = 0; i < tc->K; i++)
+        nw[i] += 1.0f;
+    int32_t ids[64];
+    for (uint32_t z = 0; z < tc->nz; z++)
+        ids[z] = (int32_t)((z * 7 + 2) % nmat);
+    vk_buf bx = tu_host((uint64_t)x_z * tc->nz + 8), by = tu_host((uint64_t)y_z * tc->nz + 8);
+    vk_buf bn = tu_host(tc->K), bi = tu_host(64);
+    memcpy(bx.map + 8 * 4, x, (uint64_t)x_z * tc->nz * 4);
+    memcpy(bn.map, nw, tc->K * 4);
+    memcpy(bi.map, ids, sizeof ids);
+    float *y0 = random_vec((uint64_t)y_z * tc->nz, 1.0f);
+    if (tc->acc)
+        memcpy(by.map, y0, (uint64_t)y_z * tc->nz * 4);
+
+    vk_vec norm = {bn, 0}, idv = {bi, 0};
+    vk_mv_args a = {.name = "mv",
+                    .w = &t,
+                    .x = {bx, 8},
+                    .x_z = x_z,
+                    .y = {by, 0},
+                    .y_z = y_z,
+                    .nz = tc->nz,
+                    .norm = tc->norm ? &norm : NULL,
+                    .eps = 1e-5f,
+                    .accumulate = tc->acc,
+                    .ids = tc->ids ? &idv : NULL};
+    vk_call call;
+    CHECK(vk_k_mv(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+    CHECK(tu_run(&call, 1, NULL) == 0, "run");
+
+    const float *gy = (const float *)by.map;
+    double *ry = malloc(tc->N * sizeof *ry), *mag = malloc(tc->N * sizeof *mag);
+    float *xin = malloc(tc->K * sizeof *xin);
+    double worst = 0;
+    uint32_t bad = 0;
+    for (uint32_t z = 0; z < tc->nz; z++) {
+        const float *xz = x + (uint64_t)z * x_z;
+        memcpy(xin, xz, tc->K * 4);
+        if (tc->norm) {
+            double ss = 0;
+            for (uint32_t i = 0; i < tc->K; i++)
+                ss += (double)xz[i] * xz[i];
+            double sc = 1.0 / sqrt(ss / tc->K + 1e-5);
+            for (uint32_t i = 0; i < tc->K; i++)
+                xin[i] = (float)(xz[i] * sc * nw[i]);
+        }
+        uint32_t m = tc->ids ? (uint32_t)ids[z] : z;
+        ref_dot_rows(tc->type, w + (uint64_t)m * rb * tc->N, tc->K, tc->N, xin, ry, mag);
+        for (uint32_t r = 0; r < tc->N; r++) {
+            double want = ry[r] + (tc->acc ? y0[(uint64_t)z * y_z + r] : 0);
+            double got = gy[(uint64_t)z * y_z + r];
+            /* the normalized input itself carries ~K ulps of the norm's sum */
+            double tol = chain_bound(tc->type, tc->K) * (mag[r] + (tc->acc ? fabs(want) : 0)) * (tc->norm ? 2 : 1) +
+                         1e-30;
+            double e = fabs(got - want) / tol;
+            if (!(e <= 1.0)) {
+                if (bad < 3)
+                    printf("#   z %u row %u: gpu %.9g ref %.9g (tol %.3g)\n", z, r, got, want, tol);
+                bad++;
+            }
+            if (e > worst || isnan(e))
+                worst = e;
+        }
+    }
+    CHECK(bad == 0, "%u of %u outputs outside tolerance (worst %.3g x tol)", bad, tc->N * tc->nz, worst);
+    /* rows past N and z past nz untouched: the poison around them stays */
+    if (tc->nz && !tc->acc)
+        CHECK(isnan(gy[tc->N]) || y_z == tc->N, "row N was written");
+    free(w), free(x), free(nw), free(y0), free(ry), free(mag), free(xin);
+    tu_reset_buffers();
+}
+
+static void run_mv(uint32_t type, uint32_t K, uint32_t N, uint32_t nz, bool norm, bool acc, bool ids, const char *what)
+{
+    MV = (mv_case){type, K, N, nz, norm, acc, ids, what};
+    char name[160];
+    snprintf(name, sizeof name, "mv %s K=%u N=%u z=%u%s%s%s (%s)", tu_type_name(type), K, N, nz,
+             norm ? " norm" : "", acc ? " acc" : "", ids ? " ids" : "", what);
+    RUN_NAMED(test_mv, name);
+}
+
+static void mv_cases(void)
+{
+    static const uint32_t types[] = {QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0,
+                                     QT_Q5_1, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        uint32_t t = types[i];
+        bool k = t == QT_Q4_K || t == QT_Q5_K || t == QT_Q6_K;
+        bool f = t == QT_F32 || t == QT_F16 || t == QT_BF16;
+        run_mv(t, k ? 256 : 32, 1, 1, false, false, false, "one block");
+        run_mv(t, k ? 768 : 96, 37, 1, false, false, false, "odd rows");
+        run_mv(t, 2048, 77, 2, true, false, false, "norm fused, 2 z");
+        run_mv(t, k ? 512 : 160, 29, 3, false, true, true, "expert ids, accumulate");
+        if (f)
+            run_mv(t, 13, 5, 2, false, false, false, "row length not a multiple of 8");
+    }
+    /* GLM-4.7-Flash shapes (Q4_0 file: Q4_0 matrices, F32 router, Q6_K head slice) */
+    run_mv(QT_Q4_0, 2048, 768, 1, true, false, false, "attn_q_a");
+    run_mv(QT_Q4_0, 2048, 576, 1, true, false, false, "attn_kv_a_mqa");
+    run_mv(QT_Q4_0, 768, 5120, 1, true, false, false, "attn_q_b");
+    run_mv(QT_Q4_0, 192, 512, 20, false, false, false, "attn_k_b per head");
+    run_mv(QT_Q4_0, 5120, 2048, 1, false, true, false, "attn_output + residual");
+    run_mv(QT_F32, 2048, 64, 1, true, false, false, "ffn_gate_inp");
+    run_mv(QT_Q4_0, 10240, 2048, 1, false, true, false, "dense ffn_down (input from memory)");
+    run_mv(QT_Q6_K, 2048, 4099, 1, true, false, false, "output head slice");
+}
+
+/* ---- shared helpers ----------------------------------------------------------------- */
+
+static float W_SCALE = 1.0f; /* scales the random values of float tensors */
+
+static uint8_t *rand_tensor(uint32_t type, uint32_t K, uint32_t N, uint32_t nmat, vk_tensor *t)
+{
+    uint64_t bytes = tu_row_bytes(type, K) * N * nmat, n = (uint64_t)K * N * nmat;
+    uint8_t *w = malloc(bytes);
+    tu_fill_random(type, w, n);
+    for (uint64_t i = 0; W_SCALE != 1.0f && type == QT_F16 && i < n; i++)
+        tu_put16(w + 2 * i, tu_f2h(tu_h2f(tu_get16(w + 2 * i)) * W_SCALE));
+    for (uint64_t i = 0; W_SCALE != 1.0f && type == QT_F32 && i < n; i++)
+        ((float *)w)[i] *= W_SCALE;
+    if (tu_tensor(type, K, N, nmat, w, t))
+        memset(t, 0, sizeof *t);
+    return w;
+}
+
+static const uint8_t *mat_of(uint32_t type, const uint8_t *w, uint32_t K, uint32_t N, uint32_t m)
+{
+    return w + tu_row_bytes(type, K) * N * m;
+}
+
+static void rmsnorm_ref(const float *x, const float *nw, uint32_t n, float eps, float *out)
+{
+    double ss = 0;
+    for (uint32_t i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    double sc = 1.0 / sqrt(ss / n + eps);
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = (float)(x[i] * sc * nw[i]);
+}
+
+static float *norm_weights(uint32_t n)
+{
+    float *w = random_vec(n, 0.1f);
+    for (uint32_t i = 0; i < n; i++)
+        w[i] += 1.0f;
+    return w;
+}
+
+static vk_buf host_copy(const void *src, uint64_t words)
+{
+    vk_buf b = tu_host(words + 4);
+    memcpy(b.map, src, words * 4);
+    return b;
+}
+
+/* ---- gate/up + SiLU, down + weighted sum -------------------------------------------- */
+
+typedef struct {
+    uint32_t tg, tu, td, ts, H, F, FS, nexp, nused;
+    const char *what;
+} moe_case;
+static moe_case MC;
+
+static double silu_d(double g)
+{
+    return g / (1.0 + exp(-g));
+}
+
+static void test_moe(void)
+{
+    const moe_case *m = &MC;
+    vk_tensor tg, tu, td, tsg, tsu, tsd;
+    uint8_t *wg = rand_tensor(m->tg, m->H, m->F, m->nexp, &tg), *wu = rand_tensor(m->tu, m->H, m->F, m->nexp, &tu);
+    uint8_t *wd = rand_tensor(m->td, m->F, m->H, m->nexp, &td);
+    uint8_t *wsg = rand_tensor(m->tg, m->H, m->FS, 1, &tsg), *wsu = rand_tensor(m->tu, m->H, m->FS, 1, &tsu);
+    uint8_t *wsd = rand_tensor(m->ts, m->FS, m->H, 1, &tsd);
+    float *x = random_vec(m->H, 1.0f), *nw = norm_weights(m->H), *y0 = random_vec(m->H, 1.0f);
+    int32_t ids[8];
+    float wts[8];
+    for (uint32_t z = 0; z < m->nused; z++) {
+        ids[z] = (int32_t)((z * 5 + 3) % m->nexp);
+        wts[z] = 0.2f + 0.6f * (tu_unif() * 0.5f + 0.5f);
+    }
+    uint32_t hz = m->F > m->FS ? m->F : m->FS;
+    vk_buf bx = host_copy(x, m->H), bn = host_copy(nw, m->H), by = host_copy(y0, m->H);
+    vk_buf bi = host_copy(ids, 8), bw = host_copy(wts, 8), bh = tu_host((uint64_t)hz * (m->nused + 1));
+    vk_vec norm = {bn, 0}, idv = {bi, 0};
+    vk_call calls[3];
+    vk_glu_args ga = {.name = "glu", .gate = &tg, .up = &tu, .x = {bx, 0}, .norm = &norm, .eps = 1e-6f,
+                      .h = {bh, 0}, .h_z = hz, .nz = m->nused, .ids = &idv};
+    vk_glu_args gs = {.name = "glu_shared", .gate = &tsg, .up = &tsu, .x = {bx, 0}, .norm = &norm, .eps = 1e-6f,
+                      .h = {bh, m->nused * hz}, .h_z = hz, .nz = 1};
+    vk_moe_down_args da = {.name = "down", .down = &td, .shared = &tsd, .h = {bh, 0}, .h_z = hz, .nz = m->nused,
+                           .ids = {bi, 0}, .wts = {bw, 0}, .y = {by, 0}};
+    CHECK(vk_k_glu(&KB, &ga, &calls[0]) == 0, "build glu: %.200s", KERR.msg);
+    CHECK(vk_k_glu(&KB, &gs, &calls[1]) == 0, "build glu shared: %.200s", KERR.msg);
+    CHECK(vk_k_moe_down(&KB, &da, &calls[2]) == 0, "build down: %.200s", KERR.msg);
+    bool bar[3] = {false, true, true};
+    CHECK(tu_run(calls, 3, bar) == 0, "run");
+
+    /* Reference: h from the reference gate/up; then check h, then y using the
+     * GPU's h as input (so each kernel is judged on its own). */
+    float *n = malloc(m->H * sizeof *n);
+    rmsnorm_ref(x, nw, m->H, 1e-6f, n);
+    uint32_t bad = 0;
+    double worst = 0;
+    const float *gh = (const float *)bh.map;
+    double *rg = malloc(hz * sizeof *rg), *ru = malloc(hz * sizeof *ru), *mg = malloc(hz * sizeof *mg),
+           *mu = malloc(hz * sizeof *mu);
+    for (uint32_t z = 0; z <= m->nused; z++) {
+        bool sh = z == m->nused;
+        uint32_t F = sh ? m->FS : m->F;
+        ref_dot_rows(m->tg, sh ? wsg : mat_of(m->tg, wg, m->H, m->F, ids[z]), m->H, F, n, rg, mg);
+        ref_dot_rows(m->tu, sh ? wsu : mat_of(m->tu, wu, m->H, m->F, ids[z]), m->H, F, n, ru, mu);
+        double cb = 2 * chain_bound(m->tg, m->H); /* x2: the normalized input's own rounding */
+        for (uint32_t r = 0; r < F; r++) {
+            double want = silu_d(rg[r]) * ru[r];
+            double tol = 1.1 * cb * mg[r] * fabs(ru[r]) + fabs(silu_d(rg[r])) * cb * mu[r] + 1e-30;
+            double e = fabs(gh[z * hz + r] - want) / tol;
+            if (!(e <= 1)) {
+                if (bad++ < 3)
+                    printf("#   h[%u][%u]: gpu %.9g ref %.9g\n", z, r, gh[z * hz + r], want);
+            }
+            if (e > worst || isnan(e))
+                worst = e;
+        }
+    }
+    CHECK(bad == 0, "gate/up: %u outputs outside tolerance (worst %.3g x tol)", bad, worst);
+    free(rg), free(ru), free(mg), free(mu);
+
+    double *acc = calloc(m->H, sizeof *acc), *mag = calloc(m->H, sizeof *mag);
+    double *t1 = malloc(m->H * sizeof *t1), *t2 = malloc(m->H * sizeof *t2);
+    for (uint32_t z = 0; z <= m->nused; z++) {
+        bool sh = z == m->nused;
+        ref_dot_rows(sh ? m->ts : m->td, sh ? wsd : mat_of(m->td, wd, m->F, m->H, ids[z]), sh ? m->FS : m->F, m->H,
+                     gh + z * hz, t1, t2);
+        double wz = sh ? 1.0 : wts[z];
+        for (uint32_t r = 0; r < m->H; r++) {
+            acc[r] += wz * t1[r];
+            mag[r] += fabs(wz) * t2[r];
+        }
+    }
+    bad = 0;
+    worst = 0;
+    const float *gy = (const float *)by.map;
+    for (uint32_t r = 0; r < m->H; r++) {
+        double want = y0[r] + acc[r];
+        double tol = chain_bound(m->td, m->F * (m->nused + 1)) * (mag[r] + fabs(y0[r])) + 1e-30;
+        double e = fabs(gy[r] - want) / tol;
+        if (!(e <= 1) && bad++ < 3)
+            printf("#   y[%u]: gpu %.9g ref %.9g\n", r, gy[r], want);
+        if (e > worst || isnan(e))
+            worst = e;
+    }
+    CHECK(bad == 0, "down: %u outputs outside tolerance (worst %.3g x tol)", bad, worst);
+    free(acc), free(mag), free(t1), free(t2), free(n);
+    free(wg), free(wu), free(wd), free(wsg), free(wsu), free(wsd), free(x), free(nw), free(y0);
+    tu_reset_buffers();
+}
+
+static void moe_cases(void)
+{
+    static const moe_case cases[] = {
+        {QT_Q4_0, QT_Q4_0, QT_Q4_0, QT_Q4_0, 2048, 1536, 1536, 8, 4, "GLM-4.7-Flash expert sizes, Q4_0"},
+        {QT_Q4_K, QT_Q4_K, QT_Q5_0, QT_Q8_0, 256, 64, 128, 8, 2, "Q4_K_M mix, 2 shared experts"},
+        {QT_F32, QT_F32, QT_F32, QT_F32, 64, 32, 32, 8, 4, "tiny F32"},
+        {QT_Q8_0, QT_Q8_0, QT_Q6_K, QT_Q6_K, 512, 256, 256, 16, 6, "Q8_0 gate/up, Q6_K down"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        MC = cases[i];
+        char name[160];
+        snprintf(name, sizeof name, "experts gate/up/down %s (H=%u F=%u, %u of %u)", MC.what, MC.H, MC.F, MC.nused,
+                 MC.nexp);
+        RUN_NAMED(test_moe, name);
+    }
+}
+
+/* ---- router -------------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t type, H, E, k, gating, nz;
+    bool bias, norm_w;
+    float scale;
+    const char *what;
+} router_case;
+static router_case RC;
+
+static void test_router(void)
+{
+    const router_case *c = &RC;
+    vk_tensor t;
+    /* router logits of a few units, as in trained models (no saturation ties) */
+    W_SCALE = 1.0f / sqrtf((float)c->H);
+    uint8_t *w = rand_tensor(c->type, c->H, c->E, 1, &t);
+    W_SCALE = 1.0f;
+    uint32_t xz = c->H + 4;
+    float *x = random_vec((uint64_t)xz * c->nz, 1.0f), *nw = norm_weights(c->H), *bias = random_vec(c->E, 0.1f);
+    vk_buf bx = host_copy(x, (uint64_t)xz * c->nz), bn = host_copy(nw, c->H), bb = host_copy(bias, c->E);
+    vk_buf bl = tu_host((uint64_t)c->E * c->nz), bi = tu_host((uint64_t)c->k * c->nz),
+           bw = tu_host((uint64_t)c->k * c->nz), bc = tu_host(c->nz);
+    memset(bc.map, 0, 4ull * c->nz);
+    vk_vec bv = {bb, 0};
+    vk_router_args a = {.w = &t, .x = {bx, 0}, .x_z = xz, .norm = {bn, 0}, .eps = 1e-5f, .logits = {bl, 0},
+                        .ids = {bi, 0}, .wts = {bw, 0}, .bias = c->bias ? &bv : NULL, .counter = {bc, 0},
+                        .n_used = c->k, .gating = c->gating, .nz = c->nz, .norm_w = c->norm_w, .scale = c->scale};
+    vk_call call;
+    CHECK(vk_k_router(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+    /* twice: the second run checks that the counter was reset */
+    CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    memset(bi.map, 0xff, 4ull * c->k * c->nz);
+    CHECK(tu_run(&call, 1, NULL) == 0, "run 2");
+    float *n = malloc(c->H * sizeof *n);
+    double *lg = malloc(c->E * sizeof *lg), *mg = malloc(c->E * sizeof *mg), *p = malloc(c->E * sizeof *p),
+           *sc = malloc(c->E * sizeof *sc);
+    for (uint32_t z = 0; z < c->nz; z++) {
+        rmsnorm_ref(x + (uint64_t)z * xz, nw, c->H, 1e-5f, n);
+        ref_dot_rows(c->type, w, c->H, c->E, n, lg, mg);
+        double mx = -INFINITY, se = 0;
+        for (uint32_t e = 0; e < c->E; e++)
+            mx = fmax(mx, lg[e]);
+        for (uint32_t e = 0; e < c->E; e++) {
+            p[e] = c->gating == 2 ? 1 / (1 + exp(-lg[e])) : exp(lg[e] - mx);
+            se += p[e];
+        }
+        for (uint32_t e = 0; e < c->E; e++) {
+            if (c->gating != 2)
+                p[e] /= se;
+            sc[e] = p[e] + (c->bias ? bias[e] : 0);
+        }
+        int32_t want[32];
+        double sum = 0, margin = INFINITY, last = 0;
+        for (uint32_t k = 0; k <= c->k && k < c->E; k++) {
+            uint32_t b = 0;
+            for (uint32_t e = 1; e < c->E; e++)
+                if (sc[e] > sc[b])
+                    b = e;
+            if (k > 0)
+                margin = fmin(margin, last - sc[b]);
+            if (k == c->k)
+                break;
+            last = sc[b];
+            want[k] = (int32_t)b;
+            sum += p[b];
+            sc[b] = -INFINITY;
+        }
+        const int32_t *gi = (const int32_t *)bi.map + z * c->k;
+        const float *gw = (const float *)bw.map + z * c->k;
+        /* a selection closer than 1e-5 could flip legitimately; none here is (checked) */
+        CHECK(margin > 1e-5, "token %u: test data has a near tie (%g)", z, margin);
+        for (uint32_t k = 0; k < c->k; k++) {
+            CHECK(gi[k] == want[k], "token %u slot %u: expert %d, want %d", z, k, gi[k], want[k]);
+            double wv = p[want[k]] / (c->norm_w ? fmax(sum, 6.103515625e-5) : 1.0) * (c->scale != 0 ? c->scale : 1);
+            /* probabilities from float logits: a few ulps of exp and the sum */
+            CHECK(fabs(gw[k] - wv) <= 1e-5 * fabs(wv) + 1e-7, "token %u slot %u: weight %.9g, want %.9g", z, k, gw[k],
+                  wv);
+        }
+    }
+    free(n), free(lg), free(mg), free(p), free(sc), free(w), free(x), free(nw), free(bias);
+    tu_reset_buffers();
+}
+
+static void router_cases(void)
+{
+    static const router_case cases[] = {
+        {QT_F32, 2048, 64, 4, 2, 1, true, true, 1.8f, "GLM-4.7-Flash: sigmoid + bias, normalized, x1.8"},
+        {QT_F32, 64, 8, 2, 1, 3, false, false, 1.0f, "DeepSeek-V2-Lite: softmax, 3 tokens"},
+        {QT_F32, 256, 8, 4, 2, 2, true, true, 1.8f, "tiny GLM"},
+        {QT_F16, 512, 160, 6, 1, 1, false, true, 16.0f, "160 experts, F16 router"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        RC = cases[i];
+        char name[160];
+        snprintf(name, sizeof name, "router %s (H=%u, top %u of %u)", RC.what, RC.H, RC.k, RC.E);
+        RUN_NAMED(test_router, name);
+    }
+}
+
+/* ---- attention: cache write, chunked absorbed attention, combine + v_b --------------- */
+
+typedef struct {
+    uint32_t n_head, kv_lora, rope, nope, v_head, vtype;
+    bool f16;
+    uint32_t n_kv, n_q; /* cache filled with n_kv tokens; the last n_q are queries */
+    bool indirect;
+    const char *what;
+} attn_case;
+static attn_case AC;
+
+static void test_attn(void)
+{
+    const attn_case *c = &AC;
+    err_t err;
+    vk_attn_geom g;
+    CHECK(vk_attn_geom_init(&G.c, &g, c->n_head, c->kv_lora, c->rope, c->nope, c->v_head, c->f16, c->n_kv, &err) == 0,
+          "geom: %.200s", err.msg);
+    uint32_t D = c->kv_lora + c->rope, QW = c->nope + c->rope, n = c->n_kv, RS = g.RS;
+    uint32_t pairs = c->rope / 2;
+    float *kv = random_vec((uint64_t)n * D, 1.0f), *q = random_vec((uint64_t)n * c->n_head * QW, 1.0f);
+    float *qabs = random_vec((uint64_t)n * c->n_head * RS, 1.0f), *nw = norm_weights(c->kv_lora);
+    float *cs = malloc((uint64_t)n * pairs * 2 * sizeof *cs);
+    for (uint32_t p = 0; p < n; p++)
+        for (uint32_t i = 0; i < pairs; i++) {
+            double th = p * pow(10000.0, -2.0 * i / c->rope);
+            cs[(p * pairs + i) * 2] = (float)cos(th);
+            cs[(p * pairs + i) * 2 + 1] = (float)sin(th);
+        }
+    vk_tensor vb;
+    uint8_t *wvb = rand_tensor(c->vtype, c->kv_lora, c->v_head, c->n_head, &vb);
+
+    uint32_t n_chunks, clen;
+    vk_attn_chunks(&g, n, &n_chunks, &clen);
+    uint32_t cap = g.max_chunks;
+    uint32_t params[64] = {0};
+    vk_buf bkv = host_copy(kv, (uint64_t)n * D), bq = host_copy(q, (uint64_t)n * c->n_head * QW);
+    vk_buf bqa = host_copy(qabs, (uint64_t)n * c->n_head * RS), bnw = host_copy(nw, c->kv_lora);
+    vk_buf bcs = host_copy(cs, (uint64_t)n * pairs * 2);
+    vk_buf bcache = tu_host((uint64_t)n * RS);
+    vk_buf bpart = tu_host((uint64_t)c->n_q * c->n_head * cap * (c->kv_lora + 2));
+    vk_buf bout = tu_host((uint64_t)c->n_q * c->n_head * c->v_head);
+    vk_buf bp_fill = tu_host(64), bp_q = tu_host(64);
+    params[VKP_POS0] = 0;
+    params[VKP_NTOK] = n;
+    memcpy(bp_fill.map, params, sizeof params);
+    params[VKP_POS0] = n - c->n_q;
+    params[VKP_NTOK] = c->n_q;
+    params[VKP_NKV] = n;
+    params[VKP_NCHUNK] = n_chunks;
+    params[VKP_CHUNK] = clen;
+    params[VKP_ATTN_IND] = n_chunks;
+    params[VKP_ATTN_IND + 1] = g.n_hgroups;
+    params[VKP_ATTN_IND + 2] = c->n_q;
+    memcpy(bp_q.map, params, sizeof params);
+    vk_buf ind = bp_q;
+    ind.off += VKP_ATTN_IND * 4;
+    ind.size = 12;
+
+    float kq = 1.0f / sqrtf((float)(c->nope + c->rope));
+    vk_call calls[3];
+    vk_kv_store_args ka = {.g = &g, .kv = {bkv, 0}, .kv_z = D, .norm = {bnw, 0}, .eps = 1e-6f, .cache = {bcache, 0},
+                           .rope_cs = bcs, .q = {bq, 0}, .q_z = c->n_head * QW, .qa = {bqa, 0},
+                           .qa_z = c->n_head * RS, .params = bp_fill, .nz = n};
+    uint32_t q0 = n - c->n_q;
+    vk_attn_args aa = {.g = &g, .qa = {bqa, q0 * c->n_head * RS}, .qa_z = c->n_head * RS, .cache = {bcache, 0},
+                       .part = {bpart, 0}, .chunk_cap = cap, .kq_scale = kq, .params = bp_q,
+                       .indirect = c->indirect ? &ind : NULL, .n_chunks = n_chunks, .nz = c->n_q};
+    vk_attn_vb_args va = {.g = &g, .v_b = &vb, .part = {bpart, 0}, .chunk_cap = cap, .params = bp_q,
+                          .o = {bout, 0}, .o_z = c->n_head * c->v_head, .nz = c->n_q};
+    CHECK(vk_k_kv_store(&KB, &ka, &calls[0]) == 0, "build kv_store: %.200s", KERR.msg);
+    CHECK(vk_k_attn(&KB, &aa, &calls[1]) == 0, "build attn: %.200s", KERR.msg);
+    CHECK(vk_k_attn_vb(&KB, &va, &calls[2]) == 0, "build attn_vb: %.200s", KERR.msg);
+    CHECK(tu_run(calls, 3, NULL) == 0, "run");
+
+    /* The cache rows: the GPU's must match the reference row to one rounding
+     * of the cache type (f16: 2^-11 relative; f32: a few ulps of the norm);
+     * the attention below is then judged on the GPU's own cache contents, so
+     * a latent that rounded the other way in f16 does not count against it. */
+    float *lat = malloc((uint64_t)n * D * sizeof *lat), *want = malloc(D * sizeof *want);
+    float *row = malloc(c->kv_lora * sizeof *row);
+    uint32_t cache_bad = 0;
+    for (uint32_t p = 0; p < n; p++) {
+        rmsnorm_ref(kv + (uint64_t)p * D, nw, c->kv_lora, 1e-6f, row);
+        memcpy(want, row, c->kv_lora * sizeof *row);
+        for (uint32_t i = 0; i < pairs; i++) {
+            const float *x = kv + (uint64_t)p * D + c->kv_lora + 2 * i, *t = cs + (p * pairs + i) * 2;
+            want[c->kv_lora + 2 * i] = x[0] * t[0] - x[1] * t[1];
+            want[c->kv_lora + 2 * i + 1] = x[0] * t[1] + x[1] * t[0];
+        }
+        for (uint32_t d = 0; d < RS; d++) {
+            float got = c->f16 ? tu_h2f(((const uint16_t *)bcache.map)[(uint64_t)p * RS + d])
+                               : ((const float *)bcache.map)[(uint64_t)p * RS + d];
+            float w = d < D ? want[d] : 0.0f;
+            float tol = (c->f16 ? 4.9e-4f : 16 * (float)U24) * fabsf(w) + 1e-7f;
+            if (!(fabsf(got - w) <= tol) && cache_bad++ < 3)
+                printf("#   cache row %u elem %u: gpu %.9g ref %.9g\n", p, d, got, w);
+            if (d < D)
+                lat[(uint64_t)p * D + d] = got;
+        }
+    }
+    CHECK(cache_bad == 0, "%u cache elements differ", cache_bad);
+    double *sc = malloc(n * sizeof *sc), *olat = malloc(c->kv_lora * sizeof *olat);
+    float *olf = malloc(c->kv_lora * sizeof *olf), *amax = malloc(c->kv_lora * sizeof *amax);
+    double *ref = malloc(c->v_head * sizeof *ref), *mag = malloc(c->v_head * sizeof *mag);
+    uint32_t bad = 0;
+    double worst = 0;
+    const float *go = (const float *)bout.map;
+    for (uint32_t z = 0; z < c->n_q; z++) {
+        uint32_t pos = q0 + z;
+        for (uint32_t h = 0; h < c->n_head; h++) {
+            const float *qa = qabs + ((uint64_t)(q0 + z) * c->n_head + h) * RS;
+            const float *qr = q + ((uint64_t)(q0 + z) * c->n_head + h) * QW + c->nope;
+            double qmag = 0, mx = -INFINITY, l = 0;
+            for (uint32_t p = 0; p <= pos; p++) {
+                double s = 0, sm = 0;
+                const float *k = lat + (uint64_t)p * D;
+                for (uint32_t d = 0; d < c->kv_lora; d++) {
+                    s += (double)qa[d] * k[d];
+                    sm += fabs((double)qa[d] * k[d]);
+                }
+                for (uint32_t i = 0; i < pairs; i++) {
+                    const float *t = cs + (pos * pairs + i) * 2;
+                    double r0 = (double)qr[2 * i] * t[0] - (double)qr[2 * i + 1] * t[1];
+                    double r1 = (double)qr[2 * i] * t[1] + (double)qr[2 * i + 1] * t[0];
+                    s += r0 * k[c->kv_lora + 2 * i] + r1 * k[c->kv_lora + 2 * i + 1];
+                    sm += fabs(r0 * k[c->kv_lora + 2 * i]) + fabs(r1 * k[c->kv_lora + 2 * i + 1]);
+                }
+                sc[p] = s * kq;
+                qmag = fmax(qmag, sm * kq);
+                mx = fmax(mx, sc[p]);
+            }
+            for (uint32_t d = 0; d < c->kv_lora; d++) {
+                olat[d] = 0;
+                amax[d] = 0;
+            }
+            for (uint32_t p = 0; p <= pos; p++) {
+                double e = exp(sc[p] - mx);
+                l += e;
+                for (uint32_t d = 0; d < c->kv_lora; d++) {
+                    olat[d] += e * lat[(uint64_t)p * D + d];
+                    amax[d] = fmaxf(amax[d], fabsf(lat[(uint64_t)p * D + d]));
+                }
+            }
+            for (uint32_t d = 0; d < c->kv_lora; d++)
+                olf[d] = (float)(olat[d] / l);
+            ref_dot_rows(c->vtype, mat_of(c->vtype, wvb, c->kv_lora, c->v_head, h), c->kv_lora, c->v_head, olf, ref,
+                         mag);
+            /* score error: float sums of RS products (a chain of RS/8 + 16
+             * additions) and the rotated query's few ulps; the weights then
+             * move by about twice the score error, plus exp's and the
+             * combine's roundings (64 ulps) */
+            double ds = qmag * (RS / 8.0 + 16) * U24 * 2;
+            double dl = 2 * ds + 64 * U24;
+            float *absrow = malloc(c->kv_lora * sizeof *absrow);
+            const uint8_t *vbh = mat_of(c->vtype, wvb, c->kv_lora, c->v_head, h);
+            for (uint32_t r = 0; r < c->v_head; r++) {
+                tu_dequant(c->vtype, vbh + tu_row_bytes(c->vtype, c->kv_lora) * r, absrow, c->kv_lora);
+                double spread = 0;
+                for (uint32_t d = 0; d < c->kv_lora; d++)
+                    spread += fabs(absrow[d]) * amax[d];
+                double tol = dl * spread + chain_bound(c->vtype, c->kv_lora) * mag[r] + 1e-30;
+                double got = go[((uint64_t)z * c->n_head + h) * c->v_head + r];
+                double e = fabs(got - ref[r]) / tol;
+                if (!(e <= 1) && bad++ < 3)
+                    printf("#   token %u head %u row %u: gpu %.9g ref %.9g tol %.3g\n", z, h, r, got, ref[r], tol);
+                if (e > worst || isnan(e))
+                    worst = e;
+            }
+            free(absrow);
+        }
+    }
+    CHECK(bad == 0, "%u outputs outside tolerance (worst %.3g x tol; %u chunks of %u)", bad, worst, n_chunks, clen);
+    free(kv), free(q), free(qabs), free(nw), free(cs), free(wvb), free(lat), free(row), free(sc), free(olat);
+    free(olf), free(amax), free(ref), free(mag), free(want);
+    tu_reset_buffers();
+}
+
+static void attn_cases(void)
+{
+    static const attn_case cases[] = {
+        {20, 512, 64, 192, 256, QT_Q4_0, true, 1, 1, true, "GLM-4.7-Flash, first token"},
+        {20, 512, 64, 192, 256, QT_Q4_0, true, 300, 1, true, "GLM-4.7-Flash, 300 positions"},
+        {20, 512, 64, 192, 256, QT_Q4_0, false, 1000, 1, true, "GLM-4.7-Flash, f32 cache, 1000 positions"},
+        {4, 64, 16, 32, 40, QT_F32, false, 25, 25, false, "tiny GLM prompt, causal, f32"},
+        {4, 32, 16, 32, 24, QT_F32, true, 65, 9, false, "tiny Lite, 9 queries after 56, f16"},
+        {3, 36, 10, 8, 12, QT_F16, false, 130, 3, true, "odd sizes: row padded to 48"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        AC = cases[i];
+        char name[200];
+        snprintf(name, sizeof name, "attention %s (%u heads, kv_lora %u, %s cache, %u queries over %u)", AC.what,
+                 AC.n_head, AC.kv_lora, AC.f16 ? "f16" : "f32", AC.n_q, AC.n_kv);
+        RUN_NAMED(test_attn, name);
+    }
+}
+
+/* ---- embedding ----------------------------------------------------------------------- */
+
+static uint32_t EMB_TYPE, EMB_K;
+
+static void test_embed(void)
+{
+    vk_tensor t;
+    uint32_t V = 37, nz = 5;
+    uint8_t *w = rand_tensor(EMB_TYPE, EMB_K, V, 1, &t);
+    int32_t tok[5] = {0, 36, 7, 7, 20};
+    uint32_t xz = EMB_K + 3;
+    vk_buf bt = host_copy(tok, 5), bx = tu_host((uint64_t)xz * nz);
+    vk_embed_args a = {.w = &t, .tokens = {bt, 0}, .x = {bx, 0}, .x_z = xz, .nz = nz};
+    vk_call call;
+    CHECK(vk_k_embed(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+    CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    float *row = malloc(EMB_K * sizeof *row);
+    uint32_t bad = 0;
+    for (uint32_t z = 0; z < nz; z++) {
+        tu_dequant(EMB_TYPE, w + tu_row_bytes(EMB_TYPE, EMB_K) * tok[z], row, EMB_K);
+        float mx = 0;
+        for (uint32_t i = 0; i < EMB_K; i++)
+            mx = fmaxf(mx, fabsf(row[i]));
+        for (uint32_t i = 0; i < EMB_K; i++) {
+            /* a K-quant value is d*sc*q - dmin*m: two roundings of terms below the row max */
+            float got = ((const float *)bx.map)[z * xz + i];
+            if (!(fabsf(got - row[i]) <= 4 * U24 * mx) && bad++ < 3)
+                printf("#   token %u elem %u: gpu %.9g ref %.9g\n", z, i, got, row[i]);
+        }
+        CHECK(isnan(((const float *)bx.map)[z * xz + EMB_K]), "wrote past the row");
+    }
+    CHECK(bad == 0, "%u elements differ", bad);
+    free(row), free(w);
+    tu_reset_buffers();
+}
+
+static void embed_cases(void)
+{
+    static const uint32_t types[] = {QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0,
+                                     QT_Q5_1, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        EMB_TYPE = types[i];
+        bool k = EMB_TYPE == QT_Q4_K || EMB_TYPE == QT_Q5_K || EMB_TYPE == QT_Q6_K;
+        EMB_K = k ? 512 : EMB_TYPE == QT_F32 ? 70 : 96;
+        char name[96];
+        snprintf(name, sizeof name, "embedding %s (row %u, 5 tokens)", tu_type_name(EMB_TYPE), EMB_K);
+        RUN_NAMED(test_embed, name);
+    }
+}
+
+/* ---- top-K + logsumexp ----------------------------------------------------------------- */
+
+static uint32_t TK_N, TK_K;
+
+static void test_topk(void)
+{
+    err_t err;
+    uint32_t N = TK_N, K = TK_K;
+    float *l = random_vec(N, 2.0f);
+    /* ties: the lower id must come first */
+    l[N / 2] = l[N / 3] = l[N - 1] = 9.5f;
+    l[5 % N] = 9.25f;
+    vk_topk_geom g;
+    CHECK(vk_topk_geom_init(N, K, &g, &err) == 0, "%.200s", err.msg);
+    vk_buf bl = host_copy(l, N), cv = tu_host(g.n_slices * K), ci = tu_host(g.n_slices * K),
+           ms = tu_host(2 * g.n_slices), cnt = tu_host(4), oi = tu_host(K), ov = tu_host(K + 1);
+    memset(cnt.map, 0, 16);
+    vk_topk_args a = {.logits = {bl, 0}, .n = N, .k = K, .geom = g, .cand_v = cv, .cand_i = ci, .ms = ms,
+                      .counter = cnt, .out_ids = oi, .out_vals = ov};
+    vk_call call;
+    CHECK(vk_k_topk(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+    CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    CHECK(tu_run(&call, 1, NULL) == 0, "run 2 (counter reset)");
+    double mx = -INFINITY, s = 0;
+    for (uint32_t i = 0; i < N; i++)
+        mx = fmax(mx, l[i]);
+    for (uint32_t i = 0; i < N; i++)
+        s += exp(l[i] - mx);
+    double lz = mx + log(s);
+    const int32_t *gi = (const int32_t *)oi.map;
+    const float *gv = (const float *)ov.map;
+    uint32_t prev = UINT32_MAX;
+    for (uint32_t k = 0; k < K; k++) {
+        /* expected: the best element after prev in (value desc, id asc) */
+        uint32_t b = UINT32_MAX;
+        for (uint32_t i = 0; i < N; i++) {
+            bool after = prev == UINT32_MAX || l[i] < l[prev] || (l[i] == l[prev] && i > prev);
+            if (after && (b == UINT32_MAX || l[i] > l[b] || (l[i] == l[b] && i < b)))
+                b = i;
+        }
+        CHECK(gi[k] == (int32_t)b && gv[k] == l[b], "rank %u: id %d (%g), want %u (%g)", k, gi[k], gv[k], b, l[b]);
+        prev = b;
+    }
+    /* logsumexp: float exp and a sum over N terms: ~(N/256 + 64) ulps of the sum */
+    CHECK(fabs(gv[K] - lz) <= 1e-5 * fabs(lz) + (N / 256.0 + 64) * U24, "logsumexp %.9g, want %.9g", gv[K], lz);
+    free(l);
+    tu_reset_buffers();
+}
+
+static void topk_cases(void)
+{
+    static const uint32_t cases[][2] = {{154880, 1}, {154880, 40}, {324, 64}, {5000, 7}, {2049, 2}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TK_N = cases[i][0];
+        TK_K = cases[i][1];
+        char name[96];
+        snprintf(name, sizeof name, "top-%u + logsumexp over %u logits", TK_K, TK_N);
+        RUN_NAMED(test_topk, name);
+    }
+}
+
+/* ---- prefill: tiled mat-mat, rmsnorm, the expert pipeline ------------------------------- */
+
+/* The mat-mat kernels: fp32 SIMT (chain bound as the matvec), or on devices
+ * with cooperative matrices, fp16 operands for quantized weights: each
+ * operand rounds to 11 bits (2^-11 relative), so a product is off by at most
+ * ~2^-10 of |w x| and the sum by 2^-10 * sum|w x| plus fp32 accumulation. */
+static double mm_bound(uint32_t type, uint32_t K)
+{
+    bool coop = G.c.coopmat && type != QT_F32;
+    return chain_bound(type, K) + (coop ? 9.8e-4 : 0);
+}
+
+typedef struct {
+    uint32_t type, K, N, T;
+    int mode; /* 0 store, 1 accumulate, 2 glu */
+    const char *what;
+} mm_case;
+static mm_case MMC;
+
+static void test_mm(void)
+{
+    const mm_case *c = &MMC;
+    err_t err = {{0}};
+    vk_tensor t, tu;
+    uint8_t *w = rand_tensor(c->type, c->K, c->N, 1, &t), *wu = NULL;
+    if (c->mode == 2)
+        wu = rand_tensor(c->type, c->K, c->N, 1, &tu);
+    uint32_t xs = c->K + 3, ys = c->N + 1, B = 64 * ((c->T + 63) / 64);
+    float *x = random_vec((uint64_t)xs * B, 1.0f), *y0 = random_vec((uint64_t)ys * B, 1.0f);
+    uint32_t params[64] = {0};
+    params[VKP_NTOK] = c->T;
+    vk_buf bx = host_copy(x, (uint64_t)xs * B), by = host_copy(y0, (uint64_t)ys * B), bp = host_copy(params, 64);
+    vk_mm_args a = {.name = "mm", .w = &t, .up = c->mode == 2 ? &tu : NULL, .x = {bx, 0}, .x_stride = xs,
+                    .y = {by, 0}, .y_stride = ys, .nz = 1, .max_tokens = B, .accumulate = c->mode == 1,
+                    .params = bp};
+    vk_call call;
+    CHECK(vk_k_mm(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+    CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    (void)err;
+    double *r1 = malloc(c->N * sizeof *r1), *m1 = malloc(c->N * sizeof *m1), *r2 = malloc(c->N * sizeof *r2),
+           *m2 = malloc(c->N * sizeof *m2);
+    uint32_t bad = 0;
+    double worst = 0, cb = mm_bound(c->type, c->K);
+    const float *gy = (const float *)by.map;
+    for (uint32_t tk = 0; tk < B; tk++) {
+        if (tk >= c->T) {
+            /* past the batch: untouched */
+            if (gy[(uint64_t)tk * ys] != y0[(uint64_t)tk * ys] && bad++ < 3)
+                printf("#   token %u past the batch was written\n", tk);
+            continue;
+        }
+        ref_dot_rows(c->type, w, c->K, c->N, x + (uint64_t)tk * xs, r1, m1);
+        if (c->mode == 2)
+            ref_dot_rows(c->type, wu, c->K, c->N, x + (uint64_t)tk * xs, r2, m2);
+        for (uint32_t n = 0; n < c->N; n++) {
+            double want, tol;
+            if (c->mode == 2) {
+                want = silu_d(r1[n]) * r2[n];
+                tol = 1.1 * cb * m1[n] * fabs(r2[n]) + fabs(silu_d(r1[n])) * cb * m2[n];
+            } else {
+                want = r1[n] + (c->mode == 1 ? y0[(uint64_t)tk * ys + n] : 0);
+                tol = cb * (m1[n] + (c->mode == 1 ? fabs(want) : 0));
+            }
+            double got = gy[(uint64_t)tk * ys + n], e = fabs(got - want) / (tol + 1e-30);
+            if (!(e <= 1) && bad++ < 3)
+                printf("#   token %u row %u: gpu %.9g ref %.9g tol %.3g\n", tk, n, got, want, tol);
+            if (e > worst || isnan(e))
+                worst = e;
+        }
+    }
+    CHECK(bad == 0, "%u outputs wrong (worst %.3g x tol)", bad, worst);
+    free(w), free(wu), free(x), free(y0), free(r1), free(m1), free(r2), free(m2);
+    tu_reset_buffers();
+}
+
+static void mm_cases(void)
+{
+    static const mm_case cases[] = {
+        {QT_F32, 96, 70, 25, 0, "tiny F32 prompt"},
+        {QT_Q4_0, 2048, 576, 70, 0, "attn_kv_a_mqa, 70 tokens"},
+        {QT_Q4_0, 5120, 130, 33, 1, "attn_output rows + residual"},
+        {QT_Q4_K, 512, 96, 17, 2, "gate/up + SiLU, Q4_K"},
+        {QT_Q6_K, 256, 129, 64, 0, "Q6_K, a full tile of tokens"},
+        {QT_Q8_0, 160, 40, 5, 1, "Q8_0, 5 tokens"},
+        {QT_Q5_1, 96, 33, 9, 2, "Q5_1 gate/up"},
+        {QT_F16, 72, 20, 3, 0, "F16"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        MMC = cases[i];
+        char name[160];
+        snprintf(name, sizeof name, "mat-mat %s K=%u N=%u T=%u %s (%s)", tu_type_name(MMC.type), MMC.K, MMC.N, MMC.T,
+                 MMC.mode == 0 ? "store" : MMC.mode == 1 ? "accumulate" : "glu", MMC.what);
+        RUN_NAMED(test_mm, name);
+    }
+}
+
+static void test_rmsnorm(void)
+{
+    uint32_t n = 2048, T = 7, B = 9;
+    float *x = random_vec((uint64_t)n * B, 3.0f), *w = norm_weights(n);
+    uint32_t params[64] = {0};
+    params[VKP_NTOK] = T;
+    vk_buf bx = host_copy(x, (uint64_t)n * B), by = tu_host((uint64_t)n * B), bw = host_copy(w, n),
+           bp = host_copy(params, 64);
+    vk_rmsnorm_args a = {.x = {bx, 0}, .y = {by, 0}, .w = {bw, 0}, .n = n, .x_z = n, .y_z = n, .nz = B, .eps = 1e-5f,
+                         .params = bp};
+    vk_call call;
+    CHECK(vk_k_rmsnorm(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+    CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    float *ref = malloc(n * sizeof *ref);
+    uint32_t bad = 0;
+    for (uint32_t t = 0; t < B; t++) {
+        const float *g = (const float *)by.map + (uint64_t)t * n;
+        if (t >= T) {
+            CHECK(isnan(g[0]), "token %u past the batch was written", t);
+            continue;
+        }
+        rmsnorm_ref(x + (uint64_t)t * n, w, n, 1e-5f, ref);
+        /* the sum of squares over n terms (n/256 + 64 ulps), 1/sqrt, two products */
+        for (uint32_t i = 0; i < n; i++)
+            if (!(fabsf(g[i] - ref[i]) <= ((n / 256.0f + 64) * (float)U24 + 4e-7f) * fabsf(ref[i]) + 1e-30f) &&
+                bad++ < 3)
+                printf("#   token %u elem %u: gpu %.9g ref %.9g\n", t, i, g[i], ref[i]);
+    }
+    CHECK(bad == 0, "%u elements wrong", bad);
+    free(x), free(w), free(ref);
+    tu_reset_buffers();
+}
+
+/* Routing ids -> moe_group -> expert gate/up and down over the tiles -> combine. */
+static uint32_t EP_TYPE;
+
+static void test_expert_prefill(void)
+{
+    uint32_t H = 256, E = 16, K = 4, T = 45, B = 48;
+    uint32_t F = EP_TYPE == QT_Q4_K ? 256 : 96; /* K-quant rows are whole 256-blocks */
+    vk_tensor tg, tu, td;
+    uint8_t *wg = rand_tensor(EP_TYPE, H, F, E, &tg), *wu = rand_tensor(EP_TYPE, H, F, E, &tu);
+    uint8_t *wd = rand_tensor(EP_TYPE, F, H, E, &td);
+    float *x = random_vec((uint64_t)H * B, 1.0f), *x0 = malloc((uint64_t)H * B * sizeof *x0);
+    float *xn = random_vec((uint64_t)H * B, 1.0f);
+    memcpy(x0, x, (uint64_t)H * B * 4);
+    int32_t *ids = malloc((uint64_t)B * K * 4);
+    float *wts = malloc((uint64_t)B * K * 4);
+    for (uint32_t t = 0; t < B; t++)
+        for (uint32_t k = 0; k < K; k++) {
+            /* distinct experts per token, skewed so some experts get many pairs */
+            ids[t * K + k] = (int32_t)((t % 3 == 0 ? k : (t * 7 + k * 5)) % E);
+            wts[t * K + k] = 0.1f + 0.2f * k;
+        }
+    uint32_t params[64] = {0};
+    params[VKP_NTOK] = T;
+    uint32_t tile = vk_mm_expert_bm(&G.c, &tg);
+    vk_buf bx = host_copy(x, (uint64_t)H * B), bxn = host_copy(xn, (uint64_t)H * B), bi = host_copy(ids, B * K),
+           bw = host_copy(wts, B * K), bp = host_copy(params, 64), bh = tu_host((uint64_t)B * K * F),
+           by = tu_host((uint64_t)B * K * H), bl = tu_host(B * K), btl = tu_host(4 * (B * K / 32 + E + 1)),
+           bind = tu_host(16);
+    vk_moe_group_args ga = {.ids = {bi, 0}, .K = K, .n_expert = E, .list = bl, .tiles = btl, .indirect = bind,
+                            .params = bp, .x_gu = (F + 63) / 64, .x_dn = (H + 63) / 64, .tile = tile};
+    vk_buf igu = bind, idn = bind;
+    igu.size = 12;
+    idn.off += 12;
+    idn.size = 12;
+    vk_mm_args gu = {.name = "moe_gate_up", .w = &tg, .up = &tu, .x = {bxn, 0}, .x_stride = H, .x_div = K,
+                     .y = {bh, 0}, .y_stride = F, .nz = 1, .max_tokens = B * K, .params = bp, .list = &bl,
+                     .tiles = &btl, .indirect = &igu, .tile = tile};
+    vk_mm_args dn = {.name = "moe_down", .w = &td, .x = {bh, 0}, .x_stride = F, .x_div = 1, .y = {by, 0},
+                     .y_stride = H, .nz = 1, .max_tokens = B * K, .params = bp, .list = &bl, .tiles = &btl,
+                     .indirect = &idn, .tile = tile};
+    vk_moe_combine_args cb = {.y = {by, 0}, .x = {bx, 0}, .wts = {bw, 0}, .H = H, .K = K, .max_tokens = B,
+                              .params = bp};
+    vk_call calls[4];
+    CHECK(vk_k_moe_group(&KB, &ga, &calls[0]) == 0, "build group: %.200s", KERR.msg);
+    CHECK(vk_k_mm(&KB, &gu, &calls[1]) == 0, "build gate/up: %.200s", KERR.msg);
+    CHECK(vk_k_mm(&KB, &dn, &calls[2]) == 0, "build down: %.200s", KERR.msg);
+    CHECK(vk_k_moe_combine(&KB, &cb, &calls[3]) == 0, "build combine: %.200s", KERR.msg);
+    /* the indirect grids come from the group kernel */
+    vk_prog prog = {0};
+    vk_rec r;
+    VkCommandBufferBeginInfo cbi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    err_t err;
+    vkBeginCommandBuffer(G.cb, &cbi);
+    vk_rec_begin(&r, &G.c, &prog, G.cb, VK_PROF_OFF, 0, VK_NULL_HANDLE, 0, NULL, &err);
+    vk_rec_call(&r, &calls[0]);
+    vk_rec_barrier_indirect(&r);
+    vk_rec_call(&r, &calls[1]);
+    vk_rec_barrier(&r);
+    vk_rec_call(&r, &calls[2]);
+    vk_rec_barrier(&r);
+    vk_rec_call(&r, &calls[3]);
+    int rc = vk_rec_end(&r);
+    vkEndCommandBuffer(G.cb);
+    CHECK(rc == 0 && vk_submit_wait(&G.c, G.cb, &err) == 0, "run: %.200s", err.msg);
+    vk_prog_free(&G.c, &prog);
+
+    /* reference: h per pair from the reference gate/up; y per pair from the GPU's h */
+    const float *gh = (const float *)bh.map, *gx = (const float *)bx.map;
+    double *a1 = malloc(F * sizeof *a1), *m1 = malloc(F * sizeof *m1), *a2 = malloc(F * sizeof *a2),
+           *m2 = malloc(F * sizeof *m2), *yd = malloc(H * sizeof *yd), *ym = malloc(H * sizeof *ym);
+    double *acc = malloc(H * sizeof *acc), *mag = malloc(H * sizeof *mag);
+    uint32_t bad = 0;
+    double cbg = mm_bound(EP_TYPE, H), cbd = mm_bound(EP_TYPE, F);
+    for (uint32_t t = 0; t < T; t++) {
+        for (uint32_t i = 0; i < H; i++)
+            acc[i] = mag[i] = 0;
+        for (uint32_t k = 0; k < K; k++) {
+            uint32_t p = t * K + k, e = (uint32_t)ids[p];
+            ref_dot_rows(EP_TYPE, mat_of(EP_TYPE, wg, H, F, e), H, F, xn + (uint64_t)t * H, a1, m1);
+            ref_dot_rows(EP_TYPE, mat_of(EP_TYPE, wu, H, F, e), H, F, xn + (uint64_t)t * H, a2, m2);
+            for (uint32_t f = 0; f < F; f++) {
+                double want = silu_d(a1[f]) * a2[f];
+                double tol = 1.1 * cbg * m1[f] * fabs(a2[f]) + fabs(silu_d(a1[f])) * cbg * m2[f] + 1e-30;
+                if (!(fabs(gh[(uint64_t)p * F + f] - want) <= tol) && bad++ < 3)
+                    printf("#   pair %u h[%u]: gpu %.9g ref %.9g\n", p, f, gh[(uint64_t)p * F + f], want);
+            }
+            ref_dot_rows(EP_TYPE, mat_of(EP_TYPE, wd, F, H, e), F, H, gh + (uint64_t)p * F, yd, ym);
+            for (uint32_t i = 0; i < H; i++) {
+                acc[i] += wts[p] * yd[i];
+                mag[i] += fabs(wts[p]) * ym[i];
+            }
+        }
+        for (uint32_t i = 0; i < H; i++) {
+            double want = x0[(uint64_t)t * H + i] + acc[i];
+            double tol = cbd * mag[i] + 8 * U24 * fabs(want) + 1e-30;
+            if (!(fabs(gx[(uint64_t)t * H + i] - want) <= tol) && bad++ < 3)
+                printf("#   token %u x[%u]: gpu %.9g ref %.9g\n", t, i, gx[(uint64_t)t * H + i], want);
+        }
+    }
+    for (uint32_t t = T; t < B; t++)
+        CHECK(gx[(uint64_t)t * H] == x0[(uint64_t)t * H], "token %u past the batch changed", t);
+    CHECK(bad == 0, "%u values wrong", bad);
+    free(wg), free(wu), free(wd), free(x), free(x0), free(xn), free(ids), free(wts), free(a1), free(m1), free(a2);
+    free(m2), free(yd), free(ym), free(acc), free(mag);
+    tu_reset_buffers();
+}
+
+static void prefill_cases(void)
+{
+    mm_cases();
+    RUN_NAMED(test_rmsnorm, "rmsnorm of a prompt batch (7 of 9 tokens)");
+    static const uint32_t types[] = {QT_Q4_0, QT_F32, QT_Q4_K};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        EP_TYPE = types[i];
+        char name[128];
+        snprintf(name, sizeof name, "experts of a prompt batch: group, gate/up, down, combine (%s)",
+                 tu_type_name(EP_TYPE));
+        RUN_NAMED(test_expert_prefill, name);
+    }
+}
+
+int main(void)
+{
+    if (tu_gpu_open()) {
+        /* CI installs lavapipe: no device is a failure, not a skip. */
+        printf("FAIL - vulkan device: none usable\n");
+        return 1;
+    }
+    KB = (vk_kb){&G.c, &G.pipes, &KERR};
+    mv_cases();
+    moe_cases();
+    router_cases();
+    attn_cases();
+    embed_cases();
+    topk_cases();
+    prefill_cases();
+    tu_gpu_close();
+    TESTS_DONE();
+}

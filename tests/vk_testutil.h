@@ -1,0 +1,415 @@
+/* vk_testutil.h: helpers for the Vulkan kernel tests: a device context,
+ * random GGML blocks, a scalar float64 oracle, uploads and one-off runs.
+ * Header-only (static functions) so it needs no build rule of its own. */
+#ifndef GLM_VK_TESTUTIL_H
+#define GLM_VK_TESTUTIL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant.h"
+#include "vk_core.h"
+
+/* A header of helpers: not every program uses all of them. */
+#pragma GCC diagnostic ignored "-Wunused-function"
+
+static const char *tu_type_name(uint32_t t)
+{
+    switch (t) {
+    case QT_F32: return "F32";
+    case QT_F16: return "F16";
+    case QT_BF16: return "BF16";
+    case QT_Q4_0: return "Q4_0";
+    case QT_Q4_1: return "Q4_1";
+    case QT_Q5_0: return "Q5_0";
+    case QT_Q5_1: return "Q5_1";
+    case QT_Q8_0: return "Q8_0";
+    case QT_Q4_K: return "Q4_K";
+    case QT_Q5_K: return "Q5_K";
+    case QT_Q6_K: return "Q6_K";
+    default: return "?";
+    }
+}
+
+/* ---- randomness ------------------------------------------------------------ */
+
+static uint64_t tu_rng = 0x9E3779B97F4A7C15ull;
+
+static uint64_t tu_next(void)
+{
+    tu_rng ^= tu_rng << 13;
+    tu_rng ^= tu_rng >> 7;
+    tu_rng ^= tu_rng << 17;
+    return tu_rng;
+}
+
+static float tu_unif(void) /* (-1, 1) */
+{
+    return (float)((double)(tu_next() >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+static float tu_gauss(void)
+{
+    double u1 = ((double)(tu_next() >> 11) + 1.0) / 9007199254740993.0;
+    double u2 = (double)(tu_next() >> 11) / 9007199254740992.0;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+/* f32 -> f16 bits, round to nearest even, for normal-range values. */
+static uint16_t tu_f2h(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    int32_t e = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+    uint32_t m = x & 0x7fffff;
+    if (e <= 0)
+        return (uint16_t)sign; /* tiny: flush (the generators avoid this) */
+    if (e >= 31)
+        return (uint16_t)(sign | 0x7c00);
+    uint32_t h = sign | ((uint32_t)e << 10) | (m >> 13);
+    uint32_t rest = m & 0x1fff;
+    if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+        h++;
+    return (uint16_t)h;
+}
+
+static float tu_h2f(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 31, m = h & 0x3ff, x;
+    if (e == 0) {
+        float v = ldexpf((float)m, -24);
+        return sign ? -v : v;
+    }
+    if (e == 31)
+        x = sign | 0x7f800000 | (m << 13);
+    else
+        x = sign | ((e - 15 + 127) << 23) | (m << 13);
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static float tu_bf2f(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+/* A random half in +-[lo, hi) with a random sign (zero-mean scales). */
+static uint16_t tu_rand_half(float lo, float hi)
+{
+    float v = lo + (hi - lo) * (tu_unif() * 0.5f + 0.5f);
+    return tu_f2h(tu_next() & 1 ? -v : v);
+}
+
+static void tu_put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static uint16_t tu_get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+/* GGML block bytes and elements of a type (own table: independent of quant.c). */
+static void tu_block(uint32_t t, uint32_t *elems, uint32_t *bytes)
+{
+    switch (t) {
+    case QT_F32: *elems = 1, *bytes = 4; break;
+    case QT_F16: case QT_BF16: *elems = 1, *bytes = 2; break;
+    case QT_Q4_0: *elems = 32, *bytes = 18; break;
+    case QT_Q4_1: *elems = 32, *bytes = 20; break;
+    case QT_Q5_0: *elems = 32, *bytes = 22; break;
+    case QT_Q5_1: *elems = 32, *bytes = 24; break;
+    case QT_Q8_0: *elems = 32, *bytes = 34; break;
+    case QT_Q4_K: *elems = 256, *bytes = 144; break;
+    case QT_Q5_K: *elems = 256, *bytes = 176; break;
+    case QT_Q6_K: *elems = 256, *bytes = 210; break;
+    default: *elems = 0, *bytes = 0;
+    }
+}
+
+static uint64_t tu_row_bytes(uint32_t t, uint64_t k)
+{
+    uint32_t e, b;
+    tu_block(t, &e, &b);
+    return k / e * b;
+}
+
+/* Random stored data for `n` elements of type t: any bit pattern for the
+ * quants, random-sign finite scales (so every code path sees non-zero data). */
+static void tu_fill_random(uint32_t t, uint8_t *dst, uint64_t n)
+{
+    uint32_t e, b;
+    tu_block(t, &e, &b);
+    uint64_t nb = n / e;
+    for (uint64_t i = 0; i < nb; i++) {
+        uint8_t *p = dst + i * b;
+        for (uint32_t k = 0; k < b; k++)
+            p[k] = (uint8_t)tu_next();
+        switch (t) {
+        case QT_F32: {
+            float f = tu_gauss();
+            memcpy(p, &f, 4);
+            break;
+        }
+        case QT_F16: tu_put16(p, tu_f2h(tu_gauss())); break;
+        case QT_BF16: {
+            float f = tu_gauss();
+            uint32_t x;
+            memcpy(&x, &f, 4);
+            tu_put16(p, (uint16_t)(x >> 16));
+            break;
+        }
+        case QT_Q4_0: case QT_Q5_0: case QT_Q8_0: tu_put16(p, tu_rand_half(0.01f, 0.1f)); break;
+        case QT_Q4_1: case QT_Q5_1:
+            tu_put16(p, tu_rand_half(0.01f, 0.1f));
+            tu_put16(p + 2, tu_rand_half(0.1f, 1.0f));
+            break;
+        case QT_Q4_K: case QT_Q5_K:
+            tu_put16(p, tu_rand_half(0.001f, 0.01f));
+            tu_put16(p + 2, tu_rand_half(0.001f, 0.01f));
+            break;
+        case QT_Q6_K: tu_put16(p + 208, tu_rand_half(0.001f, 0.01f)); break;
+        }
+    }
+}
+
+/* ---- scalar oracle: ggml's reference dequantization ------------------------- */
+
+static void tu_k_scale_min(int j, const uint8_t *q, int *sc, int *m)
+{
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+static void tu_dequant(uint32_t t, const uint8_t *src, float *y, uint64_t n)
+{
+    uint32_t e, b;
+    tu_block(t, &e, &b);
+    for (uint64_t i = 0; i < n / e; i++, src += b, y += e) {
+        switch (t) {
+        case QT_F32: memcpy(y, src, 4); break;
+        case QT_F16: y[0] = tu_h2f(tu_get16(src)); break;
+        case QT_BF16: y[0] = tu_bf2f(tu_get16(src)); break;
+        case QT_Q4_0: {
+            float d = tu_h2f(tu_get16(src));
+            for (int j = 0; j < 16; j++) {
+                y[j] = d * ((src[2 + j] & 0xF) - 8);
+                y[j + 16] = d * ((src[2 + j] >> 4) - 8);
+            }
+            break;
+        }
+        case QT_Q4_1: {
+            float d = tu_h2f(tu_get16(src)), m = tu_h2f(tu_get16(src + 2));
+            for (int j = 0; j < 16; j++) {
+                y[j] = d * (src[4 + j] & 0xF) + m;
+                y[j + 16] = d * (src[4 + j] >> 4) + m;
+            }
+            break;
+        }
+        case QT_Q5_0: case QT_Q5_1: {
+            bool one = t == QT_Q5_1;
+            float d = tu_h2f(tu_get16(src)), m = one ? tu_h2f(tu_get16(src + 2)) : 0;
+            const uint8_t *qhp = src + (one ? 4 : 2), *qs = src + (one ? 8 : 6);
+            uint32_t qh = (uint32_t)qhp[0] | (uint32_t)qhp[1] << 8 | (uint32_t)qhp[2] << 16 | (uint32_t)qhp[3] << 24;
+            for (int j = 0; j < 16; j++) {
+                int h0 = (qh >> j) & 1, h1 = (qh >> (j + 16)) & 1;
+                int q0 = (qs[j] & 0xF) | h0 << 4, q1 = (qs[j] >> 4) | h1 << 4;
+                y[j] = one ? d * q0 + m : d * (q0 - 16);
+                y[j + 16] = one ? d * q1 + m : d * (q1 - 16);
+            }
+            break;
+        }
+        case QT_Q8_0: {
+            float d = tu_h2f(tu_get16(src));
+            for (int j = 0; j < 32; j++)
+                y[j] = d * (int8_t)src[2 + j];
+            break;
+        }
+        case QT_Q4_K: case QT_Q5_K: {
+            bool five = t == QT_Q5_K;
+            float d = tu_h2f(tu_get16(src)), dmin = tu_h2f(tu_get16(src + 2));
+            const uint8_t *sc = src + 4, *qh = src + 16, *ql = src + (five ? 48 : 16);
+            float *o = y;
+            for (int j = 0, is = 0; j < 256; j += 64, is += 2, ql += 32) {
+                int s1, m1, s2, m2;
+                tu_k_scale_min(is, sc, &s1, &m1);
+                tu_k_scale_min(is + 1, sc, &s2, &m2);
+                float d1 = d * s1, mm1 = dmin * m1, d2 = d * s2, mm2 = dmin * m2;
+                for (int l = 0; l < 32; l++)
+                    *o++ = d1 * ((ql[l] & 0xF) + (five && (qh[l] >> is & 1) ? 16 : 0)) - mm1;
+                for (int l = 0; l < 32; l++)
+                    *o++ = d2 * ((ql[l] >> 4) + (five && (qh[l] >> (is + 1) & 1) ? 16 : 0)) - mm2;
+            }
+            break;
+        }
+        case QT_Q6_K: {
+            float d = tu_h2f(tu_get16(src + 208));
+            const uint8_t *ql = src, *qh = src + 128;
+            const int8_t *sc = (const int8_t *)(src + 192);
+            float *o = y;
+            for (int n2 = 0; n2 < 256; n2 += 128, ql += 64, qh += 32, sc += 8, o += 128)
+                for (int l = 0; l < 32; l++) {
+                    int is = l / 16;
+                    int q1 = ((ql[l] & 0xF) | ((qh[l] >> 0) & 3) << 4) - 32;
+                    int q2 = ((ql[l + 32] & 0xF) | ((qh[l] >> 2) & 3) << 4) - 32;
+                    int q3 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
+                    int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
+                    o[l] = d * sc[is] * q1;
+                    o[l + 32] = d * sc[is + 2] * q2;
+                    o[l + 64] = d * sc[is + 4] * q3;
+                    o[l + 96] = d * sc[is + 6] * q4;
+                }
+            break;
+        }
+        }
+    }
+}
+
+/* ---- device --------------------------------------------------------------------- */
+
+typedef struct {
+    vk_ctx c;
+    vk_pipes pipes;
+    vk_arena dev, host;
+    vk_uploader *up;
+    VkCommandBuffer cb;
+    bool ok;
+} tu_gpu;
+
+static tu_gpu G;
+
+static int tu_gpu_open(void)
+{
+    err_t err;
+    if (vk_ctx_create(&G.c, -1, &err)) {
+        printf("# no usable Vulkan device: %s\n", err.msg);
+        return -1;
+    }
+    vk_arena_init(&G.c, &G.dev, VK_MEM_DEVICE, 256ull << 20, "test tensors");
+    vk_arena_init(&G.c, &G.host, VK_MEM_HOST, 64ull << 20, "test io");
+    if (vk_uploader_new(&G.c, 32ull << 20, &G.up, &err)) {
+        printf("# %s\n", err.msg);
+        return -1;
+    }
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = G.c.cmd_pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    if (vkAllocateCommandBuffers(G.c.dev, &ai, &G.cb) != VK_SUCCESS)
+        return -1;
+    printf("# device: %s (subgroup %u)\n", G.c.info.name, G.c.subgroup);
+    G.ok = true;
+    return 0;
+}
+
+/* Releases the per-case buffers (arenas are reset between cases). */
+static void tu_reset_buffers(void)
+{
+    vk_arena_release(&G.c, &G.dev);
+    vk_arena_release(&G.c, &G.host);
+}
+
+static void tu_gpu_close(void)
+{
+    if (!G.c.dev)
+        return;
+    vk_uploader_free(G.up);
+    tu_reset_buffers();
+    vk_pipes_free(&G.c, &G.pipes);
+    vk_ctx_destroy(&G.c);
+}
+
+/* A host-visible buffer of n floats (or words), filled with NaN so that
+ * unwritten outputs show. */
+static vk_buf tu_host(uint64_t n_words)
+{
+    vk_buf b = {0};
+    err_t err;
+    if (vk_arena_alloc(&G.c, &G.host, n_words * 4, "test io", &b, &err))
+        printf("# %s\n", err.msg);
+    else
+        for (uint64_t i = 0; i < n_words; i++)
+            ((uint32_t *)b.map)[i] = 0x7fc00000u;
+    return b;
+}
+
+/* Uploads n_mat matrices of N rows of K elements (GGML bytes) as a GPU tensor. */
+static int tu_tensor(uint32_t type, uint32_t K, uint32_t N, uint32_t n_mat, const uint8_t *src, vk_tensor *t)
+{
+    err_t err;
+    vk_qlayout l;
+    memset(t, 0, sizeof *t);
+    if (!vk_qlayout_of(type, &l))
+        return -1;
+    t->type = type;
+    t->K = K;
+    t->N = N;
+    t->n_mat = n_mat;
+    t->bpr = (K + l.blk - 1) / l.blk;
+    t->Kp = t->bpr * l.blk;
+    uint64_t blocks = (uint64_t)t->bpr * N * n_mat;
+    t->head_off = (blocks * l.body + 255) / 256 * 256;
+    t->bytes = vk_tensor_bytes(type, K, N, n_mat, 256);
+    t->src_bytes = tu_row_bytes(type, K) * N * n_mat;
+    if (vk_arena_alloc(&G.c, &G.dev, t->bytes, "test tensor", &t->buf, &err)) {
+        printf("# %s\n", err.msg);
+        return -1;
+    }
+    uint64_t rows = (uint64_t)N * n_mat, rb = tu_row_bytes(type, K);
+    uint8_t *body = malloc(blocks * l.body + 1), *head = malloc(blocks * l.head + 1);
+    vk_repack_rows(type, K, src, rb, rows, body, head);
+    int rc = vk_upload_bytes(G.up, &t->buf, 0, body, blocks * l.body, &err);
+    if (!rc && l.head)
+        rc = vk_upload_bytes(G.up, &t->buf, t->head_off, head, blocks * l.head, &err);
+    if (!rc)
+        rc = vk_uploader_finish(G.up, &err);
+    free(body);
+    free(head);
+    if (rc)
+        printf("# %s\n", err.msg);
+    return rc;
+}
+
+/* Records the calls into a fresh program, submits, waits. */
+static int tu_run(const vk_call *calls, int n, const bool *barrier_after)
+{
+    err_t err;
+    vk_prog prog = {0};
+    vk_rec r;
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    if (vkBeginCommandBuffer(G.cb, &bi) != VK_SUCCESS)
+        return -1;
+    vk_rec_begin(&r, &G.c, &prog, G.cb, VK_PROF_OFF, 0, VK_NULL_HANDLE, 0, NULL, &err);
+    for (int i = 0; i < n; i++) {
+        vk_rec_call(&r, &calls[i]);
+        if (barrier_after == NULL || barrier_after[i])
+            vk_rec_barrier(&r);
+    }
+    int rc = vk_rec_end(&r);
+    if (vkEndCommandBuffer(G.cb) != VK_SUCCESS && !rc)
+        rc = err_set(&err, "vkEndCommandBuffer failed");
+    if (!rc)
+        rc = vk_submit_wait(&G.c, G.cb, &err);
+    vk_prog_free(&G.c, &prog);
+    if (rc)
+        printf("# %s\n", err.msg);
+    return rc;
+}
+
+#endif
