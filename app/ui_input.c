@@ -21,6 +21,8 @@ static struct {
     bool changed;
     char prompt[64];
     FILE *devnull;
+    bool in_handler;
+    char *pending_line; /* set from the line handler; applied once readline has reset */
 } in;
 
 /* ---- readline hooks --------------------------------------------------------------- */
@@ -69,7 +71,20 @@ static void on_line_cb(char *line)
         }
     }
     in.changed = true;
+    in.in_handler = true;
     in.on_line(in.user, line);
+    in.in_handler = false;
+}
+
+static void apply_pending(void)
+{
+    if (!in.pending_line)
+        return;
+    rl_replace_line(in.pending_line, 0);
+    rl_point = rl_end;
+    free(in.pending_line);
+    in.pending_line = NULL;
+    in.changed = true;
 }
 
 static void display_matches(char **matches, int n, int max_len)
@@ -124,6 +139,8 @@ void ui_input_init(const char *history_path, ui_input_line_fn on_line, ui_input_
 
 void ui_input_shutdown(void)
 {
+    free(in.pending_line);
+    in.pending_line = NULL;
     rl_callback_handler_remove();
     if (in.history_path[0])
         history_truncate_file(in.history_path, 2000);
@@ -154,8 +171,10 @@ void ui_input_feed(const char *bytes, size_t n)
         in.queue[(in.q_head + in.q_len) % sizeof in.queue] = (unsigned char)bytes[i];
         in.q_len++;
     }
-    while (in.q_len > 0)
+    while (in.q_len > 0) {
         rl_callback_read_char();
+        apply_pending();
+    }
 }
 
 void ui_input_insert(const char *text)
@@ -166,9 +185,11 @@ void ui_input_insert(const char *text)
 
 void ui_input_set_line(const char *text)
 {
-    rl_replace_line(text, 0);
-    rl_point = rl_end;
-    in.changed = true;
+    free(in.pending_line);
+    in.pending_line = strdup(text);
+    /* Inside the line handler readline clears the line right after: wait. */
+    if (!in.in_handler)
+        apply_pending();
 }
 
 void ui_input_clear(void)
