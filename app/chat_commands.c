@@ -84,8 +84,9 @@ static void cmd_clear(ui_app *a, const char *arg)
     size_t keep = c->n && !strcmp(c->msgs[0].role, "system") ? 1 : 0;
     conv_truncate(c, keep);
     c->created = conv_now();
-    if (!a->c.conversation_file)
-        a->autosave_path[0] = 0; /* the next turn starts a new file */
+    /* The next turn starts a new file (also after -C FILE: the old
+     * conversation stays in its file). */
+    a->autosave_path[0] = 0;
     a->edit_index = -1;
     ui_chatview_reset(&a->view);
     ui_app_conversation_changed(a);
@@ -226,8 +227,11 @@ static void cmd_theme(ui_app *a, const char *arg)
 static void cmd_save(ui_app *a, const char *arg)
 {
     if (!arg[0]) {
-        if (ui_app_autosave(a))
-            ui_app_status(a, TH_STATUS_MSG, "Saved to %s", a->autosave_path);
+        if (!a->autosave_path[0] && a->chat.conv.n == 0)
+            ui_app_status(a, TH_STATUS_MSG, "Nothing to save yet");
+        else if (ui_app_autosave(a))
+            ui_app_status(a, TH_STATUS_MSG, a->autosave_path[0] ? "Saved to %s" : "Nothing to save yet%s",
+                          a->autosave_path);
         return;
     }
     char path[PATH_MAX];

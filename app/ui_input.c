@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <wchar.h>
 
 #include "ui_text.h"
@@ -66,8 +67,9 @@ static void on_line_cb(char *line)
         if (!last || strcmp(last->line, line) != 0) {
             add_history(line);
             /* append_history() needs the file to exist; the first line creates it. */
-            if (in.history_path[0] && append_history(1, in.history_path) != 0)
-                write_history(in.history_path);
+            if (in.history_path[0] && append_history(1, in.history_path) != 0 &&
+                write_history(in.history_path) == 0)
+                chmod(in.history_path, 0600); /* what you type is nobody else's business */
         }
     }
     in.changed = true;
