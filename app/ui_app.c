@@ -339,6 +339,7 @@ static void handle_event(ui_app *a, dec_event *ev)
             break;
         a->gen_reused = ev->n_reused;
         a->gen_prefill_tps = ev->prefill_tps;
+        ui_sidepane_add_prefill(&a->pane, ev->prefill_tps);
         snprintf(a->live_meta, sizeof a->live_meta, "%u new prompt tokens at %.0f tok/s", ev->n_prompt - ev->n_reused,
                  ev->prefill_tps);
         ui_chatview_live_changed(&a->view);

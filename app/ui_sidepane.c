@@ -32,14 +32,24 @@ void ui_sidepane_update(ui_sidepane *p, const dec_stats *st, bool sample)
 {
     p->st = *st;
     p->have_stats = true;
-    if (sample && st->decode_tps > 0) {
-        p->spark[p->spark_head] = (float)st->decode_tps;
-        p->spark_head = (p->spark_head + 1) % UI_SPARK_MAX;
-        if (p->spark_n < UI_SPARK_MAX)
-            p->spark_n++;
-        if (st->decode_tps > p->peak_tps)
-            p->peak_tps = st->decode_tps;
-    }
+    if (sample && st->decode_tps > 0)
+        ui_ring_add(&p->decode, st->decode_tps);
+}
+
+void ui_ring_add(ui_ring *r, double v)
+{
+    r->v[r->head] = (float)v;
+    r->head = (r->head + 1) % UI_SPARK_MAX;
+    if (r->n < UI_SPARK_MAX)
+        r->n++;
+    if (v > r->peak)
+        r->peak = v;
+}
+
+void ui_sidepane_add_prefill(ui_sidepane *p, double tps)
+{
+    if (tps > 0)
+        ui_ring_add(&p->prefill, tps);
 }
 
 void ui_sidepane_set_loading(ui_sidepane *p, bool loading, const char *stage, double frac)
@@ -120,24 +130,36 @@ static void bar(pen *p, double frac, int width)
         waddstr(p->w, off);
 }
 
-static void sparkline(pen *p, const ui_sidepane *sp, int width)
+/* The latest `width` samples of a ring, as block heights from its peak. */
+static void sparkline(pen *p, int x, const ui_ring *r, int width)
 {
     static const char *const blocks[8] = {"\xe2\x96\x81", "\xe2\x96\x82", "\xe2\x96\x83", "\xe2\x96\x84",
                                           "\xe2\x96\x85", "\xe2\x96\x86", "\xe2\x96\x87", "\xe2\x96\x88"};
     static const char ascii[] = "_.-:=+*#";
-    int n = sp->spark_n < width ? sp->spark_n : width;
-    double peak = sp->peak_tps > 0 ? sp->peak_tps : 1;
-    wmove(p->w, p->y, 1);
+    if (width <= 0 || p->y >= p->h)
+        return;
+    int n = r->n < width ? r->n : width;
+    double peak = r->peak > 0 ? r->peak : 1;
+    wmove(p->w, p->y, x);
     wattrset(p->w, theme_attr(TH_SPARK));
     for (int i = 0; i < n; i++) {
-        int idx = (sp->spark_head - n + i + UI_SPARK_MAX) % UI_SPARK_MAX;
-        int level = (int)(sp->spark[idx] / peak * 7.0 + 0.5);
+        int idx = (r->head - n + i + UI_SPARK_MAX) % UI_SPARK_MAX;
+        int level = (int)(r->v[idx] / peak * 7.0 + 0.5);
         level = level < 0 ? 0 : level > 7 ? 7 : level;
         if (ui_utf8_locale())
             waddstr(p->w, blocks[level]);
         else
             waddch(p->w, (chtype)ascii[level]);
     }
+}
+
+/* A value and its sparkline on one line: now, and over the session (one
+ * sample per prompt for prefill, about ten a second while decoding). */
+static void kv_spark(pen *p, const char *key, const char *value, const ui_ring *r)
+{
+    text_at(p, 1, TH_PANE, key);
+    text_at(p, 11, TH_PANE_VALUE, value);
+    sparkline(p, 26, r, p->wd - 27);
     p->y++;
 }
 
@@ -243,17 +265,18 @@ static void sidepane_draw(void *self, WINDOW *w)
         bar(&p, (double)st->n_past / st->n_ctx, p.wd - 2);
         p.y++;
     }
+    /* Now, and a sparkline over the session (one sample per prompt for
+     * prefill, about ten a second while decoding). */
     title(&p, "Speed (tokens/s)");
     snprintf(buf, sizeof buf, "%.1f", st->prefill_tps);
-    kv(&p, "prefill", buf);
+    kv_spark(&p, "prefill", buf, &sp->prefill);
     snprintf(buf, sizeof buf, "%.1f%s", st->decode_tps, st->busy ? "" : " (last)");
-    kv(&p, "decode", buf);
+    kv_spark(&p, "decode", buf, &sp->decode);
     if (st->engine.us_per_token_measured > 0) {
         snprintf(buf, sizeof buf, "%.0f us GPU, %u dispatches", st->engine.us_per_token_measured,
                  st->engine.dispatches_per_token);
         kv(&p, "token", buf);
     }
-    sparkline(&p, sp, p.wd - 2);
     snprintf(buf, sizeof buf, "%llu prompt, %llu generated", (unsigned long long)st->engine.n_prefill_tokens,
              (unsigned long long)st->engine.n_decode_tokens);
     kv(&p, "session", buf);

@@ -16,15 +16,22 @@
 
 typedef enum { SORT_TIME, SORT_GBPS, SORT_CALLS, SORT_NAME, SORT_COUNT } ui_kernel_sort;
 
+/* A meter's data: a fixed ring of samples and its peak (the scale). */
+typedef struct {
+    float v[UI_SPARK_MAX];
+    int head, n;
+    double peak;
+} ui_ring;
+
+void ui_ring_add(ui_ring *r, double v);
+
 typedef struct {
     char model_lines[4][96];   /* summary of the model file */
     int n_model_lines;
     char backend[160];
     dec_stats st;              /* the latest snapshot */
     bool have_stats;
-    float spark[UI_SPARK_MAX]; /* decode tokens/s samples, a ring */
-    int spark_head, spark_n;
-    double peak_tps;
+    ui_ring decode, prefill;   /* tokens/s over the session, for the sparklines */
     ui_kernel_sort sort;
     bool loading;
     char load_stage[64];
@@ -37,6 +44,7 @@ void ui_sidepane_init(ui_sidepane *p);
 void ui_sidepane_set_model(ui_sidepane *p, const char *const *lines, int n);
 void ui_sidepane_set_backend(ui_sidepane *p, const char *desc);
 /* A new statistics snapshot; `sample` adds its decode rate to the sparkline. */
+void ui_sidepane_add_prefill(ui_sidepane *p, double tps);
 void ui_sidepane_update(ui_sidepane *p, const dec_stats *st, bool sample);
 void ui_sidepane_set_loading(ui_sidepane *p, bool loading, const char *stage, double frac);
 const char *ui_sidepane_sort_name(ui_kernel_sort s);
