@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "chat_commands.h"
+#include "ui_frame.h"
+#include "ui_keys.h"
 #include "text_safe.h"
 #include "ui_input.h"
 #include "ui_term.h"
@@ -29,7 +31,7 @@
 #define STATUS_S 4.0           /* transient status messages */
 #define DOUBLE_KEY_S 2.0       /* Ctrl-C twice */
 
-static double mono_now(void)
+double ui_app_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -56,7 +58,7 @@ void ui_app_status(ui_app *a, theme_el el, const char *fmt, ...)
     vsnprintf(a->status, sizeof a->status, fmt, ap);
     va_end(ap);
     a->status_el = el;
-    a->status_until = mono_now() + STATUS_S;
+    a->status_until = ui_app_now() + STATUS_S;
     a->dirty = true;
 }
 
@@ -179,7 +181,7 @@ void ui_app_answer(ui_app *a)
         ui_chatview_set_live(&a->view, &a->stream, a->live_meta);
 }
 
-static void send_message(ui_app *a, const char *text)
+void ui_app_send_message(ui_app *a, const char *text)
 {
     if (a->job || !a->ready) {
         /* Typed while busy (or loading): sent as soon as possible. */
@@ -209,7 +211,7 @@ static void send_queued(ui_app *a)
         return;
     char *q = a->queued;
     a->queued = NULL;
-    send_message(a, q);
+    ui_app_send_message(a, q);
     free(q);
 }
 
@@ -369,6 +371,14 @@ static void handle_event(ui_app *a, dec_event *ev)
     a->dirty = true;
 }
 
+void ui_app_cancel_answer(ui_app *a)
+{
+    if (!a->job)
+        return;
+    decoder_cancel(a->dec);
+    ui_app_status(a, TH_STATUS_MSG, "Stopping...");
+}
+
 /* ---- replay ------------------------------------------------------------------------------ */
 
 static int count_user_turns(const conversation *c)
@@ -445,390 +455,13 @@ void ui_app_apply_theme(ui_app *a, const theme *t)
 
 void ui_app_request_quit(ui_app *a)
 {
-    double now = mono_now();
+    double now = ui_app_now();
     if (a->unsaved && now - a->quit_at > DOUBLE_KEY_S * 2) {
         a->quit_at = now;
         ui_app_status(a, TH_ERROR, "The conversation is NOT saved (see above): /save FILE, or quit again to leave");
         return;
     }
     a->quit = true;
-}
-
-/* ---- input ------------------------------------------------------------------------------------ */
-
-static void on_line(void *user, char *line)
-{
-    ui_app *a = user;
-    if (!line) {
-        ui_app_request_quit(a);
-        return;
-    }
-    const char *text = line;
-    size_t len = strlen(text);
-    while (len && (text[len - 1] == '\n' || text[len - 1] == ' '))
-        line[--len] = 0;
-    if (a->edit_index >= 0 && text[0] != '/' ) {
-        if (!text[0]) {
-            a->edit_index = -1;
-            ui_app_status(a, TH_STATUS_MSG, "Edit cancelled");
-        } else if (!a->job) {
-            conv_truncate(&a->chat.conv, (size_t)a->edit_index);
-            a->edit_index = -1;
-            send_message(a, text);
-        }
-        free(line);
-        return;
-    }
-    if (!text[0]) {
-        free(line);
-        return;
-    }
-    if (text[0] == '/' && text[1] != '/')
-        chatcmd_run(a, text);
-    else
-        send_message(a, text[0] == '/' ? text + 1 : text);
-    free(line);
-    a->dirty = true;
-}
-
-static void on_matches(void *user, char **matches, int n, int max_len)
-{
-    ui_app *a = user;
-    sbuf s = {0};
-    for (int i = 1; i <= n && s.len < 200; i++) {
-        sbuf_adds(&s, matches[i]);
-        sbuf_adds(&s, "  ");
-    }
-    ui_app_status(a, TH_STATUS_MSG, "%s", sbuf_str(&s));
-    sbuf_free(&s);
-}
-
-static void feed_wchar(wint_t ch)
-{
-    sbuf b = {0};
-    tsafe_encode(&b, (uint32_t)ch);
-    ui_input_feed(b.s, b.len);
-    sbuf_free(&b);
-}
-
-static void cancel_answer(ui_app *a)
-{
-    if (!a->job)
-        return;
-    decoder_cancel(a->dec);
-    ui_app_status(a, TH_STATUS_MSG, "Stopping...");
-}
-
-static void on_ctrl_c(ui_app *a)
-{
-    double now = mono_now();
-    if (now - a->ctrl_c_at < DOUBLE_KEY_S) {
-        a->quit = true; /* twice: leave now (the conversation is saved on the way out) */
-        return;
-    }
-    a->ctrl_c_at = now;
-    if (a->job) {
-        cancel_answer(a);
-        ui_app_status(a, TH_STATUS_MSG, "Stopping the answer (Ctrl-C again quits)");
-    } else if (!ui_input_empty()) {
-        ui_input_clear();
-        a->edit_index = -1;
-        ui_app_status(a, TH_STATUS_MSG, "Line cleared (Ctrl-C again quits)");
-    } else {
-        ui_app_status(a, TH_STATUS_MSG, "Press Ctrl-C again to quit");
-    }
-}
-
-/* Keys readline knows by their escape sequences. */
-static const char *key_sequence(int key)
-{
-    switch (key) {
-    case KEY_LEFT: return "\033[D";
-    case KEY_RIGHT: return "\033[C";
-    case KEY_UP: return "\033[A";
-    case KEY_DOWN: return "\033[B";
-    case KEY_HOME: return "\033[H";
-    case KEY_END: return "\033[F";
-    case KEY_DC: return "\033[3~";
-    case KEY_BACKSPACE: return "\177";
-    case KEY_ENTER: return "\r";
-    case KEY_IC: return "\033[2~";
-    default: return NULL;
-    }
-}
-
-static void handle_function_key(ui_app *a, int key)
-{
-    if (key == UI_KEY_PASTE_BEGIN) {
-        a->in_paste = true;
-        sbuf_clear(&a->paste);
-        return;
-    }
-    if (key == KEY_RESIZE) {
-        memset(&a->lay, 0, sizeof a->lay);
-        a->dirty = true;
-        return;
-    }
-    if (key == KEY_F(1)) {
-        ui_app_note(a, TH_NOTICE, "%s", chatcmd_help());
-        return;
-    }
-    if (key == KEY_F(2)) {
-        a->want_pane = a->lay.pane_shown ? 0 : 1;
-        memset(&a->lay, 0, sizeof a->lay);
-        a->dirty = true;
-        return;
-    }
-    int r = ui_chatview_panel.key(&a->view, key);
-    if (!r)
-        r = ui_sidepane_panel.key(&a->pane, key);
-    if (r) {
-        a->dirty = true;
-        return;
-    }
-    const char *seq = key_sequence(key);
-    if (seq)
-        ui_input_feed(seq, strlen(seq));
-    a->dirty = true;
-}
-
-static void end_paste(ui_app *a)
-{
-    a->in_paste = false;
-    /* Pasted line ends (\r\n or \r) become \n: the paste stays one message. */
-    sbuf t = {0};
-    const char *p = sbuf_str(&a->paste);
-    for (size_t i = 0; i < a->paste.len; i++) {
-        if (p[i] == '\r') {
-            sbuf_addc(&t, '\n');
-            if (i + 1 < a->paste.len && p[i + 1] == '\n')
-                i++;
-        } else {
-            sbuf_addc(&t, p[i]);
-        }
-    }
-    ui_input_insert(sbuf_str(&t));
-    sbuf_free(&t);
-    sbuf_clear(&a->paste);
-    a->dirty = true;
-}
-
-static void handle_escape(ui_app *a)
-{
-    wint_t next;
-    int r = wget_wch(a->w_input, &next);
-    if (r == ERR) {
-        /* A lone Esc: stop the answer, or leave /edit; else it is readline's (vi mode). */
-        if (a->job) {
-            cancel_answer(a);
-            if (a->replay_active)
-                ui_app_status(a, TH_STATUS_MSG, "Stopping the replay");
-        } else if (a->edit_index >= 0) {
-            a->edit_index = -1;
-            ui_input_clear();
-            ui_app_status(a, TH_STATUS_MSG, "Edit cancelled");
-        } else {
-            ui_input_feed("\033", 1);
-        }
-        return;
-    }
-    if (r == KEY_CODE_YES) {
-        handle_function_key(a, (int)next); /* Alt + a function key: as the key */
-        return;
-    }
-    if (next == '\r' || next == '\n') {
-        ui_input_insert("\n"); /* Alt-Enter */
-        return;
-    }
-    /* Alt + key: readline's meta bindings (M-b, M-f, ...). */
-    sbuf b = {0};
-    sbuf_addc(&b, '\033');
-    tsafe_encode(&b, (uint32_t)next);
-    ui_input_feed(b.s, b.len);
-    sbuf_free(&b);
-}
-
-static void handle_key(ui_app *a, int r, wint_t ch)
-{
-    a->dirty = true;
-    if (a->in_paste) {
-        if (r == KEY_CODE_YES && ch == UI_KEY_PASTE_END)
-            end_paste(a);
-        else if (r == OK)
-            tsafe_encode(&a->paste, (uint32_t)ch);
-        return;
-    }
-    if (r == KEY_CODE_YES) {
-        handle_function_key(a, (int)ch);
-        return;
-    }
-    if (ch == 27)
-        handle_escape(a);
-    else if (ch == 3)
-        on_ctrl_c(a);
-    else
-        feed_wchar(ch);
-}
-
-/* ---- drawing ------------------------------------------------------------------------------------ */
-
-static void make_window(WINDOW **w, ui_rect r)
-{
-    if (*w)
-        delwin(*w);
-    *w = NULL;
-    if (r.h > 0 && r.w > 0)
-        *w = newwin(r.h, r.w, r.y, r.x);
-}
-
-static void relayout(ui_app *a)
-{
-    int left = a->lay.chat.w > 0 ? a->lay.chat.w : COLS;
-    ui_layout nl;
-    ui_layout_compute(&nl, LINES, COLS, a->want_pane, a->cfg.side_width, ui_input_rows(left));
-    if (nl.chat.w != left)
-        ui_layout_compute(&nl, LINES, COLS, a->want_pane, a->cfg.side_width, ui_input_rows(nl.chat.w));
-    if (a->w_chat && !memcmp(&nl, &a->lay, sizeof nl))
-        return;
-    a->lay = nl;
-    make_window(&a->w_chat, nl.chat);
-    make_window(&a->w_input, nl.input);
-    make_window(&a->w_pane, nl.pane);
-    make_window(&a->w_status, nl.status);
-    if (a->w_input) {
-        keypad(a->w_input, TRUE);
-        nodelay(a->w_input, TRUE);
-    }
-    ui_input_resize(nl.input.h, nl.input.w);
-    wbkgdset(stdscr, (chtype)theme_attr(TH_NORMAL));
-    werase(stdscr);
-    clearok(curscr, TRUE);
-}
-
-static void draw_rules(ui_app *a)
-{
-    wattrset(stdscr, theme_attr(TH_BORDER));
-    if (a->lay.rule_y >= 0) {
-        mvwhline(stdscr, a->lay.rule_y, 0, ACS_HLINE, a->lay.chat.w);
-        /* The rule names the template and the file the conversation goes to. */
-        char label[PATH_MAX + 64];
-        const char *file = a->autosave_path[0] ? strrchr(a->autosave_path, '/') : NULL;
-        int n = snprintf(label, sizeof label, " %s%s", tmpl_name(a->chat.tmpl), a->chat.thinking ? ", thinking" : "");
-        if (n > 0 && (size_t)n < sizeof label)
-            snprintf(label + n, sizeof label - (size_t)n, "%s%s ", file ? " | " : "", file ? file + 1 : "");
-        sbuf s = {0};
-        tsafe_sanitize(&s, label, strlen(label), false);
-        int lw = ui_text_width(s.s, s.len);
-        if (lw + 4 < a->lay.chat.w)
-            mvwaddstr(stdscr, a->lay.rule_y, a->lay.chat.w - lw - 2, s.s);
-        sbuf_free(&s);
-    }
-    if (a->lay.sep_x >= 0)
-        mvwvline(stdscr, 0, a->lay.sep_x, ACS_VLINE, LINES - 1);
-}
-
-static const char *state_text(ui_app *a, char *buf, size_t cap)
-{
-    if (a->load_failed)
-        snprintf(buf, cap, "The model is not available; /quit leaves");
-    else if (!a->ready)
-        snprintf(buf, cap, "Loading the model...");
-    else if (a->gen == GEN_REPLAY)
-        snprintf(buf, cap, "Replaying turn %d of %d | Esc stops", a->replay_turn, a->replay_turns);
-    else if (a->job)
-        snprintf(buf, cap, "Answering | %.1f tok/s | Esc stops", a->pane.st.decode_tps);
-    else if (a->edit_index >= 0)
-        snprintf(buf, cap, "Editing your last message: Enter regenerates, Esc cancels");
-    else
-        snprintf(buf, cap, "Ready");
-    return buf;
-}
-
-static void draw_status(ui_app *a)
-{
-    WINDOW *w = a->w_status;
-    if (!w)
-        return;
-    int wd = getmaxx(w);
-    wbkgdset(w, (chtype)theme_attr(TH_STATUS));
-    werase(w);
-    static const char *const keys[][2] = {{"F1", "help"}, {"F2", "pane"}, {"F3", "think"},
-                                          {"PgUp", "scroll"}, {"^C^C", "quit"}};
-    int kw = 0;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        kw += (int)(strlen(keys[i][0]) + strlen(keys[i][1]) + 2);
-    char buf[512];
-    bool transient = mono_now() < a->status_until;
-    const char *msg = transient ? a->status : state_text(a, buf, sizeof buf);
-    if (transient && a->job) {
-        /* While answering, how to stop it stays in view. */
-        char state[160];
-        snprintf(buf, sizeof buf, "%s | %s", state_text(a, state, sizeof state), a->status);
-        msg = buf;
-    }
-    int room = wd - 1 - (kw + 1 < wd / 2 ? kw + 1 : 0);
-    sbuf s = {0};
-    tsafe_sanitize(&s, msg, strlen(msg), false);
-    wattrset(w, theme_attr(transient ? a->status_el : TH_STATUS));
-    /* Clip by cells. */
-    size_t i = 0;
-    int cells = 0;
-    while (i < s.len) {
-        uint32_t cp;
-        size_t l = tsafe_decode(s.s + i, s.len - i, &cp);
-        int cw = ui_cp_width(cp);
-        if (cells + cw > room)
-            break;
-        cells += cw;
-        i += l;
-    }
-    mvwaddstr(w, 0, 0, " ");
-    waddnstr(w, s.s, (int)i);
-    waddstr(w, " ");
-    sbuf_free(&s);
-    if (kw + 1 < wd / 2) {
-        int x = wd - kw;
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-            wattrset(w, theme_attr(TH_STATUS_KEY));
-            mvwaddstr(w, 0, x, keys[k][0]);
-            x += (int)strlen(keys[k][0]);
-            wattrset(w, theme_attr(TH_STATUS));
-            mvwprintw(w, 0, x, " %s ", keys[k][1]);
-            x += (int)strlen(keys[k][1]) + 2;
-        }
-    }
-}
-
-static void draw(ui_app *a)
-{
-    relayout(a);
-    if (a->job && a->gen == GEN_CHAT) {
-        /* Refresh the live header with the rate so far. */
-        if (a->pane.st.busy && a->pane.st.decode_tps > 0) {
-            snprintf(a->live_meta, sizeof a->live_meta, "%.1f tok/s", a->pane.st.decode_tps);
-            ui_chatview_live_changed(&a->view);
-        }
-    }
-    draw_rules(a);
-    wnoutrefresh(stdscr);
-    if (a->w_chat) {
-        ui_chatview_panel.draw(&a->view, a->w_chat);
-        wnoutrefresh(a->w_chat);
-    }
-    if (a->w_pane) {
-        ui_sidepane_panel.draw(&a->pane, a->w_pane);
-        wnoutrefresh(a->w_pane);
-    }
-    draw_status(a);
-    if (a->w_status)
-        wnoutrefresh(a->w_status);
-    if (a->w_input) {
-        ui_input_draw(a->w_input, theme_attr(TH_INPUT), theme_attr(TH_PROMPT), theme_attr(TH_CONTROL));
-        wnoutrefresh(a->w_input); /* last: the cursor stays in the input */
-    }
-    doupdate();
-    a->dirty = false;
-    a->last_draw = mono_now();
 }
 
 /* ---- the loop ------------------------------------------------------------------------------------- */
@@ -856,7 +489,7 @@ static void handle_signal(ui_app *a, int sig)
         a->dirty = true;
         break;
     case SIGINT:
-        on_ctrl_c(a);
+        ui_keys_ctrl_c(a);
         break;
     case SIGCONT:
         clearok(curscr, TRUE);
@@ -884,7 +517,7 @@ static int loop_timeout(ui_app *a, double now)
 static void run_loop(ui_app *a)
 {
     while (!a->quit) {
-        double now = mono_now();
+        double now = ui_app_now();
         struct pollfd fds[3] = {{STDIN_FILENO, POLLIN, 0}, {ui_term_signal_fd(), POLLIN, 0},
                                 {a->dec ? decoder_fd(a->dec) : -1, POLLIN, 0}};
         int n = poll(fds, 3, loop_timeout(a, now));
@@ -900,13 +533,13 @@ static void run_loop(ui_app *a)
         wint_t ch;
         int r;
         while (a->w_input && !a->quit && (r = wget_wch(a->w_input, &ch)) != ERR)
-            handle_key(a, r, ch);
+            ui_keys_handle(a, r, ch);
         dec_event ev;
         while (a->dec && decoder_next(a->dec, &ev)) {
             handle_event(a, &ev);
             decoder_event_free(&ev);
         }
-        now = mono_now();
+        now = ui_app_now();
         poll_stats(a, now);
         if (ui_input_changed())
             a->dirty = true;
@@ -915,7 +548,7 @@ static void run_loop(ui_app *a)
             a->dirty = true;
         }
         if (a->dirty && now - a->last_draw >= FRAME_S)
-            draw(a);
+            ui_frame_draw(a);
     }
 }
 
@@ -925,8 +558,8 @@ static void wind_down(ui_app *a)
     if (a->job && a->dec) {
         decoder_cancel(a->dec);
         dec_event ev;
-        double end = mono_now() + 5.0;
-        while (a->job && mono_now() < end && decoder_wait(a->dec, &ev, 200)) {
+        double end = ui_app_now() + 5.0;
+        while (a->job && ui_app_now() < end && decoder_wait(a->dec, &ev, 200)) {
             handle_event(a, &ev);
             decoder_event_free(&ev);
         }
@@ -978,7 +611,7 @@ int ui_app_run(const ui_app_config *config)
     err_t err;
     /* Readline first: its set-up calls tgetent(), which would replace the
      * terminal description curses works with (both use libtinfo). */
-    ui_input_init(config->history_path, on_line, on_matches, a);
+    ui_input_init(config->history_path, ui_keys_on_line, ui_keys_on_matches, a);
     rl_attempted_completion_function = chatcmd_complete;
     if (ui_term_start(a->cfg.mouse, &err) != 0) {
         fprintf(stderr, "glmchat: %s\n", err.msg);
@@ -989,7 +622,7 @@ int ui_app_run(const ui_app_config *config)
     }
     ui_app_apply_theme(a, &config->th);
     start(a);
-    draw(a);
+    ui_frame_draw(a);
     run_loop(a);
     wind_down(a);
     decoder_free(a->dec);

@@ -108,6 +108,11 @@ void ui_app_fill_metadata(ui_app *a, conversation *c);
 void ui_app_start_replay(ui_app *a, conversation *loaded, const char *name);
 void ui_app_apply_theme(ui_app *a, const theme *t);
 void ui_app_request_quit(ui_app *a);
+/* A line the user wrote, as a message (queued while an answer runs). */
+void ui_app_send_message(ui_app *a, const char *text);
+void ui_app_cancel_answer(ui_app *a);
+/* Monotonic seconds. */
+double ui_app_now(void);
 /* The sampler settings for the next answer (template family defaults,
  * then the settings file, the command line and /set). */
 void ui_app_sampling(const ui_app *a, sampler_params *sp);
