@@ -13,7 +13,13 @@ fi
 . tests/tmux_lib.sh
 trap 'tm_stop; rm -rf "$TMP"' EXIT
 
-BACKEND=${GLMCHAT_TEST_BACKEND:-cpu}
+# The UI runs on the Vulkan backend (lavapipe in CI) when a device is
+# there, else on the CPU; GLMCHAT_TEST_BACKEND picks one.
+BACKEND=${GLMCHAT_TEST_BACKEND:-}
+if [ -z "$BACKEND" ]; then
+    if "$GLMCHAT" devices >/dev/null 2>&1; then BACKEND=vulkan; else BACKEND=cpu; fi
+fi
+echo "  (backend: $BACKEND)"
 # --ignore-eos makes every answer exactly -n tokens long, so an answer of
 # 2000 tokens runs long enough to be stopped and resized in the middle.  On
 # the CPU backend a model larger than the built-in demo keeps a token at
