@@ -2,6 +2,7 @@
 #include "chat_setup.h"
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "demo_model.h"
 #include "paths.h"
 #include "synth.h"
+#include "text_safe.h"
 
 /* ---- options --------------------------------------------------------------------- */
 
@@ -302,8 +304,26 @@ int chat_start_decoder(chat_model *cm, decoder **out, err_t *err)
         decoder_free(d);
         if (!cm->fallback || be == cm->fallback)
             return -1;
-        fprintf(stderr, "glmchat: the %s backend did not start (%s); using %s\n", be->name, err->msg,
-                cm->fallback->name);
+        chat_error("the %s backend did not start (%s); using %s", be->name, err->msg, cm->fallback->name);
         be = cm->fallback;
     }
+}
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+void chat_error(const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    sbuf b = {0};
+    tsafe_sanitize(&b, msg, strlen(msg), false);
+    /* One line: a newline inside a message is a control character too. */
+    for (size_t i = 0; i < b.len; i++)
+        if (b.s[i] == '\n' || b.s[i] == '\t')
+            b.s[i] = ' ';
+    fprintf(stderr, "glmchat: %s\n", sbuf_str(&b));
+    sbuf_free(&b);
 }

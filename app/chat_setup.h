@@ -58,6 +58,11 @@ typedef struct {
 int chat_model_open(chat_model *cm, const chat_args *a, err_t *err);
 void chat_model_close(chat_model *cm);
 
+/* Prints "glmchat: " + a formatted message on stderr as one line, with
+ * any control characters in it (file names, quoted file contents, model
+ * metadata) shown inert. */
+void chat_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Starts a decoder on the model and waits until its engine is ready,
  * falling back to the CPU backend (with a note on stderr) when the first
  * choice of `--backend auto` fails.  For the non-interactive commands. */

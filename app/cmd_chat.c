@@ -106,7 +106,7 @@ static int one_shot(const chat_args *a, chat_model *cm, conversation *initial)
     decoder *dec = NULL;
     int rc = 1;
     if (chat_prompt(&chat, chat.conv.n, &ids, &n, &opens, &err) != 0 || chat_start_decoder(cm, &dec, &err) != 0) {
-        fprintf(stderr, "glmchat: %s\n", err.msg);
+        chat_error("%s", err.msg);
         goto out;
     }
     struct sigaction sa = {0};
@@ -118,7 +118,7 @@ static int one_shot(const chat_args *a, chat_model *cm, conversation *initial)
                    .n_stop = a->s.ignore_eos ? 0 : chat.n_stop};
     settings_to_sampler(&a->s, chat.tmpl, seed, &job.sampling);
     if (decoder_submit(dec, &job, &err) < 0) {
-        fprintf(stderr, "glmchat: %s\n", err.msg);
+        chat_error("%s", err.msg);
         goto out;
     }
     chat_stream st;
@@ -141,7 +141,9 @@ static int one_shot(const chat_args *a, chat_model *cm, conversation *initial)
             prefill_tps = ev.prefill_tps;
             um->n_tokens = ev.n_prompt - ev.n_reused;
         } else if (ev.type == DEC_EV_ERROR) {
-            fprintf(stderr, "%sglmchat: %s\n", pr.think_open ? "\033[0m\n" : "", ev.text);
+            if (pr.think_open)
+                fputs("\033[0m\n", stderr);
+            chat_error("%s", ev.text);
             failed = done = true;
         } else if (ev.type == DEC_EV_DONE) {
             done = true;
@@ -176,7 +178,7 @@ static int one_shot(const chat_args *a, chat_model *cm, conversation *initial)
         chat.conv.sampling = (conv_sampling){true, job.sampling.temp, job.sampling.top_p, job.sampling.min_p,
                                              job.sampling.top_k, job.sampling.seed, a->s.n_predict};
         if (conv_save(&chat.conv, a->conversation, &err) != 0) {
-            fprintf(stderr, "glmchat: %s\n", err.msg);
+            chat_error("%s", err.msg);
             rc = 1;
         }
     }
@@ -195,13 +197,13 @@ static int run_ui(const chat_args *a, chat_model *cm, conversation *initial)
     ui_app_config c;
     memset(&c, 0, sizeof c);
     if (theme_load(&c.th, a->s.theme, &err) != 0) {
-        fprintf(stderr, "glmchat: %s\n", err.msg);
+        chat_error("%s", err.msg);
         return 1;
     }
     char hist_dir[PATH_MAX], hist[PATH_MAX + 16];
     if (paths_ensure_dir(PATHS_DATA, "conversations", c.conv_dir, sizeof c.conv_dir, &err) != 0 ||
         paths_ensure_dir(PATHS_STATE, NULL, hist_dir, sizeof hist_dir, &err) != 0) {
-        fprintf(stderr, "glmchat: %s\n", err.msg);
+        chat_error("%s", err.msg);
         return 1;
     }
     snprintf(hist, sizeof hist, "%s/history", hist_dir);
@@ -248,7 +250,7 @@ int cmd_chat(int argc, char **argv)
     /* The terminal's encoding: wide characters, wcwidth, readline's multibyte input. */
     setlocale(LC_ALL, "");
     if (chat_args_parse(&a, argc, argv, false, &is_usage, &err) != 0) {
-        fprintf(stderr, "glmchat: %s\n", err.msg);
+        chat_error("%s", err.msg);
         if (is_usage)
             fprintf(stderr, "Try 'glmchat --help'.\n");
         chat_args_free(&a);
@@ -267,7 +269,7 @@ int cmd_chat(int argc, char **argv)
         /* Checked before anything else: a broken file is reported, never replaced. */
         if (paths_is_file(a.conversation) || access(a.conversation, F_OK) == 0) {
             if (conv_load(&initial, a.conversation, &err) != 0) {
-                fprintf(stderr, "glmchat: %s\n", err.msg);
+                chat_error("%s", err.msg);
                 chat_args_free(&a);
                 return 1;
             }
@@ -276,16 +278,16 @@ int cmd_chat(int argc, char **argv)
     }
     chat_model cm;
     if (chat_model_open(&cm, &a, &err) != 0) {
-        fprintf(stderr, "glmchat: %s\n", err.msg);
+        chat_error("%s", err.msg);
         if (init)
             conv_free(init);
         chat_args_free(&a);
         return 1;
     }
     if (cm.demo_note && !a.prompt)
-        fprintf(stderr, "glmchat: no model given: using the built-in demo model\n");
+        chat_error("no model given: using the built-in demo model");
     else if (cm.demo_note)
-        fprintf(stderr, "glmchat: note: %s\n", cm.demo_note);
+        chat_error("note: %s", cm.demo_note);
     int rc = a.prompt ? one_shot(&a, &cm, init) : run_ui(&a, &cm, init);
     if (init)
         conv_free(init);

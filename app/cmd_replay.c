@@ -164,12 +164,12 @@ static int replay(const chat_args *a, chat_model *cm, conversation *c)
     err_t err;
     int rc = 0;
     if (total == 0) {
-        fprintf(stderr, "glmchat: %s: no user messages to replay\n", a->positional);
+        chat_error("%s: no user messages to replay", a->positional);
         chat_free(&chat);
         return 1;
     }
     if (chat_start_decoder(cm, &dec, &err) != 0) {
-        fprintf(stderr, "glmchat: %s\n", err.msg);
+        chat_error("%s", err.msg);
         chat_free(&chat);
         return 1;
     }
@@ -197,7 +197,7 @@ static int replay(const chat_args *a, chat_model *cm, conversation *c)
         fflush(stdout);
         answer ans = {0};
         if (generate(dec, &chat, u + 1, a, seed, &ans, &err) != 0) {
-            fprintf(stderr, "glmchat: turn %d: %s\n", turns, err.msg);
+            chat_error("turn %d: %s", turns, err.msg);
             chat_stream_free(&ans.st);
             rc = 1;
             break;
@@ -213,7 +213,7 @@ static int replay(const chat_args *a, chat_model *cm, conversation *c)
     decoder_free(dec);
     chat_free(&chat);
     if (interrupted) {
-        fprintf(stderr, "glmchat: replay interrupted\n");
+        chat_error("replay interrupted");
         return 130;
     }
     return rc;
@@ -226,7 +226,7 @@ int cmd_replay(int argc, char **argv)
     bool is_usage;
     setlocale(LC_ALL, "");
     if (chat_args_parse(&a, argc, argv, true, &is_usage, &err) != 0) {
-        fprintf(stderr, "glmchat: %s\n", err.msg);
+        chat_error("%s", err.msg);
         if (is_usage)
             fprintf(stderr, "Try 'glmchat replay --help'.\n");
         chat_args_free(&a);
@@ -238,26 +238,26 @@ int cmd_replay(int argc, char **argv)
         return 0;
     }
     if (!a.positional) {
-        fprintf(stderr, "glmchat: replay needs a conversation FILE\n");
+        chat_error("replay needs a conversation FILE");
         usage(stderr);
         chat_args_free(&a);
         return 2;
     }
     conversation c;
     if (conv_load(&c, a.positional, &err) != 0) {
-        fprintf(stderr, "glmchat: %s\n", err.msg);
+        chat_error("%s", err.msg);
         chat_args_free(&a);
         return 1;
     }
     chat_model cm;
     if (chat_model_open(&cm, &a, &err) != 0) {
-        fprintf(stderr, "glmchat: %s\n", err.msg);
+        chat_error("%s", err.msg);
         conv_free(&c);
         chat_args_free(&a);
         return 1;
     }
     if (cm.demo_note)
-        fprintf(stderr, "glmchat: no model given: replaying on the built-in demo model\n");
+        chat_error("no model given: replaying on the built-in demo model");
     int rc = replay(&a, &cm, &c);
     conv_free(&c);
     chat_model_close(&cm);

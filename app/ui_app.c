@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "chat_commands.h"
+#include "chat_setup.h"
 #include "ui_frame.h"
 #include "ui_keys.h"
 #include "text_safe.h"
@@ -614,7 +615,7 @@ int ui_app_run(const ui_app_config *config)
     ui_input_init(config->history_path, ui_keys_on_line, ui_keys_on_matches, a);
     rl_attempted_completion_function = chatcmd_complete;
     if (ui_term_start(a->cfg.mouse, &err) != 0) {
-        fprintf(stderr, "glmchat: %s\n", err.msg);
+        chat_error("%s", err.msg);
         ui_input_shutdown();
         chat_free(&a->chat);
         free(a);
@@ -632,7 +633,7 @@ int ui_app_run(const ui_app_config *config)
     if (a->autosave_path[0] && !a->unsaved && worth_saving(&a->chat.conv))
         printf("glmchat: conversation saved in %s\n", a->autosave_path);
     else if (a->unsaved) {
-        fprintf(stderr, "glmchat: the conversation could not be saved\n");
+        chat_error("the conversation could not be saved");
         code = code ? code : 1;
     }
     ui_chatview_free(&a->view);

@@ -40,6 +40,10 @@ check_conv types "$TMP/types.json" "messages: expected an array"
 check_conv role "$TMP/role.json" "unknown role 'wizard'"
 check_conv binary "$TMP/binary.json" "not valid JSON"
 check_conv array "$TMP/array.json" "top level"
+# A broken file's bytes quoted in the error are shown inert too.
+printf '{"messages": [\033[2J]}' >"$TMP/rawesc.json"
+check_conv rawesc "$TMP/rawesc.json" "invalid token near '\^\['"
+if grep -q "$(printf '\033')" "$TMP/err"; then fail conv_error_inert "a raw escape byte in the error"; else ok conv_error_inert; fi
 expect_fail conv_missing_replay "^glmchat: $TMP/none.json: No such file" R "$TMP/none.json" -m "$MODEL"
 expect_fail conv_directory "^glmchat: $TMP: .*(directory|not a regular file)" G -m "$MODEL" -C "$TMP" -p "hi"
 
