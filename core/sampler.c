@@ -46,6 +46,7 @@ struct sampler {
     int32_t *idx;      /* (n_vocab + SK_SLACK) candidate ids */
     float *val;        /* (n_vocab + SK_SLACK) candidate logits, then weights */
     float *ex;         /* (n_vocab + SK_SLACK) exp(logit - max) of the candidates */
+    int32_t *list_idx; /* (n_vocab + SK_SLACK) top-k replay scratch, with ex */
     uint8_t *bucket;   /* (n_vocab + SK_SLACK) top-p bucket of each candidate */
     int32_t *aux_idx;  /* (n_vocab + SK_SLACK) crossing-bucket candidates */
     float *aux_val;    /* (n_vocab + SK_SLACK) */
@@ -132,13 +133,14 @@ sampler *sampler_new(const sampler_params *p, uint32_t n_vocab)
     s->idx = malloc(cap * sizeof *s->idx);
     s->val = malloc(cap * sizeof *s->val);
     s->ex = malloc(cap * sizeof *s->ex);
+    s->list_idx = malloc(cap * sizeof *s->list_idx);
     s->bucket = malloc(cap * sizeof *s->bucket);
     s->aux_idx = malloc(cap * sizeof *s->aux_idx);
     s->aux_val = malloc(cap * sizeof *s->aux_val);
     s->pad = calloc(SK_MASS_BLOCK + SK_SLACK, sizeof *s->pad);
     s->chunks = malloc(3 * ((size_t)n_vocab / SEL_CHUNK + 1) * sizeof *s->chunks);
     s->count = calloc(n_vocab, sizeof *s->count);
-    if (!s->idx || !s->val || !s->ex || !s->bucket || !s->aux_idx || !s->aux_val || !s->pad || !s->chunks ||
+    if (!s->idx || !s->val || !s->ex || !s->list_idx || !s->bucket || !s->aux_idx || !s->aux_val || !s->pad || !s->chunks ||
         !s->count || set_window(s, p->penalty_window) != 0) {
         sampler_free(s);
         return NULL;
@@ -155,6 +157,7 @@ void sampler_free(sampler *s)
     free(s->idx);
     free(s->val);
     free(s->ex);
+    free(s->list_idx);
     free(s->bucket);
     free(s->aux_idx);
     free(s->aux_val);
@@ -358,28 +361,37 @@ static void select_top(int32_t *idx, float *val, uint32_t lo, uint32_t hi, uint3
  * scan order is the range's order with the range's last token moved into
  * the pivot's slot.  So while it recurses left the range is "every token
  * better than the last pivot, by position", where a token's position is
- * its id unless it was moved into a pivot's slot: few tokens, kept in a
- * small table.  The replay counts (vectorised, per chunk of ids) instead of
- * moving pairs, and writes the range out once it is small, or when the
- * loop would turn right, and lets the loop above finish from there. */
+ * its place in a base sequence unless it was moved into a pivot's slot:
+ * few tokens, kept in a small table.  The replay counts (vectorised, per
+ * chunk of positions) instead of moving pairs.  The base sequence is the
+ * logits in id order; once the range is a quarter of it, the range is
+ * written out once and becomes the base of the next rounds.  When the range
+ * is small, or the loop would turn right, it is written out and the loop
+ * above finishes the job from there. */
 typedef struct {
-    const float *l;
+    const float *l;      /* (n) base values */
+    const int32_t *ids;  /* (n) base ids; NULL: the positions */
     uint32_t n, nch;
     const sk_kernels *k;
-    uint32_t *raw;   /* (nch) members by id, per chunk */
+    uint32_t *raw;   /* (nch) members by base place, per chunk */
     uint32_t *pos;   /* (nch) members by position, per chunk */
     uint32_t *next;  /* (nch) scratch for the next round's raw */
-    bool bounded;    /* members: better than (bv, bid); else every token */
+    bool bounded;    /* members: better than (bv, bid); else the whole base */
     float bv;
     int32_t bid;
     int nrel;
-    int32_t rel_id[SEL_RELOC];   /* these tokens sit at ... */
-    uint32_t rel_pos[SEL_RELOC]; /* ... these positions */
+    uint32_t rel_from[SEL_RELOC]; /* the tokens at these base places sit ... */
+    uint32_t rel_pos[SEL_RELOC];  /* ... at these positions */
 } replay;
 
-static inline bool member(const replay *r, int32_t i)
+static inline int32_t id_at(const replay *r, uint32_t i)
 {
-    return !r->bounded || better(r->l[i], i, r->bv, r->bid);
+    return r->ids ? r->ids[i] : (int32_t)i;
+}
+
+static inline bool member(const replay *r, uint32_t i)
+{
+    return !r->bounded || better(r->l[i], id_at(r, i), r->bv, r->bid);
 }
 
 static uint32_t chunk_end(const replay *r, uint32_t q)
@@ -387,53 +399,60 @@ static uint32_t chunk_end(const replay *r, uint32_t q)
     return r->n - q * SEL_CHUNK < SEL_CHUNK ? r->n : (q + 1) * SEL_CHUNK;
 }
 
-static int rel_find(const replay *r, int32_t id)
+static int rel_find(const replay *r, uint32_t from)
 {
     for (int e = 0; e < r->nrel; e++)
-        if (r->rel_id[e] == id)
+        if (r->rel_from[e] == from)
             return e;
     return -1;
 }
 
-static uint32_t position_of(const replay *r, int32_t id)
+static uint32_t position_of(const replay *r, uint32_t i)
 {
-    int e = rel_find(r, id);
-    return e >= 0 ? r->rel_pos[e] : (uint32_t)id;
+    int e = rel_find(r, i);
+    return e >= 0 ? r->rel_pos[e] : i;
 }
 
 static bool chunk_touched(const replay *r, uint32_t q)
 {
     for (int e = 0; e < r->nrel; e++)
-        if ((uint32_t)r->rel_id[e] / SEL_CHUNK == q || r->rel_pos[e] / SEL_CHUNK == q)
+        if (r->rel_from[e] / SEL_CHUNK == q || r->rel_pos[e] / SEL_CHUNK == q)
             return true;
     return false;
 }
 
-/* The member at position j, or -1. */
-static int32_t occupant(const replay *r, uint32_t j)
+/* The base place of the member at position j, or -1. */
+static int64_t occupant(const replay *r, uint32_t j)
 {
     bool moved_away = false;
     for (int e = 0; e < r->nrel; e++) {
-        if (r->rel_pos[e] == j && member(r, r->rel_id[e]))
-            return r->rel_id[e];
-        moved_away = moved_away || (uint32_t)r->rel_id[e] == j;
+        if (r->rel_pos[e] == j && member(r, r->rel_from[e]))
+            return r->rel_from[e];
+        moved_away = moved_away || r->rel_from[e] == j;
     }
-    return !moved_away && member(r, (int32_t)j) ? (int32_t)j : -1;
+    return !moved_away && member(r, j) ? (int64_t)j : -1;
 }
 
-/* The member with `rank` members before it. */
-static int32_t at_rank(const replay *r, uint32_t rank)
+/* The base place of the member with `rank` members before it. */
+static uint32_t at_rank(const replay *r, uint32_t rank)
 {
+    if (!r->bounded && r->nrel == 0) /* a fresh base: every place, in order */
+        return rank;
     uint32_t q = 0;
     while (rank >= r->pos[q])
         rank -= r->pos[q++];
+    uint32_t j = q * SEL_CHUNK, e = chunk_end(r, q);
     bool touched = chunk_touched(r, q);
-    for (uint32_t j = q * SEL_CHUNK, e = chunk_end(r, q); j < e; j++) {
-        int32_t o = touched ? occupant(r, j) : member(r, (int32_t)j) ? (int32_t)j : -1;
+    if (!touched && r->bounded) /* skip ahead 64 at a time, counting members */
+        for (uint32_t c; e - j > 64 && rank >= (c = r->k->count_better(r->l, r->ids, j, j + 64, r->bv, r->bid));
+             j += 64)
+            rank -= c;
+    for (; j < e; j++) {
+        int64_t o = touched ? occupant(r, j) : member(r, j) ? (int64_t)j : -1;
         if (o >= 0 && rank-- == 0)
-            return o;
+            return (uint32_t)o;
     }
-    return -1; /* not reached: the counts say the member exists */
+    return 0; /* not reached: the counts say the member exists */
 }
 
 /* pos[] from raw[] and the moved members. */
@@ -441,12 +460,13 @@ static void count_positions(replay *r)
 {
     memcpy(r->pos, r->raw, r->nch * sizeof *r->pos);
     for (int e = 0; e < r->nrel; e++) {
-        r->pos[(uint32_t)r->rel_id[e] / SEL_CHUNK]--;
+        r->pos[r->rel_from[e] / SEL_CHUNK]--;
         r->pos[r->rel_pos[e] / SEL_CHUNK]++;
     }
 }
 
-/* Writes the members out in position order; returns how many. */
+/* Writes the members out in position order (ids and values); returns how
+ * many. */
 static uint32_t write_range(const replay *r, int32_t *idx, float *val)
 {
     uint32_t c = 0;
@@ -454,41 +474,61 @@ static uint32_t write_range(const replay *r, int32_t *idx, float *val)
         if (r->pos[q] == 0)
             continue;
         uint32_t a = q * SEL_CHUNK, e = chunk_end(r, q);
-        if (chunk_touched(r, q) || !r->bounded) {
+        if (!r->bounded && !chunk_touched(r, q)) {
+            for (uint32_t j = a; j < e; j++, c++) {
+                idx[c] = id_at(r, j);
+                val[c] = r->l[j];
+            }
+        } else if (!chunk_touched(r, q)) {
+            c += r->k->collect_better(r->l, r->ids, a, e, r->bv, r->bid, idx + c, val + c);
+        } else {
             for (uint32_t j = a; j < e; j++) {
-                int32_t o = occupant(r, j);
+                int64_t o = occupant(r, j);
                 if (o >= 0) {
-                    idx[c] = o;
+                    idx[c] = id_at(r, (uint32_t)o);
                     val[c++] = r->l[o];
                 }
             }
-        } else {
-            c += r->k->collect_better(r->l, a, e, r->bv, r->bid, idx + c, val + c);
         }
     }
     return c;
 }
 
-/* Makes pivot p the bound: the last member `last` takes p's position, p
- * leaves, and moved tokens that are no longer members are forgotten. */
-static void narrow(replay *r, int32_t p, int32_t last)
+/* Makes the base (l, ids)[0..n), every entry a member. */
+static void set_base(replay *r, const float *l, const int32_t *ids, uint32_t n)
+{
+    r->l = l;
+    r->ids = ids;
+    r->n = n;
+    r->nch = (n + SEL_CHUNK - 1) / SEL_CHUNK;
+    r->bounded = false;
+    r->nrel = 0;
+    for (uint32_t q = 0; q < r->nch; q++)
+        r->raw[q] = chunk_end(r, q) - q * SEL_CHUNK;
+    count_positions(r);
+}
+
+/* Makes the pivot at base place p the bound: the last member (place last)
+ * takes p's position, p leaves, moved tokens no longer members are
+ * forgotten; raw[] becomes next[]. */
+static void narrow(replay *r, uint32_t p, uint32_t last)
 {
     if (last != p) {
         uint32_t slot = position_of(r, p);
         int e = rel_find(r, last);
         if (e < 0) {
             e = r->nrel++;
-            r->rel_id[e] = last;
+            r->rel_from[e] = last;
         }
         r->rel_pos[e] = slot;
     }
     r->bounded = true;
     r->bv = r->l[p];
-    r->bid = p;
+    r->bid = id_at(r, p);
     int kept = 0;
     for (int e = 0; e < r->nrel; e++)
-        if (member(r, r->rel_id[e])) {
-            r->rel_id[kept] = r->rel_id[e];
+        if (member(r, r->rel_from[e])) {
+            r->rel_from[kept] = r->rel_from[e];
             r->rel_pos[kept++] = r->rel_pos[e];
         }
     r->nrel = kept;
@@ -503,26 +543,30 @@ static void narrow(replay *r, int32_t p, int32_t last)
 static void select_top_replay(sampler *s, const float *logits, uint32_t n, uint32_t k)
 {
     uint32_t nch = (n + SEL_CHUNK - 1) / SEL_CHUNK;
-    replay r = {.l = logits, .n = n, .nch = nch, .k = &s->k};
-    r.raw = s->chunks;
-    r.pos = s->chunks + nch;
-    r.next = s->chunks + 2 * nch;
-    for (uint32_t q = 0; q < nch; q++)
-        r.raw[q] = chunk_end(&r, q) - q * SEL_CHUNK;
-    count_positions(&r);
+    replay r = {.k = &s->k, .raw = s->chunks, .pos = s->chunks + nch, .next = s->chunks + 2 * nch};
+    set_base(&r, logits, NULL, n);
     uint32_t c = n; /* members */
+    int lists = 0;
     while (c > SEL_SMALL && r.nrel < SEL_RELOC) {
-        int32_t p = at_rank(&r, c / 2), last = at_rank(&r, c - 1);
-        float pv = logits[p];
+        if (c <= r.n / 4) { /* fewer to count from here on: two lists in turn */
+            int32_t *ids = lists % 2 ? s->aux_idx : s->list_idx;
+            float *vals = lists % 2 ? s->aux_val : s->ex;
+            write_range(&r, ids, vals);
+            set_base(&r, vals, ids, c);
+            lists++;
+        }
+        uint32_t p = at_rank(&r, c / 2), last = at_rank(&r, c - 1);
+        float pv = r.l[p];
+        int32_t pid = id_at(&r, p);
         uint32_t store = 0;
-        for (uint32_t q = 0; q < nch; q++) { /* the pivot's betters are all members */
-            r.next[q] = r.raw[q] ? s->k.count_better(logits, q * SEL_CHUNK, chunk_end(&r, q), pv, p) : 0;
+        for (uint32_t q = 0; q < r.nch; q++) { /* the pivot's betters are all members */
+            r.next[q] = r.raw[q] ? s->k.count_better(r.l, r.ids, q * SEL_CHUNK, chunk_end(&r, q), pv, pid) : 0;
             store += r.next[q];
         }
         if (store == k || store + 1 == k) { /* done: the betters, then the pivot */
             narrow(&r, p, last);
             write_range(&r, s->idx, s->val);
-            s->idx[store] = p;
+            s->idx[store] = pid;
             s->val[store] = pv;
             return;
         }

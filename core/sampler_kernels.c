@@ -13,7 +13,12 @@
  * Portable C
  * ====================================================================== */
 
-static uint32_t portable_argmax(const float *l, uint32_t n)
+/* The vector kernels use these for their tails: inlined there, they are
+ * compiled for the kernel's target (calling plain SSE code with the upper
+ * vector halves in use costs a state transition, ~100 ns, per call). */
+#define SCALAR static inline __attribute__((always_inline))
+
+SCALAR uint32_t portable_argmax(const float *l, uint32_t n)
 {
     uint32_t best = 0;
     for (uint32_t i = 1; i < n; i++)
@@ -22,7 +27,7 @@ static uint32_t portable_argmax(const float *l, uint32_t n)
     return best;
 }
 
-static float portable_scan(const float *l, uint32_t n, int mode, float thr, int32_t *idx, float *val,
+SCALAR float portable_scan(const float *l, uint32_t n, int mode, float thr, int32_t *idx, float *val,
                            uint32_t *m)
 {
     float mx = -INFINITY;
@@ -40,7 +45,7 @@ static float portable_scan(const float *l, uint32_t n, int mode, float thr, int3
     return mx;
 }
 
-static double portable_mass(const float *v, uint32_t n, float max, float *pad)
+SCALAR double portable_mass(const float *v, uint32_t n, float max, float *pad)
 {
     (void)pad;
     double total = 0;
@@ -54,7 +59,7 @@ static double portable_mass(const float *v, uint32_t n, float max, float *pad)
     return total;
 }
 
-static void portable_exps(const float *v, float *out, uint32_t n, float max, float inv_t, float *lo, float *hi)
+SCALAR void portable_exps(const float *v, float *out, uint32_t n, float max, float inv_t, float *lo, float *hi)
 {
     float a = INFINITY, b = -INFINITY;
     for (uint32_t i = 0; i < n; i++) {
@@ -67,13 +72,13 @@ static void portable_exps(const float *v, float *out, uint32_t n, float max, flo
     *hi = b;
 }
 
-static void portable_buckets(const float *v, uint8_t *out, uint32_t n, float max, float scale)
+SCALAR void portable_buckets(const float *v, uint8_t *out, uint32_t n, float max, float scale)
 {
     for (uint32_t i = 0; i < n; i++)
         out[i] = (uint8_t)sk_bucket_of(v[i], max, scale);
 }
 
-static float portable_min(const float *v, uint32_t n, float start)
+SCALAR float portable_min(const float *v, uint32_t n, float start)
 {
     float lo = start;
     for (uint32_t i = 0; i < n; i++)
@@ -81,27 +86,34 @@ static float portable_min(const float *v, uint32_t n, float start)
     return lo;
 }
 
-static uint32_t portable_count_better(const float *l, uint32_t from, uint32_t to, float pv, int32_t pid)
+SCALAR uint32_t portable_count_better(const float *l, const int32_t *ids, uint32_t from, uint32_t to, float pv,
+                                      int32_t pid)
 {
-    uint32_t c = 0;
-    for (uint32_t i = from; i < to; i++)
-        c += l[i] > pv || (l[i] == pv && (int32_t)i < pid);
+    uint32_t c = 0; /* branch-free, so that compilers can vectorise it */
+    if (ids)
+        for (uint32_t i = from; i < to; i++)
+            c += (uint32_t)((l[i] > pv) | ((l[i] == pv) & (ids[i] < pid)));
+    else
+        for (uint32_t i = from; i < to; i++)
+            c += (uint32_t)((l[i] > pv) | ((l[i] == pv) & ((int32_t)i < pid)));
     return c;
 }
 
-static uint32_t portable_collect_better(const float *l, uint32_t from, uint32_t to, float pv, int32_t pid,
-                                        int32_t *idx, float *val)
+SCALAR uint32_t portable_collect_better(const float *l, const int32_t *ids, uint32_t from, uint32_t to, float pv,
+                                        int32_t pid, int32_t *idx, float *val)
 {
     uint32_t c = 0;
-    for (uint32_t i = from; i < to; i++)
-        if (l[i] > pv || (l[i] == pv && (int32_t)i < pid)) {
-            idx[c] = (int32_t)i;
-            val[c++] = l[i];
-        }
+    for (uint32_t i = from; i < to; i++) { /* stores always, advances when taken */
+        int32_t id = ids ? ids[i] : (int32_t)i;
+        float v = l[i];
+        idx[c] = id;
+        val[c] = v;
+        c += (uint32_t)((v > pv) | ((v == pv) & (id < pid)));
+    }
     return c;
 }
 
-static uint32_t portable_split(int32_t *idx, float *val, const uint8_t *bucket, uint32_t n, int cross,
+SCALAR uint32_t portable_split(int32_t *idx, float *val, const uint8_t *bucket, uint32_t n, int cross,
                                int32_t *cidx, float *cval, uint32_t *c)
 {
     uint32_t kept = 0, nc = 0;
@@ -119,9 +131,38 @@ static uint32_t portable_split(int32_t *idx, float *val, const uint8_t *bucket, 
     return kept;
 }
 
+static uint32_t p_argmax(const float *l, uint32_t n) { return portable_argmax(l, n); }
+static float p_scan(const float *l, uint32_t n, int mode, float thr, int32_t *idx, float *val, uint32_t *m)
+{
+    return portable_scan(l, n, mode, thr, idx, val, m);
+}
+static double p_mass(const float *v, uint32_t n, float max, float *pad) { return portable_mass(v, n, max, pad); }
+static void p_exps(const float *v, float *out, uint32_t n, float max, float inv_t, float *lo, float *hi)
+{
+    portable_exps(v, out, n, max, inv_t, lo, hi);
+}
+static void p_buckets(const float *v, uint8_t *out, uint32_t n, float max, float scale)
+{
+    portable_buckets(v, out, n, max, scale);
+}
+static float p_min(const float *v, uint32_t n, float start) { return portable_min(v, n, start); }
+static uint32_t p_count_better(const float *l, const int32_t *ids, uint32_t from, uint32_t to, float pv, int32_t pid)
+{
+    return portable_count_better(l, ids, from, to, pv, pid);
+}
+static uint32_t p_split(int32_t *idx, float *val, const uint8_t *bucket, uint32_t n, int cross, int32_t *cidx,
+                        float *cval, uint32_t *c)
+{
+    return portable_split(idx, val, bucket, n, cross, cidx, cval, c);
+}
+static uint32_t p_collect_better(const float *l, const int32_t *ids, uint32_t from, uint32_t to, float pv,
+                                 int32_t pid, int32_t *idx, float *val)
+{
+    return portable_collect_better(l, ids, from, to, pv, pid, idx, val);
+}
+
 static const sk_kernels portable_kernels = {
-    portable_argmax, portable_scan,         portable_mass,          portable_exps, portable_buckets,
-    portable_min,    portable_count_better, portable_split,         portable_collect_better,
+    p_argmax, p_scan, p_mass, p_exps, p_buckets, p_min, p_count_better, p_split, p_collect_better,
 };
 
 /* ======================================================================
@@ -229,17 +270,14 @@ AVX2 static uint32_t avx2_argmax(const float *l, uint32_t n)
     return 0; /* not reached: m is one of the values */
 }
 
-/* Appends the lanes of (at.., v) selected by mask at (idx, val) + *c. */
+/* Appends the lanes of (at, v) selected by mask at (idx, val) + *c.  All
+ * 8 lanes are stored (the caller's arrays have SK_SLACK spare entries) and
+ * nothing branches on the mask, which is often unpredictable. */
 AVX2 static inline void append8(unsigned mask, __m256i at, __m256 v, int32_t *idx, float *val, uint32_t *c)
 {
-    if (mask == 0xFF) {
-        _mm256_storeu_si256((__m256i *)(idx + *c), at);
-        _mm256_storeu_ps(val + *c, v);
-    } else {
-        __m256i p = pack_perm(mask);
-        _mm256_storeu_si256((__m256i *)(idx + *c), _mm256_permutevar8x32_epi32(at, p));
-        _mm256_storeu_ps(val + *c, _mm256_permutevar8x32_ps(v, p));
-    }
+    __m256i p = pack_perm(mask);
+    _mm256_storeu_si256((__m256i *)(idx + *c), _mm256_permutevar8x32_epi32(at, p));
+    _mm256_storeu_ps(val + *c, _mm256_permutevar8x32_ps(v, p));
     *c += (uint32_t)__builtin_popcount(mask);
 }
 
@@ -270,11 +308,9 @@ AVX2 static float avx2_scan(const float *l, uint32_t n, int mode, float thr, int
                     ge[a] = _mm256_cmp_ps(v[a], t, _CMP_GE_OQ);
                 }
                 if (_mm256_movemask_ps(_mm256_or_ps(_mm256_or_ps(ge[0], ge[1]), _mm256_or_ps(ge[2], ge[3]))))
-                    for (int a = 0; a < 4; a++) {
-                        unsigned mask = (unsigned)_mm256_movemask_ps(ge[a]);
-                        if (mask)
-                            append8(mask, _mm256_add_epi32(at, _mm256_set1_epi32((int)i + 8 * a)), v[a], idx, val, &c);
-                    }
+                    UNROLL for (int a = 0; a < 4; a++)
+                        append8((unsigned)_mm256_movemask_ps(ge[a]), _mm256_add_epi32(at, _mm256_set1_epi32((int)i + 8 * a)),
+                                v[a], idx, val, &c);
             }
             if (mode == SK_NEAR_MAX) {
                 float lane[8];
@@ -445,7 +481,8 @@ AVX2 static float avx2_min(const float *v, uint32_t n, float start)
     return portable_min(lane, 8, lo);
 }
 
-AVX2 static uint32_t avx2_count_better(const float *l, uint32_t from, uint32_t to, float pv, int32_t pid)
+AVX2 static uint32_t avx2_count_better(const float *l, const int32_t *ids, uint32_t from, uint32_t to, float pv,
+                                       int32_t pid)
 {
     /* counts l > pv in vector lanes (a true compare is -1); the rare
      * stretches holding a value equal to pv are redone exactly */
@@ -459,7 +496,7 @@ AVX2 static uint32_t avx2_count_better(const float *l, uint32_t from, uint32_t t
         eq = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(v[0], p, _CMP_EQ_OQ), _mm256_cmp_ps(v[1], p, _CMP_EQ_OQ)),
                           _mm256_or_ps(_mm256_cmp_ps(v[2], p, _CMP_EQ_OQ), _mm256_cmp_ps(v[3], p, _CMP_EQ_OQ)));
         if (_mm256_movemask_ps(eq)) {
-            c += portable_count_better(l, i, i + 32, pv, pid);
+            c += portable_count_better(l, ids, i, i + 32, pv, pid);
             continue;
         }
         UNROLL for (int a = 0; a < 4; a++)
@@ -469,7 +506,7 @@ AVX2 static uint32_t avx2_count_better(const float *l, uint32_t from, uint32_t t
     _mm256_storeu_si256((__m256i *)lane, cnt);
     for (int j = 0; j < 8; j++)
         c += (uint32_t)lane[j];
-    return c + portable_count_better(l, i, to, pv, pid);
+    return c + portable_count_better(l, ids, i, to, pv, pid);
 }
 
 AVX2 static uint32_t avx2_split(int32_t *idx, float *val, const uint8_t *bucket, uint32_t n, int cross,
@@ -484,7 +521,7 @@ AVX2 static uint32_t avx2_split(int32_t *idx, float *val, const uint8_t *bucket,
         unsigned below = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(x, b)));
         unsigned at = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(x, b)));
         append8(below, id, v, idx, val, &kept);
-        if (at)
+        if (at) /* the crossing bucket: a small fraction */
             append8(at, id, v, cidx, cval, &nc);
     }
     for (; i < n; i++) {
@@ -502,22 +539,33 @@ AVX2 static uint32_t avx2_split(int32_t *idx, float *val, const uint8_t *bucket,
     return kept;
 }
 
-AVX2 static uint32_t avx2_collect_better(const float *l, uint32_t from, uint32_t to, float pv, int32_t pid,
-                                         int32_t *idx, float *val)
+AVX2 static uint32_t avx2_collect_better(const float *l, const int32_t *ids, uint32_t from, uint32_t to, float pv,
+                                         int32_t pid, int32_t *idx, float *val)
 {
     __m256 p = _mm256_set1_ps(pv);
-    __m256i pi = _mm256_set1_epi32(pid), at = _mm256_add_epi32(_mm256_set1_epi32((int)from), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    __m256i eight = _mm256_set1_epi32(8);
+    __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     uint32_t c = 0, i = from;
-    for (; i + 8 <= to; i += 8) {
-        __m256 v = _mm256_loadu_ps(l + i);
-        __m256 tie = _mm256_and_ps(_mm256_cmp_ps(v, p, _CMP_EQ_OQ), _mm256_castsi256_ps(_mm256_cmpgt_epi32(pi, at)));
-        unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(v, p, _CMP_GT_OQ), tie));
-        if (mask)
-            append8(mask, at, v, idx, val, &c);
-        at = _mm256_add_epi32(at, eight);
+    for (; i + 32 <= to; i += 32) {
+        __m256 v[4], gt[4], eq;
+        UNROLL for (int a = 0; a < 4; a++) {
+            v[a] = _mm256_loadu_ps(l + i + 8 * a);
+            gt[a] = _mm256_cmp_ps(v[a], p, _CMP_GT_OQ);
+        }
+        eq = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(v[0], p, _CMP_EQ_OQ), _mm256_cmp_ps(v[1], p, _CMP_EQ_OQ)),
+                          _mm256_or_ps(_mm256_cmp_ps(v[2], p, _CMP_EQ_OQ), _mm256_cmp_ps(v[3], p, _CMP_EQ_OQ)));
+        if (_mm256_movemask_ps(eq)) { /* a tie with the pivot: decided by id, rarely */
+            c += portable_collect_better(l, ids, i, i + 32, pv, pid, idx + c, val + c);
+            continue;
+        }
+        if (!_mm256_movemask_ps(_mm256_or_ps(_mm256_or_ps(gt[0], gt[1]), _mm256_or_ps(gt[2], gt[3]))))
+            continue;
+        UNROLL for (int a = 0; a < 4; a++) {
+            __m256i id = ids ? _mm256_loadu_si256((const __m256i *)(ids + i + 8 * a))
+                             : _mm256_add_epi32(iota, _mm256_set1_epi32((int)(i + 8 * (uint32_t)a)));
+            append8((unsigned)_mm256_movemask_ps(gt[a]), id, v[a], idx, val, &c);
+        }
     }
-    return c + portable_collect_better(l, i, to, pv, pid, idx + c, val + c);
+    return c + portable_collect_better(l, ids, i, to, pv, pid, idx + c, val + c);
 }
 
 static const sk_kernels avx2_kernels = {

@@ -72,17 +72,18 @@ typedef struct sk_kernels {
     void (*buckets)(const float *v, uint8_t *out, uint32_t n, float max, float scale);
     /* smallest of start and v[0..n) (no NaN in v) */
     float (*min)(const float *v, uint32_t n, float start);
-    /* how many i in [from, to) have l[i] > pv, or l[i] == pv and i < pid */
-    uint32_t (*count_better)(const float *l, uint32_t from, uint32_t to, float pv, int32_t pid);
+    /* how many i in [from, to) have l[i] > pv, or l[i] == pv and id < pid,
+     * where id is ids[i] (ids NULL: i) */
+    uint32_t (*count_better)(const float *l, const int32_t *ids, uint32_t from, uint32_t to, float pv, int32_t pid);
     /* Moves the entries of (idx, val)[0..n) whose bucket is below `cross`
      * to the front, in order, and returns how many; appends those in bucket
      * `cross` to (cidx, cval) in order, counting them in *c. */
     uint32_t (*split)(int32_t *idx, float *val, const uint8_t *bucket, uint32_t n, int cross, int32_t *cidx,
                       float *cval, uint32_t *c);
-    /* appends those i (and l[i]) to (idx, val) in index order; returns how
+    /* appends those (id, l[i]) to (idx, val) in index order; returns how
      * many */
-    uint32_t (*collect_better)(const float *l, uint32_t from, uint32_t to, float pv, int32_t pid, int32_t *idx,
-                               float *val);
+    uint32_t (*collect_better)(const float *l, const int32_t *ids, uint32_t from, uint32_t to, float pv, int32_t pid,
+                               int32_t *idx, float *val);
 } sk_kernels;
 
 #define SK_BUCKETS 256

@@ -626,10 +626,40 @@ static void test_kernels_agree(void)
                 uint32_t from = n / 5, to = n - n / 7;
                 float pv = l[n / 2];
                 int32_t pid = (int32_t)(n / 2);
-                bad += k.count_better(l, from, to, pv, pid) != ref.count_better(l, from, to, pv, pid);
-                uint32_t c1 = ref.collect_better(l, from, to, pv, pid, i1, o1);
-                uint32_t c2 = k.collect_better(l, from, to, pv, pid, i2, o2);
+                bad += k.count_better(l, NULL, from, to, pv, pid) != ref.count_better(l, NULL, from, to, pv, pid);
+                uint32_t c1 = ref.collect_better(l, NULL, from, to, pv, pid, i1, o1);
+                uint32_t c2 = k.collect_better(l, NULL, from, to, pv, pid, i2, o2);
                 bad += c1 != c2 || memcmp(i1, i2, c1 * sizeof *i1) != 0;
+                /* with explicit ids (a list), ties decided by them */
+                for (uint32_t i = 0; i < n; i++)
+                    i1[i] = (int32_t)((i * 7919u) % n);
+                bad += k.count_better(l, i1, from, to, pv, pid) != ref.count_better(l, i1, from, to, pv, pid);
+                c1 = ref.collect_better(l, i1, from, to, pv, pid, i2, o2);
+                int32_t *i3 = malloc((n + SK_SLACK) * sizeof *i3);
+                float *o3 = malloc((n + SK_SLACK) * sizeof *o3);
+                c2 = k.collect_better(l, i1, from, to, pv, pid, i3, o3);
+                bad += c1 != c2 || memcmp(i2, i3, c1 * sizeof *i2) != 0;
+                /* split by bucket */
+                for (uint32_t i = 0; i < n; i++) {
+                    b1[i] = (uint8_t)(rs_next(&x) % 5);
+                    i1[i] = (int32_t)i;
+                    i2[i] = (int32_t)i;
+                    o2[i] = l[i];
+                }
+                memcpy(o3, l, n * sizeof *l);
+                uint32_t n1, n2;
+                float *cv1 = malloc((n + SK_SLACK) * sizeof *cv1), *cv2 = malloc((n + SK_SLACK) * sizeof *cv2);
+                int32_t *ci1 = malloc((n + SK_SLACK) * sizeof *ci1), *ci2 = malloc((n + SK_SLACK) * sizeof *ci2);
+                uint32_t kept1 = ref.split(i1, o2, b1, n, 2, ci1, cv1, &n1);
+                uint32_t kept2 = k.split(i2, o3, b1, n, 2, ci2, cv2, &n2);
+                bad += kept1 != kept2 || n1 != n2 || memcmp(i1, i2, kept1 * sizeof *i1) != 0 ||
+                       memcmp(ci1, ci2, n1 * sizeof *ci1) != 0;
+                free(i3);
+                free(o3);
+                free(cv1);
+                free(cv2);
+                free(ci1);
+                free(ci2);
             }
     }
     CHECK(bad == 0, "%d kernel results differ from the portable code", bad);
