@@ -32,6 +32,12 @@ void sampler_set_params(sampler *s, const sampler_params *p); /* reseeds when se
 void sampler_accept(sampler *s, int32_t id);
 void sampler_reset(sampler *s);
 
+/* Vector code for the passes over the whole vocabulary: 0 portable C,
+ * 1 AVX2, 2 AVX-512 (x86-64).  sampler_new picks the best the CPU runs;
+ * every level gives the same tokens, so this is for tests and benchmarks.
+ * Returns the level now in use (never above what the CPU supports). */
+int sampler_set_simd(sampler *s, int level);
+
 /* Samples from full logits (n_vocab floats; modified in place). */
 int32_t sampler_sample(sampler *s, float *logits);
 /* Samples from the K best candidates (ids, logits descending) of a
