@@ -3,6 +3,7 @@
 #   make                 ./glmchat
 #   make test            every test; last line "N passed, N failed"
 #   make test SANITIZE=1 the same suite under ASan + UBSan
+#   make check           both, plus a short fuzz run (what CI runs)
 #   make bench           benchmarks on the synthetic models
 #   make fuzz            libFuzzer targets for a bounded time (FUZZ_SECONDS)
 #   make install PREFIX=/usr/local
@@ -55,7 +56,7 @@ TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
 LIB := $(BUILD)/libglm.a
 
-.PHONY: all test bench fuzz install clean FORCE
+.PHONY: all test check bench fuzz install clean FORCE
 all: glmchat
 
 # The binary at the root is always the one of the last build flavour.
@@ -105,6 +106,10 @@ $(BUILD)/tools/%: tests/tools/%.c $(LIB)
 
 test: glmchat $(TEST_BIN) $(TOOL_BIN)
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh
+
+# The suite as CI runs it: tests, tests under sanitizers, a short fuzz run.
+check:
+	@sh tests/check.sh
 
 bench: glmchat
 	sh tests/bench.sh

@@ -154,122 +154,147 @@ static int print_table(const synth_config *c)
     return 0;
 }
 
+/* A progress line on a terminal (the generator calls it twice a second). */
 static void progress(void *user, uint64_t done, uint64_t total)
 {
-    const double *t0 = user;
-    (void)t0;
+    (void)user;
     fprintf(stderr, "\rmkmodel: %5.1f%% (%.2f of %.2f GB)", total ? 100.0 * (double)done / (double)total : 100.0,
             (double)done / 1e9, (double)total / 1e9);
     if (done == total)
         fprintf(stderr, "\n");
 }
 
-int cmd_mkmodel(int argc, char **argv)
-{
-    const char *preset = NULL, *type = NULL, *out = NULL;
-    bool list = false, quiet = false;
+/* The command line, before the preset is applied. */
+typedef struct {
+    const char *preset, *type, *out;
+    bool list, quiet, help;
     struct {
         const char *opt;
         uint32_t val;
     } over[32]; /* shape overrides, applied after the preset */
-    int n_over = 0;
-    uint64_t seed = 1;
-    int threads = 0;
-    int yarn = 0; /* 1 set, -1 off */
-    const char *yarn_arg = NULL;
-    bool merged = false, legacy = false, no_gating = false;
+    int n_over;
+    uint32_t seed, threads;
+    int yarn; /* 1 set, -1 off, 0 as the preset */
+    const char *yarn_arg;
+    bool merged, legacy, no_gating;
+} mk_args;
+
+/* 0, or the exit status of a usage error (already reported). */
+static int parse_args(int argc, char **argv, mk_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->seed = 1;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         synth_config probe;
-        bool is_shape = shape_field(&probe, a) != NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--list") || !strcmp(a, "--dry-run")) {
-            list = true;
-        } else if (!strcmp(a, "--quiet")) {
-            quiet = true;
-        } else if (!strcmp(a, "--merged-gate-up")) {
-            merged = true;
-        } else if (!strcmp(a, "--legacy-kv-b")) {
-            legacy = true;
-        } else if (!strcmp(a, "--no-gating-key")) {
-            no_gating = true;
-        } else if (!strcmp(a, "--no-yarn")) {
-            yarn = -1;
-        } else if (!val) {
-            fprintf(stderr, "glmchat: mkmodel: unknown option or missing value: '%s' (see --help)\n", a);
+        bool flag = true;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help"))
+            a->help = true;
+        else if (!strcmp(o, "--list") || !strcmp(o, "--dry-run"))
+            a->list = true;
+        else if (!strcmp(o, "--quiet"))
+            a->quiet = true;
+        else if (!strcmp(o, "--merged-gate-up"))
+            a->merged = true;
+        else if (!strcmp(o, "--legacy-kv-b"))
+            a->legacy = true;
+        else if (!strcmp(o, "--no-gating-key"))
+            a->no_gating = true;
+        else if (!strcmp(o, "--no-yarn"))
+            a->yarn = -1;
+        else
+            flag = false;
+        if (flag)
+            continue;
+        if (!val) {
+            fprintf(stderr, "glmchat: mkmodel: unknown option or missing value: '%s' (see --help)\n", o);
             return 2;
-        } else if (!strcmp(a, "--preset")) {
-            preset = argv[++i];
-        } else if (!strcmp(a, "--type")) {
-            type = argv[++i];
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            out = argv[++i];
-        } else if (!strcmp(a, "--yarn")) {
-            yarn = 1;
-            yarn_arg = argv[++i];
-        } else if (!strcmp(a, "--seed") || !strcmp(a, "--threads")) {
-            uint32_t v;
-            if (parse_u32(a, argv[++i], &v) < 0)
+        }
+        i++;
+        if (!strcmp(o, "--preset")) {
+            a->preset = val;
+        } else if (!strcmp(o, "--type")) {
+            a->type = val;
+        } else if (!strcmp(o, "-o") || !strcmp(o, "--output")) {
+            a->out = val;
+        } else if (!strcmp(o, "--yarn")) {
+            a->yarn = 1;
+            a->yarn_arg = val;
+        } else if (!strcmp(o, "--seed") || !strcmp(o, "--threads")) {
+            if (parse_u32(o, val, !strcmp(o, "--seed") ? &a->seed : &a->threads) < 0)
                 return 2;
-            if (a[2] == 's')
-                seed = v;
-            else
-                threads = (int)v;
-        } else if (is_shape && n_over < (int)(sizeof over / sizeof over[0])) {
-            over[n_over].opt = a;
-            if (parse_u32(a, argv[++i], &over[n_over].val) < 0)
+        } else if (shape_field(&probe, o) && a->n_over < (int)(sizeof a->over / sizeof a->over[0])) {
+            a->over[a->n_over].opt = o;
+            if (parse_u32(o, val, &a->over[a->n_over].val) < 0)
                 return 2;
-            n_over++;
+            a->n_over++;
         } else {
-            fprintf(stderr, "glmchat: mkmodel: unknown option '%s' (see --help)\n", a);
+            fprintf(stderr, "glmchat: mkmodel: unknown option '%s' (see --help)\n", o);
             return 2;
         }
     }
-    if (!preset || !type || (!out && !list)) {
+    return 0;
+}
+
+/* The preset with the command line's type, seed, shape and layout applied. */
+static int make_config(const mk_args *a, synth_config *cfg)
+{
+    err_t err;
+    if (synth_preset(a->preset, cfg, &err) < 0) {
+        fprintf(stderr, "glmchat: mkmodel: %s\n", err.msg);
+        return 2;
+    }
+    int ft = synth_ftype_from_name(a->type);
+    if (ft < 0) {
+        fprintf(stderr, "glmchat: mkmodel: unknown type '%s' (types: %s)\n", a->type, synth_ftype_names());
+        return 2;
+    }
+    cfg->ftype = (uint32_t)ft;
+    cfg->seed = a->seed;
+    for (int k = 0; k < a->n_over; k++)
+        *shape_field(cfg, a->over[k].opt) = a->over[k].val;
+    if (a->yarn == -1)
+        cfg->yarn_factor = 0;
+    if (a->yarn == 1 && parse_yarn(a->yarn_arg, cfg) < 0)
+        return 2;
+    cfg->merged_gate_up = a->merged;
+    cfg->legacy_kv_b = a->legacy;
+    cfg->no_gating_key = a->no_gating;
+    if (synth_validate(cfg, &err) < 0) {
+        fprintf(stderr, "glmchat: mkmodel: %s\n", err.msg);
+        return 2;
+    }
+    return 0;
+}
+
+int cmd_mkmodel(int argc, char **argv)
+{
+    mk_args a;
+    synth_config cfg;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc;
+    if (a.help) {
+        usage(stdout);
+        return 0;
+    }
+    if (!a.preset || !a.type || (!a.out && !a.list)) {
         fprintf(stderr, "glmchat: mkmodel: --preset, --type and -o FILE (or --list) are required\n");
         usage(stderr);
         return 2;
     }
-    synth_config cfg;
-    err_t err;
-    if (synth_preset(preset, &cfg, &err) < 0) {
-        fprintf(stderr, "glmchat: mkmodel: %s\n", err.msg);
-        return 2;
-    }
-    int ft = synth_ftype_from_name(type);
-    if (ft < 0) {
-        fprintf(stderr, "glmchat: mkmodel: unknown type '%s' (types: %s)\n", type, synth_ftype_names());
-        return 2;
-    }
-    cfg.ftype = (uint32_t)ft;
-    cfg.seed = seed;
-    for (int k = 0; k < n_over; k++)
-        *shape_field(&cfg, over[k].opt) = over[k].val;
-    if (yarn == -1)
-        cfg.yarn_factor = 0;
-    if (yarn == 1 && parse_yarn(yarn_arg, &cfg) < 0)
-        return 2;
-    cfg.merged_gate_up = merged;
-    cfg.legacy_kv_b = legacy;
-    cfg.no_gating_key = no_gating;
-    if (synth_validate(&cfg, &err) < 0) {
-        fprintf(stderr, "glmchat: mkmodel: %s\n", err.msg);
-        return 2;
-    }
-    if (list)
+    if ((rc = make_config(&a, &cfg)) != 0)
+        return rc;
+    if (a.list)
         return print_table(&cfg);
-    synth_options opt = {.n_threads = threads, .progress = NULL, .user = NULL};
-    if (!quiet && isatty(2))
-        opt.progress = progress;
+    synth_options opt = {.n_threads = (int)a.threads, .progress = !a.quiet && isatty(2) ? progress : NULL};
     synth_stats st;
-    if (synth_write(&cfg, out, &opt, &st, &err) < 0) {
+    err_t err;
+    if (synth_write(&cfg, a.out, &opt, &st, &err) < 0) {
         fprintf(stderr, "glmchat: %s\n", err.msg);
         return 1;
     }
-    printf("wrote %s: %s %s, %" PRIu64 " bytes in %.2f s (%.2f GB/s)\n", out, preset, synth_ftype_name(cfg.ftype),
-           st.bytes, st.seconds, st.seconds > 0 ? (double)st.bytes / st.seconds / 1e9 : 0.0);
+    printf("wrote %s: %s %s, %" PRIu64 " bytes in %.2f s (%.2f GB/s)\n", a.out, a.preset,
+           synth_ftype_name(cfg.ftype), st.bytes, st.seconds, st.seconds > 0 ? (double)st.bytes / st.seconds / 1e9 : 0.0);
     return 0;
 }

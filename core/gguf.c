@@ -170,6 +170,17 @@ typedef struct {
 
 static uint64_t remaining(const cursor *c) { return c->ctx->size - c->pos; }
 
+/* Keys and names come from the file: control bytes (a newline, an escape
+ * sequence) in them must not reach the terminal or split the error line. */
+static int one_line(err_t *err)
+{
+    if (err)
+        for (char *p = err->msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = '?';
+    return -1;
+}
+
 /* One error line: "PATH: at byte OFFSET: PROBLEM". */
 static int fail_at(const cursor *c, uint64_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail_at(const cursor *c, uint64_t at, const char *fmt, ...)
@@ -179,7 +190,8 @@ static int fail_at(const cursor *c, uint64_t at, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(problem, sizeof problem, fmt, ap);
     va_end(ap);
-    return err_set(c->err, "%s: at byte %" PRIu64 ": %s", c->ctx->path, at, problem);
+    err_set(c->err, "%s: at byte %" PRIu64 ": %s", c->ctx->path, at, problem);
+    return one_line(c->err);
 }
 
 /* Ensures n more bytes exist for `what`. */
@@ -652,6 +664,7 @@ static const kv_entry *get_kv(const gguf_ctx *ctx, const char *key, err_t *err)
     int64_t i = gguf_find_key(ctx, key);
     if (i < 0) {
         err_set(err, "%s: key '%s' not found", ctx->path, key);
+        one_line(err);
         return NULL;
     }
     return &ctx->kvs[i];
@@ -659,8 +672,8 @@ static const kv_entry *get_kv(const gguf_ctx *ctx, const char *key, err_t *err)
 
 static int wrong_type(const gguf_ctx *ctx, const kv_entry *kv, const char *expected, err_t *err)
 {
-    return err_set(err, "%s: key '%s' has type %s, expected %s", ctx->path, kv->key, gguf_type_name(kv->type),
-                   expected);
+    err_set(err, "%s: key '%s' has type %s, expected %s", ctx->path, kv->key, gguf_type_name(kv->type), expected);
+    return one_line(err);
 }
 
 /* An integer value as sign + magnitude, whatever its stored width. */
@@ -693,9 +706,10 @@ static int get_int(const gguf_ctx *ctx, const char *key, uint64_t neg_max, uint6
     if (!is_integer_type(kv->type))
         return wrong_type(ctx, kv, "an integer", err);
     kv_integer(ctx, kv, neg, mag);
-    if ((*neg && *mag > neg_max) || (!*neg && *mag > pos_max))
-        return err_set(err, "%s: key '%s' value %s%" PRIu64 " does not fit in %s", ctx->path, key, *neg ? "-" : "",
-                       *mag, dst);
+    if ((*neg && *mag > neg_max) || (!*neg && *mag > pos_max)) {
+        err_set(err, "%s: key '%s' value %s%" PRIu64 " does not fit in %s", ctx->path, key, *neg ? "-" : "", *mag, dst);
+        return one_line(err);
+    }
     return 0;
 }
 
@@ -820,11 +834,15 @@ int gguf_get_arr_str(const gguf_ctx *ctx, const gguf_arr *arr, uint64_t i, gguf_
     if (arr->kv_index < 0 || (uint64_t)arr->kv_index >= ctx->n_kv)
         return err_set(err, "%s: array does not belong to this file", ctx->path);
     const kv_entry *kv = &ctx->kvs[arr->kv_index];
-    if (kv->type != GGUF_TYPE_ARRAY || kv->elem_type != GGUF_TYPE_STRING)
-        return err_set(err, "%s: key '%s' is not an array of strings", ctx->path, kv->key);
-    if (i >= kv->n)
-        return err_set(err, "%s: key '%s': index %" PRIu64 " out of range (%" PRIu64 " strings)", ctx->path, kv->key,
-                       i, kv->n);
+    if (kv->type != GGUF_TYPE_ARRAY || kv->elem_type != GGUF_TYPE_STRING) {
+        err_set(err, "%s: key '%s' is not an array of strings", ctx->path, kv->key);
+        return one_line(err);
+    }
+    if (i >= kv->n) {
+        err_set(err, "%s: key '%s': index %" PRIu64 " out of range (%" PRIu64 " strings)", ctx->path, kv->key, i,
+                kv->n);
+        return one_line(err);
+    }
     out->len = rd64(ctx->base + kv->str_pos[i]);
     out->ptr = (const char *)ctx->base + kv->str_pos[i] + 8;
     return 0;

@@ -135,7 +135,9 @@ const gguf_tensor *gguf_find_tensor(const gguf_ctx *ctx, const char *name);
  * gguf_writer_write() calls (padding between tensors is inserted
  * automatically once a tensor's byte count is complete), then
  * gguf_writer_finish().  Memory use is independent of the tensor sizes, so
- * a 17 GB model can be written with little RAM.  Always writes GGUF v3. */
+ * a 17 GB model can be written with little RAM.  Always writes GGUF v3.
+ * Setting a key again replaces its value where it first appeared; setters
+ * return -1 after gguf_writer_begin(). */
 typedef struct gguf_writer gguf_writer;
 
 gguf_writer *gguf_writer_new(void);

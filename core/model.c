@@ -46,9 +46,13 @@ static int read_arch(kv_reader *r, model_config *c)
     if (gguf_get_str(r->g, "general.architecture", &s, r->err) < 0)
         return -1;
     if (s.len != strlen("deepseek2") || memcmp(s.ptr, "deepseek2", s.len) != 0) {
-        int n = s.len > 64 ? 64 : (int)s.len;
-        return err_set(r->err, "%s: general.architecture is '%.*s'; glmchat runs 'deepseek2' models "
-                       "(GLM-4.7-Flash, DeepSeek-V2)", r->path, n, s.ptr);
+        char seen[65]; /* from the file: control bytes would break the one-line error */
+        size_t n = s.len > 64 ? 64 : (size_t)s.len;
+        for (size_t i = 0; i < n; i++)
+            seen[i] = (unsigned char)s.ptr[i] < 0x20 || s.ptr[i] == 0x7f ? '?' : s.ptr[i];
+        seen[n] = 0;
+        return err_set(r->err, "%s: general.architecture is '%s'; glmchat runs 'deepseek2' models "
+                       "(GLM-4.7-Flash, DeepSeek-V2)", r->path, seen);
     }
     snprintf(c->arch, sizeof c->arch, "deepseek2");
     if (gguf_has_key(r->g, "general.name")) {
@@ -256,6 +260,7 @@ typedef enum {
     IN_NOQLORA,  /* q_lora_rank == 0 */
     IN_DENSE,    /* dense FFN blocks */
     IN_MOE,      /* MoE blocks */
+    IN_SHARED,   /* MoE blocks with shared experts */
     IN_NEXTN     /* NextN/MTP blocks only */
 } tensor_where;
 
@@ -309,9 +314,9 @@ static const tensor_spec layer_specs[] = {
     {"blk.%u.ffn_up_exps.weight", L(up_exps), K_MAT, IN_MOE, F_GU_SPLIT, {D_EMBD, D_FFEXP, D_NEXP}},
     {"blk.%u.ffn_gate_up_exps.weight", SLOT_GATE_UP, K_MAT, IN_MOE, F_GU_MERGED, {D_EMBD, D_FFEXP2, D_NEXP}},
     {"blk.%u.ffn_down_exps.weight", L(down_exps), K_MAT, IN_MOE, 0, {D_FFEXP, D_EMBD, D_NEXP}},
-    {"blk.%u.ffn_gate_shexp.weight", L(gate_shexp), K_MAT, IN_MOE, 0, {D_EMBD, D_FFSH, D_1}},
-    {"blk.%u.ffn_up_shexp.weight", L(up_shexp), K_MAT, IN_MOE, 0, {D_EMBD, D_FFSH, D_1}},
-    {"blk.%u.ffn_down_shexp.weight", L(down_shexp), K_MAT, IN_MOE, 0, {D_FFSH, D_EMBD, D_1}},
+    {"blk.%u.ffn_gate_shexp.weight", L(gate_shexp), K_MAT, IN_SHARED, 0, {D_EMBD, D_FFSH, D_1}},
+    {"blk.%u.ffn_up_shexp.weight", L(up_shexp), K_MAT, IN_SHARED, 0, {D_EMBD, D_FFSH, D_1}},
+    {"blk.%u.ffn_down_shexp.weight", L(down_shexp), K_MAT, IN_SHARED, 0, {D_FFSH, D_EMBD, D_1}},
     {"blk.%u.nextn.eh_proj.weight", L(nextn_eh_proj), K_MAT, IN_NEXTN, 0, {D_EMBD2, D_EMBD, D_1}},
     {"blk.%u.nextn.enorm.weight", L(nextn_enorm), K_VEC, IN_NEXTN, 0, {D_EMBD, D_1, D_1}},
     {"blk.%u.nextn.hnorm.weight", L(nextn_hnorm), K_VEC, IN_NEXTN, 0, {D_EMBD, D_1, D_1}},
@@ -427,6 +432,7 @@ static bool spec_applies(const model_config *c, const tensor_spec *s, uint32_t i
     case IN_NOQLORA: return c->q_lora_rank == 0;
     case IN_DENSE: return !moe;
     case IN_MOE: return moe;
+    case IN_SHARED: return moe && c->n_expert_shared > 0;
     case IN_NEXTN: return il >= c->n_layer;
     }
     return false;
@@ -587,6 +593,11 @@ int model_load_gguf_ex(model *m, gguf_ctx *ctx, unsigned flags, err_t *err)
     binder b = {m, path, err};
     if (read_config(ctx, path, &m->cfg, err) < 0)
         goto fail;
+    if (m->cfg.n_layer_file > gguf_n_tensors(ctx)) { /* each block has tensors: bounds the allocation below */
+        err_set(err, "%s: block_count %u exceeds the file's %zu tensors", path, m->cfg.n_layer_file,
+                gguf_n_tensors(ctx));
+        goto fail;
+    }
     m->layers = calloc(m->cfg.n_layer_file, sizeof *m->layers);
     if (!m->layers) {
         err_set(err, "%s: out of memory", path);

@@ -579,7 +579,10 @@ static void quantize_q8_0(const float *x, block_q8_0 *y)
  * (min <= 0), minimizing the weighted squared error.  Starts from the plain
  * min/max fit, then tries nstep+1 stretched scales, each refined by a
  * weighted least-squares solve for (scale, min); keeps the best.  Returns
- * scale and stores -min.  The arithmetic mirrors ggml's make_qkx2_quants. */
+ * scale and stores -min.  The arithmetic mirrors ggml's make_qkx2_quants.
+ * The steps cannot be evaluated independently (e.g. all at once for
+ * speed): an accepted step replaces `min`, which the later steps' levels
+ * depend on. */
 typedef struct {
     int nmax;
     float rmin, rdelta;

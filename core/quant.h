@@ -110,7 +110,14 @@ void quant_dequant_row(uint32_t type, const void *src, float *dst, uint64_t n);
 float quant_dot_row(uint32_t type, const void *row, const float *x, uint64_t n);
 
 /* y[r] = dot(row r of W, x) for r in [0, n_rows); W rows are `row_bytes`
- * apart.  Single-threaded building block of the reference forward pass. */
+ * apart (any stride).  The building block of the CPU forward pass: it runs
+ * the fastest kernels this CPU has (quant_cpu_kernels), which sum the same
+ * exactly dequantized weights as quant_dot_row in f32 but in another order,
+ * so results agree with quant_dot_row within f32 rounding, not bit for bit.
+ * A row's result depends only on (type, row, x, n) and the CPU, never on
+ * n_rows or on how rows are split between calls, so threads may each take
+ * a range of rows and get the same numbers.  Single-threaded and reentrant
+ * (no allocation, no shared state). */
 void quant_matvec(uint32_t type, const void *w, uint64_t row_bytes, uint64_t n_rows,
                   const float *x, uint64_t n, float *y);
 

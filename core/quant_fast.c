@@ -46,15 +46,20 @@ static float dot_f32_8way(const float *w, const float *x, size_t n)
     return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
-/* F16/BF16 rows are decoded 256 elements at a time (their "block" is one). */
-static float portable_dot_half(uint32_t type, const uint8_t *row, const float *x, uint64_t n)
+/* F32/F16/BF16 rows are decoded 256 elements at a time (their "block" is
+ * one element).  F32 is copied with memcpy: a row stride need not keep the
+ * floats 4-byte aligned. */
+static float portable_dot_elementwise(uint32_t type, const uint8_t *row, const float *x, uint64_t n)
 {
     float w[256];
     float sum = 0;
     for (uint64_t i = 0; i < n; i += 256) {
         uint32_t m = n - i < 256 ? (uint32_t)(n - i) : 256;
-        for (uint32_t k = 0; k < m; k++)
-            quant_decode_block(type, row + 2 * (i + k), &w[k]);
+        if (type == QT_F32)
+            memcpy(w, row + 4 * i, 4 * (size_t)m);
+        else
+            for (uint32_t k = 0; k < m; k++)
+                quant_decode_block(type, row + 2 * (i + k), &w[k]);
         sum += dot_f32_8way(w, x + i, m);
     }
     return sum;
@@ -65,17 +70,8 @@ static float portable_dot_row(uint32_t type, const void *row, const float *x, ui
     const quant_traits *t = quant_traits_of(type);
     if (!t || !t->can_dequant)
         return quant_dot_row(type, row, x, n); /* NaN, as documented */
-    if (type == QT_F32) {
-        float sum = 0;
-        const float *w = row;
-        for (uint64_t i = 0; i < n; i += 4096) {
-            uint32_t m = n - i < 4096 ? (uint32_t)(n - i) : 4096;
-            sum += dot_f32_8way(w + i, x + i, m);
-        }
-        return sum;
-    }
     if (t->block_elems == 1)
-        return portable_dot_half(type, row, x, n);
+        return portable_dot_elementwise(type, row, x, n);
     /* decode 256 elements (one K-quant block, eight 32-element blocks) at
      * a time, then one vectorizable dot over them */
     const uint8_t *p = row;
@@ -390,6 +386,8 @@ AVX2 static float avx2_dot_q6_K(const block_q6_K *b, const float *x, const float
     return hsum8(acc);
 }
 
+/* w may be only 1-byte aligned (any row stride): unaligned loads, and a
+ * memcpy for the scalar tail. */
 AVX2 static float avx2_dot_f32(const float *w, const float *x, uint64_t n)
 {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
@@ -399,8 +397,11 @@ AVX2 static float avx2_dot_f32(const float *w, const float *x, uint64_t n)
         a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);
     }
     float sum = hsum8(_mm256_add_ps(a0, a1));
-    for (; i < n; i++)
-        sum += w[i] * x[i];
+    for (; i < n; i++) {
+        float wi;
+        memcpy(&wi, (const char *)(w + i), sizeof wi);
+        sum += wi * x[i];
+    }
     return sum;
 }
 

@@ -195,8 +195,16 @@ static double mm_run(rf_state *s, uint32_t n_jobs)
         s->job_end[j] = total;
         bytes += (double)s->jobs[j].n_rows * (double)s->jobs[j].w->nb1;
     }
+    /* Chunks of at least ~64k multiply-adds: below that, handing work to
+     * another thread costs more than it saves (the tiny test models). */
+    double macs = 0;
+    for (uint32_t j = 0; j < n_jobs; j++)
+        macs += (double)s->jobs[j].n_rows * (double)s->jobs[j].w->ne[0] * s->jobs[j].n_tok;
+    double per_row = total ? macs / (double)total : 1;
+    uint64_t grain = (uint64_t)(65536.0 / per_row) + 1;
+    uint64_t even = (total + (uint64_t)s->n_threads * 4 - 1) / ((uint64_t)s->n_threads * 4);
     mm_batch b = {s, n_jobs};
-    threadpool_for(s->tp, total, 0, mm_body, &b);
+    threadpool_for(s->tp, total, grain > even ? grain : even, mm_body, &b);
     return bytes;
 }
 
@@ -294,11 +302,6 @@ static void embed(rf_state *s, const int32_t *tokens, uint32_t n)
     stage_add(s, RF_ST_EMBED, t0, (double)n * (double)te->nb1);
 }
 
-static void *kv_layer(rf_state *s, uint32_t il)
-{
-    return s->kv[il];
-}
-
 /* ---- attention ---------------------------------------------------------- */
 
 /* q and kv projections: q = q_b · rmsnorm(q_a · x) (or attn_q · x), and
@@ -368,11 +371,11 @@ static void kv_store(rf_state *s, uint32_t il, uint32_t n, uint32_t pos)
     for (uint32_t t = 0; t < n; t++) {
         const float *src = s->kv_a + (uint64_t)t * w;
         if (s->kv_f16) {
-            uint16_t *dst = (uint16_t *)kv_layer(s, il) + (uint64_t)(pos + t) * w;
+            uint16_t *dst = (uint16_t *)s->kv[il] + (uint64_t)(pos + t) * w;
             for (uint64_t i = 0; i < w; i++)
                 dst[i] = quant_f32_to_f16(src[i]);
         } else {
-            memcpy((float *)kv_layer(s, il) + (uint64_t)(pos + t) * w, src, w * sizeof(float));
+            memcpy((float *)s->kv[il] + (uint64_t)(pos + t) * w, src, w * sizeof(float));
         }
     }
 }
@@ -391,7 +394,7 @@ static void attn_body(void *p, uint64_t begin, uint64_t end, int tid)
     const model_config *c = s->c;
     uint64_t w = s->kv_row, lora = c->kv_lora_rank;
     float *score = s->score_scratch + (uint64_t)tid * s->n_ctx;
-    const void *kv = kv_layer(s, a->il);
+    const void *kv = s->kv[a->il];
     for (uint64_t i = begin; i < end; i++) {
         uint32_t t = (uint32_t)(i / c->n_head), h = (uint32_t)(i % c->n_head);
         uint32_t n_kv = a->pos + t + 1;
@@ -422,9 +425,10 @@ static void attend(rf_state *s, uint32_t il, uint32_t n, uint32_t pos)
     double t0 = now_seconds();
     kv_store(s, il, n, pos);
     attn_ctx a = {s, il, pos};
-    threadpool_for(s->tp, (uint64_t)n * s->c->n_head, 1, attn_body, &a);
-    /* bytes: each (token, head) reads its visible cache rows */
+    /* bytes: each (token, head) reads its visible cache rows (twice) */
     double rows = (double)s->c->n_head * ((double)n * pos + (double)n * (n + 1) / 2.0);
+    double per_task = 2.0 * rows * (double)s->kv_row / ((double)n * s->c->n_head);
+    threadpool_for(s->tp, (uint64_t)n * s->c->n_head, (uint64_t)(65536.0 / per_task) + 1, attn_body, &a);
     stage_add(s, RF_ST_ATTENTION, t0, rows * (double)s->kv_row * (s->kv_f16 ? 2.0 : 4.0));
 }
 

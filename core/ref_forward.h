@@ -1,9 +1,10 @@
 /* ref_forward.h: the plain-C reference forward pass of deepseek2 (rf_).
  *
  * The numerical oracle for the GPU kernels and the no-GPU fallback: f32
- * activations, weights dequantized exactly row by row (no activation
- * quantization), MLA attention in the absorbed form over a latent KV cache,
- * RoPE and YaRN as ggml applies them, MoE routing as llama.cpp does.
+ * activations against the stored weights exactly dequantized (quant_matvec:
+ * f32 accumulation, no activation quantization), MLA attention in the
+ * absorbed form over a latent KV cache, RoPE and YaRN as ggml applies them,
+ * MoE routing as llama.cpp does.
  *
  * Promises:
  *  - rf_new() sizes everything once (KV cache for n_ctx tokens, activations

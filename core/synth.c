@@ -171,7 +171,7 @@ int synth_validate(const synth_config *c, err_t *err)
     if (moe && (!c->experts || !c->moe_ff || !c->experts_used || c->experts_used > c->experts))
         return err_set(err, "MoE layers need experts > 0, moe-ff > 0 and 0 < experts-used <= experts (got %" PRIu32
                        " of %" PRIu32 ")", c->experts_used, c->experts);
-    if (c->vocab < 256 + 22)
+    if (c->vocab < 256 + 22 && !c->no_tokenizer)
         return err_set(err, "vocab %" PRIu32 " too small: the tokenizer needs 256 byte tokens + 22 added tokens",
                        c->vocab);
     /* Keep every dimension product far from overflow (and from absurd files). */
@@ -779,7 +779,7 @@ int synth_set_metadata(const synth_config *c, gguf_writer *w, err_t *err)
 #undef KEY
     if (rc)
         return err_set(err, "out of memory writing metadata");
-    if (set_tokenizer(c, w, err) < 0)
+    if (!c->no_tokenizer && set_tokenizer(c, w, err) < 0)
         return -1;
     rc |= gguf_writer_set_u32(w, "general.quantization_version", 2);
     if (!is_float_ftype(c->ftype))

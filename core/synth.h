@@ -59,6 +59,7 @@ typedef struct {
     bool legacy_kv_b;         /* attn_kv_b instead of attn_k_b + attn_v_b (older converters) */
     bool no_gating_key;       /* leave out expert_gating_func (older converters) */
     uint32_t nextn;           /* extra NextN/MTP blocks after the `layers` blocks */
+    bool no_tokenizer;        /* leave out the tokenizer.* keys (tiny test inputs: any vocab >= 1) */
     /* file */
     uint32_t ftype;           /* SYNTH_FT_* */
     uint64_t seed;

@@ -3,9 +3,11 @@
  * A call publishes the loop (body, range, grain) and bumps a generation
  * counter; workers notice it, take chunks from a shared atomic cursor, and
  * decrement a pending count when the cursor runs out.  The forward pass makes
- * hundreds of short calls per token, so workers spin (then yield) for a while
- * before they block on the condition variable: a wake-up through the kernel
- * would cost more than many of the loops themselves. */
+ * hundreds of short calls per token, so workers spin (then yield) for about
+ * SPIN_NS before they block on the condition variable: a wake-up through the
+ * kernel (50-100 us on a VM) would cost more than many of the loops
+ * themselves, while the serial work between two loops of a token is shorter
+ * than the spin. */
 #include "threadpool.h"
 
 #include <pthread.h>
@@ -14,9 +16,26 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-enum { SPIN_PAUSES = 2000, SPIN_YIELDS = 200 };
+#define SPIN_NS 200000 /* then sleep */
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 typedef struct {
     threadpool *tp;
@@ -55,12 +74,17 @@ static void run_chunks(threadpool *tp, int tid)
 static unsigned wait_generation(threadpool *tp, unsigned seen)
 {
     unsigned g;
-    for (int i = 0; i < SPIN_PAUSES + SPIN_YIELDS; i++) {
+    uint64_t start = now_ns();
+    for (unsigned i = 1;; i++) {
         g = atomic_load(&tp->generation);
         if (g != seen || atomic_load(&tp->quit))
             return g;
-        if (i >= SPIN_PAUSES)
+        cpu_relax();
+        if (i % 256 == 0) { /* more threads than cores: let others run */
             sched_yield();
+            if (now_ns() - start > SPIN_NS)
+                break;
+        }
     }
     pthread_mutex_lock(&tp->mu);
     tp->n_sleeping++;
@@ -188,7 +212,9 @@ void threadpool_for(threadpool *tp, uint64_t n, uint64_t grain, threadpool_fn fn
         pthread_cond_broadcast(&tp->cv);
     pthread_mutex_unlock(&tp->mu);
     run_chunks(tp, 0);
-    for (int i = 0; atomic_load(&tp->pending) > 0; i++)
-        if (i >= SPIN_PAUSES)
+    for (unsigned i = 1; atomic_load(&tp->pending) > 0; i++) {
+        cpu_relax();
+        if (i % 256 == 0)
             sched_yield();
+    }
 }

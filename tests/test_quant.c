@@ -16,7 +16,7 @@
  *  - agreement with llama-quantize on the fixture models: requantizing each
  *    tensor of the .f32.gguf reproduces the stored bytes of the
  *    .q8_0/.q4_0/.q4_k_m.gguf files exactly, and the stored values are within
- *    the type's error bound of the F32 values.
+ *    the type's error bound of the F32 values (files read with core/gguf.h).
  */
 #include <float.h>
 #include <inttypes.h>
@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gguf.h"
 #include "quant.h"
 #include "quant_fast.h"
 #include "testlib.h"
@@ -1207,201 +1208,85 @@ static void test_matvec(void)
     CHECK(y[0] == 0 && y[1] == 0, "zero-length rows give 0");
 }
 
-/* ======================================================================
- * Agreement with llama-quantize on the fixture models.
- *
- * A minimal GGUF reader of our own (header, metadata skipped by type,
- * tensor table, data offset), enough for these well-formed files; it will
- * be swapped for core/gguf.h when the reader lands on main.
- * ====================================================================== */
-
-typedef struct {
-    char name[128];
-    uint32_t type;
-    uint64_t n_elems;
-    uint64_t offset;
-} fx_tensor;
-
-typedef struct {
-    uint8_t *data;
-    size_t size;
-    uint64_t data_start;
-    fx_tensor *tensors;
-    uint64_t n_tensors;
-} fx_file;
-
-typedef struct {
-    const uint8_t *p;
-    size_t size, pos;
-    bool bad;
-} fx_cursor;
-
-static uint64_t fx_read(fx_cursor *c, size_t n)
+/* quant_matvec's promise to the threaded forward pass: a row's result is
+ * the same bits however the rows are split between calls. */
+static void test_matvec_split_is_bitwise_stable(void)
 {
-    uint64_t v = 0;
-    if (c->bad || n > c->size - c->pos) {
-        c->bad = true;
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++)
-        v |= (uint64_t)c->p[c->pos + i] << (8 * i);
-    c->pos += n;
-    return v;
-}
-
-static void fx_skip(fx_cursor *c, uint64_t n)
-{
-    if (c->bad || n > c->size - c->pos)
-        c->bad = true;
-    else
-        c->pos += n;
-}
-
-static size_t fx_scalar_size(uint32_t type)
-{
-    static const size_t sz[13] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-    return type < 13 ? sz[type] : 0;
-}
-
-static void fx_skip_value(fx_cursor *c, uint32_t type, int depth)
-{
-    if (type == 8) { /* string */
-        fx_skip(c, fx_read(c, 8));
-    } else if (type == 9 && depth < 4) { /* array */
-        uint32_t et = (uint32_t)fx_read(c, 4);
-        uint64_t n = fx_read(c, 8);
-        if (fx_scalar_size(et)) {
-            if (n > c->size)
-                c->bad = true;
-            else
-                fx_skip(c, n * fx_scalar_size(et));
-        } else {
-            for (uint64_t i = 0; i < n && !c->bad; i++)
-                fx_skip_value(c, et, depth + 1);
+    rng_seed(45);
+    const uint32_t types[] = {QT_Q4_0, QT_Q4_K, QT_Q6_K, QT_Q8_0, QT_F16, QT_F32};
+    const uint64_t rows = 9, n = 10240;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        uint64_t rb = 0;
+        quant_row_bytes(types[ti], n, &rb);
+        uint8_t *w = malloc(rows * rb);
+        for (uint64_t r = 0; r < rows; r++) {
+            uint8_t *row = random_row(types[ti], n);
+            memcpy(w + r * rb, row, rb);
+            free(row);
         }
-    } else if (fx_scalar_size(type)) {
-        fx_skip(c, fx_scalar_size(type));
-    } else {
-        c->bad = true;
+        float *x = malloc(n * sizeof *x), all[9], part[9];
+        fill_random(x, n, 0);
+        quant_matvec(types[ti], w, rb, rows, x, n, all);
+        quant_matvec(types[ti], w, rb, 4, x, n, part);
+        quant_matvec(types[ti], w + 4 * rb, rb, 1, x, n, part + 4);
+        quant_matvec(types[ti], w + 5 * rb, rb, 4, x, n, part + 5);
+        for (uint64_t r = 0; r < rows; r++)
+            CHECK(bits_of(all[r]) == bits_of(part[r]), "%s row %" PRIu64 ": %.9g vs %.9g",
+                  quant_type_name(types[ti]), r, (double)all[r], (double)part[r]);
+        free(w);
+        free(x);
     }
 }
 
-static void fx_free(fx_file *f)
-{
-    free(f->data);
-    free(f->tensors);
-    memset(f, 0, sizeof *f);
-}
-
-static bool fx_load(const char *path, fx_file *f)
-{
-    memset(f, 0, sizeof *f);
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return false;
-    fseek(fp, 0, SEEK_END);
-    long sz = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    f->data = malloc(sz > 0 ? (size_t)sz : 1);
-    f->size = sz > 0 && fread(f->data, 1, (size_t)sz, fp) == (size_t)sz ? (size_t)sz : 0;
-    fclose(fp);
-    fx_cursor c = {.p = f->data, .size = f->size};
-    if (fx_read(&c, 4) != 0x46554747u) /* "GGUF" */
-        return false;
-    uint32_t version = (uint32_t)fx_read(&c, 4);
-    f->n_tensors = fx_read(&c, 8);
-    uint64_t n_kv = fx_read(&c, 8);
-    if (version < 2 || version > 3 || f->n_tensors > 100000 || n_kv > 100000)
-        return false;
-    uint64_t alignment = 32;
-    for (uint64_t i = 0; i < n_kv && !c.bad; i++) {
-        uint64_t klen = fx_read(&c, 8);
-        bool is_align = klen == 17 && c.pos + 17 <= c.size &&
-                        memcmp(c.p + c.pos, "general.alignment", 17) == 0;
-        fx_skip(&c, klen);
-        uint32_t vt = (uint32_t)fx_read(&c, 4);
-        if (is_align && vt == 4)
-            alignment = fx_read(&c, 4);
-        else
-            fx_skip_value(&c, vt, 0);
-    }
-    f->tensors = calloc(f->n_tensors ? f->n_tensors : 1, sizeof *f->tensors);
-    for (uint64_t i = 0; i < f->n_tensors && !c.bad; i++) {
-        fx_tensor *t = &f->tensors[i];
-        uint64_t nlen = fx_read(&c, 8);
-        if (nlen >= sizeof t->name || nlen > c.size - c.pos)
-            return false;
-        memcpy(t->name, c.p + c.pos, nlen);
-        fx_skip(&c, nlen);
-        uint32_t nd = (uint32_t)fx_read(&c, 4);
-        if (nd < 1 || nd > 4)
-            return false;
-        t->n_elems = 1;
-        for (uint32_t d = 0; d < nd; d++)
-            t->n_elems *= fx_read(&c, 8);
-        t->type = (uint32_t)fx_read(&c, 4);
-        t->offset = fx_read(&c, 8);
-    }
-    if (c.bad || alignment == 0)
-        return false;
-    f->data_start = (c.pos + alignment - 1) / alignment * alignment;
-    for (uint64_t i = 0; i < f->n_tensors; i++) {
-        uint64_t bytes = 0;
-        if (!quant_row_bytes(f->tensors[i].type, f->tensors[i].n_elems, &bytes) ||
-            f->data_start + f->tensors[i].offset + bytes > f->size)
-            return false;
-    }
-    return true;
-}
-
-static const fx_tensor *fx_find(const fx_file *f, const char *name)
-{
-    for (uint64_t i = 0; i < f->n_tensors; i++)
-        if (strcmp(f->tensors[i].name, name) == 0)
-            return &f->tensors[i];
-    return NULL;
-}
-
-static const void *fx_data(const fx_file *f, const fx_tensor *t)
-{
-    return f->data + f->data_start + t->offset;
-}
+/* ======================================================================
+ * Agreement with llama-quantize on the fixture models (read with
+ * core/gguf.h; tensor data points into the mapping).
+ * ====================================================================== */
 
 typedef struct {
     uint64_t tensors, exact_tensors, blocks, diff_blocks;
     bound_stats bounds;
 } type_tally;
 
-/* One quantized file against its F32 original. */
-static void check_fixture_file(const fx_file *f32, const char *path, type_tally *tally)
+static uint64_t n_elems(const gguf_tensor *t)
 {
-    fx_file q;
-    bool loaded = fx_load(path, &q);
-    CHECK(loaded, "%s: cannot read", path);
-    if (!loaded) {
-        fx_free(&q);
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < t->n_dims; d++)
+        n *= t->ne[d];
+    return n;
+}
+
+/* One quantized file against its F32 original. */
+static void check_fixture_file(const gguf_ctx *f32, const char *path, type_tally *tally)
+{
+    err_t err = {{0}};
+    gguf_ctx *q = gguf_open(path, &err);
+    CHECK(q != NULL, "%.400s", err.msg);
+    if (!q)
         return;
-    }
-    for (uint64_t i = 0; i < q.n_tensors; i++) {
-        const fx_tensor *tq = &q.tensors[i];
-        const fx_tensor *tf = fx_find(f32, tq->name);
-        CHECK(tf && tf->type == QT_F32 && tf->n_elems == tq->n_elems, "%s: %s has no F32 twin",
-              path, tq->name);
-        if (!tf || tf->type != QT_F32 || tf->n_elems != tq->n_elems)
+    for (size_t i = 0; i < gguf_n_tensors(q); i++) {
+        const gguf_tensor *tq = gguf_tensor_at(q, i);
+        const gguf_tensor *tf = gguf_find_tensor(f32, tq->name);
+        const uint64_t n = n_elems(tq);
+        CHECK(tf && tf->type == QT_F32 && n_elems(tf) == n, "%s: %s has no F32 twin", path, tq->name);
+        if (!tf || tf->type != QT_F32 || n_elems(tf) != n)
             continue;
         const quant_traits *t = quant_traits_of(tq->type);
         CHECK(t && t->can_quantize, "%s: %s has type %s", path, tq->name, quant_type_name(tq->type));
         if (!t || !t->can_quantize)
             continue;
         uint64_t bytes = 0;
-        quant_row_bytes(tq->type, tq->n_elems, &bytes);
-        float *x = malloc(tq->n_elems * sizeof *x);
-        memcpy(x, fx_data(f32, tf), tq->n_elems * sizeof *x);
+        quant_row_bytes(tq->type, n, &bytes);
+        CHECK(bytes == tq->size, "%s: %s: %" PRIu64 " bytes, expected %" PRIu64, path, tq->name,
+              tq->size, bytes);
+        /* the mapping is only 32-byte aligned per tensor: copy the floats */
+        float *x = malloc(n * sizeof *x);
+        memcpy(x, tf->data, n * sizeof *x);
         uint8_t *mine = malloc(bytes);
-        quant_quantize_row(tq->type, x, mine, tq->n_elems);
-        const uint8_t *theirs = fx_data(&q, tq);
+        quant_quantize_row(tq->type, x, mine, n);
+        const uint8_t *theirs = tq->data;
         type_tally *tt = &tally[tq->type];
-        uint64_t nb = tq->n_elems / t->block_elems, diff = 0;
+        uint64_t nb = n / t->block_elems, diff = 0;
         for (uint64_t b = 0; b < nb; b++) {
             const uint8_t *blk = theirs + b * t->block_bytes;
             if (memcmp(mine + b * t->block_bytes, blk, t->block_bytes) != 0)
@@ -1418,7 +1303,7 @@ static void check_fixture_file(const fx_file *f32, const char *path, type_tally 
         free(x);
         free(mine);
     }
-    fx_free(&q);
+    gguf_close(q);
 }
 
 static void test_llama_quantize_agreement(void)
@@ -1430,16 +1315,16 @@ static void test_llama_quantize_agreement(void)
     for (int m = 0; m < 2; m++) {
         char path[200];
         snprintf(path, sizeof path, "tests/data/models/%s/%s.f32.gguf", models[m], models[m]);
-        fx_file f32;
-        bool ok = fx_load(path, &f32);
-        CHECK(ok, "%s: cannot read", path);
-        if (ok)
+        err_t err = {{0}};
+        gguf_ctx *f32 = gguf_open(path, &err);
+        CHECK(f32 != NULL, "%.400s", err.msg);
+        if (f32)
             for (int v = 0; v < 3; v++) {
                 snprintf(path, sizeof path, "tests/data/models/%s/%s.%s.gguf", models[m],
                          models[m], variants[v]);
-                check_fixture_file(&f32, path, tally);
+                check_fixture_file(f32, path, tally);
             }
-        fx_free(&f32);
+        gguf_close(f32);
     }
     /* Every quantized type the fixtures hold must have been met. */
     const uint32_t expect[] = {QT_F32, QT_Q8_0, QT_Q4_0, QT_Q6_K, QT_Q4_K, QT_Q5_0, QT_Q5_1};
@@ -1485,6 +1370,7 @@ int main(void)
     RUN(test_dot_products);
     RUN(test_dot_odd_lengths);
     RUN(test_matvec);
+    RUN(test_matvec_split_is_bitwise_stable);
     RUN(test_llama_quantize_agreement);
     TESTS_DONE();
 }
