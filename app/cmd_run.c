@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli_common.h"
+#include "sampler.h"
 #include "commands.h"
 
 static void logits_usage(FILE *f)
@@ -27,9 +28,10 @@ static void logits_usage(FILE *f)
 static void generate_usage(FILE *f)
 {
     fprintf(f, "usage: glmchat generate -m MODEL --tokens 1,2,3 -n N [--temp 0] [--ids] [options]\n"
-               "Continues the prompt greedily and prints the N new token ids.\n\noptions:\n"
+               "Continues the prompt and prints the N new token ids.\n\noptions:\n"
                "  -n, --n-predict N    tokens to generate\n"
-               "      --temp T         sampling temperature; only 0 (greedy) for now\n"
+               "      --temp T         sampling temperature (default 0: greedy, lowest id on ties)\n"
+               "      --top-k K, --top-p P, --min-p P, --seed S   sampling filters and seed\n"
                "      --ids            print token ids (the output format of this command)\n%s",
                cli_common_help());
 }
@@ -175,6 +177,45 @@ static int generate_greedy(cli_session *s, const cli_options *o, uint32_t n_pred
     return 0;
 }
 
+/* Sampled decoding: full logits of the last position through the sampler
+ * (exact over the whole vocabulary; the chat's decode thread uses the
+ * engine's top-K candidates instead). */
+static int generate_sampled(cli_session *s, const cli_options *o, const sampler_params *sp, uint32_t n_predict,
+                            err_t *err)
+{
+    uint32_t n_vocab = s->m.cfg.n_vocab;
+    float *logits = malloc((size_t)n_vocab * sizeof(float));
+    sampler *smp = sampler_new(sp, n_vocab);
+    int rc = 0;
+    if (!logits || !smp) {
+        rc = err_set(err, "out of memory for the sampler");
+        goto done;
+    }
+    for (uint32_t i = 0; i < o->n_tokens; i++)
+        sampler_accept(smp, o->tokens[i]);
+    engine_output out = {.logits = logits};
+    if (engine_eval(&s->eng, o->tokens, o->n_tokens, &out, err) != 0) {
+        rc = -1;
+        goto done;
+    }
+    for (uint32_t i = 0; i < n_predict; i++) {
+        int32_t id = sampler_sample(smp, logits);
+        sampler_accept(smp, id);
+        printf(i ? " %d" : "%d", id);
+        fflush(stdout);
+        if (i + 1 < n_predict && engine_eval(&s->eng, &id, 1, &out, err) != 0) {
+            rc = -1;
+            break;
+        }
+    }
+done:
+    if (n_predict)
+        printf("\n");
+    sampler_free(smp);
+    free(logits);
+    return rc;
+}
+
 int cmd_generate(int argc, char **argv)
 {
     cli_options o;
@@ -182,6 +223,8 @@ int cmd_generate(int argc, char **argv)
     err_t err = {{0}};
     uint32_t n_predict = 16;
     float temp = 0.0f;
+    sampler_params sp;
+    sampler_params_default(&sp);
     for (int i = 1; i < argc; i++) {
         int r = cli_parse_common(&o, argc, argv, &i, &err);
         if (r < 0)
@@ -201,6 +244,22 @@ int cmd_generate(int argc, char **argv)
         } else if (strcmp(a, "--temp") == 0 && i + 1 < argc) {
             if (cli_parse_float(argv[++i], a, &temp, &err) < 0)
                 goto usage;
+        } else if (strcmp(a, "--top-k") == 0 && i + 1 < argc) {
+            uint32_t k;
+            if (cli_parse_u32(argv[++i], a, 0, 1u << 24, &k, &err) < 0)
+                goto usage;
+            sp.top_k = (int)k;
+        } else if (strcmp(a, "--top-p") == 0 && i + 1 < argc) {
+            if (cli_parse_float(argv[++i], a, &sp.top_p, &err) < 0)
+                goto usage;
+        } else if (strcmp(a, "--min-p") == 0 && i + 1 < argc) {
+            if (cli_parse_float(argv[++i], a, &sp.min_p, &err) < 0)
+                goto usage;
+        } else if (strcmp(a, "--seed") == 0 && i + 1 < argc) {
+            uint32_t seed;
+            if (cli_parse_u32(argv[++i], a, 0, UINT32_MAX, &seed, &err) < 0)
+                goto usage;
+            sp.seed = seed;
         } else {
             err_set(&err, "generate: unknown option or missing value: '%s'", a);
             goto usage;
@@ -208,10 +267,11 @@ int cmd_generate(int argc, char **argv)
     }
     if (require_model_tokens(&o, &err) < 0)
         goto usage;
-    if (temp != 0.0f) {
-        err_set(&err, "--temp %g: only greedy decoding (--temp 0) is available here", (double)temp);
+    if (!(temp >= 0.0f) || !(sp.top_p > 0.0f && sp.top_p <= 1.0f) || !(sp.min_p >= 0.0f && sp.min_p <= 1.0f)) {
+        err_set(&err, "sampling settings out of range (--temp >= 0, 0 < --top-p <= 1, 0 <= --min-p <= 1)");
         goto usage;
     }
+    sp.temp = temp;
     uint64_t need = (uint64_t)o.n_tokens + n_predict;
     if (o.n_ctx && need - 1 > o.n_ctx) {
         err_set(&err, "--ctx %u is too small for %u prompt + %u generated tokens", o.n_ctx, o.n_tokens, n_predict);
@@ -222,7 +282,8 @@ int cmd_generate(int argc, char **argv)
         cli_options_free(&o);
         return runtime_error(&err);
     }
-    int rc = generate_greedy(&s, &o, n_predict, &err);
+    int rc = temp == 0.0f ? generate_greedy(&s, &o, n_predict, &err)
+                          : generate_sampled(&s, &o, &sp, n_predict, &err);
     if (rc < 0 && strncmp(err.msg, o.model_path, strlen(o.model_path)) != 0)
         err_prefix(&err, "%s", o.model_path);
     cli_session_close(&s);

@@ -48,7 +48,7 @@ static uint32_t pow2_ceil(uint32_t v)
     return p;
 }
 
-static mv_cfg mv_config(const vk_ctx *c, const vk_tensor *w)
+static mv_cfg mv_config(const vk_ctx *c, const vk_tensor *w, uint32_t nz)
 {
     vk_qlayout l;
     vk_qlayout_of(w->type, &l);
@@ -61,7 +61,15 @@ static mv_cfg mv_config(const vk_ctx *c, const vk_tensor *w)
     m.upt = ceil_div(units, m.team);
     if (m.upt > 16)
         m.upt = 16; /* longer rows take several passes */
-    m.nr = env_u32("GLMCHAT_MV_NR", 1, 1, 8);
+    /* Rows per team: each thread reuses its input values for NR rows; the
+     * input work (loads, the norm's weights and squares) is what limits
+     * these kernels (H200, vk_microbench: 14 MB Q4_0 gate/up 67 us with one
+     * row per team, 24 us with four).  Small matrices keep one row for
+     * enough workgroups; types without the loads-first path keep one. */
+    uint64_t rows = (uint64_t)w->N * (nz ? nz : 1);
+    bool fast = w->type == QT_Q4_0 || w->type == QT_F32;
+    uint32_t nr_def = !fast ? 1 : rows >= 4096 ? 4 : rows >= 1024 ? 2 : 1;
+    m.nr = env_u32("GLMCHAT_MV_NR", nr_def, 1, 8);
     m.conv = env_u32("GLMCHAT_MV_CONV", 0, 0, 1);
     m.wgs = env_u32("GLMCHAT_MV_WGS", 64, 1, 1024);
     m.wgs = (m.wgs + c->subgroup - 1) / c->subgroup * c->subgroup;
@@ -82,7 +90,7 @@ static VkPipeline pipe(const vk_kb *k, const char *shader, const uint32_t *spec,
 int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
 {
     const vk_tensor *w = a->w;
-    mv_cfg m = mv_config(k->c, w);
+    mv_cfg m = mv_config(k->c, w, a->nz);
     uint32_t spec[16] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, a->accumulate ? 1 : 0, 4,
                          a->ids ? 1 : 0, m.upt};
     spec[15] = m.conv;
@@ -131,7 +139,7 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
     const vk_tensor *g = a->gate, *u = a->up;
     if (g->K != u->K || g->N != u->N || g->Kp != u->Kp)
         return err_set(k->err, "%s: gate and up shapes differ", a->name);
-    mv_cfg m = mv_config(k->c, g);
+    mv_cfg m = mv_config(k->c, g, a->nz);
     uint32_t spec[16] = {m.wgs, g->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, u->type, 4, a->ids ? 1 : 0,
                          m.upt};
     spec[15] = m.conv;
@@ -176,7 +184,7 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     const vk_tensor *d = a->down, *s = a->shared;
     if (s && s->N != d->N)
         return err_set(k->err, "%s: shared and routed down projections differ in rows", a->name);
-    mv_cfg m = mv_config(k->c, d);
+    mv_cfg m = mv_config(k->c, d, a->nz + 1);
     uint32_t nslot = a->nz + (s ? 1 : 0);
     /* a team per (row group, slot): the workgroup is a whole number of
      * subgroups holding at least one row group of nslot teams */
@@ -369,7 +377,7 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
     const vk_tensor *w = a->v_b;
-    mv_cfg m = mv_config(k->c, w);
+    mv_cfg m = mv_config(k->c, w, g->n_head);
     /* few workgroups per head: each one combines the head's partials first */
     m.nr = 4;
     m.wgs = 128;
@@ -412,7 +420,7 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
     if (w->N > 512 || a->n_used > 32 || a->n_used > w->N)
         return err_set(k->err, "router: %u experts, %u used: the router kernel handles up to 512 and 32", w->N,
                        a->n_used);
-    mv_cfg m = mv_config(k->c, w);
+    mv_cfg m = mv_config(k->c, w, 1);
     uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, 4, m.upt};
     memset(out, 0, sizeof *out);
     out->name = "router";
@@ -563,10 +571,14 @@ int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
 
 /* Tensor cores (NV cooperative matrices, fp16 in / fp32 accumulate) for
  * quantized weights where the device has them; F32 weights keep the fp32
- * kernel (their models' 1e-4 criterion). GLMCHAT_NO_COOPMAT=1 turns them off. */
+ * kernel (their models' 1e-4 criterion).  Off unless GLMCHAT_COOPMAT=1:
+ * measured on the H200, this first cooperative kernel (64x64 tiles,
+ * dequantizing through shared memory) ran pp512 at 1088 tokens/s against
+ * 1435 for the fp32 kernel -- its tile loading, not the matrix units, is
+ * the bottleneck (see gpu/PERF.md). */
 static bool use_coop(const vk_ctx *c, const vk_tensor *w)
 {
-    return c->coopmat && w->type != QT_F32 && !env_u32("GLMCHAT_NO_COOPMAT", 0, 0, 1);
+    return c->coopmat && w->type != QT_F32 && env_u32("GLMCHAT_COOPMAT", 0, 0, 1);
 }
 
 uint32_t vk_mm_expert_bm(const vk_ctx *c, const vk_tensor *w)

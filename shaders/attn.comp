@@ -168,7 +168,18 @@ void main()
         if (4u * tid < pc.dlat) {
             [[unroll]] for (uint h = 0u; h < HG; h++)
                 o[h] *= s_f[h];
-            for (uint p = sub; p < send; p++) {
+            // eight positions' loads issued together (the loop bound is
+            // runtime, so the compiler would otherwise wait on each load)
+            uint p = sub;
+            for (; p + 8u <= send; p += 8u) {
+                vec4 v[8];
+                [[unroll]] for (uint j = 0u; j < 8u; j++)
+                    v[j] = row4(p + j, tid);
+                [[unroll]] for (uint j = 0u; j < 8u; j++)
+                    [[unroll]] for (uint h = 0u; h < HG; h++)
+                        o[h] += sc[h * CMAX + p + j - sub] * v[j];
+            }
+            for (; p < send; p++) {
                 vec4 v = row4(p, tid);
                 [[unroll]] for (uint h = 0u; h < HG; h++)
                     o[h] += sc[h * CMAX + p - sub] * v;

@@ -116,7 +116,16 @@ usage_fail "logits: no -m" "no model given" $GLMCHAT logits --tokens 1 -o "$TMP/
 usage_fail "logits: no -o" "no output file" $GLMCHAT logits -m "$M" --tokens 1
 usage_fail "logits: bad --tokens" "not a list of token ids" $GLMCHAT logits -m "$M" --tokens 1,,2 -o "$TMP/x.bin"
 usage_fail "logits: unknown option" "unknown option" $GLMCHAT logits -m "$M" --tokens 1 -o "$TMP/x.bin" --frobnicate
-usage_fail "generate: --temp > 0" "only greedy" $GLMCHAT generate -m "$M" --tokens 1 -n 2 --temp 0.7
+usage_fail "generate: --top-p out of range" "out of range" $GLMCHAT generate -m "$M" --tokens 1 -n 2 --temp 0.7 --top-p 1.5
+
+# Sampling: the same seed gives the same tokens; the ids are in range.
+s1=$($GLMCHAT generate -m "$M" --backend cpu --tokens 304,306 -n 12 --temp 1.0 --top-p 0.95 --min-p 0.01 --seed 7 2>&1)
+s2=$($GLMCHAT generate -m "$M" --backend cpu --tokens 304,306 -n 12 --temp 1.0 --top-p 0.95 --min-p 0.01 --seed 7 2>&1)
+s3=$($GLMCHAT generate -m "$M" --backend cpu --tokens 304,306 -n 12 --temp 1.5 --seed 8 2>&1)
+[ "$s1" = "$s2" ] && [ "$(echo "$s1" | wc -w)" -eq 12 ] && ok "generate --temp 1: same seed, same tokens" ||
+    fail "generate --temp 1: same seed" "'$s1' vs '$s2'"
+echo "$s1 $s3" | tr ' ' '\n' | awk '$1 < 0 || $1 >= 324 || $1 !~ /^[0-9]+$/ { bad = 1 } END { exit bad }' &&
+    [ "$s1" != "$s3" ] && ok "generate --temp: ids in range, seeds differ" || fail "generate --temp: ids" "'$s1' / '$s3'"
 usage_fail "generate: bad --kv-type" "kv-type" $GLMCHAT generate -m "$M" --tokens 1 --kv-type q8
 usage_fail "generate: -n not a number" "not a number" $GLMCHAT generate -m "$M" --tokens 1 -n many
 usage_fail "info: no model" "no model given" $GLMCHAT info

@@ -107,4 +107,24 @@ M=$(ls "$M"/*.f32.gguf | head -n 1)
 expect_fail "vulkan: device index out of range" "device" $GLMCHAT generate -m "$M" $VK --device 99 --tokens 1 -n 1
 expect_fail "vulkan: context too small" "too small" $GLMCHAT generate -m "$M" $VK --tokens 1,2,3 -n 8 -c 4
 expect_fail "vulkan: token out of range" "out of range" $GLMCHAT logits -m "$M" $VK --tokens 1,99999 -o "$TMP/x.bin"
+# a context that does not fit the device: refused before any upload, with the numbers
+expect_fail "vulkan: model + cache larger than the device" "needs [0-9.]+ GiB of device memory.*KV cache" \
+    $GLMCHAT generate -m "$M" $VK --tokens 1,2 -n 2 -c 3000000
+# no Vulkan driver at all: one line, and auto falls back to the CPU backend
+expect_fail "vulkan: no driver" "no Vulkan driver" env VK_DRIVER_FILES=/nonexistent.json VK_ICD_FILENAMES=/nonexistent.json \
+    $GLMCHAT generate -m "$M" $VK --tokens 1,2 -n 2
+expect_fail "devices: no driver" "no Vulkan driver" env VK_DRIVER_FILES=/nonexistent.json VK_ICD_FILENAMES=/nonexistent.json \
+    $GLMCHAT devices
+if out=$(env VK_DRIVER_FILES=/nonexistent.json VK_ICD_FILENAMES=/nonexistent.json $GLMCHAT generate -m "$M" \
+         --tokens 1,2 -n 2 2>"$TMP/err") && [ "$(echo "$out" | wc -w)" -eq 2 ]; then
+    ok "auto backend without a Vulkan driver runs on the CPU"
+else
+    fail "auto backend without a Vulkan driver" "$(head -c 300 "$TMP/err")"
+fi
+# devices lists lavapipe with its limits
+if $GLMCHAT devices >"$TMP/dev" 2>&1 && grep -qE "^0: .*subgroup [0-9]+.*max storage buffer" "$TMP/dev"; then
+    ok "devices lists the device and its limits"
+else
+    fail "devices" "$(head -c 300 "$TMP/dev")"
+fi
 done_tests
