@@ -23,7 +23,7 @@ void ui_keys_on_line(void *user, char *line)
     size_t len = strlen(text);
     while (len && (text[len - 1] == '\n' || text[len - 1] == ' '))
         line[--len] = 0;
-    if (a->edit_index >= 0 && text[0] != '/' ) {
+    if (a->edit_index >= 0 && text[0] != '/') {
         if (!text[0]) {
             a->edit_index = -1;
             ui_app_status(a, TH_STATUS_MSG, "Edit cancelled");
@@ -31,6 +31,10 @@ void ui_keys_on_line(void *user, char *line)
             conv_truncate(&a->chat.conv, (size_t)a->edit_index);
             a->edit_index = -1;
             ui_app_send_message(a, text);
+        } else {
+            /* Nothing the user wrote is dropped: the line comes back. */
+            ui_input_set_line(text);
+            ui_app_status(a, TH_ERROR, "Wait for the answer to finish (or stop it with Esc), then press Enter");
         }
         free(line);
         return;
