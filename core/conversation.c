@@ -136,17 +136,20 @@ double conv_now(void)
 void conv_format_time(double t, char *buf, size_t cap)
 {
     time_t s = (time_t)floor(t);
-    int ms = (int)((t - (double)s) * 1000.0);
-    if (ms > 999)
-        ms = 999;
+    /* Rounded, not truncated: 0.157 s is stored as 0.15699..., and a file
+     * written and read again must say the same. */
+    long ms = lround((t - (double)s) * 1000.0);
+    if (ms >= 1000) {
+        s += 1;
+        ms -= 1000;
+    }
     struct tm tm;
-    if (!gmtime_r(&s, &tm)) {
+    if (!gmtime_r(&s, &tm) || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999) {
         snprintf(buf, cap, "1970-01-01T00:00:00.000Z");
         return;
     }
-    char date[32];
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, cap, "%s.%03dZ", date, ms);
+    snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+             tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 }
 
 int conv_parse_time(const char *s, double *t)
@@ -176,9 +179,8 @@ int conv_parse_time(const char *s, double *t)
         return -1;
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
+    /* The fields were checked above; -1 is then 1969-12-31T23:59:59, not an error. */
     time_t sec = timegm(&tm);
-    if (sec == (time_t)-1)
-        return -1;
     *t = (double)sec + frac;
     return 0;
 }
@@ -449,14 +451,27 @@ int conv_parse(conversation *c, const char *text, size_t len, const char *name, 
         return err_set(err, "%s: empty file", name);
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root)
-        return err_set(err, "%s: not valid JSON: %s (line %d, column %d)", name, je.text, je.line, je.column);
+    if (!root) {
+        /* jansson quotes the bytes near the error: file content, shown inert. */
+        sbuf near = {0};
+        tsafe_one_line(&near, je.text, strlen(je.text));
+        err_set(err, "%s: not valid JSON: %s (line %d, column %d)", name, sbuf_str(&near), je.line, je.column);
+        sbuf_free(&near);
+        return -1;
+    }
     pctx p = {name, err};
     int rc = parse_root(&p, c, root);
     json_decref(root);
     if (rc != 0) {
         conv_free(c);
         conv_init(c);
+        /* Errors quote the file (a role, a field): one line, inert. */
+        if (err) {
+            sbuf line = {0};
+            tsafe_one_line(&line, err->msg, strlen(err->msg));
+            snprintf(err->msg, sizeof err->msg, "%s", sbuf_str(&line));
+            sbuf_free(&line);
+        }
     }
     return rc;
 }

@@ -116,3 +116,16 @@ void tsafe_sanitize(sbuf *out, const char *s, size_t n, bool markers)
         i += len;
     }
 }
+
+void tsafe_one_line(sbuf *out, const char *s, size_t n)
+{
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && s[i] != '\n' && s[i] != '\t')
+            continue;
+        tsafe_sanitize(out, s + start, i - start, false);
+        if (i < n)
+            sbuf_adds(out, s[i] == '\n' ? "^J" : "^I");
+        start = i + 1;
+    }
+}

@@ -29,5 +29,8 @@ void tsafe_repair(sbuf *out, const char *s, size_t n);
 bool tsafe_valid(const char *s, size_t n);
 /* Appends the inert form of s (see above). */
 void tsafe_sanitize(sbuf *out, const char *s, size_t n, bool markers);
+/* The same for text that must stay on one line (error messages): newlines
+ * and tabs become ^J and ^I too. */
+void tsafe_one_line(sbuf *out, const char *s, size_t n);
 
 #endif

@@ -188,6 +188,9 @@ static void test_bad_files(void)
         {"turn_time", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0, \"time\": \"yesterday\"}]}",
          "turns\\[0\\].time"},
         {"nul_in_string", "{\"messages\": [{\"role\": \"user\", \"content\": \"a\\u0000b\"}]}", "not valid JSON"},
+        {"newline_near", "{\"messages\": [\"hello \\\n\"]}", "^J' (line 2, column 0)"},
+        {"role_newline", "{\"messages\": [{\"role\": \"assist\\nant\\u001b\", \"content\": \"x\"}]}",
+         "unknown role 'assist^Jant^['"},
         {"bad_utf8", "{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\xfe\"}]}", "not valid JSON"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -367,6 +370,16 @@ static void test_times(void)
     double t = 0;
     CHECK(conv_parse_time(buf, &t) == 0 && fabs(t - 1700000000.25) < 1e-6, "parse %.200s -> %f", buf, t);
     CHECK(conv_parse_time("2023-11-14T22:13:20Z", &t) == 0 && t == 1700000000.0, "no fraction");
+    /* Every form written reads back as itself (the fuzzer found years
+     * below 1000 and milliseconds that lost one on the way). */
+    static const char *const forms[] = {"0226-11-22T02:04:24.157Z", "1969-12-31T23:59:59.999Z",
+                                        "9999-12-31T23:59:59.001Z", "2026-11-22T02:04:24.157Z"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char again[40];
+        CHECK(conv_parse_time(forms[i], &t) == 0, "%.40s does not parse", forms[i]);
+        conv_format_time(t, again, sizeof again);
+        CHECK(!strcmp(again, forms[i]), "%.40s comes back as %.40s", forms[i], again);
+    }
     CHECK(conv_parse_time("2023-13-14T22:13:20Z", &t) != 0, "month 13 accepted");
     CHECK(conv_parse_time("2023-11-14 22:13:20Z", &t) != 0, "space accepted");
     CHECK(conv_parse_time("2023-11-14T22:13:20", &t) != 0, "no Z accepted");
