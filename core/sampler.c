@@ -170,8 +170,13 @@ void sampler_free(sampler *s)
 
 int sampler_set_simd(sampler *s, int level)
 {
-    s->simd = sk_get(&s->k, level);
-    return s->simd;
+    sk_kernels k;
+    int used = sk_get(&k, level);
+    if (s) {
+        s->k = k;
+        s->simd = used;
+    }
+    return used;
 }
 
 void sampler_set_params(sampler *s, const sampler_params *p)

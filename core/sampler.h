@@ -35,7 +35,8 @@ void sampler_reset(sampler *s);
 /* Vector code for the passes over the whole vocabulary: 0 portable C,
  * 1 AVX2, 2 AVX-512 (x86-64).  sampler_new picks the best the CPU runs;
  * every level gives the same tokens, so this is for tests and benchmarks.
- * Returns the level now in use (never above what the CPU supports). */
+ * Returns the level now in use (never above what the CPU supports); with
+ * s NULL, only what that level would be. */
 int sampler_set_simd(sampler *s, int level);
 
 /* Samples from full logits (n_vocab floats; modified in place). */

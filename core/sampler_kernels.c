@@ -20,11 +20,28 @@
 
 SCALAR uint32_t portable_argmax(const float *l, uint32_t n)
 {
-    uint32_t best = 0;
-    for (uint32_t i = 1; i < n; i++)
-        if (l[i] > l[best])
-            best = i;
-    return best;
+    if (l[0] != l[0]) /* nothing compares greater than NaN */
+        return 0;
+    /* four interleaved scans (first index of each one's maximum), so that
+     * no single chain of dependent compares sets the pace */
+    uint32_t best[4] = {0, 0, 0, 0}, i = 1;
+    float bv[4] = {l[0], -INFINITY, -INFINITY, -INFINITY};
+    for (; i + 4 <= n; i += 4)
+        for (uint32_t a = 0; a < 4; a++)
+            if (l[i + a] > bv[a]) {
+                bv[a] = l[i + a];
+                best[a] = i + a;
+            }
+    for (; i < n; i++)
+        if (l[i] > bv[0]) {
+            bv[0] = l[i];
+            best[0] = i;
+        }
+    uint32_t r = best[0];
+    for (int a = 1; a < 4; a++) /* '>' keeps the first of equal maxima */
+        if (bv[a] > l[r] || (bv[a] == l[r] && best[a] < r))
+            r = best[a];
+    return r;
 }
 
 SCALAR float portable_scan(const float *l, uint32_t n, int mode, float thr, int32_t *idx, float *val,
