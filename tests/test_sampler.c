@@ -705,6 +705,15 @@ static void test_fast_exp_matches_old(void)
 
 /* ---- the top-K entry point against the full path ---------------------------------- */
 
+static const float *order_logits;
+
+static int cmp_best_first(const void *a, const void *b) /* lowest id on ties */
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    float lx = order_logits[x], ly = order_logits[y];
+    return lx > ly ? -1 : lx < ly ? 1 : x - y;
+}
+
 /* The tokens the chain keeps and their probabilities, in double, straight
  * from the definitions (l: logits after penalties). */
 static int kept_set(const float *l, int n, const sampler_params *p, int *ids, double *prob)
@@ -712,12 +721,8 @@ static int kept_set(const float *l, int n, const sampler_params *p, int *ids, do
     int *order = malloc((size_t)n * sizeof *order);
     for (int i = 0; i < n; i++)
         order[i] = i;
-    for (int i = 1; i < n; i++) /* insertion sort, best first, lowest id on ties */
-        for (int j = i; j > 0 && (l[order[j]] > l[order[j - 1]] || (l[order[j]] == l[order[j - 1]] && order[j] < order[j - 1])); j--) {
-            int t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
+    order_logits = l;
+    qsort(order, (size_t)n, sizeof *order, cmp_best_first);
     int m = p->top_k > 0 && p->top_k < n ? p->top_k : n;
     double top = l[order[0]];
     if (p->top_p < 1.0f) {
@@ -762,7 +767,7 @@ static double chi_crit(int dof)
  * counts against the computed probabilities. */
 static void test_topk_entry_consistent(void)
 {
-    enum { V = 5000, K = 64, DRAWS = 20000 };
+    enum { V = 5000, K = 64, DRAWS = 6000 };
     static const struct {
         float temp, top_p, min_p;
         int top_k;
@@ -852,13 +857,12 @@ static void test_topk_entry_consistent(void)
                 bad_greedy += ta != tb || ta != kid[0];
                 continue;
             }
-            if (fa < 0 || fb < 0) {
-                if (!bad_support++)
-                    snprintf(why, sizeof why, "case %zu: drew %d / %d outside the kept set", c, ta, tb);
-                continue;
-            }
-            ca[fa]++;
-            cb[fb]++;
+            if ((fa < 0 || fb < 0) && !bad_support++)
+                snprintf(why, sizeof why, "case %zu: drew %d (full) / %d (top-K) outside the kept set", c, ta, tb);
+            if (fa >= 0)
+                ca[fa]++;
+            if (fb >= 0)
+                cb[fb]++;
         }
         if (p.temp <= 0)
             goto next;
