@@ -368,11 +368,11 @@ static void select_top(int32_t *idx, float *val, uint32_t lo, uint32_t hi, uint3
  * better than the last pivot, by position", where a token's position is
  * its place in a base sequence unless it was moved into a pivot's slot:
  * few tokens, kept in a small table.  The replay counts (vectorised, per
- * chunk of positions) instead of moving pairs.  The base sequence is the
- * logits in id order; once the range is a quarter of it, the range is
- * written out once and becomes the base of the next rounds.  When the range
- * is small, or the loop would turn right, it is written out and the loop
- * above finishes the job from there. */
+ * chunk of positions) instead of moving pairs.  The base sequence starts as
+ * the logits in id order; whenever the range is down to a quarter of the
+ * base, it is written out (into one of two lists, in turn) and becomes the
+ * base of the next rounds.  When the range is small, or the loop would turn
+ * right, it is written out and the loop above finishes the job from there. */
 typedef struct {
     const float *l;      /* (n) base values */
     const int32_t *ids;  /* (n) base ids; NULL: the positions */
@@ -444,7 +444,7 @@ static uint32_t at_rank(const replay *r, uint32_t rank)
     if (!r->bounded && r->nrel == 0) /* a fresh base: every place, in order */
         return rank;
     uint32_t q = 0;
-    while (rank >= r->pos[q])
+    while (q + 1 < r->nch && rank >= r->pos[q])
         rank -= r->pos[q++];
     uint32_t j = q * SEL_CHUNK, e = chunk_end(r, q);
     bool touched = chunk_touched(r, q);
@@ -634,8 +634,9 @@ static uint32_t cut_top_p(sampler *s, uint32_t n, float max, double target)
     float span = max - lo, scale = span > 0 ? (SK_BUCKETS - 1) / span : 0;
     s->k.buckets(val, s->bucket, n, max, scale);
     s->k.exps(val, s->ex, n, max, 1.0f, &elo, &ehi);
-    /* values of one bucket lie within a logit width of span / 255, up to
-     * rounding of the bucket index and of the argument and result of exp */
+    /* values of one bucket lie within a logit width of span / 255 (or of
+     * the whole span, when the scale overflows), up to the rounding of the
+     * bucket index and of the argument and result of exp */
     double ratio = exp(1.01 * span / (SK_BUCKETS - 1) + 1e-6 * (span + 1.0)) * 1.00001;
     double mass[SK_BUCKETS], cum = 0;
     bucket_masses(s->bucket, s->ex, n, ratio, mass);
