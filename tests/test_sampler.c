@@ -511,6 +511,8 @@ static void check_agreement(const uint32_t *sizes, int n_sizes, int steps, uint6
         for (int si = 0; si < n_sizes; si++)
             for (size_t c = 0; c < N_COMBOS; c++)
                 for (int d = 0; d < D_COUNT; d++) {
+                    if (d == D_TINY_SPAN && sizes[si] > 40000)
+                        continue; /* subnormal arithmetic: slow in both, and covered at smaller sizes */
                     combo cb = combos[c];
                     if (cb.top_k >= (int)sizes[si] && c % 2) /* also top-k >= the vocabulary */
                         cb.top_k = (int)sizes[si] + (int)c;
