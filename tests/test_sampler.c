@@ -1,15 +1,23 @@
-/* test_sampler.c: the sampler's filters, determinism and distribution.
+/* test_sampler.c: the sampler's filters, determinism and distribution,
+ * and its agreement with the previous implementation.
  *
  * Distribution checks draw many samples with a fixed seed and compare the
  * counts with the expected probabilities by Pearson's chi-square; with a
  * fixed seed the statistic is one fixed number, so the test cannot flake,
  * and the bound (the 0.1% critical value) still catches a wrong
- * distribution, which moves the statistic by orders of magnitude. */
+ * distribution, which moves the statistic by orders of magnitude.
+ *
+ * The oracle (sampler_ref.h) is the sampler before its full-vocabulary path
+ * was rewritten for speed; the rewrite must pick exactly the same token for
+ * the same seed, on every vector level the CPU has, so those comparisons
+ * demand equality, not closeness. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "sampler.h"
+#include "sampler_kernels.h"
+#include "sampler_ref.h"
 #include "testlib.h"
 
 static sampler_params plain(void)
@@ -341,6 +349,550 @@ static void test_masked_logits(void)
     sampler_free(s);
 }
 
+
+/* ---- agreement with the previous implementation ------------------------------------ */
+
+static uint64_t rs_next(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double rs_unit(uint64_t *x) /* (0, 1) */
+{
+    return ((double)(rs_next(x) >> 11) + 0.5) * 0x1.0p-53;
+}
+
+/* roughly normal (sum of four uniforms), cheap enough for 150k values */
+static float rs_gauss(uint64_t *x)
+{
+    uint64_t r = rs_next(x);
+    uint32_t s = (uint32_t)(r & 0xFFFF) + (uint32_t)(r >> 16 & 0xFFFF) + (uint32_t)(r >> 32 & 0xFFFF) + (uint32_t)(r >> 48);
+    return ((float)s * (1.0f / 65536) - 2.0f) * 1.7320508f;
+}
+
+enum {
+    D_LM,        /* Gaussian, sd 3: a language model's spread */
+    D_LM_WIDE,   /* a few strong tokens far above a Gaussian bulk */
+    D_FLAT,      /* 4 log u: a third of the vocabulary within min-p 0.01 */
+    D_PEAKED,    /* one or two clear winners */
+    D_TIES,      /* values on a 1/4 grid: many exact ties */
+    D_MASKED,    /* 40% -inf */
+    D_NAN,       /* a few NaN, sometimes at id 0 */
+    D_CONST,     /* every logit equal */
+    D_FINITE_MASK, /* some -1e9 and -FLT_MAX "masks" */
+    D_ASCENDING, /* sorted upwards: worst case for running maxima */
+    D_DESCENDING,
+    D_ONE,       /* a single finite logit, the rest -inf */
+    D_TINY_SPAN, /* logits 1e-40 apart: the bucket scale overflows */
+    D_HUGE_SPAN, /* +-3e38: the span overflows */
+    D_COUNT
+};
+
+static const char *const dist_names[D_COUNT] = {"lm", "lm-wide", "flat", "peaked", "ties", "masked",
+                                                "nan", "const", "finite-mask", "ascending", "descending", "one",
+                                                "tiny-span", "huge-span"};
+
+static void make_logits(float *l, uint32_t n, int dist, uint64_t *x)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        float g = rs_gauss(x), v = 3 * g;
+        double u = rs_unit(x);
+        switch (dist) {
+        case D_LM_WIDE: v = u < 0.001 ? (float)(18 + 4 * u * 1000) : 2 * g; break;
+        case D_FLAT: v = 4 * logf((float)u); break;
+        case D_PEAKED: v = i % 9973 == 17 ? 12.0f + (float)u : (float)(u * 4 - 2); break;
+        case D_TIES: v = roundf(3 * g * 4) / 4; break;
+        case D_MASKED: v = u < 0.4 ? -INFINITY : v; break;
+        case D_NAN: v = u < 0.002 || (i == 0 && (rs_next(x) & 3) == 0) ? NAN : v; break;
+        case D_CONST: v = 1.5f; break;
+        case D_FINITE_MASK: v = u < 0.05 ? -1e9f : u < 0.07 ? -FLT_MAX : v; break;
+        case D_ASCENDING: v = (float)i * 0.001f; break;
+        case D_DESCENDING: v = -(float)i * 0.001f; break;
+        case D_ONE: v = i == n / 3 ? 0.5f : -INFINITY; break;
+        case D_TINY_SPAN: v = u < 0.3 ? 1e-40f : u < 0.6 ? 0.0f : -2e-40f; break;
+        case D_HUGE_SPAN: v = u < 0.01 ? 3e38f : u < 0.02 ? -3e38f : v; break;
+        default: break;
+        }
+        l[i] = v;
+    }
+}
+
+typedef struct {
+    float temp, top_p, min_p;
+    int top_k;
+    bool penalties;
+} combo;
+
+/* Draws `steps` tokens from both samplers (same seed, same logits, tokens
+ * accepted into both windows) and counts disagreements; a token or a
+ * penalised logit that differs is a failure. */
+static int compare_run(const combo *c, int dist, uint32_t n, uint64_t seed, int steps, int level, char *why,
+                       size_t why_len)
+{
+    sampler_params p;
+    sampler_params_default(&p);
+    p.temp = c->temp;
+    p.top_p = c->top_p;
+    p.min_p = c->min_p;
+    p.top_k = c->top_k;
+    p.seed = seed;
+    p.penalty_window = n < 16 ? (int)n : 16; /* the old code needs window <= vocabulary */
+    if (c->penalties) {
+        p.repeat_penalty = 1.3f;
+        p.presence_penalty = 0.4f;
+        p.frequency_penalty = 0.2f;
+    }
+    sampler *fast = sampler_new(&p, n);
+    ref_sampler *ref = ref_sampler_new(&p, n);
+    float *base = malloc(n * sizeof *base), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    int bad = 0;
+    if (!fast || !ref || !base || !a || !b) {
+        snprintf(why, why_len, "out of memory");
+        bad = 1;
+        steps = 0;
+    } else {
+        sampler_set_simd(fast, level);
+    }
+    uint64_t x = seed * 7919 + (uint64_t)dist;
+    for (int step = 0; step < steps; step++) {
+        if (step % 4 == 0) /* new logits now and then; in between the window moves */
+            make_logits(base, n, dist, &x);
+        memcpy(a, base, n * sizeof *a);
+        memcpy(b, base, n * sizeof *b);
+        int32_t ta = sampler_sample(fast, a), tb = ref_sampler_sample(ref, b);
+        bool same_logits = memcmp(a, b, n * sizeof *a) == 0;
+        if (ta != tb || !same_logits) {
+            if (!bad)
+                snprintf(why, why_len, "%s n=%u T=%g top-k %d top-p %g min-p %g pen %d seed %llu step %d: %d vs %d%s",
+                         dist_names[dist], n, (double)c->temp, c->top_k, (double)c->top_p, (double)c->min_p,
+                         c->penalties, (unsigned long long)seed, step, ta, tb, same_logits ? "" : " (logits)");
+            bad++;
+        }
+        sampler_accept(fast, tb);
+        ref_sampler_accept(ref, tb);
+    }
+    free(base);
+    free(a);
+    free(b);
+    sampler_free(fast);
+    ref_sampler_free(ref);
+    return bad;
+}
+
+static const combo combos[] = {
+    {1.0f, 0.95f, 0.01f, 0, false}, /* GLM defaults */
+    {0.0f, 1.0f, 0.0f, 0, false},   /* greedy */
+    {0.0f, 0.9f, 0.05f, 0, true},   /* greedy with penalties */
+    {0.3f, 0.95f, 0.0f, 0, false},  /* deepseek2 preset */
+    {0.7f, 0.8f, 0.0f, 20, false},  /* chatml preset */
+    {0.6f, 0.9f, 0.0f, 0, false},   /* llama3 preset */
+    {1.0f, 1.0f, 0.0f, 0, false},   /* temperature only */
+    {1.3f, 1.0f, 0.05f, 0, false},  /* min-p only */
+    {1.0f, 0.5f, 0.0f, 0, true},    /* top-p only, penalties */
+    {1.0f, 0.95f, 0.01f, 40, true}, /* everything */
+    {0.8f, 1.0f, 0.0f, 1, false},   /* top-k 1 */
+    {1.0f, 0.99f, 0.2f, 2, false},
+    {2.0f, 0.9999f, 0.0f, 1000, false},
+    {1.0f, 0.3f, 0.01f, 5000, false},
+    {0.5f, 0.0f, 0.0f, 0, false}, /* top-p 0: the best token */
+};
+#define N_COMBOS (sizeof combos / sizeof combos[0])
+
+/* Every combination and distribution at each size, on vector levels
+ * [lo, best]. */
+static void check_agreement(const uint32_t *sizes, int n_sizes, int steps, uint64_t seed0, int lo)
+{
+    char why[200] = "";
+    int bad = 0, runs = 0;
+    for (int level = lo; level <= sk_best_level(); level++)
+        for (int si = 0; si < n_sizes; si++)
+            for (size_t c = 0; c < N_COMBOS; c++)
+                for (int d = 0; d < D_COUNT; d++) {
+                    if (d == D_TINY_SPAN && sizes[si] > 40000)
+                        continue; /* subnormal arithmetic: slow in both, and covered at smaller sizes */
+                    combo cb = combos[c];
+                    if (cb.top_k >= (int)sizes[si] && c % 2) /* also top-k >= the vocabulary */
+                        cb.top_k = (int)sizes[si] + (int)c;
+                    bad += compare_run(&cb, d, sizes[si], seed0 + (uint64_t)(c * 131 + (size_t)d), steps, level,
+                                       bad ? (char[200]){0} : why, sizeof why) > 0;
+                    runs++;
+                }
+    CHECK(bad == 0, "%d of %d runs disagree with the old sampler; first: %s", bad, runs, why);
+}
+
+/* Small and block-edge vocabularies: every combination, many steps. */
+static void test_same_tokens_small_vocab(void)
+{
+    static const uint32_t sizes[] = {1, 2, 3, 7, 16, 33, 100, 257, 1000};
+    check_agreement(sizes, (int)(sizeof sizes / sizeof sizes[0]), 24, 100, 0);
+}
+
+/* Around the 4096-value blocks of the top-p mass, and 9 blocks (one
+ * 16-lane group of which 7 lanes are idle, then none left). */
+static void test_same_tokens_block_edges(void)
+{
+    static const uint32_t sizes[] = {4095, 4097, 36863};
+    check_agreement(sizes, (int)(sizeof sizes / sizeof sizes[0]), 2, 200, 0);
+}
+
+/* The real vocabulary size, where the top-k replay runs several rounds, on
+ * the vector level this CPU uses (the others: above and test_kernels_agree). */
+static void test_same_tokens_full_vocab(void)
+{
+    static const uint32_t sizes[] = {154880};
+    check_agreement(sizes, 1, 2, 300, sk_best_level());
+}
+
+/* top-k alone over many k: the replayed quickselect must leave the same
+ * candidates in the same order (seen through the draw, which walks them
+ * in that order: with top-p and min-p off every candidate can be drawn). */
+static void test_same_tokens_top_k_sweep(void)
+{
+    enum { N = 60000 };
+    char why[200] = "";
+    int bad = 0, runs = 0;
+    uint64_t x = 5;
+    for (int level = 0; level <= sk_best_level(); level++)
+        for (int r = 0; r < 40; r++) {
+            combo c = {1.0f, 1.0f, 0.0f, 0, false};
+            uint64_t u = rs_next(&x);
+            c.top_k = u % 3 == 0 ? 1 + (int)(u % 300) : u % 3 == 1 ? 1 + (int)(u % 30000) : N - 1 - (int)(u % 200);
+            int d = (int)(rs_next(&x) % D_COUNT);
+            bad += compare_run(&c, d, N, 1000 + (uint64_t)r, 3, level, bad ? (char[200]){0} : why, sizeof why) > 0;
+            runs++;
+        }
+    CHECK(bad == 0, "%d of %d top-k runs disagree with the old sampler; first: %s", bad, runs, why);
+}
+
+/* The pieces, level by level, against the portable code. */
+static void test_kernels_agree(void)
+{
+    enum { N = 154880 };
+    float *l = malloc(N * sizeof *l), *o1 = malloc((N + SK_SLACK) * sizeof *o1), *o2 = malloc((N + SK_SLACK) * sizeof *o2);
+    int32_t *i1 = malloc((N + SK_SLACK) * sizeof *i1), *i2 = malloc((N + SK_SLACK) * sizeof *i2);
+    uint8_t *b1 = malloc(N), *b2 = malloc(N);
+    float *pad = calloc(SK_MASS_BLOCK + SK_SLACK, sizeof *pad);
+    sk_kernels ref, k;
+    sk_get(&ref, 0);
+    uint64_t x = 77;
+    int bad = 0;
+    /* 1..38 blocks of the mass sum: partial groups of 8 and 16 lanes */
+    static const uint32_t sizes[] = {1, 7, 8, 9, 31, 100, 4095, 4096, 4097, 20000, 32768, 36863, 65536, 69632, 154880};
+    for (int level = 1; level <= sk_best_level(); level++) {
+        sk_get(&k, level);
+        for (int d = 0; d < D_COUNT; d++)
+            for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+                uint32_t n = sizes[si];
+                make_logits(l, n, d, &x);
+                bad += k.argmax(l, n) != ref.argmax(l, n);
+                for (int mode = 0; mode < 3; mode++) {
+                    uint32_t m1 = 0, m2 = 0;
+                    float thr = mode == SK_NEAR_MAX ? -4.6f : -1.0f;
+                    float a = ref.scan(l, n, mode, thr, i1, o1, &m1), b = k.scan(l, n, mode, thr, i2, o2, &m2);
+                    bad += !(a == b || (a != a && b != b));
+                    /* NEAR_MAX lists may differ (running maxima differ) but
+                     * must hold the same tokens >= max + thr */
+                    if (mode == SK_AT_LEAST)
+                        bad += m1 != m2 || memcmp(i1, i2, m1 * sizeof *i1) != 0;
+                    if (mode == SK_NEAR_MAX) {
+                        uint32_t c1 = 0, c2 = 0;
+                        for (uint32_t i = 0; i < m1; i++)
+                            c1 += o1[i] >= a + thr;
+                        for (uint32_t i = 0; i < m2; i++)
+                            c2 += o2[i] >= a + thr;
+                        uint32_t want = 0;
+                        for (uint32_t i = 0; i < n; i++)
+                            want += l[i] >= a + thr;
+                        bad += c1 != want || c2 != want;
+                    }
+                }
+                float mx = ref.scan(l, n, SK_MAX_ONLY, 0, NULL, NULL, NULL);
+                if (!isfinite(mx))
+                    continue;
+                double z1 = ref.mass(l, n, mx, pad), z2 = k.mass(l, n, mx, pad);
+                bad += memcmp(&z1, &z2, sizeof z1) != 0;
+                uint32_t m = 0;
+                ref.scan(l, n, SK_AT_LEAST, -FLT_MAX, i1, o1, &m);
+                float lo1, hi1, lo2, hi2;
+                ref.exps(o1, o2, m, mx, 1.25f, &lo1, &hi1);
+                k.exps(o1, o1 + 0, 0, mx, 1.25f, &lo2, &hi2); /* empty input */
+                bad += !(lo2 == INFINITY && hi2 == -INFINITY);
+                float *e2 = malloc((m + 1) * sizeof *e2);
+                k.exps(o1, e2, m, mx, 1.25f, &lo2, &hi2);
+                bad += memcmp(o2, e2, m * sizeof *e2) != 0 || lo1 != lo2 || hi1 != hi2;
+                free(e2);
+                float mn = ref.min(o1, m, mx);
+                bad += k.min(o1, m, mx) != mn;
+                float span = mx - mn, scale = span > 0 ? 255 / span : 0;
+                ref.buckets(o1, b1, m, mx, scale);
+                k.buckets(o1, b2, m, mx, scale);
+                bad += memcmp(b1, b2, m) != 0;
+                uint32_t from = n / 5, to = n - n / 7;
+                float pv = l[n / 2];
+                int32_t pid = (int32_t)(n / 2);
+                bad += k.count_better(l, NULL, from, to, pv, pid) != ref.count_better(l, NULL, from, to, pv, pid);
+                uint32_t c1 = ref.collect_better(l, NULL, from, to, pv, pid, i1, o1);
+                uint32_t c2 = k.collect_better(l, NULL, from, to, pv, pid, i2, o2);
+                bad += c1 != c2 || memcmp(i1, i2, c1 * sizeof *i1) != 0;
+                /* with explicit ids (a list), ties decided by them */
+                for (uint32_t i = 0; i < n; i++)
+                    i1[i] = (int32_t)((i * 7919u) % n);
+                bad += k.count_better(l, i1, from, to, pv, pid) != ref.count_better(l, i1, from, to, pv, pid);
+                c1 = ref.collect_better(l, i1, from, to, pv, pid, i2, o2);
+                int32_t *i3 = malloc((n + SK_SLACK) * sizeof *i3);
+                float *o3 = malloc((n + SK_SLACK) * sizeof *o3);
+                c2 = k.collect_better(l, i1, from, to, pv, pid, i3, o3);
+                bad += c1 != c2 || memcmp(i2, i3, c1 * sizeof *i2) != 0;
+                /* split by bucket */
+                for (uint32_t i = 0; i < n; i++) {
+                    b1[i] = (uint8_t)(rs_next(&x) % 5);
+                    i1[i] = (int32_t)i;
+                    i2[i] = (int32_t)i;
+                    o2[i] = l[i];
+                }
+                memcpy(o3, l, n * sizeof *l);
+                uint32_t n1, n2;
+                float *cv1 = malloc((n + SK_SLACK) * sizeof *cv1), *cv2 = malloc((n + SK_SLACK) * sizeof *cv2);
+                int32_t *ci1 = malloc((n + SK_SLACK) * sizeof *ci1), *ci2 = malloc((n + SK_SLACK) * sizeof *ci2);
+                uint32_t kept1 = ref.split(i1, o2, b1, n, 2, ci1, cv1, &n1);
+                uint32_t kept2 = k.split(i2, o3, b1, n, 2, ci2, cv2, &n2);
+                bad += kept1 != kept2 || n1 != n2 || memcmp(i1, i2, kept1 * sizeof *i1) != 0 ||
+                       memcmp(ci1, ci2, n1 * sizeof *ci1) != 0;
+                free(i3);
+                free(o3);
+                free(cv1);
+                free(cv2);
+                free(ci1);
+                free(ci2);
+            }
+    }
+    CHECK(bad == 0, "%d kernel results differ from the portable code", bad);
+    free(l);
+    free(o1);
+    free(o2);
+    free(i1);
+    free(i2);
+    free(b1);
+    free(b2);
+    free(pad);
+}
+
+/* The rewritten exp against the old one on every kind of input, and the
+ * bucket rule on the values where the old one is defined. */
+static void test_fast_exp_matches_old(void)
+{
+    uint64_t x = 11;
+    int bad = 0;
+    const float special[] = {0.0f, -0.0f, -87.0f, -87.00001f, -86.99999f, -FLT_MAX, -INFINITY, NAN, -1e-45f, -0.5f,
+                             -0.34657359f, -125.0f};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) {
+        float a = sk_fast_exp(special[i]), b = ref_fast_exp(special[i]);
+        bad += memcmp(&a, &b, sizeof a) != 0;
+    }
+    for (int i = 0; i < 2000000; i++) {
+        uint32_t bits = 0x80000000u | (uint32_t)(rs_next(&x) % 0x42B00001u); /* [-88, -0] */
+        float v, a, b;
+        memcpy(&v, &bits, sizeof v);
+        a = sk_fast_exp(v);
+        b = ref_fast_exp(v);
+        bad += memcmp(&a, &b, sizeof a) != 0;
+        float mx = rs_gauss(&x) * 10, sc = (float)rs_unit(&x) * 50;
+        bad += sk_bucket_of(mx + v, mx, sc) != ref_bucket_of(mx + v, mx, sc);
+    }
+    CHECK(bad == 0, "%d values differ", bad);
+}
+
+/* ---- the top-K entry point against the full path ---------------------------------- */
+
+static const float *order_logits;
+
+static int cmp_best_first(const void *a, const void *b) /* lowest id on ties */
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    float lx = order_logits[x], ly = order_logits[y];
+    return lx > ly ? -1 : lx < ly ? 1 : x - y;
+}
+
+/* The tokens the chain keeps and their probabilities, in double, straight
+ * from the definitions (l: logits after penalties). */
+static int kept_set(const float *l, int n, const sampler_params *p, int *ids, double *prob)
+{
+    int *order = malloc((size_t)n * sizeof *order);
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    order_logits = l;
+    qsort(order, (size_t)n, sizeof *order, cmp_best_first);
+    int m = p->top_k > 0 && p->top_k < n ? p->top_k : n;
+    double top = l[order[0]];
+    if (p->top_p < 1.0f) {
+        double z = 0, cum = 0;
+        for (int i = 0; i < m; i++)
+            z += exp(l[order[i]] - top);
+        for (int i = 0; i < m; i++) {
+            cum += exp(l[order[i]] - top) / z;
+            if (cum >= p->top_p) {
+                m = i + 1;
+                break;
+            }
+        }
+    }
+    int k = 0;
+    double sum = 0;
+    for (int i = 0; i < m; i++)
+        if (p->min_p <= 0 || l[order[i]] >= top + log(p->min_p)) {
+            ids[k] = order[i];
+            prob[k] = exp((l[order[i]] - top) / p->temp);
+            sum += prob[k++];
+        }
+    for (int i = 0; i < k; i++)
+        prob[i] /= sum;
+    free(order);
+    return k;
+}
+
+/* 0.1% critical value of chi-square with dof degrees of freedom
+ * (Wilson-Hilferty; within 1% of the table from 5 dof up) */
+static double chi_crit(int dof)
+{
+    double a = 2.0 / (9.0 * dof), w = 1 - a + 3.0902 * sqrt(a);
+    return dof * w * w * w;
+}
+
+/* When the K candidates cover everything the chain keeps, sampler_sample_topk
+ * and sampler_sample keep the same tokens with the same probabilities.
+ * (Not the same token per seed: the full path walks its survivors in a
+ * different order.)  Checked by every drawn token being in the computed
+ * set, every likely member being drawn, and chi-square of both paths'
+ * counts against the computed probabilities. */
+static void test_topk_entry_consistent(void)
+{
+    enum { V = 5000, K = 64, DRAWS = 6000 };
+    static const struct {
+        float temp, top_p, min_p;
+        int top_k;
+        bool penalties;
+    } cases[] = {
+        {1.0f, 0.9f, 0.0f, 0, false},   {1.0f, 0.95f, 0.01f, 0, false}, /* GLM defaults */
+        {0.7f, 0.8f, 0.0f, 20, false},  /* top-k below K: top-p over the 20 best's mass */
+        {1.5f, 1.0f, 0.05f, 0, false},  {0.6f, 0.9f, 0.0f, 0, true}, /* penalties on candidates */
+        {1.0f, 0.5f, 0.0f, 200, false}, /* top-k above K, nucleus inside K */
+        {0.0f, 0.9f, 0.0f, 0, true},    /* greedy */
+    };
+    float *full = malloc(V * sizeof *full), *l = malloc(V * sizeof *l);
+    uint64_t x = 21;
+    for (int i = 0; i < V; i++) /* 30 strong tokens hold ~98% of the mass */
+        full[i] = i % 151 == 7 ? 10.0f + 2.0f * (float)rs_unit(&x) : 3.0f * (float)rs_unit(&x);
+    int bad_support = 0, bad_chi = 0, bad_greedy = 0;
+    char why[160] = "";
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        sampler_params p = plain();
+        p.temp = cases[c].temp;
+        p.top_p = cases[c].top_p;
+        p.min_p = cases[c].min_p;
+        p.top_k = cases[c].top_k;
+        p.penalty_window = 8;
+        if (cases[c].penalties) {
+            p.repeat_penalty = 1.5f;
+            p.presence_penalty = 0.3f;
+        }
+        sampler *a = sampler_new(&p, V), *b = sampler_new(&p, V);
+        const int32_t seen[] = {7, 158, 309, 7, 460}; /* strong tokens, one twice */
+        for (size_t i = 0; i < sizeof seen / sizeof seen[0]; i++) {
+            sampler_accept(a, seen[i]);
+            sampler_accept(b, seen[i]);
+        }
+        /* what both paths should keep: penalties as the sampler applies them */
+        memcpy(l, full, V * sizeof *l);
+        if (cases[c].penalties) {
+            for (size_t i = 0; i < sizeof seen / sizeof seen[0]; i++) {
+                int32_t id = seen[i];
+                bool first = true;
+                for (size_t j = 0; j < i; j++)
+                    first = first && seen[j] != id;
+                if (!first)
+                    continue;
+                int cnt = 0;
+                for (size_t j = 0; j < sizeof seen / sizeof seen[0]; j++)
+                    cnt += seen[j] == id;
+                float v = full[id];
+                v = v > 0 ? v / p.repeat_penalty : v * p.repeat_penalty;
+                l[id] = v - (float)cnt * p.frequency_penalty - p.presence_penalty;
+            }
+        }
+        int kid[K];
+        double kp[K];
+        sampler_params q = p;
+        if (q.temp <= 0)
+            q.temp = 1;
+        int nk = kept_set(l, V, &q, kid, kp);
+        /* the K best of the raw logits, as the GPU returns them */
+        int32_t ids[K];
+        float cl[K];
+        int *used = calloc(V, sizeof *used);
+        for (int k = 0; k < K; k++) {
+            int best = -1;
+            for (int i = 0; i < V; i++)
+                if (!used[i] && (best < 0 || full[i] > full[best]))
+                    best = i;
+            used[best] = 1;
+            ids[k] = best;
+            cl[k] = full[best];
+        }
+        free(used);
+        double m = cl[0], z = 0;
+        for (int i = 0; i < V; i++)
+            z += exp(full[i] - m);
+        float log_z = (float)(m + log(z));
+        int ca[K] = {0}, cb[K] = {0};
+        for (int d = 0; d < (p.temp > 0 ? DRAWS : 3); d++) {
+            memcpy(l, full, V * sizeof *l);
+            int32_t ta = sampler_sample(a, l), tb = sampler_sample_topk(b, ids, cl, K, log_z);
+            int fa = -1, fb = -1;
+            for (int k = 0; k < nk; k++) {
+                fa = kid[k] == ta ? k : fa;
+                fb = kid[k] == tb ? k : fb;
+            }
+            if (p.temp <= 0) {
+                bad_greedy += ta != tb || ta != kid[0];
+                continue;
+            }
+            if ((fa < 0 || fb < 0) && !bad_support++)
+                snprintf(why, sizeof why, "case %zu: drew %d (full) / %d (top-K) outside the kept set", c, ta, tb);
+            if (fa >= 0)
+                ca[fa]++;
+            if (fb >= 0)
+                cb[fb]++;
+        }
+        if (p.temp <= 0)
+            goto next;
+        double chi_a = 0, chi_b = 0;
+        int dof = -1;
+        for (int k = 0; k < nk; k++) {
+            double e = kp[k] * DRAWS;
+            if (e >= 10 && (!ca[k] || !cb[k]) && !bad_support++)
+                snprintf(why, sizeof why, "case %zu: token %d (p %.3f) never drawn by one path", c, kid[k], kp[k]);
+            if (e < 5) /* too rare to test by chi-square; support checked above */
+                continue;
+            chi_a += (ca[k] - e) * (ca[k] - e) / e;
+            chi_b += (cb[k] - e) * (cb[k] - e) / e;
+            dof++;
+        }
+        if (dof > 0 && (chi_a > chi_crit(dof) || chi_b > chi_crit(dof)) && !bad_chi++)
+            snprintf(why, sizeof why, "case %zu: chi-square full %.1f top-K %.1f > %.1f (%d dof)", c, chi_a, chi_b,
+                     chi_crit(dof), dof);
+    next:
+        sampler_free(a);
+        sampler_free(b);
+    }
+    CHECK(bad_support == 0 && bad_chi == 0 && bad_greedy == 0, "%s (support %d, chi %d, greedy %d)", why, bad_support,
+          bad_chi, bad_greedy);
+    free(full);
+    free(l);
+}
+
 int main(void)
 {
     RUN(test_masked_logits);
@@ -351,5 +903,12 @@ int main(void)
     RUN(test_penalties);
     RUN(test_full_vocab_top_p);
     RUN(test_topk_entry_matches_full);
+    RUN(test_topk_entry_consistent);
+    RUN(test_fast_exp_matches_old);
+    RUN(test_kernels_agree);
+    RUN(test_same_tokens_small_vocab);
+    RUN(test_same_tokens_block_edges);
+    RUN(test_same_tokens_top_k_sweep);
+    RUN(test_same_tokens_full_vocab);
     TESTS_DONE();
 }
