@@ -25,6 +25,7 @@
  *    section) instead of moving 150k pairs. */
 #include "sampler.h"
 
+#include <assert.h>
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
@@ -170,8 +171,13 @@ void sampler_free(sampler *s)
 
 int sampler_set_simd(sampler *s, int level)
 {
-    s->simd = sk_get(&s->k, level);
-    return s->simd;
+    sk_kernels k;
+    int used = sk_get(&k, level);
+    if (s) {
+        s->k = k;
+        s->simd = used;
+    }
+    return used;
 }
 
 void sampler_set_params(sampler *s, const sampler_params *p)
@@ -332,6 +338,61 @@ static void sort_best_first(int32_t *idx, float *val, uint32_t n, int32_t *tidx,
     }
 }
 
+/* Sorts (idx, val)[0..n) best first when the ids ascend on entry: a
+ * stable radix sort on the value (3 passes of 11 bits, skipping passes
+ * where every value has the same digit), so equal values keep ascending
+ * ids, the order `better` asks for.  O(n) where a comparison sort of a
+ * huge top-p bucket (near-equal logits) takes milliseconds.  Needs
+ * (tidx, tval) of n entries. */
+static void radix_best_first(int32_t *idx, float *val, uint32_t n, int32_t *tidx, float *tval)
+{
+    enum { BITS = 11, DIGITS = 1 << BITS, PASSES = 3 };
+    static_assert(BITS * PASSES >= 32, "the passes cover the key");
+    uint32_t count[PASSES][DIGITS];
+    memset(count, 0, sizeof count);
+    for (uint32_t i = 0; i < n; i++) { /* key: ascending key, descending value */
+        float v = val[i] + 0.0f;      /* -0 and +0 are one value */
+        uint32_t u;
+        memcpy(&u, &v, sizeof u);
+        u = ~(u & 0x80000000u ? ~u : u ^ 0x80000000u);
+        for (int p = 0; p < PASSES; p++)
+            count[p][(u >> (p * BITS)) & (DIGITS - 1)]++;
+    }
+    int32_t *si = idx, *di = tidx;
+    float *sv = val, *dv = tval;
+    for (int p = 0; p < PASSES; p++) {
+        uint32_t sum = 0, *c = count[p];
+        bool one_digit = false;
+        for (uint32_t d = 0; d < DIGITS; d++) {
+            one_digit = one_digit || c[d] == n;
+            uint32_t t = c[d];
+            c[d] = sum;
+            sum += t;
+        }
+        if (one_digit)
+            continue;
+        for (uint32_t i = 0; i < n; i++) {
+            float v = sv[i] + 0.0f;
+            uint32_t u;
+            memcpy(&u, &v, sizeof u);
+            u = ~(u & 0x80000000u ? ~u : u ^ 0x80000000u);
+            uint32_t at = c[(u >> (p * BITS)) & (DIGITS - 1)]++;
+            di[at] = si[i];
+            dv[at] = sv[i];
+        }
+        int32_t *ti = si;
+        float *tv = sv;
+        si = di;
+        sv = dv;
+        di = ti;
+        dv = tv;
+    }
+    if (si != idx) {
+        memcpy(idx, si, n * sizeof *idx);
+        memcpy(val, sv, n * sizeof *val);
+    }
+}
+
 /* ---- top-k: the quickselect, replayed -------------------------------------------------
  *
  * The first version moved the k best to the front of a copy of the whole
@@ -363,11 +424,11 @@ static void select_top(int32_t *idx, float *val, uint32_t lo, uint32_t hi, uint3
  * better than the last pivot, by position", where a token's position is
  * its place in a base sequence unless it was moved into a pivot's slot:
  * few tokens, kept in a small table.  The replay counts (vectorised, per
- * chunk of positions) instead of moving pairs.  The base sequence is the
- * logits in id order; once the range is a quarter of it, the range is
- * written out once and becomes the base of the next rounds.  When the range
- * is small, or the loop would turn right, it is written out and the loop
- * above finishes the job from there. */
+ * chunk of positions) instead of moving pairs.  The base sequence starts as
+ * the logits in id order; whenever the range is down to a quarter of the
+ * base, it is written out (into one of two lists, in turn) and becomes the
+ * base of the next rounds.  When the range is small, or the loop would turn
+ * right, it is written out and the loop above finishes the job from there. */
 typedef struct {
     const float *l;      /* (n) base values */
     const int32_t *ids;  /* (n) base ids; NULL: the positions */
@@ -439,7 +500,7 @@ static uint32_t at_rank(const replay *r, uint32_t rank)
     if (!r->bounded && r->nrel == 0) /* a fresh base: every place, in order */
         return rank;
     uint32_t q = 0;
-    while (rank >= r->pos[q])
+    while (q + 1 < r->nch && rank >= r->pos[q])
         rank -= r->pos[q++];
     uint32_t j = q * SEL_CHUNK, e = chunk_end(r, q);
     bool touched = chunk_touched(r, q);
@@ -620,8 +681,9 @@ static void bucket_masses(const uint8_t *bucket, const float *ex, uint32_t n, do
 /* top-p on unsorted candidates: keeps the smallest best-first prefix whose
  * mass reaches `target` (in units of exp(l - max)).  The candidates in
  * buckets better than the one the cut falls in stay in their order; those
- * of that bucket follow, sorted, up to the cut.  Returns the count kept. */
-static uint32_t cut_top_p(sampler *s, uint32_t n, float max, double target)
+ * of that bucket follow, sorted, up to the cut.  Returns the count kept.
+ * ids_ascend: the candidates come in id order. */
+static uint32_t cut_top_p(sampler *s, uint32_t n, float max, double target, bool ids_ascend)
 {
     int32_t *idx = s->idx;
     float *val = s->val;
@@ -629,8 +691,9 @@ static uint32_t cut_top_p(sampler *s, uint32_t n, float max, double target)
     float span = max - lo, scale = span > 0 ? (SK_BUCKETS - 1) / span : 0;
     s->k.buckets(val, s->bucket, n, max, scale);
     s->k.exps(val, s->ex, n, max, 1.0f, &elo, &ehi);
-    /* values of one bucket lie within a logit width of span / 255, up to
-     * rounding of the bucket index and of the argument and result of exp */
+    /* values of one bucket lie within a logit width of span / 255 (or of
+     * the whole span, when the scale overflows), up to the rounding of the
+     * bucket index and of the argument and result of exp */
     double ratio = exp(1.01 * span / (SK_BUCKETS - 1) + 1e-6 * (span + 1.0)) * 1.00001;
     double mass[SK_BUCKETS], cum = 0;
     bucket_masses(s->bucket, s->ex, n, ratio, mass);
@@ -644,9 +707,13 @@ static uint32_t cut_top_p(sampler *s, uint32_t n, float max, double target)
     if (cross < 0)
         return n; /* the candidates hold less than top-p: keep them all */
     uint32_t c, kept = s->k.split(idx, val, s->bucket, n, cross, s->aux_idx, s->aux_val, &c);
-    sort_best_first(s->aux_idx, s->aux_val, c, idx + kept, val + kept);
+    if (ids_ascend && c > 64)
+        radix_best_first(s->aux_idx, s->aux_val, c, idx + kept, val + kept);
+    else
+        sort_best_first(s->aux_idx, s->aux_val, c, idx + kept, val + kept);
+    s->k.exps(s->aux_val, s->ex, c, max, 1.0f, &elo, &ehi); /* ex[] is free again */
     for (uint32_t i = 0; i < c; i++) {
-        cum += sk_fast_exp(s->aux_val[i] - max);
+        cum += s->ex[i];
         idx[kept] = s->aux_idx[i];
         val[kept++] = s->aux_val[i];
         if (cum >= target)
@@ -827,7 +894,7 @@ int32_t sampler_sample(sampler *s, float *logits)
     if (m == 0) /* every logit masked: nothing better than the greedy answer */
         return (int32_t)s->k.argmax(logits, n);
     if (p->top_p < 1.0f)
-        m = cut_top_p(s, m, max, z * p->top_p);
+        m = cut_top_p(s, m, max, z * p->top_p, !top_k);
     return draw(s, m, max);
 }
 

@@ -2,8 +2,10 @@
  *
  * Promises: greedy, temperature, top-k, top-p, min-p, repetition / presence
  * / frequency penalties over a window of recent tokens; a seedable RNG (same
- * seed, same candidates -> same token); no allocation per token (buffers
- * sized once at sampler_new). */
+ * seed, same candidates -> same token, on every CPU and vector level); no
+ * allocation per token (buffers sized once at sampler_new).  On a 154880
+ * vocabulary a full-vocabulary draw takes ~0.07 ms with the GLM defaults
+ * and ~0.01 ms greedy on one AVX-512 core (make bench). */
 #ifndef GLM_SAMPLER_H
 #define GLM_SAMPLER_H
 
@@ -35,7 +37,8 @@ void sampler_reset(sampler *s);
 /* Vector code for the passes over the whole vocabulary: 0 portable C,
  * 1 AVX2, 2 AVX-512 (x86-64).  sampler_new picks the best the CPU runs;
  * every level gives the same tokens, so this is for tests and benchmarks.
- * Returns the level now in use (never above what the CPU supports). */
+ * Returns the level now in use (never above what the CPU supports); with
+ * s NULL, only what that level would be. */
 int sampler_set_simd(sampler *s, int level);
 
 /* Samples from full logits (n_vocab floats; modified in place). */

@@ -20,29 +20,66 @@
 
 SCALAR uint32_t portable_argmax(const float *l, uint32_t n)
 {
-    uint32_t best = 0;
-    for (uint32_t i = 1; i < n; i++)
-        if (l[i] > l[best])
-            best = i;
-    return best;
+    if (l[0] != l[0]) /* nothing compares greater than NaN */
+        return 0;
+    /* four interleaved scans (first index of each one's maximum), so that
+     * no single chain of dependent compares sets the pace */
+    uint32_t best[4] = {0, 0, 0, 0}, i = 1;
+    float bv[4] = {l[0], -INFINITY, -INFINITY, -INFINITY};
+    for (; i + 4 <= n; i += 4)
+        for (uint32_t a = 0; a < 4; a++)
+            if (l[i + a] > bv[a]) {
+                bv[a] = l[i + a];
+                best[a] = i + a;
+            }
+    for (; i < n; i++)
+        if (l[i] > bv[0]) {
+            bv[0] = l[i];
+            best[0] = i;
+        }
+    uint32_t r = best[0];
+    for (int a = 1; a < 4; a++) /* '>' keeps the first of equal maxima */
+        if (bv[a] > l[r] || (bv[a] == l[r] && best[a] < r))
+            r = best[a];
+    return r;
 }
 
 SCALAR float portable_scan(const float *l, uint32_t n, int mode, float thr, int32_t *idx, float *val,
                            uint32_t *m)
 {
-    float mx = -INFINITY;
-    uint32_t c = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    /* four interleaved running maxima (no single chain of dependent
+     * compares), each never above the result; appends store always and
+     * advance when taken, without a branch on the data */
+    float mx[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    uint32_t c = 0, i = 0;
+    if (mode == SK_MAX_ONLY) {
+        for (; i + 4 <= n; i += 4)
+            for (int a = 0; a < 4; a++)
+                mx[a] = l[i + a] > mx[a] ? l[i + a] : mx[a];
+    } else {
+        for (; i + 4 <= n; i += 4)
+            for (int a = 0; a < 4; a++) {
+                float x = l[i + a];
+                mx[a] = x > mx[a] ? x : mx[a];
+                idx[c] = (int32_t)(i + (uint32_t)a);
+                val[c] = x;
+                c += mode == SK_AT_LEAST ? x >= thr : x >= mx[a] + thr;
+            }
+    }
+    float r = -INFINITY;
+    for (int a = 0; a < 4; a++)
+        r = mx[a] > r ? mx[a] : r;
+    for (; i < n; i++) {
         float x = l[i];
-        mx = x > mx ? x : mx;
-        if ((mode == SK_AT_LEAST && x >= thr) || (mode == SK_NEAR_MAX && x >= mx + thr)) {
+        r = x > r ? x : r;
+        if ((mode == SK_AT_LEAST && x >= thr) || (mode == SK_NEAR_MAX && x >= r + thr)) {
             idx[c] = (int32_t)i;
             val[c++] = x;
         }
     }
     if (m)
         *m = c;
-    return mx;
+    return r;
 }
 
 SCALAR double portable_mass(const float *v, uint32_t n, float max, float *pad)

@@ -4,9 +4,11 @@
  * token for the same seed and inputs.  test_sampler.c compares the two;
  * bench_text.c times both in the same run.
  *
- * Known old behaviour the tests stay away from: a finite-logit span that
- * overflows float (max - min > 3.4e38) makes ref_bucket_of convert NaN to
- * int (undefined); the fast sampler puts those in bucket 0. */
+ * One change: the old ref_bucket_of converted NaN to int (undefined: on
+ * x86 an index of -2^31, a crash).  NaN arises when the candidates' logit
+ * span is below 255 / FLT_MAX (the scale overflows: 0 * inf for the best
+ * token) or above FLT_MAX; it now goes to bucket 0, as in the fast sampler,
+ * the only choice that keeps the best token first. */
 #ifndef GLM_SAMPLER_REF_H
 #define GLM_SAMPLER_REF_H
 
@@ -370,6 +372,8 @@ REF_VECTORIZE REF_FN double ref_mass(const float *val, uint32_t n, float max)
 REF_FN inline int ref_bucket_of(float v, float max, float scale)
 {
     float b = (max - v) * scale;
+    if (b != b) /* the one change: NaN, undefined as an int, goes to bucket 0 */
+        return 0;
     return b < 0 ? 0 : b > REF_N_BUCKETS - 1 ? REF_N_BUCKETS - 1 : (int)b;
 }
 

@@ -386,11 +386,14 @@ enum {
     D_ASCENDING, /* sorted upwards: worst case for running maxima */
     D_DESCENDING,
     D_ONE,       /* a single finite logit, the rest -inf */
+    D_TINY_SPAN, /* logits 1e-40 apart: the bucket scale overflows */
+    D_HUGE_SPAN, /* +-3e38: the span overflows */
     D_COUNT
 };
 
 static const char *const dist_names[D_COUNT] = {"lm", "lm-wide", "flat", "peaked", "ties", "masked",
-                                                "nan", "const", "finite-mask", "ascending", "descending", "one"};
+                                                "nan", "const", "finite-mask", "ascending", "descending", "one",
+                                                "tiny-span", "huge-span"};
 
 static void make_logits(float *l, uint32_t n, int dist, uint64_t *x)
 {
@@ -409,6 +412,8 @@ static void make_logits(float *l, uint32_t n, int dist, uint64_t *x)
         case D_ASCENDING: v = (float)i * 0.001f; break;
         case D_DESCENDING: v = -(float)i * 0.001f; break;
         case D_ONE: v = i == n / 3 ? 0.5f : -INFINITY; break;
+        case D_TINY_SPAN: v = u < 0.3 ? 1e-40f : u < 0.6 ? 0.0f : -2e-40f; break;
+        case D_HUGE_SPAN: v = u < 0.01 ? 3e38f : u < 0.02 ? -3e38f : v; break;
         default: break;
         }
         l[i] = v;
@@ -506,6 +511,8 @@ static void check_agreement(const uint32_t *sizes, int n_sizes, int steps, uint6
         for (int si = 0; si < n_sizes; si++)
             for (size_t c = 0; c < N_COMBOS; c++)
                 for (int d = 0; d < D_COUNT; d++) {
+                    if (d == D_TINY_SPAN && sizes[si] > 40000)
+                        continue; /* subnormal arithmetic: slow in both, and covered at smaller sizes */
                     combo cb = combos[c];
                     if (cb.top_k >= (int)sizes[si] && c % 2) /* also top-k >= the vocabulary */
                         cb.top_k = (int)sizes[si] + (int)c;
@@ -698,6 +705,194 @@ static void test_fast_exp_matches_old(void)
     CHECK(bad == 0, "%d values differ", bad);
 }
 
+/* ---- the top-K entry point against the full path ---------------------------------- */
+
+static const float *order_logits;
+
+static int cmp_best_first(const void *a, const void *b) /* lowest id on ties */
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    float lx = order_logits[x], ly = order_logits[y];
+    return lx > ly ? -1 : lx < ly ? 1 : x - y;
+}
+
+/* The tokens the chain keeps and their probabilities, in double, straight
+ * from the definitions (l: logits after penalties). */
+static int kept_set(const float *l, int n, const sampler_params *p, int *ids, double *prob)
+{
+    int *order = malloc((size_t)n * sizeof *order);
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    order_logits = l;
+    qsort(order, (size_t)n, sizeof *order, cmp_best_first);
+    int m = p->top_k > 0 && p->top_k < n ? p->top_k : n;
+    double top = l[order[0]];
+    if (p->top_p < 1.0f) {
+        double z = 0, cum = 0;
+        for (int i = 0; i < m; i++)
+            z += exp(l[order[i]] - top);
+        for (int i = 0; i < m; i++) {
+            cum += exp(l[order[i]] - top) / z;
+            if (cum >= p->top_p) {
+                m = i + 1;
+                break;
+            }
+        }
+    }
+    int k = 0;
+    double sum = 0;
+    for (int i = 0; i < m; i++)
+        if (p->min_p <= 0 || l[order[i]] >= top + log(p->min_p)) {
+            ids[k] = order[i];
+            prob[k] = exp((l[order[i]] - top) / p->temp);
+            sum += prob[k++];
+        }
+    for (int i = 0; i < k; i++)
+        prob[i] /= sum;
+    free(order);
+    return k;
+}
+
+/* 0.1% critical value of chi-square with dof degrees of freedom
+ * (Wilson-Hilferty; within 1% of the table from 5 dof up) */
+static double chi_crit(int dof)
+{
+    double a = 2.0 / (9.0 * dof), w = 1 - a + 3.0902 * sqrt(a);
+    return dof * w * w * w;
+}
+
+/* When the K candidates cover everything the chain keeps, sampler_sample_topk
+ * and sampler_sample keep the same tokens with the same probabilities.
+ * (Not the same token per seed: the full path walks its survivors in a
+ * different order.)  Checked by every drawn token being in the computed
+ * set, every likely member being drawn, and chi-square of both paths'
+ * counts against the computed probabilities. */
+static void test_topk_entry_consistent(void)
+{
+    enum { V = 5000, K = 64, DRAWS = 6000 };
+    static const struct {
+        float temp, top_p, min_p;
+        int top_k;
+        bool penalties;
+    } cases[] = {
+        {1.0f, 0.9f, 0.0f, 0, false},   {1.0f, 0.95f, 0.01f, 0, false}, /* GLM defaults */
+        {0.7f, 0.8f, 0.0f, 20, false},  /* top-k below K: top-p over the 20 best's mass */
+        {1.5f, 1.0f, 0.05f, 0, false},  {0.6f, 0.9f, 0.0f, 0, true}, /* penalties on candidates */
+        {1.0f, 0.5f, 0.0f, 200, false}, /* top-k above K, nucleus inside K */
+        {0.0f, 0.9f, 0.0f, 0, true},    /* greedy */
+    };
+    float *full = malloc(V * sizeof *full), *l = malloc(V * sizeof *l);
+    uint64_t x = 21;
+    for (int i = 0; i < V; i++) /* 30 strong tokens hold ~98% of the mass */
+        full[i] = i % 151 == 7 ? 10.0f + 2.0f * (float)rs_unit(&x) : 3.0f * (float)rs_unit(&x);
+    int bad_support = 0, bad_chi = 0, bad_greedy = 0;
+    char why[160] = "";
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        sampler_params p = plain();
+        p.temp = cases[c].temp;
+        p.top_p = cases[c].top_p;
+        p.min_p = cases[c].min_p;
+        p.top_k = cases[c].top_k;
+        p.penalty_window = 8;
+        if (cases[c].penalties) {
+            p.repeat_penalty = 1.5f;
+            p.presence_penalty = 0.3f;
+        }
+        sampler *a = sampler_new(&p, V), *b = sampler_new(&p, V);
+        const int32_t seen[] = {7, 158, 309, 7, 460}; /* strong tokens, one twice */
+        for (size_t i = 0; i < sizeof seen / sizeof seen[0]; i++) {
+            sampler_accept(a, seen[i]);
+            sampler_accept(b, seen[i]);
+        }
+        /* what both paths should keep: penalties as the sampler applies them */
+        memcpy(l, full, V * sizeof *l);
+        if (cases[c].penalties) {
+            for (size_t i = 0; i < sizeof seen / sizeof seen[0]; i++) {
+                int32_t id = seen[i];
+                bool first = true;
+                for (size_t j = 0; j < i; j++)
+                    first = first && seen[j] != id;
+                if (!first)
+                    continue;
+                int cnt = 0;
+                for (size_t j = 0; j < sizeof seen / sizeof seen[0]; j++)
+                    cnt += seen[j] == id;
+                float v = full[id];
+                v = v > 0 ? v / p.repeat_penalty : v * p.repeat_penalty;
+                l[id] = v - (float)cnt * p.frequency_penalty - p.presence_penalty;
+            }
+        }
+        int kid[K];
+        double kp[K];
+        sampler_params q = p;
+        if (q.temp <= 0)
+            q.temp = 1;
+        int nk = kept_set(l, V, &q, kid, kp);
+        /* the K best of the raw logits, as the GPU returns them */
+        int32_t ids[K];
+        float cl[K];
+        int *used = calloc(V, sizeof *used);
+        for (int k = 0; k < K; k++) {
+            int best = -1;
+            for (int i = 0; i < V; i++)
+                if (!used[i] && (best < 0 || full[i] > full[best]))
+                    best = i;
+            used[best] = 1;
+            ids[k] = best;
+            cl[k] = full[best];
+        }
+        free(used);
+        double m = cl[0], z = 0;
+        for (int i = 0; i < V; i++)
+            z += exp(full[i] - m);
+        float log_z = (float)(m + log(z));
+        int ca[K] = {0}, cb[K] = {0};
+        for (int d = 0; d < (p.temp > 0 ? DRAWS : 3); d++) {
+            memcpy(l, full, V * sizeof *l);
+            int32_t ta = sampler_sample(a, l), tb = sampler_sample_topk(b, ids, cl, K, log_z);
+            int fa = -1, fb = -1;
+            for (int k = 0; k < nk; k++) {
+                fa = kid[k] == ta ? k : fa;
+                fb = kid[k] == tb ? k : fb;
+            }
+            if (p.temp <= 0) {
+                bad_greedy += ta != tb || ta != kid[0];
+                continue;
+            }
+            if ((fa < 0 || fb < 0) && !bad_support++)
+                snprintf(why, sizeof why, "case %zu: drew %d (full) / %d (top-K) outside the kept set", c, ta, tb);
+            if (fa >= 0)
+                ca[fa]++;
+            if (fb >= 0)
+                cb[fb]++;
+        }
+        if (p.temp <= 0)
+            goto next;
+        double chi_a = 0, chi_b = 0;
+        int dof = -1;
+        for (int k = 0; k < nk; k++) {
+            double e = kp[k] * DRAWS;
+            if (e >= 10 && (!ca[k] || !cb[k]) && !bad_support++)
+                snprintf(why, sizeof why, "case %zu: token %d (p %.3f) never drawn by one path", c, kid[k], kp[k]);
+            if (e < 5) /* too rare to test by chi-square; support checked above */
+                continue;
+            chi_a += (ca[k] - e) * (ca[k] - e) / e;
+            chi_b += (cb[k] - e) * (cb[k] - e) / e;
+            dof++;
+        }
+        if (dof > 0 && (chi_a > chi_crit(dof) || chi_b > chi_crit(dof)) && !bad_chi++)
+            snprintf(why, sizeof why, "case %zu: chi-square full %.1f top-K %.1f > %.1f (%d dof)", c, chi_a, chi_b,
+                     chi_crit(dof), dof);
+    next:
+        sampler_free(a);
+        sampler_free(b);
+    }
+    CHECK(bad_support == 0 && bad_chi == 0 && bad_greedy == 0, "%s (support %d, chi %d, greedy %d)", why, bad_support,
+          bad_chi, bad_greedy);
+    free(full);
+    free(l);
+}
+
 int main(void)
 {
     RUN(test_masked_logits);
@@ -708,6 +903,7 @@ int main(void)
     RUN(test_penalties);
     RUN(test_full_vocab_top_p);
     RUN(test_topk_entry_matches_full);
+    RUN(test_topk_entry_consistent);
     RUN(test_fast_exp_matches_old);
     RUN(test_kernels_agree);
     RUN(test_same_tokens_small_vocab);
