@@ -1,4 +1,5 @@
 /* vk_kernels.c: the kernel builders (see vk_kernels.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,28 +88,123 @@ static VkPipeline pipe(const vk_kb *k, const char *shader, const uint32_t *spec,
     return vk_pipe_get(k->c, k->pipes, shader, spec, n, k->err);
 }
 
-int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
+/* ---- x-stationary decode matvecs (shaders/mvx_common.glsl) ----------------------------
+ * The workgroup stages its input once in shared memory; each lane owns J
+ * units (column runs) of every row and streams R rows of weights at a
+ * time, `passes` times.  The geometry:
+ *   team  threads per row: the power of two <= subgroup size that pads the
+ *         row's units least (ties: the larger team)
+ *   j     units per lane, at most GLMCHAT_MVX_J (8)
+ *   r     rows per pass: the loads of one pass (r * j * uvec4s per unit *
+ *         matrices) stay within GLMCHAT_MVX_LOADS (16) uvec4 registers;
+ *         halved (then the workgroup halved, down to 64 threads) until the
+ *         grid has GLMCHAT_MVX_WAVES (2) workgroups per compute unit
+ *   passes doubled (up to 16) while the grid keeps GLMCHAT_MVX_PGROUPS (8)
+ *         workgroups per compute unit: fewer stagings of the input
+ * The input of all J*team units must fit in 32 KiB of shared memory (the
+ * least a device gives; lavapipe's), so the kernel tests on lavapipe take
+ * the same paths as a GPU; wider inputs keep the mv kernels.
+ * GLMCHAT_MVX=0 turns the path off (A/B runs); GLMCHAT_MVX_R / _WGS / _P /
+ * _XREG override the choices for tuning. */
+typedef struct {
+    uint32_t wgs, team, j, r, passes, xreg, xrn, ksh, groups;
+} mvx_cfg;
+
+static uint32_t mvx_unit(uint32_t t)
+{
+    return t == QT_F32 || t == QT_F16 ? 8 : t == QT_Q6_K ? 64 : t == QT_Q4_0 || t == QT_Q8_0 ? 32 : 0;
+}
+
+/* uvec4 registers one unit of a row takes */
+static uint32_t mvx_qw(uint32_t t)
+{
+    return t == QT_Q4_0 || t == QT_F16 ? 1 : t == QT_Q6_K ? 3 : 2;
+}
+
+/* kp: elements of the (padded, concatenated) input; rows: per z; nz: z
+ * count; sets: matrices per pass (gate + up: 2).  False: the kernel does
+ * not apply. */
+static bool mvx_config(const vk_ctx *c, uint32_t type, uint32_t kp, uint32_t rows, uint32_t nz, uint32_t sets,
+                       mvx_cfg *m)
+{
+    uint32_t unit = mvx_unit(type);
+    if (!unit || !env_u32("GLMCHAT_MVX", 1, 0, 1) || kp == 0 || kp % unit || rows == 0)
+        return false;
+    uint32_t units = kp / unit;
+    uint32_t jmax = env_u32("GLMCHAT_MVX_J", 8, 1, 16), best = 0;
+    memset(m, 0, sizeof *m);
+    uint32_t tmin = c->subgroup < 4 ? c->subgroup : 4;
+    for (uint32_t t = c->subgroup; t >= tmin; t /= 2) {
+        uint32_t j = ceil_div(units, t);
+        if (j <= jmax && (!best || t * j < best)) {
+            best = t * j;
+            m->team = t;
+            m->j = j;
+        }
+    }
+    if (!best)
+        return false;
+    m->ksh = best * unit;
+    uint32_t shmax = c->shared_bytes < 32768 ? c->shared_bytes : 32768;
+    if (4ull * m->ksh + 512 > shmax)
+        return false;
+    m->xreg = m->j * unit <= env_u32("GLMCHAT_MVX_XREG", 64, 0, 256);
+    m->xrn = m->xreg ? m->j * unit / 4 : 1;
+
+    uint32_t sg = c->subgroup, wgs = env_u32("GLMCHAT_MVX_WGS", 256, 1, 1024);
+    wgs = ceil_div(wgs, sg) * sg;
+    if (wgs / sg > 64)
+        wgs = 64 * sg;
+    uint32_t r = env_u32("GLMCHAT_MVX_R", 4, 1, 8), loads = env_u32("GLMCHAT_MVX_LOADS", 16, 1, 64);
+    bool fixed_r = getenv("GLMCHAT_MVX_R") && *getenv("GLMCHAT_MVX_R");
+    bool fixed_w = getenv("GLMCHAT_MVX_WGS") && *getenv("GLMCHAT_MVX_WGS");
+    while (!fixed_r && r > 1 && r * m->j * mvx_qw(type) * sets > loads)
+        r /= 2;
+    uint32_t want = env_u32("GLMCHAT_MVX_WAVES", 2, 0, 64) * c->n_sm_hint;
+    uint32_t floor_wgs = sg > 64 ? sg : 64;
+    for (;;) {
+        uint32_t groups = ceil_div(rows, wgs / m->team * r) * nz;
+        if (groups >= want)
+            break;
+        if (!fixed_r && r > 1)
+            r /= 2;
+        else if (!fixed_w && wgs / 2 >= floor_wgs && wgs / 2 >= m->team)
+            wgs /= 2;
+        else
+            break;
+    }
+    uint32_t pmax = env_u32("GLMCHAT_MVX_P", 16, 1, 256), pwant = env_u32("GLMCHAT_MVX_PGROUPS", 8, 1, 1024);
+    uint32_t passes = 1;
+    if (getenv("GLMCHAT_MVX_P") && *getenv("GLMCHAT_MVX_P"))
+        passes = pmax;
+    else
+        while (passes * 2 <= pmax && ceil_div(rows, wgs / m->team * r * passes * 2) * nz >= pwant * c->n_sm_hint)
+            passes *= 2;
+    m->wgs = wgs;
+    m->r = r;
+    m->passes = passes;
+    m->groups = ceil_div(rows, wgs / m->team * r * passes);
+    if (getenv("MVXDBG")) fprintf(stderr, "mvx type %u kp %u rows %u nz %u: team %u j %u r %u wgs %u passes %u xreg %u groups %u\n", type, kp, rows, nz, m->team, m->j, r, wgs, passes, m->xreg, m->groups);
+    return true;
+}
+
+static void mvx_spec(const vk_kb *k, const mvx_cfg *m, uint32_t type, uint32_t *spec)
+{
+    spec[0] = m->wgs;
+    spec[1] = type;
+    spec[2] = m->team;
+    spec[3] = m->j;
+    spec[4] = m->r;
+    spec[5] = k->c->subgroup;
+    spec[8] = m->ksh;
+    spec[10] = m->xreg;
+    spec[11] = m->xrn;
+}
+
+/* The push constants mv and mvx share (mvx adds the passes). */
+static void mv_push(const vk_mv_args *a, vk_call *out)
 {
     const vk_tensor *w = a->w;
-    mv_cfg m = mv_config(k->c, w, a->nz);
-    uint32_t spec[16] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, a->accumulate ? 1 : 0, 4,
-                         a->ids ? 1 : 0, m.upt};
-    spec[15] = m.conv;
-    memset(out, 0, sizeof *out);
-    out->name = a->name;
-    out->pipe = pipe(k, "mv", spec, sizeof spec / sizeof spec[0]);
-    if (!out->pipe)
-        return -1;
-    out->w[0] = w->buf;
-    out->b[0] = a->x.b;
-    out->b[1] = a->y.b;
-    if (a->norm)
-        out->b[2] = a->norm->b;
-    if (a->ids)
-        out->b[3] = a->ids->b;
-    out->b[4] = a->params;
-    if ((a->ztok || a->last_row) && !a->params.buf)
-        return err_set(k->err, "%s: batch-dependent matvec without the params buffer", a->name);
     uint32_t *p = out->push;
     p[0] = w->K;
     p[1] = w->Kp;
@@ -126,11 +222,56 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
     p[13] = a->ztok;
     p[14] = a->last_row;
     out->npush = 15;
-    out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
+}
+
+static int mv_bind(const vk_kb *k, const vk_mv_args *a, vk_call *out)
+{
+    const vk_tensor *w = a->w;
+    out->w[0] = w->buf;
+    out->b[0] = a->x.b;
+    out->b[1] = a->y.b;
+    if (a->norm)
+        out->b[2] = a->norm->b;
+    if (a->ids)
+        out->b[3] = a->ids->b;
+    out->b[4] = a->params;
+    if ((a->ztok || a->last_row) && !a->params.buf)
+        return err_set(k->err, "%s: batch-dependent matvec without the params buffer", a->name);
+    mv_push(a, out);
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;
     uint64_t per_mat = w->src_bytes / (w->n_mat ? w->n_mat : 1);
     out->bytes = (per_mat + 4ull * (w->K + w->N)) * out->groups[1];
+    return 0;
+}
+
+int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
+{
+    const vk_tensor *w = a->w;
+    mvx_cfg x;
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    if (mvx_config(k->c, w->type, w->Kp, w->N, a->nz ? a->nz : 1, 1, &x)) {
+        uint32_t spec[12] = {0};
+        mvx_spec(k, &x, w->type, spec);
+        spec[6] = a->norm ? 1 : 0;
+        spec[7] = a->accumulate ? 1 : 0;
+        spec[9] = a->ids ? 1 : 0;
+        out->pipe = pipe(k, "mvx", spec, 12);
+        if (!out->pipe || mv_bind(k, a, out))
+            return -1;
+        out->push[out->npush++] = x.passes;
+        out->groups[0] = x.groups;
+        return 0;
+    }
+    mv_cfg m = mv_config(k->c, w, a->nz);
+    uint32_t spec[16] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, a->accumulate ? 1 : 0, 4,
+                         a->ids ? 1 : 0, m.upt};
+    spec[15] = m.conv;
+    out->pipe = pipe(k, "mv", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe || mv_bind(k, a, out))
+        return -1;
+    out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
     return 0;
 }
 
