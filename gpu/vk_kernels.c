@@ -1,4 +1,5 @@
 /* vk_kernels.c: the kernel builders (see vk_kernels.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,28 +88,123 @@ static VkPipeline pipe(const vk_kb *k, const char *shader, const uint32_t *spec,
     return vk_pipe_get(k->c, k->pipes, shader, spec, n, k->err);
 }
 
-int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
+/* ---- x-stationary decode matvecs (shaders/mvx_common.glsl) ----------------------------
+ * The workgroup stages its input once in shared memory; each lane owns J
+ * units (column runs) of every row and streams R rows of weights at a
+ * time, `passes` times.  The geometry:
+ *   team  threads per row: the power of two <= subgroup size that pads the
+ *         row's units least (ties: the larger team)
+ *   j     units per lane, at most GLMCHAT_MVX_J (8)
+ *   r     rows per pass: the loads of one pass (r * j * uvec4s per unit *
+ *         matrices) stay within GLMCHAT_MVX_LOADS (16) uvec4 registers;
+ *         halved (then the workgroup halved, down to 64 threads) until the
+ *         grid has GLMCHAT_MVX_WAVES (2) workgroups per compute unit
+ *   passes doubled (up to 16) while the grid keeps GLMCHAT_MVX_PGROUPS (8)
+ *         workgroups per compute unit: fewer stagings of the input
+ * The input of all J*team units must fit in 32 KiB of shared memory (the
+ * least a device gives; lavapipe's), so the kernel tests on lavapipe take
+ * the same paths as a GPU; wider inputs keep the mv kernels.
+ * GLMCHAT_MVX=0 turns the path off (A/B runs); GLMCHAT_MVX_R / _WGS / _P /
+ * _XREG override the choices for tuning. */
+typedef struct {
+    uint32_t wgs, team, j, r, passes, xreg, xrn, ksh, groups;
+} mvx_cfg;
+
+static uint32_t mvx_unit(uint32_t t)
+{
+    return t == QT_F32 || t == QT_F16 ? 8 : t == QT_Q6_K ? 64 : t == QT_Q4_0 || t == QT_Q8_0 ? 32 : 0;
+}
+
+/* uvec4 registers one unit of a row takes */
+static uint32_t mvx_qw(uint32_t t)
+{
+    return t == QT_Q4_0 || t == QT_F16 ? 1 : t == QT_Q6_K ? 3 : 2;
+}
+
+/* kp: elements of the (padded, concatenated) input; rows: per z; nz: z
+ * count; sets: matrices per pass (gate + up: 2).  False: the kernel does
+ * not apply. */
+static bool mvx_config(const vk_ctx *c, uint32_t type, uint32_t kp, uint32_t rows, uint32_t nz, uint32_t sets,
+                       mvx_cfg *m)
+{
+    uint32_t unit = mvx_unit(type);
+    if (!unit || !env_u32("GLMCHAT_MVX", 1, 0, 1) || kp == 0 || kp % unit || rows == 0)
+        return false;
+    uint32_t units = kp / unit;
+    uint32_t jmax = env_u32("GLMCHAT_MVX_J", 8, 1, 32), best = 0;
+    memset(m, 0, sizeof *m);
+    uint32_t tmin = c->subgroup < 4 ? c->subgroup : 4;
+    for (uint32_t t = c->subgroup; t >= tmin; t /= 2) {
+        uint32_t j = ceil_div(units, t);
+        if (j <= jmax && (!best || t * j < best)) {
+            best = t * j;
+            m->team = t;
+            m->j = j;
+        }
+    }
+    if (!best)
+        return false;
+    m->ksh = best * unit;
+    uint32_t shmax = c->shared_bytes < 32768 ? c->shared_bytes : 32768;
+    if (4ull * m->ksh + 512 > shmax)
+        return false;
+    m->xreg = m->j * unit <= env_u32("GLMCHAT_MVX_XREG", 64, 0, 256);
+    m->xrn = m->xreg ? m->j * unit / 4 : 1;
+
+    uint32_t sg = c->subgroup, wgs = env_u32("GLMCHAT_MVX_WGS", 256, 1, 1024);
+    wgs = ceil_div(wgs, sg) * sg;
+    if (wgs / sg > 64)
+        wgs = 64 * sg;
+    uint32_t r = env_u32("GLMCHAT_MVX_R", 4, 1, 8), loads = env_u32("GLMCHAT_MVX_LOADS", 16, 1, 64);
+    bool fixed_r = getenv("GLMCHAT_MVX_R") && *getenv("GLMCHAT_MVX_R");
+    bool fixed_w = getenv("GLMCHAT_MVX_WGS") && *getenv("GLMCHAT_MVX_WGS");
+    while (!fixed_r && r > 1 && r * m->j * mvx_qw(type) * sets > loads)
+        r /= 2;
+    uint32_t want = env_u32("GLMCHAT_MVX_WAVES", 2, 0, 64) * c->n_sm_hint;
+    uint32_t floor_wgs = sg > 64 ? sg : 64;
+    for (;;) {
+        uint32_t groups = ceil_div(rows, wgs / m->team * r) * nz;
+        if (groups >= want)
+            break;
+        if (!fixed_r && r > 1)
+            r /= 2;
+        else if (!fixed_w && wgs / 2 >= floor_wgs && wgs / 2 >= m->team)
+            wgs /= 2;
+        else
+            break;
+    }
+    uint32_t pmax = env_u32("GLMCHAT_MVX_P", 16, 1, 256), pwant = env_u32("GLMCHAT_MVX_PGROUPS", 8, 1, 1024);
+    uint32_t passes = 1;
+    if (getenv("GLMCHAT_MVX_P") && *getenv("GLMCHAT_MVX_P"))
+        passes = pmax;
+    else
+        while (passes * 2 <= pmax && ceil_div(rows, wgs / m->team * r * passes * 2) * nz >= pwant * c->n_sm_hint)
+            passes *= 2;
+    m->wgs = wgs;
+    m->r = r;
+    m->passes = passes;
+    m->groups = ceil_div(rows, wgs / m->team * r * passes);
+    if (getenv("MVXDBG")) fprintf(stderr, "mvx type %u kp %u rows %u nz %u: team %u j %u r %u wgs %u passes %u xreg %u groups %u\n", type, kp, rows, nz, m->team, m->j, r, wgs, passes, m->xreg, m->groups);
+    return true;
+}
+
+static void mvx_spec(const vk_kb *k, const mvx_cfg *m, uint32_t type, uint32_t *spec)
+{
+    spec[0] = m->wgs;
+    spec[1] = type;
+    spec[2] = m->team;
+    spec[3] = m->j;
+    spec[4] = m->r;
+    spec[5] = k->c->subgroup;
+    spec[8] = m->ksh;
+    spec[10] = m->xreg;
+    spec[11] = m->xrn;
+}
+
+/* The push constants mv and mvx share (mvx adds the passes). */
+static void mv_push(const vk_mv_args *a, vk_call *out)
 {
     const vk_tensor *w = a->w;
-    mv_cfg m = mv_config(k->c, w, a->nz);
-    uint32_t spec[16] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, a->accumulate ? 1 : 0, 4,
-                         a->ids ? 1 : 0, m.upt};
-    spec[15] = m.conv;
-    memset(out, 0, sizeof *out);
-    out->name = a->name;
-    out->pipe = pipe(k, "mv", spec, sizeof spec / sizeof spec[0]);
-    if (!out->pipe)
-        return -1;
-    out->w[0] = w->buf;
-    out->b[0] = a->x.b;
-    out->b[1] = a->y.b;
-    if (a->norm)
-        out->b[2] = a->norm->b;
-    if (a->ids)
-        out->b[3] = a->ids->b;
-    out->b[4] = a->params;
-    if ((a->ztok || a->last_row) && !a->params.buf)
-        return err_set(k->err, "%s: batch-dependent matvec without the params buffer", a->name);
     uint32_t *p = out->push;
     p[0] = w->K;
     p[1] = w->Kp;
@@ -126,11 +222,126 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
     p[13] = a->ztok;
     p[14] = a->last_row;
     out->npush = 15;
-    out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
+}
+
+static int mv_bind(const vk_kb *k, const vk_mv_args *a, vk_call *out)
+{
+    const vk_tensor *w = a->w;
+    out->w[0] = w->buf;
+    out->b[0] = a->x.b;
+    out->b[1] = a->y.b;
+    if (a->norm)
+        out->b[2] = a->norm->b;
+    if (a->ids)
+        out->b[3] = a->ids->b;
+    out->b[4] = a->params;
+    if ((a->ztok || a->last_row) && !a->params.buf)
+        return err_set(k->err, "%s: batch-dependent matvec without the params buffer", a->name);
+    mv_push(a, out);
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;
     uint64_t per_mat = w->src_bytes / (w->n_mat ? w->n_mat : 1);
     out->bytes = (per_mat + 4ull * (w->K + w->N)) * out->groups[1];
+    return 0;
+}
+
+int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
+{
+    const vk_tensor *w = a->w;
+    mvx_cfg x;
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    if (mvx_config(k->c, w->type, w->Kp, w->N, a->nz ? a->nz : 1, 1, &x)) {
+        uint32_t spec[12] = {0};
+        mvx_spec(k, &x, w->type, spec);
+        spec[6] = a->norm ? 1 : 0;
+        spec[7] = a->accumulate ? 1 : 0;
+        spec[9] = a->ids ? 1 : 0;
+        out->pipe = pipe(k, "mvx", spec, 12);
+        if (!out->pipe || mv_bind(k, a, out))
+            return -1;
+        out->push[out->npush++] = x.passes;
+        out->groups[0] = x.groups;
+        return 0;
+    }
+    mv_cfg m = mv_config(k->c, w, a->nz);
+    uint32_t spec[16] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, a->accumulate ? 1 : 0, 4,
+                         a->ids ? 1 : 0, m.upt};
+    spec[15] = m.conv;
+    out->pipe = pipe(k, "mv", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe || mv_bind(k, a, out))
+        return -1;
+    out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
+    return 0;
+}
+
+/* The x-stationary gate/up geometry: gate and up (and the shared expert's)
+ * of one type and width, so they share one staged input. */
+static bool glu_x_config(const vk_kb *k, const vk_glu_args *a, mvx_cfg *x)
+{
+    const vk_tensor *g = a->gate, *u = a->up, *gs = a->gate_sh, *us = a->up_sh;
+    if (u->type != g->type)
+        return false;
+    if (gs && (!us || gs->type != g->type || us->type != g->type || gs->Kp != g->Kp || us->Kp != g->Kp ||
+               gs->N != us->N || gs->K != g->K))
+        return false;
+    uint32_t rows = gs && gs->N > g->N ? gs->N : g->N;
+    return mvx_config(k->c, g->type, g->Kp, rows, (a->nz ? a->nz : 1) + (gs ? 1 : 0), 2, x);
+}
+
+bool vk_glu_folds(const vk_kb *k, const vk_glu_args *a)
+{
+    mvx_cfg x;
+    return a->gate_sh && glu_x_config(k, a, &x);
+}
+
+static int glu_x(const vk_kb *k, const vk_glu_args *a, const mvx_cfg *x, vk_call *out)
+{
+    const vk_tensor *g = a->gate, *u = a->up, *gs = a->gate_sh, *us = a->up_sh;
+    uint32_t spec[12] = {0};
+    mvx_spec(k, x, g->type, spec);
+    spec[6] = a->norm ? 1 : 0;
+    spec[7] = gs ? 1 : 0;
+    spec[9] = a->ids ? 1 : 0;
+    out->pipe = pipe(k, "mvx_glu", spec, 12);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = g->buf;
+    out->w[1] = u->buf;
+    if (gs) {
+        out->w[2] = gs->buf;
+        out->w[3] = us->buf;
+    }
+    out->b[0] = a->x.b;
+    out->b[1] = a->h.b;
+    if (a->norm)
+        out->b[2] = a->norm->b;
+    if (a->ids)
+        out->b[3] = a->ids->b;
+    uint32_t nz = a->nz ? a->nz : 1, *p = out->push;
+    p[0] = g->K;
+    p[1] = g->Kp;
+    p[2] = g->N;
+    p[3] = (uint32_t)g->head_off;
+    p[4] = (uint32_t)u->head_off;
+    p[5] = g->bpr * g->N;
+    p[6] = u->bpr * u->N;
+    p[7] = a->x.off;
+    p[8] = a->h.off;
+    p[9] = a->h_z;
+    p[10] = a->norm ? a->norm->off : 0;
+    p[11] = f2u(a->eps);
+    p[12] = a->ids ? a->ids->off : 0;
+    p[13] = nz;
+    p[14] = gs ? gs->N : 0;
+    p[15] = gs ? (uint32_t)gs->head_off : 0;
+    p[16] = gs ? (uint32_t)us->head_off : 0;
+    p[17] = x->passes;
+    out->npush = 18;
+    out->groups[0] = x->groups;
+    out->groups[1] = nz + (gs ? 1 : 0);
+    out->groups[2] = 1;
+    out->bytes = (g->src_bytes / g->n_mat + u->src_bytes / u->n_mat) * nz + (gs ? gs->src_bytes + us->src_bytes : 0);
     return 0;
 }
 
@@ -139,12 +350,17 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
     const vk_tensor *g = a->gate, *u = a->up;
     if (g->K != u->K || g->N != u->N || g->Kp != u->Kp)
         return err_set(k->err, "%s: gate and up shapes differ", a->name);
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    mvx_cfg x;
+    if (glu_x_config(k, a, &x))
+        return glu_x(k, a, &x, out);
+    if (a->gate_sh)
+        return err_set(k->err, "%s: the shared expert cannot join this call (vk_glu_folds)", a->name);
     mv_cfg m = mv_config(k->c, g, a->nz);
     uint32_t spec[16] = {m.wgs, g->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, u->type, 4, a->ids ? 1 : 0,
                          m.upt};
     spec[15] = m.conv;
-    memset(out, 0, sizeof *out);
-    out->name = a->name;
     out->pipe = pipe(k, "mv_glu", spec, sizeof spec / sizeof spec[0]);
     if (!out->pipe)
         return -1;
@@ -179,11 +395,58 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
     return 0;
 }
 
+/* The x-stationary down: one staged input [wt*h[0] | ... | h_s]. */
+static int moe_down_x(const vk_kb *k, const vk_moe_down_args *a, const mvx_cfg *x, vk_call *out)
+{
+    const vk_tensor *d = a->down, *s = a->shared;
+    uint32_t spec[12] = {0};
+    mvx_spec(k, x, d->type, spec);
+    spec[6] = s ? 1 : 0;
+    out->pipe = pipe(k, "mvx_down", spec, 12);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = d->buf;
+    if (s)
+        out->w[1] = s->buf;
+    out->b[0] = a->h.b;
+    out->b[1] = a->y.b;
+    out->b[3] = a->ids.b;
+    out->b[4] = a->wts.b;
+    uint32_t *p = out->push;
+    p[0] = d->K;
+    p[1] = d->Kp;
+    p[2] = d->N;
+    p[3] = (uint32_t)d->head_off;
+    p[4] = d->bpr * d->N;
+    p[5] = s ? s->K : 0;
+    p[6] = s ? s->Kp : 0;
+    p[7] = s ? (uint32_t)s->head_off : 0;
+    p[8] = a->h.off;
+    p[9] = a->h_z;
+    p[10] = a->nz;
+    p[11] = a->ids.off;
+    p[12] = a->wts.off;
+    p[13] = a->y.off;
+    p[14] = x->passes;
+    out->npush = 15;
+    out->groups[0] = x->groups;
+    out->groups[1] = out->groups[2] = 1;
+    out->bytes = d->src_bytes / d->n_mat * a->nz + (s ? s->src_bytes : 0);
+    return 0;
+}
+
 int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
 {
     const vk_tensor *d = a->down, *s = a->shared;
     if (s && s->N != d->N)
         return err_set(k->err, "%s: shared and routed down projections differ in rows", a->name);
+    if (a->nz == 0)
+        return err_set(k->err, "%s: no experts", a->name);
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    mvx_cfg x;
+    if ((!s || s->type == d->type) && mvx_config(k->c, d->type, a->nz * d->Kp + (s ? s->Kp : 0), d->N, 1, 1, &x))
+        return moe_down_x(k, a, &x, out);
     mv_cfg m = mv_config(k->c, d, a->nz + 1);
     uint32_t nslot = a->nz + (s ? 1 : 0);
     /* a team per (row group, slot): the workgroup is a whole number of
@@ -196,8 +459,6 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     uint32_t spec[16] = {m.wgs, d->type, m.team, m.nr, k->c->subgroup, s ? 1 : 0, s ? s->type : d->type, 4, m.upt,
                          nslot};
     spec[15] = m.conv;
-    memset(out, 0, sizeof *out);
-    out->name = a->name;
     out->pipe = pipe(k, "mv_moe_down", spec, sizeof spec / sizeof spec[0]);
     if (!out->pipe)
         return -1;
@@ -420,11 +681,21 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
     if (w->N > 512 || a->n_used > 32 || a->n_used > w->N)
         return err_set(k->err, "router: %u experts, %u used: the router kernel handles up to 512 and 32", w->N,
                        a->n_used);
-    mv_cfg m = mv_config(k->c, w, 1);
-    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, 4, m.upt};
     memset(out, 0, sizeof *out);
     out->name = "router";
-    out->pipe = pipe(k, "router", spec, sizeof spec / sizeof spec[0]);
+    uint32_t epl = ceil_div(w->N, k->c->subgroup);
+    mvx_cfg x;
+    mv_cfg m = mv_config(k->c, w, 1);
+    bool xs = mvx_config(k->c, w->type, w->Kp, w->N, a->nz ? a->nz : 1, 1, &x);
+    if (xs) {
+        uint32_t spec[12] = {0};
+        mvx_spec(k, &x, w->type, spec);
+        spec[7] = epl;
+        out->pipe = pipe(k, "routerx", spec, 12);
+    } else {
+        uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, 4, m.upt, epl};
+        out->pipe = pipe(k, "router", spec, sizeof spec / sizeof spec[0]);
+    }
     if (!out->pipe)
         return -1;
     out->w[0] = w->buf;
@@ -455,12 +726,13 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
     p[14] = a->logits.off;
     p[15] = a->bias ? a->bias->off : 0;
     p[16] = a->params.buf ? 1 : 0;
-    out->npush = 17;
+    p[17] = xs ? x.passes : 0;
+    out->npush = xs ? 18 : 17;
     if (a->ids.off != a->wts.off)
         return err_set(k->err, "router: ids and weights must share their offset");
     if (a->counter.off != 0)
         return err_set(k->err, "router: the counter must start its buffer");
-    out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
+    out->groups[0] = xs ? x.groups : ceil_div(w->N, rows_per_wg(&m));
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;
     out->bytes = w->src_bytes * out->groups[1];

@@ -44,7 +44,9 @@ typedef struct {
 } vk_mv_args;
 int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out);
 
-/* h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n), n = rmsnorm(x) * norm (or x). */
+/* h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n), n = rmsnorm(x) * norm (or x).
+ * With gate_sh/up_sh (a shared expert on the same input) the same call also
+ * writes h[nz] from them -- where vk_glu_folds says the kernel can. */
 typedef struct {
     const char *name;
     const vk_tensor *gate, *up;
@@ -55,8 +57,11 @@ typedef struct {
     uint32_t h_z;
     uint32_t nz;
     const vk_vec *ids;
+    const vk_tensor *gate_sh, *up_sh;
 } vk_glu_args;
 int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out);
+/* Whether one vk_k_glu call can take the shared expert of `a` along. */
+bool vk_glu_folds(const vk_kb *k, const vk_glu_args *a);
 
 /* y[r] += sum_{z<nz} wt[z] * (D[ids[z]][r] . h[z]) + (S[r] . h_s)   (S optional). */
 typedef struct {

@@ -6,16 +6,36 @@
  * Each case is recorded `reps` times back to back with a barrier between
  * (like the decode graph's dependent steps) between two timestamps; the
  * figure is the mean per call and the bytes of weights it streamed per
- * microsecond.  The matvec geometry comes from the GLMCHAT_MV_* environment
- * variables, so a shell loop over settings compares variants.  The first
- * line is the device's plain streaming-read bandwidth. */
+ * microsecond.  A case cycles through enough copies of its weights (>= 160
+ * MB) that the GPU's L2 cache (50 MB on an H200) cannot hold them between
+ * calls, as in the decode graph where every layer's weights are different.
+ * The matvec geometry comes from the GLMCHAT_MV_* / GLMCHAT_MVX_*
+ * environment variables, so a shell loop over settings compares variants.
+ * The first line is the device's plain streaming-read bandwidth. */
 #include "vk_kernels.h"
 #include "vk_testutil.h"
 
 static vk_kb KB;
 static err_t KERR;
 
-static double time_calls(const vk_call *c, uint32_t reps, bool barriers)
+#define MAXC 64
+
+/* "shader[spec...]" of a call's pipeline (which kernel and geometry ran). */
+static const char *pipe_desc(const vk_call *c)
+{
+    static char buf[160];
+    snprintf(buf, sizeof buf, "?");
+    for (uint32_t i = 0; i < G.pipes.n; i++)
+        if (G.pipes.e[i].pipe == c->pipe) {
+            int n = snprintf(buf, sizeof buf, "%s", G.pipes.e[i].shader);
+            for (uint32_t k = 0; k < G.pipes.e[i].nspec && n < (int)sizeof buf - 12; k++)
+                n += snprintf(buf + n, sizeof buf - n, "%c%u", k ? ',' : '[', G.pipes.e[i].spec[k]);
+            snprintf(buf + n, sizeof buf - n, "]");
+        }
+    return buf;
+}
+
+static double time_calls(const vk_call *c, uint32_t nc, uint32_t reps, bool barriers)
 {
     err_t err;
     VkQueryPool qp;
@@ -31,12 +51,14 @@ static double time_calls(const vk_call *c, uint32_t reps, bool barriers)
     vkBeginCommandBuffer(G.cb, &bi);
     vkCmdResetQueryPool(G.cb, qp, 0, 2);
     vk_rec_begin(&r, &G.c, &prog, G.cb, VK_PROF_OFF, 0, VK_NULL_HANDLE, 0, NULL, &err);
-    /* one untimed call first (caches, clocks) */
-    vk_rec_call(&r, c);
-    vk_rec_barrier(&r);
+    /* one untimed round first (caches, clocks) */
+    for (uint32_t i = 0; i < nc; i++) {
+        vk_rec_call(&r, &c[i]);
+        vk_rec_barrier(&r);
+    }
     vkCmdWriteTimestamp(G.cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, qp, 0);
     for (uint32_t i = 0; i < reps; i++) {
-        vk_rec_call(&r, c);
+        vk_rec_call(&r, &c[i % nc]);
         if (barriers)
             vk_rec_barrier(&r);
     }
@@ -77,62 +99,125 @@ static void bandwidth(uint32_t reps)
     c.push[1] = per;
     c.groups[0] = (n + 256 * per - 1) / (256 * per);
     c.groups[1] = c.groups[2] = 1;
-    double us = time_calls(&c, reps, true);
+    double us = time_calls(&c, 1, reps, true);
     printf("read %.0f MiB: %.1f us, %.0f GB/s\n", bytes / 1048576.0, us, bytes / us / 1e3);
     tu_reset_buffers();
 }
 
-static void mv_case(const char *name, uint32_t type, uint32_t K, uint32_t N, uint32_t nz, bool norm, bool glu,
-                    uint32_t reps)
+/* A device buffer of n floats with Gaussian values (n_ones: 1 + small noise). */
+static vk_buf dev_vec(uint64_t n, bool ones)
 {
-    vk_tensor t, u;
-    uint32_t nmat = nz > 1 ? 64 : 1;
-    uint64_t rb = tu_row_bytes(type, K);
-    uint8_t *w = malloc(rb * N * nmat);
-    tu_fill_random(type, w, (uint64_t)K * N * nmat);
-    if (tu_tensor(type, K, N, nmat, w, &t) || (glu && tu_tensor(type, K, N, nmat, w, &u))) {
-        free(w);
+    float *v = malloc(n * sizeof *v);
+    for (uint64_t i = 0; i < n; i++)
+        v[i] = ones ? 1.0f + 0.1f * tu_gauss() : tu_gauss();
+    vk_buf b = {0};
+    err_t err;
+    if (vk_arena_alloc(&G.c, &G.dev, n * 4, "vec", &b, &err) || vk_upload_bytes(G.up, &b, 0, v, n * 4, &err) ||
+        vk_uploader_finish(G.up, &err))
+        printf("# %s\n", err.msg);
+    free(v);
+    return b;
+}
+
+/* `copies` uploads of one random tensor (n_mat matrices of N x K). */
+static int tensors(uint32_t type, uint32_t K, uint32_t N, uint32_t n_mat, uint32_t copies, vk_tensor *t)
+{
+    uint64_t n = (uint64_t)K * N * n_mat;
+    uint8_t *w = malloc(tu_row_bytes(type, K) * N * n_mat);
+    tu_fill_random(type, w, n);
+    int rc = 0;
+    for (uint32_t i = 0; i < copies && !rc; i++)
+        rc = tu_tensor(type, K, N, n_mat, w, &t[i]);
+    free(w);
+    return rc;
+}
+
+static uint32_t copies_for(uint64_t bytes)
+{
+    uint64_t c = (160ull << 20) / (bytes ? bytes : 1) + 1;
+    return c > MAXC ? MAXC : (uint32_t)c;
+}
+
+typedef enum { K_MV, K_GLU, K_DOWN, K_ROUTER } kind;
+
+typedef struct {
+    const char *name;
+    kind k;
+    uint32_t type, K, N, nz;     /* nz: heads (mv) or routed experts (glu, down) */
+    bool norm, acc, shared;
+} mcase;
+
+static void run_case(const mcase *m, uint32_t reps)
+{
+    static vk_tensor t[MAXC], u[MAXC], ts[MAXC], us[MAXC];
+    uint32_t nmat = m->k == K_GLU || m->k == K_DOWN ? 64 : m->nz ? m->nz : 1;
+    uint64_t per = tu_row_bytes(m->type, m->K) * m->N;  /* one matrix */
+    uint64_t touched = per * (m->k == K_GLU ? 2 * m->nz + (m->shared ? 2 : 0)
+                              : m->k == K_DOWN ? m->nz + (m->shared ? 1 : 0) : nmat);
+    uint64_t stored = per * nmat * (m->k == K_GLU ? 2 : 1);
+    uint32_t nc = copies_for(stored);
+    if (stored * nc > (6ull << 30))
+        nc = 1;
+    bool bad = tensors(m->type, m->K, m->N, nmat, nc, t) || (m->k == K_GLU && tensors(m->type, m->K, m->N, nmat, nc, u));
+    if (m->shared && !bad)
+        bad = tensors(m->type, m->K, m->N, 1, nc, ts) || (m->k == K_GLU && tensors(m->type, m->K, m->N, 1, nc, us));
+    if (bad) {
+        printf("# %s: upload failed\n", m->name);
+        tu_reset_buffers();
         return;
     }
-    free(w);
-    float *x = malloc(K * sizeof *x);
-    for (uint32_t i = 0; i < K; i++)
-        x[i] = tu_gauss();
-    vk_buf bx = tu_host(K), by = tu_host((uint64_t)N * nz + 64), bn = tu_host(K), bi = tu_host(64);
-    memcpy(bx.map, x, K * 4);
-    memcpy(bn.map, x, K * 4);
-    for (uint32_t z = 0; z < 16; z++)
-        ((int32_t *)bi.map)[z] = (int32_t)(z * 13 % nmat);
-    free(x);
-    /* x in device memory, as in the engine */
+    uint32_t xn = m->K * (m->k == K_DOWN ? m->nz + 1 : m->nz ? m->nz : 1);
+    vk_buf x = dev_vec(xn + 64, false), nw = dev_vec(m->K + 64, true);
+    vk_buf y = dev_vec((uint64_t)m->N * (m->nz + 1) + 64, false), lg = dev_vec(4096, false);
+    vk_buf ids = dev_vec(64, false), wts = dev_vec(64, true), cnt = dev_vec(64, false);
+    int32_t idv[16];
+    for (int z = 0; z < 16; z++)
+        idv[z] = z * 13 % 64;
     err_t err;
-    vk_buf dx, dn;
-    if (vk_arena_alloc(&G.c, &G.dev, K * 4, "x", &dx, &err) || vk_arena_alloc(&G.c, &G.dev, K * 4, "nw", &dn, &err) ||
-        vk_upload_bytes(G.up, &dx, 0, bx.map, K * 4, &err) || vk_upload_bytes(G.up, &dn, 0, bn.map, K * 4, &err) ||
+    uint32_t zero[64] = {0};
+    if (vk_upload_bytes(G.up, &ids, 0, idv, sizeof idv, &err) || vk_upload_bytes(G.up, &cnt, 0, zero, sizeof zero, &err) ||
         vk_uploader_finish(G.up, &err)) {
         printf("# %s\n", err.msg);
         return;
     }
-    vk_vec nv = {dn, 0}, idv = {bi, 0};
-    vk_call c;
-    int rc;
-    if (glu) {
-        vk_glu_args a = {.name = name, .gate = &t, .up = &u, .x = {dx, 0}, .norm = norm ? &nv : NULL, .eps = 1e-5f,
-                         .h = {by, 0}, .h_z = N, .nz = nz, .ids = nz > 1 ? &idv : NULL};
-        rc = vk_k_glu(&KB, &a, &c);
-    } else {
-        vk_mv_args a = {.name = name, .w = &t, .x = {dx, 0}, .y = {by, 0}, .y_z = N, .nz = nz,
-                        .norm = norm ? &nv : NULL, .eps = 1e-5f, .ids = nz > 1 ? &idv : NULL};
-        rc = vk_k_mv(&KB, &a, &c);
+    vk_vec nv = {nw, 0}, idvv = {ids, 0};
+    vk_call c[MAXC];
+    int rc = 0;
+    for (uint32_t i = 0; i < nc && !rc; i++) {
+        if (m->k == K_GLU) {
+            vk_glu_args a = {.name = m->name, .gate = &t[i], .up = &u[i], .x = {x, 0}, .norm = m->norm ? &nv : NULL,
+                             .eps = 1e-5f, .h = {y, 0}, .h_z = m->N, .nz = m->nz, .ids = &idvv,
+                             .gate_sh = m->shared ? &ts[i] : NULL, .up_sh = m->shared ? &us[i] : NULL};
+            if (a.gate_sh && !vk_glu_folds(&KB, &a)) {
+                printf("# %s: the shared expert does not fold in (timing the routed part)\n", m->name);
+                a.gate_sh = a.up_sh = NULL;
+            }
+            rc = vk_k_glu(&KB, &a, &c[i]);
+        } else if (m->k == K_DOWN) {
+            vk_moe_down_args a = {.name = m->name, .down = &t[i], .shared = m->shared ? &ts[i] : NULL, .h = {x, 0},
+                                  .h_z = m->K, .nz = m->nz, .ids = {ids, 0}, .wts = {wts, 0}, .y = {y, 0}};
+            rc = vk_k_moe_down(&KB, &a, &c[i]);
+        } else if (m->k == K_ROUTER) {
+            vk_router_args a = {.w = &t[i], .x = {x, 0}, .norm = {nw, 0}, .eps = 1e-5f, .logits = {lg, 0},
+                                .ids = {ids, 32}, .wts = {wts, 32}, .counter = {cnt, 0}, .n_used = 4, .gating = 2,
+                                .nz = 1, .norm_w = true, .scale = 1.8f};
+            rc = vk_k_router(&KB, &a, &c[i]);
+        } else {
+            vk_mv_args a = {.name = m->name, .w = &t[i], .x = {x, 0}, .x_z = m->nz > 1 ? m->K : 0, .y = {y, 0},
+                            .y_z = m->N, .nz = m->nz, .norm = m->norm ? &nv : NULL, .eps = 1e-5f,
+                            .accumulate = m->acc};
+            rc = vk_k_mv(&KB, &a, &c[i]);
+        }
     }
     if (rc) {
-        printf("# %s: %s\n", name, KERR.msg);
+        printf("# %s: %s\n", m->name, KERR.msg);
+        tu_reset_buffers();
         return;
     }
-    double us = time_calls(&c, reps, true);
-    double mb = (double)rb * N * nz * (glu ? 2 : 1) / 1e6;
-    printf("%-28s %8.2f MB %9.2f us %7.0f GB/s  (%u workgroups)\n", name, mb, us, mb * 1e3 / us,
-           c.groups[0] * c.groups[1]);
+    double us_ = time_calls(c, nc, reps, true);
+    double mb = touched / 1e6;
+    printf("%-34s %8.2f MB %9.2f us %7.0f GB/s  (%u x %u groups, %u copies, %s push %u)\n", m->name, mb, us_,
+           mb * 1e3 / us_, c[0].groups[0], c[0].groups[1], nc, pipe_desc(&c[0]), c[0].push[c[0].npush - 1]);
     tu_reset_buffers();
 }
 
@@ -142,18 +227,32 @@ int main(int argc, char **argv)
     if (tu_gpu_open())
         return 1;
     KB = (vk_kb){&G.c, &G.pipes, &KERR};
-    const char *e[] = {"GLMCHAT_MV_UPT", "GLMCHAT_MV_NR", "GLMCHAT_MV_WGS", "GLMCHAT_MV_CONV"};
+    const char *e[] = {"GLMCHAT_MV_UPT", "GLMCHAT_MV_NR", "GLMCHAT_MV_WGS", "GLMCHAT_MVX", "GLMCHAT_MVX_R",
+                       "GLMCHAT_MVX_WGS", "GLMCHAT_MVX_WAVES", "GLMCHAT_MVX_XREG", "GLMCHAT_MVX_LOADS",
+                       "GLMCHAT_MVX_PGROUPS"};
     printf("# settings:");
-    for (int i = 0; i < 4; i++)
-        printf(" %s=%s", e[i], getenv(e[i]) ? getenv(e[i]) : "-");
+    for (size_t i = 0; i < sizeof e / sizeof e[0]; i++)
+        if (getenv(e[i]))
+            printf(" %s=%s", e[i], getenv(e[i]));
     printf("\n");
-    bandwidth(reps / 5 + 1);
-    mv_case("moe_gate_up (4 experts)", QT_Q4_0, 2048, 1536, 4, true, true, reps);
-    mv_case("attn_output 5120->2048", QT_Q4_0, 5120, 2048, 1, false, false, reps);
-    mv_case("q4_0 2048->12288 norm", QT_Q4_0, 2048, 12288, 1, true, false, reps);
-    mv_case("q4_0 2048->12288", QT_Q4_0, 2048, 12288, 1, false, false, reps);
-    mv_case("attn_q_a 2048->768 norm", QT_Q4_0, 2048, 768, 1, true, false, reps);
-    mv_case("head q6_k 2048->38720 norm", QT_Q6_K, 2048, 38720, 1, true, false, reps / 5 + 1);
+    if (!getenv("MB_NOBW"))
+        bandwidth(reps / 5 + 1);
+    /* GLM-4.7-Flash's decode matvecs (Q4_0 file) */
+    static const mcase cases[] = {
+        {"moe_gate_up 4 experts + shared", K_GLU, QT_Q4_0, 2048, 1536, 4, true, false, true},
+        {"moe_down 4 experts + shared", K_DOWN, QT_Q4_0, 1536, 2048, 4, false, false, true},
+        {"attn_q_a 2048->768 norm", K_MV, QT_Q4_0, 2048, 768, 1, true, false, false},
+        {"attn_kv_a 2048->576 norm", K_MV, QT_Q4_0, 2048, 576, 1, true, false, false},
+        {"attn_q_b 768->5120 norm", K_MV, QT_Q4_0, 768, 5120, 1, true, false, false},
+        {"attn_k_b 20 x 192->512", K_MV, QT_Q4_0, 192, 512, 20, false, false, false},
+        {"attn_output 5120->2048 acc", K_MV, QT_Q4_0, 5120, 2048, 1, false, true, false},
+        {"router F32 2048->64 + top-4", K_ROUTER, QT_F32, 2048, 64, 1, true, false, false},
+        {"head Q6_K 2048->154880 norm", K_MV, QT_Q6_K, 2048, 154880, 1, true, false, false},
+    };
+    const char *only = getenv("MB_ONLY");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (!only || strstr(cases[i].name, only))
+            run_case(&cases[i], cases[i].N > 100000 ? reps / 5 + 1 : reps);
     tu_gpu_close();
     return 0;
 }

@@ -1,0 +1,328 @@
+// mvx_common.glsl: x-stationary matrix-vector products for one token
+// (decode), shared by mvx, mvx_glu, mvx_down and router.
+//
+// Why: a decode matvec reads each weight once, but a kernel that walks rows
+// with the input vector in memory reads the input (and the RMSNorm weight)
+// once per row from L1/L2 -- 8-16x the weight traffic for Q4_0.  Here the
+// workgroup stages its input once in shared memory (norm weight folded in,
+// 1/rms from one workgroup reduction, applied to the results), and each
+// lane then owns fixed columns of every row: a row is cut into units (32
+// elements for Q4_0/Q8_0, 8 for F32/F16, 64 for Q6_K), lane l of a team of
+// TEAM threads takes units l, l+TEAM, ... (J of them), copies their inputs
+// into registers once (XREG; else it reads them from shared memory once per
+// R rows) and then only streams weights: R rows at a time, every load of
+// the R rows issued before any arithmetic.  Consecutive lanes read
+// consecutive blocks of a row (coalesced in the repacked layout).
+//
+// Float conversion without conversion instructions: a 4-bit (6-bit, 8-bit)
+// field at bits b.. of a word (below bit 23), ORed with the exponent of
+// 2^23, is the float 2^23 + q*2^b; subtracting 2^23 + off*2^b gives
+// (q-off)*2^b exactly.  The 2^-b goes into the staged input (exact: a power
+// of two), so most fields need no shift at all.  See unit_q4_0/q8_0/q6_k
+// for the bit positions.
+//
+// Shared layout: unit u's vec4 g sits at u*GPU + ((g + u) mod GPU), so the
+// lanes of a subgroup reading the same g of consecutive units hit different
+// banks.  Units past the row (padding up to J*TEAM units) are zero.
+//
+// The including shader declares the spec constants WGS (local_size_x_id 0),
+// TYPE, SG, TEAM, J, R, XREG, XRN (= J*GPU with XREG, else 1), KSH (staged
+// floats, >= J*TEAM*UNIT), and includes quant.glsl first.
+
+#extension GL_KHR_shader_subgroup_basic : enable
+#extension GL_KHR_shader_subgroup_shuffle : enable
+#extension GL_KHR_shader_subgroup_arithmetic : enable
+
+// Elements per unit, vec4s of input per unit, uvec4s of weights per unit.
+const uint UNIT = (TYPE == T_F32 || TYPE == T_F16) ? 8u : TYPE == T_Q6_K ? 64u : 32u;
+const uint GPU = UNIT / 4u;
+const uint QW = (TYPE == T_Q4_0 || TYPE == T_F16) ? 1u : TYPE == T_Q6_K ? 3u : 2u;
+// Units per block (Q6_K: four 64-element units per 256-element block).
+const uint UPB = TYPE == T_Q6_K ? 4u : 1u;
+// Head words a unit needs (scales): Q6_K its d and two words of scales.
+const uint HW = TYPE == T_Q6_K ? 3u : 1u;
+
+layout(set = 0, binding = 1) readonly buffer XBuf { float x[]; } X;
+layout(set = 0, binding = 1) readonly buffer XBuf4 { vec4 x[]; } X4;
+layout(set = 0, binding = 3) readonly buffer NWBuf { float nw[]; } NW;
+layout(set = 0, binding = 3) readonly buffer NWBuf4 { vec4 nw[]; } NW4;
+
+shared vec4 xs[KSH / 4u];
+shared float red[64];
+
+// This thread's input registers, weight registers (R rows x J units) and
+// the per-(row, unit) scale words.
+// MVX_SETS: matrices loaded per pass (mvx_glu: gate and up).
+#ifndef MVX_SETS
+#define MVX_SETS 1u
+#endif
+vec4 xr[XRN];
+uvec4 qv[MVX_SETS * R * J * QW];
+uint hv[MVX_SETS * R * J * HW];
+
+uint lin_id() { return gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID; }
+
+float team_sum(float v)
+{
+    [[unroll]] for (uint o = TEAM >> 1; o > 0u; o >>= 1)
+        v += subgroupShuffleXor(v, o);
+    return v;
+}
+
+// ---- staging ------------------------------------------------------------------------
+
+// Unit and vec4-within-unit of logical vec4 v (elements 4v..4v+3) of a
+// row; Q6_K's units are not contiguous (see unit_q6_k).
+uvec2 x_unit(uint v)
+{
+    if (TYPE == T_Q6_K) {
+        uint e = 4u * v, w = e & 255u;
+        return uvec2((e >> 8) * 4u + (w >> 7) * 2u + ((w >> 4) & 1u), ((w >> 5) & 3u) * 4u + ((w >> 2) & 3u));
+    }
+    return uvec2(v / GPU, v % GPU);
+}
+
+uint x_slot(uint u, uint g) { return u * GPU + ((g + u) & (GPU - 1u)); }
+
+// The power-of-two factors the conversions need (see the unit_* functions).
+vec4 x_pre(uint v)
+{
+    if (TYPE == T_Q4_0)
+        return (v & 7u) < 4u ? vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 4096.0)
+                             : vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 256.0, 1.0 / 65536.0);
+    if (TYPE == T_Q8_0)
+        return vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
+    if (TYPE == T_Q6_K)
+        return vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 256.0);
+    return vec4(1.0);
+}
+
+// Four input elements e..e+3 at float offset xb (0 past k).
+vec4 x_get4(uint xb, uint e, uint k)
+{
+    if (e + 4u <= k && (xb & 3u) == 0u)
+        return X4.x[(xb >> 2) + (e >> 2)];
+    vec4 a;
+    [[unroll]] for (uint i = 0u; i < 4u; i++)
+        a[i] = e + i < k ? X.x[xb + e + i] : 0.0;
+    return a;
+}
+
+vec4 nw_get4(uint o, uint e, uint k)
+{
+    if (e + 4u <= k && (o & 3u) == 0u)
+        return NW4.nw[(o >> 2) + (e >> 2)];
+    vec4 a;
+    [[unroll]] for (uint i = 0u; i < 4u; i++)
+        a[i] = e + i < k ? NW.nw[o + e + i] : 0.0;
+    return a;
+}
+
+// Stores logical vec4 v of the staged input (already scaled).
+void x_put(uint v, vec4 a)
+{
+    uvec2 ug = x_unit(v);
+    xs[x_slot(ug.x, ug.y)] = a * x_pre(v);
+}
+
+// Stages one input of k elements (a row of kp, padded with zeros to all
+// J*TEAM units); with norm, times the norm weight.  Returns 1/rms (norm) or
+// 1.  Call from uniform control flow (barrier).
+float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps)
+{
+    float ss = 0.0;
+    for (uint v = gl_LocalInvocationIndex; v < J * TEAM * GPU; v += WGS) {
+        vec4 a = vec4(0.0);
+        if (4u * v < kp) {
+            a = x_get4(xb, 4u * v, k);
+            if (norm) {
+                ss += dot(a, a);
+                a *= nw_get4(nwo, 4u * v, k);
+            }
+        }
+        x_put(v, a);
+    }
+    if (norm) {
+        ss = subgroupAdd(ss);
+        if (subgroupElect())
+            red[gl_SubgroupID] = ss;
+    }
+    barrier();
+    float sc = 1.0;
+    if (norm) {
+        float t = 0.0;
+        for (uint i = 0u; i < gl_NumSubgroups; i++)
+            t += red[i];
+        sc = inversesqrt(t / float(k) + eps);
+    }
+    return sc;
+}
+
+// This lane's inputs into registers (XREG); after staging.
+void load_xr(uint lane)
+{
+    if (XREG == 1u)
+        [[unroll]] for (uint j = 0u; j < J; j++)
+            [[unroll]] for (uint g = 0u; g < GPU; g++)
+                xr[j * GPU + g] = xs[x_slot(lane + j * TEAM, g)];
+}
+
+// vec4 g of this lane's unit j (unit index u = lane + j*TEAM).
+vec4 xv(uint j, uint g, uint u)
+{
+    if (XREG == 1u)
+        return xr[j * GPU + g];
+    return xs[x_slot(u, g)];
+}
+
+// ---- weights ------------------------------------------------------------------------
+
+// Loads unit `sub` (< UPB) of block `blk` of the tensor in weight slot s
+// into register set i (i = row * J + j).  s must be a constant at the call.
+void load_unit(uint s, uint blk, uint sub, uint hbase, uint i)
+{
+    if (TYPE == T_Q4_0 || TYPE == T_F16) {
+        qv[i] = W4[s].w[blk];
+        hv[i] = TYPE == T_Q4_0 ? W[s].w[(hbase >> 2) + (blk >> 1)] : 0u;
+    } else if (TYPE == T_Q8_0 || TYPE == T_F32) {
+        qv[2u * i] = W4[s].w[2u * blk];
+        qv[2u * i + 1u] = W4[s].w[2u * blk + 1u];
+        hv[i] = TYPE == T_Q8_0 ? W[s].w[(hbase >> 2) + (blk >> 1)] : 0u;
+    } else if (TYPE == T_Q6_K) {
+        // unit (h, s0): ql[64h+16s0..+16], ql[64h+32+16s0..+16], qh[32h+16s0..+16];
+        // scales sc[8h+s0+2j] (j = 0..3) in body words 48+2h, 49+2h
+        uint h = sub >> 1, s0 = sub & 1u, b4 = blk * 13u;
+        qv[3u * i] = W4[s].w[b4 + 4u * h + s0];
+        qv[3u * i + 1u] = W4[s].w[b4 + 4u * h + 2u + s0];
+        qv[3u * i + 2u] = W4[s].w[b4 + 8u + 2u * h + s0];
+        hv[3u * i] = W[s].w[(hbase >> 2) + (blk >> 1)];
+        hv[3u * i + 1u] = W[s].w[blk * 52u + 48u + 2u * h];
+        hv[3u * i + 2u] = W[s].w[blk * 52u + 49u + 2u * h];
+    }
+}
+
+// The half scale of block blk from its head word.
+float half_of(uint w, uint blk) { return unpackHalf2x16((blk & 1u) != 0u ? w >> 16 : w).x; }
+
+// The field (w & mask), at bits b.., as the float 2^23 + q*2^b (exact while
+// the field stays below bit 23), minus 2^23 + off*2^b: (q - off) * 2^b.
+float fld(uint w, uint mask, uint offb) { return uintBitsToFloat((w & mask) | 0x4B000000u) - uintBitsToFloat(0x4B000000u | offb); }
+
+// Q4_0: word k of the body holds bytes 4k..4k+3: elements 4k+i (low nibble,
+// bits 8i) and 16+4k+i (high nibble, bits 8i+4).  Nibbles at bits 0, 4, 8,
+// 12, 16 are used in place; those at 20, 24, 28 after one shift by 12 (to 8,
+// 12, 16).  Hence x_pre's factors: low vec4 2^-(0, 8, 16, 12), high vec4
+// 2^-(4, 12, 8, 16).  Returns sum (q-8) * x over the unit.
+float unit_q4_0(uint i, uint j, uint u)
+{
+    uvec4 w = qv[i];
+    vec4 acc = vec4(0.0);
+    [[unroll]] for (uint k = 0u; k < 4u; k++) {
+        uint a = w[k], b = a >> 12;
+        vec4 lo = vec4(fld(a, 0xFu, 8u), fld(a, 0xF00u, 8u << 8), fld(a, 0xF0000u, 8u << 16), fld(b, 0xF000u, 8u << 12));
+        vec4 hi = vec4(fld(a, 0xF0u, 8u << 4), fld(a, 0xF000u, 8u << 12), fld(b, 0xF00u, 8u << 8), fld(b, 0xF0000u, 8u << 16));
+        acc += lo * xv(j, k, u) + hi * xv(j, 4u + k, u);
+    }
+    return acc.x + acc.y + acc.z + acc.w;
+}
+
+// Q8_0: signed bytes; XOR 0x80 makes them q+128.  Bytes 0, 1 at bits 0, 8
+// in place, bytes 2, 3 after a shift by 16 (x_pre: 2^-(0, 8, 0, 8)).
+float unit_q8_0(uint i, uint j, uint u)
+{
+    vec4 acc = vec4(0.0);
+    [[unroll]] for (uint k = 0u; k < 8u; k++) {
+        uint a = qv[2u * i + (k >> 2)][k & 3u] ^ 0x80808080u, b = a >> 16;
+        vec4 f = vec4(fld(a, 0xFFu, 128u), fld(a, 0xFF00u, 128u << 8), fld(b, 0xFFu, 128u), fld(b, 0xFF00u, 128u << 8));
+        acc += f * xv(j, k, u);
+    }
+    return acc.x + acc.y + acc.z + acc.w;
+}
+
+// Q6_K unit (half h, column run s0) of a block: element 128h + 32j + 16s0 + l
+// (j = 0..3, l = 0..15) has its low 4 bits in ql byte 64h + 32(j&1) + 16s0 + l
+// (nibble j>>1) and its high 2 bits in qh byte 32h + 16s0 + l (bits 2j).  Per
+// word k (4 columns) the four 6-bit values of each j are assembled into the
+// bytes of one word, then converted as bytes at bits 0, 8, 16 and (after a
+// shift by 16) 8 (x_pre: 2^-(0, 8, 16, 8)).  vec4 g = 4j + k of the unit
+// holds columns 4k..4k+3 of row j.  Returns d * sum_j sc_j * sum (q-32) * x.
+float unit_q6_k(uint i, uint blk, uint sub, uint j, uint u)
+{
+    uvec4 l0 = qv[3u * i], l1 = qv[3u * i + 1u], qh = qv[3u * i + 2u];
+    vec4 acc[4] = vec4[4](vec4(0.0), vec4(0.0), vec4(0.0), vec4(0.0));
+    [[unroll]] for (uint k = 0u; k < 4u; k++) {
+        uint h = qh[k];
+        uint a[4] = uint[4]((l0[k] & 0x0F0F0F0Fu) | ((h << 4) & 0x30303030u),
+                            (l1[k] & 0x0F0F0F0Fu) | ((h << 2) & 0x30303030u),
+                            ((l0[k] >> 4) & 0x0F0F0F0Fu) | (h & 0x30303030u),
+                            ((l1[k] >> 4) & 0x0F0F0F0Fu) | ((h >> 2) & 0x30303030u));
+        [[unroll]] for (uint r = 0u; r < 4u; r++) {
+            uint v = a[r], b = v >> 16;
+            vec4 f = vec4(fld(v, 0x3Fu, 32u), fld(v, 0x3F00u, 32u << 8), fld(v, 0x3F0000u, 32u << 16),
+                          fld(b, 0x3F00u, 32u << 8));
+            acc[r] += f * xv(j, 4u * r + k, u);
+        }
+    }
+    uint s0 = sub & 1u, w0 = hv[3u * i + 1u], w1 = hv[3u * i + 2u];
+    float d = half_of(hv[3u * i], blk);
+    float s = 0.0;
+    [[unroll]] for (uint r = 0u; r < 4u; r++) {
+        uint sw = r < 2u ? w0 : w1;
+        uint byte = s0 + 2u * (r & 1u);
+        float sc = float(int(sw << (24u - 8u * byte)) >> 24);
+        s += sc * (acc[r].x + acc[r].y + acc[r].z + acc[r].w);
+    }
+    return d * s;
+}
+
+// Dot of register set i (block blk, unit sub of it) with this lane's unit j.
+float unit_dot(uint i, uint blk, uint sub, uint j, uint u)
+{
+    if (TYPE == T_Q4_0)
+        return half_of(hv[i], blk) * unit_q4_0(i, j, u);
+    if (TYPE == T_Q8_0)
+        return half_of(hv[i], blk) * unit_q8_0(i, j, u);
+    if (TYPE == T_Q6_K)
+        return unit_q6_k(i, blk, sub, j, u);
+    if (TYPE == T_F16) {
+        uvec4 w = qv[i];
+        return dot(vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)), xv(j, 0u, u)) +
+               dot(vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w)), xv(j, 1u, u));
+    }
+    return dot(uintBitsToFloat(qv[2u * i]), xv(j, 0u, u)) + dot(uintBitsToFloat(qv[2u * i + 1u]), xv(j, 1u, u));
+}
+
+// ---- one matrix, R rows per pass -----------------------------------------------------
+
+// Issues the loads of rows row0..row0+R-1 (clamped to nrows-1) of the
+// matrix whose first block is mblk0 (bpr blocks per row), this lane's units.
+void load_rows(uint s, uint mblk0, uint bpr, uint hbase, uint row0, uint nrows, uint lane, uint nunits, uint set0)
+{
+    [[unroll]] for (uint r = 0u; r < R; r++) {
+        uint rb = mblk0 + min(row0 + r, nrows - 1u) * bpr;
+        [[unroll]] for (uint j = 0u; j < J; j++) {
+            uint u = min(lane + j * TEAM, nunits - 1u);
+            if (s == 0u)
+                load_unit(0u, rb + u / UPB, u % UPB, hbase, set0 + r * J + j);
+            else if (s == 1u)
+                load_unit(1u, rb + u / UPB, u % UPB, hbase, set0 + r * J + j);
+            else if (s == 2u)
+                load_unit(2u, rb + u / UPB, u % UPB, hbase, set0 + r * J + j);
+            else
+                load_unit(3u, rb + u / UPB, u % UPB, hbase, set0 + r * J + j);
+        }
+    }
+}
+
+// Partial dot of row r of the last load_rows (register sets set0 + r*J + j).
+float row_dot(uint mblk0, uint bpr, uint row, uint nrows, uint lane, uint nunits, uint set0, uint r)
+{
+    uint rb = mblk0 + min(row, nrows - 1u) * bpr;
+    float acc = 0.0;
+    [[unroll]] for (uint j = 0u; j < J; j++) {
+        uint u = lane + j * TEAM;
+        uint uc = min(u, nunits - 1u);
+        acc += unit_dot(set0 + r * J + j, rb + uc / UPB, uc % UPB, j, u);
+    }
+    return acc;
+}

@@ -1,0 +1,112 @@
+#version 450
+// mvx_down: y[r] += sum_z wt[z] * (D[ids[z]][r] . h[z]) + (S[r] . h_s): the
+// down projections of the chosen experts and of the shared expert, their
+// weighted sum and the residual add, x-stationary (see mvx_common.glsl).
+// The workgroup stages the concatenation [wt[0]*h[0] | ... | wt[nz-1]*h[nz-1]
+// | h_s] once; a row of the product is then one long row across nz+1
+// matrices (routed: weight slot 0, matrix ids[z]; shared: slot 1), and each
+// lane precomputes where each of its units lives.
+// Grid: x = row groups.
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint TYPE = 2u;
+layout(constant_id = 2) const uint TEAM = 32u;
+layout(constant_id = 3) const uint J = 8u;
+layout(constant_id = 4) const uint R = 2u;
+layout(constant_id = 5) const uint SG = 32u;
+layout(constant_id = 6) const uint HAS_SHARED = 1u;
+layout(constant_id = 8) const uint KSH = 8192u;
+layout(constant_id = 10) const uint XREG = 0u;
+layout(constant_id = 11) const uint XRN = 1u;
+const uint WGS = gl_WorkGroupSize.x;
+
+#include "quant.glsl"
+#include "mvx_common.glsl"
+
+layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
+layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
+layout(set = 0, binding = 5) readonly buffer WtBuf { float wts[]; } WT;
+
+layout(push_constant) uniform PC {
+    uint K, Kp, N;          // routed expert width
+    uint hbase, mblk;
+    uint K2, Kp2, hbase2;   // shared expert width
+    uint h_off, h_z, nz;
+    uint ids_off, wts_off;
+    uint y_off;
+    uint passes;
+} pc;
+
+// Where each of this lane's units lives: weight slot, first block of its
+// matrix, row stride in blocks, unit index within the row.
+uint us[J], ub[J], ust[J], uu[J];
+
+void load_pass(uint row0)
+{
+    [[unroll]] for (uint r = 0u; r < R; r++) {
+        uint row = min(row0 + r, pc.N - 1u);
+        [[unroll]] for (uint j = 0u; j < J; j++) {
+            uint blk = ub[j] + row * ust[j] + uu[j] / UPB, sub = uu[j] % UPB;
+            if (us[j] == 0u)
+                load_unit(0u, blk, sub, pc.hbase, r * J + j);
+            else
+                load_unit(1u, blk, sub, pc.hbase2, r * J + j);
+        }
+    }
+}
+
+void main()
+{
+    const uint NT = WGS / TEAM;
+    uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
+    uint upr = pc.Kp / UNIT, upr2 = pc.Kp2 / UNIT;
+    uint bpr = pc.Kp / blk_of(TYPE), bpr2 = pc.Kp2 / blk_of(TYPE);
+    [[unroll]] for (uint j = 0u; j < J; j++) {
+        uint u = lane + j * TEAM;
+        if (u < pc.nz * upr || HAS_SHARED == 0u) {
+            uint z = min(u / upr, pc.nz - 1u);
+            us[j] = 0u;
+            ub[j] = uint(ID.ids[pc.ids_off + z]) * pc.mblk;
+            ust[j] = bpr;
+            uu[j] = min(u - z * upr, upr - 1u);
+        } else {
+            us[j] = 1u;
+            ub[j] = 0u;
+            ust[j] = bpr2;
+            uu[j] = min(u - pc.nz * upr, upr2 - 1u);
+        }
+    }
+    uint wrow0 = gl_WorkGroupID.x * NT * R * pc.passes;
+    load_pass(wrow0 + team * R);
+
+    // stage [wt[z] * h[z] ...| h_s] (zeros past the end)
+    uint nr = pc.nz * pc.Kp;
+    for (uint v = gl_LocalInvocationIndex; v < J * TEAM * GPU; v += WGS) {
+        uint e = 4u * v;
+        vec4 a = vec4(0.0);
+        if (e < nr) {
+            uint z = e / pc.Kp;
+            a = x_get4(pc.h_off + z * pc.h_z, e - z * pc.Kp, pc.K) * WT.wts[pc.wts_off + z];
+        } else if (HAS_SHARED == 1u && e < nr + pc.Kp2) {
+            a = x_get4(pc.h_off + pc.nz * pc.h_z, e - nr, pc.K2);
+        }
+        x_put(v, a);
+    }
+    barrier();
+    load_xr(lane);
+
+    for (uint p = 0u; p < pc.passes; p++) {
+        uint row0 = wrow0 + (p * NT + team) * R;
+        if (p > 0u)
+            load_pass(row0);
+        [[unroll]] for (uint r = 0u; r < R; r++) {
+            uint row = min(row0 + r, pc.N - 1u);
+            float acc = 0.0;
+            [[unroll]] for (uint j = 0u; j < J; j++)
+                acc += unit_dot(r * J + j, ub[j] + row * ust[j] + uu[j] / UPB, uu[j] % UPB, j, lane + j * TEAM);
+            float v = team_sum(acc);
+            if (lane == 0u && row0 + r < pc.N)
+                Y.y[pc.y_off + row0 + r] += v;
+        }
+    }
+}

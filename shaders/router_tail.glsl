@@ -1,0 +1,96 @@
+// router_tail.glsl: the end of the router kernels (router, routerx).  Once
+// a workgroup has written its logits, it counts itself in; the last one to
+// finish turns the logits into probabilities (sigmoid or softmax), picks the
+// top n_used of prob + bias (the bias only selects; ties to the lower expert
+// id), normalizes and scales the chosen probabilities, and writes expert
+// ids and weights for the expert kernels -- in its first subgroup alone (no
+// barriers; lane l holds experts l, l + SG, ...).  The counter is reset for
+// the next use.  The including shader declares pc (N, n_used, gating,
+// has_bias, bias_off, norm_w, scale, out_off) and the spec constant EPL
+// (experts per lane, N / subgroup size rounded up).
+
+layout(set = 0, binding = 2) coherent buffer LBuf { float logit[]; } L;
+layout(set = 0, binding = 4) writeonly buffer IdBuf { int ids[]; } ID;
+layout(set = 0, binding = 5) writeonly buffer WtBuf { float wts[]; } WT;
+layout(set = 0, binding = 6) readonly buffer BBuf { float bias[]; } B;
+layout(set = 0, binding = 7) coherent buffer CBuf { uint count[]; } CNT;
+
+shared bool s_last;
+
+// z: the token; lb: its logits' offset.  Call from uniform control flow.
+void router_tail(uint z, uint lb)
+{
+    // Publish the logits, then count this workgroup in.
+    memoryBarrierBuffer();
+    barrier();
+    if (gl_LocalInvocationIndex == 0u)
+        s_last = atomicAdd(CNT.count[z], 1u) == gl_NumWorkGroups.x - 1u;
+    barrier();
+    if (!s_last || gl_SubgroupID != 0u)
+        return;
+    memoryBarrierBuffer();
+
+    // The tail, in one subgroup: lane l holds experts l, l + SG, ...
+    uint sl = gl_SubgroupInvocationID, ss = gl_SubgroupSize;
+    float prob[EPL], score[EPL];
+    float mx = -1.0 / 0.0;
+    for (uint i = 0u; i < EPL; i++) {
+        uint e = sl + i * ss;
+        prob[i] = e < pc.N ? L.logit[lb + e] : -1.0 / 0.0;
+        mx = max(mx, prob[i]);
+    }
+    mx = subgroupMax(mx);
+    float se = 0.0;
+    for (uint i = 0u; i < EPL; i++) {
+        uint e = sl + i * ss;
+        float l = prob[i];
+        float p = e >= pc.N ? 0.0 : pc.gating == 2u ? 1.0 / (1.0 + exp(-l)) : exp(l - mx);
+        prob[i] = p;
+        se += p;
+    }
+    se = subgroupAdd(se);
+    for (uint i = 0u; i < EPL; i++) {
+        uint e = sl + i * ss;
+        if (pc.gating != 2u)
+            prob[i] /= se;
+        score[i] = e < pc.N ? prob[i] + (pc.has_bias != 0u ? B.bias[pc.bias_off + e] : 0.0) : -1.0 / 0.0;
+    }
+    float wsum = 0.0, wsel = 0.0;
+    uint ob = pc.out_off + z * pc.n_used;
+    for (uint k = 0u; k < pc.n_used; k++) {
+        // this lane's best, then the subgroup's (lower id on ties)
+        float best = -1.0 / 0.0;
+        uint bi = 0xffffffffu;
+        for (uint i = 0u; i < EPL; i++)
+            if (score[i] > best) {
+                best = score[i];
+                bi = sl + i * ss;
+            }
+        float m = subgroupMax(best);
+        uint w = subgroupMin(best == m ? bi : 0xffffffffu);
+        uint owner = w % ss, slot = w / ss;
+        float pw = 0.0;
+        if (sl == owner)
+            for (uint i = 0u; i < EPL; i++)
+                if (i == slot) {
+                    pw = prob[i];
+                    score[i] = -1.0 / 0.0;
+                }
+        pw = subgroupAdd(pw);   // the chosen probability, from its owner
+        wsum += pw;
+        if (sl == k)
+            wsel = pw;
+        if (sl == 0u)
+            ID.ids[ob + k] = int(w);
+    }
+    // lane k holds weight k (n_used <= subgroup size)
+    if (sl < pc.n_used) {
+        float inv = pc.norm_w != 0u ? 1.0 / max(wsum, 6.103515625e-5) : 1.0;
+        float wv = wsel * inv;
+        if (pc.scale != 0.0)
+            wv *= pc.scale;
+        WT.wts[ob + sl] = wv;
+    }
+    if (sl == 0u)
+        CNT.count[z] = 0u;
+}
