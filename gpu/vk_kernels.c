@@ -1,5 +1,4 @@
 /* vk_kernels.c: the kernel builders (see vk_kernels.h). */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,7 +183,6 @@ static bool mvx_config(const vk_ctx *c, uint32_t type, uint32_t kp, uint32_t row
     m->r = r;
     m->passes = passes;
     m->groups = ceil_div(rows, wgs / m->team * r * passes);
-    if (getenv("MVXDBG")) fprintf(stderr, "mvx type %u kp %u rows %u nz %u: team %u j %u r %u wgs %u passes %u xreg %u groups %u\n", type, kp, rows, nz, m->team, m->j, r, wgs, passes, m->xreg, m->groups);
     return true;
 }
 
