@@ -603,7 +603,10 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
-    uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup};
+    /* scores: lanes split a row into 8-element groups (kq per lane); pu
+     * positions' loads in flight per subgroup */
+    uint32_t kq = ceil_div(g->RS / 8, k->c->subgroup), pu = env_u32("GLMCHAT_ATTN_PU", 2, 1, 8);
+    uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup, kq, pu};
     memset(out, 0, sizeof *out);
     out->name = "attn";
     out->pipe = pipe(k, "attn", spec, sizeof spec / sizeof spec[0]);
@@ -641,7 +644,10 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
     m.nr = 4;
     m.wgs = 128;
     uint32_t ksh = (w->Kp + 255) / 256 * 256;
-    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, ksh, m.upt};
+    if (4ull * (ksh + a->chunk_cap) + 512 > k->c->shared_bytes)
+        return err_set(k->err, "attn_vb: %u chunks of a %u-wide latent do not fit in shared memory", a->chunk_cap,
+                       w->Kp);
+    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, ksh, m.upt, a->chunk_cap};
     memset(out, 0, sizeof *out);
     out->name = "attn_vb";
     out->pipe = pipe(k, "attn_vb", spec, sizeof spec / sizeof spec[0]);

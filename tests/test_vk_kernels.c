@@ -716,6 +716,7 @@ static void attn_cases(void)
         {20, 512, 64, 192, 256, QT_Q4_0, true, 1, 1, true, "GLM-4.7-Flash, first token"},
         {20, 512, 64, 192, 256, QT_Q4_0, true, 300, 1, true, "GLM-4.7-Flash, 300 positions"},
         {20, 512, 64, 192, 256, QT_Q4_0, false, 1000, 1, true, "GLM-4.7-Flash, f32 cache, 1000 positions"},
+        {4, 512, 64, 192, 256, QT_Q4_0, true, 4100, 1, true, "GLM-4.7-Flash rows, 4 heads, 4100 positions"},
         {4, 64, 16, 32, 40, QT_F32, false, 25, 25, false, "tiny GLM prompt, causal, f32"},
         {4, 32, 16, 32, 24, QT_F32, true, 65, 9, false, "tiny Lite, 9 queries after 56, f16"},
         {3, 36, 10, 8, 12, QT_F16, false, 130, 3, true, "odd sizes: row padded to 48"},
@@ -726,6 +727,13 @@ static void attn_cases(void)
         snprintf(name, sizeof name, "attention %s (%u heads, kv_lora %u, %s cache, %u queries over %u)", AC.what,
                  AC.n_head, AC.kv_lora, AC.f16 ? "f16" : "f32", AC.n_q, AC.n_kv);
         RUN_NAMED(test_attn, name);
+        if (i == 1 || i == 6) {
+            /* positions scored together per subgroup: a count that does not divide the chunk */
+            setenv("GLMCHAT_ATTN_PU", "3", 1);
+            strcat(name, " [GLMCHAT_ATTN_PU=3]");
+            RUN_NAMED(test_attn, name);
+            unsetenv("GLMCHAT_ATTN_PU");
+        }
     }
 }
 
