@@ -350,7 +350,8 @@ static void test_moe(void)
     if (!ga.gate_sh)
         CHECK(vk_k_glu(&KB, &gs, &calls[nc++]) == 0, "build glu shared: %.200s", KERR.msg);
     CHECK(vk_k_moe_down(&KB, &da, &calls[nc++]) == 0, "build down: %.200s", KERR.msg);
-    bool bar[3] = {false, nc == 3, true};
+    /* gate/up || shared gate/up, then down (which reads all of h) */
+    bool bar[3] = {nc == 2, true, true};
     CHECK(tu_run(calls, nc, bar) == 0, "run");
 
     /* Reference: h from the reference gate/up; then check h, then y using the
@@ -727,12 +728,16 @@ static void attn_cases(void)
         snprintf(name, sizeof name, "attention %s (%u heads, kv_lora %u, %s cache, %u queries over %u)", AC.what,
                  AC.n_head, AC.kv_lora, AC.f16 ? "f16" : "f32", AC.n_q, AC.n_kv);
         RUN_NAMED(test_attn, name);
-        if (i == 1 || i == 6) {
-            /* positions scored together per subgroup: a count that does not divide the chunk */
-            setenv("GLMCHAT_ATTN_PU", "3", 1);
-            strcat(name, " [GLMCHAT_ATTN_PU=3]");
-            RUN_NAMED(test_attn, name);
-            unsetenv("GLMCHAT_ATTN_PU");
+        /* both ways of scoring on every chunk length (the default picks by
+         * length), and a position count per subgroup that does not divide
+         * the chunk */
+        static const char *const av[] = {"GLMCHAT_ATTN_SG=1000000 GLMCHAT_ATTN_PU=3", "GLMCHAT_ATTN_SG=0"};
+        for (int v = 0; v < 2 && (i == 0 || i == 1 || i == 3 || i == 6); v++) {
+            char vn[260];
+            snprintf(vn, sizeof vn, "%s [%s]", name, av[v]);
+            variant_set(av[v], true);
+            RUN_NAMED(test_attn, vn);
+            variant_set(av[v], false);
         }
     }
 }

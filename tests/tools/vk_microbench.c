@@ -147,9 +147,18 @@ typedef struct {
     bool norm, acc, shared;
 } mcase;
 
-static void run_case(const mcase *m, uint32_t reps)
+/* A case's calls (one per weight copy), its buffers left allocated. */
+typedef struct {
+    vk_call c[MAXC];
+    uint32_t nc;
+    double mb;
+    bool ok;
+} built;
+
+static bool build_case(const mcase *m, built *b)
 {
     static vk_tensor t[MAXC], u[MAXC], ts[MAXC], us[MAXC];
+    b->ok = false;
     uint32_t nmat = m->k == K_GLU || m->k == K_DOWN ? 64 : m->nz ? m->nz : 1;
     uint64_t per = tu_row_bytes(m->type, m->K) * m->N;  /* one matrix */
     uint64_t touched = per * (m->k == K_GLU ? 2 * m->nz + (m->shared ? 2 : 0)
@@ -163,8 +172,7 @@ static void run_case(const mcase *m, uint32_t reps)
         bad = tensors(m->type, m->K, m->N, 1, nc, ts) || (m->k == K_GLU && tensors(m->type, m->K, m->N, 1, nc, us));
     if (bad) {
         printf("# %s: upload failed\n", m->name);
-        tu_reset_buffers();
-        return;
+        return false;
     }
     uint32_t xn = m->K * (m->k == K_DOWN ? m->nz + 1 : m->nz ? m->nz : 1);
     vk_buf x = dev_vec(xn + 64, false), nw = dev_vec(m->K + 64, true);
@@ -178,10 +186,10 @@ static void run_case(const mcase *m, uint32_t reps)
     if (vk_upload_bytes(G.up, &ids, 0, idv, sizeof idv, &err) || vk_upload_bytes(G.up, &cnt, 0, zero, sizeof zero, &err) ||
         vk_uploader_finish(G.up, &err)) {
         printf("# %s\n", err.msg);
-        return;
+        return false;
     }
     vk_vec nv = {nw, 0}, idvv = {ids, 0};
-    vk_call c[MAXC];
+    vk_call *c = b->c;
     int rc = 0;
     for (uint32_t i = 0; i < nc && !rc; i++) {
         if (m->k == K_GLU) {
@@ -211,13 +219,55 @@ static void run_case(const mcase *m, uint32_t reps)
     }
     if (rc) {
         printf("# %s: %s\n", m->name, KERR.msg);
-        tu_reset_buffers();
-        return;
+        return false;
     }
-    double us_ = time_calls(c, nc, reps, true);
-    double mb = touched / 1e6;
-    printf("%-34s %8.2f MB %9.2f us %7.0f GB/s  (%u x %u groups, %u copies, %s push %u)\n", m->name, mb, us_,
-           mb * 1e3 / us_, c[0].groups[0], c[0].groups[1], nc, pipe_desc(&c[0]), c[0].push[c[0].npush - 1]);
+    b->nc = nc;
+    b->mb = touched / 1e6;
+    b->ok = true;
+    return true;
+}
+
+static void report(const mcase *m, const built *b, double us)
+{
+    const vk_call *c = b->c;
+    printf("%-34s %8.2f MB %9.2f us %7.0f GB/s  (%u x %u groups, %u copies, %s push %u)\n", m->name, b->mb, us,
+           b->mb * 1e3 / us, c[0].groups[0], c[0].groups[1], b->nc, pipe_desc(&c[0]), c[0].push[c[0].npush - 1]);
+}
+
+static void run_case(const mcase *m, uint32_t reps)
+{
+    static built b;
+    if (build_case(m, &b))
+        report(m, &b, time_calls(b.c, b.nc, reps, true));
+    tu_reset_buffers();
+}
+
+/* The cases one after another, as a decode layer runs them (different
+ * kernels back to back, each on its own weights), against the sum of
+ * their isolated times: what a graph costs beyond its kernels. */
+static void run_mixed(const mcase *cases, size_t n, uint32_t reps)
+{
+    static built b[16];
+    static vk_call seq[16 * MAXC];
+    double sum = 0;
+    uint32_t ns = 0;
+    for (size_t i = 0; i < n && i < 16; i++) {
+        if (!build_case(&cases[i], &b[i]))
+            continue;
+        double us = time_calls(b[i].c, b[i].nc, reps, true);
+        sum += us;
+        report(&cases[i], &b[i], us);
+    }
+    uint32_t nok = 0;
+    for (size_t i = 0; i < n && i < 16; i++)
+        nok += b[i].ok;
+    for (uint32_t r = 0; r < 8; r++)
+        for (size_t i = 0; i < n && i < 16; i++)
+            if (b[i].ok)
+                seq[ns++] = b[i].c[r % b[i].nc];
+    double per = nok ? time_calls(seq, ns, ns * 4, true) * nok : 0;
+    printf("mixed: one round of the cases above %.2f us, their isolated times %.2f us (%+.2f us)\n", per, sum,
+           per - sum);
     tu_reset_buffers();
 }
 
@@ -250,6 +300,12 @@ int main(int argc, char **argv)
         {"head Q6_K 2048->154880 norm", K_MV, QT_Q6_K, 2048, 154880, 1, true, false, false},
     };
     const char *only = getenv("MB_ONLY");
+    if (getenv("MB_MIXED")) {
+        /* a decode layer's matvecs (the head is once per token) */
+        run_mixed(cases, sizeof cases / sizeof cases[0] - 1, reps);
+        tu_gpu_close();
+        return 0;
+    }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (!only || strstr(cases[i].name, only))
             run_case(&cases[i], cases[i].N > 100000 ? reps / 5 + 1 : reps);
