@@ -6,9 +6,11 @@
  * Each case is recorded `reps` times back to back with a barrier between
  * (like the decode graph's dependent steps) between two timestamps; the
  * figure is the mean per call and the bytes of weights it streamed per
- * microsecond.  A case cycles through enough copies of its weights (>= 160
- * MB) that the GPU's L2 cache (50 MB on an H200) cannot hold them between
- * calls, as in the decode graph where every layer's weights are different.
+ * microsecond.  A case cycles through enough copies of its weights (>= 400
+ * MB; the expert cases through 16 disjoint sets of experts, and copies of
+ * the shared expert) that the GPU's L2 cache (50 MB on an H200) cannot hold
+ * them between calls, as in the decode graph where every layer's weights
+ * are different.
  * The matvec geometry comes from the GLMCHAT_MV_* / GLMCHAT_MVX_*
  * environment variables, so a shell loop over settings compares variants.
  * The first line is the device's plain streaming-read bandwidth. */
@@ -18,7 +20,7 @@
 static vk_kb KB;
 static err_t KERR;
 
-#define MAXC 64
+#define MAXC 256
 
 /* "shader[spec...]" of a call's pipeline (which kernel and geometry ran). */
 static const char *pipe_desc(const vk_call *c)
@@ -134,7 +136,7 @@ static int tensors(uint32_t type, uint32_t K, uint32_t N, uint32_t n_mat, uint32
 
 static uint32_t copies_for(uint64_t bytes)
 {
-    uint64_t c = (160ull << 20) / (bytes ? bytes : 1) + 1;
+    uint64_t c = (400ull << 20) / (bytes ? bytes : 1) + 1;
     return c > MAXC ? MAXC : (uint32_t)c;
 }
 
@@ -164,10 +166,9 @@ static bool build_case(const mcase *m, built *b)
     uint64_t touched = per * (m->k == K_GLU ? 2 * m->nz + (m->shared ? 2 : 0)
                               : m->k == K_DOWN ? m->nz + (m->shared ? 1 : 0) : nmat);
     uint64_t stored = per * nmat * (m->k == K_GLU ? 2 : 1);
-    uint32_t nc = copies_for(stored);
-    if (stored * nc > (6ull << 30))
-        nc = 1;
-    bool bad = tensors(m->type, m->K, m->N, nmat, nc, t) || (m->k == K_GLU && tensors(m->type, m->K, m->N, nmat, nc, u));
+    bool moe = m->k == K_GLU || m->k == K_DOWN;
+    uint32_t nc = moe ? 16 : copies_for(stored), nt = moe ? 1 : nc;
+    bool bad = tensors(m->type, m->K, m->N, nmat, nt, t) || (m->k == K_GLU && tensors(m->type, m->K, m->N, nmat, nt, u));
     if (m->shared && !bad)
         bad = tensors(m->type, m->K, m->N, 1, nc, ts) || (m->k == K_GLU && tensors(m->type, m->K, m->N, 1, nc, us));
     if (bad) {
@@ -178,8 +179,8 @@ static bool build_case(const mcase *m, built *b)
     vk_buf x = dev_vec(xn + 64, false), nw = dev_vec(m->K + 64, true);
     vk_buf y = dev_vec((uint64_t)m->N * (m->nz + 1) + 64, false), lg = dev_vec(4096, false);
     vk_buf ids = dev_vec(64, false), wts = dev_vec(64, true), cnt = dev_vec(64, false);
-    int32_t idv[16];
-    for (int z = 0; z < 16; z++)
+    int32_t idv[64]; /* a permutation of the 64 experts: call i takes idv[4i..4i+3] */
+    for (int z = 0; z < 64; z++)
         idv[z] = z * 13 % 64;
     err_t err;
     uint32_t zero[64] = {0};
@@ -188,12 +189,14 @@ static bool build_case(const mcase *m, built *b)
         printf("# %s\n", err.msg);
         return false;
     }
-    vk_vec nv = {nw, 0}, idvv = {ids, 0};
+    vk_vec nv = {nw, 0};
     vk_call *c = b->c;
     int rc = 0;
     for (uint32_t i = 0; i < nc && !rc; i++) {
+        uint32_t ti = moe ? 0 : i;
+        vk_vec idvv = {ids, moe ? 4 * (i % 16) : 0};
         if (m->k == K_GLU) {
-            vk_glu_args a = {.name = m->name, .gate = &t[i], .up = &u[i], .x = {x, 0}, .norm = m->norm ? &nv : NULL,
+            vk_glu_args a = {.name = m->name, .gate = &t[ti], .up = &u[ti], .x = {x, 0}, .norm = m->norm ? &nv : NULL,
                              .eps = 1e-5f, .h = {y, 0}, .h_z = m->N, .nz = m->nz, .ids = &idvv,
                              .gate_sh = m->shared ? &ts[i] : NULL, .up_sh = m->shared ? &us[i] : NULL};
             if (a.gate_sh && !vk_glu_folds(&KB, &a)) {
@@ -202,8 +205,8 @@ static bool build_case(const mcase *m, built *b)
             }
             rc = vk_k_glu(&KB, &a, &c[i]);
         } else if (m->k == K_DOWN) {
-            vk_moe_down_args a = {.name = m->name, .down = &t[i], .shared = m->shared ? &ts[i] : NULL, .h = {x, 0},
-                                  .h_z = m->K, .nz = m->nz, .ids = {ids, 0}, .wts = {wts, 0}, .y = {y, 0}};
+            vk_moe_down_args a = {.name = m->name, .down = &t[ti], .shared = m->shared ? &ts[i] : NULL, .h = {x, 0},
+                                  .h_z = m->K, .nz = m->nz, .ids = idvv, .wts = {wts, idvv.off}, .y = {y, 0}};
             rc = vk_k_moe_down(&KB, &a, &c[i]);
         } else if (m->k == K_ROUTER) {
             vk_router_args a = {.w = &t[i], .x = {x, 0}, .norm = {nw, 0}, .eps = 1e-5f, .logits = {lg, 0},
