@@ -107,8 +107,9 @@ static VkPipeline pipe(const vk_kb *k, const char *shader, const uint32_t *spec,
  *         the matrix: fewer stagings of the input
  * The input of all J*team units must fit in the device's shared memory;
  * wider inputs keep the mv kernels.  GLMCHAT_MVX=0 turns the path off (A/B
- * runs); GLMCHAT_MVX_R / _WGS / _P / _XREG override the choices for tuning
- * (the kernel tests use them to cover other geometries). */
+ * runs; GLMCHAT_MVX_DOWN=0 / GLMCHAT_MVX_VB=0 only for the MoE down / the
+ * attention's v_b); GLMCHAT_MVX_R / _WGS / _P / _XREG override the choices
+ * for tuning (the kernel tests use them to cover other geometries). */
 typedef struct {
     uint32_t wgs, team, j, r, passes, xreg, xrn, ksh, groups;
 } mvx_cfg;
@@ -686,7 +687,8 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
     memset(out, 0, sizeof *out);
     out->name = "attn_vb";
     mvx_cfg x;
-    if (mvx_config(k->c, w->type, w->Kp, w->N, g->n_head * (a->nz ? a->nz : 1), 1, 256, &x) &&
+    if (env_u32("GLMCHAT_MVX_VB", 1, 0, 1) &&
+        mvx_config(k->c, w->type, w->Kp, w->N, g->n_head * (a->nz ? a->nz : 1), 1, 256, &x) &&
         4ull * (x.ksh + a->chunk_cap) + 512 <= k->c->shared_bytes)
         return attn_vb_x(k, a, &x, out);
     mv_cfg m = mv_config(k->c, w, g->n_head);
