@@ -1,5 +1,4 @@
 /* vk_kernels.c: the kernel builders (see vk_kernels.h). */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,21 +90,26 @@ static VkPipeline pipe(const vk_kb *k, const char *shader, const uint32_t *spec,
 /* ---- x-stationary decode matvecs (shaders/mvx_common.glsl) ----------------------------
  * The workgroup stages its input once in shared memory; each lane owns J
  * units (column runs) of every row and streams R rows of weights at a
- * time, `passes` times.  The geometry:
+ * time, `passes` times.  The geometry (H200 sweeps, gpu/PERF.md run 6):
+ *   wgs   per kernel: 256 threads for gate/up and down, 512 for a single
+ *         small matrix (<= 8192 rows in all: fewer workgroups, fewer
+ *         stagings of the input -- attn_q_a 7.1 -> 4.9 us, attn_output
+ *         10.4 -> 7.5 us), 128 for the router
  *   team  threads per row: the power of two <= subgroup size that pads the
  *         row's units least (ties: the larger team)
  *   j     units per lane, at most GLMCHAT_MVX_J (8)
- *   r     rows per pass: the loads of one pass (r * j * uvec4s per unit *
- *         matrices) stay within GLMCHAT_MVX_LOADS (16) uvec4 registers;
- *         halved (then the workgroup halved, down to 64 threads) until the
- *         grid has GLMCHAT_MVX_WAVES (2) workgroups per compute unit
+ *   r     rows per pass, at most 4 (Q6_K: 2, its units are large): the
+ *         loads of one pass (r * j * uvec4s per unit * matrices) stay within
+ *         GLMCHAT_MVX_LOADS (16) uvec4 registers; halved while the grid has
+ *         fewer than GLMCHAT_MVX_WAVES (2) workgroups per compute unit
  *   passes doubled (up to 16) while the grid keeps GLMCHAT_MVX_PGROUPS (8)
- *         workgroups per compute unit: fewer stagings of the input
- * The input of all J*team units must fit in 32 KiB of shared memory (the
- * least a device gives; lavapipe's), so the kernel tests on lavapipe take
- * the same paths as a GPU; wider inputs keep the mv kernels.
- * GLMCHAT_MVX=0 turns the path off (A/B runs); GLMCHAT_MVX_R / _WGS / _P /
- * _XREG override the choices for tuning. */
+ *         workgroups per compute unit and a workgroup's rows stay within
+ *         the matrix: fewer stagings of the input
+ * The input of all J*team units must fit in the device's shared memory;
+ * wider inputs keep the mv kernels.  GLMCHAT_MVX=0 turns the path off (A/B
+ * runs; GLMCHAT_MVX_DOWN=0 / GLMCHAT_MVX_VB=0 only for the MoE down / the
+ * attention's v_b); GLMCHAT_MVX_R / _WGS / _P / _XREG override the choices
+ * for tuning (the kernel tests use them to cover other geometries). */
 typedef struct {
     uint32_t wgs, team, j, r, passes, xreg, xrn, ksh, groups;
 } mvx_cfg;
@@ -121,11 +125,17 @@ static uint32_t mvx_qw(uint32_t t)
     return t == QT_Q4_0 || t == QT_F16 ? 1 : t == QT_Q6_K ? 3 : 2;
 }
 
+static bool env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v;
+}
+
 /* kp: elements of the (padded, concatenated) input; rows: per z; nz: z
- * count; sets: matrices per pass (gate + up: 2).  False: the kernel does
- * not apply. */
+ * count; sets: matrices per pass (gate + up: 2); wgs: the kernel's
+ * workgroup size.  False: the kernel does not apply. */
 static bool mvx_config(const vk_ctx *c, uint32_t type, uint32_t kp, uint32_t rows, uint32_t nz, uint32_t sets,
-                       mvx_cfg *m)
+                       uint32_t wgs, mvx_cfg *m)
 {
     uint32_t unit = mvx_unit(type);
     if (!unit || !env_u32("GLMCHAT_MVX", 1, 0, 1) || kp == 0 || kp % unit || rows == 0)
@@ -145,46 +155,37 @@ static bool mvx_config(const vk_ctx *c, uint32_t type, uint32_t kp, uint32_t row
     if (!best)
         return false;
     m->ksh = best * unit;
-    uint32_t shmax = c->shared_bytes < 32768 ? c->shared_bytes : 32768;
-    if (4ull * m->ksh + 512 > shmax)
+    if (4ull * m->ksh + 512 > c->shared_bytes)
         return false;
     m->xreg = m->j * unit <= env_u32("GLMCHAT_MVX_XREG", 64, 0, 256);
     m->xrn = m->xreg ? m->j * unit / 4 : 1;
 
-    uint32_t sg = c->subgroup, wgs = env_u32("GLMCHAT_MVX_WGS", 256, 1, 1024);
+    uint32_t sg = c->subgroup;
+    wgs = env_u32("GLMCHAT_MVX_WGS", wgs, 1, 1024);
     wgs = ceil_div(wgs, sg) * sg;
     if (wgs / sg > 64)
         wgs = 64 * sg;
-    uint32_t r = env_u32("GLMCHAT_MVX_R", 4, 1, 8), loads = env_u32("GLMCHAT_MVX_LOADS", 16, 1, 64);
-    bool fixed_r = getenv("GLMCHAT_MVX_R") && *getenv("GLMCHAT_MVX_R");
-    bool fixed_w = getenv("GLMCHAT_MVX_WGS") && *getenv("GLMCHAT_MVX_WGS");
+    uint32_t nt = wgs / m->team;
+    bool fixed_r = env_set("GLMCHAT_MVX_R");
+    uint32_t r = env_u32("GLMCHAT_MVX_R", type == QT_Q6_K ? 2 : 4, 1, 8);
+    uint32_t loads = env_u32("GLMCHAT_MVX_LOADS", 16, 1, 64);
     while (!fixed_r && r > 1 && r * m->j * mvx_qw(type) * sets > loads)
         r /= 2;
     uint32_t want = env_u32("GLMCHAT_MVX_WAVES", 2, 0, 64) * c->n_sm_hint;
-    uint32_t floor_wgs = sg > 64 ? sg : 64;
-    for (;;) {
-        uint32_t groups = ceil_div(rows, wgs / m->team * r) * nz;
-        if (groups >= want)
-            break;
-        if (!fixed_r && r > 1)
-            r /= 2;
-        else if (!fixed_w && wgs / 2 >= floor_wgs && wgs / 2 >= m->team)
-            wgs /= 2;
-        else
-            break;
-    }
+    while (!fixed_r && r > 1 && ceil_div(rows, nt * r) * nz < want)
+        r /= 2;
     uint32_t pmax = env_u32("GLMCHAT_MVX_P", 16, 1, 256), pwant = env_u32("GLMCHAT_MVX_PGROUPS", 8, 1, 1024);
     uint32_t passes = 1;
-    if (getenv("GLMCHAT_MVX_P") && *getenv("GLMCHAT_MVX_P"))
+    if (env_set("GLMCHAT_MVX_P"))
         passes = pmax;
     else
-        while (passes * 2 <= pmax && ceil_div(rows, wgs / m->team * r * passes * 2) * nz >= pwant * c->n_sm_hint)
+        while (passes * 2 <= pmax && nt * r * passes * 2 <= rows &&
+               ceil_div(rows, nt * r * passes * 2) * nz >= pwant * c->n_sm_hint)
             passes *= 2;
     m->wgs = wgs;
     m->r = r;
     m->passes = passes;
-    m->groups = ceil_div(rows, wgs / m->team * r * passes);
-    if (getenv("MVXDBG")) fprintf(stderr, "mvx type %u kp %u rows %u nz %u: team %u j %u r %u wgs %u passes %u xreg %u groups %u\n", type, kp, rows, nz, m->team, m->j, r, wgs, passes, m->xreg, m->groups);
+    m->groups = ceil_div(rows, nt * r * passes);
     return true;
 }
 
@@ -251,7 +252,8 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
     mvx_cfg x;
     memset(out, 0, sizeof *out);
     out->name = a->name;
-    if (mvx_config(k->c, w->type, w->Kp, w->N, a->nz ? a->nz : 1, 1, &x)) {
+    uint32_t nz = a->nz ? a->nz : 1;
+    if (mvx_config(k->c, w->type, w->Kp, w->N, nz, 1, (uint64_t)w->N * nz <= 8192 ? 512 : 256, &x)) {
         uint32_t spec[12] = {0};
         mvx_spec(k, &x, w->type, spec);
         spec[6] = a->norm ? 1 : 0;
@@ -286,7 +288,7 @@ static bool glu_x_config(const vk_kb *k, const vk_glu_args *a, mvx_cfg *x)
                gs->N != us->N || gs->K != g->K))
         return false;
     uint32_t rows = gs && gs->N > g->N ? gs->N : g->N;
-    return mvx_config(k->c, g->type, g->Kp, rows, (a->nz ? a->nz : 1) + (gs ? 1 : 0), 2, x);
+    return mvx_config(k->c, g->type, g->Kp, rows, (a->nz ? a->nz : 1) + (gs ? 1 : 0), 2, 256, x);
 }
 
 bool vk_glu_folds(const vk_kb *k, const vk_glu_args *a)
@@ -445,7 +447,8 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     memset(out, 0, sizeof *out);
     out->name = a->name;
     mvx_cfg x;
-    if ((!s || s->type == d->type) && mvx_config(k->c, d->type, a->nz * d->Kp + (s ? s->Kp : 0), d->N, 1, 1, &x))
+    if ((!s || s->type == d->type) && env_u32("GLMCHAT_MVX_DOWN", 1, 0, 1) &&
+        mvx_config(k->c, d->type, a->nz * d->Kp + (s ? s->Kp : 0), d->N, 1, 1, 256, &x))
         return moe_down_x(k, a, &x, out);
     mv_cfg m = mv_config(k->c, d, a->nz + 1);
     uint32_t nslot = a->nz + (s ? 1 : 0);
@@ -605,7 +608,14 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
-    uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup};
+    /* scores of chunks up to sgmax positions by subgroups: lanes split a
+     * row into 8-element groups (kq per lane), pu positions' loads in flight
+     * per subgroup; longer chunks a thread per position (H200: decode
+     * attention at depth 0 17.6 us per layer against 25.8 by threads, at
+     * depth 4096 -- 79-position chunks -- 45.6 against 33.4) */
+    uint32_t kq = ceil_div(g->RS / 8, k->c->subgroup), pu = env_u32("GLMCHAT_ATTN_PU", 2, 1, 8);
+    uint32_t sgmax = env_u32("GLMCHAT_ATTN_SG", 48, 0, 1u << 20);
+    uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup, kq, pu, sgmax};
     memset(out, 0, sizeof *out);
     out->name = "attn";
     out->pipe = pipe(k, "attn", spec, sizeof spec / sizeof spec[0]);
@@ -634,18 +644,62 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     return 0;
 }
 
+/* attn_vb x-stationary: the combine is the staging step. */
+static int attn_vb_x(const vk_kb *k, const vk_attn_vb_args *a, const mvx_cfg *x, vk_call *out)
+{
+    const vk_attn_geom *g = a->g;
+    const vk_tensor *w = a->v_b;
+    uint32_t spec[12] = {0};
+    mvx_spec(k, x, w->type, spec);
+    spec[7] = a->chunk_cap;
+    out->pipe = pipe(k, "attnx_vb", spec, 12);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = w->buf;
+    out->b[0] = a->part.b;
+    out->b[1] = a->o.b;
+    out->b[3] = a->params;
+    uint32_t *p = out->push;
+    p[0] = w->K;
+    p[1] = w->Kp;
+    p[2] = w->N;
+    p[3] = (uint32_t)w->head_off;
+    p[4] = w->bpr * w->N;
+    p[5] = a->part.off;
+    p[6] = g->n_head;
+    p[7] = a->chunk_cap;
+    p[8] = a->o.off;
+    p[9] = a->o_z;
+    p[10] = a->prefill ? VKP_NCHUNK_PF : VKP_NCHUNK;
+    p[11] = x->passes;
+    out->npush = 12;
+    out->groups[0] = x->groups;
+    out->groups[1] = g->n_head;
+    out->groups[2] = a->nz ? a->nz : 1;
+    out->bytes = w->src_bytes * out->groups[2];
+    return 0;
+}
+
 int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
     const vk_tensor *w = a->v_b;
+    memset(out, 0, sizeof *out);
+    out->name = "attn_vb";
+    mvx_cfg x;
+    if (env_u32("GLMCHAT_MVX_VB", 1, 0, 1) &&
+        mvx_config(k->c, w->type, w->Kp, w->N, g->n_head * (a->nz ? a->nz : 1), 1, 256, &x) &&
+        4ull * (x.ksh + a->chunk_cap) + 512 <= k->c->shared_bytes)
+        return attn_vb_x(k, a, &x, out);
     mv_cfg m = mv_config(k->c, w, g->n_head);
     /* few workgroups per head: each one combines the head's partials first */
     m.nr = 4;
     m.wgs = 128;
     uint32_t ksh = (w->Kp + 255) / 256 * 256;
-    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, ksh, m.upt};
-    memset(out, 0, sizeof *out);
-    out->name = "attn_vb";
+    if (4ull * (ksh + a->chunk_cap) + 512 > k->c->shared_bytes)
+        return err_set(k->err, "attn_vb: %u chunks of a %u-wide latent do not fit in shared memory", a->chunk_cap,
+                       w->Kp);
+    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, ksh, m.upt, a->chunk_cap};
     out->pipe = pipe(k, "attn_vb", spec, sizeof spec / sizeof spec[0]);
     if (!out->pipe)
         return -1;
@@ -686,7 +740,7 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
     uint32_t epl = ceil_div(w->N, k->c->subgroup);
     mvx_cfg x;
     mv_cfg m = mv_config(k->c, w, 1);
-    bool xs = mvx_config(k->c, w->type, w->Kp, w->N, a->nz ? a->nz : 1, 1, &x);
+    bool xs = mvx_config(k->c, w->type, w->Kp, w->N, a->nz ? a->nz : 1, 1, 128, &x);
     if (xs) {
         uint32_t spec[12] = {0};
         mvx_spec(k, &x, w->type, spec);

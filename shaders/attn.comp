@@ -8,7 +8,9 @@
 // Grid: x = chunk, y = head group, z = query token (causal: token z sees
 // positions < pos0 + z + 1).  Chunking comes from the params buffer; a
 // chunk is walked in pieces of CMAX positions with a running max and sum.
-// Each thread owns 4 latent dimensions: kv_lora <= 4 * WGS.
+// Scores: a subgroup per position, lanes splitting the row (short chunks),
+// or a thread per position (long ones).  Values: each thread owns 4 latent
+// dimensions (kv_lora <= 4 * WGS).
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HG = 4u;      // heads per workgroup
@@ -16,6 +18,9 @@ layout(constant_id = 2) const uint KVF16 = 1u;
 layout(constant_id = 3) const uint RS = 576u;    // cache row stride (multiple of 8)
 layout(constant_id = 4) const uint CMAX = 256u;  // longest chunk
 layout(constant_id = 5) const uint SG = 32u;
+layout(constant_id = 6) const uint KQ = 3u;      // 8-element groups of a row per lane: RS/8/SG rounded up
+layout(constant_id = 7) const uint PU = 2u;      // positions scored together per subgroup
+layout(constant_id = 8) const uint SGMAX = 48u;  // longest chunk scored by subgroups
 const uint WGS = gl_WorkGroupSize.x;
 
 #extension GL_KHR_shader_subgroup_basic : enable
@@ -102,23 +107,63 @@ void main()
     [[unroll]] for (uint h = 0u; h < HG; h++)
         o[h] = vec4(0.0);
 
+    // Short chunks (decode at short context): a subgroup per position,
+    // lanes splitting the row, this lane's share of the HG queries in
+    // registers (8-element groups i = lane + k*SG of the row).  Long chunks
+    // (prefill, long context): a thread per position -- measured faster
+    // there (gpu/PERF.md run 6).
+    bool by_sg = clen <= SGMAX;
+    uint lane = gl_SubgroupInvocationID, sgid = gl_SubgroupID, nsg = gl_NumSubgroups;
+    vec4 qlo[KQ * HG], qhi[KQ * HG];
+    if (by_sg)
+        [[unroll]] for (uint k = 0u; k < KQ; k++) {
+            uint i = min(lane + k * SG, RS / 8u - 1u);
+            [[unroll]] for (uint h = 0u; h < HG; h++) {
+                qlo[k * HG + h] = qs[h * (RS / 4u) + 2u * i];
+                qhi[k * HG + h] = qs[h * (RS / 4u) + 2u * i + 1u];
+            }
+        }
+
     // The chunk in pieces of CMAX positions, with a running max and sum
     // (online softmax), so a chunk may be any length.
     for (uint sub = start; sub < end; sub += CMAX) {
         uint send = min(sub + CMAX, end), n = send - sub;
-        // Scores: one position per thread, all HG heads at once.
-        for (uint p = sub + tid; p < send; p += WGS) {
-            float acc[HG];
-            [[unroll]] for (uint h = 0u; h < HG; h++)
-                acc[h] = 0.0;
-            for (uint i = 0u; i < RS / 8u; i++) {
-                vec4 a, b;
-                row8(p, i, a, b);
+        // Scores: a subgroup per position (lanes split the row, one
+        // reduction per head), PU positions' loads issued together; or one
+        // position per thread, all HG heads at once.
+        if (!by_sg)
+            for (uint p = sub + tid; p < send; p += WGS) {
+                float acc[HG];
                 [[unroll]] for (uint h = 0u; h < HG; h++)
-                    acc[h] += dot(qs[h * (RS / 4u) + 2u * i], a) + dot(qs[h * (RS / 4u) + 2u * i + 1u], b);
+                    acc[h] = 0.0;
+                for (uint i = 0u; i < RS / 8u; i++) {
+                    vec4 a, b;
+                    row8(p, i, a, b);
+                    [[unroll]] for (uint h = 0u; h < HG; h++)
+                        acc[h] += dot(qs[h * (RS / 4u) + 2u * i], a) + dot(qs[h * (RS / 4u) + 2u * i + 1u], b);
+                }
+                [[unroll]] for (uint h = 0u; h < HG; h++)
+                    sc[h * CMAX + p - sub] = acc[h] * pc.kq_scale;
             }
-            [[unroll]] for (uint h = 0u; h < HG; h++)
-                sc[h * CMAX + p - sub] = acc[h] * pc.kq_scale;
+        for (uint p0 = sub + sgid * PU; by_sg && p0 < send; p0 += nsg * PU) {
+            vec4 ra[PU * KQ], rb[PU * KQ];
+            [[unroll]] for (uint u = 0u; u < PU; u++)
+                [[unroll]] for (uint k = 0u; k < KQ; k++)
+                    row8(min(p0 + u, send - 1u), min(lane + k * SG, RS / 8u - 1u), ra[u * KQ + k], rb[u * KQ + k]);
+            [[unroll]] for (uint u = 0u; u < PU; u++) {
+                float acc[HG];
+                [[unroll]] for (uint h = 0u; h < HG; h++)
+                    acc[h] = 0.0;
+                [[unroll]] for (uint k = 0u; k < KQ; k++)
+                    if (lane + k * SG < RS / 8u)
+                        [[unroll]] for (uint h = 0u; h < HG; h++)
+                            acc[h] += dot(qlo[k * HG + h], ra[u * KQ + k]) + dot(qhi[k * HG + h], rb[u * KQ + k]);
+                [[unroll]] for (uint h = 0u; h < HG; h++) {
+                    float v = subgroupAdd(acc[h]);
+                    if (lane == 0u && p0 + u < send)
+                        sc[h * CMAX + p0 + u - sub] = v * pc.kq_scale;
+                }
+            }
         }
         barrier();
         // Softmax pieces of all HG heads in one pass: subgroup reductions,

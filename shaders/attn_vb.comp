@@ -11,6 +11,7 @@ layout(constant_id = 3) const uint NR = 2u;
 layout(constant_id = 4) const uint SG = 32u;
 layout(constant_id = 5) const uint KSH = 512u;
 layout(constant_id = 6) const uint UPT = 4u;
+layout(constant_id = 7) const uint CCAP = 64u;   // chunk capacity per head (partials)
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
@@ -19,6 +20,9 @@ const uint WGS = gl_WorkGroupSize.x;
 // binding 1 (X in mv_common) holds the partials
 layout(set = 0, binding = 2) writeonly buffer OBuf { float o[]; } O;
 layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
+
+shared float cw[CCAP];
+shared float vred[64];
 
 layout(push_constant) uniform PC {
     uint K, Kp, N;        // K = kv_lora, N = v_head
@@ -36,22 +40,46 @@ void main()
     uint n_chunks = P.p[pc.nchunk_word];
     uint pstride = pc.K + 2u;
     uint pb = pc.part_off + (z * pc.n_head + h) * pc.cmax_chunks * pstride;
+    // The chunks' weights e^(m_c - M) / L, cooperatively: one chunk per
+    // thread, two workgroup reductions (max, then sum).
+    float mx = -1.0 / 0.0;
+    for (uint c = tid; c < n_chunks; c += WGS)
+        mx = max(mx, X.x[pb + c * pstride]);
+    mx = subgroupMax(mx);
+    if (subgroupElect())
+        vred[gl_SubgroupID] = mx;
+    barrier();
     float M = -1.0 / 0.0;
-    for (uint c = 0u; c < n_chunks; c++)
-        M = max(M, X.x[pb + c * pstride]);
+    for (uint i = 0u; i < gl_NumSubgroups; i++)
+        M = max(M, vred[i]);
+    float ls = 0.0;
+    for (uint c = tid; c < n_chunks; c += WGS) {
+        float e = exp(X.x[pb + c * pstride] - M);
+        cw[c] = e;
+        ls += e * X.x[pb + c * pstride + 1u];
+    }
+    ls = subgroupAdd(ls);
+    barrier();
+    if (subgroupElect())
+        vred[gl_SubgroupID] = ls;
+    barrier();
     float L = 0.0;
-    for (uint c = 0u; c < n_chunks; c++)
-        L += X.x[pb + c * pstride + 1u] * exp(X.x[pb + c * pstride] - M);
+    for (uint i = 0u; i < gl_NumSubgroups; i++)
+        L += vred[i];
     float invL = 1.0 / L;
+    // o = sum_c w_c o_c, eight chunks' loads in flight per thread
     for (uint d4 = tid; d4 < pc.Kp / 4u; d4 += WGS) {
         vec4 acc = vec4(0.0);
         if (4u * d4 < pc.K)
-            for (uint c = 0u; c < n_chunks; c++) {
-                uint b = pb + c * pstride;
-                float f = exp(X.x[b] - M);
-                if (f > 0.0)
-                    acc += f * vec4(X.x[b + 2u + 4u * d4], X.x[b + 3u + 4u * d4], X.x[b + 4u + 4u * d4],
-                                    X.x[b + 5u + 4u * d4]);
+            for (uint c0 = 0u; c0 < n_chunks; c0 += 8u) {
+                vec4 v[8];
+                [[unroll]] for (uint u = 0u; u < 8u; u++) {
+                    uint b = pb + min(c0 + u, n_chunks - 1u) * pstride + 2u + 4u * d4;
+                    v[u] = vec4(X.x[b], X.x[b + 1u], X.x[b + 2u], X.x[b + 3u]);
+                }
+                [[unroll]] for (uint u = 0u; u < 8u; u++)
+                    if (c0 + u < n_chunks)
+                        acc += cw[c0 + u] * v[u];
             }
         xs[d4] = acc * invL;
     }

@@ -67,6 +67,8 @@ void main()
     float sc = stage_x(xb, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps);
     load_xr(lane);
     for (uint p = 0u; p < pc.passes; p++) {
+        if (wrow0 + p * NT * R >= pc.N)
+            break;  // past the matrix (the last workgroup; uniform)
         uint row0 = wrow0 + (p * NT + team) * R;
         if (p > 0u)
             load_rows(0u, mblk0, bpr, pc.hbase, row0, pc.N, lane, nunits, 0u);

@@ -96,6 +96,8 @@ void main()
     load_xr(lane);
 
     for (uint p = 0u; p < pc.passes; p++) {
+        if (wrow0 + p * NT * R >= pc.N)
+            break;  // past the matrix (the last workgroup; uniform)
         uint row0 = wrow0 + (p * NT + team) * R;
         if (p > 0u)
             load_pass(row0);

@@ -59,6 +59,8 @@ void main()
 
     float sc = 1.0;
     for (uint p = 0u; p < pc.passes; p++) {
+        if (wrow0 + p * NT * R >= nrows)
+            break;  // past the matrix (the last workgroup; uniform)
         uint row0 = wrow0 + (p * NT + team) * R;
         if (sh) {
             load_rows(2u, mg, bpr, pc.hbase_sg, row0, nrows, lane, nunits, 0u);

@@ -55,6 +55,8 @@ void main()
     float sc = stage_x(pc.x_off + z * pc.x_z, pc.K, pc.Kp, true, pc.nw_off, pc.eps);
     load_xr(lane);
     for (uint p = 0u; p < pc.passes; p++) {
+        if (wrow0 + p * NT * R >= pc.N)
+            break;  // past the matrix (the last workgroup; uniform)
         uint row0 = wrow0 + (p * NT + team) * R;
         if (p > 0u)
             load_rows(0u, 0u, bpr, pc.hbase, row0, pc.N, lane, nunits, 0u);

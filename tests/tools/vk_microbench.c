@@ -6,9 +6,11 @@
  * Each case is recorded `reps` times back to back with a barrier between
  * (like the decode graph's dependent steps) between two timestamps; the
  * figure is the mean per call and the bytes of weights it streamed per
- * microsecond.  A case cycles through enough copies of its weights (>= 160
- * MB) that the GPU's L2 cache (50 MB on an H200) cannot hold them between
- * calls, as in the decode graph where every layer's weights are different.
+ * microsecond.  A case cycles through enough copies of its weights (>= 400
+ * MB; the expert cases through 16 disjoint sets of experts, and copies of
+ * the shared expert) that the GPU's L2 cache (50 MB on an H200) cannot hold
+ * them between calls, as in the decode graph where every layer's weights
+ * are different.
  * The matvec geometry comes from the GLMCHAT_MV_* / GLMCHAT_MVX_*
  * environment variables, so a shell loop over settings compares variants.
  * The first line is the device's plain streaming-read bandwidth. */
@@ -18,7 +20,7 @@
 static vk_kb KB;
 static err_t KERR;
 
-#define MAXC 64
+#define MAXC 256
 
 /* "shader[spec...]" of a call's pipeline (which kernel and geometry ran). */
 static const char *pipe_desc(const vk_call *c)
@@ -134,7 +136,7 @@ static int tensors(uint32_t type, uint32_t K, uint32_t N, uint32_t n_mat, uint32
 
 static uint32_t copies_for(uint64_t bytes)
 {
-    uint64_t c = (160ull << 20) / (bytes ? bytes : 1) + 1;
+    uint64_t c = (400ull << 20) / (bytes ? bytes : 1) + 1;
     return c > MAXC ? MAXC : (uint32_t)c;
 }
 
@@ -147,45 +149,54 @@ typedef struct {
     bool norm, acc, shared;
 } mcase;
 
-static void run_case(const mcase *m, uint32_t reps)
+/* A case's calls (one per weight copy), its buffers left allocated. */
+typedef struct {
+    vk_call c[MAXC];
+    uint32_t nc;
+    double mb;
+    bool ok;
+} built;
+
+static bool build_case(const mcase *m, built *b)
 {
     static vk_tensor t[MAXC], u[MAXC], ts[MAXC], us[MAXC];
+    b->ok = false;
     uint32_t nmat = m->k == K_GLU || m->k == K_DOWN ? 64 : m->nz ? m->nz : 1;
     uint64_t per = tu_row_bytes(m->type, m->K) * m->N;  /* one matrix */
     uint64_t touched = per * (m->k == K_GLU ? 2 * m->nz + (m->shared ? 2 : 0)
                               : m->k == K_DOWN ? m->nz + (m->shared ? 1 : 0) : nmat);
     uint64_t stored = per * nmat * (m->k == K_GLU ? 2 : 1);
-    uint32_t nc = copies_for(stored);
-    if (stored * nc > (6ull << 30))
-        nc = 1;
-    bool bad = tensors(m->type, m->K, m->N, nmat, nc, t) || (m->k == K_GLU && tensors(m->type, m->K, m->N, nmat, nc, u));
+    bool moe = m->k == K_GLU || m->k == K_DOWN;
+    uint32_t nc = moe ? 16 : copies_for(stored), nt = moe ? 1 : nc;
+    bool bad = tensors(m->type, m->K, m->N, nmat, nt, t) || (m->k == K_GLU && tensors(m->type, m->K, m->N, nmat, nt, u));
     if (m->shared && !bad)
         bad = tensors(m->type, m->K, m->N, 1, nc, ts) || (m->k == K_GLU && tensors(m->type, m->K, m->N, 1, nc, us));
     if (bad) {
         printf("# %s: upload failed\n", m->name);
-        tu_reset_buffers();
-        return;
+        return false;
     }
     uint32_t xn = m->K * (m->k == K_DOWN ? m->nz + 1 : m->nz ? m->nz : 1);
     vk_buf x = dev_vec(xn + 64, false), nw = dev_vec(m->K + 64, true);
     vk_buf y = dev_vec((uint64_t)m->N * (m->nz + 1) + 64, false), lg = dev_vec(4096, false);
     vk_buf ids = dev_vec(64, false), wts = dev_vec(64, true), cnt = dev_vec(64, false);
-    int32_t idv[16];
-    for (int z = 0; z < 16; z++)
+    int32_t idv[64]; /* a permutation of the 64 experts: call i takes idv[4i..4i+3] */
+    for (int z = 0; z < 64; z++)
         idv[z] = z * 13 % 64;
     err_t err;
     uint32_t zero[64] = {0};
     if (vk_upload_bytes(G.up, &ids, 0, idv, sizeof idv, &err) || vk_upload_bytes(G.up, &cnt, 0, zero, sizeof zero, &err) ||
         vk_uploader_finish(G.up, &err)) {
         printf("# %s\n", err.msg);
-        return;
+        return false;
     }
-    vk_vec nv = {nw, 0}, idvv = {ids, 0};
-    vk_call c[MAXC];
+    vk_vec nv = {nw, 0};
+    vk_call *c = b->c;
     int rc = 0;
     for (uint32_t i = 0; i < nc && !rc; i++) {
+        uint32_t ti = moe ? 0 : i;
+        vk_vec idvv = {ids, moe ? 4 * (i % 16) : 0};
         if (m->k == K_GLU) {
-            vk_glu_args a = {.name = m->name, .gate = &t[i], .up = &u[i], .x = {x, 0}, .norm = m->norm ? &nv : NULL,
+            vk_glu_args a = {.name = m->name, .gate = &t[ti], .up = &u[ti], .x = {x, 0}, .norm = m->norm ? &nv : NULL,
                              .eps = 1e-5f, .h = {y, 0}, .h_z = m->N, .nz = m->nz, .ids = &idvv,
                              .gate_sh = m->shared ? &ts[i] : NULL, .up_sh = m->shared ? &us[i] : NULL};
             if (a.gate_sh && !vk_glu_folds(&KB, &a)) {
@@ -194,8 +205,8 @@ static void run_case(const mcase *m, uint32_t reps)
             }
             rc = vk_k_glu(&KB, &a, &c[i]);
         } else if (m->k == K_DOWN) {
-            vk_moe_down_args a = {.name = m->name, .down = &t[i], .shared = m->shared ? &ts[i] : NULL, .h = {x, 0},
-                                  .h_z = m->K, .nz = m->nz, .ids = {ids, 0}, .wts = {wts, 0}, .y = {y, 0}};
+            vk_moe_down_args a = {.name = m->name, .down = &t[ti], .shared = m->shared ? &ts[i] : NULL, .h = {x, 0},
+                                  .h_z = m->K, .nz = m->nz, .ids = idvv, .wts = {wts, idvv.off}, .y = {y, 0}};
             rc = vk_k_moe_down(&KB, &a, &c[i]);
         } else if (m->k == K_ROUTER) {
             vk_router_args a = {.w = &t[i], .x = {x, 0}, .norm = {nw, 0}, .eps = 1e-5f, .logits = {lg, 0},
@@ -211,13 +222,55 @@ static void run_case(const mcase *m, uint32_t reps)
     }
     if (rc) {
         printf("# %s: %s\n", m->name, KERR.msg);
-        tu_reset_buffers();
-        return;
+        return false;
     }
-    double us_ = time_calls(c, nc, reps, true);
-    double mb = touched / 1e6;
-    printf("%-34s %8.2f MB %9.2f us %7.0f GB/s  (%u x %u groups, %u copies, %s push %u)\n", m->name, mb, us_,
-           mb * 1e3 / us_, c[0].groups[0], c[0].groups[1], nc, pipe_desc(&c[0]), c[0].push[c[0].npush - 1]);
+    b->nc = nc;
+    b->mb = touched / 1e6;
+    b->ok = true;
+    return true;
+}
+
+static void report(const mcase *m, const built *b, double us)
+{
+    const vk_call *c = b->c;
+    printf("%-34s %8.2f MB %9.2f us %7.0f GB/s  (%u x %u groups, %u copies, %s push %u)\n", m->name, b->mb, us,
+           b->mb * 1e3 / us, c[0].groups[0], c[0].groups[1], b->nc, pipe_desc(&c[0]), c[0].push[c[0].npush - 1]);
+}
+
+static void run_case(const mcase *m, uint32_t reps)
+{
+    static built b;
+    if (build_case(m, &b))
+        report(m, &b, time_calls(b.c, b.nc, reps, true));
+    tu_reset_buffers();
+}
+
+/* The cases one after another, as a decode layer runs them (different
+ * kernels back to back, each on its own weights), against the sum of
+ * their isolated times: what a graph costs beyond its kernels. */
+static void run_mixed(const mcase *cases, size_t n, uint32_t reps)
+{
+    static built b[16];
+    static vk_call seq[16 * MAXC];
+    double sum = 0;
+    uint32_t ns = 0;
+    for (size_t i = 0; i < n && i < 16; i++) {
+        if (!build_case(&cases[i], &b[i]))
+            continue;
+        double us = time_calls(b[i].c, b[i].nc, reps, true);
+        sum += us;
+        report(&cases[i], &b[i], us);
+    }
+    uint32_t nok = 0;
+    for (size_t i = 0; i < n && i < 16; i++)
+        nok += b[i].ok;
+    for (uint32_t r = 0; r < 8; r++)
+        for (size_t i = 0; i < n && i < 16; i++)
+            if (b[i].ok)
+                seq[ns++] = b[i].c[r % b[i].nc];
+    double per = nok ? time_calls(seq, ns, ns * 4, true) * nok : 0;
+    printf("mixed: one round of the cases above %.2f us, their isolated times %.2f us (%+.2f us)\n", per, sum,
+           per - sum);
     tu_reset_buffers();
 }
 
@@ -250,6 +303,12 @@ int main(int argc, char **argv)
         {"head Q6_K 2048->154880 norm", K_MV, QT_Q6_K, 2048, 154880, 1, true, false, false},
     };
     const char *only = getenv("MB_ONLY");
+    if (getenv("MB_MIXED")) {
+        /* a decode layer's matvecs (the head is once per token) */
+        run_mixed(cases, sizeof cases / sizeof cases[0] - 1, reps);
+        tu_gpu_close();
+        return 0;
+    }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (!only || strstr(cases[i].name, only))
             run_case(&cases[i], cases[i].N > 100000 ? reps / 5 + 1 : reps);
