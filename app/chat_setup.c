@@ -222,7 +222,7 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
     /* The template and backend names are checked before the (slow) load. */
     if (a->s.tmpl[0] && !tmpl_find(a->s.tmpl))
         return err_set(err, "unknown template '%s' (choose from: %s)", a->s.tmpl, tmpl_names());
-    cm->be = app_find_backend(a->s.backend, err);
+    cm->be = cm->demo_note ? app_find_backend_small_model(a->s.backend, err) : app_find_backend(a->s.backend, err);
     if (!cm->be)
         return -1;
     if (!strcmp(a->s.backend, "auto") && cm->be != &ref_engine_backend)
