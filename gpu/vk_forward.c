@@ -11,6 +11,7 @@
  *   combine + v_b per head
  *   x += attn_output . o
  *   router + top-k                                    (ffn_norm fused)
+ *                     (|| shared gate/up with GLMCHAT_SHEXP_EARLY=1)
  *   gate/up + SiLU (routed and shared, one dispatch where possible)
  *   x += sum_k w_k down_k . h_k + down_s . h_s
  *
@@ -136,19 +137,29 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
                          .gating = c->gating, .nz = 1, .norm_w = c->expert_weights_norm,
                          .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale};
     TRY(call(e, r, vk_k_router(&e->kb, &ra, &k), &k));
+    /* The shared expert does not wait for the routing: with
+     * GLMCHAT_SHEXP_EARLY=1 its gate/up runs beside the router (whose few
+     * bytes leave the memory system idle) instead of in the routed
+     * experts' dispatch. */
+    bool early = L->has_shared && vk_env_u32("GLMCHAT_SHEXP_EARLY", 0, 0, 1);
+    if (early) {
+        vk_glu_args gs = {.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = V(e->x, 0),
+                          .norm = &fn, .eps = c->rms_eps, .h = V(e->h, K * e->h_z), .h_z = e->h_z, .nz = 1};
+        TRY(call(e, r, vk_k_glu(&e->kb, &gs, &k), &k));
+    }
     vk_rec_barrier(r);
 
     /* routed and shared experts in one dispatch where the kernel allows */
     vk_glu_args gu = {.name = "moe_gate_up", .gate = &L->gate_exps, .up = &L->up_exps, .x = V(e->x, 0),
                       .norm = &fn, .eps = c->rms_eps, .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = &ids};
-    if (L->has_shared) {
+    if (L->has_shared && !early) {
         gu.gate_sh = &L->gate_sh;
         gu.up_sh = &L->up_sh;
         if (!vk_glu_folds(&e->kb, &gu))
             gu.gate_sh = gu.up_sh = NULL;
     }
     TRY(call(e, r, vk_k_glu(&e->kb, &gu, &k), &k));
-    if (L->has_shared && !gu.gate_sh) {
+    if (L->has_shared && !early && !gu.gate_sh) {
         vk_glu_args gs = {.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = V(e->x, 0),
                           .norm = &fn, .eps = c->rms_eps, .h = V(e->h, K * e->h_z), .h_z = e->h_z, .nz = 1};
         TRY(call(e, r, vk_k_glu(&e->kb, &gs, &k), &k));

@@ -40,6 +40,11 @@ static uint32_t env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi
     return x < lo ? lo : x > hi ? hi : (uint32_t)x;
 }
 
+uint32_t vk_env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi)
+{
+    return env_u32(name, def, lo, hi);
+}
+
 static uint32_t pow2_ceil(uint32_t v)
 {
     uint32_t p = 1;
@@ -618,7 +623,17 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
      * depth 4096 -- 79-position chunks -- 45.6 against 33.4) */
     uint32_t kq = ceil_div(g->RS / 8, k->c->subgroup), pu = env_u32("GLMCHAT_ATTN_PU", 2, 1, 8);
     uint32_t sgmax = env_u32("GLMCHAT_ATTN_SG", 48, 0, 1u << 20);
-    uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup, kq, pu, sgmax};
+    /* SCORE 1 (default): lane clusters per position with LB loads in
+     * flight per lane (f32 rows take two registers per element pair, so
+     * half as many); GLMCHAT_ATTN_SCORE=0 restores the run-7 scorers */
+    uint32_t score = env_u32("GLMCHAT_ATTN_SCORE", 1, 0, 1);
+    uint32_t lb = env_u32("GLMCHAT_ATTN_LB", 18, 1, 64);
+    if (!g->kv_f16 && lb > 1)
+        lb /= 2;
+    uint32_t tpmax = k->c->subgroup < 8 ? k->c->subgroup : 8;
+    uint32_t vu = env_u32("GLMCHAT_ATTN_VU", 8, 1, 32);
+    uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup, kq, pu, sgmax,
+                       score, lb, tpmax, vu};
     memset(out, 0, sizeof *out);
     out->name = "attn";
     out->pipe = pipe(k, "attn", spec, sizeof spec / sizeof spec[0]);

@@ -20,6 +20,9 @@ typedef struct {
     uint32_t off;
 } vk_vec;
 
+/* A tuning knob from the environment (GLMCHAT_*), clamped to [lo, hi]. */
+uint32_t vk_env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi);
+
 /* ---- decode matrix-vector ---------------------------------------------------------
  * y[y.off + z*y_z + r] (=|+=) sum_k W[m(z)][r][k] * xin[z][k] for r < W.N, z < nz,
  * xin[z] = x[x.off + z*x_z ...] or rmsnorm(x) * norm when norm is given;

@@ -728,12 +728,14 @@ static void attn_cases(void)
         snprintf(name, sizeof name, "attention %s (%u heads, kv_lora %u, %s cache, %u queries over %u)", AC.what,
                  AC.n_head, AC.kv_lora, AC.f16 ? "f16" : "f32", AC.n_q, AC.n_kv);
         RUN_NAMED(test_attn, name);
-        /* both ways of scoring on every chunk length (the default picks by
-         * length), a position count per subgroup that does not divide the
-         * chunk, and the combine + v_b of the mv family (attn_vb) */
-        static const char *const av[] = {"GLMCHAT_ATTN_SG=1000000 GLMCHAT_ATTN_PU=3", "GLMCHAT_ATTN_SG=0",
-                                         "GLMCHAT_MVX=0"};
-        for (int v = 0; v < 3 && (i == 0 || i == 1 || i == 3 || i == 6); v++) {
+        /* the run-7 scorers both ways on every chunk length, a position
+         * count per subgroup that does not divide the chunk, load batches
+         * that divide neither the row nor the chunk, and the combine + v_b
+         * of the mv family (attn_vb) */
+        static const char *const av[] = {"GLMCHAT_ATTN_SCORE=0 GLMCHAT_ATTN_SG=1000000 GLMCHAT_ATTN_PU=3",
+                                         "GLMCHAT_ATTN_SCORE=0 GLMCHAT_ATTN_SG=0",
+                                         "GLMCHAT_ATTN_LB=5 GLMCHAT_ATTN_VU=3", "GLMCHAT_MVX=0"};
+        for (int v = 0; v < 4 && (i == 0 || i == 1 || i == 3 || i == 6); v++) {
             char vn[260];
             snprintf(vn, sizeof vn, "%s [%s]", name, av[v]);
             variant_set(av[v], true);
