@@ -41,48 +41,6 @@ static int call(vk_engine *e, vk_rec *r, int rc, const vk_call *k)
     return r->status;
 }
 
-/* L2 prefetch (GLMCHAT_PREFETCH, a bit mask; gpu/PERF.md run 9): weights a
- * later step needs, read beside a step that leaves the memory system idle.
- *   1  the chosen experts' down matrices and the shared down, beside gate/up
- *   2  the next layer's q_a/q, kv_a, q_b and k_b, beside this layer's down
- *   4  this layer's v_b, attn_output and router, beside the attention
- *   8  this layer's shared gate/up, beside attn_output */
-enum { PF_DOWN = 1, PF_NEXT_ATTN = 2, PF_ATTN_TAIL = 4, PF_SHARED = 8 };
-
-static uint32_t prefetch_mask(void)
-{
-    return vk_env_u32("GLMCHAT_PREFETCH", 0, 0, 15);
-}
-
-static int prefetch(vk_engine *e, vk_rec *r, const char *name, const vk_tensor *const *t, uint32_t n,
-                    const vk_vec *ids, uint32_t nz)
-{
-    vk_prefetch_args pa = {.name = name, .n = 0, .sink = e->counters};
-    for (uint32_t i = 0; i < n; i++) {
-        if (!t[i] || t[i]->N == 0)
-            continue;
-        pa.t[pa.n] = t[i];
-        pa.ids[pa.n] = ids && t[i]->n_mat > 1 ? ids : NULL;
-        pa.nz[pa.n] = nz;
-        pa.n++;
-    }
-    if (pa.n == 0)
-        return 0;
-    vk_call k;
-    return call(e, r, vk_k_prefetch(&e->kb, &pa, &k), &k);
-}
-
-/* The attention weights of layer il (for the previous layer's down step). */
-static int prefetch_attention(vk_engine *e, vk_rec *r, uint32_t il)
-{
-    if (!(prefetch_mask() & PF_NEXT_ATTN) || il >= e->m->cfg.n_layer)
-        return 0;
-    const vk_layer_w *L = &e->w.layers[il];
-    bool qc = e->m->cfg.q_lora_rank > 0;
-    const vk_tensor *t[4] = {qc ? &L->q_a : &L->q, &L->kv_a, qc ? &L->q_b : NULL, &L->k_b};
-    return prefetch(e, r, "prefetch", t, 4, NULL, 1);
-}
-
 /* The attention block of one layer for one token (token slot 0). */
 static int attention(vk_engine *e, vk_rec *r, uint32_t il)
 {
@@ -135,10 +93,6 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
                        .part = V(e->part, 0), .chunk_cap = e->part_cap, .kq_scale = c->kq_scale,
                        .params = e->params, .indirect = &ind, .nz = 1};
     TRY(call(e, r, vk_k_attn(kb, &at, &k), &k));
-    if (prefetch_mask() & PF_ATTN_TAIL) {
-        const vk_tensor *t[3] = {&L->v_b, &L->attn_out, L->is_moe ? &L->router : NULL};
-        TRY(prefetch(e, r, "prefetch", t, 3, NULL, 1));
-    }
     vk_rec_barrier(r);
     vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part, 0), .chunk_cap = e->part_cap,
                           .params = e->params, .o = V(e->o, 0), .o_z = c->n_head * c->v_head, .nz = 1};
@@ -149,10 +103,6 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = V(e->x, 0), .nz = 1,
                      .accumulate = true};
     TRY(call(e, r, vk_k_mv(kb, &ao, &k), &k));
-    if ((prefetch_mask() & PF_SHARED) && L->is_moe && L->has_shared) {
-        const vk_tensor *t[2] = {&L->gate_sh, &L->up_sh};
-        TRY(prefetch(e, r, "prefetch", t, 2, NULL, 1));
-    }
     vk_rec_barrier(r);
     return 0;
 }
@@ -170,7 +120,6 @@ static int ffn_dense(vk_engine *e, vk_rec *r, uint32_t il)
     vk_mv_args dn = {.name = "ffn_down", .w = &L->ffn_down, .x = V(e->h, 0), .y = V(e->x, 0), .nz = 1,
                      .accumulate = true};
     TRY(call(e, r, vk_k_mv(&e->kb, &dn, &k), &k));
-    TRY(prefetch_attention(e, r, il + 1));
     vk_rec_barrier(r);
     return 0;
 }
@@ -215,16 +164,11 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
                           .norm = &fn, .eps = c->rms_eps, .h = V(e->h, K * e->h_z), .h_z = e->h_z, .nz = 1};
         TRY(call(e, r, vk_k_glu(&e->kb, &gs, &k), &k));
     }
-    if (prefetch_mask() & PF_DOWN) {
-        const vk_tensor *t[2] = {&L->down_exps, L->has_shared ? &L->down_sh : NULL};
-        TRY(prefetch(e, r, "prefetch", t, 2, &ids, K));
-    }
     vk_rec_barrier(r);
     vk_moe_down_args da = {.name = "moe_down", .down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL,
                            .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = ids, .wts = V(e->wts, ids_off),
                            .y = V(e->x, 0)};
     TRY(call(e, r, vk_k_moe_down(&e->kb, &da, &k), &k));
-    TRY(prefetch_attention(e, r, il + 1));
     vk_rec_barrier(r);
     return 0;
 }

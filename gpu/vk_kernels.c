@@ -623,17 +623,7 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
      * depth 4096 -- 79-position chunks -- 45.6 against 33.4) */
     uint32_t kq = ceil_div(g->RS / 8, k->c->subgroup), pu = env_u32("GLMCHAT_ATTN_PU", 2, 1, 8);
     uint32_t sgmax = env_u32("GLMCHAT_ATTN_SG", 48, 0, 1u << 20);
-    /* SCORE 1 (default): lane clusters per position with LB loads in
-     * flight per lane (f32 rows take two registers per element pair, so
-     * half as many); GLMCHAT_ATTN_SCORE=0 restores the run-7 scorers */
-    uint32_t score = env_u32("GLMCHAT_ATTN_SCORE", 1, 0, 1);
-    uint32_t lb = env_u32("GLMCHAT_ATTN_LB", 18, 1, 64);
-    if (!g->kv_f16 && lb > 1)
-        lb /= 2;
-    uint32_t tpmax = k->c->subgroup < 8 ? k->c->subgroup : 8;
-    uint32_t vu = env_u32("GLMCHAT_ATTN_VU", 8, 1, 32);
-    uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup, kq, pu, sgmax,
-                       score, lb, tpmax, vu};
+    uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup, kq, pu, sgmax};
     memset(out, 0, sizeof *out);
     out->name = "attn";
     out->pipe = pipe(k, "attn", spec, sizeof spec / sizeof spec[0]);
@@ -837,60 +827,6 @@ int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out)
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;
     out->bytes = (w->src_bytes / w->N + 4ull * w->K) * out->groups[1];
-    return 0;
-}
-
-int vk_k_prefetch(const vk_kb *k, const vk_prefetch_args *a, vk_call *out)
-{
-    uint32_t unroll = env_u32("GLMCHAT_PREFETCH_UNROLL", 4, 1, 16), wgs = 256;
-    uint32_t spec[] = {wgs, unroll};
-    memset(out, 0, sizeof *out);
-    out->name = a->name ? a->name : "prefetch";
-    if (a->n == 0 || a->n > 4)
-        return err_set(k->err, "prefetch: %u weight slots (1 to 4)", a->n);
-    out->pipe = pipe(k, "prefetch", spec, 2);
-    if (!out->pipe)
-        return -1;
-    out->b[0] = a->sink;
-    out->b[1] = a->sink;
-    uint32_t *p = out->push, pairs = 0;
-    uint64_t biggest = 0;
-    for (uint32_t s = 0; s < a->n; s++) {
-        const vk_tensor *t = a->t[s];
-        vk_qlayout l;
-        if (!vk_qlayout_of(t->type, &l))
-            return err_set(k->err, "prefetch: weight type %u has no GPU layout", t->type);
-        uint64_t mats = a->ids[s] ? 1 : t->n_mat;
-        uint64_t body = (uint64_t)t->N * t->bpr * l.body * mats, head = (uint64_t)t->N * t->bpr * l.head * mats;
-        if (t->bytes / 16 > UINT32_MAX || t->head_off > UINT32_MAX)
-            return err_set(k->err, "prefetch: a %llu-byte tensor is beyond the kernel's 32-bit offsets",
-                           (unsigned long long)t->bytes);
-        out->w[s] = t->buf;
-        if (a->ids[s])
-            out->b[0] = a->ids[s]->b;
-        uint32_t nz = a->ids[s] ? a->nz[s] : 1;
-        p[s * 6 + 0] = nz;
-        p[s * 6 + 1] = a->ids[s] ? a->ids[s]->off : 0xffffffffu;
-        p[s * 6 + 2] = (uint32_t)(body / 16);
-        p[s * 6 + 3] = (uint32_t)t->head_off;
-        p[s * 6 + 4] = (uint32_t)head;
-        p[s * 6 + 5] = (uint32_t)(t->bytes / 16);
-        pairs += nz;
-        out->bytes += (body + head) * nz;
-        if (body + head > biggest)
-            biggest = body + head;
-    }
-    for (uint32_t s = 1; s < a->n; s++)
-        if (a->ids[s] && a->ids[0] && a->ids[s]->b.buf != a->ids[0]->b.buf)
-            return err_set(k->err, "prefetch: the slots' expert ids must share a buffer");
-    p[24] = a->n;
-    p[25] = a->check ? 1 : 0;
-    out->npush = 26;
-    /* enough workgroups that the largest matrix takes ~2 passes of loads */
-    uint64_t per = (uint64_t)wgs * unroll * 16 * 2;
-    out->groups[0] = (uint32_t)(biggest / per + 1 < 64 ? biggest / per + 1 : 64);
-    out->groups[1] = pairs;
-    out->groups[2] = 1;
     return 0;
 }
 

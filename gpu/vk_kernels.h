@@ -79,22 +79,6 @@ typedef struct {
 } vk_moe_down_args;
 int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out);
 
-/* ---- L2 prefetch ----------------------------------------------------------------------
- * Reads up to four weight tensors (all of each, or the matrices ids[ids.off
- * + z], z < nz) so that a later step finds them in L2.  Recorded beside a
- * step that leaves the memory system idle.  `sink` (one word per (slot,
- * matrix) pair) receives the XOR of what was read when `check` is set (tests). */
-typedef struct {
-    const char *name;
-    const vk_tensor *t[4];
-    uint32_t nz[4];              /* with ids: matrices per slot; else whole tensor */
-    const vk_vec *ids[4];        /* NULL: the whole tensor */
-    uint32_t n;                  /* slots used */
-    vk_buf sink;
-    bool check;
-} vk_prefetch_args;
-int vk_k_prefetch(const vk_kb *k, const vk_prefetch_args *a, vk_call *out);
-
 /* ---- attention (MLA, absorbed) ---------------------------------------------------- */
 
 /* The parameter words the host writes before each submit. */

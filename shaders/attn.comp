@@ -8,11 +8,9 @@
 // Grid: x = chunk, y = head group, z = query token (causal: token z sees
 // positions < pos0 + z + 1).  Chunking comes from the params buffer; a
 // chunk is walked in pieces of CMAX positions with a running max and sum.
-// Scores: a cluster of lanes per position (up to TPMAX; one lane when the
-// piece is as long as the workgroup), LB loads in flight per lane (SCORE 1);
-// SCORE 0 keeps run 7's scorers (a subgroup per position for short chunks,
-// a thread per position for long ones) for A/B.  Values: each thread owns 4
-// latent dimensions (kv_lora <= 4 * WGS).
+// Scores: a subgroup per position, lanes splitting the row (short chunks),
+// or a thread per position (long ones).  Values: each thread owns 4 latent
+// dimensions (kv_lora <= 4 * WGS).
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HG = 4u;      // heads per workgroup
@@ -22,16 +20,11 @@ layout(constant_id = 4) const uint CMAX = 256u;  // longest chunk
 layout(constant_id = 5) const uint SG = 32u;
 layout(constant_id = 6) const uint KQ = 3u;      // 8-element groups of a row per lane: RS/8/SG rounded up
 layout(constant_id = 7) const uint PU = 2u;      // positions scored together per subgroup
-layout(constant_id = 8) const uint SGMAX = 48u;  // longest chunk scored by subgroups (SCORE 0)
-layout(constant_id = 9) const uint SCORE = 1u;   // 1: lane clusters per position; 0: the run-7 scorers
-layout(constant_id = 10) const uint LB = 18u;    // 8-element groups loaded together per lane (SCORE 1)
-layout(constant_id = 11) const uint TPMAX = 8u;  // largest lane cluster per position (<= subgroup)
-layout(constant_id = 12) const uint VU = 8u;     // positions' value loads in flight
+layout(constant_id = 8) const uint SGMAX = 48u;  // longest chunk scored by subgroups
 const uint WGS = gl_WorkGroupSize.x;
 
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
-#extension GL_KHR_shader_subgroup_shuffle : enable
 #extension GL_EXT_control_flow_attributes : enable
 
 layout(set = 0, binding = 1) readonly buffer QaBuf { vec4 qa[]; } QA;
@@ -68,13 +61,6 @@ void row8(uint row, uint i, out vec4 a, out vec4 b)
         a = CF4.f[base];
         b = CF4.f[base + 1u];
     }
-}
-
-// The same eight elements as raw words (f16) or floats (f32), so a batch
-// of loads can be issued before any of them is converted.
-uvec4 raw16(uint row, uint i)
-{
-    return C4.w[(pc.cache_off + row * RS) / 8u + i];
 }
 
 vec4 row4(uint row, uint i)
@@ -126,7 +112,7 @@ void main()
     // registers (8-element groups i = lane + k*SG of the row).  Long chunks
     // (prefill, long context): a thread per position -- measured faster
     // there (gpu/PERF.md run 6).
-    bool by_sg = SCORE == 0u && clen <= SGMAX;
+    bool by_sg = clen <= SGMAX;
     uint lane = gl_SubgroupInvocationID, sgid = gl_SubgroupID, nsg = gl_NumSubgroups;
     vec4 qlo[KQ * HG], qhi[KQ * HG];
     if (by_sg)
@@ -145,57 +131,7 @@ void main()
         // Scores: a subgroup per position (lanes split the row, one
         // reduction per head), PU positions' loads issued together; or one
         // position per thread, all HG heads at once.
-        if (SCORE == 1u) {
-            // A cluster of tp lanes per position (as many as the piece
-            // leaves room for, so short pieces still keep every lane busy),
-            // each lane a strided share of the row's 8-element groups with
-            // LB loads in flight; the queries come from shared memory (the
-            // same address for all clusters of a subgroup when tp is 1); the
-            // cluster's partial sums meet by xor shuffles.
-            uint tp = 1u;
-            while (tp < TPMAX && 2u * tp * n <= WGS)
-                tp *= 2u;
-            uint slice = lane % tp;
-            uint pi = sgid * (gl_SubgroupSize / tp) + lane / tp, ppass = nsg * (gl_SubgroupSize / tp);
-            uint ng = (RS / 8u + tp - 1u) / tp;
-            for (uint p = sub + pi; p < send; p += ppass) {
-                float acc[HG];
-                [[unroll]] for (uint h = 0u; h < HG; h++)
-                    acc[h] = 0.0;
-                for (uint k0 = 0u; k0 < ng; k0 += LB) {
-                    uvec4 r16[KVF16 == 1u ? LB : 1u];
-                    vec4 fa[KVF16 == 1u ? 1u : LB], fb[KVF16 == 1u ? 1u : LB];
-                    [[unroll]] for (uint j = 0u; j < LB; j++) {
-                        uint i = min(slice + tp * (k0 + j), RS / 8u - 1u);
-                        if (KVF16 == 1u)
-                            r16[j] = raw16(p, i);
-                        else
-                            row8(p, i, fa[j], fb[j]);
-                    }
-                    [[unroll]] for (uint j = 0u; j < LB; j++) {
-                        uint i = slice + tp * (k0 + j);
-                        if (k0 + j < ng && i < RS / 8u) {
-                            vec4 a, b;
-                            if (KVF16 == 1u) {
-                                a = vec4(unpackHalf2x16(r16[j].x), unpackHalf2x16(r16[j].y));
-                                b = vec4(unpackHalf2x16(r16[j].z), unpackHalf2x16(r16[j].w));
-                            } else {
-                                a = fa[j];
-                                b = fb[j];
-                            }
-                            [[unroll]] for (uint h = 0u; h < HG; h++)
-                                acc[h] += dot(qs[h * (RS / 4u) + 2u * i], a) + dot(qs[h * (RS / 4u) + 2u * i + 1u], b);
-                        }
-                    }
-                }
-                for (uint o = tp >> 1u; o > 0u; o >>= 1u)
-                    [[unroll]] for (uint h = 0u; h < HG; h++)
-                        acc[h] += subgroupShuffleXor(acc[h], o);
-                if (slice == 0u)
-                    [[unroll]] for (uint h = 0u; h < HG; h++)
-                        sc[h * CMAX + p - sub] = acc[h] * pc.kq_scale;
-            }
-        } else if (!by_sg)
+        if (!by_sg)
             for (uint p = sub + tid; p < send; p += WGS) {
                 float acc[HG];
                 [[unroll]] for (uint h = 0u; h < HG; h++)
@@ -277,14 +213,14 @@ void main()
         if (4u * tid < pc.dlat) {
             [[unroll]] for (uint h = 0u; h < HG; h++)
                 o[h] *= s_f[h];
-            // VU positions' loads issued together (the loop bound is
+            // eight positions' loads issued together (the loop bound is
             // runtime, so the compiler would otherwise wait on each load)
             uint p = sub;
-            for (; p + VU <= send; p += VU) {
-                vec4 v[VU];
-                [[unroll]] for (uint j = 0u; j < VU; j++)
+            for (; p + 8u <= send; p += 8u) {
+                vec4 v[8];
+                [[unroll]] for (uint j = 0u; j < 8u; j++)
                     v[j] = row4(p + j, tid);
-                [[unroll]] for (uint j = 0u; j < VU; j++)
+                [[unroll]] for (uint j = 0u; j < 8u; j++)
                     [[unroll]] for (uint h = 0u; h < HG; h++)
                         o[h] += sc[h * CMAX + p + j - sub] * v[j];
             }
