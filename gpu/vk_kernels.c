@@ -902,27 +902,39 @@ int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
 #define MM_BM 64u
 #define MM_BM_EXPERT 32u
 #define MM_BN 64u
+#define MM_BN_COOP 128u
 
 /* Tensor cores (NV cooperative matrices, fp16 in / fp32 accumulate) for
  * quantized weights where the device has them; F32 weights keep the fp32
- * kernel (their models' 1e-4 criterion).  Off unless GLMCHAT_COOPMAT=1:
- * measured on the H200, this first cooperative kernel (64x64 tiles,
- * dequantizing through shared memory) ran pp512 at 1088 tokens/s against
- * 1435 for the fp32 kernel -- its tile loading, not the matrix units, is
- * the bottleneck (see gpu/PERF.md). */
-static bool use_coop(const vk_ctx *c, const vk_tensor *w)
+ * kernel (their models' 1e-4 criterion).  GLMCHAT_COOPMAT picks the kernel
+ * for A/B runs: 0 the fp32 kernel (mm), 1 (default) mm_coop (128 rows x 64
+ * or 32 tokens, 8 subgroups, packed fp16 tiles, next step's loads in flight
+ * during the MMAs), 2 the first cooperative kernel (mm_coop64: run 3, slower
+ * than the fp32 kernel). */
+enum { MM_FP32, MM_COOP, MM_COOP64 };
+
+static uint32_t mm_kind(const vk_ctx *c, const vk_tensor *w, const vk_tensor *u)
 {
-    return c->coopmat && w->type != QT_F32 && env_u32("GLMCHAT_COOPMAT", 0, 0, 1);
+    if (!c->coopmat || w->type == QT_F32 || (u && u->type == QT_F32))
+        return MM_FP32;
+    return env_u32("GLMCHAT_COOPMAT", MM_COOP, MM_FP32, MM_COOP64);
+}
+
+static const char *const MM_SHADER[] = {"mm", "mm_coop", "mm_coop64"};
+
+const char *vk_mm_kernel(const vk_ctx *c, const vk_tensor *w, const vk_tensor *up)
+{
+    return MM_SHADER[mm_kind(c, w, up)];
 }
 
 uint32_t vk_mm_expert_bm(const vk_ctx *c, const vk_tensor *w)
 {
-    return use_coop(c, w) ? 64 : MM_BM_EXPERT;
+    return mm_kind(c, w, NULL) == MM_COOP64 ? 64 : MM_BM_EXPERT;
 }
 
-uint32_t vk_mm_bn(void)
+uint32_t vk_mm_bn(const vk_ctx *c, const vk_tensor *w, const vk_tensor *up)
 {
-    return MM_BN;
+    return mm_kind(c, w, up) == MM_COOP ? MM_BN_COOP : MM_BN;
 }
 
 int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
@@ -931,18 +943,18 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     bool list = a->tiles != NULL;
     if (u && (u->K != w->K || u->N != w->N || u->Kp != w->Kp))
         return err_set(k->err, "%s: gate and up shapes differ", a->name);
-    bool coop = use_coop(k->c, w) && (!u || use_coop(k->c, u));
-    if (list && a->tile != (coop ? 64u : MM_BM_EXPERT)) {
-        if (a->tile != MM_BM_EXPERT)
-            return err_set(k->err, "%s: expert tiles of %u pairs do not match the kernel", a->name, a->tile);
-        coop = false; /* tiles cut for the fp32 kernel (another expert matrix needs it) */
-    }
-    uint32_t bm = coop ? 64 : list ? MM_BM_EXPERT : MM_BM;
+    uint32_t kind = mm_kind(k->c, w, u);
+    if (list && a->tile != MM_BM_EXPERT && !(a->tile == 64 && kind != MM_FP32))
+        return err_set(k->err, "%s: expert tiles of %u pairs do not match the kernel", a->name, a->tile);
+    /* mm_coop takes the list's tile size (32 or 64); mm_coop64 has 64-token
+     * tiles (a 32-pair tile fills half); the fp32 kernel 32 */
+    uint32_t bm = list ? (kind == MM_COOP ? a->tile : kind == MM_COOP64 ? 64 : MM_BM_EXPERT) : MM_BM;
+    uint32_t bn = kind == MM_COOP ? MM_BN_COOP : MM_BN;
     uint32_t mode = u ? 2 : a->accumulate ? 1 : 0;
-    uint32_t spec[] = {coop ? 128 : 256, w->type, u ? u->type : w->type, bm, MM_BN, mode, list ? 1 : 0};
+    uint32_t spec[] = {kind == MM_COOP64 ? 128 : 256, w->type, u ? u->type : w->type, bm, bn, mode, list ? 1 : 0};
     memset(out, 0, sizeof *out);
     out->name = a->name;
-    out->pipe = pipe(k, coop ? "mm_coop" : "mm", spec, sizeof spec / sizeof spec[0]);
+    out->pipe = pipe(k, MM_SHADER[kind], spec, sizeof spec / sizeof spec[0]);
     if (!out->pipe)
         return -1;
     out->w[0] = w->buf;
@@ -971,7 +983,7 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     p[12] = a->y_stride;
     p[13] = a->y_z;
     out->npush = 14;
-    out->groups[0] = ceil_div(w->N, MM_BN);
+    out->groups[0] = ceil_div(w->N, bn);
     out->groups[1] = ceil_div(a->max_tokens, bm);
     out->groups[2] = a->nz ? a->nz : 1;
     out->indirect = list ? a->indirect : NULL;

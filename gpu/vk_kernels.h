@@ -233,7 +233,11 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out);
 /* Tokens per tile the expert pass uses for these weights (moe_group must
  * cut tiles the same). */
 uint32_t vk_mm_expert_bm(const vk_ctx *c, const vk_tensor *w);
-uint32_t vk_mm_bn(void);
+/* Output rows per workgroup of the kernel vk_k_mm picks for these weights
+ * (the expert passes' indirect grids are cut with it). */
+uint32_t vk_mm_bn(const vk_ctx *c, const vk_tensor *w, const vk_tensor *up);
+/* The shader vk_k_mm runs for these weights ("mm", "mm_coop", "mm_coop64"). */
+const char *vk_mm_kernel(const vk_ctx *c, const vk_tensor *w, const vk_tensor *up);
 
 typedef struct {
     vk_vec ids;                 /* [T][K] */

@@ -26,6 +26,11 @@ static vk_vec V(vk_buf b, uint32_t off)
     return (vk_vec){b, off};
 }
 
+static uint32_t ceil_bn(uint32_t n, uint32_t bn)
+{
+    return (n + bn - 1) / bn;
+}
+
 static int call(vk_rec *r, int rc, const vk_call *k)
 {
     if (rc < 0)
@@ -154,7 +159,8 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
         tile = 32;
     vk_moe_group_args gr = {.ids = V(e->ids, ids_off), .K = K, .n_expert = c->n_expert, .list = e->moe_list,
                             .tiles = e->moe_tiles, .indirect = e->moe_ind, .params = e->params,
-                            .x_gu = (F + vk_mm_bn() - 1) / vk_mm_bn(), .x_dn = (H + vk_mm_bn() - 1) / vk_mm_bn(),
+                            .x_gu = ceil_bn(F, vk_mm_bn(&e->c, &L->gate_exps, &L->up_exps)),
+                            .x_dn = ceil_bn(H, vk_mm_bn(&e->c, &L->down_exps, NULL)),
                             .tile = tile};
     TRY(call(r, vk_k_moe_group(&e->kb, &gr, &k), &k));
     if (L->has_shared) {

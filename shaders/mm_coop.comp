@@ -1,30 +1,44 @@
 #version 450
 // mm_coop: the prefill matrix-matrix product on tensor cores
-// (GL_NV_cooperative_matrix, fp16 x fp16 -> fp32).  Same contract as mm.comp
-// (modes, expert work lists, batched heads); a workgroup of four subgroups
-// computes BM = 64 tokens x BN = 64 rows, each subgroup a 32 x 32 quarter as
-// 2 x 2 fragments of 16 x 16, walking K in steps of 32 through shared
-// memory.  Activations and dequantized weights are rounded to fp16 on their
-// way into shared memory; products accumulate in fp32.  Used for quantized
-// weights only (F32 models keep the fp32 kernel: their 1e-4 criterion).
+// (GL_NV_cooperative_matrix, fp16 x fp16 -> fp32), same contract as mm.comp
+// (modes, expert work lists, batched heads, token / row strides).
+//
+// A workgroup of 8 subgroups computes BN = 128 weight rows x BM tokens
+// (64, or 32 for the routed experts' work lists, whose tiles hold ~32
+// pairs).  Subgroup s covers tokens (s / 4) * BM/2 .. and rows (s % 4) * 32 ..
+// as FM x 2 fragments of 16 x 16 (FM = BM / 32).  K advances 32 at a time:
+//   - each thread owns 16 consecutive weights of one row per step (one
+//     16-byte load of the Q4_0 block body; other types through deq4) and
+//     8 activations of one token; it converts them to fp16 and stores them
+//     packed, 8 halves per 16-byte shared store;
+//   - the next step's global loads go into registers before this step's
+//     MMAs, so their latency hides behind the tensor-core work;
+//   - the epilogue goes from the accumulators through a 16 x 16 staging
+//     area per subgroup to the output rows (store / add / silu(gate) * up).
+// Operands are rounded to fp16 (11 significant bits); products accumulate
+// in fp32.  Used for quantized weights only (F32 models keep the fp32
+// kernel for their 1e-4 criterion).
 
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : require
 
-layout(local_size_x_id = 0) in;                 // 128: four subgroups of 32
+layout(local_size_x_id = 0) in;                 // 256: eight subgroups of 32
 layout(constant_id = 1) const uint TYPE = 2u;
 layout(constant_id = 2) const uint TYPE2 = 2u;
+layout(constant_id = 3) const uint BM = 64u;    // tokens per tile: 64 or 32
 layout(constant_id = 5) const uint MODE = 0u;   // 0 store, 1 add, 2 silu(W.X) * (W2.X)
 layout(constant_id = 6) const uint LIST = 0u;
-const uint WGS = gl_WorkGroupSize.x;
-const uint BM = 64u, BN = 64u, BK = 32u;
-const uint LDA = BK + 8u;                       // padded rows (bank spread, 16-byte aligned)
+const uint WGS = 256u;
+const uint BN = 128u, BK = 32u;
+const uint LDV = BK / 8u + 1u;                  // row stride in uvec4 (8 halves): 80 bytes spreads the banks
+const uint FM = BM / 32u;                       // token fragments per subgroup
 
 #include "quant.glsl"
 
 layout(set = 0, binding = 1) readonly buffer XBuf { float x[]; } X;
+layout(set = 0, binding = 1) readonly buffer XBuf4 { vec4 x[]; } X4;
 layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
 layout(set = 0, binding = 3) readonly buffer ListBuf { uint pair[]; } L;
 layout(set = 0, binding = 4) readonly buffer TileBuf { uvec4 t[]; } TL;
@@ -38,16 +52,109 @@ layout(push_constant) uniform PC {
     uint y_off, y_stride, y_z;
 } pc;
 
-shared float16_t As[BM * LDA];     // [token][k]
-shared float16_t Bs[BN * LDA];     // [row][k]
-shared float16_t Bs2[MODE == 2u ? BN * LDA : 8u];
-shared float Cs[BM * BN];          // epilogue staging [token][row]
+shared uvec4 As[BM * LDV];                      // [token][k] fp16
+shared uvec4 Bs[BN * LDV];                      // [row][k] fp16
+shared uvec4 Bs2[MODE == 2u ? BN * LDV : 1u];
+shared float Cs[8u * 256u];                     // per-subgroup 16 x 16 epilogue staging
 shared uint xrow[BM], yrow[BM];
+
+// ---- weights: thread -> row tid / 2, elements k0 + 16 * (tid & 1) + 0..15 ----
+// Registers between a step's global loads and its shared stores.  Q4_0 keeps
+// the raw block (body + scale), converted after the MMAs that hide the load;
+// other types are converted at once (exactly, through deq4) and kept packed.
+struct WRaw {
+    uvec4 lo, hi;   // Q4_0: lo = the block body; others: 16 fp16 values
+    float d;        // Q4_0: the block scale
+};
+
+WRaw w_fetch(uint t, uint s, uint rb, uint hbase, bool row_in, uint k0)
+{
+    WRaw r;
+    r.lo = uvec4(0u);
+    r.hi = uvec4(0u);
+    r.d = 0.0;
+    uint k = k0 + 16u * (gl_LocalInvocationIndex & 1u);
+    if (!row_in || k >= pc.Kp)
+        return r;
+    if (t == T_Q4_0) {
+        uint blk = rb + k0 / 32u;                    // BK = 32: one block per step
+        r.lo = W4[s].w[blk];                         // the body: 16 bytes, 32 nibbles
+        r.d = head_half(s, hbase + 2u * blk);
+        return r;
+    }
+    uint bl = blk_of(t);
+    vec4 v[4];
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        uint ki = k + 4u * i;
+        v[i] = ki < pc.Kp ? deq4(t, s, rb + ki / bl, (ki % bl) / 4u, hbase) : vec4(0.0);
+    }
+    r.lo = uvec4(packHalf2x16(v[0].xy), packHalf2x16(v[0].zw), packHalf2x16(v[1].xy), packHalf2x16(v[1].zw));
+    r.hi = uvec4(packHalf2x16(v[2].xy), packHalf2x16(v[2].zw), packHalf2x16(v[3].xy), packHalf2x16(v[3].zw));
+    return r;
+}
+
+// Four nibbles (bytes of n, each < 16) -> two words of two fp16 d * (q - 8):
+// 0x6400 | q is the fp16 1024 + q, exactly.
+uvec2 q4_pairs(uint n, float16_t d)
+{
+    uint a = (n & 0xffu) | ((n & 0xff00u) << 8), b = ((n >> 16) & 0xffu) | ((n >> 8) & 0xff0000u);
+    f16vec2 fa = (unpackFloat2x16(a | 0x64006400u) - f16vec2(1032.0)) * d;
+    f16vec2 fb = (unpackFloat2x16(b | 0x64006400u) - f16vec2(1032.0)) * d;
+    return uvec2(packFloat2x16(fa), packFloat2x16(fb));
+}
+
+// The 16 fp16 values of this thread's row segment, as two 16-byte words.
+void w_convert(uint t, inout WRaw r)
+{
+    if (t != T_Q4_0)
+        return;
+    // element j of the block: low nibble of byte j (j < 16), high nibble of byte j - 16
+    uint sh = 4u * (gl_LocalInvocationIndex & 1u);
+    float16_t d = float16_t(r.d);
+    uvec4 n = (r.lo >> sh) & 0x0f0f0f0fu;
+    r.lo = uvec4(q4_pairs(n.x, d), q4_pairs(n.y, d));
+    r.hi = uvec4(q4_pairs(n.z, d), q4_pairs(n.w, d));
+}
+
+// ---- activations: thread -> token tid / 4, elements k0 + 8 * (tid % 4) + 0..7 ----
+struct XRaw {
+    vec4 a, b;
+};
+
+XRaw x_fetch(uint cnt, uint z, uint k0)
+{
+    XRaw r;
+    r.a = vec4(0.0);
+    r.b = vec4(0.0);
+    uint tid = gl_LocalInvocationIndex, i = tid / 4u, k = k0 + 8u * (tid % 4u);
+    if (i >= cnt)
+        return r;
+    uint o = pc.x_off + xrow[i] * pc.x_stride + z * pc.x_z + k;
+    if ((o & 3u) == 0u && k + 8u <= pc.K) {
+        r.a = X4.x[o >> 2];     // the model's strides: two 16-byte loads
+        r.b = X4.x[(o >> 2) + 1u];
+        return r;
+    }
+    // any stride, the row's tail: scalar loads
+    float v[8];
+    [[unroll]] for (uint e = 0u; e < 8u; e++)
+        v[e] = k + e < pc.K ? X.x[o + e] : 0.0;
+    r.a = vec4(v[0], v[1], v[2], v[3]);
+    r.b = vec4(v[4], v[5], v[6], v[7]);
+    return r;
+}
+
+uvec4 x_pack(XRaw r)
+{
+    return uvec4(packHalf2x16(r.a.xy), packHalf2x16(r.a.zw), packHalf2x16(r.b.xy), packHalf2x16(r.b.zw));
+}
 
 void main()
 {
     uint tid = gl_LocalInvocationIndex;
     uint n0 = gl_WorkGroupID.x * BN, z = gl_WorkGroupID.z;
+    if (n0 >= pc.N)
+        return;  // an indirect grid cut for narrower tiles
     uint mat, start, cnt;
     if (LIST == 1u) {
         uvec4 w = TL.t[gl_WorkGroupID.y];
@@ -59,7 +166,7 @@ void main()
         mat = z;
         start = gl_WorkGroupID.y * BM;
         if (start >= T)
-            return;
+            return;  // past the batch
         cnt = min(BM, T - start);
     }
     for (uint i = tid; i < BM; i += WGS) {
@@ -69,62 +176,64 @@ void main()
     }
     barrier();
 
-    uint sg = gl_SubgroupID, sm = sg >> 1, sn = sg & 1u;
-    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> c[2][2], c2[2][2];
-    [[unroll]] for (uint i = 0u; i < 2u; i++)
+    // this thread's loads
+    uint wn = tid >> 1, row = n0 + wn;
+    bool row_in = row < pc.N;
+    uint rb = mat * pc.mblk + row * (pc.Kp / blk_of(TYPE));
+    uint rb2 = mat * pc.mblk2 + row * (pc.Kp / blk_of(TYPE2));
+    bool x_thr = tid < BM * 4u;
+    uint wo = wn * LDV + 2u * (tid & 1u), xo = (tid / 4u) * LDV + tid % 4u;
+
+    // this subgroup's fragments
+    uint sg = gl_SubgroupID, tm0 = (sg >> 2) * (BM / 2u), tn0 = (sg & 3u) * 32u;
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> c[FM][2], c2[FM][2];   // c2: MODE 2 only
+    [[unroll]] for (uint i = 0u; i < FM; i++)
         [[unroll]] for (uint j = 0u; j < 2u; j++) {
             c[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
-            c2[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+            if (MODE == 2u)
+                c2[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
         }
-    uint bpr = pc.Kp / blk_of(TYPE), bpr2 = pc.Kp / blk_of(TYPE2);
+
+    WRaw wr = w_fetch(TYPE, 0u, rb, pc.hbase, row_in, 0u), ur;
+    if (MODE == 2u)
+        ur = w_fetch(TYPE2, 1u, rb2, pc.hbase2, row_in, 0u);
+    XRaw xr;
+    if (x_thr)
+        xr = x_fetch(cnt, z, 0u);
 
     for (uint k0 = 0u; k0 < pc.Kp; k0 += BK) {
-        for (uint idx = tid; idx < BM * BK / 4u; idx += WGS) {
-            uint i = idx / (BK / 4u), kk = 4u * (idx % (BK / 4u)), k = k0 + kk;
-            vec4 v = vec4(0.0);
-            if (i < cnt) {
-                uint b = pc.x_off + xrow[i] * pc.x_stride + z * pc.x_z + k;
-                v = vec4(k < pc.K ? X.x[b] : 0.0, k + 1u < pc.K ? X.x[b + 1u] : 0.0,
-                         k + 2u < pc.K ? X.x[b + 2u] : 0.0, k + 3u < pc.K ? X.x[b + 3u] : 0.0);
-            }
-            uint o = i * LDA + kk;
-            As[o] = float16_t(v.x);
-            As[o + 1u] = float16_t(v.y);
-            As[o + 2u] = float16_t(v.z);
-            As[o + 3u] = float16_t(v.w);
+        // this step's operands into shared memory, packed
+        w_convert(TYPE, wr);
+        Bs[wo] = wr.lo;
+        Bs[wo + 1u] = wr.hi;
+        if (MODE == 2u) {
+            w_convert(TYPE2, ur);
+            Bs2[wo] = ur.lo;
+            Bs2[wo + 1u] = ur.hi;
         }
-        for (uint idx = tid; idx < BN * BK / 4u; idx += WGS) {
-            uint n = idx / (BK / 4u), kk = 4u * (idx % (BK / 4u)), k = k0 + kk, row = n0 + n;
-            bool in_ = row < pc.N && k < pc.Kp;
-            uint blk = blk_of(TYPE);
-            vec4 w = in_ ? deq4(TYPE, 0u, mat * pc.mblk + row * bpr + k / blk, (k % blk) / 4u, pc.hbase) : vec4(0.0);
-            uint o = n * LDA + kk;
-            Bs[o] = float16_t(w.x);
-            Bs[o + 1u] = float16_t(w.y);
-            Bs[o + 2u] = float16_t(w.z);
-            Bs[o + 3u] = float16_t(w.w);
-            if (MODE == 2u) {
-                uint blk2 = blk_of(TYPE2);
-                vec4 u = in_ ? deq4(TYPE2, 1u, mat * pc.mblk2 + row * bpr2 + k / blk2, (k % blk2) / 4u, pc.hbase2)
-                             : vec4(0.0);
-                Bs2[o] = float16_t(u.x);
-                Bs2[o + 1u] = float16_t(u.y);
-                Bs2[o + 2u] = float16_t(u.z);
-                Bs2[o + 3u] = float16_t(u.w);
-            }
-        }
+        if (x_thr)
+            As[xo] = x_pack(xr);
         barrier();
-        [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) {
-            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[2], b[2], b2[2];
-            [[unroll]] for (uint i = 0u; i < 2u; i++)
-                coopMatLoadNV(a[i], As, (sm * 32u + 16u * i) * LDA + kk, LDA, false);
+        // the next step's loads, in flight during this step's MMAs
+        uint k1 = k0 + BK;
+        if (k1 < pc.Kp) {
+            wr = w_fetch(TYPE, 0u, rb, pc.hbase, row_in, k1);
+            if (MODE == 2u)
+                ur = w_fetch(TYPE2, 1u, rb2, pc.hbase2, row_in, k1);
+            if (x_thr)
+                xr = x_fetch(cnt, z, k1);
+        }
+        [[unroll]] for (uint kk = 0u; kk < BK / 8u; kk += 2u) {
+            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[FM], b[2], b2[2];
+            [[unroll]] for (uint i = 0u; i < FM; i++)
+                coopMatLoadNV(a[i], As, (tm0 + 16u * i) * LDV + kk, LDV, false);
             [[unroll]] for (uint j = 0u; j < 2u; j++) {
                 // B(k, n) = W[n][k]: column-major over the rows' k
-                coopMatLoadNV(b[j], Bs, (sn * 32u + 16u * j) * LDA + kk, LDA, true);
+                coopMatLoadNV(b[j], Bs, (tn0 + 16u * j) * LDV + kk, LDV, true);
                 if (MODE == 2u)
-                    coopMatLoadNV(b2[j], Bs2, (sn * 32u + 16u * j) * LDA + kk, LDA, true);
+                    coopMatLoadNV(b2[j], Bs2, (tn0 + 16u * j) * LDV + kk, LDV, true);
             }
-            [[unroll]] for (uint i = 0u; i < 2u; i++)
+            [[unroll]] for (uint i = 0u; i < FM; i++)
                 [[unroll]] for (uint j = 0u; j < 2u; j++) {
                     c[i][j] = coopMatMulAddNV(a[i], b[j], c[i][j]);
                     if (MODE == 2u)
@@ -134,30 +243,33 @@ void main()
         barrier();
     }
 
-    // Epilogue through shared memory: rows of this tile go to their tokens.
-    float g[BM * BN / 128u];
-    if (MODE == 2u) {
-        [[unroll]] for (uint i = 0u; i < 2u; i++)
-            [[unroll]] for (uint j = 0u; j < 2u; j++)
-                coopMatStoreNV(c[i][j], Cs, (sm * 32u + 16u * i) * BN + sn * 32u + 16u * j, BN, false);
-        barrier();
-        for (uint e = 0u; e < BM * BN / WGS; e++)
-            g[e] = Cs[e * WGS + tid];
-        barrier();
-    }
-    [[unroll]] for (uint i = 0u; i < 2u; i++)
-        [[unroll]] for (uint j = 0u; j < 2u; j++)
-            coopMatStoreNV(MODE == 2u ? c2[i][j] : c[i][j], Cs, (sm * 32u + 16u * i) * BN + sn * 32u + 16u * j, BN,
-                           false);
-    barrier();
-    for (uint e = 0u; e < BM * BN / WGS; e++) {
-        uint idx = e * WGS + tid, m = idx / BN, n = n0 + idx % BN;
-        if (m >= cnt || n >= pc.N)
-            continue;
-        uint o = pc.y_off + yrow[m] * pc.y_stride + z * pc.y_z + n;
-        float v = Cs[idx];
-        if (MODE == 2u)
-            v = g[e] / (1.0 + exp(-g[e])) * v;
-        Y.y[o] = MODE == 1u ? Y.y[o] + v : v;
-    }
+    // Epilogue: each 16 x 16 fragment through this subgroup's staging area,
+    // then 8 values per lane to their (token, row) places.
+    uint lane = gl_SubgroupInvocationID, cs = sg * 256u;
+    [[unroll]] for (uint i = 0u; i < FM; i++)
+        [[unroll]] for (uint j = 0u; j < 2u; j++) {
+            float g[8];
+            if (MODE == 2u) {
+                coopMatStoreNV(c[i][j], Cs, cs, 16u, false);
+                subgroupMemoryBarrierShared();
+                subgroupBarrier();
+                [[unroll]] for (uint e = 0u; e < 8u; e++)
+                    g[e] = Cs[cs + lane + 32u * e];
+                subgroupBarrier();
+            }
+            coopMatStoreNV(MODE == 2u ? c2[i][j] : c[i][j], Cs, cs, 16u, false);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            [[unroll]] for (uint e = 0u; e < 8u; e++) {
+                uint idx = lane + 32u * e, m = tm0 + 16u * i + idx / 16u, n = n0 + tn0 + 16u * j + idx % 16u;
+                float v = Cs[cs + idx];
+                if (m < cnt && n < pc.N) {
+                    uint o = pc.y_off + yrow[m] * pc.y_stride + z * pc.y_z + n;
+                    if (MODE == 2u)
+                        v = g[e] / (1.0 + exp(-g[e])) * v;
+                    Y.y[o] = MODE == 1u ? Y.y[o] + v : v;
+                }
+            }
+            subgroupBarrier();
+        }
 }

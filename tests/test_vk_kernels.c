@@ -857,13 +857,31 @@ static void topk_cases(void)
 /* ---- prefill: tiled mat-mat, rmsnorm, the expert pipeline ------------------------------- */
 
 /* The mat-mat kernels: fp32 SIMT (chain bound as the matvec), or on devices
- * with cooperative matrices, fp16 operands for quantized weights: each
- * operand rounds to 11 bits (2^-11 relative), so a product is off by at most
- * ~2^-10 of |w x| and the sum by 2^-10 * sum|w x| plus fp32 accumulation. */
+ * with cooperative matrices, fp16 operands for quantized weights (mm_coop):
+ * each operand is rounded to fp16, 11 significant bits (unit roundoff
+ * 2^-11), so each product w x is within (1 + 2^-11)^2 - 1 = 2^-10 + 2^-22 of
+ * itself and the fp32-accumulated sum within (2^-10 + 2^-22) sum|w x| plus the
+ * fp32 chain bound: 9.8e-4 covers 2^-10 + 2^-22 = 9.768e-4.  (Activations
+ * below 2^-14 are fp16 subnormals with an absolute error of at most 2^-25 |w|
+ * each: on data of unit size that is far inside the budget; values beyond
+ * 65504 would overflow -- prefill activations are normalized or products of
+ * normalized values.) */
 static double mm_bound(uint32_t type, uint32_t K)
 {
     bool coop = G.c.coopmat && type != QT_F32;
     return chain_bound(type, K) + (coop ? 9.8e-4 : 0);
+}
+
+/* Which kernel a case runs on, in its name: a device without cooperative
+ * matrices says so and tests the fp32 kernel (never a silent pass). */
+static const char *mm_path(const vk_tensor *w, const vk_tensor *up)
+{
+    const char *k = vk_mm_kernel(&G.c, w, up);
+    if (strcmp(k, "mm") != 0)
+        return k;
+    if (!G.c.coopmat)
+        return "mm: device has no cooperative matrices";
+    return w->type == QT_F32 ? "mm: F32 weights" : "mm: GLMCHAT_COOPMAT=0";
 }
 
 typedef struct {
@@ -931,21 +949,38 @@ static void test_mm(void)
 
 static void mm_cases(void)
 {
+    /* rows not a multiple of 128 (or 64), tokens not a multiple of 64 (or 32),
+     * K of the model (2048, 1536, 5120) and odd multiples of the block, every
+     * weight type, each mode */
     static const mm_case cases[] = {
         {QT_F32, 96, 70, 25, 0, "tiny F32 prompt"},
+        {QT_F32, 200, 130, 65, 2, "F32 gate/up, 65 tokens"},
         {QT_Q4_0, 2048, 576, 70, 0, "attn_kv_a_mqa, 70 tokens"},
         {QT_Q4_0, 5120, 130, 33, 1, "attn_output rows + residual"},
-        {QT_Q4_K, 512, 96, 17, 2, "gate/up + SiLU, Q4_K"},
-        {QT_Q6_K, 256, 129, 64, 0, "Q6_K, a full tile of tokens"},
-        {QT_Q8_0, 160, 40, 5, 1, "Q8_0, 5 tokens"},
+        {QT_Q4_0, 1536, 200, 129, 2, "q_b-sized K, 129 tokens, glu"},
+        {QT_Q4_0, 2048, 128, 64, 2, "whole tiles"},
+        {QT_Q4_0, 96, 257, 65, 0, "3 blocks, 2 tiles + 1 row"},
+        {QT_Q4_1, 160, 130, 33, 1, "Q4_1, 5 blocks"},
+        {QT_Q5_0, 224, 100, 40, 2, "Q5_0 gate/up, 7 blocks"},
         {QT_Q5_1, 96, 33, 9, 2, "Q5_1 gate/up"},
+        {QT_Q8_0, 160, 40, 5, 1, "Q8_0, 5 tokens"},
+        {QT_Q8_0, 1536, 140, 70, 0, "Q8_0, K 1536"},
+        {QT_Q4_K, 512, 96, 17, 2, "gate/up + SiLU, Q4_K"},
+        {QT_Q4_K, 768, 129, 66, 1, "Q4_K, 3 blocks"},
+        {QT_Q5_K, 1280, 70, 31, 0, "Q5_K, 5 blocks"},
+        {QT_Q6_K, 256, 129, 64, 0, "Q6_K, a full tile of tokens"},
+        {QT_Q6_K, 1536, 130, 20, 2, "Q6_K gate/up, K 1536"},
         {QT_F16, 72, 20, 3, 0, "F16"},
+        {QT_F16, 200, 131, 65, 1, "F16, K not a multiple of 32"},
+        {QT_BF16, 136, 129, 70, 2, "BF16 gate/up"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         MMC = cases[i];
         char name[160];
-        snprintf(name, sizeof name, "mat-mat %s K=%u N=%u T=%u %s (%s)", tu_type_name(MMC.type), MMC.K, MMC.N, MMC.T,
-                 MMC.mode == 0 ? "store" : MMC.mode == 1 ? "accumulate" : "glu", MMC.what);
+        vk_tensor w = {.type = MMC.type};
+        snprintf(name, sizeof name, "mat-mat %s K=%u N=%u T=%u %s (%s) [%s]", tu_type_name(MMC.type), MMC.K, MMC.N,
+                 MMC.T, MMC.mode == 0 ? "store" : MMC.mode == 1 ? "accumulate" : "glu", MMC.what,
+                 mm_path(&w, MMC.mode == 2 ? &w : NULL));
         RUN_NAMED(test_mm, name);
     }
 }
@@ -989,12 +1024,17 @@ static uint32_t EP_TYPE;
 static void test_expert_prefill(void)
 {
     uint32_t H = 256, E = 16, K = 4, T = 45, B = 48;
-    uint32_t F = EP_TYPE == QT_Q4_K ? 256 : 96; /* K-quant rows are whole 256-blocks */
+    bool kq = EP_TYPE == QT_Q4_K || EP_TYPE == QT_Q5_K || EP_TYPE == QT_Q6_K;
+    uint32_t F = kq ? 256 : 96; /* K-quant rows are whole 256-blocks */
     vk_tensor tg, tu, td;
     uint8_t *wg = rand_tensor(EP_TYPE, H, F, E, &tg), *wu = rand_tensor(EP_TYPE, H, F, E, &tu);
     uint8_t *wd = rand_tensor(EP_TYPE, F, H, E, &td);
     float *x = random_vec((uint64_t)H * B, 1.0f), *x0 = malloc((uint64_t)H * B * sizeof *x0);
-    float *xn = random_vec((uint64_t)H * B, 1.0f);
+    /* Unit activations through Q6_K's random weights (random int8 sub-scales:
+     * |w| up to ~40) make gate * up ~1e5, past the fp16 range (65504) the
+     * tensor-core path rounds activations into (the first H200 run: NaN);
+     * 0.05 keeps the down pass's input near 1e2, as a model's are. */
+    float *xn = random_vec((uint64_t)H * B, EP_TYPE == QT_Q6_K ? 0.05f : 1.0f);
     memcpy(x0, x, (uint64_t)H * B * 4);
     int32_t *ids = malloc((uint64_t)B * K * 4);
     float *wts = malloc((uint64_t)B * K * 4);
@@ -1012,7 +1052,8 @@ static void test_expert_prefill(void)
            by = tu_host((uint64_t)B * K * H), bl = tu_host(B * K), btl = tu_host(4 * (B * K / 32 + E + 1)),
            bind = tu_host(16);
     vk_moe_group_args ga = {.ids = {bi, 0}, .K = K, .n_expert = E, .list = bl, .tiles = btl, .indirect = bind,
-                            .params = bp, .x_gu = (F + 63) / 64, .x_dn = (H + 63) / 64, .tile = tile};
+                            .params = bp, .x_gu = (F + vk_mm_bn(&G.c, &tg, &tu) - 1) / vk_mm_bn(&G.c, &tg, &tu),
+                            .x_dn = (H + vk_mm_bn(&G.c, &td, NULL) - 1) / vk_mm_bn(&G.c, &td, NULL), .tile = tile};
     vk_buf igu = bind, idn = bind;
     igu.size = 12;
     idn.off += 12;
@@ -1095,12 +1136,13 @@ static void prefill_cases(void)
 {
     mm_cases();
     RUN_NAMED(test_rmsnorm, "rmsnorm of a prompt batch (7 of 9 tokens)");
-    static const uint32_t types[] = {QT_Q4_0, QT_F32, QT_Q4_K};
+    static const uint32_t types[] = {QT_Q4_0, QT_F32, QT_Q4_K, QT_Q8_0, QT_Q6_K};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         EP_TYPE = types[i];
-        char name[128];
-        snprintf(name, sizeof name, "experts of a prompt batch: group, gate/up, down, combine (%s)",
-                 tu_type_name(EP_TYPE));
+        char name[192];
+        vk_tensor w = {.type = EP_TYPE};
+        snprintf(name, sizeof name, "experts of a prompt batch: group, gate/up, down, combine (%s) [%s, tiles of %u]",
+                 tu_type_name(EP_TYPE), mm_path(&w, NULL), vk_mm_expert_bm(&G.c, &w));
         RUN_NAMED(test_expert_prefill, name);
     }
 }
