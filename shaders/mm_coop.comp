@@ -144,8 +144,14 @@ XRaw x_fetch(uint cnt, uint z, uint k0)
     return r;
 }
 
+// Activations beyond fp16's range saturate at +-65504 instead of becoming
+// inf (one inf turns its whole output row into inf / NaN, and the NaN then
+// spreads through the model); exact values need GLMCHAT_COOPMAT=0.
 uvec4 x_pack(XRaw r)
 {
+    const float FMAX = 65504.0;
+    r.a = clamp(r.a, vec4(-FMAX), vec4(FMAX));
+    r.b = clamp(r.b, vec4(-FMAX), vec4(FMAX));
     return uvec4(packHalf2x16(r.a.xy), packHalf2x16(r.a.zw), packHalf2x16(r.b.xy), packHalf2x16(r.b.zw));
 }
 

@@ -947,6 +947,8 @@ static void test_mm(void)
     tu_reset_buffers();
 }
 
+static void test_mm_range(void);
+
 static void mm_cases(void)
 {
     /* rows not a multiple of 128 (or 64), tokens not a multiple of 64 (or 32),
@@ -983,6 +985,53 @@ static void mm_cases(void)
                  mm_path(&w, MMC.mode == 2 ? &w : NULL));
         RUN_NAMED(test_mm, name);
     }
+    vk_tensor q = {.type = QT_Q4_0};
+    char name[160];
+    snprintf(name, sizeof name, "mat-mat Q4_0 activations beyond fp16's range stay finite [%s]", mm_path(&q, NULL));
+    RUN_NAMED(test_mm_range, name);
+}
+
+/* Activations far beyond fp16's range (1e6 in a few places of some tokens):
+ * the tensor-core path rounds activations to fp16, so it cannot be exact
+ * there, but every output must stay finite (an inf would become NaN in the
+ * next layers) and tokens without such values must still match the
+ * reference; the fp32 path must match everywhere. */
+static void test_mm_range(void)
+{
+    uint32_t K = 256, N = 70, T = 20, B = 64;
+    vk_tensor t;
+    uint8_t *w = rand_tensor(QT_Q4_0, K, N, 1, &t);
+    float *x = random_vec((uint64_t)K * B, 1.0f);
+    bool hot[64] = {false};
+    for (uint32_t tk = 0; tk < T; tk += 3) {
+        hot[tk] = true;
+        x[(uint64_t)tk * K + (tk * 37) % K] = 1e6f;
+        x[(uint64_t)tk * K + (tk * 91 + 5) % K] = -3e6f;
+    }
+    uint32_t params[64] = {0};
+    params[VKP_NTOK] = T;
+    vk_buf bx = host_copy(x, (uint64_t)K * B), by = tu_host((uint64_t)N * B), bp = host_copy(params, 64);
+    vk_mm_args a = {.name = "mm", .w = &t, .x = {bx, 0}, .x_stride = K, .y = {by, 0}, .y_stride = N, .nz = 1,
+                    .max_tokens = B, .params = bp};
+    vk_call call;
+    CHECK(vk_k_mm(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+    CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    bool exact = strcmp(vk_mm_kernel(&G.c, &t, NULL), "mm") == 0;
+    double *r = malloc(N * sizeof *r), *m = malloc(N * sizeof *m), cb = mm_bound(QT_Q4_0, K);
+    const float *gy = (const float *)by.map;
+    uint32_t bad = 0;
+    for (uint32_t tk = 0; tk < T; tk++) {
+        ref_dot_rows(QT_Q4_0, w, K, N, x + (uint64_t)tk * K, r, m);
+        for (uint32_t n = 0; n < N; n++) {
+            float got = gy[(uint64_t)tk * N + n];
+            bool ok = isfinite(got) && (hot[tk] && !exact ? true : fabs(got - r[n]) <= cb * m[n] + 1e-30);
+            if (!ok && bad++ < 3)
+                printf("#   token %u row %u: gpu %.9g ref %.9g\n", tk, n, got, r[n]);
+        }
+    }
+    CHECK(bad == 0, "%u outputs wrong or not finite", bad);
+    free(w), free(x), free(r), free(m);
+    tu_reset_buffers();
 }
 
 static void test_rmsnorm(void)
