@@ -105,6 +105,7 @@ typedef struct {
     uint32_t n_hgroups;
     uint32_t cmax;        /* longest chunk */
     uint32_t max_chunks;  /* chunks a decode step may use */
+    uint32_t min_chunk;   /* shortest chunk a decode step cuts */
     bool kv_f16;
 } vk_attn_geom;
 

@@ -730,10 +730,13 @@ static void attn_cases(void)
         RUN_NAMED(test_attn, name);
         /* both ways of scoring on every chunk length (the default picks by
          * length), a position count per subgroup that does not divide the
-         * chunk, and the combine + v_b of the mv family (attn_vb) */
+         * chunk, the combine + v_b of the mv family (attn_vb), and v_b row
+         * groups folded (a fold that does not divide the groups; all groups
+         * in one workgroup with short chunks) */
         static const char *const av[] = {"GLMCHAT_ATTN_SG=1000000 GLMCHAT_ATTN_PU=3", "GLMCHAT_ATTN_SG=0",
-                                         "GLMCHAT_MVX=0"};
-        for (int v = 0; v < 3 && (i == 0 || i == 1 || i == 3 || i == 6); v++) {
+                                         "GLMCHAT_MVX=0", "GLMCHAT_VB_FOLD=3 GLMCHAT_VB_FOLD_AT=0",
+                                         "GLMCHAT_VB_FOLD=64 GLMCHAT_VB_FOLD_AT=1 GLMCHAT_ATTN_MINCHUNK=5"};
+        for (int v = 0; v < 5 && (i == 0 || i == 1 || i == 3 || i == 6); v++) {
             char vn[260];
             snprintf(vn, sizeof vn, "%s [%s]", name, av[v]);
             variant_set(av[v], true);
