@@ -540,7 +540,10 @@ int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_
     if (target < 1)
         target = 1;
     uint32_t need = ceil_div(n_ctx, g->cmax);
-    g->min_chunk = env_u32("GLMCHAT_ATTN_MINCHUNK", 32, 1, 256);
+    /* Short contexts: many short chunks keep more compute units busy
+     * (H200, tg64 at depth 0: 190.6 tokens/s with chunks of >= 32
+     * positions, 200.7 with >= 16, 206.7 with >= 8; gpu/PERF.md run 11). */
+    g->min_chunk = env_u32("GLMCHAT_ATTN_MINCHUNK", 8, 1, 256);
     g->max_chunks = target > need ? target : need;
     return 0;
 }
@@ -681,13 +684,7 @@ static int attn_vb_x(const vk_kb *k, const vk_attn_vb_args *a, const mvx_cfg *x,
     p[9] = a->o_z;
     p[10] = a->prefill ? VKP_NCHUNK_PF : VKP_NCHUNK;
     p[11] = x->passes;
-    /* Above fold_at chunks, one workgroup in `fold` does the rows of `fold`
-     * row groups: every workgroup of a head repeats the combine of the
-     * head's chunk partials, which at long contexts costs more than its
-     * rows of v_b. */
-    p[12] = env_u32("GLMCHAT_VB_FOLD", 4, 1, 64);
-    p[13] = env_u32("GLMCHAT_VB_FOLD_AT", 8, 0, 1u << 20);
-    out->npush = 14;
+    out->npush = 12;
     out->groups[0] = x->groups;
     out->groups[1] = g->n_head;
     out->groups[2] = a->nz ? a->nz : 1;

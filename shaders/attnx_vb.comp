@@ -4,8 +4,6 @@
 // o = sum_c e^(m_c - M) o_c / sum_c e^(m_c - M) l_c, written into the staged
 // input; then out[z][h*v_head + r] = v_b[h][r] . o, R rows per pass with the
 // first pass's weights in flight during the combine.
-// Above fold_at chunks one workgroup in `fold` does the rows of `fold` row
-// groups (the combine is then repeated fewer times).
 // Grid: x = row groups of v_head, y = head, z = query token.
 
 layout(local_size_x_id = 0) in;
@@ -34,7 +32,6 @@ layout(push_constant) uniform PC {
     uint o_off, o_z;
     uint nchunk_word;     // params word holding the chunk count (decode / prefill)
     uint passes;
-    uint fold, fold_at;   // above fold_at chunks, one workgroup in fold does fold groups' rows
 } pc;
 
 shared float cw[CCAP];
@@ -44,13 +41,6 @@ void main()
     uint h = gl_WorkGroupID.y, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
     if (z >= P.p[1])
         return;  // past the batch
-    // Many chunks: fewer workgroups repeat the combine, each doing the rows
-    // of `fold` row groups (uniform: the chunk count is the step's).
-    uint n_chunks = P.p[pc.nchunk_word];
-    uint fold = n_chunks > pc.fold_at ? pc.fold : 1u;
-    if (gl_WorkGroupID.x % fold != 0u)
-        return;
-    uint passes = pc.passes * fold;
     const uint NT = WGS / TEAM;
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
     uint bpr = pc.Kp / blk_of(TYPE), nunits = pc.Kp / UNIT, mblk0 = h * pc.mat_blocks;
@@ -59,6 +49,7 @@ void main()
 
     // The chunks' weights e^(m_c - M) / L: one chunk per thread, two
     // workgroup reductions (max, then sum).
+    uint n_chunks = P.p[pc.nchunk_word];
     uint pstride = pc.K + 2u;
     uint pb = pc.part_off + (z * pc.n_head + h) * pc.cmax_chunks * pstride;
     float mx = -1.0 / 0.0;
@@ -107,7 +98,7 @@ void main()
     barrier();
     load_xr(lane);
 
-    for (uint p = 0u; p < passes; p++) {
+    for (uint p = 0u; p < pc.passes; p++) {
         if (wrow0 + p * NT * R >= pc.N)
             break;  // past the matrix (the last workgroup; uniform)
         uint row0 = wrow0 + (p * NT + team) * R;
