@@ -661,11 +661,10 @@ static int attn_vb_x(const vk_kb *k, const vk_attn_vb_args *a, const mvx_cfg *x,
 {
     const vk_attn_geom *g = a->g;
     const vk_tensor *w = a->v_b;
-    uint32_t spec[13] = {0};
+    uint32_t spec[12] = {0};
     mvx_spec(k, x, w->type, spec);
     spec[7] = a->chunk_cap;
-    spec[12] = env_u32("GLMCHAT_VB_CB", 8, 1, 32); /* chunks' loads in flight in the combine */
-    out->pipe = pipe(k, "attnx_vb", spec, 13);
+    out->pipe = pipe(k, "attnx_vb", spec, 12);
     if (!out->pipe)
         return -1;
     out->w[0] = w->buf;

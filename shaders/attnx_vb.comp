@@ -16,7 +16,6 @@ layout(constant_id = 7) const uint CCAP = 64u;   // chunk capacity per head (par
 layout(constant_id = 8) const uint KSH = 512u;
 layout(constant_id = 10) const uint XREG = 1u;
 layout(constant_id = 11) const uint XRN = 8u;
-layout(constant_id = 12) const uint CB = 8u;     // chunks' loads in flight in the combine
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
@@ -36,7 +35,6 @@ layout(push_constant) uniform PC {
 } pc;
 
 shared float cw[CCAP];
-shared vec4 hs[KSH / 4u];   // the second half's sums (split staging)
 
 void main()
 {
@@ -80,41 +78,22 @@ void main()
         L += red[i];
     float invL = 1.0 / L;
 
-    // Staging: o = sum_c w_c o_c, zeros past K, CB chunks' loads in flight.
-    // At long contexts the chunk loop is a chain of round trips, so when
-    // the workgroup has twice as many threads as staged vec4s, two threads
-    // share each vec4 (one half of the chunks each) and meet in shared
-    // memory.
-    const uint NV = J * TEAM * GPU;
-    bool split = WGS >= 2u * NV;
-    uint per_half = split ? (n_chunks + 1u) / 2u : n_chunks;
-    vec4 mine = vec4(0.0);
-    for (uint v0 = tid; v0 < (split ? 2u * NV : NV); v0 += WGS) {
-        uint v = v0 % NV, c_begin = (v0 / NV) * per_half, c_end = min(c_begin + per_half, n_chunks);
+    // Staging: o = sum_c w_c o_c (eight chunks' loads in flight), zeros past K.
+    for (uint v = tid; v < J * TEAM * GPU; v += WGS) {
         vec4 acc = vec4(0.0);
         if (4u * v < pc.K)
-            for (uint c0 = c_begin; c0 < c_end; c0 += CB) {
-                vec4 t[CB];
-                [[unroll]] for (uint u = 0u; u < CB; u++) {
-                    uint b = pb + min(c0 + u, c_end - 1u) * pstride + 2u + 4u * v;
+            for (uint c0 = 0u; c0 < n_chunks; c0 += 8u) {
+                vec4 t[8];
+                [[unroll]] for (uint u = 0u; u < 8u; u++) {
+                    uint b = pb + min(c0 + u, n_chunks - 1u) * pstride + 2u + 4u * v;
                     t[u] = vec4(X.x[b], 4u * v + 1u < pc.K ? X.x[b + 1u] : 0.0, 4u * v + 2u < pc.K ? X.x[b + 2u] : 0.0,
                                 4u * v + 3u < pc.K ? X.x[b + 3u] : 0.0);
                 }
-                [[unroll]] for (uint u = 0u; u < CB; u++)
-                    if (c0 + u < c_end)
+                [[unroll]] for (uint u = 0u; u < 8u; u++)
+                    if (c0 + u < n_chunks)
                         acc += cw[c0 + u] * t[u];
             }
-        if (!split)
-            x_put(v, acc * invL);
-        else if (v0 >= NV)
-            hs[v] = acc;
-        else
-            mine = acc;
-    }
-    if (split) {
-        barrier();
-        if (tid < NV)
-            x_put(tid, (mine + hs[tid]) * invL);
+        x_put(v, acc * invL);
     }
     barrier();
     load_xr(lane);
