@@ -752,7 +752,7 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
     uint32_t epl = ceil_div(w->N, k->c->subgroup);
     mvx_cfg x;
     mv_cfg m = mv_config(k->c, w, 1);
-    bool xs = mvx_config(k->c, w->type, w->Kp, w->N, a->nz ? a->nz : 1, 1, 128, &x);
+    bool xs = mvx_config(k->c, w->type, w->Kp, w->N, a->nz ? a->nz : 1, 1, env_u32("GLMCHAT_ROUTER_WGS", 128, 32, 1024), &x);
     if (xs) {
         uint32_t spec[12] = {0};
         mvx_spec(k, &x, w->type, spec);
