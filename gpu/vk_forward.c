@@ -148,7 +148,8 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     }
     vk_rec_barrier(r);
 
-    /* routed and shared experts in one dispatch where the kernel allows */
+    /* the routed experts (with the shared expert in the same dispatch, where
+     * it did not run beside the router and the kernel allows) */
     vk_glu_args gu = {.name = "moe_gate_up", .gate = &L->gate_exps, .up = &L->up_exps, .x = V(e->x, 0),
                       .norm = &fn, .eps = c->rms_eps, .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = &ids};
     if (L->has_shared && !early) {
