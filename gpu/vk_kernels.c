@@ -739,6 +739,37 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
     return 0;
 }
 
+int vk_k_attn_combine(const vk_kb *k, const vk_attn_combine_args *a, vk_call *out)
+{
+    const vk_attn_geom *g = a->g;
+    memset(out, 0, sizeof *out);
+    out->name = "attn_combine";
+    if (a->chunk_cap < 1 || a->chunk_cap > 64)
+        return err_set(k->err, "attn_combine: %u chunks per head (1 to 64)", a->chunk_cap);
+    uint32_t spec[] = {WGS, a->chunk_cap};
+    out->pipe = pipe(k, "attn_combine", spec, 2);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->part.b;
+    out->b[1] = a->o.b;
+    out->b[3] = a->params;
+    uint32_t *p = out->push;
+    p[0] = g->kv_lora;
+    p[1] = a->part.off;
+    p[2] = g->n_head;
+    p[3] = a->o.off;
+    p[4] = a->o_z;
+    p[5] = a->o_h;
+    p[6] = VKP_NCHUNK_PF;
+    out->npush = 7;
+    out->groups[0] = g->n_head;
+    out->groups[1] = 1;
+    out->groups[2] = a->nz ? a->nz : 1;
+    /* the batch's partials read at most once, the latents written */
+    out->bytes = 4ull * out->groups[2] * g->n_head * (a->chunk_cap * (g->kv_lora + 2ull) + g->kv_lora);
+    return 0;
+}
+
 /* ---- router, embedding, top-K --------------------------------------------------------- */
 
 int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)

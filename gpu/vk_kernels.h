@@ -160,6 +160,20 @@ typedef struct {
 } vk_attn_vb_args;
 int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out);
 
+/* Prefill: the chunk partials of each (token, head) combined into the
+ * latent attention output o_lat[z][h] at o.off + z*o_z + h*o_h (kv_lora
+ * values), for v_b as a batched-head mat-mat (vk_k_mm, z = head).  Chunk
+ * count from VKP_NCHUNK_PF; chunk_cap <= 64. */
+typedef struct {
+    const vk_attn_geom *g;
+    vk_vec part;
+    uint32_t chunk_cap;
+    vk_buf params;
+    vk_vec o;
+    uint32_t o_z, o_h, nz;
+} vk_attn_combine_args;
+int vk_k_attn_combine(const vk_kb *k, const vk_attn_combine_args *a, vk_call *out);
+
 /* ---- router, embedding, sampling ----------------------------------------------------- */
 
 typedef struct {
