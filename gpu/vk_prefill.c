@@ -68,7 +68,7 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     /* k_b and v_b as batched-head mat-mats (tensor cores where the device
      * has them); GLMCHAT_PF_HEADS_MM=0: per-(token, head) matvecs, which
      * re-read every head's matrix for each token */
-    bool heads_mm = vk_env_u32("GLMCHAT_PF_HEADS_MM", 1, 0, 1) != 0;
+    bool heads_mm = vk_env_u32("GLMCHAT_PF_HEADS_MM", 0, 0, 1) != 0;
     vk_call k;
 
     TRY(norm(e, r, e->x, e->xn, L->attn_norm, H));
