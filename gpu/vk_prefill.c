@@ -4,8 +4,10 @@
  *
  * Per layer:
  *   xn = norm(x); q_a, kv = W.xn; q = q_b . norm(q_a)       (tiled mat-mat)
- *   qa = k_b . q_nope per head, all tokens  ||  kv_store     (cache rows, rotated q)
- *   causal attention (chunked partials) ; combine ; v_b . o_lat per head
+ *   qa = k_b . q_nope per (token, head)  ||  kv_store        (cache rows, rotated q)
+ *   causal attention (chunked partials) ; combine + v_b
+ *   (GLMCHAT_PF_HEADS_MM=1: k_b per head over all tokens as a mat-mat;
+ *    combine into latents ; v_b per head as a mat-mat)
  *   x += attn_output . o
  *   xn = norm(x); router + top-k per token  ||  shared gate/up
  *   moe_group: pairs per expert, tiles, indirect grids  ||  x += shared down
@@ -65,8 +67,10 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     const vk_attn_geom *g = &e->ag;
     uint32_t H = c->n_embd, qw = c->qk_nope + c->qk_rope, QW = c->n_head * qw;
     uint32_t kvw = c->kv_lora_rank + c->qk_rope;
-    /* k_b and v_b as batched-head mat-mats (tensor cores where the device
-     * has them); GLMCHAT_PF_HEADS_MM=0: per-(token, head) matvecs, which
+    /* GLMCHAT_PF_HEADS_MM=1: k_b and v_b as batched-head mat-mats (tensor
+     * cores where the device has them; H200 pp512 4884 vs 3899 tokens/s),
+     * off by default until the q4_k_m fixture's near tie is settled
+     * (gpu/PERF.md run 12); otherwise per-(token, head) matvecs, which
      * re-read every head's matrix for each token */
     bool heads_mm = vk_env_u32("GLMCHAT_PF_HEADS_MM", 0, 0, 1) != 0;
     vk_call k;
