@@ -978,6 +978,8 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     bool list = a->tiles != NULL;
     if (u && (u->K != w->K || u->N != w->N || u->Kp != w->Kp))
         return err_set(k->err, "%s: gate and up shapes differ", a->name);
+    if (u && a->x_split)
+        return err_set(k->err, "%s: split activations with gate and up", a->name);
     uint32_t kind = mm_kind(k->c, w, u);
     if (list && a->tile != MM_BM_EXPERT && !(a->tile == 64 && kind != MM_FP32))
         return err_set(k->err, "%s: expert tiles of %u pairs do not match the kernel", a->name, a->tile);
@@ -986,7 +988,9 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     uint32_t bm = list ? (kind == MM_COOP ? a->tile : kind == MM_COOP64 ? 64 : MM_BM_EXPERT) : MM_BM;
     uint32_t bn = kind == MM_COOP ? MM_BN_COOP : MM_BN;
     uint32_t mode = u ? 2 : a->accumulate ? 1 : 0;
-    uint32_t spec[] = {kind == MM_COOP64 ? 128 : 256, w->type, u ? u->type : w->type, bm, bn, mode, list ? 1 : 0};
+    /* the split only where activations are rounded (one pipeline otherwise) */
+    uint32_t split = kind == MM_COOP && a->x_split ? 1 : 0;
+    uint32_t spec[] = {kind == MM_COOP64 ? 128 : 256, w->type, u ? u->type : w->type, bm, bn, mode, list ? 1 : 0, split};
     memset(out, 0, sizeof *out);
     out->name = a->name;
     out->pipe = pipe(k, MM_SHADER[kind], spec, sizeof spec / sizeof spec[0]);

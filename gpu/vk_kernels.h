@@ -230,7 +230,10 @@ int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out);
 
 /* Y[row][n] (=|+=) W[m] . X[row] for the batch's tokens (grid for `max_tokens`,
  * tokens past params[1] skipped), or silu(W.X) * (W2.X) with `up`; with
- * `tiles`, rows come from the expert work list (indirect grid). */
+ * `tiles`, rows come from the expert work list (indirect grid).  `x_split`
+ * (not with `up`): on tensor cores, each activation as an fp16 pair hi + lo
+ * (~2^-22 relative instead of fp16's 2^-11; twice the activation MMAs) --
+ * for the prefill's k_b / v_b; the fp32 kernel ignores it. */
 typedef struct {
     const char *name;
     const vk_tensor *w, *up;
@@ -239,7 +242,7 @@ typedef struct {
     vk_vec y;
     uint32_t y_stride, y_z;
     uint32_t nz, max_tokens;
-    bool accumulate;
+    bool accumulate, x_split;
     vk_buf params;
     const vk_buf *list, *tiles, *indirect;  /* expert mode */
     uint32_t tile;                          /* expert mode: pairs per tile (vk_mm_expert_bm) */

@@ -7,7 +7,8 @@
  *   qa = k_b . q_nope per (token, head)  ||  kv_store        (cache rows, rotated q)
  *   causal attention (chunked partials) ; combine + v_b
  *   (GLMCHAT_PF_HEADS_MM=1: k_b per head over all tokens as a mat-mat;
- *    combine into latents ; v_b per head as a mat-mat)
+ *    combine into latents ; v_b per head as a mat-mat; both with their
+ *    activations as fp16 pairs hi + lo on tensor cores)
  *   x += attn_output . o
  *   xn = norm(x); router + top-k per token  ||  shared gate/up
  *   moe_group: pairs per expert, tiles, indirect grids  ||  x += shared down
@@ -69,9 +70,11 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     uint32_t kvw = c->kv_lora_rank + c->qk_rope;
     /* GLMCHAT_PF_HEADS_MM=1: k_b and v_b as batched-head mat-mats (tensor
      * cores where the device has them; H200 pp512 4884 vs 3899 tokens/s),
-     * off by default until the q4_k_m fixture's near tie is settled
-     * (gpu/PERF.md run 12); otherwise per-(token, head) matvecs, which
-     * re-read every head's matrix for each token */
+     * their activations split into fp16 pairs hi + lo (rounded to one fp16
+     * they tipped a near tie in the q4_k_m fixture).  Off by default until
+     * the split is confirmed on the H200 (gpu/PERF.md run 12); otherwise
+     * per-(token, head) matvecs, which re-read every head's matrix for
+     * each token */
     bool heads_mm = vk_env_u32("GLMCHAT_PF_HEADS_MM", 0, 0, 1) != 0;
     vk_call k;
 
@@ -95,7 +98,7 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
         /* per head: qa[t][h][:kv_lora] = k_b[h] . q_nope[t][h], all tokens at once */
         vk_mm_args ab = {.name = "attn_k_b", .w = &L->k_b, .x = V(e->q, 0), .x_stride = QW, .x_z = qw,
                          .y = V(e->qa, 0), .y_stride = c->n_head * g->RS, .y_z = g->RS, .nz = c->n_head,
-                         .max_tokens = e->n_batch, .params = e->params};
+                         .max_tokens = e->n_batch, .x_split = true, .params = e->params};
         TRY(call(r, vk_k_mm(&e->kb, &ab, &k), &k));
     } else {
         vk_mv_args ab = {.name = "attn_k_b", .w = &L->k_b, .x = V(e->q, 0), .x_z = qw, .y = V(e->qa, 0),
@@ -128,7 +131,7 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
         vk_rec_barrier(r);
         vk_mm_args vb = {.name = "attn_vb", .w = &L->v_b, .x = V(e->qa, 0), .x_stride = c->n_head * g->RS,
                          .x_z = g->RS, .y = V(e->o, 0), .y_stride = c->n_head * c->v_head, .y_z = c->v_head,
-                         .nz = c->n_head, .max_tokens = e->n_batch, .params = e->params};
+                         .nz = c->n_head, .max_tokens = e->n_batch, .x_split = true, .params = e->params};
         TRY(call(r, vk_k_mm(&e->kb, &vb, &k), &k));
     } else {
         vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part_pf, 0), .chunk_cap = e->part_cap_prefill,

@@ -549,6 +549,7 @@ static const char *mm_path(const vk_tensor *w, const vk_tensor *up);
  * engine's qa buffer) and v_b as a batched-head mat-mat, instead of attn_vb. */
 static bool AC_SPLIT;
 static double mm_bound(uint32_t type, uint32_t K);
+static double mm_bound_split(uint32_t type, uint32_t K);
 #define PF_CAP 4u
 
 static void test_attn(void)
@@ -628,7 +629,7 @@ static void test_attn(void)
                                .o_z = c->n_head * RS, .o_h = RS, .nz = c->n_q};
     vk_mm_args vm = {.name = "attn_vb", .w = &vb, .x = {blat, 8}, .x_stride = c->n_head * RS, .x_z = RS,
                      .y = {bout, 0}, .y_stride = c->n_head * c->v_head, .y_z = c->v_head, .nz = c->n_head,
-                     .max_tokens = c->n_q, .params = bp_q};
+                     .max_tokens = c->n_q, .x_split = true, .params = bp_q};
     CHECK(vk_k_kv_store(&KB, &ka, &calls[0]) == 0, "build kv_store: %.200s", KERR.msg);
     CHECK(vk_k_attn(&KB, &aa, &calls[1]) == 0, "build attn: %.200s", KERR.msg);
     if (AC_SPLIT) {
@@ -730,9 +731,9 @@ static void test_attn(void)
                                tol);
                 }
             }
-            /* v_b: the matvec's fp32 chain, or the mat-mat's (fp16 operands
-             * on tensor cores, mm_bound) */
-            double vbound = AC_SPLIT ? mm_bound(c->vtype, c->kv_lora) : chain_bound(c->vtype, c->kv_lora);
+            /* v_b: the matvec's fp32 chain, or the mat-mat's with split
+             * activations as the prefill runs it (mm_bound_split) */
+            double vbound = AC_SPLIT ? mm_bound_split(c->vtype, c->kv_lora) : chain_bound(c->vtype, c->kv_lora);
             float *absrow = malloc(c->kv_lora * sizeof *absrow);
             const uint8_t *vbh = mat_of(c->vtype, wvb, c->kv_lora, c->v_head, h);
             for (uint32_t r = 0; r < c->v_head; r++) {
@@ -928,6 +929,23 @@ static double mm_bound(uint32_t type, uint32_t K)
     return chain_bound(type, K) + (coop ? 9.8e-4 : 0);
 }
 
+/* The same with split activations (vk_mm_args.x_split, the prefill's k_b /
+ * v_b): each activation goes in as hi (x to 11 significant bits, exact in
+ * fp16) plus lo = fp16(2^11 (x - hi)) / 2^11, within 2^-11 * 2^-11 = 2^-22 of
+ * x (we allow 2^-20 for a device whose fp16 conversion truncates), against
+ * 2^-11 for one fp16.  The weights are still rounded to fp16 (2^-11), except
+ * F16 weights, which fp16 holds exactly: there the whole budget is 2^-20 +
+ * the fp32 chain (~1e-6 of sum|w x|), which a single fp16 rounding of the
+ * activations (~2^-12 per product) would exceed many times over.  The lo
+ * products' own accumulator, added in the epilogue, costs one more fp32
+ * rounding (inside the chain bound's slack). */
+static double mm_bound_split(uint32_t type, uint32_t K)
+{
+    bool coop = G.c.coopmat && type != QT_F32;
+    double ew = type == QT_F16 ? 0 : 0x1p-11, ex = 0x1p-20;
+    return chain_bound(type, K) + (coop ? ew + ex + ew * ex : 0);
+}
+
 /* Which kernel a case runs on, in its name: a device without cooperative
  * matrices says so and tests the fp32 kernel (never a silent pass). */
 static const char *mm_path(const vk_tensor *w, const vk_tensor *up)
@@ -1013,6 +1031,7 @@ static void test_mm_range(void);
 typedef struct {
     uint32_t type, K, N, heads, T, x_h, y_h;
     const char *what;
+    bool split; /* activations as hi + lo fp16 pairs (x_split) */
 } mmh_case;
 static mmh_case MMH;
 
@@ -1027,11 +1046,13 @@ static void test_mm_heads(void)
     params[VKP_NTOK] = c->T;
     vk_buf bx = host_copy(x, (uint64_t)xs * B), by = host_copy(y0, (uint64_t)ys * B), bp = host_copy(params, 64);
     vk_mm_args a = {.name = "mm heads", .w = &t, .x = {bx, 0}, .x_stride = xs, .x_z = c->x_h, .y = {by, 0},
-                    .y_stride = ys, .y_z = c->y_h, .nz = c->heads, .max_tokens = B, .params = bp};
+                    .y_stride = ys, .y_z = c->y_h, .nz = c->heads, .max_tokens = B, .x_split = c->split,
+                    .params = bp};
     vk_call call;
     CHECK(vk_k_mm(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
     CHECK(tu_run(&call, 1, NULL) == 0, "run");
-    double *r = malloc(c->N * sizeof *r), *m = malloc(c->N * sizeof *m), cb = mm_bound(c->type, c->K), worst = 0;
+    double *r = malloc(c->N * sizeof *r), *m = malloc(c->N * sizeof *m), worst = 0;
+    double cb = c->split ? mm_bound_split(c->type, c->K) : mm_bound(c->type, c->K);
     const float *gy = (const float *)by.map;
     uint32_t bad = 0;
     for (uint32_t tk = 0; tk < B; tk++)
@@ -1058,21 +1079,36 @@ static void test_mm_heads(void)
 static void mm_heads_cases(void)
 {
     static const mmh_case cases[] = {
-        {QT_Q8_0, 192, 512, 4, 70, 256, 576, "k_b: 4 of GLM-4.7-Flash's heads, 70 tokens"},
-        {QT_Q4_0, 192, 512, 3, 33, 256, 576, "k_b, Q4_0"},
-        {QT_F16, 192, 512, 2, 65, 256, 576, "k_b, F16"},
-        {QT_Q8_0, 512, 256, 4, 70, 576, 256, "v_b: 4 heads, 70 tokens"},
-        {QT_Q6_K, 512, 256, 2, 20, 576, 260, "v_b, Q6_K, gaps between heads"},
-        {QT_BF16, 512, 256, 3, 64, 576, 256, "v_b, BF16, a full tile"},
-        {QT_F32, 64, 32, 4, 25, 48, 40, "tiny k_b, F32"},
-        {QT_Q5_0, 96, 40, 3, 9, 100, 44, "odd: 3 blocks, 40 rows, 9 tokens"},
+        {QT_Q8_0, 192, 512, 4, 70, 256, 576, "k_b: 4 of GLM-4.7-Flash's heads, 70 tokens", false},
+        {QT_Q4_0, 192, 512, 3, 33, 256, 576, "k_b, Q4_0", false},
+        {QT_F16, 192, 512, 2, 65, 256, 576, "k_b, F16", false},
+        {QT_Q8_0, 512, 256, 4, 70, 576, 256, "v_b: 4 heads, 70 tokens", false},
+        {QT_Q6_K, 512, 256, 2, 20, 576, 260, "v_b, Q6_K, gaps between heads", false},
+        {QT_BF16, 512, 256, 3, 64, 576, 256, "v_b, BF16, a full tile", false},
+        {QT_F32, 64, 32, 4, 25, 48, 40, "tiny k_b, F32", false},
+        {QT_Q5_0, 96, 40, 3, 9, 100, 44, "odd: 3 blocks, 40 rows, 9 tokens", false},
+        /* split activations (the prefill's k_b / v_b), every weight type;
+         * F16 is the case that tells hi + lo from a single fp16 */
+        {QT_F16, 192, 512, 3, 70, 256, 576, "k_b: 3 heads, 70 tokens", true},
+        {QT_F16, 512, 256, 2, 65, 576, 260, "v_b, gaps between heads", true},
+        {QT_Q8_0, 192, 512, 2, 33, 256, 576, "k_b", true},
+        {QT_Q4_0, 512, 256, 2, 20, 576, 256, "v_b", true},
+        {QT_Q4_1, 192, 96, 2, 9, 200, 100, "gaps", true},
+        {QT_Q5_0, 96, 40, 3, 9, 100, 44, "odd: 3 blocks, 40 rows, 9 tokens", true},
+        {QT_Q5_1, 160, 130, 2, 17, 160, 130, "2 row tiles", true},
+        {QT_Q4_K, 512, 256, 2, 20, 576, 256, "v_b", true},
+        {QT_Q5_K, 256, 96, 2, 40, 260, 100, "one block", true},
+        {QT_Q6_K, 512, 256, 2, 20, 576, 260, "v_b, gaps between heads", true},
+        {QT_BF16, 192, 512, 2, 64, 256, 576, "k_b, a full tile", true},
+        {QT_F32, 64, 32, 4, 25, 48, 40, "tiny k_b, F32", true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         MMH = cases[i];
-        char name[200];
+        char name[220];
         vk_tensor w = {.type = MMH.type};
-        snprintf(name, sizeof name, "mat-mat batched heads %s K=%u N=%u heads=%u T=%u (%s) [%s]",
-                 tu_type_name(MMH.type), MMH.K, MMH.N, MMH.heads, MMH.T, MMH.what, mm_path(&w, NULL));
+        snprintf(name, sizeof name, "mat-mat batched heads %s K=%u N=%u heads=%u T=%u (%s)%s [%s]",
+                 tu_type_name(MMH.type), MMH.K, MMH.N, MMH.heads, MMH.T, MMH.what,
+                 MMH.split ? ", activations split hi + lo" : "", mm_path(&w, NULL));
         RUN_NAMED(test_mm_heads, name);
     }
 }
