@@ -740,6 +740,37 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
     return 0;
 }
 
+int vk_k_attn_combine(const vk_kb *k, const vk_attn_combine_args *a, vk_call *out)
+{
+    const vk_attn_geom *g = a->g;
+    memset(out, 0, sizeof *out);
+    out->name = "attn_combine";
+    if (a->chunk_cap < 1 || a->chunk_cap > 64)
+        return err_set(k->err, "attn_combine: %u chunks per head (1 to 64)", a->chunk_cap);
+    uint32_t spec[] = {WGS, a->chunk_cap};
+    out->pipe = pipe(k, "attn_combine", spec, 2);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->part.b;
+    out->b[1] = a->o.b;
+    out->b[3] = a->params;
+    uint32_t *p = out->push;
+    p[0] = g->kv_lora;
+    p[1] = a->part.off;
+    p[2] = g->n_head;
+    p[3] = a->o.off;
+    p[4] = a->o_z;
+    p[5] = a->o_h;
+    p[6] = VKP_NCHUNK_PF;
+    out->npush = 7;
+    out->groups[0] = g->n_head;
+    out->groups[1] = 1;
+    out->groups[2] = a->nz ? a->nz : 1;
+    /* the batch's partials read at most once, the latents written */
+    out->bytes = 4ull * out->groups[2] * g->n_head * (a->chunk_cap * (g->kv_lora + 2ull) + g->kv_lora);
+    return 0;
+}
+
 /* ---- router, embedding, top-K --------------------------------------------------------- */
 
 int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
@@ -948,6 +979,8 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     bool list = a->tiles != NULL;
     if (u && (u->K != w->K || u->N != w->N || u->Kp != w->Kp))
         return err_set(k->err, "%s: gate and up shapes differ", a->name);
+    if (u && a->x_split)
+        return err_set(k->err, "%s: split activations with gate and up", a->name);
     uint32_t kind = mm_kind(k->c, w, u);
     if (list && a->tile != MM_BM_EXPERT && !(a->tile == 64 && kind != MM_FP32))
         return err_set(k->err, "%s: expert tiles of %u pairs do not match the kernel", a->name, a->tile);
@@ -956,7 +989,9 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     uint32_t bm = list ? (kind == MM_COOP ? a->tile : kind == MM_COOP64 ? 64 : MM_BM_EXPERT) : MM_BM;
     uint32_t bn = kind == MM_COOP ? MM_BN_COOP : MM_BN;
     uint32_t mode = u ? 2 : a->accumulate ? 1 : 0;
-    uint32_t spec[] = {kind == MM_COOP64 ? 128 : 256, w->type, u ? u->type : w->type, bm, bn, mode, list ? 1 : 0};
+    /* the split only where activations are rounded (one pipeline otherwise) */
+    uint32_t split = kind == MM_COOP && a->x_split ? 1 : 0;
+    uint32_t spec[] = {kind == MM_COOP64 ? 128 : 256, w->type, u ? u->type : w->type, bm, bn, mode, list ? 1 : 0, split};
     memset(out, 0, sizeof *out);
     out->name = a->name;
     out->pipe = pipe(k, MM_SHADER[kind], spec, sizeof spec / sizeof spec[0]);

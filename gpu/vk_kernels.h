@@ -160,6 +160,20 @@ typedef struct {
 } vk_attn_vb_args;
 int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out);
 
+/* Prefill: the chunk partials of each (token, head) combined into the
+ * latent attention output o_lat[z][h] at o.off + z*o_z + h*o_h (kv_lora
+ * values), for v_b as a batched-head mat-mat (vk_k_mm, z = head).  Chunk
+ * count from VKP_NCHUNK_PF; chunk_cap <= 64. */
+typedef struct {
+    const vk_attn_geom *g;
+    vk_vec part;
+    uint32_t chunk_cap;
+    vk_buf params;
+    vk_vec o;
+    uint32_t o_z, o_h, nz;
+} vk_attn_combine_args;
+int vk_k_attn_combine(const vk_kb *k, const vk_attn_combine_args *a, vk_call *out);
+
 /* ---- router, embedding, sampling ----------------------------------------------------- */
 
 typedef struct {
@@ -216,7 +230,10 @@ int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out);
 
 /* Y[row][n] (=|+=) W[m] . X[row] for the batch's tokens (grid for `max_tokens`,
  * tokens past params[1] skipped), or silu(W.X) * (W2.X) with `up`; with
- * `tiles`, rows come from the expert work list (indirect grid). */
+ * `tiles`, rows come from the expert work list (indirect grid).  `x_split`
+ * (not with `up`): on tensor cores, each activation as an fp16 pair hi + lo
+ * (~2^-22 relative instead of fp16's 2^-11; twice the activation MMAs) --
+ * for the prefill's k_b / v_b; the fp32 kernel ignores it. */
 typedef struct {
     const char *name;
     const vk_tensor *w, *up;
@@ -225,7 +242,7 @@ typedef struct {
     vk_vec y;
     uint32_t y_stride, y_z;
     uint32_t nz, max_tokens;
-    bool accumulate;
+    bool accumulate, x_split;
     vk_buf params;
     const vk_buf *list, *tiles, *indirect;  /* expert mode */
     uint32_t tile;                          /* expert mode: pairs per tile (vk_mm_expert_bm) */

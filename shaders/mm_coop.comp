@@ -18,6 +18,14 @@
 // Operands are rounded to fp16 (11 significant bits); products accumulate
 // in fp32.  Used for quantized weights only (F32 models keep the fp32
 // kernel for their 1e-4 criterion).
+// XSPLIT 1 (the prefill's batched-head k_b / v_b, whose fp16-rounded
+// activations tip a near tie in a fixture, gpu/PERF.md run 12): each
+// activation goes in as an fp16 pair, hi = x to 11 bits and lo = fp16(2^11 (x - hi)),
+// multiplied by the same weight fragment into two accumulators, the second
+// scaled back by 2^-11 in the epilogue: the activation is then within
+// ~2^-22 of itself (not 2^-11), and the 2^11 scale keeps lo out of fp16's
+// subnormals (which a device may flush) for |x| >= 2^-25.  Twice the
+// activation MMAs and shared stores; weights stay rounded to fp16.
 
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -30,6 +38,7 @@ layout(constant_id = 2) const uint TYPE2 = 2u;
 layout(constant_id = 3) const uint BM = 64u;    // tokens per tile: 64 or 32
 layout(constant_id = 5) const uint MODE = 0u;   // 0 store, 1 add, 2 silu(W.X) * (W2.X)
 layout(constant_id = 6) const uint LIST = 0u;
+layout(constant_id = 7) const uint XSPLIT = 0u; // 1: activations as hi + lo fp16 pairs
 const uint WGS = 256u;
 const uint BN = 128u, BK = 32u;
 const uint LDV = BK / 8u + 1u;                  // row stride in uvec4 (8 halves): 80 bytes spreads the banks
@@ -53,6 +62,7 @@ layout(push_constant) uniform PC {
 } pc;
 
 shared uvec4 As[BM * LDV];                      // [token][k] fp16
+shared uvec4 As2[XSPLIT == 1u ? BM * LDV : 1u]; // XSPLIT: the lo halves, x 2^11
 shared uvec4 Bs[BN * LDV];                      // [row][k] fp16
 shared uvec4 Bs2[MODE == 2u ? BN * LDV : 1u];
 shared float Cs[8u * 256u];                     // per-subgroup 16 x 16 epilogue staging
@@ -147,12 +157,30 @@ XRaw x_fetch(uint cnt, uint z, uint k0)
 // Activations beyond fp16's range saturate at +-65504 instead of becoming
 // inf (one inf turns its whole output row into inf / NaN, and the NaN then
 // spreads through the model); exact values need GLMCHAT_COOPMAT=0.
+const float FMAX = 65504.0;
+
 uvec4 x_pack(XRaw r)
 {
-    const float FMAX = 65504.0;
     r.a = clamp(r.a, vec4(-FMAX), vec4(FMAX));
     r.b = clamp(r.b, vec4(-FMAX), vec4(FMAX));
     return uvec4(packHalf2x16(r.a.xy), packHalf2x16(r.a.zw), packHalf2x16(r.b.xy), packHalf2x16(r.b.zw));
+}
+
+// XSPLIT: hi is x rounded to 11 significant bits by integer operations on
+// its fp32 bits (ties away from zero), so fp16 holds it exactly and it is
+// exactly the value stored; 0 below fp16's normal range (lo then carries
+// x).  lo = 2^11 (x - hi) is exact in fp32 and about as large as x; only
+// its fp16 rounding is left.  (Deriving hi from the packed fp16 through
+// unpackHalf2x16 instead gave lo = 0 on the H200, as if the round trip
+// were folded away: gpu/PERF.md run 12.)
+void x_split(vec4 v, out uvec2 hi, out uvec2 lo)
+{
+    v = clamp(v, vec4(-FMAX), vec4(FMAX));
+    vec4 h = uintBitsToFloat((floatBitsToUint(v) + 0x1000u) & 0xffffe000u);
+    h = mix(h, vec4(0.0), lessThan(abs(v), vec4(6.103515625e-05)));   // 2^-14
+    vec4 l = (v - h) * 2048.0;
+    hi = uvec2(packHalf2x16(h.xy), packHalf2x16(h.zw));
+    lo = uvec2(packHalf2x16(l.xy), packHalf2x16(l.zw));
 }
 
 void main()
@@ -192,11 +220,12 @@ void main()
 
     // this subgroup's fragments
     uint sg = gl_SubgroupID, tm0 = (sg >> 2) * (BM / 2u), tn0 = (sg & 3u) * 32u;
-    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> c[FM][2], c2[FM][2];   // c2: MODE 2 only
+    // c2: MODE 2's up products, or XSPLIT's lo products (x 2^11)
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> c[FM][2], c2[FM][2];
     [[unroll]] for (uint i = 0u; i < FM; i++)
         [[unroll]] for (uint j = 0u; j < 2u; j++) {
             c[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
-            if (MODE == 2u)
+            if (MODE == 2u || XSPLIT == 1u)
                 c2[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
         }
 
@@ -217,8 +246,15 @@ void main()
             Bs2[wo] = ur.lo;
             Bs2[wo + 1u] = ur.hi;
         }
-        if (x_thr)
+        if (x_thr && XSPLIT == 1u) {
+            uvec2 ha, la, hb, lb;
+            x_split(xr.a, ha, la);
+            x_split(xr.b, hb, lb);
+            As[xo] = uvec4(ha, hb);
+            As2[xo] = uvec4(la, lb);
+        } else if (x_thr) {
             As[xo] = x_pack(xr);
+        }
         barrier();
         // the next step's loads, in flight during this step's MMAs
         uint k1 = k0 + BK;
@@ -230,9 +266,12 @@ void main()
                 xr = x_fetch(cnt, z, k1);
         }
         [[unroll]] for (uint kk = 0u; kk < BK / 8u; kk += 2u) {
-            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[FM], b[2], b2[2];
-            [[unroll]] for (uint i = 0u; i < FM; i++)
+            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[FM], a2[FM], b[2], b2[2];
+            [[unroll]] for (uint i = 0u; i < FM; i++) {
                 coopMatLoadNV(a[i], As, (tm0 + 16u * i) * LDV + kk, LDV, false);
+                if (XSPLIT == 1u)
+                    coopMatLoadNV(a2[i], As2, (tm0 + 16u * i) * LDV + kk, LDV, false);
+            }
             [[unroll]] for (uint j = 0u; j < 2u; j++) {
                 // B(k, n) = W[n][k]: column-major over the rows' k
                 coopMatLoadNV(b[j], Bs, (tn0 + 16u * j) * LDV + kk, LDV, true);
@@ -244,6 +283,8 @@ void main()
                     c[i][j] = coopMatMulAddNV(a[i], b[j], c[i][j]);
                     if (MODE == 2u)
                         c2[i][j] = coopMatMulAddNV(a[i], b2[j], c2[i][j]);
+                    if (XSPLIT == 1u)
+                        c2[i][j] = coopMatMulAddNV(a2[i], b[j], c2[i][j]);
                 }
         }
         barrier();
@@ -254,9 +295,11 @@ void main()
     uint lane = gl_SubgroupInvocationID, cs = sg * 256u;
     [[unroll]] for (uint i = 0u; i < FM; i++)
         [[unroll]] for (uint j = 0u; j < 2u; j++) {
+            // g: MODE 2's gate products, or XSPLIT's lo products (added
+            // here: glslc's optimizer crashes on a matrix sum before the store)
             float g[8];
-            if (MODE == 2u) {
-                coopMatStoreNV(c[i][j], Cs, cs, 16u, false);
+            if (MODE == 2u || XSPLIT == 1u) {
+                coopMatStoreNV(MODE == 2u ? c[i][j] : c2[i][j], Cs, cs, 16u, false);
                 subgroupMemoryBarrierShared();
                 subgroupBarrier();
                 [[unroll]] for (uint e = 0u; e < 8u; e++)
@@ -273,6 +316,8 @@ void main()
                     uint o = pc.y_off + yrow[m] * pc.y_stride + z * pc.y_z + n;
                     if (MODE == 2u)
                         v = g[e] / (1.0 + exp(-g[e])) * v;
+                    if (XSPLIT == 1u)
+                        v += g[e] * (1.0 / 2048.0);
                     Y.y[o] = MODE == 1u ? Y.y[o] + v : v;
                 }
             }

@@ -543,6 +543,14 @@ typedef struct {
     const char *what;
 } attn_case;
 static attn_case AC;
+static const char *mm_path(const vk_tensor *w, const vk_tensor *up);
+/* The prefill path: chunking from the prefill words (4 chunks at most, as
+ * the engine), then attn_combine into latents (rows of RS, as in the
+ * engine's qa buffer) and v_b as a batched-head mat-mat, instead of attn_vb. */
+static bool AC_SPLIT;
+static double mm_bound(uint32_t type, uint32_t K);
+static double mm_bound_split(uint32_t type, uint32_t K);
+#define PF_CAP 4u
 
 static void test_attn(void)
 {
@@ -568,6 +576,10 @@ static void test_attn(void)
     uint32_t n_chunks, clen;
     vk_attn_chunks(&g, n, &n_chunks, &clen);
     uint32_t cap = g.max_chunks;
+    if (AC_SPLIT) {
+        vk_attn_chunks_prefill(n, PF_CAP, &n_chunks, &clen);
+        cap = PF_CAP;
+    }
     uint32_t params[64] = {0};
     vk_buf bkv = host_copy(kv, (uint64_t)n * D), bq = host_copy(q, (uint64_t)n * c->n_head * QW);
     vk_buf bqa = host_copy(qabs, (uint64_t)n * c->n_head * RS), bnw = host_copy(nw, c->kv_lora);
@@ -587,26 +599,46 @@ static void test_attn(void)
     params[VKP_ATTN_IND] = n_chunks;
     params[VKP_ATTN_IND + 1] = g.n_hgroups;
     params[VKP_ATTN_IND + 2] = c->n_q;
+    params[VKP_NCHUNK_PF] = n_chunks;
+    params[VKP_CHUNK_PF] = clen;
+    params[VKP_ATTN_IND_PF] = n_chunks;
+    params[VKP_ATTN_IND_PF + 1] = g.n_hgroups;
+    params[VKP_ATTN_IND_PF + 2] = c->n_q;
     memcpy(bp_q.map, params, sizeof params);
     vk_buf ind = bp_q;
-    ind.off += VKP_ATTN_IND * 4;
+    ind.off += (AC_SPLIT ? VKP_ATTN_IND_PF : VKP_ATTN_IND) * 4;
     ind.size = 12;
 
     float kq = 1.0f / sqrtf((float)(c->nope + c->rope));
-    vk_call calls[3];
+    vk_call calls[4];
     vk_kv_store_args ka = {.g = &g, .kv = {bkv, 0}, .kv_z = D, .norm = {bnw, 0}, .eps = 1e-6f, .cache = {bcache, 0},
                            .rope_cs = bcs, .q = {bq, 0}, .q_z = c->n_head * QW, .qa = {bqa, 0},
                            .qa_z = c->n_head * RS, .params = bp_fill, .nz = n};
     uint32_t q0 = n - c->n_q;
     vk_attn_args aa = {.g = &g, .qa = {bqa, q0 * c->n_head * RS}, .qa_z = c->n_head * RS, .cache = {bcache, 0},
                        .part = {bpart, 0}, .chunk_cap = cap, .kq_scale = kq, .params = bp_q,
-                       .indirect = c->indirect ? &ind : NULL, .n_chunks = n_chunks, .nz = c->n_q};
+                       .indirect = c->indirect ? &ind : NULL, .n_chunks = n_chunks, .nz = c->n_q,
+                       .prefill = AC_SPLIT};
     vk_attn_vb_args va = {.g = &g, .v_b = &vb, .part = {bpart, 0}, .chunk_cap = cap, .params = bp_q,
                           .o = {bout, 0}, .o_z = c->n_head * c->v_head, .nz = c->n_q};
+    /* latents at an offset, rows of RS: the row tails must stay untouched */
+    vk_buf blat = tu_host((uint64_t)c->n_q * c->n_head * RS + 8);
+    for (uint64_t i = 0; i < (uint64_t)c->n_q * c->n_head * RS + 8; i++)
+        ((float *)blat.map)[i] = -7.0f;
+    vk_attn_combine_args ca = {.g = &g, .part = {bpart, 0}, .chunk_cap = cap, .params = bp_q, .o = {blat, 8},
+                               .o_z = c->n_head * RS, .o_h = RS, .nz = c->n_q};
+    vk_mm_args vm = {.name = "attn_vb", .w = &vb, .x = {blat, 8}, .x_stride = c->n_head * RS, .x_z = RS,
+                     .y = {bout, 0}, .y_stride = c->n_head * c->v_head, .y_z = c->v_head, .nz = c->n_head,
+                     .max_tokens = c->n_q, .x_split = true, .params = bp_q};
     CHECK(vk_k_kv_store(&KB, &ka, &calls[0]) == 0, "build kv_store: %.200s", KERR.msg);
     CHECK(vk_k_attn(&KB, &aa, &calls[1]) == 0, "build attn: %.200s", KERR.msg);
-    CHECK(vk_k_attn_vb(&KB, &va, &calls[2]) == 0, "build attn_vb: %.200s", KERR.msg);
-    CHECK(tu_run(calls, 3, NULL) == 0, "run");
+    if (AC_SPLIT) {
+        CHECK(vk_k_attn_combine(&KB, &ca, &calls[2]) == 0, "build attn_combine: %.200s", KERR.msg);
+        CHECK(vk_k_mm(&KB, &vm, &calls[3]) == 0, "build v_b mat-mat: %.200s", KERR.msg);
+    } else {
+        CHECK(vk_k_attn_vb(&KB, &va, &calls[2]) == 0, "build attn_vb: %.200s", KERR.msg);
+    }
+    CHECK(tu_run(calls, AC_SPLIT ? 4 : 3, NULL) == 0, "run");
 
     /* The cache rows: the GPU's must match the reference row to one rounding
      * of the cache type (f16: 2^-11 relative; f32: a few ulps of the norm);
@@ -687,6 +719,21 @@ static void test_attn(void)
              * combine's roundings (64 ulps) */
             double ds = qmag * (RS / 8.0 + 16) * U24 * 2;
             double dl = 2 * ds + 64 * U24;
+            if (AC_SPLIT) {
+                /* the combined latents themselves: each within the weights'
+                 * error of the largest value it averages; the row tail
+                 * (RS - kv_lora) keeps what was there */
+                const float *gl = (const float *)blat.map + 8 + ((uint64_t)z * c->n_head + h) * RS;
+                for (uint32_t d = 0; d < RS; d++) {
+                    double wl = d < c->kv_lora ? olf[d] : -7.0, tol = d < c->kv_lora ? dl * amax[d] + 1e-30 : 0;
+                    if (!(fabs(gl[d] - wl) <= tol) && bad++ < 3)
+                        printf("#   token %u head %u latent %u: gpu %.9g ref %.9g tol %.3g\n", z, h, d, gl[d], wl,
+                               tol);
+                }
+            }
+            /* v_b: the matvec's fp32 chain, or the mat-mat's with split
+             * activations as the prefill runs it (mm_bound_split) */
+            double vbound = AC_SPLIT ? mm_bound_split(c->vtype, c->kv_lora) : chain_bound(c->vtype, c->kv_lora);
             float *absrow = malloc(c->kv_lora * sizeof *absrow);
             const uint8_t *vbh = mat_of(c->vtype, wvb, c->kv_lora, c->v_head, h);
             for (uint32_t r = 0; r < c->v_head; r++) {
@@ -694,7 +741,7 @@ static void test_attn(void)
                 double spread = 0;
                 for (uint32_t d = 0; d < c->kv_lora; d++)
                     spread += fabs(absrow[d]) * amax[d];
-                double tol = dl * spread + chain_bound(c->vtype, c->kv_lora) * mag[r] + 1e-30;
+                double tol = dl * spread + vbound * mag[r] + 1e-30;
                 double got = go[((uint64_t)z * c->n_head + h) * c->v_head + r];
                 double e = fabs(got - ref[r]) / tol;
                 if (!(e <= 1) && bad++ < 3)
@@ -721,6 +768,7 @@ static void attn_cases(void)
         {4, 64, 16, 32, 40, QT_F32, false, 25, 25, false, "tiny GLM prompt, causal, f32"},
         {4, 32, 16, 32, 24, QT_F32, true, 65, 9, false, "tiny Lite, 9 queries after 56, f16"},
         {3, 36, 10, 8, 12, QT_F16, false, 130, 3, true, "odd sizes: row padded to 48"},
+        {20, 512, 64, 192, 256, QT_Q8_0, true, 200, 70, true, "GLM-4.7-Flash prompt batch, 70 queries after 130"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         AC = cases[i];
@@ -742,6 +790,14 @@ static void attn_cases(void)
             RUN_NAMED(test_attn, vn);
             variant_set(av[v], false);
         }
+        /* the prefill path: prefill chunking, attn_combine, v_b per head
+         * as a mat-mat (its kernel named) */
+        vk_tensor vt = {.type = AC.vtype};
+        char pn[300];
+        snprintf(pn, sizeof pn, "%s [prefill: attn_combine + v_b on %s]", name, mm_path(&vt, NULL));
+        AC_SPLIT = true;
+        RUN_NAMED(test_attn, pn);
+        AC_SPLIT = false;
     }
 }
 
@@ -874,6 +930,23 @@ static double mm_bound(uint32_t type, uint32_t K)
     return chain_bound(type, K) + (coop ? 9.8e-4 : 0);
 }
 
+/* The same with split activations (vk_mm_args.x_split, the prefill's k_b /
+ * v_b): each activation goes in as hi (x to 11 significant bits, exact in
+ * fp16) plus lo = fp16(2^11 (x - hi)) / 2^11, within 2^-11 * 2^-11 = 2^-22 of
+ * x (we allow 2^-20 for a device whose fp16 conversion truncates), against
+ * 2^-11 for one fp16.  The weights are still rounded to fp16 (2^-11), except
+ * F16 weights, which fp16 holds exactly: there the whole budget is 2^-20 +
+ * the fp32 chain (~1e-6 of sum|w x|), which a single fp16 rounding of the
+ * activations (~2^-12 per product) would exceed many times over.  The lo
+ * products' own accumulator, added in the epilogue, costs one more fp32
+ * rounding (inside the chain bound's slack). */
+static double mm_bound_split(uint32_t type, uint32_t K)
+{
+    bool coop = G.c.coopmat && type != QT_F32;
+    double ew = type == QT_F16 ? 0 : 0x1p-11, ex = 0x1p-20;
+    return chain_bound(type, K) + (coop ? ew + ex + ew * ex : 0);
+}
+
 /* Which kernel a case runs on, in its name: a device without cooperative
  * matrices says so and tests the fp32 kernel (never a silent pass). */
 static const char *mm_path(const vk_tensor *w, const vk_tensor *up)
@@ -951,6 +1024,96 @@ static void test_mm(void)
 
 static void test_mm_range(void);
 
+/* Batched heads (z = head): Y[t][h][:N] = W[h] . X[t][h][:K] with a token
+ * stride over all heads and a head stride inside it -- the prefill's k_b
+ * (q_nope of rows of nope + rope -> latent rows of RS) and v_b (latents of
+ * rows of RS -> rows of v_head).  Output elements between a head's N and
+ * the next head must stay untouched. */
+typedef struct {
+    uint32_t type, K, N, heads, T, x_h, y_h;
+    const char *what;
+    bool split; /* activations as hi + lo fp16 pairs (x_split) */
+} mmh_case;
+static mmh_case MMH;
+
+static void test_mm_heads(void)
+{
+    const mmh_case *c = &MMH;
+    vk_tensor t;
+    uint8_t *w = rand_tensor(c->type, c->K, c->N, c->heads, &t);
+    uint32_t xs = c->heads * c->x_h, ys = c->heads * c->y_h, B = 64 * ((c->T + 63) / 64);
+    float *x = random_vec((uint64_t)xs * B, 1.0f), *y0 = random_vec((uint64_t)ys * B, 1.0f);
+    uint32_t params[64] = {0};
+    params[VKP_NTOK] = c->T;
+    vk_buf bx = host_copy(x, (uint64_t)xs * B), by = host_copy(y0, (uint64_t)ys * B), bp = host_copy(params, 64);
+    vk_mm_args a = {.name = "mm heads", .w = &t, .x = {bx, 0}, .x_stride = xs, .x_z = c->x_h, .y = {by, 0},
+                    .y_stride = ys, .y_z = c->y_h, .nz = c->heads, .max_tokens = B, .x_split = c->split,
+                    .params = bp};
+    vk_call call;
+    CHECK(vk_k_mm(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+    CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    double *r = malloc(c->N * sizeof *r), *m = malloc(c->N * sizeof *m), worst = 0;
+    double cb = c->split ? mm_bound_split(c->type, c->K) : mm_bound(c->type, c->K);
+    const float *gy = (const float *)by.map;
+    uint32_t bad = 0;
+    for (uint32_t tk = 0; tk < B; tk++)
+        for (uint32_t h = 0; h < c->heads; h++) {
+            const float *g = gy + (uint64_t)tk * ys + (uint64_t)h * c->y_h, *g0 = y0 + (uint64_t)tk * ys + h * c->y_h;
+            if (tk < c->T)
+                ref_dot_rows(c->type, mat_of(c->type, w, c->K, c->N, h), c->K, c->N,
+                             x + (uint64_t)tk * xs + (uint64_t)h * c->x_h, r, m);
+            for (uint32_t n = 0; n < c->y_h; n++) {
+                bool mine = tk < c->T && n < c->N;
+                double want = mine ? r[n] : g0[n], tol = mine ? cb * m[n] + 1e-30 : 0;
+                double e = tol > 0 ? fabs(g[n] - want) / tol : (g[n] == want ? 0 : INFINITY);
+                if (!(e <= 1) && bad++ < 3)
+                    printf("#   token %u head %u row %u: gpu %.9g want %.9g tol %.3g\n", tk, h, n, g[n], want, tol);
+                if (e > worst || isnan(e))
+                    worst = e;
+            }
+        }
+    CHECK(bad == 0, "%u outputs wrong (worst %.3g x tol)", bad, worst);
+    free(w), free(x), free(y0), free(r), free(m);
+    tu_reset_buffers();
+}
+
+static void mm_heads_cases(void)
+{
+    static const mmh_case cases[] = {
+        {QT_Q8_0, 192, 512, 4, 70, 256, 576, "k_b: 4 of GLM-4.7-Flash's heads, 70 tokens", false},
+        {QT_Q4_0, 192, 512, 3, 33, 256, 576, "k_b, Q4_0", false},
+        {QT_F16, 192, 512, 2, 65, 256, 576, "k_b, F16", false},
+        {QT_Q8_0, 512, 256, 4, 70, 576, 256, "v_b: 4 heads, 70 tokens", false},
+        {QT_Q6_K, 512, 256, 2, 20, 576, 260, "v_b, Q6_K, gaps between heads", false},
+        {QT_BF16, 512, 256, 3, 64, 576, 256, "v_b, BF16, a full tile", false},
+        {QT_F32, 64, 32, 4, 25, 48, 40, "tiny k_b, F32", false},
+        {QT_Q5_0, 96, 40, 3, 9, 100, 44, "odd: 3 blocks, 40 rows, 9 tokens", false},
+        /* split activations (the prefill's k_b / v_b), every weight type;
+         * F16 is the case that tells hi + lo from a single fp16 */
+        {QT_F16, 192, 512, 3, 70, 256, 576, "k_b: 3 heads, 70 tokens", true},
+        {QT_F16, 512, 256, 2, 65, 576, 260, "v_b, gaps between heads", true},
+        {QT_Q8_0, 192, 512, 2, 33, 256, 576, "k_b", true},
+        {QT_Q4_0, 512, 256, 2, 20, 576, 256, "v_b", true},
+        {QT_Q4_1, 192, 96, 2, 9, 200, 100, "gaps", true},
+        {QT_Q5_0, 96, 40, 3, 9, 100, 44, "odd: 3 blocks, 40 rows, 9 tokens", true},
+        {QT_Q5_1, 160, 130, 2, 17, 160, 130, "2 row tiles", true},
+        {QT_Q4_K, 512, 256, 2, 20, 576, 256, "v_b", true},
+        {QT_Q5_K, 256, 96, 2, 40, 260, 100, "one block", true},
+        {QT_Q6_K, 512, 256, 2, 20, 576, 260, "v_b, gaps between heads", true},
+        {QT_BF16, 192, 512, 2, 64, 256, 576, "k_b, a full tile", true},
+        {QT_F32, 64, 32, 4, 25, 48, 40, "tiny k_b, F32", true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        MMH = cases[i];
+        char name[220];
+        vk_tensor w = {.type = MMH.type};
+        snprintf(name, sizeof name, "mat-mat batched heads %s K=%u N=%u heads=%u T=%u (%s)%s [%s]",
+                 tu_type_name(MMH.type), MMH.K, MMH.N, MMH.heads, MMH.T, MMH.what,
+                 MMH.split ? ", activations split hi + lo" : "", mm_path(&w, NULL));
+        RUN_NAMED(test_mm_heads, name);
+    }
+}
+
 static void mm_cases(void)
 {
     /* rows not a multiple of 128 (or 64), tokens not a multiple of 64 (or 32),
@@ -991,6 +1154,7 @@ static void mm_cases(void)
     char name[160];
     snprintf(name, sizeof name, "mat-mat Q4_0 activations beyond fp16's range stay finite [%s]", mm_path(&q, NULL));
     RUN_NAMED(test_mm_range, name);
+    mm_heads_cases();
 }
 
 /* Activations far beyond fp16's range (1e6 in a few places of some tokens):

@@ -1,0 +1,60 @@
+#version 450
+// attn_combine: a prefill batch's attention output in latent space, one
+// (head, token) per workgroup: the chunk partials (m_c, l_c, o_c) of the
+// attention kernel combine into
+//   o_lat[z][h][d] = sum_c e^(m_c - M) o_c[d] / sum_c e^(m_c - M) l_c,
+// written for a batched-head mat-mat (v_b per head on tensor cores) instead
+// of attn_vb's per-(token, head) matvec.  Empty chunks (past the causal
+// limit) carry m = -inf, l = 0 and weigh nothing.
+// Grid: x = head, z = query token.
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint CCAP = 64u;   // chunk capacity per (token, head)
+const uint WGS = gl_WorkGroupSize.x;
+
+layout(set = 0, binding = 1) readonly buffer PartBuf { float part[]; } PT;
+layout(set = 0, binding = 2) writeonly buffer OBuf { float o[]; } O;
+layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
+
+layout(push_constant) uniform PC {
+    uint K;               // kv_lora: the latent width
+    uint part_off, n_head;
+    uint o_off, o_z, o_h; // o_lat of (token z, head h) at o_off + z*o_z + h*o_h
+    uint nchunk_word;     // params word holding the chunk count
+} pc;
+
+shared float cw[CCAP];
+shared float s_invl;
+
+void main()
+{
+    uint h = gl_WorkGroupID.x, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
+    if (z >= P.p[1])
+        return;  // past the batch
+    uint n_chunks = min(P.p[pc.nchunk_word], CCAP);
+    uint pstride = pc.K + 2u;
+    uint pb = pc.part_off + (z * pc.n_head + h) * CCAP * pstride;
+    // A prefill batch has a handful of chunks: one thread weighs them all.
+    if (tid == 0u) {
+        float M = -1.0 / 0.0;
+        for (uint c = 0u; c < n_chunks; c++)
+            M = max(M, PT.part[pb + c * pstride]);
+        float L = 0.0;
+        for (uint c = 0u; c < n_chunks; c++) {
+            float e = exp(PT.part[pb + c * pstride] - M);
+            cw[c] = e;
+            L += e * PT.part[pb + c * pstride + 1u];
+        }
+        s_invl = 1.0 / L;
+    }
+    barrier();
+    float invL = s_invl;
+    uint ob = pc.o_off + z * pc.o_z + h * pc.o_h;
+    for (uint d = tid; d < pc.K; d += WGS) {
+        float acc = 0.0;
+        for (uint c = 0u; c < n_chunks; c++)
+            if (cw[c] != 0.0)  // uniform: empty chunks are not read
+                acc += cw[c] * PT.part[pb + c * pstride + 2u + d];
+        O.o[ob + d] = acc * invL;
+    }
+}
