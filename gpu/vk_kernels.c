@@ -627,8 +627,7 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
      * depth 4096 -- 79-position chunks -- 45.6 against 33.4) */
     uint32_t kq = ceil_div(g->RS / 8, k->c->subgroup), pu = env_u32("GLMCHAT_ATTN_PU", 2, 1, 8);
     uint32_t sgmax = env_u32("GLMCHAT_ATTN_SG", 48, 0, 1u << 20);
-    uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup, kq, pu, sgmax,
-                       env_u32("GLMCHAT_ATTN_QSU", 1, 0, 1)};
+    uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup, kq, pu, sgmax};
     memset(out, 0, sizeof *out);
     out->name = "attn";
     out->pipe = pipe(k, "attn", spec, sizeof spec / sizeof spec[0]);

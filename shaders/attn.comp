@@ -21,7 +21,6 @@ layout(constant_id = 5) const uint SG = 32u;
 layout(constant_id = 6) const uint KQ = 3u;      // 8-element groups of a row per lane: RS/8/SG rounded up
 layout(constant_id = 7) const uint PU = 2u;      // positions scored together per subgroup
 layout(constant_id = 8) const uint SGMAX = 48u;  // longest chunk scored by subgroups
-layout(constant_id = 9) const uint QSU = 1u;     // queries staged with all loads in flight
 const uint WGS = gl_WorkGroupSize.x;
 
 #extension GL_KHR_shader_subgroup_basic : enable
@@ -93,25 +92,10 @@ void main()
         return;
     }
 
-    if (QSU == 1u) {
-        // the queries' loads all issued before any is stored (a runtime-
-        // bounded loop would wait on each)
-        const uint NQ = HG * (RS / 4u), QPT = (NQ + WGS - 1u) / WGS;
-        vec4 qv[QPT];
-        [[unroll]] for (uint k = 0u; k < QPT; k++) {
-            uint i = min(tid + k * WGS, NQ - 1u), h = i / (RS / 4u);
-            qv[k] = QA.qa[(pc.qa_off + z * pc.qa_z + min(h0 + h, pc.n_head - 1u) * RS) / 4u + i % (RS / 4u)];
-        }
-        [[unroll]] for (uint k = 0u; k < QPT; k++) {
-            uint i = tid + k * WGS;
-            if (i < NQ)
-                qs[i] = h0 + i / (RS / 4u) < pc.n_head ? qv[k] : vec4(0.0);
-        }
-    } else
-        for (uint i = tid; i < HG * (RS / 4u); i += WGS) {
-            uint h = i / (RS / 4u);
-            qs[i] = h0 + h < pc.n_head ? QA.qa[(pc.qa_off + z * pc.qa_z + (h0 + h) * RS) / 4u + i % (RS / 4u)] : vec4(0.0);
-        }
+    for (uint i = tid; i < HG * (RS / 4u); i += WGS) {
+        uint h = i / (RS / 4u);
+        qs[i] = h0 + h < pc.n_head ? QA.qa[(pc.qa_off + z * pc.qa_z + (h0 + h) * RS) / 4u + i % (RS / 4u)] : vec4(0.0);
+    }
     if (tid < HG) {
         s_m[tid] = -1.0 / 0.0;
         s_l[tid] = 0.0;
