@@ -4,11 +4,11 @@
  *
  * Per layer:
  *   xn = norm(x); q_a, kv = W.xn; q = q_b . norm(q_a)       (tiled mat-mat)
- *   qa = k_b . q_nope per (token, head)  ||  kv_store        (cache rows, rotated q)
- *   causal attention (chunked partials) ; combine + v_b
- *   (GLMCHAT_PF_HEADS_MM=1: k_b per head over all tokens as a mat-mat;
- *    combine into latents ; v_b per head as a mat-mat; both with their
- *    activations as fp16 pairs hi + lo on tensor cores)
+ *   qa = k_b . q_nope per head over all tokens (mat-mat)  ||  kv_store
+ *   causal attention (chunked partials) ; combine into latents
+ *   o = v_b . latent per head over all tokens (mat-mat)
+ *   (k_b and v_b take their activations as fp16 pairs hi + lo on tensor
+ *    cores; GLMCHAT_PF_HEADS_MM=0: per-(token, head) matvecs instead)
  *   x += attn_output . o
  *   xn = norm(x); router + top-k per token  ||  shared gate/up
  *   moe_group: pairs per expert, tiles, indirect grids  ||  x += shared down
@@ -68,14 +68,13 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     const vk_attn_geom *g = &e->ag;
     uint32_t H = c->n_embd, qw = c->qk_nope + c->qk_rope, QW = c->n_head * qw;
     uint32_t kvw = c->kv_lora_rank + c->qk_rope;
-    /* GLMCHAT_PF_HEADS_MM=1: k_b and v_b as batched-head mat-mats (tensor
-     * cores where the device has them; H200 pp512 4884 vs 3899 tokens/s),
+    /* k_b and v_b as batched-head mat-mats (tensor cores where the device
+     * has them; H200 pp512 4766 vs 3888 tokens/s, gpu/PERF.md runs 12-13),
      * their activations split into fp16 pairs hi + lo (rounded to one fp16
-     * they tipped a near tie in the q4_k_m fixture).  Off by default until
-     * the split is confirmed on the H200 (gpu/PERF.md run 12); otherwise
-     * per-(token, head) matvecs, which re-read every head's matrix for
-     * each token */
-    bool heads_mm = vk_env_u32("GLMCHAT_PF_HEADS_MM", 0, 0, 1) != 0;
+     * they tipped a near tie in the q4_k_m fixture).  GLMCHAT_PF_HEADS_MM=0:
+     * per-(token, head) matvecs, which re-read every head's matrix for each
+     * token */
+    bool heads_mm = vk_env_u32("GLMCHAT_PF_HEADS_MM", 1, 0, 1) != 0;
     vk_call k;
 
     TRY(norm(e, r, e->x, e->xn, L->attn_norm, H));

@@ -51,15 +51,15 @@ for dir in "$ROOT"/*/; do
         else
             fail "vulkan logits $case vs f64 reference" "$out"
         fi
-        # the prefill's k_b / v_b as batched-head mat-mats (GLMCHAT_PF_HEADS_MM=1, opt-in; on
-        # tensor cores their activations as fp16 pairs hi + lo): same criterion
-        if GLMCHAT_PF_HEADS_MM=1 $GLMCHAT logits -m "$model" $VK --kv-type f32 --tokens "$tokens" \
+        # the prefill's k_b / v_b the other way (GLMCHAT_PF_HEADS_MM=0: per-(token, head)
+        # matvecs instead of the default batched-head mat-mats): same criterion
+        if GLMCHAT_PF_HEADS_MM=0 $GLMCHAT logits -m "$model" $VK --kv-type f32 --tokens "$tokens" \
                -o "$TMP/$case.hm.bin" 2>"$TMP/err" &&
            out=$($CMP --vocab "$vocab" --max-rel-l2 "$tol" --min-argmax "$agree" "$TMP/$case.hm.bin" \
                  "$dir/logits.ref_f64.$v.bin"); then
-            ok "vulkan logits $case, k_b / v_b per head as mat-mats (split activations), vs f64 reference ($out)"
+            ok "vulkan logits $case, k_b / v_b as per-(token, head) matvecs, vs f64 reference ($out)"
         else
-            fail "vulkan logits $case, k_b / v_b per head as mat-mats (split activations), vs f64 reference" "${out:-$(head -c 300 "$TMP/err")}"
+            fail "vulkan logits $case, k_b / v_b as per-(token, head) matvecs, vs f64 reference" "${out:-$(head -c 300 "$TMP/err")}"
         fi
         want=$($JG "$dir/fixture.json" "greedy.$v")
         n=$(echo "$want" | wc -w)
