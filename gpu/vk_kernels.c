@@ -402,16 +402,11 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
     return 0;
 }
 
-/* The x-stationary down: one staged input [wt*h[0] | ... | h_s]. */
-static int moe_down_x(const vk_kb *k, const vk_moe_down_args *a, const mvx_cfg *x, vk_call *out)
+/* The operands both MoE-down kernels share: weights, bindings, push words
+ * 0..13, and the bytes they read. */
+static void moe_down_bind(const vk_moe_down_args *a, vk_call *out)
 {
     const vk_tensor *d = a->down, *s = a->shared;
-    uint32_t spec[12] = {0};
-    mvx_spec(k, x, d->type, spec);
-    spec[6] = s ? 1 : 0;
-    out->pipe = pipe(k, "mvx_down", spec, 12);
-    if (!out->pipe)
-        return -1;
     out->w[0] = d->buf;
     if (s)
         out->w[1] = s->buf;
@@ -434,11 +429,24 @@ static int moe_down_x(const vk_kb *k, const vk_moe_down_args *a, const mvx_cfg *
     p[11] = a->ids.off;
     p[12] = a->wts.off;
     p[13] = a->y.off;
-    p[14] = x->passes;
+    out->bytes = d->src_bytes / d->n_mat * a->nz + (s ? s->src_bytes : 0);
+}
+
+/* The x-stationary down: one staged input [wt*h[0] | ... | h_s]. */
+static int moe_down_x(const vk_kb *k, const vk_moe_down_args *a, const mvx_cfg *x, vk_call *out)
+{
+    const vk_tensor *d = a->down, *s = a->shared;
+    uint32_t spec[12] = {0};
+    mvx_spec(k, x, d->type, spec);
+    spec[6] = s ? 1 : 0;
+    out->pipe = pipe(k, "mvx_down", spec, 12);
+    if (!out->pipe)
+        return -1;
+    moe_down_bind(a, out);
+    out->push[14] = x->passes;
     out->npush = 15;
     out->groups[0] = x->groups;
     out->groups[1] = out->groups[2] = 1;
-    out->bytes = d->src_bytes / d->n_mat * a->nz + (s ? s->src_bytes : 0);
     return 0;
 }
 
@@ -473,32 +481,10 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     out->pipe = pipe(k, "mv_moe_down", spec, sizeof spec / sizeof spec[0]);
     if (!out->pipe)
         return -1;
-    out->w[0] = d->buf;
-    if (s)
-        out->w[1] = s->buf;
-    out->b[0] = a->h.b;
-    out->b[1] = a->y.b;
-    out->b[3] = a->ids.b;
-    out->b[4] = a->wts.b;
-    uint32_t *p = out->push;
-    p[0] = d->K;
-    p[1] = d->Kp;
-    p[2] = d->N;
-    p[3] = (uint32_t)d->head_off;
-    p[4] = d->bpr * d->N;
-    p[5] = s ? s->K : 0;
-    p[6] = s ? s->Kp : 0;
-    p[7] = s ? (uint32_t)s->head_off : 0;
-    p[8] = a->h.off;
-    p[9] = a->h_z;
-    p[10] = a->nz;
-    p[11] = a->ids.off;
-    p[12] = a->wts.off;
-    p[13] = a->y.off;
+    moe_down_bind(a, out);
     out->npush = 14;
     out->groups[0] = ceil_div(d->N, rg * m.nr);
     out->groups[1] = out->groups[2] = 1;
-    out->bytes = d->src_bytes / d->n_mat * a->nz + (s ? s->src_bytes : 0);
     return 0;
 }
 
