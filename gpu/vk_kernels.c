@@ -633,19 +633,8 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     p[6] = a->part.off;
     p[7] = a->chunk_cap;
     p[8] = a->prefill ? VKP_CHUNK_PF : VKP_CHUNK;
-    p[9] = a->prefill ? VKP_NCHUNK_PF : VKP_NCHUNK;
-    out->npush = 10;
+    out->npush = 9;
     out->indirect = a->indirect;
-    /* GLMCHAT_ATTN_DIRECT=1: a decode step's grid recorded at its largest
-     * (chunk capacity), the workgroups past the step's chunks returning at
-     * once, instead of an indirect dispatch from the params buffer */
-    if (a->indirect && !a->prefill && env_u32("GLMCHAT_ATTN_DIRECT", 0, 0, 1)) {
-        out->indirect = NULL;
-        out->groups[0] = a->chunk_cap;
-        out->groups[1] = g->n_hgroups;
-        out->groups[2] = a->nz ? a->nz : 1;
-        return 0;
-    }
     out->groups[0] = a->n_chunks;
     out->groups[1] = g->n_hgroups;
     out->groups[2] = a->nz ? a->nz : 1;

@@ -42,7 +42,6 @@ layout(push_constant) uniform PC {
     uint part_off;
     uint cmax_chunks;    // chunk capacity per (token, head)
     uint chunk_word;     // params word holding the chunk length (decode / prefill)
-    uint nchunk_word;    // params word holding the chunk count (a direct grid may be larger)
 } pc;
 
 shared vec4 qs[HG * (RS / 4u)];
@@ -77,8 +76,8 @@ void main()
 {
     uint c = gl_WorkGroupID.x, h0 = gl_WorkGroupID.y * HG, z = gl_WorkGroupID.z;
     uint tid = gl_LocalInvocationIndex;
-    if (z >= P.p[1] || c >= P.p[pc.nchunk_word])
-        return;  // past the batch or the step's chunks (grids recorded for the largest)
+    if (z >= P.p[1])
+        return;  // past the batch (prefill grids are recorded for the largest batch)
     uint n_kv = P.p[0] + z + 1u, clen = P.p[pc.chunk_word];
     uint start = c * clen, end = min(start + clen, n_kv);
     uint pstride = pc.dlat + 2u;

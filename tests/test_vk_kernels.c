@@ -779,10 +779,9 @@ static void attn_cases(void)
         /* both ways of scoring on every chunk length (the default picks by
          * length), a position count per subgroup that does not divide the
          * chunk, the combine + v_b of the mv family (attn_vb), and the
-         * shortest chunks at 1 and 32 positions (the latter on a direct grid
-         * of the chunk capacity) */
+         * shortest chunks at 1 and 32 positions */
         static const char *const av[] = {"GLMCHAT_ATTN_SG=1000000 GLMCHAT_ATTN_PU=3", "GLMCHAT_ATTN_SG=0",
-                                         "GLMCHAT_MVX=0", "GLMCHAT_ATTN_MINCHUNK=1", "GLMCHAT_ATTN_MINCHUNK=32 GLMCHAT_ATTN_DIRECT=1"};
+                                         "GLMCHAT_MVX=0", "GLMCHAT_ATTN_MINCHUNK=1", "GLMCHAT_ATTN_MINCHUNK=32"};
         for (int v = 0; v < 5 && (i == 0 || i == 1 || i == 3 || i == 6); v++) {
             char vn[260];
             snprintf(vn, sizeof vn, "%s [%s]", name, av[v]);
