@@ -642,17 +642,12 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     return 0;
 }
 
-/* attn_vb x-stationary: the combine is the staging step. */
-static int attn_vb_x(const vk_kb *k, const vk_attn_vb_args *a, const mvx_cfg *x, vk_call *out)
+/* The operands both attn_vb kernels share: weights, bindings, push words
+ * 0..10, the grid's head and token dimensions, and the bytes they read. */
+static void attn_vb_bind(const vk_attn_vb_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
     const vk_tensor *w = a->v_b;
-    uint32_t spec[12] = {0};
-    mvx_spec(k, x, w->type, spec);
-    spec[7] = a->chunk_cap;
-    out->pipe = pipe(k, "attnx_vb", spec, 12);
-    if (!out->pipe)
-        return -1;
     out->w[0] = w->buf;
     out->b[0] = a->part.b;
     out->b[1] = a->o.b;
@@ -669,12 +664,25 @@ static int attn_vb_x(const vk_kb *k, const vk_attn_vb_args *a, const mvx_cfg *x,
     p[8] = a->o.off;
     p[9] = a->o_z;
     p[10] = a->prefill ? VKP_NCHUNK_PF : VKP_NCHUNK;
-    p[11] = x->passes;
-    out->npush = 12;
-    out->groups[0] = x->groups;
     out->groups[1] = g->n_head;
     out->groups[2] = a->nz ? a->nz : 1;
     out->bytes = w->src_bytes * out->groups[2];
+}
+
+/* attn_vb x-stationary: the combine is the staging step. */
+static int attn_vb_x(const vk_kb *k, const vk_attn_vb_args *a, const mvx_cfg *x, vk_call *out)
+{
+    const vk_tensor *w = a->v_b;
+    uint32_t spec[12] = {0};
+    mvx_spec(k, x, w->type, spec);
+    spec[7] = a->chunk_cap;
+    out->pipe = pipe(k, "attnx_vb", spec, 12);
+    if (!out->pipe)
+        return -1;
+    attn_vb_bind(a, out);
+    out->push[11] = x->passes;
+    out->npush = 12;
+    out->groups[0] = x->groups;
     return 0;
 }
 
@@ -701,27 +709,9 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
     out->pipe = pipe(k, "attn_vb", spec, sizeof spec / sizeof spec[0]);
     if (!out->pipe)
         return -1;
-    out->w[0] = w->buf;
-    out->b[0] = a->part.b;
-    out->b[1] = a->o.b;
-    out->b[3] = a->params;
-    uint32_t *p = out->push;
-    p[0] = w->K;
-    p[1] = w->Kp;
-    p[2] = w->N;
-    p[3] = (uint32_t)w->head_off;
-    p[4] = w->bpr * w->N;
-    p[5] = a->part.off;
-    p[6] = g->n_head;
-    p[7] = a->chunk_cap;
-    p[8] = a->o.off;
-    p[9] = a->o_z;
-    p[10] = a->prefill ? VKP_NCHUNK_PF : VKP_NCHUNK;
+    attn_vb_bind(a, out);
     out->npush = 11;
     out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
-    out->groups[1] = g->n_head;
-    out->groups[2] = a->nz ? a->nz : 1;
-    out->bytes = w->src_bytes * out->groups[2];
     return 0;
 }
 
