@@ -115,7 +115,7 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->kv, B * (c->kv_lora_rank + c->qk_rope) * f, "kv", 0};
     r[n++] = (buf_req){&e->q, B * c->n_head * qw * f, "q", 0};
     r[n++] = (buf_req){&e->qa, B * c->n_head * e->ag.RS * f, "qa", 0};
-    r[n++] = (buf_req){&e->part, (uint64_t)e->part_cap * c->n_head * (c->kv_lora_rank + 2) * f, "attention partials", 0};
+    r[n++] = (buf_req){&e->part, (uint64_t)e->part_cap * vk_attn_part_heads(&e->ag) * (c->kv_lora_rank + VK_PART_HDR) * f, "attention partials", 0};
     r[n++] = (buf_req){&e->o, B * c->n_head * c->v_head * f, "o", 0};
     r[n++] = (buf_req){&e->h, B * (K + 1) * e->h_z * f, "h", 0};
     r[n++] = (buf_req){&e->rlogits, B * (c->n_expert ? c->n_expert : 1) * f, "router logits", 0};
@@ -129,7 +129,7 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->qan, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "normalized q_a", 0};
     r[n++] = (buf_req){&e->hp, hp * f, "expert hidden states", 0};
     r[n++] = (buf_req){&e->yp, B * (K ? K : 1) * c->n_embd * f, "expert outputs", 0};
-    r[n++] = (buf_req){&e->part_pf, B * c->n_head * (uint64_t)e->part_cap_prefill * (c->kv_lora_rank + 2) * f,
+    r[n++] = (buf_req){&e->part_pf, B * c->n_head * (uint64_t)e->part_cap_prefill * (c->kv_lora_rank + VK_PART_HDR) * f,
                        "prefill attention partials", 0};
     r[n++] = (buf_req){&e->moe_list, B * (K ? K : 1) * f, "expert work list", 0};
     r[n++] = (buf_req){&e->moe_tiles, (B * K / 32 + c->n_expert + 1) * 16, "expert tiles", 0};
@@ -150,7 +150,7 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
 
 static uint64_t cache_bytes(const vk_engine *e)
 {
-    return (uint64_t)e->p.n_ctx * e->ag.RS * (e->ag.kv_f16 ? 2 : 4);
+    return ((uint64_t)e->p.n_ctx + VK_CACHE_PAD_ROWS) * e->ag.RS * (e->ag.kv_f16 ? 2 : 4);
 }
 
 static int alloc_buffers(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
@@ -191,7 +191,7 @@ static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 }
 
 /* Counters of the router and top-K kernels start at zero (they reset
- * themselves after each use). */
+ * themselves after each use); so do the KV caches. */
 static int zero_counters(vk_engine *e, err_t *err)
 {
     VkCommandBuffer cb;
@@ -207,6 +207,10 @@ static int zero_counters(vk_engine *e, err_t *err)
     vkBeginCommandBuffer(cb, &bi);
     vkCmdFillBuffer(cb, e->counters.buf, e->counters.off, (e->counters.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->topk_cnt.buf, e->topk_cnt.off, (e->topk_cnt.size + 3) / 4 * 4, 0);
+    /* the caches: attn_fd reads whole tiles past the last position (masked,
+     * but 0 * NaN would not be), so rows never written must be finite */
+    for (uint32_t il = 0; il < e->m->cfg.n_layer; il++)
+        vkCmdFillBuffer(cb, e->cache[il].buf, e->cache[il].off, (e->cache[il].size + 3) / 4 * 4, 0);
     res = vkEndCommandBuffer(cb);
     int rc = res == VK_SUCCESS ? vk_submit_wait(&e->c, cb, err) : vk_fail(&e->c, err, res, "vkEndCommandBuffer");
     vkFreeCommandBuffers(e->c.dev, e->c.cmd_pool, 1, &cb);
@@ -313,7 +317,7 @@ static void write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32
     p[VKP_CHUNK] = cl;
     p[VKP_TOPK] = k;
     p[VKP_ATTN_IND] = nc;
-    p[VKP_ATTN_IND + 1] = e->ag.n_hgroups;
+    p[VKP_ATTN_IND + 1] = e->ag.dec_groups_y;
     p[VKP_ATTN_IND + 2] = n;
     vk_attn_chunks_prefill(n_kv, e->part_cap_prefill, &nc, &cl);
     p[VKP_NCHUNK_PF] = nc;

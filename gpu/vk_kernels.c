@@ -490,6 +490,29 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
 
 /* ---- attention ---------------------------------------------------------------------- */
 
+/* attn_fd (decode on tensor cores): needs the f16 cache and cooperative
+ * matrices, at most 32 heads, kv_lora and the row a multiple of 16 (the
+ * fragments' width).  Its chunks
+ * are cut by length (>= fd_min positions) up to a cap of chunks; a chunk of
+ * several 32-position tiles costs a second pass over its scores, not a
+ * longer combine. */
+static void attn_fd_init(const vk_ctx *c, vk_attn_geom *g)
+{
+    uint32_t mt = (g->n_head + 15) / 16, ks = mt ? 8 / (2 * mt) : 0;
+    if (!c->coopmat || !g->kv_f16 || mt < 1 || mt > 2 || g->kv_lora % 16 || g->RS % 16 ||
+        !env_u32("GLMCHAT_ATTN_FD", 1, 0, 1))
+        return;
+    uint64_t rows = 16 * mt > 32 ? 16 * mt : 32; /* queries, then a tile's cache rows */
+    uint64_t shared = 16ull * rows * (g->RS / 8 + 1) + 4ull * ks * 16 * mt * 32 + 16ull * 16 * mt * 5;
+    if (shared > c->shared_bytes)
+        return;
+    g->fd = true;
+    g->fd_mt = mt;
+    g->dec_groups_y = 1;
+    g->min_chunk = env_u32("GLMCHAT_FD_MINCHUNK", 32, 16, 4096) / 16 * 16;
+    g->max_chunks = env_u32("GLMCHAT_FD_CHUNKS", 64, 1, 1024);
+}
+
 int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_t kv_lora, uint32_t rope,
                       uint32_t nope, uint32_t v_head, bool kv_f16, uint32_t n_ctx, err_t *err)
 {
@@ -531,11 +554,24 @@ int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_
      * positions, 200.7 with >= 16, 206.7 with >= 8; gpu/PERF.md run 11). */
     g->min_chunk = env_u32("GLMCHAT_ATTN_MINCHUNK", 8, 1, 256);
     g->max_chunks = target > need ? target : need;
+    g->dec_groups_y = g->n_hgroups;
+    attn_fd_init(c, g);
     return 0;
 }
 
 void vk_attn_chunks(const vk_attn_geom *g, uint32_t n_kv, uint32_t *n_chunks, uint32_t *chunk_len)
 {
+    if (g->fd) {
+        /* lengths in multiples of 16 (half tiles), at most max_chunks */
+        uint32_t n = ceil_div(n_kv, g->min_chunk);
+        if (n > g->max_chunks)
+            n = g->max_chunks;
+        if (n < 1)
+            n = 1;
+        *chunk_len = ceil_div(ceil_div(n_kv, n), 16) * 16;
+        *n_chunks = ceil_div(n_kv, *chunk_len);
+        return;
+    }
     /* At least min_chunk positions per chunk (fewer would spend more on
      * partials than on scores), at most cmax. */
     uint32_t n = ceil_div(n_kv, g->min_chunk ? g->min_chunk : 32);
@@ -603,9 +639,49 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
     return 0;
 }
 
+uint32_t vk_attn_part_heads(const vk_attn_geom *g)
+{
+    return g->fd ? 16 * g->fd_mt : g->n_head;
+}
+
+/* Decode attention on tensor cores: same operands and partials as attn. */
+static int attn_fd(const vk_kb *k, const vk_attn_args *a, vk_call *out)
+{
+    const vk_attn_geom *g = a->g;
+    /* GLMCHAT_FD_DIAG (timing only, wrong results): parts of the kernel left out */
+    uint32_t spec[] = {256, g->fd_mt, g->RS, g->kv_lora, env_u32("GLMCHAT_FD_DIAG", 0, 0, 31)};
+    memset(out, 0, sizeof *out);
+    out->name = "attn";
+    out->pipe = pipe(k, "attn_fd", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->qa.b;
+    out->b[1] = a->cache.b;
+    out->b[2] = a->part.b;
+    out->b[3] = a->params;
+    uint32_t *p = out->push;
+    p[0] = g->n_head;
+    p[1] = g->kv_lora;
+    p[2] = f2u(a->kq_scale);
+    p[3] = a->cache.off;
+    p[4] = a->qa.off;
+    p[5] = a->qa_z;
+    p[6] = a->part.off;
+    p[7] = a->chunk_cap;
+    p[8] = VKP_CHUNK;
+    out->npush = 9;
+    out->indirect = a->indirect;
+    out->groups[0] = a->n_chunks;
+    out->groups[1] = 1;
+    out->groups[2] = a->nz ? a->nz : 1;
+    return 0;
+}
+
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
+    if (g->fd && !a->prefill)
+        return attn_fd(k, a, out);
     /* scores of chunks up to sgmax positions by subgroups: lanes split a
      * row into 8-element groups (kq per lane), pu positions' loads in flight
      * per subgroup; longer chunks a thread per position (H200: decode
@@ -659,7 +735,7 @@ static void attn_vb_bind(const vk_attn_vb_args *a, vk_call *out)
     p[3] = (uint32_t)w->head_off;
     p[4] = w->bpr * w->N;
     p[5] = a->part.off;
-    p[6] = g->n_head;
+    p[6] = a->prefill ? g->n_head : vk_attn_part_heads(g); /* head rows of the partials */
     p[7] = a->chunk_cap;
     p[8] = a->o.off;
     p[9] = a->o_z;
@@ -695,7 +771,7 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
     mvx_cfg x;
     if (env_u32("GLMCHAT_MVX_VB", 1, 0, 1) &&
         mvx_config(k->c, w->type, w->Kp, w->N, g->n_head * (a->nz ? a->nz : 1), 1, 256, &x) &&
-        4ull * (x.ksh + a->chunk_cap) + 512 <= k->c->shared_bytes)
+        4ull * (x.ksh + a->chunk_cap) + 512 + 16ull * x.wgs <= k->c->shared_bytes)
         return attn_vb_x(k, a, &x, out);
     mv_cfg m = mv_config(k->c, w, g->n_head);
     /* few workgroups per head: each one combines the head's partials first */
@@ -742,7 +818,7 @@ int vk_k_attn_combine(const vk_kb *k, const vk_attn_combine_args *a, vk_call *ou
     out->groups[1] = 1;
     out->groups[2] = a->nz ? a->nz : 1;
     /* the batch's partials read at most once, the latents written */
-    out->bytes = 4ull * out->groups[2] * g->n_head * (a->chunk_cap * (g->kv_lora + 2ull) + g->kv_lora);
+    out->bytes = 4ull * out->groups[2] * g->n_head * (a->chunk_cap * (g->kv_lora + (uint64_t)VK_PART_HDR) + g->kv_lora);
     return 0;
 }
 

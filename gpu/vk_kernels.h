@@ -107,7 +107,24 @@ typedef struct {
     uint32_t max_chunks;  /* chunks a decode step may use */
     uint32_t min_chunk;   /* shortest chunk a decode step cuts */
     bool kv_f16;
+    /* Decode on tensor cores (attn_fd.comp): all heads per workgroup, one
+     * head tile of 16 rows per fd_mt; the decode grid is then (chunks, 1,
+     * tokens) -- dec_groups_y is the y the host writes for the decode grid. */
+    bool fd;
+    uint32_t fd_mt;
+    uint32_t dec_groups_y;
 } vk_attn_geom;
+
+/* Cache rows past n_ctx that must exist (zeroed): attn_fd reads whole
+ * 32-position tiles. */
+#define VK_CACHE_PAD_ROWS 32u
+/* An attention partial (per token, chunk, head): m, l, padding, then the
+ * kv_lora latent sums, rows 128-byte aligned for attn_fd's fragment stores
+ * (shaders/part_layout.glsl: must match). */
+#define VK_PART_HDR 32u
+/* Head rows per token in the decode partials: attn_fd writes whole 16-row
+ * head tiles (the rows past n_head are scratch). */
+uint32_t vk_attn_part_heads(const vk_attn_geom *g);
 
 int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_t kv_lora, uint32_t rope,
                       uint32_t nope, uint32_t v_head, bool kv_f16, uint32_t n_ctx, err_t *err);
@@ -138,7 +155,7 @@ typedef struct {
     vk_vec qa;
     uint32_t qa_z;
     vk_vec cache;
-    vk_vec part;          /* (m, l, o[kv_lora]) per token, head, chunk */
+    vk_vec part;          /* (m, l, 2 pad, o[kv_lora]) per token, chunk, head (VK_PART_HDR) */
     uint32_t chunk_cap;   /* chunks per (token, head) in part */
     float kq_scale;
     vk_buf params;

@@ -26,6 +26,7 @@ const uint WGS = gl_WorkGroupSize.x;
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #extension GL_EXT_control_flow_attributes : enable
+#include "part_layout.glsl"
 
 layout(set = 0, binding = 1) readonly buffer QaBuf { vec4 qa[]; } QA;
 layout(set = 0, binding = 2) readonly buffer Cache4 { uvec4 w[]; } C4;
@@ -80,12 +81,12 @@ void main()
         return;  // past the batch (prefill grids are recorded for the largest batch)
     uint n_kv = P.p[0] + z + 1u, clen = P.p[pc.chunk_word];
     uint start = c * clen, end = min(start + clen, n_kv);
-    uint pstride = pc.dlat + 2u;
+    uint pstride = pc.dlat + PART_HDR;
 
     if (start >= end) {
         // Past this token's causal limit: an empty partial.
         for (uint h = 0u; h < HG && h0 + h < pc.n_head; h++) {
-            uint pb = pc.part_off + ((z * pc.n_head + h0 + h) * pc.cmax_chunks + c) * pstride;
+            uint pb = pc.part_off + ((z * pc.cmax_chunks + c) * pc.n_head + h0 + h) * pstride;
             for (uint i = tid; i < pstride; i += WGS)
                 PT.part[pb + i] = i == 0u ? -1.0 / 0.0 : 0.0;
         }
@@ -236,15 +237,15 @@ void main()
     if (4u * tid < pc.dlat)
         [[unroll]] for (uint h = 0u; h < HG; h++)
             if (h0 + h < pc.n_head) {
-                uint pb = pc.part_off + ((z * pc.n_head + h0 + h) * pc.cmax_chunks + c) * pstride;
-                PT.part[pb + 2u + 4u * tid] = o[h].x;
-                PT.part[pb + 3u + 4u * tid] = o[h].y;
-                PT.part[pb + 4u + 4u * tid] = o[h].z;
-                PT.part[pb + 5u + 4u * tid] = o[h].w;
+                uint pb = pc.part_off + ((z * pc.cmax_chunks + c) * pc.n_head + h0 + h) * pstride;
+                PT.part[pb + PART_HDR + 4u * tid] = o[h].x;
+                PT.part[pb + PART_HDR + 1u + 4u * tid] = o[h].y;
+                PT.part[pb + PART_HDR + 2u + 4u * tid] = o[h].z;
+                PT.part[pb + PART_HDR + 3u + 4u * tid] = o[h].w;
             }
     if (tid == 0u)
         for (uint h = 0u; h < HG && h0 + h < pc.n_head; h++) {
-            uint pb = pc.part_off + ((z * pc.n_head + h0 + h) * pc.cmax_chunks + c) * pstride;
+            uint pb = pc.part_off + ((z * pc.cmax_chunks + c) * pc.n_head + h0 + h) * pstride;
             PT.part[pb] = s_m[h];
             PT.part[pb + 1u] = s_l[h];
         }

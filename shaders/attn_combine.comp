@@ -11,6 +11,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint CCAP = 64u;   // chunk capacity per (token, head)
 const uint WGS = gl_WorkGroupSize.x;
+#include "part_layout.glsl"
 
 layout(set = 0, binding = 1) readonly buffer PartBuf { float part[]; } PT;
 layout(set = 0, binding = 2) writeonly buffer OBuf { float o[]; } O;
@@ -32,18 +33,19 @@ void main()
     if (z >= P.p[1])
         return;  // past the batch
     uint n_chunks = min(P.p[pc.nchunk_word], CCAP);
-    uint pstride = pc.K + 2u;
-    uint pb = pc.part_off + (z * pc.n_head + h) * CCAP * pstride;
+    uint pstride = pc.K + PART_HDR;
+    // partials chunk-major: (token, chunk, head) rows
+    uint pb = pc.part_off + (z * CCAP * pc.n_head + h) * pstride, cs = pc.n_head * pstride;
     // A prefill batch has a handful of chunks: one thread weighs them all.
     if (tid == 0u) {
         float M = -1.0 / 0.0;
         for (uint c = 0u; c < n_chunks; c++)
-            M = max(M, PT.part[pb + c * pstride]);
+            M = max(M, PT.part[pb + c * cs]);
         float L = 0.0;
         for (uint c = 0u; c < n_chunks; c++) {
-            float e = exp(PT.part[pb + c * pstride] - M);
+            float e = exp(PT.part[pb + c * cs] - M);
             cw[c] = e;
-            L += e * PT.part[pb + c * pstride + 1u];
+            L += e * PT.part[pb + c * cs + 1u];
         }
         s_invl = 1.0 / L;
     }
@@ -54,7 +56,7 @@ void main()
         float acc = 0.0;
         for (uint c = 0u; c < n_chunks; c++)
             if (cw[c] != 0.0)  // uniform: empty chunks are not read
-                acc += cw[c] * PT.part[pb + c * pstride + 2u + d];
+                acc += cw[c] * PT.part[pb + c * cs + PART_HDR + d];
         O.o[ob + d] = acc * invL;
     }
 }

@@ -15,6 +15,7 @@ layout(constant_id = 7) const uint CCAP = 64u;   // chunk capacity per head (par
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
+#include "part_layout.glsl"
 #include "mv_common.glsl"
 
 // binding 1 (X in mv_common) holds the partials
@@ -38,13 +39,14 @@ void main()
     if (z >= P.p[1])
         return;  // past the batch
     uint n_chunks = P.p[pc.nchunk_word];
-    uint pstride = pc.K + 2u;
-    uint pb = pc.part_off + (z * pc.n_head + h) * pc.cmax_chunks * pstride;
+    uint pstride = pc.K + PART_HDR;
+    // partials chunk-major: (token, chunk, head) rows
+    uint pb = pc.part_off + (z * pc.cmax_chunks * pc.n_head + h) * pstride, cs = pc.n_head * pstride;
     // The chunks' weights e^(m_c - M) / L, cooperatively: one chunk per
     // thread, two workgroup reductions (max, then sum).
     float mx = -1.0 / 0.0;
     for (uint c = tid; c < n_chunks; c += WGS)
-        mx = max(mx, X.x[pb + c * pstride]);
+        mx = max(mx, X.x[pb + c * cs]);
     mx = subgroupMax(mx);
     if (subgroupElect())
         vred[gl_SubgroupID] = mx;
@@ -54,9 +56,9 @@ void main()
         M = max(M, vred[i]);
     float ls = 0.0;
     for (uint c = tid; c < n_chunks; c += WGS) {
-        float e = exp(X.x[pb + c * pstride] - M);
+        float e = exp(X.x[pb + c * cs] - M);
         cw[c] = e;
-        ls += e * X.x[pb + c * pstride + 1u];
+        ls += e * X.x[pb + c * cs + 1u];
     }
     ls = subgroupAdd(ls);
     barrier();
@@ -74,7 +76,7 @@ void main()
             for (uint c0 = 0u; c0 < n_chunks; c0 += 8u) {
                 vec4 v[8];
                 [[unroll]] for (uint u = 0u; u < 8u; u++) {
-                    uint b = pb + min(c0 + u, n_chunks - 1u) * pstride + 2u + 4u * d4;
+                    uint b = pb + min(c0 + u, n_chunks - 1u) * cs + PART_HDR + 4u * d4;
                     v[u] = vec4(X.x[b], X.x[b + 1u], X.x[b + 2u], X.x[b + 3u]);
                 }
                 [[unroll]] for (uint u = 0u; u < 8u; u++)

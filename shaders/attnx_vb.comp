@@ -19,6 +19,7 @@ layout(constant_id = 11) const uint XRN = 8u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
+#include "part_layout.glsl"
 #include "mvx_common.glsl"
 
 // binding 1 (X in mvx_common) holds the partials
@@ -50,11 +51,12 @@ void main()
     // The chunks' weights e^(m_c - M) / L: one chunk per thread, two
     // workgroup reductions (max, then sum).
     uint n_chunks = P.p[pc.nchunk_word];
-    uint pstride = pc.K + 2u;
-    uint pb = pc.part_off + (z * pc.n_head + h) * pc.cmax_chunks * pstride;
+    uint pstride = pc.K + PART_HDR;
+    // partials chunk-major: (token, chunk, head) rows
+    uint pb = pc.part_off + (z * pc.cmax_chunks * pc.n_head + h) * pstride, cs = pc.n_head * pstride;
     float mx = -1.0 / 0.0;
     for (uint c = tid; c < n_chunks; c += WGS)
-        mx = max(mx, X.x[pb + c * pstride]);
+        mx = max(mx, X.x[pb + c * cs]);
     mx = subgroupMax(mx);
     if (subgroupElect())
         red[gl_SubgroupID] = mx;
@@ -64,9 +66,9 @@ void main()
         M = max(M, red[i]);
     float ls = 0.0;
     for (uint c = tid; c < n_chunks; c += WGS) {
-        float e = exp(X.x[pb + c * pstride] - M);
+        float e = exp(X.x[pb + c * cs] - M);
         cw[c] = e;
-        ls += e * X.x[pb + c * pstride + 1u];
+        ls += e * X.x[pb + c * cs + 1u];
     }
     ls = subgroupAdd(ls);
     barrier();
@@ -78,18 +80,16 @@ void main()
         L += red[i];
     float invL = 1.0 / L;
 
-    // Staging: o = sum_c w_c o_c (eight chunks' loads in flight), zeros past K.
+    // Staging: o = sum_c w_c o_c (16 chunks' 16-byte loads in flight: the
+    // combine is a chain of L2 round trips), zeros past K.
     for (uint v = tid; v < J * TEAM * GPU; v += WGS) {
         vec4 acc = vec4(0.0);
         if (4u * v < pc.K)
-            for (uint c0 = 0u; c0 < n_chunks; c0 += 8u) {
-                vec4 t[8];
-                [[unroll]] for (uint u = 0u; u < 8u; u++) {
-                    uint b = pb + min(c0 + u, n_chunks - 1u) * pstride + 2u + 4u * v;
-                    t[u] = vec4(X.x[b], 4u * v + 1u < pc.K ? X.x[b + 1u] : 0.0, 4u * v + 2u < pc.K ? X.x[b + 2u] : 0.0,
-                                4u * v + 3u < pc.K ? X.x[b + 3u] : 0.0);
-                }
-                [[unroll]] for (uint u = 0u; u < 8u; u++)
+            for (uint c0 = 0u; c0 < n_chunks; c0 += 16u) {
+                vec4 t[16];
+                [[unroll]] for (uint u = 0u; u < 16u; u++)
+                    t[u] = X4.x[(pb + min(c0 + u, n_chunks - 1u) * cs + PART_HDR) / 4u + v];
+                [[unroll]] for (uint u = 0u; u < 16u; u++)
                     if (c0 + u < n_chunks)
                         acc += cw[c0 + u] * t[u];
             }

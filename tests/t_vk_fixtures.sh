@@ -102,6 +102,15 @@ for dir in "$ROOT"/*/; do
     else
         fail "vulkan $name: f16 KV cache" "${out:-$(head -c 300 "$TMP/err")}"
     fi
+    # ... and token by token (-b 1: the decode graph on the f16 cache -- on a device with
+    # cooperative matrices, attn_fd, which also rounds the query and the probabilities
+    # to fp16): the same bound
+    if $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" -o "$TMP/f16d.bin" 2>"$TMP/err" &&
+        out=$($CMP --vocab "$vocab" --max-rel-l2 2e-3 "$TMP/f16d.bin" "$TMP/$name.f32.bin"); then
+        ok "vulkan $name: decode on the f16 KV cache close to f32 ($out)"
+    else
+        fail "vulkan $name: decode on the f16 KV cache" "${out:-$(head -c 300 "$TMP/err")}"
+    fi
     # Vulkan and CPU agree on the F32 file to float rounding
     if $GLMCHAT logits -m "$f32" --backend cpu --tokens "$tokens" -o "$TMP/cpu.bin" 2>"$TMP/err" &&
         out=$($CMP --vocab "$vocab" --max-rel-l2 1e-5 --min-argmax "$n_tok" "$TMP/$name.f32.bin" "$TMP/cpu.bin"); then

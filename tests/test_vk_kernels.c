@@ -584,8 +584,10 @@ static void test_attn(void)
     vk_buf bkv = host_copy(kv, (uint64_t)n * D), bq = host_copy(q, (uint64_t)n * c->n_head * QW);
     vk_buf bqa = host_copy(qabs, (uint64_t)n * c->n_head * RS), bnw = host_copy(nw, c->kv_lora);
     vk_buf bcs = host_copy(cs, (uint64_t)n * pairs * 2);
-    vk_buf bcache = tu_host((uint64_t)n * RS);
-    vk_buf bpart = tu_host((uint64_t)c->n_q * c->n_head * cap * (c->kv_lora + 2));
+    /* rows past the end (zeroed, as the engine's): attn_fd reads whole tiles */
+    vk_buf bcache = tu_host((uint64_t)(n + VK_CACHE_PAD_ROWS) * RS);
+    memset(bcache.map, 0, (uint64_t)(n + VK_CACHE_PAD_ROWS) * RS * sizeof(float));
+    vk_buf bpart = tu_host((uint64_t)c->n_q * (AC_SPLIT ? c->n_head : vk_attn_part_heads(&g)) * cap * (c->kv_lora + VK_PART_HDR));
     vk_buf bout = tu_host((uint64_t)c->n_q * c->n_head * c->v_head);
     vk_buf bp_fill = tu_host(64), bp_q = tu_host(64);
     params[VKP_POS0] = 0;
@@ -597,7 +599,7 @@ static void test_attn(void)
     params[VKP_NCHUNK] = n_chunks;
     params[VKP_CHUNK] = clen;
     params[VKP_ATTN_IND] = n_chunks;
-    params[VKP_ATTN_IND + 1] = g.n_hgroups;
+    params[VKP_ATTN_IND + 1] = g.dec_groups_y;
     params[VKP_ATTN_IND + 2] = c->n_q;
     params[VKP_NCHUNK_PF] = n_chunks;
     params[VKP_CHUNK_PF] = clen;
@@ -719,6 +721,13 @@ static void test_attn(void)
              * combine's roundings (64 ulps) */
             double ds = qmag * (RS / 8.0 + 16) * U24 * 2;
             double dl = 2 * ds + 64 * U24;
+            if (g.fd && !AC_SPLIT) {
+                /* attn_fd rounds the query to fp16 (each product off by
+                 * <= 2^-11 of itself: at most qmag * 2^-11 on a score) and
+                 * the probabilities to fp16 (2^-11 each, in O and in l) */
+                ds += qmag * 0x1p-11;
+                dl = 2 * ds + 2 * 0x1p-11 + 64 * U24;
+            }
             if (AC_SPLIT) {
                 /* the combined latents themselves: each within the weights'
                  * error of the largest value it averages; the row tail
@@ -769,6 +778,8 @@ static void attn_cases(void)
         {4, 32, 16, 32, 24, QT_F32, true, 65, 9, false, "tiny Lite, 9 queries after 56, f16"},
         {3, 36, 10, 8, 12, QT_F16, false, 130, 3, true, "odd sizes: row padded to 48"},
         {20, 512, 64, 192, 256, QT_Q8_0, true, 200, 70, true, "GLM-4.7-Flash prompt batch, 70 queries after 130"},
+        {20, 64, 16, 32, 40, QT_F16, true, 77, 1, true, "20 heads, short latent (tensor cores: idle subgroups)"},
+        {17, 512, 64, 192, 128, QT_Q8_0, true, 150, 1, true, "17 heads (a head tile of one row)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         AC = cases[i];
@@ -780,9 +791,17 @@ static void attn_cases(void)
          * length), a position count per subgroup that does not divide the
          * chunk, the combine + v_b of the mv family (attn_vb), and the
          * shortest chunks at 1 and 32 positions */
-        static const char *const av[] = {"GLMCHAT_ATTN_SG=1000000 GLMCHAT_ATTN_PU=3", "GLMCHAT_ATTN_SG=0",
-                                         "GLMCHAT_MVX=0", "GLMCHAT_ATTN_MINCHUNK=1", "GLMCHAT_ATTN_MINCHUNK=32"};
-        for (int v = 0; v < 5 && (i == 0 || i == 1 || i == 3 || i == 6); v++) {
+        static const char *const av[] = {"GLMCHAT_ATTN_SG=1000000 GLMCHAT_ATTN_PU=3 GLMCHAT_ATTN_FD=0",
+                                         "GLMCHAT_ATTN_SG=0 GLMCHAT_ATTN_FD=0",
+                                         "GLMCHAT_MVX=0",
+                                         "GLMCHAT_ATTN_MINCHUNK=1 GLMCHAT_ATTN_FD=0",
+                                         "GLMCHAT_ATTN_MINCHUNK=32 GLMCHAT_ATTN_FD=0",
+                                         "GLMCHAT_FD_MINCHUNK=16 GLMCHAT_FD_CHUNKS=3",
+                                         "GLMCHAT_FD_CHUNKS=1"};
+        /* (the FD variants -- tensor-core decode, attn_fd, chunks of several
+         * tiles and a single chunk -- run where the device has cooperative
+         * matrices; elsewhere they repeat the default) */
+        for (int v = 0; v < 7 && (i == 0 || i == 1 || i == 3 || i == 6) && (v < 5 || G.c.coopmat); v++) {
             char vn[260];
             snprintf(vn, sizeof vn, "%s [%s]", name, av[v]);
             variant_set(av[v], true);

@@ -40,8 +40,12 @@ static char tl_first_msg[512];
     CHECK(fabs((double)(a) - (double)(b)) <= (tol), "%s = %g, expected %g (tol %g)",  \
           #a, (double)(a), (double)(b), (double)(tol))
 
+/* TEST_ONLY=substring runs only the cases whose names contain it (for a
+ * quick look at one kernel family; the suites themselves always run all). */
 #define RUN_NAMED(fn, name)                                                           \
     do {                                                                              \
+        if (getenv("TEST_ONLY") && !strstr((name), getenv("TEST_ONLY")))              \
+            break;                                                                    \
         tl_case_failed = 0;                                                           \
         tl_first_msg[0] = 0;                                                          \
         fn();                                                                         \

@@ -18,7 +18,7 @@ nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --f
 echo "== kernel tests"; timeout 150 $D/test_vk_kernels > $OUT/kernels.txt 2>&1; echo "rc=$?"; grep -v "^ok" $OUT/kernels.txt; grep -c "^ok" $OUT/kernels.txt
 # a kernel family failing here must not spoil the benchmark: fall back to the previous kernels
 if grep -q "^FAIL - experts gate" $OUT/kernels.txt; then export GLMCHAT_MVX_DOWN=0; echo "FALLBACK GLMCHAT_MVX_DOWN=0"; fi
-if grep -q "^FAIL - attention" $OUT/kernels.txt; then export GLMCHAT_MVX_VB=0 GLMCHAT_ATTN_SG=0; echo "FALLBACK GLMCHAT_MVX_VB=0 GLMCHAT_ATTN_SG=0"; fi
+if grep -q "^FAIL - attention" $OUT/kernels.txt; then export GLMCHAT_MVX_VB=0 GLMCHAT_ATTN_SG=0 GLMCHAT_ATTN_FD=0; echo "FALLBACK GLMCHAT_MVX_VB=0 GLMCHAT_ATTN_SG=0 GLMCHAT_ATTN_FD=0"; fi
 if grep -q "^FAIL - mv\|^FAIL - router" $OUT/kernels.txt; then export GLMCHAT_MVX=0; echo "FALLBACK GLMCHAT_MVX=0"; fi
 if grep "^FAIL - mat-mat\|^FAIL - experts of a prompt" $OUT/kernels.txt | grep -qv "batched heads"; then export GLMCHAT_COOPMAT=0; echo "FALLBACK GLMCHAT_COOPMAT=0"; fi
 if grep -q "^FAIL - attention.*\[prefill: attn_combine\|^FAIL - mat-mat batched heads" $OUT/kernels.txt; then export GLMCHAT_PF_HEADS_MM=0; echo "FALLBACK GLMCHAT_PF_HEADS_MM=0"; fi

@@ -274,6 +274,77 @@ static void run_mixed(const mcase *cases, size_t n, uint32_t reps)
     tu_reset_buffers();
 }
 
+/* Decode attention of GLM-4.7-Flash's shape (20 heads, kv_lora 512, rope
+ * 64, f16 cache) at several context lengths: the attention kernel alone and
+ * followed by attn_vb (the combine + v_b), each call on one of 16 caches
+ * (as the graph's layers: at 4096 positions, 75 MB, past the L2). */
+static void run_attn(uint32_t reps)
+{
+    const uint32_t nh = 20, kv = 512, rope = 64, nope = 192, vh = 256, n_ctx = 8192, NCOPY = 16;
+    static const uint32_t nkvs[] = {16, 64, 128, 512, 1024, 4096};
+    for (size_t ni = 0; ni < sizeof nkvs / sizeof nkvs[0]; ni++) {
+        uint32_t n_kv = nkvs[ni];
+        err_t err;
+        vk_attn_geom g;
+        if (vk_attn_geom_init(&G.c, &g, nh, kv, rope, nope, vh, true, n_ctx, &err)) {
+            printf("# attn: %s\n", err.msg);
+            return;
+        }
+        uint32_t nc, cl, RS = g.RS;
+        vk_attn_chunks(&g, n_kv, &nc, &cl);
+        vk_buf par = tu_host(64);
+        uint32_t *p = (uint32_t *)par.map;
+        p[VKP_POS0] = n_kv - 1;
+        p[VKP_NTOK] = 1;
+        p[VKP_NKV] = n_kv;
+        p[VKP_NCHUNK] = nc;
+        p[VKP_CHUNK] = cl;
+        uint64_t rows = (uint64_t)n_ctx + VK_CACHE_PAD_ROWS, ch = rows * RS;
+        uint16_t *hv = malloc(ch * sizeof *hv);
+        for (uint64_t i = 0; i < ch; i++)
+            hv[i] = tu_f2h(i / RS < (uint64_t)n_ctx ? 0.5f * tu_gauss() : 0.0f);
+        vk_buf cache[16];
+        int rc = 0;
+        for (uint32_t i = 0; i < NCOPY && !rc; i++)
+            rc = vk_arena_alloc(&G.c, &G.dev, ch * 2, "cache", &cache[i], &err) ||
+                 vk_upload_bytes(G.up, &cache[i], 0, hv, ch * 2, &err);
+        free(hv);
+        if (rc || vk_uploader_finish(G.up, &err)) {
+            printf("# attn: %s\n", err.msg);
+            return;
+        }
+        vk_buf qa = dev_vec((uint64_t)nh * RS, false), o = dev_vec((uint64_t)nh * vh + 64, false);
+        vk_buf part;
+        if (vk_arena_alloc(&G.c, &G.dev, 4ull * g.max_chunks * vk_attn_part_heads(&g) * (kv + VK_PART_HDR), "part", &part, &err)) {
+            printf("# attn: %s\n", err.msg);
+            return;
+        }
+        vk_tensor vb;
+        if (tensors(QT_Q4_0, kv, vh, nh, 1, &vb)) {
+            printf("# attn: v_b upload failed\n");
+            return;
+        }
+        static vk_call ca[16], cv[32];
+        for (uint32_t i = 0; i < NCOPY && !rc; i++) {
+            vk_attn_args aa = {.g = &g, .qa = {qa, 0}, .qa_z = nh * RS, .cache = {cache[i], 0}, .part = {part, 0},
+                               .chunk_cap = g.max_chunks, .kq_scale = 0.07f, .params = par, .n_chunks = nc,
+                               .nz = 1};
+            vk_attn_vb_args va = {.g = &g, .v_b = &vb, .part = {part, 0}, .chunk_cap = g.max_chunks, .params = par,
+                                  .o = {o, 0}, .o_z = nh * vh, .nz = 1};
+            rc = vk_k_attn(&KB, &aa, &ca[i]) || vk_k_attn_vb(&KB, &va, &cv[2 * i + 1]);
+            cv[2 * i] = ca[i];
+        }
+        if (rc) {
+            printf("# attn: %s\n", KERR.msg);
+            return;
+        }
+        double ta = time_calls(ca, NCOPY, reps, true), tv = time_calls(cv, 2 * NCOPY, 2 * reps, true) * 2;
+        printf("attn n_kv %5u: %3u chunks of %4u  attn %7.2f us  attn + attn_vb %7.2f us  (%s)\n", n_kv, nc, cl, ta,
+               tv, pipe_desc(&ca[0]));
+        tu_reset_buffers();
+    }
+}
+
 int main(int argc, char **argv)
 {
     uint32_t reps = argc > 1 ? (uint32_t)atoi(argv[1]) : 50;
@@ -302,6 +373,11 @@ int main(int argc, char **argv)
         {"router F32 2048->64 + top-4", K_ROUTER, QT_F32, 2048, 64, 1, true, false, false},
         {"head Q6_K 2048->154880 norm", K_MV, QT_Q6_K, 2048, 154880, 1, true, false, false},
     };
+    if (getenv("MB_ATTN")) {
+        run_attn(reps);
+        tu_gpu_close();
+        return 0;
+    }
     const char *only = getenv("MB_ONLY");
     if (getenv("MB_MIXED")) {
         /* a decode layer's matvecs (the head is once per token) */

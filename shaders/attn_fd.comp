@@ -1,0 +1,283 @@
+#version 450
+// attn_fd: decode attention on tensor cores (GL_NV_cooperative_matrix, fp16
+// x fp16 -> fp32), all heads of a token in one workgroup, so each cache row
+// of the chunk is read once for every head (attn.comp reads it once per
+// head group).  Absorbed MLA is multi-query attention with one 576-wide key
+// ([latent | k_rope]) whose first kv_lora values are also the value, so per
+// 32-position tile:
+//   S = Q . K^T        (16*MT head rows x 32 positions, K = RS)
+//   P = exp(S - m)     (fp16, rows = heads)
+//   O += P . V         (16*MT x kv_lora; V = the same rows' latents)
+// A chunk of several tiles takes two passes: the first finds each head's max,
+// so the second never has to rescale O (a fragment's rows cannot be scaled
+// one by one).  It writes the same partials as attn.comp (m, l, o[kv_lora]
+// per token, head and chunk; HR head rows per token), which attn_vb combines.
+// Roundings: the query is rounded to fp16 (the f16 cache already rounds the
+// keys the same way) and so are the probabilities (in [0, 1]); products
+// accumulate in fp32.
+// Subgroups: 8 of 32.  Scores: subgroup s computes fragment s / KS over its
+// K range (KS subgroups per fragment; their planes are summed in the
+// softmax; K steps strided over them).  Values: subgroup s owns latent
+// columns s*16*NF ... (none where kv_lora is short).
+// Rows past the chunk's end inside a tile are masked (p = 0); the cache has
+// 32 zeroed rows past its end so those rows' loads stay in bounds and finite.
+// Grid: x = chunk, z = query token (causal: token z sees positions <
+// pos0 + z + 1).
+
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_control_flow_attributes : enable
+#include "part_layout.glsl"
+
+layout(local_size_x_id = 0) in;                 // 256: eight subgroups of 32
+layout(constant_id = 1) const uint MT = 2u;     // 16-row head tiles (n_head <= 16 * MT)
+layout(constant_id = 2) const uint RS = 576u;   // cache row, multiple of 16
+layout(constant_id = 3) const uint DLAT = 512u; // kv_lora, multiple of 16
+layout(constant_id = 4) const uint DIAG = 0u;   // timing only (GLMCHAT_FD_DIAG): parts left out
+const uint WGS = 256u, NSG = 8u, TN = 32u;
+const uint HR = 16u * MT;                       // head rows
+const uint KS = NSG / (MT * 2u);                // subgroups per score fragment
+const uint RV = RS / 8u;                        // cache row in uvec4 (8 halves)
+const uint QLD = RV + 1u;                       // query row stride: 16 bytes of padding spread the banks
+const uint KT = RS / 16u;                       // 16-wide K steps of a row
+const uint KSTEPS = (KT + KS - 1u) / KS;        // ... per subgroup (k = ks, ks + KS, ...)
+const uint NF = (DLAT / 16u + NSG - 1u) / NSG;  // value fragments per subgroup and head tile
+const uint PLD = TN / 8u + 1u;                  // probability row stride in uvec4
+const uint TPR = WGS / HR;                      // softmax threads per head row
+const uint PPT = TN / TPR;                      // positions per softmax thread (2 or 4)
+
+layout(set = 0, binding = 1) readonly buffer QaBuf { vec4 qa[]; } QA;
+layout(set = 0, binding = 2) readonly buffer Cache4 { uvec4 w[]; } C4;
+layout(set = 0, binding = 3) writeonly buffer PartBuf { float part[]; } PT;
+layout(set = 0, binding = 3) writeonly buffer PartBuf4 { uvec4 part[]; } PT4;
+layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
+
+layout(push_constant) uniform PC {
+    uint n_head, dlat;
+    float kq_scale;
+    uint cache_off;      // elements (multiple of 8)
+    uint qa_off, qa_z;   // elements (multiples of 4)
+    uint part_off;
+    uint cmax_chunks;
+    uint chunk_word;
+} pc;
+
+shared uvec4 Ks[(HR > TN ? HR : TN) * QLD]; // queries (fp16 [head][dim]) at the start, then the tile's cache rows
+shared float Ss[KS * HR * TN];      // score planes [ks][head][pos]; at the end, O staging
+shared uvec4 Ps[HR * PLD];          // probabilities, fp16 [head][pos]
+
+// Max / sum over the TPR consecutive lanes of a head row (TPR is a
+// specialization constant, which clustered operations do not take).
+float row_max(float v)
+{
+    [[unroll]] for (uint d = 1u; d < TPR; d *= 2u)
+        v = max(v, subgroupShuffleXor(v, d));
+    return v;
+}
+
+float row_sum(float v)
+{
+    [[unroll]] for (uint d = 1u; d < TPR; d *= 2u)
+        v += subgroupShuffleXor(v, d);
+    return v;
+}
+
+// The K-split planes of one score, scaled; -inf past the chunk.
+float score(uint row, uint j, uint t0, uint end)
+{
+    float s = 0.0;
+    [[unroll]] for (uint k = 0u; k < KS; k++)
+        s += Ss[(k * HR + row) * TN + j];
+    return t0 + j < end ? s * pc.kq_scale : -1.0 / 0.0;
+}
+
+// The tile's cache rows: KN 16-byte loads per thread, all in flight
+// (registers), then stored to Ks after the previous tile is done with it.
+const uint KN = (TN * RV + WGS - 1u) / WGS;
+uvec4 kr[KN];
+
+void tile_fetch(uint cbase, uint t0)
+{
+    [[unroll]] for (uint u = 0u; u < KN; u++) {
+        uint i = gl_LocalInvocationIndex + u * WGS;
+        if (i < TN * RV && (DIAG & 16u) == 0u)
+            kr[u] = C4.w[cbase + (t0 + i / RV) * RV + i % RV];
+    }
+}
+
+void tile_store()
+{
+    [[unroll]] for (uint u = 0u; u < KN; u++) {
+        uint i = gl_LocalInvocationIndex + u * WGS;
+        if (i < TN * RV)
+            Ks[(i / RV) * QLD + i % RV] = kr[u];
+    }
+}
+
+// S = Q . K^T for the tile in Ks, into the planes (the subgroup's query
+// fragments in registers).
+void scores(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[KSTEPS])
+{
+    uint sg = gl_SubgroupID, f = sg / KS, ks = sg % KS, mt = f / 2u, nt = f % 2u;
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+    [[unroll]] for (uint i = 0u; i < KSTEPS; i++) {
+        uint k = ks + i * KS;
+        if (k >= KT || (DIAG & 4u) != 0u)
+            break;  // uniform in the subgroup
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> b;
+        coopMatLoadNV(b, Ks, nt * 16u * QLD + 2u * k, QLD, true);
+        acc = coopMatMulAddNV(a[i], b, acc);
+    }
+    coopMatStoreNV(acc, Ss, (ks * HR + mt * 16u) * TN + nt * 16u, TN, false);
+}
+
+void main()
+{
+    uint c = gl_WorkGroupID.x, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
+    if (z >= P.p[1])
+        return;  // past the batch
+    uint n_kv = P.p[0] + z + 1u, clen = P.p[pc.chunk_word];
+    uint start = c * clen, end = min(start + clen, n_kv);
+    uint pstride = pc.dlat + PART_HDR;
+    uint row = tid / TPR, j0 = (tid % TPR) * PPT;
+    bool lead = tid % TPR == 0u && row < pc.n_head;
+    // partials of HR head rows per token (vk_attn_part_heads)
+    uint pb = pc.part_off + ((z * pc.cmax_chunks + c) * HR + row) * pstride;
+
+    if (start >= end) {
+        // Past this token's causal limit: an empty partial.
+        for (uint h = 0u; h < pc.n_head; h++) {
+            uint eb = pc.part_off + ((z * pc.cmax_chunks + c) * HR + h) * pstride;
+            for (uint i = tid; i < pstride; i += WGS)
+                PT.part[eb + i] = i == 0u ? -1.0 / 0.0 : 0.0;
+        }
+        return;
+    }
+
+    // The queries in fp16 (saturated at fp16's range), rows past n_head
+    // zero, into Ks; each subgroup keeps the fragments of its K range.
+    const uint QN = (HR * RV + WGS - 1u) / WGS;
+    [[unroll]] for (uint u = 0u; u < QN; u++) {
+        uint i = tid + u * WGS;
+        uint h = i / RV, v = i % RV;
+        if (i < HR * RV) {
+            uvec4 w = uvec4(0u);
+            if (h < pc.n_head && (DIAG & 8u) == 0u) {
+                uint b = (pc.qa_off + z * pc.qa_z + h * RS) / 4u + 2u * v;
+                vec4 x0 = clamp(QA.qa[b], -65504.0, 65504.0), x1 = clamp(QA.qa[b + 1u], -65504.0, 65504.0);
+                w = uvec4(packHalf2x16(x0.xy), packHalf2x16(x0.zw), packHalf2x16(x1.xy), packHalf2x16(x1.zw));
+            }
+            Ks[h * QLD + v] = w;
+        }
+    }
+    uint cbase = pc.cache_off / 8u;
+    tile_fetch(cbase, start);
+    barrier();
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> qf[KSTEPS];
+    {
+        uint sg = gl_SubgroupID, mt = (sg / KS) / 2u, ks = sg % KS;
+        [[unroll]] for (uint i = 0u; i < KSTEPS; i++)
+            if (ks + i * KS < KT)
+                coopMatLoadNV(qf[i], Ks, mt * 16u * QLD + 2u * (ks + i * KS), QLD, false);
+    }
+    barrier();
+
+    uint ntiles = (end - start + TN - 1u) / TN;
+    float m = -1.0 / 0.0, l = 0.0;
+    // Pass 1 (chunks of several tiles): each head's max over the chunk.
+    if (ntiles > 1u) {
+        for (uint t = 0u; t < ntiles; t++) {
+            uint t0 = start + t * TN;
+            tile_store();
+            barrier();
+            // the next tile's loads in flight during this one's scores (pass
+            // 2 starts again at the first tile)
+            tile_fetch(cbase, t + 1u < ntiles ? t0 + TN : start);
+            scores(qf);
+            barrier();
+            float mx = -1.0 / 0.0;
+            [[unroll]] for (uint i = 0u; i < PPT; i++)
+                mx = max(mx, score(row, j0 + i, t0, end));
+            m = max(m, row_max(mx));
+        }
+    }
+
+    // Pass 2: probabilities against the chunk's max, O += P . V.
+    uint sg = gl_SubgroupID, n0 = sg * NF * 16u;
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> o[MT][NF];
+    [[unroll]] for (uint mt = 0u; mt < MT; mt++)
+        [[unroll]] for (uint f = 0u; f < NF; f++)
+            o[mt][f] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+    for (uint t = 0u; t < ntiles; t++) {
+        uint t0 = start + t * TN;
+        barrier();  // every subgroup is done with the previous tile's rows
+        tile_store();
+        barrier();
+        if (t + 1u < ntiles)
+            tile_fetch(cbase, t0 + TN);
+        scores(qf);
+        barrier();
+        float s[PPT];
+        float mx = -1.0 / 0.0;
+        [[unroll]] for (uint i = 0u; i < PPT; i++) {
+            s[i] = score(row, j0 + i, t0, end);
+            mx = max(mx, s[i]);
+        }
+        if (ntiles == 1u)
+            m = row_max(mx);
+        float ls = 0.0;
+        uint pk[PPT / 2u];
+        [[unroll]] for (uint i = 0u; i < PPT; i += 2u) {
+            // rounded to fp16 before summing, so l weighs what O does
+            vec2 e = unpackHalf2x16(packHalf2x16(vec2(exp(s[i] - m), exp(s[i + 1u] - m))));
+            ls += e.x + e.y;
+            pk[i / 2u] = packHalf2x16(e);
+        }
+        l += row_sum(ls);
+        uint pi = row * PLD + j0 / 8u, pc0 = (j0 % 8u) / 2u;
+        [[unroll]] for (uint i = 0u; i < PPT / 2u; i++)
+            Ps[pi][pc0 + i] = pk[i];
+        barrier();
+        [[unroll]] for (uint kk = 0u; kk < TN / 16u && (DIAG & 2u) == 0u; kk++) {
+            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[MT], b[NF];
+            [[unroll]] for (uint f = 0u; f < NF; f++)
+                if (n0 + f * 16u < DLAT)
+                    coopMatLoadNV(b[f], Ks, kk * 16u * QLD + (n0 + f * 16u) / 8u, QLD, false);
+            [[unroll]] for (uint mt = 0u; mt < MT; mt++)
+                coopMatLoadNV(a[mt], Ps, mt * 16u * PLD + 2u * kk, PLD, false);
+            [[unroll]] for (uint mt = 0u; mt < MT; mt++)
+                [[unroll]] for (uint f = 0u; f < NF; f++)
+                    if (n0 + f * 16u < DLAT)
+                        o[mt][f] = coopMatMulAddNV(a[mt], b[f], o[mt][f]);
+        }
+    }
+
+    if (lead) {
+        PT.part[pb] = m;
+        PT.part[pb + 1u] = l;
+    }
+    // O to the partials through shared memory, a head tile at a time:
+    // fragments into the free tile space, then 16-byte stores, a warp
+    // writing whole 128-byte lines (rows are 128-byte aligned).  Fragments
+    // stored straight to global memory write 32-byte pieces of 8 rows per
+    // instruction and cost ~4 us more per workgroup; scalar stores from the
+    // staging, ~5 us more (H200, gpu/PERF.md run 14).
+    const uint RQ = DLAT / 4u;   // a latent row in 16-byte words
+    [[unroll]] for (uint mt = 0u; mt < MT; mt++) {
+        barrier();
+        [[unroll]] for (uint f = 0u; f < NF; f++)
+            if (n0 + f * 16u < DLAT && (DIAG & 1u) == 0u)
+                coopMatStoreNV(o[mt][f], Ks, (n0 + f * 16u) / 4u, RQ, false);
+        barrier();
+        const uint SN = (16u * RQ + WGS - 1u) / WGS;
+        [[unroll]] for (uint u = 0u; u < SN; u++) {
+            uint i = tid + u * WGS, h = mt * 16u + i / RQ;
+            if (i < 16u * RQ && h < pc.n_head && (DIAG & 1u) == 0u)
+                PT4.part[(pc.part_off + ((z * pc.cmax_chunks + c) * HR + h) * pstride + PART_HDR) / 4u + i % RQ] = Ks[i];
+        }
+    }
+}
