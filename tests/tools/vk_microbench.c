@@ -106,6 +106,48 @@ static void bandwidth(uint32_t reps)
     tu_reset_buffers();
 }
 
+/* bw_read over sizes a decode step reads (MB_BWSIZES=1): the floor of a
+ * dependent step that streams that many bytes, each call on another part
+ * of a 1 GiB buffer (past the L2), `per` loads per thread. */
+static void bw_sizes(uint32_t reps)
+{
+    uint64_t total = 1ull << 30;
+    if (total > G.c.max_range)
+        total = G.c.max_range / 2;
+    vk_buf a, o;
+    err_t err;
+    if (vk_arena_alloc(&G.c, &G.dev, total, "read", &a, &err) || vk_arena_alloc(&G.c, &G.dev, 1 << 20, "o", &o, &err)) {
+        printf("# %s\n", err.msg);
+        return;
+    }
+    uint32_t spec[] = {256};
+    VkPipeline pl = vk_pipe_get(&G.c, &G.pipes, "bw_read", spec, 1, &err);
+    static const double mbs[] = {0.5, 1, 2, 4, 9, 14, 18, 64};
+    static const uint32_t pers[] = {1, 2, 4, 8};
+    for (size_t si = 0; si < sizeof mbs / sizeof mbs[0]; si++)
+        for (size_t pi = 0; pi < sizeof pers / sizeof pers[0]; pi++) {
+            uint64_t bytes = (uint64_t)(mbs[si] * 1e6) / 16 * 16;
+            uint32_t ncopy = (uint32_t)(total / bytes) < 32 ? (uint32_t)(total / bytes) : 32;
+            static vk_call c[32];
+            for (uint32_t i = 0; i < ncopy; i++) {
+                c[i] = (vk_call){.pipe = pl, .name = "bw_read"};
+                c[i].b[0] = a;
+                c[i].b[0].off += i * bytes;
+                c[i].b[0].size = bytes;
+                c[i].b[1] = o;
+                uint32_t n = (uint32_t)(bytes / 16), per = pers[pi];
+                c[i].push[0] = n;
+                c[i].push[1] = per;
+                c[i].npush = 2;
+                c[i].groups[0] = (n + 256 * per - 1) / (256 * per);
+                c[i].groups[1] = c[i].groups[2] = 1;
+            }
+            double us = time_calls(c, ncopy, reps, true);
+            printf("read %6.2f MB, %u loads/thread: %7.2f us  %5.0f GB/s\n", bytes / 1e6, pers[pi], us, bytes / us / 1e3);
+        }
+    tu_reset_buffers();
+}
+
 /* A device buffer of n floats with Gaussian values (n_ones: 1 + small noise). */
 static vk_buf dev_vec(uint64_t n, bool ones)
 {
@@ -372,7 +414,20 @@ int main(int argc, char **argv)
         {"attn_output 5120->2048 acc", K_MV, QT_Q4_0, 5120, 2048, 1, false, true, false},
         {"router F32 2048->64 + top-4", K_ROUTER, QT_F32, 2048, 64, 1, true, false, false},
         {"head Q6_K 2048->154880 norm", K_MV, QT_Q6_K, 2048, 154880, 1, true, false, false},
+        /* where the gate/up's time goes (MB_ONLY=probe): without the shared
+         * expert, without the norm, and as one plain matrix of the same rows */
+        {"probe gate_up 4 experts", K_GLU, QT_Q4_0, 2048, 1536, 4, true, false, false},
+        {"probe gate_up 4 experts no norm", K_GLU, QT_Q4_0, 2048, 1536, 4, false, false, false},
+        {"probe Q4_0 2048->12288 norm", K_MV, QT_Q4_0, 2048, 12288, 1, true, false, false},
+        {"probe Q4_0 2048->12288", K_MV, QT_Q4_0, 2048, 12288, 1, false, false, false},
+        {"probe down 4 experts (no shared)", K_DOWN, QT_Q4_0, 1536, 2048, 4, false, false, false},
+        {"probe Q4_0 1536->8192", K_MV, QT_Q4_0, 1536, 8192, 1, false, false, false},
     };
+    if (getenv("MB_BWSIZES")) {
+        bw_sizes(reps);
+        tu_gpu_close();
+        return 0;
+    }
     if (getenv("MB_ATTN")) {
         run_attn(reps);
         tu_gpu_close();
@@ -381,7 +436,7 @@ int main(int argc, char **argv)
     const char *only = getenv("MB_ONLY");
     if (getenv("MB_MIXED")) {
         /* a decode layer's matvecs (the head is once per token) */
-        run_mixed(cases, sizeof cases / sizeof cases[0] - 1, reps);
+        run_mixed(cases, 8, reps); /* the eight layer kernels */
         tu_gpu_close();
         return 0;
     }
