@@ -17,9 +17,9 @@
  * (GLMCHAT_QBKB_FUSED=0, or shapes the fused kernel does not take: q =
  * q_b . norm(q_a), then k_b per head || kv_store with the rotated query.)
  * Without q compression (DeepSeek-V2-Lite) q comes from q_a's step and k_b
- * runs beside kv_store; dense
- * layers have gate/up then down.  The position, the token and the chunking
- * live in the params buffer the host writes before each submit. */
+ * runs beside kv_store; dense layers have gate/up then down.  The
+ * position, the token and the chunking live in the params buffer the host
+ * writes before each submit. */
 #include <string.h>
 
 #include "vk_engine.h"
