@@ -609,8 +609,9 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
  * Team per row: the power of two (<= subgroup) that gives each lane about
  * GLMCHAT_QBKB_JT (6) input vec4s, held in registers for every row.
  * Defaults (not yet measured on a GPU): G = 4 (80 workgroups for GLM),
- * 512 threads (the q_b rows of a head in 4 passes of 4 rows per team).
- * Decode only (one token). */
+ * 512 threads (the q_b rows of a head in 4 passes of 4 rows per team),
+ * the first pass of both matvecs loaded before the staging for Q4_0 /
+ * Q8_0 weights (GLMCHAT_QBKB_PRE=0: loaded in turn).  Decode only. */
 typedef struct {
     uint32_t wgs, G, tq, jq, tk, jk, rq, rk, xsh, nsh, rsh;
 } qbkb_cfg;
@@ -668,7 +669,7 @@ int vk_k_qbkb(const vk_kb *k, const vk_qbkb_args *a, vk_call *out)
     if (!qbkb_config(k, a, &m))
         return err_set(k->err, "attn_q_b+k_b: these shapes do not fit the fused kernel (vk_qbkb_fits)");
     uint32_t spec[] = {m.wgs, qb->type, kb->type, k->c->subgroup, m.tq, m.jq, m.tk, m.jk, m.rq, m.rk,
-                       m.xsh, m.nsh, m.rsh};
+                       m.xsh, m.nsh, m.rsh, env_u32("GLMCHAT_QBKB_PRE", 1, 0, 1)};
     out->pipe = pipe(k, "qbkb", spec, sizeof spec / sizeof spec[0]);
     if (!out->pipe)
         return -1;

@@ -142,7 +142,7 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out);
  * with qa[h] at qa.off + h*RS.  q itself is not written.  Any weight type;
  * vk_qbkb_fits says whether the shapes fit the kernel (else: the q_b matvec,
  * the k_b matvec and kv_store's query part, as before).  Tuning knobs:
- * GLMCHAT_QBKB_G (workgroups per head), _WGS, _RQ, _RK, _JT. */
+ * GLMCHAT_QBKB_G (workgroups per head), _WGS, _RQ, _RK, _JT, _PRE. */
 typedef struct {
     const vk_attn_geom *g;
     const vk_tensor *q_b, *k_b;

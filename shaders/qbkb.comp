@@ -18,6 +18,9 @@
 // issued before the team sums.  Q4_0 and Q8_0 convert their fields
 // without conversion instructions (mvx_common.glsl explains the trick);
 // the staged input carries the powers of two.  Other types use deq4.
+// With PRE (Q4_0 / Q8_0), the words of both matvecs' first pass are loaded
+// before anything else, so their memory latency overlaps the staging and
+// the q_b rows instead of following them.
 // Grid: x = n_head * G, one token (decode).
 
 layout(local_size_x_id = 0) in;
@@ -33,6 +36,7 @@ layout(constant_id = 9) const uint RK = 2u;
 layout(constant_id = 10) const uint XSH = 192u;  // vec4s of the staged q_a (>= JQ*TEAMQ)
 layout(constant_id = 11) const uint NSH = 192u;  // floats of q_nope (>= 4*JK*TEAMK)
 layout(constant_id = 12) const uint RSH = 64u;   // floats of this workgroup's rope rows
+layout(constant_id = 13) const uint PRE = 1u;    // first passes' Q4_0 / Q8_0 words loaded up front
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
@@ -79,29 +83,51 @@ vec4 x_pre(uint t)
 // 2^23 + off*2^b: (q - off) * 2^b, exact below bit 23.
 float fld(uint w, uint mask, uint offb) { return uintBitsToFloat((w & mask) | 0x4B000000u) - uintBitsToFloat(0x4B000000u | offb); }
 
-// Row elements 4v..4v+3 (row starting at block rb of weight slot s) dotted
-// with x (pre-scaled by x_pre(t)).
-float wdot(uint t, uint s, uint rb, uint v, uint hbase, vec4 x)
+bool fast(uint t) { return t == T_Q4_0 || t == T_Q8_0; }
+
+// Q4_0 / Q8_0: the body word holding row elements 4v..4v+3 (row starting
+// at block rb of weight slot s) and the word holding their block's scale.
+uint body_word(uint t, uint s, uint rb, uint v)
 {
+    uint blk = rb + (v >> 3);
+    return t == T_Q4_0 ? W[s].w[4u * blk + (v & 3u)] : W[s].w[8u * blk + (v & 7u)];
+}
+uint head_word(uint s, uint rb, uint v, uint hbase) { return W[s].w[(hbase + 2u * (rb + (v >> 3))) >> 2]; }
+
+// Their dot with x (pre-scaled by x_pre(t)).
+float fast_dot(uint t, uint bw, uint hw, uint rb, uint v, uint hbase, vec4 x)
+{
+    float d = unpackHalf2x16(((hbase + 2u * (rb + (v >> 3))) & 2u) != 0u ? hw >> 16 : hw).x;
+    vec4 f;
     if (t == T_Q4_0) {
         // word v&3 of the 4-word body: elements 4v.. are the low nibbles
         // (bits 0, 8, 16, 24) for v&7 < 4, the high ones (4, 12, 20, 28)
         // else: shifted down by v&4 the same four fields either way
-        uint blk = rb + (v >> 3);
-        uint a = W[s].w[4u * blk + (v & 3u)] >> (v & 4u), b = a >> 12;
-        vec4 f = vec4(fld(a, 0xFu, 8u), fld(a, 0xF00u, 8u << 8), fld(a, 0xF0000u, 8u << 16), fld(b, 0xF000u, 8u << 12));
-        return head_half(s, hbase + 2u * blk) * dot(f, x);
-    }
-    if (t == T_Q8_0) {
+        uint a = bw >> (v & 4u), b = a >> 12;
+        f = vec4(fld(a, 0xFu, 8u), fld(a, 0xF00u, 8u << 8), fld(a, 0xF0000u, 8u << 16), fld(b, 0xF000u, 8u << 12));
+    } else {
         // signed bytes XOR 0x80 = q + 128: bytes 0, 1 in place, 2, 3 after >> 16
-        uint blk = rb + (v >> 3);
-        uint a = W[s].w[8u * blk + (v & 7u)] ^ 0x80808080u, b = a >> 16;
-        vec4 f = vec4(fld(a, 0xFFu, 128u), fld(a, 0xFF00u, 128u << 8), fld(b, 0xFFu, 128u), fld(b, 0xFF00u, 128u << 8));
-        return head_half(s, hbase + 2u * blk) * dot(f, x);
+        uint a = bw ^ 0x80808080u, b = a >> 16;
+        f = vec4(fld(a, 0xFFu, 128u), fld(a, 0xFF00u, 128u << 8), fld(b, 0xFFu, 128u), fld(b, 0xFF00u, 128u << 8));
     }
+    return d * dot(f, x);
+}
+
+// Row elements 4v..4v+3 (row starting at block rb of weight slot s) dotted
+// with x (pre-scaled by x_pre(t)).
+float wdot(uint t, uint s, uint rb, uint v, uint hbase, vec4 x)
+{
+    if (fast(t))
+        return fast_dot(t, body_word(t, s, rb, v), head_word(s, rb, v, hbase), rb, v, hbase, x);
     uint vpb = blk_of(t) / 4u;
     return dot(deq4(t, s, rb + v / vpb, v % vpb, hbase), x);
 }
+
+// The first passes' words (PRE with Q4_0 / Q8_0): q_b's R rows x J units, k_b's.
+bool preq() { return PRE == 1u && fast(TQ); }
+bool prek() { return PRE == 1u && fast(TK); }
+uint qpw[PRE * (RQ * JQ - 1u) + 1u], qph[PRE * (RQ * JQ - 1u) + 1u];
+uint kpw[PRE * (RK * JK - 1u) + 1u], kph[PRE * (RK * JK - 1u) + 1u];
 
 float team_sum(float v, uint team)
 {
@@ -137,66 +163,121 @@ float stage_q_a()
     return inversesqrt(t / float(pc.Kq) + pc.eps);
 }
 
-// q_b rows of head h: rows i < nope are the nope rows (into qn), rows
-// nope.. the rope rows r0.. (into qr).  nrows = nope + rope rows here.
-void q_rows(uint h, uint r0, uint nrows, float sc)
+// Block of row i (< nrows: the nope rows, then the rope rows r0..) of head h in q_b.
+uint q_rb(uint h, uint r0, uint nrows, uint i)
 {
-    const uint NT = WGS / TEAMQ;
-    uint lid = lin_id(), team = lid / TEAMQ, lane = lid % TEAMQ;
-    uint nv = pc.Kqp / 4u, bpr = pc.Kqp / blk_of(TQ);
-    vec4 xr[JQ];
-    [[unroll]] for (uint j = 0u; j < JQ; j++)
-        xr[j] = xs[lane + j * TEAMQ];
-    for (uint i0 = 0u; i0 < nrows; i0 += NT * RQ) {  // uniform trip count
-        float acc[RQ];
+    i = min(i, nrows - 1u);
+    uint hr = i < pc.nope ? i : r0 + i;  // row within the head
+    return (h * (pc.nope + pc.rope) + hr) * (pc.Kqp / blk_of(TQ));
+}
+
+// Block of row `row` (clamped to k1) of k_b[h].
+uint k_rb(uint h, uint k1, uint row) { return h * pc.kmat + min(row, k1 - 1u) * (pc.Kkp / blk_of(TK)); }
+
+// PRE: the words of both first passes (as q_pass and k_pass walk them).
+void preload(uint h, uint r0, uint nrows, uint k0, uint k1)
+{
+    uint lid = lin_id();
+    if (preq()) {
+        uint team = lid / TEAMQ, lane = lid % TEAMQ, nv = pc.Kqp / 4u;
         [[unroll]] for (uint r = 0u; r < RQ; r++) {
-            uint i = min(i0 + team * RQ + r, nrows - 1u);
-            uint hr = i < pc.nope ? i : r0 + i;     // row within the head
-            uint rb = (h * (pc.nope + pc.rope) + hr) * bpr;
-            acc[r] = 0.0;
-            [[unroll]] for (uint j = 0u; j < JQ; j++)
-                acc[r] += wdot(TQ, 0u, rb, min(lane + j * TEAMQ, nv - 1u), pc.hq, xr[j]);
+            uint rb = q_rb(h, r0, nrows, team * RQ + r);
+            [[unroll]] for (uint j = 0u; j < JQ; j++) {
+                uint v = min(lane + j * TEAMQ, nv - 1u);
+                qpw[r * JQ + j] = body_word(TQ, 0u, rb, v);
+                qph[r * JQ + j] = head_word(0u, rb, v, pc.hq);
+            }
         }
-        [[unroll]] for (uint r = 0u; r < RQ; r++) {
-            uint i = i0 + team * RQ + r;
-            float v = team_sum(acc[r], TEAMQ) * sc;
-            if (lane == 0u && i < nrows) {
-                if (i < pc.nope)
-                    qn[i] = v;
-                else
-                    qr[i - pc.nope] = v;
+    }
+    if (prek() && k0 < k1) {
+        uint team = lid / TEAMK, lane = lid % TEAMK, nv = pc.Kkp / 4u;
+        [[unroll]] for (uint r = 0u; r < RK; r++) {
+            uint rb = k_rb(h, k1, k0 + team * RK + r);
+            [[unroll]] for (uint j = 0u; j < JK; j++) {
+                uint v = min(lane + j * TEAMK, nv - 1u);
+                kpw[r * JK + j] = body_word(TK, 1u, rb, v);
+                kph[r * JK + j] = head_word(1u, rb, v, pc.hk);
             }
         }
     }
 }
 
-// k_b[h] rows [k0, k1) into qa[h][k0..k1), from qn (zero past nope).
+// One pass of the q_b rows of head h: rows i < nope are the nope rows
+// (into qn), rows nope.. the rope rows r0.. (into qr); nrows = nope + rope
+// rows here.  pre: the words are those preload() fetched (pass 0).
+void q_pass(uint h, uint r0, uint nrows, uint i0, float sc, bool pre, vec4 xr[JQ])
+{
+    uint lid = lin_id(), team = lid / TEAMQ, lane = lid % TEAMQ, nv = pc.Kqp / 4u;
+    float acc[RQ];
+    [[unroll]] for (uint r = 0u; r < RQ; r++) {
+        uint i = i0 + team * RQ + r, rb = q_rb(h, r0, nrows, i);
+        acc[r] = 0.0;
+        if (i < nrows)  // uniform in the team; the team sums below stay outside
+            [[unroll]] for (uint j = 0u; j < JQ; j++) {
+                uint v = min(lane + j * TEAMQ, nv - 1u);
+                acc[r] += pre ? fast_dot(TQ, qpw[r * JQ + j], qph[r * JQ + j], rb, v, pc.hq, xr[j])
+                              : wdot(TQ, 0u, rb, v, pc.hq, xr[j]);
+            }
+    }
+    [[unroll]] for (uint r = 0u; r < RQ; r++) {
+        uint i = i0 + team * RQ + r;
+        float v = team_sum(acc[r], TEAMQ) * sc;
+        if (lane == 0u && i < nrows) {
+            if (i < pc.nope)
+                qn[i] = v;
+            else
+                qr[i - pc.nope] = v;
+        }
+    }
+}
+
+void q_rows(uint h, uint r0, uint nrows, float sc)
+{
+    const uint NT = WGS / TEAMQ;
+    uint lane = lin_id() % TEAMQ;
+    vec4 xr[JQ];
+    [[unroll]] for (uint j = 0u; j < JQ; j++)
+        xr[j] = xs[lane + j * TEAMQ];
+    q_pass(h, r0, nrows, 0u, sc, preq(), xr);
+    for (uint i0 = NT * RQ; i0 < nrows; i0 += NT * RQ)  // uniform trip count
+        q_pass(h, r0, nrows, i0, sc, false, xr);
+}
+
+// One pass of k_b[h]'s rows [k0, k1) into qa[h][k0..k1), from qn (zero past nope).
+void k_pass(uint h, uint k1, uint i0, bool pre, vec4 xr[JK])
+{
+    uint lid = lin_id(), team = lid / TEAMK, lane = lid % TEAMK, nv = pc.Kkp / 4u;
+    float acc[RK];
+    [[unroll]] for (uint r = 0u; r < RK; r++) {
+        uint row = i0 + team * RK + r, rb = k_rb(h, k1, row);
+        acc[r] = 0.0;
+        if (row < k1)  // uniform in the team
+            [[unroll]] for (uint j = 0u; j < JK; j++) {
+                uint v = min(lane + j * TEAMK, nv - 1u);
+                acc[r] += pre ? fast_dot(TK, kpw[r * JK + j], kph[r * JK + j], rb, v, pc.hk, xr[j])
+                              : wdot(TK, 1u, rb, v, pc.hk, xr[j]);
+            }
+    }
+    [[unroll]] for (uint r = 0u; r < RK; r++) {
+        uint row = i0 + team * RK + r;
+        float v = team_sum(acc[r], TEAMK);
+        if (lane == 0u && row < k1)
+            QA.qa[pc.qa_off + h * pc.RS + row] = v;
+    }
+}
+
 void k_rows(uint h, uint k0, uint k1)
 {
     const uint NT = WGS / TEAMK;
-    uint lid = lin_id(), team = lid / TEAMK, lane = lid % TEAMK;
-    uint nv = pc.Kkp / 4u, bpr = pc.Kkp / blk_of(TK), ob = pc.qa_off + h * pc.RS;
+    uint lane = lin_id() % TEAMK;
     vec4 xr[JK];
     [[unroll]] for (uint j = 0u; j < JK; j++) {
         uint e = 4u * (lane + j * TEAMK);
         xr[j] = vec4(qn[e], qn[e + 1u], qn[e + 2u], qn[e + 3u]) * x_pre(TK);
     }
-    for (uint i0 = k0; i0 < k1; i0 += NT * RK) {  // uniform trip count
-        float acc[RK];
-        [[unroll]] for (uint r = 0u; r < RK; r++) {
-            uint row = min(i0 + team * RK + r, k1 - 1u);
-            uint rb = h * pc.kmat + row * bpr;
-            acc[r] = 0.0;
-            [[unroll]] for (uint j = 0u; j < JK; j++)
-                acc[r] += wdot(TK, 1u, rb, min(lane + j * TEAMK, nv - 1u), pc.hk, xr[j]);
-        }
-        [[unroll]] for (uint r = 0u; r < RK; r++) {
-            uint row = i0 + team * RK + r;
-            float v = team_sum(acc[r], TEAMK);
-            if (lane == 0u && row < k1)
-                QA.qa[ob + row] = v;
-        }
-    }
+    k_pass(h, k1, k0, prek(), xr);
+    for (uint i0 = k0 + NT * RK; i0 < k1; i0 += NT * RK)  // uniform trip count
+        k_pass(h, k1, i0, false, xr);
 }
 
 void main()
@@ -209,6 +290,7 @@ void main()
     uint kr = (pc.kv_lora + pc.G - 1u) / pc.G;
     uint k0 = min(g * kr, pc.kv_lora), k1 = min(k0 + kr, pc.kv_lora);
 
+    preload(h, r0, pc.nope + (r1 - r0), k0, k1);
     for (uint i = pc.nope + tid; i < NSH; i += WGS)
         qn[i] = 0.0;  // k_b's padding
     float sc = stage_q_a();  // its barrier also orders qn's zeros

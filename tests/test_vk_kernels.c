@@ -978,7 +978,7 @@ static void qbkb_cases(void)
      * mix (k_b's 192-wide rows cannot be K-quants) */
     run_qbkb(QT_Q4_0, QT_Q4_0, 20, 768, 192, 64, 512, 37, "GLM-4.7-Flash, Q4_0 file", "");
     run_qbkb(QT_Q4_0, QT_Q4_0, 20, 768, 192, 64, 512, 4000, "GLM-4.7-Flash, 3 workgroups per head",
-             "GLMCHAT_QBKB_G=3");
+             "GLMCHAT_QBKB_G=3 GLMCHAT_QBKB_PRE=0");
     run_qbkb(QT_Q8_0, QT_Q8_0, 20, 768, 192, 64, 512, 1, "GLM-4.7-Flash, Q8_0 file", "");
     run_qbkb(QT_F16, QT_F16, 20, 768, 192, 64, 512, 0, "GLM-4.7-Flash, F16", "");
     /* one row per pass: lavapipe's 8-wide subgroups give 24 input vec4s per
@@ -988,6 +988,7 @@ static void qbkb_cases(void)
      * 48 for 44), rope pairs and k_b rows that do not split evenly */
     run_qbkb(QT_Q4_0, QT_Q8_0, 3, 96, 64, 32, 128, 11, "odd", "");
     run_qbkb(QT_Q4_0, QT_Q8_0, 3, 96, 64, 32, 128, 11, "odd", "GLMCHAT_QBKB_G=1 GLMCHAT_QBKB_WGS=64");
+    run_qbkb(QT_Q4_0, QT_Q8_0, 3, 96, 64, 32, 128, 11, "odd", "GLMCHAT_QBKB_PRE=0");
     run_qbkb(QT_Q4_0, QT_Q8_0, 3, 96, 64, 32, 128, 11, "odd",
              "GLMCHAT_QBKB_G=5 GLMCHAT_QBKB_RQ=3 GLMCHAT_QBKB_RK=1 GLMCHAT_QBKB_JT=1");
     run_qbkb(QT_F32, QT_F16, 2, 40, 20, 8, 36, 3, "odd, padded rows", "GLMCHAT_QBKB_G=7");
