@@ -5,8 +5,8 @@
  * it); dispatches joined by "||" are independent and run together:
  *
  *   q_a = W.norm(x)  ||  kv = W.norm(x)               (attn_norm fused)
- *   q = q_b . norm(q_a)                               (q_a_norm fused)
- *   qa = k_b . q_nope per head  ||  kv_store          (cache row, rotated q)
+ *   qa = k_b . (q_b . norm(q_a))_nope per head, rotated q_rope  ||  kv_store
+ *                                                     (q_a_norm fused; cache row)
  *   attention partials over chunks of the cache       (indirect grid)
  *   combine + v_b per head
  *   x += attn_output . o
@@ -14,9 +14,12 @@
  *   gate/up + SiLU of the routed experts
  *   x += sum_k w_k down_k . h_k + down_s . h_s
  *
- * Without q compression (DeepSeek-V2-Lite) the q_b step disappears; dense
- * layers have gate/up then down.  The position, the token and the chunking
- * live in the params buffer the host writes before each submit. */
+ * (GLMCHAT_QBKB_FUSED=0, or shapes the fused kernel does not take: q =
+ * q_b . norm(q_a), then k_b per head || kv_store with the rotated query.)
+ * Without q compression (DeepSeek-V2-Lite) q comes from q_a's step and k_b
+ * runs beside kv_store; dense layers have gate/up then down.  The
+ * position, the token and the chunking live in the params buffer the host
+ * writes before each submit. */
 #include <string.h>
 
 #include "vk_engine.h"
@@ -65,24 +68,35 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
                       .norm = &an, .eps = c->rms_eps};
     TRY(call(e, r, vk_k_mv(kb, &kva, &k), &k));
     vk_rec_barrier(r);
-    if (c->q_lora_rank > 0) {
-        vk_vec qn = L->q_a_norm;
-        vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = V(e->qa_raw, 0), .y = V(e->q, 0), .nz = 1,
-                         .norm = &qn, .eps = c->rms_eps};
-        TRY(call(e, r, vk_k_mv(kb, &qb, &k), &k));
-        vk_rec_barrier(r);
-    }
-
-    /* absorbed query per head || new cache row + rotated query rope part */
-    vk_mv_args kb_args = {.name = "attn_k_b", .w = &L->k_b, .x = V(e->q, 0), .x_z = qw, .y = V(e->qa, 0),
-                          .y_z = g->RS, .nz = c->n_head};
-    TRY(call(e, r, vk_k_mv(kb, &kb_args, &k), &k));
     vk_kv_store_args ks = {.g = g, .kv = V(e->kv, 0), .kv_z = c->kv_lora_rank + c->qk_rope,
                            .norm = L->kv_a_norm, .eps = c->rms_eps, .cache = V(e->cache[il], 0), .rope_cs = e->rope,
                            .q = V(e->q, 0), .q_z = c->n_head * qw, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS,
                            .params = e->params, .nz = 1};
-    TRY(call(e, r, vk_k_kv_store(kb, &ks, &k), &k));
-    vk_rec_barrier(r);
+    /* q_b and k_b in one step (with the rotated rope part of q) beside the
+     * cache row: one dependent step less per layer; GLMCHAT_QBKB_FUSED=0
+     * records the two-step graph below */
+    vk_qbkb_args qk = {.g = g, .q_b = &L->q_b, .k_b = &L->k_b, .x = V(e->qa_raw, 0), .norm = L->q_a_norm,
+                       .eps = c->rms_eps, .rope_cs = e->rope, .qa = V(e->qa, 0), .params = e->params};
+    if (c->q_lora_rank > 0 && vk_env_u32("GLMCHAT_QBKB_FUSED", 1, 0, 1) && vk_qbkb_fits(kb, &qk)) {
+        TRY(call(e, r, vk_k_qbkb(kb, &qk, &k), &k));
+        ks.cache_only = true;
+        TRY(call(e, r, vk_k_kv_store(kb, &ks, &k), &k));
+        vk_rec_barrier(r);
+    } else {
+        if (c->q_lora_rank > 0) {
+            vk_vec qn = L->q_a_norm;
+            vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = V(e->qa_raw, 0), .y = V(e->q, 0), .nz = 1,
+                             .norm = &qn, .eps = c->rms_eps};
+            TRY(call(e, r, vk_k_mv(kb, &qb, &k), &k));
+            vk_rec_barrier(r);
+        }
+        /* absorbed query per head || new cache row + rotated query rope part */
+        vk_mv_args kb_args = {.name = "attn_k_b", .w = &L->k_b, .x = V(e->q, 0), .x_z = qw, .y = V(e->qa, 0),
+                              .y_z = g->RS, .nz = c->n_head};
+        TRY(call(e, r, vk_k_mv(kb, &kb_args, &k), &k));
+        TRY(call(e, r, vk_k_kv_store(kb, &ks, &k), &k));
+        vk_rec_barrier(r);
+    }
 
     /* attention over the cache, split in chunks (grid from the params) */
     vk_buf ind = e->params;

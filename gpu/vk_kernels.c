@@ -631,11 +631,112 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
     p[12] = a->qa.off;
     p[13] = a->qa_z;
     out->npush = 14;
-    out->groups[0] = 1 + g->n_head;
+    out->groups[0] = a->cache_only ? 1 : 1 + g->n_head;
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;
     out->bytes = (uint64_t)out->groups[1] * (8ull * (g->kv_lora + g->rope) + g->RS * (g->kv_f16 ? 2 : 4) +
-                                             8ull * g->n_head * g->rope);
+                                             (a->cache_only ? 0 : 8ull * g->n_head * g->rope));
+    return 0;
+}
+
+/* ---- q_b + k_b in one step (shaders/qbkb.comp) -------------------------------------
+ * Workgroup (h, g), g < G: the head's nope rows of q_b (recomputed by each
+ * of the G: L2 hits), 1/G of its rope rows, then 1/G of k_b[h]'s rows.
+ * Team per row: the power of two (<= subgroup) that gives each lane about
+ * GLMCHAT_QBKB_JT (6) input vec4s, held in registers for every row.
+ * Defaults (not yet measured on a GPU): G = 4 (80 workgroups for GLM),
+ * 512 threads (the q_b rows of a head in 4 passes of 4 rows per team),
+ * the first pass of both matvecs loaded before the staging for Q4_0 /
+ * Q8_0 weights (GLMCHAT_QBKB_PRE=0: loaded in turn).  Decode only. */
+typedef struct {
+    uint32_t wgs, G, tq, jq, tk, jk, rq, rk, xsh, nsh, rsh;
+} qbkb_cfg;
+
+static void qbkb_team(uint32_t nv, uint32_t sg, uint32_t wgs, uint32_t *team, uint32_t *j)
+{
+    uint32_t t = pow2_ceil(ceil_div(nv, env_u32("GLMCHAT_QBKB_JT", 6, 1, 64)));
+    if (t > sg)
+        t = sg;
+    if (t > wgs)
+        t = wgs;
+    *team = t;
+    *j = ceil_div(nv, t);
+}
+
+static bool qbkb_config(const vk_kb *k, const vk_qbkb_args *a, qbkb_cfg *m)
+{
+    const vk_attn_geom *g = a->g;
+    const vk_tensor *qb = a->q_b, *kb = a->k_b;
+    memset(m, 0, sizeof *m);
+    if (!qb || !kb || g->nope == 0 || qb->n_mat > 1 || qb->N != g->n_head * (g->nope + g->rope) ||
+        kb->K != g->nope || kb->N != g->kv_lora || kb->n_mat != g->n_head || qb->Kp % 4 || kb->Kp % 4)
+        return false;
+    uint32_t sg = k->c->subgroup;
+    m->wgs = ceil_div(env_u32("GLMCHAT_QBKB_WGS", 512, 32, 1024), sg) * sg;
+    if (m->wgs > 1024 || m->wgs / sg > 64)
+        return false;
+    m->G = env_u32("GLMCHAT_QBKB_G", 4, 1, 64);
+    m->rq = env_u32("GLMCHAT_QBKB_RQ", 4, 1, 8);
+    m->rk = env_u32("GLMCHAT_QBKB_RK", 2, 1, 8);
+    qbkb_team(qb->Kp / 4, sg, m->wgs, &m->tq, &m->jq);
+    qbkb_team(kb->Kp / 4, sg, m->wgs, &m->tk, &m->jk);
+    if (m->jq > 64 || m->jk > 64)
+        return false;
+    m->xsh = m->jq * m->tq;                       /* vec4s */
+    m->nsh = 4 * m->jk * m->tk;                   /* floats, >= Kp >= nope */
+    m->rsh = ceil_div(g->rope / 2, m->G) * 2 + 2; /* floats */
+    uint64_t bytes = 16ull * m->xsh + 4ull * (m->nsh + m->rsh + 64);
+    return bytes <= k->c->shared_bytes;
+}
+
+bool vk_qbkb_fits(const vk_kb *k, const vk_qbkb_args *a)
+{
+    qbkb_cfg m;
+    return qbkb_config(k, a, &m);
+}
+
+int vk_k_qbkb(const vk_kb *k, const vk_qbkb_args *a, vk_call *out)
+{
+    const vk_attn_geom *g = a->g;
+    const vk_tensor *qb = a->q_b, *kb = a->k_b;
+    qbkb_cfg m;
+    memset(out, 0, sizeof *out);
+    out->name = "attn_q_b+k_b";
+    if (!qbkb_config(k, a, &m))
+        return err_set(k->err, "attn_q_b+k_b: these shapes do not fit the fused kernel (vk_qbkb_fits)");
+    uint32_t spec[] = {m.wgs, qb->type, kb->type, k->c->subgroup, m.tq, m.jq, m.tk, m.jk, m.rq, m.rk,
+                       m.xsh, m.nsh, m.rsh, env_u32("GLMCHAT_QBKB_PRE", 1, 0, 1)};
+    out->pipe = pipe(k, "qbkb", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = qb->buf;
+    out->w[1] = kb->buf;
+    out->b[0] = a->x.b;
+    out->b[1] = a->norm.b;
+    out->b[2] = a->rope_cs;
+    out->b[3] = a->qa.b;
+    out->b[4] = a->params;
+    uint32_t *p = out->push;
+    p[0] = qb->K;
+    p[1] = qb->Kp;
+    p[2] = (uint32_t)qb->head_off;
+    p[3] = g->nope;
+    p[4] = g->rope;
+    p[5] = g->kv_lora;
+    p[6] = g->RS;
+    p[7] = kb->Kp;
+    p[8] = (uint32_t)kb->head_off;
+    p[9] = kb->bpr * kb->N;
+    p[10] = a->x.off;
+    p[11] = a->norm.off;
+    p[12] = f2u(a->eps);
+    p[13] = a->qa.off;
+    p[14] = m.G;
+    out->npush = 15;
+    out->groups[0] = g->n_head * m.G;
+    out->groups[1] = out->groups[2] = 1;
+    /* weights once (the G-fold re-reads of q_b hit L2), q_a, its norm, qa */
+    out->bytes = qb->src_bytes + kb->src_bytes + 8ull * qb->K + 4ull * g->n_head * g->RS;
     return 0;
 }
 

@@ -147,8 +147,31 @@ typedef struct {
     uint32_t qa_z;
     vk_buf params;
     uint32_t nz;
+    bool cache_only;      /* the cache row only (grid of 1): the rotated query comes from vk_k_qbkb */
 } vk_kv_store_args;
 int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out);
+
+/* Decode (one token): the absorbed query in one dispatch -- q_b (its input
+ * RMSNorm fused) and k_b per head, and the rotated rope part of q:
+ *   q[h] = q_b rows h*(nope+rope).. . (rmsnorm(x) * norm)
+ *   qa[h][0..kv_lora) = k_b[h] . q[h][0..nope)
+ *   qa[h][kv_lora..RS) = RoPE(q[h][nope..]) at position params[VKP_POS0], zero-padded
+ * with qa[h] at qa.off + h*RS.  q itself is not written.  Any weight type;
+ * vk_qbkb_fits says whether the shapes fit the kernel (else: the q_b matvec,
+ * the k_b matvec and kv_store's query part, as before).  Tuning knobs:
+ * GLMCHAT_QBKB_G (workgroups per head), _WGS, _RQ, _RK, _JT, _PRE. */
+typedef struct {
+    const vk_attn_geom *g;
+    const vk_tensor *q_b, *k_b;
+    vk_vec x;             /* q_a, before its norm */
+    vk_vec norm;          /* attn_q_a_norm */
+    float eps;
+    vk_buf rope_cs;       /* as kv_store's */
+    vk_vec qa;
+    vk_buf params;
+} vk_qbkb_args;
+bool vk_qbkb_fits(const vk_kb *k, const vk_qbkb_args *a);
+int vk_k_qbkb(const vk_kb *k, const vk_qbkb_args *a, vk_call *out);
 
 typedef struct {
     const vk_attn_geom *g;

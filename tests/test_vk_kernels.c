@@ -819,6 +819,205 @@ static void attn_cases(void)
     }
 }
 
+/* ---- q_b + k_b fused (decode) --------------------------------------------------------
+ * qa[h] = (k_b[h] . q[h][0..nope), RoPE(q[h][nope..]), 0...) with q = q_b .
+ * (rmsnorm(x) * nw), one dispatch, against the float64 chain.  Tolerances:
+ * each q row is a matvec with the norm fused, held (as test_mv does) to
+ * 2 * chain_bound(tq, q_lora) * sum|w x|; its error then travels through
+ * k_b as sum_k |k_b[r][k]| * tol_q[k], plus k_b's own float chain,
+ * chain_bound(tk, nope) * sum|k_b q|; the rotated pair carries |cos| and
+ * |sin| times its inputs' tolerances plus four roundings of the rotation.
+ * A wrong 32-element block moves an output by ~1e-2 of sum|w x|, the
+ * bounds are ~1e-5..1e-4 of it.  Also: the padding of each row is 0, the
+ * words around qa keep their poison, a cache-only kv_store leaves qa
+ * alone, and a shape the kernel does not take is refused. */
+
+typedef struct {
+    uint32_t tq, tk, n_head, q_lora, nope, rope, kv_lora, pos;
+    const char *what;
+} qbkb_case;
+static qbkb_case QK;
+
+/* float64 reference of the rotated rope part of one head (and bounds) */
+static void qbkb_rope_ref(const qbkb_case *c, const double *q, const double *tq, const float *cs, double *want,
+                          double *tol)
+{
+    for (uint32_t i = 0; i < c->rope / 2; i++) {
+        const float *t = cs + ((uint64_t)c->pos * (c->rope / 2) + i) * 2;
+        double x0 = q[c->nope + 2 * i], x1 = q[c->nope + 2 * i + 1];
+        double e0 = tq[c->nope + 2 * i], e1 = tq[c->nope + 2 * i + 1];
+        want[2 * i] = x0 * t[0] - x1 * t[1];
+        want[2 * i + 1] = x0 * t[1] + x1 * t[0];
+        double sp = fabs(x0) * (fabs(t[0]) + fabs(t[1])) + fabs(x1) * (fabs(t[0]) + fabs(t[1]));
+        tol[2 * i] = fabs(t[0]) * e0 + fabs(t[1]) * e1 + 4 * U24 * sp + 1e-30;
+        tol[2 * i + 1] = fabs(t[1]) * e0 + fabs(t[0]) * e1 + 4 * U24 * sp + 1e-30;
+    }
+}
+
+static void test_qbkb(void)
+{
+    const qbkb_case *c = &QK;
+    err_t err;
+    vk_attn_geom g;
+    CHECK(vk_attn_geom_init(&G.c, &g, c->n_head, c->kv_lora, c->rope, c->nope, c->nope, false, c->pos + 1, &err) == 0,
+          "geom: %.200s", err.msg);
+    uint32_t QW = c->nope + c->rope, RS = g.RS, pairs = c->rope / 2, H = c->n_head;
+    vk_tensor tqb, tkb;
+    uint8_t *wq = rand_tensor(c->tq, c->q_lora, H * QW, 1, &tqb), *wk = rand_tensor(c->tk, c->nope, c->kv_lora, H, &tkb);
+    CHECK(tqb.buf.buf && tkb.buf.buf, "upload");
+    float *x = random_vec(c->q_lora, 1.0f), *nw = norm_weights(c->q_lora);
+    float *cs = malloc((uint64_t)(c->pos + 1) * (pairs ? pairs : 1) * 2 * sizeof *cs);
+    for (uint32_t p = 0; p <= c->pos; p++)
+        for (uint32_t i = 0; i < pairs; i++) {
+            double th = p * pow(10000.0, -2.0 * i / c->rope);
+            cs[(p * pairs + i) * 2] = (float)cos(th);
+            cs[(p * pairs + i) * 2 + 1] = (float)sin(th);
+        }
+    uint32_t params[64] = {0};
+    params[VKP_POS0] = c->pos;
+    params[VKP_NTOK] = 1;
+    params[VKP_NKV] = c->pos + 1;
+    vk_buf bx = tu_host(c->q_lora + 3), bn = host_copy(nw, c->q_lora), bp = host_copy(params, 64);
+    vk_buf bcs = host_copy(cs, (uint64_t)(c->pos + 1) * (pairs ? pairs : 1) * 2);
+    memcpy(bx.map + 3 * 4, x, c->q_lora * 4);
+    uint64_t qa_words = (uint64_t)H * RS + 12;
+    vk_buf bqa = tu_host(qa_words), bqa2 = tu_host(qa_words); /* NaN poison */
+    vk_qbkb_args a = {.g = &g, .q_b = &tqb, .k_b = &tkb, .x = {bx, 3}, .norm = {bn, 0}, .eps = 1e-5f,
+                      .rope_cs = bcs, .qa = {bqa, 5}, .params = bp};
+    CHECK(vk_qbkb_fits(&KB, &a), "the fused kernel does not take this shape");
+    /* beside it, as in the decode graph: kv_store writing the cache row only */
+    float *kv = random_vec(c->kv_lora + c->rope, 1.0f), *kvn = norm_weights(c->kv_lora);
+    vk_buf bkv = host_copy(kv, c->kv_lora + c->rope), bkvn = host_copy(kvn, c->kv_lora);
+    vk_buf bcache = tu_host((uint64_t)(c->pos + 1) * RS);
+    vk_kv_store_args ks = {.g = &g, .kv = {bkv, 0}, .kv_z = c->kv_lora + c->rope, .norm = {bkvn, 0}, .eps = 1e-6f,
+                           .cache = {bcache, 0}, .rope_cs = bcs, .qa = {bqa2, 5}, .qa_z = H * RS, .params = bp,
+                           .nz = 1, .cache_only = true};
+    vk_call calls[2];
+    bool built = tqb.buf.buf && tkb.buf.buf && vk_k_qbkb(&KB, &a, &calls[0]) == 0;
+    CHECK(built, "build: %.200s", KERR.msg);
+    CHECK(!built || vk_k_kv_store(&KB, &ks, &calls[1]) == 0, "build kv_store: %.200s", KERR.msg);
+    CHECK(built && tu_run(calls, 2, NULL) == 0, "run");
+
+    float *xin = malloc(c->q_lora * sizeof *xin);
+    rmsnorm_ref(x, nw, c->q_lora, 1e-5f, xin);
+    double *q = malloc(QW * sizeof *q), *mq = malloc(QW * sizeof *mq), *tq = malloc(QW * sizeof *tq);
+    double *want = malloc((c->kv_lora + c->rope) * sizeof *want), *tol = malloc((c->kv_lora + c->rope) * sizeof *tol);
+    float *row = malloc(c->nope * sizeof *row);
+    const float *gq = (const float *)bqa.map;
+    uint32_t bad = 0;
+    double worst = 0, qb_b = 2 * chain_bound(c->tq, c->q_lora), kb_b = chain_bound(c->tk, c->nope);
+    uint64_t qrow = tu_row_bytes(c->tq, c->q_lora), krow = tu_row_bytes(c->tk, c->nope);
+    for (uint32_t h = 0; h < H; h++) {
+        ref_dot_rows(c->tq, wq + qrow * h * QW, c->q_lora, QW, xin, q, mq);
+        for (uint32_t i = 0; i < QW; i++)
+            tq[i] = qb_b * mq[i];
+        const uint8_t *kh = mat_of(c->tk, wk, c->nope, c->kv_lora, h);
+        for (uint32_t r = 0; r < c->kv_lora; r++) {
+            tu_dequant(c->tk, kh + krow * r, row, c->nope);
+            double s = 0, m = 0, e = 0;
+            for (uint32_t k = 0; k < c->nope; k++) {
+                s += row[k] * q[k];
+                m += fabs(row[k] * q[k]);
+                e += fabs(row[k]) * tq[k];
+            }
+            want[r] = s;
+            tol[r] = e + kb_b * m + 1e-30;
+        }
+        qbkb_rope_ref(c, q, tq, cs, want + c->kv_lora, tol + c->kv_lora);
+        for (uint32_t d = 0; d < RS; d++) {
+            double got = gq[5 + (uint64_t)h * RS + d];
+            double w = d < c->kv_lora + c->rope ? want[d] : 0, t = d < c->kv_lora + c->rope ? tol[d] : 0;
+            double er = t > 0 ? fabs(got - w) / t : (got == 0 ? 0 : INFINITY);
+            if (!(er <= 1)) {
+                if (bad < 3)
+                    printf("#   head %u elem %u: gpu %.9g ref %.9g (tol %.3g)\n", h, d, got, w, t);
+                bad++;
+            }
+            if (er > worst || isnan(er))
+                worst = er;
+        }
+    }
+    CHECK(bad == 0, "%u of %u outputs outside tolerance (worst %.3g x tol)", bad, H * RS, worst);
+    uint32_t poison = 0, touched = 0;
+    for (uint64_t i = 0; i < qa_words; i++) {
+        if ((i < 5 || i >= 5 + (uint64_t)H * RS) && !isnan(gq[i]))
+            poison++;
+        if (!isnan(((const float *)bqa2.map)[i]))
+            touched++;
+    }
+    CHECK(poison == 0, "%u words around qa were written", poison);
+    CHECK(touched == 0, "the cache-only kv_store wrote %u words of the query", touched);
+    const float *crow = (const float *)bcache.map + (uint64_t)c->pos * RS;
+    CHECK(!isnan(crow[0]) && !isnan(crow[c->kv_lora]), "the cache-only kv_store did not write the cache row");
+    free(wq), free(wk), free(x), free(nw), free(cs), free(kv), free(kvn), free(xin), free(q), free(mq), free(tq);
+    free(want), free(tol), free(row);
+    tu_reset_buffers();
+}
+
+/* A k_b that is not one matrix per head (or q_b rows that are not the
+ * heads' nope + rope) is not the fused kernel's: fits says no, build refuses. */
+static void test_qbkb_refuses(void)
+{
+    err_t err;
+    vk_attn_geom g;
+    CHECK(vk_attn_geom_init(&G.c, &g, 3, 128, 32, 64, 64, false, 8, &err) == 0, "geom: %.200s", err.msg);
+    vk_tensor tqb, tkb, tkb2;
+    uint8_t *wq = rand_tensor(QT_Q4_0, 96, 3 * 96, 1, &tqb), *wk = rand_tensor(QT_Q4_0, 64, 128, 2, &tkb);
+    uint8_t *wk2 = rand_tensor(QT_Q4_0, 64, 128, 3, &tkb2);
+    vk_buf b = tu_host(4096);
+    vk_qbkb_args a = {.g = &g, .q_b = &tqb, .k_b = &tkb, .x = {b, 0}, .norm = {b, 0}, .rope_cs = b, .qa = {b, 0},
+                      .params = b};
+    vk_call call;
+    CHECK(!vk_qbkb_fits(&KB, &a), "k_b with 2 matrices for 3 heads fits");
+    CHECK(vk_k_qbkb(&KB, &a, &call) < 0 && strstr(KERR.msg, "fused kernel"), "built anyway: %.200s", KERR.msg);
+    a.k_b = &tkb2;
+    CHECK(vk_qbkb_fits(&KB, &a), "the matching k_b does not fit");
+    g.rope = 16; /* q_b rows no longer n_head * (nope + rope) */
+    CHECK(!vk_qbkb_fits(&KB, &a), "q_b rows that are not the heads' fit");
+    free(wq), free(wk), free(wk2);
+    tu_reset_buffers();
+}
+
+static void run_qbkb(uint32_t tq, uint32_t tk, uint32_t n_head, uint32_t q_lora, uint32_t nope, uint32_t rope,
+                     uint32_t kv_lora, uint32_t pos, const char *what, const char *variant)
+{
+    QK = (qbkb_case){tq, tk, n_head, q_lora, nope, rope, kv_lora, pos, what};
+    char name[320];
+    snprintf(name, sizeof name, "q_b+k_b fused %s / %s, %u heads, q_lora %u, nope %u, rope %u, kv_lora %u (%s)%s%s%s",
+             tu_type_name(tq), tu_type_name(tk), n_head, q_lora, nope, rope, kv_lora, what, *variant ? " [" : "",
+             variant, *variant ? "]" : "");
+    variant_set(variant, true);
+    RUN_NAMED(test_qbkb, name);
+    variant_set(variant, false);
+}
+
+static void qbkb_cases(void)
+{
+    /* GLM-4.7-Flash: Q4_0 file (Q4_0 q_b, k_b), Q8_0 file, F16, a Q4_K_M-like
+     * mix (k_b's 192-wide rows cannot be K-quants) */
+    run_qbkb(QT_Q4_0, QT_Q4_0, 20, 768, 192, 64, 512, 37, "GLM-4.7-Flash, Q4_0 file", "");
+    run_qbkb(QT_Q4_0, QT_Q4_0, 20, 768, 192, 64, 512, 4000, "GLM-4.7-Flash, 3 workgroups per head",
+             "GLMCHAT_QBKB_G=3 GLMCHAT_QBKB_PRE=0");
+    run_qbkb(QT_Q8_0, QT_Q8_0, 20, 768, 192, 64, 512, 1, "GLM-4.7-Flash, Q8_0 file", "");
+    run_qbkb(QT_F16, QT_F16, 20, 768, 192, 64, 512, 0, "GLM-4.7-Flash, F16", "");
+    /* one row per pass: lavapipe's 8-wide subgroups give 24 input vec4s per
+     * lane, and 4 unrolled rows of K-quant decoding take it ~8 s to compile */
+    run_qbkb(QT_Q4_K, QT_Q8_0, 20, 768, 192, 64, 512, 5, "GLM-4.7-Flash, Q4_K_M-like", "GLMCHAT_QBKB_RQ=1");
+    /* odd sizes: padded float rows (nope 20 -> 24), a padded cache row (RS
+     * 48 for 44), rope pairs and k_b rows that do not split evenly */
+    run_qbkb(QT_Q4_0, QT_Q8_0, 3, 96, 64, 32, 128, 11, "odd", "");
+    run_qbkb(QT_Q4_0, QT_Q8_0, 3, 96, 64, 32, 128, 11, "odd", "GLMCHAT_QBKB_G=1 GLMCHAT_QBKB_WGS=64");
+    run_qbkb(QT_Q4_0, QT_Q8_0, 3, 96, 64, 32, 128, 11, "odd", "GLMCHAT_QBKB_PRE=0");
+    run_qbkb(QT_Q4_0, QT_Q8_0, 3, 96, 64, 32, 128, 11, "odd",
+             "GLMCHAT_QBKB_G=5 GLMCHAT_QBKB_RQ=3 GLMCHAT_QBKB_RK=1 GLMCHAT_QBKB_JT=1");
+    run_qbkb(QT_F32, QT_F16, 2, 40, 20, 8, 36, 3, "odd, padded rows", "GLMCHAT_QBKB_G=7");
+    run_qbkb(QT_BF16, QT_Q4_1, 3, 96, 64, 32, 128, 2, "odd", "");
+    run_qbkb(QT_Q5_1, QT_Q5_0, 3, 96, 64, 32, 128, 2, "odd", "");
+    run_qbkb(QT_Q6_K, QT_Q4_K, 3, 256, 256, 32, 96, 6, "K-quants", "");
+    run_qbkb(QT_Q5_K, QT_Q6_K, 3, 256, 256, 32, 96, 6, "K-quants", "");
+    RUN_NAMED(test_qbkb_refuses, "q_b+k_b fused: shapes it does not take are refused");
+}
+
 /* ---- embedding ----------------------------------------------------------------------- */
 
 static uint32_t EMB_TYPE, EMB_K;
@@ -1392,6 +1591,7 @@ int main(void)
     moe_cases();
     router_cases();
     attn_cases();
+    qbkb_cases();
     embed_cases();
     topk_cases();
     prefill_cases();
