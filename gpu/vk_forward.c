@@ -5,8 +5,8 @@
  * it); dispatches joined by "||" are independent and run together:
  *
  *   q_a = W.norm(x)  ||  kv = W.norm(x)               (attn_norm fused)
- *   qa = k_b . (q_b . norm(q_a))_nope per head, rotated q_rope  ||  kv_store
- *                                                     (q_a_norm fused; cache row)
+ *   q = q_b . norm(q_a)                               (q_a_norm fused)
+ *   qa = k_b . q_nope per head  ||  kv_store          (cache row, rotated q)
  *   attention partials over chunks of the cache       (indirect grid)
  *   combine + v_b per head
  *   x += attn_output . o
@@ -14,8 +14,9 @@
  *   gate/up + SiLU of the routed experts
  *   x += sum_k w_k down_k . h_k + down_s . h_s
  *
- * (GLMCHAT_QBKB_FUSED=0, or shapes the fused kernel does not take: q =
- * q_b . norm(q_a), then k_b per head || kv_store with the rotated query.)
+ * (GLMCHAT_QBKB_FUSED=1 joins the q_b and k_b steps: one kernel per head
+ * with the rotated rope part, kv_store writing only the cache row beside
+ * it -- one step less, but slower on the H200, so off by default.)
  * Without q compression (DeepSeek-V2-Lite) q comes from q_a's step and k_b
  * runs beside kv_store; dense layers have gate/up then down.  The
  * position, the token and the chunking live in the params buffer the host
@@ -73,11 +74,13 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
                            .q = V(e->q, 0), .q_z = c->n_head * qw, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS,
                            .params = e->params, .nz = 1};
     /* q_b and k_b in one step (with the rotated rope part of q) beside the
-     * cache row: one dependent step less per layer; GLMCHAT_QBKB_FUSED=0
-     * records the two-step graph below */
+     * cache row, GLMCHAT_QBKB_FUSED=1: one dependent step less per layer,
+     * but each workgroup recomputes its head's q_b rows, and on the H200 it
+     * measured slower (tg64 190.8 against 211.5 tokens/s, gpu/PERF.md run
+     * 14), so the two-step graph below is the default */
     vk_qbkb_args qk = {.g = g, .q_b = &L->q_b, .k_b = &L->k_b, .x = V(e->qa_raw, 0), .norm = L->q_a_norm,
                        .eps = c->rms_eps, .rope_cs = e->rope, .qa = V(e->qa, 0), .params = e->params};
-    if (c->q_lora_rank > 0 && vk_env_u32("GLMCHAT_QBKB_FUSED", 1, 0, 1) && vk_qbkb_fits(kb, &qk)) {
+    if (c->q_lora_rank > 0 && vk_env_u32("GLMCHAT_QBKB_FUSED", 0, 0, 1) && vk_qbkb_fits(kb, &qk)) {
         TRY(call(e, r, vk_k_qbkb(kb, &qk, &k), &k));
         ks.cache_only = true;
         TRY(call(e, r, vk_k_kv_store(kb, &ks, &k), &k));

@@ -750,7 +750,8 @@ static int attn_fd(const vk_kb *k, const vk_attn_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
     /* GLMCHAT_FD_DIAG (timing only, wrong results): parts of the kernel left out */
-    uint32_t spec[] = {256, g->fd_mt, g->RS, g->kv_lora, env_u32("GLMCHAT_FD_DIAG", 0, 0, 31)};
+    uint32_t spec[] = {256, g->fd_mt, g->RS, g->kv_lora, env_u32("GLMCHAT_FD_DIAG", 0, 0, 31),
+                       env_u32("GLMCHAT_FD_ST", 0, 0, 1)};
     memset(out, 0, sizeof *out);
     out->name = "attn";
     out->pipe = pipe(k, "attn_fd", spec, sizeof spec / sizeof spec[0]);
@@ -872,8 +873,17 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
     mvx_cfg x;
     if (env_u32("GLMCHAT_MVX_VB", 1, 0, 1) &&
         mvx_config(k->c, w->type, w->Kp, w->N, g->n_head * (a->nz ? a->nz : 1), 1, 256, &x) &&
-        4ull * (x.ksh + a->chunk_cap) + 512 + 16ull * x.wgs <= k->c->shared_bytes)
+        4ull * (x.ksh + a->chunk_cap) + 512 <= k->c->shared_bytes) {
+        /* Every row group of a head combines all of the head's chunk
+         * partials first, so long contexts (64 chunks) pay for each group:
+         * at most GLMCHAT_VB_GROUPS groups per head (more rows per pass). */
+        uint32_t gmax = env_u32("GLMCHAT_VB_GROUPS", 8, 1, 1024), nt = x.wgs / x.team;
+        while (x.groups > gmax && x.r < 8) {
+            x.r *= 2;
+            x.groups = ceil_div(w->N, nt * x.r * x.passes);
+        }
         return attn_vb_x(k, a, &x, out);
+    }
     mv_cfg m = mv_config(k->c, w, g->n_head);
     /* few workgroups per head: each one combines the head's partials first */
     m.nr = 4;

@@ -5,7 +5,8 @@
 // head group).  Absorbed MLA is multi-query attention with one 576-wide key
 // ([latent | k_rope]) whose first kv_lora values are also the value, so per
 // 32-position tile:
-//   S = Q . K^T        (16*MT head rows x 32 positions, K = RS)
+//   S = Q . K^T        (16*MT head rows x 32 positions, K = RS; ST = 1
+//                      computes S^T = K . Q^T instead: H200, no faster)
 //   P = exp(S - m)     (fp16, rows = heads)
 //   O += P . V         (16*MT x kv_lora; V = the same rows' latents)
 // A chunk of several tiles takes two passes: the first finds each head's max,
@@ -38,6 +39,7 @@ layout(constant_id = 1) const uint MT = 2u;     // 16-row head tiles (n_head <= 
 layout(constant_id = 2) const uint RS = 576u;   // cache row, multiple of 16
 layout(constant_id = 3) const uint DLAT = 512u; // kv_lora, multiple of 16
 layout(constant_id = 4) const uint DIAG = 0u;   // timing only (GLMCHAT_FD_DIAG): parts left out
+layout(constant_id = 5) const uint ST = 0u;     // 1: scores as S^T = K . Q^T (no transposed per-tile load; measured no faster)
 const uint WGS = 256u, NSG = 8u, TN = 32u;
 const uint HR = 16u * MT;                       // head rows
 const uint KS = NSG / (MT * 2u);                // subgroups per score fragment
@@ -91,7 +93,7 @@ float score(uint row, uint j, uint t0, uint end)
 {
     float s = 0.0;
     [[unroll]] for (uint k = 0u; k < KS; k++)
-        s += Ss[(k * HR + row) * TN + j];
+        s += ST == 1u ? Ss[(k * TN + j) * HR + row] : Ss[(k * HR + row) * TN + j];
     return t0 + j < end ? s * pc.kq_scale : -1.0 / 0.0;
 }
 
@@ -129,10 +131,19 @@ void scores(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[KSTEPS])
         if (k >= KT || (DIAG & 4u) != 0u)
             break;  // uniform in the subgroup
         fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> b;
-        coopMatLoadNV(b, Ks, nt * 16u * QLD + 2u * k, QLD, true);
-        acc = coopMatMulAddNV(a[i], b, acc);
+        if (ST == 1u) {
+            // the tile's rows as A (row-major), the queries as B = Q^T
+            coopMatLoadNV(b, Ks, nt * 16u * QLD + 2u * k, QLD, false);
+            acc = coopMatMulAddNV(b, a[i], acc);
+        } else {
+            coopMatLoadNV(b, Ks, nt * 16u * QLD + 2u * k, QLD, true);
+            acc = coopMatMulAddNV(a[i], b, acc);
+        }
     }
-    coopMatStoreNV(acc, Ss, (ks * HR + mt * 16u) * TN + nt * 16u, TN, false);
+    if (ST == 1u)
+        coopMatStoreNV(acc, Ss, (ks * TN + nt * 16u) * HR + mt * 16u, HR, false);
+    else
+        coopMatStoreNV(acc, Ss, (ks * HR + mt * 16u) * TN + nt * 16u, TN, false);
 }
 
 void main()
@@ -182,7 +193,7 @@ void main()
         uint sg = gl_SubgroupID, mt = (sg / KS) / 2u, ks = sg % KS;
         [[unroll]] for (uint i = 0u; i < KSTEPS; i++)
             if (ks + i * KS < KT)
-                coopMatLoadNV(qf[i], Ks, mt * 16u * QLD + 2u * (ks + i * KS), QLD, false);
+                coopMatLoadNV(qf[i], Ks, mt * 16u * QLD + 2u * (ks + i * KS), QLD, ST == 1u);
     }
     barrier();
 
