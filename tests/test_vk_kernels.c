@@ -684,26 +684,41 @@ static void test_out_router(void)
     tu_reset_buffers();
 }
 
+/* Besides the shared variants, each case runs one geometry of its own that
+ * reaches a path the defaults do not on lavapipe: many small workgroups
+ * (the last workgroup's sums in several rounds and batches), or a
+ * workgroup of 10 rows (row ranges off a multiple of 4) with its router
+ * weights loaded before the matvec (as GLM-4.7-Flash on a 32-wide GPU). */
 static void out_router_cases(void)
 {
     static const struct {
         out_router_case c;
         int vars;
+        const char *extra;
     } cases[] = {
         /* long rows: lavapipe's 8-wide subgroups reach them with GLMCHAT_MVX_J=32 */
         {{QT_Q4_0, 5120, 2048, QT_F32, 64, 4, 2, true, true, 1.8f, "GLM-4.7-Flash: sigmoid + bias, normalized, x1.8"},
-         0x13},
-        {{QT_Q8_0, 2048, 2048, QT_F32, 64, 6, 1, false, false, 1.0f, "DeepSeek-V2-Lite: softmax, top 6"}, 0x13},
-        {{QT_F32, 100, 77, QT_BF16, 37, 3, 2, true, true, 2.5f, "odd sizes: 77 rows, 37 experts, BF16 router"}, V_ALL},
-        {{QT_Q6_K, 512, 320, QT_Q8_0, 160, 6, 1, false, true, 16.0f, "160 experts, Q8_0 router, softmax"}, V_ALL},
-        {{QT_Q4_0, 800, 256, QT_F16, 8, 2, 1, false, false, 1.0f, "tiny: K = 800, 8 experts, F16 router"}, V_ALL},
+         0x13, NULL},
+        {{QT_Q8_0, 2048, 2048, QT_F32, 64, 6, 1, false, false, 1.0f, "DeepSeek-V2-Lite: softmax, top 6"}, 0x13,
+         "GLMCHAT_MVX_WGS=64 GLMCHAT_MVX_R=1 GLMCHAT_MVX_P=1"},
+        {{QT_F32, 100, 77, QT_BF16, 37, 3, 2, true, true, 2.5f, "odd sizes: 77 rows, 37 experts, BF16 router"}, V_ALL,
+         NULL},
+        {{QT_Q6_K, 512, 320, QT_Q8_0, 160, 6, 1, false, true, 16.0f, "160 experts, Q8_0 router, softmax"}, V_ALL, NULL},
+        {{QT_Q4_0, 800, 256, QT_F16, 8, 2, 1, false, false, 1.0f, "tiny: K = 800, 8 experts, F16 router"}, V_ALL,
+         "GLMCHAT_MVX_WGS=40 GLMCHAT_MVX_R=1 GLMCHAT_MVX_P=1"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ORC = cases[i].c;
-        char name[200];
+        char name[200], full[320];
         snprintf(name, sizeof name, "attn_output + router %s (W_o %s %ux%u, top %u of %u)", ORC.what,
                  tu_type_name(ORC.otype), ORC.OK, ORC.H, ORC.k, ORC.E);
         run_variants(test_out_router, name, cases[i].vars);
+        if (cases[i].extra) {
+            snprintf(full, sizeof full, "%s [%s]", name, cases[i].extra);
+            variant_set(cases[i].extra, true);
+            RUN_NAMED(test_out_router, full);
+            variant_set(cases[i].extra, false);
+        }
     }
 }
 
