@@ -865,7 +865,7 @@ static bool out_router_config(const vk_kb *k, const vk_out_router_args *a, out_r
     /* vec4 groups of router weights a workgroup's rows touch */
     uint32_t ng = m->lrs % 4 == 0 ? m->lrs / 4 : (m->lrs + 2) / 4 + 1;
     m->rt = out_router_team(sg, wgs, ncol, ng, 1);
-    m->st = out_router_team(sg, wgs, ncol, m->x.groups, 16);
+    m->st = out_router_team(sg, wgs, ncol, m->x.groups, 32);
     m->pre = ceil_div(ncol, wgs / m->rt) == 1 && ng <= m->rt;
     m->epl = ceil_div(ne, sg);
     uint64_t shared = 4ull * m->x.ksh + 4 * 64 + 8ull * m->lrs + 4ull * ncol + 64;

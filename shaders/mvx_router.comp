@@ -152,9 +152,9 @@ void main()
         return;
 
     // the last workgroup: each column summed over the workgroups, teams of
-    // ST lanes, lane l taking workgroups l, l + ST, ... in 16 independent
+    // ST lanes, lane l taking workgroups l, l + ST, ... in 32 independent
     // sums (the loads of a batch in flight together), added in a fixed order
-    const uint U = 16u;
+    const uint U = 32u;
     for (uint c0 = 0u; c0 < NE1; c0 += WGS / ST) {
         uint c = c0 + lid / ST, sl = lid % ST;
         float a[U];

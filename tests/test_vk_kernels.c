@@ -700,7 +700,7 @@ static void out_router_cases(void)
         {{QT_Q4_0, 5120, 2048, QT_F32, 64, 4, 2, true, true, 1.8f, "GLM-4.7-Flash: sigmoid + bias, normalized, x1.8"},
          0x13, NULL},
         {{QT_Q8_0, 2048, 2048, QT_F32, 64, 6, 1, false, false, 1.0f, "DeepSeek-V2-Lite: softmax, top 6"}, 0x13,
-         "GLMCHAT_MVX_WGS=64 GLMCHAT_MVX_R=1 GLMCHAT_MVX_P=1"},
+         "GLMCHAT_MVX_WGS=32 GLMCHAT_MVX_R=1 GLMCHAT_MVX_P=1"},
         {{QT_F32, 100, 77, QT_BF16, 37, 3, 2, true, true, 2.5f, "odd sizes: 77 rows, 37 experts, BF16 router"}, V_ALL,
          NULL},
         {{QT_Q6_K, 512, 320, QT_Q8_0, 160, 6, 1, false, true, 16.0f, "160 experts, Q8_0 router, softmax"}, V_ALL, NULL},
