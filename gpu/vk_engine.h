@@ -52,6 +52,7 @@ typedef struct {
 
     /* activations (device), sized for n_batch tokens */
     vk_buf x, qa_raw, kv, q, qa, part, o, h, rlogits, ids, wts, counters, logits;
+    vk_buf rpart;            /* decode: router partials of attn_out_router */
     /* prefill only: normalized inputs, expert hidden states and outputs per
      * (token, slot) pair, the expert work list, attention partials */
     vk_buf xn, qan, hp, yp, part_pf, moe_list, moe_tiles, moe_ind;

@@ -9,18 +9,19 @@
  *   qa = k_b . q_nope per head  ||  kv_store          (cache row, rotated q)
  *   attention partials over chunks of the cache       (indirect grid)
  *   combine + v_b per head
- *   x += attn_output . o
- *   router + top-k  ||  shared expert gate/up + SiLU  (ffn_norm fused)
- *   gate/up + SiLU of the routed experts
+ *   x += attn_output . o; router + top-k of the new x (ffn_norm fused)
+ *   gate/up + SiLU of the routed experts and the shared expert
  *   x += sum_k w_k down_k . h_k + down_s . h_s
  *
  * (GLMCHAT_QBKB_FUSED=1 joins the q_b and k_b steps: one kernel per head
  * with the rotated rope part, kv_store writing only the cache row beside
  * it -- one step less, but slower on the H200, so off by default.)
- * Without q compression (DeepSeek-V2-Lite) q comes from q_a's step and k_b
- * runs beside kv_store; dense layers have gate/up then down.  The
- * position, the token and the chunking live in the params buffer the host
- * writes before each submit. */
+ * With GLMCHAT_ROUTER_FUSED=0 (or operands the fused kernel does not take)
+ * the router is a step of its own after attn_output, with the shared
+ * expert's gate/up beside it (GLMCHAT_SHEXP_EARLY).  Without q compression
+ * (DeepSeek-V2-Lite) q comes from q_a's step and k_b runs beside kv_store;
+ * dense layers have gate/up then down.  The position, the token and the
+ * chunking live in the params buffer the host writes before each submit. */
 #include <string.h>
 
 #include "vk_engine.h"
@@ -42,6 +43,32 @@ static int call(vk_engine *e, vk_rec *r, int rc, const vk_call *k)
         return -1;
     vk_rec_call(r, k);
     return r->status;
+}
+
+/* The router's operands of MoE layer il (token slot 0). */
+static vk_router_args router_args(const vk_engine *e, uint32_t il)
+{
+    const model_config *c = &e->m->cfg;
+    const vk_layer_w *L = &e->w.layers[il];
+    uint32_t K = c->n_expert_used, ids_off = il * e->n_batch * K;
+    return (vk_router_args){.w = &L->router, .x = V(e->x, 0), .norm = L->ffn_norm, .eps = c->rms_eps,
+                            .logits = V(e->rlogits, 0), .ids = V(e->ids, ids_off), .wts = V(e->wts, ids_off),
+                            .bias = L->has_bias ? &L->exp_probs_b : NULL, .counter = V(e->counters, 0),
+                            .n_used = K, .gating = c->gating, .nz = 1, .norm_w = c->expert_weights_norm,
+                            .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale};
+}
+
+/* Whether MoE layer il's router runs inside its attn_output dispatch (one
+ * dependent step less per layer; GLMCHAT_ROUTER_FUSED=0 records the
+ * separate router as before, for A/B runs), with the operands in *a. */
+static bool router_folded(const vk_engine *e, uint32_t il, vk_out_router_args *a)
+{
+    const vk_layer_w *L = &e->w.layers[il];
+    if (!L->is_moe || !vk_env_u32("GLMCHAT_ROUTER_FUSED", 1, 0, 1))
+        return false;
+    *a = (vk_out_router_args){.w = &L->attn_out, .o = V(e->o, 0), .x = V(e->x, 0), .r = router_args(e, il),
+                              .partials = V(e->rpart, 0)};
+    return vk_out_router_folds(&e->kb, a);
 }
 
 /* The attention block of one layer for one token (token slot 0). */
@@ -115,10 +142,15 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     TRY(call(e, r, vk_k_attn_vb(kb, &vb, &k), &k));
     vk_rec_barrier(r);
 
-    /* x += attn_output . o */
-    vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = V(e->x, 0), .nz = 1,
-                     .accumulate = true};
-    TRY(call(e, r, vk_k_mv(kb, &ao, &k), &k));
+    /* x += attn_output . o (and, folded in, the MoE router of the new x) */
+    vk_out_router_args fr;
+    if (router_folded(e, il, &fr)) {
+        TRY(call(e, r, vk_k_out_router(kb, &fr, &k), &k));
+    } else {
+        vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = V(e->x, 0), .nz = 1,
+                         .accumulate = true};
+        TRY(call(e, r, vk_k_mv(kb, &ao, &k), &k));
+    }
     vk_rec_barrier(r);
     return 0;
 }
@@ -146,24 +178,26 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     const vk_layer_w *L = &e->w.layers[il];
     vk_call k;
     uint32_t K = c->n_expert_used, ids_off = il * e->n_batch * K;
-    vk_vec fn = L->ffn_norm, bias = L->exp_probs_b, ids = V(e->ids, ids_off);
-    vk_router_args ra = {.w = &L->router, .x = V(e->x, 0), .norm = fn, .eps = c->rms_eps,
-                         .logits = V(e->rlogits, 0), .ids = ids, .wts = V(e->wts, ids_off),
-                         .bias = L->has_bias ? &bias : NULL, .counter = V(e->counters, 0), .n_used = K,
-                         .gating = c->gating, .nz = 1, .norm_w = c->expert_weights_norm,
-                         .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale};
-    TRY(call(e, r, vk_k_router(&e->kb, &ra, &k), &k));
-    /* The shared expert does not wait for the routing: its gate/up runs
-     * beside the router (whose few bytes leave the memory system idle)
-     * rather than in the routed experts' dispatch (H200, two runs: +1.7 %
-     * and +1.0 % tokens/s; GLMCHAT_SHEXP_EARLY=0 folds it back). */
-    bool early = L->has_shared && vk_env_u32("GLMCHAT_SHEXP_EARLY", 1, 0, 1);
-    if (early) {
-        vk_glu_args gs = {.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = V(e->x, 0),
-                          .norm = &fn, .eps = c->rms_eps, .h = V(e->h, K * e->h_z), .h_z = e->h_z, .nz = 1};
-        TRY(call(e, r, vk_k_glu(&e->kb, &gs, &k), &k));
+    vk_vec fn = L->ffn_norm, ids = V(e->ids, ids_off);
+    /* the router: already run by attn_out_router, or a step of its own */
+    vk_out_router_args fr;
+    bool routed = router_folded(e, il, &fr), early = false;
+    if (!routed) {
+        vk_router_args ra = router_args(e, il);
+        TRY(call(e, r, vk_k_router(&e->kb, &ra, &k), &k));
+        /* The shared expert does not wait for the routing: its gate/up runs
+         * beside the router (whose few bytes leave the memory system idle)
+         * rather than in the routed experts' dispatch (H200, two runs: +1.7 %
+         * and +1.0 % tokens/s; GLMCHAT_SHEXP_EARLY=0 folds it back).  With
+         * the router folded in there is no such step to run beside. */
+        early = L->has_shared && vk_env_u32("GLMCHAT_SHEXP_EARLY", 1, 0, 1);
+        if (early) {
+            vk_glu_args gs = {.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = V(e->x, 0),
+                              .norm = &fn, .eps = c->rms_eps, .h = V(e->h, K * e->h_z), .h_z = e->h_z, .nz = 1};
+            TRY(call(e, r, vk_k_glu(&e->kb, &gs, &k), &k));
+        }
+        vk_rec_barrier(r);
     }
-    vk_rec_barrier(r);
 
     /* the routed experts (with the shared expert in the same dispatch, where
      * it did not run beside the router and the kernel allows) */

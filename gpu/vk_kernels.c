@@ -251,6 +251,18 @@ static int mv_bind(const vk_kb *k, const vk_mv_args *a, vk_call *out)
     return 0;
 }
 
+/* The x-stationary geometry of a matvec over nz matrices (false: mv). */
+static bool mv_x_config(const vk_ctx *c, const vk_tensor *w, uint32_t nz, mvx_cfg *x)
+{
+    return mvx_config(c, w->type, w->Kp, w->N, nz, 1, (uint64_t)w->N * nz <= 8192 ? 512 : 256, x);
+}
+
+bool vk_mv_stationary(const vk_ctx *c, const vk_tensor *w, uint32_t nz)
+{
+    mvx_cfg x;
+    return mv_x_config(c, w, nz ? nz : 1, &x);
+}
+
 int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
 {
     const vk_tensor *w = a->w;
@@ -258,7 +270,7 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
     memset(out, 0, sizeof *out);
     out->name = a->name;
     uint32_t nz = a->nz ? a->nz : 1;
-    if (mvx_config(k->c, w->type, w->Kp, w->N, nz, 1, (uint64_t)w->N * nz <= 8192 ? 512 : 256, &x)) {
+    if (mv_x_config(k->c, w, nz, &x)) {
         uint32_t spec[12] = {0};
         mvx_spec(k, &x, w->type, spec);
         spec[6] = a->norm ? 1 : 0;
@@ -293,7 +305,16 @@ static bool glu_x_config(const vk_kb *k, const vk_glu_args *a, mvx_cfg *x)
                gs->N != us->N || gs->K != g->K))
         return false;
     uint32_t rows = gs && gs->N > g->N ? gs->N : g->N;
-    return mvx_config(k->c, g->type, g->Kp, rows, (a->nz ? a->nz : 1) + (gs ? 1 : 0), 2, 256, x);
+    if (!mvx_config(k->c, g->type, g->Kp, rows, (a->nz ? a->nz : 1) + (gs ? 1 : 0), 2, 256, x))
+        return false;
+    /* GLMCHAT_GLU_P: passes per workgroup of the gate/up alone (tuning:
+     * fewer, longer workgroups so the grid fits the GPU in one wave) */
+    uint32_t p = env_u32("GLMCHAT_GLU_P", 0, 0, 16);
+    if (p && (x->wgs / x->team) * x->r * p <= rows) {
+        x->passes = p;
+        x->groups = ceil_div(rows, (x->wgs / x->team) * x->r * p);
+    }
+    return true;
 }
 
 bool vk_glu_folds(const vk_kb *k, const vk_glu_args *a)
@@ -996,6 +1017,126 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;
     out->bytes = w->src_bytes * out->groups[1];
+    return 0;
+}
+
+/* ---- attn_output with the router folded in (shaders/mvx_router.comp) -------------------
+ * The matvec keeps attn_output's own geometry (vk_k_mv's), so the fused
+ * step is that matvec plus an epilogue.  The epilogue's teams: RT lanes per
+ * column of the workgroup's shares, ST per column of the last workgroup's
+ * sums, each the power of two <= the subgroup size that needs the fewest
+ * dependent rounds of loads (ties: the smaller team, fewer shuffles).
+ * Where one round covers every column with at most one vec4 of router
+ * weights per lane (GLM-4.7-Flash: 16 rows, 65 columns, 512 threads), the
+ * lanes load those weights before the matvec (PRE). */
+typedef struct {
+    mvx_cfg x;
+    uint32_t lrs, rt, st, epl, pre;
+} out_router_cfg;
+
+static uint32_t out_router_team(uint32_t sg, uint32_t wgs, uint32_t ncol, uint32_t items, uint32_t per_batch)
+{
+    uint32_t best = UINT32_MAX, team = 1;
+    for (uint32_t t = 1; t <= sg; t *= 2) {
+        uint32_t cost = ceil_div(ncol, wgs / t) * ceil_div(items, (uint64_t)t * per_batch);
+        if (cost < best) {
+            best = cost;
+            team = t;
+        }
+    }
+    return team;
+}
+
+static bool out_router_config(const vk_kb *k, const vk_out_router_args *a, out_router_cfg *m)
+{
+    const vk_tensor *w = a->w, *rw = a->r.w;
+    const vk_ctx *c = k->c;
+    uint32_t ne = rw->N, sg = c->subgroup;
+    memset(m, 0, sizeof *m);
+    if (!vk_qlayout_of(rw->type, NULL) || rw->K != w->N || w->n_mat > 1 || rw->n_mat > 1 || ne == 0 || ne > 512 ||
+        a->r.n_used == 0 || a->r.n_used > ne || a->r.n_used > 32 || a->r.n_used > sg || !mv_x_config(c, w, 1, &m->x))
+        return false;
+    uint32_t wgs = m->x.wgs, ncol = ne + 1;
+    m->lrs = wgs / m->x.team * m->x.r * m->x.passes;
+    /* vec4 groups of router weights a workgroup's rows touch */
+    uint32_t ng = m->lrs % 4 == 0 ? m->lrs / 4 : (m->lrs + 2) / 4 + 1;
+    m->rt = out_router_team(sg, wgs, ncol, ng, 1);
+    m->st = out_router_team(sg, wgs, ncol, m->x.groups, 32);
+    m->pre = ceil_div(ncol, wgs / m->rt) == 1 && ng <= m->rt;
+    m->epl = ceil_div(ne, sg);
+    uint64_t shared = 4ull * m->x.ksh + 4 * 64 + 8ull * m->lrs + 4ull * ncol + 64;
+    return shared <= c->shared_bytes;
+}
+
+bool vk_out_router_folds(const vk_kb *k, const vk_out_router_args *a)
+{
+    out_router_cfg m;
+    return out_router_config(k, a, &m);
+}
+
+int vk_k_out_router(const vk_kb *k, const vk_out_router_args *a, vk_call *out)
+{
+    const vk_tensor *w = a->w, *rw = a->r.w;
+    const vk_router_args *r = &a->r;
+    out_router_cfg m;
+    memset(out, 0, sizeof *out);
+    out->name = "attn_out_router";
+    if (!out_router_config(k, a, &m))
+        return err_set(k->err, "attn_out_router: these operands need the separate router (vk_out_router_folds)");
+    if (r->ids.off != r->wts.off)
+        return err_set(k->err, "attn_out_router: ids and weights must share their offset");
+    if (r->counter.off != 0)
+        return err_set(k->err, "attn_out_router: the counter must start its buffer");
+    uint64_t need = (uint64_t)m.x.groups * (rw->N + 1), have = a->partials.b.size / 4;
+    if (have < a->partials.off || have - a->partials.off < need)
+        return err_set(k->err, "attn_out_router: the partials need %llu floats", (unsigned long long)need);
+    uint32_t spec[16] = {0};
+    mvx_spec(k, &m.x, w->type, spec);
+    spec[6] = rw->type;
+    spec[7] = m.epl;
+    spec[9] = m.lrs;
+    spec[12] = m.rt;
+    spec[13] = m.st;
+    spec[14] = rw->N + 1;
+    spec[15] = m.pre;
+    out->pipe = pipe(k, "mvx_router", spec, 16);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = w->buf;
+    out->w[1] = rw->buf;
+    out->b[0] = a->o.b;
+    out->b[1] = a->partials.b;
+    out->b[2] = r->norm.b;
+    out->b[3] = r->ids.b;
+    out->b[4] = r->wts.b;
+    if (r->bias)
+        out->b[5] = r->bias->b;
+    out->b[6] = r->counter.b;
+    out->b[7] = a->x.b;
+    uint32_t *p = out->push;
+    p[0] = w->K;
+    p[1] = w->Kp;
+    p[2] = w->N;
+    p[3] = (uint32_t)w->head_off;
+    p[4] = a->o.off;
+    p[5] = a->x.off;
+    p[6] = rw->N;
+    p[7] = rw->bpr;
+    p[8] = (uint32_t)rw->head_off;
+    p[9] = r->norm.off;
+    p[10] = f2u(r->eps);
+    p[11] = r->n_used;
+    p[12] = r->gating;
+    p[13] = r->bias ? 1 : 0;
+    p[14] = r->norm_w ? 1 : 0;
+    p[15] = f2u(r->scale);
+    p[16] = r->ids.off;
+    p[17] = r->bias ? r->bias->off : 0;
+    p[18] = a->partials.off;
+    out->npush = 19;
+    out->groups[0] = m.x.groups;
+    out->groups[1] = out->groups[2] = 1;
+    out->bytes = w->src_bytes + rw->src_bytes + 4ull * (w->K + 2ull * w->N);
     return 0;
 }
 

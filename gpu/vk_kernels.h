@@ -233,6 +233,26 @@ typedef struct {
 } vk_router_args;
 int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out);
 
+/* Decode, one token: x += W_o . o (attn_output) and then the router of the
+ * new x (r's meaning, r.w's width = W_o's rows) in one dispatch.  Each
+ * workgroup writes its rows' shares of the router dot products and of
+ * sum x^2 to `partials`; the last one sums them in a fixed order and picks
+ * the experts.  r.x, r.x_z, r.logits, r.nz and r.params are not used
+ * (one token; the input is the new x).  partials: at most
+ * n_embd * (n_expert + 1) floats (a workgroup has at least one row). */
+typedef struct {
+    const vk_tensor *w;         /* attn_output (n_head * v_head -> n_embd) */
+    vk_vec o;                   /* its input */
+    vk_vec x;                   /* the residual stream, accumulated into */
+    vk_router_args r;
+    vk_vec partials;
+} vk_out_router_args;
+/* Whether the fused kernel takes these operands (else: vk_k_mv + vk_k_router). */
+bool vk_out_router_folds(const vk_kb *k, const vk_out_router_args *a);
+int vk_k_out_router(const vk_kb *k, const vk_out_router_args *a, vk_call *out);
+/* Whether vk_k_mv runs the x-stationary kernel (mvx) for w and nz matrices. */
+bool vk_mv_stationary(const vk_ctx *c, const vk_tensor *w, uint32_t nz);
+
 typedef struct {
     const vk_tensor *w;         /* token_embd (n_embd x n_vocab) */
     vk_vec tokens;              /* int ids */

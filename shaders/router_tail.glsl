@@ -1,13 +1,14 @@
-// router_tail.glsl: the end of the router kernels (router, routerx).  Once
-// a workgroup has written its logits, it counts itself in; the last one to
-// finish turns the logits into probabilities (sigmoid or softmax), picks the
-// top n_used of prob + bias (the bias only selects; ties to the lower expert
-// id), normalizes and scales the chosen probabilities, and writes expert
-// ids and weights for the expert kernels -- in its first subgroup alone (no
-// barriers; lane l holds experts l, l + SG, ...).  The counter is reset for
-// the next use.  The including shader declares pc (N, n_used, gating,
-// has_bias, bias_off, norm_w, scale, out_off) and the spec constant EPL
-// (experts per lane, N / subgroup size rounded up).
+// router_tail.glsl: the end of the router kernels (router, routerx,
+// mvx_router).  Once a workgroup has written its logits (or partial sums),
+// it counts itself in (router_count_in); the last one to finish turns the
+// logits into probabilities (sigmoid or softmax), picks the top n_used of
+// prob + bias (the bias only selects; ties to the lower expert id),
+// normalizes and scales the chosen probabilities, and writes expert ids and
+// weights for the expert kernels -- in its first subgroup alone
+// (router_pick: no barriers; lane l holds experts l, l + SG, ...).  The
+// counter is reset for the next use.  The including shader declares pc (N,
+// n_used, gating, has_bias, bias_off, norm_w, scale, out_off) and the spec
+// constant EPL (experts per lane, N / subgroup size rounded up).
 
 layout(set = 0, binding = 2) coherent buffer LBuf { float logit[]; } L;
 layout(set = 0, binding = 4) writeonly buffer IdBuf { int ids[]; } ID;
@@ -17,28 +18,31 @@ layout(set = 0, binding = 7) coherent buffer CBuf { uint count[]; } CNT;
 
 shared bool s_last;
 
-// z: the token; lb: its logits' offset.  Call from uniform control flow.
-void router_tail(uint z, uint lb)
+// Publishes this workgroup's writes to L, then counts it in; true in every
+// invocation of the workgroup that finished last (of gl_NumWorkGroups.x for
+// token z), after its acquire of the others' writes.  Call from uniform
+// control flow.
+bool router_count_in(uint z)
 {
-    // Publish the logits, then count this workgroup in.
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationIndex == 0u)
         s_last = atomicAdd(CNT.count[z], 1u) == gl_NumWorkGroups.x - 1u;
     barrier();
-    if (!s_last || gl_SubgroupID != 0u)
-        return;
-    memoryBarrierBuffer();
+    if (s_last)
+        memoryBarrierBuffer();
+    return s_last;
+}
 
-    // The tail, in one subgroup: lane l holds experts l, l + SG, ...
+// The choice of token z from its logits (lane l holds experts l, l + SG,
+// ...; -inf past N), in the first subgroup of the last workgroup.
+void router_pick(uint z, float prob[EPL])
+{
     uint sl = gl_SubgroupInvocationID, ss = gl_SubgroupSize;
-    float prob[EPL], score[EPL];
+    float score[EPL];
     float mx = -1.0 / 0.0;
-    for (uint i = 0u; i < EPL; i++) {
-        uint e = sl + i * ss;
-        prob[i] = e < pc.N ? L.logit[lb + e] : -1.0 / 0.0;
+    for (uint i = 0u; i < EPL; i++)
         mx = max(mx, prob[i]);
-    }
     mx = subgroupMax(mx);
     float se = 0.0;
     for (uint i = 0u; i < EPL; i++) {
@@ -93,4 +97,18 @@ void router_tail(uint z, uint lb)
     }
     if (sl == 0u)
         CNT.count[z] = 0u;
+}
+
+// z: the token; lb: its logits' offset in L.  Call from uniform control flow.
+void router_tail(uint z, uint lb)
+{
+    if (!router_count_in(z) || gl_SubgroupID != 0u)
+        return;
+    uint sl = gl_SubgroupInvocationID, ss = gl_SubgroupSize;
+    float prob[EPL];
+    for (uint i = 0u; i < EPL; i++) {
+        uint e = sl + i * ss;
+        prob[i] = e < pc.N ? L.logit[lb + e] : -1.0 / 0.0;
+    }
+    router_pick(z, prob);
 }

@@ -95,6 +95,18 @@ for dir in "$ROOT"/*/; do
     else
         fail "vulkan $name: prompt in chunks of 4" "${out:-$(head -c 300 "$TMP/err")}"
     fi
+    # one token per call runs the decode graph: with the router folded into
+    # attn_output (the default) and as a step of its own, both within F32's 1e-4
+    for fused in 1 0; do
+        if GLMCHAT_ROUTER_FUSED=$fused $GLMCHAT logits -m "$f32" $VK --kv-type f32 -b 1 --tokens "$tokens" \
+               -o "$TMP/b1.bin" 2>"$TMP/err" &&
+            out=$($CMP --vocab "$vocab" --max-rel-l2 1e-4 --min-argmax "$n_tok" "$TMP/b1.bin" \
+                  "$dir/logits.ref_f64.f32.bin"); then
+            ok "vulkan $name: decode graph (GLMCHAT_ROUTER_FUSED=$fused) vs f64 reference ($out)"
+        else
+            fail "vulkan $name: decode graph (GLMCHAT_ROUTER_FUSED=$fused)" "${out:-$(head -c 300 "$TMP/err")}"
+        fi
+    done
     # f16 KV cache: within 2e-3 of the f32 cache (f16 rounding of the latents)
     if $GLMCHAT logits -m "$f32" $VK --kv-type f16 --tokens "$tokens" -o "$TMP/f16.bin" 2>"$TMP/err" &&
         out=$($CMP --vocab "$vocab" --max-rel-l2 2e-3 "$TMP/f16.bin" "$TMP/$name.f32.bin"); then

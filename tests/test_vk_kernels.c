@@ -267,6 +267,16 @@ static uint8_t *rand_tensor(uint32_t type, uint32_t K, uint32_t N, uint32_t nmat
         tu_put16(w + 2 * i, tu_f2h(tu_h2f(tu_get16(w + 2 * i)) * W_SCALE));
     for (uint64_t i = 0; W_SCALE != 1.0f && type == QT_F32 && i < n; i++)
         ((float *)w)[i] *= W_SCALE;
+    for (uint64_t i = 0; W_SCALE != 1.0f && type == QT_BF16 && i < n; i++) {
+        float f = tu_bf2f(tu_get16(w + 2 * i)) * W_SCALE; /* truncated back: any bf16 is valid data */
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        tu_put16(w + 2 * i, (uint16_t)(u >> 16));
+    }
+    /* Q8_0 / Q4_0: the block scale (first half of each 34 / 18-byte block) */
+    for (uint64_t b = 0, bb = type == QT_Q8_0 ? 34 : 18;
+         W_SCALE != 1.0f && (type == QT_Q8_0 || type == QT_Q4_0) && b < n / 32; b++)
+        tu_put16(w + b * bb, tu_f2h(tu_h2f(tu_get16(w + b * bb)) * W_SCALE));
     if (tu_tensor(type, K, N, nmat, w, t))
         memset(t, 0, sizeof *t);
     return w;
@@ -530,6 +540,188 @@ static void router_cases(void)
         char name[160];
         snprintf(name, sizeof name, "router %s (H=%u, top %u of %u)", RC.what, RC.H, RC.k, RC.E);
         run_variants(test_router, name, i == 0 ? V_LONG : V_ALL);
+    }
+}
+
+/* ---- attn_output with the router folded in ------------------------------------------- */
+
+typedef struct {
+    uint32_t otype, OK, H;   /* attn_output: type, input width, rows (= n_embd, the router's width) */
+    uint32_t rtype, E, k, gating;
+    bool bias, norm_w;
+    float scale;
+    const char *what;
+} out_router_case;
+static out_router_case ORC;
+
+/* Scores closer than this may come out in either order: the GPU's logits
+ * carry ~1e-7 of sum|w x| of fp32 rounding (the data keeps logits O(1):
+ * ~1e-6 absolute at H = 2048), sigmoid's slope is <= 1/4 and softmax's
+ * probabilities move by at most ~2x the logit error, so two scores within
+ * 1e-5 can legitimately swap; anything further apart cannot. */
+static const double SEL_EPS = 1e-5;
+
+/* Checks the kernel's outputs (new x gx, ids gi, weights gw) against float64. */
+static void out_router_verify(const out_router_case *c, const uint8_t *w_o, const uint8_t *w_r, const float *o,
+                              const float *x0, const float *nw, const float *bias, const float *gx, const int32_t *gi,
+                              const float *gw)
+{
+    /* x_new = x + W_o . o: the matvec's tolerance (see the top of the file) */
+    double *ry = malloc(c->H * sizeof *ry), *mag = malloc(c->H * sizeof *mag);
+    ref_dot_rows(c->otype, w_o, c->OK, c->H, o, ry, mag);
+    uint32_t bad = 0;
+    for (uint32_t r = 0; r < c->H; r++) {
+        double want = x0[r] + ry[r], tol = chain_bound(c->otype, c->OK) * (mag[r] + fabs(want)) + 1e-30;
+        if (!(fabs(gx[r] - want) <= tol) && bad++ < 3)
+            printf("#   row %u: gpu %.9g ref %.9g (tol %.3g)\n", r, gx[r], want, tol);
+    }
+    CHECK(bad == 0, "%u of %u rows of x outside tolerance", bad, c->H);
+
+    /* the router of the x the kernel wrote (what a separate router would read), in float64 */
+    double ss = 0, *lg = malloc(c->E * sizeof *lg), *p = malloc(c->E * sizeof *p), *sc = malloc(c->E * sizeof *sc);
+    float *row = malloc(4ull * c->H);
+    for (uint32_t j = 0; j < c->H; j++)
+        ss += (double)gx[j] * gx[j];
+    double rs = 1.0 / sqrt(ss / c->H + 1e-5f), mx = -INFINITY, se = 0;
+    for (uint32_t e = 0; e < c->E; e++) {
+        tu_dequant(c->rtype, w_r + tu_row_bytes(c->rtype, c->H) * e, row, c->H);
+        double d = 0;
+        for (uint32_t j = 0; j < c->H; j++)
+            d += (double)row[j] * ((double)gx[j] * nw[j]);
+        lg[e] = d * rs;
+        mx = fmax(mx, lg[e]);
+    }
+    for (uint32_t e = 0; e < c->E; e++) {
+        p[e] = c->gating == 2 ? 1 / (1 + exp(-lg[e])) : exp(lg[e] - mx);
+        se += p[e];
+    }
+    for (uint32_t e = 0; e < c->E; e++) {
+        if (c->gating != 2)
+            p[e] /= se;
+        sc[e] = p[e] + (c->bias ? bias[e] : 0);
+    }
+    /* each slot: the GPU's expert is the best one left, or within SEL_EPS of it */
+    double sum = 0;
+    uint32_t swaps = 0;
+    bool ids_ok = true;
+    for (uint32_t k = 0; k < c->k && ids_ok; k++) {
+        uint32_t b = 0;
+        for (uint32_t e = 1; e < c->E; e++)
+            if (sc[e] > sc[b])
+                b = e;
+        int32_t g = gi[k];
+        ids_ok = g >= 0 && (uint32_t)g < c->E && sc[g] != -INFINITY && sc[g] >= sc[b] - SEL_EPS;
+        CHECK(ids_ok, "slot %u: expert %d, the best left is %u (score %.9g)", k, g, b, sc[b]);
+        if (!ids_ok)
+            break;
+        swaps += (uint32_t)g != b;
+        sum += p[g];
+        sc[g] = -INFINITY;
+    }
+    if (swaps)
+        printf("#   %u near-tied slot(s) in the other order\n", swaps);
+    for (uint32_t k = 0; k < c->k && ids_ok; k++) {
+        double wv = p[gi[k]] / (c->norm_w ? fmax(sum, 6.103515625e-5) : 1.0) * c->scale;
+        /* probabilities from float logits: ~1e-6 relative (see SEL_EPS), 10x headroom */
+        CHECK(fabs(gw[k] - wv) <= 1e-5 * fabs(wv) + 1e-7, "slot %u (expert %d): weight %.9g, want %.9g", k, gi[k],
+              gw[k], wv);
+    }
+    free(ry), free(mag), free(lg), free(p), free(sc), free(row);
+}
+
+static void test_out_router(void)
+{
+    const out_router_case *c = &ORC;
+    vk_tensor wo, wr;
+    uint8_t *w_o = rand_tensor(c->otype, c->OK, c->H, 1, &wo);
+    /* router values ~1/sqrt(H) (Q8_0's values are ~4x its scales' range):
+     * logits of a few units, as in trained models, no saturation ties */
+    W_SCALE = (c->rtype == QT_Q8_0 ? 0.25f : 1.0f) / sqrtf((float)c->H);
+    uint8_t *w_r = rand_tensor(c->rtype, c->H, c->E, 1, &wr);
+    W_SCALE = 1.0f;
+    float *o = random_vec(c->OK, 1.0f), *x0 = random_vec(c->H, 1.0f), *nw = norm_weights(c->H);
+    float *bias = random_vec(c->E, 0.1f), *gx = malloc(4ull * c->H), gw[32];
+    int32_t gi[32];
+    /* x at offset 8 with NaN poison around it (tu_host fills NaN) */
+    vk_buf bo = host_copy(o, c->OK), bx = tu_host(c->H + 16), bn = host_copy(nw, c->H), bb = host_copy(bias, c->E);
+    vk_buf bi = tu_host(c->k), bw = tu_host(c->k), bc = tu_host(4), bp = tu_host((uint64_t)c->H * (c->E + 1));
+    memcpy(bx.map + 32, x0, 4ull * c->H);
+    memset(bc.map, 0, 16);
+    vk_vec bv = {bb, 0};
+    vk_out_router_args a = {
+        .w = &wo, .o = {bo, 0}, .x = {bx, 8}, .partials = {bp, 0},
+        .r = {.w = &wr, .norm = {bn, 0}, .eps = 1e-5f, .ids = {bi, 0}, .wts = {bw, 0}, .bias = c->bias ? &bv : NULL,
+              .counter = {bc, 0}, .n_used = c->k, .gating = c->gating, .nz = 1, .norm_w = c->norm_w,
+              .scale = c->scale == 1.0f ? 0.0f : c->scale}};
+    bool folds = vk_out_router_folds(&KB, &a), stationary = vk_mv_stationary(&G.c, &wo, 1);
+    /* the fused kernel takes every geometry attn_output's mvx takes (the router always fits here) */
+    CHECK(folds == stationary, "folds %d, attn_output x-stationary %d", folds, stationary);
+    vk_call call;
+    if (!folds) {
+        CHECK(vk_k_out_router(&KB, &a, &call) < 0, "built a kernel it said it cannot");
+        printf("# %s: attn_output takes the mv kernel here: the router stays separate\n", c->what);
+    } else if (vk_k_out_router(&KB, &a, &call) != 0) {
+        CHECK(false, "build: %.200s", KERR.msg);
+    } else if (tu_run(&call, 1, NULL) != 0) {
+        CHECK(false, "run");
+    } else {
+        memcpy(gx, bx.map + 32, 4ull * c->H);
+        memcpy(gi, bi.map, 4ull * c->k);
+        memcpy(gw, bw.map, 4ull * c->k);
+        /* again from the same x: the counter was reset, and the result is bit for bit the same */
+        memcpy(bx.map + 32, x0, 4ull * c->H);
+        memset(bi.map, 0xff, 4ull * c->k);
+        CHECK(tu_run(&call, 1, NULL) == 0, "run 2");
+        CHECK(memcmp(gx, bx.map + 32, 4ull * c->H) == 0 && memcmp(gi, bi.map, 4ull * c->k) == 0 &&
+                  memcmp(gw, bw.map, 4ull * c->k) == 0,
+              "the second run differs");
+        const float *px = (const float *)bx.map;
+        for (uint32_t i = 0; i < 8; i++)
+            CHECK(isnan(px[i]) && isnan(px[8 + c->H + i]), "x written outside its rows");
+        out_router_verify(c, w_o, w_r, o, x0, nw, bias, gx, gi, gw);
+    }
+    free(w_o), free(w_r), free(o), free(x0), free(nw), free(bias), free(gx);
+    tu_reset_buffers();
+}
+
+/* Variants: the defaults, long rows (J=32) and the mv fallback for all;
+ * the other matvec geometries only where lavapipe compiles them fast (F32:
+ * the matvec part is mvx's, tested above).  Besides these, a case may run
+ * one geometry of its own that reaches a path the defaults do not on
+ * lavapipe: many small workgroups (the last workgroup's sums in several
+ * rounds and batches), or a workgroup of 10 rows (row ranges off a
+ * multiple of 4) with its router weights loaded before the matvec (as
+ * GLM-4.7-Flash on a 32-wide GPU). */
+static void out_router_cases(void)
+{
+    static const struct {
+        out_router_case c;
+        int vars;
+        const char *extra;
+    } cases[] = {
+        /* long rows: lavapipe's 8-wide subgroups reach them with GLMCHAT_MVX_J=32 */
+        {{QT_Q4_0, 5120, 2048, QT_F32, 64, 4, 2, true, true, 1.8f, "GLM-4.7-Flash: sigmoid + bias, normalized, x1.8"},
+         0x13, NULL},
+        {{QT_Q8_0, 2048, 2048, QT_F32, 64, 6, 1, false, false, 1.0f, "DeepSeek-V2-Lite: softmax, top 6"}, 0x13,
+         "GLMCHAT_MVX_WGS=32 GLMCHAT_MVX_R=1 GLMCHAT_MVX_P=1"},
+        {{QT_F32, 100, 77, QT_BF16, 37, 3, 2, true, true, 2.5f, "odd sizes: 77 rows, 37 experts, BF16 router"}, V_ALL,
+         NULL},
+        {{QT_Q6_K, 512, 320, QT_Q8_0, 160, 6, 1, false, true, 16.0f, "160 experts, Q8_0 router, softmax"}, 0x13, NULL},
+        {{QT_Q4_0, 800, 256, QT_F16, 8, 2, 1, false, false, 1.0f, "tiny: K = 800, 8 experts, F16 router"}, 0x13,
+         "GLMCHAT_MVX_WGS=40 GLMCHAT_MVX_R=1 GLMCHAT_MVX_P=1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ORC = cases[i].c;
+        char name[200], full[320];
+        snprintf(name, sizeof name, "attn_output + router %s (W_o %s %ux%u, top %u of %u)", ORC.what,
+                 tu_type_name(ORC.otype), ORC.OK, ORC.H, ORC.k, ORC.E);
+        run_variants(test_out_router, name, cases[i].vars);
+        if (cases[i].extra) {
+            snprintf(full, sizeof full, "%s [%s]", name, cases[i].extra);
+            variant_set(cases[i].extra, true);
+            RUN_NAMED(test_out_router, full);
+            variant_set(cases[i].extra, false);
+        }
     }
 }
 
@@ -1590,6 +1782,7 @@ int main(void)
     mv_cases();
     moe_cases();
     router_cases();
+    out_router_cases();
     attn_cases();
     qbkb_cases();
     embed_cases();
