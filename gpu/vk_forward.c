@@ -9,16 +9,19 @@
  *   qa = k_b . q_nope per head  ||  kv_store          (cache row, rotated q)
  *   attention partials over chunks of the cache       (indirect grid)
  *   combine + v_b per head
- *   x += attn_output . o; router + top-k of the new x (ffn_norm fused)
- *   gate/up + SiLU of the routed experts and the shared expert
+ *   x += attn_output . o
+ *   router + top-k  ||  shared expert gate/up + SiLU  (ffn_norm fused)
+ *   gate/up + SiLU of the routed experts
  *   x += sum_k w_k down_k . h_k + down_s . h_s
  *
  * (GLMCHAT_QBKB_FUSED=1 joins the q_b and k_b steps: one kernel per head
  * with the rotated rope part, kv_store writing only the cache row beside
  * it -- one step less, but slower on the H200, so off by default.)
- * With GLMCHAT_ROUTER_FUSED=0 (or operands the fused kernel does not take)
- * the router is a step of its own after attn_output, with the shared
- * expert's gate/up beside it (GLMCHAT_SHEXP_EARLY).  Without q compression
+ * GLMCHAT_ROUTER_FUSED=1 runs the router inside the attn_output dispatch
+ * (its last workgroup picks the experts) and the shared expert's gate/up in
+ * the routed experts' dispatch: one step less, but on the H200 no faster
+ * at depth 0 and slower at depth 4096 (gpu/PERF.md run 14a), so off by
+ * default.  Without q compression
  * (DeepSeek-V2-Lite) q comes from q_a's step and k_b runs beside kv_store;
  * dense layers have gate/up then down.  The position, the token and the
  * chunking live in the params buffer the host writes before each submit. */
@@ -59,12 +62,12 @@ static vk_router_args router_args(const vk_engine *e, uint32_t il)
 }
 
 /* Whether MoE layer il's router runs inside its attn_output dispatch (one
- * dependent step less per layer; GLMCHAT_ROUTER_FUSED=0 records the
- * separate router as before, for A/B runs), with the operands in *a. */
+ * dependent step less per layer; GLMCHAT_ROUTER_FUSED=1 -- measured no
+ * gain, see the top of the file), with the operands in *a. */
 static bool router_folded(const vk_engine *e, uint32_t il, vk_out_router_args *a)
 {
     const vk_layer_w *L = &e->w.layers[il];
-    if (!L->is_moe || !vk_env_u32("GLMCHAT_ROUTER_FUSED", 1, 0, 1))
+    if (!L->is_moe || !vk_env_u32("GLMCHAT_ROUTER_FUSED", 0, 0, 1))
         return false;
     *a = (vk_out_router_args){.w = &L->attn_out, .o = V(e->o, 0), .x = V(e->x, 0), .r = router_args(e, il),
                               .partials = V(e->rpart, 0)};
