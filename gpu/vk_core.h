@@ -45,6 +45,9 @@ typedef struct {
     uint32_t subgroup;         /* the size kernels are specialized for */
     bool size_control;         /* pipelines pin subgroup size + full subgroups */
     bool coopmat;              /* VK_NV_cooperative_matrix fp16 16x16x16 enabled */
+    bool pipe_stats;           /* GLMCHAT_PIPE_STATS=1 and the device has
+                                  VK_KHR_pipeline_executable_properties:
+                                  pipelines keep the compiler's statistics */
     uint64_t max_alloc;        /* maxMemoryAllocationSize */
     uint64_t max_range;        /* maxStorageBufferRange */
     uint64_t align;            /* minStorageBufferOffsetAlignment (>= 16) */
@@ -154,6 +157,10 @@ typedef struct {
  * and cached. */
 VkPipeline vk_pipe_get(vk_ctx *c, vk_pipes *p, const char *shader, const uint32_t *spec, uint32_t nspec, err_t *err);
 void vk_pipes_free(vk_ctx *c, vk_pipes *p);
+/* The compiler's statistics of a pipeline ("name=value ..."; registers,
+ * shared memory, spills where the driver reports them) into buf, when
+ * c->pipe_stats; otherwise an empty string.  For tuning tools. */
+void vk_pipe_stats(const vk_ctx *c, VkPipeline pipe, char *buf, size_t n);
 
 /* ---- recorded programs ------------------------------------------------------ */
 

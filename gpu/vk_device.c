@@ -379,8 +379,12 @@ static int pick_device(vk_ctx *c, int device_index, dev_caps *caps, err_t *err)
 
 static int make_device(vk_ctx *c, const dev_caps *caps, err_t *err)
 {
-    const char *exts[4];
+    const char *exts[5];
     uint32_t n_ext = 0;
+    const char *ps = getenv("GLMCHAT_PIPE_STATS");
+    bool stats = ps && strcmp(ps, "1") == 0 && has_ext(c->pdev, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    if (stats)
+        exts[n_ext++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
     bool sc = caps->size_control_ext || caps->size_control_core;
     if (caps->size_control_ext && !caps->size_control_core)
         exts[n_ext++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
@@ -399,7 +403,14 @@ static int make_device(vk_ctx *c, const dev_caps *caps, err_t *err)
                                                     .vulkanMemoryModel = VK_TRUE};
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cmf = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
                                                        .cooperativeMatrix = VK_TRUE};
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pef = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+        .pipelineExecutableInfo = VK_TRUE};
     void *chain = NULL;
+    if (stats) {
+        pef.pNext = chain;
+        chain = &pef;
+    }
     if (sc) {
         scf.pNext = chain;
         chain = &scf;
@@ -430,6 +441,7 @@ static int make_device(vk_ctx *c, const dev_caps *caps, err_t *err)
         return vk_fail(c, err, r, "vkCreateDevice");
     c->size_control = sc;
     c->coopmat = caps->info.coopmat;
+    c->pipe_stats = stats;
     c->queue_family = caps->family;
     vkGetDeviceQueue(c->dev, caps->family, 0, &c->queue);
     return 0;

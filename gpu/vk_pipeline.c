@@ -12,6 +12,41 @@
 
 /* ---- pipelines --------------------------------------------------------------- */
 
+void vk_pipe_stats(const vk_ctx *c, VkPipeline pipe, char *buf, size_t n)
+{
+    if (n)
+        buf[0] = 0;
+    if (!c->pipe_stats || n == 0)
+        return;
+    PFN_vkGetPipelineExecutableStatisticsKHR get =
+        (PFN_vkGetPipelineExecutableStatisticsKHR)vkGetDeviceProcAddr(c->dev, "vkGetPipelineExecutableStatisticsKHR");
+    if (!get)
+        return;
+    VkPipelineExecutableInfoKHR ei = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+                                      .pipeline = pipe, .executableIndex = 0};
+    VkPipelineExecutableStatisticKHR st[32];
+    uint32_t ns = 32;
+    for (uint32_t i = 0; i < ns; i++)
+        st[i] = (VkPipelineExecutableStatisticKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+    VkResult r = get(c->dev, &ei, &ns, st);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+        return;
+    size_t at = 0;
+    for (uint32_t i = 0; i < ns && at + 1 < n; i++) {
+        int w = 0;
+        if (st[i].format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR)
+            w = snprintf(buf + at, n - at, "%s%s=%llu", at ? " " : "", st[i].name,
+                         (unsigned long long)st[i].value.u64);
+        else if (st[i].format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR)
+            w = snprintf(buf + at, n - at, "%s%s=%lld", at ? " " : "", st[i].name, (long long)st[i].value.i64);
+        else if (st[i].format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR)
+            w = snprintf(buf + at, n - at, "%s%s=%g", at ? " " : "", st[i].name, st[i].value.f64);
+        if (w < 0 || (size_t)w >= n - at)
+            break;
+        at += (size_t)w;
+    }
+}
+
 VkPipeline vk_pipe_get(vk_ctx *c, vk_pipes *p, const char *shader, const uint32_t *spec, uint32_t nspec, err_t *err)
 {
     if (nspec > VKC_MAX_SPEC) {
@@ -58,6 +93,7 @@ VkPipeline vk_pipe_get(vk_ctx *c, vk_pipes *p, const char *shader, const uint32_
     bool pin = c->size_control && nspec > 0 && spec[0] % c->subgroup == 0;
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .flags = c->pipe_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
                   .pNext = pin ? &rs : NULL,
                   .flags = pin ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT : 0,

@@ -272,11 +272,21 @@ static bool build_case(const mcase *m, built *b)
     return true;
 }
 
+/* The compiler's statistics of a call's pipeline (GLMCHAT_PIPE_STATS=1). */
+static void print_stats(const vk_call *c)
+{
+    char st[1024];
+    vk_pipe_stats(&G.c, c->pipe, st, sizeof st);
+    if (st[0])
+        printf("    stats: %s\n", st);
+}
+
 static void report(const mcase *m, const built *b, double us)
 {
     const vk_call *c = b->c;
     printf("%-34s %8.2f MB %9.2f us %7.0f GB/s  (%u x %u groups, %u copies, %s push %u)\n", m->name, b->mb, us,
            b->mb * 1e3 / us, c[0].groups[0], c[0].groups[1], b->nc, pipe_desc(&c[0]), c[0].push[c[0].npush - 1]);
+    print_stats(&c[0]);
 }
 
 static void run_case(const mcase *m, uint32_t reps)
@@ -383,6 +393,10 @@ static void run_attn(uint32_t reps)
         double ta = time_calls(ca, NCOPY, reps, true), tv = time_calls(cv, 2 * NCOPY, 2 * reps, true) * 2;
         printf("attn n_kv %5u: %3u chunks of %4u  attn %7.2f us  attn + attn_vb %7.2f us  (%s)\n", n_kv, nc, cl, ta,
                tv, pipe_desc(&ca[0]));
+        if (ni == 0) {
+            print_stats(&ca[0]);
+            print_stats(&cv[1]);
+        }
         tu_reset_buffers();
     }
 }
