@@ -766,18 +766,11 @@ uint32_t vk_attn_part_heads(const vk_attn_geom *g)
     return g->fd ? 16 * g->fd_mt : g->n_head;
 }
 
-/* Decode attention on tensor cores: same operands and partials as attn. */
-static int attn_fd(const vk_kb *k, const vk_attn_args *a, vk_call *out)
+/* The operands both attention kernels share: bindings, push words, the
+ * grid's chunk and token dimensions (the caller sets the head groups). */
+static void attn_bind(const vk_attn_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
-    /* GLMCHAT_FD_DIAG (timing only, wrong results): parts of the kernel left out */
-    uint32_t spec[] = {256, g->fd_mt, g->RS, g->kv_lora, env_u32("GLMCHAT_FD_DIAG", 0, 0, 31),
-                       env_u32("GLMCHAT_FD_ST", 0, 0, 1)};
-    memset(out, 0, sizeof *out);
-    out->name = "attn";
-    out->pipe = pipe(k, "attn_fd", spec, sizeof spec / sizeof spec[0]);
-    if (!out->pipe)
-        return -1;
     out->b[0] = a->qa.b;
     out->b[1] = a->cache.b;
     out->b[2] = a->part.b;
@@ -791,12 +784,27 @@ static int attn_fd(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     p[5] = a->qa_z;
     p[6] = a->part.off;
     p[7] = a->chunk_cap;
-    p[8] = VKP_CHUNK;
+    p[8] = a->prefill ? VKP_CHUNK_PF : VKP_CHUNK;
     out->npush = 9;
     out->indirect = a->indirect;
     out->groups[0] = a->n_chunks;
-    out->groups[1] = 1;
     out->groups[2] = a->nz ? a->nz : 1;
+    out->bytes = 0; /* depends on the context length; the profiler adds it */
+}
+
+/* Decode attention on tensor cores: same operands and partials as attn,
+ * all heads in one workgroup. */
+static int attn_fd(const vk_kb *k, const vk_attn_args *a, vk_call *out)
+{
+    const vk_attn_geom *g = a->g;
+    uint32_t spec[] = {256, g->fd_mt, g->RS, g->kv_lora, env_u32("GLMCHAT_FD_ST", 0, 0, 1)};
+    memset(out, 0, sizeof *out);
+    out->name = "attn";
+    out->pipe = pipe(k, "attn_fd", spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    attn_bind(a, out);
+    out->groups[1] = 1;
     return 0;
 }
 
@@ -818,26 +826,8 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     out->pipe = pipe(k, "attn", spec, sizeof spec / sizeof spec[0]);
     if (!out->pipe)
         return -1;
-    out->b[0] = a->qa.b;
-    out->b[1] = a->cache.b;
-    out->b[2] = a->part.b;
-    out->b[3] = a->params;
-    uint32_t *p = out->push;
-    p[0] = g->n_head;
-    p[1] = g->kv_lora;
-    p[2] = f2u(a->kq_scale);
-    p[3] = a->cache.off;
-    p[4] = a->qa.off;
-    p[5] = a->qa_z;
-    p[6] = a->part.off;
-    p[7] = a->chunk_cap;
-    p[8] = a->prefill ? VKP_CHUNK_PF : VKP_CHUNK;
-    out->npush = 9;
-    out->indirect = a->indirect;
-    out->groups[0] = a->n_chunks;
+    attn_bind(a, out);
     out->groups[1] = g->n_hgroups;
-    out->groups[2] = a->nz ? a->nz : 1;
-    out->bytes = 0; /* depends on the context length; the profiler adds it */
     return 0;
 }
 

@@ -38,8 +38,7 @@ layout(local_size_x_id = 0) in;                 // 256: eight subgroups of 32
 layout(constant_id = 1) const uint MT = 2u;     // 16-row head tiles (n_head <= 16 * MT)
 layout(constant_id = 2) const uint RS = 576u;   // cache row, multiple of 16
 layout(constant_id = 3) const uint DLAT = 512u; // kv_lora, multiple of 16
-layout(constant_id = 4) const uint DIAG = 0u;   // timing only (GLMCHAT_FD_DIAG): parts left out
-layout(constant_id = 5) const uint ST = 0u;     // 1: scores as S^T = K . Q^T (no transposed per-tile load; measured no faster)
+layout(constant_id = 4) const uint ST = 0u;     // 1: scores as S^T = K . Q^T (no transposed per-tile load; measured no faster)
 const uint WGS = 256u, NSG = 8u, TN = 32u;
 const uint HR = 16u * MT;                       // head rows
 const uint KS = NSG / (MT * 2u);                // subgroups per score fragment
@@ -106,7 +105,7 @@ void tile_fetch(uint cbase, uint t0)
 {
     [[unroll]] for (uint u = 0u; u < KN; u++) {
         uint i = gl_LocalInvocationIndex + u * WGS;
-        if (i < TN * RV && (DIAG & 16u) == 0u)
+        if (i < TN * RV)
             kr[u] = C4.w[cbase + (t0 + i / RV) * RV + i % RV];
     }
 }
@@ -128,7 +127,7 @@ void scores(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[KSTEPS])
     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
     [[unroll]] for (uint i = 0u; i < KSTEPS; i++) {
         uint k = ks + i * KS;
-        if (k >= KT || (DIAG & 4u) != 0u)
+        if (k >= KT)
             break;  // uniform in the subgroup
         fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> b;
         if (ST == 1u) {
@@ -177,7 +176,7 @@ void main()
         uint h = i / RV, v = i % RV;
         if (i < HR * RV) {
             uvec4 w = uvec4(0u);
-            if (h < pc.n_head && (DIAG & 8u) == 0u) {
+            if (h < pc.n_head) {
                 uint b = (pc.qa_off + z * pc.qa_z + h * RS) / 4u + 2u * v;
                 vec4 x0 = clamp(QA.qa[b], -65504.0, 65504.0), x1 = clamp(QA.qa[b + 1u], -65504.0, 65504.0);
                 w = uvec4(packHalf2x16(x0.xy), packHalf2x16(x0.zw), packHalf2x16(x1.xy), packHalf2x16(x1.zw));
@@ -253,7 +252,7 @@ void main()
         [[unroll]] for (uint i = 0u; i < PPT / 2u; i++)
             Ps[pi][pc0 + i] = pk[i];
         barrier();
-        [[unroll]] for (uint kk = 0u; kk < TN / 16u && (DIAG & 2u) == 0u; kk++) {
+        [[unroll]] for (uint kk = 0u; kk < TN / 16u; kk++) {
             fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[MT], b[NF];
             [[unroll]] for (uint f = 0u; f < NF; f++)
                 if (n0 + f * 16u < DLAT)
@@ -281,13 +280,13 @@ void main()
     [[unroll]] for (uint mt = 0u; mt < MT; mt++) {
         barrier();
         [[unroll]] for (uint f = 0u; f < NF; f++)
-            if (n0 + f * 16u < DLAT && (DIAG & 1u) == 0u)
+            if (n0 + f * 16u < DLAT)
                 coopMatStoreNV(o[mt][f], Ks, (n0 + f * 16u) / 4u, RQ, false);
         barrier();
         const uint SN = (16u * RQ + WGS - 1u) / WGS;
         [[unroll]] for (uint u = 0u; u < SN; u++) {
             uint i = tid + u * WGS, h = mt * 16u + i / RQ;
-            if (i < 16u * RQ && h < pc.n_head && (DIAG & 1u) == 0u)
+            if (i < 16u * RQ && h < pc.n_head)
                 PT4.part[(pc.part_off + ((z * pc.cmax_chunks + c) * HR + h) * pstride + PART_HDR) / 4u + i % RQ] = Ks[i];
         }
     }

@@ -81,26 +81,47 @@ static double time_calls(const vk_call *c, uint32_t nc, uint32_t reps, bool barr
     return (double)(ts[1] - ts[0]) * G.c.ts_period_ns / 1000.0 / reps;
 }
 
-static void bandwidth(uint32_t reps)
+/* The read buffer (1 GiB, or half the largest range) and a small output
+ * for the bw_read kernel; false (and a line) when they cannot be had. */
+static bool bw_buffers(uint64_t *total, vk_buf *a, vk_buf *o)
 {
-    uint64_t bytes = 1ull << 30;
-    if (bytes > G.c.max_range)
-        bytes = G.c.max_range / 2;
-    vk_buf a, o;
     err_t err;
-    if (vk_arena_alloc(&G.c, &G.dev, bytes, "read", &a, &err) || vk_arena_alloc(&G.c, &G.dev, 1 << 20, "o", &o, &err)) {
+    *total = 1ull << 30;
+    if (*total > G.c.max_range)
+        *total = G.c.max_range / 2;
+    if (vk_arena_alloc(&G.c, &G.dev, *total, "read", a, &err) || vk_arena_alloc(&G.c, &G.dev, 1 << 20, "o", o, &err)) {
         printf("# %s\n", err.msg);
-        return;
+        return false;
     }
-    uint32_t spec[] = {256};
-    vk_call c = {.pipe = vk_pipe_get(&G.c, &G.pipes, "bw_read", spec, 1, &err), .name = "bw_read"};
+    return true;
+}
+
+/* bw_read over `bytes` of a at offset off, `per` 16-byte loads per thread. */
+static vk_call bw_call(VkPipeline pl, vk_buf a, uint64_t off, uint64_t bytes, vk_buf o, uint32_t per)
+{
+    vk_call c = {.pipe = pl, .name = "bw_read"};
     c.b[0] = a;
+    c.b[0].off += off;
+    c.b[0].size = bytes;
     c.b[1] = o;
-    uint32_t n = (uint32_t)(bytes / 16), per = 4;
+    uint32_t n = (uint32_t)(bytes / 16);
     c.push[0] = n;
     c.push[1] = per;
+    c.npush = 2;
     c.groups[0] = (n + 256 * per - 1) / (256 * per);
     c.groups[1] = c.groups[2] = 1;
+    return c;
+}
+
+static void bandwidth(uint32_t reps)
+{
+    uint64_t bytes;
+    vk_buf a, o;
+    err_t err;
+    if (!bw_buffers(&bytes, &a, &o))
+        return;
+    uint32_t spec[] = {256};
+    vk_call c = bw_call(vk_pipe_get(&G.c, &G.pipes, "bw_read", spec, 1, &err), a, 0, bytes, o, 4);
     double us = time_calls(&c, 1, reps, true);
     printf("read %.0f MiB: %.1f us, %.0f GB/s\n", bytes / 1048576.0, us, bytes / us / 1e3);
     tu_reset_buffers();
@@ -111,15 +132,11 @@ static void bandwidth(uint32_t reps)
  * of a 1 GiB buffer (past the L2), `per` loads per thread. */
 static void bw_sizes(uint32_t reps)
 {
-    uint64_t total = 1ull << 30;
-    if (total > G.c.max_range)
-        total = G.c.max_range / 2;
+    uint64_t total;
     vk_buf a, o;
     err_t err;
-    if (vk_arena_alloc(&G.c, &G.dev, total, "read", &a, &err) || vk_arena_alloc(&G.c, &G.dev, 1 << 20, "o", &o, &err)) {
-        printf("# %s\n", err.msg);
+    if (!bw_buffers(&total, &a, &o))
         return;
-    }
     uint32_t spec[] = {256};
     VkPipeline pl = vk_pipe_get(&G.c, &G.pipes, "bw_read", spec, 1, &err);
     static const double mbs[] = {0.5, 1, 2, 4, 9, 14, 18, 64};
@@ -129,19 +146,8 @@ static void bw_sizes(uint32_t reps)
             uint64_t bytes = (uint64_t)(mbs[si] * 1e6) / 16 * 16;
             uint32_t ncopy = (uint32_t)(total / bytes) < 32 ? (uint32_t)(total / bytes) : 32;
             static vk_call c[32];
-            for (uint32_t i = 0; i < ncopy; i++) {
-                c[i] = (vk_call){.pipe = pl, .name = "bw_read"};
-                c[i].b[0] = a;
-                c[i].b[0].off += i * bytes;
-                c[i].b[0].size = bytes;
-                c[i].b[1] = o;
-                uint32_t n = (uint32_t)(bytes / 16), per = pers[pi];
-                c[i].push[0] = n;
-                c[i].push[1] = per;
-                c[i].npush = 2;
-                c[i].groups[0] = (n + 256 * per - 1) / (256 * per);
-                c[i].groups[1] = c[i].groups[2] = 1;
-            }
+            for (uint32_t i = 0; i < ncopy; i++)
+                c[i] = bw_call(pl, a, i * bytes, bytes, o, pers[pi]);
             double us = time_calls(c, ncopy, reps, true);
             printf("read %6.2f MB, %u loads/thread: %7.2f us  %5.0f GB/s\n", bytes / 1e6, pers[pi], us, bytes / us / 1e3);
         }
