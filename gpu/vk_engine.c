@@ -120,6 +120,7 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->h, B * (K + 1) * e->h_z * f, "h", 0};
     r[n++] = (buf_req){&e->rlogits, B * (c->n_expert ? c->n_expert : 1) * f, "router logits", 0};
     r[n++] = (buf_req){&e->rpart, (uint64_t)c->n_embd * (c->n_expert + 1) * f, "router partials", 0};
+    r[n++] = (buf_req){&e->warm_sink, VK_WARM_SINK_WORDS * f, "L2 warm sums", 0};
     /* every layer keeps its choices (routing report, prefill grouping) */
     r[n++] = (buf_req){&e->ids, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert ids", 0};
     r[n++] = (buf_req){&e->wts, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert weights", 0};

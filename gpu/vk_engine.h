@@ -53,6 +53,9 @@ typedef struct {
     /* activations (device), sized for n_batch tokens */
     vk_buf x, qa_raw, kv, q, qa, part, o, h, rlogits, ids, wts, counters, logits;
     vk_buf rpart;            /* decode: router partials of attn_out_router */
+    vk_buf warm_sink;        /* decode: l2_warm's per-workgroup sums (never read) */
+    uint32_t warm_mask;      /* decode: which steps warm the next step's weights (VK_WARM_*) */
+    bool warm_first;         /* record l2_warm before the step's kernels (else after) */
     /* prefill only: normalized inputs, expert hidden states and outputs per
      * (token, slot) pair, the expert work list, attention partials */
     vk_buf xn, qan, hp, yp, part_pf, moe_list, moe_tiles, moe_ind;
@@ -74,6 +77,10 @@ typedef struct {
     vk_profile prof_decode, prof_prefill;
     double decode_gpu_us;    /* from timestamps, recent */
 } vk_engine;
+
+/* Words of the decode graph's l2_warm sink: a warm call needing more
+ * workgroups is left out (vk_forward.c). */
+#define VK_WARM_SINK_WORDS 65536u
 
 /* Graph recording (vk_forward.c, vk_prefill.c): the token's work into r. */
 int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host);

@@ -40,6 +40,98 @@ static vk_vec V(vk_buf b, uint32_t off)
     return (vk_vec){b, off};
 }
 
+/* L2 warming (shaders/l2_warm.comp): a step of the graph can read the next
+ * step's weights beside its own kernels (no barrier between them), so the
+ * next step's loads hit the L2 cache instead of waiting on HBM.  Each bit
+ * of GLMCHAT_WARM turns on one step's warming: */
+enum {
+    WARM_Q_B = 1u << 0,     /* q_a || kv_a warms q_b (no q_a: k_b) */
+    WARM_K_B = 1u << 1,     /* q_b warms k_b */
+    WARM_CACHE = 1u << 2,   /* k_b || kv_store warms the cache rows before the new one */
+    WARM_V_B = 1u << 3,     /* attention warms v_b */
+    WARM_OUT = 1u << 4,     /* combine + v_b warms attn_output */
+    WARM_ROUTER = 1u << 5,  /* attn_output warms the router and the shared gate/up (dense: gate/up) */
+    WARM_SH_DOWN = 1u << 6, /* router || shared gate/up warms the shared down */
+    WARM_DOWN = 1u << 7,    /* gate/up warms the selected experts' down (dense: down) */
+    WARM_NEXT = 1u << 8,    /* down warms the next layer's q_a and kv_a */
+};
+/* The cache rows warmed at most (a long context's cache exceeds the L2). */
+#define WARM_CACHE_MAX (16ull << 20)
+
+static int call(vk_engine *e, vk_rec *r, int rc, const vk_call *k);
+
+/* Records step `bit`'s warming of layer il, where it is on and `first`
+ * matches where the engine records it (before or after the step's kernels). */
+static int warm(vk_engine *e, vk_rec *r, uint32_t il, uint32_t bit, bool first)
+{
+    const model_config *c = &e->m->cfg;
+    if (!(e->warm_mask & bit) || first != e->warm_first)
+        return 0;
+    const vk_layer_w *L = &e->w.layers[il];
+    uint32_t K = c->n_expert_used;
+    vk_warm_args a = {.params = e->params, .sink = e->warm_sink};
+    bool ok = true;
+    switch (bit) {
+    case WARM_Q_B:
+        ok = vk_warm_add_tensor(&a, c->q_lora_rank > 0 ? &L->q_b : &L->k_b, false);
+        break;
+    case WARM_K_B:
+        ok = vk_warm_add_tensor(&a, &L->k_b, false);
+        break;
+    case WARM_CACHE: {
+        uint64_t row = (uint64_t)e->ag.RS * (e->ag.kv_f16 ? 2 : 4), most = e->cache[il].size;
+        most = most < WARM_CACHE_MAX ? most : WARM_CACHE_MAX;
+        ok = vk_warm_add(&a, e->cache[il], 0, most / row * row, row, VK_WARM_BY_POS);
+        break;
+    }
+    case WARM_V_B:
+        ok = vk_warm_add_tensor(&a, &L->v_b, false);
+        break;
+    case WARM_OUT:
+        ok = vk_warm_add_tensor(&a, &L->attn_out, false);
+        break;
+    case WARM_ROUTER:
+        if (L->is_moe) {
+            ok = vk_warm_add_tensor(&a, &L->router, false);
+            if (L->has_shared)
+                ok = ok && vk_warm_add_tensor(&a, &L->gate_sh, false) && vk_warm_add_tensor(&a, &L->up_sh, false);
+        } else {
+            ok = vk_warm_add_tensor(&a, &L->ffn_gate, false) && vk_warm_add_tensor(&a, &L->ffn_up, false);
+        }
+        break;
+    case WARM_SH_DOWN:
+        if (L->is_moe && L->has_shared)
+            ok = vk_warm_add_tensor(&a, &L->down_sh, false);
+        break;
+    case WARM_DOWN:
+        if (L->is_moe) {
+            a.ids = V(e->ids, il * e->n_batch * K);
+            a.n_ids = K;
+            ok = vk_warm_add_tensor(&a, &L->down_exps, true);
+        } else {
+            ok = vk_warm_add_tensor(&a, &L->ffn_down, false);
+        }
+        break;
+    case WARM_NEXT:
+        if (il + 1 < c->n_layer) {
+            const vk_layer_w *N = &e->w.layers[il + 1];
+            ok = vk_warm_add_tensor(&a, c->q_lora_rank > 0 ? &N->q_a : &N->q, false) &&
+                 vk_warm_add_tensor(&a, &N->kv_a, false);
+        }
+        break;
+    }
+    /* nothing to warm, more ranges than the kernel takes, or a grid larger
+     * than the sink: the step runs unwarmed (warming changes no result) */
+    if (!ok || a.n == 0 || vk_warm_sink_words(&e->c, &a) > e->warm_sink.size / 4)
+        return 0;
+    vk_call k;
+    return call(e, r, vk_k_warm(&e->kb, &a, &k), &k);
+}
+
+/* The step's warming, before and after its kernels (one of the two records it). */
+#define WARM_BEFORE(bit) TRY(warm(e, r, il, (bit), true))
+#define WARM_AFTER(bit) TRY(warm(e, r, il, (bit), false))
+
 static int call(vk_engine *e, vk_rec *r, int rc, const vk_call *k)
 {
     if (rc < 0)
@@ -86,6 +178,7 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     vk_vec an = L->attn_norm;
 
     /* q (via q_a and q_b, or directly) and kv, from the normalized x */
+    WARM_BEFORE(WARM_Q_B);
     if (c->q_lora_rank > 0) {
         vk_mv_args qa = {.name = "attn_q_a", .w = &L->q_a, .x = V(e->x, 0), .y = V(e->qa_raw, 0), .nz = 1,
                          .norm = &an, .eps = c->rms_eps};
@@ -98,6 +191,7 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     vk_mv_args kva = {.name = "attn_kv_a_mqa", .w = &L->kv_a, .x = V(e->x, 0), .y = V(e->kv, 0), .nz = 1,
                       .norm = &an, .eps = c->rms_eps};
     TRY(call(e, r, vk_k_mv(kb, &kva, &k), &k));
+    WARM_AFTER(WARM_Q_B);
     vk_rec_barrier(r);
     vk_kv_store_args ks = {.g = g, .kv = V(e->kv, 0), .kv_z = c->kv_lora_rank + c->qk_rope,
                            .norm = L->kv_a_norm, .eps = c->rms_eps, .cache = V(e->cache[il], 0), .rope_cs = e->rope,
@@ -120,14 +214,18 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
             vk_vec qn = L->q_a_norm;
             vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = V(e->qa_raw, 0), .y = V(e->q, 0), .nz = 1,
                              .norm = &qn, .eps = c->rms_eps};
+            WARM_BEFORE(WARM_K_B);
             TRY(call(e, r, vk_k_mv(kb, &qb, &k), &k));
+            WARM_AFTER(WARM_K_B);
             vk_rec_barrier(r);
         }
         /* absorbed query per head || new cache row + rotated query rope part */
         vk_mv_args kb_args = {.name = "attn_k_b", .w = &L->k_b, .x = V(e->q, 0), .x_z = qw, .y = V(e->qa, 0),
                               .y_z = g->RS, .nz = c->n_head};
+        WARM_BEFORE(WARM_CACHE);
         TRY(call(e, r, vk_k_mv(kb, &kb_args, &k), &k));
         TRY(call(e, r, vk_k_kv_store(kb, &ks, &k), &k));
+        WARM_AFTER(WARM_CACHE);
         vk_rec_barrier(r);
     }
 
@@ -138,15 +236,20 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     vk_attn_args at = {.g = g, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS, .cache = V(e->cache[il], 0),
                        .part = V(e->part, 0), .chunk_cap = e->part_cap, .kq_scale = c->kq_scale,
                        .params = e->params, .indirect = &ind, .nz = 1};
+    WARM_BEFORE(WARM_V_B);
     TRY(call(e, r, vk_k_attn(kb, &at, &k), &k));
+    WARM_AFTER(WARM_V_B);
     vk_rec_barrier(r);
     vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part, 0), .chunk_cap = e->part_cap,
                           .params = e->params, .o = V(e->o, 0), .o_z = c->n_head * c->v_head, .nz = 1};
+    WARM_BEFORE(WARM_OUT);
     TRY(call(e, r, vk_k_attn_vb(kb, &vb, &k), &k));
+    WARM_AFTER(WARM_OUT);
     vk_rec_barrier(r);
 
     /* x += attn_output . o (and, folded in, the MoE router of the new x) */
     vk_out_router_args fr;
+    WARM_BEFORE(WARM_ROUTER);
     if (router_folded(e, il, &fr)) {
         TRY(call(e, r, vk_k_out_router(kb, &fr, &k), &k));
     } else {
@@ -154,6 +257,7 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
                          .accumulate = true};
         TRY(call(e, r, vk_k_mv(kb, &ao, &k), &k));
     }
+    WARM_AFTER(WARM_ROUTER);
     vk_rec_barrier(r);
     return 0;
 }
@@ -166,11 +270,15 @@ static int ffn_dense(vk_engine *e, vk_rec *r, uint32_t il)
     vk_vec fn = L->ffn_norm;
     vk_glu_args gu = {.name = "ffn_gate_up", .gate = &L->ffn_gate, .up = &L->ffn_up, .x = V(e->x, 0), .norm = &fn,
                       .eps = c->rms_eps, .h = V(e->h, 0), .h_z = 0, .nz = 1};
+    WARM_BEFORE(WARM_DOWN);
     TRY(call(e, r, vk_k_glu(&e->kb, &gu, &k), &k));
+    WARM_AFTER(WARM_DOWN);
     vk_rec_barrier(r);
     vk_mv_args dn = {.name = "ffn_down", .w = &L->ffn_down, .x = V(e->h, 0), .y = V(e->x, 0), .nz = 1,
                      .accumulate = true};
+    WARM_BEFORE(WARM_NEXT);
     TRY(call(e, r, vk_k_mv(&e->kb, &dn, &k), &k));
+    WARM_AFTER(WARM_NEXT);
     vk_rec_barrier(r);
     return 0;
 }
@@ -187,6 +295,7 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     bool routed = router_folded(e, il, &fr), early = false;
     if (!routed) {
         vk_router_args ra = router_args(e, il);
+        WARM_BEFORE(WARM_SH_DOWN);
         TRY(call(e, r, vk_k_router(&e->kb, &ra, &k), &k));
         /* The shared expert does not wait for the routing: its gate/up runs
          * beside the router (whose few bytes leave the memory system idle)
@@ -199,6 +308,7 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
                               .norm = &fn, .eps = c->rms_eps, .h = V(e->h, K * e->h_z), .h_z = e->h_z, .nz = 1};
             TRY(call(e, r, vk_k_glu(&e->kb, &gs, &k), &k));
         }
+        WARM_AFTER(WARM_SH_DOWN);
         vk_rec_barrier(r);
     }
 
@@ -212,17 +322,21 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
         if (!vk_glu_folds(&e->kb, &gu))
             gu.gate_sh = gu.up_sh = NULL;
     }
+    WARM_BEFORE(WARM_DOWN);
     TRY(call(e, r, vk_k_glu(&e->kb, &gu, &k), &k));
     if (L->has_shared && !early && !gu.gate_sh) {
         vk_glu_args gs = {.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = V(e->x, 0),
                           .norm = &fn, .eps = c->rms_eps, .h = V(e->h, K * e->h_z), .h_z = e->h_z, .nz = 1};
         TRY(call(e, r, vk_k_glu(&e->kb, &gs, &k), &k));
     }
+    WARM_AFTER(WARM_DOWN);
     vk_rec_barrier(r);
     vk_moe_down_args da = {.name = "moe_down", .down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL,
                            .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = ids, .wts = V(e->wts, ids_off),
                            .y = V(e->x, 0)};
+    WARM_BEFORE(WARM_NEXT);
     TRY(call(e, r, vk_k_moe_down(&e->kb, &da, &k), &k));
+    WARM_AFTER(WARM_NEXT);
     vk_rec_barrier(r);
     return 0;
 }
@@ -249,6 +363,8 @@ int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host)
 {
     const model_config *c = &e->m->cfg;
     vk_call k;
+    e->warm_mask = vk_env_u32("GLMCHAT_WARM", 0, 0, 0x1ff);
+    e->warm_first = vk_env_u32("GLMCHAT_WARM_FIRST", 1, 0, 1) == 1;
     vk_rec_segment(r, 0);
     vk_buf tok = e->params;
     vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(tok, VKP_TOKENS), .x = V(e->x, 0), .nz = 1};

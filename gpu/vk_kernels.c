@@ -1159,6 +1159,120 @@ int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out)
     return 0;
 }
 
+/* ---- L2 warming (shaders/l2_warm.comp) ------------------------------------------------ */
+
+#define WARM_WGS 256u
+#define WARM_UNROLL 4u
+
+bool vk_warm_add(vk_warm_args *a, vk_buf buf, uint64_t off, uint64_t bytes, uint64_t stride, int mode)
+{
+    if (a->n >= VK_WARM_MAX)
+        return false;
+    if (bytes == 0)
+        return true;
+    a->r[a->n++] = (vk_warm_range){buf, off, bytes, stride, mode};
+    return true;
+}
+
+bool vk_warm_add_tensor(vk_warm_args *a, const vk_tensor *t, bool by_id)
+{
+    vk_qlayout l;
+    if (!by_id || t->n_mat <= 1)
+        return vk_warm_add(a, t->buf, 0, t->bytes, 0, VK_WARM_PLAIN);
+    if (!vk_qlayout_of(t->type, &l))
+        return false;
+    uint64_t blocks = (uint64_t)t->N * t->bpr;
+    return vk_warm_add(a, t->buf, 0, blocks * l.body, blocks * l.body, VK_WARM_BY_ID) &&
+           vk_warm_add(a, t->buf, t->head_off, blocks * l.head, blocks * l.head, VK_WARM_BY_ID);
+}
+
+/* 16-byte units each workgroup reads: GLMCHAT_WARM_ITERS rounds of
+ * WARM_UNROLL loads per thread. */
+static uint32_t warm_span(void)
+{
+    return WARM_WGS * WARM_UNROLL * env_u32("GLMCHAT_WARM_ITERS", 2, 1, 64);
+}
+
+static uint32_t warm_instances(const vk_warm_args *a)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < a->n; i++)
+        n += a->r[i].mode == VK_WARM_BY_ID ? a->n_ids : 1;
+    return n;
+}
+
+static uint32_t warm_groups_x(const vk_warm_args *a)
+{
+    uint64_t most = 0;
+    for (uint32_t i = 0; i < a->n; i++) {
+        /* a misaligned start adds one unit */
+        uint64_t units = (a->r[i].bytes + 15) / 16 + 1;
+        most = units > most ? units : most;
+    }
+    return ceil_div(most, warm_span());
+}
+
+uint32_t vk_warm_sink_words(const vk_ctx *c, const vk_warm_args *a)
+{
+    (void)c;
+    return warm_groups_x(a) * warm_instances(a);
+}
+
+int vk_k_warm(const vk_kb *k, const vk_warm_args *a, vk_call *out)
+{
+    uint32_t spec[] = {WARM_WGS, WARM_UNROLL};
+    memset(out, 0, sizeof *out);
+    out->name = "l2_warm";
+    if (a->n == 0)
+        return err_set(k->err, "l2_warm: no ranges");
+    if (a->n_ids == 0)
+        for (uint32_t i = 0; i < a->n; i++)
+            if (a->r[i].mode == VK_WARM_BY_ID)
+                return err_set(k->err, "l2_warm: a per-expert range without expert ids");
+    out->pipe = pipe(k, "l2_warm", spec, 2);
+    if (!out->pipe)
+        return -1;
+    uint32_t *p = out->push, nslot = 0;
+    p[0] = a->n;
+    p[1] = a->ids.off;
+    p[2] = a->n_ids;
+    p[3] = warm_span();
+    for (uint32_t i = 0; i < a->n; i++) {
+        const vk_warm_range *r = &a->r[i];
+        uint32_t slot = 0;
+        while (slot < nslot && !(out->w[slot].buf == r->buf.buf && out->w[slot].off == r->buf.off &&
+                                 out->w[slot].size == r->buf.size))
+            slot++;
+        if (slot == nslot) {
+            if (nslot == VKC_WSLOTS)
+                return err_set(k->err, "l2_warm: ranges over more than %u buffers", VKC_WSLOTS);
+            out->w[nslot++] = r->buf;
+        }
+        /* the shader computes in 32-bit bytes: the range must lie inside
+         * the bound buffer (a selected matrix does, its id being valid) */
+        if (r->off + r->bytes > r->buf.size || r->buf.size > 0xFFFFFFF0ull || r->stride > r->buf.size)
+            return err_set(k->err, "l2_warm: range %u (%llu + %llu bytes) outside its buffer", i,
+                           (unsigned long long)r->off, (unsigned long long)r->bytes);
+        uint32_t *g = p + 4 + 4 * i;
+        g[0] = slot | (uint32_t)r->mode << 4;
+        g[1] = (uint32_t)r->off;
+        g[2] = (uint32_t)r->bytes;
+        g[3] = (uint32_t)r->stride;
+        out->bytes += r->mode == VK_WARM_BY_ID ? r->bytes * a->n_ids : r->bytes;
+    }
+    out->npush = 4 + 4 * VK_WARM_MAX;
+    out->b[0] = a->ids.b;
+    out->b[1] = a->params;
+    out->b[2] = a->sink;
+    out->groups[0] = warm_groups_x(a);
+    out->groups[1] = warm_instances(a);
+    out->groups[2] = 1;
+    if ((uint64_t)out->groups[0] * out->groups[1] * 4 > a->sink.size)
+        return err_set(k->err, "l2_warm: the sink holds %llu words, the grid needs %u",
+                       (unsigned long long)a->sink.size / 4, out->groups[0] * out->groups[1]);
+    return 0;
+}
+
 int vk_topk_geom_init(uint32_t n, uint32_t k, vk_topk_geom *g, err_t *err)
 {
     if (k == 0 || k > 64 || k > n)

@@ -278,6 +278,38 @@ typedef struct {
 } vk_topk_args;
 int vk_k_topk(const vk_kb *k, const vk_topk_args *a, vk_call *out);
 
+/* ---- L2 warming (decode) --------------------------------------------------------------
+ * Reads byte ranges a later step will read, beside the current step (no
+ * barrier between them), so the later step's loads hit the L2 cache
+ * (shaders/l2_warm.comp).  Ranges are read as whole 16-byte units. */
+#define VK_WARM_MAX 6
+enum {
+    VK_WARM_PLAIN = 0,   /* [off, off + bytes) of buf */
+    VK_WARM_BY_ID = 1,   /* [off + ids[i] * stride, + bytes) for i < n_ids */
+    VK_WARM_BY_POS = 2,  /* [off, off + min(bytes, params[VKP_POS0] * stride)) */
+};
+typedef struct {
+    vk_buf buf;          /* a weight tensor's buffer, or a cache */
+    uint64_t off, bytes, stride;
+    int mode;
+} vk_warm_range;
+
+typedef struct {
+    vk_warm_range r[VK_WARM_MAX];
+    uint32_t n;
+    vk_vec ids;          /* VK_WARM_BY_ID: the selected matrices */
+    uint32_t n_ids;
+    vk_buf params;       /* VK_WARM_BY_POS */
+    vk_buf sink;         /* vk_warm_sink_words() words: one per workgroup */
+} vk_warm_args;
+/* Adds the whole of tensor t; or, by_id, each selected matrix of it (its
+ * rows and their scales).  false when the ranges are full. */
+bool vk_warm_add_tensor(vk_warm_args *a, const vk_tensor *t, bool by_id);
+bool vk_warm_add(vk_warm_args *a, vk_buf buf, uint64_t off, uint64_t bytes, uint64_t stride, int mode);
+/* Workgroups (= sink words) of the call vk_k_warm builds for a. */
+uint32_t vk_warm_sink_words(const vk_ctx *c, const vk_warm_args *a);
+int vk_k_warm(const vk_kb *k, const vk_warm_args *a, vk_call *out);
+
 /* ---- prefill ------------------------------------------------------------------------ */
 
 typedef struct {

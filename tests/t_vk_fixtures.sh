@@ -123,6 +123,16 @@ for dir in "$ROOT"/*/; do
     else
         fail "vulkan $name: decode on the f16 KV cache" "${out:-$(head -c 300 "$TMP/err")}"
     fi
+    # L2 warming (GLMCHAT_WARM: every step's, before and after its kernels)
+    # only reads: the decode's logits stay bit-identical
+    for first in 1 0; do
+        if GLMCHAT_WARM=511 GLMCHAT_WARM_FIRST=$first $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 \
+               --tokens "$tokens" -o "$TMP/warm.bin" 2>"$TMP/err" && cmp -s "$TMP/warm.bin" "$TMP/f16d.bin"; then
+            ok "vulkan $name: decode with L2 warming (GLMCHAT_WARM_FIRST=$first) = without, bit for bit"
+        else
+            fail "vulkan $name: decode with L2 warming (GLMCHAT_WARM_FIRST=$first)" "$(head -c 300 "$TMP/err")"
+        fi
+    done
     # Vulkan and CPU agree on the F32 file to float rounding
     if $GLMCHAT logits -m "$f32" --backend cpu --tokens "$tokens" -o "$TMP/cpu.bin" 2>"$TMP/err" &&
         out=$($CMP --vocab "$vocab" --max-rel-l2 1e-5 --min-argmax "$n_tok" "$TMP/$name.f32.bin" "$TMP/cpu.bin"); then

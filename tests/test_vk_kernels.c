@@ -1321,6 +1321,141 @@ static void topk_cases(void)
     }
 }
 
+/* ---- L2 warming ------------------------------------------------------------------------
+ * l2_warm's only visible effect is the sum of the words it read (one per
+ * workgroup): exact integer arithmetic, so the sum over the sink must equal
+ * the CPU's sum over the same ranges, each rounded out to 16-byte units.  A
+ * range missed, cut short or read twice changes it (random words). */
+
+static uint32_t sum_units(const uint8_t *base, uint64_t start, uint64_t bytes)
+{
+    uint32_t s = 0;
+    if (bytes == 0)
+        return 0;
+    for (uint64_t i = start / 16 * 16; i < (start + bytes + 15) / 16 * 16; i += 4) {
+        uint32_t w;
+        memcpy(&w, base + i, 4);
+        s += w;
+    }
+    return s;
+}
+
+static uint32_t warm_run(const vk_warm_args *a0)
+{
+    vk_warm_args a = *a0;
+    uint32_t n = vk_warm_sink_words(&G.c, &a);
+    a.sink = tu_host(n);
+    vk_call call;
+    if (vk_k_warm(&KB, &a, &call) != 0) {
+        printf("# build: %.200s\n", KERR.msg);
+        return 0x5A5A5A5Au;
+    }
+    if (tu_run(&call, 1, NULL) != 0)
+        return 0xA5A5A5A5u;
+    uint32_t s = 0;
+    for (uint32_t i = 0; i < n; i++)
+        s += ((const uint32_t *)a.sink.map)[i];
+    return s;
+}
+
+static vk_buf random_words(uint32_t n)
+{
+    vk_buf b = tu_host(n);
+    for (uint32_t i = 0; i < n; i++)
+        ((uint32_t *)b.map)[i] = (uint32_t)tu_next();
+    return b;
+}
+
+/* Plain, per-expert and per-position ranges over two buffers, misaligned
+ * starts and ends, a range ending at its buffer's end. */
+static void test_warm_ranges(void)
+{
+    const uint32_t na = 300000, nb = 5000;
+    vk_buf A = random_words(na), B = random_words(nb), ids = tu_host(8), prm = tu_host(32);
+    const int32_t sel[4] = {3, 0, 3, 7};   /* a repeat is read twice, as the experts' kernels do */
+    memcpy((int32_t *)ids.map + 2, sel, sizeof sel);
+    ((uint32_t *)prm.map)[VKP_POS0] = 37;
+    vk_warm_args a = {.ids = {ids, 2}, .n_ids = 4, .params = prm};
+    const uint8_t *pa = A.map, *pb = B.map;
+    CHECK(vk_warm_add(&a, A, 20, 1000, 0, VK_WARM_PLAIN), "add");
+    CHECK(vk_warm_add(&a, B, 0, nb * 4, 0, VK_WARM_PLAIN), "add");
+    CHECK(vk_warm_add(&a, A, 68, 100000, 110000, VK_WARM_BY_ID), "add");
+    CHECK(vk_warm_add(&a, B, 48, 12000, 100, VK_WARM_BY_POS), "add");
+    CHECK(vk_warm_add(&a, A, na * 4 - 5000, 5000, 0, VK_WARM_PLAIN), "add");
+    CHECK(vk_warm_add(&a, B, 3, 0, 0, VK_WARM_PLAIN), "add (empty)");
+    uint32_t want = sum_units(pa, 20, 1000) + sum_units(pb, 0, nb * 4) + sum_units(pa, na * 4 - 5000, 5000) +
+                    sum_units(pb, 48, 3700);
+    for (int i = 0; i < 4; i++)
+        want += sum_units(pa, 68 + (uint64_t)sel[i] * 110000, 100000);
+    uint32_t got = warm_run(&a);
+    CHECK(got == want, "sum of the words read %08x, want %08x", got, want);
+    /* the position cap: at position 0 the cache range is empty */
+    ((uint32_t *)prm.map)[VKP_POS0] = 0;
+    want -= sum_units(pb, 48, 3700);
+    got = warm_run(&a);
+    CHECK(got == want, "position 0: sum %08x, want %08x", got, want);
+    tu_reset_buffers();
+}
+
+/* What the decode graph warms: a whole tensor, and the selected experts of
+ * an expert tensor (their rows and their scales), as laid out on the GPU. */
+static uint32_t WARM_TYPE;
+
+static void test_warm_tensors(void)
+{
+    vk_tensor ex, d;
+    uint32_t K = WARM_TYPE == QT_Q4_K || WARM_TYPE == QT_Q6_K ? 512 : 256, N = 48, n_mat = 9;
+    bool kq = WARM_TYPE == QT_Q4_K || WARM_TYPE == QT_Q6_K;
+    uint32_t Kd = K + (kq ? 256 : 64), Nd = 32;
+    uint8_t *we = rand_tensor(WARM_TYPE, K, N, n_mat, &ex), *wd = rand_tensor(WARM_TYPE, Kd, Nd, 1, &d);
+    vk_qlayout l;
+    CHECK(vk_qlayout_of(WARM_TYPE, &l), "layout");
+    /* the device image of the expert tensor, rebuilt: bodies, then scales at head_off */
+    uint64_t blocks = (uint64_t)ex.bpr * N * n_mat, bpm = (uint64_t)ex.bpr * N;
+    uint8_t *img = calloc(ex.bytes, 1), *imgd = calloc(d.bytes, 1);
+    vk_repack_rows(WARM_TYPE, K, we, tu_row_bytes(WARM_TYPE, K), (uint64_t)N * n_mat, img, img + ex.head_off);
+    uint64_t bd = (uint64_t)d.bpr * Nd;
+    vk_repack_rows(WARM_TYPE, Kd, wd, tu_row_bytes(WARM_TYPE, Kd), Nd, imgd, imgd + d.head_off);
+    CHECK(ex.bytes >= blocks * l.body && ex.head_off + blocks * l.head <= ex.bytes, "layout");
+    vk_buf ids = tu_host(4);
+    const int32_t sel[4] = {8, 2, 5, 0};
+    memcpy(ids.map, sel, sizeof sel);
+    vk_warm_args a = {.ids = {ids, 0}, .n_ids = 4};
+    CHECK(vk_warm_add_tensor(&a, &ex, true), "add experts");
+    /* the dense tensor's bodies and scales (not the padding between them,
+     * which the upload leaves unwritten) */
+    CHECK(vk_warm_add(&a, d.buf, 0, bd * l.body, 0, VK_WARM_PLAIN), "add dense");
+    CHECK(vk_warm_add(&a, d.buf, d.head_off, bd * l.head, 0, VK_WARM_PLAIN), "add dense scales");
+    uint32_t want = sum_units(imgd, 0, bd * l.body) + sum_units(imgd, d.head_off, bd * l.head);
+    for (int i = 0; i < 4; i++)
+        want += sum_units(img, sel[i] * bpm * l.body, bpm * l.body) +
+                sum_units(img, ex.head_off + sel[i] * bpm * l.head, bpm * l.head);
+    uint32_t got = warm_run(&a);
+    CHECK(got == want, "sum of the words read %08x, want %08x", got, want);
+    free(we), free(wd), free(img), free(imgd);
+    tu_reset_buffers();
+}
+
+static void warm_cases(void)
+{
+    static const char *const iters[] = {"", "GLMCHAT_WARM_ITERS=1", "GLMCHAT_WARM_ITERS=5"};
+    for (size_t i = 0; i < sizeof iters / sizeof iters[0]; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "l2_warm: plain, per-expert and per-position ranges%s%s%s", *iters[i] ? " [" : "",
+                 iters[i], *iters[i] ? "]" : "");
+        variant_set(iters[i], true);
+        RUN_NAMED(test_warm_ranges, name);
+        variant_set(iters[i], false);
+    }
+    static const uint32_t types[] = {QT_Q4_0, QT_Q8_0, QT_Q4_K, QT_Q6_K, QT_F16};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        WARM_TYPE = types[i];
+        char name[96];
+        snprintf(name, sizeof name, "l2_warm: 4 of 9 experts + a dense tensor, %s", tu_type_name(WARM_TYPE));
+        RUN_NAMED(test_warm_tensors, name);
+    }
+}
+
 /* ---- prefill: tiled mat-mat, rmsnorm, the expert pipeline ------------------------------- */
 
 /* The mat-mat kernels: fp32 SIMT (chain bound as the matvec), or on devices
@@ -1787,6 +1922,7 @@ int main(void)
     qbkb_cases();
     embed_cases();
     topk_cases();
+    warm_cases();
     prefill_cases();
     tu_gpu_close();
     TESTS_DONE();
