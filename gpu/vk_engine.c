@@ -121,6 +121,8 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->rlogits, B * (c->n_expert ? c->n_expert : 1) * f, "router logits", 0};
     r[n++] = (buf_req){&e->rpart, (uint64_t)c->n_embd * (c->n_expert + 1) * f, "router partials", 0};
     r[n++] = (buf_req){&e->warm_sink, VK_WARM_SINK_WORDS * f, "L2 warm sums", 0};
+    r[n++] = (buf_req){&e->qkv, ((uint64_t)(c->q_lora_rank ? c->q_lora_rank : c->n_head * qw) + c->kv_lora_rank + c->qk_rope) * f,
+                       "q_a + kv", 0};
     /* every layer keeps its choices (routing report, prefill grouping) */
     r[n++] = (buf_req){&e->ids, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert ids", 0};
     r[n++] = (buf_req){&e->wts, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert weights", 0};

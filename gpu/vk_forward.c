@@ -4,7 +4,7 @@
  * Per layer (GLM-4.7-Flash), each line one dependent step (a barrier after
  * it); dispatches joined by "||" are independent and run together:
  *
- *   q_a = W.norm(x)  ||  kv = W.norm(x)               (attn_norm fused)
+ *   [q_a | kv] = W.norm(x)                            (attn_norm fused; one matrix)
  *   q = q_b . norm(q_a)                               (q_a_norm fused)
  *   qa = k_b . q_nope per head  ||  kv_store          (cache row, rotated q)
  *   attention partials over chunks of the cache       (indirect grid)
@@ -115,8 +115,9 @@ static int warm(vk_engine *e, vk_rec *r, uint32_t il, uint32_t bit, bool first)
     case WARM_NEXT:
         if (il + 1 < c->n_layer) {
             const vk_layer_w *N = &e->w.layers[il + 1];
-            ok = vk_warm_add_tensor(&a, c->q_lora_rank > 0 ? &N->q_a : &N->q, false) &&
-                 vk_warm_add_tensor(&a, &N->kv_a, false);
+            ok = N->qkv_merged ? vk_warm_add_tensor(&a, &N->qkv_a, false)
+                               : vk_warm_add_tensor(&a, c->q_lora_rank > 0 ? &N->q_a : &N->q, false) &&
+                                     vk_warm_add_tensor(&a, &N->kv_a, false);
         }
         break;
     }
@@ -177,32 +178,38 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     vk_call k;
     vk_vec an = L->attn_norm;
 
-    /* q (via q_a and q_b, or directly) and kv, from the normalized x */
+    /* q (via q_a and q_b, or directly) and kv, from the normalized x: one
+     * matvec over the merged matrix, or two beside each other */
+    bool lora = c->q_lora_rank > 0;
+    uint32_t nq = lora ? c->q_lora_rank : c->n_head * qw;
+    vk_vec qa_raw = V(e->qa_raw, 0), q = V(e->q, 0), kv = V(e->kv, 0);
     WARM_BEFORE(WARM_Q_B);
-    if (c->q_lora_rank > 0) {
-        vk_mv_args qa = {.name = "attn_q_a", .w = &L->q_a, .x = V(e->x, 0), .y = V(e->qa_raw, 0), .nz = 1,
-                         .norm = &an, .eps = c->rms_eps};
-        TRY(call(e, r, vk_k_mv(kb, &qa, &k), &k));
+    if (L->qkv_merged) {
+        vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = V(e->x, 0),
+                        .y = V(e->qkv, 0), .nz = 1, .norm = &an, .eps = c->rms_eps};
+        TRY(call(e, r, vk_k_mv(kb, &m, &k), &k));
+        *(lora ? &qa_raw : &q) = V(e->qkv, 0);
+        kv = V(e->qkv, nq);
     } else {
-        vk_mv_args qa = {.name = "attn_q", .w = &L->q, .x = V(e->x, 0), .y = V(e->q, 0), .nz = 1, .norm = &an,
-                         .eps = c->rms_eps};
-        TRY(call(e, r, vk_k_mv(kb, &qa, &k), &k));
+        vk_mv_args qm = {.name = lora ? "attn_q_a" : "attn_q", .w = lora ? &L->q_a : &L->q, .x = V(e->x, 0),
+                         .y = lora ? qa_raw : q, .nz = 1, .norm = &an, .eps = c->rms_eps};
+        TRY(call(e, r, vk_k_mv(kb, &qm, &k), &k));
+        vk_mv_args kva = {.name = "attn_kv_a_mqa", .w = &L->kv_a, .x = V(e->x, 0), .y = kv, .nz = 1,
+                          .norm = &an, .eps = c->rms_eps};
+        TRY(call(e, r, vk_k_mv(kb, &kva, &k), &k));
     }
-    vk_mv_args kva = {.name = "attn_kv_a_mqa", .w = &L->kv_a, .x = V(e->x, 0), .y = V(e->kv, 0), .nz = 1,
-                      .norm = &an, .eps = c->rms_eps};
-    TRY(call(e, r, vk_k_mv(kb, &kva, &k), &k));
     WARM_AFTER(WARM_Q_B);
     vk_rec_barrier(r);
-    vk_kv_store_args ks = {.g = g, .kv = V(e->kv, 0), .kv_z = c->kv_lora_rank + c->qk_rope,
+    vk_kv_store_args ks = {.g = g, .kv = kv, .kv_z = c->kv_lora_rank + c->qk_rope,
                            .norm = L->kv_a_norm, .eps = c->rms_eps, .cache = V(e->cache[il], 0), .rope_cs = e->rope,
-                           .q = V(e->q, 0), .q_z = c->n_head * qw, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS,
+                           .q = q, .q_z = c->n_head * qw, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS,
                            .params = e->params, .nz = 1};
     /* q_b and k_b in one step (with the rotated rope part of q) beside the
      * cache row, GLMCHAT_QBKB_FUSED=1: one dependent step less per layer,
      * but each workgroup recomputes its head's q_b rows, and on the H200 it
      * measured slower (tg64 190.8 against 211.5 tokens/s, gpu/PERF.md run
      * 14), so the two-step graph below is the default */
-    vk_qbkb_args qk = {.g = g, .q_b = &L->q_b, .k_b = &L->k_b, .x = V(e->qa_raw, 0), .norm = L->q_a_norm,
+    vk_qbkb_args qk = {.g = g, .q_b = &L->q_b, .k_b = &L->k_b, .x = qa_raw, .norm = L->q_a_norm,
                        .eps = c->rms_eps, .rope_cs = e->rope, .qa = V(e->qa, 0), .params = e->params};
     if (c->q_lora_rank > 0 && vk_env_u32("GLMCHAT_QBKB_FUSED", 0, 0, 1) && vk_qbkb_fits(kb, &qk)) {
         TRY(call(e, r, vk_k_qbkb(kb, &qk, &k), &k));
@@ -212,7 +219,7 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     } else {
         if (c->q_lora_rank > 0) {
             vk_vec qn = L->q_a_norm;
-            vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = V(e->qa_raw, 0), .y = V(e->q, 0), .nz = 1,
+            vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = qa_raw, .y = q, .nz = 1,
                              .norm = &qn, .eps = c->rms_eps};
             WARM_BEFORE(WARM_K_B);
             TRY(call(e, r, vk_k_mv(kb, &qb, &k), &k));
@@ -220,7 +227,7 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
             vk_rec_barrier(r);
         }
         /* absorbed query per head || new cache row + rotated query rope part */
-        vk_mv_args kb_args = {.name = "attn_k_b", .w = &L->k_b, .x = V(e->q, 0), .x_z = qw, .y = V(e->qa, 0),
+        vk_mv_args kb_args = {.name = "attn_k_b", .w = &L->k_b, .x = q, .x_z = qw, .y = V(e->qa, 0),
                               .y_z = g->RS, .nz = c->n_head};
         WARM_BEFORE(WARM_CACHE);
         TRY(call(e, r, vk_k_mv(kb, &kb_args, &k), &k));

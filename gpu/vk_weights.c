@@ -10,6 +10,7 @@
 
 typedef struct {
     const mtensor *src;
+    const mtensor *src2; /* merged matrices: src's rows, then src2's (same type and K) */
     vk_tensor *dst;     /* matrices */
     vk_vec *vec;        /* vectors: f32 */
     uint64_t bytes;     /* device bytes */
@@ -35,10 +36,30 @@ static void add(item_list *l, const mtensor *src, vk_tensor *dst, vk_vec *vec)
         l->it = n;
         l->cap = cap;
     }
-    l->it[l->n++] = (upload_item){src, dst, vec, 0};
+    l->it[l->n++] = (upload_item){src, NULL, dst, vec, 0};
 }
 
-static int collect(const model *m, vk_weights *w, item_list *l)
+/* Whether rows [n1, ..) of a matrix of type/K can be a view: the view's
+ * buffer offset must keep the device's storage alignment and its scales
+ * array 16-byte alignment (the kernels read whole uvec4s). */
+static bool row_view_ok(const vk_ctx *c, uint32_t type, uint64_t K, uint64_t n1)
+{
+    vk_qlayout q;
+    if (!vk_qlayout_of(type, &q))
+        return false;
+    uint64_t bpr = (K + q.blk - 1) / q.blk;
+    return n1 * bpr * q.body % c->align == 0 && n1 * bpr * q.head % 16 == 0;
+}
+
+/* q_a / q and kv_a_mqa as one matrix where they can be (vk_weights.h). */
+static bool merge_qkv(const vk_ctx *c, const mtensor *q, const mtensor *kv)
+{
+    return q->data && kv->data && q->type == kv->type && q->ne[0] == kv->ne[0] && q->ne[2] * q->ne[3] == 1 &&
+           kv->ne[2] * kv->ne[3] == 1 && row_view_ok(c, q->type, q->ne[0], q->ne[1]) &&
+           vk_env_u32("GLMCHAT_QKV_MERGE", 1, 0, 1) == 1;
+}
+
+static int collect(const vk_ctx *vc, const model *m, vk_weights *w, item_list *l)
 {
     const model_config *c = &m->cfg;
     l->ok = true;
@@ -51,14 +72,20 @@ static int collect(const model *m, vk_weights *w, item_list *l)
         d->is_moe = s->is_moe;
         add(l, &s->attn_norm, NULL, &d->attn_norm);
         add(l, &s->kv_a_norm, NULL, &d->kv_a_norm);
+        const mtensor *qin = c->q_lora_rank > 0 ? &s->q_a : &s->q;
+        d->qkv_merged = merge_qkv(vc, qin, &s->kv_a_mqa);
+        if (d->qkv_merged) {
+            add(l, qin, &d->qkv_a, NULL);
+            if (l->ok)
+                l->it[l->n - 1].src2 = &s->kv_a_mqa;
+        } else {
+            add(l, qin, c->q_lora_rank > 0 ? &d->q_a : &d->q, NULL);
+            add(l, &s->kv_a_mqa, &d->kv_a, NULL);
+        }
         if (c->q_lora_rank > 0) {
             add(l, &s->q_a_norm, NULL, &d->q_a_norm);
-            add(l, &s->q_a, &d->q_a, NULL);
             add(l, &s->q_b, &d->q_b, NULL);
-        } else {
-            add(l, &s->q, &d->q, NULL);
         }
-        add(l, &s->kv_a_mqa, &d->kv_a, NULL);
         add(l, &s->k_b, &d->k_b, NULL);
         add(l, &s->v_b, &d->v_b, NULL);
         add(l, &s->attn_out, &d->attn_out, NULL);
@@ -102,8 +129,8 @@ static int item_bytes(const vk_ctx *c, upload_item *it, err_t *err)
     if (!vk_qlayout_of(t->type, &q))
         return err_set(err, "tensor '%s' has type %s, which the Vulkan backend cannot read", t->name,
                        quant_type_name(t->type));
-    uint64_t n_mat = t->ne[2] * t->ne[3];
-    it->bytes = vk_tensor_bytes(t->type, t->ne[0], t->ne[1], n_mat, c->align);
+    uint64_t n_mat = t->ne[2] * t->ne[3], rows = t->ne[1] + (it->src2 ? it->src2->ne[1] : 0);
+    it->bytes = vk_tensor_bytes(t->type, t->ne[0], rows, n_mat, c->align);
     return 0;
 }
 
@@ -112,7 +139,7 @@ int vk_weights_plan(const vk_ctx *c, const model *m, uint64_t *device_bytes, err
     vk_weights w = {0};
     w.layers = calloc(m->cfg.n_layer ? m->cfg.n_layer : 1, sizeof *w.layers);
     item_list l = {0};
-    int rc = w.layers && collect(m, &w, &l) == 0 ? 0 : err_set(err, "out of host memory");
+    int rc = w.layers && collect(c, m, &w, &l) == 0 ? 0 : err_set(err, "out of host memory");
     uint64_t *sizes = rc ? NULL : malloc((l.n ? l.n : 1) * sizeof *sizes);
     if (!rc && !sizes)
         rc = err_set(err, "out of host memory");
@@ -168,14 +195,15 @@ static int upload_matrix(vk_uploader *u, threadpool *tp, const upload_item *it, 
     vk_qlayout_of(t->type, &q);
     d->type = t->type;
     d->K = (uint32_t)t->ne[0];
-    d->N = (uint32_t)t->ne[1];
+    uint64_t n1 = t->ne[1];
+    d->N = (uint32_t)(n1 + (it->src2 ? it->src2->ne[1] : 0));
     d->n_mat = (uint32_t)(t->ne[2] * t->ne[3]);
     d->bpr = (d->K + q.blk - 1) / q.blk;
     d->Kp = d->bpr * q.blk;
     uint64_t rows = (uint64_t)d->N * d->n_mat, blocks = rows * d->bpr;
     d->head_off = (blocks * q.body + align - 1) / align * align;
     d->bytes = it->bytes;
-    d->src_bytes = rows * t->nb1;
+    d->src_bytes = n1 * d->n_mat * t->nb1 + (it->src2 ? it->src2->ne[1] * it->src2->nb1 : 0);
     uint64_t row_body = (uint64_t)d->bpr * q.body, row_head = (uint64_t)d->bpr * q.head;
     uint64_t per = vk_uploader_slot_bytes(u) / 2 / (row_body + row_head + 16);
     if (per == 0)
@@ -184,9 +212,14 @@ static int upload_matrix(vk_uploader *u, threadpool *tp, const upload_item *it, 
         /* stay within one matrix: rows of different matrices are nb2 apart */
         uint64_t e = r0 / d->N, r = r0 % d->N;
         uint64_t n = d->N - r < per ? d->N - r : per;
-        const uint8_t *src = (const uint8_t *)t->data + e * t->nb2 + r * t->nb1;
+        /* merged: a batch takes rows of one source only */
+        const mtensor *st = it->src2 && r >= n1 ? it->src2 : t;
+        uint64_t sr = st == t ? r : r - n1;
+        if (st == t && it->src2 && n > n1 - r)
+            n = n1 - r;
+        const uint8_t *src = (const uint8_t *)st->data + e * st->nb2 + sr * st->nb1;
         /* each mapping is filled before the next one may flush its slot */
-        repack_job j = {.type = t->type, .K = d->K, .stride = t->nb1, .row_body = row_body, .row_head = row_head,
+        repack_job j = {.type = t->type, .K = d->K, .stride = st->nb1, .row_body = row_body, .row_head = row_head,
                         .src = src};
         j.body = vk_upload_map(u, &d->buf, r0 * row_body, n * row_body, err);
         if (!j.body)
@@ -204,6 +237,23 @@ static int upload_matrix(vk_uploader *u, threadpool *tp, const upload_item *it, 
     return 0;
 }
 
+/* Rows [r0, r0 + n) of single-matrix tensor t as a tensor of its own: the
+ * same buffer from the first row's body on, the scales array where it was
+ * (row_view_ok made both offsets legal). */
+static void rows_view(const vk_tensor *t, uint32_t r0, uint32_t n, vk_tensor *v)
+{
+    vk_qlayout q;
+    vk_qlayout_of(t->type, &q);
+    uint64_t row_body = (uint64_t)t->bpr * q.body, row_head = (uint64_t)t->bpr * q.head, skip = r0 * row_body;
+    *v = *t;
+    v->N = n;
+    v->buf.off += skip;
+    v->buf.size -= skip;
+    v->head_off = t->head_off - skip + r0 * row_head;
+    v->bytes = v->head_off + (n * row_head + 15) / 16 * 16;
+    v->src_bytes = t->src_bytes / t->N * n;
+}
+
 int vk_weights_upload(vk_ctx *c, vk_arena *arena, const model *m, vk_weights *w,
                       void (*progress)(void *, const char *, uint64_t, uint64_t), void *user, err_t *err)
 {
@@ -211,7 +261,7 @@ int vk_weights_upload(vk_ctx *c, vk_arena *arena, const model *m, vk_weights *w,
     w->n_layer = m->cfg.n_layer;
     w->layers = calloc(w->n_layer ? w->n_layer : 1, sizeof *w->layers);
     item_list l = {0};
-    if (!w->layers || collect(m, w, &l))
+    if (!w->layers || collect(c, m, w, &l))
         return err_set(err, "out of host memory");
     int rc = 0;
     uint64_t *sizes = malloc((l.n ? l.n : 1) * sizeof *sizes), total = 0, done = 0;
@@ -247,6 +297,15 @@ int vk_weights_upload(vk_ctx *c, vk_arena *arena, const model *m, vk_weights *w,
         w->file_bytes += it->src->nbytes;
         if (progress && (i % 16 == 15 || i + 1 == l.n))
             progress(user, "uploading weights", done, total);
+    }
+    for (uint32_t il = 0; !rc && il < w->n_layer; il++) {
+        vk_layer_w *d = &w->layers[il];
+        if (!d->qkv_merged)
+            continue;
+        const model_layer *s = &m->layers[il];
+        uint32_t nq = (uint32_t)(m->cfg.q_lora_rank > 0 ? s->q_a.ne[1] : s->q.ne[1]);
+        rows_view(&d->qkv_a, 0, nq, m->cfg.q_lora_rank > 0 ? &d->q_a : &d->q);
+        rows_view(&d->qkv_a, nq, d->qkv_a.N - nq, &d->kv_a);
     }
     if (!rc)
         rc = vk_uploader_finish(u, err);

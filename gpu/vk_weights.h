@@ -18,6 +18,13 @@ typedef struct {
     vk_tensor router, gate_exps, up_exps, down_exps;        /* MoE */
     vk_tensor gate_sh, up_sh, down_sh;                      /* shared expert(s), may be absent */
     bool has_shared;
+    /* q_a (or q, without q compression) and kv_a_mqa read the same input:
+     * where their types and row lengths match they are uploaded as one
+     * matrix, qkv_a (q's rows first), and q_a / q and kv_a are views of its
+     * rows -- decode runs one matvec instead of two dispatches
+     * (GLMCHAT_QKV_MERGE=0: two matrices). */
+    vk_tensor qkv_a;
+    bool qkv_merged;
 } vk_layer_w;
 
 typedef struct {

@@ -107,6 +107,18 @@ for dir in "$ROOT"/*/; do
             fail "vulkan $name: decode graph (GLMCHAT_ROUTER_FUSED=$fused)" "${out:-$(head -c 300 "$TMP/err")}"
         fi
     done
+    # q_a / q and kv_a_mqa as two matrices (GLMCHAT_QKV_MERGE=0; the path for
+    # files whose two types differ), prefill and decode
+    for b in 64 1; do
+        if GLMCHAT_QKV_MERGE=0 $GLMCHAT logits -m "$f32" $VK --kv-type f32 -b $b --tokens "$tokens" \
+               -o "$TMP/unmerged.bin" 2>"$TMP/err" &&
+            out=$($CMP --vocab "$vocab" --max-rel-l2 1e-4 --min-argmax "$n_tok" "$TMP/unmerged.bin" \
+                  "$dir/logits.ref_f64.f32.bin"); then
+            ok "vulkan $name: q and kv_a as two matrices, -b $b, vs f64 reference ($out)"
+        else
+            fail "vulkan $name: q and kv_a as two matrices, -b $b" "${out:-$(head -c 300 "$TMP/err")}"
+        fi
+    done
     # f16 KV cache: within 2e-3 of the f32 cache (f16 rounding of the latents)
     if $GLMCHAT logits -m "$f32" $VK --kv-type f16 --tokens "$tokens" -o "$TMP/f16.bin" 2>"$TMP/err" &&
         out=$($CMP --vocab "$vocab" --max-rel-l2 2e-3 "$TMP/f16.bin" "$TMP/$name.f32.bin"); then

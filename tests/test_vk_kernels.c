@@ -240,6 +240,7 @@ static void mv_cases(void)
     /* GLM-4.7-Flash shapes (Q4_0 file: Q4_0 matrices, F32 router, Q6_K head slice) */
     run_mv_v(QT_Q4_0, 2048, 768, 1, true, false, false, "attn_q_a", V_LONG);
     run_mv_v(QT_Q4_0, 2048, 576, 1, true, false, false, "attn_kv_a_mqa", V_LONG);
+    run_mv_v(QT_Q4_0, 2048, 1344, 1, true, false, false, "attn_q_a + attn_kv_a_mqa as one matrix", V_LONG);
     run_mv_v(QT_Q4_0, 768, 5120, 1, true, false, false, "attn_q_b", V_ALL);
     run_mv_v(QT_Q4_0, 192, 512, 20, false, false, false, "attn_k_b per head", V_ALL);
     run_mv_v(QT_Q4_0, 5120, 2048, 1, false, true, false, "attn_output + residual", V_LONG);
