@@ -407,6 +407,59 @@ static void run_attn(uint32_t reps)
     }
 }
 
+/* Grid-wide barriers inside one dispatch (MB_GRIDSYNC=1, shaders/grid_sync.comp)
+ * against dependent dispatches: a dispatch of `groups` workgroups doing R
+ * rounds, per round, next to the same dispatch with no rounds, per call with
+ * a pipeline barrier after each.  Workgroups: one and two per compute unit
+ * (all resident: the spin needs them to be). */
+static void run_gridsync(uint32_t reps)
+{
+    err_t err;
+    vk_buf ctr;
+    uint32_t zero[4] = {0};
+    if (vk_arena_alloc(&G.c, &G.dev, 256, "counter", &ctr, &err) || vk_upload_bytes(G.up, &ctr, 0, zero, 16, &err) ||
+        vk_uploader_finish(G.up, &err)) {
+        printf("# %s\n", err.msg);
+        return;
+    }
+    static const uint32_t wgs[] = {256, 128};
+    for (size_t wi = 0; wi < 2; wi++)
+        for (uint32_t per_sm = 1; per_sm <= 2; per_sm++) {
+            uint32_t spec[] = {wgs[wi]};
+            vk_call c = {.pipe = vk_pipe_get(&G.c, &G.pipes, "grid_sync", spec, 1, &err), .name = "grid_sync"};
+            if (!c.pipe) {
+                printf("# %s\n", err.msg);
+                return;
+            }
+            c.b[0] = ctr;
+            c.npush = 1;
+            c.groups[0] = G.c.n_sm_hint * per_sm;
+            c.groups[1] = c.groups[2] = 1;
+            c.push[0] = 0;
+            double t0 = time_calls(&c, 1, reps, true);
+            c.push[0] = 200;
+            double t1 = time_calls(&c, 1, reps / 10 + 1, true);
+            printf("grid_sync %4u x %3u threads: empty dispatch + barrier %6.2f us; per grid barrier in one "
+                   "dispatch %6.3f us\n", c.groups[0], wgs[wi], t0, (t1 - t0) / 200);
+        }
+    /* failed spins (a grid that was not all resident), copied to the host */
+    vk_buf h = tu_host(4);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VkBufferCopy region = {.srcOffset = ctr.off, .dstOffset = h.off, .size = 16};
+    if (vkBeginCommandBuffer(G.cb, &bi) != VK_SUCCESS) {
+        printf("# vkBeginCommandBuffer failed\n");
+    } else {
+        vkCmdCopyBuffer(G.cb, ctr.buf, h.buf, 1, &region);
+        if (vkEndCommandBuffer(G.cb) != VK_SUCCESS || vk_submit_wait(&G.c, G.cb, &err))
+            printf("# reading the counter back failed\n");
+        else
+            printf("grid_sync: %u failed spins, counter left at %u / %u\n", ((uint32_t *)h.map)[2],
+                   ((uint32_t *)h.map)[0], ((uint32_t *)h.map)[1]);
+    }
+    tu_reset_buffers();
+}
+
 int main(int argc, char **argv)
 {
     uint32_t reps = argc > 1 ? (uint32_t)atoi(argv[1]) : 50;
@@ -445,6 +498,11 @@ int main(int argc, char **argv)
     };
     if (getenv("MB_BWSIZES")) {
         bw_sizes(reps);
+        tu_gpu_close();
+        return 0;
+    }
+    if (getenv("MB_GRIDSYNC")) {
+        run_gridsync(reps);
         tu_gpu_close();
         return 0;
     }
