@@ -407,6 +407,67 @@ static void run_attn(uint32_t reps)
     }
 }
 
+/* A chain of `reps` calls of c, each pair joined by: 0 nothing, 1 a
+ * pipeline barrier (the graph's), 2 an event set after the first and
+ * waited on before the second (then reset).  Mean per call, in us. */
+static double time_sync(const vk_call *c, uint32_t reps, int mode)
+{
+    err_t err;
+    VkQueryPool qp;
+    VkEvent ev;
+    VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                .queryCount = 2};
+    VkEventCreateInfo ei = {.sType = VK_STRUCTURE_TYPE_EVENT_CREATE_INFO};
+    if (vkCreateQueryPool(G.c.dev, &qi, NULL, &qp) != VK_SUCCESS)
+        return -1;
+    if (vkCreateEvent(G.c.dev, &ei, NULL, &ev) != VK_SUCCESS) {
+        vkDestroyQueryPool(G.c.dev, qp, NULL);
+        return -1;
+    }
+    vk_prog prog = {0};
+    vk_rec r;
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    vkBeginCommandBuffer(G.cb, &bi);
+    vkCmdResetQueryPool(G.cb, qp, 0, 2);
+    vk_rec_begin(&r, &G.c, &prog, G.cb, VK_PROF_OFF, 0, VK_NULL_HANDLE, 0, NULL, &err);
+    vk_rec_call(&r, c);
+    vk_rec_barrier(&r);
+    vkCmdWriteTimestamp(G.cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, qp, 0);
+    for (uint32_t i = 0; i < reps; i++) {
+        vk_rec_call(&r, c);
+        if (mode == 1) {
+            vk_rec_barrier(&r);
+        } else if (mode == 2) {
+            vkCmdSetEvent(G.cb, ev, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+            vkCmdWaitEvents(G.cb, 1, &ev, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 1,
+                            &mb, 0, NULL, 0, NULL);
+            vkCmdResetEvent(G.cb, ev, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+        }
+    }
+    vk_rec_barrier(&r);
+    vkCmdWriteTimestamp(G.cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, qp, 1);
+    int rc = vk_rec_end(&r);
+    vkEndCommandBuffer(G.cb);
+    if (!rc)
+        rc = vk_submit_wait(&G.c, G.cb, &err);
+    uint64_t ts[2] = {0, 0};
+    if (!rc)
+        vkGetQueryPoolResults(G.c.dev, qp, 0, 2, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    vk_prog_free(&G.c, &prog);
+    vkDestroyEvent(G.c.dev, ev, NULL);
+    vkDestroyQueryPool(G.c.dev, qp, NULL);
+    if (rc) {
+        printf("# %s\n", err.msg);
+        return -1;
+    }
+    return (double)(ts[1] - ts[0]) * G.c.ts_period_ns / 1000.0 / reps;
+}
+
 /* Grid-wide barriers inside one dispatch (MB_GRIDSYNC=1, shaders/grid_sync.comp)
  * against dependent dispatches: a dispatch of `groups` workgroups doing R
  * rounds, per round, next to the same dispatch with no rounds, per call with
@@ -437,10 +498,19 @@ static void run_gridsync(uint32_t reps)
             c.groups[1] = c.groups[2] = 1;
             c.push[0] = 0;
             double t0 = time_calls(&c, 1, reps, true);
+            /* the unsynchronized chain below leaves the counter anywhere: zero it */
+            if (vk_upload_bytes(G.up, &ctr, 0, zero, 16, &err) || vk_uploader_finish(G.up, &err)) {
+                printf("# %s\n", err.msg);
+                return;
+            }
             c.push[0] = 200;
             double t1 = time_calls(&c, 1, reps / 10 + 1, true);
             printf("grid_sync %4u x %3u threads: empty dispatch + barrier %6.2f us; per grid barrier in one "
                    "dispatch %6.3f us\n", c.groups[0], wgs[wi], t0, (t1 - t0) / 200);
+            c.push[0] = 0;
+            printf("  empty dispatches of %u x %u: %6.2f us each with no sync, %6.2f with a pipeline barrier, "
+                   "%6.2f with an event set + waited\n", c.groups[0], wgs[wi], time_sync(&c, reps, 0),
+                   time_sync(&c, reps, 1), time_sync(&c, reps, 2));
         }
     /* failed spins (a grid that was not all resident), copied to the host */
     vk_buf h = tu_host(4);
