@@ -42,8 +42,11 @@ static vk_vec V(vk_buf b, uint32_t off)
 
 /* L2 warming (shaders/l2_warm.comp): a step of the graph can read the next
  * step's weights beside its own kernels (no barrier between them), so the
- * next step's loads hit the L2 cache instead of waiting on HBM.  Each bit
- * of GLMCHAT_WARM turns on one step's warming: */
+ * next step's loads hit the L2 cache instead of waiting on HBM.  Measured
+ * slower in every form on the H200 (gpu/PERF.md run 16: the steps are not
+ * bound by where their weights come from, and each extra dispatch in a
+ * step costs ~1 us), so off by default.  Each bit of GLMCHAT_WARM turns on
+ * one step's warming: */
 enum {
     WARM_Q_B = 1u << 0,     /* q_a || kv_a warms q_b (no q_a: k_b) */
     WARM_K_B = 1u << 1,     /* q_b warms k_b */
