@@ -146,6 +146,7 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->topk_cnt, 64, "top-K counter", 0};
     r[n++] = (buf_req){&e->rope, (uint64_t)e->p.n_ctx * c->qk_rope * f + 16, "RoPE table", 0};
     r[n++] = (buf_req){&e->params, (VKP_TOKENS + B) * 4 + 64, "params", 2};
+    r[n++] = (buf_req){&e->dep, (1ull + c->n_layer) * 4 + 64, "dependency counters", 2};
     r[n++] = (buf_req){&e->out_ids, TOPK_MAX * 4, "top-K ids (host)", 1};
     r[n++] = (buf_req){&e->out_vals, (TOPK_MAX + 1) * 4, "top-K values (host)", 1};
     r[n++] = (buf_req){&e->host_logits, B * c->n_vocab * f, "logits (host)", 1};
@@ -198,6 +199,8 @@ static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
  * themselves after each use); so do the KV caches. */
 static int zero_counters(vk_engine *e, err_t *err)
 {
+    memset(e->dep.map, 0, e->dep.size);
+    e->epoch = 0;
     VkCommandBuffer cb;
     VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                       .commandPool = e->c.cmd_pool,
@@ -358,11 +361,16 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
         return err_set(err, "top-K of %u candidates: the Vulkan backend returns at most %u", k,
                        n_vocab < TOPK_MAX ? n_vocab : TOPK_MAX);
     write_params(e, &token, 1, pos, k);
+    ((uint32_t *)e->params.map)[VKP_EPOCH] = ++e->epoch;
     bool want_logits = logits_row != NULL;
     vk_family *f = want_logits ? &e->decode_logits : &e->decode;
     vk_variant *v = vk_family_pick(f, want_logits ? PROFILE_OFF : e->p.profile);
     if (vk_submit_wait(&e->c, v->cb, err))
         return -1;
+    if (e->dep_on && ((const uint32_t *)e->dep.map)[0] != 0)
+        return err_set(err, "the GPU did not run the MoE gate/up and down dispatches side by side as the decode "
+                            "graph assumes (%u waits gave up); run with GLMCHAT_DEP_FLAGS=0",
+                       ((const uint32_t *)e->dep.map)[0]);
     vk_profile_collect(e, f, v, &e->prof_decode);
     if (want_logits)
         memcpy(logits_row, e->host_logits.map, (uint64_t)n_vocab * 4);

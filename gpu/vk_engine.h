@@ -54,6 +54,10 @@ typedef struct {
     vk_buf x, qa_raw, kv, q, qa, part, o, h, rlogits, ids, wts, counters, logits;
     vk_buf rpart;            /* decode: router partials of attn_out_router */
     vk_buf qkv;              /* decode: [q_a or q | kv] of the merged matvec (vk_layer_w.qkv_a) */
+    vk_buf dep;              /* decode: word 0 failed waits, word 1 + il layer il's gate/up -> down
+                                counter (shaders/dep_flag.glsl); host-visible */
+    bool dep_on;             /* the MoE down waits on the gate/up's counter instead of a barrier */
+    uint32_t epoch;          /* decode submits so far (params[VKP_EPOCH]) */
     vk_buf warm_sink;        /* decode: l2_warm's per-workgroup sums (never read) */
     uint32_t warm_mask;      /* decode: which steps warm the next step's weights (VK_WARM_*) */
     bool warm_first;         /* record l2_warm before the step's kernels (else after) */

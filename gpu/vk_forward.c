@@ -333,17 +333,31 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
             gu.gate_sh = gu.up_sh = NULL;
     }
     WARM_BEFORE(WARM_DOWN);
+    vk_moe_down_args da = {.name = "moe_down", .down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL,
+                           .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = ids, .wts = V(e->wts, ids_off),
+                           .y = V(e->x, 0)};
+    /* the down waits on the gate/up's counter instead of a barrier
+     * (shaders/dep_flag.glsl) where both kernels can and every expert's
+     * h comes from that one dispatch */
+    vk_vec dep_word = V(e->dep, 1 + il);
+    bool dep = e->dep_on && (!L->has_shared || early || gu.gate_sh) && vk_glu_signals(&e->kb, &gu) &&
+               vk_moe_down_waits(&e->kb, &da);
+    if (dep)
+        gu.signal = &dep_word;
     TRY(call(e, r, vk_k_glu(&e->kb, &gu, &k), &k));
+    if (dep) {
+        da.wait = &dep_word;
+        da.wait_n = k.groups[0] * k.groups[1] * k.groups[2];
+        da.params = e->params;
+    }
     if (L->has_shared && !early && !gu.gate_sh) {
         vk_glu_args gs = {.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = V(e->x, 0),
                           .norm = &fn, .eps = c->rms_eps, .h = V(e->h, K * e->h_z), .h_z = e->h_z, .nz = 1};
         TRY(call(e, r, vk_k_glu(&e->kb, &gs, &k), &k));
     }
     WARM_AFTER(WARM_DOWN);
-    vk_rec_barrier(r);
-    vk_moe_down_args da = {.name = "moe_down", .down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL,
-                           .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = ids, .wts = V(e->wts, ids_off),
-                           .y = V(e->x, 0)};
+    if (!dep)
+        vk_rec_barrier(r);
     WARM_BEFORE(WARM_NEXT);
     TRY(call(e, r, vk_k_moe_down(&e->kb, &da, &k), &k));
     WARM_AFTER(WARM_NEXT);
@@ -375,6 +389,7 @@ int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host)
     vk_call k;
     e->warm_mask = vk_env_u32("GLMCHAT_WARM", 0, 0, 0x1ff);
     e->warm_first = vk_env_u32("GLMCHAT_WARM_FIRST", 1, 0, 1) == 1;
+    e->dep_on = vk_env_u32("GLMCHAT_DEP_FLAGS", 0, 0, 1) == 1;
     vk_rec_segment(r, 0);
     vk_buf tok = e->params;
     vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(tok, VKP_TOKENS), .x = V(e->x, 0), .nz = 1};

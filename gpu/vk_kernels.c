@@ -323,15 +323,22 @@ bool vk_glu_folds(const vk_kb *k, const vk_glu_args *a)
     return a->gate_sh && glu_x_config(k, a, &x);
 }
 
+bool vk_glu_signals(const vk_kb *k, const vk_glu_args *a)
+{
+    mvx_cfg x;
+    return a->gate->K == a->up->K && a->gate->N == a->up->N && glu_x_config(k, a, &x);
+}
+
 static int glu_x(const vk_kb *k, const vk_glu_args *a, const mvx_cfg *x, vk_call *out)
 {
     const vk_tensor *g = a->gate, *u = a->up, *gs = a->gate_sh, *us = a->up_sh;
-    uint32_t spec[12] = {0};
+    uint32_t spec[13] = {0};
     mvx_spec(k, x, g->type, spec);
     spec[6] = a->norm ? 1 : 0;
     spec[7] = gs ? 1 : 0;
     spec[9] = a->ids ? 1 : 0;
-    out->pipe = pipe(k, "mvx_glu", spec, 12);
+    spec[12] = a->signal ? 1 : 0;
+    out->pipe = pipe(k, "mvx_glu", spec, 13);
     if (!out->pipe)
         return -1;
     out->w[0] = g->buf;
@@ -365,7 +372,10 @@ static int glu_x(const vk_kb *k, const vk_glu_args *a, const mvx_cfg *x, vk_call
     p[15] = gs ? (uint32_t)gs->head_off : 0;
     p[16] = gs ? (uint32_t)us->head_off : 0;
     p[17] = x->passes;
-    out->npush = 18;
+    p[18] = a->signal ? a->signal->off : 0;
+    if (a->signal)
+        out->b[5] = a->signal->b;
+    out->npush = 19;
     out->groups[0] = x->groups;
     out->groups[1] = nz + (gs ? 1 : 0);
     out->groups[2] = 1;
@@ -385,6 +395,8 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
         return glu_x(k, a, &x, out);
     if (a->gate_sh)
         return err_set(k->err, "%s: the shared expert cannot join this call (vk_glu_folds)", a->name);
+    if (a->signal)
+        return err_set(k->err, "%s: this kernel cannot signal (vk_glu_signals)", a->name);
     mv_cfg m = mv_config(k->c, g, a->nz);
     uint32_t spec[16] = {m.wgs, g->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, u->type, 4, a->ids ? 1 : 0,
                          m.upt};
@@ -457,18 +469,41 @@ static void moe_down_bind(const vk_moe_down_args *a, vk_call *out)
 static int moe_down_x(const vk_kb *k, const vk_moe_down_args *a, const mvx_cfg *x, vk_call *out)
 {
     const vk_tensor *d = a->down, *s = a->shared;
-    uint32_t spec[12] = {0};
+    uint32_t spec[13] = {0};
     mvx_spec(k, x, d->type, spec);
     spec[6] = s ? 1 : 0;
-    out->pipe = pipe(k, "mvx_down", spec, 12);
+    spec[12] = a->wait ? 1 : 0;
+    out->pipe = pipe(k, "mvx_down", spec, 13);
     if (!out->pipe)
         return -1;
     moe_down_bind(a, out);
     out->push[14] = x->passes;
-    out->npush = 15;
+    out->push[15] = a->wait ? a->wait->off : 0;
+    out->push[16] = a->wait_n;
+    if (a->wait) {
+        out->b[5] = a->wait->b;
+        out->b[6] = a->params;
+    }
+    out->npush = 17;
     out->groups[0] = x->groups;
     out->groups[1] = out->groups[2] = 1;
     return 0;
+}
+
+/* 512-thread workgroups: run 8 on the H200, tg64 193.3 tokens/s against
+ * 180.4 with 256 (same session); GLMCHAT_MVX_DOWN_WGS overrides */
+static bool moe_down_x_config(const vk_kb *k, const vk_moe_down_args *a, mvx_cfg *x)
+{
+    const vk_tensor *d = a->down, *s = a->shared;
+    return (!s || s->type == d->type) && env_u32("GLMCHAT_MVX_DOWN", 1, 0, 1) &&
+           mvx_config(k->c, d->type, a->nz * d->Kp + (s ? s->Kp : 0), d->N, 1, 1,
+                      env_u32("GLMCHAT_MVX_DOWN_WGS", 512, 32, 1024), x);
+}
+
+bool vk_moe_down_waits(const vk_kb *k, const vk_moe_down_args *a)
+{
+    mvx_cfg x;
+    return (!a->shared || a->shared->N == a->down->N) && a->nz > 0 && moe_down_x_config(k, a, &x);
 }
 
 int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
@@ -481,12 +516,10 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     memset(out, 0, sizeof *out);
     out->name = a->name;
     mvx_cfg x;
-    /* 512-thread workgroups: run 8 on the H200, tg64 193.3 tokens/s against
-     * 180.4 with 256 (same session); GLMCHAT_MVX_DOWN_WGS overrides */
-    if ((!s || s->type == d->type) && env_u32("GLMCHAT_MVX_DOWN", 1, 0, 1) &&
-        mvx_config(k->c, d->type, a->nz * d->Kp + (s ? s->Kp : 0), d->N, 1, 1,
-                   env_u32("GLMCHAT_MVX_DOWN_WGS", 512, 32, 1024), &x))
+    if (moe_down_x_config(k, a, &x))
         return moe_down_x(k, a, &x, out);
+    if (a->wait)
+        return err_set(k->err, "%s: this kernel cannot wait (vk_moe_down_waits)", a->name);
     mv_cfg m = mv_config(k->c, d, a->nz + 1);
     uint32_t nslot = a->nz + (s ? 1 : 0);
     /* a team per (row group, slot): the workgroup is a whole number of

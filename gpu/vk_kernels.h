@@ -61,10 +61,16 @@ typedef struct {
     uint32_t nz;
     const vk_vec *ids;
     const vk_tensor *gate_sh, *up_sh;
+    /* The MoE down may run beside this call without a barrier (vk_k_moe_down's
+     * wait): each workgroup adds 1 to this counter word when its rows are
+     * written (shaders/dep_flag.glsl).  Only where vk_glu_signals says. */
+    const vk_vec *signal;
 } vk_glu_args;
 int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out);
 /* Whether one vk_k_glu call can take the shared expert of `a` along. */
 bool vk_glu_folds(const vk_kb *k, const vk_glu_args *a);
+/* Whether vk_k_glu can signal for a (the x-stationary kernel runs). */
+bool vk_glu_signals(const vk_kb *k, const vk_glu_args *a);
 
 /* y[r] += sum_{z<nz} wt[z] * (D[ids[z]][r] . h[z]) + (S[r] . h_s)   (S optional). */
 typedef struct {
@@ -76,8 +82,16 @@ typedef struct {
     uint32_t nz;
     vk_vec ids, wts;
     vk_vec y;                   /* residual stream, accumulated into */
+    /* h comes from a gate/up dispatch recorded just before, without a
+     * barrier: wait until counter word `wait` reaches params[VKP_EPOCH] *
+     * wait_n (the gate/up's workgroups, each signalling once); a wait that
+     * gives up adds 1 to word 0 of that buffer.  Only where vk_moe_down_waits says. */
+    const vk_vec *wait;
+    uint32_t wait_n;
+    vk_buf params;
 } vk_moe_down_args;
 int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out);
+bool vk_moe_down_waits(const vk_kb *k, const vk_moe_down_args *a);
 
 /* ---- attention (MLA, absorbed) ---------------------------------------------------- */
 
@@ -92,6 +106,7 @@ enum {
     VKP_NCHUNK_PF = 6, /* attention chunks of a prefill batch */
     VKP_CHUNK_PF = 7,  /* positions per prefill chunk */
     VKP_ATTN_IND = 8, /* VkDispatchIndirectCommand of the decode attention */
+    VKP_EPOCH = 11,   /* decode submits so far, this one included (dependency counters) */
     VKP_ATTN_IND_PF = 12, /* ... of the prefill attention */
     VKP_TOKENS = 16,  /* the batch's token ids */
 };

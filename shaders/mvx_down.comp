@@ -18,14 +18,18 @@ layout(constant_id = 6) const uint HAS_SHARED = 1u;
 layout(constant_id = 8) const uint KSH = 8192u;
 layout(constant_id = 10) const uint XREG = 0u;
 layout(constant_id = 11) const uint XRN = 1u;
+layout(constant_id = 12) const uint WAIT = 0u;  // 1: h comes from a dispatch beside this one (dep_flag.glsl)
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
+#define MVX_X_QUAL coherent
 #include "mvx_common.glsl"
+#include "dep_flag.glsl"
 
 layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
 layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
 layout(set = 0, binding = 5) readonly buffer WtBuf { float wts[]; } WT;
+layout(set = 0, binding = 7) readonly buffer Params { uint p[]; } P;
 
 layout(push_constant) uniform PC {
     uint K, Kp, N;          // routed expert width
@@ -35,6 +39,7 @@ layout(push_constant) uniform PC {
     uint ids_off, wts_off;
     uint y_off;
     uint passes;
+    uint dep_word, dep_n;   // WAIT: the producer's counter and workgroups
 } pc;
 
 // Where each of this lane's units lives: weight slot, first block of its
@@ -78,6 +83,9 @@ void main()
     }
     uint wrow0 = gl_WorkGroupID.x * NT * R * pc.passes;
     load_pass(wrow0 + team * R);
+    // the first rows' weights are in flight while h is awaited
+    if (WAIT == 1u)
+        dep_wait(pc.dep_word, P.p[VKP_EPOCH_WORD] * pc.dep_n);
 
     // stage [wt[z] * h[z] ...| h_s] (zeros past the end)
     uint nr = pc.nz * pc.Kp;

@@ -20,10 +20,12 @@ layout(constant_id = 8) const uint KSH = 2048u;
 layout(constant_id = 9) const uint IDMODE = 0u;
 layout(constant_id = 10) const uint XREG = 1u;
 layout(constant_id = 11) const uint XRN = 16u;
+layout(constant_id = 12) const uint SIGNAL = 0u;  // 1: count finished workgroups (dep_flag.glsl)
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
 #include "mvx_common.glsl"
+#include "dep_flag.glsl"
 
 layout(set = 0, binding = 2) writeonly buffer HBuf { float h[]; } H;
 layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
@@ -40,9 +42,10 @@ layout(push_constant) uniform PC {
     uint nz;               // routed slots (the shared expert is slot nz)
     uint Ns, hbase_sg, hbase_su;
     uint passes;
+    uint dep_word;         // SIGNAL: the counter
 } pc;
 
-void main()
+void glu()
 {
     uint z = gl_WorkGroupID.y;
     bool sh = HAS_SHARED == 1u && z == pc.nz;
@@ -81,4 +84,11 @@ void main()
                 H.h[pc.h_off + z * pc.h_z + row0 + r] = g / (1.0 + exp(-g)) * u;
         }
     }
+}
+
+void main()
+{
+    glu();
+    if (SIGNAL == 1u)
+        dep_signal(pc.dep_word);
 }

@@ -136,7 +136,15 @@ for dir in "$ROOT"/*/; do
         fail "vulkan $name: decode on the f16 KV cache" "${out:-$(head -c 300 "$TMP/err")}"
     fi
     # L2 warming (GLMCHAT_WARM: every step's, before and after its kernels)
-    # only reads: the decode's logits stay bit-identical
+    # only reads, and the MoE down waiting on the gate/up's counter instead
+    # of a barrier (GLMCHAT_DEP_FLAGS=1) computes the same: the decode's
+    # logits stay bit-identical
+    if GLMCHAT_DEP_FLAGS=1 $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" -o "$TMP/dep.bin" \
+           2>"$TMP/err" && cmp -s "$TMP/dep.bin" "$TMP/f16d.bin"; then
+        ok "vulkan $name: decode with the MoE down waiting on a counter = with a barrier, bit for bit"
+    else
+        fail "vulkan $name: decode with the MoE down waiting on a counter" "$(head -c 300 "$TMP/err")"
+    fi
     for first in 1 0; do
         if GLMCHAT_WARM=511 GLMCHAT_WARM_FIRST=$first $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 \
                --tokens "$tokens" -o "$TMP/warm.bin" 2>"$TMP/err" && cmp -s "$TMP/warm.bin" "$TMP/f16d.bin"; then

@@ -1,0 +1,40 @@
+// dep_flag.glsl: a dependency between two dispatches recorded without a
+// pipeline barrier between them (gpu/PERF.md run 17).  The producer's
+// workgroups each add 1 to a counter when their results are written; the
+// consumer's workgroups, launched while the producer still runs (after all
+// of its workgroups were launched: dispatches start in order), issue what
+// does not depend on it (their weight loads) and then wait until the
+// counter reaches epoch * producer workgroups, the epoch being the submit's
+// number (params[VKP_EPOCH]).  A barrier costs 2.9 us on the H200, this
+// wait ~1 us.  The wait gives up after a bound (~10 ms) and counts the
+// failure in word 0, which the host checks after the token (a device that
+// does not run the two dispatches as assumed gets an error, not a hang).
+// Binding 6: the counters (coherent); binding 7: the params.
+
+layout(set = 0, binding = 6) coherent buffer DepBuf { uint c[]; } DEP;
+
+const uint DEP_SPIN_LIMIT = 1u << 15;
+const uint VKP_EPOCH_WORD = 11u;
+
+// Producer: every invocation has written its results.
+void dep_signal(uint word)
+{
+    memoryBarrierBuffer();
+    barrier();
+    if (gl_LocalInvocationIndex == 0u)
+        atomicAdd(DEP.c[word], 1u);
+}
+
+// Consumer: returns once the producer's `n` workgroups of this epoch are done.
+void dep_wait(uint word, uint want)
+{
+    if (gl_LocalInvocationIndex == 0u) {
+        uint spins = 0u;
+        while (int(atomicAdd(DEP.c[word], 0u) - want) < 0 && spins < DEP_SPIN_LIMIT)
+            spins++;
+        if (spins >= DEP_SPIN_LIMIT)
+            atomicAdd(DEP.c[0], 1u);
+    }
+    barrier();
+    memoryBarrierBuffer();
+}
