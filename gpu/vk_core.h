@@ -27,7 +27,7 @@
 #include "vk.h"
 
 #define VKC_WSLOTS 4
-#define VKC_NBIND 8
+#define VKC_NBIND 9
 #define VKC_PUSH_WORDS 32
 #define VKC_MAX_SPEC 16
 
@@ -184,7 +184,8 @@ enum { VK_PROF_OFF = 0, VK_PROF_SEGMENT = 1, VK_PROF_ALL = 2 };
  * pass and reused. */
 typedef struct {
     uint32_t n_disp;               /* dispatches per pass */
-    uint32_t n_dep;                /* barriers (dependent steps) per pass */
+    uint32_t n_dep;                /* dependent steps per pass: barriers + links */
+    uint32_t n_link;               /* of which joined by a counter, not a barrier */
     VkDescriptorSet *sets;
     const char **names;
     uint64_t *bytes;
@@ -220,6 +221,9 @@ void vk_rec_segment(vk_rec *r, int segment);
 void vk_rec_call(vk_rec *r, const vk_call *k);
 /* A compute->compute dependency: everything before is visible after. */
 void vk_rec_barrier(vk_rec *r);
+/* A dependent step joined by a counter the consumers wait on instead of a
+ * barrier (shaders/dep_flag.glsl): counted, nothing recorded. */
+void vk_rec_link(vk_rec *r);
 /* Also makes shader writes visible to indirect-dispatch reads. */
 void vk_rec_barrier_indirect(vk_rec *r);
 /* Writes the last timestamp; returns 0 or -1 (first error of the pass). */

@@ -146,7 +146,7 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->topk_cnt, 64, "top-K counter", 0};
     r[n++] = (buf_req){&e->rope, (uint64_t)e->p.n_ctx * c->qk_rope * f + 16, "RoPE table", 0};
     r[n++] = (buf_req){&e->params, (VKP_TOKENS + B) * 4 + 64, "params", 2};
-    r[n++] = (buf_req){&e->dep, (1ull + c->n_layer) * 4 + 64, "dependency counters", 2};
+    r[n++] = (buf_req){&e->dep, (1ull + (uint64_t)c->n_layer * VK_DEP_PER_LAYER) * 4 + 64, "dependency counters", 2};
     r[n++] = (buf_req){&e->out_ids, TOPK_MAX * 4, "top-K ids (host)", 1};
     r[n++] = (buf_req){&e->out_vals, (TOPK_MAX + 1) * 4, "top-K values (host)", 1};
     r[n++] = (buf_req){&e->host_logits, B * c->n_vocab * f, "logits (host)", 1};
@@ -263,10 +263,13 @@ static int setup(vk_engine *e, err_t *err)
         err_prefix(err, "recording the prefill graph");
         return -1;
     }
+    char links[64] = "";
+    if (e->decode.prog.n_link)
+        snprintf(links, sizeof links, " (%u joined by counters, not barriers)", e->decode.prog.n_link);
     snprintf(e->desc, sizeof e->desc, "Vulkan: %s (%s, %.1f GiB, subgroup %u%s), weights %.2f GiB, %u dependent "
-                                      "dispatches per token",
+                                      "dispatches per token%s",
              e->c.info.name, e->c.info.kind, e->c.info.device_local_bytes / GiB, e->c.subgroup,
-             e->c.coopmat ? ", cooperative matrices" : "", e->w.device_bytes / GiB, e->decode.prog.n_dep + 1);
+             e->c.coopmat ? ", cooperative matrices" : "", e->w.device_bytes / GiB, e->decode.prog.n_dep + 1, links);
     return 0;
 }
 
@@ -367,9 +370,9 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
     vk_variant *v = vk_family_pick(f, want_logits ? PROFILE_OFF : e->p.profile);
     if (vk_submit_wait(&e->c, v->cb, err))
         return -1;
-    if (e->dep_on && ((const uint32_t *)e->dep.map)[0] != 0)
-        return err_set(err, "the GPU did not run the MoE gate/up and down dispatches side by side as the decode "
-                            "graph assumes (%u waits gave up); run with GLMCHAT_DEP_FLAGS=0",
+    if (e->dep_mask && ((const uint32_t *)e->dep.map)[0] != 0)
+        return err_set(err, "the GPU did not run dependent decode dispatches side by side as the graph assumes "
+                            "(%u waits gave up); run with GLMCHAT_DEP_FLAGS=0",
                        ((const uint32_t *)e->dep.map)[0]);
     vk_profile_collect(e, f, v, &e->prof_decode);
     if (want_logits)

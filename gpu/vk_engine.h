@@ -54,10 +54,14 @@ typedef struct {
     vk_buf x, qa_raw, kv, q, qa, part, o, h, rlogits, ids, wts, counters, logits;
     vk_buf rpart;            /* decode: router partials of attn_out_router */
     vk_buf qkv;              /* decode: [q_a or q | kv] of the merged matvec (vk_layer_w.qkv_a) */
-    vk_buf dep;              /* decode: word 0 failed waits, word 1 + il layer il's gate/up -> down
-                                counter (shaders/dep_flag.glsl); host-visible */
-    bool dep_on;             /* the MoE down waits on the gate/up's counter instead of a barrier */
+    vk_buf dep;              /* decode: word 0 failed waits, then VK_DEP_PER_LAYER counters per
+                                layer (shaders/dep_flag.glsl); host-visible */
+    uint32_t dep_mask;       /* which barriers of a layer are counters instead (GLMCHAT_DEP_FLAGS) */
     uint32_t epoch;          /* decode submits so far (params[VKP_EPOCH]) */
+    /* recording: the counter the next dispatches wait on instead of a barrier */
+    vk_vec pend_word;
+    uint32_t pend_n;
+    bool pend;
     vk_buf warm_sink;        /* decode: l2_warm's per-workgroup sums (never read) */
     uint32_t warm_mask;      /* decode: which steps warm the next step's weights (VK_WARM_*) */
     bool warm_first;         /* record l2_warm before the step's kernels (else after) */
@@ -86,6 +90,8 @@ typedef struct {
 /* Words of the decode graph's l2_warm sink: a warm call needing more
  * workgroups is left out (vk_forward.c). */
 #define VK_WARM_SINK_WORDS 65536u
+
+#define VK_DEP_PER_LAYER 8u
 
 /* Graph recording (vk_forward.c, vk_prefill.c): the token's work into r. */
 int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host);

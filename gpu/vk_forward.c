@@ -136,6 +136,55 @@ static int warm(vk_engine *e, vk_rec *r, uint32_t il, uint32_t bit, bool first)
 #define WARM_BEFORE(bit) TRY(warm(e, r, il, (bit), true))
 #define WARM_AFTER(bit) TRY(warm(e, r, il, (bit), false))
 
+/* Dependencies by counter (shaders/dep_flag.glsl): where both sides' kernels
+ * can, a step's dispatches each count their finished workgroups and the
+ * next step's dispatches, recorded with no pipeline barrier between, wait on
+ * that count after issuing their weight loads (a barrier costs 2.9 us on the
+ * H200, a wait ~1 us, and the loads overlap the producer's tail).  Each bit
+ * of GLMCHAT_DEP_FLAGS turns one boundary of a MoE layer into a counter: */
+enum {
+    DEP_QA = 0,     /* [q_a | kv_a] -> q_b */
+    DEP_OUT = 1,    /* attn_output -> router || shared gate/up */
+    DEP_ROUTE = 2,  /* router || shared gate/up -> routed gate/up */
+    DEP_GU = 3,     /* routed gate/up -> down */
+    DEP_DOWN = 4,   /* down -> the next layer's [q_a | kv_a] */
+};
+
+static bool dep_wanted(const vk_engine *e, uint32_t b)
+{
+    return (e->dep_mask >> b & 1) != 0;
+}
+
+static vk_vec dep_word(const vk_engine *e, uint32_t il, uint32_t b)
+{
+    return V(e->dep, 1 + il * VK_DEP_PER_LAYER + b);
+}
+
+/* A consumer's wait on the pending counter (or nothing: a barrier was recorded). */
+static vk_dep dep_wait_pending(const vk_engine *e)
+{
+    return e->pend ? (vk_dep){.wait = &e->pend_word, .wait_n = e->pend_n, .params = e->params} : (vk_dep){0};
+}
+
+/* After a step's producers: either the counter they signalled becomes the
+ * next step's wait, or a barrier. */
+static void dep_close(vk_engine *e, vk_rec *r, bool linked, vk_vec word, uint32_t n)
+{
+    e->pend = linked;
+    if (linked) {
+        e->pend_word = word;
+        e->pend_n = n;
+        vk_rec_link(r);
+    } else {
+        vk_rec_barrier(r);
+    }
+}
+
+static uint32_t groups_of(const vk_call *k)
+{
+    return k->groups[0] * k->groups[1] * k->groups[2];
+}
+
 static int call(vk_engine *e, vk_rec *r, int rc, const vk_call *k)
 {
     if (rc < 0)
@@ -170,6 +219,33 @@ static bool router_folded(const vk_engine *e, uint32_t il, vk_out_router_args *a
     return vk_out_router_folds(&e->kb, a);
 }
 
+static bool shexp_early(const vk_engine *e, uint32_t il)
+{
+    return e->w.layers[il].has_shared && vk_env_u32("GLMCHAT_SHEXP_EARLY", 1, 0, 1);
+}
+
+static vk_glu_args shexp_args(const vk_engine *e, uint32_t il, const vk_vec *fn)
+{
+    const model_config *c = &e->m->cfg;
+    const vk_layer_w *L = &e->w.layers[il];
+    return (vk_glu_args){.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = V(e->x, 0), .norm = fn,
+                         .eps = c->rms_eps, .h = V(e->h, c->n_expert_used * e->h_z), .h_z = e->h_z, .nz = 1};
+}
+
+/* Whether MoE layer il's router step (the router, and the shared gate/up
+ * beside it) can wait on a counter instead of a barrier. */
+static bool moe_step_waits(const vk_engine *e, uint32_t il)
+{
+    const vk_layer_w *L = &e->w.layers[il];
+    vk_out_router_args fr;
+    if (!L->is_moe || router_folded(e, il, &fr))
+        return false;
+    vk_router_args ra = router_args(e, il);
+    vk_vec fn = L->ffn_norm;
+    vk_glu_args gs = shexp_args(e, il, &fn);
+    return vk_router_deps(&e->kb, &ra) && (!shexp_early(e, il) || vk_glu_deps(&e->kb, &gs));
+}
+
 /* The attention block of one layer for one token (token slot 0). */
 static int attention(vk_engine *e, vk_rec *r, uint32_t il)
 {
@@ -185,24 +261,41 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
      * matvec over the merged matrix, or two beside each other */
     bool lora = c->q_lora_rank > 0;
     uint32_t nq = lora ? c->q_lora_rank : c->n_head * qw;
-    vk_vec qa_raw = V(e->qa_raw, 0), q = V(e->q, 0), kv = V(e->kv, 0);
-    WARM_BEFORE(WARM_Q_B);
+    vk_vec qa_raw = V(e->qa_raw, 0), q = V(e->q, 0), kv = V(e->kv, 0), qn = L->q_a_norm;
+    bool fused_qbkb = lora && vk_env_u32("GLMCHAT_QBKB_FUSED", 0, 0, 1);
     if (L->qkv_merged) {
-        vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = V(e->x, 0),
-                        .y = V(e->qkv, 0), .nz = 1, .norm = &an, .eps = c->rms_eps};
-        TRY(call(e, r, vk_k_mv(kb, &m, &k), &k));
         *(lora ? &qa_raw : &q) = V(e->qkv, 0);
         kv = V(e->qkv, nq);
+    }
+    vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = qa_raw, .y = q, .nz = 1, .norm = &qn,
+                     .eps = c->rms_eps};
+    vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = V(e->x, 0),
+                    .y = V(e->qkv, 0), .nz = 1, .norm = &an, .eps = c->rms_eps};
+    vk_mv_args qm = {.name = lora ? "attn_q_a" : "attn_q", .w = lora ? &L->q_a : &L->q, .x = V(e->x, 0),
+                     .y = lora ? qa_raw : q, .nz = 1, .norm = &an, .eps = c->rms_eps};
+    vk_mv_args kva = {.name = "attn_kv_a_mqa", .w = &L->kv_a, .x = V(e->x, 0), .y = kv, .nz = 1, .norm = &an,
+                      .eps = c->rms_eps};
+    /* the step's dispatches wait on the previous layer's down (a pending
+     * counter) or follow its barrier; they signal q_b's counter */
+    vk_vec w_qa = dep_word(e, il, DEP_QA);
+    bool link = dep_wanted(e, DEP_QA) && lora && !fused_qbkb && vk_mv_deps(kb, &qb) &&
+                (L->qkv_merged ? vk_mv_deps(kb, &m) : vk_mv_deps(kb, &qm) && vk_mv_deps(kb, &kva));
+    m.dep = qm.dep = kva.dep = dep_wait_pending(e);
+    if (link)
+        m.dep.signal = qm.dep.signal = kva.dep.signal = &w_qa;
+    uint32_t n_qa = 0;
+    WARM_BEFORE(WARM_Q_B);
+    if (L->qkv_merged) {
+        TRY(call(e, r, vk_k_mv(kb, &m, &k), &k));
+        n_qa += groups_of(&k);
     } else {
-        vk_mv_args qm = {.name = lora ? "attn_q_a" : "attn_q", .w = lora ? &L->q_a : &L->q, .x = V(e->x, 0),
-                         .y = lora ? qa_raw : q, .nz = 1, .norm = &an, .eps = c->rms_eps};
         TRY(call(e, r, vk_k_mv(kb, &qm, &k), &k));
-        vk_mv_args kva = {.name = "attn_kv_a_mqa", .w = &L->kv_a, .x = V(e->x, 0), .y = kv, .nz = 1,
-                          .norm = &an, .eps = c->rms_eps};
+        n_qa += groups_of(&k);
         TRY(call(e, r, vk_k_mv(kb, &kva, &k), &k));
+        n_qa += groups_of(&k);
     }
     WARM_AFTER(WARM_Q_B);
-    vk_rec_barrier(r);
+    dep_close(e, r, link, w_qa, n_qa);
     vk_kv_store_args ks = {.g = g, .kv = kv, .kv_z = c->kv_lora_rank + c->qk_rope,
                            .norm = L->kv_a_norm, .eps = c->rms_eps, .cache = V(e->cache[il], 0), .rope_cs = e->rope,
                            .q = q, .q_z = c->n_head * qw, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS,
@@ -214,16 +307,15 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
      * 14), so the two-step graph below is the default */
     vk_qbkb_args qk = {.g = g, .q_b = &L->q_b, .k_b = &L->k_b, .x = qa_raw, .norm = L->q_a_norm,
                        .eps = c->rms_eps, .rope_cs = e->rope, .qa = V(e->qa, 0), .params = e->params};
-    if (c->q_lora_rank > 0 && vk_env_u32("GLMCHAT_QBKB_FUSED", 0, 0, 1) && vk_qbkb_fits(kb, &qk)) {
+    if (fused_qbkb && vk_qbkb_fits(kb, &qk)) {
         TRY(call(e, r, vk_k_qbkb(kb, &qk, &k), &k));
         ks.cache_only = true;
         TRY(call(e, r, vk_k_kv_store(kb, &ks, &k), &k));
         vk_rec_barrier(r);
     } else {
-        if (c->q_lora_rank > 0) {
-            vk_vec qn = L->q_a_norm;
-            vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = qa_raw, .y = q, .nz = 1,
-                             .norm = &qn, .eps = c->rms_eps};
+        if (lora) {
+            qb.dep = dep_wait_pending(e);
+            e->pend = false;
             WARM_BEFORE(WARM_K_B);
             TRY(call(e, r, vk_k_mv(kb, &qb, &k), &k));
             WARM_AFTER(WARM_K_B);
@@ -262,13 +354,20 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     WARM_BEFORE(WARM_ROUTER);
     if (router_folded(e, il, &fr)) {
         TRY(call(e, r, vk_k_out_router(kb, &fr, &k), &k));
-    } else {
-        vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = V(e->x, 0), .nz = 1,
-                         .accumulate = true};
-        TRY(call(e, r, vk_k_mv(kb, &ao, &k), &k));
+        WARM_AFTER(WARM_ROUTER);
+        vk_rec_barrier(r);
+        return 0;
     }
+    vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = V(e->x, 0), .nz = 1,
+                     .accumulate = true};
+    /* the router and the shared gate/up wait on this dispatch's counter */
+    vk_vec w_out = dep_word(e, il, DEP_OUT);
+    bool link_out = dep_wanted(e, DEP_OUT) && moe_step_waits(e, il) && vk_mv_deps(kb, &ao);
+    if (link_out)
+        ao.dep.signal = &w_out;
+    TRY(call(e, r, vk_k_mv(kb, &ao, &k), &k));
     WARM_AFTER(WARM_ROUTER);
-    vk_rec_barrier(r);
+    dep_close(e, r, link_out, w_out, groups_of(&k));
     return 0;
 }
 
@@ -293,6 +392,16 @@ static int ffn_dense(vk_engine *e, vk_rec *r, uint32_t il)
     return 0;
 }
 
+/* Whether layer il's first step ([q_a | kv_a]) can wait on a counter. */
+static bool first_step_waits(const vk_engine *e, uint32_t il)
+{
+    const model_config *c = &e->m->cfg;
+    const vk_layer_w *L = &e->w.layers[il];
+    bool lora = c->q_lora_rank > 0;
+    vk_mv_args m = {.w = &L->qkv_a, .nz = 1}, qm = {.w = lora ? &L->q_a : &L->q, .nz = 1}, kva = {.w = &L->kv_a, .nz = 1};
+    return L->qkv_merged ? vk_mv_deps(&e->kb, &m) : vk_mv_deps(&e->kb, &qm) && vk_mv_deps(&e->kb, &kva);
+}
+
 static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
 {
     const model_config *c = &e->m->cfg;
@@ -300,68 +409,80 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     vk_call k;
     uint32_t K = c->n_expert_used, ids_off = il * e->n_batch * K;
     vk_vec fn = L->ffn_norm, ids = V(e->ids, ids_off);
+    vk_glu_args gu = {.name = "moe_gate_up", .gate = &L->gate_exps, .up = &L->up_exps, .x = V(e->x, 0),
+                      .norm = &fn, .eps = c->rms_eps, .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = &ids};
+    vk_moe_down_args da = {.name = "moe_down", .down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL,
+                           .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = ids, .wts = V(e->wts, ids_off),
+                           .y = V(e->x, 0)};
     /* the router: already run by attn_out_router, or a step of its own */
     vk_out_router_args fr;
     bool routed = router_folded(e, il, &fr), early = false;
     if (!routed) {
         vk_router_args ra = router_args(e, il);
-        WARM_BEFORE(WARM_SH_DOWN);
-        TRY(call(e, r, vk_k_router(&e->kb, &ra, &k), &k));
         /* The shared expert does not wait for the routing: its gate/up runs
          * beside the router (whose few bytes leave the memory system idle)
          * rather than in the routed experts' dispatch (H200, two runs: +1.7 %
          * and +1.0 % tokens/s; GLMCHAT_SHEXP_EARLY=0 folds it back).  With
          * the router folded in there is no such step to run beside. */
-        early = L->has_shared && vk_env_u32("GLMCHAT_SHEXP_EARLY", 1, 0, 1);
+        early = shexp_early(e, il);
+        vk_glu_args gs = shexp_args(e, il, &fn);
+        /* both wait on attn_output's counter (or followed its barrier) and
+         * signal the routed gate/up's */
+        vk_vec w_route = dep_word(e, il, DEP_ROUTE);
+        bool link = dep_wanted(e, DEP_ROUTE) && vk_router_deps(&e->kb, &ra) && (!early || vk_glu_deps(&e->kb, &gs)) &&
+                    vk_glu_deps(&e->kb, &gu);
+        ra.dep = gs.dep = dep_wait_pending(e);
+        if (link)
+            ra.dep.signal = gs.dep.signal = &w_route;
+        uint32_t n = 0;
+        WARM_BEFORE(WARM_SH_DOWN);
+        TRY(call(e, r, vk_k_router(&e->kb, &ra, &k), &k));
+        n += groups_of(&k);
         if (early) {
-            vk_glu_args gs = {.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = V(e->x, 0),
-                              .norm = &fn, .eps = c->rms_eps, .h = V(e->h, K * e->h_z), .h_z = e->h_z, .nz = 1};
             TRY(call(e, r, vk_k_glu(&e->kb, &gs, &k), &k));
+            n += groups_of(&k);
         }
         WARM_AFTER(WARM_SH_DOWN);
-        vk_rec_barrier(r);
+        dep_close(e, r, link, w_route, n);
     }
 
     /* the routed experts (with the shared expert in the same dispatch, where
      * it did not run beside the router and the kernel allows) */
-    vk_glu_args gu = {.name = "moe_gate_up", .gate = &L->gate_exps, .up = &L->up_exps, .x = V(e->x, 0),
-                      .norm = &fn, .eps = c->rms_eps, .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = &ids};
     if (L->has_shared && !early) {
         gu.gate_sh = &L->gate_sh;
         gu.up_sh = &L->up_sh;
         if (!vk_glu_folds(&e->kb, &gu))
             gu.gate_sh = gu.up_sh = NULL;
     }
+    /* the down waits on the gate/up's counter where every expert's h comes
+     * from that one dispatch */
+    vk_vec w_gu = dep_word(e, il, DEP_GU);
+    bool link = dep_wanted(e, DEP_GU) && (!L->has_shared || early || gu.gate_sh) && vk_glu_deps(&e->kb, &gu) &&
+                vk_moe_down_deps(&e->kb, &da);
+    gu.dep = dep_wait_pending(e);
+    if (link)
+        gu.dep.signal = &w_gu;
     WARM_BEFORE(WARM_DOWN);
-    vk_moe_down_args da = {.name = "moe_down", .down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL,
-                           .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = ids, .wts = V(e->wts, ids_off),
-                           .y = V(e->x, 0)};
-    /* the down waits on the gate/up's counter instead of a barrier
-     * (shaders/dep_flag.glsl) where both kernels can and every expert's
-     * h comes from that one dispatch */
-    vk_vec dep_word = V(e->dep, 1 + il);
-    bool dep = e->dep_on && (!L->has_shared || early || gu.gate_sh) && vk_glu_signals(&e->kb, &gu) &&
-               vk_moe_down_waits(&e->kb, &da);
-    if (dep)
-        gu.signal = &dep_word;
     TRY(call(e, r, vk_k_glu(&e->kb, &gu, &k), &k));
-    if (dep) {
-        da.wait = &dep_word;
-        da.wait_n = k.groups[0] * k.groups[1] * k.groups[2];
-        da.params = e->params;
-    }
+    uint32_t n_gu = groups_of(&k);
     if (L->has_shared && !early && !gu.gate_sh) {
-        vk_glu_args gs = {.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = V(e->x, 0),
-                          .norm = &fn, .eps = c->rms_eps, .h = V(e->h, K * e->h_z), .h_z = e->h_z, .nz = 1};
+        vk_glu_args gs = shexp_args(e, il, &fn);
         TRY(call(e, r, vk_k_glu(&e->kb, &gs, &k), &k));
     }
     WARM_AFTER(WARM_DOWN);
-    if (!dep)
-        vk_rec_barrier(r);
+    dep_close(e, r, link, w_gu, n_gu);
+
+    /* the next layer's first step waits on the down's counter */
+    vk_vec w_down = dep_word(e, il, DEP_DOWN);
+    bool next = dep_wanted(e, DEP_DOWN) && il + 1 < c->n_layer && first_step_waits(e, il + 1) &&
+                vk_moe_down_deps(&e->kb, &da);
+    da.dep = dep_wait_pending(e);
+    if (next)
+        da.dep.signal = &w_down;
     WARM_BEFORE(WARM_NEXT);
     TRY(call(e, r, vk_k_moe_down(&e->kb, &da, &k), &k));
     WARM_AFTER(WARM_NEXT);
-    vk_rec_barrier(r);
+    dep_close(e, r, next, w_down, groups_of(&k));
     return 0;
 }
 
@@ -389,7 +510,8 @@ int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host)
     vk_call k;
     e->warm_mask = vk_env_u32("GLMCHAT_WARM", 0, 0, 0x1ff);
     e->warm_first = vk_env_u32("GLMCHAT_WARM_FIRST", 1, 0, 1) == 1;
-    e->dep_on = vk_env_u32("GLMCHAT_DEP_FLAGS", 0, 0, 1) == 1;
+    e->dep_mask = vk_env_u32("GLMCHAT_DEP_FLAGS", 0, 0, 31);
+    e->pend = false;
     vk_rec_segment(r, 0);
     vk_buf tok = e->params;
     vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(tok, VKP_TOKENS), .x = V(e->x, 0), .nz = 1};

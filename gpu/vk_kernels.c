@@ -207,6 +207,30 @@ static void mvx_spec(const vk_kb *k, const mvx_cfg *m, uint32_t type, uint32_t *
     spec[11] = m->xrn;
 }
 
+/* A dependency's two ends (vk_dep): spec constants 12 (SIGNAL) and 13
+ * (WAIT), three push words at `at` (signal word, wait word, producers'
+ * workgroups), the counters at binding 9 and the params (for the epoch) at
+ * the kernel's binding `pb`. */
+static int dep_bind(const vk_kb *k, const char *name, const vk_dep *d, uint32_t *spec, uint32_t at, uint32_t pb,
+                    vk_call *out)
+{
+    if (!d->signal && !d->wait)
+        return 0;
+    if (d->signal && d->wait && d->signal->b.buf != d->wait->b.buf)
+        return err_set(k->err, "%s: signal and wait counters must share a buffer", name);
+    if (d->wait && (!d->params.buf || !d->wait_n))
+        return err_set(k->err, "%s: a wait needs the params buffer and the producers' workgroups", name);
+    spec[12] = d->signal ? 1 : 0;
+    spec[13] = d->wait ? 1 : 0;
+    out->push[at] = d->signal ? d->signal->off : 0;
+    out->push[at + 1] = d->wait ? d->wait->off : 0;
+    out->push[at + 2] = d->wait_n;
+    out->b[8] = d->signal ? d->signal->b : d->wait->b;
+    if (d->wait)
+        out->b[pb - 1] = d->params;
+    return 0;
+}
+
 /* The push constants mv and mvx share (mvx adds the passes). */
 static void mv_push(const vk_mv_args *a, vk_call *out)
 {
@@ -257,6 +281,12 @@ static bool mv_x_config(const vk_ctx *c, const vk_tensor *w, uint32_t nz, mvx_cf
     return mvx_config(c, w->type, w->Kp, w->N, nz, 1, (uint64_t)w->N * nz <= 8192 ? 512 : 256, x);
 }
 
+bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a)
+{
+    mvx_cfg x;
+    return mv_x_config(k->c, a->w, a->nz ? a->nz : 1, &x);
+}
+
 bool vk_mv_stationary(const vk_ctx *c, const vk_tensor *w, uint32_t nz)
 {
     mvx_cfg x;
@@ -271,18 +301,23 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
     out->name = a->name;
     uint32_t nz = a->nz ? a->nz : 1;
     if (mv_x_config(k->c, w, nz, &x)) {
-        uint32_t spec[12] = {0};
+        uint32_t spec[14] = {0};
         mvx_spec(k, &x, w->type, spec);
         spec[6] = a->norm ? 1 : 0;
         spec[7] = a->accumulate ? 1 : 0;
         spec[9] = a->ids ? 1 : 0;
-        out->pipe = pipe(k, "mvx", spec, 12);
-        if (!out->pipe || mv_bind(k, a, out))
+        if (mv_bind(k, a, out) || dep_bind(k, a->name, &a->dep, spec, 16, 5, out))
             return -1;
-        out->push[out->npush++] = x.passes;
+        out->pipe = pipe(k, "mvx", spec, 14);
+        if (!out->pipe)
+            return -1;
+        out->push[15] = x.passes;
+        out->npush = 19;
         out->groups[0] = x.groups;
         return 0;
     }
+    if (a->dep.signal || a->dep.wait)
+        return err_set(k->err, "%s: this kernel cannot signal or wait (vk_mv_deps)", a->name);
     mv_cfg m = mv_config(k->c, w, a->nz);
     uint32_t spec[16] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, a->accumulate ? 1 : 0, 4,
                          a->ids ? 1 : 0, m.upt};
@@ -323,7 +358,7 @@ bool vk_glu_folds(const vk_kb *k, const vk_glu_args *a)
     return a->gate_sh && glu_x_config(k, a, &x);
 }
 
-bool vk_glu_signals(const vk_kb *k, const vk_glu_args *a)
+bool vk_glu_deps(const vk_kb *k, const vk_glu_args *a)
 {
     mvx_cfg x;
     return a->gate->K == a->up->K && a->gate->N == a->up->N && glu_x_config(k, a, &x);
@@ -332,13 +367,14 @@ bool vk_glu_signals(const vk_kb *k, const vk_glu_args *a)
 static int glu_x(const vk_kb *k, const vk_glu_args *a, const mvx_cfg *x, vk_call *out)
 {
     const vk_tensor *g = a->gate, *u = a->up, *gs = a->gate_sh, *us = a->up_sh;
-    uint32_t spec[13] = {0};
+    uint32_t spec[14] = {0};
     mvx_spec(k, x, g->type, spec);
     spec[6] = a->norm ? 1 : 0;
     spec[7] = gs ? 1 : 0;
     spec[9] = a->ids ? 1 : 0;
-    spec[12] = a->signal ? 1 : 0;
-    out->pipe = pipe(k, "mvx_glu", spec, 13);
+    if (dep_bind(k, a->name, &a->dep, spec, 18, 7, out))
+        return -1;
+    out->pipe = pipe(k, "mvx_glu", spec, 14);
     if (!out->pipe)
         return -1;
     out->w[0] = g->buf;
@@ -372,10 +408,7 @@ static int glu_x(const vk_kb *k, const vk_glu_args *a, const mvx_cfg *x, vk_call
     p[15] = gs ? (uint32_t)gs->head_off : 0;
     p[16] = gs ? (uint32_t)us->head_off : 0;
     p[17] = x->passes;
-    p[18] = a->signal ? a->signal->off : 0;
-    if (a->signal)
-        out->b[5] = a->signal->b;
-    out->npush = 19;
+    out->npush = 21;
     out->groups[0] = x->groups;
     out->groups[1] = nz + (gs ? 1 : 0);
     out->groups[2] = 1;
@@ -395,8 +428,8 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
         return glu_x(k, a, &x, out);
     if (a->gate_sh)
         return err_set(k->err, "%s: the shared expert cannot join this call (vk_glu_folds)", a->name);
-    if (a->signal)
-        return err_set(k->err, "%s: this kernel cannot signal (vk_glu_signals)", a->name);
+    if (a->dep.signal || a->dep.wait)
+        return err_set(k->err, "%s: this kernel cannot signal or wait (vk_glu_deps)", a->name);
     mv_cfg m = mv_config(k->c, g, a->nz);
     uint32_t spec[16] = {m.wgs, g->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, u->type, 4, a->ids ? 1 : 0,
                          m.upt};
@@ -469,22 +502,17 @@ static void moe_down_bind(const vk_moe_down_args *a, vk_call *out)
 static int moe_down_x(const vk_kb *k, const vk_moe_down_args *a, const mvx_cfg *x, vk_call *out)
 {
     const vk_tensor *d = a->down, *s = a->shared;
-    uint32_t spec[13] = {0};
+    uint32_t spec[14] = {0};
     mvx_spec(k, x, d->type, spec);
     spec[6] = s ? 1 : 0;
-    spec[12] = a->wait ? 1 : 0;
-    out->pipe = pipe(k, "mvx_down", spec, 13);
+    moe_down_bind(a, out);
+    if (dep_bind(k, a->name, &a->dep, spec, 15, 7, out))
+        return -1;
+    out->pipe = pipe(k, "mvx_down", spec, 14);
     if (!out->pipe)
         return -1;
-    moe_down_bind(a, out);
     out->push[14] = x->passes;
-    out->push[15] = a->wait ? a->wait->off : 0;
-    out->push[16] = a->wait_n;
-    if (a->wait) {
-        out->b[5] = a->wait->b;
-        out->b[6] = a->params;
-    }
-    out->npush = 17;
+    out->npush = 18;
     out->groups[0] = x->groups;
     out->groups[1] = out->groups[2] = 1;
     return 0;
@@ -500,7 +528,7 @@ static bool moe_down_x_config(const vk_kb *k, const vk_moe_down_args *a, mvx_cfg
                       env_u32("GLMCHAT_MVX_DOWN_WGS", 512, 32, 1024), x);
 }
 
-bool vk_moe_down_waits(const vk_kb *k, const vk_moe_down_args *a)
+bool vk_moe_down_deps(const vk_kb *k, const vk_moe_down_args *a)
 {
     mvx_cfg x;
     return (!a->shared || a->shared->N == a->down->N) && a->nz > 0 && moe_down_x_config(k, a, &x);
@@ -518,8 +546,8 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     mvx_cfg x;
     if (moe_down_x_config(k, a, &x))
         return moe_down_x(k, a, &x, out);
-    if (a->wait)
-        return err_set(k->err, "%s: this kernel cannot wait (vk_moe_down_waits)", a->name);
+    if (a->dep.signal || a->dep.wait)
+        return err_set(k->err, "%s: this kernel cannot signal or wait (vk_moe_down_deps)", a->name);
     mv_cfg m = mv_config(k->c, d, a->nz + 1);
     uint32_t nslot = a->nz + (s ? 1 : 0);
     /* a team per (row group, slot): the workgroup is a whole number of
@@ -979,6 +1007,19 @@ int vk_k_attn_combine(const vk_kb *k, const vk_attn_combine_args *a, vk_call *ou
 
 /* ---- router, embedding, top-K --------------------------------------------------------- */
 
+static bool router_x_config(const vk_kb *k, const vk_router_args *a, mvx_cfg *x)
+{
+    const vk_tensor *w = a->w;
+    return mvx_config(k->c, w->type, w->Kp, w->N, a->nz ? a->nz : 1, 1, env_u32("GLMCHAT_ROUTER_WGS", 128, 32, 1024),
+                      x);
+}
+
+bool vk_router_deps(const vk_kb *k, const vk_router_args *a)
+{
+    mvx_cfg x;
+    return a->w->N <= 512 && a->n_used <= 32 && router_x_config(k, a, &x);
+}
+
 int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
 {
     const vk_tensor *w = a->w;
@@ -990,12 +1031,16 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
     uint32_t epl = ceil_div(w->N, k->c->subgroup);
     mvx_cfg x;
     mv_cfg m = mv_config(k->c, w, 1);
-    bool xs = mvx_config(k->c, w->type, w->Kp, w->N, a->nz ? a->nz : 1, 1, env_u32("GLMCHAT_ROUTER_WGS", 128, 32, 1024), &x);
+    bool xs = router_x_config(k, a, &x);
     if (xs) {
-        uint32_t spec[12] = {0};
+        uint32_t spec[14] = {0};
         mvx_spec(k, &x, w->type, spec);
         spec[7] = epl;
-        out->pipe = pipe(k, "routerx", spec, 12);
+        if (dep_bind(k, "router", &a->dep, spec, 18, 8, out))
+            return -1;
+        out->pipe = pipe(k, "routerx", spec, 14);
+    } else if (a->dep.signal || a->dep.wait) {
+        return err_set(k->err, "router: this kernel cannot signal or wait (vk_router_deps)");
     } else {
         uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, 4, m.upt, epl};
         out->pipe = pipe(k, "router", spec, sizeof spec / sizeof spec[0]);
@@ -1011,7 +1056,8 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
     if (a->bias)
         out->b[5] = a->bias->b;
     out->b[6] = a->counter.b;
-    out->b[7] = a->params;
+    if (a->params.buf)
+        out->b[7] = a->params;
     uint32_t *p = out->push;
     p[0] = w->K;
     p[1] = w->Kp;
@@ -1031,7 +1077,7 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
     p[15] = a->bias ? a->bias->off : 0;
     p[16] = a->params.buf ? 1 : 0;
     p[17] = xs ? x.passes : 0;
-    out->npush = xs ? 18 : 17;
+    out->npush = xs ? 21 : 17;
     if (a->ids.off != a->wts.off)
         return err_set(k->err, "router: ids and weights must share their offset");
     if (a->counter.off != 0)

@@ -15,10 +15,24 @@ typedef struct {
 } vk_kb;
 
 /* An f32 operand: buffer + offset in floats. */
-typedef struct {
+typedef struct vk_vec_s {
     vk_buf b;
     uint32_t off;
 } vk_vec;
+
+/* A dependency between two decode dispatches recorded without a pipeline
+ * barrier between them (shaders/dep_flag.glsl): the producer's workgroups
+ * each add 1 to counter `signal` when their results are written; the
+ * consumer issues what does not depend on the producer, then waits until
+ * counter `wait` reaches params[VKP_EPOCH] * wait_n (the producers'
+ * workgroups; several producers may share one counter).  A wait that gives
+ * up adds 1 to word 0 of the counters' buffer.  Only for the calls whose
+ * vk_*_deps() says the kernel can. */
+typedef struct {
+    const struct vk_vec_s *signal, *wait;
+    uint32_t wait_n;
+    vk_buf params;      /* for the epoch */
+} vk_dep;
 
 /* A tuning knob from the environment (GLMCHAT_*), clamped to [lo, hi]. */
 uint32_t vk_env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi);
@@ -44,8 +58,11 @@ typedef struct {
      * its row stride).  Both need the params buffer. */
     uint32_t mat_mod, ztok, last_row;
     vk_buf params;
+    vk_dep dep;         /* decode: signal and/or wait (vk_mv_deps) */
 } vk_mv_args;
 int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out);
+/* Whether vk_k_mv's kernel for a can signal / wait (the x-stationary one). */
+bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a);
 
 /* h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n), n = rmsnorm(x) * norm (or x).
  * With gate_sh/up_sh (a shared expert on the same input) the same call also
@@ -61,16 +78,13 @@ typedef struct {
     uint32_t nz;
     const vk_vec *ids;
     const vk_tensor *gate_sh, *up_sh;
-    /* The MoE down may run beside this call without a barrier (vk_k_moe_down's
-     * wait): each workgroup adds 1 to this counter word when its rows are
-     * written (shaders/dep_flag.glsl).  Only where vk_glu_signals says. */
-    const vk_vec *signal;
+    vk_dep dep;         /* decode: signal and/or wait (vk_glu_deps) */
 } vk_glu_args;
 int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out);
 /* Whether one vk_k_glu call can take the shared expert of `a` along. */
 bool vk_glu_folds(const vk_kb *k, const vk_glu_args *a);
-/* Whether vk_k_glu can signal for a (the x-stationary kernel runs). */
-bool vk_glu_signals(const vk_kb *k, const vk_glu_args *a);
+/* Whether vk_k_glu's kernel for a can signal / wait (the x-stationary one). */
+bool vk_glu_deps(const vk_kb *k, const vk_glu_args *a);
 
 /* y[r] += sum_{z<nz} wt[z] * (D[ids[z]][r] . h[z]) + (S[r] . h_s)   (S optional). */
 typedef struct {
@@ -82,16 +96,10 @@ typedef struct {
     uint32_t nz;
     vk_vec ids, wts;
     vk_vec y;                   /* residual stream, accumulated into */
-    /* h comes from a gate/up dispatch recorded just before, without a
-     * barrier: wait until counter word `wait` reaches params[VKP_EPOCH] *
-     * wait_n (the gate/up's workgroups, each signalling once); a wait that
-     * gives up adds 1 to word 0 of that buffer.  Only where vk_moe_down_waits says. */
-    const vk_vec *wait;
-    uint32_t wait_n;
-    vk_buf params;
+    vk_dep dep;                 /* decode: signal and/or wait (vk_moe_down_deps) */
 } vk_moe_down_args;
 int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out);
-bool vk_moe_down_waits(const vk_kb *k, const vk_moe_down_args *a);
+bool vk_moe_down_deps(const vk_kb *k, const vk_moe_down_args *a);
 
 /* ---- attention (MLA, absorbed) ---------------------------------------------------- */
 
@@ -245,8 +253,10 @@ typedef struct {
     bool norm_w;
     float scale;
     vk_buf params;              /* given: tokens past the batch are skipped */
+    vk_dep dep;                 /* decode: signal and/or wait (vk_router_deps) */
 } vk_router_args;
 int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out);
+bool vk_router_deps(const vk_kb *k, const vk_router_args *a);
 
 /* Decode, one token: x += W_o . o (attn_output) and then the router of the
  * new x (r's meaning, r.w's width = W_o's rows) in one dispatch.  Each

@@ -325,6 +325,14 @@ void vk_rec_barrier(vk_rec *r)
     barrier(r, false);
 }
 
+void vk_rec_link(vk_rec *r)
+{
+    if (!r->p->defined) {
+        r->p->n_dep++;
+        r->p->n_link++;
+    }
+}
+
 void vk_rec_barrier_indirect(vk_rec *r)
 {
     barrier(r, true);

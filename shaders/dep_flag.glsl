@@ -9,9 +9,12 @@
 // wait ~1 us.  The wait gives up after a bound (~10 ms) and counts the
 // failure in word 0, which the host checks after the token (a device that
 // does not run the two dispatches as assumed gets an error, not a hang).
-// Binding 6: the counters (coherent); binding 7: the params.
+// Binding 9: the counters (coherent).  Spec constants 12 (SIGNAL) and 13 (WAIT)
+// turn the two ends on in a kernel.
 
-layout(set = 0, binding = 6) coherent buffer DepBuf { uint c[]; } DEP;
+layout(set = 0, binding = 9) coherent buffer DepBuf { uint c[]; } DEP;
+layout(constant_id = 12) const uint SIGNAL = 0u;
+layout(constant_id = 13) const uint WAIT = 0u;
 
 const uint DEP_SPIN_LIMIT = 1u << 15;
 const uint VKP_EPOCH_WORD = 11u;
@@ -25,7 +28,8 @@ void dep_signal(uint word)
         atomicAdd(DEP.c[word], 1u);
 }
 
-// Consumer: returns once the producer's `n` workgroups of this epoch are done.
+// Consumer: returns once counter `word` reaches `want` (epoch * the
+// producers' workgroups).
 void dep_wait(uint word, uint want)
 {
     if (gl_LocalInvocationIndex == 0u) {

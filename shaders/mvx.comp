@@ -25,6 +25,7 @@ const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
 #include "mvx_common.glsl"
+#include "dep_flag.glsl"
 
 layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
 layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
@@ -43,9 +44,11 @@ layout(push_constant) uniform PC {
     uint ztok;        // z per token: z / ztok >= batch tokens -> nothing to do; 0: off
     uint last_row;    // non-zero: the input is the batch's last token, rows last_row floats apart
     uint passes;      // row passes per team
+    uint dep_signal;  // SIGNAL: this dispatch's counter
+    uint dep_wait, dep_n;  // WAIT: the producers' counter and workgroups
 } pc;
 
-void main()
+void mv()
 {
     uint z = gl_WorkGroupID.y;
     if (pc.ztok != 0u && z / pc.ztok >= P.p[1])
@@ -64,6 +67,8 @@ void main()
 
     // the first rows' weights are in flight while the input is staged
     load_rows(0u, mblk0, bpr, pc.hbase, wrow0 + team * R, pc.N, lane, nunits, 0u);
+    if (WAIT == 1u)
+        dep_wait(pc.dep_wait, P.p[VKP_EPOCH_WORD] * pc.dep_n);
     float sc = stage_x(xb, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps);
     load_xr(lane);
     for (uint p = 0u; p < pc.passes; p++) {
@@ -80,4 +85,11 @@ void main()
             }
         }
     }
+}
+
+void main()
+{
+    mv();
+    if (SIGNAL == 1u)
+        dep_signal(pc.dep_signal);
 }

@@ -42,13 +42,11 @@ const uint UPB = TYPE == T_Q6_K ? 4u : 1u;
 // Head words a unit needs (scales): Q6_K its d and two words of scales.
 const uint HW = TYPE == T_Q6_K ? 3u : 1u;
 
-// The input may be written by a dispatch still running beside this one
-// (mvx_down after the gate/up with WAIT): a kernel can make it coherent.
-#ifndef MVX_X_QUAL
-#define MVX_X_QUAL
-#endif
-layout(set = 0, binding = 1) MVX_X_QUAL readonly buffer XBuf { float x[]; } X;
-layout(set = 0, binding = 1) MVX_X_QUAL readonly buffer XBuf4 { vec4 x[]; } X4;
+// coherent: the input may come from a dispatch that ran beside this one
+// with no barrier between them (WAIT, dep_flag.glsl), so no stale L1 line
+// may serve it; a workgroup stages it once, from L2 either way.
+layout(set = 0, binding = 1) coherent readonly buffer XBuf { float x[]; } X;
+layout(set = 0, binding = 1) coherent readonly buffer XBuf4 { vec4 x[]; } X4;
 layout(set = 0, binding = 3) readonly buffer NWBuf { float nw[]; } NW;
 layout(set = 0, binding = 3) readonly buffer NWBuf4 { vec4 nw[]; } NW4;
 

@@ -18,11 +18,9 @@ layout(constant_id = 6) const uint HAS_SHARED = 1u;
 layout(constant_id = 8) const uint KSH = 8192u;
 layout(constant_id = 10) const uint XREG = 0u;
 layout(constant_id = 11) const uint XRN = 1u;
-layout(constant_id = 12) const uint WAIT = 0u;  // 1: h comes from a dispatch beside this one (dep_flag.glsl)
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#define MVX_X_QUAL coherent
 #include "mvx_common.glsl"
 #include "dep_flag.glsl"
 
@@ -39,7 +37,8 @@ layout(push_constant) uniform PC {
     uint ids_off, wts_off;
     uint y_off;
     uint passes;
-    uint dep_word, dep_n;   // WAIT: the producer's counter and workgroups
+    uint dep_signal;        // SIGNAL: this dispatch's counter
+    uint dep_wait, dep_n;   // WAIT: the producers' counter and workgroups
 } pc;
 
 // Where each of this lane's units lives: weight slot, first block of its
@@ -60,7 +59,7 @@ void load_pass(uint row0)
     }
 }
 
-void main()
+void down()
 {
     const uint NT = WGS / TEAM;
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
@@ -85,7 +84,7 @@ void main()
     load_pass(wrow0 + team * R);
     // the first rows' weights are in flight while h is awaited
     if (WAIT == 1u)
-        dep_wait(pc.dep_word, P.p[VKP_EPOCH_WORD] * pc.dep_n);
+        dep_wait(pc.dep_wait, P.p[VKP_EPOCH_WORD] * pc.dep_n);
 
     // stage [wt[z] * h[z] ...| h_s] (zeros past the end)
     uint nr = pc.nz * pc.Kp;
@@ -119,4 +118,11 @@ void main()
                 Y.y[pc.y_off + row0 + r] += v;
         }
     }
+}
+
+void main()
+{
+    down();
+    if (SIGNAL == 1u)
+        dep_signal(pc.dep_signal);
 }

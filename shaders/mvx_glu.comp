@@ -20,7 +20,6 @@ layout(constant_id = 8) const uint KSH = 2048u;
 layout(constant_id = 9) const uint IDMODE = 0u;
 layout(constant_id = 10) const uint XREG = 1u;
 layout(constant_id = 11) const uint XRN = 16u;
-layout(constant_id = 12) const uint SIGNAL = 0u;  // 1: count finished workgroups (dep_flag.glsl)
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
@@ -29,6 +28,7 @@ const uint WGS = gl_WorkGroupSize.x;
 
 layout(set = 0, binding = 2) writeonly buffer HBuf { float h[]; } H;
 layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
+layout(set = 0, binding = 7) readonly buffer Params { uint p[]; } P;
 
 layout(push_constant) uniform PC {
     uint K, Kp, N;
@@ -42,11 +42,16 @@ layout(push_constant) uniform PC {
     uint nz;               // routed slots (the shared expert is slot nz)
     uint Ns, hbase_sg, hbase_su;
     uint passes;
-    uint dep_word;         // SIGNAL: the counter
+    uint dep_signal;       // SIGNAL: this dispatch's counter
+    uint dep_wait, dep_n;  // WAIT: the producers' counter and workgroups
 } pc;
 
 void glu()
 {
+    // WAIT: the routed experts' ids come from the router (wait before
+    // anything); the input only (IDMODE 0: wait with the first weights in flight)
+    if (WAIT == 1u && IDMODE == 1u)
+        dep_wait(pc.dep_wait, P.p[VKP_EPOCH_WORD] * pc.dep_n);
     uint z = gl_WorkGroupID.y;
     bool sh = HAS_SHARED == 1u && z == pc.nz;
     uint mat = sh ? 0u : IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
@@ -73,7 +78,10 @@ void glu()
             load_rows(1u, mu, bpr, pc.hbase_u, row0, nrows, lane, nunits, R * J);
         }
         if (p == 0u) {
-            // the first rows' weights are in flight while the input is staged
+            // the first rows' weights are in flight while the input is
+            // awaited and staged
+            if (WAIT == 1u && IDMODE == 0u)
+                dep_wait(pc.dep_wait, P.p[VKP_EPOCH_WORD] * pc.dep_n);
             sc = stage_x(pc.x_off, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps);
             load_xr(lane);
         }
@@ -90,5 +98,5 @@ void main()
 {
     glu();
     if (SIGNAL == 1u)
-        dep_signal(pc.dep_word);
+        dep_signal(pc.dep_signal);
 }

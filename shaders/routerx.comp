@@ -18,6 +18,7 @@ const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
 #include "mvx_common.glsl"
+#include "dep_flag.glsl"
 
 layout(set = 0, binding = 8) readonly buffer Params { uint p[]; } P;
 
@@ -36,11 +37,13 @@ layout(push_constant) uniform PC {
     uint bias_off;
     uint check_batch;    // 1: tokens past params[1] have nothing to do
     uint passes;
+    uint dep_signal;     // SIGNAL: this dispatch's counter
+    uint dep_wait, dep_n; // WAIT: the producers' counter and workgroups
 } pc;
 
 #include "router_tail.glsl"
 
-void main()
+void route()
 {
     uint z = gl_WorkGroupID.y;
     if (pc.check_batch != 0u && z >= P.p[1])
@@ -52,6 +55,8 @@ void main()
     uint lb = pc.l_off + z * pc.N;
 
     load_rows(0u, 0u, bpr, pc.hbase, wrow0 + team * R, pc.N, lane, nunits, 0u);
+    if (WAIT == 1u)
+        dep_wait(pc.dep_wait, P.p[VKP_EPOCH_WORD] * pc.dep_n);
     float sc = stage_x(pc.x_off + z * pc.x_z, pc.K, pc.Kp, true, pc.nw_off, pc.eps);
     load_xr(lane);
     for (uint p = 0u; p < pc.passes; p++) {
@@ -67,4 +72,11 @@ void main()
         }
     }
     router_tail(z, lb);
+}
+
+void main()
+{
+    route();
+    if (SIGNAL == 1u)
+        dep_signal(pc.dep_signal);
 }

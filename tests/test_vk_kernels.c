@@ -363,13 +363,13 @@ static void test_moe(void)
         ga.gate_sh = ga.up_sh = NULL;
     vk_buf dep = tu_host(8), prm = tu_host(32);
     vk_vec dep_word = {dep, 3};
-    bool dep_ok = MC_DEP && ga.gate_sh && vk_glu_signals(&KB, &ga) && vk_moe_down_waits(&KB, &da);
+    bool dep_ok = MC_DEP && ga.gate_sh && vk_glu_deps(&KB, &ga) && vk_moe_down_deps(&KB, &da);
     if (MC_DEP && !dep_ok) {
         printf("# this device runs other kernels for these shapes: no counter to wait on\n");
         MC_DEP = false;
     }
     if (MC_DEP)
-        ga.signal = &dep_word;
+        ga.dep.signal = &dep_word;
     CHECK(vk_k_glu(&KB, &ga, &calls[nc++]) == 0, "build glu: %.200s", KERR.msg);
     if (!ga.gate_sh)
         CHECK(vk_k_glu(&KB, &gs, &calls[nc++]) == 0, "build glu shared: %.200s", KERR.msg);
@@ -378,9 +378,7 @@ static void test_moe(void)
         memset(dep.map, 0, 32);
         ((uint32_t *)dep.map)[3] = (epoch - 1) * n;
         ((uint32_t *)prm.map)[VKP_EPOCH] = epoch;
-        da.wait = &dep_word;
-        da.wait_n = n;
-        da.params = prm;
+        da.dep = (vk_dep){.wait = &dep_word, .wait_n = n, .params = prm};
     }
     CHECK(vk_k_moe_down(&KB, &da, &calls[nc++]) == 0, "build down: %.200s", KERR.msg);
     /* gate/up || shared gate/up, then down (which reads all of h): a barrier
@@ -1354,6 +1352,128 @@ static void topk_cases(void)
     }
 }
 
+/* ---- a decode layer's MoE chain joined by counters --------------------------------------
+ * mv (norm) -> mv -> router || (the shared gate/up) -> routed gate/up -> down,
+ * each dispatch signalling a counter the next one waits on, with no pipeline
+ * barrier anywhere (shaders/dep_flag.glsl, as GLMCHAT_DEP_FLAGS=31 records
+ * the decode graph): every output must equal, bit for bit, the same chain
+ * with barriers (whose kernels the cases above check against the CPU). */
+typedef struct {
+    uint32_t type, H, F, nexp, nused;
+    const char *what;
+} chain_case;
+static chain_case CC;
+
+static void test_dep_chain(void)
+{
+    const chain_case *m = &CC;
+    vk_tensor wa, wb, rt, tg, tu, td, sg, su, sd;
+    uint8_t *p[9];
+    p[0] = rand_tensor(m->type, m->H, m->H, 1, &wa);
+    p[1] = rand_tensor(m->type, m->H, m->H, 1, &wb);
+    p[2] = rand_tensor(QT_F32, m->H, m->nexp, 1, &rt);
+    p[3] = rand_tensor(m->type, m->H, m->F, m->nexp, &tg);
+    p[4] = rand_tensor(m->type, m->H, m->F, m->nexp, &tu);
+    p[5] = rand_tensor(m->type, m->F, m->H, m->nexp, &td);
+    p[6] = rand_tensor(m->type, m->H, m->F, 1, &sg);
+    p[7] = rand_tensor(m->type, m->H, m->F, 1, &su);
+    p[8] = rand_tensor(m->type, m->F, m->H, 1, &sd);
+    float *x = random_vec(m->H, 1.0f), *nw = norm_weights(m->H), *y0 = random_vec(m->H, 1.0f);
+    uint32_t words[2][6] = {{0}};
+    uint32_t *out[2][6];
+    for (int run = 0; run < 2; run++) {
+        bool dep = run == 1;
+        vk_buf bx = host_copy(x, m->H), bn = host_copy(nw, m->H), y1 = tu_host(m->H), y2 = host_copy(y0, m->H);
+        vk_buf lg = tu_host(m->nexp), ids = tu_host(m->nused), wts = tu_host(m->nused), cnt = tu_host(4);
+        vk_buf h = tu_host((uint64_t)m->F * (m->nused + 1)), cw = tu_host(16), prm = tu_host(32);
+        memset(cnt.map, 0, 16);
+        memset(cw.map, 0, 64);
+        ((uint32_t *)prm.map)[VKP_EPOCH] = 1;
+        vk_vec norm = {bn, 0}, idv = {ids, 0}, c[5];
+        for (int i = 0; i < 5; i++)
+            c[i] = (vk_vec){cw, 1 + (uint32_t)i};
+        vk_mv_args a = {.name = "a", .w = &wa, .x = {bx, 0}, .y = {y1, 0}, .nz = 1, .norm = &norm, .eps = 1e-5f};
+        vk_mv_args b = {.name = "b", .w = &wb, .x = {y1, 0}, .y = {y2, 0}, .nz = 1, .accumulate = true};
+        vk_router_args ra = {.w = &rt, .x = {y2, 0}, .norm = norm, .eps = 1e-5f, .logits = {lg, 0}, .ids = {ids, 0},
+                             .wts = {wts, 0}, .counter = {cnt, 0}, .n_used = m->nused, .gating = 2, .nz = 1,
+                             .norm_w = true};
+        vk_glu_args gs = {.name = "gs", .gate = &sg, .up = &su, .x = {y2, 0}, .norm = &norm, .eps = 1e-5f,
+                          .h = {h, m->nused * m->F}, .h_z = m->F, .nz = 1};
+        vk_glu_args gu = {.name = "gu", .gate = &tg, .up = &tu, .x = {y2, 0}, .norm = &norm, .eps = 1e-5f,
+                          .h = {h, 0}, .h_z = m->F, .nz = m->nused, .ids = &idv};
+        vk_moe_down_args da = {.name = "down", .down = &td, .shared = &sd, .h = {h, 0}, .h_z = m->F, .nz = m->nused,
+                               .ids = {ids, 0}, .wts = {wts, 0}, .y = {y2, 0}};
+        if (dep && !(vk_mv_deps(&KB, &a) && vk_mv_deps(&KB, &b) && vk_router_deps(&KB, &ra) && vk_glu_deps(&KB, &gs) &&
+                     vk_glu_deps(&KB, &gu) && vk_moe_down_deps(&KB, &da))) {
+            printf("# this device runs kernels without counters for these shapes: nothing to compare\n");
+            break;
+        }
+        vk_call k[6];
+        bool bar[6] = {true, true, false, true, true, true};
+        CHECK(vk_k_mv(&KB, &a, &k[0]) == 0, "build a: %.200s", KERR.msg);
+        if (dep) {
+            a.dep.signal = &c[0];
+            CHECK(vk_k_mv(&KB, &a, &k[0]) == 0, "build a: %.200s", KERR.msg);
+            b.dep = (vk_dep){.signal = &c[1], .wait = &c[0], .wait_n = k[0].groups[0] * k[0].groups[1], .params = prm};
+        }
+        CHECK(vk_k_mv(&KB, &b, &k[1]) == 0, "build b: %.200s", KERR.msg);
+        if (dep) {
+            vk_dep w = {.signal = &c[2], .wait = &c[1], .wait_n = k[1].groups[0] * k[1].groups[1], .params = prm};
+            ra.dep = gs.dep = w;
+        }
+        CHECK(vk_k_router(&KB, &ra, &k[2]) == 0, "build router: %.200s", KERR.msg);
+        CHECK(vk_k_glu(&KB, &gs, &k[3]) == 0, "build shared gate/up: %.200s", KERR.msg);
+        if (dep)
+            gu.dep = (vk_dep){.signal = &c[3], .wait = &c[2],
+                              .wait_n = k[2].groups[0] * k[2].groups[1] + k[3].groups[0] * k[3].groups[1],
+                              .params = prm};
+        CHECK(vk_k_glu(&KB, &gu, &k[4]) == 0, "build gate/up: %.200s", KERR.msg);
+        if (dep)
+            da.dep = (vk_dep){.wait = &c[3], .wait_n = k[4].groups[0] * k[4].groups[1], .params = prm};
+        CHECK(vk_k_moe_down(&KB, &da, &k[5]) == 0, "build down: %.200s", KERR.msg);
+        if (dep)
+            memset(bar, 0, sizeof bar);
+        CHECK(tu_run(k, 6, bar) == 0, "run");
+        if (dep)
+            CHECK(((uint32_t *)cw.map)[0] == 0, "%u waits gave up", ((uint32_t *)cw.map)[0]);
+        vk_buf o[6] = {y1, y2, ids, wts, h, lg};
+        uint32_t n[6] = {m->H, m->H, m->nused, m->nused, m->F * (m->nused + 1), m->nexp};
+        for (int i = 0; i < 6; i++) {
+            words[run][i] = n[i];
+            out[run][i] = malloc(n[i] * 4);
+            memcpy(out[run][i], o[i].map, n[i] * 4);
+        }
+        if (run == 1) {
+            static const char *const nm[6] = {"a", "b + down (y)", "expert ids", "expert weights", "h", "router logits"};
+            for (int i = 0; i < 6; i++)
+                CHECK(memcmp(out[0][i], out[1][i], words[0][i] * 4) == 0, "%s differs from the chain with barriers",
+                      nm[i]);
+        }
+    }
+    for (int run = 0; run < 2; run++)
+        for (int i = 0; i < 6; i++)
+            if (words[run][i])
+                free(out[run][i]);
+    for (int i = 0; i < 9; i++)
+        free(p[i]);
+    free(x), free(nw), free(y0);
+    tu_reset_buffers();
+}
+
+static void dep_chain_cases(void)
+{
+    static const chain_case cases[] = {
+        {QT_Q4_0, 2048, 1536, 64, 4, "GLM-4.7-Flash shapes, Q4_0"},
+        {QT_Q8_0, 256, 96, 16, 3, "Q8_0, small"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CC = cases[i];
+        char name[160];
+        snprintf(name, sizeof name, "MoE chain joined by counters = with barriers, %s", CC.what);
+        RUN_NAMED(test_dep_chain, name);
+    }
+}
+
 /* ---- L2 warming ------------------------------------------------------------------------
  * l2_warm's only visible effect is the sum of the words it read (one per
  * workgroup): exact integer arithmetic, so the sum over the sink must equal
@@ -1949,6 +2069,7 @@ int main(void)
     KB = (vk_kb){&G.c, &G.pipes, &KERR};
     mv_cases();
     moe_cases();
+    dep_chain_cases();
     router_cases();
     out_router_cases();
     attn_cases();
