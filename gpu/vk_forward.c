@@ -416,7 +416,9 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
                            .y = V(e->x, 0)};
     /* the router: already run by attn_out_router, or a step of its own */
     vk_out_router_args fr;
-    bool routed = router_folded(e, il, &fr), early = false;
+    bool routed = router_folded(e, il, &fr), early = false, route_linked = false;
+    vk_vec w_route = dep_word(e, il, DEP_ROUTE);
+    uint32_t n_route = 0;
     if (!routed) {
         vk_router_args ra = router_args(e, il);
         /* The shared expert does not wait for the routing: its gate/up runs
@@ -428,7 +430,6 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
         vk_glu_args gs = shexp_args(e, il, &fn);
         /* both wait on attn_output's counter (or followed its barrier) and
          * signal the routed gate/up's */
-        vk_vec w_route = dep_word(e, il, DEP_ROUTE);
         bool link = dep_wanted(e, DEP_ROUTE) && vk_router_deps(&e->kb, &ra) && (!early || vk_glu_deps(&e->kb, &gs)) &&
                     vk_glu_deps(&e->kb, &gu);
         ra.dep = gs.dep = dep_wait_pending(e);
@@ -444,6 +445,8 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
         }
         WARM_AFTER(WARM_SH_DOWN);
         dep_close(e, r, link, w_route, n);
+        route_linked = link;
+        n_route = n;
     }
 
     /* the routed experts (with the shared expert in the same dispatch, where
@@ -477,6 +480,12 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     bool next = dep_wanted(e, DEP_DOWN) && il + 1 < c->n_layer && first_step_waits(e, il + 1) &&
                 vk_moe_down_deps(&e->kb, &da);
     da.dep = dep_wait_pending(e);
+    /* the down reads the expert ids before its wait (to load their weights
+     * early): with no barrier since the router, it waits for the router first */
+    if (da.dep.wait && route_linked) {
+        da.ids_wait = &w_route;
+        da.ids_wait_n = n_route;
+    }
     if (next)
         da.dep.signal = &w_down;
     WARM_BEFORE(WARM_NEXT);

@@ -512,7 +512,11 @@ static int moe_down_x(const vk_kb *k, const vk_moe_down_args *a, const mvx_cfg *
     if (!out->pipe)
         return -1;
     out->push[14] = x->passes;
-    out->npush = 18;
+    if (a->ids_wait && (!a->dep.wait || a->ids_wait->b.buf != a->dep.wait->b.buf || !a->ids_wait_n))
+        return err_set(k->err, "%s: the ids' wait needs the main wait on the same counters", a->name);
+    out->push[18] = a->ids_wait ? a->ids_wait->off : 0;
+    out->push[19] = a->ids_wait ? a->ids_wait_n : 0;
+    out->npush = 20;
     out->groups[0] = x->groups;
     out->groups[1] = out->groups[2] = 1;
     return 0;

@@ -97,6 +97,11 @@ typedef struct {
     vk_vec ids, wts;
     vk_vec y;                   /* residual stream, accumulated into */
     vk_dep dep;                 /* decode: signal and/or wait (vk_moe_down_deps) */
+    /* with dep.wait: the ids' producer (the router) when it too ran with no
+     * barrier since -- awaited before the ids are read (the down's weight
+     * loads then still overlap the gate/up) */
+    const vk_vec *ids_wait;
+    uint32_t ids_wait_n;
 } vk_moe_down_args;
 int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out);
 bool vk_moe_down_deps(const vk_kb *k, const vk_moe_down_args *a);

@@ -27,7 +27,7 @@ const uint WGS = gl_WorkGroupSize.x;
 #include "mvx_common.glsl"
 #include "dep_flag.glsl"
 
-layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
+layout(set = 0, binding = 2) coherent buffer YBuf { float y[]; } Y;  // coherent: see X
 layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
 layout(set = 0, binding = 5) readonly buffer Params { uint p[]; } P;
 
@@ -51,6 +51,10 @@ layout(push_constant) uniform PC {
 void mv()
 {
     uint z = gl_WorkGroupID.y;
+    // matrices chosen by ids: their producer before anything (uniform: no
+    // early return precedes it)
+    if (WAIT == 1u && IDMODE == 1u)
+        dep_wait(pc.dep_wait, P.p[VKP_EPOCH_WORD] * pc.dep_n);
     if (pc.ztok != 0u && z / pc.ztok >= P.p[1])
         return;
     uint mat = IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
@@ -67,7 +71,7 @@ void mv()
 
     // the first rows' weights are in flight while the input is staged
     load_rows(0u, mblk0, bpr, pc.hbase, wrow0 + team * R, pc.N, lane, nunits, 0u);
-    if (WAIT == 1u)
+    if (WAIT == 1u && IDMODE == 0u)
         dep_wait(pc.dep_wait, P.p[VKP_EPOCH_WORD] * pc.dep_n);
     float sc = stage_x(xb, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps);
     load_xr(lane);

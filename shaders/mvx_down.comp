@@ -24,7 +24,7 @@ const uint WGS = gl_WorkGroupSize.x;
 #include "mvx_common.glsl"
 #include "dep_flag.glsl"
 
-layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
+layout(set = 0, binding = 2) coherent buffer YBuf { float y[]; } Y;  // coherent: see X
 layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
 layout(set = 0, binding = 5) readonly buffer WtBuf { float wts[]; } WT;
 layout(set = 0, binding = 7) readonly buffer Params { uint p[]; } P;
@@ -39,6 +39,7 @@ layout(push_constant) uniform PC {
     uint passes;
     uint dep_signal;        // SIGNAL: this dispatch's counter
     uint dep_wait, dep_n;   // WAIT: the producers' counter and workgroups
+    uint ids_wait, ids_n;   // WAIT with ids_n > 0: the ids' producers (the router), awaited first
 } pc;
 
 // Where each of this lane's units lives: weight slot, first block of its
@@ -64,6 +65,9 @@ void down()
     const uint NT = WGS / TEAM;
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
     uint upr = pc.Kp / UNIT, upr2 = pc.Kp2 / UNIT;
+    // the expert ids decide which weights to load: their producer first
+    if (WAIT == 1u && pc.ids_n != 0u)
+        dep_wait(pc.ids_wait, P.p[VKP_EPOCH_WORD] * pc.ids_n);
     uint bpr = pc.Kp / blk_of(TYPE), bpr2 = pc.Kp2 / blk_of(TYPE);
     [[unroll]] for (uint j = 0u; j < J; j++) {
         uint u = lane + j * TEAM;

@@ -1379,10 +1379,13 @@ static void test_dep_chain(void)
     p[7] = rand_tensor(m->type, m->H, m->F, 1, &su);
     p[8] = rand_tensor(m->type, m->F, m->H, 1, &sd);
     float *x = random_vec(m->H, 1.0f), *nw = norm_weights(m->H), *y0 = random_vec(m->H, 1.0f);
-    uint32_t words[2][6] = {{0}};
-    uint32_t *out[2][6];
-    for (int run = 0; run < 2; run++) {
-        bool dep = run == 1;
+    /* run 0 with barriers, then the counter chain several times (a race
+     * shows up as a difference in some run) */
+    enum { RUNS = 9 };
+    uint32_t words[RUNS][6] = {{0}};
+    uint32_t *out[RUNS][6];
+    for (int run = 0; run < RUNS; run++) {
+        bool dep = run >= 1;
         vk_buf bx = host_copy(x, m->H), bn = host_copy(nw, m->H), y1 = tu_host(m->H), y2 = host_copy(y0, m->H);
         vk_buf lg = tu_host(m->nexp), ids = tu_host(m->nused), wts = tu_host(m->nused), cnt = tu_host(4);
         vk_buf h = tu_host((uint64_t)m->F * (m->nused + 1)), cw = tu_host(16), prm = tu_host(32);
@@ -1428,8 +1431,12 @@ static void test_dep_chain(void)
                               .wait_n = k[2].groups[0] * k[2].groups[1] + k[3].groups[0] * k[3].groups[1],
                               .params = prm};
         CHECK(vk_k_glu(&KB, &gu, &k[4]) == 0, "build gate/up: %.200s", KERR.msg);
-        if (dep)
+        if (dep) {
+            /* the ids come from the router, with no barrier since: awaited first */
             da.dep = (vk_dep){.wait = &c[3], .wait_n = k[4].groups[0] * k[4].groups[1], .params = prm};
+            da.ids_wait = &c[2];
+            da.ids_wait_n = k[2].groups[0] * k[2].groups[1] + k[3].groups[0] * k[3].groups[1];
+        }
         CHECK(vk_k_moe_down(&KB, &da, &k[5]) == 0, "build down: %.200s", KERR.msg);
         if (dep)
             memset(bar, 0, sizeof bar);
@@ -1443,14 +1450,14 @@ static void test_dep_chain(void)
             out[run][i] = malloc(n[i] * 4);
             memcpy(out[run][i], o[i].map, n[i] * 4);
         }
-        if (run == 1) {
+        if (run >= 1) {
             static const char *const nm[6] = {"a", "b + down (y)", "expert ids", "expert weights", "h", "router logits"};
             for (int i = 0; i < 6; i++)
-                CHECK(memcmp(out[0][i], out[1][i], words[0][i] * 4) == 0, "%s differs from the chain with barriers",
-                      nm[i]);
+                CHECK(memcmp(out[0][i], out[run][i], words[0][i] * 4) == 0,
+                      "%s differs from the chain with barriers (run %d)", nm[i], run);
         }
     }
-    for (int run = 0; run < 2; run++)
+    for (int run = 0; run < RUNS; run++)
         for (int i = 0; i < 6; i++)
             if (words[run][i])
                 free(out[run][i]);
