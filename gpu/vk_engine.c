@@ -195,6 +195,16 @@ static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
     return 0;
 }
 
+static int build_decode(vk_engine *e, err_t *err)
+{
+    if (vk_family_build(e, &e->decode, vk_fwd_record_decode, false, VK_FAMILY_SAMPLED, err) ||
+        vk_family_build(e, &e->decode_logits, vk_fwd_record_decode, true, VK_FAMILY_PLAIN, err)) {
+        err_prefix(err, "recording the decode graph");
+        return -1;
+    }
+    return 0;
+}
+
 /* Counters of the router and top-K kernels start at zero (they reset
  * themselves after each use); so do the KV caches. */
 static int zero_counters(vk_engine *e, err_t *err)
@@ -253,11 +263,8 @@ static int setup(vk_engine *e, err_t *err)
         return -1;
     if (alloc_buffers(e, req, n, err) || upload_rope(e, err) || zero_counters(e, err))
         return -1;
-    if (vk_family_build(e, &e->decode, vk_fwd_record_decode, false, VK_FAMILY_SAMPLED, err) ||
-        vk_family_build(e, &e->decode_logits, vk_fwd_record_decode, true, VK_FAMILY_PLAIN, err)) {
-        err_prefix(err, "recording the decode graph");
+    if (build_decode(e, err))
         return -1;
-    }
     if (e->n_batch > 1 && (vk_family_build(e, &e->prefill, vk_fwd_record_prefill, false, VK_FAMILY_FULL, err) ||
                            vk_family_build(e, &e->prefill_logits, vk_fwd_record_prefill, true, VK_FAMILY_PLAIN, err))) {
         err_prefix(err, "recording the prefill graph");
@@ -370,10 +377,19 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
     vk_variant *v = vk_family_pick(f, want_logits ? PROFILE_OFF : e->p.profile);
     if (vk_submit_wait(&e->c, v->cb, err))
         return -1;
-    if (e->dep_mask && ((const uint32_t *)e->dep.map)[0] != 0)
-        return err_set(err, "the GPU did not run dependent decode dispatches side by side as the graph assumes "
-                            "(%u waits gave up); run with GLMCHAT_DEP_FLAGS=0",
-                       ((const uint32_t *)e->dep.map)[0]);
+    if (e->dep_mask && ((const uint32_t *)e->dep.map)[0] != 0) {
+        /* a wait gave up (the device did not launch the dispatches in
+         * order): this token's results are not to be trusted.  Record the
+         * graph with barriers only and decode the token again (the same
+         * position: its cache row is rewritten). */
+        e->dep_off = true;
+        vk_family_free(e, &e->decode);
+        vk_family_free(e, &e->decode_logits);
+        if (build_decode(e, err))
+            return -1;
+        e->dep_fallbacks++;
+        return decode_one(e, token, pos, out, logits_row, err);
+    }
     vk_profile_collect(e, f, v, &e->prof_decode);
     if (want_logits)
         memcpy(logits_row, e->host_logits.map, (uint64_t)n_vocab * 4);

@@ -57,6 +57,8 @@ typedef struct {
     vk_buf dep;              /* decode: word 0 failed waits, then VK_DEP_PER_LAYER counters per
                                 layer (shaders/dep_flag.glsl); host-visible */
     uint32_t dep_mask;       /* which barriers of a layer are counters instead (GLMCHAT_DEP_FLAGS) */
+    bool dep_off;            /* a wait gave up once: the graph is recorded with barriers only */
+    uint32_t dep_fallbacks;  /* times that happened (0 or 1) */
     uint32_t epoch;          /* decode submits so far (params[VKP_EPOCH]) */
     /* recording: the counter the next dispatches wait on instead of a barrier */
     vk_vec pend_word;

@@ -9,6 +9,13 @@
 // wait ~1 us.  The wait gives up after a bound (~10 ms) and counts the
 // failure in word 0, which the host checks after the token (a device that
 // does not run the two dispatches as assumed gets an error, not a hang).
+// A pipeline barrier also invalidates the compute units' L1 caches; a
+// counter does not.  So every buffer a producer writes is read through
+// coherent bindings by every kernel that can run between two barriers (the
+// inputs x / h, the expert ids and weights, the outputs accumulated into):
+// an L1 line loaded before the write -- by any kernel on that compute unit,
+// even one reading a neighbouring word -- would otherwise serve stale data
+// (seen on the H200: an L2-warming read of the ids, beside the router).
 // Binding 9: the counters (coherent).  Spec constants 12 (SIGNAL) and 13 (WAIT)
 // turn the two ends on in a kernel.
 

@@ -24,7 +24,7 @@ layout(constant_id = 1) const uint UNROLL = 4u;
 const uint WGS = gl_WorkGroupSize.x;
 
 layout(set = 0, binding = 0) readonly buffer WBuf4 { uvec4 w[]; } W4[4];
-layout(set = 0, binding = 1) readonly buffer IdBuf { int ids[]; } ID;
+layout(set = 0, binding = 1) coherent readonly buffer IdBuf { int ids[]; } ID;
 layout(set = 0, binding = 2) readonly buffer Params { uint p[]; } P;
 layout(set = 0, binding = 3) writeonly buffer SinkBuf { uint s[]; } S;
 

@@ -27,7 +27,7 @@ const uint WGS = gl_WorkGroupSize.x;
 #include "dep_flag.glsl"
 
 layout(set = 0, binding = 2) writeonly buffer HBuf { float h[]; } H;
-layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
+layout(set = 0, binding = 4) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
 layout(set = 0, binding = 7) readonly buffer Params { uint p[]; } P;
 
 layout(push_constant) uniform PC {

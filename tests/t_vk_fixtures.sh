@@ -145,6 +145,14 @@ for dir in "$ROOT"/*/; do
     else
         fail "vulkan $name: decode with steps joined by counters" "$(head -c 300 "$TMP/err")"
     fi
+    # ... and where a wait gives up (injected: GLMCHAT_DEP_STALL=1), the engine
+    # re-records the graph with barriers and decodes that token again
+    if GLMCHAT_DEP_FLAGS=31 GLMCHAT_DEP_STALL=1 $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" \
+           -o "$TMP/stall.bin" 2>"$TMP/err" && cmp -s "$TMP/stall.bin" "$TMP/f16d.bin"; then
+        ok "vulkan $name: a counter wait that gives up falls back to barriers (same logits)"
+    else
+        fail "vulkan $name: a counter wait that gives up" "$(head -c 300 "$TMP/err")"
+    fi
     for first in 1 0; do
         if GLMCHAT_WARM=511 GLMCHAT_WARM_FIRST=$first $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 \
                --tokens "$tokens" -o "$TMP/warm.bin" 2>"$TMP/err" && cmp -s "$TMP/warm.bin" "$TMP/f16d.bin"; then
