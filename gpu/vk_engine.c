@@ -211,6 +211,7 @@ static int zero_counters(vk_engine *e, err_t *err)
 {
     memset(e->dep.map, 0, e->dep.size);
     e->epoch = 0;
+    e->attn_total = 0;
     VkCommandBuffer cb;
     VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                       .commandPool = e->c.cmd_pool,
@@ -371,7 +372,10 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
         return err_set(err, "top-K of %u candidates: the Vulkan backend returns at most %u", k,
                        n_vocab < TOPK_MAX ? n_vocab : TOPK_MAX);
     write_params(e, &token, 1, pos, k);
-    ((uint32_t *)e->params.map)[VKP_EPOCH] = ++e->epoch;
+    uint32_t *pw = (uint32_t *)e->params.map;
+    pw[VKP_EPOCH] = ++e->epoch;
+    e->attn_total += pw[VKP_ATTN_IND] * pw[VKP_ATTN_IND + 1] * pw[VKP_ATTN_IND + 2];
+    pw[VKP_ATTN_TOTAL] = e->attn_total;
     bool want_logits = logits_row != NULL;
     vk_family *f = want_logits ? &e->decode_logits : &e->decode;
     vk_variant *v = vk_family_pick(f, want_logits ? PROFILE_OFF : e->p.profile);

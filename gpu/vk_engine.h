@@ -60,6 +60,7 @@ typedef struct {
     bool dep_off;            /* a wait gave up once: the graph is recorded with barriers only */
     uint32_t dep_fallbacks;  /* times that happened (0 or 1) */
     uint32_t epoch;          /* decode submits so far (params[VKP_EPOCH]) */
+    uint32_t attn_total;     /* decode attention workgroups so far (params[VKP_ATTN_TOTAL]) */
     /* recording: the counter the next dispatches wait on instead of a barrier */
     vk_vec pend_word;
     uint32_t pend_n;

@@ -141,14 +141,19 @@ static int warm(vk_engine *e, vk_rec *r, uint32_t il, uint32_t bit, bool first)
  * next step's dispatches, recorded with no pipeline barrier between, wait on
  * that count after issuing their weight loads (a barrier costs 2.9 us on the
  * H200, a wait ~1 us, and the loads overlap the producer's tail).  Each bit
- * of GLMCHAT_DEP_FLAGS turns one boundary of a MoE layer into a counter: */
+ * of GLMCHAT_DEP_FLAGS turns one boundary of a layer into a counter (all
+ * seven by default where the device is known; q_b -> k_b || kv_store and
+ * -> the attention keep their barriers): */
 enum {
     DEP_QA = 0,     /* [q_a | kv_a] -> q_b */
     DEP_OUT = 1,    /* attn_output -> router || shared gate/up */
     DEP_ROUTE = 2,  /* router || shared gate/up -> routed gate/up */
     DEP_GU = 3,     /* routed gate/up -> down */
     DEP_DOWN = 4,   /* down -> the next layer's [q_a | kv_a] */
+    DEP_ATTN = 5,   /* attention -> combine + v_b */
+    DEP_VB = 6,     /* combine + v_b -> attn_output */
 };
+#define DEP_ALL 127u
 
 static bool dep_wanted(const vk_engine *e, uint32_t b)
 {
@@ -167,7 +172,8 @@ static vk_dep dep_wait_pending(const vk_engine *e)
      * expects one workgroup more than there is, so each gives up and the
      * engine must fall back to the graph with barriers */
     uint32_t extra = vk_env_u32("GLMCHAT_DEP_STALL", 0, 0, 1);
-    return e->pend ? (vk_dep){.wait = &e->pend_word, .wait_n = e->pend_n + extra, .params = e->params} : (vk_dep){0};
+    uint32_t n = e->pend_n ? e->pend_n + extra : 0; /* 0: the attention's running total */
+    return e->pend ? (vk_dep){.wait = &e->pend_word, .wait_n = n, .params = e->params} : (vk_dep){0};
 }
 
 /* After a step's producers: either the counter they signalled becomes the
@@ -342,28 +348,40 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     vk_attn_args at = {.g = g, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS, .cache = V(e->cache[il], 0),
                        .part = V(e->part, 0), .chunk_cap = e->part_cap, .kq_scale = c->kq_scale,
                        .params = e->params, .indirect = &ind, .nz = 1};
+    vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part, 0), .chunk_cap = e->part_cap,
+                          .params = e->params, .o = V(e->o, 0), .o_z = c->n_head * c->v_head, .nz = 1};
+    vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = V(e->x, 0), .nz = 1,
+                     .accumulate = true};
+    vk_out_router_args fr;
+    bool folded = router_folded(e, il, &fr);
+    /* the combine waits on the attention's counter (its grid follows the
+     * context: the host keeps the running total), attn_output on the combine's */
+    vk_vec w_attn = dep_word(e, il, DEP_ATTN), w_vb = dep_word(e, il, DEP_VB);
+    bool link_attn = dep_wanted(e, DEP_ATTN) && vk_attn_deps(kb, &at) && vk_attn_vb_deps(kb, &vb);
+    bool link_vb = dep_wanted(e, DEP_VB) && !folded && vk_attn_vb_deps(kb, &vb) && vk_mv_deps(kb, &ao);
+    if (link_attn)
+        at.dep.signal = &w_attn;
     WARM_BEFORE(WARM_V_B);
     TRY(call(e, r, vk_k_attn(kb, &at, &k), &k));
     WARM_AFTER(WARM_V_B);
-    vk_rec_barrier(r);
-    vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part, 0), .chunk_cap = e->part_cap,
-                          .params = e->params, .o = V(e->o, 0), .o_z = c->n_head * c->v_head, .nz = 1};
+    dep_close(e, r, link_attn, w_attn, 0);
+    vb.dep = dep_wait_pending(e);
+    if (link_vb)
+        vb.dep.signal = &w_vb;
     WARM_BEFORE(WARM_OUT);
     TRY(call(e, r, vk_k_attn_vb(kb, &vb, &k), &k));
     WARM_AFTER(WARM_OUT);
-    vk_rec_barrier(r);
+    dep_close(e, r, link_vb, w_vb, groups_of(&k));
 
     /* x += attn_output . o (and, folded in, the MoE router of the new x) */
-    vk_out_router_args fr;
     WARM_BEFORE(WARM_ROUTER);
-    if (router_folded(e, il, &fr)) {
+    if (folded) {
         TRY(call(e, r, vk_k_out_router(kb, &fr, &k), &k));
         WARM_AFTER(WARM_ROUTER);
         vk_rec_barrier(r);
         return 0;
     }
-    vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = V(e->x, 0), .nz = 1,
-                     .accumulate = true};
+    ao.dep = dep_wait_pending(e);
     /* the router and the shared gate/up wait on this dispatch's counter */
     vk_vec w_out = dep_word(e, il, DEP_OUT);
     bool link_out = dep_wanted(e, DEP_OUT) && moe_step_waits(e, il) && vk_mv_deps(kb, &ao);
@@ -526,7 +544,7 @@ int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host)
     /* counters by default where measured and checked (NVIDIA: in-order
      * workgroup launch, the H200; lavapipe: the CI runs that graph) */
     bool dep_known = e->c.props.vendorID == 0x10DE || e->c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
-    e->dep_mask = e->dep_off ? 0 : vk_env_u32("GLMCHAT_DEP_FLAGS", dep_known ? 31 : 0, 0, 31);
+    e->dep_mask = e->dep_off ? 0 : vk_env_u32("GLMCHAT_DEP_FLAGS", dep_known ? DEP_ALL : 0, 0, DEP_ALL);
     e->pend = false;
     vk_rec_segment(r, 0);
     vk_buf tok = e->params;

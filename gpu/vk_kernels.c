@@ -218,8 +218,8 @@ static int dep_bind(const vk_kb *k, const char *name, const vk_dep *d, uint32_t 
         return 0;
     if (d->signal && d->wait && d->signal->b.buf != d->wait->b.buf)
         return err_set(k->err, "%s: signal and wait counters must share a buffer", name);
-    if (d->wait && (!d->params.buf || !d->wait_n))
-        return err_set(k->err, "%s: a wait needs the params buffer and the producers' workgroups", name);
+    if (d->wait && !d->params.buf)
+        return err_set(k->err, "%s: a wait needs the params buffer", name);
     spec[12] = d->signal ? 1 : 0;
     spec[13] = d->wait ? 1 : 0;
     out->push[at] = d->signal ? d->signal->off : 0;
@@ -862,15 +862,23 @@ static void attn_bind(const vk_attn_args *a, vk_call *out)
 static int attn_fd(const vk_kb *k, const vk_attn_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
-    uint32_t spec[] = {256, g->fd_mt, g->RS, g->kv_lora, env_u32("GLMCHAT_FD_ST", 0, 0, 1)};
+    uint32_t spec[14] = {256, g->fd_mt, g->RS, g->kv_lora, env_u32("GLMCHAT_FD_ST", 0, 0, 1)};
     memset(out, 0, sizeof *out);
     out->name = "attn";
-    out->pipe = pipe(k, "attn_fd", spec, sizeof spec / sizeof spec[0]);
+    attn_bind(a, out);
+    if (dep_bind(k, "attn", &a->dep, spec, 9, 4, out))
+        return -1;
+    out->npush = 12;
+    out->pipe = pipe(k, "attn_fd", spec, 14);
     if (!out->pipe)
         return -1;
-    attn_bind(a, out);
     out->groups[1] = 1;
     return 0;
+}
+
+bool vk_attn_deps(const vk_kb *k, const vk_attn_args *a)
+{
+    return a->g->fd && !a->prefill;
 }
 
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
@@ -878,6 +886,8 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     const vk_attn_geom *g = a->g;
     if (g->fd && !a->prefill)
         return attn_fd(k, a, out);
+    if (a->dep.signal || a->dep.wait)
+        return err_set(k->err, "attn: this kernel cannot signal or wait (vk_attn_deps)");
     /* scores of chunks up to sgmax positions by subgroups: lanes split a
      * row into 8-element groups (kq per lane), pu positions' loads in flight
      * per subgroup; longer chunks a thread per position (H200: decode
@@ -927,17 +937,33 @@ static void attn_vb_bind(const vk_attn_vb_args *a, vk_call *out)
 static int attn_vb_x(const vk_kb *k, const vk_attn_vb_args *a, const mvx_cfg *x, vk_call *out)
 {
     const vk_tensor *w = a->v_b;
-    uint32_t spec[12] = {0};
+    uint32_t spec[14] = {0};
     mvx_spec(k, x, w->type, spec);
     spec[7] = a->chunk_cap;
-    out->pipe = pipe(k, "attnx_vb", spec, 12);
+    attn_vb_bind(a, out);
+    if (dep_bind(k, "attn_vb", &a->dep, spec, 12, 4, out))
+        return -1;
+    out->pipe = pipe(k, "attnx_vb", spec, 14);
     if (!out->pipe)
         return -1;
-    attn_vb_bind(a, out);
     out->push[11] = x->passes;
-    out->npush = 12;
+    out->npush = 15;
     out->groups[0] = x->groups;
     return 0;
+}
+
+static bool attn_vb_x_config(const vk_kb *k, const vk_attn_vb_args *a, mvx_cfg *x)
+{
+    const vk_tensor *w = a->v_b;
+    return env_u32("GLMCHAT_MVX_VB", 1, 0, 1) &&
+           mvx_config(k->c, w->type, w->Kp, w->N, a->g->n_head * (a->nz ? a->nz : 1), 1, 256, x) &&
+           4ull * (x->ksh + a->chunk_cap) + 512 <= k->c->shared_bytes;
+}
+
+bool vk_attn_vb_deps(const vk_kb *k, const vk_attn_vb_args *a)
+{
+    mvx_cfg x;
+    return attn_vb_x_config(k, a, &x);
 }
 
 int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
@@ -947,9 +973,7 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
     memset(out, 0, sizeof *out);
     out->name = "attn_vb";
     mvx_cfg x;
-    if (env_u32("GLMCHAT_MVX_VB", 1, 0, 1) &&
-        mvx_config(k->c, w->type, w->Kp, w->N, g->n_head * (a->nz ? a->nz : 1), 1, 256, &x) &&
-        4ull * (x.ksh + a->chunk_cap) + 512 <= k->c->shared_bytes) {
+    if (attn_vb_x_config(k, a, &x)) {
         /* Every row group of a head combines all of the head's chunk
          * partials first, so long contexts (64 chunks) pay for each group:
          * at most GLMCHAT_VB_GROUPS groups per head (more rows per pass). */
@@ -960,6 +984,8 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
         }
         return attn_vb_x(k, a, &x, out);
     }
+    if (a->dep.signal || a->dep.wait)
+        return err_set(k->err, "attn_vb: this kernel cannot signal or wait (vk_attn_vb_deps)");
     mv_cfg m = mv_config(k->c, w, g->n_head);
     /* few workgroups per head: each one combines the head's partials first */
     m.nr = 4;

@@ -25,7 +25,9 @@ typedef struct vk_vec_s {
  * each add 1 to counter `signal` when their results are written; the
  * consumer issues what does not depend on the producer, then waits until
  * counter `wait` reaches params[VKP_EPOCH] * wait_n (the producers'
- * workgroups; several producers may share one counter).  A wait that gives
+ * workgroups; several producers may share one counter), or with wait_n = 0
+ * params[VKP_ATTN_TOTAL] (the decode attention's workgroups so far: its grid
+ * follows the context).  A wait that gives
  * up adds 1 to word 0 of the counters' buffer.  Only for the calls whose
  * vk_*_deps() says the kernel can. */
 typedef struct {
@@ -120,6 +122,7 @@ enum {
     VKP_CHUNK_PF = 7,  /* positions per prefill chunk */
     VKP_ATTN_IND = 8, /* VkDispatchIndirectCommand of the decode attention */
     VKP_EPOCH = 11,   /* decode submits so far, this one included (dependency counters) */
+    VKP_ATTN_TOTAL = 15, /* decode attention workgroups so far, this submit's included */
     VKP_ATTN_IND_PF = 12, /* ... of the prefill attention */
     VKP_TOKENS = 16,  /* the batch's token ids */
 };
@@ -213,8 +216,11 @@ typedef struct {
     const vk_buf *indirect;  /* grid from the params buffer */
     uint32_t n_chunks, nz;   /* otherwise */
     bool prefill;            /* chunk length from VKP_CHUNK_PF (else VKP_CHUNK) */
+    vk_dep dep;              /* decode: signal (vk_attn_deps) */
 } vk_attn_args;
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out);
+/* Whether vk_k_attn's kernel can signal (attn_fd). */
+bool vk_attn_deps(const vk_kb *k, const vk_attn_args *a);
 
 typedef struct {
     const vk_attn_geom *g;
@@ -225,8 +231,10 @@ typedef struct {
     vk_vec o;             /* out of token z at o.off + z*o_z: heads of v_head */
     uint32_t o_z, nz;
     bool prefill;         /* chunk count from VKP_NCHUNK_PF (else VKP_NCHUNK) */
+    vk_dep dep;           /* decode: signal and/or wait (vk_attn_vb_deps) */
 } vk_attn_vb_args;
 int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out);
+bool vk_attn_vb_deps(const vk_kb *k, const vk_attn_vb_args *a);
 
 /* Prefill: the chunk partials of each (token, head) combined into the
  * latent attention output o_lat[z][h] at o.off + z*o_z + h*o_h (kv_lora

@@ -56,6 +56,7 @@ layout(set = 0, binding = 2) readonly buffer Cache4 { uvec4 w[]; } C4;
 layout(set = 0, binding = 3) writeonly buffer PartBuf { float part[]; } PT;
 layout(set = 0, binding = 3) writeonly buffer PartBuf4 { uvec4 part[]; } PT4;
 layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
+#include "dep_flag.glsl"
 
 layout(push_constant) uniform PC {
     uint n_head, dlat;
@@ -65,6 +66,7 @@ layout(push_constant) uniform PC {
     uint part_off;
     uint cmax_chunks;
     uint chunk_word;
+    uint dep_signal, dep_wait, dep_n;  // SIGNAL / WAIT (dep_flag.glsl)
 } pc;
 
 shared uvec4 Ks[(HR > TN ? HR : TN) * QLD]; // queries (fp16 [head][dim]) at the start, then the tile's cache rows
@@ -145,7 +147,7 @@ void scores(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[KSTEPS])
         coopMatStoreNV(acc, Ss, (ks * HR + mt * 16u) * TN + nt * 16u, TN, false);
 }
 
-void main()
+void attn()
 {
     uint c = gl_WorkGroupID.x, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
     if (z >= P.p[1])
@@ -290,4 +292,11 @@ void main()
                 PT4.part[(pc.part_off + ((z * pc.cmax_chunks + c) * HR + h) * pstride + PART_HDR) / 4u + i % RQ] = Ks[i];
         }
     }
+}
+
+void main()
+{
+    attn();
+    if (SIGNAL == 1u)
+        dep_signal(pc.dep_signal);
 }

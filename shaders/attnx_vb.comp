@@ -25,6 +25,7 @@ const uint WGS = gl_WorkGroupSize.x;
 // binding 1 (X in mvx_common) holds the partials
 layout(set = 0, binding = 2) writeonly buffer OBuf { float o[]; } O;
 layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
+#include "dep_flag.glsl"
 
 layout(push_constant) uniform PC {
     uint K, Kp, N;        // K = kv_lora, N = v_head
@@ -33,11 +34,12 @@ layout(push_constant) uniform PC {
     uint o_off, o_z;
     uint nchunk_word;     // params word holding the chunk count (decode / prefill)
     uint passes;
+    uint dep_signal, dep_wait, dep_n;  // SIGNAL / WAIT (dep_flag.glsl)
 } pc;
 
 shared float cw[CCAP];
 
-void main()
+void vb()
 {
     uint h = gl_WorkGroupID.y, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
     if (z >= P.p[1])
@@ -47,6 +49,9 @@ void main()
     uint bpr = pc.Kp / blk_of(TYPE), nunits = pc.Kp / UNIT, mblk0 = h * pc.mat_blocks;
     uint wrow0 = gl_WorkGroupID.x * NT * R * pc.passes;
     load_rows(0u, mblk0, bpr, pc.hbase, wrow0 + team * R, pc.N, lane, nunits, 0u);
+    // the first rows' weights are in flight while the partials are awaited
+    if (WAIT == 1u)
+        dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
 
     // The chunks' weights e^(m_c - M) / L: one chunk per thread, two
     // workgroup reductions (max, then sum).
@@ -110,4 +115,11 @@ void main()
                 O.o[pc.o_off + z * pc.o_z + h * pc.N + row0 + r] = v;
         }
     }
+}
+
+void main()
+{
+    vb();
+    if (SIGNAL == 1u)
+        dep_signal(pc.dep_signal);
 }

@@ -25,6 +25,13 @@ layout(constant_id = 13) const uint WAIT = 0u;
 
 const uint DEP_SPIN_LIMIT = 1u << 15;
 const uint VKP_EPOCH_WORD = 11u;
+const uint VKP_ATTN_TOTAL_WORD = 15u;
+
+// What a wait waits for: epoch * n for a producer of n workgroups every
+// token; n = 0: the decode attention, whose grid follows the context length
+// (the host keeps the running total of its workgroups in the params).  Needs
+// the shader's params as P.
+#define DEP_WANT(n) ((n) != 0u ? P.p[VKP_EPOCH_WORD] * (n) : P.p[VKP_ATTN_TOTAL_WORD])
 
 // Producer: every invocation has written its results.
 void dep_signal(uint word)

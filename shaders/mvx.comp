@@ -54,7 +54,7 @@ void mv()
     // matrices chosen by ids: their producer before anything (uniform: no
     // early return precedes it)
     if (WAIT == 1u && IDMODE == 1u)
-        dep_wait(pc.dep_wait, P.p[VKP_EPOCH_WORD] * pc.dep_n);
+        dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
     if (pc.ztok != 0u && z / pc.ztok >= P.p[1])
         return;
     uint mat = IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
@@ -72,7 +72,7 @@ void mv()
     // the first rows' weights are in flight while the input is staged
     load_rows(0u, mblk0, bpr, pc.hbase, wrow0 + team * R, pc.N, lane, nunits, 0u);
     if (WAIT == 1u && IDMODE == 0u)
-        dep_wait(pc.dep_wait, P.p[VKP_EPOCH_WORD] * pc.dep_n);
+        dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
     float sc = stage_x(xb, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps);
     load_xr(lane);
     for (uint p = 0u; p < pc.passes; p++) {

@@ -67,7 +67,7 @@ void down()
     uint upr = pc.Kp / UNIT, upr2 = pc.Kp2 / UNIT;
     // the expert ids decide which weights to load: their producer first
     if (WAIT == 1u && pc.ids_n != 0u)
-        dep_wait(pc.ids_wait, P.p[VKP_EPOCH_WORD] * pc.ids_n);
+        dep_wait(pc.ids_wait, DEP_WANT(pc.ids_n));
     uint bpr = pc.Kp / blk_of(TYPE), bpr2 = pc.Kp2 / blk_of(TYPE);
     [[unroll]] for (uint j = 0u; j < J; j++) {
         uint u = lane + j * TEAM;
@@ -88,7 +88,7 @@ void down()
     load_pass(wrow0 + team * R);
     // the first rows' weights are in flight while h is awaited
     if (WAIT == 1u)
-        dep_wait(pc.dep_wait, P.p[VKP_EPOCH_WORD] * pc.dep_n);
+        dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
 
     // stage [wt[z] * h[z] ...| h_s] (zeros past the end)
     uint nr = pc.nz * pc.Kp;

@@ -51,7 +51,7 @@ void glu()
     // WAIT: the routed experts' ids come from the router (wait before
     // anything); the input only (IDMODE 0: wait with the first weights in flight)
     if (WAIT == 1u && IDMODE == 1u)
-        dep_wait(pc.dep_wait, P.p[VKP_EPOCH_WORD] * pc.dep_n);
+        dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
     uint z = gl_WorkGroupID.y;
     bool sh = HAS_SHARED == 1u && z == pc.nz;
     uint mat = sh ? 0u : IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
@@ -81,7 +81,7 @@ void glu()
             // the first rows' weights are in flight while the input is
             // awaited and staged
             if (WAIT == 1u && IDMODE == 0u)
-                dep_wait(pc.dep_wait, P.p[VKP_EPOCH_WORD] * pc.dep_n);
+                dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
             sc = stage_x(pc.x_off, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps);
             load_xr(lane);
         }

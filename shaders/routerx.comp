@@ -56,7 +56,7 @@ void route()
 
     load_rows(0u, 0u, bpr, pc.hbase, wrow0 + team * R, pc.N, lane, nunits, 0u);
     if (WAIT == 1u)
-        dep_wait(pc.dep_wait, P.p[VKP_EPOCH_WORD] * pc.dep_n);
+        dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
     float sc = stage_x(pc.x_off + z * pc.x_z, pc.K, pc.Kp, true, pc.nw_off, pc.eps);
     load_xr(lane);
     for (uint p = 0u; p < pc.passes; p++) {

@@ -771,6 +771,10 @@ static const char *mm_path(const vk_tensor *w, const vk_tensor *up);
  * the engine), then attn_combine into latents (rows of RS, as in the
  * engine's qa buffer) and v_b as a batched-head mat-mat, instead of attn_vb. */
 static bool AC_SPLIT;
+/* The decode graph's counter between the attention and the combine + v_b
+ * (where the kernels can): no barrier between them; the running total of
+ * attention workgroups starts just below 2^32 so the wait wraps. */
+static bool AC_DEP;
 static double mm_bound(uint32_t type, uint32_t K);
 static double mm_bound_split(uint32_t type, uint32_t K);
 #define PF_CAP 4u
@@ -863,7 +867,25 @@ static void test_attn(void)
     } else {
         CHECK(vk_k_attn_vb(&KB, &va, &calls[2]) == 0, "build attn_vb: %.200s", KERR.msg);
     }
-    CHECK(tu_run(calls, AC_SPLIT ? 4 : 3, NULL) == 0, "run");
+    vk_buf bdep = tu_host(8);
+    vk_vec dep_word = {bdep, 3};
+    bool dep = AC_DEP && !AC_SPLIT && c->indirect && vk_attn_deps(&KB, &aa) && vk_attn_vb_deps(&KB, &va);
+    if (AC_DEP && !dep)
+        printf("# this device runs other kernels for this case: no counter to wait on\n");
+    if (dep) {
+        uint32_t groups = n_chunks * g.dec_groups_y * c->n_q;
+        memset(bdep.map, 0, 32);
+        ((uint32_t *)bdep.map)[3] = 0xFFFFFFFFu - groups / 2;
+        ((uint32_t *)bp_q.map)[VKP_ATTN_TOTAL] = 0xFFFFFFFFu - groups / 2 + groups;
+        aa.dep.signal = &dep_word;
+        va.dep = (vk_dep){.wait = &dep_word, .wait_n = 0, .params = bp_q};
+        CHECK(vk_k_attn(&KB, &aa, &calls[1]) == 0, "build attn (signal): %.200s", KERR.msg);
+        CHECK(vk_k_attn_vb(&KB, &va, &calls[2]) == 0, "build attn_vb (wait): %.200s", KERR.msg);
+    }
+    bool bar[4] = {true, !dep, true, true};
+    CHECK(tu_run(calls, AC_SPLIT ? 4 : 3, bar) == 0, "run");
+    if (dep)
+        CHECK(((uint32_t *)bdep.map)[0] == 0, "%u waits gave up", ((uint32_t *)bdep.map)[0]);
 
     /* The cache rows: the GPU's must match the reference row to one rounding
      * of the cache type (f16: 2^-11 relative; f32: a few ulps of the norm);
@@ -1030,6 +1052,14 @@ static void attn_cases(void)
             variant_set(av[v], true);
             RUN_NAMED(test_attn, vn);
             variant_set(av[v], false);
+        }
+        /* the combine + v_b waiting on the attention's counter */
+        if (i == 1 || i == 3) {
+            char dn[260];
+            snprintf(dn, sizeof dn, "%s [attention -> v_b by a counter]", name);
+            AC_DEP = true;
+            RUN_NAMED(test_attn, dn);
+            AC_DEP = false;
         }
         /* the prefill path: prefill chunking, attn_combine, v_b per head
          * as a mat-mat (its kernel named) */
