@@ -94,7 +94,7 @@ typedef struct {
  * workgroups is left out (vk_forward.c). */
 #define VK_WARM_SINK_WORDS 65536u
 
-#define VK_DEP_PER_LAYER 8u
+#define VK_DEP_PER_LAYER 16u
 
 /* Graph recording (vk_forward.c, vk_prefill.c): the token's work into r. */
 int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host);

@@ -142,8 +142,7 @@ static int warm(vk_engine *e, vk_rec *r, uint32_t il, uint32_t bit, bool first)
  * that count after issuing their weight loads (a barrier costs 2.9 us on the
  * H200, a wait ~1 us, and the loads overlap the producer's tail).  Each bit
  * of GLMCHAT_DEP_FLAGS turns one boundary of a layer into a counter (all
- * seven by default where the device is known; q_b -> k_b || kv_store and
- * -> the attention keep their barriers): */
+ * nine by default where the device is known): */
 enum {
     DEP_QA = 0,     /* [q_a | kv_a] -> q_b */
     DEP_OUT = 1,    /* attn_output -> router || shared gate/up */
@@ -152,8 +151,10 @@ enum {
     DEP_DOWN = 4,   /* down -> the next layer's [q_a | kv_a] */
     DEP_ATTN = 5,   /* attention -> combine + v_b */
     DEP_VB = 6,     /* combine + v_b -> attn_output */
+    DEP_QB = 7,     /* q_b -> k_b || kv_store */
+    DEP_KB = 8,     /* k_b || kv_store -> attention */
 };
-#define DEP_ALL 127u
+#define DEP_ALL 511u
 
 static bool dep_wanted(const vk_engine *e, uint32_t b)
 {
@@ -266,6 +267,12 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     uint32_t qw = c->qk_nope + c->qk_rope;
     vk_call k;
     vk_vec an = L->attn_norm;
+    vk_buf ind = e->params;
+    ind.off += VKP_ATTN_IND * 4;
+    ind.size = 12;
+    vk_attn_args at = {.g = g, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS, .cache = V(e->cache[il], 0),
+                       .part = V(e->part, 0), .chunk_cap = e->part_cap, .kq_scale = c->kq_scale,
+                       .params = e->params, .indirect = &ind, .nz = 1};
 
     /* q (via q_a and q_b, or directly) and kv, from the normalized x: one
      * matvec over the merged matrix, or two beside each other */
@@ -323,31 +330,38 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
         TRY(call(e, r, vk_k_kv_store(kb, &ks, &k), &k));
         vk_rec_barrier(r);
     } else {
-        if (lora) {
-            qb.dep = dep_wait_pending(e);
-            e->pend = false;
-            WARM_BEFORE(WARM_K_B);
-            TRY(call(e, r, vk_k_mv(kb, &qb, &k), &k));
-            WARM_AFTER(WARM_K_B);
-            vk_rec_barrier(r);
-        }
         /* absorbed query per head || new cache row + rotated query rope part */
         vk_mv_args kb_args = {.name = "attn_k_b", .w = &L->k_b, .x = q, .x_z = qw, .y = V(e->qa, 0),
                               .y_z = g->RS, .nz = c->n_head};
+        if (lora) {
+            /* k_b and kv_store wait on q_b's counter */
+            vk_vec w_qb = dep_word(e, il, DEP_QB);
+            bool link_qb = dep_wanted(e, DEP_QB) && vk_mv_deps(kb, &qb) && vk_mv_deps(kb, &kb_args);
+            qb.dep = dep_wait_pending(e);
+            if (link_qb)
+                qb.dep.signal = &w_qb;
+            WARM_BEFORE(WARM_K_B);
+            TRY(call(e, r, vk_k_mv(kb, &qb, &k), &k));
+            WARM_AFTER(WARM_K_B);
+            dep_close(e, r, link_qb, w_qb, groups_of(&k));
+        }
+        /* ... and the attention on theirs */
+        vk_vec w_kb = dep_word(e, il, DEP_KB);
+        bool link_kb = dep_wanted(e, DEP_KB) && vk_attn_deps(kb, &at) && vk_mv_deps(kb, &kb_args);
+        kb_args.dep = ks.dep = dep_wait_pending(e);
+        if (link_kb)
+            kb_args.dep.signal = ks.dep.signal = &w_kb;
+        uint32_t n_kb = 0;
         WARM_BEFORE(WARM_CACHE);
         TRY(call(e, r, vk_k_mv(kb, &kb_args, &k), &k));
+        n_kb += groups_of(&k);
         TRY(call(e, r, vk_k_kv_store(kb, &ks, &k), &k));
+        n_kb += groups_of(&k);
         WARM_AFTER(WARM_CACHE);
-        vk_rec_barrier(r);
+        dep_close(e, r, link_kb, w_kb, n_kb);
     }
 
     /* attention over the cache, split in chunks (grid from the params) */
-    vk_buf ind = e->params;
-    ind.off += VKP_ATTN_IND * 4;
-    ind.size = 12;
-    vk_attn_args at = {.g = g, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS, .cache = V(e->cache[il], 0),
-                       .part = V(e->part, 0), .chunk_cap = e->part_cap, .kq_scale = c->kq_scale,
-                       .params = e->params, .indirect = &ind, .nz = 1};
     vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part, 0), .chunk_cap = e->part_cap,
                           .params = e->params, .o = V(e->o, 0), .o_z = c->n_head * c->v_head, .nz = 1};
     vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = V(e->x, 0), .nz = 1,
@@ -359,6 +373,7 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     vk_vec w_attn = dep_word(e, il, DEP_ATTN), w_vb = dep_word(e, il, DEP_VB);
     bool link_attn = dep_wanted(e, DEP_ATTN) && vk_attn_deps(kb, &at) && vk_attn_vb_deps(kb, &vb);
     bool link_vb = dep_wanted(e, DEP_VB) && !folded && vk_attn_vb_deps(kb, &vb) && vk_mv_deps(kb, &ao);
+    at.dep = dep_wait_pending(e);
     if (link_attn)
         at.dep.signal = &w_attn;
     WARM_BEFORE(WARM_V_B);

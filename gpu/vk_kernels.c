@@ -688,10 +688,13 @@ void vk_attn_chunks_prefill(uint32_t n_kv, uint32_t cap, uint32_t *n_chunks, uin
 int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
-    uint32_t spec[] = {WGS, g->kv_f16 ? 1 : 0, k->c->subgroup};
+    uint32_t spec[14] = {WGS, g->kv_f16 ? 1 : 0, k->c->subgroup};
     memset(out, 0, sizeof *out);
     out->name = "kv_store";
-    out->pipe = pipe(k, "kv_store", spec, 3);
+    out->b[6] = a->params;
+    if (dep_bind(k, "kv_store", &a->dep, spec, 14, 7, out))
+        return -1;
+    out->pipe = pipe(k, "kv_store", spec, 14);
     if (!out->pipe)
         return -1;
     out->b[0] = a->kv.b;
@@ -716,7 +719,7 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
     p[11] = a->q_z;
     p[12] = a->qa.off;
     p[13] = a->qa_z;
-    out->npush = 14;
+    out->npush = 17;
     out->groups[0] = a->cache_only ? 1 : 1 + g->n_head;
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;

@@ -179,6 +179,7 @@ typedef struct {
     vk_buf params;
     uint32_t nz;
     bool cache_only;      /* the cache row only (grid of 1): the rotated query comes from vk_k_qbkb */
+    vk_dep dep;           /* decode: signal and/or wait (any device) */
 } vk_kv_store_args;
 int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out);
 
@@ -216,10 +217,10 @@ typedef struct {
     const vk_buf *indirect;  /* grid from the params buffer */
     uint32_t n_chunks, nz;   /* otherwise */
     bool prefill;            /* chunk length from VKP_CHUNK_PF (else VKP_CHUNK) */
-    vk_dep dep;              /* decode: signal (vk_attn_deps) */
+    vk_dep dep;              /* decode: signal and/or wait (vk_attn_deps) */
 } vk_attn_args;
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out);
-/* Whether vk_k_attn's kernel can signal (attn_fd). */
+/* Whether vk_k_attn's kernel can signal and wait (attn_fd). */
 bool vk_attn_deps(const vk_kb *k, const vk_attn_args *a);
 
 typedef struct {

@@ -51,8 +51,8 @@ const uint PLD = TN / 8u + 1u;                  // probability row stride in uve
 const uint TPR = WGS / HR;                      // softmax threads per head row
 const uint PPT = TN / TPR;                      // positions per softmax thread (2 or 4)
 
-layout(set = 0, binding = 1) readonly buffer QaBuf { vec4 qa[]; } QA;
-layout(set = 0, binding = 2) readonly buffer Cache4 { uvec4 w[]; } C4;
+layout(set = 0, binding = 1) coherent readonly buffer QaBuf { vec4 qa[]; } QA;
+layout(set = 0, binding = 2) coherent readonly buffer Cache4 { uvec4 w[]; } C4;
 layout(set = 0, binding = 3) writeonly buffer PartBuf { float part[]; } PT;
 layout(set = 0, binding = 3) writeonly buffer PartBuf4 { uvec4 part[]; } PT4;
 layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
@@ -160,6 +160,15 @@ void attn()
     // partials of HR head rows per token (vk_attn_part_heads)
     uint pb = pc.part_off + ((z * pc.cmax_chunks + c) * HR + row) * pstride;
 
+    // Decode waiting on k_b || kv_store (dep_flag.glsl): the first tile's
+    // loads go out before the wait where it holds no row this token writes.
+    uint cbase = pc.cache_off / 8u;
+    bool early = WAIT == 1u && start + TN <= P.p[0];
+    if (early)
+        tile_fetch(cbase, start);
+    if (WAIT == 1u)
+        dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
+
     if (start >= end) {
         // Past this token's causal limit: an empty partial.
         for (uint h = 0u; h < pc.n_head; h++) {
@@ -186,8 +195,8 @@ void attn()
             Ks[h * QLD + v] = w;
         }
     }
-    uint cbase = pc.cache_off / 8u;
-    tile_fetch(cbase, start);
+    if (!early)
+        tile_fetch(cbase, start);
     barrier();
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> qf[KSTEPS];
     {

@@ -9,6 +9,9 @@
 // of the table (cos, sin per position and pair, computed once on the host in
 // double, YaRN included).  Rows are padded to RS elements with zeros.
 // Grid: x = 1 + n_head, y = token of the batch.
+// Decode may wait on q_b's counter and signal the attention's (dep_flag.glsl):
+// kv and q are then read coherently (earlier layers' kernels on this compute
+// unit read the same buffers).
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint KVF16 = 1u;
@@ -18,14 +21,15 @@ const uint WGS = gl_WorkGroupSize.x;
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 
-layout(set = 0, binding = 1) readonly buffer KvBuf { float kv[]; } KV;
+layout(set = 0, binding = 1) coherent readonly buffer KvBuf { float kv[]; } KV;
 layout(set = 0, binding = 2) readonly buffer NWBuf { float nw[]; } NW;
 layout(set = 0, binding = 3) writeonly buffer CacheW { uint w[]; } CW;
 layout(set = 0, binding = 3) writeonly buffer CacheF { float f[]; } CF;
 layout(set = 0, binding = 4) readonly buffer RopeBuf { vec2 cs[]; } RT;
-layout(set = 0, binding = 5) readonly buffer QBuf { float q[]; } Q;
+layout(set = 0, binding = 5) coherent readonly buffer QBuf { float q[]; } Q;
 layout(set = 0, binding = 6) writeonly buffer QaBuf { float qa[]; } QA;
 layout(set = 0, binding = 7) readonly buffer Params { uint p[]; } P;
+#include "dep_flag.glsl"
 
 layout(push_constant) uniform PC {
     uint kv_lora, rope, nope, n_head, RS;
@@ -35,6 +39,7 @@ layout(push_constant) uniform PC {
     uint cache_off;      // elements
     uint q_off, q_z;     // q of token z, head h at q_off + z*q_z + h*(nope+rope)
     uint qa_off, qa_z;   // qa of token z, head h at qa_off + z*qa_z + h*RS
+    uint dep_signal, dep_wait, dep_n;  // SIGNAL / WAIT (dep_flag.glsl)
 } pc;
 
 shared float red[64];
@@ -67,7 +72,7 @@ float row_val(uint kb, uint pos, uint i, float sc)
     return (j & 1u) == 0u ? x0 * c.x - x1 * c.y : x0 * c.y + x1 * c.x;
 }
 
-void main()
+void store()
 {
     uint z = gl_WorkGroupID.y, tid = gl_LocalInvocationIndex;
     if (z >= P.p[1])
@@ -104,4 +109,13 @@ void main()
         }
         QA.qa[ob + j] = v;
     }
+}
+
+void main()
+{
+    if (WAIT == 1u)
+        dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
+    store();
+    if (SIGNAL == 1u)
+        dep_signal(pc.dep_signal);
 }

@@ -140,15 +140,15 @@ for dir in "$ROOT"/*/; do
     # where the device is known: NVIDIA, lavapipe) compute what barriers do:
     # the decode's logits stay bit-identical
     if GLMCHAT_DEP_FLAGS=0 $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" -o "$TMP/dep0.bin" \
-           2>"$TMP/err" && GLMCHAT_DEP_FLAGS=127 $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" \
-           -o "$TMP/dep127.bin" 2>>"$TMP/err" && cmp -s "$TMP/dep0.bin" "$TMP/f16d.bin" && cmp -s "$TMP/dep127.bin" "$TMP/f16d.bin"; then
+           2>"$TMP/err" && GLMCHAT_DEP_FLAGS=511 $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" \
+           -o "$TMP/dep511.bin" 2>>"$TMP/err" && cmp -s "$TMP/dep0.bin" "$TMP/f16d.bin" && cmp -s "$TMP/dep511.bin" "$TMP/f16d.bin"; then
         ok "vulkan $name: decode with steps joined by counters = with barriers, bit for bit"
     else
         fail "vulkan $name: decode with steps joined by counters" "$(head -c 300 "$TMP/err")"
     fi
     # ... and where a wait gives up (injected: GLMCHAT_DEP_STALL=1), the engine
     # re-records the graph with barriers and decodes that token again
-    if GLMCHAT_DEP_FLAGS=127 GLMCHAT_DEP_STALL=1 $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" \
+    if GLMCHAT_DEP_FLAGS=511 GLMCHAT_DEP_STALL=1 $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" \
            -o "$TMP/stall.bin" 2>"$TMP/err" && cmp -s "$TMP/stall.bin" "$TMP/f16d.bin"; then
         ok "vulkan $name: a counter wait that gives up falls back to barriers (same logits)"
     else
