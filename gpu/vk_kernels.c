@@ -580,8 +580,7 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
  * matrices, at most 32 heads, kv_lora and the row a multiple of 16 (the
  * fragments' width).  Its chunks
  * are cut by length (>= fd_min positions) up to a cap of chunks; a chunk of
- * several 32-position tiles costs a second pass over its scores, not a
- * longer combine. */
+ * several 32-position tiles takes them in one pass (online softmax). */
 static void attn_fd_init(const vk_ctx *c, vk_attn_geom *g)
 {
     uint32_t mt = (g->n_head + 15) / 16, ks = mt ? 8 / (2 * mt) : 0;
@@ -589,7 +588,7 @@ static void attn_fd_init(const vk_ctx *c, vk_attn_geom *g)
         !env_u32("GLMCHAT_ATTN_FD", 1, 0, 1))
         return;
     uint64_t rows = 16 * mt > 32 ? 16 * mt : 32; /* queries, then a tile's cache rows */
-    uint64_t shared = 16ull * rows * (g->RS / 8 + 1) + 4ull * ks * 16 * mt * 32 + 16ull * 16 * mt * 5;
+    uint64_t shared = 16ull * rows * (g->RS / 8 + 1) + 4ull * ks * 16 * mt * 32 + 16ull * 16 * mt * 5 + 4ull * 16 * mt;
     if (shared > c->shared_bytes)
         return;
     g->fd = true;

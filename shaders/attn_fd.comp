@@ -9,9 +9,11 @@
 //                      computes S^T = K . Q^T instead: H200, no faster)
 //   P = exp(S - m)     (fp16, rows = heads)
 //   O += P . V         (16*MT x kv_lora; V = the same rows' latents)
-// A chunk of several tiles takes two passes: the first finds each head's max,
-// so the second never has to rescale O (a fragment's rows cannot be scaled
-// one by one).  It writes the same partials as attn.comp (m, l, o[kv_lora]
+// A chunk of several tiles takes one pass (online softmax): each tile's
+// probabilities are taken against the running max of their head row, and O
+// is rescaled as that max grows.  A fragment's elements belong to rows the
+// implementation chooses, so the row of each element is read off a fragment
+// of the same type loaded from a matrix of row numbers (RowId).  It writes the same partials as attn.comp (m, l, o[kv_lora]
 // per token, head and chunk; HR head rows per token), which attn_vb combines.
 // Roundings: the query is rounded to fp16 (the f16 cache already rounds the
 // keys the same way) and so are the probabilities (in [0, 1]); products
@@ -72,6 +74,7 @@ layout(push_constant) uniform PC {
 shared uvec4 Ks[(HR > TN ? HR : TN) * QLD]; // queries (fp16 [head][dim]) at the start, then the tile's cache rows
 shared float Ss[KS * HR * TN];      // score planes [ks][head][pos]; at the end, O staging
 shared uvec4 Ps[HR * PLD];          // probabilities, fp16 [head][pos]
+shared float Fs[HR];                // per head row: O's rescale factor for this tile
 
 // Max / sum over the TPR consecutive lanes of a head row (TPR is a
 // specialization constant, which clustered operations do not take).
@@ -197,37 +200,23 @@ void attn()
     }
     if (!early)
         tile_fetch(cbase, start);
+    // (a 16 x 16 matrix of row numbers for RowId, in Ss until the scores)
+    Ss[tid] = float(tid / 16u);
     barrier();
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> qf[KSTEPS];
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> row_id;
     {
         uint sg = gl_SubgroupID, mt = (sg / KS) / 2u, ks = sg % KS;
         [[unroll]] for (uint i = 0u; i < KSTEPS; i++)
             if (ks + i * KS < KT)
                 coopMatLoadNV(qf[i], Ks, mt * 16u * QLD + 2u * (ks + i * KS), QLD, ST == 1u);
+        coopMatLoadNV(row_id, Ss, 0u, 16u, false);
     }
     barrier();
 
     uint ntiles = (end - start + TN - 1u) / TN;
     float m = -1.0 / 0.0, l = 0.0;
-    // Pass 1 (chunks of several tiles): each head's max over the chunk.
-    if (ntiles > 1u) {
-        for (uint t = 0u; t < ntiles; t++) {
-            uint t0 = start + t * TN;
-            tile_store();
-            barrier();
-            // the next tile's loads in flight during this one's scores (pass
-            // 2 starts again at the first tile)
-            tile_fetch(cbase, t + 1u < ntiles ? t0 + TN : start);
-            scores(qf);
-            barrier();
-            float mx = -1.0 / 0.0;
-            [[unroll]] for (uint i = 0u; i < PPT; i++)
-                mx = max(mx, score(row, j0 + i, t0, end));
-            m = max(m, row_max(mx));
-        }
-    }
-
-    // Pass 2: probabilities against the chunk's max, O += P . V.
+    // Probabilities against the running max, O += P . V.
     uint sg = gl_SubgroupID, n0 = sg * NF * 16u;
     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> o[MT][NF];
     [[unroll]] for (uint mt = 0u; mt < MT; mt++)
@@ -248,8 +237,12 @@ void attn()
             s[i] = score(row, j0 + i, t0, end);
             mx = max(mx, s[i]);
         }
-        if (ntiles == 1u)
-            m = row_max(mx);
+        // the running max of the row; O and l scaled down where it grew
+        // (exp(-inf) = 0 on the first tile: O and l are still zero)
+        float mn = max(m, row_max(mx)), fac = exp(m - mn);
+        m = mn;
+        if (tid % TPR == 0u)
+            Fs[row] = fac;
         float ls = 0.0;
         uint pk[PPT / 2u];
         [[unroll]] for (uint i = 0u; i < PPT; i += 2u) {
@@ -258,11 +251,18 @@ void attn()
             ls += e.x + e.y;
             pk[i / 2u] = packHalf2x16(e);
         }
-        l += row_sum(ls);
+        l = l * fac + row_sum(ls);
         uint pi = row * PLD + j0 / 8u, pc0 = (j0 % 8u) / 2u;
         [[unroll]] for (uint i = 0u; i < PPT / 2u; i++)
             Ps[pi][pc0 + i] = pk[i];
         barrier();
+        if (t > 0u) {
+            [[unroll]] for (uint mt = 0u; mt < MT; mt++)
+                [[unroll]] for (uint f = 0u; f < NF; f++)
+                    if (n0 + f * 16u < DLAT)
+                        for (int i = 0; i < o[mt][f].length(); i++)
+                            o[mt][f][i] *= Fs[mt * 16u + uint(row_id[i])];
+        }
         [[unroll]] for (uint kk = 0u; kk < TN / 16u; kk++) {
             fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[MT], b[NF];
             [[unroll]] for (uint f = 0u; f < NF; f++)
