@@ -1,8 +1,12 @@
 /* vk_forward.c: the decode graph -- one token through the whole model,
  * recorded once into a command buffer and replayed for every token.
  *
- * Per layer (GLM-4.7-Flash), each line one dependent step (a barrier after
- * it); dispatches joined by "||" are independent and run together:
+ * Per layer (GLM-4.7-Flash), each line one dependent step; dispatches joined
+ * by "||" are independent and run together.  Between two steps the next
+ * step's workgroups wait on a counter the previous step's workgroups
+ * increment (shaders/dep_flag.glsl; all nine boundaries by default on NVIDIA
+ * and lavapipe, GLMCHAT_DEP_FLAGS below), or, where a kernel cannot, the
+ * step ends with a pipeline barrier:
  *
  *   [q_a | kv] = W.norm(x)                            (attn_norm fused; one matrix)
  *   q = q_b . norm(q_a)                               (q_a_norm fused)
