@@ -42,7 +42,7 @@ typedef struct {
     err_t kerr;
     const model *m;
     engine_params p;
-    char desc[384];
+    char desc[640];
 
     vk_arena wts_arena, act_arena, host_arena, bar_arena;
     vk_weights w;
