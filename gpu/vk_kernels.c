@@ -342,9 +342,14 @@ static bool glu_x_config(const vk_kb *k, const vk_glu_args *a, mvx_cfg *x)
     uint32_t rows = gs && gs->N > g->N ? gs->N : g->N;
     if (!mvx_config(k->c, g->type, g->Kp, rows, (a->nz ? a->nz : 1) + (gs ? 1 : 0), 2, 256, x))
         return false;
-    /* GLMCHAT_GLU_P: passes per workgroup of the gate/up alone (tuning:
-     * fewer, longer workgroups so the grid fits the GPU in one wave) */
-    uint32_t p = env_u32("GLMCHAT_GLU_P", 0, 0, 16);
+    /* Passes per workgroup of the gate/up alone (GLMCHAT_GLU_P; 0: the
+     * generic rule above): the routed experts' at least two -- fewer,
+     * longer workgroups.  H200 with the counter graph, tg64 three times each
+     * in one call: two passes for every gate/up 243.1-244.9 tokens/s against
+     * 237.8-242.4 with one (three or four passes slower); the shared
+     * expert's (one matrix) back to the rule, next call: 247.4-248.6 against
+     * 244.7-245.9 (gpu/PERF.md run 17) */
+    uint32_t p = env_u32("GLMCHAT_GLU_P", x->passes < 2 && a->nz > 1 ? 2 : 0, 0, 16);
     if (p && (x->wgs / x->team) * x->r * p <= rows) {
         x->passes = p;
         x->groups = ceil_div(rows, (x->wgs / x->team) * x->r * p);
