@@ -588,7 +588,16 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
  * several 32-position tiles takes them in one pass (online softmax). */
 static void attn_fd_init(const vk_ctx *c, vk_attn_geom *g)
 {
-    uint32_t mt = (g->n_head + 15) / 16, ks = mt ? 8 / (2 * mt) : 0;
+    uint32_t mt = (g->n_head + 15) / 16, hg = 1;
+    /* One head tile per workgroup, the head tiles side by side in the grid
+     * (each reads the chunk's rows, from L2 the second time): half the
+     * tensor-core and softmax work per tile on the chain.  H200, tg64 three
+     * times each in one call: 245.8-251.5 tokens/s against 237.3-242.1 with
+     * both tiles in one workgroup (GLMCHAT_FD_HSPLIT=0), depth 4096
+     * 212.9-213.8 against 203.1-208.5 (gpu/PERF.md run 17) */
+    if (mt == 2 && env_u32("GLMCHAT_FD_HSPLIT", 1, 0, 1))
+        mt = 1, hg = 2;
+    uint32_t ks = mt ? 8 / (2 * mt) : 0;
     if (!c->coopmat || !g->kv_f16 || mt < 1 || mt > 2 || g->kv_lora % 16 || g->RS % 16 ||
         !env_u32("GLMCHAT_ATTN_FD", 1, 0, 1))
         return;
@@ -598,7 +607,8 @@ static void attn_fd_init(const vk_ctx *c, vk_attn_geom *g)
         return;
     g->fd = true;
     g->fd_mt = mt;
-    g->dec_groups_y = 1;
+    g->fd_hg = hg;
+    g->dec_groups_y = hg;
     g->min_chunk = env_u32("GLMCHAT_FD_MINCHUNK", 32, 16, 4096) / 16 * 16;
     g->max_chunks = env_u32("GLMCHAT_FD_CHUNKS", 64, 1, 1024);
 }
@@ -835,7 +845,7 @@ int vk_k_qbkb(const vk_kb *k, const vk_qbkb_args *a, vk_call *out)
 
 uint32_t vk_attn_part_heads(const vk_attn_geom *g)
 {
-    return g->fd ? 16 * g->fd_mt : g->n_head;
+    return g->fd ? 16 * g->fd_mt * g->fd_hg : g->n_head;
 }
 
 /* The operands both attention kernels share: bindings, push words, the
@@ -869,7 +879,7 @@ static void attn_bind(const vk_attn_args *a, vk_call *out)
 static int attn_fd(const vk_kb *k, const vk_attn_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
-    uint32_t spec[14] = {256, g->fd_mt, g->RS, g->kv_lora, env_u32("GLMCHAT_FD_ST", 0, 0, 1)};
+    uint32_t spec[14] = {256, g->fd_mt, g->RS, g->kv_lora, env_u32("GLMCHAT_FD_ST", 0, 0, 1), g->fd_hg};
     memset(out, 0, sizeof *out);
     out->name = "attn";
     attn_bind(a, out);
@@ -879,7 +889,7 @@ static int attn_fd(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     out->pipe = pipe(k, "attn_fd", spec, 14);
     if (!out->pipe)
         return -1;
-    out->groups[1] = 1;
+    out->groups[1] = g->fd_hg;
     return 0;
 }
 

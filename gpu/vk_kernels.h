@@ -138,11 +138,11 @@ typedef struct {
     uint32_t max_chunks;  /* chunks a decode step may use */
     uint32_t min_chunk;   /* shortest chunk a decode step cuts */
     bool kv_f16;
-    /* Decode on tensor cores (attn_fd.comp): all heads per workgroup, one
-     * head tile of 16 rows per fd_mt; the decode grid is then (chunks, 1,
-     * tokens) -- dec_groups_y is the y the host writes for the decode grid. */
+    /* Decode on tensor cores (attn_fd.comp): fd_mt head tiles of 16 rows
+     * per workgroup, fd_hg workgroups per chunk; the decode grid is then
+     * (chunks, fd_hg, tokens) -- dec_groups_y is the y the host writes. */
     bool fd;
-    uint32_t fd_mt;
+    uint32_t fd_mt, fd_hg;  /* head tiles per workgroup, workgroups per chunk (head groups) */
     uint32_t dec_groups_y;
 } vk_attn_geom;
 

@@ -1,8 +1,10 @@
 #version 450
 // attn_fd: decode attention on tensor cores (GL_NV_cooperative_matrix, fp16
-// x fp16 -> fp32), all heads of a token in one workgroup, so each cache row
-// of the chunk is read once for every head (attn.comp reads it once per
-// head group).  Absorbed MLA is multi-query attention with one 576-wide key
+// x fp16 -> fp32), MT head tiles of 16 heads in one workgroup, so each cache
+// row of the chunk is read once for up to 16 * MT heads (attn.comp reads it
+// once per head group of 4); with HG head groups the grid's y takes the
+// rest (the engine runs GLM's 20 heads as two groups of one tile: half the
+// chain per tile, the rows read twice, from L2 the second time).  Absorbed MLA is multi-query attention with one 576-wide key
 // ([latent | k_rope]) whose first kv_lora values are also the value, so per
 // 32-position tile:
 //   S = Q . K^T        (16*MT head rows x 32 positions, K = RS; ST = 1
@@ -24,8 +26,9 @@
 // columns s*16*NF ... (none where kv_lora is short).
 // Rows past the chunk's end inside a tile are masked (p = 0); the cache has
 // 32 zeroed rows past its end so those rows' loads stay in bounds and finite.
-// Grid: x = chunk, z = query token (causal: token z sees positions <
-// pos0 + z + 1).
+// Grid: x = chunk, y = head group (HG > 1: each workgroup takes HR of the
+// heads and reads the chunk's rows for them; more, shorter workgroups),
+// z = query token (causal: token z sees positions < pos0 + z + 1).
 
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -42,7 +45,9 @@ layout(constant_id = 2) const uint RS = 576u;   // cache row, multiple of 16
 layout(constant_id = 3) const uint DLAT = 512u; // kv_lora, multiple of 16
 layout(constant_id = 4) const uint ST = 0u;     // 1: scores as S^T = K . Q^T (no transposed per-tile load; measured no faster)
 const uint WGS = 256u, NSG = 8u, TN = 32u;
-const uint HR = 16u * MT;                       // head rows
+layout(constant_id = 5) const uint HG = 1u;     // head groups (grid y): HR head rows each
+const uint HR = 16u * MT;                       // head rows of a workgroup
+const uint HRP = HR * HG;                       // head rows per chunk in the partials
 const uint KS = NSG / (MT * 2u);                // subgroups per score fragment
 const uint RV = RS / 8u;                        // cache row in uvec4 (8 halves)
 const uint QLD = RV + 1u;                       // query row stride: 16 bytes of padding spread the banks
@@ -153,15 +158,16 @@ void scores(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[KSTEPS])
 void attn()
 {
     uint c = gl_WorkGroupID.x, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
+    uint hg0 = gl_WorkGroupID.y * HR;  // the group's first head
     if (z >= P.p[1])
         return;  // past the batch
     uint n_kv = P.p[0] + z + 1u, clen = P.p[pc.chunk_word];
     uint start = c * clen, end = min(start + clen, n_kv);
     uint pstride = pc.dlat + PART_HDR;
     uint row = tid / TPR, j0 = (tid % TPR) * PPT;
-    bool lead = tid % TPR == 0u && row < pc.n_head;
-    // partials of HR head rows per token (vk_attn_part_heads)
-    uint pb = pc.part_off + ((z * pc.cmax_chunks + c) * HR + row) * pstride;
+    bool lead = tid % TPR == 0u && hg0 + row < pc.n_head;
+    // partials of HRP head rows per token and chunk (vk_attn_part_heads)
+    uint pb = pc.part_off + ((z * pc.cmax_chunks + c) * HRP + hg0 + row) * pstride;
 
     // Decode waiting on k_b || kv_store (dep_flag.glsl): the first tile's
     // loads go out before the wait where it holds no row this token writes.
@@ -174,8 +180,8 @@ void attn()
 
     if (start >= end) {
         // Past this token's causal limit: an empty partial.
-        for (uint h = 0u; h < pc.n_head; h++) {
-            uint eb = pc.part_off + ((z * pc.cmax_chunks + c) * HR + h) * pstride;
+        for (uint h = hg0; h < min(hg0 + HR, pc.n_head); h++) {
+            uint eb = pc.part_off + ((z * pc.cmax_chunks + c) * HRP + h) * pstride;
             for (uint i = tid; i < pstride; i += WGS)
                 PT.part[eb + i] = i == 0u ? -1.0 / 0.0 : 0.0;
         }
@@ -190,8 +196,8 @@ void attn()
         uint h = i / RV, v = i % RV;
         if (i < HR * RV) {
             uvec4 w = uvec4(0u);
-            if (h < pc.n_head) {
-                uint b = (pc.qa_off + z * pc.qa_z + h * RS) / 4u + 2u * v;
+            if (hg0 + h < pc.n_head) {
+                uint b = (pc.qa_off + z * pc.qa_z + (hg0 + h) * RS) / 4u + 2u * v;
                 vec4 x0 = clamp(QA.qa[b], -65504.0, 65504.0), x1 = clamp(QA.qa[b + 1u], -65504.0, 65504.0);
                 w = uvec4(packHalf2x16(x0.xy), packHalf2x16(x0.zw), packHalf2x16(x1.xy), packHalf2x16(x1.zw));
             }
@@ -297,8 +303,8 @@ void attn()
         const uint SN = (16u * RQ + WGS - 1u) / WGS;
         [[unroll]] for (uint u = 0u; u < SN; u++) {
             uint i = tid + u * WGS, h = mt * 16u + i / RQ;
-            if (i < 16u * RQ && h < pc.n_head)
-                PT4.part[(pc.part_off + ((z * pc.cmax_chunks + c) * HR + h) * pstride + PART_HDR) / 4u + i % RQ] = Ks[i];
+            if (i < 16u * RQ && hg0 + h < pc.n_head)
+                PT4.part[(pc.part_off + ((z * pc.cmax_chunks + c) * HRP + hg0 + h) * pstride + PART_HDR) / 4u + i % RQ] = Ks[i];
         }
     }
 }

@@ -1073,11 +1073,13 @@ static void attn_cases(void)
                                          "GLMCHAT_ATTN_MINCHUNK=1 GLMCHAT_ATTN_FD=0",
                                          "GLMCHAT_ATTN_MINCHUNK=32 GLMCHAT_ATTN_FD=0",
                                          "GLMCHAT_FD_MINCHUNK=16 GLMCHAT_FD_CHUNKS=3",
-                                         "GLMCHAT_FD_CHUNKS=1", "GLMCHAT_FD_ST=1 GLMCHAT_FD_CHUNKS=3"};
+                                         "GLMCHAT_FD_CHUNKS=1", "GLMCHAT_FD_ST=1 GLMCHAT_FD_CHUNKS=3",
+                                         "GLMCHAT_FD_HSPLIT=0", "GLMCHAT_FD_HSPLIT=0 GLMCHAT_FD_CHUNKS=3"};
         /* (the FD variants -- tensor-core decode, attn_fd, chunks of several
-         * tiles, a single chunk, scores as K . Q^T -- run where the device
+         * tiles, a single chunk, scores as K . Q^T, both head tiles in one
+         * workgroup -- run where the device
          * has cooperative matrices; elsewhere they would repeat the default) */
-        for (int v = 0; v < 8 && (i == 0 || i == 1 || i == 3 || i == 6 || i == 10) && (v < 5 || G.c.coopmat); v++) {
+        for (int v = 0; v < 10 && (i == 0 || i == 1 || i == 3 || i == 6 || i == 9 || i == 10) && (v < 5 || G.c.coopmat); v++) {
             char vn[260];
             snprintf(vn, sizeof vn, "%s [%s]", name, av[v]);
             variant_set(av[v], true);
