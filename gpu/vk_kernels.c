@@ -99,7 +99,7 @@ static VkPipeline pipe(const vk_kb *k, const char *shader, const uint32_t *spec,
  *   wgs   per kernel: 256 threads for gate/up and down, 512 for a single
  *         small matrix (<= 8192 rows in all: fewer workgroups, fewer
  *         stagings of the input -- attn_q_a 7.1 -> 4.9 us, attn_output
- *         10.4 -> 7.5 us), 128 for the router
+ *         10.4 -> 7.5 us), 256 for the router (router_x_config)
  *   team  threads per row: the power of two <= subgroup size that pads the
  *         row's units least (ties: the larger team)
  *   j     units per lane, at most GLMCHAT_MVX_J (8)
@@ -1054,10 +1054,18 @@ int vk_k_attn_combine(const vk_kb *k, const vk_attn_combine_args *a, vk_call *ou
 
 /* ---- router, embedding, top-K --------------------------------------------------------- */
 
+/* Decode: 256 threads, half the workgroups of 128 (8 for GLM's 64
+ * experts), each staging its input in half the rounds.  H200 with the
+ * counter graph, tg128 alternated eight times over two calls: 254.3 tokens/s
+ * (depth 4096: 217.0) with 128 against 257.4 (220.2) with 256; 512 gave
+ * 251.2-258.2.  A prompt batch keeps 128 (its router took 2.2 ms of a 512-token
+ * batch with 128, 3.3 with 256; gpu/PERF.md run 18).  GLMCHAT_ROUTER_WGS
+ * overrides both. */
 static bool router_x_config(const vk_kb *k, const vk_router_args *a, mvx_cfg *x)
 {
     const vk_tensor *w = a->w;
-    return mvx_config(k->c, w->type, w->Kp, w->N, a->nz ? a->nz : 1, 1, env_u32("GLMCHAT_ROUTER_WGS", 128, 32, 1024),
+    uint32_t nz = a->nz ? a->nz : 1;
+    return mvx_config(k->c, w->type, w->Kp, w->N, nz, 1, env_u32("GLMCHAT_ROUTER_WGS", nz == 1 ? 256 : 128, 32, 1024),
                       x);
 }
 
