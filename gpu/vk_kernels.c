@@ -114,7 +114,10 @@ static VkPipeline pipe(const vk_kb *k, const char *shader, const uint32_t *spec,
  * wider inputs keep the mv kernels.  GLMCHAT_MVX=0 turns the path off (A/B
  * runs; GLMCHAT_MVX_DOWN=0 / GLMCHAT_MVX_VB=0 only for the MoE down / the
  * attention's v_b); GLMCHAT_MVX_R / _WGS / _P / _XREG override the choices
- * for tuning (the kernel tests use them to cover other geometries). */
+ * for tuning (the kernel tests use them to cover other geometries), and
+ * GLMCHAT_MVX_SMALL_WGS / _LARGE_WGS the 512 / 256 of the single matvecs
+ * (re-swept with the counter graph: 256 / 1024 and 512 / 128 all slower,
+ * gpu/PERF.md run 18). */
 typedef struct {
     uint32_t wgs, team, j, r, passes, xreg, xrn, ksh, groups;
 } mvx_cfg;
@@ -278,7 +281,9 @@ static int mv_bind(const vk_kb *k, const vk_mv_args *a, vk_call *out)
 /* The x-stationary geometry of a matvec over nz matrices (false: mv). */
 static bool mv_x_config(const vk_ctx *c, const vk_tensor *w, uint32_t nz, mvx_cfg *x)
 {
-    return mvx_config(c, w->type, w->Kp, w->N, nz, 1, (uint64_t)w->N * nz <= 8192 ? 512 : 256, x);
+    bool small = (uint64_t)w->N * nz <= 8192;
+    uint32_t wgs = small ? env_u32("GLMCHAT_MVX_SMALL_WGS", 512, 32, 1024) : env_u32("GLMCHAT_MVX_LARGE_WGS", 256, 32, 1024);
+    return mvx_config(c, w->type, w->Kp, w->N, nz, 1, wgs, x);
 }
 
 bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a)
