@@ -281,8 +281,8 @@ static int mv_bind(const vk_kb *k, const vk_mv_args *a, vk_call *out)
 /* The x-stationary geometry of a matvec over nz matrices (false: mv). */
 static bool mv_x_config(const vk_ctx *c, const vk_tensor *w, uint32_t nz, mvx_cfg *x)
 {
-    bool small = (uint64_t)w->N * nz <= 8192;
-    uint32_t wgs = small ? env_u32("GLMCHAT_MVX_SMALL_WGS", 512, 32, 1024) : env_u32("GLMCHAT_MVX_LARGE_WGS", 256, 32, 1024);
+    uint32_t wgs = (uint64_t)w->N * nz <= 8192 ? env_u32("GLMCHAT_MVX_SMALL_WGS", 512, 32, 1024)
+                                               : env_u32("GLMCHAT_MVX_LARGE_WGS", 256, 32, 1024);
     return mvx_config(c, w->type, w->Kp, w->N, nz, 1, wgs, x);
 }
 

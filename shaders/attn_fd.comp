@@ -4,7 +4,8 @@
 // row of the chunk is read once for up to 16 * MT heads (attn.comp reads it
 // once per head group of 4); with HG head groups the grid's y takes the
 // rest (the engine runs GLM's 20 heads as two groups of one tile: half the
-// chain per tile, the rows read twice, from L2 the second time).  Absorbed MLA is multi-query attention with one 576-wide key
+// chain per tile, the rows read twice, from L2 the second time).  Absorbed
+// MLA is multi-query attention with one 576-wide key
 // ([latent | k_rope]) whose first kv_lora values are also the value, so per
 // 32-position tile:
 //   S = Q . K^T        (16*MT head rows x 32 positions, K = RS; ST = 1
