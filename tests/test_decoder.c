@@ -265,12 +265,16 @@ static void test_cancel_within_one_token(void)
         decoder_event_free(&ev);
     }
     CHECK(done, "no DONE after cancel");
-    /* A cancel before the job starts stops it before any token. */
-    decoder_submit(d, &j2, &err);
+    /* A cancel right after the submit is never lost: the flag is cleared by
+     * the submit, not by the thread.  The thread may already have started
+     * (the scheduler decides; CI saw 4 tokens on 2 busy cores), so what is
+     * certain is a cancelled stop within one token of the cancel, not 0. */
+    CHECK(decoder_submit(d, &j2, &err) > 0, "submit: %.200s", err.msg);
     decoder_cancel(d);
     while (decoder_wait(d, &ev, 60000)) {
         if (ev.type == DEC_EV_DONE) {
-            CHECK(ev.stop == DEC_STOP_CANCEL && ev.n_gen == 0, "early cancel: stop %d, %u tokens", ev.stop, ev.n_gen);
+            CHECK(ev.stop == DEC_STOP_CANCEL && ev.n_after_cancel <= 1 && ev.n_gen < 1500,
+                  "early cancel: stop %d, %u tokens, %u after the cancel", ev.stop, ev.n_gen, ev.n_after_cancel);
             decoder_event_free(&ev);
             break;
         }
