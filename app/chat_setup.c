@@ -34,7 +34,7 @@ const char *chat_args_help(void)
            "      --ignore-eos       do not stop at the end of the turn (only -n or the context)\n"
            "      --backend NAME     cpu, vulkan or auto (default auto)\n"
            "      --device N         Vulkan device index (see `glmchat devices`)\n"
-           "      --kv-type TYPE     KV cache: f32 or f16\n"
+           "      --kv-type TYPE     KV cache: f32 or f16 (default: f16 on Vulkan, f32 on cpu)\n"
            "  -t, --threads N        CPU threads (default: all cores)\n"
            "  -b, --batch N          prompt tokens per backend call\n";
 }
@@ -249,7 +249,7 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
     const char *slash = strrchr(cm->path, '/');
     snprintf(cm->name, sizeof cm->name, "%.127s", cm->m.cfg.name[0] ? cm->m.cfg.name : slash ? slash + 1 : cm->path);
     engine_params_default(&cm->params);
-    cm->params.kv = a->cli.kv;
+    cm->params.kv = cli_kv_type(&a->cli, cm->be);
     cm->params.n_threads = a->cli.n_threads;
     cm->params.device_index = a->s.device >= 0 ? a->s.device : a->cli.device;
     if (a->cli.n_batch)

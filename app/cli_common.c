@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends.h"
+#include "vk.h"
 
 void cli_options_init(cli_options *o)
 {
@@ -14,6 +15,13 @@ void cli_options_init(cli_options *o)
     o->backend = "auto";
     o->kv = KV_F32;
     o->device = -1;
+}
+
+kv_type cli_kv_type(const cli_options *o, const engine_backend *be)
+{
+    if (o->kv_given)
+        return o->kv;
+    return be == &vk_engine_backend ? KV_F16 : KV_F32;
 }
 
 void cli_options_free(cli_options *o)
@@ -27,7 +35,7 @@ const char *cli_common_help(void)
 {
     return "  -m, --model FILE     GGUF model (deepseek2: GLM-4.7-Flash, DeepSeek-V2)\n"
            "      --backend NAME   cpu, vulkan or auto (default: auto)\n"
-           "      --kv-type TYPE   KV cache storage: f32 (default) or f16\n"
+           "      --kv-type TYPE   KV cache storage: f32 or f16 (default: f16 on Vulkan, f32 on cpu)\n"
            "  -c, --ctx N          context size in tokens\n"
            "  -b, --batch N        prompt tokens per backend call (default 256)\n"
            "  -t, --threads N      CPU threads (default: all cores)\n"
@@ -133,6 +141,7 @@ int cli_parse_common(cli_options *o, int argc, char **argv, int *i, err_t *err)
             o->kv = KV_F16;
         else
             return err_set(err, "--kv-type: '%s' is not f32 or f16", v);
+        o->kv_given = true;
     } else if (is(a, "-c", "--ctx")) {
         if (!(v = option_value(argc, argv, i, err)) || cli_parse_u32(v, a, 1, 1u << 24, &o->n_ctx, err) < 0)
             return -1;
@@ -171,7 +180,7 @@ int cli_session_open(cli_session *s, const cli_options *o, uint32_t n_ctx_defaul
     s->loaded = true;
     engine_params p;
     engine_params_default(&p);
-    p.kv = o->kv;
+    p.kv = cli_kv_type(o, be);
     p.n_threads = o->n_threads;
     p.device_index = o->device;
     if (o->n_batch)

@@ -3,7 +3,8 @@
  *
  *   -m, --model FILE        GGUF model
  *   --backend NAME          cpu, vulkan or auto (default auto)
- *   --kv-type f32|f16       KV cache storage (default f32)
+ *   --kv-type f32|f16       KV cache storage (default: f16 on Vulkan, f32 on the
+ *                           CPU reference, whose job is to be exact)
  *   -c, --ctx N             context size in tokens
  *   -b, --batch N           prompt chunk size (tokens per backend call)
  *   -t, --threads N         CPU threads (0: all cores)
@@ -23,7 +24,8 @@
 typedef struct {
     const char *model_path;
     const char *backend;
-    kv_type kv;
+    kv_type kv;          /* meaningful when kv_given; else cli_kv_type() picks */
+    bool kv_given;
     uint32_t n_ctx;      /* 0: the command's default */
     uint32_t n_batch;    /* 0: the engine's default */
     int n_threads;       /* 0: all cores */
@@ -34,6 +36,11 @@ typedef struct {
 } cli_options;
 
 void cli_options_init(cli_options *o);
+
+/* The KV cache type for backend be: --kv-type when given, else f16 on the
+ * Vulkan core (half the cache reads per token, as llama.cpp) and f32 on the
+ * CPU reference (the oracle: no rounding there unless asked for). */
+kv_type cli_kv_type(const cli_options *o, const engine_backend *be);
 void cli_options_free(cli_options *o);
 
 /* If argv[*i] is one of the options above, consumes it and its value

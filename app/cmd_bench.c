@@ -270,11 +270,8 @@ int cmd_bench(int argc, char **argv)
     cli_options_init(&o);
     bench_opts b = {.p = 512, .n = 128, .reps = 2, .depth = {0}, .n_depth = 1};
     err_t err = {{0}};
-    bool kv_given = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--kv-type") == 0)
-            kv_given = true;
         int r = cli_parse_common(&o, argc, argv, &i, &err);
         if (r < 0)
             goto usage_err;
@@ -325,7 +322,7 @@ int cmd_bench(int argc, char **argv)
     const engine_backend *be = app_find_backend(o.backend, &err);
     engine_params p;
     engine_params_default(&p);
-    p.kv = kv_given ? o.kv : KV_F16;
+    p.kv = o.kv_given ? o.kv : KV_F16; /* f16 on every backend: the figures compare with llama.cpp's */
     p.n_threads = o.n_threads;
     p.device_index = o.device;
     p.n_ctx = o.n_ctx ? o.n_ctx : maxd + span + 16;

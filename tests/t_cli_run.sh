@@ -75,6 +75,13 @@ for dir in "$ROOT"/*/; do
     else
         fail "logits $name --kv-type f16" "$out $(head -c 200 "$TMP/err")"
     fi
+    # the CPU reference's default cache is f32 (the oracle rounds nothing)
+    if $GLMCHAT logits -m "$f32" --backend cpu --kv-type f32 --tokens "$tokens" -o "$TMP/kv32.bin" 2>"$TMP/err" &&
+        cmp -s "$TMP/kv32.bin" "$TMP/$name.f32.bin"; then
+        ok "logits $name: the cpu backend's default KV cache is f32"
+    else
+        fail "logits $name: the cpu backend's default KV cache is f32" "$(head -c 200 "$TMP/err")"
+    fi
     # small batches and threads give the same file
     if $GLMCHAT logits -m "$f32" --backend cpu -b 4 -t 1 --tokens "$tokens" -o "$TMP/b4.bin" 2>"$TMP/err" &&
         cmp -s "$TMP/b4.bin" "$TMP/$name.f32.bin"; then

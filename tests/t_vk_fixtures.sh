@@ -135,6 +135,14 @@ for dir in "$ROOT"/*/; do
     else
         fail "vulkan $name: decode on the f16 KV cache" "${out:-$(head -c 300 "$TMP/err")}"
     fi
+    # with no --kv-type the Vulkan backend keeps an f16 cache (bit for bit the
+    # f16 run above, and not the f32 one)
+    if $GLMCHAT logits -m "$f32" $VK -b 1 --tokens "$tokens" -o "$TMP/kvdef.bin" 2>"$TMP/err" &&
+        cmp -s "$TMP/kvdef.bin" "$TMP/f16d.bin" && ! cmp -s "$TMP/kvdef.bin" "$TMP/$name.f32.bin"; then
+        ok "vulkan $name: the default KV cache is f16"
+    else
+        fail "vulkan $name: the default KV cache is f16" "$(head -c 300 "$TMP/err")"
+    fi
     # L2 warming (GLMCHAT_WARM: every step's, before and after its kernels)
     # only reads, and the MoE layers' steps joined by counters (the default
     # where the device is known: NVIDIA, lavapipe) compute what barriers do:
