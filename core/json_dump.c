@@ -134,7 +134,7 @@ static void put_int(jbuf *b, json_int_t v)
     jbuf_put(b, buf, (size_t)n);
 }
 
-/* ---- json.dumps --------------------------------------------------------------- */
+/* ---- strings as json.dumps writes them ----------------------------------------- */
 
 static void dump_string(jbuf *b, const char *s, size_t n)
 {
@@ -168,57 +168,7 @@ static void dump_string(jbuf *b, const char *s, size_t n)
     jbuf_put(b, "\"", 1);
 }
 
-void py_json(jbuf *b, const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: {
-        const char *key;
-        json_t *val;
-        bool first = true;
-        jbuf_put(b, "{", 1);
-        json_object_foreach((json_t *)v, key, val) {
-            if (!first)
-                jbuf_put(b, ", ", 2);
-            first = false;
-            dump_string(b, key, strlen(key));
-            jbuf_put(b, ": ", 2);
-            py_json(b, val);
-        }
-        jbuf_put(b, "}", 1);
-        break;
-    }
-    case JSON_ARRAY:
-        jbuf_put(b, "[", 1);
-        for (size_t i = 0; i < json_array_size(v); i++) {
-            if (i)
-                jbuf_put(b, ", ", 2);
-            py_json(b, json_array_get(v, i));
-        }
-        jbuf_put(b, "]", 1);
-        break;
-    case JSON_STRING:
-        dump_string(b, json_string_value(v), json_string_length(v));
-        break;
-    case JSON_INTEGER:
-        put_int(b, json_integer_value(v));
-        break;
-    case JSON_REAL: {
-        double d = json_real_value(v);
-        if (isnan(d))
-            jbuf_puts(b, "NaN");
-        else if (isinf(d))
-            jbuf_puts(b, d < 0 ? "-Infinity" : "Infinity");
-        else
-            py_float(b, d);
-        break;
-    }
-    case JSON_TRUE: jbuf_puts(b, "true"); break;
-    case JSON_FALSE: jbuf_puts(b, "false"); break;
-    case JSON_NULL: jbuf_puts(b, "null"); break;
-    }
-}
-
-/* ---- str / repr -------------------------------------------------------------------- */
+/* ---- strings as repr writes them ---------------------------------------------- */
 
 bool py_isspace(unsigned cp)
 {
@@ -273,7 +223,18 @@ static void repr_string(jbuf *b, const char *s, size_t n)
     jbuf_put(b, &quote, 1);
 }
 
-void py_repr(jbuf *b, const json_t *v)
+/* ---- values: one walker for json.dumps, repr and str ------------------------------ */
+
+/* What differs between json.dumps and repr: how a string (keys included)
+ * and a float are written, and the three literals.  The walk itself -- key
+ * order, ", " and ": " separators, brackets -- is the same for both. */
+typedef struct {
+    void (*put_string)(jbuf *b, const char *s, size_t n);
+    void (*put_real)(jbuf *b, double d);
+    const char *true_text, *false_text, *null_text;
+} py_dialect;
+
+static void py_walk(jbuf *b, const json_t *v, const py_dialect *d)
 {
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
@@ -285,9 +246,9 @@ void py_repr(jbuf *b, const json_t *v)
             if (!first)
                 jbuf_put(b, ", ", 2);
             first = false;
-            repr_string(b, key, strlen(key));
+            d->put_string(b, key, strlen(key));
             jbuf_put(b, ": ", 2);
-            py_repr(b, val);
+            py_walk(b, val, d);
         }
         jbuf_put(b, "}", 1);
         break;
@@ -297,23 +258,46 @@ void py_repr(jbuf *b, const json_t *v)
         for (size_t i = 0; i < json_array_size(v); i++) {
             if (i)
                 jbuf_put(b, ", ", 2);
-            py_repr(b, json_array_get(v, i));
+            py_walk(b, json_array_get(v, i), d);
         }
         jbuf_put(b, "]", 1);
         break;
     case JSON_STRING:
-        repr_string(b, json_string_value(v), json_string_length(v));
+        d->put_string(b, json_string_value(v), json_string_length(v));
         break;
     case JSON_INTEGER:
         put_int(b, json_integer_value(v));
         break;
     case JSON_REAL:
-        py_float(b, json_real_value(v));
+        d->put_real(b, json_real_value(v));
         break;
-    case JSON_TRUE: jbuf_puts(b, "True"); break;
-    case JSON_FALSE: jbuf_puts(b, "False"); break;
-    case JSON_NULL: jbuf_puts(b, "None"); break;
+    case JSON_TRUE: jbuf_puts(b, d->true_text); break;
+    case JSON_FALSE: jbuf_puts(b, d->false_text); break;
+    case JSON_NULL: jbuf_puts(b, d->null_text); break;
     }
+}
+
+/* json.dumps writes non-finite floats as JavaScript's names (allow_nan). */
+static void dump_real(jbuf *b, double d)
+{
+    if (isnan(d))
+        jbuf_puts(b, "NaN");
+    else if (isinf(d))
+        jbuf_puts(b, d < 0 ? "-Infinity" : "Infinity");
+    else
+        py_float(b, d);
+}
+
+void py_json(jbuf *b, const json_t *v)
+{
+    static const py_dialect json_dumps = {dump_string, dump_real, "true", "false", "null"};
+    py_walk(b, v, &json_dumps);
+}
+
+void py_repr(jbuf *b, const json_t *v)
+{
+    static const py_dialect repr = {repr_string, py_float, "True", "False", "None"};
+    py_walk(b, v, &repr);
 }
 
 void py_str(jbuf *b, const json_t *v)
