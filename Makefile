@@ -4,7 +4,7 @@
 #   make test            every test; last line "N passed, N failed"
 #   make test SANITIZE=1 the same suite under ASan + UBSan
 #   make check           both, plus a short fuzz run (what CI runs)
-#   make bench           benchmarks on the synthetic models
+#   make bench           benchmarks on the synthetic models (tests/bench/)
 #   make fuzz            libFuzzer targets for a bounded time (FUZZ_SECONDS)
 #   make install PREFIX=/usr/local
 #
@@ -124,7 +124,7 @@ check:
 	@sh tests/check.sh
 
 bench: glmchat
-	sh tests/bench.sh
+	sh tests/bench/bench.sh
 
 # libFuzzer targets (clang): tests/fuzz/fuzz_*.c, each run FUZZ_SECONDS.
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))

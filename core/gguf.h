@@ -1,4 +1,4 @@
-/* gguf.h: GGUF v2/v3 reader (over mmap) and streaming writer.
+/* gguf.h: GGUF v2/v3 reader (over mmap; core/gguf.c) and streaming writer (core/gguf_write.c).
  *
  * Promises:
  *  - gguf_open() maps the file read-only and validates everything before it

@@ -3,8 +3,8 @@
 # logits (-b 1) of the tiny fixtures under several GLMCHAT_DEP_FLAGS settings (and with L2 warming
 # beside the waits), six runs each, compared bit for bit with barriers only (DEP=0); then, when
 # vk_device_run.sh has made /tmp/m.gguf, 96 decode steps of the full-size file.  Run from the repo
-# root there with the binaries in .devcarry/ (see vk_device_run.sh); a line "N of 6 differ" with N > 0
-# or "DIFFER" is a race.
+# root there with the binaries in .devcarry/ (see tests/bench/vk_device_run.sh); a line
+# "N of 6 differ" with N > 0 or "DIFFER" is a race.
 for f in .gl/*.deb .devcarry/gl2/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 G=.devcarry/glmchat; JG=.devcarry/build/tools/json_get
