@@ -62,7 +62,7 @@ void clip_base64(const char *s, size_t n, sbuf *out);
 typedef struct {
     unsigned index;   /* the block chosen, 1-based */
     unsigned count;   /* blocks in the answer */
-    char lang[48];    /* its language tag, "" when none */
+    char lang[48];    /* its language tag as written, "" when none (untrusted: sanitize to show) */
     size_t n_lines;
     bool closed;      /* false: the answer ended inside it */
 } clip_block_info;

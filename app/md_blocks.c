@@ -494,7 +494,7 @@ static size_t walk_line(walker *w, size_t off, size_t len, size_t next)
     return skip_to;
 }
 
-void mdb_walk(const char *text, size_t n, md_block_fn fn, void *user)
+void mdb_walk(const char *text, size_t n, md_walk_mem *mem, md_block_fn fn, void *user)
 {
     walker w;
     memset(&w, 0, sizeof w);
@@ -502,6 +502,8 @@ void mdb_walk(const char *text, size_t n, md_block_fn fn, void *user)
     w.n = n;
     w.fn = fn;
     w.user = user;
+    w.lines = mem->lines;
+    w.cap_lines = mem->cap;
     for (size_t off = 0; off < n;) {
         const char *nl = memchr(text + off, '\n', n - off);
         size_t len = nl ? (size_t)(nl - (text + off)) : n - off;
@@ -509,5 +511,6 @@ void mdb_walk(const char *text, size_t n, md_block_fn fn, void *user)
         off = walk_line(&w, off, len, next);
     }
     flush(&w);
-    free(w.lines);
+    mem->lines = w.lines;
+    mem->cap = w.cap_lines;
 }

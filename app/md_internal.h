@@ -49,9 +49,15 @@ typedef struct {
 
 typedef void (*md_block_fn)(void *user, const md_block *b);
 
+/* The walker's line list, kept by the caller between walks. */
+typedef struct {
+    md_range *lines;
+    size_t cap;
+} md_walk_mem;
+
 /* Walks text[0..n) and calls fn once per block, in order.  Blank lines are
  * MDB_BLANK blocks (one per blank line; the renderer collapses them). */
-void mdb_walk(const char *text, size_t n, md_block_fn fn, void *user);
+void mdb_walk(const char *text, size_t n, md_walk_mem *mem, md_block_fn fn, void *user);
 
 /* ---- inline runs (md_inline.c) ------------------------------------------------------- */
 
@@ -133,6 +139,7 @@ size_t mdt_split_row(const char *s, size_t len, md_range *out, size_t max);
 
 /* Scratch of md_render (md_doc.scratch). */
 struct md_scratch {
+    md_walk_mem walk;
     md_runs runs;
     sbuf para;
     md_inline_mem *imem;

@@ -35,6 +35,7 @@ void md_doc_free(md_doc *d)
     free(d->spans);
     free(d->lines);
     if (d->scratch) {
+        free(d->scratch->walk.lines);
         mdr_free(&d->scratch->runs);
         sbuf_free(&d->scratch->para);
         mdi_mem_free(&d->scratch->imem);
@@ -458,7 +459,7 @@ void md_render(md_doc *d, const char *text, size_t n, int width, unsigned opts)
         return;
     }
     render_ctx r = {d, text, width, opts, false, false, 0};
-    mdb_walk(text, n, on_block, &r);
+    mdb_walk(text, n, &d->scratch->walk, on_block, &r);
 }
 
 /* ---- code blocks ------------------------------------------------------------------------------ */
@@ -495,7 +496,9 @@ static void collect_code(void *user, const md_block *b)
 size_t md_code_blocks(const char *text, size_t n, md_code_block **out)
 {
     code_list c = {text, NULL, 0, 0};
-    mdb_walk(text, n, collect_code, &c);
+    md_walk_mem mem = {0};
+    mdb_walk(text, n, &mem, collect_code, &c);
+    free(mem.lines);
     *out = c.v;
     return c.n;
 }

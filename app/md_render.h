@@ -128,7 +128,8 @@ typedef struct {
                             markers and the fence's indentation removed), joined
                             by '\n', no newline after the last; malloc'd */
     size_t len;
-    char lang[48];       /* the info string's first word ("" when none), raw bytes */
+    char lang[48];       /* the info string's first word ("" when none), raw
+                            bytes: untrusted, sanitize before showing */
     size_t n_lines;
     bool closed;         /* its closing fence was seen */
 } md_code_block;
