@@ -23,12 +23,14 @@
  *    characters in their inert form, bad UTF-8 as U+FFFD), tabs are expanded
  *    to spaces, and no span holds a newline.
  *  - Fits the width: every line is at most `width` cells as ui_text_width()
- *    counts them (wide characters 2, combining 0), except that a character
- *    wider than the width gets a line of its own and code block lines are
- *    never wrapped unless MD_OPT_WRAP_CODE is given (md_line.width tells the
- *    caller what to clip).  List and quote continuation lines keep their
- *    indentation; a too-wide table shrinks its columns, wrapping cells, and
- *    below a minimum width shows each row as "header: value" lines.
+ *    counts them (wide characters 2, combining 0), except that one unit
+ *    wider than the room left (a wide character, a control character's
+ *    inert form) gets a line of its own, and code block lines are never
+ *    wrapped unless MD_OPT_WRAP_CODE is given (md_line.width tells the caller
+ *    what to clip).  List and quote continuation lines keep their
+ *    indentation, which gives way first on narrow widths; a too-wide table
+ *    shrinks its widest columns, wrapping their cells, and below a minimum
+ *    shows each row as "header: value" lines (over 32 columns: as text).
  *  - One fence parser: md_code_blocks() returns exactly the blocks that
  *    md_render() draws as code, numbered 1..N in the same order. */
 #ifndef GLM_MD_RENDER_H
