@@ -108,11 +108,19 @@ static int has_special_text(const tokenizer *tok, const char *text, bool *out, e
 
 #define SENTINEL_FMT "\x02glmchat-message-%zu\x03"
 
-static json_t *render_inputs(const chat_session *s, size_t n_msgs, const bool *guard)
+/* The messages a prompt is made of: indexes into the conversation, in order
+ * (all of them, or the system prompt and the newest ones when the oldest
+ * were left out to fit the context). */
+typedef struct {
+    const size_t *idx;
+    size_t n;
+} selection;
+
+static json_t *render_inputs(const chat_session *s, selection sel, const bool *guard)
 {
     json_t *msgs = json_array();
-    for (size_t i = 0; i < n_msgs; i++) {
-        const conv_msg *m = &s->conv.msgs[i];
+    for (size_t i = 0; i < sel.n; i++) {
+        const conv_msg *m = &s->conv.msgs[sel.idx[i]];
         json_t *o = json_object();
         json_object_set_new(o, "role", json_string(m->role));
         if (guard && guard[i]) {
@@ -133,9 +141,9 @@ static json_t *render_inputs(const chat_session *s, size_t n_msgs, const bool *g
     return in;
 }
 
-static char *render(const chat_session *s, size_t n_msgs, const bool *guard, err_t *err)
+static char *render(const chat_session *s, selection sel, const bool *guard, err_t *err)
 {
-    json_t *in = render_inputs(s, n_msgs, guard);
+    json_t *in = render_inputs(s, sel, guard);
     char *out = tmpl_render(s->tmpl, in, err);
     json_decref(in);
     return out;
@@ -152,10 +160,10 @@ static void trim_span(const char *s, size_t *off, size_t *len)
 /* Splits the sentinel rendering into template parts and guarded texts and
  * encodes them; checks that the parts and texts rebuild the real rendering
  * exactly (texts as given, or trimmed for templates that trim). */
-static int encode_guarded(const chat_session *s, size_t n_msgs, const bool *guard, const char *real,
+static int encode_guarded(const chat_session *s, selection sel, const bool *guard, const char *real,
                           int32_t **ids, uint32_t *n, uint32_t *cap, err_t *err)
 {
-    char *marked = render(s, n_msgs, guard, err);
+    char *marked = render(s, sel, guard, err);
     if (!marked)
         return -1;
     int rc = -1;
@@ -165,7 +173,7 @@ static int encode_guarded(const chat_session *s, size_t n_msgs, const bool *guar
         size_t r = 0;
         bool ok = true;
         *n = 0;
-        for (size_t i = 0; i < n_msgs && ok; i++) {
+        for (size_t i = 0; i < sel.n && ok; i++) {
             if (!guard[i])
                 continue;
             char sent[64];
@@ -174,7 +182,7 @@ static int encode_guarded(const chat_session *s, size_t n_msgs, const bool *guar
             if (!at)
                 continue; /* the template left this message out */
             size_t part = (size_t)(at - p);
-            const char *text = s->conv.msgs[i].content;
+            const char *text = s->conv.msgs[sel.idx[i]].content;
             size_t off = 0, len = strlen(text);
             if (trimmed)
                 trim_span(text, &off, &len);
@@ -211,24 +219,22 @@ static bool ends_in_think(const char *r)
     return n >= 7 && memcmp(r + n - 7, "<think>", 7) == 0;
 }
 
-int chat_prompt(const chat_session *s, size_t n_msgs, int32_t **ids_out, uint32_t *n_out, bool *opens_think,
-                err_t *err)
+static int prompt_of(const chat_session *s, selection sel, int32_t **ids_out, uint32_t *n_out, bool *opens_think,
+                     err_t *err)
 {
-    if (n_msgs > s->conv.n)
-        n_msgs = s->conv.n;
-    bool *guard = calloc(n_msgs + 1, sizeof *guard);
+    bool *guard = calloc(sel.n + 1, sizeof *guard);
     if (!guard)
         return err_set(err, "out of memory");
     bool any = false;
-    for (size_t i = 0; i < n_msgs; i++) {
-        const conv_msg *m = &s->conv.msgs[i];
+    for (size_t i = 0; i < sel.n; i++) {
+        const conv_msg *m = &s->conv.msgs[sel.idx[i]];
         if (guarded_role(m->role) && has_special_text(s->tok, m->content, &guard[i], err) != 0) {
             free(guard);
             return -1;
         }
         any |= guard[i];
     }
-    char *real = render(s, n_msgs, NULL, err);
+    char *real = render(s, sel, NULL, err);
     if (!real) {
         free(guard);
         return -1;
@@ -237,7 +243,7 @@ int chat_prompt(const chat_session *s, size_t n_msgs, int32_t **ids_out, uint32_
     int32_t *ids = malloc(cap * sizeof *ids);
     int rc = ids ? 0 : err_set(err, "out of memory");
     if (rc == 0 && any)
-        rc = encode_guarded(s, n_msgs, guard, real, &ids, &n, &cap, err);
+        rc = encode_guarded(s, sel, guard, real, &ids, &n, &cap, err);
     else if (rc == 0)
         rc = encode(s->tok, real, strlen(real), true, &ids, &n, &cap, err);
     *opens_think = ends_in_think(real);
@@ -250,6 +256,206 @@ int chat_prompt(const chat_session *s, size_t n_msgs, int32_t **ids_out, uint32_
     *ids_out = ids;
     *n_out = n;
     return 0;
+}
+
+/* The first n messages (the selection of everything). */
+static size_t *all_of(size_t n)
+{
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    for (size_t i = 0; idx && i < n; i++)
+        idx[i] = i;
+    return idx;
+}
+
+int chat_prompt(const chat_session *s, size_t n_msgs, int32_t **ids_out, uint32_t *n_out, bool *opens_think,
+                err_t *err)
+{
+    if (n_msgs > s->conv.n)
+        n_msgs = s->conv.n;
+    size_t *idx = all_of(n_msgs);
+    if (!idx)
+        return err_set(err, "out of memory");
+    int rc = prompt_of(s, (selection){idx, n_msgs}, ids_out, n_out, opens_think, err);
+    free(idx);
+    return rc;
+}
+
+/* ---- fitting the context -------------------------------------------------------------------- */
+
+const char *chat_ctx_policy_name(chat_ctx_policy p)
+{
+    return p == CHAT_CTX_STOP ? "stop" : "trim";
+}
+
+int chat_ctx_policy_parse(const char *name, chat_ctx_policy *out)
+{
+    if (!strcmp(name, "trim"))
+        *out = CHAT_CTX_TRIM;
+    else if (!strcmp(name, "stop"))
+        *out = CHAT_CTX_STOP;
+    else
+        return -1;
+    return 0;
+}
+
+/* Where the exchanges after the system prompt start: the first message
+ * after it, then every user message.  The last exchange (from the last user
+ * message on) is never left out, so n_droppable counts those before it. */
+typedef struct {
+    size_t base;        /* 1 after a system prompt, else 0 */
+    size_t *start;      /* start[k]: first message of exchange k */
+    size_t n, n_droppable;
+} exchanges;
+
+static int find_exchanges(const chat_session *s, size_t n_msgs, exchanges *x, err_t *err)
+{
+    memset(x, 0, sizeof *x);
+    x->base = n_msgs && !strcmp(s->conv.msgs[0].role, "system") ? 1 : 0;
+    x->start = malloc((n_msgs + 1) * sizeof *x->start);
+    if (!x->start)
+        return err_set(err, "out of memory");
+    long last_user = -1;
+    for (size_t i = x->base; i < n_msgs; i++) {
+        bool user = !strcmp(s->conv.msgs[i].role, "user");
+        if (i == x->base || user)
+            x->start[x->n++] = i;
+        if (user)
+            last_user = (long)i;
+    }
+    for (size_t k = 0; k < x->n && last_user >= 0 && x->start[k] < (size_t)last_user; k++)
+        x->n_droppable++;
+    return 0;
+}
+
+/* One try: the prompt without the first `drop` exchanges. */
+typedef struct {
+    const chat_session *s;
+    size_t n_msgs;
+    exchanges x;
+    size_t *idx;        /* room for the selection */
+} fit_job;
+
+typedef struct {
+    int32_t *ids;
+    uint32_t n;
+    bool opens;
+    size_t drop;
+} attempt;
+
+static int try_without(const fit_job *j, size_t drop, attempt *a, err_t *err)
+{
+    size_t k = 0, from = drop ? j->x.start[drop] : j->x.base;
+    if (j->x.base)
+        j->idx[k++] = 0;
+    for (size_t i = from; i < j->n_msgs; i++)
+        j->idx[k++] = i;
+    a->ids = NULL;
+    a->drop = drop;
+    return prompt_of(j->s, (selection){j->idx, k}, &a->ids, &a->n, &a->opens, err);
+}
+
+static void take(chat_fit *out, attempt *a, const fit_job *j)
+{
+    out->ids = a->ids;
+    out->n_ids = a->n;
+    out->opens_think = a->opens;
+    out->fits = true;
+    out->first_kept = a->drop ? j->x.start[a->drop] : j->x.base;
+    out->n_dropped = out->first_kept - j->x.base;
+    out->n_dropped_exchanges = a->drop;
+}
+
+static int fit(const fit_job *j, uint32_t room, chat_ctx_policy policy, chat_fit *out, err_t *err)
+{
+    attempt best, a;
+    if (try_without(j, 0, &best, err) != 0)
+        return -1;
+    out->n_full = best.n;
+    out->first_kept = j->x.base;
+    if (best.n <= room) {
+        take(out, &best, j);
+        return 0;
+    }
+    free(best.ids);
+    if (policy == CHAT_CTX_STOP || j->x.n_droppable == 0)
+        return 0;
+    /* The fewest exchanges left out that make it fit, by bisection over
+     * 1..n_droppable (more left out, fewer tokens); `best` always fits. */
+    if (try_without(j, j->x.n_droppable, &best, err) != 0)
+        return -1;
+    out->n_least = best.n;
+    if (best.n > room) {
+        free(best.ids);
+        return 0;
+    }
+    size_t lo = 1, hi = j->x.n_droppable;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (try_without(j, mid, &a, err) != 0) {
+            free(best.ids);
+            return -1;
+        }
+        if (a.n <= room) {
+            free(best.ids);
+            best = a;
+            hi = mid;
+        } else {
+            free(a.ids);
+            lo = mid + 1;
+        }
+    }
+    take(out, &best, j);
+    return 0;
+}
+
+int chat_prompt_fit(const chat_session *s, size_t n_msgs, uint32_t n_ctx, uint32_t reserve, chat_ctx_policy policy,
+                    chat_fit *out, err_t *err)
+{
+    memset(out, 0, sizeof *out);
+    out->n_ctx = n_ctx;
+    out->reserve = reserve;
+    out->policy = policy;
+    if (reserve >= n_ctx)
+        return err_set(err, "the %u tokens kept for the answer leave nothing of the %u-token context for the prompt",
+                       reserve, n_ctx);
+    fit_job j = {s, n_msgs < s->conv.n ? n_msgs : s->conv.n, {0}, NULL};
+    if (find_exchanges(s, j.n_msgs, &j.x, err) != 0)
+        return -1;
+    int rc = (j.idx = malloc((j.n_msgs + 1) * sizeof *j.idx)) ? fit(&j, n_ctx - reserve, policy, out, err)
+                                                               : err_set(err, "out of memory");
+    free(j.idx);
+    free(j.x.start);
+    return rc;
+}
+
+void chat_fit_free(chat_fit *f)
+{
+    free(f->ids);
+    f->ids = NULL;
+}
+
+void chat_fit_describe(const chat_fit *f, sbuf *out)
+{
+    if (f->fits && !f->n_dropped)
+        return;
+    if (f->fits) {
+        sbuf_printf(out,
+                    "The context is full: the oldest %zu exchange%s (%zu message%s) %s left out of the prompt, "
+                    "which is now %u of %u tokens with %u kept for the answer.",
+                    f->n_dropped_exchanges, f->n_dropped_exchanges == 1 ? "" : "s", f->n_dropped,
+                    f->n_dropped == 1 ? "" : "s", f->n_dropped == 1 ? "is" : "are", f->n_ids, f->n_ctx, f->reserve);
+        return;
+    }
+    if (f->policy == CHAT_CTX_STOP)
+        sbuf_printf(out,
+                    "The conversation is %u tokens; the context holds %u with %u kept for the answer. "
+                    "Make room (a larger context, /undo, /clear) or let the oldest turns go (context policy trim).",
+                    f->n_full, f->n_ctx, f->reserve);
+    else
+        sbuf_printf(out,
+                    "The system prompt and the last message alone are %u tokens; the context holds %u "
+                    "with %u kept for the answer.",
+                    f->n_least ? f->n_least : f->n_full, f->n_ctx, f->reserve);
 }
 
 /* ---- the streamed answer ---------------------------------------------------------------- */

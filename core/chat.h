@@ -8,7 +8,12 @@
  *    message that contains special-token text (e.g. a user typing
  *    "<|assistant|>") as plain text: no message can inject a control token.
  *  - chat_stream follows <think>...</think> across token boundaries, also
- *    when the prompt already opened the reasoning block. */
+ *    when the prompt already opened the reasoning block.
+ *  - chat_prompt_fit() makes a prompt that leaves `reserve` tokens of the
+ *    context for the answer by leaving out the fewest oldest whole exchanges
+ *    (a user message and what answered it); never the system prompt, never
+ *    the exchange of the last user message.  The conversation itself is not
+ *    changed: what was left out is only missing from that prompt. */
 #ifndef GLM_CHAT_H
 #define GLM_CHAT_H
 
@@ -43,6 +48,46 @@ void chat_set_template(chat_session *s, const tmpl_preset *tmpl);
  * (the answer starts as reasoning). */
 int chat_prompt(const chat_session *s, size_t n_msgs, int32_t **ids, uint32_t *n_ids, bool *opens_think,
                 err_t *err);
+
+/* ---- fitting the context ---- */
+
+/* What happens when the conversation outgrows the context. */
+typedef enum {
+    CHAT_CTX_TRIM,  /* leave the oldest exchanges out of the prompt (with a note) */
+    CHAT_CTX_STOP,  /* refuse to answer until the user makes room */
+} chat_ctx_policy;
+
+/* "trim" / "stop". */
+const char *chat_ctx_policy_name(chat_ctx_policy p);
+/* Parses a name of chat_ctx_policy_name(); -1 for anything else. */
+int chat_ctx_policy_parse(const char *name, chat_ctx_policy *out);
+
+typedef struct {
+    int32_t *ids;                /* the prompt (malloc'd); NULL when !fits */
+    uint32_t n_ids;
+    bool opens_think;
+    bool fits;                   /* n_ids + reserve <= n_ctx */
+    size_t first_kept;           /* index of the first message after the system
+                                    prompt that is in the prompt */
+    size_t n_dropped;            /* messages left out (the oldest, after the system prompt) */
+    size_t n_dropped_exchanges;
+    uint32_t n_full;             /* tokens of the prompt with every message */
+    uint32_t n_least;            /* tokens of the smallest prompt allowed (the system
+                                    prompt and the last exchange); 0 when not measured */
+    uint32_t n_ctx, reserve;     /* as asked */
+    chat_ctx_policy policy;
+} chat_fit;
+
+/* The prompt for an answer to the first n_msgs messages within n_ctx tokens,
+ * `reserve` of them kept for the answer.  With CHAT_CTX_STOP nothing is left
+ * out.  When no allowed prompt fits, out->fits is false (not an error).
+ * -1 + err for reserve >= n_ctx or a failure of chat_prompt(). */
+int chat_prompt_fit(const chat_session *s, size_t n_msgs, uint32_t n_ctx, uint32_t reserve, chat_ctx_policy policy,
+                    chat_fit *out, err_t *err);
+void chat_fit_free(chat_fit *f);
+/* One line for the user about what was left out or why nothing fits
+ * (appended to out); nothing when the whole conversation fits. */
+void chat_fit_describe(const chat_fit *f, sbuf *out);
 
 /* ---- the streamed answer ---- */
 typedef struct {

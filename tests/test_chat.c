@@ -1,7 +1,8 @@
 /* test_chat.c: the chat session apart from the UI: prompts as the template
  * renders them, message text that cannot inject control tokens, the stop
- * tokens of a template, and splitting a streamed answer into reasoning and
- * content whatever the token boundaries. */
+ * tokens of a template, splitting a streamed answer into reasoning and
+ * content whatever the token boundaries, and fitting a prompt into the
+ * context by leaving out the fewest oldest exchanges. */
 #include <jansson.h>
 
 #include "chat.h"
@@ -206,6 +207,183 @@ static void test_stream_split(void)
     chat_stream_free(&st);
 }
 
+/* ---- fitting the context ---------------------------------------------------------------- */
+
+typedef struct {
+    bool system, greeting, tool;
+    int exchanges;       /* user/assistant pairs before the last user message */
+} conv_shape;
+
+static void fill(chat_session *s, const conv_shape *sh)
+{
+    if (sh->system)
+        conv_add(&s->conv, "system", "Be brief and exact.", NULL);
+    if (sh->greeting)
+        conv_add(&s->conv, "assistant", "Hello! How can I help?", NULL);
+    for (int i = 0; i < sh->exchanges; i++) {
+        char q[96], a[128];
+        snprintf(q, sizeof q, "Question %d: what is %d times %d, and why?", i + 1, i + 3, i + 7);
+        snprintf(a, sizeof a, "It is %d, because %d added %d times gives it.", (i + 3) * (i + 7), i + 3, i + 7);
+        conv_add(&s->conv, "user", q, NULL);
+        if (sh->tool && i == 1) {
+            conv_add(&s->conv, "assistant", "Let me compute.", NULL);
+            conv_add(&s->conv, "tool", "{\"result\": 40}", NULL);
+        }
+        conv_add(&s->conv, "assistant", a, i == 0 ? "Multiply." : NULL);
+    }
+    conv_add(&s->conv, "user", "And the last one: 12 times 12?", NULL);
+}
+
+/* The prompt of a session holding the system prompt (if any) and the
+ * messages from `from` on: what a fitted prompt must equal. */
+static int32_t *reference(const chat_session *full, size_t from, uint32_t *n)
+{
+    chat_session r;
+    chat_init(&r, tok, full->tmpl, full->thinking);
+    size_t base = full->conv.n && !strcmp(full->conv.msgs[0].role, "system") ? 1 : 0;
+    if (base)
+        conv_add(&r.conv, "system", full->conv.msgs[0].content, NULL);
+    for (size_t i = from; i < full->conv.n; i++)
+        conv_add(&r.conv, full->conv.msgs[i].role, full->conv.msgs[i].content, full->conv.msgs[i].reasoning);
+    int32_t *ids = NULL;
+    bool opens;
+    err_t err;
+    if (chat_prompt(&r, r.conv.n, &ids, n, &opens, &err) != 0)
+        ids = NULL;
+    chat_free(&r);
+    return ids;
+}
+
+static void test_fit_drops_fewest_oldest_exchanges(void)
+{
+    static const char *const presets[] = {"glm47", "chatml", "llama3", "deepseek2"};
+    static const conv_shape shapes[] = {
+        {true, true, true, 4}, /* system, a greeting, a tool message inside exchange 2 */
+        {false, false, false, 3},
+        {true, false, false, 1},
+    };
+    for (size_t p = 0; p < 4; p++)
+        for (int think = 0; think < 2; think++)
+            for (size_t sh = 0; sh < 3; sh++) {
+                chat_session s;
+                chat_init(&s, tok, tmpl_find(presets[p]), think);
+                fill(&s, &shapes[sh]);
+                /* The starts of droppable exchanges, found independently. */
+                size_t base = shapes[sh].system ? 1 : 0, starts[16], n_starts = 0;
+                for (size_t i = base; i + 1 < s.conv.n; i++)
+                    if (i == base || !strcmp(s.conv.msgs[i].role, "user"))
+                        starts[n_starts++] = i;
+                starts[n_starts] = s.conv.n - 1; /* dropping all of them */
+                uint32_t len[17];
+                int32_t *ref[17];
+                for (size_t k = 0; k <= n_starts; k++)
+                    ref[k] = reference(&s, k ? starts[k] : base, &len[k]);
+                for (size_t k = 1; k <= n_starts; k++)
+                    CHECK(len[k] < len[k - 1], "%s: leaving out more is not shorter", presets[p]);
+                const uint32_t reserve = 7;
+                for (size_t k = 0; k <= n_starts + 1; k++)
+                    for (int off = -1; off <= 0; off++) {
+                        uint32_t room = (k <= n_starts ? len[k] : len[n_starts]) + (uint32_t)off;
+                        size_t want = 0;
+                        while (want <= n_starts && len[want] > room)
+                            want++;
+                        chat_fit f;
+                        err_t err = {{0}};
+                        CHECK(chat_prompt_fit(&s, s.conv.n, room + reserve, reserve, CHAT_CTX_TRIM, &f, &err) == 0,
+                              "%s: %.200s", presets[p], err.msg);
+                        const char *what = presets[p];
+                        CHECK(f.n_full == len[0], "%s: n_full %u, want %u", what, f.n_full, len[0]);
+                        if (want > n_starts) {
+                            CHECK(!f.fits && !f.ids && f.n_least == (n_starts ? len[n_starts] : 0),
+                                  "%s shape %zu room %u: must not fit (n_least %u)", what, sh, room, f.n_least);
+                        } else {
+                            size_t first = want ? starts[want] : base;
+                            CHECK(f.fits && f.n_dropped_exchanges == want && f.first_kept == first &&
+                                      f.n_dropped == first - base,
+                                  "%s shape %zu room %u: dropped %zu exchanges from %zu, want %zu", what, sh, room,
+                                  f.n_dropped_exchanges, f.first_kept, want);
+                            CHECK(f.ids && f.n_ids == len[want] && !memcmp(f.ids, ref[want], len[want] * sizeof *f.ids),
+                                  "%s shape %zu room %u: not the prompt without %zu exchanges", what, sh, room, want);
+                        }
+                        chat_fit_free(&f);
+                    }
+                for (size_t k = 0; k <= n_starts; k++)
+                    free(ref[k]);
+                CHECK(s.conv.n == (size_t)(shapes[sh].system + shapes[sh].greeting + 2 * shapes[sh].exchanges +
+                                           2 * (shapes[sh].tool && shapes[sh].exchanges > 1) + 1),
+                      "the conversation itself is unchanged");
+                chat_free(&s);
+            }
+}
+
+static void test_fit_policy_stop_and_limits(void)
+{
+    chat_session s;
+    chat_init(&s, tok, tmpl_find("glm47"), false);
+    conv_shape sh = {true, false, false, 3};
+    fill(&s, &sh);
+    chat_fit f;
+    err_t err = {{0}};
+    CHECK(chat_prompt_fit(&s, s.conv.n, 100000, 512, CHAT_CTX_STOP, &f, &err) == 0 && f.fits && !f.n_dropped,
+          "stop: fits when it fits");
+    uint32_t full = f.n_ids;
+    int32_t *ids = NULL;
+    uint32_t n = 0;
+    bool opens;
+    chat_prompt(&s, s.conv.n, &ids, &n, &opens, &err);
+    CHECK(n == full && !memcmp(ids, f.ids, n * sizeof *ids), "an unfitted prompt is chat_prompt's");
+    free(ids);
+    chat_fit_free(&f);
+    CHECK(chat_prompt_fit(&s, s.conv.n, full + 9, 10, CHAT_CTX_STOP, &f, &err) == 0 && !f.fits && !f.ids &&
+              !f.n_dropped && f.n_full == full,
+          "stop: one token over does not fit, nothing is left out");
+    sbuf note = {0};
+    chat_fit_describe(&f, &note);
+    char want[160];
+    snprintf(want, sizeof want, "The conversation is %u tokens; the context holds %u with 10 kept for the answer.", full,
+             full + 9);
+    CHECK(!strncmp(sbuf_str(&note), want, strlen(want)), "'%s'", sbuf_str(&note));
+    chat_fit_free(&f);
+    /* Trim: a visible note on what went. */
+    sbuf_clear(&note);
+    CHECK(chat_prompt_fit(&s, s.conv.n, full + 9, 10, CHAT_CTX_TRIM, &f, &err) == 0 && f.fits &&
+              f.n_dropped_exchanges == 1 && f.n_dropped == 2,
+          "trim: one exchange");
+    chat_fit_describe(&f, &note);
+    CHECK(strstr(sbuf_str(&note), "the oldest 1 exchange (2 messages) are left out of the prompt"), "'%s'",
+          sbuf_str(&note));
+    chat_fit_free(&f);
+    /* Nothing can fit: the system prompt and the last message are too long. */
+    sbuf_clear(&note);
+    CHECK(chat_prompt_fit(&s, s.conv.n, 20, 10, CHAT_CTX_TRIM, &f, &err) == 0 && !f.fits && !f.ids && f.n_least > 10,
+          "too small");
+    chat_fit_describe(&f, &note);
+    CHECK(strstr(sbuf_str(&note), "The system prompt and the last message alone are"), "'%s'", sbuf_str(&note));
+    chat_fit_free(&f);
+    /* A prefix of the conversation (replay): only its messages count. */
+    CHECK(chat_prompt_fit(&s, 4, 100000, 10, CHAT_CTX_TRIM, &f, &err) == 0 && f.fits, "prefix");
+    chat_prompt(&s, 4, &ids, &n, &opens, &err);
+    CHECK(f.n_ids == n && !memcmp(ids, f.ids, n * sizeof *ids), "prefix prompt");
+    free(ids);
+    chat_fit_free(&f);
+    /* Nothing said when all fits; bad arguments. */
+    sbuf_clear(&note);
+    CHECK(chat_prompt_fit(&s, s.conv.n, 100000, 10, CHAT_CTX_TRIM, &f, &err) == 0, "fits");
+    chat_fit_describe(&f, &note);
+    CHECK(note.len == 0, "no note when nothing is left out");
+    chat_fit_free(&f);
+    CHECK(chat_prompt_fit(&s, s.conv.n, 512, 512, CHAT_CTX_TRIM, &f, &err) == -1 && strstr(err.msg, "512") && !f.ids,
+          "reserve >= context: '%.200s'", err.msg);
+    chat_ctx_policy pol;
+    CHECK(chat_ctx_policy_parse("trim", &pol) == 0 && pol == CHAT_CTX_TRIM && chat_ctx_policy_parse("stop", &pol) == 0 &&
+              pol == CHAT_CTX_STOP && chat_ctx_policy_parse("drop", &pol) == -1,
+          "policy names");
+    CHECK(!strcmp(chat_ctx_policy_name(CHAT_CTX_TRIM), "trim") && !strcmp(chat_ctx_policy_name(CHAT_CTX_STOP), "stop"),
+          "policy names back");
+    sbuf_free(&note);
+    chat_free(&s);
+}
+
 int main(void)
 {
     err_t err;
@@ -217,6 +395,8 @@ int main(void)
     RUN(test_no_control_token_injection);
     RUN(test_stop_tokens);
     RUN(test_stream_split);
+    RUN(test_fit_drops_fewest_oldest_exchanges);
+    RUN(test_fit_policy_stop_and_limits);
     tok_free(tok);
     model_free(&m);
     TESTS_DONE();

@@ -1,0 +1,466 @@
+/* test_markdown.c: Markdown for the chat view (app/md_render.h): inline
+ * styles, headings, lists, quotes, fenced code, tables, wrapping by display
+ * cells, streaming text, raw mode, the code blocks /copy code takes, and two
+ * randomized runs (random bytes, Markdown-ish token soup) that check the
+ * promises on every output. */
+#include <locale.h>
+#include <stdint.h>
+
+#include "md_render.h"
+#include "testlib.h"
+#include "text_safe.h"
+#include "ui_text.h"
+
+static md_doc doc;
+static sbuf out;
+
+/* Renders md and returns its lines joined by '\n' (each line ends in one). */
+static const char *render(const char *md, int width, unsigned opts)
+{
+    md_render(&doc, md, strlen(md), width, opts);
+    sbuf_clear(&out);
+    for (size_t i = 0; i < doc.n_lines; i++) {
+        md_line_str(&doc, &doc.lines[i], &out);
+        sbuf_addc(&out, '\n');
+    }
+    return sbuf_str(&out);
+}
+
+/* The first span whose text is exactly `text`, else NULL. */
+static const md_span *span_is(const char *text)
+{
+    for (size_t i = 0; i < doc.n_spans; i++)
+        if (doc.spans[i].len == strlen(text) && !memcmp(md_span_text(&doc, &doc.spans[i]), text, doc.spans[i].len))
+            return &doc.spans[i];
+    return NULL;
+}
+
+static int flags_of(const char *text)
+{
+    const md_span *s = span_is(text);
+    return s ? s->flags : -1;
+}
+
+static int kind_of(const char *text)
+{
+    const md_span *s = span_is(text);
+    return s ? s->kind : -1;
+}
+
+#define EXPECT(md, width, opts, want)                                                              \
+    do {                                                                                           \
+        const char *got_ = render((md), (width), (opts));                                          \
+        CHECK(!strcmp(got_, (want)), "render of '%.40s' at %d:\n%s--- expected:\n%s", (md), (width), \
+              got_, (want));                                                                       \
+    } while (0)
+
+/* ---- inline -------------------------------------------------------------------- */
+
+static void test_inline_styles(void)
+{
+    EXPECT("a **b** *c* _d_ ***e*** `f` ~~g~~", 80, 0, "a b c d e f g\n");
+    CHECK(flags_of("a ") == 0, "plain");
+    CHECK(flags_of("b") == MD_BOLD, "bold: %d", flags_of("b"));
+    CHECK(flags_of("c") == MD_ITALIC && flags_of("d") == MD_ITALIC, "italic");
+    CHECK(flags_of("e") == (MD_BOLD | MD_ITALIC), "bold-italic: %d", flags_of("e"));
+    CHECK(flags_of("f") == MD_CODE_INLINE, "code");
+    CHECK(flags_of("g") == MD_STRIKE, "strike");
+    /* Nesting, and a bold inside italic. */
+    EXPECT("*it **bo** it*", 80, 0, "it bo it\n");
+    CHECK(flags_of("bo") == (MD_BOLD | MD_ITALIC) && flags_of("it ") == MD_ITALIC, "nested");
+    /* Not emphasis: intraword underscores, spaced stars, escapes. */
+    EXPECT("snake_case_name and 2 * 3 * 4", 80, 0, "snake_case_name and 2 * 3 * 4\n");
+    CHECK(flags_of("snake_case_name and 2 * 3 * 4") == 0, "no emphasis");
+    EXPECT("\\*not\\* \\`x\\` a\\_b", 80, 0, "*not* `x` a_b\n");
+    CHECK(doc.n_spans == 1, "escapes are plain text");
+    /* Code spans: markers inside stay, double backticks hold a backtick. */
+    EXPECT("`**x**` and `` a`b ``", 80, 0, "**x** and a`b\n");
+    CHECK(flags_of("**x**") == MD_CODE_INLINE && flags_of("a`b") == MD_CODE_INLINE, "code keeps markers");
+    /* Intraword stars do make emphasis (CommonMark). */
+    EXPECT("un*frigging*believable", 80, 0, "unfriggingbelievable\n");
+    CHECK(flags_of("frigging") == MD_ITALIC, "intraword *");
+}
+
+static void test_links(void)
+{
+    EXPECT("see [the docs](https://x.org/a_(b)) now", 80, 0, "see the docs (https://x.org/a_(b)) now\n");
+    CHECK(flags_of("the docs") == MD_LINK, "link text: %d", flags_of("the docs"));
+    CHECK(flags_of("(https://x.org/a_(b))") == MD_URL, "url: %d", flags_of("(https://x.org/a_(b))"));
+    /* A link whose text is its target shows once; autolinks; images. */
+    EXPECT("[https://a.b](https://a.b) <https://c.d/e> ![logo](l.png)", 80, 0,
+           "https://a.b https://c.d/e logo (l.png)\n");
+    CHECK(flags_of("https://a.b") == MD_LINK && flags_of("https://c.d/e") == MD_LINK, "autolink");
+    CHECK(flags_of("logo") == MD_LINK, "image alt text");
+    /* Not links. */
+    EXPECT("[a] (b) [c](d e) x<y>z", 80, 0, "[a] (b) [c](d e) x<y>z\n");
+    EXPECT("[**bold link**](u)", 80, 0, "bold link (u)\n");
+    CHECK(flags_of("bold link") == (MD_BOLD | MD_LINK), "styled link text");
+}
+
+static void test_unclosed_markers(void)
+{
+    /* Finished text: what never closed is shown as written. */
+    EXPECT("a **b and `c and *d", 80, 0, "a **b and `c and *d\n");
+    CHECK(doc.n_spans == 1 && doc.spans[0].flags == 0, "all plain");
+    /* Streaming: the last block's open markers style to the end, hidden. */
+    EXPECT("a **b", 80, MD_OPT_STREAMING, "a b\n");
+    CHECK(flags_of("b") == MD_BOLD, "streaming bold");
+    EXPECT("x `co", 80, MD_OPT_STREAMING, "x co\n");
+    CHECK(flags_of("co") == MD_CODE_INLINE, "streaming code");
+    EXPECT("***", 80, MD_OPT_STREAMING, "──────────────────────────────────────────────────────────────────────────────"
+                                        "──\n"); /* a whole line of *** is a rule */
+    EXPECT("word **", 80, MD_OPT_STREAMING, "word \n");
+    /* Only the last block: an earlier paragraph is finished. */
+    EXPECT("a *b\n\nc *d", 80, MD_OPT_STREAMING, "a *b\n\nc d\n");
+    CHECK(flags_of("d") == MD_ITALIC && flags_of("a *b") == 0, "only the last block");
+    /* A streaming prefix of a fenced block is code to the end. */
+    EXPECT("x\n```sh\nls -l *.c", 80, MD_OPT_STREAMING, "x\nsh\nls -l *.c\n");
+    CHECK(kind_of("ls -l *.c") == MD_SPAN_CODE, "open fence is code");
+}
+
+/* ---- blocks ---------------------------------------------------------------------- */
+
+static void test_headings(void)
+{
+    EXPECT("# One\n## Two ##\n###### Six\n####### seven\n#tag", 80, 0, "One\nTwo\nSix\n####### seven\n#tag\n");
+    CHECK(doc.lines[0].kind == MD_LINE_HEADING && span_is("One")->heading == 1, "h1");
+    CHECK(span_is("Two")->heading == 2 && span_is("Six")->heading == 6, "h2, h6");
+    CHECK(doc.lines[3].kind == MD_LINE_TEXT, "7 #'s is text");
+    EXPECT("# A *b*", 80, 0, "A b\n");
+    CHECK(flags_of("b") == MD_ITALIC && span_is("b")->heading == 1, "styled heading text");
+}
+
+static void test_lists(void)
+{
+    EXPECT("- a\n* b\n+ c", 80, 0, "\xe2\x80\xa2 a\n\xe2\x80\xa2 b\n\xe2\x80\xa2 c\n");
+    CHECK(kind_of("\xe2\x80\xa2") == MD_SPAN_BULLET, "bullet span");
+    /* Nested by indentation (2 or 4 spaces), bullets by depth, numbers as written. */
+    EXPECT("- a\n  - b\n    - c\n      - d\n- e\n    1. f\n    10. g", 80, MD_OPT_ASCII,
+           "* a\n  - b\n    + c\n      * d\n* e\n  1. f\n  10. g\n");
+    /* Continuation lines keep the item's indentation. */
+    EXPECT("1. one two three four five six\n   - seven eight nine ten", 16, MD_OPT_ASCII,
+           "1. one two three\n   four five six\n   - seven eight\n     nine ten\n");
+    /* A paragraph after a blank line inside an item; lazy continuation; the list ends. */
+    EXPECT("- item\n\n  more of it\n- next\nlazy line\n\nafter", 40, MD_OPT_ASCII,
+           "* item\n\n  more of it\n* next\n  lazy line\n\nafter\n");
+    /* Not lists. */
+    EXPECT("-nope\n1.5 litres\n2024 was", 40, 0, "-nope\n1.5 litres\n2024 was\n");
+    /* Deep nesting on a narrow screen drops indentation before text. */
+    const char *deep = "- a\n  - b\n    - c\n      - d\n        - e\n          - f words here";
+    render(deep, 12, MD_OPT_ASCII);
+    for (size_t i = 0; i < doc.n_lines; i++)
+        CHECK(doc.lines[i].width <= 12, "line %zu is %d wide", i, doc.lines[i].width);
+}
+
+static void test_quotes(void)
+{
+    EXPECT("> one two three four\n>\n> > deep", 12, 0,
+           "\xe2\x94\x82 one two\n\xe2\x94\x82 three four\n\xe2\x94\x82\n\xe2\x94\x82 \xe2\x94\x82 deep\n");
+    CHECK(kind_of("\xe2\x94\x82 ") == MD_SPAN_QUOTE_BAR, "bar span");
+    EXPECT("> - a\n> - b\n\nout", 40, MD_OPT_ASCII, "| * a\n| * b\n\nout\n");
+    EXPECT(">no space\n   > indented", 40, MD_OPT_ASCII, "| no space\n| indented\n");
+}
+
+static void test_code_blocks(void)
+{
+    const char *md = "Run:\n\n```python\ndef f(**kw):\n\treturn `x` # *not* markdown\n```\nafter";
+    EXPECT(md, 80, 0, "Run:\n\npython\ndef f(**kw):\n    return `x` # *not* markdown\nafter\n");
+    CHECK(doc.lines[2].kind == MD_LINE_CODE_HEADER && doc.lines[2].code_index == 1, "header line");
+    CHECK(kind_of("python") == MD_SPAN_CODE_LANG, "language tag span");
+    CHECK(doc.lines[3].kind == MD_LINE_CODE && kind_of("def f(**kw):") == MD_SPAN_CODE, "code line");
+    CHECK(doc.n_code_blocks == 1, "%u blocks", doc.n_code_blocks);
+    /* Never wrapped (the caller clips) unless asked. */
+    render("```\n0123456789abcdef\n```", 8, 0);
+    CHECK(doc.n_lines == 2 && doc.lines[1].width == 16, "a long code line stays whole");
+    EXPECT("```\n0123456789abcdef\n```", 8, MD_OPT_WRAP_CODE, "code\n01234567\n89abcdef\n");
+    CHECK(!doc.lines[1].cont && doc.lines[2].cont, "continuation marked");
+    /* ~~~ fences, a longer closing fence, a shorter one inside, numbering. */
+    EXPECT("~~~\na\n~~~~\n````md\n```\nin\n```\n````", 80, MD_OPT_CODE_NUMBERS, "[1] code\na\n[2] md\n```\nin\n```\n");
+    CHECK(doc.n_code_blocks == 2 && doc.lines[2].code_index == 2, "two blocks");
+    /* In a quote and in a list item: their markers and indentation go. */
+    EXPECT("> ```c\n> int x;\n> ```\n- item\n  ```\n  y\n  ```\n- ```\n  z\n  ```", 80, MD_OPT_ASCII,
+           "| c\n| int x;\n* item\n  code\n  y\n* code\n  z\n");
+    /* Unterminated: code to the end (blank lines included). */
+    EXPECT("```\na\n\n", 80, 0, "code\na\n\n");
+    /* Markdown-looking lines right after a fence are code. */
+    EXPECT("```\n# no\n| a | b |\n|---|---|\n```", 80, 0, "code\n# no\n| a | b |\n|---|---|\n");
+}
+
+static void test_code_block_list(void)
+{
+    const char *md = "x\n```sh\nls\tdir\n\ncd ..\n```\n> ~~~py\n> print(1)\n> ~~~\n- a\n  ```\n  indented\n    more\n  ```\n"
+                     "```rust\nfn main() {";
+    md_code_block *b = NULL;
+    size_t n = md_code_blocks(md, strlen(md), &b);
+    CHECK(n == 4, "%zu blocks", n);
+    if (n == 4) {
+        CHECK(!strcmp(b[0].text, "ls\tdir\n\ncd ..") && !strcmp(b[0].lang, "sh") && b[0].closed && b[0].n_lines == 3,
+              "block 1: '%s' lang '%s'", b[0].text, b[0].lang);
+        CHECK(!strcmp(b[1].text, "print(1)") && !strcmp(b[1].lang, "py"), "block 2 (in a quote): '%s'", b[1].text);
+        CHECK(!strcmp(b[2].text, "indented\n  more") && !b[2].lang[0], "block 3 (in an item): '%s'", b[2].text);
+        CHECK(!strcmp(b[3].text, "fn main() {") && !b[3].closed, "block 4 (open): '%s'", b[3].text);
+    }
+    render(md, 80, 0);
+    CHECK(doc.n_code_blocks == n, "md_render sees %u blocks", doc.n_code_blocks);
+    md_code_blocks_free(b, n);
+    CHECK(md_code_blocks("no code", 7, &b) == 0 && b == NULL, "none");
+}
+
+static void test_rules_and_blank_lines(void)
+{
+    EXPECT("\n\na\n\n\n\nb\n---\n* * *\n\n\n", 6, MD_OPT_ASCII, "a\n\nb\n------\n------\n");
+    CHECK(doc.lines[1].kind == MD_LINE_BLANK && doc.lines[3].kind == MD_LINE_RULE, "kinds");
+    CHECK(kind_of("------") == MD_SPAN_RULE, "rule span");
+}
+
+/* ---- tables ----------------------------------------------------------------------------- */
+
+static void test_tables(void)
+{
+    const char *t = "| Name | Qty | Note |\n|:-----|----:|:----:|\n| apple | 3 | red |\n| 漢字 | 12 | x |";
+    EXPECT(t, 80, MD_OPT_ASCII,
+           "Name  | Qty | Note\n"
+           "------+-----+-----\n"
+           "apple |   3 | red\n"
+           "漢字  |  12 |  x\n");
+    CHECK(doc.lines[0].kind == MD_LINE_TABLE, "table lines");
+    CHECK(flags_of("Name") == (MD_TABLE_CELL | MD_TABLE_HEAD) && flags_of("apple") == MD_TABLE_CELL, "cell flags");
+    CHECK(kind_of(" | ") == MD_SPAN_TABLE_BORDER, "border span");
+    /* Inline styles in cells, an escaped pipe and one in code, missing and extra cells. */
+    EXPECT("a | b\n--|--\n**x** | `p|q` \\| r | extra\nonly", 80, MD_OPT_ASCII, "a | b\n--+--------\nx | p|q | r\nonly\n");
+    CHECK(flags_of("x") == (MD_TABLE_CELL | MD_BOLD), "bold cell");
+    /* Too wide: the widest column shrinks and wraps; every line fits. */
+    const char *wide = "| id | description |\n|---|---|\n| 1 | a rather long description that will not fit |";
+    EXPECT(wide, 24, MD_OPT_ASCII,
+           "id | description\n"
+           "---+--------------------\n"
+           "1  | a rather long\n"
+           "   | description that\n"
+           "   | will not fit\n");
+    /* Narrower than the columns' minimum: "header: value" records. */
+    const char *many = "| a1 | b2 | c3 | d4 |\n|---|---|---|---|\n| one | two | three | four |\n| 5 | 6 | 7 | 8 |";
+    EXPECT(many, 16, MD_OPT_ASCII, "a1: one\nb2: two\nc3: three\nd4: four\n---\na1: 5\nb2: 6\nc3: 7\nd4: 8\n");
+    for (size_t i = 0; i < doc.n_lines; i++)
+        CHECK(doc.lines[i].width <= 16, "record line %zu is %d wide", i, doc.lines[i].width);
+    /* Not a table without its delimiter row; a table in a quote. */
+    EXPECT("a | b\nc | d", 80, 0, "a | b\nc | d\n");
+    EXPECT("> |x|\n> |-|\n> |1|", 80, MD_OPT_ASCII, "| x\n| -\n| 1\n");
+}
+
+static void test_wide_table_falls_back_to_text(void)
+{
+    sbuf t = {0};
+    for (int r = 0; r < 3; r++) {
+        for (int c = 0; c < 40; c++)
+            sbuf_adds(&t, r == 1 ? "|-" : "|x");
+        sbuf_adds(&t, "|\n");
+    }
+    render(sbuf_str(&t), 30, 0);
+    CHECK(doc.n_lines >= 3 && doc.lines[0].kind == MD_LINE_TEXT, "40 columns: shown as text");
+    for (size_t i = 0; i < doc.n_lines; i++)
+        CHECK(doc.lines[i].width <= 30, "line %zu is %d wide", i, doc.lines[i].width);
+    sbuf_free(&t);
+}
+
+/* ---- wrapping, safety, raw ------------------------------------------------------------------ */
+
+static void test_wrapping_by_display_cells(void)
+{
+    /* Wide characters count 2, combining marks 0. */
+    EXPECT("漢字漢字 漢字漢字", 9, 0, "漢字漢字\n漢字漢字\n");
+    CHECK(doc.lines[0].width == 8, "width %d", doc.lines[0].width);
+    EXPECT("e\xcc\x81" "e\xcc\x81" "e\xcc\x81 abc", 7, 0, "e\xcc\x81" "e\xcc\x81" "e\xcc\x81 abc\n");
+    CHECK(doc.lines[0].width == 7, "combining width %d", doc.lines[0].width);
+    /* Styles survive a wrap; a word longer than the width is split. */
+    EXPECT("aa **bb cc** dd", 5, 0, "aa bb\ncc dd\n");
+    CHECK(doc.lines[1].n == 2 && doc.spans[doc.lines[1].first].flags == MD_BOLD, "bold continues on line 2");
+    EXPECT("abcdefghij", 4, 0, "abcd\nefgh\nij\n");
+    /* Every newline is a line break; tabs become spaces. */
+    EXPECT("roses\nviolets\tblue", 80, 0, "roses\nviolets blue\n");
+}
+
+static void test_output_is_sanitized(void)
+{
+    render("evil \x1b]0;title\x07 *x* \xff end\r\n```\n\x1b[2J\tz\n```", 80, 0);
+    for (size_t i = 0; i < doc.n_spans; i++) {
+        const char *s = md_span_text(&doc, &doc.spans[i]);
+        for (size_t k = 0; k < doc.spans[i].len; k++)
+            CHECK(s[k] != '\x1b' && s[k] != '\x07' && s[k] != '\n' && s[k] != '\t' && s[k] != '\r',
+                  "raw control byte 0x%02x in span %zu", (unsigned char)s[k], i);
+        CHECK(tsafe_valid(s, doc.spans[i].len), "span %zu is not valid UTF-8", i);
+    }
+    const char *all = render("a\x1b" "b", 80, 0);
+    CHECK(!strcmp(all, "a\x01^[\x02" "b\n"), "inert form with markers: '%s'", all);
+}
+
+static void test_raw_mode(void)
+{
+    EXPECT("# not a heading\n**kept** as `written`\n\n- x\n", 80, MD_OPT_RAW,
+           "# not a heading\n**kept** as `written`\n\n- x\n");
+    CHECK(doc.n_spans == 3, "plain spans only (%zu)", doc.n_spans);
+    EXPECT("one two three", 8, MD_OPT_RAW, "one two\nthree\n");
+}
+
+static void test_doc_reuse_is_exact(void)
+{
+    const char *md = "# T\n\n- a **b**\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\n```\ncode\n```";
+    char first[512];
+    snprintf(first, sizeof first, "%s", render(md, 30, 0));
+    size_t spans = doc.n_spans;
+    render("something else entirely, with `code`", 10, MD_OPT_STREAMING);
+    const char *again = render(md, 30, 0);
+    CHECK(!strcmp(first, again) && doc.n_spans == spans, "the same text renders the same");
+    md_doc other = {0};
+    md_render(&other, md, strlen(md), 30, 0);
+    CHECK(other.n_lines == doc.n_lines && other.text.len == doc.text.len &&
+              !memcmp(sbuf_str(&other.text), sbuf_str(&doc.text), doc.text.len),
+          "a fresh doc renders the same");
+    md_doc_free(&other);
+    CHECK(other.lines == NULL && other.scratch == NULL, "freed doc is zeroed");
+}
+
+/* ---- randomized --------------------------------------------------------------------------- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 11);
+}
+
+static void count_unit(void *user, ui_span sp)
+{
+    (*(int *)user)++;
+}
+
+/* The line's text after its prefix (bars, indentation, bullet) is one
+ * unbreakable unit: a wide character or a control form. */
+static bool one_unit_after_prefix(const md_line *l)
+{
+    size_t k = 0;
+    while (k < l->n && (doc.spans[l->first + k].kind == MD_SPAN_PAD || doc.spans[l->first + k].kind == MD_SPAN_BULLET ||
+                        doc.spans[l->first + k].kind == MD_SPAN_QUOTE_BAR))
+        k++;
+    sbuf rest = {0};
+    for (; k < l->n; k++)
+        sbuf_add(&rest, md_span_text(&doc, &doc.spans[l->first + k]), doc.spans[l->first + k].len);
+    int units = 0;
+    ui_wrap(sbuf_str(&rest), rest.len, 1, UI_WRAP_CHARS, count_unit, &units);
+    sbuf_free(&rest);
+    return units == 1;
+}
+
+/* The promises, checked on one output. */
+static void check_doc(const char *text, size_t n, int width, unsigned opts, const char *what)
+{
+    CHECK(doc.n_lines == 0 || doc.lines[doc.n_lines - 1].first + doc.lines[doc.n_lines - 1].n == doc.n_spans,
+          "%s: spans are not covered by lines", what);
+    for (size_t i = 0; i < doc.n_lines && !tl_case_failed; i++) {
+        const md_line *l = &doc.lines[i];
+        int sum = 0;
+        sbuf_clear(&out);
+        for (size_t k = 0; k < l->n; k++) {
+            const md_span *s = &doc.spans[l->first + k];
+            CHECK(s->off + s->len <= doc.text.len && s->len > 0, "%s: span out of the text", what);
+            const char *t = md_span_text(&doc, s);
+            CHECK(!memchr(t, '\n', s->len) && !memchr(t, '\t', s->len) && !memchr(t, '\x1b', s->len),
+                  "%s: newline, tab or ESC in a span", what);
+            CHECK(s->width == ui_text_width(t, s->len), "%s: span width %d", what, s->width);
+            sum += s->width;
+            sbuf_add(&out, t, s->len);
+        }
+        CHECK(sum == l->width, "%s: line %zu width %d, spans %d", what, i, l->width, sum);
+        bool code = l->kind == MD_LINE_CODE && !(opts & MD_OPT_WRAP_CODE);
+        CHECK(code || l->width <= width || one_unit_after_prefix(l), "%s: line %zu is %d cells at width %d: '%s'",
+              what, i, l->width, width, sbuf_str(&out));
+        CHECK(tsafe_valid(sbuf_str(&out), out.len), "%s: line %zu is not UTF-8", what, i);
+    }
+    if (!(opts & MD_OPT_RAW)) {
+        md_code_block *b = NULL;
+        size_t nb = md_code_blocks(text, n, &b);
+        CHECK(nb == doc.n_code_blocks, "%s: %zu code blocks, md_render drew %u", what, nb, doc.n_code_blocks);
+        md_code_blocks_free(b, nb);
+    }
+}
+
+static void fuzz_one(const char *text, size_t n, const char *what)
+{
+    int width = 1 + (int)(next_rand() % 90);
+    unsigned opts = next_rand() % 32;
+    md_render(&doc, text, n, width, opts);
+    check_doc(text, n, width, opts, what);
+    /* As streamed: a prefix of it, rendered as still open. */
+    size_t cut = n ? next_rand() % n : 0;
+    md_render(&doc, text, cut, width, opts | MD_OPT_STREAMING);
+    check_doc(text, cut, width, opts | MD_OPT_STREAMING, what);
+}
+
+static void test_random_bytes(void)
+{
+    char buf[600];
+    for (int iter = 0; iter < 10000 && !tl_case_failed; iter++) {
+        size_t n = next_rand() % sizeof buf;
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (char)next_rand();
+        fuzz_one(buf, n, "random bytes");
+    }
+}
+
+static void test_markdown_soup(void)
+{
+    static const char *const pieces[] = {
+        "*", "**", "***", "_", "__", "~~", "~", "`", "``", "```", "~~~", "```py", "\n", "\n\n", " ", "  ", "    ",
+        "\t", "#", "# ", "### ", "- ", "* ", "+ ", "1. ", "12) ", "> ", ">", "> > ", "|", " | ", "|---|", "|:--|--:|",
+        "---", "[", "]", "](", "(", ")", "](http://x.y)", "<", ">", "<https://a.b>", "!", "\\", "\\*", "word",
+        "text here", "漢字", "e\xcc\x81", "\x1b[31m", "\xff", "\xe2\x80\xae", "\r", "\0", "12", ":", "a_b",
+    };
+    const size_t n_pieces = sizeof pieces / sizeof pieces[0];
+    sbuf s = {0};
+    for (int iter = 0; iter < 10000 && !tl_case_failed; iter++) {
+        sbuf_clear(&s);
+        int k = 1 + (int)(next_rand() % 120);
+        for (int i = 0; i < k; i++) {
+            const char *p = pieces[next_rand() % n_pieces];
+            sbuf_add(&s, p, p[0] ? strlen(p) : 1);
+        }
+        fuzz_one(sbuf_str(&s), s.len, "soup");
+    }
+    /* Pathological shapes, large: long runs of one marker. */
+    static const char *const runs[] = {"*", "_", "[", "`", "> ", "- ", "|", "*a ", "[a](", "``a`", "  - x\n", "\t", "a\t", "](", "| `"};
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        sbuf_clear(&s);
+        while (s.len < 40000)
+            sbuf_adds(&s, runs[r]);
+        md_render(&doc, s.s, s.len, 60, MD_OPT_STREAMING);
+        check_doc(s.s, s.len, 60, MD_OPT_STREAMING, runs[r]);
+    }
+    sbuf_free(&s);
+}
+
+int main(void)
+{
+    setlocale(LC_ALL, "C.UTF-8");
+    RUN(test_inline_styles);
+    RUN(test_links);
+    RUN(test_unclosed_markers);
+    RUN(test_headings);
+    RUN(test_lists);
+    RUN(test_quotes);
+    RUN(test_code_blocks);
+    RUN(test_code_block_list);
+    RUN(test_rules_and_blank_lines);
+    RUN(test_tables);
+    RUN(test_wide_table_falls_back_to_text);
+    RUN(test_wrapping_by_display_cells);
+    RUN(test_output_is_sanitized);
+    RUN(test_raw_mode);
+    RUN(test_doc_reuse_is_exact);
+    RUN(test_random_bytes);
+    RUN(test_markdown_soup);
+    md_doc_free(&doc);
+    sbuf_free(&out);
+    TESTS_DONE();
+}
