@@ -517,11 +517,6 @@ void ui_chatview_set_live(ui_chatview *v, const chat_stream *live, const char *m
     v->live_block->width = -1;
 }
 
-void ui_chatview_live_changed(ui_chatview *v)
-{
-    v->live_block->width = -1;
-}
-
 void ui_chatview_toggle_think(ui_chatview *v)
 {
     ui_block *b = NULL;

@@ -53,9 +53,9 @@ void ui_chatview_note(ui_chatview *v, theme_el el, const char *text);
 void ui_chatview_replay(ui_chatview *v, const ui_replay_turn *t);
 void ui_chatview_replay_update(ui_chatview *v, const ui_replay_turn *t);
 
-/* The streaming answer: set while generating (NULL when done). */
+/* The streaming answer: set while generating (NULL when done); set again
+ * whenever it grew or its header changed. */
 void ui_chatview_set_live(ui_chatview *v, const chat_stream *live, const char *meta);
-void ui_chatview_live_changed(ui_chatview *v);
 /* F3: folds or unfolds the reasoning of the latest answer. */
 void ui_chatview_toggle_think(ui_chatview *v);
 

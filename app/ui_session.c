@@ -387,13 +387,13 @@ void ui_session_wind_down(ui_session *s)
             decoder_event_free(&ev);
         }
     }
-    if (!s->job)
-        send_queued(s); /* nothing the user wrote is lost */
-    if (s->unsaved || uis_worth_saving(&s->chat.conv))
-        uis_autosave(s);
     decoder_free(s->dec);
     s->dec = NULL;
-    s->job = 0;
+    if (s->job)
+        uis_end_generation(s); /* it did not stop in time: what it said is lost */
+    send_queued(s);            /* kept, unanswered: nothing the user wrote is lost */
+    if (s->unsaved || uis_worth_saving(&s->chat.conv))
+        uis_autosave(s);
     s->changed = 0;
 }
 

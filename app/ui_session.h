@@ -70,7 +70,9 @@ unsigned ui_session_pump(ui_session *s);
 bool ui_session_wait(ui_session *s, int timeout_ms, unsigned *changed);
 /* Takes the decoder's latest statistics when they are new (UI_CHANGED_STATS). */
 unsigned ui_session_poll_stats(ui_session *s);
-/* On the way out: stops the answer (keeping what it said), then saves. */
+/* On the way out: stops the answer (keeping what it said), ends the decode
+ * thread, adds a message still queued to the conversation (unanswered),
+ * and saves. */
 void ui_session_wind_down(ui_session *s);
 
 /* ---- what the screen shows ---------------------------------------------------------- */

@@ -218,6 +218,8 @@ static void test_queue_while_busy_and_loading(void)
     ui_session_start(f.s);
     /* Loading: the message waits for the model. */
     CHECK(!ui_session_ready(f.s), "ready before any event was handled");
+    ui_session_answer(f.s);
+    CHECK(strstr(f.rec.status, "still loading") && f.rec.status_level == UI_ERROR, "status: %.200s", f.rec.status);
     ui_session_send(f.s, "first");
     CHECK(strstr(f.rec.status, "Queued: sent when the model is loaded"), "status: %.200s", f.rec.status);
     CHECK(ui_session_conv(f.s)->n == 0, "queued, not in the conversation yet");
