@@ -14,7 +14,13 @@
  *    the first change worth saving (a failure is a note, and
  *    ui_session_unsaved() stays true until a save succeeds);
  *  - /edit keeps pointing at the message it brought back while messages
- *    before it come and go (a system prompt set or removed). */
+ *    before it come and go (a system prompt set or removed).
+ *
+ * Adding to it (an /undo, context trimming...): the state lives in
+ * ui_session_internal.h; an action changes it, tells the user through the
+ * frontend, and returns the UI_CHANGED_* flags it gathered; the screen
+ * reads what it shows through a getter here.  A change to the
+ * conversation goes through uis_conversation_changed(), which saves it. */
 #ifndef GLM_UI_SESSION_H
 #define GLM_UI_SESSION_H
 
