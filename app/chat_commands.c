@@ -1,5 +1,6 @@
-/* chat_commands.c: /help /quit /clear /system /retry /edit /set /template
- * /think /theme /save /load /replay /export /stats. */
+/* chat_commands.c: the command table, the commands (/help /quit /retry
+ * /edit /system /clear /set /template /think /stats /save /load /replay
+ * /export /theme), /help made from the table, dispatch, hints, completion. */
 #include "chat_commands.h"
 
 #include <ctype.h>
@@ -10,306 +11,185 @@
 
 #include "conversation.h"
 #include "paths.h"
-#include "ui_input.h"
+#include "sbuf.h"
 
 typedef enum { ARG_NONE, ARG_TEXT, ARG_PATH, ARG_SETKEY, ARG_TEMPLATE, ARG_ONOFF, ARG_THEME } arg_kind;
 
+/* Where /help lists a command; TOPIC_NONE: only the topic's own text names it. */
+typedef enum { TOPIC_NONE, TOPIC_CHAT, TOPIC_MODEL, TOPIC_FILES, TOPIC_SCREEN, TOPIC_COUNT } help_topic;
+
 typedef struct {
     const char *name;
-    arg_kind arg;
-    bool while_busy; /* allowed while an answer is being generated */
-    void (*run)(ui_app *a, const char *arg);
+    arg_kind arg;       /* what Tab completes after it */
+    bool while_busy;    /* allowed while an answer is being generated */
+    unsigned (*run)(chatcmd_ctx *c, const char *arg);
+    help_topic topic;
+    const char *usage;  /* "/set KEY VALUE" */
+    const char *help;   /* one line */
 } command;
 
 /* ---- helpers ----------------------------------------------------------------------- */
 
-static bool refuse_busy(ui_app *a, const char *what)
+static bool refuse_busy(chatcmd_ctx *c, const char *what)
 {
-    if (!ui_app_busy(a))
+    if (!ui_session_busy(c->session))
         return false;
-    ui_app_status(a, TH_ERROR, "%s: wait for the answer to finish, or stop it with Esc", what);
+    ui_status(c->fe, UI_ERROR, "%s: wait for the answer to finish, or stop it with Esc", what);
     return true;
 }
 
-static bool need_arg(ui_app *a, const char *arg, const char *usage)
+static bool need_arg(chatcmd_ctx *c, const char *arg, const char *usage)
 {
     if (arg[0])
         return false;
-    ui_app_note(a, TH_ERROR, "usage: %s", usage);
+    ui_note(c->fe, UI_ERROR, "usage: %s", usage);
     return true;
 }
 
-static int expand_path(ui_app *a, const char *arg, char *out, size_t cap)
+static int expand_path(chatcmd_ctx *c, const char *arg, char *out, size_t cap)
 {
     err_t err;
     if (paths_expand_user(arg, out, cap, &err) != 0) {
-        ui_app_note(a, TH_ERROR, "%s", err.msg);
+        ui_note(c->fe, UI_ERROR, "%s", err.msg);
         return -1;
     }
     return 0;
 }
 
-/* ---- the commands -------------------------------------------------------------------- */
+/* ---- chatting ----------------------------------------------------------------------------- */
 
-static void cmd_help(ui_app *a, const char *arg)
+static unsigned cmd_help(chatcmd_ctx *c, const char *arg)
 {
-    ui_app_note(a, TH_NOTICE, "%s", chatcmd_help());
+    ui_note(c->fe, UI_INFO, "%s", chatcmd_help());
+    return 0;
 }
 
-static void cmd_quit(ui_app *a, const char *arg)
+static unsigned cmd_quit(chatcmd_ctx *c, const char *arg)
 {
-    ui_app_request_quit(a);
+    return UI_QUIT;
 }
 
-static void cmd_clear(ui_app *a, const char *arg)
+static unsigned cmd_retry(chatcmd_ctx *c, const char *arg)
 {
-    if (refuse_busy(a, "/clear"))
-        return;
-    double now = conv_now();
-    conversation *c = &a->chat.conv;
-    bool has_turns = c->n > (c->n && !strcmp(c->msgs[0].role, "system") ? 1u : 0u);
-    if (has_turns && now - a->clear_at > 5.0) {
-        a->clear_at = now;
-        if (a->autosave_path[0] && !a->unsaved)
-            ui_app_status(a, TH_STATUS_MSG, "Type /clear again to start over (this conversation is saved in %s)",
-                          a->autosave_path);
-        else
-            ui_app_status(a, TH_STATUS_MSG, "Type /clear again to start over");
-        return;
-    }
-    a->clear_at = 0;
-    if (has_turns && a->unsaved)
-        ui_app_autosave(a);
-    /* The system prompt is a setting of the chat: it stays. */
-    size_t keep = c->n && !strcmp(c->msgs[0].role, "system") ? 1 : 0;
-    conv_truncate(c, keep);
-    c->created = conv_now();
-    /* The next turn starts a new file (also after -C FILE: the old
-     * conversation stays in its file). */
-    a->autosave_path[0] = 0;
-    a->edit_index = -1;
-    ui_chatview_reset(&a->view);
-    ui_app_conversation_changed(a);
-    ui_app_status(a, TH_STATUS_MSG, "New conversation");
+    return ui_session_retry(c->session);
 }
 
-static void cmd_system(ui_app *a, const char *arg)
+static unsigned cmd_edit(chatcmd_ctx *c, const char *arg)
+{
+    unsigned changed = ui_session_edit(c->session);
+    const char *text = ui_session_edit_text(c->session);
+    if (text)
+        c->fe->set_input(c->fe->user, text);
+    return changed;
+}
+
+static unsigned cmd_system(chatcmd_ctx *c, const char *arg)
 {
     if (!arg[0]) {
-        const conversation *c = &a->chat.conv;
-        if (c->n && !strcmp(c->msgs[0].role, "system"))
-            ui_app_note(a, TH_NOTICE, "System prompt: %s\n(/system TEXT replaces it, /system - removes it)",
-                        c->msgs[0].content);
+        const conversation *conv = ui_session_conv(c->session);
+        if (conv->n && !strcmp(conv->msgs[0].role, "system"))
+            ui_note(c->fe, UI_INFO, "System prompt: %s\n(/system TEXT replaces it, /system - removes it)",
+                    conv->msgs[0].content);
         else
-            ui_app_note(a, TH_NOTICE, "No system prompt. /system TEXT sets one.");
-        return;
+            ui_note(c->fe, UI_INFO, "No system prompt. /system TEXT sets one.");
+        return 0;
     }
-    if (refuse_busy(a, "/system"))
-        return;
+    if (refuse_busy(c, "/system"))
+        return 0;
     bool remove = !strcmp(arg, "-");
-    conv_set_system(&a->chat.conv, remove ? "" : arg);
-    ui_app_conversation_changed(a);
-    ui_app_status(a, TH_STATUS_MSG, remove ? "System prompt removed" : "System prompt set; it applies to the next answer");
+    unsigned changed = ui_session_set_system(c->session, remove ? "" : arg);
+    ui_status(c->fe, UI_INFO, "%s", remove ? "System prompt removed" : "System prompt set; it applies to the next answer");
+    return changed;
 }
 
-static void cmd_retry(ui_app *a, const char *arg)
+static unsigned cmd_clear(chatcmd_ctx *c, const char *arg)
 {
-    if (refuse_busy(a, "/retry"))
-        return;
-    conversation *c = &a->chat.conv;
-    if (c->n && !strcmp(c->msgs[c->n - 1].role, "assistant"))
-        conv_truncate(c, c->n - 1);
-    if (!c->n || strcmp(c->msgs[c->n - 1].role, "user") != 0) {
-        ui_app_status(a, TH_ERROR, "Nothing to retry: there is no message of yours to answer");
-        return;
+    ui_session *s = c->session;
+    /* Destructive: asked twice (within 5 s) when there is something to lose. */
+    double now = conv_now();
+    if (ui_session_has_turns(s) && now - c->clear_at > 5.0) {
+        c->clear_at = now;
+        const char *file = ui_session_autosave_path(s);
+        if (file[0] && !ui_session_unsaved(s))
+            ui_status(c->fe, UI_INFO, "Type /clear again to start over (this conversation is saved in %s)", file);
+        else
+            ui_status(c->fe, UI_INFO, "Type /clear again to start over");
+        return 0;
     }
-    ui_app_conversation_changed(a);
-    ui_app_answer(a);
+    c->clear_at = 0;
+    unsigned changed = ui_session_clear(s);
+    ui_status(c->fe, UI_INFO, "New conversation");
+    return changed;
 }
 
-static void cmd_edit(ui_app *a, const char *arg)
-{
-    if (refuse_busy(a, "/edit"))
-        return;
-    long u = conv_last(&a->chat.conv, "user");
-    if (u < 0) {
-        ui_app_status(a, TH_ERROR, "Nothing to edit: you have not written anything yet");
-        return;
-    }
-    a->edit_index = u;
-    ui_input_set_line(a->chat.conv.msgs[u].content);
-    ui_app_status(a, TH_STATUS_MSG, "Editing your last message: Enter sends it and regenerates, Esc cancels");
-}
+/* ---- model and sampling ---------------------------------------------------------------------- */
 
-static void cmd_set(ui_app *a, const char *arg)
+static unsigned cmd_set(chatcmd_ctx *c, const char *arg)
 {
+    ui_session *s = c->session;
     char buf[256];
     if (!arg[0]) {
-        settings_format_sampling(&a->cfg, buf, sizeof buf);
+        settings_format_sampling(ui_session_settings(s), buf, sizeof buf);
         sampler_params sp;
-        ui_app_sampling(a, &sp);
-        ui_app_note(a, TH_NOTICE,
-                    "%s\nIn use: temp %g, top-k %d, top-p %g, min-p %g, seed %llu (\"default\": the %s template's)",
-                    buf, (double)sp.temp, sp.top_k, (double)sp.top_p, (double)sp.min_p,
-                    (unsigned long long)sp.seed, tmpl_name(a->chat.tmpl));
-        return;
+        ui_session_sampling(s, &sp);
+        ui_note(c->fe, UI_INFO,
+                "%s\nIn use: temp %g, top-k %d, top-p %g, min-p %g, seed %llu (\"default\": the %s template's)",
+                buf, (double)sp.temp, sp.top_k, (double)sp.top_p, (double)sp.min_p, (unsigned long long)sp.seed,
+                tmpl_name(ui_session_template(s)));
+        return 0;
     }
     char key[32];
     const char *sp = strchr(arg, ' ');
     size_t klen = sp ? (size_t)(sp - arg) : strlen(arg);
     if (klen >= sizeof key || !sp) {
-        ui_app_note(a, TH_ERROR, "usage: /set temp|top-k|top-p|min-p|seed|n-predict VALUE");
-        return;
+        ui_note(c->fe, UI_ERROR, "usage: /set temp|top-k|top-p|min-p|seed|n-predict VALUE");
+        return 0;
     }
     memcpy(key, arg, klen);
     key[klen] = 0;
     while (*sp == ' ')
         sp++;
     if (!settings_is_sampling_key(key)) {
-        ui_app_note(a, TH_ERROR, "/set: '%s' is not a setting (temp, top-k, top-p, min-p, seed, n-predict)", key);
-        return;
+        ui_note(c->fe, UI_ERROR, "/set: '%s' is not a setting (temp, top-k, top-p, min-p, seed, n-predict)", key);
+        return 0;
     }
     err_t err;
-    settings trial = a->cfg;
-    if (settings_set(&trial, key, sp, &err) != 0) {
-        ui_app_note(a, TH_ERROR, "/set %s", err.msg);
-        return;
+    if (ui_session_set(s, key, sp, &err) != 0) {
+        ui_note(c->fe, UI_ERROR, "/set %s", err.msg);
+        return 0;
     }
-    a->cfg = trial;
-    ui_app_status(a, TH_STATUS_MSG, "%s = %s (from the next answer on)", key, sp);
+    ui_status(c->fe, UI_INFO, "%s = %s (from the next answer on)", key, sp);
+    return UI_CHANGED_SETTINGS;
 }
 
-static void cmd_template(ui_app *a, const char *arg)
+static unsigned cmd_template(chatcmd_ctx *c, const char *arg)
 {
     if (!arg[0]) {
-        ui_app_note(a, TH_NOTICE, "Template: %s (available: %s)", tmpl_name(a->chat.tmpl), tmpl_names());
-        return;
+        ui_note(c->fe, UI_INFO, "Template: %s (available: %s)", tmpl_name(ui_session_template(c->session)),
+                tmpl_names());
+        return 0;
     }
-    if (refuse_busy(a, "/template"))
-        return;
+    if (refuse_busy(c, "/template"))
+        return 0;
     const tmpl_preset *p = tmpl_find(arg);
     if (!p) {
-        ui_app_note(a, TH_ERROR, "/template: no template '%s' (available: %s)", arg, tmpl_names());
-        return;
+        ui_note(c->fe, UI_ERROR, "/template: no template '%s' (available: %s)", arg, tmpl_names());
+        return 0;
     }
-    chat_set_template(&a->chat, p);
-    ui_app_status(a, TH_STATUS_MSG, "Template: %s", tmpl_name(p));
+    unsigned changed = ui_session_set_template(c->session, p);
+    ui_status(c->fe, UI_INFO, "Template: %s", tmpl_name(p));
+    return changed;
 }
 
-static void cmd_think(ui_app *a, const char *arg)
+static unsigned cmd_think(chatcmd_ctx *c, const char *arg)
 {
     if (!strcmp(arg, "on") || !strcmp(arg, "off")) {
-        a->chat.thinking = !strcmp(arg, "on");
-        ui_app_status(a, TH_STATUS_MSG, "Thinking %s (templates that support it: glm47)", arg);
-        return;
+        unsigned changed = ui_session_set_thinking(c->session, !strcmp(arg, "on"));
+        ui_status(c->fe, UI_INFO, "Thinking %s (templates that support it: glm47)", arg);
+        return changed;
     }
-    ui_app_note(a, TH_ERROR, "usage: /think on|off (now %s)", a->chat.thinking ? "on" : "off");
-}
-
-static void cmd_theme(ui_app *a, const char *arg)
-{
-    char list[512];
-    if (!arg[0]) {
-        theme_list(list, sizeof list);
-        ui_app_note(a, TH_NOTICE, "Theme: %s (available: %s)", a->th.name, list);
-        return;
-    }
-    theme t;
-    err_t err;
-    if (theme_load(&t, arg, &err) != 0) {
-        ui_app_note(a, TH_ERROR, "/theme: %s", err.msg);
-        return;
-    }
-    ui_app_apply_theme(a, &t);
-    ui_app_status(a, TH_STATUS_MSG, "Theme: %s", t.name);
-}
-
-static void cmd_save(ui_app *a, const char *arg)
-{
-    if (!arg[0]) {
-        if (!a->autosave_path[0] && a->chat.conv.n == 0)
-            ui_app_status(a, TH_STATUS_MSG, "Nothing to save yet");
-        else if (ui_app_autosave(a))
-            ui_app_status(a, TH_STATUS_MSG, a->autosave_path[0] ? "Saved to %s" : "Nothing to save yet%s",
-                          a->autosave_path);
-        return;
-    }
-    char path[PATH_MAX];
-    if (expand_path(a, arg, path, sizeof path) != 0)
-        return;
-    err_t err;
-    ui_app_fill_metadata(a, &a->chat.conv);
-    if (conv_save(&a->chat.conv, path, &err) != 0) {
-        ui_app_note(a, TH_ERROR, "/save: %s", err.msg);
-        return;
-    }
-    ui_app_status(a, TH_STATUS_MSG, "Saved %zu messages to %s", a->chat.conv.n, path);
-}
-
-static void cmd_load(ui_app *a, const char *arg)
-{
-    if (need_arg(a, arg, "/load FILE") || refuse_busy(a, "/load"))
-        return;
-    char path[PATH_MAX];
-    if (expand_path(a, arg, path, sizeof path) != 0)
-        return;
-    conversation c;
-    err_t err;
-    if (conv_load(&c, path, &err) != 0) {
-        ui_app_note(a, TH_ERROR, "/load: %s", err.msg);
-        return;
-    }
-    if (a->unsaved)
-        ui_app_autosave(a);
-    /* Before the conversation takes the current metadata on its first save. */
-    char extra[200] = "";
-    if (c.tmpl && strcmp(c.tmpl, tmpl_name(a->chat.tmpl)) != 0 && tmpl_find(c.tmpl))
-        snprintf(extra, sizeof extra, "\nIt was made with the %.40s template (now %s: /template %.40s switches).",
-                 c.tmpl, tmpl_name(a->chat.tmpl), c.tmpl);
-    size_t n = c.n;
-    conv_free(&a->chat.conv);
-    a->chat.conv = c;
-    /* New turns go to a new file: the loaded one is never written to. */
-    a->autosave_path[0] = 0;
-    a->edit_index = -1;
-    ui_chatview_reset(&a->view);
-    ui_app_conversation_changed(a);
-    ui_app_note(a, TH_NOTICE, "Loaded %zu messages from %s. New turns are saved to a new file.%s", n, path, extra);
-}
-
-static void cmd_replay(ui_app *a, const char *arg)
-{
-    if (need_arg(a, arg, "/replay FILE") || refuse_busy(a, "/replay"))
-        return;
-    char path[PATH_MAX];
-    if (expand_path(a, arg, path, sizeof path) != 0)
-        return;
-    conversation c;
-    err_t err;
-    if (conv_load(&c, path, &err) != 0) {
-        ui_app_note(a, TH_ERROR, "/replay: %s", err.msg);
-        return;
-    }
-    ui_app_start_replay(a, &c, path);
-}
-
-static void cmd_export(ui_app *a, const char *arg)
-{
-    if (need_arg(a, arg, "/export FILE.md"))
-        return;
-    char path[PATH_MAX];
-    if (expand_path(a, arg, path, sizeof path) != 0)
-        return;
-    sbuf md = {0};
-    ui_app_fill_metadata(a, &a->chat.conv);
-    conv_to_markdown(&a->chat.conv, &md);
-    err_t err;
-    int rc = conv_write_atomic(path, md.s, md.len, 0644, &err);
-    sbuf_free(&md);
-    if (rc != 0)
-        ui_app_note(a, TH_ERROR, "/export: %s", err.msg);
-    else
-        ui_app_status(a, TH_STATUS_MSG, "Exported %zu messages to %s", a->chat.conv.n, path);
+    ui_note(c->fe, UI_ERROR, "usage: /think on|off (now %s)", ui_session_thinking(c->session) ? "on" : "off");
+    return 0;
 }
 
 static int cmp_us(const void *x, const void *y)
@@ -318,17 +198,18 @@ static int cmp_us(const void *x, const void *y)
     return a->us_per_token < b->us_per_token ? 1 : a->us_per_token > b->us_per_token ? -1 : 0;
 }
 
-static void cmd_stats(ui_app *a, const char *arg)
+static unsigned cmd_stats(chatcmd_ctx *c, const char *arg)
 {
-    if (!a->dec || !a->ready) {
-        ui_app_status(a, TH_ERROR, "No statistics yet: the model is not loaded");
-        return;
+    decoder *dec = ui_session_decoder(c->session);
+    if (!dec) {
+        ui_status(c->fe, UI_ERROR, "No statistics yet: the model is not loaded");
+        return 0;
     }
     dec_stats st;
-    decoder_get_stats(a->dec, &st);
+    decoder_get_stats(dec, &st);
     sbuf s = {0};
     const engine_stats *e = &st.engine;
-    sbuf_printf(&s, "Backend: %s\n", decoder_describe(a->dec));
+    sbuf_printf(&s, "Backend: %s\n", decoder_describe(dec));
     sbuf_printf(&s, "Context: %u of %u tokens\n", st.n_past, st.n_ctx);
     sbuf_printf(&s, "Prefill: %llu tokens in %.2f s (last %.1f tok/s)\n", (unsigned long long)e->n_prefill_tokens,
                 e->prefill_seconds, st.prefill_tps);
@@ -346,53 +227,168 @@ static void cmd_stats(ui_app *a, const char *arg)
         for (uint32_t i = 0; i < n && i < 8; i++)
             sbuf_printf(&s, "\n  %-28.48s %9.1f %8.1f", ks[i].name, ks[i].us_per_token, ks[i].gbps);
     }
-    ui_app_note(a, TH_NOTICE, "%s", sbuf_str(&s));
+    ui_note(c->fe, UI_INFO, "%s", sbuf_str(&s));
     sbuf_free(&s);
+    return 0;
 }
 
+/* ---- conversations ------------------------------------------------------------------------------ */
+
+static unsigned cmd_save(chatcmd_ctx *c, const char *arg)
+{
+    ui_session *s = c->session;
+    if (!arg[0]) {
+        const char *file = ui_session_autosave_path(s); /* named by the first save */
+        if (!file[0] && ui_session_conv(s)->n == 0)
+            ui_status(c->fe, UI_INFO, "Nothing to save yet");
+        else if (ui_session_autosave(s))
+            ui_status(c->fe, UI_INFO, file[0] ? "Saved to %s" : "Nothing to save yet%s", file);
+        return UI_CHANGED_SETTINGS;
+    }
+    char path[PATH_MAX];
+    if (expand_path(c, arg, path, sizeof path) != 0)
+        return 0;
+    err_t err;
+    if (ui_session_save_copy(s, path, &err) != 0) {
+        ui_note(c->fe, UI_ERROR, "/save: %s", err.msg);
+        return 0;
+    }
+    ui_status(c->fe, UI_INFO, "Saved %zu messages to %s", ui_session_conv(s)->n, path);
+    return 0;
+}
+
+/* Reads a conversation file for /load and /replay; -1 when it failed (noted). */
+static int load_file(chatcmd_ctx *c, const char *what, const char *arg, conversation *conv, char *path, size_t cap)
+{
+    if (expand_path(c, arg, path, cap) != 0)
+        return -1;
+    err_t err;
+    if (conv_load(conv, path, &err) != 0) {
+        ui_note(c->fe, UI_ERROR, "%s: %s", what, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static unsigned cmd_load(chatcmd_ctx *c, const char *arg)
+{
+    if (need_arg(c, arg, "/load FILE") || refuse_busy(c, "/load"))
+        return 0;
+    char path[PATH_MAX];
+    conversation conv;
+    if (load_file(c, "/load", arg, &conv, path, sizeof path) != 0)
+        return 0;
+    return ui_session_load(c->session, &conv, path);
+}
+
+static unsigned cmd_replay(chatcmd_ctx *c, const char *arg)
+{
+    if (need_arg(c, arg, "/replay FILE") || refuse_busy(c, "/replay"))
+        return 0;
+    char path[PATH_MAX];
+    conversation conv;
+    if (load_file(c, "/replay", arg, &conv, path, sizeof path) != 0)
+        return 0;
+    return ui_session_start_replay(c->session, &conv, path);
+}
+
+static unsigned cmd_export(chatcmd_ctx *c, const char *arg)
+{
+    if (need_arg(c, arg, "/export FILE.md"))
+        return 0;
+    char path[PATH_MAX];
+    if (expand_path(c, arg, path, sizeof path) != 0)
+        return 0;
+    err_t err;
+    if (ui_session_export(c->session, path, &err) != 0)
+        ui_note(c->fe, UI_ERROR, "/export: %s", err.msg);
+    else
+        ui_status(c->fe, UI_INFO, "Exported %zu messages to %s", ui_session_conv(c->session)->n, path);
+    return 0;
+}
+
+/* ---- the screen ------------------------------------------------------------------------------------ */
+
+static unsigned cmd_theme(chatcmd_ctx *c, const char *arg)
+{
+    char list[512];
+    if (!arg[0]) {
+        theme_list(list, sizeof list);
+        ui_note(c->fe, UI_INFO, "Theme: %s (available: %s)", c->theme->name, list);
+        return 0;
+    }
+    theme t;
+    err_t err;
+    if (theme_load(&t, arg, &err) != 0) {
+        ui_note(c->fe, UI_ERROR, "/theme: %s", err.msg);
+        return 0;
+    }
+    *c->theme = t;
+    ui_status(c->fe, UI_INFO, "Theme: %s", t.name);
+    return UI_CHANGED_THEME;
+}
+
+/* ---- the table ------------------------------------------------------------------------------------- */
+
+/* In /help's order within each topic.  The order also breaks ties for
+ * hints and completion ("/re" means /retry before /replay). */
 static const command commands[] = {
-    {"help", ARG_NONE, true, cmd_help},
-    {"quit", ARG_NONE, true, cmd_quit},
-    {"clear", ARG_NONE, false, cmd_clear},
-    {"system", ARG_TEXT, true, cmd_system},
-    {"retry", ARG_NONE, false, cmd_retry},
-    {"edit", ARG_NONE, false, cmd_edit},
-    {"set", ARG_SETKEY, true, cmd_set},
-    {"template", ARG_TEMPLATE, true, cmd_template},
-    {"think", ARG_ONOFF, true, cmd_think},
-    {"theme", ARG_THEME, true, cmd_theme},
-    {"save", ARG_PATH, true, cmd_save},
-    {"load", ARG_PATH, false, cmd_load},
-    {"replay", ARG_PATH, false, cmd_replay},
-    {"export", ARG_PATH, true, cmd_export},
-    {"stats", ARG_NONE, true, cmd_stats},
+    {"help", ARG_NONE, true, cmd_help, TOPIC_NONE, NULL, NULL},
+    {"quit", ARG_NONE, true, cmd_quit, TOPIC_NONE, NULL, NULL},
+    {"retry", ARG_NONE, false, cmd_retry, TOPIC_CHAT, "/retry", "regenerate the last answer"},
+    {"edit", ARG_NONE, false, cmd_edit, TOPIC_CHAT, "/edit", "edit your last message, then Enter regenerates"},
+    {"system", ARG_TEXT, true, cmd_system, TOPIC_CHAT, "/system TEXT", "set the system prompt (/system - removes it)"},
+    {"clear", ARG_NONE, false, cmd_clear, TOPIC_CHAT, "/clear", "start a new conversation (type it twice)"},
+    {"set", ARG_SETKEY, true, cmd_set, TOPIC_MODEL, "/set KEY VALUE",
+     "temp, top-k, top-p, min-p, seed, n-predict (/set shows them)"},
+    {"template", ARG_TEMPLATE, true, cmd_template, TOPIC_MODEL, "/template NAME",
+     "the chat template (/template lists them)"},
+    {"think", ARG_ONOFF, true, cmd_think, TOPIC_MODEL, "/think on|off", "reasoning before the answer (GLM-4.7)"},
+    {"stats", ARG_NONE, true, cmd_stats, TOPIC_MODEL, "/stats", "speed and the slowest kernels so far"},
+    {"save", ARG_PATH, true, cmd_save, TOPIC_FILES, "/save [FILE]", "save now, or a copy to FILE"},
+    {"load", ARG_PATH, false, cmd_load, TOPIC_FILES, "/load FILE", "continue a saved conversation"},
+    {"replay", ARG_PATH, false, cmd_replay, TOPIC_FILES, "/replay FILE",
+     "re-run its questions, old and new answers side by side"},
+    {"export", ARG_PATH, true, cmd_export, TOPIC_FILES, "/export FILE.md", "write it as Markdown"},
+    {"theme", ARG_THEME, true, cmd_theme, TOPIC_NONE, NULL, NULL},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
+/* Each topic: its heading, lines before its commands, lines after them. */
+static const struct {
+    const char *title, *before, *after;
+} topics[TOPIC_COUNT] = {
+    [TOPIC_CHAT] = {"Chatting",
+                    "  Enter sends, Alt-Enter starts a new line (pastes keep their lines)\n"
+                    "  Esc or Ctrl-C stops the answer; Ctrl-C twice quits\n",
+                    NULL},
+    [TOPIC_MODEL] = {"Model and sampling", NULL, NULL},
+    [TOPIC_FILES] = {"Conversations (saved after every turn)", NULL, NULL},
+    [TOPIC_SCREEN] = {"Screen", NULL,
+                      "  F1 this help, F2 side pane, F3 fold reasoning, F4 sort kernels\n"
+                      "  PgUp/PgDn or the mouse wheel scroll, /theme NAME changes colours\n"
+                      "  Tab completes commands and file names; //text sends \"/text\"\n"
+                      "  /quit leaves (so do Ctrl-D on an empty line and Ctrl-C twice)\n"},
+};
+
 const char *chatcmd_help(void)
 {
-    return "Chatting\n"
-           "  Enter sends, Alt-Enter starts a new line (pastes keep their lines)\n"
-           "  Esc or Ctrl-C stops the answer; Ctrl-C twice quits\n"
-           "  /retry          regenerate the last answer\n"
-           "  /edit           edit your last message, then Enter regenerates\n"
-           "  /system TEXT    set the system prompt (/system - removes it)\n"
-           "  /clear          start a new conversation (type it twice)\n"
-           "Model and sampling\n"
-           "  /set KEY VALUE  temp, top-k, top-p, min-p, seed, n-predict (/set shows them)\n"
-           "  /template NAME  the chat template (/template lists them)\n"
-           "  /think on|off   reasoning before the answer (GLM-4.7)\n"
-           "  /stats          speed and the slowest kernels so far\n"
-           "Conversations (saved after every turn)\n"
-           "  /save [FILE]    save now, or a copy to FILE\n"
-           "  /load FILE      continue a saved conversation\n"
-           "  /replay FILE    re-run its questions, old and new answers side by side\n"
-           "  /export FILE.md write it as Markdown\n"
-           "Screen\n"
-           "  F1 this help, F2 side pane, F3 fold reasoning, F4 sort kernels\n"
-           "  PgUp/PgDn or the mouse wheel scroll, /theme NAME changes colours\n"
-           "  Tab completes commands and file names; //text sends \"/text\"\n"
-           "  /quit leaves (so do Ctrl-D on an empty line and Ctrl-C twice)";
+    static char text[4096];
+    if (text[0])
+        return text;
+    sbuf s = {0};
+    for (int t = TOPIC_NONE + 1; t < TOPIC_COUNT; t++) {
+        sbuf_printf(&s, "%s\n%s", topics[t].title, topics[t].before ? topics[t].before : "");
+        for (size_t i = 0; i < N_COMMANDS; i++)
+            if (commands[i].topic == (help_topic)t)
+                sbuf_printf(&s, "  %-15s %s\n", commands[i].usage, commands[i].help);
+        sbuf_adds(&s, topics[t].after ? topics[t].after : "");
+    }
+    if (s.len && s.s[s.len - 1] == '\n')
+        s.len--;
+    snprintf(text, sizeof text, "%.*s", (int)s.len, sbuf_str(&s));
+    sbuf_free(&s);
+    return text;
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------ */
@@ -444,7 +440,7 @@ const char *chatcmd_closest(const char *name)
     return best_d <= limit ? best : NULL;
 }
 
-void chatcmd_run(ui_app *a, const char *line)
+unsigned chatcmd_run(chatcmd_ctx *c, const char *line)
 {
     const char *p = line + 1;
     char name[32];
@@ -452,8 +448,8 @@ void chatcmd_run(ui_app *a, const char *line)
     while (p[n] && !isspace((unsigned char)p[n]))
         n++;
     if (n >= sizeof name) {
-        ui_app_note(a, TH_ERROR, "Unknown command. Type /help for the list.");
-        return;
+        ui_note(c->fe, UI_ERROR, "Unknown command. Type /help for the list.");
+        return 0;
     }
     memcpy(name, p, n);
     name[n] = 0;
@@ -469,16 +465,16 @@ void chatcmd_run(ui_app *a, const char *line)
     for (size_t i = 0; i < N_COMMANDS; i++) {
         if (strcmp(commands[i].name, name) != 0)
             continue;
-        if (!commands[i].while_busy && refuse_busy(a, line))
-            return;
-        commands[i].run(a, argbuf);
-        return;
+        if (!commands[i].while_busy && refuse_busy(c, line))
+            return 0;
+        return commands[i].run(c, argbuf);
     }
     const char *hint = chatcmd_closest(name);
     if (hint)
-        ui_app_note(a, TH_ERROR, "Unknown command '/%s'. Did you mean /%s? Type /help for the list.", name, hint);
+        ui_note(c->fe, UI_ERROR, "Unknown command '/%s'. Did you mean /%s? Type /help for the list.", name, hint);
     else
-        ui_app_note(a, TH_ERROR, "Unknown command '/%s'. Type /help for the list.", name);
+        ui_note(c->fe, UI_ERROR, "Unknown command '/%s'. Type /help for the list.", name);
+    return 0;
 }
 
 /* ---- completion -------------------------------------------------------------------------------- */

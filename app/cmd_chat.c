@@ -196,36 +196,37 @@ static int run_ui(const chat_args *a, chat_model *cm, conversation *initial)
     err_t err;
     ui_app_config c;
     memset(&c, 0, sizeof c);
+    ui_session_config *sc = &c.session;
     if (theme_load(&c.th, a->s.theme, &err) != 0) {
         chat_error("%s", err.msg);
         return 1;
     }
     char hist_dir[PATH_MAX], hist[PATH_MAX + 16];
-    if (paths_ensure_dir(PATHS_DATA, "conversations", c.conv_dir, sizeof c.conv_dir, &err) != 0 ||
+    if (paths_ensure_dir(PATHS_DATA, "conversations", sc->conv_dir, sizeof sc->conv_dir, &err) != 0 ||
         paths_ensure_dir(PATHS_STATE, NULL, hist_dir, sizeof hist_dir, &err) != 0) {
         chat_error("%s", err.msg);
         return 1;
     }
     snprintf(hist, sizeof hist, "%s/history", hist_dir);
-    c.cfg = a->s;
-    c.m = &cm->m;
-    c.tok = cm->tok;
-    c.tmpl = cm->tmpl;
-    c.be = cm->be;
-    c.fallback = cm->fallback;
-    c.params = cm->params;
-    snprintf(c.model_path, sizeof c.model_path, "%s", cm->path);
-    snprintf(c.model_name, sizeof c.model_name, "%s", cm->name);
-    snprintf(c.fingerprint, sizeof c.fingerprint, "%s", cm->fingerprint);
-    c.model_size = cm->size;
-    c.demo_note = cm->demo_note;
+    c.history_path = hist;
     for (int i = 0; i < 4; i++)
         c.model_lines[i] = cm->lines[i];
     c.n_model_lines = 4;
-    c.seed = settings_random_seed();
-    c.conversation_file = a->conversation;
-    c.initial = initial;
-    c.history_path = hist;
+    sc->cfg = a->s;
+    sc->m = &cm->m;
+    sc->tok = cm->tok;
+    sc->tmpl = cm->tmpl;
+    sc->be = cm->be;
+    sc->fallback = cm->fallback;
+    sc->params = cm->params;
+    snprintf(sc->model_path, sizeof sc->model_path, "%s", cm->path);
+    snprintf(sc->model_name, sizeof sc->model_name, "%s", cm->name);
+    snprintf(sc->fingerprint, sizeof sc->fingerprint, "%s", cm->fingerprint);
+    sc->model_size = cm->size;
+    sc->demo_note = cm->demo_note;
+    sc->seed = settings_random_seed();
+    sc->conversation_file = a->conversation;
+    sc->initial = initial;
     conversation fresh;
     if (a->system) {
         /* -s sets the system prompt of the new (or continued) conversation. */
@@ -234,7 +235,7 @@ static int run_ui(const chat_args *a, chat_model *cm, conversation *initial)
             initial = &fresh;
         }
         conv_set_system(initial, a->system);
-        c.initial = initial;
+        sc->initial = initial;
     }
     int rc = ui_app_run(&c);
     if (initial == &fresh)

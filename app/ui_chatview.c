@@ -19,12 +19,23 @@ struct ui_line {
 
 enum { BK_MSG, BK_NOTE, BK_REPLAY, BK_LIVE };
 
+/* What a replay block shows: the view's copy of the session's turn. */
+typedef struct {
+    int turn, n_turns;
+    char *user;
+    char *old_answer;
+    double old_tps;
+    sbuf new_answer;
+    double new_tps;
+    bool done, stopped;
+} replay_copy;
+
 struct ui_block {
     int kind;
     size_t anchor;          /* notes: conversation messages shown before it */
     theme_el el;
     char *text;             /* BK_NOTE */
-    ui_replay_turn *replay; /* BK_REPLAY */
+    replay_copy *replay;    /* BK_REPLAY */
     int think;              /* -1: automatic, 0 folded, 1 open (toggled with F3) */
     ui_line *lines;
     size_t n, cap;
@@ -258,7 +269,7 @@ static void push_column_lines(ui_block *tmp, const char *title, const char *text
 
 static void render_replay(ui_block *b, int width)
 {
-    ui_replay_turn *r = b->replay;
+    replay_copy *r = b->replay;
     char head[96], old_t[64], new_t[64];
     snprintf(head, sizeof head, "Replay: turn %d of %d", r->turn, r->n_turns);
     push_line(b, head, strlen(head), TH_NOTICE, 0);
@@ -445,29 +456,53 @@ void ui_chatview_note(ui_chatview *v, theme_el el, const char *text)
     }
 }
 
-ui_replay_turn *ui_chatview_replay(ui_chatview *v, int turn, int n_turns, const char *user, const char *old_answer,
-                                   double old_tps)
+static char *dup_or_die(const char *s)
+{
+    char *d = strdup(s ? s : "");
+    if (!d) {
+        fputs("glmchat: out of memory\n", stderr);
+        abort();
+    }
+    return d;
+}
+
+/* The parts of a turn that change while its answer streams. */
+static void replay_copy_progress(replay_copy *r, const ui_replay_turn *t)
+{
+    sbuf_clear(&r->new_answer);
+    sbuf_adds(&r->new_answer, t->new_answer ? t->new_answer : "");
+    r->new_tps = t->new_tps;
+    r->done = t->done;
+    r->stopped = t->stopped;
+}
+
+void ui_chatview_replay(ui_chatview *v, const ui_replay_turn *t)
 {
     ui_block *b = add_note(v, BK_REPLAY);
-    ui_replay_turn *r = calloc(1, sizeof *r);
+    replay_copy *r = calloc(1, sizeof *r);
     if (!r) {
         fputs("glmchat: out of memory\n", stderr);
         abort();
     }
-    r->turn = turn;
-    r->n_turns = n_turns;
-    r->user = strdup(user);
-    r->old_answer = strdup(old_answer);
-    r->old_tps = old_tps;
+    r->turn = t->turn;
+    r->n_turns = t->n_turns;
+    r->user = dup_or_die(t->user);
+    r->old_answer = dup_or_die(t->old_answer);
+    r->old_tps = t->old_tps;
+    replay_copy_progress(r, t);
     b->replay = r;
-    return r;
 }
 
-void ui_chatview_replay_changed(ui_chatview *v)
+void ui_chatview_replay_update(ui_chatview *v, const ui_replay_turn *t)
 {
-    for (size_t i = 0; i < v->n_notes; i++)
-        if (v->notes[i].kind == BK_REPLAY)
-            v->notes[i].width = -1;
+    for (size_t i = v->n_notes; i-- > 0;) {
+        ui_block *b = &v->notes[i];
+        if (b->kind == BK_REPLAY && b->replay->turn == t->turn) {
+            replay_copy_progress(b->replay, t);
+            b->width = -1;
+            return;
+        }
+    }
 }
 
 void ui_chatview_set_live(ui_chatview *v, const chat_stream *live, const char *meta)
@@ -479,11 +514,6 @@ void ui_chatview_set_live(ui_chatview *v, const chat_stream *live, const char *m
     }
     v->live = live;
     v->live_meta = meta;
-    v->live_block->width = -1;
-}
-
-void ui_chatview_live_changed(ui_chatview *v)
-{
     v->live_block->width = -1;
 }
 

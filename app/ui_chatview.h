@@ -14,21 +14,11 @@
 #include "chat.h"
 #include "conversation.h"
 #include "theme.h"
+#include "ui_frontend.h"
 #include "ui_panel.h"
 
 typedef struct ui_line ui_line;
 typedef struct ui_block ui_block;
-
-/* What a replay turn shows: the recorded answer beside the new one. */
-typedef struct {
-    int turn, n_turns;
-    char *user;
-    char *old_answer;
-    double old_tps;
-    sbuf new_answer;
-    double new_tps;
-    bool done, stopped;
-} ui_replay_turn;
 
 typedef struct {
     const conversation *conv;
@@ -58,14 +48,14 @@ void ui_chatview_reset(ui_chatview *v);
 
 /* A note from glmchat (help, /stats, demo notice); el: TH_NOTICE or TH_ERROR. */
 void ui_chatview_note(ui_chatview *v, theme_el el, const char *text);
-/* A replay turn; returns it for updates (valid until reset). */
-ui_replay_turn *ui_chatview_replay(ui_chatview *v, int turn, int n_turns, const char *user,
-                                   const char *old_answer, double old_tps);
-void ui_chatview_replay_changed(ui_chatview *v);
+/* A replay turn begins (a block of its own, after the notes so far), and
+ * its new answer grows or ends (the latest block of that turn). */
+void ui_chatview_replay(ui_chatview *v, const ui_replay_turn *t);
+void ui_chatview_replay_update(ui_chatview *v, const ui_replay_turn *t);
 
-/* The streaming answer: set while generating (NULL when done). */
+/* The streaming answer: set while generating (NULL when done); set again
+ * whenever it grew or its header changed. */
 void ui_chatview_set_live(ui_chatview *v, const chat_stream *live, const char *meta);
-void ui_chatview_live_changed(ui_chatview *v);
 /* F3: folds or unfolds the reasoning of the latest answer. */
 void ui_chatview_toggle_think(ui_chatview *v);
 

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <wchar.h>
 
+#include "theme.h"
 #include "ui_text.h"
 
 /* readline has no user pointer: one input area per process. */
@@ -313,3 +314,41 @@ void ui_input_draw(WINDOW *w, int attr_text, int attr_prompt, int attr_control)
         wmove(w, cy, cx);
     in.changed = false;
 }
+
+/* ---- the panel ------------------------------------------------------------------------------ */
+
+static void input_panel_draw(void *self, WINDOW *w)
+{
+    (void)self;
+    ui_input_draw(w, theme_attr(TH_INPUT), theme_attr(TH_PROMPT), theme_attr(TH_CONTROL));
+}
+
+/* Keys readline knows by their escape sequences. */
+static const char *key_sequence(int key)
+{
+    switch (key) {
+    case KEY_LEFT: return "\033[D";
+    case KEY_RIGHT: return "\033[C";
+    case KEY_UP: return "\033[A";
+    case KEY_DOWN: return "\033[B";
+    case KEY_HOME: return "\033[H";
+    case KEY_END: return "\033[F";
+    case KEY_DC: return "\033[3~";
+    case KEY_BACKSPACE: return "\177";
+    case KEY_ENTER: return "\r";
+    case KEY_IC: return "\033[2~";
+    default: return NULL;
+    }
+}
+
+static int input_panel_key(void *self, int key)
+{
+    (void)self;
+    const char *seq = key_sequence(key);
+    if (!seq)
+        return 0;
+    ui_input_feed(seq, strlen(seq));
+    return UI_HANDLED | UI_REDRAW;
+}
+
+const ui_panel ui_input_panel = {"input", input_panel_draw, input_panel_key};

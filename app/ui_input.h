@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "ui_panel.h"
+
 /* Called with each accepted line (NULL on end of input, Ctrl-D on an empty
  * line); the line is the callee's to free. */
 typedef void (*ui_input_line_fn)(void *user, char *line);
@@ -40,6 +42,11 @@ void ui_input_draw(WINDOW *w, int attr_text, int attr_prompt, int attr_control);
 /* True when readline asked for a redisplay since the last draw. */
 bool ui_input_changed(void);
 void ui_input_set_prompt(const char *prompt);
+
+/* The input as a screen panel (no state of its own: readline's): draws
+ * with the theme's input colours, takes the editing keys curses decoded
+ * (arrows, Home, End, Delete...) and hands them to readline. */
+extern const ui_panel ui_input_panel;
 void ui_input_resize(int rows, int cols);
 
 #endif

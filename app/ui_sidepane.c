@@ -9,9 +9,10 @@
 #include "ui_chatview.h"
 #include "ui_text.h"
 
-void ui_sidepane_init(ui_sidepane *p)
+void ui_sidepane_init(ui_sidepane *p, int want)
 {
     memset(p, 0, sizeof *p);
+    p->want = want;
     p->sort = SORT_TIME;
     snprintf(p->backend, sizeof p->backend, "starting...");
 }
@@ -286,6 +287,11 @@ static void sidepane_draw(void *self, WINDOW *w)
 static int sidepane_key(void *self, int key)
 {
     ui_sidepane *sp = self;
+    if (key == KEY_F(2)) {
+        /* Also when hidden: F2 is how it comes back. */
+        sp->want = sp->shown ? 0 : 1;
+        return UI_HANDLED | UI_LAYOUT;
+    }
     if (key == KEY_F(4)) {
         sp->sort = (ui_kernel_sort)((sp->sort + 1) % SORT_COUNT);
         return UI_HANDLED | UI_REDRAW;

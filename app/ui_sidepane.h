@@ -36,11 +36,13 @@ typedef struct {
     bool loading;
     char load_stage[64];
     double load_frac;
+    int want;                  /* 1 shown, 0 hidden, -1 when the terminal is wide enough (F2 toggles) */
+    bool shown;                /* what the layout made of it */
 } ui_sidepane;
 
 extern const ui_panel ui_sidepane_panel;
 
-void ui_sidepane_init(ui_sidepane *p);
+void ui_sidepane_init(ui_sidepane *p, int want);
 void ui_sidepane_set_model(ui_sidepane *p, const char *const *lines, int n);
 void ui_sidepane_set_backend(ui_sidepane *p, const char *desc);
 /* A new statistics snapshot; `sample` adds its decode rate to the sparkline. */

@@ -29,5 +29,8 @@ int ui_term_signal_fd(void);
 int ui_term_next_signal(void);
 /* Re-reads the terminal size after SIGWINCH and resizes curses. */
 void ui_term_resize(void);
+/* Monotonic seconds: the UI's clock for frames, expiring messages and
+ * keys pressed twice. */
+double ui_term_now(void);
 
 #endif

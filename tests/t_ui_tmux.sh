@@ -2,8 +2,9 @@
 # t_ui_tmux.sh: the real chat UI in tmux on a small model: start, type, the
 # answer streams, the side pane shows kernel rows and tokens/s, Esc stops
 # an answer and keeps it, /retry, a resize in the middle of an answer,
-# /save /load /replay, unknown-command hints, quitting restores the
-# terminal (also after Ctrl-C twice, SIGTERM and a fatal signal).
+# /save /load /replay, unknown-command hints, /edit with a system prompt
+# set or removed meanwhile, quitting restores the terminal (also after
+# Ctrl-C twice, SIGTERM and a fatal signal).
 # Screens are kept in build/artifacts/ui-*/ (text, not compared).
 . tests/lib.sh
 if ! command -v tmux >/dev/null 2>&1; then
@@ -265,6 +266,59 @@ if cmp -s "$R" "$R" && "$BUILD/tools/conv_stress" count "$R" >/dev/null && grep 
 else
     fail ui_conversation_file_saved "-C FILE did not get the new turns"
 fi
+
+# ---- /edit, then /system set or removed, then the new text: the edit
+# rewrites the message it brought back, and the answers before it stay
+# (issue 17: the edit index did not move with the system prompt)
+E="$TMP/edit.json"
+printf '%s' '{"messages": [
+ {"role": "user", "content": "first question"}, {"role": "assistant", "content": "first answer"},
+ {"role": "user", "content": "second question"}, {"role": "assistant", "content": "second answer"}]}' >"$E"
+jget() { "$BUILD/tools/json_get" "$E" "$1" 2>/dev/null; }
+# until_answered I TEXT: until message I of the file is TEXT and an answer follows it
+until_answered() {
+    end=$(($(date +%s) + T))
+    until [ "$(jget messages.$1.content)" = "$2" ] && [ "$(jget messages.$(($1 + 1)).role)" = assistant ]; do
+        [ "$(date +%s)" -ge $end ] && return 1
+        sleep 0.1
+    done
+}
+start_app -C "$E"
+tm_wait $T '^ Ready'
+tm_line "/edit"
+if tm_wait 10 "^> second question +(│|$)"; then
+    tm_keys C-u
+    tm_line "/system Be brief"
+    tm_wait 10 "System prompt set"
+    tm_line "second question, edited"
+    if until_answered 3 "second question, edited" && [ "$(jget messages.0.role)" = system ] &&
+       [ "$(jget messages.2.content)" = "first answer" ] && [ "$("$BUILD/tools/conv_stress" count "$E")" -eq 5 ]; then
+        ok ui_edit_then_system
+    else
+        fail ui_edit_then_system "messages: $(jget messages.0.role) '$(jget messages.2.content)' '$(jget messages.3.content)'"
+    fi
+else
+    fail ui_edit_then_system "the last message did not come back for editing"
+fi
+tm_line "/edit"
+if tm_wait 10 "^> second question, edited +(│|$)"; then
+    tm_keys C-u
+    tm_line "/system -"
+    tm_wait 10 "System prompt removed"
+    tm_line "third version"
+    if until_answered 2 "third version" && [ "$(jget messages.0.role)" = user ] &&
+       [ "$(jget messages.1.content)" = "first answer" ] && [ "$("$BUILD/tools/conv_stress" count "$E")" -eq 4 ]; then
+        ok ui_edit_then_system_removed
+    else
+        fail ui_edit_then_system_removed "messages: $(jget messages.0.role) '$(jget messages.1.content)' '$(jget messages.2.content)' ($("$BUILD/tools/conv_stress" count "$E"))"
+    fi
+else
+    fail ui_edit_then_system_removed "the last message did not come back for editing"
+fi
+tm_snap edit-system
+tm_line "/quit"
+tm_wait $T "^EXITED 0"
+
 # NO_COLOR: attributes only
 start_app
 tm_wait $T '^ Ready'

@@ -1,6 +1,8 @@
 /* test_ui.c: the UI's pure parts: wrapping by display cells (wide and
  * combining characters, control forms), the layout, themes and settings
- * files (good and broken), colour fallbacks, XDG paths, command hints. */
+ * files (good and broken), colour fallbacks, XDG paths, command hints and
+ * /help, the screen offering keys to its panels and what they mark for
+ * drawing, the status line's state and expiring messages. */
 #include <locale.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -12,6 +14,8 @@
 #include "testlib.h"
 #include "theme.h"
 #include "ui_layout.h"
+#include "ui_screen.h"
+#include "ui_statusline.h"
 #include "ui_text.h"
 
 static char tmpdir[256];
@@ -327,6 +331,84 @@ static void test_command_hints(void)
         CHECK(strstr(help, cmds[i]) || !strcmp(cmds[i], "/help"), "help lacks %.100s", cmds[i]);
 }
 
+/* /help lists every command of the table that has a help line, by topic. */
+static void test_help_from_table(void)
+{
+    const char *help = chatcmd_help();
+    const char *chatting = strstr(help, "Chatting\n"), *sampling = strstr(help, "Model and sampling\n");
+    const char *files = strstr(help, "Conversations (saved after every turn)\n"), *screen = strstr(help, "Screen\n");
+    CHECK(chatting == help && sampling > chatting && files > sampling && screen > files, "topics out of order");
+    const char *retry = strstr(help, "  /retry          regenerate the last answer\n");
+    CHECK(retry && retry > chatting && retry < sampling, "/retry's line");
+    const char *exp = strstr(help, "  /export FILE.md write it as Markdown\n");
+    CHECK(exp && exp > files && exp < screen, "/export's line");
+    size_t n = strlen(help);
+    CHECK(n > 0 && help[n - 1] != '\n', "a trailing newline");
+    CHECK(chatcmd_help() == help, "built once");
+}
+
+/* The screen offers a key to its panels in order; the one that takes it
+ * says what to draw again (no curses needed: no window is made). */
+static void test_screen_key_loop(void)
+{
+    conversation conv;
+    conv_init(&conv);
+    ui_screen scr;
+    ui_screen_init(&scr, &conv, -1, 0);
+    CHECK(scr.relayout && ui_screen_pending(&scr), "a new screen is laid out and drawn");
+    for (int i = 0; i < UI_SLOT_COUNT; i++)
+        scr.slot[i].dirty = false;
+    scr.relayout = false;
+    /* F2 belongs to the side pane (also when hidden) and moves the layout. */
+    scr.pane.shown = false;
+    CHECK(ui_screen_key(&scr, KEY_F(2)) && scr.pane.want == 1 && scr.relayout, "F2 shows the pane");
+    scr.relayout = false;
+    scr.pane.shown = true;
+    CHECK(ui_screen_key(&scr, KEY_F(2)) && scr.pane.want == 0 && scr.relayout, "F2 hides the pane");
+    scr.relayout = false;
+    /* F4 redraws the pane only. */
+    ui_kernel_sort sort = scr.pane.sort;
+    CHECK(ui_screen_key(&scr, KEY_F(4)) && scr.pane.sort != sort, "F4 sorts");
+    CHECK(scr.slot[UI_SLOT_PANE].dirty && !scr.slot[UI_SLOT_CHAT].dirty && !scr.relayout, "F4 redraws the pane only");
+    scr.slot[UI_SLOT_PANE].dirty = false;
+    /* PgUp scrolls the chat and redraws it only. */
+    scr.view.height = 20;
+    CHECK(ui_screen_key(&scr, KEY_PPAGE) && scr.view.scroll == 18, "PgUp: scroll %d", scr.view.scroll);
+    CHECK(scr.slot[UI_SLOT_CHAT].dirty && !scr.slot[UI_SLOT_PANE].dirty, "PgUp redraws the chat only");
+    scr.slot[UI_SLOT_CHAT].dirty = false;
+    /* A key no panel takes. */
+    CHECK(!ui_screen_key(&scr, KEY_F(9)), "F9 taken");
+    int dirty = 0;
+    for (int i = 0; i < UI_SLOT_COUNT; i++)
+        dirty += scr.slot[i].dirty;
+    CHECK(dirty == 0 && !scr.relayout, "F9 marked %d panels", dirty);
+    /* Only a changed label draws the frame again. */
+    ui_screen_set_label(&scr, " chatml ");
+    CHECK(scr.slot[UI_SLOT_FRAME].dirty, "a new label");
+    scr.slot[UI_SLOT_FRAME].dirty = false;
+    ui_screen_set_label(&scr, " chatml ");
+    CHECK(!scr.slot[UI_SLOT_FRAME].dirty, "the same label drawn again");
+    ui_screen_free(&scr);
+    conv_free(&conv);
+}
+
+static void test_statusline(void)
+{
+    ui_statusline sl;
+    memset(&sl, 0, sizeof sl);
+    CHECK(ui_statusline_set_state(&sl, "Ready", false), "a first state");
+    CHECK(!ui_statusline_set_state(&sl, "Ready", false), "the same state is no change");
+    CHECK(ui_statusline_set_state(&sl, "Ready", true), "busy is a change");
+    ui_statusline_message(&sl, TH_ERROR, "oops", 100.0);
+    CHECK(ui_statusline_until(&sl) == 100.0 && sl.msg_el == TH_ERROR, "a message until 100 s");
+    CHECK(!ui_statusline_expire(&sl, 99.0), "expired early");
+    CHECK(ui_statusline_expire(&sl, 100.0) && ui_statusline_until(&sl) == 0, "not expired at 100 s");
+    CHECK(!ui_statusline_expire(&sl, 101.0), "expired twice");
+    ui_statusline_message(&sl, TH_STATUS_MSG, "x", 50.0);
+    ui_statusline_message(&sl, TH_STATUS_MSG, "", 60.0);
+    CHECK(ui_statusline_until(&sl) == 0, "\"\" takes the message away");
+}
+
 int main(void)
 {
     setlocale(LC_ALL, "C.UTF-8");
@@ -343,6 +425,9 @@ int main(void)
     RUN(test_settings);
     RUN(test_paths);
     RUN(test_command_hints);
+    RUN(test_help_from_table);
+    RUN(test_screen_key_loop);
+    RUN(test_statusline);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%.100s'", tmpdir);
     if (system(cmd) != 0)

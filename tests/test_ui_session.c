@@ -1,0 +1,512 @@
+/* test_ui_session.c: the chat session without a screen (app/ui_session.h)
+ * and the /commands on it, against a real engine: the CPU reference on the
+ * tiny-glm-a fixture, greedy, answers of a fixed length (--ignore-eos).
+ * A recording frontend stands where the screen would be.  Covers sending,
+ * the queue (while busy, while loading, on the way out), cancel, retry,
+ * /edit with a system prompt set or removed in between (issue 17 item 4),
+ * /clear, save and load, /replay. */
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chat_commands.h"
+#include "testlib.h"
+#include "ui_session.h"
+
+#define MODEL "tests/data/models/tiny-glm-a/tiny-glm-a.f32.gguf"
+#define WAIT_S 60.0 /* a guard against a hang, not a timing: the tiny model answers in milliseconds */
+
+static model m;
+static tokenizer *tok;
+static char tmpdir[256];
+
+/* ---- a frontend that records what the session tells the user ------------------------ */
+
+typedef struct {
+    char notes[64][512];
+    int n_notes;
+    char status[512];
+    ui_level status_level;
+    char input[512];
+    int new_conversations;
+    int replay_turns_begun, replay_updates;
+    ui_replay_turn last_turn; /* strings not kept */
+} recorder;
+
+static void rec_note(void *user, ui_level level, const char *text)
+{
+    recorder *r = user;
+    if (r->n_notes < 64)
+        snprintf(r->notes[r->n_notes++], sizeof r->notes[0], "%s%s", level == UI_ERROR ? "E: " : "", text);
+}
+
+static void rec_status(void *user, ui_level level, const char *text)
+{
+    recorder *r = user;
+    snprintf(r->status, sizeof r->status, "%s", text);
+    r->status_level = level;
+}
+
+static void rec_set_input(void *user, const char *text)
+{
+    recorder *r = user;
+    snprintf(r->input, sizeof r->input, "%s", text);
+}
+
+static void rec_new_conversation(void *user)
+{
+    recorder *r = user;
+    r->new_conversations++;
+}
+
+static void rec_replay_turn(void *user, const ui_replay_turn *t, bool is_new)
+{
+    recorder *r = user;
+    if (is_new)
+        r->replay_turns_begun++;
+    else
+        r->replay_updates++;
+    r->last_turn = *t;
+    r->last_turn.user = r->last_turn.old_answer = r->last_turn.new_answer = NULL;
+}
+
+static bool noted(const recorder *r, const char *part)
+{
+    for (int i = 0; i < r->n_notes; i++)
+        if (strstr(r->notes[i], part))
+            return true;
+    return false;
+}
+
+typedef struct {
+    recorder rec;
+    ui_frontend fe;
+    ui_session *s;
+    unsigned changed; /* everything the calls and events reported */
+} fixture;
+
+/* A session on the tiny model; n_predict tokens per answer. */
+static bool open_session(fixture *f, int n_predict, conversation *initial)
+{
+    memset(f, 0, sizeof *f);
+    f->fe = (ui_frontend){&f->rec, rec_note, rec_status, rec_set_input, rec_new_conversation, rec_replay_turn};
+    ui_session_config c;
+    memset(&c, 0, sizeof c);
+    settings_defaults(&c.cfg);
+    err_t err;
+    if (settings_set(&c.cfg, "temp", "0", &err) != 0)
+        return false;
+    c.cfg.n_predict = n_predict;
+    c.cfg.ignore_eos = true; /* every answer exactly n_predict tokens: never empty */
+    c.m = &m;
+    c.tok = tok;
+    c.tmpl = tmpl_find("chatml");
+    c.be = &ref_engine_backend;
+    engine_params_default(&c.params);
+    c.params.n_threads = 2;
+    snprintf(c.model_path, sizeof c.model_path, "%s", MODEL);
+    snprintf(c.model_name, sizeof c.model_name, "tiny");
+    c.seed = 7;
+    c.initial = initial;
+    snprintf(c.conv_dir, sizeof c.conv_dir, "%s", tmpdir);
+    f->s = ui_session_new(&c, &f->fe);
+    return f->s != NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Handles decoder events until the model is loaded and no answer runs. */
+static bool wait_idle(fixture *f)
+{
+    double end = now_s() + WAIT_S;
+    while (!ui_session_ready(f->s) || ui_session_busy(f->s)) {
+        if (ui_session_load_failed(f->s) || now_s() > end)
+            return false;
+        ui_session_wait(f->s, 1000, &f->changed);
+    }
+    return true;
+}
+
+static bool start_ready(fixture *f, int n_predict)
+{
+    if (!open_session(f, n_predict, NULL))
+        return false;
+    f->changed |= ui_session_start(f->s);
+    return wait_idle(f);
+}
+
+static void close_session(fixture *f)
+{
+    ui_session_wind_down(f->s);
+    ui_session_free(f->s);
+    f->s = NULL;
+}
+
+/* "u a u a": the roles of the conversation, one letter each. */
+static const char *roles(const ui_session *s)
+{
+    static char buf[64];
+    const conversation *c = ui_session_conv(s);
+    size_t n = 0;
+    for (size_t i = 0; i < c->n && n + 1 < sizeof buf; i++)
+        buf[n++] = c->msgs[i].role[0];
+    buf[n] = 0;
+    return buf;
+}
+
+static const char *content(const ui_session *s, size_t i)
+{
+    const conversation *c = ui_session_conv(s);
+    return i < c->n ? c->msgs[i].content : "(none)";
+}
+
+/* Sends a message and waits for its answer. */
+static bool chat(fixture *f, const char *text)
+{
+    f->changed |= ui_session_send(f->s, text);
+    return wait_idle(f);
+}
+
+/* ---- the cases ---------------------------------------------------------------------------- */
+
+static void test_send_answers_and_saves(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    CHECK(ui_session_ready(f.s) && !ui_session_busy(f.s), "ready and idle");
+    f.changed = 0;
+    f.changed |= ui_session_send(f.s, "hello");
+    CHECK(ui_session_busy(f.s), "an answer runs after send");
+    int job;
+    CHECK(ui_session_live(f.s, &job) != NULL && job > 0, "the answer streams");
+    CHECK(wait_idle(&f), "the answer did not end");
+    CHECK(!strcmp(roles(f.s), "ua"), "roles %s", roles(f.s));
+    CHECK(!strcmp(content(f.s, 0), "hello"), "the message: %.100s", content(f.s, 0));
+    const conversation *c = ui_session_conv(f.s);
+    CHECK(c->n == 2 && c->msgs[1].n_tokens == 4 && !c->msgs[1].stopped, "4 tokens, not stopped");
+    unsigned want = UI_CHANGED_CONVERSATION | UI_CHANGED_LIVE | UI_CHANGED_STATE;
+    CHECK((f.changed & want) == want, "changes reported: %#x", f.changed);
+    CHECK(ui_session_live(f.s, &job) == NULL && job == 0, "no live answer when idle");
+    /* Saved at once, into a new file of its own. */
+    const char *path = ui_session_autosave_path(f.s);
+    CHECK(!strncmp(path, tmpdir, strlen(tmpdir)), "autosave in %.200s", path);
+    conversation saved;
+    err_t err;
+    CHECK(conv_load(&saved, path, &err) == 0 && saved.n == 2 && !strcmp(saved.msgs[1].role, "assistant"),
+          "the autosave holds the turn");
+    CHECK(saved.tmpl && !strcmp(saved.tmpl, "chatml") && saved.sampling.set && saved.sampling.seed == 7,
+          "metadata saved");
+    conv_free(&saved);
+    CHECK(!ui_session_unsaved(f.s), "nothing unsaved");
+    close_session(&f);
+}
+
+static void test_queue_while_busy_and_loading(void)
+{
+    fixture f;
+    CHECK(open_session(&f, 4, NULL), "no session");
+    if (!f.s)
+        return;
+    ui_session_start(f.s);
+    /* Loading: the message waits for the model. */
+    CHECK(!ui_session_ready(f.s), "ready before any event was handled");
+    ui_session_answer(f.s);
+    CHECK(strstr(f.rec.status, "still loading") && f.rec.status_level == UI_ERROR, "status: %.200s", f.rec.status);
+    ui_session_send(f.s, "first");
+    CHECK(strstr(f.rec.status, "Queued: sent when the model is loaded"), "status: %.200s", f.rec.status);
+    CHECK(ui_session_conv(f.s)->n == 0, "queued, not in the conversation yet");
+    /* Busy: the next two wait for the answer, and go as one message. */
+    double end = now_s() + WAIT_S;
+    while (!ui_session_busy(f.s) && now_s() < end)
+        ui_session_wait(f.s, 1000, &f.changed);
+    CHECK(ui_session_busy(f.s) && !strcmp(roles(f.s), "u"), "the queued message was not sent at READY: %s",
+          roles(f.s));
+    ui_session_send(f.s, "second");
+    ui_session_send(f.s, "third");
+    CHECK(strstr(f.rec.status, "Queued: sent when this answer is done"), "status: %.200s", f.rec.status);
+    CHECK(wait_idle(&f), "did not end");
+    CHECK(!strcmp(roles(f.s), "uaua"), "roles %s", roles(f.s));
+    CHECK(!strcmp(content(f.s, 2), "second\n\nthird"), "queued text: %.100s", content(f.s, 2));
+    close_session(&f);
+}
+
+static void test_queued_message_kept_on_the_way_out(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 2000), "the session did not start");
+    if (!f.s)
+        return;
+    ui_session_send(f.s, "a long answer");
+    ui_session_send(f.s, "written while it ran");
+    const char *path = ui_session_autosave_path(f.s);
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%s", path);
+    ui_session_wind_down(f.s);
+    const conversation *c = ui_session_conv(f.s);
+    CHECK(c->n >= 2 && !strcmp(c->msgs[c->n - 1].role, "user") &&
+              !strcmp(c->msgs[c->n - 1].content, "written while it ran"),
+          "the queued message is kept: roles %s", roles(f.s));
+    conversation saved;
+    err_t err;
+    CHECK(conv_load(&saved, file, &err) == 0 && saved.n == c->n, "and saved");
+    conv_free(&saved);
+    ui_session_free(f.s);
+}
+
+static void test_cancel_keeps_partial_answer(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 3000), "the session did not start");
+    if (!f.s)
+        return;
+    ui_session_send(f.s, "go on and on");
+    /* Until text has arrived, then stop (3000 tokens leave plenty of time). */
+    double end = now_s() + WAIT_S;
+    const chat_stream *st;
+    while ((st = ui_session_live(f.s, NULL)) && st->content.len + st->reasoning.len == 0 && now_s() < end)
+        ui_session_wait(f.s, 1000, &f.changed);
+    CHECK(ui_session_busy(f.s), "the answer ended by itself");
+    ui_session_cancel(f.s);
+    CHECK(!strcmp(f.rec.status, "Stopping..."), "status: %.100s", f.rec.status);
+    CHECK(wait_idle(&f), "cancel did not end the answer");
+    const conversation *c = ui_session_conv(f.s);
+    CHECK(!strcmp(roles(f.s), "ua") && c->msgs[1].stopped && c->msgs[1].n_tokens < 3000,
+          "roles %s, stopped %d, %u tokens", roles(f.s), c->n > 1 && c->msgs[1].stopped, c->n > 1 ? c->msgs[1].n_tokens : 0);
+    CHECK(strstr(f.rec.status, "Stopped; the partial answer is kept"), "status: %.100s", f.rec.status);
+    close_session(&f);
+}
+
+static void test_retry_replaces_the_answer(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    ui_session_retry(f.s);
+    CHECK(strstr(f.rec.status, "Nothing to retry") && f.rec.status_level == UI_ERROR, "status: %.100s",
+          f.rec.status);
+    CHECK(chat(&f, "question"), "no answer");
+    char first[512];
+    snprintf(first, sizeof first, "%s", content(f.s, 1));
+    ui_session_retry(f.s);
+    CHECK(wait_idle(&f), "the retry did not end");
+    /* Greedy: the same answer again, in place of the old one. */
+    CHECK(!strcmp(roles(f.s), "ua") && !strcmp(content(f.s, 1), first), "roles %s, '%.100s' vs '%.100s'",
+          roles(f.s), content(f.s, 1), first);
+    close_session(&f);
+}
+
+/* Issue 17 item 4: /edit, then /system, then the edited message: the
+ * answer before the edited message must stay.  The edit index used to
+ * stay put while the system prompt moved every message by one. */
+static void test_edit_then_system_keeps_earlier_answer(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    CHECK(chat(&f, "q1") && chat(&f, "q2"), "no answers");
+    CHECK(!strcmp(roles(f.s), "uaua"), "roles %s", roles(f.s));
+    char a1[512];
+    snprintf(a1, sizeof a1, "%s", content(f.s, 1));
+    ui_session_edit(f.s);
+    CHECK(ui_session_edit_text(f.s) && !strcmp(ui_session_edit_text(f.s), "q2"), "editing %.100s",
+          ui_session_edit_text(f.s) ? ui_session_edit_text(f.s) : "(nothing)");
+    /* A system prompt set while editing: inserted before everything. */
+    ui_session_set_system(f.s, "be brief");
+    CHECK(ui_session_edit_text(f.s) && !strcmp(ui_session_edit_text(f.s), "q2"), "after /system: editing %.100s",
+          ui_session_edit_text(f.s) ? ui_session_edit_text(f.s) : "(nothing)");
+    unsigned ch = 0;
+    CHECK(ui_session_edit_finish(f.s, "q2 edited", &ch), "the edit was not taken");
+    CHECK(wait_idle(&f), "no answer");
+    CHECK(!strcmp(roles(f.s), "suaua"), "roles %s", roles(f.s));
+    CHECK(!strcmp(content(f.s, 1), "q1") && !strcmp(content(f.s, 2), a1) && !strcmp(content(f.s, 3), "q2 edited"),
+          "'%.60s' '%.60s' '%.60s'", content(f.s, 1), content(f.s, 2), content(f.s, 3));
+    /* And removed while editing: everything moves back by one. */
+    ui_session_edit(f.s);
+    ui_session_set_system(f.s, "");
+    CHECK(ui_session_edit_text(f.s) && !strcmp(ui_session_edit_text(f.s), "q2 edited"),
+          "after /system -: editing %.100s", ui_session_edit_text(f.s) ? ui_session_edit_text(f.s) : "(nothing)");
+    CHECK(ui_session_edit_finish(f.s, "q2 again", &ch), "the edit was not taken");
+    CHECK(wait_idle(&f), "no answer");
+    CHECK(!strcmp(roles(f.s), "uaua") && !strcmp(content(f.s, 1), a1) && !strcmp(content(f.s, 2), "q2 again"),
+          "roles %s, '%.60s' '%.60s'", roles(f.s), content(f.s, 1), content(f.s, 2));
+    CHECK(!ui_session_edit_text(f.s), "still editing");
+    close_session(&f);
+}
+
+static void test_edit_refused_while_busy_and_cancelled(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 3000), "the session did not start");
+    if (!f.s)
+        return;
+    ui_session_edit(f.s);
+    CHECK(!ui_session_edit_text(f.s) && strstr(f.rec.status, "Nothing to edit"), "status: %.100s", f.rec.status);
+    ui_session_send(f.s, "q1");
+    ui_session_edit(f.s);
+    unsigned ch = 0;
+    CHECK(!ui_session_edit_finish(f.s, "new text", &ch), "an edit taken while an answer runs");
+    CHECK(strstr(f.rec.status, "Wait for the answer to finish"), "status: %.100s", f.rec.status);
+    CHECK(ui_session_edit_text(f.s) != NULL, "the edit went away");
+    ui_session_cancel(f.s);
+    CHECK(wait_idle(&f), "cancel did not end the answer");
+    ch = ui_session_edit_cancel(f.s);
+    CHECK(!ui_session_edit_text(f.s) && (ch & UI_CHANGED_STATE), "edit not cancelled");
+    CHECK(!strcmp(content(f.s, 0), "q1"), "the message changed: %.100s", content(f.s, 0));
+    close_session(&f);
+}
+
+static void test_clear_keeps_system_prompt_and_old_file(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    ui_session_set_system(f.s, "sys");
+    CHECK(chat(&f, "q1"), "no answer");
+    char old[PATH_MAX];
+    snprintf(old, sizeof old, "%s", ui_session_autosave_path(f.s));
+    CHECK(old[0] && ui_session_has_turns(f.s), "saved: %.200s", old);
+    unsigned ch = ui_session_clear(f.s);
+    CHECK(!strcmp(roles(f.s), "s") && !ui_session_has_turns(f.s), "roles %s", roles(f.s));
+    CHECK(f.rec.new_conversations == 1 && (ch & UI_CHANGED_CONVERSATION), "the screen was not told");
+    CHECK(!ui_session_autosave_path(f.s)[0], "the next turn goes to the old file");
+    conversation saved;
+    err_t err;
+    CHECK(conv_load(&saved, old, &err) == 0 && saved.n == 3, "the old conversation stays in its file");
+    conv_free(&saved);
+    CHECK(chat(&f, "q2"), "no answer");
+    CHECK(strcmp(ui_session_autosave_path(f.s), old) != 0, "the same file for a new conversation");
+    close_session(&f);
+}
+
+static void test_save_copy_and_load(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    CHECK(chat(&f, "q1") && chat(&f, "q2"), "no answers");
+    char copy[PATH_MAX];
+    snprintf(copy, sizeof copy, "%.200s/copy.json", tmpdir);
+    err_t err;
+    CHECK(ui_session_save_copy(f.s, copy, &err) == 0, "save: %.200s", err.msg);
+    ui_session_clear(f.s);
+    CHECK(ui_session_conv(f.s)->n == 0, "not cleared");
+    conversation c;
+    CHECK(conv_load(&c, copy, &err) == 0, "load: %.200s", err.msg);
+    unsigned ch = ui_session_load(f.s, &c, copy);
+    CHECK(c.n == 0, "the loaded conversation was not taken over");
+    conv_free(&c);
+    CHECK(!strcmp(roles(f.s), "uaua") && (ch & UI_CHANGED_CONVERSATION), "roles %s", roles(f.s));
+    CHECK(noted(&f.rec, "Loaded 4 messages from"), "no note");
+    CHECK(strcmp(ui_session_autosave_path(f.s), copy) != 0, "the loaded file would be written to");
+    CHECK(chat(&f, "q3") && !strcmp(roles(f.s), "uauaua"), "roles %s", roles(f.s));
+    CHECK(conv_load(&c, copy, &err) == 0 && c.n == 4, "the loaded file changed");
+    conv_free(&c);
+    close_session(&f);
+}
+
+static void test_replay_compares_answers(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    conversation c;
+    conv_init(&c);
+    conv_add(&c, "user", "first question", NULL);
+    conv_add(&c, "assistant", "recorded", NULL)->tps = 10;
+    conv_add(&c, "user", "second question", NULL);
+    f.changed |= ui_session_start_replay(f.s, &c, "rec.json");
+    CHECK(c.n == 0, "not taken over");
+    int turn, turns;
+    CHECK(ui_session_replaying(f.s, &turn, &turns) && turn == 1 && turns == 2, "turn %d of %d", turn, turns);
+    CHECK(wait_idle(&f), "the replay did not end");
+    CHECK(!ui_session_replaying(f.s, NULL, NULL), "still replaying");
+    CHECK(f.rec.replay_turns_begun == 2 && f.rec.last_turn.done && f.rec.last_turn.turn == 2, "turns %d, done %d",
+          f.rec.replay_turns_begun, f.rec.last_turn.done);
+    CHECK(noted(&f.rec, "Replay done: 2 turns"), "no summary");
+    CHECK(ui_session_conv(f.s)->n == 0, "the replay touched the conversation");
+    conv_init(&c);
+    f.changed |= ui_session_start_replay(f.s, &c, "empty.json");
+    CHECK(noted(&f.rec, "E: /replay: empty.json has no user messages"), "no error");
+    close_session(&f);
+}
+
+/* The commands on a session: /edit puts the message in the input, /system
+ * keeps the edit on it, /clear asks twice. */
+static void test_commands_drive_the_session(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    theme th;
+    memset(&th, 0, sizeof th);
+    chatcmd_ctx cmd = {f.s, &f.fe, &th, 0};
+    CHECK(chat(&f, "q1") && chat(&f, "q2"), "no answers");
+    chatcmd_run(&cmd, "/edit");
+    CHECK(!strcmp(f.rec.input, "q2"), "input: %.100s", f.rec.input);
+    unsigned ch = chatcmd_run(&cmd, "/system  be brief  ");
+    CHECK((ch & UI_CHANGED_CONVERSATION) && !strcmp(content(f.s, 0), "be brief"), "system: %.100s", content(f.s, 0));
+    CHECK(ui_session_edit_text(f.s) && !strcmp(ui_session_edit_text(f.s), "q2"), "the edit moved");
+    ui_session_edit_cancel(f.s);
+    CHECK(chatcmd_run(&cmd, "/quit") == UI_QUIT, "/quit");
+    CHECK((chatcmd_run(&cmd, "/think off") & UI_CHANGED_SETTINGS) && !ui_session_thinking(f.s), "/think off");
+    CHECK((chatcmd_run(&cmd, "/set temp 0.5") & UI_CHANGED_SETTINGS) && ui_session_settings(f.s)->temp == 0.5f,
+          "/set temp");
+    chatcmd_run(&cmd, "/set colour red");
+    CHECK(noted(&f.rec, "E: /set: 'colour' is not a setting"), "bad /set key");
+    chatcmd_run(&cmd, "/clear");
+    CHECK(strstr(f.rec.status, "Type /clear again") && !strcmp(roles(f.s), "suaua"), "the first /clear cleared");
+    chatcmd_run(&cmd, "/clear");
+    CHECK(!strcmp(roles(f.s), "s") && !strcmp(f.rec.status, "New conversation"), "roles %s", roles(f.s));
+    f.changed |= ui_session_send(f.s, "busy now");
+    chatcmd_run(&cmd, "/load x.json");
+    CHECK(strstr(f.rec.status, "/load x.json: wait for the answer") && f.rec.status_level == UI_ERROR,
+          "status: %.100s", f.rec.status);
+    CHECK(wait_idle(&f), "no answer");
+    chatcmd_run(&cmd, "/sav");
+    CHECK(noted(&f.rec, "Did you mean /save?"), "no hint");
+    close_session(&f);
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/glmchat-test-session-XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return 1;
+    err_t err;
+    if (model_load(&m, MODEL, &err) != 0 || !(tok = tok_load(m.gguf, &err))) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    RUN(test_send_answers_and_saves);
+    RUN(test_queue_while_busy_and_loading);
+    RUN(test_queued_message_kept_on_the_way_out);
+    RUN(test_cancel_keeps_partial_answer);
+    RUN(test_retry_replaces_the_answer);
+    RUN(test_edit_then_system_keeps_earlier_answer);
+    RUN(test_edit_refused_while_busy_and_cancelled);
+    RUN(test_clear_keeps_system_prompt_and_old_file);
+    RUN(test_save_copy_and_load);
+    RUN(test_replay_compares_answers);
+    RUN(test_commands_drive_the_session);
+    tok_free(tok);
+    model_free(&m);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%.100s'", tmpdir);
+    if (system(cmd) != 0)
+        return 1;
+    TESTS_DONE();
+}
