@@ -25,6 +25,7 @@
 
 #include "error.h"
 #include "vk.h"
+#include "vk_spv.h"
 
 #define VKC_WSLOTS 4
 #define VKC_NBIND 9
@@ -141,7 +142,7 @@ void vk_uploader_free(vk_uploader *u);
 /* ---- pipelines ------------------------------------------------------------ */
 
 typedef struct {
-    char shader[48];
+    const vk_spv *shader;
     uint32_t spec[VKC_MAX_SPEC];
     uint32_t nspec;
     VkPipeline pipe;
@@ -152,10 +153,12 @@ typedef struct {
     uint32_t n, cap;
 } vk_pipes;
 
-/* The pipeline of embedded shader `shader` with specialization constants
+/* The pipeline of embedded shader `shader` (an entry of spv_table, or of
+ * the microbenchmark's spv_tool_table) with specialization constants
  * spec[0..nspec) (ids 0..nspec-1; spec[0] is the workgroup size), built once
  * and cached. */
-VkPipeline vk_pipe_get(vk_ctx *c, vk_pipes *p, const char *shader, const uint32_t *spec, uint32_t nspec, err_t *err);
+VkPipeline vk_pipe_get(vk_ctx *c, vk_pipes *p, const vk_spv *shader, const uint32_t *spec, uint32_t nspec,
+                       err_t *err);
 void vk_pipes_free(vk_ctx *c, vk_pipes *p);
 /* The compiler's statistics of a pipeline ("name=value ..."; registers,
  * shared memory, spills where the driver reports them) into buf, when

@@ -119,8 +119,6 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->o, B * c->n_head * c->v_head * f, "o", 0};
     r[n++] = (buf_req){&e->h, B * (K + 1) * e->h_z * f, "h", 0};
     r[n++] = (buf_req){&e->rlogits, B * (c->n_expert ? c->n_expert : 1) * f, "router logits", 0};
-    r[n++] = (buf_req){&e->rpart, (uint64_t)c->n_embd * (c->n_expert + 1) * f, "router partials", 0};
-    r[n++] = (buf_req){&e->warm_sink, VK_WARM_SINK_WORDS * f, "L2 warm sums", 0};
     r[n++] = (buf_req){&e->qkv, ((uint64_t)(c->q_lora_rank ? c->q_lora_rank : c->n_head * qw) + c->kv_lora_rank + c->qk_rope) * f,
                        "q_a + kv", 0};
     /* every layer keeps its choices (routing report, prefill grouping) */

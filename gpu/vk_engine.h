@@ -52,7 +52,6 @@ typedef struct {
 
     /* activations (device), sized for n_batch tokens */
     vk_buf x, qa_raw, kv, q, qa, part, o, h, rlogits, ids, wts, counters, logits;
-    vk_buf rpart;            /* decode: router partials of attn_out_router */
     vk_buf qkv;              /* decode: [q_a or q | kv] of the merged matvec (vk_layer_w.qkv_a) */
     vk_buf dep;              /* decode: word 0 failed waits, then VK_DEP_PER_LAYER counters per
                                 layer (shaders/dep_flag.glsl); host-visible */
@@ -65,9 +64,6 @@ typedef struct {
     vk_vec pend_word;
     uint32_t pend_n;
     bool pend;
-    vk_buf warm_sink;        /* decode: l2_warm's per-workgroup sums (never read) */
-    uint32_t warm_mask;      /* decode: which steps warm the next step's weights (VK_WARM_*) */
-    bool warm_first;         /* record l2_warm before the step's kernels (else after) */
     /* prefill only: normalized inputs, expert hidden states and outputs per
      * (token, slot) pair, the expert work list, attention partials */
     vk_buf xn, qan, hp, yp, part_pf, moe_list, moe_tiles, moe_ind;
@@ -89,10 +85,6 @@ typedef struct {
     vk_profile prof_decode, prof_prefill;
     double decode_gpu_us;    /* from timestamps, recent */
 } vk_engine;
-
-/* Words of the decode graph's l2_warm sink: a warm call needing more
- * workgroups is left out (vk_forward.c). */
-#define VK_WARM_SINK_WORDS 65536u
 
 #define VK_DEP_PER_LAYER 16u
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "quant.h"
+#include "spv_table.h"
 #include "vk_kernels.h"
 
 #define WGS 128u
@@ -28,7 +29,7 @@ static uint32_t f2u(float f)
  * small workgroups to spread over every compute unit.  The GLMCHAT_MV_*
  * environment variables override the targets (tuning runs on the GPU). */
 typedef struct {
-    uint32_t wgs, team, upt, nr, conv;
+    uint32_t wgs, team, upt, nr;
 } mv_cfg;
 
 static uint32_t env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi)
@@ -75,7 +76,6 @@ static mv_cfg mv_config(const vk_ctx *c, const vk_tensor *w, uint32_t nz)
     bool fast = w->type == QT_Q4_0 || w->type == QT_F32;
     uint32_t nr_def = !fast ? 1 : rows >= 4096 ? 4 : rows >= 1024 ? 2 : 1;
     m.nr = env_u32("GLMCHAT_MV_NR", nr_def, 1, 8);
-    m.conv = env_u32("GLMCHAT_MV_CONV", 0, 0, 1);
     m.wgs = env_u32("GLMCHAT_MV_WGS", 64, 1, 1024);
     m.wgs = (m.wgs + c->subgroup - 1) / c->subgroup * c->subgroup;
     return m;
@@ -87,9 +87,9 @@ static uint32_t rows_per_wg(const mv_cfg *m)
 }
 
 
-static VkPipeline pipe(const vk_kb *k, const char *shader, const uint32_t *spec, uint32_t n)
+static VkPipeline pipe(const vk_kb *k, enum spv_id shader, const uint32_t *spec, uint32_t n)
 {
-    return vk_pipe_get(k->c, k->pipes, shader, spec, n, k->err);
+    return vk_pipe_get(k->c, k->pipes, &spv_table[shader], spec, n, k->err);
 }
 
 /* ---- x-stationary decode matvecs (shaders/mvx_common.glsl) ----------------------------
@@ -251,10 +251,8 @@ static void mv_push(const vk_mv_args *a, vk_call *out)
     p[9] = a->norm ? a->norm->off : 0;
     p[10] = f2u(a->eps);
     p[11] = a->ids ? a->ids->off : 0;
-    p[12] = a->mat_mod;
-    p[13] = a->ztok;
-    p[14] = a->last_row;
-    out->npush = 15;
+    p[12] = a->last_row;
+    out->npush = 13;
 }
 
 static int mv_bind(const vk_kb *k, const vk_mv_args *a, vk_call *out)
@@ -268,7 +266,7 @@ static int mv_bind(const vk_kb *k, const vk_mv_args *a, vk_call *out)
     if (a->ids)
         out->b[3] = a->ids->b;
     out->b[4] = a->params;
-    if ((a->ztok || a->last_row) && !a->params.buf)
+    if (a->last_row && !a->params.buf)
         return err_set(k->err, "%s: batch-dependent matvec without the params buffer", a->name);
     mv_push(a, out);
     out->groups[1] = a->nz ? a->nz : 1;
@@ -292,12 +290,6 @@ bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a)
     return mv_x_config(k->c, a->w, a->nz ? a->nz : 1, &x);
 }
 
-bool vk_mv_stationary(const vk_ctx *c, const vk_tensor *w, uint32_t nz)
-{
-    mvx_cfg x;
-    return mv_x_config(c, w, nz ? nz : 1, &x);
-}
-
 int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
 {
     const vk_tensor *w = a->w;
@@ -311,41 +303,37 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
         spec[6] = a->norm ? 1 : 0;
         spec[7] = a->accumulate ? 1 : 0;
         spec[9] = a->ids ? 1 : 0;
-        if (mv_bind(k, a, out) || dep_bind(k, a->name, &a->dep, spec, 16, 5, out))
+        if (mv_bind(k, a, out) || dep_bind(k, a->name, &a->dep, spec, 14, 5, out))
             return -1;
-        out->pipe = pipe(k, "mvx", spec, 14);
+        out->pipe = pipe(k, SPV_MVX, spec, 14);
         if (!out->pipe)
             return -1;
-        out->push[15] = x.passes;
-        out->npush = 19;
+        out->push[13] = x.passes;
+        out->npush = 17;
         out->groups[0] = x.groups;
         return 0;
     }
     if (a->dep.signal || a->dep.wait)
         return err_set(k->err, "%s: this kernel cannot signal or wait (vk_mv_deps)", a->name);
     mv_cfg m = mv_config(k->c, w, a->nz);
-    uint32_t spec[16] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, a->accumulate ? 1 : 0, 4,
-                         a->ids ? 1 : 0, m.upt};
-    spec[15] = m.conv;
-    out->pipe = pipe(k, "mv", spec, sizeof spec / sizeof spec[0]);
+    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, a->accumulate ? 1 : 0, 4,
+                       a->ids ? 1 : 0, m.upt};
+    out->pipe = pipe(k, SPV_MV, spec, sizeof spec / sizeof spec[0]);
     if (!out->pipe || mv_bind(k, a, out))
         return -1;
     out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
     return 0;
 }
 
-/* The x-stationary gate/up geometry: gate and up (and the shared expert's)
- * of one type and width, so they share one staged input. */
+/* The x-stationary gate/up geometry: gate and up of one type and width, so
+ * they share one staged input. */
 static bool glu_x_config(const vk_kb *k, const vk_glu_args *a, mvx_cfg *x)
 {
-    const vk_tensor *g = a->gate, *u = a->up, *gs = a->gate_sh, *us = a->up_sh;
+    const vk_tensor *g = a->gate, *u = a->up;
     if (u->type != g->type)
         return false;
-    if (gs && (!us || gs->type != g->type || us->type != g->type || gs->Kp != g->Kp || us->Kp != g->Kp ||
-               gs->N != us->N || gs->K != g->K))
-        return false;
-    uint32_t rows = gs && gs->N > g->N ? gs->N : g->N;
-    if (!mvx_config(k->c, g->type, g->Kp, rows, (a->nz ? a->nz : 1) + (gs ? 1 : 0), 2, 256, x))
+    uint32_t rows = g->N;
+    if (!mvx_config(k->c, g->type, g->Kp, rows, a->nz ? a->nz : 1, 2, 256, x))
         return false;
     /* Passes per workgroup of the gate/up alone (GLMCHAT_GLU_P; 0: the
      * generic rule above): the routed experts' at least two -- fewer,
@@ -362,12 +350,6 @@ static bool glu_x_config(const vk_kb *k, const vk_glu_args *a, mvx_cfg *x)
     return true;
 }
 
-bool vk_glu_folds(const vk_kb *k, const vk_glu_args *a)
-{
-    mvx_cfg x;
-    return a->gate_sh && glu_x_config(k, a, &x);
-}
-
 bool vk_glu_deps(const vk_kb *k, const vk_glu_args *a)
 {
     mvx_cfg x;
@@ -376,23 +358,18 @@ bool vk_glu_deps(const vk_kb *k, const vk_glu_args *a)
 
 static int glu_x(const vk_kb *k, const vk_glu_args *a, const mvx_cfg *x, vk_call *out)
 {
-    const vk_tensor *g = a->gate, *u = a->up, *gs = a->gate_sh, *us = a->up_sh;
+    const vk_tensor *g = a->gate, *u = a->up;
     uint32_t spec[14] = {0};
     mvx_spec(k, x, g->type, spec);
     spec[6] = a->norm ? 1 : 0;
-    spec[7] = gs ? 1 : 0;
     spec[9] = a->ids ? 1 : 0;
-    if (dep_bind(k, a->name, &a->dep, spec, 18, 7, out))
+    if (dep_bind(k, a->name, &a->dep, spec, 15, 7, out))
         return -1;
-    out->pipe = pipe(k, "mvx_glu", spec, 14);
+    out->pipe = pipe(k, SPV_MVX_GLU, spec, 14);
     if (!out->pipe)
         return -1;
     out->w[0] = g->buf;
     out->w[1] = u->buf;
-    if (gs) {
-        out->w[2] = gs->buf;
-        out->w[3] = us->buf;
-    }
     out->b[0] = a->x.b;
     out->b[1] = a->h.b;
     if (a->norm)
@@ -414,15 +391,12 @@ static int glu_x(const vk_kb *k, const vk_glu_args *a, const mvx_cfg *x, vk_call
     p[11] = f2u(a->eps);
     p[12] = a->ids ? a->ids->off : 0;
     p[13] = nz;
-    p[14] = gs ? gs->N : 0;
-    p[15] = gs ? (uint32_t)gs->head_off : 0;
-    p[16] = gs ? (uint32_t)us->head_off : 0;
-    p[17] = x->passes;
-    out->npush = 21;
+    p[14] = x->passes;
+    out->npush = 18;
     out->groups[0] = x->groups;
-    out->groups[1] = nz + (gs ? 1 : 0);
+    out->groups[1] = nz;
     out->groups[2] = 1;
-    out->bytes = (g->src_bytes / g->n_mat + u->src_bytes / u->n_mat) * nz + (gs ? gs->src_bytes + us->src_bytes : 0);
+    out->bytes = (g->src_bytes / g->n_mat + u->src_bytes / u->n_mat) * nz;
     return 0;
 }
 
@@ -436,15 +410,12 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
     mvx_cfg x;
     if (glu_x_config(k, a, &x))
         return glu_x(k, a, &x, out);
-    if (a->gate_sh)
-        return err_set(k->err, "%s: the shared expert cannot join this call (vk_glu_folds)", a->name);
     if (a->dep.signal || a->dep.wait)
         return err_set(k->err, "%s: this kernel cannot signal or wait (vk_glu_deps)", a->name);
     mv_cfg m = mv_config(k->c, g, a->nz);
-    uint32_t spec[16] = {m.wgs, g->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, u->type, 4, a->ids ? 1 : 0,
-                         m.upt};
-    spec[15] = m.conv;
-    out->pipe = pipe(k, "mv_glu", spec, sizeof spec / sizeof spec[0]);
+    uint32_t spec[] = {m.wgs, g->type, m.team, m.nr, k->c->subgroup, a->norm ? 1 : 0, u->type, 4, a->ids ? 1 : 0,
+                       m.upt};
+    out->pipe = pipe(k, SPV_MV_GLU, spec, sizeof spec / sizeof spec[0]);
     if (!out->pipe)
         return -1;
     out->w[0] = g->buf;
@@ -518,7 +489,7 @@ static int moe_down_x(const vk_kb *k, const vk_moe_down_args *a, const mvx_cfg *
     moe_down_bind(a, out);
     if (dep_bind(k, a->name, &a->dep, spec, 15, 7, out))
         return -1;
-    out->pipe = pipe(k, "mvx_down", spec, 14);
+    out->pipe = pipe(k, SPV_MVX_DOWN, spec, 14);
     if (!out->pipe)
         return -1;
     out->push[14] = x->passes;
@@ -571,10 +542,9 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     if (m.wgs > 1024)
         return err_set(k->err, "%s: %u experts per token do not fit one workgroup", a->name, nslot);
     uint32_t rg = m.wgs / m.team / nslot;
-    uint32_t spec[16] = {m.wgs, d->type, m.team, m.nr, k->c->subgroup, s ? 1 : 0, s ? s->type : d->type, 4, m.upt,
-                         nslot};
-    spec[15] = m.conv;
-    out->pipe = pipe(k, "mv_moe_down", spec, sizeof spec / sizeof spec[0]);
+    uint32_t spec[] = {m.wgs, d->type, m.team, m.nr, k->c->subgroup, s ? 1 : 0, s ? s->type : d->type, 4, m.upt,
+                       nslot};
+    out->pipe = pipe(k, SPV_MV_MOE_DOWN, spec, sizeof spec / sizeof spec[0]);
     if (!out->pipe)
         return -1;
     moe_down_bind(a, out);
@@ -713,7 +683,7 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
     out->b[6] = a->params;
     if (dep_bind(k, "kv_store", &a->dep, spec, 14, 7, out))
         return -1;
-    out->pipe = pipe(k, "kv_store", spec, 14);
+    out->pipe = pipe(k, SPV_KV_STORE, spec, 14);
     if (!out->pipe)
         return -1;
     out->b[0] = a->kv.b;
@@ -739,112 +709,11 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
     p[12] = a->qa.off;
     p[13] = a->qa_z;
     out->npush = 17;
-    out->groups[0] = a->cache_only ? 1 : 1 + g->n_head;
+    out->groups[0] = 1 + g->n_head;
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;
     out->bytes = (uint64_t)out->groups[1] * (8ull * (g->kv_lora + g->rope) + g->RS * (g->kv_f16 ? 2 : 4) +
-                                             (a->cache_only ? 0 : 8ull * g->n_head * g->rope));
-    return 0;
-}
-
-/* ---- q_b + k_b in one step (shaders/qbkb.comp) -------------------------------------
- * Workgroup (h, g), g < G: the head's nope rows of q_b (recomputed by each
- * of the G: L2 hits), 1/G of its rope rows, then 1/G of k_b[h]'s rows.
- * Team per row: the power of two (<= subgroup) that gives each lane about
- * GLMCHAT_QBKB_JT (6) input vec4s, held in registers for every row.
- * Defaults (not yet measured on a GPU): G = 4 (80 workgroups for GLM),
- * 512 threads (the q_b rows of a head in 4 passes of 4 rows per team),
- * the first pass of both matvecs loaded before the staging for Q4_0 /
- * Q8_0 weights (GLMCHAT_QBKB_PRE=0: loaded in turn).  Decode only. */
-typedef struct {
-    uint32_t wgs, G, tq, jq, tk, jk, rq, rk, xsh, nsh, rsh;
-} qbkb_cfg;
-
-static void qbkb_team(uint32_t nv, uint32_t sg, uint32_t wgs, uint32_t *team, uint32_t *j)
-{
-    uint32_t t = pow2_ceil(ceil_div(nv, env_u32("GLMCHAT_QBKB_JT", 6, 1, 64)));
-    if (t > sg)
-        t = sg;
-    if (t > wgs)
-        t = wgs;
-    *team = t;
-    *j = ceil_div(nv, t);
-}
-
-static bool qbkb_config(const vk_kb *k, const vk_qbkb_args *a, qbkb_cfg *m)
-{
-    const vk_attn_geom *g = a->g;
-    const vk_tensor *qb = a->q_b, *kb = a->k_b;
-    memset(m, 0, sizeof *m);
-    if (!qb || !kb || g->nope == 0 || qb->n_mat > 1 || qb->N != g->n_head * (g->nope + g->rope) ||
-        kb->K != g->nope || kb->N != g->kv_lora || kb->n_mat != g->n_head || qb->Kp % 4 || kb->Kp % 4)
-        return false;
-    uint32_t sg = k->c->subgroup;
-    m->wgs = ceil_div(env_u32("GLMCHAT_QBKB_WGS", 512, 32, 1024), sg) * sg;
-    if (m->wgs > 1024 || m->wgs / sg > 64)
-        return false;
-    m->G = env_u32("GLMCHAT_QBKB_G", 4, 1, 64);
-    m->rq = env_u32("GLMCHAT_QBKB_RQ", 4, 1, 8);
-    m->rk = env_u32("GLMCHAT_QBKB_RK", 2, 1, 8);
-    qbkb_team(qb->Kp / 4, sg, m->wgs, &m->tq, &m->jq);
-    qbkb_team(kb->Kp / 4, sg, m->wgs, &m->tk, &m->jk);
-    if (m->jq > 64 || m->jk > 64)
-        return false;
-    m->xsh = m->jq * m->tq;                       /* vec4s */
-    m->nsh = 4 * m->jk * m->tk;                   /* floats, >= Kp >= nope */
-    m->rsh = ceil_div(g->rope / 2, m->G) * 2 + 2; /* floats */
-    uint64_t bytes = 16ull * m->xsh + 4ull * (m->nsh + m->rsh + 64);
-    return bytes <= k->c->shared_bytes;
-}
-
-bool vk_qbkb_fits(const vk_kb *k, const vk_qbkb_args *a)
-{
-    qbkb_cfg m;
-    return qbkb_config(k, a, &m);
-}
-
-int vk_k_qbkb(const vk_kb *k, const vk_qbkb_args *a, vk_call *out)
-{
-    const vk_attn_geom *g = a->g;
-    const vk_tensor *qb = a->q_b, *kb = a->k_b;
-    qbkb_cfg m;
-    memset(out, 0, sizeof *out);
-    out->name = "attn_q_b+k_b";
-    if (!qbkb_config(k, a, &m))
-        return err_set(k->err, "attn_q_b+k_b: these shapes do not fit the fused kernel (vk_qbkb_fits)");
-    uint32_t spec[] = {m.wgs, qb->type, kb->type, k->c->subgroup, m.tq, m.jq, m.tk, m.jk, m.rq, m.rk,
-                       m.xsh, m.nsh, m.rsh, env_u32("GLMCHAT_QBKB_PRE", 1, 0, 1)};
-    out->pipe = pipe(k, "qbkb", spec, sizeof spec / sizeof spec[0]);
-    if (!out->pipe)
-        return -1;
-    out->w[0] = qb->buf;
-    out->w[1] = kb->buf;
-    out->b[0] = a->x.b;
-    out->b[1] = a->norm.b;
-    out->b[2] = a->rope_cs;
-    out->b[3] = a->qa.b;
-    out->b[4] = a->params;
-    uint32_t *p = out->push;
-    p[0] = qb->K;
-    p[1] = qb->Kp;
-    p[2] = (uint32_t)qb->head_off;
-    p[3] = g->nope;
-    p[4] = g->rope;
-    p[5] = g->kv_lora;
-    p[6] = g->RS;
-    p[7] = kb->Kp;
-    p[8] = (uint32_t)kb->head_off;
-    p[9] = kb->bpr * kb->N;
-    p[10] = a->x.off;
-    p[11] = a->norm.off;
-    p[12] = f2u(a->eps);
-    p[13] = a->qa.off;
-    p[14] = m.G;
-    out->npush = 15;
-    out->groups[0] = g->n_head * m.G;
-    out->groups[1] = out->groups[2] = 1;
-    /* weights once (the G-fold re-reads of q_b hit L2), q_a, its norm, qa */
-    out->bytes = qb->src_bytes + kb->src_bytes + 8ull * qb->K + 4ull * g->n_head * g->RS;
+                                             8ull * g->n_head * g->rope);
     return 0;
 }
 
@@ -884,14 +753,14 @@ static void attn_bind(const vk_attn_args *a, vk_call *out)
 static int attn_fd(const vk_kb *k, const vk_attn_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
-    uint32_t spec[14] = {256, g->fd_mt, g->RS, g->kv_lora, env_u32("GLMCHAT_FD_ST", 0, 0, 1), g->fd_hg};
+    uint32_t spec[14] = {256, g->fd_mt, g->RS, g->kv_lora, g->fd_hg};
     memset(out, 0, sizeof *out);
     out->name = "attn";
     attn_bind(a, out);
     if (dep_bind(k, "attn", &a->dep, spec, 9, 4, out))
         return -1;
     out->npush = 12;
-    out->pipe = pipe(k, "attn_fd", spec, 14);
+    out->pipe = pipe(k, SPV_ATTN_FD, spec, 14);
     if (!out->pipe)
         return -1;
     out->groups[1] = g->fd_hg;
@@ -920,7 +789,7 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup, kq, pu, sgmax};
     memset(out, 0, sizeof *out);
     out->name = "attn";
-    out->pipe = pipe(k, "attn", spec, sizeof spec / sizeof spec[0]);
+    out->pipe = pipe(k, SPV_ATTN, spec, sizeof spec / sizeof spec[0]);
     if (!out->pipe)
         return -1;
     attn_bind(a, out);
@@ -945,11 +814,11 @@ static void attn_vb_bind(const vk_attn_vb_args *a, vk_call *out)
     p[3] = (uint32_t)w->head_off;
     p[4] = w->bpr * w->N;
     p[5] = a->part.off;
-    p[6] = a->prefill ? g->n_head : vk_attn_part_heads(g); /* head rows of the partials */
+    p[6] = vk_attn_part_heads(g); /* head rows of the partials */
     p[7] = a->chunk_cap;
     p[8] = a->o.off;
     p[9] = a->o_z;
-    p[10] = a->prefill ? VKP_NCHUNK_PF : VKP_NCHUNK;
+    p[10] = VKP_NCHUNK;
     out->groups[1] = g->n_head;
     out->groups[2] = a->nz ? a->nz : 1;
     out->bytes = w->src_bytes * out->groups[2];
@@ -965,7 +834,7 @@ static int attn_vb_x(const vk_kb *k, const vk_attn_vb_args *a, const mvx_cfg *x,
     attn_vb_bind(a, out);
     if (dep_bind(k, "attn_vb", &a->dep, spec, 12, 4, out))
         return -1;
-    out->pipe = pipe(k, "attnx_vb", spec, 14);
+    out->pipe = pipe(k, SPV_ATTNX_VB, spec, 14);
     if (!out->pipe)
         return -1;
     out->push[11] = x->passes;
@@ -1017,7 +886,7 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
         return err_set(k->err, "attn_vb: %u chunks of a %u-wide latent do not fit in shared memory", a->chunk_cap,
                        w->Kp);
     uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, ksh, m.upt, a->chunk_cap};
-    out->pipe = pipe(k, "attn_vb", spec, sizeof spec / sizeof spec[0]);
+    out->pipe = pipe(k, SPV_ATTN_VB, spec, sizeof spec / sizeof spec[0]);
     if (!out->pipe)
         return -1;
     attn_vb_bind(a, out);
@@ -1034,7 +903,7 @@ int vk_k_attn_combine(const vk_kb *k, const vk_attn_combine_args *a, vk_call *ou
     if (a->chunk_cap < 1 || a->chunk_cap > 64)
         return err_set(k->err, "attn_combine: %u chunks per head (1 to 64)", a->chunk_cap);
     uint32_t spec[] = {WGS, a->chunk_cap};
-    out->pipe = pipe(k, "attn_combine", spec, 2);
+    out->pipe = pipe(k, SPV_ATTN_COMBINE, spec, 2);
     if (!out->pipe)
         return -1;
     out->b[0] = a->part.b;
@@ -1098,12 +967,12 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
         spec[7] = epl;
         if (dep_bind(k, "router", &a->dep, spec, 18, 8, out))
             return -1;
-        out->pipe = pipe(k, "routerx", spec, 14);
+        out->pipe = pipe(k, SPV_ROUTERX, spec, 14);
     } else if (a->dep.signal || a->dep.wait) {
         return err_set(k->err, "router: this kernel cannot signal or wait (vk_router_deps)");
     } else {
         uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, 4, m.upt, epl};
-        out->pipe = pipe(k, "router", spec, sizeof spec / sizeof spec[0]);
+        out->pipe = pipe(k, SPV_ROUTER, spec, sizeof spec / sizeof spec[0]);
     }
     if (!out->pipe)
         return -1;
@@ -1149,133 +1018,13 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
     return 0;
 }
 
-/* ---- attn_output with the router folded in (shaders/mvx_router.comp) -------------------
- * The matvec keeps attn_output's own geometry (vk_k_mv's), so the fused
- * step is that matvec plus an epilogue.  The epilogue's teams: RT lanes per
- * column of the workgroup's shares, ST per column of the last workgroup's
- * sums, each the power of two <= the subgroup size that needs the fewest
- * dependent rounds of loads (ties: the smaller team, fewer shuffles).
- * Where one round covers every column with at most one vec4 of router
- * weights per lane (GLM-4.7-Flash: 16 rows, 65 columns, 512 threads), the
- * lanes load those weights before the matvec (PRE). */
-typedef struct {
-    mvx_cfg x;
-    uint32_t lrs, rt, st, epl, pre;
-} out_router_cfg;
-
-static uint32_t out_router_team(uint32_t sg, uint32_t wgs, uint32_t ncol, uint32_t items, uint32_t per_batch)
-{
-    uint32_t best = UINT32_MAX, team = 1;
-    for (uint32_t t = 1; t <= sg; t *= 2) {
-        uint32_t cost = ceil_div(ncol, wgs / t) * ceil_div(items, (uint64_t)t * per_batch);
-        if (cost < best) {
-            best = cost;
-            team = t;
-        }
-    }
-    return team;
-}
-
-static bool out_router_config(const vk_kb *k, const vk_out_router_args *a, out_router_cfg *m)
-{
-    const vk_tensor *w = a->w, *rw = a->r.w;
-    const vk_ctx *c = k->c;
-    uint32_t ne = rw->N, sg = c->subgroup;
-    memset(m, 0, sizeof *m);
-    if (!vk_qlayout_of(rw->type, NULL) || rw->K != w->N || w->n_mat > 1 || rw->n_mat > 1 || ne == 0 || ne > 512 ||
-        a->r.n_used == 0 || a->r.n_used > ne || a->r.n_used > 32 || a->r.n_used > sg || !mv_x_config(c, w, 1, &m->x))
-        return false;
-    uint32_t wgs = m->x.wgs, ncol = ne + 1;
-    m->lrs = wgs / m->x.team * m->x.r * m->x.passes;
-    /* vec4 groups of router weights a workgroup's rows touch */
-    uint32_t ng = m->lrs % 4 == 0 ? m->lrs / 4 : (m->lrs + 2) / 4 + 1;
-    m->rt = out_router_team(sg, wgs, ncol, ng, 1);
-    m->st = out_router_team(sg, wgs, ncol, m->x.groups, 32);
-    m->pre = ceil_div(ncol, wgs / m->rt) == 1 && ng <= m->rt;
-    m->epl = ceil_div(ne, sg);
-    uint64_t shared = 4ull * m->x.ksh + 4 * 64 + 8ull * m->lrs + 4ull * ncol + 64;
-    return shared <= c->shared_bytes;
-}
-
-bool vk_out_router_folds(const vk_kb *k, const vk_out_router_args *a)
-{
-    out_router_cfg m;
-    return out_router_config(k, a, &m);
-}
-
-int vk_k_out_router(const vk_kb *k, const vk_out_router_args *a, vk_call *out)
-{
-    const vk_tensor *w = a->w, *rw = a->r.w;
-    const vk_router_args *r = &a->r;
-    out_router_cfg m;
-    memset(out, 0, sizeof *out);
-    out->name = "attn_out_router";
-    if (!out_router_config(k, a, &m))
-        return err_set(k->err, "attn_out_router: these operands need the separate router (vk_out_router_folds)");
-    if (r->ids.off != r->wts.off)
-        return err_set(k->err, "attn_out_router: ids and weights must share their offset");
-    if (r->counter.off != 0)
-        return err_set(k->err, "attn_out_router: the counter must start its buffer");
-    uint64_t need = (uint64_t)m.x.groups * (rw->N + 1), have = a->partials.b.size / 4;
-    if (have < a->partials.off || have - a->partials.off < need)
-        return err_set(k->err, "attn_out_router: the partials need %llu floats", (unsigned long long)need);
-    uint32_t spec[16] = {0};
-    mvx_spec(k, &m.x, w->type, spec);
-    spec[6] = rw->type;
-    spec[7] = m.epl;
-    spec[9] = m.lrs;
-    spec[12] = m.rt;
-    spec[13] = m.st;
-    spec[14] = rw->N + 1;
-    spec[15] = m.pre;
-    out->pipe = pipe(k, "mvx_router", spec, 16);
-    if (!out->pipe)
-        return -1;
-    out->w[0] = w->buf;
-    out->w[1] = rw->buf;
-    out->b[0] = a->o.b;
-    out->b[1] = a->partials.b;
-    out->b[2] = r->norm.b;
-    out->b[3] = r->ids.b;
-    out->b[4] = r->wts.b;
-    if (r->bias)
-        out->b[5] = r->bias->b;
-    out->b[6] = r->counter.b;
-    out->b[7] = a->x.b;
-    uint32_t *p = out->push;
-    p[0] = w->K;
-    p[1] = w->Kp;
-    p[2] = w->N;
-    p[3] = (uint32_t)w->head_off;
-    p[4] = a->o.off;
-    p[5] = a->x.off;
-    p[6] = rw->N;
-    p[7] = rw->bpr;
-    p[8] = (uint32_t)rw->head_off;
-    p[9] = r->norm.off;
-    p[10] = f2u(r->eps);
-    p[11] = r->n_used;
-    p[12] = r->gating;
-    p[13] = r->bias ? 1 : 0;
-    p[14] = r->norm_w ? 1 : 0;
-    p[15] = f2u(r->scale);
-    p[16] = r->ids.off;
-    p[17] = r->bias ? r->bias->off : 0;
-    p[18] = a->partials.off;
-    out->npush = 19;
-    out->groups[0] = m.x.groups;
-    out->groups[1] = out->groups[2] = 1;
-    out->bytes = w->src_bytes + rw->src_bytes + 4ull * (w->K + 2ull * w->N);
-    return 0;
-}
-
 int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out)
 {
     const vk_tensor *w = a->w;
     uint32_t spec[] = {WGS, w->type};
     memset(out, 0, sizeof *out);
     out->name = "embed";
-    out->pipe = pipe(k, "embed", spec, 2);
+    out->pipe = pipe(k, SPV_EMBED, spec, 2);
     if (!out->pipe)
         return -1;
     out->w[0] = w->buf;
@@ -1298,120 +1047,6 @@ int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out)
     return 0;
 }
 
-/* ---- L2 warming (shaders/l2_warm.comp) ------------------------------------------------ */
-
-#define WARM_WGS 256u
-#define WARM_UNROLL 4u
-
-bool vk_warm_add(vk_warm_args *a, vk_buf buf, uint64_t off, uint64_t bytes, uint64_t stride, int mode)
-{
-    if (a->n >= VK_WARM_MAX)
-        return false;
-    if (bytes == 0)
-        return true;
-    a->r[a->n++] = (vk_warm_range){buf, off, bytes, stride, mode};
-    return true;
-}
-
-bool vk_warm_add_tensor(vk_warm_args *a, const vk_tensor *t, bool by_id)
-{
-    vk_qlayout l;
-    if (!by_id || t->n_mat <= 1)
-        return vk_warm_add(a, t->buf, 0, t->bytes, 0, VK_WARM_PLAIN);
-    if (!vk_qlayout_of(t->type, &l))
-        return false;
-    uint64_t blocks = (uint64_t)t->N * t->bpr;
-    return vk_warm_add(a, t->buf, 0, blocks * l.body, blocks * l.body, VK_WARM_BY_ID) &&
-           vk_warm_add(a, t->buf, t->head_off, blocks * l.head, blocks * l.head, VK_WARM_BY_ID);
-}
-
-/* 16-byte units each workgroup reads: GLMCHAT_WARM_ITERS rounds of
- * WARM_UNROLL loads per thread. */
-static uint32_t warm_span(void)
-{
-    return WARM_WGS * WARM_UNROLL * env_u32("GLMCHAT_WARM_ITERS", 2, 1, 64);
-}
-
-static uint32_t warm_instances(const vk_warm_args *a)
-{
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < a->n; i++)
-        n += a->r[i].mode == VK_WARM_BY_ID ? a->n_ids : 1;
-    return n;
-}
-
-static uint32_t warm_groups_x(const vk_warm_args *a)
-{
-    uint64_t most = 0;
-    for (uint32_t i = 0; i < a->n; i++) {
-        /* a misaligned start adds one unit */
-        uint64_t units = (a->r[i].bytes + 15) / 16 + 1;
-        most = units > most ? units : most;
-    }
-    return ceil_div(most, warm_span());
-}
-
-uint32_t vk_warm_sink_words(const vk_ctx *c, const vk_warm_args *a)
-{
-    (void)c;
-    return warm_groups_x(a) * warm_instances(a);
-}
-
-int vk_k_warm(const vk_kb *k, const vk_warm_args *a, vk_call *out)
-{
-    uint32_t spec[] = {WARM_WGS, WARM_UNROLL};
-    memset(out, 0, sizeof *out);
-    out->name = "l2_warm";
-    if (a->n == 0)
-        return err_set(k->err, "l2_warm: no ranges");
-    if (a->n_ids == 0)
-        for (uint32_t i = 0; i < a->n; i++)
-            if (a->r[i].mode == VK_WARM_BY_ID)
-                return err_set(k->err, "l2_warm: a per-expert range without expert ids");
-    out->pipe = pipe(k, "l2_warm", spec, 2);
-    if (!out->pipe)
-        return -1;
-    uint32_t *p = out->push, nslot = 0;
-    p[0] = a->n;
-    p[1] = a->ids.off;
-    p[2] = a->n_ids;
-    p[3] = warm_span();
-    for (uint32_t i = 0; i < a->n; i++) {
-        const vk_warm_range *r = &a->r[i];
-        uint32_t slot = 0;
-        while (slot < nslot && !(out->w[slot].buf == r->buf.buf && out->w[slot].off == r->buf.off &&
-                                 out->w[slot].size == r->buf.size))
-            slot++;
-        if (slot == nslot) {
-            if (nslot == VKC_WSLOTS)
-                return err_set(k->err, "l2_warm: ranges over more than %u buffers", VKC_WSLOTS);
-            out->w[nslot++] = r->buf;
-        }
-        /* the shader computes in 32-bit bytes: the range must lie inside
-         * the bound buffer (a selected matrix does, its id being valid) */
-        if (r->off + r->bytes > r->buf.size || r->buf.size > 0xFFFFFFF0ull || r->stride > r->buf.size)
-            return err_set(k->err, "l2_warm: range %u (%llu + %llu bytes) outside its buffer", i,
-                           (unsigned long long)r->off, (unsigned long long)r->bytes);
-        uint32_t *g = p + 4 + 4 * i;
-        g[0] = slot | (uint32_t)r->mode << 4;
-        g[1] = (uint32_t)r->off;
-        g[2] = (uint32_t)r->bytes;
-        g[3] = (uint32_t)r->stride;
-        out->bytes += r->mode == VK_WARM_BY_ID ? r->bytes * a->n_ids : r->bytes;
-    }
-    out->npush = 4 + 4 * VK_WARM_MAX;
-    out->b[0] = a->ids.b;
-    out->b[1] = a->params;
-    out->b[2] = a->sink;
-    out->groups[0] = warm_groups_x(a);
-    out->groups[1] = warm_instances(a);
-    out->groups[2] = 1;
-    if ((uint64_t)out->groups[0] * out->groups[1] * 4 > a->sink.size)
-        return err_set(k->err, "l2_warm: the sink holds %llu words, the grid needs %u",
-                       (unsigned long long)a->sink.size / 4, out->groups[0] * out->groups[1]);
-    return 0;
-}
-
 int vk_topk_geom_init(uint32_t n, uint32_t k, vk_topk_geom *g, err_t *err)
 {
     if (k == 0 || k > 64 || k > n)
@@ -1428,7 +1063,7 @@ int vk_k_topk(const vk_kb *k, const vk_topk_args *a, vk_call *out)
     uint32_t spec[] = {256, k->c->subgroup};
     memset(out, 0, sizeof *out);
     out->name = "topk";
-    out->pipe = pipe(k, "topk", spec, 2);
+    out->pipe = pipe(k, SPV_TOPK, spec, 2);
     if (!out->pipe)
         return -1;
     out->b[0] = a->logits.b;
@@ -1459,7 +1094,7 @@ int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
     uint32_t spec[] = {256, k->c->subgroup};
     memset(out, 0, sizeof *out);
     out->name = "rmsnorm";
-    out->pipe = pipe(k, "rmsnorm", spec, 2);
+    out->pipe = pipe(k, SPV_RMSNORM, spec, 2);
     if (!out->pipe)
         return -1;
     out->b[0] = a->x.b;
@@ -1491,27 +1126,27 @@ int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
  * kernel (their models' 1e-4 criterion).  GLMCHAT_COOPMAT picks the kernel
  * for A/B runs: 0 the fp32 kernel (mm), 1 (default) mm_coop (128 rows x 64
  * or 32 tokens, 8 subgroups, packed fp16 tiles, next step's loads in flight
- * during the MMAs), 2 the first cooperative kernel (mm_coop64: run 3, slower
- * than the fp32 kernel). */
-enum { MM_FP32, MM_COOP, MM_COOP64 };
+ * during the MMAs). */
+enum { MM_FP32, MM_COOP };
 
 static uint32_t mm_kind(const vk_ctx *c, const vk_tensor *w, const vk_tensor *u)
 {
     if (!c->coopmat || w->type == QT_F32 || (u && u->type == QT_F32))
         return MM_FP32;
-    return env_u32("GLMCHAT_COOPMAT", MM_COOP, MM_FP32, MM_COOP64);
+    return env_u32("GLMCHAT_COOPMAT", MM_COOP, MM_FP32, MM_COOP);
 }
 
-static const char *const MM_SHADER[] = {"mm", "mm_coop", "mm_coop64"};
+static const enum spv_id MM_SHADER[] = {SPV_MM, SPV_MM_COOP};
 
 const char *vk_mm_kernel(const vk_ctx *c, const vk_tensor *w, const vk_tensor *up)
 {
-    return MM_SHADER[mm_kind(c, w, up)];
+    return spv_table[MM_SHADER[mm_kind(c, w, up)]].name;
 }
 
 uint32_t vk_mm_expert_bm(const vk_ctx *c, const vk_tensor *w)
 {
-    return mm_kind(c, w, NULL) == MM_COOP64 ? 64 : MM_BM_EXPERT;
+    (void)c, (void)w;
+    return MM_BM_EXPERT;
 }
 
 uint32_t vk_mm_bn(const vk_ctx *c, const vk_tensor *w, const vk_tensor *up)
@@ -1530,14 +1165,13 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     uint32_t kind = mm_kind(k->c, w, u);
     if (list && a->tile != MM_BM_EXPERT && !(a->tile == 64 && kind != MM_FP32))
         return err_set(k->err, "%s: expert tiles of %u pairs do not match the kernel", a->name, a->tile);
-    /* mm_coop takes the list's tile size (32 or 64); mm_coop64 has 64-token
-     * tiles (a 32-pair tile fills half); the fp32 kernel 32 */
-    uint32_t bm = list ? (kind == MM_COOP ? a->tile : kind == MM_COOP64 ? 64 : MM_BM_EXPERT) : MM_BM;
+    /* mm_coop takes the list's tile size (32 or 64); the fp32 kernel 32 */
+    uint32_t bm = list ? (kind == MM_COOP ? a->tile : MM_BM_EXPERT) : MM_BM;
     uint32_t bn = kind == MM_COOP ? MM_BN_COOP : MM_BN;
     uint32_t mode = u ? 2 : a->accumulate ? 1 : 0;
     /* the split only where activations are rounded (one pipeline otherwise) */
     uint32_t split = kind == MM_COOP && a->x_split ? 1 : 0;
-    uint32_t spec[] = {kind == MM_COOP64 ? 128 : 256, w->type, u ? u->type : w->type, bm, bn, mode, list ? 1 : 0, split};
+    uint32_t spec[] = {256, w->type, u ? u->type : w->type, bm, bn, mode, list ? 1 : 0, split};
     memset(out, 0, sizeof *out);
     out->name = a->name;
     out->pipe = pipe(k, MM_SHADER[kind], spec, sizeof spec / sizeof spec[0]);
@@ -1585,7 +1219,7 @@ int vk_k_moe_group(const vk_kb *k, const vk_moe_group_args *a, vk_call *out)
     uint32_t spec[] = {256, a->tile};
     memset(out, 0, sizeof *out);
     out->name = "moe_group";
-    out->pipe = pipe(k, "moe_group", spec, 2);
+    out->pipe = pipe(k, SPV_MOE_GROUP, spec, 2);
     if (!out->pipe)
         return -1;
     out->b[0] = a->ids.b;
@@ -1609,7 +1243,7 @@ int vk_k_moe_combine(const vk_kb *k, const vk_moe_combine_args *a, vk_call *out)
     uint32_t spec[] = {256};
     memset(out, 0, sizeof *out);
     out->name = "moe_combine";
-    out->pipe = pipe(k, "moe_combine", spec, 1);
+    out->pipe = pipe(k, SPV_MOE_COMBINE, spec, 1);
     if (!out->pipe)
         return -1;
     out->b[0] = a->y.b;

@@ -55,10 +55,9 @@ typedef struct {
     float eps;
     bool accumulate;
     const vk_vec *ids;
-    /* prefill: z = token * mat_mod + head (matrix = z % mat_mod), tokens past
-     * the batch skipped; or the input is the batch's last token (last_row =
-     * its row stride).  Both need the params buffer. */
-    uint32_t mat_mod, ztok, last_row;
+    /* prefill: the input is the batch's last token (last_row = its row
+     * stride; needs the params buffer) */
+    uint32_t last_row;
     vk_buf params;
     vk_dep dep;         /* decode: signal and/or wait (vk_mv_deps) */
 } vk_mv_args;
@@ -66,9 +65,7 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out);
 /* Whether vk_k_mv's kernel for a can signal / wait (the x-stationary one). */
 bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a);
 
-/* h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n), n = rmsnorm(x) * norm (or x).
- * With gate_sh/up_sh (a shared expert on the same input) the same call also
- * writes h[nz] from them -- where vk_glu_folds says the kernel can. */
+/* h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n), n = rmsnorm(x) * norm (or x). */
 typedef struct {
     const char *name;
     const vk_tensor *gate, *up;
@@ -79,12 +76,9 @@ typedef struct {
     uint32_t h_z;
     uint32_t nz;
     const vk_vec *ids;
-    const vk_tensor *gate_sh, *up_sh;
     vk_dep dep;         /* decode: signal and/or wait (vk_glu_deps) */
 } vk_glu_args;
 int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out);
-/* Whether one vk_k_glu call can take the shared expert of `a` along. */
-bool vk_glu_folds(const vk_kb *k, const vk_glu_args *a);
 /* Whether vk_k_glu's kernel for a can signal / wait (the x-stationary one). */
 bool vk_glu_deps(const vk_kb *k, const vk_glu_args *a);
 
@@ -178,32 +172,9 @@ typedef struct {
     uint32_t qa_z;
     vk_buf params;
     uint32_t nz;
-    bool cache_only;      /* the cache row only (grid of 1): the rotated query comes from vk_k_qbkb */
     vk_dep dep;           /* decode: signal and/or wait (any device) */
 } vk_kv_store_args;
 int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out);
-
-/* Decode (one token): the absorbed query in one dispatch -- q_b (its input
- * RMSNorm fused) and k_b per head, and the rotated rope part of q:
- *   q[h] = q_b rows h*(nope+rope).. . (rmsnorm(x) * norm)
- *   qa[h][0..kv_lora) = k_b[h] . q[h][0..nope)
- *   qa[h][kv_lora..RS) = RoPE(q[h][nope..]) at position params[VKP_POS0], zero-padded
- * with qa[h] at qa.off + h*RS.  q itself is not written.  Any weight type;
- * vk_qbkb_fits says whether the shapes fit the kernel (else: the q_b matvec,
- * the k_b matvec and kv_store's query part, as before).  Tuning knobs:
- * GLMCHAT_QBKB_G (workgroups per head), _WGS, _RQ, _RK, _JT, _PRE. */
-typedef struct {
-    const vk_attn_geom *g;
-    const vk_tensor *q_b, *k_b;
-    vk_vec x;             /* q_a, before its norm */
-    vk_vec norm;          /* attn_q_a_norm */
-    float eps;
-    vk_buf rope_cs;       /* as kv_store's */
-    vk_vec qa;
-    vk_buf params;
-} vk_qbkb_args;
-bool vk_qbkb_fits(const vk_kb *k, const vk_qbkb_args *a);
-int vk_k_qbkb(const vk_kb *k, const vk_qbkb_args *a, vk_call *out);
 
 typedef struct {
     const vk_attn_geom *g;
@@ -231,7 +202,6 @@ typedef struct {
     vk_buf params;
     vk_vec o;             /* out of token z at o.off + z*o_z: heads of v_head */
     uint32_t o_z, nz;
-    bool prefill;         /* chunk count from VKP_NCHUNK_PF (else VKP_NCHUNK) */
     vk_dep dep;           /* decode: signal and/or wait (vk_attn_vb_deps) */
 } vk_attn_vb_args;
 int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out);
@@ -272,26 +242,6 @@ typedef struct {
 int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out);
 bool vk_router_deps(const vk_kb *k, const vk_router_args *a);
 
-/* Decode, one token: x += W_o . o (attn_output) and then the router of the
- * new x (r's meaning, r.w's width = W_o's rows) in one dispatch.  Each
- * workgroup writes its rows' shares of the router dot products and of
- * sum x^2 to `partials`; the last one sums them in a fixed order and picks
- * the experts.  r.x, r.x_z, r.logits, r.nz and r.params are not used
- * (one token; the input is the new x).  partials: at most
- * n_embd * (n_expert + 1) floats (a workgroup has at least one row). */
-typedef struct {
-    const vk_tensor *w;         /* attn_output (n_head * v_head -> n_embd) */
-    vk_vec o;                   /* its input */
-    vk_vec x;                   /* the residual stream, accumulated into */
-    vk_router_args r;
-    vk_vec partials;
-} vk_out_router_args;
-/* Whether the fused kernel takes these operands (else: vk_k_mv + vk_k_router). */
-bool vk_out_router_folds(const vk_kb *k, const vk_out_router_args *a);
-int vk_k_out_router(const vk_kb *k, const vk_out_router_args *a, vk_call *out);
-/* Whether vk_k_mv runs the x-stationary kernel (mvx) for w and nz matrices. */
-bool vk_mv_stationary(const vk_ctx *c, const vk_tensor *w, uint32_t nz);
-
 typedef struct {
     const vk_tensor *w;         /* token_embd (n_embd x n_vocab) */
     vk_vec tokens;              /* int ids */
@@ -316,38 +266,6 @@ typedef struct {
     vk_buf out_ids, out_vals;           /* [k] ints; [k+1] floats (values, logsumexp) */
 } vk_topk_args;
 int vk_k_topk(const vk_kb *k, const vk_topk_args *a, vk_call *out);
-
-/* ---- L2 warming (decode) --------------------------------------------------------------
- * Reads byte ranges a later step will read, beside the current step (no
- * barrier between them), so the later step's loads hit the L2 cache
- * (shaders/l2_warm.comp).  Ranges are read as whole 16-byte units. */
-#define VK_WARM_MAX 6
-enum {
-    VK_WARM_PLAIN = 0,   /* [off, off + bytes) of buf */
-    VK_WARM_BY_ID = 1,   /* [off + ids[i] * stride, + bytes) for i < n_ids */
-    VK_WARM_BY_POS = 2,  /* [off, off + min(bytes, params[VKP_POS0] * stride)) */
-};
-typedef struct {
-    vk_buf buf;          /* a weight tensor's buffer, or a cache */
-    uint64_t off, bytes, stride;
-    int mode;
-} vk_warm_range;
-
-typedef struct {
-    vk_warm_range r[VK_WARM_MAX];
-    uint32_t n;
-    vk_vec ids;          /* VK_WARM_BY_ID: the selected matrices */
-    uint32_t n_ids;
-    vk_buf params;       /* VK_WARM_BY_POS */
-    vk_buf sink;         /* vk_warm_sink_words() words: one per workgroup */
-} vk_warm_args;
-/* Adds the whole of tensor t; or, by_id, each selected matrix of it (its
- * rows and their scales).  false when the ranges are full. */
-bool vk_warm_add_tensor(vk_warm_args *a, const vk_tensor *t, bool by_id);
-bool vk_warm_add(vk_warm_args *a, vk_buf buf, uint64_t off, uint64_t bytes, uint64_t stride, int mode);
-/* Workgroups (= sink words) of the call vk_k_warm builds for a. */
-uint32_t vk_warm_sink_words(const vk_ctx *c, const vk_warm_args *a);
-int vk_k_warm(const vk_kb *k, const vk_warm_args *a, vk_call *out);
 
 /* ---- prefill ------------------------------------------------------------------------ */
 
@@ -385,7 +303,7 @@ uint32_t vk_mm_expert_bm(const vk_ctx *c, const vk_tensor *w);
 /* Output rows per workgroup of the kernel vk_k_mm picks for these weights
  * (the expert passes' indirect grids are cut with it). */
 uint32_t vk_mm_bn(const vk_ctx *c, const vk_tensor *w, const vk_tensor *up);
-/* The shader vk_k_mm runs for these weights ("mm", "mm_coop", "mm_coop64"). */
+/* The shader vk_k_mm runs for these weights ("mm" or "mm_coop"). */
 const char *vk_mm_kernel(const vk_ctx *c, const vk_tensor *w, const vk_tensor *up);
 
 typedef struct {

@@ -8,7 +8,7 @@
  *   causal attention (chunked partials) ; combine into latents
  *   o = v_b . latent per head over all tokens (mat-mat)
  *   (k_b and v_b take their activations as fp16 pairs hi + lo on tensor
- *    cores; GLMCHAT_PF_HEADS_MM=0: per-(token, head) matvecs instead)
+ *    cores)
  *   x += attn_output . o
  *   xn = norm(x); router + top-k per token  ||  shared gate/up
  *   moe_group: pairs per expert, tiles, indirect grids  ||  x += shared down
@@ -68,13 +68,6 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     const vk_attn_geom *g = &e->ag;
     uint32_t H = c->n_embd, qw = c->qk_nope + c->qk_rope, QW = c->n_head * qw;
     uint32_t kvw = c->kv_lora_rank + c->qk_rope;
-    /* k_b and v_b as batched-head mat-mats (tensor cores where the device
-     * has them; H200 pp512 4766 vs 3888 tokens/s, gpu/PERF.md runs 12-13),
-     * their activations split into fp16 pairs hi + lo (rounded to one fp16
-     * they tipped a near tie in the q4_k_m fixture).  GLMCHAT_PF_HEADS_MM=0:
-     * per-(token, head) matvecs, which re-read every head's matrix for each
-     * token */
-    bool heads_mm = vk_env_u32("GLMCHAT_PF_HEADS_MM", 1, 0, 1) != 0;
     vk_call k;
 
     TRY(norm(e, r, e->x, e->xn, L->attn_norm, H));
@@ -92,19 +85,16 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     }
     vk_rec_barrier(r);
 
-    /* absorbed queries for every (token, head) || cache rows + rotated q */
-    if (heads_mm) {
-        /* per head: qa[t][h][:kv_lora] = k_b[h] . q_nope[t][h], all tokens at once */
-        vk_mm_args ab = {.name = "attn_k_b", .w = &L->k_b, .x = V(e->q, 0), .x_stride = QW, .x_z = qw,
-                         .y = V(e->qa, 0), .y_stride = c->n_head * g->RS, .y_z = g->RS, .nz = c->n_head,
-                         .max_tokens = e->n_batch, .x_split = true, .params = e->params};
-        TRY(call(r, vk_k_mm(&e->kb, &ab, &k), &k));
-    } else {
-        vk_mv_args ab = {.name = "attn_k_b", .w = &L->k_b, .x = V(e->q, 0), .x_z = qw, .y = V(e->qa, 0),
-                         .y_z = g->RS, .nz = e->n_batch * c->n_head, .mat_mod = c->n_head, .ztok = c->n_head,
-                         .params = e->params};
-        TRY(call(r, vk_k_mv(&e->kb, &ab, &k), &k));
-    }
+    /* absorbed queries for every (token, head) || cache rows + rotated q.
+     * k_b and v_b run as batched-head mat-mats (each head's matrix read once
+     * per batch; tensor cores where the device has them, gpu/PERF.md runs
+     * 12-13), their activations split into fp16 pairs hi + lo: rounded to
+     * one fp16 they tipped a near tie in the q4_k_m fixture.
+     * Per head: qa[t][h][:kv_lora] = k_b[h] . q_nope[t][h], all tokens at once. */
+    vk_mm_args ab = {.name = "attn_k_b", .w = &L->k_b, .x = V(e->q, 0), .x_stride = QW, .x_z = qw,
+                     .y = V(e->qa, 0), .y_stride = c->n_head * g->RS, .y_z = g->RS, .nz = c->n_head,
+                     .max_tokens = e->n_batch, .x_split = true, .params = e->params};
+    TRY(call(r, vk_k_mm(&e->kb, &ab, &k), &k));
     vk_kv_store_args ks = {.g = g, .kv = V(e->kv, 0), .kv_z = kvw, .norm = L->kv_a_norm, .eps = c->rms_eps,
                            .cache = V(e->cache[il], 0), .rope_cs = e->rope, .q = V(e->q, 0), .q_z = QW,
                            .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS, .params = e->params, .nz = e->n_batch};
@@ -119,25 +109,18 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
                        .params = e->params, .indirect = &ind, .nz = e->n_batch, .prefill = true};
     TRY(call(r, vk_k_attn(&e->kb, &at, &k), &k));
     vk_rec_barrier(r);
-    if (heads_mm) {
-        /* the latent outputs go where the absorbed queries were (qa is dead
-         * after the scores, rows of RS >= kv_lora); then per head
-         * o[t][h][:v_head] = v_b[h] . o_lat[t][h], all tokens at once */
-        vk_attn_combine_args cb = {.g = g, .part = V(e->part_pf, 0), .chunk_cap = e->part_cap_prefill,
-                                   .params = e->params, .o = V(e->qa, 0), .o_z = c->n_head * g->RS, .o_h = g->RS,
-                                   .nz = e->n_batch};
-        TRY(call(r, vk_k_attn_combine(&e->kb, &cb, &k), &k));
-        vk_rec_barrier(r);
-        vk_mm_args vb = {.name = "attn_vb", .w = &L->v_b, .x = V(e->qa, 0), .x_stride = c->n_head * g->RS,
-                         .x_z = g->RS, .y = V(e->o, 0), .y_stride = c->n_head * c->v_head, .y_z = c->v_head,
-                         .nz = c->n_head, .max_tokens = e->n_batch, .x_split = true, .params = e->params};
-        TRY(call(r, vk_k_mm(&e->kb, &vb, &k), &k));
-    } else {
-        vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part_pf, 0), .chunk_cap = e->part_cap_prefill,
-                              .params = e->params, .o = V(e->o, 0), .o_z = c->n_head * c->v_head, .nz = e->n_batch,
-                              .prefill = true};
-        TRY(call(r, vk_k_attn_vb(&e->kb, &vb, &k), &k));
-    }
+    /* the latent outputs go where the absorbed queries were (qa is dead
+     * after the scores, rows of RS >= kv_lora); then per head
+     * o[t][h][:v_head] = v_b[h] . o_lat[t][h], all tokens at once */
+    vk_attn_combine_args cb = {.g = g, .part = V(e->part_pf, 0), .chunk_cap = e->part_cap_prefill,
+                               .params = e->params, .o = V(e->qa, 0), .o_z = c->n_head * g->RS, .o_h = g->RS,
+                               .nz = e->n_batch};
+    TRY(call(r, vk_k_attn_combine(&e->kb, &cb, &k), &k));
+    vk_rec_barrier(r);
+    vk_mm_args vb = {.name = "attn_vb", .w = &L->v_b, .x = V(e->qa, 0), .x_stride = c->n_head * g->RS,
+                     .x_z = g->RS, .y = V(e->o, 0), .y_stride = c->n_head * c->v_head, .y_z = c->v_head,
+                     .nz = c->n_head, .max_tokens = e->n_batch, .x_split = true, .params = e->params};
+    TRY(call(r, vk_k_mm(&e->kb, &vb, &k), &k));
     vk_rec_barrier(r);
     TRY(mm(e, r, "attn_output", &L->attn_out, NULL, e->o, c->n_head * c->v_head, e->x, H, true));
     vk_rec_barrier(r);

@@ -8,8 +8,7 @@
 // MLA is multi-query attention with one 576-wide key
 // ([latent | k_rope]) whose first kv_lora values are also the value, so per
 // 32-position tile:
-//   S = Q . K^T        (16*MT head rows x 32 positions, K = RS; ST = 1
-//                      computes S^T = K . Q^T instead: H200, no faster)
+//   S = Q . K^T        (16*MT head rows x 32 positions, K = RS)
 //   P = exp(S - m)     (fp16, rows = heads)
 //   O += P . V         (16*MT x kv_lora; V = the same rows' latents)
 // A chunk of several tiles takes one pass (online softmax): each tile's
@@ -44,9 +43,8 @@ layout(local_size_x_id = 0) in;                 // 256: eight subgroups of 32
 layout(constant_id = 1) const uint MT = 2u;     // 16-row head tiles (n_head <= 16 * MT)
 layout(constant_id = 2) const uint RS = 576u;   // cache row, multiple of 16
 layout(constant_id = 3) const uint DLAT = 512u; // kv_lora, multiple of 16
-layout(constant_id = 4) const uint ST = 0u;     // 1: scores as S^T = K . Q^T (no transposed per-tile load; measured no faster)
 const uint WGS = 256u, NSG = 8u, TN = 32u;
-layout(constant_id = 5) const uint HG = 1u;     // head groups (grid y): HR head rows each
+layout(constant_id = 4) const uint HG = 1u;     // head groups (grid y): HR head rows each
 const uint HR = 16u * MT;                       // head rows of a workgroup
 const uint HRP = HR * HG;                       // head rows per chunk in the partials
 const uint KS = NSG / (MT * 2u);                // subgroups per score fragment
@@ -103,7 +101,7 @@ float score(uint row, uint j, uint t0, uint end)
 {
     float s = 0.0;
     [[unroll]] for (uint k = 0u; k < KS; k++)
-        s += ST == 1u ? Ss[(k * TN + j) * HR + row] : Ss[(k * HR + row) * TN + j];
+        s += Ss[(k * HR + row) * TN + j];
     return t0 + j < end ? s * pc.kq_scale : -1.0 / 0.0;
 }
 
@@ -141,19 +139,10 @@ void scores(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[KSTEPS])
         if (k >= KT)
             break;  // uniform in the subgroup
         fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> b;
-        if (ST == 1u) {
-            // the tile's rows as A (row-major), the queries as B = Q^T
-            coopMatLoadNV(b, Ks, nt * 16u * QLD + 2u * k, QLD, false);
-            acc = coopMatMulAddNV(b, a[i], acc);
-        } else {
-            coopMatLoadNV(b, Ks, nt * 16u * QLD + 2u * k, QLD, true);
-            acc = coopMatMulAddNV(a[i], b, acc);
-        }
+        coopMatLoadNV(b, Ks, nt * 16u * QLD + 2u * k, QLD, true);
+        acc = coopMatMulAddNV(a[i], b, acc);
     }
-    if (ST == 1u)
-        coopMatStoreNV(acc, Ss, (ks * TN + nt * 16u) * HR + mt * 16u, HR, false);
-    else
-        coopMatStoreNV(acc, Ss, (ks * HR + mt * 16u) * TN + nt * 16u, TN, false);
+    coopMatStoreNV(acc, Ss, (ks * HR + mt * 16u) * TN + nt * 16u, TN, false);
 }
 
 void attn()
@@ -216,7 +205,7 @@ void attn()
         uint sg = gl_SubgroupID, mt = (sg / KS) / 2u, ks = sg % KS;
         [[unroll]] for (uint i = 0u; i < KSTEPS; i++)
             if (ks + i * KS < KT)
-                coopMatLoadNV(qf[i], Ks, mt * 16u * QLD + 2u * (ks + i * KS), QLD, ST == 1u);
+                coopMatLoadNV(qf[i], Ks, mt * 16u * QLD + 2u * (ks + i * KS), QLD, false);
         coopMatLoadNV(row_id, Ss, 0u, 16u, false);
     }
     barrier();

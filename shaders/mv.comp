@@ -5,8 +5,8 @@
 // expert slots; m(z) = z, or ids[z] when IDMODE = 1).  NORM 1: the input is
 // RMSNorm(x) * nw, folded in per team (see mv_common.glsl).  OMODE 1 adds
 // into y (the residual stream), which is safe: each row is written by one
-// team only.  Prefill uses it per (token, head) for attn_k_b and for the
-// head over the batch's last token (params buffer).
+// team only.  Prefill uses it for the head over the batch's last token
+// (params buffer).
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint TYPE = 2u;
@@ -36,19 +36,13 @@ layout(push_constant) uniform PC {
     uint nw_off;
     float eps;
     uint ids_off;
-    uint mat_mod;     // matrix index modulo this (z = token * heads + head); 0: off
-    uint ztok;        // z per token: z / ztok >= batch tokens -> nothing to do; 0: off
     uint last_row;    // non-zero: the input is the batch's last token, rows last_row floats apart
 } pc;
 
 void main()
 {
     uint z = gl_WorkGroupID.y;
-    if (pc.ztok != 0u && z / pc.ztok >= P.p[1])
-        return;
     uint mat = IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
-    if (pc.mat_mod != 0u)
-        mat %= pc.mat_mod;
     uint xb = pc.x_off + z * pc.x_z;
     if (pc.last_row != 0u)
         xb += (P.p[1] - 1u) * pc.last_row;

@@ -29,17 +29,8 @@ layout(set = 0, binding = 3) readonly buffer NWBuf4 { vec4 nw[]; } NW4;
 
 shared vec4 xs[KSH / 4];
 
-// How Q4_0 nibbles become floats: 0 unpackUnorm4x8 (q/255, scaled back at
-// the end), 1 exponent bits (2^23 + q as a float bit pattern, minus 2^23:
-// integer ops instead of conversions).  A tuning knob (GLMCHAT_MV_CONV).
-layout(constant_id = 15) const uint CONV = 0u;
-
-vec4 nibf(uint w)   // the four bytes of w (each 0..15) as floats
-{
-    if (CONV == 1u)
-        return uintBitsToFloat(uvec4(w & 15u, (w >> 8) & 15u, (w >> 16) & 15u, w >> 24) | 0x4B000000u) - 8388608.0;
-    return 255.0 * unpackUnorm4x8(w);
-}
+// The four bytes of w (each 0..15) as floats: unpackUnorm4x8 gives q/255.
+vec4 nibf(uint w) { return 255.0 * unpackUnorm4x8(w); }
 
 // Thread index with subgroups laid out contiguously (teams never straddle one).
 uint lin_id() { return gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID; }

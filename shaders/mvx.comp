@@ -5,9 +5,8 @@
 //
 // Grid: x = row groups (WGS/TEAM teams x R rows x passes), y = z (heads or
 // expert slots; m(z) = z, or ids[z] when IDMODE = 1).  OMODE 1 adds into y
-// (the residual stream; each row is written by one lane only).  The prefill
-// modes of mv are kept: z = token * heads + head (mat_mod, ztok: tokens past
-// the batch do nothing) and the batch's last token as input (last_row).
+// (the residual stream; each row is written by one lane only).  Prefill
+// uses it for the head over the batch's last token (last_row).
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint TYPE = 2u;
@@ -40,8 +39,6 @@ layout(push_constant) uniform PC {
     uint nw_off;
     float eps;
     uint ids_off;
-    uint mat_mod;     // matrix index modulo this (z = token * heads + head); 0: off
-    uint ztok;        // z per token: z / ztok >= batch tokens -> nothing to do; 0: off
     uint last_row;    // non-zero: the input is the batch's last token, rows last_row floats apart
     uint passes;      // row passes per team
     uint dep_signal;  // SIGNAL: this dispatch's counter
@@ -55,11 +52,7 @@ void mv()
     // early return precedes it)
     if (WAIT == 1u && IDMODE == 1u)
         dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
-    if (pc.ztok != 0u && z / pc.ztok >= P.p[1])
-        return;
     uint mat = IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
-    if (pc.mat_mod != 0u)
-        mat %= pc.mat_mod;
     uint xb = pc.x_off + z * pc.x_z;
     if (pc.last_row != 0u)
         xb += (P.p[1] - 1u) * pc.last_row;

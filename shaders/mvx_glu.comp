@@ -2,10 +2,9 @@
 // mvx_glu: h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n) with n =
 // RMSNorm(x) * nw (NORM 1) or x, x-stationary (see mvx_common.glsl): the
 // gate and up rows of a pass are loaded together against one staged input.
-// z < nz: the routed experts m(z) = ids[z] (IDMODE 1) or z, gate/up in
-// weight slots 0/1; with HAS_SHARED, z = nz is the shared expert (slots 2/3,
-// Ns rows), so one dispatch covers every expert of the token.
-// Grid: x = row groups (of the larger of N, Ns), y = z.
+// z: the routed experts m(z) = ids[z] (IDMODE 1) or z, gate/up in weight
+// slots 0/1 (the shared expert is a call of its own, beside the router).
+// Grid: x = row groups, y = z.
 
 #define MVX_SETS 2u
 layout(local_size_x_id = 0) in;
@@ -15,7 +14,6 @@ layout(constant_id = 3) const uint J = 2u;
 layout(constant_id = 4) const uint R = 4u;
 layout(constant_id = 5) const uint SG = 32u;
 layout(constant_id = 6) const uint NORM = 1u;
-layout(constant_id = 7) const uint HAS_SHARED = 0u;
 layout(constant_id = 8) const uint KSH = 2048u;
 layout(constant_id = 9) const uint IDMODE = 0u;
 layout(constant_id = 10) const uint XREG = 1u;
@@ -39,8 +37,7 @@ layout(push_constant) uniform PC {
     uint nw_off;
     float eps;
     uint ids_off;
-    uint nz;               // routed slots (the shared expert is slot nz)
-    uint Ns, hbase_sg, hbase_su;
+    uint nz;               // matrices (grid y)
     uint passes;
     uint dep_signal;       // SIGNAL: this dispatch's counter
     uint dep_wait, dep_n;  // WAIT: the producers' counter and workgroups
@@ -53,30 +50,22 @@ void glu()
     if (WAIT == 1u && IDMODE == 1u)
         dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
     uint z = gl_WorkGroupID.y;
-    bool sh = HAS_SHARED == 1u && z == pc.nz;
-    uint mat = sh ? 0u : IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
-    uint nrows = sh ? pc.Ns : pc.N;
+    uint mat = IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
+    uint nrows = pc.N;
 
     const uint NT = WGS / TEAM;
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
     uint bpr = pc.Kp / blk_of(TYPE), nunits = pc.Kp / UNIT;
     uint mg = mat * pc.mblk_g, mu = mat * pc.mblk_u;
     uint wrow0 = gl_WorkGroupID.x * NT * R * pc.passes;
-    if (wrow0 >= nrows)
-        return;  // the shared expert may have fewer rows (uniform exit)
 
     float sc = 1.0;
     for (uint p = 0u; p < pc.passes; p++) {
         if (wrow0 + p * NT * R >= nrows)
             break;  // past the matrix (the last workgroup; uniform)
         uint row0 = wrow0 + (p * NT + team) * R;
-        if (sh) {
-            load_rows(2u, mg, bpr, pc.hbase_sg, row0, nrows, lane, nunits, 0u);
-            load_rows(3u, mu, bpr, pc.hbase_su, row0, nrows, lane, nunits, R * J);
-        } else {
-            load_rows(0u, mg, bpr, pc.hbase_g, row0, nrows, lane, nunits, 0u);
-            load_rows(1u, mu, bpr, pc.hbase_u, row0, nrows, lane, nunits, R * J);
-        }
+        load_rows(0u, mg, bpr, pc.hbase_g, row0, nrows, lane, nunits, 0u);
+        load_rows(1u, mu, bpr, pc.hbase_u, row0, nrows, lane, nunits, R * J);
         if (p == 0u) {
             // the first rows' weights are in flight while the input is
             // awaited and staged

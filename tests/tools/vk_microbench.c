@@ -14,6 +14,7 @@
  * The matvec geometry comes from the GLMCHAT_MV_* / GLMCHAT_MVX_*
  * environment variables, so a shell loop over settings compares variants.
  * The first line is the device's plain streaming-read bandwidth. */
+#include "spv_tool_table.h"
 #include "vk_kernels.h"
 #include "vk_testutil.h"
 
@@ -29,7 +30,7 @@ static const char *pipe_desc(const vk_call *c)
     snprintf(buf, sizeof buf, "?");
     for (uint32_t i = 0; i < G.pipes.n; i++)
         if (G.pipes.e[i].pipe == c->pipe) {
-            int n = snprintf(buf, sizeof buf, "%s", G.pipes.e[i].shader);
+            int n = snprintf(buf, sizeof buf, "%s", G.pipes.e[i].shader->name);
             for (uint32_t k = 0; k < G.pipes.e[i].nspec && n < (int)sizeof buf - 12; k++)
                 n += snprintf(buf + n, sizeof buf - n, "%c%u", k ? ',' : '[', G.pipes.e[i].spec[k]);
             snprintf(buf + n, sizeof buf - n, "]");
@@ -121,7 +122,7 @@ static void bandwidth(uint32_t reps)
     if (!bw_buffers(&bytes, &a, &o))
         return;
     uint32_t spec[] = {256};
-    vk_call c = bw_call(vk_pipe_get(&G.c, &G.pipes, "bw_read", spec, 1, &err), a, 0, bytes, o, 4);
+    vk_call c = bw_call(vk_pipe_get(&G.c, &G.pipes, &spv_tool_table[SPV_TOOL_BW_READ], spec, 1, &err), a, 0, bytes, o, 4);
     double us = time_calls(&c, 1, reps, true);
     printf("read %.0f MiB: %.1f us, %.0f GB/s\n", bytes / 1048576.0, us, bytes / us / 1e3);
     tu_reset_buffers();
@@ -138,7 +139,7 @@ static void bw_sizes(uint32_t reps)
     if (!bw_buffers(&total, &a, &o))
         return;
     uint32_t spec[] = {256};
-    VkPipeline pl = vk_pipe_get(&G.c, &G.pipes, "bw_read", spec, 1, &err);
+    VkPipeline pl = vk_pipe_get(&G.c, &G.pipes, &spv_tool_table[SPV_TOOL_BW_READ], spec, 1, &err);
     static const double mbs[] = {0.5, 1, 2, 4, 9, 14, 18, 64};
     static const uint32_t pers[] = {1, 2, 4, 8};
     for (size_t si = 0; si < sizeof mbs / sizeof mbs[0]; si++)
@@ -194,7 +195,8 @@ typedef struct {
     const char *name;
     kind k;
     uint32_t type, K, N, nz;     /* nz: heads (mv) or routed experts (glu, down) */
-    bool norm, acc, shared;
+    bool norm, acc;
+    bool shared;                 /* down: with the shared expert; glu: the shared expert alone (nz 0) */
 } mcase;
 
 /* A case's calls (one per weight copy), its buffers left allocated. */
@@ -245,12 +247,10 @@ static bool build_case(const mcase *m, built *b)
         vk_vec idvv = {ids, moe ? 4 * (i % 16) : 0};
         if (m->k == K_GLU) {
             vk_glu_args a = {.name = m->name, .gate = &t[ti], .up = &u[ti], .x = {x, 0}, .norm = m->norm ? &nv : NULL,
-                             .eps = 1e-5f, .h = {y, 0}, .h_z = m->N, .nz = m->nz, .ids = &idvv,
-                             .gate_sh = m->shared ? &ts[i] : NULL, .up_sh = m->shared ? &us[i] : NULL};
-            if (a.gate_sh && !vk_glu_folds(&KB, &a)) {
-                printf("# %s: the shared expert does not fold in (timing the routed part)\n", m->name);
-                a.gate_sh = a.up_sh = NULL;
-            }
+                             .eps = 1e-5f, .h = {y, 0}, .h_z = m->N, .nz = m->nz, .ids = &idvv};
+            if (m->shared) /* the shared expert's gate/up: one matrix pair, no ids */
+                a = (vk_glu_args){.name = m->name, .gate = &ts[i], .up = &us[i], .x = {x, 0},
+                                  .norm = m->norm ? &nv : NULL, .eps = 1e-5f, .h = {y, 0}, .h_z = m->N, .nz = 1};
             rc = vk_k_glu(&KB, &a, &c[i]);
         } else if (m->k == K_DOWN) {
             vk_moe_down_args a = {.name = m->name, .down = &t[ti], .shared = m->shared ? &ts[i] : NULL, .h = {x, 0},
@@ -468,7 +468,7 @@ static double time_sync(const vk_call *c, uint32_t reps, int mode)
     return (double)(ts[1] - ts[0]) * G.c.ts_period_ns / 1000.0 / reps;
 }
 
-/* Grid-wide barriers inside one dispatch (MB_GRIDSYNC=1, shaders/grid_sync.comp)
+/* Grid-wide barriers inside one dispatch (MB_GRIDSYNC=1, shaders/bench/grid_sync.comp)
  * against dependent dispatches: a dispatch of `groups` workgroups doing R
  * rounds, per round, next to the same dispatch with no rounds, per call with
  * a pipeline barrier after each.  Workgroups: one and two per compute unit
@@ -487,7 +487,8 @@ static void run_gridsync(uint32_t reps)
     for (size_t wi = 0; wi < 2; wi++)
         for (uint32_t per_sm = 1; per_sm <= 2; per_sm++) {
             uint32_t spec[] = {wgs[wi]};
-            vk_call c = {.pipe = vk_pipe_get(&G.c, &G.pipes, "grid_sync", spec, 1, &err), .name = "grid_sync"};
+            vk_call c = {.pipe = vk_pipe_get(&G.c, &G.pipes, &spv_tool_table[SPV_TOOL_GRID_SYNC], spec, 1, &err),
+                         .name = "grid_sync"};
             if (!c.pipe) {
                 printf("# %s\n", err.msg);
                 return;
@@ -548,7 +549,8 @@ int main(int argc, char **argv)
         bandwidth(reps / 5 + 1);
     /* GLM-4.7-Flash's decode matvecs (Q4_0 file) */
     static const mcase cases[] = {
-        {"moe_gate_up 4 experts + shared", K_GLU, QT_Q4_0, 2048, 1536, 4, true, false, true},
+        {"moe_gate_up 4 experts", K_GLU, QT_Q4_0, 2048, 1536, 4, true, false, false},
+        {"shexp_gate_up 2048->1536 norm", K_GLU, QT_Q4_0, 2048, 1536, 0, true, false, true},
         {"moe_down 4 experts + shared", K_DOWN, QT_Q4_0, 1536, 2048, 4, false, false, true},
         {"attn_q_a 2048->768 norm", K_MV, QT_Q4_0, 2048, 768, 1, true, false, false},
         {"attn_kv_a 2048->576 norm", K_MV, QT_Q4_0, 2048, 576, 1, true, false, false},
@@ -557,9 +559,8 @@ int main(int argc, char **argv)
         {"attn_output 5120->2048 acc", K_MV, QT_Q4_0, 5120, 2048, 1, false, true, false},
         {"router F32 2048->64 + top-4", K_ROUTER, QT_F32, 2048, 64, 1, true, false, false},
         {"head Q6_K 2048->154880 norm", K_MV, QT_Q6_K, 2048, 154880, 1, true, false, false},
-        /* where the gate/up's time goes (MB_ONLY=probe): without the shared
-         * expert, without the norm, and as one plain matrix of the same rows */
-        {"probe gate_up 4 experts", K_GLU, QT_Q4_0, 2048, 1536, 4, true, false, false},
+        /* where the gate/up's time goes (MB_ONLY=probe): without the norm,
+         * and as one plain matrix of the same rows */
         {"probe gate_up 4 experts no norm", K_GLU, QT_Q4_0, 2048, 1536, 4, false, false, false},
         {"probe Q4_0 2048->12288 norm", K_MV, QT_Q4_0, 2048, 12288, 1, true, false, false},
         {"probe Q4_0 2048->12288", K_MV, QT_Q4_0, 2048, 12288, 1, false, false, false},
@@ -584,7 +585,7 @@ int main(int argc, char **argv)
     const char *only = getenv("MB_ONLY");
     if (getenv("MB_MIXED")) {
         /* a decode layer's matvecs (the head is once per token) */
-        run_mixed(cases, 8, reps); /* the eight layer kernels */
+        run_mixed(cases, 9, reps); /* the nine layer kernels */
         tu_gpu_close();
         return 0;
     }
