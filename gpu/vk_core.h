@@ -46,7 +46,7 @@ typedef struct {
     uint32_t subgroup;         /* the size kernels are specialized for */
     bool size_control;         /* pipelines pin subgroup size + full subgroups */
     bool coopmat;              /* VK_NV_cooperative_matrix fp16 16x16x16 enabled */
-    bool pipe_stats;           /* GLMCHAT_PIPE_STATS=1 and the device has
+    bool pipe_stats;           /* asked for at create and the device has
                                   VK_KHR_pipeline_executable_properties:
                                   pipelines keep the compiler's statistics */
     uint64_t max_alloc;        /* maxMemoryAllocationSize */
@@ -65,8 +65,10 @@ typedef struct {
     bool lost;                 /* VK_ERROR_DEVICE_LOST seen: refuse further work */
 } vk_ctx;
 
-/* device_index < 0: the best usable device (discrete > integrated > virtual > cpu). */
-int vk_ctx_create(vk_ctx *c, int device_index, err_t *err);
+/* device_index < 0: the best usable device (discrete > integrated > virtual > cpu).
+ * pipe_stats: pipelines keep the compiler's statistics where the device can
+ * (vk_pipe_stats; for the microbenchmark). */
+int vk_ctx_create(vk_ctx *c, int device_index, bool pipe_stats, err_t *err);
 void vk_ctx_destroy(vk_ctx *c);
 
 /* Formats a failed call as one line; returns -1.  Marks the context lost on

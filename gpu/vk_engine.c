@@ -177,7 +177,7 @@ static int alloc_buffers(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 {
     uint64_t wb;
-    if (vk_weights_plan(&e->c, e->m, &wb, err))
+    if (vk_weights_plan(&e->c, &e->tune, e->m, &wb, err))
         return -1;
     uint64_t kv = cache_bytes(e) * e->m->cfg.n_layer, act = 0;
     for (uint32_t i = 0; i < n; i++)
@@ -240,11 +240,12 @@ static void vk_destroy(void *impl);
 static int setup(vk_engine *e, err_t *err)
 {
     const model_config *c = &e->m->cfg;
-    if (vk_ctx_create(&e->c, e->p.device_index, err) || check_model(e, err))
+    if (vk_tuning_fill(&e->tune, e->p.tune, e->p.n_tune, err) || vk_ctx_create(&e->c, e->p.device_index, false, err) ||
+        check_model(e, err))
         return -1;
-    e->kb = (vk_kb){&e->c, &e->pipes, &e->kerr};
+    e->kb = (vk_kb){&e->c, &e->pipes, &e->tune, &e->kerr};
     e->n_batch = e->p.n_batch ? e->p.n_batch : 1;
-    if (vk_attn_geom_init(&e->c, &e->ag, c->n_head, c->kv_lora_rank, c->qk_rope, c->qk_nope, c->v_head,
+    if (vk_attn_geom_init(&e->kb, &e->ag, c->n_head, c->kv_lora_rank, c->qk_rope, c->qk_nope, c->v_head,
                           e->p.kv == KV_F16, e->p.n_ctx, err) ||
         vk_topk_geom_init(c->n_vocab, c->n_vocab < TOPK_MAX ? c->n_vocab : TOPK_MAX, &e->tg, err))
         return -1;
@@ -258,7 +259,7 @@ static int setup(vk_engine *e, err_t *err)
     vk_arena_init(&e->c, &e->act_arena, VK_MEM_DEVICE, 1ull << 30, "activations and KV cache");
     vk_arena_init(&e->c, &e->host_arena, VK_MEM_HOST, 64ull << 20, "host-visible buffers");
     vk_arena_init(&e->c, &e->bar_arena, VK_MEM_UPLOAD, 1ull << 20, "params");
-    if (vk_weights_upload(&e->c, &e->wts_arena, e->m, &e->w, e->p.progress, e->p.progress_user, err))
+    if (vk_weights_upload(&e->c, &e->tune, &e->wts_arena, e->m, &e->w, e->p.progress, e->p.progress_user, err))
         return -1;
     if (alloc_buffers(e, req, n, err) || upload_rope(e, err) || zero_counters(e, err))
         return -1;
@@ -269,13 +270,17 @@ static int setup(vk_engine *e, err_t *err)
         err_prefix(err, "recording the prefill graph");
         return -1;
     }
-    char links[64] = "";
+    char links[64] = "", tuned[192] = "", set[160];
     if (e->decode.prog.n_link)
         snprintf(links, sizeof links, " (%u joined by counters, not barriers)", e->decode.prog.n_link);
+    vk_tuning_describe(&e->tune, set, sizeof set);
+    if (set[0])
+        snprintf(tuned, sizeof tuned, "; tuning: %s", set);
     snprintf(e->desc, sizeof e->desc, "Vulkan: %s (%s, %.1f GiB, subgroup %u%s), weights %.2f GiB, %u dependent "
-                                      "dispatches per token%s",
+                                      "dispatches per token%s%s",
              e->c.info.name, e->c.info.kind, e->c.info.device_local_bytes / GiB, e->c.subgroup,
-             e->c.coopmat ? ", cooperative matrices" : "", e->w.device_bytes / GiB, e->decode.prog.n_dep + 1, links);
+             e->c.coopmat ? ", cooperative matrices" : "", e->w.device_bytes / GiB, e->decode.prog.n_dep + 1, links,
+             tuned);
     return 0;
 }
 

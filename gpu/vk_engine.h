@@ -38,11 +38,12 @@ typedef struct {
 typedef struct {
     vk_ctx c;
     vk_pipes pipes;
+    vk_tuning tune;          /* filled once at create (defaults, GLMCHAT_DEP_FLAGS, engine_params.tune) */
     vk_kb kb;
     err_t kerr;
     const model *m;
     engine_params p;
-    char desc[640];
+    char desc[1024];
 
     vk_arena wts_arena, act_arena, host_arena, bar_arena;
     vk_weights w;
@@ -55,7 +56,7 @@ typedef struct {
     vk_buf qkv;              /* decode: [q_a or q | kv] of the merged matvec (vk_layer_w.qkv_a) */
     vk_buf dep;              /* decode: word 0 failed waits, then VK_DEP_PER_LAYER counters per
                                 layer (shaders/dep_flag.glsl); host-visible */
-    uint32_t dep_mask;       /* which barriers of a layer are counters instead (GLMCHAT_DEP_FLAGS) */
+    uint32_t dep_mask;       /* which barriers of a layer are counters instead (tune.dep_flags) */
     bool dep_off;            /* a wait gave up once: the graph is recorded with barriers only */
     uint32_t dep_fallbacks;  /* times that happened (0 or 1) */
     uint32_t epoch;          /* decode submits so far (params[VKP_EPOCH]) */

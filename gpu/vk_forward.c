@@ -53,8 +53,8 @@ static int call(vk_rec *r, int rc, const vk_call *k)
  * after issuing their weight loads (a barrier costs 2.9 us on the H200, a
  * wait ~1 us, and the loads overlap the producer's tail: gpu/PERF.md runs
  * 16-17).  Elsewhere the step ends with a barrier.  Each bit of
- * GLMCHAT_DEP_FLAGS turns one boundary of a layer into a counter (all nine
- * by default where the device is known): */
+ * tune.dep_flags (GLMCHAT_DEP_FLAGS) turns one boundary of a layer into a
+ * counter (all nine by default where the device is known): */
 enum {
     DEP_QA = 0,     /* [q_a | kv_a] -> q_b */
     DEP_OUT = 1,    /* attn_output -> router || shared gate/up */
@@ -91,10 +91,10 @@ static void step_open(step *s, vk_engine *e, vk_rec *r, uint32_t il, uint32_t bo
         s->word = V(e->dep, 1 + il * VK_DEP_PER_LAYER + boundary);
     if (e->pend) {
         /* the previous step's counter (n = 0: the attention's running total,
-         * params[VKP_ATTN_TOTAL]); GLMCHAT_DEP_STALL=1 (fault injection, for
+         * params[VKP_ATTN_TOTAL]); tune.dep_stall = 1 (fault injection, for
          * the tests) makes every wait expect one workgroup more than there
          * is, so each gives up and the engine must fall back to barriers */
-        uint32_t stall = vk_env_u32("GLMCHAT_DEP_STALL", 0, 0, 1);
+        uint32_t stall = e->tune.dep_stall;
         s->dep = (vk_dep){.wait = &e->pend_word, .wait_n = e->pend_n ? e->pend_n + stall : 0, .params = e->params};
     }
     if (s->linked)
@@ -351,7 +351,8 @@ int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host)
     /* counters by default where measured and checked (NVIDIA: in-order
      * workgroup launch, the H200; lavapipe: the CI runs that graph) */
     bool dep_known = e->c.props.vendorID == 0x10DE || e->c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
-    e->dep_mask = e->dep_off ? 0 : vk_env_u32("GLMCHAT_DEP_FLAGS", dep_known ? DEP_ALL : 0, 0, DEP_ALL);
+    uint32_t by_device = dep_known ? DEP_ALL : 0;
+    e->dep_mask = e->dep_off ? 0 : e->tune.dep_flags == VK_TUNE_AUTO ? by_device : e->tune.dep_flags;
     e->pend = false;
     vk_rec_segment(r, 0);
     vk_buf tok = e->params;

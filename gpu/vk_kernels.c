@@ -26,25 +26,11 @@ static uint32_t f2u(float f)
  * per row (UPT, loads issued up front), rows per team (NR) and the
  * workgroup size.  A decode matvec is 0.5-15 MB: it needs many threads with
  * little state each (high occupancy keeps enough loads in flight) and many
- * small workgroups to spread over every compute unit.  The GLMCHAT_MV_*
- * environment variables override the targets (tuning runs on the GPU). */
+ * small workgroups to spread over every compute unit: 2 units per thread,
+ * 64-thread workgroups (gpu/PERF.md runs 2-5). */
 typedef struct {
     uint32_t wgs, team, upt, nr;
 } mv_cfg;
-
-static uint32_t env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return def;
-    unsigned long x = strtoul(v, NULL, 10);
-    return x < lo ? lo : x > hi ? hi : (uint32_t)x;
-}
-
-uint32_t vk_env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi)
-{
-    return env_u32(name, def, lo, hi);
-}
 
 static uint32_t pow2_ceil(uint32_t v)
 {
@@ -59,7 +45,7 @@ static mv_cfg mv_config(const vk_ctx *c, const vk_tensor *w, uint32_t nz)
     vk_qlayout l;
     vk_qlayout_of(w->type, &l);
     uint32_t units = w->Kp / l.unit;
-    uint32_t upt_target = env_u32("GLMCHAT_MV_UPT", 2, 1, 16);
+    uint32_t upt_target = 2;
     mv_cfg m;
     m.team = pow2_ceil(ceil_div(units, upt_target));
     if (m.team > c->subgroup)
@@ -75,8 +61,8 @@ static mv_cfg mv_config(const vk_ctx *c, const vk_tensor *w, uint32_t nz)
     uint64_t rows = (uint64_t)w->N * (nz ? nz : 1);
     bool fast = w->type == QT_Q4_0 || w->type == QT_F32;
     uint32_t nr_def = !fast ? 1 : rows >= 4096 ? 4 : rows >= 1024 ? 2 : 1;
-    m.nr = env_u32("GLMCHAT_MV_NR", nr_def, 1, 8);
-    m.wgs = env_u32("GLMCHAT_MV_WGS", 64, 1, 1024);
+    m.nr = nr_def;
+    m.wgs = 64;
     m.wgs = (m.wgs + c->subgroup - 1) / c->subgroup * c->subgroup;
     return m;
 }
@@ -102,22 +88,20 @@ static VkPipeline pipe(const vk_kb *k, enum spv_id shader, const uint32_t *spec,
  *         10.4 -> 7.5 us), 256 for the router (router_x_config)
  *   team  threads per row: the power of two <= subgroup size that pads the
  *         row's units least (ties: the larger team)
- *   j     units per lane, at most GLMCHAT_MVX_J (8)
+ *   j     units per lane, at most tune->mvx_j (8)
  *   r     rows per pass, at most 4 (Q6_K: 2, its units are large): the
  *         loads of one pass (r * j * uvec4s per unit * matrices) stay within
- *         GLMCHAT_MVX_LOADS (16) uvec4 registers; halved while the grid has
- *         fewer than GLMCHAT_MVX_WAVES (2) workgroups per compute unit
- *   passes doubled (up to 16) while the grid keeps GLMCHAT_MVX_PGROUPS (8)
- *         workgroups per compute unit and a workgroup's rows stay within
- *         the matrix: fewer stagings of the input
- * The input of all J*team units must fit in the device's shared memory;
- * wider inputs keep the mv kernels.  GLMCHAT_MVX=0 turns the path off (A/B
- * runs; GLMCHAT_MVX_DOWN=0 / GLMCHAT_MVX_VB=0 only for the MoE down / the
- * attention's v_b); GLMCHAT_MVX_R / _WGS / _P / _XREG override the choices
- * for tuning (the kernel tests use them to cover other geometries), and
- * GLMCHAT_MVX_SMALL_WGS / _LARGE_WGS the 512 / 256 of the single matvecs
- * (re-swept with the counter graph: 256 / 1024 and 512 / 128 all slower,
- * gpu/PERF.md run 18). */
+ *         16 uvec4 registers; halved while the grid has fewer than 2
+ *         workgroups per compute unit
+ *   passes doubled (up to 16) while the grid keeps 8 workgroups per compute
+ *         unit and a workgroup's rows stay within the matrix: fewer
+ *         stagings of the input
+ * (the register budget, waves and workgroups per compute unit re-swept with
+ * no gain, gpu/PERF.md runs 6, 15, 17).  The input of all J*team units must
+ * fit in the device's shared memory; wider inputs keep the mv kernels.
+ * tune->mvx = 0 turns the path off; mvx_r, mvx_wgs, mvx_p and mvx_xreg
+ * override the choices (the kernel tests use them to cover the geometries a
+ * 32-wide GPU takes). */
 typedef struct {
     uint32_t wgs, team, j, r, passes, xreg, xrn, ksh, groups;
 } mvx_cfg;
@@ -133,30 +117,26 @@ static uint32_t mvx_qw(uint32_t t)
     return t == QT_Q4_0 || t == QT_F16 ? 1 : t == QT_Q6_K ? 3 : 2;
 }
 
-static bool env_set(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v;
-}
-
 /* kp: elements of the (padded, concatenated) input; rows: per z; nz: z
  * count; sets: matrices per pass (gate + up: 2); wgs: the kernel's
  * workgroup size.  False: the kernel does not apply. */
-static bool mvx_config(const vk_ctx *c, uint32_t type, uint32_t kp, uint32_t rows, uint32_t nz, uint32_t sets,
+static bool mvx_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, uint32_t nz, uint32_t sets,
                        uint32_t wgs, mvx_cfg *m)
 {
+    const vk_ctx *c = k->c;
+    const vk_tuning *t = k->tune;
     uint32_t unit = mvx_unit(type);
-    if (!unit || !env_u32("GLMCHAT_MVX", 1, 0, 1) || kp == 0 || kp % unit || rows == 0)
+    if (!unit || !t->mvx || kp == 0 || kp % unit || rows == 0)
         return false;
     uint32_t units = kp / unit;
-    uint32_t jmax = env_u32("GLMCHAT_MVX_J", 8, 1, 32), best = 0;
+    uint32_t jmax = t->mvx_j, best = 0;
     memset(m, 0, sizeof *m);
     uint32_t tmin = c->subgroup < 4 ? c->subgroup : 4;
-    for (uint32_t t = c->subgroup; t >= tmin; t /= 2) {
-        uint32_t j = ceil_div(units, t);
-        if (j <= jmax && (!best || t * j < best)) {
-            best = t * j;
-            m->team = t;
+    for (uint32_t team = c->subgroup; team >= tmin; team /= 2) {
+        uint32_t j = ceil_div(units, team);
+        if (j <= jmax && (!best || team * j < best)) {
+            best = team * j;
+            m->team = team;
             m->j = j;
         }
     }
@@ -165,26 +145,26 @@ static bool mvx_config(const vk_ctx *c, uint32_t type, uint32_t kp, uint32_t row
     m->ksh = best * unit;
     if (4ull * m->ksh + 512 > c->shared_bytes)
         return false;
-    m->xreg = m->j * unit <= env_u32("GLMCHAT_MVX_XREG", 64, 0, 256);
+    m->xreg = m->j * unit <= t->mvx_xreg;
     m->xrn = m->xreg ? m->j * unit / 4 : 1;
 
     uint32_t sg = c->subgroup;
-    wgs = env_u32("GLMCHAT_MVX_WGS", wgs, 1, 1024);
+    wgs = t->mvx_wgs ? t->mvx_wgs : wgs;
     wgs = ceil_div(wgs, sg) * sg;
     if (wgs / sg > 64)
         wgs = 64 * sg;
     uint32_t nt = wgs / m->team;
-    bool fixed_r = env_set("GLMCHAT_MVX_R");
-    uint32_t r = env_u32("GLMCHAT_MVX_R", type == QT_Q6_K ? 2 : 4, 1, 8);
-    uint32_t loads = env_u32("GLMCHAT_MVX_LOADS", 16, 1, 64);
+    bool fixed_r = t->mvx_r != 0;
+    uint32_t r = fixed_r ? t->mvx_r : type == QT_Q6_K ? 2 : 4;
+    const uint32_t loads = 16, waves = 2, pwant = 8;
     while (!fixed_r && r > 1 && r * m->j * mvx_qw(type) * sets > loads)
         r /= 2;
-    uint32_t want = env_u32("GLMCHAT_MVX_WAVES", 2, 0, 64) * c->n_sm_hint;
+    uint32_t want = waves * c->n_sm_hint;
     while (!fixed_r && r > 1 && ceil_div(rows, nt * r) * nz < want)
         r /= 2;
-    uint32_t pmax = env_u32("GLMCHAT_MVX_P", 16, 1, 256), pwant = env_u32("GLMCHAT_MVX_PGROUPS", 8, 1, 1024);
+    uint32_t pmax = t->mvx_p ? t->mvx_p : 16;
     uint32_t passes = 1;
-    if (env_set("GLMCHAT_MVX_P"))
+    if (t->mvx_p)
         passes = pmax;
     else
         while (passes * 2 <= pmax && nt * r * passes * 2 <= rows &&
@@ -276,18 +256,19 @@ static int mv_bind(const vk_kb *k, const vk_mv_args *a, vk_call *out)
     return 0;
 }
 
-/* The x-stationary geometry of a matvec over nz matrices (false: mv). */
-static bool mv_x_config(const vk_ctx *c, const vk_tensor *w, uint32_t nz, mvx_cfg *x)
+/* The x-stationary geometry of a matvec over nz matrices (false: mv):
+ * 512 threads for a single small matrix (<= 8192 rows in all), 256 beyond
+ * (gpu/PERF.md runs 6-7, re-swept in run 18). */
+static bool mv_x_config(const vk_kb *k, const vk_tensor *w, uint32_t nz, mvx_cfg *x)
 {
-    uint32_t wgs = (uint64_t)w->N * nz <= 8192 ? env_u32("GLMCHAT_MVX_SMALL_WGS", 512, 32, 1024)
-                                               : env_u32("GLMCHAT_MVX_LARGE_WGS", 256, 32, 1024);
-    return mvx_config(c, w->type, w->Kp, w->N, nz, 1, wgs, x);
+    uint32_t wgs = (uint64_t)w->N * nz <= 8192 ? 512 : 256;
+    return mvx_config(k, w->type, w->Kp, w->N, nz, 1, wgs, x);
 }
 
 bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a)
 {
     mvx_cfg x;
-    return mv_x_config(k->c, a->w, a->nz ? a->nz : 1, &x);
+    return mv_x_config(k, a->w, a->nz ? a->nz : 1, &x);
 }
 
 int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
@@ -297,7 +278,7 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
     memset(out, 0, sizeof *out);
     out->name = a->name;
     uint32_t nz = a->nz ? a->nz : 1;
-    if (mv_x_config(k->c, w, nz, &x)) {
+    if (mv_x_config(k, w, nz, &x)) {
         uint32_t spec[14] = {0};
         mvx_spec(k, &x, w->type, spec);
         spec[6] = a->norm ? 1 : 0;
@@ -333,16 +314,12 @@ static bool glu_x_config(const vk_kb *k, const vk_glu_args *a, mvx_cfg *x)
     if (u->type != g->type)
         return false;
     uint32_t rows = g->N;
-    if (!mvx_config(k->c, g->type, g->Kp, rows, a->nz ? a->nz : 1, 2, 256, x))
+    if (!mvx_config(k, g->type, g->Kp, rows, a->nz ? a->nz : 1, 2, 256, x))
         return false;
-    /* Passes per workgroup of the gate/up alone (GLMCHAT_GLU_P; 0: the
-     * generic rule above): the routed experts' at least two -- fewer,
-     * longer workgroups.  H200 with the counter graph, tg64 three times each
-     * in one call: two passes for every gate/up 243.1-244.9 tokens/s against
-     * 237.8-242.4 with one (three or four passes slower); the shared
-     * expert's (one matrix) back to the rule, next call: 247.4-248.6 against
-     * 244.7-245.9 (gpu/PERF.md run 17) */
-    uint32_t p = env_u32("GLMCHAT_GLU_P", x->passes < 2 && a->nz > 1 ? 2 : 0, 0, 16);
+    /* Passes per workgroup of the gate/up alone: the routed experts' at
+     * least two -- fewer, longer workgroups (three or four were slower); the
+     * shared expert's (one matrix) the generic rule (gpu/PERF.md run 17) */
+    uint32_t p = x->passes < 2 && a->nz > 1 ? 2 : 0;
     if (p && (x->wgs / x->team) * x->r * p <= rows) {
         x->passes = p;
         x->groups = ceil_div(rows, (x->wgs / x->team) * x->r * p);
@@ -503,14 +480,11 @@ static int moe_down_x(const vk_kb *k, const vk_moe_down_args *a, const mvx_cfg *
     return 0;
 }
 
-/* 512-thread workgroups: run 8 on the H200, tg64 193.3 tokens/s against
- * 180.4 with 256 (same session); GLMCHAT_MVX_DOWN_WGS overrides */
+/* 512-thread workgroups (gpu/PERF.md run 8; 256 and 1024 slower, run 17) */
 static bool moe_down_x_config(const vk_kb *k, const vk_moe_down_args *a, mvx_cfg *x)
 {
     const vk_tensor *d = a->down, *s = a->shared;
-    return (!s || s->type == d->type) && env_u32("GLMCHAT_MVX_DOWN", 1, 0, 1) &&
-           mvx_config(k->c, d->type, a->nz * d->Kp + (s ? s->Kp : 0), d->N, 1, 1,
-                      env_u32("GLMCHAT_MVX_DOWN_WGS", 512, 32, 1024), x);
+    return (!s || s->type == d->type) && mvx_config(k, d->type, a->nz * d->Kp + (s ? s->Kp : 0), d->N, 1, 1, 512, x);
 }
 
 bool vk_moe_down_deps(const vk_kb *k, const vk_moe_down_args *a)
@@ -561,20 +535,18 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
  * fragments' width).  Its chunks
  * are cut by length (>= fd_min positions) up to a cap of chunks; a chunk of
  * several 32-position tiles takes them in one pass (online softmax). */
-static void attn_fd_init(const vk_ctx *c, vk_attn_geom *g)
+static void attn_fd_init(const vk_kb *k, vk_attn_geom *g)
 {
+    const vk_ctx *c = k->c;
     uint32_t mt = (g->n_head + 15) / 16, hg = 1;
     /* One head tile per workgroup, the head tiles side by side in the grid
      * (each reads the chunk's rows, from L2 the second time): half the
-     * tensor-core and softmax work per tile on the chain.  H200, tg64 three
-     * times each in one call: 245.8-251.5 tokens/s against 237.3-242.1 with
-     * both tiles in one workgroup (GLMCHAT_FD_HSPLIT=0), depth 4096
-     * 212.9-213.8 against 203.1-208.5 (gpu/PERF.md run 17) */
-    if (mt == 2 && env_u32("GLMCHAT_FD_HSPLIT", 1, 0, 1))
+     * tensor-core and softmax work per tile on the chain (both tiles in one
+     * workgroup measured slower, gpu/PERF.md run 17) */
+    if (mt == 2)
         mt = 1, hg = 2;
     uint32_t ks = mt ? 8 / (2 * mt) : 0;
-    if (!c->coopmat || !g->kv_f16 || mt < 1 || mt > 2 || g->kv_lora % 16 || g->RS % 16 ||
-        !env_u32("GLMCHAT_ATTN_FD", 1, 0, 1))
+    if (!c->coopmat || !g->kv_f16 || mt < 1 || mt > 2 || g->kv_lora % 16 || g->RS % 16 || !k->tune->attn_fd)
         return;
     uint64_t rows = 16 * mt > 32 ? 16 * mt : 32; /* queries, then a tile's cache rows */
     uint64_t shared = 16ull * rows * (g->RS / 8 + 1) + 4ull * ks * 16 * mt * 32 + 16ull * 16 * mt * 5 + 4ull * 16 * mt;
@@ -584,13 +556,14 @@ static void attn_fd_init(const vk_ctx *c, vk_attn_geom *g)
     g->fd_mt = mt;
     g->fd_hg = hg;
     g->dec_groups_y = hg;
-    g->min_chunk = env_u32("GLMCHAT_FD_MINCHUNK", 32, 16, 4096) / 16 * 16;
-    g->max_chunks = env_u32("GLMCHAT_FD_CHUNKS", 64, 1, 1024);
+    g->min_chunk = k->tune->fd_minchunk / 16 * 16;
+    g->max_chunks = k->tune->fd_chunks;
 }
 
-int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_t kv_lora, uint32_t rope,
+int vk_attn_geom_init(const vk_kb *k, vk_attn_geom *g, uint32_t n_head, uint32_t kv_lora, uint32_t rope,
                       uint32_t nope, uint32_t v_head, bool kv_f16, uint32_t n_ctx, err_t *err)
 {
+    const vk_ctx *c = k->c;
     memset(g, 0, sizeof *g);
     if (kv_lora % 4 || kv_lora > 1024 || rope % 2 || kv_lora == 0 || n_head == 0)
         return err_set(err, "attention: kv_lora_rank %u / rope %u not supported by the Vulkan kernels "
@@ -604,33 +577,34 @@ int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_
     g->RS = (kv_lora + rope + 7) / 8 * 8;
     g->cmax = 256;
     g->wgs = kv_lora > 4 * WGS ? 256 : WGS;
-    /* Heads per workgroup: few (4), so short contexts still spread over
-     * many workgroups; every head group re-reads the chunk's rows, from L2.
-     * Bounded by shared memory (queries + scores + reductions). */
+    /* Heads per workgroup: few (4; 1, 2, 8 slower, gpu/PERF.md runs 2, 11),
+     * so short contexts still spread over many workgroups; every head group
+     * re-reads the chunk's rows, from L2.  Bounded by shared memory (queries
+     * + scores + reductions). */
     uint32_t per_head = g->RS * 4 + g->cmax * 4 + 64 * 4;
     uint32_t hmax = (c->shared_bytes - 1024) / per_head;
     if (hmax < 1)
         return err_set(err, "attention: a %u-wide cache row does not fit in %u bytes of shared memory", g->RS,
                        c->shared_bytes);
-    uint32_t want = env_u32("GLMCHAT_ATTN_HEADS", 4, 1, 16);
-    if (hmax > want)
-        hmax = want;
+    if (hmax > 4)
+        hmax = 4;
     uint32_t groups = ceil_div(n_head, hmax);
     g->hg = ceil_div(n_head, groups);
     g->n_hgroups = ceil_div(n_head, g->hg);
     /* Enough chunks to give every compute unit two workgroups at long
-     * contexts, and chunks no longer than cmax. */
-    uint32_t target = env_u32("GLMCHAT_ATTN_WAVES", 2, 1, 16) * c->n_sm_hint / g->n_hgroups;
+     * contexts (more were slower: gpu/PERF.md runs 8, 11), and chunks no
+     * longer than cmax. */
+    uint32_t target = 2 * c->n_sm_hint / g->n_hgroups;
     if (target < 1)
         target = 1;
     uint32_t need = ceil_div(n_ctx, g->cmax);
     /* Short contexts: many short chunks keep more compute units busy
      * (H200, tg64 at depth 0: 190.6 tokens/s with chunks of >= 32
      * positions, 200.7 with >= 16, 206.7 with >= 8; gpu/PERF.md run 11). */
-    g->min_chunk = env_u32("GLMCHAT_ATTN_MINCHUNK", 8, 1, 256);
+    g->min_chunk = k->tune->attn_minchunk;
     g->max_chunks = target > need ? target : need;
     g->dec_groups_y = g->n_hgroups;
-    attn_fd_init(c, g);
+    attn_fd_init(k, g);
     return 0;
 }
 
@@ -784,8 +758,8 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
      * per subgroup; longer chunks a thread per position (H200: decode
      * attention at depth 0 17.6 us per layer against 25.8 by threads, at
      * depth 4096 -- 79-position chunks -- 45.6 against 33.4) */
-    uint32_t kq = ceil_div(g->RS / 8, k->c->subgroup), pu = env_u32("GLMCHAT_ATTN_PU", 2, 1, 8);
-    uint32_t sgmax = env_u32("GLMCHAT_ATTN_SG", 48, 0, 1u << 20);
+    uint32_t kq = ceil_div(g->RS / 8, k->c->subgroup), pu = k->tune->attn_pu;
+    uint32_t sgmax = k->tune->attn_sg;
     uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup, kq, pu, sgmax};
     memset(out, 0, sizeof *out);
     out->name = "attn";
@@ -846,8 +820,7 @@ static int attn_vb_x(const vk_kb *k, const vk_attn_vb_args *a, const mvx_cfg *x,
 static bool attn_vb_x_config(const vk_kb *k, const vk_attn_vb_args *a, mvx_cfg *x)
 {
     const vk_tensor *w = a->v_b;
-    return env_u32("GLMCHAT_MVX_VB", 1, 0, 1) &&
-           mvx_config(k->c, w->type, w->Kp, w->N, a->g->n_head * (a->nz ? a->nz : 1), 1, 256, x) &&
+    return mvx_config(k, w->type, w->Kp, w->N, a->g->n_head * (a->nz ? a->nz : 1), 1, 256, x) &&
            4ull * (x->ksh + a->chunk_cap) + 512 <= k->c->shared_bytes;
 }
 
@@ -867,8 +840,9 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
     if (attn_vb_x_config(k, a, &x)) {
         /* Every row group of a head combines all of the head's chunk
          * partials first, so long contexts (64 chunks) pay for each group:
-         * at most GLMCHAT_VB_GROUPS groups per head (more rows per pass). */
-        uint32_t gmax = env_u32("GLMCHAT_VB_GROUPS", 8, 1, 1024), nt = x.wgs / x.team;
+         * at most 8 groups per head, more rows per pass (gpu/PERF.md runs
+         * 14, 17). */
+        uint32_t gmax = 8, nt = x.wgs / x.team;
         while (x.groups > gmax && x.r < 8) {
             x.r *= 2;
             x.groups = ceil_div(w->N, nt * x.r * x.passes);
@@ -939,8 +913,7 @@ static bool router_x_config(const vk_kb *k, const vk_router_args *a, mvx_cfg *x)
 {
     const vk_tensor *w = a->w;
     uint32_t nz = a->nz ? a->nz : 1;
-    return mvx_config(k->c, w->type, w->Kp, w->N, nz, 1, env_u32("GLMCHAT_ROUTER_WGS", nz == 1 ? 256 : 128, 32, 1024),
-                      x);
+    return mvx_config(k, w->type, w->Kp, w->N, nz, 1, nz == 1 ? 256 : 128, x);
 }
 
 bool vk_router_deps(const vk_kb *k, const vk_router_args *a)
@@ -1123,35 +1096,35 @@ int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
 
 /* Tensor cores (NV cooperative matrices, fp16 in / fp32 accumulate) for
  * quantized weights where the device has them; F32 weights keep the fp32
- * kernel (their models' 1e-4 criterion).  GLMCHAT_COOPMAT picks the kernel
- * for A/B runs: 0 the fp32 kernel (mm), 1 (default) mm_coop (128 rows x 64
- * or 32 tokens, 8 subgroups, packed fp16 tiles, next step's loads in flight
- * during the MMAs). */
+ * kernel (their models' 1e-4 criterion).  mm_coop: 128 rows x 64 or 32
+ * tokens, 8 subgroups, packed fp16 tiles, the next step's loads in flight
+ * during the MMAs; tune->coopmat = 0 runs the fp32 kernel (mm) instead,
+ * e.g. for activations beyond fp16's range. */
 enum { MM_FP32, MM_COOP };
 
-static uint32_t mm_kind(const vk_ctx *c, const vk_tensor *w, const vk_tensor *u)
+static uint32_t mm_kind(const vk_kb *k, const vk_tensor *w, const vk_tensor *u)
 {
-    if (!c->coopmat || w->type == QT_F32 || (u && u->type == QT_F32))
+    if (!k->c->coopmat || !k->tune->coopmat || w->type == QT_F32 || (u && u->type == QT_F32))
         return MM_FP32;
-    return env_u32("GLMCHAT_COOPMAT", MM_COOP, MM_FP32, MM_COOP);
+    return MM_COOP;
 }
 
 static const enum spv_id MM_SHADER[] = {SPV_MM, SPV_MM_COOP};
 
-const char *vk_mm_kernel(const vk_ctx *c, const vk_tensor *w, const vk_tensor *up)
+const char *vk_mm_kernel(const vk_kb *k, const vk_tensor *w, const vk_tensor *up)
 {
-    return spv_table[MM_SHADER[mm_kind(c, w, up)]].name;
+    return spv_table[MM_SHADER[mm_kind(k, w, up)]].name;
 }
 
-uint32_t vk_mm_expert_bm(const vk_ctx *c, const vk_tensor *w)
+uint32_t vk_mm_expert_bm(const vk_kb *k, const vk_tensor *w)
 {
-    (void)c, (void)w;
+    (void)k, (void)w;
     return MM_BM_EXPERT;
 }
 
-uint32_t vk_mm_bn(const vk_ctx *c, const vk_tensor *w, const vk_tensor *up)
+uint32_t vk_mm_bn(const vk_kb *k, const vk_tensor *w, const vk_tensor *up)
 {
-    return mm_kind(c, w, up) == MM_COOP ? MM_BN_COOP : MM_BN;
+    return mm_kind(k, w, up) == MM_COOP ? MM_BN_COOP : MM_BN;
 }
 
 int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
@@ -1162,7 +1135,7 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
         return err_set(k->err, "%s: gate and up shapes differ", a->name);
     if (u && a->x_split)
         return err_set(k->err, "%s: split activations with gate and up", a->name);
-    uint32_t kind = mm_kind(k->c, w, u);
+    uint32_t kind = mm_kind(k, w, u);
     if (list && a->tile != MM_BM_EXPERT && !(a->tile == 64 && kind != MM_FP32))
         return err_set(k->err, "%s: expert tiles of %u pairs do not match the kernel", a->name, a->tile);
     /* mm_coop takes the list's tile size (32 or 64); the fp32 kernel 32 */

@@ -7,10 +7,14 @@
 #define GLM_VK_KERNELS_H
 
 #include "vk_core.h"
+#include "vk_tuning.h"
 
+/* What every builder works with: the device, the pipeline cache, the
+ * engine's tuning table (filled once) and where an error goes. */
 typedef struct {
     vk_ctx *c;
     vk_pipes *pipes;
+    const vk_tuning *tune;
     err_t *err;
 } vk_kb;
 
@@ -35,9 +39,6 @@ typedef struct {
     uint32_t wait_n;
     vk_buf params;      /* for the epoch */
 } vk_dep;
-
-/* A tuning knob from the environment (GLMCHAT_*), clamped to [lo, hi]. */
-uint32_t vk_env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi);
 
 /* ---- decode matrix-vector ---------------------------------------------------------
  * y[y.off + z*y_z + r] (=|+=) sum_k W[m(z)][r][k] * xin[z][k] for r < W.N, z < nz,
@@ -151,7 +152,7 @@ typedef struct {
  * head tiles (the rows past n_head are scratch). */
 uint32_t vk_attn_part_heads(const vk_attn_geom *g);
 
-int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_t kv_lora, uint32_t rope,
+int vk_attn_geom_init(const vk_kb *k, vk_attn_geom *g, uint32_t n_head, uint32_t kv_lora, uint32_t rope,
                       uint32_t nope, uint32_t v_head, bool kv_f16, uint32_t n_ctx, err_t *err);
 /* Chunking of a decode step over n_kv positions. */
 void vk_attn_chunks(const vk_attn_geom *g, uint32_t n_kv, uint32_t *n_chunks, uint32_t *chunk_len);
@@ -299,12 +300,12 @@ typedef struct {
 int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out);
 /* Tokens per tile the expert pass uses for these weights (moe_group must
  * cut tiles the same). */
-uint32_t vk_mm_expert_bm(const vk_ctx *c, const vk_tensor *w);
+uint32_t vk_mm_expert_bm(const vk_kb *k, const vk_tensor *w);
 /* Output rows per workgroup of the kernel vk_k_mm picks for these weights
  * (the expert passes' indirect grids are cut with it). */
-uint32_t vk_mm_bn(const vk_ctx *c, const vk_tensor *w, const vk_tensor *up);
+uint32_t vk_mm_bn(const vk_kb *k, const vk_tensor *w, const vk_tensor *up);
 /* The shader vk_k_mm runs for these weights ("mm" or "mm_coop"). */
-const char *vk_mm_kernel(const vk_ctx *c, const vk_tensor *w, const vk_tensor *up);
+const char *vk_mm_kernel(const vk_kb *k, const vk_tensor *w, const vk_tensor *up);
 
 typedef struct {
     vk_vec ids;                 /* [T][K] */

@@ -171,13 +171,13 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
 
     vk_buf ind = e->moe_ind;
     /* one tile size for the gate/up and down passes over the same list */
-    uint32_t tile = vk_mm_expert_bm(&e->c, &L->gate_exps);
-    if (vk_mm_expert_bm(&e->c, &L->up_exps) != tile || vk_mm_expert_bm(&e->c, &L->down_exps) != tile)
+    uint32_t tile = vk_mm_expert_bm(&e->kb, &L->gate_exps);
+    if (vk_mm_expert_bm(&e->kb, &L->up_exps) != tile || vk_mm_expert_bm(&e->kb, &L->down_exps) != tile)
         tile = 32;
     vk_moe_group_args gr = {.ids = V(e->ids, ids_off), .K = K, .n_expert = c->n_expert, .list = e->moe_list,
                             .tiles = e->moe_tiles, .indirect = e->moe_ind, .params = e->params,
-                            .x_gu = ceil_bn(F, vk_mm_bn(&e->c, &L->gate_exps, &L->up_exps)),
-                            .x_dn = ceil_bn(H, vk_mm_bn(&e->c, &L->down_exps, NULL)),
+                            .x_gu = ceil_bn(F, vk_mm_bn(&e->kb, &L->gate_exps, &L->up_exps)),
+                            .x_dn = ceil_bn(H, vk_mm_bn(&e->kb, &L->down_exps, NULL)),
                             .tile = tile};
     TRY(call(r, vk_k_moe_group(&e->kb, &gr, &k), &k));
     if (L->has_shared) {

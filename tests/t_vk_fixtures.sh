@@ -93,10 +93,10 @@ for dir in "$ROOT"/*/; do
     else
         fail "vulkan $name: decode graph" "${out:-$(head -c 300 "$TMP/err")}"
     fi
-    # q_a / q and kv_a_mqa as two matrices (GLMCHAT_QKV_MERGE=0; the path for
+    # q_a / q and kv_a_mqa as two matrices (--tune qkv_merge=0; the path for
     # files whose two types differ), prefill and decode
     for b in 64 1; do
-        if GLMCHAT_QKV_MERGE=0 $GLMCHAT logits -m "$f32" $VK --kv-type f32 -b $b --tokens "$tokens" \
+        if $GLMCHAT logits -m "$f32" $VK --tune qkv_merge=0 --kv-type f32 -b $b --tokens "$tokens" \
                -o "$TMP/unmerged.bin" 2>"$TMP/err" &&
             out=$($CMP --vocab "$vocab" --max-rel-l2 1e-4 --min-argmax "$n_tok" "$TMP/unmerged.bin" \
                   "$dir/logits.ref_f64.f32.bin"); then
@@ -132,16 +132,16 @@ for dir in "$ROOT"/*/; do
     # the layers' steps joined by counters (the default where the device is
     # known: NVIDIA, lavapipe) compute what barriers do: the decode's logits
     # stay bit-identical
-    if GLMCHAT_DEP_FLAGS=0 $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" -o "$TMP/dep0.bin" \
+    if $GLMCHAT logits -m "$f32" $VK --tune dep_flags=0 --kv-type f16 -b 1 --tokens "$tokens" -o "$TMP/dep0.bin" \
            2>"$TMP/err" && GLMCHAT_DEP_FLAGS=511 $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" \
            -o "$TMP/dep511.bin" 2>>"$TMP/err" && cmp -s "$TMP/dep0.bin" "$TMP/f16d.bin" && cmp -s "$TMP/dep511.bin" "$TMP/f16d.bin"; then
         ok "vulkan $name: decode with steps joined by counters = with barriers, bit for bit"
     else
         fail "vulkan $name: decode with steps joined by counters" "$(head -c 300 "$TMP/err")"
     fi
-    # ... and where a wait gives up (injected: GLMCHAT_DEP_STALL=1), the engine
+    # ... and where a wait gives up (injected: --tune dep_stall=1), the engine
     # re-records the graph with barriers and decodes that token again
-    if GLMCHAT_DEP_FLAGS=511 GLMCHAT_DEP_STALL=1 $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" \
+    if GLMCHAT_DEP_FLAGS=511 $GLMCHAT logits -m "$f32" $VK --tune dep_stall=1 --kv-type f16 -b 1 --tokens "$tokens" \
            -o "$TMP/stall.bin" 2>"$TMP/err" && cmp -s "$TMP/stall.bin" "$TMP/f16d.bin"; then
         ok "vulkan $name: a counter wait that gives up falls back to barriers (same logits)"
     else
@@ -162,6 +162,42 @@ M=$(ls "$M"/*.f32.gguf | head -n 1)
 expect_fail "vulkan: device index out of range" "device" $GLMCHAT generate -m "$M" $VK --device 99 --tokens 1 -n 1
 expect_fail "vulkan: context too small" "too small" $GLMCHAT generate -m "$M" $VK --tokens 1,2,3 -n 8 -c 4
 expect_fail "vulkan: token out of range" "out of range" $GLMCHAT logits -m "$M" $VK --tokens 1,99999 -o "$TMP/x.bin"
+# --tune: the knobs are listed; an unknown key or a value out of range is a
+# usage error (2: the line, then the usual pointer to --help), a backend
+# without knobs a failure (1: one line); GLMCHAT_DEP_FLAGS (documented) is
+# checked the same way
+if $GLMCHAT bench --tune help >"$TMP/tune" 2>&1 && grep -qE '^dep_flags +auto +0-511 +run 17' "$TMP/tune" &&
+    grep -qE '^mvx_j +8 +1-32' "$TMP/tune"; then
+    ok "bench --tune help lists the knobs with defaults, ranges and runs"
+else
+    fail "bench --tune help" "$(head -c 300 "$TMP/tune")"
+fi
+tune_fail() { # NAME STATUS PATTERN CMD...: the status, and the pattern on stderr's first line
+    name=$1 want=$2 pat=$3
+    shift 3
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    lines=$(wc -l <"$TMP/err")
+    if [ $rc -eq "$want" ] && head -n 1 "$TMP/err" | grep -qE -- "$pat" &&
+        { [ "$want" -eq 2 ] && [ "$lines" -eq 2 ] || [ "$lines" -eq 1 ]; }; then ok "$name"; else
+        fail "$name" "exit $rc, stderr '$(head -c 300 "$TMP/err")'"; fi
+}
+tune_fail "--tune: unknown key" 2 "unknown key 'frobnicate' \\(keys: mvx, " \
+    $GLMCHAT logits -m "$M" $VK --tune frobnicate=1 --tokens 1 -o "$TMP/x.bin"
+tune_fail "--tune: value out of range" 2 "--tune mvx_j: '99' is not a number from 1 to 32" \
+    $GLMCHAT generate -m "$M" $VK --tune mvx_j=99 --tokens 1 -n 1
+tune_fail "--tune: not KEY=VALUE" 2 "'mvx' is not KEY=VALUE" $GLMCHAT bench -m "$M" --tune mvx -n 1 -p 0
+tune_fail "--tune: the cpu backend has no knobs" 1 "tuning knobs are the Vulkan backend's" \
+    $GLMCHAT logits -m "$M" --backend cpu --tune mvx=0 --tokens 1 -o "$TMP/x.bin"
+tune_fail "GLMCHAT_DEP_FLAGS out of range" 1 "GLMCHAT_DEP_FLAGS: '512' is not a number from 0 to 511" \
+    env GLMCHAT_DEP_FLAGS=512 $GLMCHAT logits -m "$M" $VK --tokens 1 -o "$TMP/x.bin"
+# bench runs with overrides and names them on its backend line
+if $GLMCHAT bench -m "$M" $VK --tune mvx=0 --tune fd_chunks=3 -p 16 -n 4 >"$TMP/bench" 2>&1 &&
+    grep -qE '^backend: Vulkan: .*; tuning: mvx=0 fd_chunks=3$' "$TMP/bench" && grep -qE '^tg4 @ depth 0: ' "$TMP/bench"; then
+    ok "bench --tune: runs, and the backend line names the fields changed"
+else
+    fail "bench --tune" "$(head -c 400 "$TMP/bench")"
+fi
 # a context that does not fit the device: refused before any upload, with the numbers
 # (the largest context, 16M tokens, needs ~15 GiB with this model: a GPU
 # with more memory cannot be made to refuse it, so there the check is noted)

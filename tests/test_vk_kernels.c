@@ -150,36 +150,60 @@ static void test_mv(void)
     tu_reset_buffers();
 }
 
-/* Geometry variants of the decode matvecs, set through the tuning knobs
- * (gpu/vk_kernels.c reads them at every build): the defaults; long rows
- * on the x-stationary kernels too (lavapipe's 8-wide subgroups need more
- * units per lane than the default allows -- the paths a 32-wide GPU takes);
- * 8 rows per pass, 3 passes, 64-thread workgroups (short rows only: fully
- * unrolled long ones take lavapipe minutes to compile); inputs read from
- * shared memory instead of registers, 2 rows per pass; the mv kernels. */
-static const char *const VARIANTS[] = {
-    "",
-    "GLMCHAT_MVX_J=32",
-    "GLMCHAT_MVX_R=8 GLMCHAT_MVX_P=3 GLMCHAT_MVX_WGS=64",
-    "GLMCHAT_MVX_J=32 GLMCHAT_MVX_XREG=0 GLMCHAT_MVX_R=2",
-    "GLMCHAT_MVX=0",
-};
+/* The builders' tuning table: the defaults, or a variant's fields. */
+static vk_tuning TUNE;
+
+/* Geometry variants of the decode matvecs, set in the tuning table: the
+ * defaults; long rows on the x-stationary kernels too (lavapipe's 8-wide
+ * subgroups need more units per lane than the default allows -- the paths
+ * a 32-wide GPU takes); 8 rows per pass, 3 passes, 64-thread workgroups
+ * (short rows only: fully unrolled long ones take lavapipe minutes to
+ * compile); inputs read from shared memory instead of registers, 2 rows
+ * per pass; the mv kernels. */
+static void v_default(vk_tuning *t)
+{
+    (void)t;
+}
+
+static void v_long_rows(vk_tuning *t)
+{
+    t->mvx_j = 32;
+}
+
+static void v_rows8(vk_tuning *t)
+{
+    t->mvx_r = 8;
+    t->mvx_p = 3;
+    t->mvx_wgs = 64;
+}
+
+static void v_shared_input(vk_tuning *t)
+{
+    t->mvx_j = 32;
+    t->mvx_xreg = 0;
+    t->mvx_r = 2;
+}
+
+static void v_mv(vk_tuning *t)
+{
+    t->mvx = 0;
+}
+
+typedef void (*variant_fn)(vk_tuning *t);
+static const variant_fn VARIANTS[] = {v_default, v_long_rows, v_rows8, v_shared_input, v_mv};
 enum { N_VARIANTS = sizeof VARIANTS / sizeof VARIANTS[0] };
 
-static void variant_set(const char *v, bool on)
+/* Runs `fn` as case `name` with the table set by `v`, the fields it
+ * changed in the name; the defaults again afterwards. */
+static void run_tuned(void (*fn)(void), const char *name, variant_fn v)
 {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", v);
-    for (char *t = strtok(buf, " "); t; t = strtok(NULL, " ")) {
-        char *eq = strchr(t, '=');
-        if (!eq)
-            continue;
-        *eq = 0;
-        if (on)
-            setenv(t, eq + 1, 1);
-        else
-            unsetenv(t);
-    }
+    char set[256], full[400];
+    vk_tuning_default(&TUNE);
+    v(&TUNE);
+    vk_tuning_describe(&TUNE, set, sizeof set);
+    snprintf(full, sizeof full, "%s%s%s%s", name, *set ? " [" : "", set, *set ? "]" : "");
+    RUN_NAMED(fn, full);
+    vk_tuning_default(&TUNE);
 }
 
 /* Variant sets: lavapipe compiles every specialization from scratch in CI,
@@ -190,15 +214,9 @@ enum { V_ALL = 0x1f, V_LONG = 0x1b, V_GPU = 0x03 };
 /* Runs `fn` as case `name` under the variants in mask `vars`. */
 static void run_variants(void (*fn)(void), const char *name, int vars)
 {
-    for (int i = 0; i < N_VARIANTS; i++) {
-        if (!(vars >> i & 1))
-            continue;
-        char full[320];
-        snprintf(full, sizeof full, "%s%s%s%s", name, *VARIANTS[i] ? " [" : "", VARIANTS[i], *VARIANTS[i] ? "]" : "");
-        variant_set(VARIANTS[i], true);
-        RUN_NAMED(fn, full);
-        variant_set(VARIANTS[i], false);
-    }
+    for (int i = 0; i < N_VARIANTS; i++)
+        if (vars >> i & 1)
+            run_tuned(fn, name, VARIANTS[i]);
 }
 
 static void run_mv_v(uint32_t type, uint32_t K, uint32_t N, uint32_t nz, bool norm, bool acc, bool ids, const char *what,
@@ -321,7 +339,7 @@ typedef struct {
 } moe_case;
 static moe_case MC;
 /* The down waits on the gate/up's counter with no barrier between the two
- * (shaders/dep_flag.glsl), as the decode graph does with GLMCHAT_DEP_FLAGS=1:
+ * (shaders/dep_flag.glsl), as the decode graph does with dep_flags bit 3:
  * the epoch is one past a count that wraps the 32-bit counter. */
 static bool MC_DEP;
 
@@ -604,7 +622,7 @@ static void test_attn(void)
     const attn_case *c = &AC;
     err_t err;
     vk_attn_geom g;
-    CHECK(vk_attn_geom_init(&G.c, &g, c->n_head, c->kv_lora, c->rope, c->nope, c->v_head, c->f16, c->n_kv, &err) == 0,
+    CHECK(vk_attn_geom_init(&KB, &g, c->n_head, c->kv_lora, c->rope, c->nope, c->v_head, c->f16, c->n_kv, &err) == 0,
           "geom: %.200s", err.msg);
     uint32_t D = c->kv_lora + c->rope, QW = c->nope + c->rope, n = c->n_kv, RS = g.RS;
     uint32_t pairs = c->rope / 2;
@@ -859,6 +877,43 @@ static void test_attn(void)
     tu_reset_buffers();
 }
 
+/* Attention variants (the tuning fields they set, in the case names). */
+static void av_subgroups(vk_tuning *t)
+{
+    t->attn_sg = 1000000;
+    t->attn_pu = 3;
+    t->attn_fd = 0;
+}
+
+static void av_threads(vk_tuning *t)
+{
+    t->attn_sg = 0;
+    t->attn_fd = 0;
+}
+
+static void av_chunk1(vk_tuning *t)
+{
+    t->attn_minchunk = 1;
+    t->attn_fd = 0;
+}
+
+static void av_chunk32(vk_tuning *t)
+{
+    t->attn_minchunk = 32;
+    t->attn_fd = 0;
+}
+
+static void av_fd_tiles(vk_tuning *t)
+{
+    t->fd_minchunk = 16;
+    t->fd_chunks = 3;
+}
+
+static void av_fd_one(vk_tuning *t)
+{
+    t->fd_chunks = 1;
+}
+
 static void attn_cases(void)
 {
     static const attn_case cases[] = {
@@ -885,26 +940,14 @@ static void attn_cases(void)
         /* both ways of scoring on every chunk length (the default picks by
          * length), a position count per subgroup that does not divide the
          * chunk, the combine + v_b of the mv family (attn_vb), and the
-         * shortest chunks at 1 and 32 positions */
-        static const char *const av[] = {"GLMCHAT_ATTN_SG=1000000 GLMCHAT_ATTN_PU=3 GLMCHAT_ATTN_FD=0",
-                                         "GLMCHAT_ATTN_SG=0 GLMCHAT_ATTN_FD=0",
-                                         "GLMCHAT_MVX=0",
-                                         "GLMCHAT_ATTN_MINCHUNK=1 GLMCHAT_ATTN_FD=0",
-                                         "GLMCHAT_ATTN_MINCHUNK=32 GLMCHAT_ATTN_FD=0",
-                                         "GLMCHAT_FD_MINCHUNK=16 GLMCHAT_FD_CHUNKS=3",
-                                         "GLMCHAT_FD_CHUNKS=1", "GLMCHAT_FD_HSPLIT=0",
-                                         "GLMCHAT_FD_HSPLIT=0 GLMCHAT_FD_CHUNKS=3"};
-        /* (the FD variants -- tensor-core decode, attn_fd, chunks of several
-         * tiles, a single chunk, both head tiles in one workgroup -- run where
-         * the device has cooperative matrices; elsewhere they would repeat the
-         * default) */
-        for (int v = 0; v < 9 && (i == 0 || i == 1 || i == 3 || i == 6 || i == 9 || i == 10) && (v < 5 || G.c.coopmat); v++) {
-            char vn[260];
-            snprintf(vn, sizeof vn, "%s [%s]", name, av[v]);
-            variant_set(av[v], true);
-            RUN_NAMED(test_attn, vn);
-            variant_set(av[v], false);
-        }
+         * shortest chunks at 1 and 32 positions; then (where the device has
+         * cooperative matrices: elsewhere they would repeat the default)
+         * attn_fd's chunks of several tiles and a single chunk */
+        static const variant_fn av[] = {av_subgroups, av_threads, v_mv, av_chunk1, av_chunk32, av_fd_tiles,
+                                        av_fd_one};
+        for (int v = 0; v < 7 && (i == 0 || i == 1 || i == 3 || i == 6 || i == 9 || i == 10) && (v < 5 || G.c.coopmat);
+             v++)
+            run_tuned(test_attn, name, av[v]);
         /* the combine + v_b waiting on the attention's counter */
         if (i == 1 || i == 3) {
             char dn[260];
@@ -1038,7 +1081,7 @@ static void topk_cases(void)
 /* ---- a decode layer's MoE chain joined by counters --------------------------------------
  * mv (norm) -> mv -> router || (the shared gate/up) -> routed gate/up -> down,
  * each dispatch signalling a counter the next one waits on, with no pipeline
- * barrier anywhere (shaders/dep_flag.glsl, as GLMCHAT_DEP_FLAGS=31 records
+ * barrier anywhere (shaders/dep_flag.glsl, as dep_flags = 31 records
  * the decode graph): every output must equal, bit for bit, the same chain
  * with barriers (whose kernels the cases above check against the CPU). */
 typedef struct {
@@ -1203,12 +1246,12 @@ static double mm_bound_split(uint32_t type, uint32_t K)
  * matrices says so and tests the fp32 kernel (never a silent pass). */
 static const char *mm_path(const vk_tensor *w, const vk_tensor *up)
 {
-    const char *k = vk_mm_kernel(&G.c, w, up);
+    const char *k = vk_mm_kernel(&KB, w, up);
     if (strcmp(k, "mm") != 0)
         return k;
     if (!G.c.coopmat)
         return "mm: device has no cooperative matrices";
-    return w->type == QT_F32 ? "mm: F32 weights" : "mm: GLMCHAT_COOPMAT=0";
+    return w->type == QT_F32 ? "mm: F32 weights" : "mm: coopmat=0";
 }
 
 typedef struct {
@@ -1434,7 +1477,7 @@ static void test_mm_range(void)
     vk_call call;
     CHECK(vk_k_mm(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
     CHECK(tu_run(&call, 1, NULL) == 0, "run");
-    bool exact = strcmp(vk_mm_kernel(&G.c, &t, NULL), "mm") == 0;
+    bool exact = strcmp(vk_mm_kernel(&KB, &t, NULL), "mm") == 0;
     double *r = malloc(N * sizeof *r), *m = malloc(N * sizeof *m), cb = mm_bound(QT_Q4_0, K);
     const float *gy = (const float *)by.map;
     uint32_t bad = 0;
@@ -1513,14 +1556,14 @@ static void test_expert_prefill(void)
         }
     uint32_t params[64] = {0};
     params[VKP_NTOK] = T;
-    uint32_t tile = vk_mm_expert_bm(&G.c, &tg);
+    uint32_t tile = vk_mm_expert_bm(&KB, &tg);
     vk_buf bx = host_copy(x, (uint64_t)H * B), bxn = host_copy(xn, (uint64_t)H * B), bi = host_copy(ids, B * K),
            bw = host_copy(wts, B * K), bp = host_copy(params, 64), bh = tu_host((uint64_t)B * K * F),
            by = tu_host((uint64_t)B * K * H), bl = tu_host(B * K), btl = tu_host(4 * (B * K / 32 + E + 1)),
            bind = tu_host(16);
     vk_moe_group_args ga = {.ids = {bi, 0}, .K = K, .n_expert = E, .list = bl, .tiles = btl, .indirect = bind,
-                            .params = bp, .x_gu = (F + vk_mm_bn(&G.c, &tg, &tu) - 1) / vk_mm_bn(&G.c, &tg, &tu),
-                            .x_dn = (H + vk_mm_bn(&G.c, &td, NULL) - 1) / vk_mm_bn(&G.c, &td, NULL), .tile = tile};
+                            .params = bp, .x_gu = (F + vk_mm_bn(&KB, &tg, &tu) - 1) / vk_mm_bn(&KB, &tg, &tu),
+                            .x_dn = (H + vk_mm_bn(&KB, &td, NULL) - 1) / vk_mm_bn(&KB, &td, NULL), .tile = tile};
     vk_buf igu = bind, idn = bind;
     igu.size = 12;
     idn.off += 12;
@@ -1609,19 +1652,20 @@ static void prefill_cases(void)
         char name[192];
         vk_tensor w = {.type = EP_TYPE};
         snprintf(name, sizeof name, "experts of a prompt batch: group, gate/up, down, combine (%s) [%s, tiles of %u]",
-                 tu_type_name(EP_TYPE), mm_path(&w, NULL), vk_mm_expert_bm(&G.c, &w));
+                 tu_type_name(EP_TYPE), mm_path(&w, NULL), vk_mm_expert_bm(&KB, &w));
         RUN_NAMED(test_expert_prefill, name);
     }
 }
 
 int main(void)
 {
-    if (tu_gpu_open()) {
+    if (tu_gpu_open(false)) {
         /* CI installs lavapipe: no device is a failure, not a skip. */
         printf("FAIL - vulkan device: none usable\n");
         return 1;
     }
-    KB = (vk_kb){&G.c, &G.pipes, &KERR};
+    vk_tuning_default(&TUNE);
+    KB = (vk_kb){&G.c, &G.pipes, &TUNE, &KERR};
     mv_cases();
     moe_cases();
     dep_chain_cases();

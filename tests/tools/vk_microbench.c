@@ -1,7 +1,7 @@
 /* vk_microbench: times single decode kernels on the default Vulkan device,
  * for tuning on the GPU machine (not a test: prints figures, exits 0).
  *
- *   vk_microbench [reps]
+ *   vk_microbench [reps] [KEY=VALUE ...]
  *
  * Each case is recorded `reps` times back to back with a barrier between
  * (like the decode graph's dependent steps) between two timestamps; the
@@ -11,14 +11,20 @@
  * the shared expert) that the GPU's L2 cache (50 MB on an H200) cannot hold
  * them between calls, as in the decode graph where every layer's weights
  * are different.
- * The matvec geometry comes from the GLMCHAT_MV_* / GLMCHAT_MVX_*
- * environment variables, so a shell loop over settings compares variants.
- * The first line is the device's plain streaming-read bandwidth. */
+ * KEY=VALUE arguments set fields of the tuning table the kernel builders
+ * read (gpu/vk_tuning.h, the keys of `glmchat bench --tune help`), so a
+ * shell loop over settings compares variants.  The first line is the
+ * device's plain streaming-read bandwidth.  MB_ONLY=TEXT runs the cases
+ * whose name contains TEXT; MB_BWSIZES, MB_GRIDSYNC, MB_ATTN, MB_MIXED=1
+ * run the other studies; MB_PIPE_STATS=1 prints the compiler's statistics
+ * of each case's pipeline where the driver has them; MB_NOBW=1 skips the
+ * bandwidth line. */
 #include "spv_tool_table.h"
 #include "vk_kernels.h"
 #include "vk_testutil.h"
 
 static vk_kb KB;
+static vk_tuning TUNE;
 static err_t KERR;
 
 #define MAXC 256
@@ -278,7 +284,7 @@ static bool build_case(const mcase *m, built *b)
     return true;
 }
 
-/* The compiler's statistics of a call's pipeline (GLMCHAT_PIPE_STATS=1). */
+/* The compiler's statistics of a call's pipeline (MB_PIPE_STATS=1). */
 static void print_stats(const vk_call *c)
 {
     char st[1024];
@@ -344,7 +350,7 @@ static void run_attn(uint32_t reps)
         uint32_t n_kv = nkvs[ni];
         err_t err;
         vk_attn_geom g;
-        if (vk_attn_geom_init(&G.c, &g, nh, kv, rope, nope, vh, true, n_ctx, &err)) {
+        if (vk_attn_geom_init(&KB, &g, nh, kv, rope, nope, vh, true, n_ctx, &err)) {
             printf("# attn: %s\n", err.msg);
             return;
         }
@@ -533,18 +539,29 @@ static void run_gridsync(uint32_t reps)
 
 int main(int argc, char **argv)
 {
-    uint32_t reps = argc > 1 ? (uint32_t)atoi(argv[1]) : 50;
-    if (tu_gpu_open())
+    uint32_t reps = 50;
+    vk_tuning_default(&TUNE);
+    for (int i = 1; i < argc; i++) {
+        err_t err;
+        if (strchr(argv[i], '=')) {
+            if (vk_tuning_set(&TUNE, argv[i], &err)) {
+                fprintf(stderr, "vk_microbench: %s\n", err.msg);
+                return 2;
+            }
+        } else if (argv[i][0] >= '1' && argv[i][0] <= '9') {
+            reps = (uint32_t)strtoul(argv[i], NULL, 10);
+        } else {
+            fprintf(stderr, "vk_microbench: '%s' is neither a repetition count nor KEY=VALUE\n", argv[i]);
+            return 2;
+        }
+    }
+    const char *ps = getenv("MB_PIPE_STATS");
+    if (tu_gpu_open(ps && strcmp(ps, "1") == 0))
         return 1;
-    KB = (vk_kb){&G.c, &G.pipes, &KERR};
-    const char *e[] = {"GLMCHAT_MV_UPT", "GLMCHAT_MV_NR", "GLMCHAT_MV_WGS", "GLMCHAT_MVX", "GLMCHAT_MVX_R",
-                       "GLMCHAT_MVX_WGS", "GLMCHAT_MVX_WAVES", "GLMCHAT_MVX_XREG", "GLMCHAT_MVX_LOADS",
-                       "GLMCHAT_MVX_PGROUPS"};
-    printf("# settings:");
-    for (size_t i = 0; i < sizeof e / sizeof e[0]; i++)
-        if (getenv(e[i]))
-            printf(" %s=%s", e[i], getenv(e[i]));
-    printf("\n");
+    KB = (vk_kb){&G.c, &G.pipes, &TUNE, &KERR};
+    char set[256];
+    vk_tuning_describe(&TUNE, set, sizeof set);
+    printf("# tuning: %s\n", *set ? set : "defaults");
     if (!getenv("MB_NOBW"))
         bandwidth(reps / 5 + 1);
     /* GLM-4.7-Flash's decode matvecs (Q4_0 file) */
