@@ -1,0 +1,106 @@
+/* vk_k_common.h: what the kernel builders (gpu/vk_k_*.c) share, and
+ * nothing else includes: small arithmetic, the pipeline of an embedded
+ * shader, the geometry of the two decode matrix-vector families (the mv
+ * kernels, shaders/mv_common.glsl; the x-stationary ones,
+ * shaders/mvx_common.glsl) and a dependency's two ends (vk_dep). */
+#ifndef GLM_VK_K_COMMON_H
+#define GLM_VK_K_COMMON_H
+
+#include <string.h>
+
+#include "quant.h"
+#include "spv_table.h"
+#include "vk_kernels.h"
+
+/* Threads of the small fixed-size kernels (kv_store, embed, attn_combine). */
+#define VKK_WGS 128u
+
+static inline uint32_t ceil_div(uint64_t a, uint64_t b)
+{
+    return (uint32_t)((a + b - 1) / b);
+}
+
+/* A float's bits, for a push-constant word. */
+static inline uint32_t f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static inline uint32_t pow2_ceil(uint32_t v)
+{
+    uint32_t p = 1;
+    while (p < v)
+        p *= 2;
+    return p;
+}
+
+/* The pipeline of embedded shader `shader` with spec[0..n). */
+static inline VkPipeline pipe(const vk_kb *k, enum spv_id shader, const uint32_t *spec, uint32_t n)
+{
+    return vk_pipe_get(k->c, k->pipes, &spv_table[shader], spec, n, k->err);
+}
+
+/* ---- the mv kernels --------------------------------------------------------------------- */
+
+/* Decode matvec geometry: threads per row (TEAM, a power of two no larger
+ * than a subgroup, so teams reduce with shuffles), units each thread takes
+ * per row (UPT, loads issued up front), rows per team (NR) and the
+ * workgroup size.  A decode matvec is 0.5-15 MB: it needs many threads with
+ * little state each (high occupancy keeps enough loads in flight) and many
+ * small workgroups to spread over every compute unit: 2 units per thread,
+ * 64-thread workgroups (gpu/PERF.md runs 2-5). */
+typedef struct {
+    uint32_t wgs, team, upt, nr;
+} vkk_mv_cfg;
+
+vkk_mv_cfg vkk_mv_config(const vk_ctx *c, const vk_tensor *w, uint32_t nz);
+
+static inline uint32_t rows_per_wg(const vkk_mv_cfg *m)
+{
+    return m->wgs / m->team * m->nr;
+}
+
+/* ---- the x-stationary kernels (shaders/mvx_common.glsl) ---------------------------------
+ * The workgroup stages its input once in shared memory; each lane owns J
+ * units (column runs) of every row and streams R rows of weights at a
+ * time, `passes` times.  The geometry (H200 sweeps, gpu/PERF.md run 6):
+ *   wgs   per kernel: 256 threads for gate/up and down, 512 for a single
+ *         small matrix (<= 8192 rows in all: fewer workgroups, fewer
+ *         stagings of the input -- attn_q_a 7.1 -> 4.9 us, attn_output
+ *         10.4 -> 7.5 us), 256 for the router (router_x_config)
+ *   team  threads per row: the power of two <= subgroup size that pads the
+ *         row's units least (ties: the larger team)
+ *   j     units per lane, at most tune->mvx_j (8)
+ *   r     rows per pass, at most 4 (Q6_K: 2, its units are large): the
+ *         loads of one pass (r * j * uvec4s per unit * matrices) stay within
+ *         16 uvec4 registers; halved while the grid has fewer than 2
+ *         workgroups per compute unit
+ *   passes doubled (up to 16) while the grid keeps 8 workgroups per compute
+ *         unit and a workgroup's rows stay within the matrix: fewer
+ *         stagings of the input
+ * (the register budget, waves and workgroups per compute unit re-swept with
+ * no gain, gpu/PERF.md runs 6, 15, 17).  The input of all J*team units must
+ * fit in the device's shared memory; wider inputs keep the mv kernels.
+ * tune->mvx = 0 turns the path off; mvx_r, mvx_wgs, mvx_p and mvx_xreg
+ * override the choices (the kernel tests use them to cover the geometries a
+ * 32-wide GPU takes). */
+typedef struct {
+    uint32_t wgs, team, j, r, passes, xreg, xrn, ksh, groups;
+} vkk_xs_cfg;
+
+/* kp: elements of the (padded, concatenated) input; rows: per z; nz: z
+ * count; sets: matrices per pass (gate + up: 2); wgs: the kernel's
+ * workgroup size.  False: the kernel does not apply. */
+bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, uint32_t nz, uint32_t sets,
+                   uint32_t wgs, vkk_xs_cfg *m);
+/* The family's specialization constants of geometry m. */
+void vkk_xs_spec(const vk_kb *k, const vkk_xs_cfg *m, uint32_t type, uint32_t *spec);
+
+/* ---- dependencies ----------------------------------------------------------------------- */
+
+int vkk_dep_bind(const vk_kb *k, const char *name, const vk_dep *d, uint32_t *spec, uint32_t at, uint32_t pb,
+                 vk_call *out);
+
+#endif

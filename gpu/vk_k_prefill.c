@@ -1,0 +1,178 @@
+/* vk_k_prefill.c: the prompt graph's own builders (vk_kernels.h): rmsnorm,
+ * the tiled mat-mat (fp32 or tensor cores), the expert grouping and combine. */
+#include "vk_k_common.h"
+
+int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
+{
+    uint32_t spec[] = {256, k->c->subgroup};
+    memset(out, 0, sizeof *out);
+    out->name = "rmsnorm";
+    out->pipe = pipe(k, SPV_RMSNORM, spec, 2);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->x.b;
+    out->b[1] = a->y.b;
+    out->b[2] = a->w.b;
+    out->b[3] = a->params;
+    uint32_t *p = out->push;
+    p[0] = a->n;
+    p[1] = a->x.off;
+    p[2] = a->x_z;
+    p[3] = a->y.off;
+    p[4] = a->y_z;
+    p[5] = a->w.off;
+    p[6] = f2u(a->eps);
+    out->npush = 7;
+    out->groups[0] = a->nz;
+    out->groups[1] = out->groups[2] = 1;
+    out->bytes = 8ull * a->n * a->nz;
+    return 0;
+}
+
+#define MM_BM 64u
+#define MM_BM_EXPERT 32u
+#define MM_BN 64u
+#define MM_BN_COOP 128u
+
+/* Tensor cores (NV cooperative matrices, fp16 in / fp32 accumulate) for
+ * quantized weights where the device has them; F32 weights keep the fp32
+ * kernel (their models' 1e-4 criterion).  mm_coop: 128 rows x 64 or 32
+ * tokens, 8 subgroups, packed fp16 tiles, the next step's loads in flight
+ * during the MMAs; tune->coopmat = 0 runs the fp32 kernel (mm) instead,
+ * e.g. for activations beyond fp16's range. */
+enum { MM_FP32, MM_COOP };
+
+static uint32_t mm_kind(const vk_kb *k, const vk_tensor *w, const vk_tensor *u)
+{
+    if (!k->c->coopmat || !k->tune->coopmat || w->type == QT_F32 || (u && u->type == QT_F32))
+        return MM_FP32;
+    return MM_COOP;
+}
+
+static const enum spv_id MM_SHADER[] = {SPV_MM, SPV_MM_COOP};
+
+const char *vk_mm_kernel(const vk_kb *k, const vk_tensor *w, const vk_tensor *up)
+{
+    return spv_table[MM_SHADER[mm_kind(k, w, up)]].name;
+}
+
+uint32_t vk_mm_expert_bm(const vk_kb *k, const vk_tensor *w)
+{
+    (void)k, (void)w;
+    return MM_BM_EXPERT;
+}
+
+uint32_t vk_mm_bn(const vk_kb *k, const vk_tensor *w, const vk_tensor *up)
+{
+    return mm_kind(k, w, up) == MM_COOP ? MM_BN_COOP : MM_BN;
+}
+
+int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
+{
+    const vk_tensor *w = a->w, *u = a->up;
+    bool list = a->tiles != NULL;
+    if (u && (u->K != w->K || u->N != w->N || u->Kp != w->Kp))
+        return err_set(k->err, "%s: gate and up shapes differ", a->name);
+    if (u && a->x_split)
+        return err_set(k->err, "%s: split activations with gate and up", a->name);
+    uint32_t kind = mm_kind(k, w, u);
+    if (list && a->tile != MM_BM_EXPERT && !(a->tile == 64 && kind != MM_FP32))
+        return err_set(k->err, "%s: expert tiles of %u pairs do not match the kernel", a->name, a->tile);
+    /* mm_coop takes the list's tile size (32 or 64); the fp32 kernel 32 */
+    uint32_t bm = list ? (kind == MM_COOP ? a->tile : MM_BM_EXPERT) : MM_BM;
+    uint32_t bn = kind == MM_COOP ? MM_BN_COOP : MM_BN;
+    uint32_t mode = u ? 2 : a->accumulate ? 1 : 0;
+    /* the split only where activations are rounded (one pipeline otherwise) */
+    uint32_t split = kind == MM_COOP && a->x_split ? 1 : 0;
+    uint32_t spec[] = {256, w->type, u ? u->type : w->type, bm, bn, mode, list ? 1 : 0, split};
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    out->pipe = pipe(k, MM_SHADER[kind], spec, sizeof spec / sizeof spec[0]);
+    if (!out->pipe)
+        return -1;
+    out->w[0] = w->buf;
+    if (u)
+        out->w[1] = u->buf;
+    out->b[0] = a->x.b;
+    out->b[1] = a->y.b;
+    if (list) {
+        out->b[2] = *a->list;
+        out->b[3] = *a->tiles;
+    }
+    out->b[4] = a->params;
+    uint32_t *p = out->push;
+    p[0] = w->K;
+    p[1] = w->Kp;
+    p[2] = w->N;
+    p[3] = (uint32_t)w->head_off;
+    p[4] = u ? (uint32_t)u->head_off : 0;
+    p[5] = w->bpr * w->N;
+    p[6] = u ? u->bpr * u->N : 0;
+    p[7] = a->x.off;
+    p[8] = a->x_stride;
+    p[9] = a->x_z;
+    p[10] = a->x_div ? a->x_div : 1;
+    p[11] = a->y.off;
+    p[12] = a->y_stride;
+    p[13] = a->y_z;
+    out->npush = 14;
+    out->groups[0] = ceil_div(w->N, bn);
+    out->groups[1] = ceil_div(a->max_tokens, bm);
+    out->groups[2] = a->nz ? a->nz : 1;
+    out->indirect = list ? a->indirect : NULL;
+    uint64_t wb = w->src_bytes + (u ? u->src_bytes : 0);
+    out->bytes = list ? wb : wb / (w->n_mat ? w->n_mat : 1) * out->groups[2];
+    return 0;
+}
+
+int vk_k_moe_group(const vk_kb *k, const vk_moe_group_args *a, vk_call *out)
+{
+    if (a->n_expert > 512)
+        return err_set(k->err, "moe_group: %u experts (at most 512)", a->n_expert);
+    uint32_t spec[] = {256, a->tile};
+    memset(out, 0, sizeof *out);
+    out->name = "moe_group";
+    out->pipe = pipe(k, SPV_MOE_GROUP, spec, 2);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->ids.b;
+    out->b[1] = a->list;
+    out->b[2] = a->tiles;
+    out->b[3] = a->indirect;
+    out->b[4] = a->params;
+    uint32_t *p = out->push;
+    p[0] = a->K;
+    p[1] = a->n_expert;
+    p[2] = a->ids.off;
+    p[3] = a->x_gu;
+    p[4] = a->x_dn;
+    out->npush = 5;
+    out->groups[0] = out->groups[1] = out->groups[2] = 1;
+    return 0;
+}
+
+int vk_k_moe_combine(const vk_kb *k, const vk_moe_combine_args *a, vk_call *out)
+{
+    uint32_t spec[] = {256};
+    memset(out, 0, sizeof *out);
+    out->name = "moe_combine";
+    out->pipe = pipe(k, SPV_MOE_COMBINE, spec, 1);
+    if (!out->pipe)
+        return -1;
+    out->b[0] = a->y.b;
+    out->b[1] = a->x.b;
+    out->b[2] = a->wts.b;
+    out->b[3] = a->params;
+    if (a->y.off)
+        return err_set(k->err, "moe_combine: expert outputs must start their buffer");
+    uint32_t *p = out->push;
+    p[0] = a->H;
+    p[1] = a->K;
+    p[2] = a->x.off;
+    p[3] = a->wts.off;
+    out->npush = 4;
+    out->groups[0] = ceil_div(a->H, 256);
+    out->groups[1] = a->max_tokens;
+    out->groups[2] = 1;
+    return 0;
+}
