@@ -44,7 +44,7 @@ GPU_SRC := $(sort $(wildcard gpu/*.c))
 APP_SRC := $(sort $(wildcard app/*.c))
 SHADERS := $(sort $(wildcard shaders/*.comp))
 BENCH_SHADERS := $(sort $(wildcard shaders/bench/*.comp))
-SHADER_INC := $(wildcard shaders/*.glsl)
+SHADER_INC := $(wildcard shaders/*.glsl shaders/*.h shaders/bench/*.h)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 

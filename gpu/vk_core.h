@@ -14,7 +14,9 @@
  * Kernel binding convention (every shader): set 0, binding 0 is an array of
  * VKC_WSLOTS weight buffers; bindings 1..VKC_NBIND are single storage
  * buffers; push constants are up to VKC_PUSH_WORDS 32-bit words;
- * specialization constant 0 is the workgroup size (local_size_x_id = 0).
+ * specialization constant 0 is the workgroup size.  Each kernel declares
+ * its push constants, binding and specialization slots once, in a header
+ * its shader and its builder both include (shaders/pc_common.h).
  */
 #ifndef GLM_VK_CORE_H
 #define GLM_VK_CORE_H
@@ -23,14 +25,17 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
+#include <string.h>
+
 #include "error.h"
+#include "shaders/pc_common.h"
 #include "vk.h"
 #include "vk_spv.h"
 
-#define VKC_WSLOTS 4
-#define VKC_NBIND 9
-#define VKC_PUSH_WORDS 32
-#define VKC_MAX_SPEC 16
+#define VKC_WSLOTS PC_WEIGHT_SLOTS
+#define VKC_NBIND PC_MAX_BINDING
+#define VKC_PUSH_WORDS (PC_MAX_BYTES / 4)
+#define VKC_MAX_SPEC PC_MAX_SPEC
 
 /* ---- device --------------------------------------------------------------- */
 
@@ -173,13 +178,21 @@ typedef struct {
     VkPipeline pipe;
     const char *name;             /* kernel name for the profile */
     vk_buf w[VKC_WSLOTS];         /* weight slots (binding 0), unused: buf == 0 */
-    vk_buf b[VKC_NBIND];          /* bindings 1..VKC_NBIND */
+    vk_buf b[1 + VKC_NBIND];      /* by binding number, 1..VKC_NBIND (b[0] unused: binding 0 is w) */
     uint32_t push[VKC_PUSH_WORDS];
     uint32_t npush;
     uint32_t groups[3];
     const vk_buf *indirect;       /* non-NULL: VkDispatchIndirectCommand there */
     uint64_t bytes;               /* bytes read + written (weights + activations) */
 } vk_call;
+
+/* A kernel's push constants (its pc_* struct, shaders/pc_*.h) into k. */
+static inline void vk_call_push(vk_call *k, const void *pc, size_t bytes)
+{
+    memcpy(k->push, pc, bytes);
+    k->npush = (uint32_t)(bytes / 4);
+}
+#define VK_PUSH(k, pcv) vk_call_push((k), &(pcv), sizeof(pcv))
 
 enum { VK_PROF_OFF = 0, VK_PROF_SEGMENT = 1, VK_PROF_ALL = 2 };
 

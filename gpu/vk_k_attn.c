@@ -1,6 +1,8 @@
 /* vk_k_attn.c: the attention builders (vk_kernels.h): geometry and
  * chunking, the cache row, the chunk partials (attn, attn_fd), their
- * combine with v_b (decode) or alone (prefill). */
+ * combine with v_b (decode) or alone (prefill).  Their interfaces:
+ * shaders/pc_attn.h. */
+#include "shaders/pc_attn.h"
 #include "vk_k_common.h"
 
 /* attn_fd (decode on tensor cores): needs the f16 cache and cooperative
@@ -124,38 +126,29 @@ void vk_attn_chunks_prefill(uint32_t n_kv, uint32_t cap, uint32_t *n_chunks, uin
 int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
-    uint32_t spec[14] = {VKK_WGS, g->kv_f16 ? 1 : 0, k->c->subgroup};
+    uint32_t spec[VKC_MAX_SPEC] = {0};
+    vkk_dep_words dw;
+    spec[PC_S_WGS] = VKK_WGS;
+    spec[KVS_S_KVF16] = g->kv_f16 ? 1 : 0;
+    spec[KVS_S_SG] = k->c->subgroup;
     memset(out, 0, sizeof *out);
     out->name = "kv_store";
-    out->b[6] = a->params;
-    if (vkk_dep_bind(k, "kv_store", &a->dep, spec, 14, 7, out))
+    if (vkk_dep_bind(k, "kv_store", &a->dep, spec, KVS_B_PARAMS, out, &dw) ||
+        !(out->pipe = pipe(k, SPV_KV_STORE, spec, KVS_S_COUNT)))
         return -1;
-    out->pipe = pipe(k, SPV_KV_STORE, spec, 14);
-    if (!out->pipe)
-        return -1;
-    out->b[0] = a->kv.b;
-    out->b[1] = a->norm.b;
-    out->b[2] = a->cache.b;
-    out->b[3] = a->rope_cs;
-    out->b[4] = a->q.b;
-    out->b[5] = a->qa.b;
-    out->b[6] = a->params;
-    uint32_t *p = out->push;
-    p[0] = g->kv_lora;
-    p[1] = g->rope;
-    p[2] = g->nope;
-    p[3] = g->n_head;
-    p[4] = g->RS;
-    p[5] = a->kv.off;
-    p[6] = a->kv_z;
-    p[7] = a->norm.off;
-    p[8] = f2u(a->eps);
-    p[9] = a->cache.off;
-    p[10] = a->q.off;
-    p[11] = a->q_z;
-    p[12] = a->qa.off;
-    p[13] = a->qa_z;
-    out->npush = 17;
+    out->b[KVS_B_KV] = a->kv.b;
+    out->b[KVS_B_NORM] = a->norm.b;
+    out->b[KVS_B_CACHE] = a->cache.b;
+    out->b[KVS_B_ROPE] = a->rope_cs;
+    out->b[KVS_B_Q] = a->q.b;
+    out->b[KVS_B_QA] = a->qa.b;
+    out->b[KVS_B_PARAMS] = a->params;
+    pc_kv_store pc = {.kv_lora = g->kv_lora, .rope = g->rope, .nope = g->nope, .n_head = g->n_head, .RS = g->RS,
+                      .kv_off = a->kv.off, .kv_z = a->kv_z, .nw_off = a->norm.off, .eps = a->eps,
+                      .cache_off = a->cache.off, .q_off = a->q.off, .q_z = a->q_z, .qa_off = a->qa.off,
+                      .qa_z = a->qa_z};
+    VKK_DEP_PUSH(pc, dw);
+    VK_PUSH(out, pc);
     out->groups[0] = 1 + g->n_head;
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;
@@ -169,124 +162,64 @@ uint32_t vk_attn_part_heads(const vk_attn_geom *g)
     return g->fd ? 16 * g->fd_mt * g->fd_hg : g->n_head;
 }
 
-/* The operands both attention kernels share: bindings, push words, the
- * grid's chunk and token dimensions (the caller sets the head groups). */
-static void attn_bind(const vk_attn_args *a, vk_call *out)
-{
-    const vk_attn_geom *g = a->g;
-    out->b[0] = a->qa.b;
-    out->b[1] = a->cache.b;
-    out->b[2] = a->part.b;
-    out->b[3] = a->params;
-    uint32_t *p = out->push;
-    p[0] = g->n_head;
-    p[1] = g->kv_lora;
-    p[2] = f2u(a->kq_scale);
-    p[3] = a->cache.off;
-    p[4] = a->qa.off;
-    p[5] = a->qa_z;
-    p[6] = a->part.off;
-    p[7] = a->chunk_cap;
-    p[8] = a->prefill ? VKP_CHUNK_PF : VKP_CHUNK;
-    out->npush = 9;
-    out->indirect = a->indirect;
-    out->groups[0] = a->n_chunks;
-    out->groups[2] = a->nz ? a->nz : 1;
-    out->bytes = 0; /* depends on the context length; the profiler adds it */
-}
-
-/* Decode attention on tensor cores: same operands and partials as attn,
- * all heads in one workgroup. */
-static int attn_fd(const vk_kb *k, const vk_attn_args *a, vk_call *out)
-{
-    const vk_attn_geom *g = a->g;
-    uint32_t spec[14] = {256, g->fd_mt, g->RS, g->kv_lora, g->fd_hg};
-    memset(out, 0, sizeof *out);
-    out->name = "attn";
-    attn_bind(a, out);
-    if (vkk_dep_bind(k, "attn", &a->dep, spec, 9, 4, out))
-        return -1;
-    out->npush = 12;
-    out->pipe = pipe(k, SPV_ATTN_FD, spec, 14);
-    if (!out->pipe)
-        return -1;
-    out->groups[1] = g->fd_hg;
-    return 0;
-}
-
 bool vk_attn_deps(const vk_kb *k, const vk_attn_args *a)
 {
     return a->g->fd && !a->prefill;
 }
 
+/* The chunk partials: on tensor cores (attn_fd: decode, all of a head
+ * tile's heads in one workgroup) or by attn.comp (prefill, and devices or
+ * caches attn_fd does not take). */
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
-    if (g->fd && !a->prefill)
-        return attn_fd(k, a, out);
-    if (a->dep.signal || a->dep.wait)
-        return err_set(k->err, "attn: this kernel cannot signal or wait (vk_attn_deps)");
-    /* scores of chunks up to sgmax positions by subgroups: lanes split a
-     * row into 8-element groups (kq per lane), pu positions' loads in flight
-     * per subgroup; longer chunks a thread per position (H200: decode
-     * attention at depth 0 17.6 us per layer against 25.8 by threads, at
-     * depth 4096 -- 79-position chunks -- 45.6 against 33.4) */
-    uint32_t kq = ceil_div(g->RS / 8, k->c->subgroup), pu = k->tune->attn_pu;
-    uint32_t sgmax = k->tune->attn_sg;
-    uint32_t spec[] = {g->wgs, g->hg, g->kv_f16 ? 1 : 0, g->RS, g->cmax, k->c->subgroup, kq, pu, sgmax};
+    uint32_t spec[VKC_MAX_SPEC] = {0};
+    vkk_dep_words dw = {0};
     memset(out, 0, sizeof *out);
     out->name = "attn";
-    out->pipe = pipe(k, SPV_ATTN, spec, sizeof spec / sizeof spec[0]);
-    if (!out->pipe)
-        return -1;
-    attn_bind(a, out);
-    out->groups[1] = g->n_hgroups;
-    return 0;
-}
-
-/* The operands both attn_vb kernels share: weights, bindings, push words
- * 0..10, the grid's head and token dimensions, and the bytes they read. */
-static void attn_vb_bind(const vk_attn_vb_args *a, vk_call *out)
-{
-    const vk_attn_geom *g = a->g;
-    const vk_tensor *w = a->v_b;
-    out->w[0] = w->buf;
-    out->b[0] = a->part.b;
-    out->b[1] = a->o.b;
-    out->b[3] = a->params;
-    uint32_t *p = out->push;
-    p[0] = w->K;
-    p[1] = w->Kp;
-    p[2] = w->N;
-    p[3] = (uint32_t)w->head_off;
-    p[4] = w->bpr * w->N;
-    p[5] = a->part.off;
-    p[6] = vk_attn_part_heads(g); /* head rows of the partials */
-    p[7] = a->chunk_cap;
-    p[8] = a->o.off;
-    p[9] = a->o_z;
-    p[10] = VKP_NCHUNK;
-    out->groups[1] = g->n_head;
+    if (g->fd && !a->prefill) {
+        spec[PC_S_WGS] = 256;
+        spec[FD_S_MT] = g->fd_mt;
+        spec[FD_S_RS] = g->RS;
+        spec[FD_S_DLAT] = g->kv_lora;
+        spec[FD_S_HG] = g->fd_hg;
+        if (vkk_dep_bind(k, "attn", &a->dep, spec, ATTN_B_PARAMS, out, &dw) ||
+            !(out->pipe = pipe(k, SPV_ATTN_FD, spec, FD_S_COUNT)))
+            return -1;
+        out->groups[1] = g->fd_hg;
+    } else {
+        if (a->dep.signal || a->dep.wait)
+            return err_set(k->err, "attn: this kernel cannot signal or wait (vk_attn_deps)");
+        /* scores of chunks up to attn_sg positions by subgroups: lanes
+         * split a row into 8-element groups (kq per lane), attn_pu
+         * positions' loads in flight per subgroup; longer chunks a thread
+         * per position (faster there, gpu/PERF.md run 7) */
+        spec[PC_S_WGS] = g->wgs;
+        spec[ATTN_S_HG] = g->hg;
+        spec[ATTN_S_KVF16] = g->kv_f16 ? 1 : 0;
+        spec[ATTN_S_RS] = g->RS;
+        spec[ATTN_S_CMAX] = g->cmax;
+        spec[ATTN_S_SG] = k->c->subgroup;
+        spec[ATTN_S_KQ] = ceil_div(g->RS / 8, k->c->subgroup);
+        spec[ATTN_S_PU] = k->tune->attn_pu;
+        spec[ATTN_S_SGMAX] = k->tune->attn_sg;
+        if (!(out->pipe = pipe(k, SPV_ATTN, spec, ATTN_S_COUNT)))
+            return -1;
+        out->groups[1] = g->n_hgroups;
+    }
+    out->b[ATTN_B_QA] = a->qa.b;
+    out->b[ATTN_B_CACHE] = a->cache.b;
+    out->b[ATTN_B_PART] = a->part.b;
+    out->b[ATTN_B_PARAMS] = a->params;
+    pc_attn pc = {.n_head = g->n_head, .dlat = g->kv_lora, .kq_scale = a->kq_scale, .cache_off = a->cache.off,
+                  .qa_off = a->qa.off, .qa_z = a->qa_z, .part_off = a->part.off, .cmax_chunks = a->chunk_cap,
+                  .chunk_word = a->prefill ? VKP_CHUNK_PF : VKP_CHUNK};
+    VKK_DEP_PUSH(pc, dw);
+    VK_PUSH(out, pc);
+    out->indirect = a->indirect;
+    out->groups[0] = a->n_chunks;
     out->groups[2] = a->nz ? a->nz : 1;
-    out->bytes = w->src_bytes * out->groups[2];
-}
-
-/* attn_vb x-stationary: the combine is the staging step. */
-static int attn_vb_x(const vk_kb *k, const vk_attn_vb_args *a, const vkk_xs_cfg *x, vk_call *out)
-{
-    const vk_tensor *w = a->v_b;
-    uint32_t spec[14] = {0};
-    vkk_xs_spec(k, x, w->type, spec);
-    spec[7] = a->chunk_cap;
-    attn_vb_bind(a, out);
-    if (vkk_dep_bind(k, "attn_vb", &a->dep, spec, 12, 4, out))
-        return -1;
-    out->pipe = pipe(k, SPV_ATTNX_VB, spec, 14);
-    if (!out->pipe)
-        return -1;
-    out->push[11] = x->passes;
-    out->npush = 15;
-    out->groups[0] = x->groups;
+    out->bytes = 0; /* depends on the context length; the profiler adds it */
     return 0;
 }
 
@@ -303,13 +236,18 @@ bool vk_attn_vb_deps(const vk_kb *k, const vk_attn_vb_args *a)
     return attn_vb_x_config(k, a, &x);
 }
 
+/* Decode: a head's chunk partials combined, then v_b of that head -- on
+ * the x-stationary kernel (attnx_vb: the combine is its staging step) or
+ * the mv one. */
 int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
     const vk_tensor *w = a->v_b;
+    uint32_t spec[VKC_MAX_SPEC] = {0}, passes = 0;
+    vkk_dep_words dw = {0};
+    vkk_xs_cfg x;
     memset(out, 0, sizeof *out);
     out->name = "attn_vb";
-    vkk_xs_cfg x;
     if (attn_vb_x_config(k, a, &x)) {
         /* Every row group of a head combines all of the head's chunk
          * partials first, so long contexts (64 chunks) pay for each group:
@@ -320,25 +258,44 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
             x.r *= 2;
             x.groups = ceil_div(w->N, nt * x.r * x.passes);
         }
-        return attn_vb_x(k, a, &x, out);
+        vkk_xs_spec(k, &x, w->type, spec);
+        spec[AVB_S_CCAP] = a->chunk_cap;
+        if (vkk_dep_bind(k, "attn_vb", &a->dep, spec, AVB_B_PARAMS, out, &dw) ||
+            !(out->pipe = pipe(k, SPV_ATTNX_VB, spec, XS_S_COUNT)))
+            return -1;
+        out->groups[0] = x.groups;
+        passes = x.passes;
+    } else {
+        if (a->dep.signal || a->dep.wait)
+            return err_set(k->err, "attn_vb: this kernel cannot signal or wait (vk_attn_vb_deps)");
+        vkk_mv_cfg m = vkk_mv_config(k->c, w, g->n_head);
+        /* few workgroups per head: each one combines the head's partials first */
+        m.nr = 4;
+        m.wgs = 128;
+        uint32_t ksh = (w->Kp + 255) / 256 * 256;
+        if (4ull * (ksh + a->chunk_cap) + 512 > k->c->shared_bytes)
+            return err_set(k->err, "attn_vb: %u chunks of a %u-wide latent do not fit in shared memory",
+                           a->chunk_cap, w->Kp);
+        vkk_mv_spec(k, &m, w->type, spec);
+        spec[AVB_S_KSH] = ksh;
+        spec[AVB_S_UPT] = m.upt;
+        spec[AVB_S_CCAP] = a->chunk_cap;
+        if (!(out->pipe = pipe(k, SPV_ATTN_VB, spec, AVB_S_COUNT)))
+            return -1;
+        out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
     }
-    if (a->dep.signal || a->dep.wait)
-        return err_set(k->err, "attn_vb: this kernel cannot signal or wait (vk_attn_vb_deps)");
-    vkk_mv_cfg m = vkk_mv_config(k->c, w, g->n_head);
-    /* few workgroups per head: each one combines the head's partials first */
-    m.nr = 4;
-    m.wgs = 128;
-    uint32_t ksh = (w->Kp + 255) / 256 * 256;
-    if (4ull * (ksh + a->chunk_cap) + 512 > k->c->shared_bytes)
-        return err_set(k->err, "attn_vb: %u chunks of a %u-wide latent do not fit in shared memory", a->chunk_cap,
-                       w->Kp);
-    uint32_t spec[] = {m.wgs, w->type, m.team, m.nr, k->c->subgroup, ksh, m.upt, a->chunk_cap};
-    out->pipe = pipe(k, SPV_ATTN_VB, spec, sizeof spec / sizeof spec[0]);
-    if (!out->pipe)
-        return -1;
-    attn_vb_bind(a, out);
-    out->npush = 11;
-    out->groups[0] = ceil_div(w->N, rows_per_wg(&m));
+    out->w[0] = w->buf;
+    out->b[MATVEC_B_X] = a->part.b;
+    out->b[AVB_B_O] = a->o.b;
+    out->b[AVB_B_PARAMS] = a->params;
+    pc_attn_vb pc = {.K = w->K, .Kp = w->Kp, .N = w->N, .hbase = (uint32_t)w->head_off, .mat_blocks = w->bpr * w->N,
+                     .part_off = a->part.off, .part_heads = vk_attn_part_heads(g), .cmax_chunks = a->chunk_cap,
+                     .o_off = a->o.off, .o_z = a->o_z, .passes = passes};
+    VKK_DEP_PUSH(pc, dw);
+    VK_PUSH(out, pc);
+    out->groups[1] = g->n_head;
+    out->groups[2] = a->nz ? a->nz : 1;
+    out->bytes = w->src_bytes * out->groups[2];
     return 0;
 }
 
@@ -349,22 +306,17 @@ int vk_k_attn_combine(const vk_kb *k, const vk_attn_combine_args *a, vk_call *ou
     out->name = "attn_combine";
     if (a->chunk_cap < 1 || a->chunk_cap > 64)
         return err_set(k->err, "attn_combine: %u chunks per head (1 to 64)", a->chunk_cap);
-    uint32_t spec[] = {VKK_WGS, a->chunk_cap};
-    out->pipe = pipe(k, SPV_ATTN_COMBINE, spec, 2);
-    if (!out->pipe)
+    uint32_t spec[VKC_MAX_SPEC] = {0};
+    spec[PC_S_WGS] = VKK_WGS;
+    spec[COMBINE_S_CCAP] = a->chunk_cap;
+    if (!(out->pipe = pipe(k, SPV_ATTN_COMBINE, spec, COMBINE_S_COUNT)))
         return -1;
-    out->b[0] = a->part.b;
-    out->b[1] = a->o.b;
-    out->b[3] = a->params;
-    uint32_t *p = out->push;
-    p[0] = g->kv_lora;
-    p[1] = a->part.off;
-    p[2] = g->n_head;
-    p[3] = a->o.off;
-    p[4] = a->o_z;
-    p[5] = a->o_h;
-    p[6] = VKP_NCHUNK_PF;
-    out->npush = 7;
+    out->b[COMBINE_B_PART] = a->part.b;
+    out->b[COMBINE_B_O] = a->o.b;
+    out->b[COMBINE_B_PARAMS] = a->params;
+    pc_attn_combine pc = {.K = g->kv_lora, .part_off = a->part.off, .n_head = g->n_head, .o_off = a->o.off,
+                          .o_z = a->o_z, .o_h = a->o_h};
+    VK_PUSH(out, pc);
     out->groups[0] = g->n_head;
     out->groups[1] = 1;
     out->groups[2] = a->nz ? a->nz : 1;

@@ -29,6 +29,15 @@ vkk_mv_cfg vkk_mv_config(const vk_ctx *c, const vk_tensor *w, uint32_t nz)
     return m;
 }
 
+void vkk_mv_spec(const vk_kb *k, const vkk_mv_cfg *m, uint32_t type, uint32_t *spec)
+{
+    spec[PC_S_WGS] = m->wgs;
+    spec[MVF_S_TYPE] = type;
+    spec[MVF_S_TEAM] = m->team;
+    spec[MVF_S_NR] = m->nr;
+    spec[MVF_S_SG] = k->c->subgroup;
+}
+
 static uint32_t mvx_unit(uint32_t t)
 {
     return t == QT_F32 || t == QT_F16 ? 8 : t == QT_Q6_K ? 64 : t == QT_Q4_0 || t == QT_Q8_0 ? 32 : 0;
@@ -97,41 +106,37 @@ bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, ui
     return true;
 }
 
-void vkk_xs_spec(const vk_kb *k, const vkk_xs_cfg *m, uint32_t type, uint32_t *spec)
+/* A dependency's two ends (vk_dep): the spec constants PC_S_SIGNAL and
+ * PC_S_WAIT, the counters at binding PC_B_DEP, the params (for the epoch)
+ * at the kernel's binding params_binding, and the three push words. */
+int vkk_dep_bind(const vk_kb *k, const char *name, const vk_dep *d, uint32_t *spec, uint32_t params_binding,
+                 vk_call *out, vkk_dep_words *words)
 {
-    spec[0] = m->wgs;
-    spec[1] = type;
-    spec[2] = m->team;
-    spec[3] = m->j;
-    spec[4] = m->r;
-    spec[5] = k->c->subgroup;
-    spec[8] = m->ksh;
-    spec[10] = m->xreg;
-    spec[11] = m->xrn;
-}
-
-/* A dependency's two ends (vk_dep): spec constants 12 (SIGNAL) and 13
- * (WAIT), three push words at `at` (signal word, wait word, producers'
- * workgroups), the counters at binding 9 and the params (for the epoch) at
- * the kernel's binding `pb`. */
-int vkk_dep_bind(const vk_kb *k, const char *name, const vk_dep *d, uint32_t *spec, uint32_t at, uint32_t pb,
-                 vk_call *out)
-{
+    *words = (vkk_dep_words){0};
     if (!d->signal && !d->wait)
         return 0;
     if (d->signal && d->wait && d->signal->b.buf != d->wait->b.buf)
         return err_set(k->err, "%s: signal and wait counters must share a buffer", name);
     if (d->wait && !d->params.buf)
         return err_set(k->err, "%s: a wait needs the params buffer", name);
-    spec[12] = d->signal ? 1 : 0;
-    spec[13] = d->wait ? 1 : 0;
-    out->push[at] = d->signal ? d->signal->off : 0;
-    out->push[at + 1] = d->wait ? d->wait->off : 0;
-    out->push[at + 2] = d->wait_n;
-    out->b[8] = d->signal ? d->signal->b : d->wait->b;
+    spec[PC_S_SIGNAL] = d->signal ? 1 : 0;
+    spec[PC_S_WAIT] = d->wait ? 1 : 0;
+    *words = (vkk_dep_words){d->signal ? d->signal->off : 0, d->wait ? d->wait->off : 0, d->wait_n};
+    out->b[PC_B_DEP] = d->signal ? d->signal->b : d->wait->b;
     if (d->wait)
-        out->b[pb - 1] = d->params;
+        out->b[params_binding] = d->params;
     return 0;
 }
 
-/* The push constants mv and mvx share (mvx adds the passes). */
+void vkk_xs_spec(const vk_kb *k, const vkk_xs_cfg *m, uint32_t type, uint32_t *spec)
+{
+    spec[PC_S_WGS] = m->wgs;
+    spec[XS_S_TYPE] = type;
+    spec[XS_S_TEAM] = m->team;
+    spec[XS_S_J] = m->j;
+    spec[XS_S_R] = m->r;
+    spec[XS_S_SG] = k->c->subgroup;
+    spec[XS_S_KSH] = m->ksh;
+    spec[XS_S_XREG] = m->xreg;
+    spec[XS_S_XRN] = m->xrn;
+}

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "quant.h"
+#include "shaders/pc_matvec.h"
 #include "spv_table.h"
 #include "vk_kernels.h"
 
@@ -18,14 +19,6 @@
 static inline uint32_t ceil_div(uint64_t a, uint64_t b)
 {
     return (uint32_t)((a + b - 1) / b);
-}
-
-/* A float's bits, for a push-constant word. */
-static inline uint32_t f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
 }
 
 static inline uint32_t pow2_ceil(uint32_t v)
@@ -56,6 +49,8 @@ typedef struct {
 } vkk_mv_cfg;
 
 vkk_mv_cfg vkk_mv_config(const vk_ctx *c, const vk_tensor *w, uint32_t nz);
+/* The family's specialization constants of geometry m (WGS, TYPE, TEAM, NR, SG). */
+void vkk_mv_spec(const vk_kb *k, const vkk_mv_cfg *m, uint32_t type, uint32_t *spec);
 
 static inline uint32_t rows_per_wg(const vkk_mv_cfg *m)
 {
@@ -100,7 +95,18 @@ void vkk_xs_spec(const vk_kb *k, const vkk_xs_cfg *m, uint32_t type, uint32_t *s
 
 /* ---- dependencies ----------------------------------------------------------------------- */
 
-int vkk_dep_bind(const vk_kb *k, const char *name, const vk_dep *d, uint32_t *spec, uint32_t at, uint32_t pb,
-                 vk_call *out);
+/* The push words of a dependency: the signalled counter, the awaited one,
+ * the producers' workgroups (every kernel's block names them dep_signal,
+ * dep_wait, dep_n). */
+typedef struct {
+    uint32_t signal, wait, n;
+} vkk_dep_words;
+#define VKK_DEP_PUSH(pcv, w) ((pcv).dep_signal = (w).signal, (pcv).dep_wait = (w).wait, (pcv).dep_n = (w).n)
+
+/* Sets d's spec constants (PC_S_SIGNAL, PC_S_WAIT) and bindings (the
+ * counters at PC_B_DEP, the params at params_binding) in spec and out, its
+ * push words in *words; nothing when d has neither end. */
+int vkk_dep_bind(const vk_kb *k, const char *name, const vk_dep *d, uint32_t *spec, uint32_t params_binding,
+                 vk_call *out, vkk_dep_words *words);
 
 #endif

@@ -1,28 +1,25 @@
 /* vk_k_prefill.c: the prompt graph's own builders (vk_kernels.h): rmsnorm,
- * the tiled mat-mat (fp32 or tensor cores), the expert grouping and combine. */
+ * the tiled mat-mat (fp32 or tensor cores), the expert grouping and
+ * combine.  Their interfaces: shaders/pc_prefill.h. */
+#include "shaders/pc_prefill.h"
 #include "vk_k_common.h"
 
 int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
 {
-    uint32_t spec[] = {256, k->c->subgroup};
+    uint32_t spec[VKC_MAX_SPEC] = {0};
+    spec[PC_S_WGS] = 256;
+    spec[RMSNORM_S_SG] = k->c->subgroup;
     memset(out, 0, sizeof *out);
     out->name = "rmsnorm";
-    out->pipe = pipe(k, SPV_RMSNORM, spec, 2);
-    if (!out->pipe)
+    if (!(out->pipe = pipe(k, SPV_RMSNORM, spec, RMSNORM_S_COUNT)))
         return -1;
-    out->b[0] = a->x.b;
-    out->b[1] = a->y.b;
-    out->b[2] = a->w.b;
-    out->b[3] = a->params;
-    uint32_t *p = out->push;
-    p[0] = a->n;
-    p[1] = a->x.off;
-    p[2] = a->x_z;
-    p[3] = a->y.off;
-    p[4] = a->y_z;
-    p[5] = a->w.off;
-    p[6] = f2u(a->eps);
-    out->npush = 7;
+    out->b[RMSNORM_B_X] = a->x.b;
+    out->b[RMSNORM_B_Y] = a->y.b;
+    out->b[RMSNORM_B_W] = a->w.b;
+    out->b[RMSNORM_B_PARAMS] = a->params;
+    pc_rmsnorm pc = {.n = a->n, .x_off = a->x.off, .x_z = a->x_z, .y_off = a->y.off, .y_z = a->y_z,
+                     .w_off = a->w.off, .eps = a->eps};
+    VK_PUSH(out, pc);
     out->groups[0] = a->nz;
     out->groups[1] = out->groups[2] = 1;
     out->bytes = 8ull * a->n * a->nz;
@@ -81,41 +78,35 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     /* mm_coop takes the list's tile size (32 or 64); the fp32 kernel 32 */
     uint32_t bm = list ? (kind == MM_COOP ? a->tile : MM_BM_EXPERT) : MM_BM;
     uint32_t bn = kind == MM_COOP ? MM_BN_COOP : MM_BN;
-    uint32_t mode = u ? 2 : a->accumulate ? 1 : 0;
+    uint32_t spec[VKC_MAX_SPEC] = {0};
+    spec[PC_S_WGS] = 256;
+    spec[MM_S_TYPE] = w->type;
+    spec[MM_S_TYPE2] = u ? u->type : w->type;
+    spec[MM_S_BM] = bm;
+    spec[MM_S_BN] = bn;
+    spec[MM_S_MODE] = u ? 2 : a->accumulate ? 1 : 0;
+    spec[MM_S_LIST] = list ? 1 : 0;
     /* the split only where activations are rounded (one pipeline otherwise) */
-    uint32_t split = kind == MM_COOP && a->x_split ? 1 : 0;
-    uint32_t spec[] = {256, w->type, u ? u->type : w->type, bm, bn, mode, list ? 1 : 0, split};
+    spec[MM_S_XSPLIT] = kind == MM_COOP && a->x_split ? 1 : 0;
     memset(out, 0, sizeof *out);
     out->name = a->name;
-    out->pipe = pipe(k, MM_SHADER[kind], spec, sizeof spec / sizeof spec[0]);
-    if (!out->pipe)
+    if (!(out->pipe = pipe(k, MM_SHADER[kind], spec, MM_S_COUNT)))
         return -1;
     out->w[0] = w->buf;
     if (u)
         out->w[1] = u->buf;
-    out->b[0] = a->x.b;
-    out->b[1] = a->y.b;
+    out->b[MM_B_X] = a->x.b;
+    out->b[MM_B_Y] = a->y.b;
     if (list) {
-        out->b[2] = *a->list;
-        out->b[3] = *a->tiles;
+        out->b[MM_B_LIST] = *a->list;
+        out->b[MM_B_TILES] = *a->tiles;
     }
-    out->b[4] = a->params;
-    uint32_t *p = out->push;
-    p[0] = w->K;
-    p[1] = w->Kp;
-    p[2] = w->N;
-    p[3] = (uint32_t)w->head_off;
-    p[4] = u ? (uint32_t)u->head_off : 0;
-    p[5] = w->bpr * w->N;
-    p[6] = u ? u->bpr * u->N : 0;
-    p[7] = a->x.off;
-    p[8] = a->x_stride;
-    p[9] = a->x_z;
-    p[10] = a->x_div ? a->x_div : 1;
-    p[11] = a->y.off;
-    p[12] = a->y_stride;
-    p[13] = a->y_z;
-    out->npush = 14;
+    out->b[MM_B_PARAMS] = a->params;
+    pc_mm pc = {.K = w->K, .Kp = w->Kp, .N = w->N, .hbase = (uint32_t)w->head_off,
+                .hbase2 = u ? (uint32_t)u->head_off : 0, .mblk = w->bpr * w->N, .mblk2 = u ? u->bpr * u->N : 0,
+                .x_off = a->x.off, .x_stride = a->x_stride, .x_z = a->x_z, .x_div = a->x_div ? a->x_div : 1,
+                .y_off = a->y.off, .y_stride = a->y_stride, .y_z = a->y_z};
+    VK_PUSH(out, pc);
     out->groups[0] = ceil_div(w->N, bn);
     out->groups[1] = ceil_div(a->max_tokens, bm);
     out->groups[2] = a->nz ? a->nz : 1;
@@ -129,48 +120,40 @@ int vk_k_moe_group(const vk_kb *k, const vk_moe_group_args *a, vk_call *out)
 {
     if (a->n_expert > 512)
         return err_set(k->err, "moe_group: %u experts (at most 512)", a->n_expert);
-    uint32_t spec[] = {256, a->tile};
+    uint32_t spec[VKC_MAX_SPEC] = {0};
+    spec[PC_S_WGS] = 256;
+    spec[GROUP_S_BM] = a->tile;
     memset(out, 0, sizeof *out);
     out->name = "moe_group";
-    out->pipe = pipe(k, SPV_MOE_GROUP, spec, 2);
-    if (!out->pipe)
+    if (!(out->pipe = pipe(k, SPV_MOE_GROUP, spec, GROUP_S_COUNT)))
         return -1;
-    out->b[0] = a->ids.b;
-    out->b[1] = a->list;
-    out->b[2] = a->tiles;
-    out->b[3] = a->indirect;
-    out->b[4] = a->params;
-    uint32_t *p = out->push;
-    p[0] = a->K;
-    p[1] = a->n_expert;
-    p[2] = a->ids.off;
-    p[3] = a->x_gu;
-    p[4] = a->x_dn;
-    out->npush = 5;
+    out->b[GROUP_B_IDS] = a->ids.b;
+    out->b[GROUP_B_LIST] = a->list;
+    out->b[GROUP_B_TILES] = a->tiles;
+    out->b[GROUP_B_IND] = a->indirect;
+    out->b[GROUP_B_PARAMS] = a->params;
+    pc_moe_group pc = {.K = a->K, .n_expert = a->n_expert, .ids_off = a->ids.off, .x_gu = a->x_gu, .x_dn = a->x_dn};
+    VK_PUSH(out, pc);
     out->groups[0] = out->groups[1] = out->groups[2] = 1;
     return 0;
 }
 
 int vk_k_moe_combine(const vk_kb *k, const vk_moe_combine_args *a, vk_call *out)
 {
-    uint32_t spec[] = {256};
-    memset(out, 0, sizeof *out);
-    out->name = "moe_combine";
-    out->pipe = pipe(k, SPV_MOE_COMBINE, spec, 1);
-    if (!out->pipe)
-        return -1;
-    out->b[0] = a->y.b;
-    out->b[1] = a->x.b;
-    out->b[2] = a->wts.b;
-    out->b[3] = a->params;
     if (a->y.off)
         return err_set(k->err, "moe_combine: expert outputs must start their buffer");
-    uint32_t *p = out->push;
-    p[0] = a->H;
-    p[1] = a->K;
-    p[2] = a->x.off;
-    p[3] = a->wts.off;
-    out->npush = 4;
+    uint32_t spec[VKC_MAX_SPEC] = {0};
+    spec[PC_S_WGS] = 256;
+    memset(out, 0, sizeof *out);
+    out->name = "moe_combine";
+    if (!(out->pipe = pipe(k, SPV_MOE_COMBINE, spec, MCOMB_S_COUNT)))
+        return -1;
+    out->b[MCOMB_B_Y] = a->y.b;
+    out->b[MCOMB_B_X] = a->x.b;
+    out->b[MCOMB_B_WTS] = a->wts.b;
+    out->b[MCOMB_B_PARAMS] = a->params;
+    pc_moe_combine pc = {.H = a->H, .K = a->K, .x_off = a->x.off, .w_off = a->wts.off};
+    VK_PUSH(out, pc);
     out->groups[0] = ceil_div(a->H, 256);
     out->groups[1] = a->max_tokens;
     out->groups[2] = 1;

@@ -1,29 +1,25 @@
 /* vk_k_token.c: the token in and out (vk_kernels.h): the embedding rows
- * and the top-K + logsumexp of the logits. */
+ * and the top-K + logsumexp of the logits.  Their interfaces:
+ * shaders/pc_token.h. */
+#include "shaders/pc_token.h"
 #include "vk_k_common.h"
 
 int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out)
 {
     const vk_tensor *w = a->w;
-    uint32_t spec[] = {VKK_WGS, w->type};
+    uint32_t spec[VKC_MAX_SPEC] = {0};
+    spec[PC_S_WGS] = VKK_WGS;
+    spec[EMBED_S_TYPE] = w->type;
     memset(out, 0, sizeof *out);
     out->name = "embed";
-    out->pipe = pipe(k, SPV_EMBED, spec, 2);
-    if (!out->pipe)
+    if (!(out->pipe = pipe(k, SPV_EMBED, spec, EMBED_S_COUNT)))
         return -1;
     out->w[0] = w->buf;
-    out->b[0] = a->tokens.b;
-    out->b[1] = a->x.b;
-    uint32_t *p = out->push;
-    p[0] = w->K;
-    p[1] = w->Kp;
-    p[2] = (uint32_t)w->head_off;
-    p[3] = a->tokens.off;
-    p[4] = a->x.off;
-    p[5] = a->x_z;
-    p[6] = w->N;
-    p[7] = a->check_batch ? 1 : 0;
-    out->npush = 8;
+    out->b[EMBED_B_TOKENS] = a->tokens.b;
+    out->b[EMBED_B_X] = a->x.b;
+    pc_embed pc = {.K = w->K, .Kp = w->Kp, .hbase = (uint32_t)w->head_off, .tok_off = a->tokens.off,
+                   .x_off = a->x.off, .x_z = a->x_z, .n_vocab = w->N, .check_batch = a->check_batch ? 1 : 0};
+    VK_PUSH(out, pc);
     out->groups[0] = ceil_div(ceil_div(w->K, 4), VKK_WGS);
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;
@@ -44,27 +40,24 @@ int vk_topk_geom_init(uint32_t n, uint32_t k, vk_topk_geom *g, err_t *err)
 
 int vk_k_topk(const vk_kb *k, const vk_topk_args *a, vk_call *out)
 {
-    uint32_t spec[] = {256, k->c->subgroup};
+    uint32_t spec[VKC_MAX_SPEC] = {0};
+    spec[PC_S_WGS] = 256;
+    spec[TOPK_S_SG] = k->c->subgroup;
     memset(out, 0, sizeof *out);
     out->name = "topk";
-    out->pipe = pipe(k, SPV_TOPK, spec, 2);
-    if (!out->pipe)
+    if (!(out->pipe = pipe(k, SPV_TOPK, spec, TOPK_S_COUNT)))
         return -1;
-    out->b[0] = a->logits.b;
-    out->b[1] = a->cand_v;
-    out->b[2] = a->cand_i;
-    out->b[3] = a->ms;
-    out->b[4] = a->counter;
-    out->b[5] = a->out_ids;
-    out->b[6] = a->out_vals;
-    out->b[7] = a->params;
-    uint32_t *p = out->push;
-    p[0] = a->n;
-    p[1] = a->params.buf ? 0 : a->k;
-    p[2] = a->geom.slice;
-    p[3] = a->logits.off;
-    p[4] = a->params.buf ? 1 : 0;
-    out->npush = 5;
+    out->b[TOPK_B_LOGITS] = a->logits.b;
+    out->b[TOPK_B_CAND_V] = a->cand_v;
+    out->b[TOPK_B_CAND_I] = a->cand_i;
+    out->b[TOPK_B_MS] = a->ms;
+    out->b[TOPK_B_COUNT] = a->counter;
+    out->b[TOPK_B_OUT_IDS] = a->out_ids;
+    out->b[TOPK_B_OUT_VALS] = a->out_vals;
+    out->b[TOPK_B_PARAMS] = a->params;
+    pc_topk pc = {.N = a->n, .Kc = a->params.buf ? 0 : a->k, .slice = a->geom.slice, .l_off = a->logits.off,
+                  .k_in_params = a->params.buf ? 1 : 0};
+    VK_PUSH(out, pc);
     out->groups[0] = a->geom.n_slices;
     out->groups[1] = out->groups[2] = 1;
     out->bytes = 4ull * a->n;

@@ -6,6 +6,7 @@
 #ifndef GLM_VK_KERNELS_H
 #define GLM_VK_KERNELS_H
 
+#include "shaders/params.h"
 #include "vk_core.h"
 #include "vk_tuning.h"
 
@@ -105,22 +106,8 @@ bool vk_moe_down_deps(const vk_kb *k, const vk_moe_down_args *a);
 
 /* ---- attention (MLA, absorbed) ---------------------------------------------------- */
 
-/* The parameter words the host writes before each submit. */
-enum {
-    VKP_POS0 = 0,     /* position of the batch's first token */
-    VKP_NTOK = 1,     /* tokens in the batch */
-    VKP_NKV = 2,      /* pos0 + ntok */
-    VKP_NCHUNK = 3,   /* attention chunks (decode) */
-    VKP_CHUNK = 4,    /* positions per chunk */
-    VKP_TOPK = 5,     /* candidates the top-K kernel returns */
-    VKP_NCHUNK_PF = 6, /* attention chunks of a prefill batch */
-    VKP_CHUNK_PF = 7,  /* positions per prefill chunk */
-    VKP_ATTN_IND = 8, /* VkDispatchIndirectCommand of the decode attention */
-    VKP_EPOCH = 11,   /* decode submits so far, this one included (dependency counters) */
-    VKP_ATTN_TOTAL = 15, /* decode attention workgroups so far, this submit's included */
-    VKP_ATTN_IND_PF = 12, /* ... of the prefill attention */
-    VKP_TOKENS = 16,  /* the batch's token ids */
-};
+/* The parameter words the host writes before each submit: VKP_* in
+ * shaders/params.h. */
 
 /* Geometry of the attention kernels for a model on a device. */
 typedef struct {
@@ -144,10 +131,8 @@ typedef struct {
 /* Cache rows past n_ctx that must exist (zeroed): attn_fd reads whole
  * 32-position tiles. */
 #define VK_CACHE_PAD_ROWS 32u
-/* An attention partial (per token, chunk, head): m, l, padding, then the
- * kv_lora latent sums, rows 128-byte aligned for attn_fd's fragment stores
- * (shaders/part_layout.glsl: must match). */
-#define VK_PART_HDR 32u
+/* An attention partial (per token, chunk, head): VK_PART_HDR words, then
+ * the kv_lora latent sums (shaders/params.h). */
 /* Head rows per token in the decode partials: attn_fd writes whole 16-row
  * head tiles (the rows past n_head are scratch). */
 uint32_t vk_attn_part_heads(const vk_attn_geom *g);

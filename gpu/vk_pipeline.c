@@ -190,7 +190,7 @@ static int define_call(vk_rec *r, const vk_call *k)
     for (int i = 0; i < VKC_WSLOTS; i++)
         wi[i] = buf_info(r->c, &k->w[i]);
     for (int i = 0; i < VKC_NBIND; i++)
-        bi[i] = buf_info(r->c, &k->b[i]);
+        bi[i] = buf_info(r->c, &k->b[1 + i]);
     VkWriteDescriptorSet wr[1 + VKC_NBIND];
     wr[0] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
                                    .dstSet = set,

@@ -37,14 +37,15 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : enable
-#include "part_layout.glsl"
+#define PC_USE_ATTN
+#include "pc_attn.h"
 
-layout(local_size_x_id = 0) in;                 // 256: eight subgroups of 32
-layout(constant_id = 1) const uint MT = 2u;     // 16-row head tiles (n_head <= 16 * MT)
-layout(constant_id = 2) const uint RS = 576u;   // cache row, multiple of 16
-layout(constant_id = 3) const uint DLAT = 512u; // kv_lora, multiple of 16
+layout(local_size_x_id = PC_S_WGS) in;                 // 256: eight subgroups of 32
+layout(constant_id = FD_S_MT) const uint MT = 2u;     // 16-row head tiles (n_head <= 16 * MT)
+layout(constant_id = FD_S_RS) const uint RS = 576u;   // cache row, multiple of 16
+layout(constant_id = FD_S_DLAT) const uint DLAT = 512u; // kv_lora, multiple of 16
 const uint WGS = 256u, NSG = 8u, TN = 32u;
-layout(constant_id = 4) const uint HG = 1u;     // head groups (grid y): HR head rows each
+layout(constant_id = FD_S_HG) const uint HG = 1u;     // head groups (grid y): HR head rows each
 const uint HR = 16u * MT;                       // head rows of a workgroup
 const uint HRP = HR * HG;                       // head rows per chunk in the partials
 const uint KS = NSG / (MT * 2u);                // subgroups per score fragment
@@ -57,23 +58,12 @@ const uint PLD = TN / 8u + 1u;                  // probability row stride in uve
 const uint TPR = WGS / HR;                      // softmax threads per head row
 const uint PPT = TN / TPR;                      // positions per softmax thread (2 or 4)
 
-layout(set = 0, binding = 1) coherent readonly buffer QaBuf { vec4 qa[]; } QA;
-layout(set = 0, binding = 2) coherent readonly buffer Cache4 { uvec4 w[]; } C4;
-layout(set = 0, binding = 3) writeonly buffer PartBuf { float part[]; } PT;
-layout(set = 0, binding = 3) writeonly buffer PartBuf4 { uvec4 part[]; } PT4;
-layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
+layout(set = 0, binding = ATTN_B_QA) coherent readonly buffer QaBuf { vec4 qa[]; } QA;
+layout(set = 0, binding = ATTN_B_CACHE) coherent readonly buffer Cache4 { uvec4 w[]; } C4;
+layout(set = 0, binding = ATTN_B_PART) writeonly buffer PartBuf { float part[]; } PT;
+layout(set = 0, binding = ATTN_B_PART) writeonly buffer PartBuf4 { uvec4 part[]; } PT4;
+layout(set = 0, binding = ATTN_B_PARAMS) readonly buffer Params { uint p[]; } P;
 #include "dep_flag.glsl"
-
-layout(push_constant) uniform PC {
-    uint n_head, dlat;
-    float kq_scale;
-    uint cache_off;      // elements (multiple of 8)
-    uint qa_off, qa_z;   // elements (multiples of 4)
-    uint part_off;
-    uint cmax_chunks;
-    uint chunk_word;
-    uint dep_signal, dep_wait, dep_n;  // SIGNAL / WAIT (dep_flag.glsl)
-} pc;
 
 shared uvec4 Ks[(HR > TN ? HR : TN) * QLD]; // queries (fp16 [head][dim]) at the start, then the tile's cache rows
 shared float Ss[KS * HR * TN];      // score planes [ks][head][pos]; at the end, O staging
@@ -149,11 +139,11 @@ void attn()
 {
     uint c = gl_WorkGroupID.x, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
     uint hg0 = gl_WorkGroupID.y * HR;  // the group's first head
-    if (z >= P.p[1])
+    if (z >= P.p[VKP_NTOK])
         return;  // past the batch
-    uint n_kv = P.p[0] + z + 1u, clen = P.p[pc.chunk_word];
+    uint n_kv = P.p[VKP_POS0] + z + 1u, clen = P.p[pc.chunk_word];
     uint start = c * clen, end = min(start + clen, n_kv);
-    uint pstride = pc.dlat + PART_HDR;
+    uint pstride = pc.dlat + VK_PART_HDR;
     uint row = tid / TPR, j0 = (tid % TPR) * PPT;
     bool lead = tid % TPR == 0u && hg0 + row < pc.n_head;
     // partials of HRP head rows per token and chunk (vk_attn_part_heads)
@@ -162,7 +152,7 @@ void attn()
     // Decode waiting on k_b || kv_store (dep_flag.glsl): the first tile's
     // loads go out before the wait where it holds no row this token writes.
     uint cbase = pc.cache_off / 8u;
-    bool early = WAIT == 1u && start + TN <= P.p[0];
+    bool early = WAIT == 1u && start + TN <= P.p[VKP_POS0];
     if (early)
         tile_fetch(cbase, start);
     if (WAIT == 1u)
@@ -294,7 +284,7 @@ void attn()
         [[unroll]] for (uint u = 0u; u < SN; u++) {
             uint i = tid + u * WGS, h = mt * 16u + i / RQ;
             if (i < 16u * RQ && hg0 + h < pc.n_head)
-                PT4.part[(pc.part_off + ((z * pc.cmax_chunks + c) * HRP + hg0 + h) * pstride + PART_HDR) / 4u + i % RQ] = Ks[i];
+                PT4.part[(pc.part_off + ((z * pc.cmax_chunks + c) * HRP + hg0 + h) * pstride + VK_PART_HDR) / 4u + i % RQ] = Ks[i];
         }
     }
 }

@@ -6,43 +6,26 @@
 // first pass's weights in flight during the combine.
 // Grid: x = row groups of v_head, y = head, z = query token.
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint TYPE = 2u;
-layout(constant_id = 2) const uint TEAM = 16u;
-layout(constant_id = 3) const uint J = 1u;
-layout(constant_id = 4) const uint R = 4u;
-layout(constant_id = 5) const uint SG = 32u;
-layout(constant_id = 7) const uint CCAP = 64u;   // chunk capacity per head (partials)
-layout(constant_id = 8) const uint KSH = 512u;
-layout(constant_id = 10) const uint XREG = 1u;
-layout(constant_id = 11) const uint XRN = 8u;
+#define PC_USE_ATTN_VB
+#include "pc_attn.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = AVB_S_CCAP) const uint CCAP = 64u;   // chunk capacity per head (partials)
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#include "part_layout.glsl"
 #include "mvx_common.glsl"
 
 // binding 1 (X in mvx_common) holds the partials
-layout(set = 0, binding = 2) writeonly buffer OBuf { float o[]; } O;
-layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
+layout(set = 0, binding = AVB_B_O) writeonly buffer OBuf { float o[]; } O;
+layout(set = 0, binding = AVB_B_PARAMS) readonly buffer Params { uint p[]; } P;
 #include "dep_flag.glsl"
-
-layout(push_constant) uniform PC {
-    uint K, Kp, N;        // K = kv_lora, N = v_head
-    uint hbase, mat_blocks;
-    uint part_off, n_head, cmax_chunks;
-    uint o_off, o_z;
-    uint nchunk_word;     // params word holding the chunk count (decode / prefill)
-    uint passes;
-    uint dep_signal, dep_wait, dep_n;  // SIGNAL / WAIT (dep_flag.glsl)
-} pc;
 
 shared float cw[CCAP];
 
 void vb()
 {
     uint h = gl_WorkGroupID.y, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
-    if (z >= P.p[1])
+    if (z >= P.p[VKP_NTOK])
         return;  // past the batch
     const uint NT = WGS / TEAM;
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
@@ -55,10 +38,10 @@ void vb()
 
     // The chunks' weights e^(m_c - M) / L: one chunk per thread, two
     // workgroup reductions (max, then sum).
-    uint n_chunks = P.p[pc.nchunk_word];
-    uint pstride = pc.K + PART_HDR;
+    uint n_chunks = P.p[VKP_NCHUNK];
+    uint pstride = pc.K + VK_PART_HDR;
     // partials chunk-major: (token, chunk, head) rows
-    uint pb = pc.part_off + (z * pc.cmax_chunks * pc.n_head + h) * pstride, cs = pc.n_head * pstride;
+    uint pb = pc.part_off + (z * pc.cmax_chunks * pc.part_heads + h) * pstride, cs = pc.part_heads * pstride;
     float mx = -1.0 / 0.0;
     for (uint c = tid; c < n_chunks; c += WGS)
         mx = max(mx, X.x[pb + c * cs]);
@@ -93,7 +76,7 @@ void vb()
             for (uint c0 = 0u; c0 < n_chunks; c0 += 16u) {
                 vec4 t[16];
                 [[unroll]] for (uint u = 0u; u < 16u; u++)
-                    t[u] = X4.x[(pb + min(c0 + u, n_chunks - 1u) * cs + PART_HDR) / 4u + v];
+                    t[u] = X4.x[(pb + min(c0 + u, n_chunks - 1u) * cs + VK_PART_HDR) / 4u + v];
                 [[unroll]] for (uint u = 0u; u < 16u; u++)
                     if (c0 + u < n_chunks)
                         acc += cw[c0 + u] * t[u];

@@ -13,34 +13,25 @@
 // kv and q are then read coherently (earlier layers' kernels on this compute
 // unit read the same buffers).
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint KVF16 = 1u;
-layout(constant_id = 2) const uint SG = 32u;
+#define PC_USE_KV_STORE
+#include "pc_attn.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = KVS_S_KVF16) const uint KVF16 = 1u;
+layout(constant_id = KVS_S_SG) const uint SG = 32u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 
-layout(set = 0, binding = 1) coherent readonly buffer KvBuf { float kv[]; } KV;
-layout(set = 0, binding = 2) readonly buffer NWBuf { float nw[]; } NW;
-layout(set = 0, binding = 3) writeonly buffer CacheW { uint w[]; } CW;
-layout(set = 0, binding = 3) writeonly buffer CacheF { float f[]; } CF;
-layout(set = 0, binding = 4) readonly buffer RopeBuf { vec2 cs[]; } RT;
-layout(set = 0, binding = 5) coherent readonly buffer QBuf { float q[]; } Q;
-layout(set = 0, binding = 6) writeonly buffer QaBuf { float qa[]; } QA;
-layout(set = 0, binding = 7) readonly buffer Params { uint p[]; } P;
+layout(set = 0, binding = KVS_B_KV) coherent readonly buffer KvBuf { float kv[]; } KV;
+layout(set = 0, binding = KVS_B_NORM) readonly buffer NWBuf { float nw[]; } NW;
+layout(set = 0, binding = KVS_B_CACHE) writeonly buffer CacheW { uint w[]; } CW;
+layout(set = 0, binding = KVS_B_CACHE) writeonly buffer CacheF { float f[]; } CF;
+layout(set = 0, binding = KVS_B_ROPE) readonly buffer RopeBuf { vec2 cs[]; } RT;
+layout(set = 0, binding = KVS_B_Q) coherent readonly buffer QBuf { float q[]; } Q;
+layout(set = 0, binding = KVS_B_QA) writeonly buffer QaBuf { float qa[]; } QA;
+layout(set = 0, binding = KVS_B_PARAMS) readonly buffer Params { uint p[]; } P;
 #include "dep_flag.glsl"
-
-layout(push_constant) uniform PC {
-    uint kv_lora, rope, nope, n_head, RS;
-    uint kv_off, kv_z;
-    uint nw_off;
-    float eps;
-    uint cache_off;      // elements
-    uint q_off, q_z;     // q of token z, head h at q_off + z*q_z + h*(nope+rope)
-    uint qa_off, qa_z;   // qa of token z, head h at qa_off + z*qa_z + h*RS
-    uint dep_signal, dep_wait, dep_n;  // SIGNAL / WAIT (dep_flag.glsl)
-} pc;
 
 shared float red[64];
 shared float lat[1024];
@@ -75,9 +66,9 @@ float row_val(uint kb, uint pos, uint i, float sc)
 void store()
 {
     uint z = gl_WorkGroupID.y, tid = gl_LocalInvocationIndex;
-    if (z >= P.p[1])
+    if (z >= P.p[VKP_NTOK])
         return;  // past the batch
-    uint pos = P.p[0] + z;
+    uint pos = P.p[VKP_POS0] + z;
     if (gl_WorkGroupID.x == 0u) {
         uint kb = pc.kv_off + z * pc.kv_z;
         float ss = 0.0;

@@ -15,17 +15,24 @@
 // every team sees all of x, so each team sums x^2 as it goes and applies
 // 1/rms to its own result.
 //
-// The including shader declares: spec constants WGS (local_size_x_id 0),
-// SG, TEAM, NR, UPT, KSH (shared floats, >= 4).
+// Declared here: the family's spec constants TYPE, TEAM, NR, SG
+// (pc_matvec.h); the including shader declares WGS (local_size_x_id), UPT
+// and KSH (shared floats, >= 4).
 
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_shuffle : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
+#include "pc_matvec.h"
 
-layout(set = 0, binding = 1) readonly buffer XBuf { float x[]; } X;
-layout(set = 0, binding = 1) readonly buffer XBuf4 { vec4 x[]; } X4;
-layout(set = 0, binding = 3) readonly buffer NWBuf { float nw[]; } NW;
-layout(set = 0, binding = 3) readonly buffer NWBuf4 { vec4 nw[]; } NW4;
+layout(constant_id = MVF_S_TYPE) const uint TYPE = 2u;
+layout(constant_id = MVF_S_TEAM) const uint TEAM = 16u;
+layout(constant_id = MVF_S_NR) const uint NR = 2u;
+layout(constant_id = MVF_S_SG) const uint SG = 32u;
+
+layout(set = 0, binding = MATVEC_B_X) readonly buffer XBuf { float x[]; } X;
+layout(set = 0, binding = MATVEC_B_X) readonly buffer XBuf4 { vec4 x[]; } X4;
+layout(set = 0, binding = MATVEC_B_NORM) readonly buffer NWBuf { float nw[]; } NW;
+layout(set = 0, binding = MATVEC_B_NORM) readonly buffer NWBuf4 { vec4 nw[]; } NW4;
 
 shared vec4 xs[KSH / 4];
 

@@ -8,42 +8,21 @@
 // (the residual stream; each row is written by one lane only).  Prefill
 // uses it for the head over the batch's last token (last_row).
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint TYPE = 2u;
-layout(constant_id = 2) const uint TEAM = 32u;
-layout(constant_id = 3) const uint J = 2u;
-layout(constant_id = 4) const uint R = 4u;
-layout(constant_id = 5) const uint SG = 32u;
-layout(constant_id = 6) const uint NORM = 0u;
-layout(constant_id = 7) const uint OMODE = 0u;
-layout(constant_id = 8) const uint KSH = 2048u;
-layout(constant_id = 9) const uint IDMODE = 0u;
-layout(constant_id = 10) const uint XREG = 1u;
-layout(constant_id = 11) const uint XRN = 16u;
+#define PC_USE_MV
+#include "pc_matvec.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = MVX_S_NORM) const uint NORM = 0u;
+layout(constant_id = MVX_S_OMODE) const uint OMODE = 0u;
+layout(constant_id = MVX_S_IDMODE) const uint IDMODE = 0u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
 #include "mvx_common.glsl"
 #include "dep_flag.glsl"
 
-layout(set = 0, binding = 2) coherent buffer YBuf { float y[]; } Y;  // coherent: see X
-layout(set = 0, binding = 4) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
-layout(set = 0, binding = 5) readonly buffer Params { uint p[]; } P;
-
-layout(push_constant) uniform PC {
-    uint K, Kp, N;
-    uint hbase;       // head byte offset of the weight tensor
-    uint mat_blocks;  // blocks per matrix
-    uint x_off, x_z;  // input: base and stride per z (floats)
-    uint y_off, y_z;  // output
-    uint nw_off;
-    float eps;
-    uint ids_off;
-    uint last_row;    // non-zero: the input is the batch's last token, rows last_row floats apart
-    uint passes;      // row passes per team
-    uint dep_signal;  // SIGNAL: this dispatch's counter
-    uint dep_wait, dep_n;  // WAIT: the producers' counter and workgroups
-} pc;
+layout(set = 0, binding = MV_B_Y) coherent buffer YBuf { float y[]; } Y;  // coherent: see X
+layout(set = 0, binding = MV_B_IDS) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
+layout(set = 0, binding = MV_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 void mv()
 {
@@ -55,7 +34,7 @@ void mv()
     uint mat = IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
     uint xb = pc.x_off + z * pc.x_z;
     if (pc.last_row != 0u)
-        xb += (P.p[1] - 1u) * pc.last_row;
+        xb += (P.p[VKP_NTOK] - 1u) * pc.last_row;
 
     const uint NT = WGS / TEAM;
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;

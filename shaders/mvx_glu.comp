@@ -6,42 +6,21 @@
 // slots 0/1 (the shared expert is a call of its own, beside the router).
 // Grid: x = row groups, y = z.
 
+#define PC_USE_GLU
+#include "pc_matvec.h"
 #define MVX_SETS 2u
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint TYPE = 2u;
-layout(constant_id = 2) const uint TEAM = 32u;
-layout(constant_id = 3) const uint J = 2u;
-layout(constant_id = 4) const uint R = 4u;
-layout(constant_id = 5) const uint SG = 32u;
-layout(constant_id = 6) const uint NORM = 1u;
-layout(constant_id = 8) const uint KSH = 2048u;
-layout(constant_id = 9) const uint IDMODE = 0u;
-layout(constant_id = 10) const uint XREG = 1u;
-layout(constant_id = 11) const uint XRN = 16u;
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = GLUX_S_NORM) const uint NORM = 1u;
+layout(constant_id = GLUX_S_IDMODE) const uint IDMODE = 0u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
 #include "mvx_common.glsl"
 #include "dep_flag.glsl"
 
-layout(set = 0, binding = 2) writeonly buffer HBuf { float h[]; } H;
-layout(set = 0, binding = 4) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
-layout(set = 0, binding = 7) readonly buffer Params { uint p[]; } P;
-
-layout(push_constant) uniform PC {
-    uint K, Kp, N;
-    uint hbase_g, hbase_u;
-    uint mblk_g, mblk_u;   // blocks per matrix
-    uint x_off;
-    uint h_off, h_z;
-    uint nw_off;
-    float eps;
-    uint ids_off;
-    uint nz;               // matrices (grid y)
-    uint passes;
-    uint dep_signal;       // SIGNAL: this dispatch's counter
-    uint dep_wait, dep_n;  // WAIT: the producers' counter and workgroups
-} pc;
+layout(set = 0, binding = GLU_B_H) writeonly buffer HBuf { float h[]; } H;
+layout(set = 0, binding = GLU_B_IDS) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
+layout(set = 0, binding = GLU_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 void glu()
 {

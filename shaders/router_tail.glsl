@@ -10,11 +10,11 @@
 // bias_off, norm_w, scale, out_off) and the spec constant EPL (experts per
 // lane, N / subgroup size rounded up).
 
-layout(set = 0, binding = 2) coherent buffer LBuf { float logit[]; } L;
-layout(set = 0, binding = 4) writeonly buffer IdBuf { int ids[]; } ID;
-layout(set = 0, binding = 5) writeonly buffer WtBuf { float wts[]; } WT;
-layout(set = 0, binding = 6) readonly buffer BBuf { float bias[]; } B;
-layout(set = 0, binding = 7) coherent buffer CBuf { uint count[]; } CNT;
+layout(set = 0, binding = ROUTER_B_LOGITS) coherent buffer LBuf { float logit[]; } L;
+layout(set = 0, binding = ROUTER_B_IDS) writeonly buffer IdBuf { int ids[]; } ID;
+layout(set = 0, binding = ROUTER_B_WTS) writeonly buffer WtBuf { float wts[]; } WT;
+layout(set = 0, binding = ROUTER_B_BIAS) readonly buffer BBuf { float bias[]; } B;
+layout(set = 0, binding = ROUTER_B_COUNT) coherent buffer CBuf { uint count[]; } CNT;
 
 shared bool s_last;
 

@@ -19,6 +19,7 @@
  * run the other studies; MB_PIPE_STATS=1 prints the compiler's statistics
  * of each case's pipeline where the driver has them; MB_NOBW=1 skips the
  * bandwidth line. */
+#include "shaders/bench/pc_bench.h"
 #include "spv_tool_table.h"
 #include "vk_kernels.h"
 #include "vk_testutil.h"
@@ -107,14 +108,13 @@ static bool bw_buffers(uint64_t *total, vk_buf *a, vk_buf *o)
 static vk_call bw_call(VkPipeline pl, vk_buf a, uint64_t off, uint64_t bytes, vk_buf o, uint32_t per)
 {
     vk_call c = {.pipe = pl, .name = "bw_read"};
-    c.b[0] = a;
-    c.b[0].off += off;
-    c.b[0].size = bytes;
-    c.b[1] = o;
+    c.b[BW_B_IN] = a;
+    c.b[BW_B_IN].off += off;
+    c.b[BW_B_IN].size = bytes;
+    c.b[BW_B_OUT] = o;
     uint32_t n = (uint32_t)(bytes / 16);
-    c.push[0] = n;
-    c.push[1] = per;
-    c.npush = 2;
+    pc_bw_read pc = {.n = n, .per = per};
+    VK_PUSH(&c, pc);
     c.groups[0] = (n + 256 * per - 1) / (256 * per);
     c.groups[1] = c.groups[2] = 1;
     return c;
@@ -296,8 +296,8 @@ static void print_stats(const vk_call *c)
 static void report(const mcase *m, const built *b, double us)
 {
     const vk_call *c = b->c;
-    printf("%-34s %8.2f MB %9.2f us %7.0f GB/s  (%u x %u groups, %u copies, %s push %u)\n", m->name, b->mb, us,
-           b->mb * 1e3 / us, c[0].groups[0], c[0].groups[1], b->nc, pipe_desc(&c[0]), c[0].push[c[0].npush - 1]);
+    printf("%-34s %8.2f MB %9.2f us %7.0f GB/s  (%u x %u groups, %u copies, %s)\n", m->name, b->mb, us,
+           b->mb * 1e3 / us, c[0].groups[0], c[0].groups[1], b->nc, pipe_desc(&c[0]));
     print_stats(&c[0]);
 }
 
@@ -499,22 +499,24 @@ static void run_gridsync(uint32_t reps)
                 printf("# %s\n", err.msg);
                 return;
             }
-            c.b[0] = ctr;
-            c.npush = 1;
+            c.b[GRID_B_COUNTERS] = ctr;
             c.groups[0] = G.c.n_sm_hint * per_sm;
             c.groups[1] = c.groups[2] = 1;
-            c.push[0] = 0;
+            pc_grid_sync pc = {.rounds = 0};
+            VK_PUSH(&c, pc);
             double t0 = time_calls(&c, 1, reps, true);
             /* the unsynchronized chain below leaves the counter anywhere: zero it */
             if (vk_upload_bytes(G.up, &ctr, 0, zero, 16, &err) || vk_uploader_finish(G.up, &err)) {
                 printf("# %s\n", err.msg);
                 return;
             }
-            c.push[0] = 200;
+            pc.rounds = 200;
+            VK_PUSH(&c, pc);
             double t1 = time_calls(&c, 1, reps / 10 + 1, true);
             printf("grid_sync %4u x %3u threads: empty dispatch + barrier %6.2f us; per grid barrier in one "
                    "dispatch %6.3f us\n", c.groups[0], wgs[wi], t0, (t1 - t0) / 200);
-            c.push[0] = 0;
+            pc.rounds = 0;
+            VK_PUSH(&c, pc);
             printf("  empty dispatches of %u x %u: %6.2f us each with no sync, %6.2f with a pipeline barrier, "
                    "%6.2f with an event set + waited\n", c.groups[0], wgs[wi], time_sync(&c, reps, 0),
                    time_sync(&c, reps, 1), time_sync(&c, reps, 2));
