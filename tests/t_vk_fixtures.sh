@@ -1,16 +1,12 @@
 #!/bin/sh
 # t_vk_fixtures.sh: the fixture criteria of the core issue, on the Vulkan
 # backend (lavapipe in CI): for every model and variant in tests/data,
-# `glmchat logits --backend vulkan --kv-type f32` against the float64
-# reference of that very file -- F32 within 1e-4 rel-L2 (and every argmax);
-# quantized within max(1.5 x llama.cpp's own rel-L2, 1e-3) with at least
-# llama.cpp's argmax agreement -- and `generate --temp 0`: F32 identical to
-# llama.cpp's continuation, Q8_0's first 8 tokens equal to an oracle's,
-# the 4-bit files equal to the exact reference's continuation where no
-# near tie can flip a token.  Also: prompt split over several calls (-b),
-# the f16 KV cache, decode after a prefill = one long prefill, and the
-# backend's errors.
+# `glmchat logits --backend vulkan --kv-type f32` and `generate --temp 0`
+# held to tests/oracle_lib.sh's criteria.  Also: prompt split over several
+# calls (-b), the decode graph, the f16 KV cache, steps joined by counters,
+# the tuning knobs, and the backend's errors.
 . tests/lib.sh
+. tests/oracle_lib.sh
 CMP=$BUILD/tools/cmp_logits
 JG=$BUILD/tools/json_get
 ROOT=tests/data/models
@@ -20,8 +16,6 @@ if ! $GLMCHAT devices >/dev/null 2>&1; then
     fail "vulkan device" "none usable ($($GLMCHAT devices 2>&1 | head -c 300))"
     done_tests
 fi
-
-first8() { echo "$1" | tr ' ' '\n' | head -n 8 | tr '\n' ' '; }
 
 for dir in "$ROOT"/*/; do
     [ -f "$dir/fixture.json" ] || continue
@@ -38,43 +32,10 @@ for dir in "$ROOT"/*/; do
             fail "vulkan logits $case" "$(head -c 300 "$TMP/err")"
             continue
         fi
-        if [ "$v" = f32 ]; then
-            tol=1e-4 agree=$n_tok
-        else
-            lrel=$($JG "$dir/logits.ref_f64.$v.json" llamacpp_same_file_vs_this.rel_l2)
-            agree=$($JG "$dir/logits.ref_f64.$v.json" llamacpp_same_file_vs_this.top1_agree)
-            tol=$(awk -v r="$lrel" 'BEGIN { t = 1.5 * r; if (t < 1e-3) t = 1e-3; printf "%.6g", t }')
-        fi
-        if out=$($CMP --vocab "$vocab" --max-rel-l2 "$tol" --min-argmax "$agree" "$TMP/$case.bin" \
-                 "$dir/logits.ref_f64.$v.bin"); then
-            ok "vulkan logits $case vs f64 reference ($out)"
-        else
-            fail "vulkan logits $case vs f64 reference" "$out"
-        fi
-        want=$($JG "$dir/fixture.json" "greedy.$v")
-        n=$(echo "$want" | wc -w)
+        oracle_logits "vulkan logits $case" "$dir" "$v" "$n_tok" "$vocab" "$TMP/$case.bin"
+        n=$($JG "$dir/fixture.json" "greedy.$v" | wc -w)
         got=$($GLMCHAT generate -m "$model" $VK --kv-type f32 --tokens "$tokens" -n "$n" --temp 0 --ids 2>"$TMP/err")
-        ref=$($JG "$dir/logits.ref_f64.$v.json" greedy_continuation 2>/dev/null)
-        case $v in
-        f32)
-            [ "$got" = "$want" ] && ok "vulkan generate $case = llama.cpp" ||
-                fail "vulkan generate $case" "got '$got', llama.cpp '$want' $(head -c 200 "$TMP/err")" ;;
-        q8_0)
-            if [ "$(first8 "$got")" = "$(first8 "$want")" ] || [ "$(first8 "$got")" = "$(first8 "$ref")" ]; then
-                ok "vulkan generate $case: first 8 = an oracle's"
-            else
-                fail "vulkan generate $case" "got '$got', llama.cpp '$want', reference '$ref'"
-            fi ;;
-        *)
-            margin=$($JG "$dir/logits.ref_f64.$v.json" greedy_min_top2_margin 2>/dev/null || echo 0)
-            if awk -v m="$margin" 'BEGIN { exit !(m >= 1e-3) }'; then
-                [ "$got" = "$ref" ] && ok "vulkan generate $case = exact reference" ||
-                    fail "vulkan generate $case" "got '$got', reference '$ref' $(head -c 200 "$TMP/err")"
-            else
-                [ "$(echo "$got" | wc -w)" -eq "$n" ] && ok "vulkan generate $case prints $n ids (near tie: $margin)" ||
-                    fail "vulkan generate $case" "got '$got' $(head -c 200 "$TMP/err")"
-            fi ;;
-        esac
+        oracle_generate "vulkan generate $case" "$dir" "$v" "$got" "$TMP/err"
     done
 
     f32=$dir/$name.f32.gguf
