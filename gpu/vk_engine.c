@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "quant.h"
+#include "rope.h"
 #include "vk.h"
 #include "vk_engine.h"
 
@@ -33,34 +34,7 @@ static int check_model(const vk_engine *e, err_t *err)
 
 /* ---- the RoPE table ------------------------------------------------------------------ */
 
-/* (cos, sin) per position and pair, exactly as the reference computes them
- * (ggml's rope_yarn in float, theta stepped by repeated multiplication). */
-static void rope_row(const model_config *c, float pos, float *cs)
-{
-    uint32_t n_dims = c->qk_rope;
-    float theta_scale = powf(c->rope_base, -2.0f / (float)n_dims);
-    float lo = floorf((float)n_dims * logf((float)c->n_ctx_orig / (c->yarn_beta_fast * 2.0f * (float)M_PI)) /
-                      (2.0f * logf(c->rope_base)));
-    float hi = ceilf((float)n_dims * logf((float)c->n_ctx_orig / (c->yarn_beta_slow * 2.0f * (float)M_PI)) /
-                     (2.0f * logf(c->rope_base)));
-    lo = lo > 0.0f ? lo : 0.0f;
-    hi = hi < (float)(n_dims - 1) ? hi : (float)(n_dims - 1);
-    float theta_extrap = pos;
-    for (uint32_t i0 = 0; i0 < n_dims; i0 += 2) {
-        float theta_interp = c->rope_freq_scale * theta_extrap;
-        float theta = theta_interp;
-        if (c->yarn_ext_factor != 0.0f) {
-            float y = ((float)(i0 / 2) - lo) / fmaxf(0.001f, hi - lo);
-            float ramp = 1.0f - fminf(1.0f, fmaxf(0.0f, y));
-            float mix = ramp * c->yarn_ext_factor;
-            theta = theta_interp * (1.0f - mix) + theta_extrap * mix;
-        }
-        cs[i0] = cosf(theta) * c->yarn_attn_factor;
-        cs[i0 + 1] = sinf(theta) * c->yarn_attn_factor;
-        theta_extrap *= theta_scale;
-    }
-}
-
+/* (cos, sin) per position and pair: the reference's own rows (core/rope.h). */
 static int upload_rope(vk_engine *e, err_t *err)
 {
     const model_config *c = &e->m->cfg;
@@ -79,7 +53,7 @@ static int upload_rope(vk_engine *e, err_t *err)
             break;
         }
         for (uint32_t i = 0; i < m; i++)
-            rope_row(c, (float)(p0 + i), dst + (uint64_t)i * c->qk_rope);
+            rope_cos_sin(c, (float)(p0 + i), dst + (uint64_t)i * c->qk_rope);
     }
     if (!rc)
         rc = vk_uploader_finish(u, err);
