@@ -85,10 +85,10 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     e->h_z = max_u32(max_u32(c->n_ff_exp, fs), c->n_ff_dense);
     uint32_t n = 0;
     r[n++] = (buf_req){&e->x, B * c->n_embd * f, "x", 0};
-    r[n++] = (buf_req){&e->qa_raw, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "q_a", 0};
+    r[n++] = (buf_req){&e->q_comp, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "compressed query (q_a output)", 0};
     r[n++] = (buf_req){&e->kv, B * (c->kv_lora_rank + c->qk_rope) * f, "kv", 0};
     r[n++] = (buf_req){&e->q, B * c->n_head * qw * f, "q", 0};
-    r[n++] = (buf_req){&e->qa, B * c->n_head * e->ag.RS * f, "qa", 0};
+    r[n++] = (buf_req){&e->q_abs, B * c->n_head * e->ag.RS * f, "absorbed queries", 0};
     r[n++] = (buf_req){&e->part, (uint64_t)e->part_cap * vk_attn_part_heads(&e->ag) * (c->kv_lora_rank + VK_PART_HDR) * f, "attention partials", 0};
     r[n++] = (buf_req){&e->o, B * c->n_head * c->v_head * f, "o", 0};
     r[n++] = (buf_req){&e->h, B * (K + 1) * e->h_z * f, "h", 0};
@@ -101,8 +101,8 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     uint64_t hp = B * K * c->n_ff_exp + B * fs;
     if (hp < B * c->n_ff_dense)
         hp = B * c->n_ff_dense;
-    r[n++] = (buf_req){&e->xn, B * c->n_embd * f, "normalized x", 0};
-    r[n++] = (buf_req){&e->qan, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "normalized q_a", 0};
+    r[n++] = (buf_req){&e->x_norm, B * c->n_embd * f, "normalized x", 0};
+    r[n++] = (buf_req){&e->q_comp_norm, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "normalized compressed query", 0};
     r[n++] = (buf_req){&e->hp, hp * f, "expert hidden states", 0};
     r[n++] = (buf_req){&e->yp, B * (K ? K : 1) * c->n_embd * f, "expert outputs", 0};
     r[n++] = (buf_req){&e->part_pf, B * c->n_head * (uint64_t)e->part_cap_prefill * (c->kv_lora_rank + VK_PART_HDR) * f,

@@ -51,8 +51,19 @@ typedef struct {
     vk_topk_geom tg;
     uint32_t n_batch;        /* tokens per prefill graph */
 
-    /* activations (device), sized for n_batch tokens */
-    vk_buf x, qa_raw, kv, q, qa, part, o, h, rlogits, ids, wts, counters, logits;
+    /* activations (device), sized for n_batch tokens (B) */
+    vk_buf x;                /* (B, n_embd) the residual stream */
+    vk_buf q_comp;           /* (B, q_lora) the compressed query: q_a's output, before attn_q_a_norm */
+    vk_buf kv;               /* (B, kv_lora + rope) kv_a_mqa's output: [latent | k_rope] */
+    vk_buf q;                /* (B, n_head, nope + rope) */
+    vk_buf q_abs;            /* (B, n_head, RS) absorbed queries [k_b . q_nope | rotated q_rope | 0] */
+    vk_buf part;             /* decode attention partials (vk_attn_part_heads, VK_PART_HDR) */
+    vk_buf o;                /* (B, n_head, v_head) attention output */
+    vk_buf h;                /* (B, n_used + 1, h_z) expert hidden states, the shared expert's last */
+    vk_buf rlogits;          /* (B, n_expert) router logits */
+    vk_buf ids, wts;         /* (n_layer, B, n_used) chosen experts and their weights */
+    vk_buf counters;         /* the router's finished-workgroup counters */
+    vk_buf logits;           /* (n_vocab) for the top-K */
     vk_buf qkv;              /* decode: [q_a or q | kv] of the merged matvec (vk_layer_w.qkv_a) */
     vk_buf dep;              /* decode: word 0 failed waits, then VK_DEP_PER_LAYER counters per
                                 layer (shaders/dep_flag.glsl); host-visible */
@@ -65,9 +76,10 @@ typedef struct {
     vk_vec pend_word;
     uint32_t pend_n;
     bool pend;
-    /* prefill only: normalized inputs, expert hidden states and outputs per
-     * (token, slot) pair, the expert work list, attention partials */
-    vk_buf xn, qan, hp, yp, part_pf, moe_list, moe_tiles, moe_ind;
+    /* prefill only: normalized inputs (x_norm, q_comp_norm), expert hidden
+     * states and outputs per (token, slot) pair (hp, yp), attention partials,
+     * the expert work list */
+    vk_buf x_norm, q_comp_norm, hp, yp, part_pf, moe_list, moe_tiles, moe_ind;
     vk_buf topk_v, topk_i, topk_ms, topk_cnt;
     uint32_t h_z, part_cap, part_cap_prefill;
     vk_buf *cache;           /* per layer */

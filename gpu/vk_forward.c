@@ -10,7 +10,7 @@
  *
  *   [q_a | kv] = W.norm(x)                            (attn_norm fused; one matrix)
  *   q = q_b . norm(q_a)                               (q_a_norm fused)
- *   qa = k_b . q_nope per head  ||  kv_store          (cache row, rotated q)
+ *   q_abs = k_b . q_nope per head  ||  kv_store       (cache row, rotated q)
  *   attention partials over chunks of the cache       (indirect grid)
  *   combine + v_b per head
  *   x += attn_output . o
@@ -24,35 +24,16 @@
  * before each submit. */
 #include <string.h>
 
-#include "vk_engine.h"
-
-#define TRY(x)               \
-    do {                     \
-        if ((x) < 0)         \
-            return -1;       \
-    } while (0)
-
-static vk_vec V(vk_buf b, uint32_t off)
-{
-    return (vk_vec){b, off};
-}
-
-static int call(vk_rec *r, int rc, const vk_call *k)
-{
-    if (rc < 0)
-        return -1;
-    vk_rec_call(r, k);
-    return r->status;
-}
+#include "vk_graph.h"
 
 /* ---- steps ------------------------------------------------------------------------------
  * A step's dispatches run together; the next step depends on all of them.
  * Where both sides' kernels can (their vk_*_deps()), the step's dispatches
  * each count their finished workgroups on a counter and the next step's
  * dispatches, recorded with no pipeline barrier between, wait on that count
- * after issuing their weight loads (a barrier costs 2.9 us on the H200, a
- * wait ~1 us, and the loads overlap the producer's tail: gpu/PERF.md runs
- * 16-17).  Elsewhere the step ends with a barrier.  Each bit of
+ * after issuing their weight loads (a wait costs less than a barrier, and
+ * the loads overlap the producer's tail: gpu/PERF.md runs 16-17).
+ * Elsewhere the step ends with a barrier.  Each bit of
  * tune.dep_flags (GLMCHAT_DEP_FLAGS) turns one boundary of a layer into a
  * counter (all nine by default where the device is known): */
 enum {
@@ -104,7 +85,7 @@ static void step_open(step *s, vk_engine *e, vk_rec *r, uint32_t il, uint32_t bo
 /* Records a built dispatch of step s (rc: the builder's result). */
 static int step_record(step *s, int rc)
 {
-    if (call(s->r, rc, &s->k) < 0)
+    if (record(s->r, rc, &s->k) < 0)
         return -1;
     s->groups += s->k.groups[0] * s->k.groups[1] * s->k.groups[2];
     return 0;
@@ -186,28 +167,28 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     uint32_t qw = c->qk_nope + c->qk_rope, nq = lora ? c->q_lora_rank : c->n_head * qw;
     /* q_a (or q) and kv: one matvec over the merged matrix, or two */
     vk_vec an = L->attn_norm, qn = L->q_a_norm;
-    vk_vec qa_raw = V(e->qa_raw, 0), q = V(e->q, 0), kv = V(e->kv, 0);
+    vk_vec q_comp = V(e->q_comp, 0), q = V(e->q, 0), kv = V(e->kv, 0);
     if (L->qkv_merged) {
-        *(lora ? &qa_raw : &q) = V(e->qkv, 0);
+        *(lora ? &q_comp : &q) = V(e->qkv, 0);
         kv = V(e->qkv, nq);
     }
     vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = V(e->x, 0),
                     .y = V(e->qkv, 0), .nz = 1, .norm = &an, .eps = c->rms_eps};
     vk_mv_args qm = {.name = lora ? "attn_q_a" : "attn_q", .w = lora ? &L->q_a : &L->q, .x = V(e->x, 0),
-                     .y = lora ? qa_raw : q, .nz = 1, .norm = &an, .eps = c->rms_eps};
+                     .y = lora ? q_comp : q, .nz = 1, .norm = &an, .eps = c->rms_eps};
     vk_mv_args kva = {.name = "attn_kv_a_mqa", .w = &L->kv_a, .x = V(e->x, 0), .y = kv, .nz = 1, .norm = &an,
                       .eps = c->rms_eps};
-    vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = qa_raw, .y = q, .nz = 1, .norm = &qn, .eps = c->rms_eps};
-    vk_mv_args kb_args = {.name = "attn_k_b", .w = &L->k_b, .x = q, .x_z = qw, .y = V(e->qa, 0), .y_z = g->RS,
+    vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = q_comp, .y = q, .nz = 1, .norm = &qn, .eps = c->rms_eps};
+    vk_mv_args kb_args = {.name = "attn_k_b", .w = &L->k_b, .x = q, .x_z = qw, .y = V(e->q_abs, 0), .y_z = g->RS,
                           .nz = c->n_head};
     vk_kv_store_args ks = {.g = g, .kv = kv, .kv_z = c->kv_lora_rank + c->qk_rope, .norm = L->kv_a_norm,
                            .eps = c->rms_eps, .cache = V(e->cache[il], 0), .rope_cs = e->rope, .q = q,
-                           .q_z = c->n_head * qw, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS, .params = e->params,
+                           .q_z = c->n_head * qw, .q_abs = V(e->q_abs, 0), .q_abs_z = c->n_head * g->RS, .params = e->params,
                            .nz = 1};
     vk_buf ind = e->params;
     ind.off += VKP_ATTN_IND * 4;
     ind.size = 12;
-    vk_attn_args at = {.g = g, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS, .cache = V(e->cache[il], 0),
+    vk_attn_args at = {.g = g, .q_abs = V(e->q_abs, 0), .q_abs_z = c->n_head * g->RS, .cache = V(e->cache[il], 0),
                        .part = V(e->part, 0), .chunk_cap = e->part_cap, .kq_scale = c->kq_scale,
                        .params = e->params, .indirect = &ind, .nz = 1};
     vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part, 0), .chunk_cap = e->part_cap,
@@ -335,12 +316,12 @@ static int head(vk_engine *e, vk_rec *r, bool logits_to_host)
     vk_buf lg = logits_to_host ? e->host_logits : e->logits;
     vk_mv_args hd = {.name = "output", .w = &e->w.output, .x = V(e->x, 0), .y = V(lg, 0), .nz = 1, .norm = &on,
                      .eps = c->rms_eps};
-    TRY(call(r, vk_k_mv(&e->kb, &hd, &k), &k));
+    TRY(record(r, vk_k_mv(&e->kb, &hd, &k), &k));
     vk_rec_barrier(r);
     vk_topk_args tk = {.logits = V(lg, 0), .n = c->n_vocab, .params = e->params, .geom = e->tg,
                        .cand_v = e->topk_v, .cand_i = e->topk_i, .ms = e->topk_ms, .counter = e->topk_cnt,
                        .out_ids = e->out_ids, .out_vals = e->out_vals};
-    TRY(call(r, vk_k_topk(&e->kb, &tk, &k), &k));
+    TRY(record(r, vk_k_topk(&e->kb, &tk, &k), &k));
     return 0;
 }
 
@@ -357,7 +338,7 @@ int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host)
     vk_rec_segment(r, 0);
     vk_buf tok = e->params;
     vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(tok, VKP_TOKENS), .x = V(e->x, 0), .nz = 1};
-    TRY(call(r, vk_k_embed(&e->kb, &em, &k), &k));
+    TRY(record(r, vk_k_embed(&e->kb, &em, &k), &k));
     vk_rec_barrier(r);
     for (uint32_t il = 0; il < c->n_layer; il++) {
         vk_rec_segment(r, (int)il + 1);

@@ -74,8 +74,7 @@ int vk_attn_geom_init(const vk_kb *k, vk_attn_geom *g, uint32_t n_head, uint32_t
         target = 1;
     uint32_t need = ceil_div(n_ctx, g->cmax);
     /* Short contexts: many short chunks keep more compute units busy
-     * (H200, tg64 at depth 0: 190.6 tokens/s with chunks of >= 32
-     * positions, 200.7 with >= 16, 206.7 with >= 8; gpu/PERF.md run 11). */
+     * (gpu/PERF.md run 11: tune.attn_minchunk). */
     g->min_chunk = k->tune->attn_minchunk;
     g->max_chunks = target > need ? target : need;
     g->dec_groups_y = g->n_hgroups;
@@ -141,12 +140,12 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
     out->b[KVS_B_CACHE] = a->cache.b;
     out->b[KVS_B_ROPE] = a->rope_cs;
     out->b[KVS_B_Q] = a->q.b;
-    out->b[KVS_B_QA] = a->qa.b;
+    out->b[KVS_B_Q_ABS] = a->q_abs.b;
     out->b[KVS_B_PARAMS] = a->params;
     pc_kv_store pc = {.kv_lora = g->kv_lora, .rope = g->rope, .nope = g->nope, .n_head = g->n_head, .RS = g->RS,
                       .kv_off = a->kv.off, .kv_z = a->kv_z, .nw_off = a->norm.off, .eps = a->eps,
-                      .cache_off = a->cache.off, .q_off = a->q.off, .q_z = a->q_z, .qa_off = a->qa.off,
-                      .qa_z = a->qa_z};
+                      .cache_off = a->cache.off, .q_off = a->q.off, .q_z = a->q_z, .q_abs_off = a->q_abs.off,
+                      .q_abs_z = a->q_abs_z};
     VKK_DEP_PUSH(pc, dw);
     VK_PUSH(out, pc);
     out->groups[0] = 1 + g->n_head;
@@ -207,12 +206,12 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
             return -1;
         out->groups[1] = g->n_hgroups;
     }
-    out->b[ATTN_B_QA] = a->qa.b;
+    out->b[ATTN_B_Q_ABS] = a->q_abs.b;
     out->b[ATTN_B_CACHE] = a->cache.b;
     out->b[ATTN_B_PART] = a->part.b;
     out->b[ATTN_B_PARAMS] = a->params;
     pc_attn pc = {.n_head = g->n_head, .dlat = g->kv_lora, .kq_scale = a->kq_scale, .cache_off = a->cache.off,
-                  .qa_off = a->qa.off, .qa_z = a->qa_z, .part_off = a->part.off, .cmax_chunks = a->chunk_cap,
+                  .q_abs_off = a->q_abs.off, .q_abs_z = a->q_abs_z, .part_off = a->part.off, .cmax_chunks = a->chunk_cap,
                   .chunk_word = a->prefill ? VKP_CHUNK_PF : VKP_CHUNK};
     VKK_DEP_PUSH(pc, dw);
     VK_PUSH(out, pc);
@@ -237,7 +236,7 @@ bool vk_attn_vb_deps(const vk_kb *k, const vk_attn_vb_args *a)
 }
 
 /* Decode: a head's chunk partials combined, then v_b of that head -- on
- * the x-stationary kernel (attnx_vb: the combine is its staging step) or
+ * the x-stationary kernel (attn_vb_xs: the combine is its staging step) or
  * the mv one. */
 int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
 {
@@ -261,7 +260,7 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
         vkk_xs_spec(k, &x, w->type, spec);
         spec[AVB_S_CCAP] = a->chunk_cap;
         if (vkk_dep_bind(k, "attn_vb", &a->dep, spec, AVB_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, SPV_ATTNX_VB, spec, XS_S_COUNT)))
+            !(out->pipe = pipe(k, SPV_ATTN_VB_XS, spec, XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
         passes = x.passes;

@@ -17,9 +17,8 @@ vkk_mv_cfg vkk_mv_config(const vk_ctx *c, const vk_tensor *w, uint32_t nz)
         m.upt = 16; /* longer rows take several passes */
     /* Rows per team: each thread reuses its input values for NR rows; the
      * input work (loads, the norm's weights and squares) is what limits
-     * these kernels (H200, vk_microbench: 14 MB Q4_0 gate/up 67 us with one
-     * row per team, 24 us with four).  Small matrices keep one row for
-     * enough workgroups; types without the loads-first path keep one. */
+     * these kernels (gpu/PERF.md runs 4-5).  Small matrices keep one row
+     * for enough workgroups; types without the loads-first path keep one. */
     uint64_t rows = (uint64_t)w->N * (nz ? nz : 1);
     bool fast = w->type == QT_Q4_0 || w->type == QT_F32;
     uint32_t nr_def = !fast ? 1 : rows >= 4096 ? 4 : rows >= 1024 ? 2 : 1;
@@ -38,13 +37,13 @@ void vkk_mv_spec(const vk_kb *k, const vkk_mv_cfg *m, uint32_t type, uint32_t *s
     spec[MVF_S_SG] = k->c->subgroup;
 }
 
-static uint32_t mvx_unit(uint32_t t)
+static uint32_t xs_unit(uint32_t t)
 {
     return t == QT_F32 || t == QT_F16 ? 8 : t == QT_Q6_K ? 64 : t == QT_Q4_0 || t == QT_Q8_0 ? 32 : 0;
 }
 
 /* uvec4 registers one unit of a row takes */
-static uint32_t mvx_qw(uint32_t t)
+static uint32_t xs_qw(uint32_t t)
 {
     return t == QT_Q4_0 || t == QT_F16 ? 1 : t == QT_Q6_K ? 3 : 2;
 }
@@ -54,11 +53,11 @@ bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, ui
 {
     const vk_ctx *c = k->c;
     const vk_tuning *t = k->tune;
-    uint32_t unit = mvx_unit(type);
-    if (!unit || !t->mvx || kp == 0 || kp % unit || rows == 0)
+    uint32_t unit = xs_unit(type);
+    if (!unit || !t->xs || kp == 0 || kp % unit || rows == 0)
         return false;
     uint32_t units = kp / unit;
-    uint32_t jmax = t->mvx_j, best = 0;
+    uint32_t jmax = t->xs_j, best = 0;
     memset(m, 0, sizeof *m);
     uint32_t tmin = c->subgroup < 4 ? c->subgroup : 4;
     for (uint32_t team = c->subgroup; team >= tmin; team /= 2) {
@@ -74,26 +73,26 @@ bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, ui
     m->ksh = best * unit;
     if (4ull * m->ksh + 512 > c->shared_bytes)
         return false;
-    m->xreg = m->j * unit <= t->mvx_xreg;
+    m->xreg = m->j * unit <= t->xs_xreg;
     m->xrn = m->xreg ? m->j * unit / 4 : 1;
 
     uint32_t sg = c->subgroup;
-    wgs = t->mvx_wgs ? t->mvx_wgs : wgs;
+    wgs = t->xs_wgs ? t->xs_wgs : wgs;
     wgs = ceil_div(wgs, sg) * sg;
     if (wgs / sg > 64)
         wgs = 64 * sg;
     uint32_t nt = wgs / m->team;
-    bool fixed_r = t->mvx_r != 0;
-    uint32_t r = fixed_r ? t->mvx_r : type == QT_Q6_K ? 2 : 4;
+    bool fixed_r = t->xs_r != 0;
+    uint32_t r = fixed_r ? t->xs_r : type == QT_Q6_K ? 2 : 4;
     const uint32_t loads = 16, waves = 2, pwant = 8;
-    while (!fixed_r && r > 1 && r * m->j * mvx_qw(type) * sets > loads)
+    while (!fixed_r && r > 1 && r * m->j * xs_qw(type) * sets > loads)
         r /= 2;
     uint32_t want = waves * c->n_sm_hint;
     while (!fixed_r && r > 1 && ceil_div(rows, nt * r) * nz < want)
         r /= 2;
-    uint32_t pmax = t->mvx_p ? t->mvx_p : 16;
+    uint32_t pmax = t->xs_p ? t->xs_p : 16;
     uint32_t passes = 1;
-    if (t->mvx_p)
+    if (t->xs_p)
         passes = pmax;
     else
         while (passes * 2 <= pmax && nt * r * passes * 2 <= rows &&

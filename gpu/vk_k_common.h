@@ -2,7 +2,7 @@
  * nothing else includes: small arithmetic, the pipeline of an embedded
  * shader, the geometry of the two decode matrix-vector families (the mv
  * kernels, shaders/mv_common.glsl; the x-stationary ones,
- * shaders/mvx_common.glsl) and a dependency's two ends (vk_dep). */
+ * shaders/mv_xs_common.glsl) and a dependency's two ends (vk_dep). */
 #ifndef GLM_VK_K_COMMON_H
 #define GLM_VK_K_COMMON_H
 
@@ -57,17 +57,16 @@ static inline uint32_t rows_per_wg(const vkk_mv_cfg *m)
     return m->wgs / m->team * m->nr;
 }
 
-/* ---- the x-stationary kernels (shaders/mvx_common.glsl) ---------------------------------
+/* ---- the x-stationary kernels (shaders/mv_xs_common.glsl) ---------------------------------
  * The workgroup stages its input once in shared memory; each lane owns J
  * units (column runs) of every row and streams R rows of weights at a
  * time, `passes` times.  The geometry (H200 sweeps, gpu/PERF.md run 6):
- *   wgs   per kernel: 256 threads for gate/up and down, 512 for a single
- *         small matrix (<= 8192 rows in all: fewer workgroups, fewer
- *         stagings of the input -- attn_q_a 7.1 -> 4.9 us, attn_output
- *         10.4 -> 7.5 us), 256 for the router (router_x_config)
+ *   wgs   per kernel: 256 threads for gate/up, 512 for the down and for a
+ *         single small matrix (<= 8192 rows in all: fewer workgroups,
+ *         fewer stagings of the input), 256 for the router (runs 6-8, 18)
  *   team  threads per row: the power of two <= subgroup size that pads the
  *         row's units least (ties: the larger team)
- *   j     units per lane, at most tune->mvx_j (8)
+ *   j     units per lane, at most tune->xs_j (8)
  *   r     rows per pass, at most 4 (Q6_K: 2, its units are large): the
  *         loads of one pass (r * j * uvec4s per unit * matrices) stay within
  *         16 uvec4 registers; halved while the grid has fewer than 2
@@ -78,7 +77,7 @@ static inline uint32_t rows_per_wg(const vkk_mv_cfg *m)
  * (the register budget, waves and workgroups per compute unit re-swept with
  * no gain, gpu/PERF.md runs 6, 15, 17).  The input of all J*team units must
  * fit in the device's shared memory; wider inputs keep the mv kernels.
- * tune->mvx = 0 turns the path off; mvx_r, mvx_wgs, mvx_p and mvx_xreg
+ * tune->xs = 0 turns the path off; xs_r, xs_wgs, xs_p and xs_xreg
  * override the choices (the kernel tests use them to cover the geometries a
  * 32-wide GPU takes). */
 typedef struct {

@@ -14,7 +14,7 @@ static int no_deps(const vk_kb *k, const char *name, const vk_dep *d, const char
 
 /* ---- y[z] (=|+=) W[m(z)] . x[z] -------------------------------------------------------- */
 
-/* The operands mv and mvx share: weights, bindings, push constants, the
+/* The operands mv and mv_xs share: weights, bindings, push constants, the
  * grid's z and the bytes they read. */
 static int mv_bind(const vk_kb *k, const vk_mv_args *a, uint32_t passes, const vkk_dep_words *dw, vk_call *out)
 {
@@ -68,11 +68,11 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
     out->name = a->name;
     if (mv_x_config(k, w, nz, &x)) {
         vkk_xs_spec(k, &x, w->type, spec);
-        spec[MVX_S_NORM] = a->norm ? 1 : 0;
-        spec[MVX_S_OMODE] = a->accumulate ? 1 : 0;
-        spec[MVX_S_IDMODE] = a->ids ? 1 : 0;
+        spec[MV_XS_S_NORM] = a->norm ? 1 : 0;
+        spec[MV_XS_S_OMODE] = a->accumulate ? 1 : 0;
+        spec[MV_XS_S_IDMODE] = a->ids ? 1 : 0;
         if (vkk_dep_bind(k, a->name, &a->dep, spec, MV_B_PARAMS, out, &dw) || mv_bind(k, a, x.passes, &dw, out) ||
-            !(out->pipe = pipe(k, SPV_MVX, spec, XS_S_COUNT)))
+            !(out->pipe = pipe(k, SPV_MV_XS, spec, XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
         return 0;
@@ -134,10 +134,10 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
     bool xs = glu_x_config(k, a, &x);
     if (xs) {
         vkk_xs_spec(k, &x, g->type, spec);
-        spec[GLUX_S_NORM] = a->norm ? 1 : 0;
-        spec[GLUX_S_IDMODE] = a->ids ? 1 : 0;
+        spec[GLU_XS_S_NORM] = a->norm ? 1 : 0;
+        spec[GLU_XS_S_IDMODE] = a->ids ? 1 : 0;
         if (vkk_dep_bind(k, a->name, &a->dep, spec, GLU_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, SPV_MVX_GLU, spec, XS_S_COUNT)))
+            !(out->pipe = pipe(k, SPV_MV_GLU_XS, spec, XS_S_COUNT)))
             return -1;
         groups = x.groups;
     } else {
@@ -206,11 +206,11 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     bool xs = moe_down_x_config(k, a, &x);
     if (xs) {
         vkk_xs_spec(k, &x, d->type, spec);
-        spec[DOWNX_S_HAS_SHARED] = s ? 1 : 0;
+        spec[DOWN_XS_S_HAS_SHARED] = s ? 1 : 0;
         if (a->ids_wait && (!a->dep.wait || a->ids_wait->b.buf != a->dep.wait->b.buf || !a->ids_wait_n))
             return err_set(k->err, "%s: the ids' wait needs the main wait on the same counters", a->name);
         if (vkk_dep_bind(k, a->name, &a->dep, spec, DOWN_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, SPV_MVX_DOWN, spec, XS_S_COUNT)))
+            !(out->pipe = pipe(k, SPV_MV_MOE_DOWN_XS, spec, XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
     } else {
@@ -290,7 +290,7 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
         vkk_xs_spec(k, &x, w->type, spec);
         spec[ROUTER_S_EPL] = epl;
         if (vkk_dep_bind(k, "router", &a->dep, spec, ROUTER_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, SPV_ROUTERX, spec, XS_S_COUNT)))
+            !(out->pipe = pipe(k, SPV_ROUTER_XS, spec, XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
     } else {

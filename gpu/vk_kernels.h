@@ -154,8 +154,8 @@ typedef struct {
     vk_buf rope_cs;       /* (cos, sin) per position and pair */
     vk_vec q;             /* q of token z at q.off + z*q_z (heads of nope+rope) */
     uint32_t q_z;
-    vk_vec qa;            /* absorbed query of token z at qa.off + z*qa_z (heads of RS) */
-    uint32_t qa_z;
+    vk_vec q_abs;         /* absorbed query of token z at q_abs.off + z*q_abs_z (heads of RS) */
+    uint32_t q_abs_z;
     vk_buf params;
     uint32_t nz;
     vk_dep dep;           /* decode: signal and/or wait (any device) */
@@ -164,8 +164,8 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out);
 
 typedef struct {
     const vk_attn_geom *g;
-    vk_vec qa;
-    uint32_t qa_z;
+    vk_vec q_abs;
+    uint32_t q_abs_z;
     vk_vec cache;
     vk_vec part;          /* (m, l, 2 pad, o[kv_lora]) per token, chunk, head (VK_PART_HDR) */
     uint32_t chunk_cap;   /* chunks per (token, head) in part */

@@ -18,12 +18,12 @@ typedef struct {
 #define KNOB(f, def, lo, hi, run, what) {#f, offsetof(vk_tuning, f), def, lo, hi, run, what}
 
 static const knob KNOBS[] = {
-    KNOB(mvx, 1, 0, 1, "runs 6-7", "x-stationary decode matvecs where they apply (0: the mv family)"),
-    KNOB(mvx_j, 8, 1, 32, "runs 6, 17", "most units of a row per lane (x-stationary)"),
-    KNOB(mvx_xreg, 64, 0, 256, "runs 6, 15", "inputs of a lane held in registers up to this many elements"),
-    KNOB(mvx_r, 0, 0, 8, "runs 6-7", "rows per pass (0: 4, Q6_K 2, halved for small grids)"),
-    KNOB(mvx_p, 0, 0, 256, "runs 15, 17", "passes per workgroup (0: doubled while the grid stays large)"),
-    KNOB(mvx_wgs, 0, 0, 1024, "runs 6-8, 18", "x-stationary workgroup size (0: each kernel's own)"),
+    KNOB(xs, 1, 0, 1, "runs 6-7", "x-stationary decode matvecs where they apply (0: the mv family)"),
+    KNOB(xs_j, 8, 1, 32, "runs 6, 17", "most units of a row per lane (x-stationary)"),
+    KNOB(xs_xreg, 64, 0, 256, "runs 6, 15", "inputs of a lane held in registers up to this many elements"),
+    KNOB(xs_r, 0, 0, 8, "runs 6-7", "rows per pass (0: 4, Q6_K 2, halved for small grids)"),
+    KNOB(xs_p, 0, 0, 256, "runs 15, 17", "passes per workgroup (0: doubled while the grid stays large)"),
+    KNOB(xs_wgs, 0, 0, 1024, "runs 6-8, 18", "x-stationary workgroup size (0: each kernel's own)"),
     KNOB(attn_fd, 1, 0, 1, "runs 14-15", "decode attention on tensor cores (attn_fd) where possible"),
     KNOB(attn_minchunk, 8, 1, 256, "run 11", "attn.comp: shortest chunk of a decode step"),
     KNOB(attn_sg, 48, 0, 1u << 20, "runs 7-8", "attn.comp: longest chunk scored by subgroups"),

@@ -30,12 +30,12 @@
 
 typedef struct {
     /* decode matrix-vector products (vk_kernels.c) */
-    uint32_t mvx;           /* 1: the x-stationary kernels where they apply; 0: the mv family everywhere */
-    uint32_t mvx_j;         /* most units of a row per lane */
-    uint32_t mvx_xreg;      /* a lane keeps its inputs in registers up to this many elements (else shared memory) */
-    uint32_t mvx_r;         /* rows per pass; 0: the rule (4, Q6_K 2, fewer for small grids) */
-    uint32_t mvx_p;         /* passes per workgroup; 0: the rule (doubled while the grid stays large) */
-    uint32_t mvx_wgs;       /* workgroup size of every x-stationary kernel; 0: each kernel's own */
+    uint32_t xs;           /* 1: the x-stationary kernels where they apply; 0: the mv family everywhere */
+    uint32_t xs_j;         /* most units of a row per lane */
+    uint32_t xs_xreg;      /* a lane keeps its inputs in registers up to this many elements (else shared memory) */
+    uint32_t xs_r;         /* rows per pass; 0: the rule (4, Q6_K 2, fewer for small grids) */
+    uint32_t xs_p;         /* passes per workgroup; 0: the rule (doubled while the grid stays large) */
+    uint32_t xs_wgs;       /* workgroup size of every x-stationary kernel; 0: each kernel's own */
     /* decode attention */
     uint32_t attn_fd;       /* 1: attn_fd (tensor cores) where the device and the f16 cache allow it */
     uint32_t attn_minchunk; /* attn.comp: shortest chunk of a decode step */

@@ -29,7 +29,7 @@ const uint WGS = gl_WorkGroupSize.x;
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #extension GL_EXT_control_flow_attributes : enable
 
-layout(set = 0, binding = ATTN_B_QA) readonly buffer QaBuf { vec4 qa[]; } QA;
+layout(set = 0, binding = ATTN_B_Q_ABS) readonly buffer QAbsBuf { vec4 q_abs[]; } QABS;
 layout(set = 0, binding = ATTN_B_CACHE) readonly buffer Cache4 { uvec4 w[]; } C4;
 layout(set = 0, binding = ATTN_B_CACHE) readonly buffer CacheF4 { vec4 f[]; } CF4;
 layout(set = 0, binding = ATTN_B_CACHE) readonly buffer CacheW { uint w[]; } CW;
@@ -86,7 +86,7 @@ void main()
 
     for (uint i = tid; i < HG * (RS / 4u); i += WGS) {
         uint h = i / (RS / 4u);
-        qs[i] = h0 + h < pc.n_head ? QA.qa[(pc.qa_off + z * pc.qa_z + (h0 + h) * RS) / 4u + i % (RS / 4u)] : vec4(0.0);
+        qs[i] = h0 + h < pc.n_head ? QABS.q_abs[(pc.q_abs_off + z * pc.q_abs_z + (h0 + h) * RS) / 4u + i % (RS / 4u)] : vec4(0.0);
     }
     if (tid < HG) {
         s_m[tid] = -1.0 / 0.0;

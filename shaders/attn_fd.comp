@@ -58,7 +58,7 @@ const uint PLD = TN / 8u + 1u;                  // probability row stride in uve
 const uint TPR = WGS / HR;                      // softmax threads per head row
 const uint PPT = TN / TPR;                      // positions per softmax thread (2 or 4)
 
-layout(set = 0, binding = ATTN_B_QA) coherent readonly buffer QaBuf { vec4 qa[]; } QA;
+layout(set = 0, binding = ATTN_B_Q_ABS) coherent readonly buffer QAbsBuf { vec4 q_abs[]; } QABS;
 layout(set = 0, binding = ATTN_B_CACHE) coherent readonly buffer Cache4 { uvec4 w[]; } C4;
 layout(set = 0, binding = ATTN_B_PART) writeonly buffer PartBuf { float part[]; } PT;
 layout(set = 0, binding = ATTN_B_PART) writeonly buffer PartBuf4 { uvec4 part[]; } PT4;
@@ -177,8 +177,8 @@ void attn()
         if (i < HR * RV) {
             uvec4 w = uvec4(0u);
             if (hg0 + h < pc.n_head) {
-                uint b = (pc.qa_off + z * pc.qa_z + (hg0 + h) * RS) / 4u + 2u * v;
-                vec4 x0 = clamp(QA.qa[b], -65504.0, 65504.0), x1 = clamp(QA.qa[b + 1u], -65504.0, 65504.0);
+                uint b = (pc.q_abs_off + z * pc.q_abs_z + (hg0 + h) * RS) / 4u + 2u * v;
+                vec4 x0 = clamp(QABS.q_abs[b], -65504.0, 65504.0), x1 = clamp(QABS.q_abs[b + 1u], -65504.0, 65504.0);
                 w = uvec4(packHalf2x16(x0.xy), packHalf2x16(x0.zw), packHalf2x16(x1.xy), packHalf2x16(x1.zw));
             }
             Ks[h * QLD + v] = w;
@@ -271,8 +271,8 @@ void attn()
     // fragments into the free tile space, then 16-byte stores, a warp
     // writing whole 128-byte lines (rows are 128-byte aligned).  Fragments
     // stored straight to global memory write 32-byte pieces of 8 rows per
-    // instruction and cost ~4 us more per workgroup; scalar stores from the
-    // staging, ~5 us more (H200, gpu/PERF.md run 14).
+    // instruction, which was slower, and so were scalar stores from the
+    // staging (gpu/PERF.md run 14).
     const uint RQ = DLAT / 4u;   // a latent row in 16-byte words
     [[unroll]] for (uint mt = 0u; mt < MT; mt++) {
         barrier();

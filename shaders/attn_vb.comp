@@ -19,8 +19,8 @@ const uint WGS = gl_WorkGroupSize.x;
 layout(set = 0, binding = AVB_B_O) writeonly buffer OBuf { float o[]; } O;
 layout(set = 0, binding = AVB_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
-shared float cw[CCAP];
-shared float vred[64];
+shared float red[64];
+#include "chunk_combine.glsl"
 
 void main()
 {
@@ -31,33 +31,8 @@ void main()
     uint pstride = pc.K + VK_PART_HDR;
     // partials chunk-major: (token, chunk, head) rows
     uint pb = pc.part_off + (z * pc.cmax_chunks * pc.part_heads + h) * pstride, cs = pc.part_heads * pstride;
-    // The chunks' weights e^(m_c - M) / L, cooperatively: one chunk per
-    // thread, two workgroup reductions (max, then sum).
-    float mx = -1.0 / 0.0;
-    for (uint c = tid; c < n_chunks; c += WGS)
-        mx = max(mx, X.x[pb + c * cs]);
-    mx = subgroupMax(mx);
-    if (subgroupElect())
-        vred[gl_SubgroupID] = mx;
-    barrier();
-    float M = -1.0 / 0.0;
-    for (uint i = 0u; i < gl_NumSubgroups; i++)
-        M = max(M, vred[i]);
-    float ls = 0.0;
-    for (uint c = tid; c < n_chunks; c += WGS) {
-        float e = exp(X.x[pb + c * cs] - M);
-        cw[c] = e;
-        ls += e * X.x[pb + c * cs + 1u];
-    }
-    ls = subgroupAdd(ls);
-    barrier();
-    if (subgroupElect())
-        vred[gl_SubgroupID] = ls;
-    barrier();
-    float L = 0.0;
-    for (uint i = 0u; i < gl_NumSubgroups; i++)
-        L += vred[i];
-    float invL = 1.0 / L;
+    // the chunks' weights (chunk_combine.glsl)
+    float invL = chunk_weights(pb, cs, n_chunks);
     // o = sum_c w_c o_c, eight chunks' loads in flight per thread
     for (uint d4 = tid; d4 < pc.Kp / 4u; d4 += WGS) {
         vec4 acc = vec4(0.0);

@@ -5,8 +5,8 @@
 // of its workgroups were launched: dispatches start in order), issue what
 // does not depend on it (their weight loads) and then wait until the
 // counter reaches epoch * producer workgroups, the epoch being the submit's
-// number (params[VKP_EPOCH]).  A barrier costs 2.9 us on the H200, this
-// wait ~1 us.  The wait gives up after a bound (~10 ms) and counts the
+// number (params[VKP_EPOCH]).  Such a wait costs less than a barrier
+// (gpu/PERF.md runs 16-17).  The wait gives up after a bound (~10 ms) and counts the
 // failure in word 0, which the host checks after the token (a device that
 // does not run the two dispatches as assumed gets an error, not a hang).
 // A pipeline barrier also invalidates the compute units' L1 caches; a

@@ -3,7 +3,7 @@
 //   workgroup 0:     latent = RMSNorm(kv[0..kv_lora)) * kv_a_norm, k_rope =
 //                    RoPE(kv[kv_lora..]), both written to the cache row of
 //                    the token's position (f16 or f32)
-//   workgroup 1+h:   qa[h][kv_lora..] = RoPE(q[h][nope..])  (qa[h][0..kv_lora)
+//   workgroup 1+h:   q_abs[h][kv_lora..] = RoPE(q[h][nope..])  (q_abs[h][0..kv_lora)
 //                    is the absorbed query, written by the k_b matvec)
 // RoPE is ggml's NORM mode: adjacent pairs (2i, 2i+1) rotated by the angles
 // of the table (cos, sin per position and pair, computed once on the host in
@@ -29,7 +29,7 @@ layout(set = 0, binding = KVS_B_CACHE) writeonly buffer CacheW { uint w[]; } CW;
 layout(set = 0, binding = KVS_B_CACHE) writeonly buffer CacheF { float f[]; } CF;
 layout(set = 0, binding = KVS_B_ROPE) readonly buffer RopeBuf { vec2 cs[]; } RT;
 layout(set = 0, binding = KVS_B_Q) coherent readonly buffer QBuf { float q[]; } Q;
-layout(set = 0, binding = KVS_B_QA) writeonly buffer QaBuf { float qa[]; } QA;
+layout(set = 0, binding = KVS_B_Q_ABS) writeonly buffer QAbsBuf { float q_abs[]; } QABS;
 layout(set = 0, binding = KVS_B_PARAMS) readonly buffer Params { uint p[]; } P;
 #include "dep_flag.glsl"
 
@@ -90,7 +90,7 @@ void store()
     }
     uint h = gl_WorkGroupID.x - 1u;
     uint qb = pc.q_off + z * pc.q_z + h * (pc.nope + pc.rope) + pc.nope;
-    uint ob = pc.qa_off + z * pc.qa_z + h * pc.RS + pc.kv_lora;
+    uint ob = pc.q_abs_off + z * pc.q_abs_z + h * pc.RS + pc.kv_lora;
     for (uint j = tid; j < pc.RS - pc.kv_lora; j += WGS) {
         float v = 0.0;
         if (j < pc.rope) {
@@ -98,7 +98,7 @@ void store()
             float x0 = Q.q[qb + (j & ~1u)], x1 = Q.q[qb + (j | 1u)];
             v = (j & 1u) == 0u ? x0 * c.x - x1 * c.y : x0 * c.y + x1 * c.x;
         }
-        QA.qa[ob + j] = v;
+        QABS.q_abs[ob + j] = v;
     }
 }
 

@@ -150,7 +150,7 @@ XRaw x_fetch(uint cnt, uint z, uint k0)
 
 // Activations beyond fp16's range saturate at +-65504 instead of becoming
 // inf (one inf turns its whole output row into inf / NaN, and the NaN then
-// spreads through the model); exact values need GLMCHAT_COOPMAT=0.
+// spreads through the model); exact values need --tune coopmat=0.
 const float FMAX = 65504.0;
 
 uvec4 x_pack(XRaw r)

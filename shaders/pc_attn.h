@@ -1,5 +1,5 @@
 /* pc_attn.h: the attention kernels (pc_common.h): attn and attn_fd (the
- * chunk partials), attn_vb and attnx_vb (combine + v_b), attn_combine
+ * chunk partials), attn_vb and attn_vb_xs (combine + v_b), attn_combine
  * (prefill: the combine alone), kv_store (the cache row). */
 #ifndef PC_ATTN_H
 #define PC_ATTN_H
@@ -13,7 +13,7 @@ PC_BEGIN(pc_attn)
     PC_U32 n_head, dlat;    /* dlat = kv_lora: the value part of a row */
     PC_F32 kq_scale;
     PC_U32 cache_off;       /* elements (multiple of 8) */
-    PC_U32 qa_off, qa_z;    /* elements (multiples of 4) */
+    PC_U32 q_abs_off, q_abs_z;    /* elements (multiples of 4) */
     PC_U32 part_off;
     PC_U32 cmax_chunks;     /* chunk capacity per (token, head) */
     PC_U32 chunk_word;      /* params word holding the chunk length (VKP_CHUNK or VKP_CHUNK_PF) */
@@ -22,7 +22,7 @@ PC_BEGIN(pc_attn)
 PC_END(pc_attn)
 #endif
 PC_ENUM_BEGIN(pc_attn_binding)
-PC_ENUM(ATTN_B_QA, 1)
+PC_ENUM(ATTN_B_Q_ABS, 1)
 PC_ENUM(ATTN_B_CACHE, 2)
 PC_ENUM(ATTN_B_PART, 3)
 PC_ENUM(ATTN_B_PARAMS, 4)
@@ -45,16 +45,16 @@ PC_ENUM(FD_S_HG, 4)             /* head groups (grid y) */
 PC_ENUM(FD_S_COUNT, 14)
 PC_ENUM_END(pc_attn_spec)
 
-/* ---- attn_vb, attnx_vb: a head's chunk partials combined, then v_b ---- */
+/* ---- attn_vb, attn_vb_xs: a head's chunk partials combined, then v_b ---- */
 #if PC_HOST || defined(PC_USE_ATTN_VB)
 PC_BEGIN(pc_attn_vb)
     PC_U32 K, Kp, N;        /* K = kv_lora, N = v_head */
     PC_U32 hbase, mat_blocks;
     PC_U32 part_off, part_heads, cmax_chunks; /* head rows per (token, chunk); chunk capacity */
     PC_U32 o_off, o_z;
-    PC_U32 passes;          /* attnx_vb: row passes per team */
-    PC_U32 dep_signal;      /* attnx_vb SIGNAL: this dispatch's counter */
-    PC_U32 dep_wait, dep_n; /* attnx_vb WAIT: the producers' counter and workgroups */
+    PC_U32 passes;          /* attn_vb_xs: row passes per team */
+    PC_U32 dep_signal;      /* attn_vb_xs SIGNAL: this dispatch's counter */
+    PC_U32 dep_wait, dep_n; /* attn_vb_xs WAIT: the producers' counter and workgroups */
 PC_END(pc_attn_vb)
 #endif
 
@@ -96,7 +96,7 @@ PC_BEGIN(pc_kv_store)
     PC_F32 eps;
     PC_U32 cache_off;       /* elements */
     PC_U32 q_off, q_z;      /* q of token z, head h at q_off + z*q_z + h*(nope+rope) */
-    PC_U32 qa_off, qa_z;    /* qa of token z, head h at qa_off + z*qa_z + h*RS */
+    PC_U32 q_abs_off, q_abs_z; /* absorbed query of token z, head h at q_abs_off + z*q_abs_z + h*RS */
     PC_U32 dep_signal;      /* SIGNAL: this dispatch's counter */
     PC_U32 dep_wait, dep_n; /* WAIT: the producers' counter and workgroups */
 PC_END(pc_kv_store)
@@ -107,7 +107,7 @@ PC_ENUM(KVS_B_NORM, 2)
 PC_ENUM(KVS_B_CACHE, 3)
 PC_ENUM(KVS_B_ROPE, 4)          /* (cos, sin) per position and pair */
 PC_ENUM(KVS_B_Q, 5)
-PC_ENUM(KVS_B_QA, 6)
+PC_ENUM(KVS_B_Q_ABS, 6)
 PC_ENUM(KVS_B_PARAMS, 7)
 PC_ENUM(KVS_S_KVF16, 1)
 PC_ENUM(KVS_S_SG, 2)

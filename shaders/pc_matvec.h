@@ -1,7 +1,7 @@
 /* pc_matvec.h: the decode matrix-vector kernels' interfaces (pc_common.h):
  * the slots the mv family (mv_common.glsl: mv, mv_glu, mv_moe_down, router,
- * attn_vb) and the x-stationary family (mvx_common.glsl: mvx, mvx_glu,
- * mvx_down, routerx, attnx_vb) share, then each pair's push constants and
+ * attn_vb) and the x-stationary family (mv_xs_common.glsl: mv_xs, mv_glu_xs,
+ * mv_moe_down_xs, router_xs, attn_vb_xs) share, then each pair's push constants and
  * slots of its own (attn_vb's in pc_attn.h). */
 #ifndef PC_MATVEC_H
 #define PC_MATVEC_H
@@ -36,7 +36,7 @@ PC_ENUM(XS_S_XRN, 11)           /* input registers per lane (1 without XREG) */
 PC_ENUM(XS_S_COUNT, 14)         /* constants every x-stationary kernel is built with (the dependency ends last) */
 PC_ENUM_END(pc_xs_family_spec)
 
-/* ---- mv, mvx: y[z] (=|+=) W[m(z)] . x[z] ---- */
+/* ---- mv, mv_xs: y[z] (=|+=) W[m(z)] . x[z] ---- */
 #if PC_HOST || defined(PC_USE_MV)
 PC_BEGIN(pc_mv)
     PC_U32 K, Kp, N;
@@ -48,9 +48,9 @@ PC_BEGIN(pc_mv)
     PC_F32 eps;
     PC_U32 ids_off;
     PC_U32 last_row;    /* non-zero: the input is the batch's last token, rows last_row floats apart */
-    PC_U32 passes;      /* mvx: row passes per team */
-    PC_U32 dep_signal;  /* mvx SIGNAL: this dispatch's counter */
-    PC_U32 dep_wait, dep_n; /* mvx WAIT: the producers' counter and workgroups */
+    PC_U32 passes;      /* mv_xs: row passes per team */
+    PC_U32 dep_signal;  /* mv_xs SIGNAL: this dispatch's counter */
+    PC_U32 dep_wait, dep_n; /* mv_xs WAIT: the producers' counter and workgroups */
 PC_END(pc_mv)
 #endif
 PC_ENUM_BEGIN(pc_mv_binding)
@@ -66,12 +66,12 @@ PC_ENUM(MV_S_KSH, 7)
 PC_ENUM(MV_S_IDMODE, 8)         /* mv: 1 matrix ids[z] */
 PC_ENUM(MV_S_UPT, 9)            /* mv: units per thread */
 PC_ENUM(MV_S_COUNT, 10)
-PC_ENUM(MVX_S_NORM, 6)          /* mvx: as mv's */
-PC_ENUM(MVX_S_OMODE, 7)
-PC_ENUM(MVX_S_IDMODE, 9)
+PC_ENUM(MV_XS_S_NORM, 6)        /* mv_xs: as mv's */
+PC_ENUM(MV_XS_S_OMODE, 7)
+PC_ENUM(MV_XS_S_IDMODE, 9)
 PC_ENUM_END(pc_mv_spec)
 
-/* ---- mv_glu, mvx_glu: h[z] = silu(G[m(z)] . n) * (U[m(z)] . n); every z reads the same input ---- */
+/* ---- mv_glu, mv_glu_xs: h[z] = silu(G[m(z)] . n) * (U[m(z)] . n); every z reads the same input ---- */
 #if PC_HOST || defined(PC_USE_GLU)
 PC_BEGIN(pc_glu)
     PC_U32 K, Kp, N;
@@ -82,16 +82,16 @@ PC_BEGIN(pc_glu)
     PC_U32 nw_off;
     PC_F32 eps;
     PC_U32 ids_off;
-    PC_U32 nz;              /* mvx_glu: matrices (grid y) */
-    PC_U32 passes;          /* mvx_glu: row passes per team */
-    PC_U32 dep_signal;      /* mvx_glu SIGNAL: this dispatch's counter */
-    PC_U32 dep_wait, dep_n; /* mvx_glu WAIT: the producers' counter and workgroups */
+    PC_U32 nz;              /* mv_glu_xs: matrices (grid y) */
+    PC_U32 passes;          /* mv_glu_xs: row passes per team */
+    PC_U32 dep_signal;      /* mv_glu_xs SIGNAL: this dispatch's counter */
+    PC_U32 dep_wait, dep_n; /* mv_glu_xs WAIT: the producers' counter and workgroups */
 PC_END(pc_glu)
 #endif
 PC_ENUM_BEGIN(pc_glu_binding)
 PC_ENUM(GLU_B_H, 2)
 PC_ENUM(GLU_B_IDS, 4)
-PC_ENUM(GLU_B_PARAMS, 7)        /* mvx_glu: the epoch of a WAIT */
+PC_ENUM(GLU_B_PARAMS, 7)        /* mv_glu_xs: the epoch of a WAIT */
 PC_ENUM_END(pc_glu_binding)
 
 PC_ENUM_BEGIN(pc_glu_spec)
@@ -101,11 +101,11 @@ PC_ENUM(GLU_S_KSH, 7)
 PC_ENUM(GLU_S_IDMODE, 8)        /* mv_glu: matrix ids[z] */
 PC_ENUM(GLU_S_UPT, 9)
 PC_ENUM(GLU_S_COUNT, 10)
-PC_ENUM(GLUX_S_NORM, 6)         /* mvx_glu: as mv_glu's */
-PC_ENUM(GLUX_S_IDMODE, 9)
+PC_ENUM(GLU_XS_S_NORM, 6)       /* mv_glu_xs: as mv_glu's */
+PC_ENUM(GLU_XS_S_IDMODE, 9)
 PC_ENUM_END(pc_glu_spec)
 
-/* ---- mv_moe_down, mvx_down: y += sum_z wt[z] * (D[ids[z]] . h[z]) + (S . h_s) ---- */
+/* ---- mv_moe_down, mv_moe_down_xs: y += sum_z wt[z] * (D[ids[z]] . h[z]) + (S . h_s) ---- */
 #if PC_HOST || defined(PC_USE_MOE_DOWN)
 PC_BEGIN(pc_moe_down)
     PC_U32 K, Kp, N;        /* routed expert width */
@@ -114,17 +114,17 @@ PC_BEGIN(pc_moe_down)
     PC_U32 h_off, h_z, nz;
     PC_U32 ids_off, wts_off;
     PC_U32 y_off;
-    PC_U32 passes;          /* mvx_down: row passes per team */
-    PC_U32 dep_signal;      /* mvx_down SIGNAL: this dispatch's counter */
-    PC_U32 dep_wait, dep_n; /* mvx_down WAIT: the producers' counter and workgroups */
-    PC_U32 ids_wait, ids_n; /* mvx_down WAIT with ids_n > 0: the ids' producers (the router), awaited first */
+    PC_U32 passes;          /* mv_moe_down_xs: row passes per team */
+    PC_U32 dep_signal;      /* mv_moe_down_xs SIGNAL: this dispatch's counter */
+    PC_U32 dep_wait, dep_n; /* mv_moe_down_xs WAIT: the producers' counter and workgroups */
+    PC_U32 ids_wait, ids_n; /* mv_moe_down_xs WAIT with ids_n > 0: the ids' producers (the router), awaited first */
 PC_END(pc_moe_down)
 #endif
 PC_ENUM_BEGIN(pc_moe_down_binding)
 PC_ENUM(DOWN_B_Y, 2)
 PC_ENUM(DOWN_B_IDS, 4)
 PC_ENUM(DOWN_B_WTS, 5)
-PC_ENUM(DOWN_B_PARAMS, 7)       /* mvx_down: the epoch of a WAIT */
+PC_ENUM(DOWN_B_PARAMS, 7)       /* mv_moe_down_xs: the epoch of a WAIT */
 PC_ENUM_END(pc_moe_down_binding)
 
 PC_ENUM_BEGIN(pc_moe_down_spec)
@@ -134,10 +134,10 @@ PC_ENUM(DOWN_S_KSH, 7)
 PC_ENUM(DOWN_S_UPT, 8)
 PC_ENUM(DOWN_S_NSLOT, 9)        /* mv_moe_down: routed experts + shared */
 PC_ENUM(DOWN_S_COUNT, 10)
-PC_ENUM(DOWNX_S_HAS_SHARED, 6)  /* mvx_down */
+PC_ENUM(DOWN_XS_S_HAS_SHARED, 6) /* mv_moe_down_xs */
 PC_ENUM_END(pc_moe_down_spec)
 
-/* ---- router, routerx: the MoE gate of one token (router_tail.glsl) ---- */
+/* ---- router, router_xs: the MoE gate of one token (router_tail.glsl) ---- */
 #if PC_HOST || defined(PC_USE_ROUTER)
 PC_BEGIN(pc_router)
     PC_U32 K, Kp, N;        /* N = experts */
@@ -153,9 +153,9 @@ PC_BEGIN(pc_router)
     PC_U32 l_off;           /* logits scratch of token z at l_off + z*N */
     PC_U32 bias_off;
     PC_U32 check_batch;     /* 1: tokens past params[VKP_NTOK] have nothing to do */
-    PC_U32 passes;          /* routerx: row passes per team */
-    PC_U32 dep_signal;      /* routerx SIGNAL: this dispatch's counter */
-    PC_U32 dep_wait, dep_n; /* routerx WAIT: the producers' counter and workgroups */
+    PC_U32 passes;          /* router_xs: row passes per team */
+    PC_U32 dep_signal;      /* router_xs SIGNAL: this dispatch's counter */
+    PC_U32 dep_wait, dep_n; /* router_xs WAIT: the producers' counter and workgroups */
 PC_END(pc_router)
 #endif
 PC_ENUM_BEGIN(pc_router_binding)

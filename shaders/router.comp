@@ -1,6 +1,6 @@
 #version 450
 // router: the MoE gate of one token in one dispatch, for router weight
-// types the x-stationary routerx does not read.  Every workgroup computes
+// types the x-stationary router_xs does not read.  Every workgroup computes
 // some router logits (RMSNorm(x) * nw fused); the last workgroup to finish
 // picks the experts (router_tail.glsl).  Grid: x = row groups, y = token.
 

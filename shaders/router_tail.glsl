@@ -1,4 +1,4 @@
-// router_tail.glsl: the end of the router kernels (router, routerx).  Once
+// router_tail.glsl: the end of the router kernels (router, router_xs).  Once
 // a workgroup has written its logits, it counts itself in
 // (router_count_in); the last one to finish turns the logits into
 // probabilities (sigmoid or softmax), picks the top n_used of prob + bias

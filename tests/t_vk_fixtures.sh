@@ -128,7 +128,7 @@ expect_fail "vulkan: token out of range" "out of range" $GLMCHAT logits -m "$M" 
 # without knobs a failure (1: one line); GLMCHAT_DEP_FLAGS (documented) is
 # checked the same way
 if $GLMCHAT bench --tune help >"$TMP/tune" 2>&1 && grep -qE '^dep_flags +auto +0-511 +run 17' "$TMP/tune" &&
-    grep -qE '^mvx_j +8 +1-32' "$TMP/tune"; then
+    grep -qE '^xs_j +8 +1-32' "$TMP/tune"; then
     ok "bench --tune help lists the knobs with defaults, ranges and runs"
 else
     fail "bench --tune help" "$(head -c 300 "$TMP/tune")"
@@ -143,18 +143,18 @@ tune_fail() { # NAME STATUS PATTERN CMD...: the status, and the pattern on stder
         { [ "$want" -eq 2 ] && [ "$lines" -eq 2 ] || [ "$lines" -eq 1 ]; }; then ok "$name"; else
         fail "$name" "exit $rc, stderr '$(head -c 300 "$TMP/err")'"; fi
 }
-tune_fail "--tune: unknown key" 2 "unknown key 'frobnicate' \\(keys: mvx, " \
+tune_fail "--tune: unknown key" 2 "unknown key 'frobnicate' \\(keys: xs, " \
     $GLMCHAT logits -m "$M" $VK --tune frobnicate=1 --tokens 1 -o "$TMP/x.bin"
-tune_fail "--tune: value out of range" 2 "--tune mvx_j: '99' is not a number from 1 to 32" \
-    $GLMCHAT generate -m "$M" $VK --tune mvx_j=99 --tokens 1 -n 1
-tune_fail "--tune: not KEY=VALUE" 2 "'mvx' is not KEY=VALUE" $GLMCHAT bench -m "$M" --tune mvx -n 1 -p 0
+tune_fail "--tune: value out of range" 2 "--tune xs_j: '99' is not a number from 1 to 32" \
+    $GLMCHAT generate -m "$M" $VK --tune xs_j=99 --tokens 1 -n 1
+tune_fail "--tune: not KEY=VALUE" 2 "'mv_xs' is not KEY=VALUE" $GLMCHAT bench -m "$M" --tune mv_xs -n 1 -p 0
 tune_fail "--tune: the cpu backend has no knobs" 1 "tuning knobs are the Vulkan backend's" \
-    $GLMCHAT logits -m "$M" --backend cpu --tune mvx=0 --tokens 1 -o "$TMP/x.bin"
+    $GLMCHAT logits -m "$M" --backend cpu --tune xs=0 --tokens 1 -o "$TMP/x.bin"
 tune_fail "GLMCHAT_DEP_FLAGS out of range" 1 "GLMCHAT_DEP_FLAGS: '512' is not a number from 0 to 511" \
     env GLMCHAT_DEP_FLAGS=512 $GLMCHAT logits -m "$M" $VK --tokens 1 -o "$TMP/x.bin"
 # bench runs with overrides and names them on its backend line
-if $GLMCHAT bench -m "$M" $VK --tune mvx=0 --tune fd_chunks=3 -p 16 -n 4 >"$TMP/bench" 2>&1 &&
-    grep -qE '^backend: Vulkan: .*; tuning: mvx=0 fd_chunks=3$' "$TMP/bench" && grep -qE '^tg4 @ depth 0: ' "$TMP/bench"; then
+if $GLMCHAT bench -m "$M" $VK --tune xs=0 --tune fd_chunks=3 -p 16 -n 4 >"$TMP/bench" 2>&1 &&
+    grep -qE '^backend: Vulkan: .*; tuning: xs=0 fd_chunks=3$' "$TMP/bench" && grep -qE '^tg4 @ depth 0: ' "$TMP/bench"; then
     ok "bench --tune: runs, and the backend line names the fields changed"
 else
     fail "bench --tune" "$(head -c 400 "$TMP/bench")"

@@ -167,26 +167,26 @@ static void v_default(vk_tuning *t)
 
 static void v_long_rows(vk_tuning *t)
 {
-    t->mvx_j = 32;
+    t->xs_j = 32;
 }
 
 static void v_rows8(vk_tuning *t)
 {
-    t->mvx_r = 8;
-    t->mvx_p = 3;
-    t->mvx_wgs = 64;
+    t->xs_r = 8;
+    t->xs_p = 3;
+    t->xs_wgs = 64;
 }
 
 static void v_shared_input(vk_tuning *t)
 {
-    t->mvx_j = 32;
-    t->mvx_xreg = 0;
-    t->mvx_r = 2;
+    t->xs_j = 32;
+    t->xs_xreg = 0;
+    t->xs_r = 2;
 }
 
 static void v_mv(vk_tuning *t)
 {
-    t->mvx = 0;
+    t->xs = 0;
 }
 
 typedef void (*variant_fn)(vk_tuning *t);
@@ -234,7 +234,7 @@ static void run_mv(uint32_t type, uint32_t K, uint32_t N, uint32_t nz, bool norm
     run_mv_v(type, K, N, nz, norm, acc, ids, what, 1);
 }
 
-static bool mvx_type(uint32_t t)
+static bool xs_type(uint32_t t)
 {
     return t == QT_F32 || t == QT_F16 || t == QT_Q4_0 || t == QT_Q8_0 || t == QT_Q6_K;
 }
@@ -249,7 +249,7 @@ static void mv_cases(void)
         bool f = t == QT_F32 || t == QT_F16 || t == QT_BF16;
         run_mv(t, k ? 256 : 32, 1, 1, false, false, false, "one block");
         run_mv(t, k ? 768 : 96, 37, 1, false, false, false, "odd rows");
-        bool x = mvx_type(t);
+        bool x = xs_type(t);
         run_mv_v(t, 2048, 77, 2, true, false, false, "norm fused, 2 z", x ? V_GPU : 1);
         run_mv_v(t, k ? 512 : 160, 29, 3, false, true, true, "expert ids, accumulate", x ? V_ALL : 1);
         if (f)
@@ -607,7 +607,7 @@ static attn_case AC;
 static const char *mm_path(const vk_tensor *w, const vk_tensor *up);
 /* The prefill path: chunking from the prefill words (4 chunks at most, as
  * the engine), then attn_combine into latents (rows of RS, as in the
- * engine's qa buffer) and v_b as a batched-head mat-mat, instead of attn_vb. */
+ * engine's q_abs buffer) and v_b as a batched-head mat-mat, instead of attn_vb. */
 static bool AC_SPLIT;
 /* The decode graph's counter between the attention and the combine + v_b
  * (where the kernels can): no barrier between them; the running total of
@@ -680,10 +680,10 @@ static void test_attn(void)
     float kq = 1.0f / sqrtf((float)(c->nope + c->rope));
     vk_call calls[4];
     vk_kv_store_args ka = {.g = &g, .kv = {bkv, 0}, .kv_z = D, .norm = {bnw, 0}, .eps = 1e-6f, .cache = {bcache, 0},
-                           .rope_cs = bcs, .q = {bq, 0}, .q_z = c->n_head * QW, .qa = {bqa, 0},
-                           .qa_z = c->n_head * RS, .params = bp_fill, .nz = n};
+                           .rope_cs = bcs, .q = {bq, 0}, .q_z = c->n_head * QW, .q_abs = {bqa, 0},
+                           .q_abs_z = c->n_head * RS, .params = bp_fill, .nz = n};
     uint32_t q0 = n - c->n_q;
-    vk_attn_args aa = {.g = &g, .qa = {bqa, q0 * c->n_head * RS}, .qa_z = c->n_head * RS, .cache = {bcache, 0},
+    vk_attn_args aa = {.g = &g, .q_abs = {bqa, q0 * c->n_head * RS}, .q_abs_z = c->n_head * RS, .cache = {bcache, 0},
                        .part = {bpart, 0}, .chunk_cap = cap, .kq_scale = kq, .params = bp_q,
                        .indirect = c->indirect ? &ind : NULL, .n_chunks = n_chunks, .nz = c->n_q,
                        .prefill = AC_SPLIT};
@@ -731,7 +731,7 @@ static void test_attn(void)
         kl.nz = c->n_q;
         kl.kv.off = q0 * D;
         kl.q.off = q0 * c->n_head * QW;
-        kl.qa.off = q0 * c->n_head * RS;
+        kl.q_abs.off = q0 * c->n_head * RS;
         vk_call dc[4];
         CHECK(vk_k_kv_store(&KB, &ka, &dc[0]) == 0, "build kv_store (earlier rows): %.200s", KERR.msg);
         kl.dep.signal = &w_store;

@@ -390,7 +390,7 @@ static void run_attn(uint32_t reps)
         }
         static vk_call ca[16], cv[32];
         for (uint32_t i = 0; i < NCOPY && !rc; i++) {
-            vk_attn_args aa = {.g = &g, .qa = {qa, 0}, .qa_z = nh * RS, .cache = {cache[i], 0}, .part = {part, 0},
+            vk_attn_args aa = {.g = &g, .q_abs = {qa, 0}, .q_abs_z = nh * RS, .cache = {cache[i], 0}, .part = {part, 0},
                                .chunk_cap = g.max_chunks, .kq_scale = 0.07f, .params = par, .n_chunks = nc,
                                .nz = 1};
             vk_attn_vb_args va = {.g = &g, .v_b = &vb, .part = {part, 0}, .chunk_cap = g.max_chunks, .params = par,

@@ -1,6 +1,6 @@
 #version 450
-// routerx: the MoE gate of one token in one dispatch, x-stationary (see
-// mvx_common.glsl): each workgroup stages RMSNorm(x) * nw once and computes
+// router_xs: the MoE gate of one token in one dispatch, x-stationary (see
+// mv_xs_common.glsl): each workgroup stages RMSNorm(x) * nw once and computes
 // its share of the router logits; the last workgroup to finish picks the
 // experts (router_tail.glsl).  Grid: x = row groups, y = token.
 
@@ -11,7 +11,7 @@ layout(constant_id = ROUTER_S_EPL) const uint EPL = 2u;   // experts per lane in
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#include "mvx_common.glsl"
+#include "mv_xs_common.glsl"
 #include "dep_flag.glsl"
 
 layout(set = 0, binding = ROUTER_B_PARAMS) readonly buffer Params { uint p[]; } P;

@@ -1,5 +1,5 @@
-// mvx_common.glsl: x-stationary matrix-vector products for one token
-// (decode), shared by mvx, mvx_glu, mvx_down and router.
+// mv_xs_common.glsl: x-stationary matrix-vector products for one token
+// (decode), shared by mv_xs, mv_glu_xs, mv_moe_down_xs and router.
 //
 // Why: a decode matvec reads each weight once, but a kernel that walks rows
 // with the input vector in memory reads the input (and the RMSNorm weight)
@@ -66,13 +66,13 @@ shared float red[64];
 
 // This thread's input registers, weight registers (R rows x J units) and
 // the per-(row, unit) scale words.
-// MVX_SETS: matrices loaded per pass (mvx_glu: gate and up).
-#ifndef MVX_SETS
-#define MVX_SETS 1u
+// XS_SETS: matrices loaded per pass (mv_glu_xs: gate and up).
+#ifndef XS_SETS
+#define XS_SETS 1u
 #endif
 vec4 xr[XRN];
-uvec4 qv[MVX_SETS * R * J * QW];
-uint hv[MVX_SETS * R * J * HW];
+uvec4 qv[XS_SETS * R * J * QW];
+uint hv[XS_SETS * R * J * HW];
 
 uint lin_id() { return gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID; }
 

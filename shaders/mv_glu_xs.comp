@@ -1,6 +1,6 @@
 #version 450
-// mvx_glu: h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n) with n =
-// RMSNorm(x) * nw (NORM 1) or x, x-stationary (see mvx_common.glsl): the
+// mv_glu_xs: h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n) with n =
+// RMSNorm(x) * nw (NORM 1) or x, x-stationary (see mv_xs_common.glsl): the
 // gate and up rows of a pass are loaded together against one staged input.
 // z: the routed experts m(z) = ids[z] (IDMODE 1) or z, gate/up in weight
 // slots 0/1 (the shared expert is a call of its own, beside the router).
@@ -8,14 +8,14 @@
 
 #define PC_USE_GLU
 #include "pc_matvec.h"
-#define MVX_SETS 2u
+#define XS_SETS 2u
 layout(local_size_x_id = PC_S_WGS) in;
-layout(constant_id = GLUX_S_NORM) const uint NORM = 1u;
-layout(constant_id = GLUX_S_IDMODE) const uint IDMODE = 0u;
+layout(constant_id = GLU_XS_S_NORM) const uint NORM = 1u;
+layout(constant_id = GLU_XS_S_IDMODE) const uint IDMODE = 0u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#include "mvx_common.glsl"
+#include "mv_xs_common.glsl"
 #include "dep_flag.glsl"
 
 layout(set = 0, binding = GLU_B_H) writeonly buffer HBuf { float h[]; } H;

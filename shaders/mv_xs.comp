@@ -1,6 +1,6 @@
 #version 450
-// mvx: y[z] (=|+=) W[m(z)] . x[z] for one token, x-stationary (see
-// mvx_common.glsl): the workgroup stages x[z] (RMSNorm(x) * nw with NORM 1)
+// mv_xs: y[z] (=|+=) W[m(z)] . x[z] for one token, x-stationary (see
+// mv_xs_common.glsl): the workgroup stages x[z] (RMSNorm(x) * nw with NORM 1)
 // once, then each team walks its rows R at a time, `passes` times.
 //
 // Grid: x = row groups (WGS/TEAM teams x R rows x passes), y = z (heads or
@@ -11,13 +11,13 @@
 #define PC_USE_MV
 #include "pc_matvec.h"
 layout(local_size_x_id = PC_S_WGS) in;
-layout(constant_id = MVX_S_NORM) const uint NORM = 0u;
-layout(constant_id = MVX_S_OMODE) const uint OMODE = 0u;
-layout(constant_id = MVX_S_IDMODE) const uint IDMODE = 0u;
+layout(constant_id = MV_XS_S_NORM) const uint NORM = 0u;
+layout(constant_id = MV_XS_S_OMODE) const uint OMODE = 0u;
+layout(constant_id = MV_XS_S_IDMODE) const uint IDMODE = 0u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#include "mvx_common.glsl"
+#include "mv_xs_common.glsl"
 #include "dep_flag.glsl"
 
 layout(set = 0, binding = MV_B_Y) coherent buffer YBuf { float y[]; } Y;  // coherent: see X

@@ -1,7 +1,7 @@
 #version 450
-// mvx_down: y[r] += sum_z wt[z] * (D[ids[z]][r] . h[z]) + (S[r] . h_s): the
+// mv_moe_down_xs: y[r] += sum_z wt[z] * (D[ids[z]][r] . h[z]) + (S[r] . h_s): the
 // down projections of the chosen experts and of the shared expert, their
-// weighted sum and the residual add, x-stationary (see mvx_common.glsl).
+// weighted sum and the residual add, x-stationary (see mv_xs_common.glsl).
 // The workgroup stages the concatenation [wt[0]*h[0] | ... | wt[nz-1]*h[nz-1]
 // | h_s] once; a row of the product is then one long row across nz+1
 // matrices (routed: weight slot 0, matrix ids[z]; shared: slot 1), and each
@@ -11,11 +11,11 @@
 #define PC_USE_MOE_DOWN
 #include "pc_matvec.h"
 layout(local_size_x_id = PC_S_WGS) in;
-layout(constant_id = DOWNX_S_HAS_SHARED) const uint HAS_SHARED = 1u;
+layout(constant_id = DOWN_XS_S_HAS_SHARED) const uint HAS_SHARED = 1u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#include "mvx_common.glsl"
+#include "mv_xs_common.glsl"
 #include "dep_flag.glsl"
 
 layout(set = 0, binding = DOWN_B_Y) coherent buffer YBuf { float y[]; } Y;  // coherent: see X

@@ -1,5 +1,5 @@
 #version 450
-// attnx_vb: attn_vb on the x-stationary machinery (mvx_common.glsl): the
+// attn_vb_xs: attn_vb on the x-stationary machinery (mv_xs_common.glsl): the
 // workgroup's staging step is the combine of the head's chunk partials,
 // o = sum_c e^(m_c - M) o_c / sum_c e^(m_c - M) l_c, written into the staged
 // input; then out[z][h*v_head + r] = v_b[h][r] . o, R rows per pass with the
@@ -13,14 +13,14 @@ layout(constant_id = AVB_S_CCAP) const uint CCAP = 64u;   // chunk capacity per 
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#include "mvx_common.glsl"
+#include "mv_xs_common.glsl"
 
-// binding 1 (X in mvx_common) holds the partials
+// binding 1 (X in mv_xs_common) holds the partials
 layout(set = 0, binding = AVB_B_O) writeonly buffer OBuf { float o[]; } O;
 layout(set = 0, binding = AVB_B_PARAMS) readonly buffer Params { uint p[]; } P;
 #include "dep_flag.glsl"
 
-shared float cw[CCAP];
+#include "chunk_combine.glsl"
 
 void vb()
 {
@@ -36,37 +36,12 @@ void vb()
     if (WAIT == 1u)
         dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
 
-    // The chunks' weights e^(m_c - M) / L: one chunk per thread, two
-    // workgroup reductions (max, then sum).
+    // the chunks' weights (chunk_combine.glsl)
     uint n_chunks = P.p[VKP_NCHUNK];
     uint pstride = pc.K + VK_PART_HDR;
     // partials chunk-major: (token, chunk, head) rows
     uint pb = pc.part_off + (z * pc.cmax_chunks * pc.part_heads + h) * pstride, cs = pc.part_heads * pstride;
-    float mx = -1.0 / 0.0;
-    for (uint c = tid; c < n_chunks; c += WGS)
-        mx = max(mx, X.x[pb + c * cs]);
-    mx = subgroupMax(mx);
-    if (subgroupElect())
-        red[gl_SubgroupID] = mx;
-    barrier();
-    float M = -1.0 / 0.0;
-    for (uint i = 0u; i < gl_NumSubgroups; i++)
-        M = max(M, red[i]);
-    float ls = 0.0;
-    for (uint c = tid; c < n_chunks; c += WGS) {
-        float e = exp(X.x[pb + c * cs] - M);
-        cw[c] = e;
-        ls += e * X.x[pb + c * cs + 1u];
-    }
-    ls = subgroupAdd(ls);
-    barrier();
-    if (subgroupElect())
-        red[gl_SubgroupID] = ls;
-    barrier();
-    float L = 0.0;
-    for (uint i = 0u; i < gl_NumSubgroups; i++)
-        L += red[i];
-    float invL = 1.0 / L;
+    float invL = chunk_weights(pb, cs, n_chunks);
 
     // Staging: o = sum_c w_c o_c (16 chunks' 16-byte loads in flight: the
     // combine is a chain of L2 round trips), zeros past K.
