@@ -254,6 +254,8 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
     cm->params.device_index = a->s.device >= 0 ? a->s.device : a->cli.device;
     if (a->cli.n_batch)
         cm->params.n_batch = a->cli.n_batch;
+    cm->params.tune = a->cli.tune;
+    cm->params.n_tune = a->cli.n_tune;
     uint32_t train = cm->m.cfg.n_ctx_train ? cm->m.cfg.n_ctx_train : 4096;
     cm->params.n_ctx = a->s.n_ctx ? a->s.n_ctx : train < 4096 ? train : 4096;
     describe(cm);

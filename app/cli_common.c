@@ -40,7 +40,8 @@ const char *cli_common_help(void)
            "  -b, --batch N        prompt tokens per backend call (default 256)\n"
            "  -t, --threads N      CPU threads (default: all cores)\n"
            "      --device N       Vulkan device index (see `glmchat devices`)\n"
-           "      --tokens LIST    prompt as comma-separated token ids, e.g. 1,2,3\n";
+           "      --tokens LIST    prompt as comma-separated token ids, e.g. 1,2,3\n"
+           "      --tune KEY=VALUE a Vulkan tuning knob (repeatable; `glmchat bench --tune help` lists them)\n";
 }
 
 int cli_parse_u32(const char *s, const char *what, uint32_t min, uint32_t max, uint32_t *out, err_t *err)
@@ -163,17 +164,30 @@ int cli_parse_common(cli_options *o, int argc, char **argv, int *i, err_t *err)
         if (cli_parse_tokens(v, &o->tokens, &o->n_tokens, err) < 0)
             return -1;
         o->have_tokens = true;
+    } else if (is(a, NULL, "--tune")) {
+        if (!(v = option_value(argc, argv, i, err)) || vk_tune_check(v, err) < 0)
+            return -1;
+        if (o->n_tune == CLI_MAX_TUNE)
+            return err_set(err, "--tune: more than %d overrides", CLI_MAX_TUNE);
+        o->tune[o->n_tune++] = v;
     } else {
         return 0;
     }
     return 1;
 }
 
+int cli_check_tune(const cli_options *o, const engine_backend *be, err_t *err)
+{
+    if (o->n_tune && be != &vk_engine_backend)
+        return err_set(err, "--tune: the tuning knobs are the Vulkan backend's (this run uses %s)", be->name);
+    return 0;
+}
+
 int cli_session_open(cli_session *s, const cli_options *o, uint32_t n_ctx_default, err_t *err)
 {
     memset(s, 0, sizeof *s);
     const engine_backend *be = app_find_backend(o->backend, err);
-    if (!be)
+    if (!be || cli_check_tune(o, be, err))
         return -1;
     if (model_load(&s->m, o->model_path, err) < 0)
         return -1;
@@ -191,6 +205,8 @@ int cli_session_open(cli_session *s, const cli_options *o, uint32_t n_ctx_defaul
         p.n_ctx = n_ctx_default;
     else
         p.n_ctx = s->m.cfg.n_ctx_train < 4096 ? s->m.cfg.n_ctx_train : 4096;
+    p.tune = o->tune;
+    p.n_tune = o->n_tune;
     if (engine_open(&s->eng, be, &s->m, &p, err) < 0) {
         err_prefix(err, "%s", o->model_path);
         cli_session_close(s);

@@ -10,6 +10,7 @@
  *   -t, --threads N         CPU threads (0: all cores)
  *   --device N              Vulkan device index
  *   --tokens 1,2,3          prompt as token ids
+ *   --tune KEY=VALUE        a Vulkan tuning knob (repeatable; gpu/vk_tuning.h)
  */
 #ifndef GLM_CLI_COMMON_H
 #define GLM_CLI_COMMON_H
@@ -20,6 +21,8 @@
 #include "engine.h"
 #include "error.h"
 #include "model.h"
+
+#define CLI_MAX_TUNE 32
 
 typedef struct {
     const char *model_path;
@@ -33,6 +36,8 @@ typedef struct {
     int32_t *tokens;     /* --tokens (owned) */
     uint32_t n_tokens;
     bool have_tokens;
+    const char *tune[CLI_MAX_TUNE]; /* --tune KEY=VALUE, checked (argv's strings) */
+    uint32_t n_tune;
 } cli_options;
 
 void cli_options_init(cli_options *o);
@@ -56,6 +61,9 @@ int cli_parse_u32(const char *s, const char *what, uint32_t min, uint32_t max, u
 int cli_parse_float(const char *s, const char *what, float *out, err_t *err);
 /* "1,2,3" (spaces allowed after commas) -> malloc'd ids. */
 int cli_parse_tokens(const char *s, int32_t **ids, uint32_t *n, err_t *err);
+
+/* -1 with err set when --tune was given for a backend without tuning knobs. */
+int cli_check_tune(const cli_options *o, const engine_backend *be, err_t *err);
 
 /* A loaded model with an open engine. */
 typedef struct {

@@ -2,6 +2,7 @@
  * profile) and `glmchat devices` (the Vulkan devices).
  *
  *   glmchat bench -m MODEL [-p 512] [-n 128] [--depth 0,4096] [--profile] [--routing]
+ *                 [--tune KEY=VALUE ...]
  *
  * Loads the model, warms up, then measures: prefill tokens/s for a P-token
  * prompt (random ids); decode tokens/s for N tokens, each fed back greedily,
@@ -9,6 +10,8 @@
  * profiler (the same N tokens with it on); and with --profile the per-kernel
  * table from fully timed tokens, sorted by time.  --routing runs a 64-token
  * prompt and reports how many distinct experts each MoE layer used.
+ * --tune overrides a field of the Vulkan core's tuning table for an A/B run
+ * (`--tune help` lists them; the backend line names the fields changed).
  * Logits must stay finite throughout; a non-finite value fails the run. */
 #include <math.h>
 #include <stdio.h>
@@ -47,6 +50,7 @@ static void usage(FILE *f)
                "  -r, --repeat R       prefill repetitions, the best is reported (default 2)\n"
                "      --profile        per-kernel table (every dispatch timed)\n"
                "      --routing        distinct experts per layer over a 64-token prompt\n"
+               "      --tune help      the Vulkan tuning knobs: key, default, range, the gpu/PERF.md run\n"
                "KV cache: f16 unless --kv-type f32.  Backend: auto unless --backend.\n%s",
                cli_common_help());
 }
@@ -272,6 +276,11 @@ int cmd_bench(int argc, char **argv)
     err_t err = {{0}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (strcmp(a, "--tune") == 0 && i + 1 < argc && strcmp(argv[i + 1], "help") == 0) {
+            vk_tune_print(stdout);
+            cli_options_free(&o);
+            return 0;
+        }
         int r = cli_parse_common(&o, argc, argv, &i, &err);
         if (r < 0)
             goto usage_err;
@@ -320,6 +329,8 @@ int cmd_bench(int argc, char **argv)
         return 1;
     }
     const engine_backend *be = app_find_backend(o.backend, &err);
+    if (be && cli_check_tune(&o, be, &err))
+        be = NULL;
     engine_params p;
     engine_params_default(&p);
     p.kv = o.kv_given ? o.kv : KV_F16; /* f16 on every backend: the figures compare with llama.cpp's */
@@ -329,6 +340,8 @@ int cmd_bench(int argc, char **argv)
     p.n_batch = o.n_batch ? o.n_batch : (b.p > 512 ? 512 : b.p > 64 ? b.p : 64);
     p.profile = PROFILE_OFF;
     p.progress = progress;
+    p.tune = o.tune;
+    p.n_tune = o.n_tune;
     int rc = 1;
     engine e;
     double t0 = now_s();

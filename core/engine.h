@@ -41,6 +41,10 @@ typedef struct {
     /* Load progress (weights upload): stage text, bytes done, bytes total. */
     void (*progress)(void *user, const char *stage, uint64_t done, uint64_t total);
     void *progress_user;
+    /* Backend tuning overrides, "key=value" each (`--tune`; the Vulkan
+     * core's table, gpu/vk_tuning.h), applied when the engine is created. */
+    const char *const *tune;
+    uint32_t n_tune;
 } engine_params;
 
 void engine_params_default(engine_params *p);

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "engine.h"
 #include "error.h"
@@ -50,6 +51,13 @@ extern const engine_backend vk_engine_backend;
 void vk_engine_set_profile(void *impl, profile_mode mode);
 /* Per-kernel figures of the last fully timed prompt batch (per batch, not per token). */
 void vk_engine_prefill_stats(void *impl, engine_stats *st);
+/* `--tune KEY=VALUE`: 0 when the Vulkan core has that knob and the value is
+ * in its range, else -1 and one line in err.  The engine applies the
+ * overrides when it is created (engine_params.tune). */
+int vk_tune_check(const char *key_value, err_t *err);
+/* The knobs: name, default, range, the gpu/PERF.md run that chose it. */
+void vk_tune_print(FILE *f);
+
 /* After one eval of n_tokens (<= the prefill batch): per MoE layer, how
  * many distinct experts those tokens chose. */
 int vk_engine_routing(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_t cap, uint32_t *n_layers,

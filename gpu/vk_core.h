@@ -14,7 +14,9 @@
  * Kernel binding convention (every shader): set 0, binding 0 is an array of
  * VKC_WSLOTS weight buffers; bindings 1..VKC_NBIND are single storage
  * buffers; push constants are up to VKC_PUSH_WORDS 32-bit words;
- * specialization constant 0 is the workgroup size (local_size_x_id = 0).
+ * specialization constant 0 is the workgroup size.  Each kernel declares
+ * its push constants, binding and specialization slots once, in a header
+ * its shader and its builder both include (shaders/pc_common.h).
  */
 #ifndef GLM_VK_CORE_H
 #define GLM_VK_CORE_H
@@ -23,13 +25,17 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
-#include "error.h"
-#include "vk.h"
+#include <string.h>
 
-#define VKC_WSLOTS 4
-#define VKC_NBIND 9
-#define VKC_PUSH_WORDS 32
-#define VKC_MAX_SPEC 16
+#include "error.h"
+#include "shaders/pc_common.h"
+#include "vk.h"
+#include "vk_spv.h"
+
+#define VKC_WSLOTS PC_WEIGHT_SLOTS
+#define VKC_NBIND PC_MAX_BINDING
+#define VKC_PUSH_WORDS (PC_MAX_BYTES / 4)
+#define VKC_MAX_SPEC PC_MAX_SPEC
 
 /* ---- device --------------------------------------------------------------- */
 
@@ -45,7 +51,7 @@ typedef struct {
     uint32_t subgroup;         /* the size kernels are specialized for */
     bool size_control;         /* pipelines pin subgroup size + full subgroups */
     bool coopmat;              /* VK_NV_cooperative_matrix fp16 16x16x16 enabled */
-    bool pipe_stats;           /* GLMCHAT_PIPE_STATS=1 and the device has
+    bool pipe_stats;           /* asked for at create and the device has
                                   VK_KHR_pipeline_executable_properties:
                                   pipelines keep the compiler's statistics */
     uint64_t max_alloc;        /* maxMemoryAllocationSize */
@@ -64,8 +70,10 @@ typedef struct {
     bool lost;                 /* VK_ERROR_DEVICE_LOST seen: refuse further work */
 } vk_ctx;
 
-/* device_index < 0: the best usable device (discrete > integrated > virtual > cpu). */
-int vk_ctx_create(vk_ctx *c, int device_index, err_t *err);
+/* device_index < 0: the best usable device (discrete > integrated > virtual > cpu).
+ * pipe_stats: pipelines keep the compiler's statistics where the device can
+ * (vk_pipe_stats; for the microbenchmark). */
+int vk_ctx_create(vk_ctx *c, int device_index, bool pipe_stats, err_t *err);
 void vk_ctx_destroy(vk_ctx *c);
 
 /* Formats a failed call as one line; returns -1.  Marks the context lost on
@@ -141,7 +149,7 @@ void vk_uploader_free(vk_uploader *u);
 /* ---- pipelines ------------------------------------------------------------ */
 
 typedef struct {
-    char shader[48];
+    const vk_spv *shader;
     uint32_t spec[VKC_MAX_SPEC];
     uint32_t nspec;
     VkPipeline pipe;
@@ -152,10 +160,12 @@ typedef struct {
     uint32_t n, cap;
 } vk_pipes;
 
-/* The pipeline of embedded shader `shader` with specialization constants
+/* The pipeline of embedded shader `shader` (an entry of spv_table, or of
+ * the microbenchmark's spv_tool_table) with specialization constants
  * spec[0..nspec) (ids 0..nspec-1; spec[0] is the workgroup size), built once
  * and cached. */
-VkPipeline vk_pipe_get(vk_ctx *c, vk_pipes *p, const char *shader, const uint32_t *spec, uint32_t nspec, err_t *err);
+VkPipeline vk_pipe_get(vk_ctx *c, vk_pipes *p, const vk_spv *shader, const uint32_t *spec, uint32_t nspec,
+                       err_t *err);
 void vk_pipes_free(vk_ctx *c, vk_pipes *p);
 /* The compiler's statistics of a pipeline ("name=value ..."; registers,
  * shared memory, spills where the driver reports them) into buf, when
@@ -168,13 +178,21 @@ typedef struct {
     VkPipeline pipe;
     const char *name;             /* kernel name for the profile */
     vk_buf w[VKC_WSLOTS];         /* weight slots (binding 0), unused: buf == 0 */
-    vk_buf b[VKC_NBIND];          /* bindings 1..VKC_NBIND */
+    vk_buf b[1 + VKC_NBIND];      /* by binding number, 1..VKC_NBIND (b[0] unused: binding 0 is w) */
     uint32_t push[VKC_PUSH_WORDS];
     uint32_t npush;
     uint32_t groups[3];
     const vk_buf *indirect;       /* non-NULL: VkDispatchIndirectCommand there */
     uint64_t bytes;               /* bytes read + written (weights + activations) */
 } vk_call;
+
+/* A kernel's push constants (its pc_* struct, shaders/pc_*.h) into k. */
+static inline void vk_call_push(vk_call *k, const void *pc, size_t bytes)
+{
+    memcpy(k->push, pc, bytes);
+    k->npush = (uint32_t)(bytes / 4);
+}
+#define VK_PUSH(k, pcv) vk_call_push((k), &(pcv), sizeof(pcv))
 
 enum { VK_PROF_OFF = 0, VK_PROF_SEGMENT = 1, VK_PROF_ALL = 2 };
 

@@ -377,12 +377,11 @@ static int pick_device(vk_ctx *c, int device_index, dev_caps *caps, err_t *err)
     return 0;
 }
 
-static int make_device(vk_ctx *c, const dev_caps *caps, err_t *err)
+static int make_device(vk_ctx *c, const dev_caps *caps, bool pipe_stats, err_t *err)
 {
     const char *exts[5];
     uint32_t n_ext = 0;
-    const char *ps = getenv("GLMCHAT_PIPE_STATS");
-    bool stats = ps && strcmp(ps, "1") == 0 && has_ext(c->pdev, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    bool stats = pipe_stats && has_ext(c->pdev, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     if (stats)
         exts[n_ext++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
     bool sc = caps->size_control_ext || caps->size_control_core;
@@ -511,14 +510,14 @@ static int make_shared_objects(vk_ctx *c, err_t *err)
     return 0;
 }
 
-int vk_ctx_create(vk_ctx *c, int device_index, err_t *err)
+int vk_ctx_create(vk_ctx *c, int device_index, bool pipe_stats, err_t *err)
 {
     memset(c, 0, sizeof *c);
     uint32_t api;
     if (make_instance(&c->instance, &api, err))
         return -1;
     dev_caps caps;
-    if (pick_device(c, device_index, &caps, err) || make_device(c, &caps, err) || 0) {
+    if (pick_device(c, device_index, &caps, err) || make_device(c, &caps, pipe_stats, err)) {
         vk_ctx_destroy(c);
         return -1;
     }

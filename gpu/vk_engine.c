@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "quant.h"
+#include "rope.h"
 #include "vk.h"
 #include "vk_engine.h"
 
@@ -33,34 +34,7 @@ static int check_model(const vk_engine *e, err_t *err)
 
 /* ---- the RoPE table ------------------------------------------------------------------ */
 
-/* (cos, sin) per position and pair, exactly as the reference computes them
- * (ggml's rope_yarn in float, theta stepped by repeated multiplication). */
-static void rope_row(const model_config *c, float pos, float *cs)
-{
-    uint32_t n_dims = c->qk_rope;
-    float theta_scale = powf(c->rope_base, -2.0f / (float)n_dims);
-    float lo = floorf((float)n_dims * logf((float)c->n_ctx_orig / (c->yarn_beta_fast * 2.0f * (float)M_PI)) /
-                      (2.0f * logf(c->rope_base)));
-    float hi = ceilf((float)n_dims * logf((float)c->n_ctx_orig / (c->yarn_beta_slow * 2.0f * (float)M_PI)) /
-                     (2.0f * logf(c->rope_base)));
-    lo = lo > 0.0f ? lo : 0.0f;
-    hi = hi < (float)(n_dims - 1) ? hi : (float)(n_dims - 1);
-    float theta_extrap = pos;
-    for (uint32_t i0 = 0; i0 < n_dims; i0 += 2) {
-        float theta_interp = c->rope_freq_scale * theta_extrap;
-        float theta = theta_interp;
-        if (c->yarn_ext_factor != 0.0f) {
-            float y = ((float)(i0 / 2) - lo) / fmaxf(0.001f, hi - lo);
-            float ramp = 1.0f - fminf(1.0f, fmaxf(0.0f, y));
-            float mix = ramp * c->yarn_ext_factor;
-            theta = theta_interp * (1.0f - mix) + theta_extrap * mix;
-        }
-        cs[i0] = cosf(theta) * c->yarn_attn_factor;
-        cs[i0 + 1] = sinf(theta) * c->yarn_attn_factor;
-        theta_extrap *= theta_scale;
-    }
-}
-
+/* (cos, sin) per position and pair: the reference's own rows (core/rope.h). */
 static int upload_rope(vk_engine *e, err_t *err)
 {
     const model_config *c = &e->m->cfg;
@@ -79,7 +53,7 @@ static int upload_rope(vk_engine *e, err_t *err)
             break;
         }
         for (uint32_t i = 0; i < m; i++)
-            rope_row(c, (float)(p0 + i), dst + (uint64_t)i * c->qk_rope);
+            rope_cos_sin(c, (float)(p0 + i), dst + (uint64_t)i * c->qk_rope);
     }
     if (!rc)
         rc = vk_uploader_finish(u, err);
@@ -111,16 +85,14 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     e->h_z = max_u32(max_u32(c->n_ff_exp, fs), c->n_ff_dense);
     uint32_t n = 0;
     r[n++] = (buf_req){&e->x, B * c->n_embd * f, "x", 0};
-    r[n++] = (buf_req){&e->qa_raw, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "q_a", 0};
+    r[n++] = (buf_req){&e->q_comp, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "compressed query (q_a output)", 0};
     r[n++] = (buf_req){&e->kv, B * (c->kv_lora_rank + c->qk_rope) * f, "kv", 0};
     r[n++] = (buf_req){&e->q, B * c->n_head * qw * f, "q", 0};
-    r[n++] = (buf_req){&e->qa, B * c->n_head * e->ag.RS * f, "qa", 0};
+    r[n++] = (buf_req){&e->q_abs, B * c->n_head * e->ag.RS * f, "absorbed queries", 0};
     r[n++] = (buf_req){&e->part, (uint64_t)e->part_cap * vk_attn_part_heads(&e->ag) * (c->kv_lora_rank + VK_PART_HDR) * f, "attention partials", 0};
     r[n++] = (buf_req){&e->o, B * c->n_head * c->v_head * f, "o", 0};
     r[n++] = (buf_req){&e->h, B * (K + 1) * e->h_z * f, "h", 0};
     r[n++] = (buf_req){&e->rlogits, B * (c->n_expert ? c->n_expert : 1) * f, "router logits", 0};
-    r[n++] = (buf_req){&e->rpart, (uint64_t)c->n_embd * (c->n_expert + 1) * f, "router partials", 0};
-    r[n++] = (buf_req){&e->warm_sink, VK_WARM_SINK_WORDS * f, "L2 warm sums", 0};
     r[n++] = (buf_req){&e->qkv, ((uint64_t)(c->q_lora_rank ? c->q_lora_rank : c->n_head * qw) + c->kv_lora_rank + c->qk_rope) * f,
                        "q_a + kv", 0};
     /* every layer keeps its choices (routing report, prefill grouping) */
@@ -129,8 +101,8 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     uint64_t hp = B * K * c->n_ff_exp + B * fs;
     if (hp < B * c->n_ff_dense)
         hp = B * c->n_ff_dense;
-    r[n++] = (buf_req){&e->xn, B * c->n_embd * f, "normalized x", 0};
-    r[n++] = (buf_req){&e->qan, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "normalized q_a", 0};
+    r[n++] = (buf_req){&e->x_norm, B * c->n_embd * f, "normalized x", 0};
+    r[n++] = (buf_req){&e->q_comp_norm, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "normalized compressed query", 0};
     r[n++] = (buf_req){&e->hp, hp * f, "expert hidden states", 0};
     r[n++] = (buf_req){&e->yp, B * (K ? K : 1) * c->n_embd * f, "expert outputs", 0};
     r[n++] = (buf_req){&e->part_pf, B * c->n_head * (uint64_t)e->part_cap_prefill * (c->kv_lora_rank + VK_PART_HDR) * f,
@@ -179,7 +151,7 @@ static int alloc_buffers(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 {
     uint64_t wb;
-    if (vk_weights_plan(&e->c, e->m, &wb, err))
+    if (vk_weights_plan(&e->c, &e->tune, e->m, &wb, err))
         return -1;
     uint64_t kv = cache_bytes(e) * e->m->cfg.n_layer, act = 0;
     for (uint32_t i = 0; i < n; i++)
@@ -242,11 +214,12 @@ static void vk_destroy(void *impl);
 static int setup(vk_engine *e, err_t *err)
 {
     const model_config *c = &e->m->cfg;
-    if (vk_ctx_create(&e->c, e->p.device_index, err) || check_model(e, err))
+    if (vk_tuning_fill(&e->tune, e->p.tune, e->p.n_tune, err) || vk_ctx_create(&e->c, e->p.device_index, false, err) ||
+        check_model(e, err))
         return -1;
-    e->kb = (vk_kb){&e->c, &e->pipes, &e->kerr};
+    e->kb = (vk_kb){&e->c, &e->pipes, &e->tune, &e->kerr};
     e->n_batch = e->p.n_batch ? e->p.n_batch : 1;
-    if (vk_attn_geom_init(&e->c, &e->ag, c->n_head, c->kv_lora_rank, c->qk_rope, c->qk_nope, c->v_head,
+    if (vk_attn_geom_init(&e->kb, &e->ag, c->n_head, c->kv_lora_rank, c->qk_rope, c->qk_nope, c->v_head,
                           e->p.kv == KV_F16, e->p.n_ctx, err) ||
         vk_topk_geom_init(c->n_vocab, c->n_vocab < TOPK_MAX ? c->n_vocab : TOPK_MAX, &e->tg, err))
         return -1;
@@ -260,7 +233,7 @@ static int setup(vk_engine *e, err_t *err)
     vk_arena_init(&e->c, &e->act_arena, VK_MEM_DEVICE, 1ull << 30, "activations and KV cache");
     vk_arena_init(&e->c, &e->host_arena, VK_MEM_HOST, 64ull << 20, "host-visible buffers");
     vk_arena_init(&e->c, &e->bar_arena, VK_MEM_UPLOAD, 1ull << 20, "params");
-    if (vk_weights_upload(&e->c, &e->wts_arena, e->m, &e->w, e->p.progress, e->p.progress_user, err))
+    if (vk_weights_upload(&e->c, &e->tune, &e->wts_arena, e->m, &e->w, e->p.progress, e->p.progress_user, err))
         return -1;
     if (alloc_buffers(e, req, n, err) || upload_rope(e, err) || zero_counters(e, err))
         return -1;
@@ -271,13 +244,17 @@ static int setup(vk_engine *e, err_t *err)
         err_prefix(err, "recording the prefill graph");
         return -1;
     }
-    char links[64] = "";
+    char links[64] = "", tuned[192] = "", set[160];
     if (e->decode.prog.n_link)
         snprintf(links, sizeof links, " (%u joined by counters, not barriers)", e->decode.prog.n_link);
+    vk_tuning_describe(&e->tune, set, sizeof set);
+    if (set[0])
+        snprintf(tuned, sizeof tuned, "; tuning: %s", set);
     snprintf(e->desc, sizeof e->desc, "Vulkan: %s (%s, %.1f GiB, subgroup %u%s), weights %.2f GiB, %u dependent "
-                                      "dispatches per token%s",
+                                      "dispatches per token%s%s",
              e->c.info.name, e->c.info.kind, e->c.info.device_local_bytes / GiB, e->c.subgroup,
-             e->c.coopmat ? ", cooperative matrices" : "", e->w.device_bytes / GiB, e->decode.prog.n_dep + 1, links);
+             e->c.coopmat ? ", cooperative matrices" : "", e->w.device_bytes / GiB, e->decode.prog.n_dep + 1, links,
+             tuned);
     return 0;
 }
 

@@ -38,11 +38,12 @@ typedef struct {
 typedef struct {
     vk_ctx c;
     vk_pipes pipes;
+    vk_tuning tune;          /* filled once at create (defaults, GLMCHAT_DEP_FLAGS, engine_params.tune) */
     vk_kb kb;
     err_t kerr;
     const model *m;
     engine_params p;
-    char desc[640];
+    char desc[1024];
 
     vk_arena wts_arena, act_arena, host_arena, bar_arena;
     vk_weights w;
@@ -50,13 +51,23 @@ typedef struct {
     vk_topk_geom tg;
     uint32_t n_batch;        /* tokens per prefill graph */
 
-    /* activations (device), sized for n_batch tokens */
-    vk_buf x, qa_raw, kv, q, qa, part, o, h, rlogits, ids, wts, counters, logits;
-    vk_buf rpart;            /* decode: router partials of attn_out_router */
+    /* activations (device), sized for n_batch tokens (B) */
+    vk_buf x;                /* (B, n_embd) the residual stream */
+    vk_buf q_comp;           /* (B, q_lora) the compressed query: q_a's output, before attn_q_a_norm */
+    vk_buf kv;               /* (B, kv_lora + rope) kv_a_mqa's output: [latent | k_rope] */
+    vk_buf q;                /* (B, n_head, nope + rope) */
+    vk_buf q_abs;            /* (B, n_head, RS) absorbed queries [k_b . q_nope | rotated q_rope | 0] */
+    vk_buf part;             /* decode attention partials (vk_attn_part_heads, VK_PART_HDR) */
+    vk_buf o;                /* (B, n_head, v_head) attention output */
+    vk_buf h;                /* (B, n_used + 1, h_z) expert hidden states, the shared expert's last */
+    vk_buf rlogits;          /* (B, n_expert) router logits */
+    vk_buf ids, wts;         /* (n_layer, B, n_used) chosen experts and their weights */
+    vk_buf counters;         /* the router's finished-workgroup counters */
+    vk_buf logits;           /* (n_vocab) for the top-K */
     vk_buf qkv;              /* decode: [q_a or q | kv] of the merged matvec (vk_layer_w.qkv_a) */
     vk_buf dep;              /* decode: word 0 failed waits, then VK_DEP_PER_LAYER counters per
                                 layer (shaders/dep_flag.glsl); host-visible */
-    uint32_t dep_mask;       /* which barriers of a layer are counters instead (GLMCHAT_DEP_FLAGS) */
+    uint32_t dep_mask;       /* which barriers of a layer are counters instead (tune.dep_flags) */
     bool dep_off;            /* a wait gave up once: the graph is recorded with barriers only */
     uint32_t dep_fallbacks;  /* times that happened (0 or 1) */
     uint32_t epoch;          /* decode submits so far (params[VKP_EPOCH]) */
@@ -65,12 +76,10 @@ typedef struct {
     vk_vec pend_word;
     uint32_t pend_n;
     bool pend;
-    vk_buf warm_sink;        /* decode: l2_warm's per-workgroup sums (never read) */
-    uint32_t warm_mask;      /* decode: which steps warm the next step's weights (VK_WARM_*) */
-    bool warm_first;         /* record l2_warm before the step's kernels (else after) */
-    /* prefill only: normalized inputs, expert hidden states and outputs per
-     * (token, slot) pair, the expert work list, attention partials */
-    vk_buf xn, qan, hp, yp, part_pf, moe_list, moe_tiles, moe_ind;
+    /* prefill only: normalized inputs (x_norm, q_comp_norm), expert hidden
+     * states and outputs per (token, slot) pair (hp, yp), attention partials,
+     * the expert work list */
+    vk_buf x_norm, q_comp_norm, hp, yp, part_pf, moe_list, moe_tiles, moe_ind;
     vk_buf topk_v, topk_i, topk_ms, topk_cnt;
     uint32_t h_z, part_cap, part_cap_prefill;
     vk_buf *cache;           /* per layer */
@@ -89,10 +98,6 @@ typedef struct {
     vk_profile prof_decode, prof_prefill;
     double decode_gpu_us;    /* from timestamps, recent */
 } vk_engine;
-
-/* Words of the decode graph's l2_warm sink: a warm call needing more
- * workgroups is left out (vk_forward.c). */
-#define VK_WARM_SINK_WORDS 65536u
 
 #define VK_DEP_PER_LAYER 16u
 

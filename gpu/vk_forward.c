@@ -10,7 +10,7 @@
  *
  *   [q_a | kv] = W.norm(x)                            (attn_norm fused; one matrix)
  *   q = q_b . norm(q_a)                               (q_a_norm fused)
- *   qa = k_b . q_nope per head  ||  kv_store          (cache row, rotated q)
+ *   q_abs = k_b . q_nope per head  ||  kv_store       (cache row, rotated q)
  *   attention partials over chunks of the cache       (indirect grid)
  *   combine + v_b per head
  *   x += attn_output . o
@@ -18,135 +18,24 @@
  *   gate/up + SiLU of the routed experts
  *   x += sum_k w_k down_k . h_k + down_s . h_s
  *
- * (GLMCHAT_QBKB_FUSED=1 joins the q_b and k_b steps: one kernel per head
- * with the rotated rope part, kv_store writing only the cache row beside
- * it -- one step less, but slower on the H200, so off by default.)
- * GLMCHAT_ROUTER_FUSED=1 runs the router inside the attn_output dispatch
- * (its last workgroup picks the experts) and the shared expert's gate/up in
- * the routed experts' dispatch: one step less, but on the H200 no faster
- * at depth 0 and slower at depth 4096 (gpu/PERF.md run 14a), so off by
- * default.  Without q compression
- * (DeepSeek-V2-Lite) q comes from q_a's step and k_b runs beside kv_store;
- * dense layers have gate/up then down.  The position, the token and the
- * chunking live in the params buffer the host writes before each submit. */
+ * Without q compression (DeepSeek-V2-Lite) q comes from q_a's step and k_b
+ * runs beside kv_store; dense layers have gate/up then down.  The position,
+ * the token and the chunking live in the params buffer the host writes
+ * before each submit. */
 #include <string.h>
 
-#include "vk_engine.h"
+#include "vk_graph.h"
 
-#define TRY(x)               \
-    do {                     \
-        if ((x) < 0)         \
-            return -1;       \
-    } while (0)
-
-static vk_vec V(vk_buf b, uint32_t off)
-{
-    return (vk_vec){b, off};
-}
-
-/* L2 warming (shaders/l2_warm.comp): a step of the graph can read the next
- * step's weights beside its own kernels (no barrier between them), so the
- * next step's loads hit the L2 cache instead of waiting on HBM.  Measured
- * slower in every form on the H200 (gpu/PERF.md run 16: the steps are not
- * bound by where their weights come from, and each extra dispatch in a
- * step costs ~1 us), so off by default.  Each bit of GLMCHAT_WARM turns on
- * one step's warming: */
-enum {
-    WARM_Q_B = 1u << 0,     /* q_a || kv_a warms q_b (no q_a: k_b) */
-    WARM_K_B = 1u << 1,     /* q_b warms k_b */
-    WARM_CACHE = 1u << 2,   /* k_b || kv_store warms the cache rows before the new one */
-    WARM_V_B = 1u << 3,     /* attention warms v_b */
-    WARM_OUT = 1u << 4,     /* combine + v_b warms attn_output */
-    WARM_ROUTER = 1u << 5,  /* attn_output warms the router and the shared gate/up (dense: gate/up) */
-    WARM_SH_DOWN = 1u << 6, /* router || shared gate/up warms the shared down */
-    WARM_DOWN = 1u << 7,    /* gate/up warms the selected experts' down (dense: down) */
-    WARM_NEXT = 1u << 8,    /* down warms the next layer's q_a and kv_a */
-};
-/* The cache rows warmed at most (a long context's cache exceeds the L2). */
-#define WARM_CACHE_MAX (16ull << 20)
-
-static int call(vk_engine *e, vk_rec *r, int rc, const vk_call *k);
-
-/* Records step `bit`'s warming of layer il, where it is on and `first`
- * matches where the engine records it (before or after the step's kernels). */
-static int warm(vk_engine *e, vk_rec *r, uint32_t il, uint32_t bit, bool first)
-{
-    const model_config *c = &e->m->cfg;
-    if (!(e->warm_mask & bit) || first != e->warm_first)
-        return 0;
-    const vk_layer_w *L = &e->w.layers[il];
-    uint32_t K = c->n_expert_used;
-    vk_warm_args a = {.params = e->params, .sink = e->warm_sink};
-    bool ok = true;
-    switch (bit) {
-    case WARM_Q_B:
-        ok = vk_warm_add_tensor(&a, c->q_lora_rank > 0 ? &L->q_b : &L->k_b, false);
-        break;
-    case WARM_K_B:
-        ok = vk_warm_add_tensor(&a, &L->k_b, false);
-        break;
-    case WARM_CACHE: {
-        uint64_t row = (uint64_t)e->ag.RS * (e->ag.kv_f16 ? 2 : 4), most = e->cache[il].size;
-        most = most < WARM_CACHE_MAX ? most : WARM_CACHE_MAX;
-        ok = vk_warm_add(&a, e->cache[il], 0, most / row * row, row, VK_WARM_BY_POS);
-        break;
-    }
-    case WARM_V_B:
-        ok = vk_warm_add_tensor(&a, &L->v_b, false);
-        break;
-    case WARM_OUT:
-        ok = vk_warm_add_tensor(&a, &L->attn_out, false);
-        break;
-    case WARM_ROUTER:
-        if (L->is_moe) {
-            ok = vk_warm_add_tensor(&a, &L->router, false);
-            if (L->has_shared)
-                ok = ok && vk_warm_add_tensor(&a, &L->gate_sh, false) && vk_warm_add_tensor(&a, &L->up_sh, false);
-        } else {
-            ok = vk_warm_add_tensor(&a, &L->ffn_gate, false) && vk_warm_add_tensor(&a, &L->ffn_up, false);
-        }
-        break;
-    case WARM_SH_DOWN:
-        if (L->is_moe && L->has_shared)
-            ok = vk_warm_add_tensor(&a, &L->down_sh, false);
-        break;
-    case WARM_DOWN:
-        if (L->is_moe) {
-            a.ids = V(e->ids, il * e->n_batch * K);
-            a.n_ids = K;
-            ok = vk_warm_add_tensor(&a, &L->down_exps, true);
-        } else {
-            ok = vk_warm_add_tensor(&a, &L->ffn_down, false);
-        }
-        break;
-    case WARM_NEXT:
-        if (il + 1 < c->n_layer) {
-            const vk_layer_w *N = &e->w.layers[il + 1];
-            ok = N->qkv_merged ? vk_warm_add_tensor(&a, &N->qkv_a, false)
-                               : vk_warm_add_tensor(&a, c->q_lora_rank > 0 ? &N->q_a : &N->q, false) &&
-                                     vk_warm_add_tensor(&a, &N->kv_a, false);
-        }
-        break;
-    }
-    /* nothing to warm, more ranges than the kernel takes, or a grid larger
-     * than the sink: the step runs unwarmed (warming changes no result) */
-    if (!ok || a.n == 0 || vk_warm_sink_words(&e->c, &a) > e->warm_sink.size / 4)
-        return 0;
-    vk_call k;
-    return call(e, r, vk_k_warm(&e->kb, &a, &k), &k);
-}
-
-/* The step's warming, before and after its kernels (one of the two records it). */
-#define WARM_BEFORE(bit) TRY(warm(e, r, il, (bit), true))
-#define WARM_AFTER(bit) TRY(warm(e, r, il, (bit), false))
-
-/* Dependencies by counter (shaders/dep_flag.glsl): where both sides' kernels
- * can, a step's dispatches each count their finished workgroups and the
- * next step's dispatches, recorded with no pipeline barrier between, wait on
- * that count after issuing their weight loads (a barrier costs 2.9 us on the
- * H200, a wait ~1 us, and the loads overlap the producer's tail).  Each bit
- * of GLMCHAT_DEP_FLAGS turns one boundary of a layer into a counter (all
- * nine by default where the device is known): */
+/* ---- steps ------------------------------------------------------------------------------
+ * A step's dispatches run together; the next step depends on all of them.
+ * Where both sides' kernels can (their vk_*_deps()), the step's dispatches
+ * each count their finished workgroups on a counter and the next step's
+ * dispatches, recorded with no pipeline barrier between, wait on that count
+ * after issuing their weight loads (a wait costs less than a barrier, and
+ * the loads overlap the producer's tail: gpu/PERF.md runs 16-17).
+ * Elsewhere the step ends with a barrier.  Each bit of
+ * tune.dep_flags (GLMCHAT_DEP_FLAGS) turns one boundary of a layer into a
+ * counter (all nine by default where the device is known): */
 enum {
     DEP_QA = 0,     /* [q_a | kv_a] -> q_b */
     DEP_OUT = 1,    /* attn_output -> router || shared gate/up */
@@ -157,56 +46,69 @@ enum {
     DEP_VB = 6,     /* combine + v_b -> attn_output */
     DEP_QB = 7,     /* q_b -> k_b || kv_store */
     DEP_KB = 8,     /* k_b || kv_store -> attention */
+    DEP_NONE = 9,   /* a step that always ends with a barrier */
 };
 #define DEP_ALL 511u
 
-static bool dep_wanted(const vk_engine *e, uint32_t b)
+typedef struct {
+    vk_engine *e;
+    vk_rec *r;
+    vk_dep dep;       /* each dispatch's ends: the previous step's counter, this step's */
+    vk_vec word;      /* this step's counter */
+    bool linked;      /* joined to the next step by the counter, not a barrier */
+    uint32_t groups;  /* the step's workgroups so far: what the next step waits for */
+    vk_call k;        /* the dispatch being recorded */
+} step;
+
+/* Opens the step of layer il ending at `boundary`; `kernels_can`: every
+ * dispatch of this step can signal and every one of the next step can wait. */
+static void step_open(step *s, vk_engine *e, vk_rec *r, uint32_t il, uint32_t boundary, bool kernels_can)
 {
-    return (e->dep_mask >> b & 1) != 0;
+    memset(s, 0, sizeof *s);
+    s->e = e;
+    s->r = r;
+    s->linked = boundary != DEP_NONE && (e->dep_mask >> boundary & 1) && kernels_can;
+    if (s->linked)
+        s->word = V(e->dep, 1 + il * VK_DEP_PER_LAYER + boundary);
+    if (e->pend) {
+        /* the previous step's counter (n = 0: the attention's running total,
+         * params[VKP_ATTN_TOTAL]); tune.dep_stall = 1 (fault injection, for
+         * the tests) makes every wait expect one workgroup more than there
+         * is, so each gives up and the engine must fall back to barriers */
+        uint32_t stall = e->tune.dep_stall;
+        s->dep = (vk_dep){.wait = &e->pend_word, .wait_n = e->pend_n ? e->pend_n + stall : 0, .params = e->params};
+    }
+    if (s->linked)
+        s->dep.signal = &s->word;
 }
 
-static vk_vec dep_word(const vk_engine *e, uint32_t il, uint32_t b)
+/* Records a built dispatch of step s (rc: the builder's result). */
+static int step_record(step *s, int rc)
 {
-    return V(e->dep, 1 + il * VK_DEP_PER_LAYER + b);
+    if (record(s->r, rc, &s->k) < 0)
+        return -1;
+    s->groups += s->k.groups[0] * s->k.groups[1] * s->k.groups[2];
+    return 0;
 }
 
-/* A consumer's wait on the pending counter (or nothing: a barrier was recorded). */
-static vk_dep dep_wait_pending(const vk_engine *e)
-{
-    /* GLMCHAT_DEP_STALL=1 (fault injection, for the tests): every wait
-     * expects one workgroup more than there is, so each gives up and the
-     * engine must fall back to the graph with barriers */
-    uint32_t extra = vk_env_u32("GLMCHAT_DEP_STALL", 0, 0, 1);
-    uint32_t n = e->pend_n ? e->pend_n + extra : 0; /* 0: the attention's running total */
-    return e->pend ? (vk_dep){.wait = &e->pend_word, .wait_n = n, .params = e->params} : (vk_dep){0};
-}
+/* Builds builder's dispatch for `args` with the step's dependency ends and records it. */
+#define STEP_CALL(s, builder, args) ((args)->dep = (s)->dep, step_record((s), builder(&(s)->e->kb, (args), &(s)->k)))
 
-/* After a step's producers: either the counter they signalled becomes the
- * next step's wait, or a barrier. */
-static void dep_close(vk_engine *e, vk_rec *r, bool linked, vk_vec word, uint32_t n)
+/* Ends the step: its counter becomes what the next step waits on, or a barrier. */
+static void step_close(step *s)
 {
-    e->pend = linked;
-    if (linked) {
-        e->pend_word = word;
-        e->pend_n = n;
-        vk_rec_link(r);
+    vk_engine *e = s->e;
+    e->pend = s->linked;
+    if (s->linked) {
+        e->pend_word = s->word;
+        e->pend_n = s->groups;
+        vk_rec_link(s->r);
     } else {
-        vk_rec_barrier(r);
+        vk_rec_barrier(s->r);
     }
 }
 
-static uint32_t groups_of(const vk_call *k)
-{
-    return k->groups[0] * k->groups[1] * k->groups[2];
-}
-
-static int call(vk_engine *e, vk_rec *r, int rc, const vk_call *k)
-{
-    if (rc < 0)
-        return -1;
-    vk_rec_call(r, k);
-    return r->status;
-}
+/* ---- operands ---------------------------------------------------------------------------- */
 
 /* The router's operands of MoE layer il (token slot 0). */
 static vk_router_args router_args(const vk_engine *e, uint32_t il)
@@ -219,24 +121,6 @@ static vk_router_args router_args(const vk_engine *e, uint32_t il)
                             .bias = L->has_bias ? &L->exp_probs_b : NULL, .counter = V(e->counters, 0),
                             .n_used = K, .gating = c->gating, .nz = 1, .norm_w = c->expert_weights_norm,
                             .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale};
-}
-
-/* Whether MoE layer il's router runs inside its attn_output dispatch (one
- * dependent step less per layer; GLMCHAT_ROUTER_FUSED=1 -- measured no
- * gain, see the top of the file), with the operands in *a. */
-static bool router_folded(const vk_engine *e, uint32_t il, vk_out_router_args *a)
-{
-    const vk_layer_w *L = &e->w.layers[il];
-    if (!L->is_moe || !vk_env_u32("GLMCHAT_ROUTER_FUSED", 0, 0, 1))
-        return false;
-    *a = (vk_out_router_args){.w = &L->attn_out, .o = V(e->o, 0), .x = V(e->x, 0), .r = router_args(e, il),
-                              .partials = V(e->rpart, 0)};
-    return vk_out_router_folds(&e->kb, a);
-}
-
-static bool shexp_early(const vk_engine *e, uint32_t il)
-{
-    return e->w.layers[il].has_shared && vk_env_u32("GLMCHAT_SHEXP_EARLY", 1, 0, 1);
 }
 
 static vk_glu_args shexp_args(const vk_engine *e, uint32_t il, const vk_vec *fn)
@@ -252,185 +136,12 @@ static vk_glu_args shexp_args(const vk_engine *e, uint32_t il, const vk_vec *fn)
 static bool moe_step_waits(const vk_engine *e, uint32_t il)
 {
     const vk_layer_w *L = &e->w.layers[il];
-    vk_out_router_args fr;
-    if (!L->is_moe || router_folded(e, il, &fr))
+    if (!L->is_moe)
         return false;
     vk_router_args ra = router_args(e, il);
     vk_vec fn = L->ffn_norm;
     vk_glu_args gs = shexp_args(e, il, &fn);
-    return vk_router_deps(&e->kb, &ra) && (!shexp_early(e, il) || vk_glu_deps(&e->kb, &gs));
-}
-
-/* The attention block of one layer for one token (token slot 0). */
-static int attention(vk_engine *e, vk_rec *r, uint32_t il)
-{
-    const model_config *c = &e->m->cfg;
-    const vk_layer_w *L = &e->w.layers[il];
-    const vk_attn_geom *g = &e->ag;
-    vk_kb *kb = &e->kb;
-    uint32_t qw = c->qk_nope + c->qk_rope;
-    vk_call k;
-    vk_vec an = L->attn_norm;
-    vk_buf ind = e->params;
-    ind.off += VKP_ATTN_IND * 4;
-    ind.size = 12;
-    vk_attn_args at = {.g = g, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS, .cache = V(e->cache[il], 0),
-                       .part = V(e->part, 0), .chunk_cap = e->part_cap, .kq_scale = c->kq_scale,
-                       .params = e->params, .indirect = &ind, .nz = 1};
-
-    /* q (via q_a and q_b, or directly) and kv, from the normalized x: one
-     * matvec over the merged matrix, or two beside each other */
-    bool lora = c->q_lora_rank > 0;
-    uint32_t nq = lora ? c->q_lora_rank : c->n_head * qw;
-    vk_vec qa_raw = V(e->qa_raw, 0), q = V(e->q, 0), kv = V(e->kv, 0), qn = L->q_a_norm;
-    bool fused_qbkb = lora && vk_env_u32("GLMCHAT_QBKB_FUSED", 0, 0, 1);
-    if (L->qkv_merged) {
-        *(lora ? &qa_raw : &q) = V(e->qkv, 0);
-        kv = V(e->qkv, nq);
-    }
-    vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = qa_raw, .y = q, .nz = 1, .norm = &qn,
-                     .eps = c->rms_eps};
-    vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = V(e->x, 0),
-                    .y = V(e->qkv, 0), .nz = 1, .norm = &an, .eps = c->rms_eps};
-    vk_mv_args qm = {.name = lora ? "attn_q_a" : "attn_q", .w = lora ? &L->q_a : &L->q, .x = V(e->x, 0),
-                     .y = lora ? qa_raw : q, .nz = 1, .norm = &an, .eps = c->rms_eps};
-    vk_mv_args kva = {.name = "attn_kv_a_mqa", .w = &L->kv_a, .x = V(e->x, 0), .y = kv, .nz = 1, .norm = &an,
-                      .eps = c->rms_eps};
-    /* the step's dispatches wait on the previous layer's down (a pending
-     * counter) or follow its barrier; they signal q_b's counter */
-    vk_vec w_qa = dep_word(e, il, DEP_QA);
-    bool link = dep_wanted(e, DEP_QA) && lora && !fused_qbkb && vk_mv_deps(kb, &qb) &&
-                (L->qkv_merged ? vk_mv_deps(kb, &m) : vk_mv_deps(kb, &qm) && vk_mv_deps(kb, &kva));
-    m.dep = qm.dep = kva.dep = dep_wait_pending(e);
-    if (link)
-        m.dep.signal = qm.dep.signal = kva.dep.signal = &w_qa;
-    uint32_t n_qa = 0;
-    WARM_BEFORE(WARM_Q_B);
-    if (L->qkv_merged) {
-        TRY(call(e, r, vk_k_mv(kb, &m, &k), &k));
-        n_qa += groups_of(&k);
-    } else {
-        TRY(call(e, r, vk_k_mv(kb, &qm, &k), &k));
-        n_qa += groups_of(&k);
-        TRY(call(e, r, vk_k_mv(kb, &kva, &k), &k));
-        n_qa += groups_of(&k);
-    }
-    WARM_AFTER(WARM_Q_B);
-    dep_close(e, r, link, w_qa, n_qa);
-    vk_kv_store_args ks = {.g = g, .kv = kv, .kv_z = c->kv_lora_rank + c->qk_rope,
-                           .norm = L->kv_a_norm, .eps = c->rms_eps, .cache = V(e->cache[il], 0), .rope_cs = e->rope,
-                           .q = q, .q_z = c->n_head * qw, .qa = V(e->qa, 0), .qa_z = c->n_head * g->RS,
-                           .params = e->params, .nz = 1};
-    /* q_b and k_b in one step (with the rotated rope part of q) beside the
-     * cache row, GLMCHAT_QBKB_FUSED=1: one dependent step less per layer,
-     * but each workgroup recomputes its head's q_b rows, and on the H200 it
-     * measured slower (tg64 190.8 against 211.5 tokens/s, gpu/PERF.md run
-     * 14), so the two-step graph below is the default */
-    vk_qbkb_args qk = {.g = g, .q_b = &L->q_b, .k_b = &L->k_b, .x = qa_raw, .norm = L->q_a_norm,
-                       .eps = c->rms_eps, .rope_cs = e->rope, .qa = V(e->qa, 0), .params = e->params};
-    if (fused_qbkb && vk_qbkb_fits(kb, &qk)) {
-        TRY(call(e, r, vk_k_qbkb(kb, &qk, &k), &k));
-        ks.cache_only = true;
-        TRY(call(e, r, vk_k_kv_store(kb, &ks, &k), &k));
-        vk_rec_barrier(r);
-    } else {
-        /* absorbed query per head || new cache row + rotated query rope part */
-        vk_mv_args kb_args = {.name = "attn_k_b", .w = &L->k_b, .x = q, .x_z = qw, .y = V(e->qa, 0),
-                              .y_z = g->RS, .nz = c->n_head};
-        if (lora) {
-            /* k_b and kv_store wait on q_b's counter */
-            vk_vec w_qb = dep_word(e, il, DEP_QB);
-            bool link_qb = dep_wanted(e, DEP_QB) && vk_mv_deps(kb, &qb) && vk_mv_deps(kb, &kb_args);
-            qb.dep = dep_wait_pending(e);
-            if (link_qb)
-                qb.dep.signal = &w_qb;
-            WARM_BEFORE(WARM_K_B);
-            TRY(call(e, r, vk_k_mv(kb, &qb, &k), &k));
-            WARM_AFTER(WARM_K_B);
-            dep_close(e, r, link_qb, w_qb, groups_of(&k));
-        }
-        /* ... and the attention on theirs */
-        vk_vec w_kb = dep_word(e, il, DEP_KB);
-        bool link_kb = dep_wanted(e, DEP_KB) && vk_attn_deps(kb, &at) && vk_mv_deps(kb, &kb_args);
-        kb_args.dep = ks.dep = dep_wait_pending(e);
-        if (link_kb)
-            kb_args.dep.signal = ks.dep.signal = &w_kb;
-        uint32_t n_kb = 0;
-        WARM_BEFORE(WARM_CACHE);
-        TRY(call(e, r, vk_k_mv(kb, &kb_args, &k), &k));
-        n_kb += groups_of(&k);
-        TRY(call(e, r, vk_k_kv_store(kb, &ks, &k), &k));
-        n_kb += groups_of(&k);
-        WARM_AFTER(WARM_CACHE);
-        dep_close(e, r, link_kb, w_kb, n_kb);
-    }
-
-    /* attention over the cache, split in chunks (grid from the params) */
-    vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part, 0), .chunk_cap = e->part_cap,
-                          .params = e->params, .o = V(e->o, 0), .o_z = c->n_head * c->v_head, .nz = 1};
-    vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = V(e->x, 0), .nz = 1,
-                     .accumulate = true};
-    vk_out_router_args fr;
-    bool folded = router_folded(e, il, &fr);
-    /* the combine waits on the attention's counter (its grid follows the
-     * context: the host keeps the running total), attn_output on the combine's */
-    vk_vec w_attn = dep_word(e, il, DEP_ATTN), w_vb = dep_word(e, il, DEP_VB);
-    bool link_attn = dep_wanted(e, DEP_ATTN) && vk_attn_deps(kb, &at) && vk_attn_vb_deps(kb, &vb);
-    bool link_vb = dep_wanted(e, DEP_VB) && !folded && vk_attn_vb_deps(kb, &vb) && vk_mv_deps(kb, &ao);
-    at.dep = dep_wait_pending(e);
-    if (link_attn)
-        at.dep.signal = &w_attn;
-    WARM_BEFORE(WARM_V_B);
-    TRY(call(e, r, vk_k_attn(kb, &at, &k), &k));
-    WARM_AFTER(WARM_V_B);
-    dep_close(e, r, link_attn, w_attn, 0);
-    vb.dep = dep_wait_pending(e);
-    if (link_vb)
-        vb.dep.signal = &w_vb;
-    WARM_BEFORE(WARM_OUT);
-    TRY(call(e, r, vk_k_attn_vb(kb, &vb, &k), &k));
-    WARM_AFTER(WARM_OUT);
-    dep_close(e, r, link_vb, w_vb, groups_of(&k));
-
-    /* x += attn_output . o (and, folded in, the MoE router of the new x) */
-    WARM_BEFORE(WARM_ROUTER);
-    if (folded) {
-        TRY(call(e, r, vk_k_out_router(kb, &fr, &k), &k));
-        WARM_AFTER(WARM_ROUTER);
-        vk_rec_barrier(r);
-        return 0;
-    }
-    ao.dep = dep_wait_pending(e);
-    /* the router and the shared gate/up wait on this dispatch's counter */
-    vk_vec w_out = dep_word(e, il, DEP_OUT);
-    bool link_out = dep_wanted(e, DEP_OUT) && moe_step_waits(e, il) && vk_mv_deps(kb, &ao);
-    if (link_out)
-        ao.dep.signal = &w_out;
-    TRY(call(e, r, vk_k_mv(kb, &ao, &k), &k));
-    WARM_AFTER(WARM_ROUTER);
-    dep_close(e, r, link_out, w_out, groups_of(&k));
-    return 0;
-}
-
-static int ffn_dense(vk_engine *e, vk_rec *r, uint32_t il)
-{
-    const model_config *c = &e->m->cfg;
-    const vk_layer_w *L = &e->w.layers[il];
-    vk_call k;
-    vk_vec fn = L->ffn_norm;
-    vk_glu_args gu = {.name = "ffn_gate_up", .gate = &L->ffn_gate, .up = &L->ffn_up, .x = V(e->x, 0), .norm = &fn,
-                      .eps = c->rms_eps, .h = V(e->h, 0), .h_z = 0, .nz = 1};
-    WARM_BEFORE(WARM_DOWN);
-    TRY(call(e, r, vk_k_glu(&e->kb, &gu, &k), &k));
-    WARM_AFTER(WARM_DOWN);
-    vk_rec_barrier(r);
-    vk_mv_args dn = {.name = "ffn_down", .w = &L->ffn_down, .x = V(e->h, 0), .y = V(e->x, 0), .nz = 1,
-                     .accumulate = true};
-    WARM_BEFORE(WARM_NEXT);
-    TRY(call(e, r, vk_k_mv(&e->kb, &dn, &k), &k));
-    WARM_AFTER(WARM_NEXT);
-    vk_rec_barrier(r);
-    return 0;
+    return vk_router_deps(&e->kb, &ra) && (!L->has_shared || vk_glu_deps(&e->kb, &gs));
 }
 
 /* Whether layer il's first step ([q_a | kv_a]) can wait on a counter. */
@@ -443,96 +154,156 @@ static bool first_step_waits(const vk_engine *e, uint32_t il)
     return L->qkv_merged ? vk_mv_deps(&e->kb, &m) : vk_mv_deps(&e->kb, &qm) && vk_mv_deps(&e->kb, &kva);
 }
 
+/* ---- the layer ------------------------------------------------------------------------------ */
+
+/* The attention block of one layer for one token (token slot 0). */
+static int attention(vk_engine *e, vk_rec *r, uint32_t il)
+{
+    const model_config *c = &e->m->cfg;
+    const vk_layer_w *L = &e->w.layers[il];
+    const vk_attn_geom *g = &e->ag;
+    vk_kb *kb = &e->kb;
+    bool lora = c->q_lora_rank > 0;
+    uint32_t qw = c->qk_nope + c->qk_rope, nq = lora ? c->q_lora_rank : c->n_head * qw;
+    /* q_a (or q) and kv: one matvec over the merged matrix, or two */
+    vk_vec an = L->attn_norm, qn = L->q_a_norm;
+    vk_vec q_comp = V(e->q_comp, 0), q = V(e->q, 0), kv = V(e->kv, 0);
+    if (L->qkv_merged) {
+        *(lora ? &q_comp : &q) = V(e->qkv, 0);
+        kv = V(e->qkv, nq);
+    }
+    vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = V(e->x, 0),
+                    .y = V(e->qkv, 0), .nz = 1, .norm = &an, .eps = c->rms_eps};
+    vk_mv_args qm = {.name = lora ? "attn_q_a" : "attn_q", .w = lora ? &L->q_a : &L->q, .x = V(e->x, 0),
+                     .y = lora ? q_comp : q, .nz = 1, .norm = &an, .eps = c->rms_eps};
+    vk_mv_args kva = {.name = "attn_kv_a_mqa", .w = &L->kv_a, .x = V(e->x, 0), .y = kv, .nz = 1, .norm = &an,
+                      .eps = c->rms_eps};
+    vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = q_comp, .y = q, .nz = 1, .norm = &qn, .eps = c->rms_eps};
+    vk_mv_args kb_args = {.name = "attn_k_b", .w = &L->k_b, .x = q, .x_z = qw, .y = V(e->q_abs, 0), .y_z = g->RS,
+                          .nz = c->n_head};
+    vk_kv_store_args ks = {.g = g, .kv = kv, .kv_z = c->kv_lora_rank + c->qk_rope, .norm = L->kv_a_norm,
+                           .eps = c->rms_eps, .cache = V(e->cache[il], 0), .rope_cs = e->rope, .q = q,
+                           .q_z = c->n_head * qw, .q_abs = V(e->q_abs, 0), .q_abs_z = c->n_head * g->RS, .params = e->params,
+                           .nz = 1};
+    vk_buf ind = e->params;
+    ind.off += VKP_ATTN_IND * 4;
+    ind.size = 12;
+    vk_attn_args at = {.g = g, .q_abs = V(e->q_abs, 0), .q_abs_z = c->n_head * g->RS, .cache = V(e->cache[il], 0),
+                       .part = V(e->part, 0), .chunk_cap = e->part_cap, .kq_scale = c->kq_scale,
+                       .params = e->params, .indirect = &ind, .nz = 1};
+    vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part, 0), .chunk_cap = e->part_cap,
+                          .params = e->params, .o = V(e->o, 0), .o_z = c->n_head * c->v_head, .nz = 1};
+    vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = V(e->x, 0), .nz = 1,
+                     .accumulate = true};
+    step s;
+
+    /* [q_a | kv] = W . norm(x) */
+    bool qkv_deps = L->qkv_merged ? vk_mv_deps(kb, &m) : vk_mv_deps(kb, &qm) && vk_mv_deps(kb, &kva);
+    step_open(&s, e, r, il, DEP_QA, lora && vk_mv_deps(kb, &qb) && qkv_deps);
+    if (L->qkv_merged) {
+        TRY(STEP_CALL(&s, vk_k_mv, &m));
+    } else {
+        TRY(STEP_CALL(&s, vk_k_mv, &qm));
+        TRY(STEP_CALL(&s, vk_k_mv, &kva));
+    }
+    step_close(&s);
+
+    /* q = q_b . norm(q_a) */
+    if (lora) {
+        step_open(&s, e, r, il, DEP_QB, vk_mv_deps(kb, &qb) && vk_mv_deps(kb, &kb_args));
+        TRY(STEP_CALL(&s, vk_k_mv, &qb));
+        step_close(&s);
+    }
+
+    /* absorbed query per head || new cache row + rotated query rope part */
+    step_open(&s, e, r, il, DEP_KB, vk_attn_deps(kb, &at) && vk_mv_deps(kb, &kb_args));
+    TRY(STEP_CALL(&s, vk_k_mv, &kb_args));
+    TRY(STEP_CALL(&s, vk_k_kv_store, &ks));
+    step_close(&s);
+
+    /* attention partials over chunks of the cache (grid from the params) */
+    step_open(&s, e, r, il, DEP_ATTN, vk_attn_deps(kb, &at) && vk_attn_vb_deps(kb, &vb));
+    TRY(STEP_CALL(&s, vk_k_attn, &at));
+    s.groups = 0; /* its grid follows the context: the combine waits on the host's running total */
+    step_close(&s);
+
+    /* combine + v_b per head */
+    step_open(&s, e, r, il, DEP_VB, vk_attn_vb_deps(kb, &vb) && vk_mv_deps(kb, &ao));
+    TRY(STEP_CALL(&s, vk_k_attn_vb, &vb));
+    step_close(&s);
+
+    /* x += attn_output . o */
+    step_open(&s, e, r, il, DEP_OUT, moe_step_waits(e, il) && vk_mv_deps(kb, &ao));
+    TRY(STEP_CALL(&s, vk_k_mv, &ao));
+    step_close(&s);
+    return 0;
+}
+
+static int ffn_dense(vk_engine *e, vk_rec *r, uint32_t il)
+{
+    const model_config *c = &e->m->cfg;
+    const vk_layer_w *L = &e->w.layers[il];
+    vk_vec fn = L->ffn_norm;
+    vk_glu_args gu = {.name = "ffn_gate_up", .gate = &L->ffn_gate, .up = &L->ffn_up, .x = V(e->x, 0), .norm = &fn,
+                      .eps = c->rms_eps, .h = V(e->h, 0), .h_z = 0, .nz = 1};
+    vk_mv_args dn = {.name = "ffn_down", .w = &L->ffn_down, .x = V(e->h, 0), .y = V(e->x, 0), .nz = 1,
+                     .accumulate = true};
+    step s;
+
+    /* h = silu(gate . norm(x)) * (up . norm(x)) */
+    step_open(&s, e, r, il, DEP_NONE, false);
+    TRY(STEP_CALL(&s, vk_k_glu, &gu));
+    step_close(&s);
+
+    /* x += down . h */
+    step_open(&s, e, r, il, DEP_NONE, false);
+    TRY(STEP_CALL(&s, vk_k_mv, &dn));
+    step_close(&s);
+    return 0;
+}
+
 static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
 {
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
-    vk_call k;
+    vk_kb *kb = &e->kb;
     uint32_t K = c->n_expert_used, ids_off = il * e->n_batch * K;
     vk_vec fn = L->ffn_norm, ids = V(e->ids, ids_off);
+    vk_router_args ra = router_args(e, il);
+    vk_glu_args gs = shexp_args(e, il, &fn);
     vk_glu_args gu = {.name = "moe_gate_up", .gate = &L->gate_exps, .up = &L->up_exps, .x = V(e->x, 0),
                       .norm = &fn, .eps = c->rms_eps, .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = &ids};
     vk_moe_down_args da = {.name = "moe_down", .down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL,
                            .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = ids, .wts = V(e->wts, ids_off),
                            .y = V(e->x, 0)};
-    /* the router: already run by attn_out_router, or a step of its own */
-    vk_out_router_args fr;
-    bool routed = router_folded(e, il, &fr), early = false, route_linked = false;
-    vk_vec w_route = dep_word(e, il, DEP_ROUTE);
-    uint32_t n_route = 0;
-    if (!routed) {
-        vk_router_args ra = router_args(e, il);
-        /* The shared expert does not wait for the routing: its gate/up runs
-         * beside the router (whose few bytes leave the memory system idle)
-         * rather than in the routed experts' dispatch (H200, two runs: +1.7 %
-         * and +1.0 % tokens/s; GLMCHAT_SHEXP_EARLY=0 folds it back).  With
-         * the router folded in there is no such step to run beside. */
-        early = shexp_early(e, il);
-        vk_glu_args gs = shexp_args(e, il, &fn);
-        /* both wait on attn_output's counter (or followed its barrier) and
-         * signal the routed gate/up's */
-        bool link = dep_wanted(e, DEP_ROUTE) && vk_router_deps(&e->kb, &ra) && (!early || vk_glu_deps(&e->kb, &gs)) &&
-                    vk_glu_deps(&e->kb, &gu);
-        ra.dep = gs.dep = dep_wait_pending(e);
-        if (link)
-            ra.dep.signal = gs.dep.signal = &w_route;
-        uint32_t n = 0;
-        WARM_BEFORE(WARM_SH_DOWN);
-        TRY(call(e, r, vk_k_router(&e->kb, &ra, &k), &k));
-        n += groups_of(&k);
-        if (early) {
-            TRY(call(e, r, vk_k_glu(&e->kb, &gs, &k), &k));
-            n += groups_of(&k);
-        }
-        WARM_AFTER(WARM_SH_DOWN);
-        dep_close(e, r, link, w_route, n);
-        route_linked = link;
-        n_route = n;
-    }
+    step route, s;
 
-    /* the routed experts (with the shared expert in the same dispatch, where
-     * it did not run beside the router and the kernel allows) */
-    if (L->has_shared && !early) {
-        gu.gate_sh = &L->gate_sh;
-        gu.up_sh = &L->up_sh;
-        if (!vk_glu_folds(&e->kb, &gu))
-            gu.gate_sh = gu.up_sh = NULL;
-    }
-    /* the down waits on the gate/up's counter where every expert's h comes
-     * from that one dispatch */
-    vk_vec w_gu = dep_word(e, il, DEP_GU);
-    bool link = dep_wanted(e, DEP_GU) && (!L->has_shared || early || gu.gate_sh) && vk_glu_deps(&e->kb, &gu) &&
-                vk_moe_down_deps(&e->kb, &da);
-    gu.dep = dep_wait_pending(e);
-    if (link)
-        gu.dep.signal = &w_gu;
-    WARM_BEFORE(WARM_DOWN);
-    TRY(call(e, r, vk_k_glu(&e->kb, &gu, &k), &k));
-    uint32_t n_gu = groups_of(&k);
-    if (L->has_shared && !early && !gu.gate_sh) {
-        vk_glu_args gs = shexp_args(e, il, &fn);
-        TRY(call(e, r, vk_k_glu(&e->kb, &gs, &k), &k));
-    }
-    WARM_AFTER(WARM_DOWN);
-    dep_close(e, r, link, w_gu, n_gu);
+    /* router + top-k || shared expert gate/up: the shared expert does not
+     * wait for the routing, and the router's few bytes leave the memory
+     * system idle (gpu/PERF.md runs 11, 16) */
+    step_open(&route, e, r, il, DEP_ROUTE,
+              vk_router_deps(kb, &ra) && (!L->has_shared || vk_glu_deps(kb, &gs)) && vk_glu_deps(kb, &gu));
+    TRY(STEP_CALL(&route, vk_k_router, &ra));
+    if (L->has_shared)
+        TRY(STEP_CALL(&route, vk_k_glu, &gs));
+    step_close(&route);
 
-    /* the next layer's first step waits on the down's counter */
-    vk_vec w_down = dep_word(e, il, DEP_DOWN);
-    bool next = dep_wanted(e, DEP_DOWN) && il + 1 < c->n_layer && first_step_waits(e, il + 1) &&
-                vk_moe_down_deps(&e->kb, &da);
-    da.dep = dep_wait_pending(e);
-    /* the down reads the expert ids before its wait (to load their weights
-     * early): with no barrier since the router, it waits for the router first */
-    if (da.dep.wait && route_linked) {
-        da.ids_wait = &w_route;
-        da.ids_wait_n = n_route;
+    /* gate/up + SiLU of the routed experts */
+    step_open(&s, e, r, il, DEP_GU, vk_glu_deps(kb, &gu) && vk_moe_down_deps(kb, &da));
+    TRY(STEP_CALL(&s, vk_k_glu, &gu));
+    step_close(&s);
+
+    /* x += sum_k w_k down_k . h_k + down_s . h_s; the down reads the expert
+     * ids before its wait (to load their weights early): with no barrier
+     * since the router, it waits for the router's counter first */
+    step_open(&s, e, r, il, DEP_DOWN,
+              il + 1 < c->n_layer && first_step_waits(e, il + 1) && vk_moe_down_deps(kb, &da));
+    if (s.dep.wait && route.linked) {
+        da.ids_wait = &route.word;
+        da.ids_wait_n = route.groups;
     }
-    if (next)
-        da.dep.signal = &w_down;
-    WARM_BEFORE(WARM_NEXT);
-    TRY(call(e, r, vk_k_moe_down(&e->kb, &da, &k), &k));
-    WARM_AFTER(WARM_NEXT);
-    dep_close(e, r, next, w_down, groups_of(&k));
+    TRY(STEP_CALL(&s, vk_k_moe_down, &da));
+    step_close(&s);
     return 0;
 }
 
@@ -545,12 +316,12 @@ static int head(vk_engine *e, vk_rec *r, bool logits_to_host)
     vk_buf lg = logits_to_host ? e->host_logits : e->logits;
     vk_mv_args hd = {.name = "output", .w = &e->w.output, .x = V(e->x, 0), .y = V(lg, 0), .nz = 1, .norm = &on,
                      .eps = c->rms_eps};
-    TRY(call(e, r, vk_k_mv(&e->kb, &hd, &k), &k));
+    TRY(record(r, vk_k_mv(&e->kb, &hd, &k), &k));
     vk_rec_barrier(r);
     vk_topk_args tk = {.logits = V(lg, 0), .n = c->n_vocab, .params = e->params, .geom = e->tg,
                        .cand_v = e->topk_v, .cand_i = e->topk_i, .ms = e->topk_ms, .counter = e->topk_cnt,
                        .out_ids = e->out_ids, .out_vals = e->out_vals};
-    TRY(call(e, r, vk_k_topk(&e->kb, &tk, &k), &k));
+    TRY(record(r, vk_k_topk(&e->kb, &tk, &k), &k));
     return 0;
 }
 
@@ -558,17 +329,16 @@ int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host)
 {
     const model_config *c = &e->m->cfg;
     vk_call k;
-    e->warm_mask = vk_env_u32("GLMCHAT_WARM", 0, 0, 0x1ff);
-    e->warm_first = vk_env_u32("GLMCHAT_WARM_FIRST", 1, 0, 1) == 1;
     /* counters by default where measured and checked (NVIDIA: in-order
      * workgroup launch, the H200; lavapipe: the CI runs that graph) */
     bool dep_known = e->c.props.vendorID == 0x10DE || e->c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
-    e->dep_mask = e->dep_off ? 0 : vk_env_u32("GLMCHAT_DEP_FLAGS", dep_known ? DEP_ALL : 0, 0, DEP_ALL);
+    uint32_t by_device = dep_known ? DEP_ALL : 0;
+    e->dep_mask = e->dep_off ? 0 : e->tune.dep_flags == VK_TUNE_AUTO ? by_device : e->tune.dep_flags;
     e->pend = false;
     vk_rec_segment(r, 0);
     vk_buf tok = e->params;
     vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(tok, VKP_TOKENS), .x = V(e->x, 0), .nz = 1};
-    TRY(call(e, r, vk_k_embed(&e->kb, &em, &k), &k));
+    TRY(record(r, vk_k_embed(&e->kb, &em, &k), &k));
     vk_rec_barrier(r);
     for (uint32_t il = 0; il < c->n_layer; il++) {
         vk_rec_segment(r, (int)il + 1);

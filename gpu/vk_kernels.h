@@ -6,11 +6,16 @@
 #ifndef GLM_VK_KERNELS_H
 #define GLM_VK_KERNELS_H
 
+#include "shaders/params.h"
 #include "vk_core.h"
+#include "vk_tuning.h"
 
+/* What every builder works with: the device, the pipeline cache, the
+ * engine's tuning table (filled once) and where an error goes. */
 typedef struct {
     vk_ctx *c;
     vk_pipes *pipes;
+    const vk_tuning *tune;
     err_t *err;
 } vk_kb;
 
@@ -36,9 +41,6 @@ typedef struct {
     vk_buf params;      /* for the epoch */
 } vk_dep;
 
-/* A tuning knob from the environment (GLMCHAT_*), clamped to [lo, hi]. */
-uint32_t vk_env_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi);
-
 /* ---- decode matrix-vector ---------------------------------------------------------
  * y[y.off + z*y_z + r] (=|+=) sum_k W[m(z)][r][k] * xin[z][k] for r < W.N, z < nz,
  * xin[z] = x[x.off + z*x_z ...] or rmsnorm(x) * norm when norm is given;
@@ -55,10 +57,9 @@ typedef struct {
     float eps;
     bool accumulate;
     const vk_vec *ids;
-    /* prefill: z = token * mat_mod + head (matrix = z % mat_mod), tokens past
-     * the batch skipped; or the input is the batch's last token (last_row =
-     * its row stride).  Both need the params buffer. */
-    uint32_t mat_mod, ztok, last_row;
+    /* prefill: the input is the batch's last token (last_row = its row
+     * stride; needs the params buffer) */
+    uint32_t last_row;
     vk_buf params;
     vk_dep dep;         /* decode: signal and/or wait (vk_mv_deps) */
 } vk_mv_args;
@@ -66,9 +67,7 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out);
 /* Whether vk_k_mv's kernel for a can signal / wait (the x-stationary one). */
 bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a);
 
-/* h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n), n = rmsnorm(x) * norm (or x).
- * With gate_sh/up_sh (a shared expert on the same input) the same call also
- * writes h[nz] from them -- where vk_glu_folds says the kernel can. */
+/* h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n), n = rmsnorm(x) * norm (or x). */
 typedef struct {
     const char *name;
     const vk_tensor *gate, *up;
@@ -79,12 +78,9 @@ typedef struct {
     uint32_t h_z;
     uint32_t nz;
     const vk_vec *ids;
-    const vk_tensor *gate_sh, *up_sh;
     vk_dep dep;         /* decode: signal and/or wait (vk_glu_deps) */
 } vk_glu_args;
 int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out);
-/* Whether one vk_k_glu call can take the shared expert of `a` along. */
-bool vk_glu_folds(const vk_kb *k, const vk_glu_args *a);
 /* Whether vk_k_glu's kernel for a can signal / wait (the x-stationary one). */
 bool vk_glu_deps(const vk_kb *k, const vk_glu_args *a);
 
@@ -110,22 +106,8 @@ bool vk_moe_down_deps(const vk_kb *k, const vk_moe_down_args *a);
 
 /* ---- attention (MLA, absorbed) ---------------------------------------------------- */
 
-/* The parameter words the host writes before each submit. */
-enum {
-    VKP_POS0 = 0,     /* position of the batch's first token */
-    VKP_NTOK = 1,     /* tokens in the batch */
-    VKP_NKV = 2,      /* pos0 + ntok */
-    VKP_NCHUNK = 3,   /* attention chunks (decode) */
-    VKP_CHUNK = 4,    /* positions per chunk */
-    VKP_TOPK = 5,     /* candidates the top-K kernel returns */
-    VKP_NCHUNK_PF = 6, /* attention chunks of a prefill batch */
-    VKP_CHUNK_PF = 7,  /* positions per prefill chunk */
-    VKP_ATTN_IND = 8, /* VkDispatchIndirectCommand of the decode attention */
-    VKP_EPOCH = 11,   /* decode submits so far, this one included (dependency counters) */
-    VKP_ATTN_TOTAL = 15, /* decode attention workgroups so far, this submit's included */
-    VKP_ATTN_IND_PF = 12, /* ... of the prefill attention */
-    VKP_TOKENS = 16,  /* the batch's token ids */
-};
+/* The parameter words the host writes before each submit: VKP_* in
+ * shaders/params.h. */
 
 /* Geometry of the attention kernels for a model on a device. */
 typedef struct {
@@ -149,15 +131,13 @@ typedef struct {
 /* Cache rows past n_ctx that must exist (zeroed): attn_fd reads whole
  * 32-position tiles. */
 #define VK_CACHE_PAD_ROWS 32u
-/* An attention partial (per token, chunk, head): m, l, padding, then the
- * kv_lora latent sums, rows 128-byte aligned for attn_fd's fragment stores
- * (shaders/part_layout.glsl: must match). */
-#define VK_PART_HDR 32u
+/* An attention partial (per token, chunk, head): VK_PART_HDR words, then
+ * the kv_lora latent sums (shaders/params.h). */
 /* Head rows per token in the decode partials: attn_fd writes whole 16-row
  * head tiles (the rows past n_head are scratch). */
 uint32_t vk_attn_part_heads(const vk_attn_geom *g);
 
-int vk_attn_geom_init(const vk_ctx *c, vk_attn_geom *g, uint32_t n_head, uint32_t kv_lora, uint32_t rope,
+int vk_attn_geom_init(const vk_kb *k, vk_attn_geom *g, uint32_t n_head, uint32_t kv_lora, uint32_t rope,
                       uint32_t nope, uint32_t v_head, bool kv_f16, uint32_t n_ctx, err_t *err);
 /* Chunking of a decode step over n_kv positions. */
 void vk_attn_chunks(const vk_attn_geom *g, uint32_t n_kv, uint32_t *n_chunks, uint32_t *chunk_len);
@@ -174,41 +154,18 @@ typedef struct {
     vk_buf rope_cs;       /* (cos, sin) per position and pair */
     vk_vec q;             /* q of token z at q.off + z*q_z (heads of nope+rope) */
     uint32_t q_z;
-    vk_vec qa;            /* absorbed query of token z at qa.off + z*qa_z (heads of RS) */
-    uint32_t qa_z;
+    vk_vec q_abs;         /* absorbed query of token z at q_abs.off + z*q_abs_z (heads of RS) */
+    uint32_t q_abs_z;
     vk_buf params;
     uint32_t nz;
-    bool cache_only;      /* the cache row only (grid of 1): the rotated query comes from vk_k_qbkb */
     vk_dep dep;           /* decode: signal and/or wait (any device) */
 } vk_kv_store_args;
 int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out);
 
-/* Decode (one token): the absorbed query in one dispatch -- q_b (its input
- * RMSNorm fused) and k_b per head, and the rotated rope part of q:
- *   q[h] = q_b rows h*(nope+rope).. . (rmsnorm(x) * norm)
- *   qa[h][0..kv_lora) = k_b[h] . q[h][0..nope)
- *   qa[h][kv_lora..RS) = RoPE(q[h][nope..]) at position params[VKP_POS0], zero-padded
- * with qa[h] at qa.off + h*RS.  q itself is not written.  Any weight type;
- * vk_qbkb_fits says whether the shapes fit the kernel (else: the q_b matvec,
- * the k_b matvec and kv_store's query part, as before).  Tuning knobs:
- * GLMCHAT_QBKB_G (workgroups per head), _WGS, _RQ, _RK, _JT, _PRE. */
 typedef struct {
     const vk_attn_geom *g;
-    const vk_tensor *q_b, *k_b;
-    vk_vec x;             /* q_a, before its norm */
-    vk_vec norm;          /* attn_q_a_norm */
-    float eps;
-    vk_buf rope_cs;       /* as kv_store's */
-    vk_vec qa;
-    vk_buf params;
-} vk_qbkb_args;
-bool vk_qbkb_fits(const vk_kb *k, const vk_qbkb_args *a);
-int vk_k_qbkb(const vk_kb *k, const vk_qbkb_args *a, vk_call *out);
-
-typedef struct {
-    const vk_attn_geom *g;
-    vk_vec qa;
-    uint32_t qa_z;
+    vk_vec q_abs;
+    uint32_t q_abs_z;
     vk_vec cache;
     vk_vec part;          /* (m, l, 2 pad, o[kv_lora]) per token, chunk, head (VK_PART_HDR) */
     uint32_t chunk_cap;   /* chunks per (token, head) in part */
@@ -231,7 +188,6 @@ typedef struct {
     vk_buf params;
     vk_vec o;             /* out of token z at o.off + z*o_z: heads of v_head */
     uint32_t o_z, nz;
-    bool prefill;         /* chunk count from VKP_NCHUNK_PF (else VKP_NCHUNK) */
     vk_dep dep;           /* decode: signal and/or wait (vk_attn_vb_deps) */
 } vk_attn_vb_args;
 int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out);
@@ -272,26 +228,6 @@ typedef struct {
 int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out);
 bool vk_router_deps(const vk_kb *k, const vk_router_args *a);
 
-/* Decode, one token: x += W_o . o (attn_output) and then the router of the
- * new x (r's meaning, r.w's width = W_o's rows) in one dispatch.  Each
- * workgroup writes its rows' shares of the router dot products and of
- * sum x^2 to `partials`; the last one sums them in a fixed order and picks
- * the experts.  r.x, r.x_z, r.logits, r.nz and r.params are not used
- * (one token; the input is the new x).  partials: at most
- * n_embd * (n_expert + 1) floats (a workgroup has at least one row). */
-typedef struct {
-    const vk_tensor *w;         /* attn_output (n_head * v_head -> n_embd) */
-    vk_vec o;                   /* its input */
-    vk_vec x;                   /* the residual stream, accumulated into */
-    vk_router_args r;
-    vk_vec partials;
-} vk_out_router_args;
-/* Whether the fused kernel takes these operands (else: vk_k_mv + vk_k_router). */
-bool vk_out_router_folds(const vk_kb *k, const vk_out_router_args *a);
-int vk_k_out_router(const vk_kb *k, const vk_out_router_args *a, vk_call *out);
-/* Whether vk_k_mv runs the x-stationary kernel (mvx) for w and nz matrices. */
-bool vk_mv_stationary(const vk_ctx *c, const vk_tensor *w, uint32_t nz);
-
 typedef struct {
     const vk_tensor *w;         /* token_embd (n_embd x n_vocab) */
     vk_vec tokens;              /* int ids */
@@ -316,38 +252,6 @@ typedef struct {
     vk_buf out_ids, out_vals;           /* [k] ints; [k+1] floats (values, logsumexp) */
 } vk_topk_args;
 int vk_k_topk(const vk_kb *k, const vk_topk_args *a, vk_call *out);
-
-/* ---- L2 warming (decode) --------------------------------------------------------------
- * Reads byte ranges a later step will read, beside the current step (no
- * barrier between them), so the later step's loads hit the L2 cache
- * (shaders/l2_warm.comp).  Ranges are read as whole 16-byte units. */
-#define VK_WARM_MAX 6
-enum {
-    VK_WARM_PLAIN = 0,   /* [off, off + bytes) of buf */
-    VK_WARM_BY_ID = 1,   /* [off + ids[i] * stride, + bytes) for i < n_ids */
-    VK_WARM_BY_POS = 2,  /* [off, off + min(bytes, params[VKP_POS0] * stride)) */
-};
-typedef struct {
-    vk_buf buf;          /* a weight tensor's buffer, or a cache */
-    uint64_t off, bytes, stride;
-    int mode;
-} vk_warm_range;
-
-typedef struct {
-    vk_warm_range r[VK_WARM_MAX];
-    uint32_t n;
-    vk_vec ids;          /* VK_WARM_BY_ID: the selected matrices */
-    uint32_t n_ids;
-    vk_buf params;       /* VK_WARM_BY_POS */
-    vk_buf sink;         /* vk_warm_sink_words() words: one per workgroup */
-} vk_warm_args;
-/* Adds the whole of tensor t; or, by_id, each selected matrix of it (its
- * rows and their scales).  false when the ranges are full. */
-bool vk_warm_add_tensor(vk_warm_args *a, const vk_tensor *t, bool by_id);
-bool vk_warm_add(vk_warm_args *a, vk_buf buf, uint64_t off, uint64_t bytes, uint64_t stride, int mode);
-/* Workgroups (= sink words) of the call vk_k_warm builds for a. */
-uint32_t vk_warm_sink_words(const vk_ctx *c, const vk_warm_args *a);
-int vk_k_warm(const vk_kb *k, const vk_warm_args *a, vk_call *out);
 
 /* ---- prefill ------------------------------------------------------------------------ */
 
@@ -381,12 +285,12 @@ typedef struct {
 int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out);
 /* Tokens per tile the expert pass uses for these weights (moe_group must
  * cut tiles the same). */
-uint32_t vk_mm_expert_bm(const vk_ctx *c, const vk_tensor *w);
+uint32_t vk_mm_expert_bm(const vk_kb *k, const vk_tensor *w);
 /* Output rows per workgroup of the kernel vk_k_mm picks for these weights
  * (the expert passes' indirect grids are cut with it). */
-uint32_t vk_mm_bn(const vk_ctx *c, const vk_tensor *w, const vk_tensor *up);
-/* The shader vk_k_mm runs for these weights ("mm", "mm_coop", "mm_coop64"). */
-const char *vk_mm_kernel(const vk_ctx *c, const vk_tensor *w, const vk_tensor *up);
+uint32_t vk_mm_bn(const vk_kb *k, const vk_tensor *w, const vk_tensor *up);
+/* The shader vk_k_mm runs for these weights ("mm" or "mm_coop"). */
+const char *vk_mm_kernel(const vk_kb *k, const vk_tensor *w, const vk_tensor *up);
 
 typedef struct {
     vk_vec ids;                 /* [T][K] */

@@ -1,5 +1,5 @@
 /* vk_pipeline.c: compute pipelines from the SPIR-V embedded at build time
- * (gen/spv_table.c), specialized per use and cached; and the recorder that
+ * (vk_spv.h), specialized per use and cached; and the recorder that
  * turns a forward pass's calls into a command buffer (descriptor sets made
  * once per program, shared by every recorded variant; timestamps where the
  * profiling mode asks for them). */
@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spv_table.h"
 #include "vk_core.h"
 
 /* ---- pipelines --------------------------------------------------------------- */
@@ -47,21 +46,16 @@ void vk_pipe_stats(const vk_ctx *c, VkPipeline pipe, char *buf, size_t n)
     }
 }
 
-VkPipeline vk_pipe_get(vk_ctx *c, vk_pipes *p, const char *shader, const uint32_t *spec, uint32_t nspec, err_t *err)
+VkPipeline vk_pipe_get(vk_ctx *c, vk_pipes *p, const vk_spv *shader, const uint32_t *spec, uint32_t nspec,
+                       err_t *err)
 {
     if (nspec > VKC_MAX_SPEC) {
-        err_set(err, "internal: %s: too many specialization constants", shader);
+        err_set(err, "internal: %s: too many specialization constants", shader->name);
         return VK_NULL_HANDLE;
     }
     for (uint32_t i = 0; i < p->n; i++)
-        if (p->e[i].nspec == nspec && strcmp(p->e[i].shader, shader) == 0 &&
-            memcmp(p->e[i].spec, spec, nspec * sizeof *spec) == 0)
+        if (p->e[i].nspec == nspec && p->e[i].shader == shader && memcmp(p->e[i].spec, spec, nspec * sizeof *spec) == 0)
             return p->e[i].pipe;
-    const spv_blob *blob = spv_find(shader);
-    if (!blob) {
-        err_set(err, "internal: no embedded shader named '%s'", shader);
-        return VK_NULL_HANDLE;
-    }
     if (p->n == p->cap) {
         uint32_t cap = p->cap ? p->cap * 2 : 32;
         vk_pipe_entry *ne = realloc(p->e, cap * sizeof *ne);
@@ -73,8 +67,8 @@ VkPipeline vk_pipe_get(vk_ctx *c, vk_pipes *p, const char *shader, const uint32_
         p->cap = cap;
     }
     VkShaderModuleCreateInfo mci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                    .codeSize = blob->size,
-                                    .pCode = blob->code};
+                                    .codeSize = shader->size,
+                                    .pCode = shader->code};
     VkShaderModule mod;
     VkResult r = vkCreateShaderModule(c->dev, &mci, NULL, &mod);
     if (r != VK_SUCCESS) {
@@ -107,12 +101,12 @@ VkPipeline vk_pipe_get(vk_ctx *c, vk_pipes *p, const char *shader, const uint32_
     vkDestroyShaderModule(c->dev, mod, NULL);
     if (r != VK_SUCCESS) {
         vk_fail(c, err, r, "vkCreateComputePipelines");
-        err_prefix(err, "shader %s", shader);
+        err_prefix(err, "shader %s", shader->name);
         return VK_NULL_HANDLE;
     }
     vk_pipe_entry *e = &p->e[p->n++];
     memset(e, 0, sizeof *e);
-    snprintf(e->shader, sizeof e->shader, "%s", shader);
+    e->shader = shader;
     memcpy(e->spec, spec, nspec * sizeof *spec);
     e->nspec = nspec;
     e->pipe = pipe;
@@ -196,7 +190,7 @@ static int define_call(vk_rec *r, const vk_call *k)
     for (int i = 0; i < VKC_WSLOTS; i++)
         wi[i] = buf_info(r->c, &k->w[i]);
     for (int i = 0; i < VKC_NBIND; i++)
-        bi[i] = buf_info(r->c, &k->b[i]);
+        bi[i] = buf_info(r->c, &k->b[1 + i]);
     VkWriteDescriptorSet wr[1 + VKC_NBIND];
     wr[0] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
                                    .dstSet = set,

@@ -1,8 +1,8 @@
 /* vk_profiler.c: recorded variants of a graph and where a token's GPU time
  * goes.
  *
- * A timestamp serializes the GPU (~1.3 us on the H200), so timing every
- * dispatch of every token would nearly double decode time.  Instead the
+ * A timestamp serializes the GPU (gpu/PERF.md runs 1, 5), so timing every
+ * dispatch of every token would slow decoding down by much.  Instead the
  * graph is recorded once per layer with timestamps around that layer's
  * dispatches (plus the embedding and the head, which are cheap to time):
  * token i replays the variant of layer i mod n_layer, and each dispatch

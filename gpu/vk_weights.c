@@ -52,14 +52,13 @@ static bool row_view_ok(const vk_ctx *c, uint32_t type, uint64_t K, uint64_t n1)
 }
 
 /* q_a / q and kv_a_mqa as one matrix where they can be (vk_weights.h). */
-static bool merge_qkv(const vk_ctx *c, const mtensor *q, const mtensor *kv)
+static bool merge_qkv(const vk_ctx *c, const vk_tuning *t, const mtensor *q, const mtensor *kv)
 {
     return q->data && kv->data && q->type == kv->type && q->ne[0] == kv->ne[0] && q->ne[2] * q->ne[3] == 1 &&
-           kv->ne[2] * kv->ne[3] == 1 && row_view_ok(c, q->type, q->ne[0], q->ne[1]) &&
-           vk_env_u32("GLMCHAT_QKV_MERGE", 1, 0, 1) == 1;
+           kv->ne[2] * kv->ne[3] == 1 && row_view_ok(c, q->type, q->ne[0], q->ne[1]) && t->qkv_merge;
 }
 
-static int collect(const vk_ctx *vc, const model *m, vk_weights *w, item_list *l)
+static int collect(const vk_ctx *vc, const vk_tuning *t, const model *m, vk_weights *w, item_list *l)
 {
     const model_config *c = &m->cfg;
     l->ok = true;
@@ -73,7 +72,7 @@ static int collect(const vk_ctx *vc, const model *m, vk_weights *w, item_list *l
         add(l, &s->attn_norm, NULL, &d->attn_norm);
         add(l, &s->kv_a_norm, NULL, &d->kv_a_norm);
         const mtensor *qin = c->q_lora_rank > 0 ? &s->q_a : &s->q;
-        d->qkv_merged = merge_qkv(vc, qin, &s->kv_a_mqa);
+        d->qkv_merged = merge_qkv(vc, t, qin, &s->kv_a_mqa);
         if (d->qkv_merged) {
             add(l, qin, &d->qkv_a, NULL);
             if (l->ok)
@@ -134,12 +133,12 @@ static int item_bytes(const vk_ctx *c, upload_item *it, err_t *err)
     return 0;
 }
 
-int vk_weights_plan(const vk_ctx *c, const model *m, uint64_t *device_bytes, err_t *err)
+int vk_weights_plan(const vk_ctx *c, const vk_tuning *t, const model *m, uint64_t *device_bytes, err_t *err)
 {
     vk_weights w = {0};
     w.layers = calloc(m->cfg.n_layer ? m->cfg.n_layer : 1, sizeof *w.layers);
     item_list l = {0};
-    int rc = w.layers && collect(c, m, &w, &l) == 0 ? 0 : err_set(err, "out of host memory");
+    int rc = w.layers && collect(c, t, m, &w, &l) == 0 ? 0 : err_set(err, "out of host memory");
     uint64_t *sizes = rc ? NULL : malloc((l.n ? l.n : 1) * sizeof *sizes);
     if (!rc && !sizes)
         rc = err_set(err, "out of host memory");
@@ -254,14 +253,14 @@ static void rows_view(const vk_tensor *t, uint32_t r0, uint32_t n, vk_tensor *v)
     v->src_bytes = t->src_bytes / t->N * n;
 }
 
-int vk_weights_upload(vk_ctx *c, vk_arena *arena, const model *m, vk_weights *w,
+int vk_weights_upload(vk_ctx *c, const vk_tuning *t, vk_arena *arena, const model *m, vk_weights *w,
                       void (*progress)(void *, const char *, uint64_t, uint64_t), void *user, err_t *err)
 {
     memset(w, 0, sizeof *w);
     w->n_layer = m->cfg.n_layer;
     w->layers = calloc(w->n_layer ? w->n_layer : 1, sizeof *w->layers);
     item_list l = {0};
-    if (!w->layers || collect(c, m, w, &l))
+    if (!w->layers || collect(c, t, m, w, &l))
         return err_set(err, "out of host memory");
     int rc = 0;
     uint64_t *sizes = malloc((l.n ? l.n : 1) * sizeof *sizes), total = 0, done = 0;

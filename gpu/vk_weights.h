@@ -21,8 +21,8 @@ typedef struct {
     /* q_a (or q, without q compression) and kv_a_mqa read the same input:
      * where their types and row lengths match they are uploaded as one
      * matrix, qkv_a (q's rows first), and q_a / q and kv_a are views of its
-     * rows -- decode runs one matvec instead of two dispatches
-     * (GLMCHAT_QKV_MERGE=0: two matrices). */
+     * rows -- decode runs one matvec instead of two dispatches (tuning
+     * qkv_merge = 0: two matrices). */
     vk_tensor qkv_a;
     bool qkv_merged;
 } vk_layer_w;
@@ -37,9 +37,9 @@ typedef struct {
 } vk_weights;
 
 /* Bytes the weights will take on this device (for the fit check). */
-int vk_weights_plan(const vk_ctx *c, const model *m, uint64_t *device_bytes, err_t *err);
+int vk_weights_plan(const vk_ctx *c, const vk_tuning *t, const model *m, uint64_t *device_bytes, err_t *err);
 /* Uploads everything into `arena` (reserved here). */
-int vk_weights_upload(vk_ctx *c, vk_arena *arena, const model *m, vk_weights *w,
+int vk_weights_upload(vk_ctx *c, const vk_tuning *t, vk_arena *arena, const model *m, vk_weights *w,
                       void (*progress)(void *, const char *, uint64_t, uint64_t), void *user, err_t *err);
 void vk_weights_free(vk_weights *w);
 

@@ -12,38 +12,29 @@
 // or a thread per position (long ones).  Values: each thread owns 4 latent
 // dimensions (kv_lora <= 4 * WGS).
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint HG = 4u;      // heads per workgroup
-layout(constant_id = 2) const uint KVF16 = 1u;
-layout(constant_id = 3) const uint RS = 576u;    // cache row stride (multiple of 8)
-layout(constant_id = 4) const uint CMAX = 256u;  // longest chunk
-layout(constant_id = 5) const uint SG = 32u;
-layout(constant_id = 6) const uint KQ = 3u;      // 8-element groups of a row per lane: RS/8/SG rounded up
-layout(constant_id = 7) const uint PU = 2u;      // positions scored together per subgroup
-layout(constant_id = 8) const uint SGMAX = 48u;  // longest chunk scored by subgroups
+#define PC_USE_ATTN
+#include "pc_attn.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = ATTN_S_HG) const uint HG = 4u;      // heads per workgroup
+layout(constant_id = ATTN_S_KVF16) const uint KVF16 = 1u;
+layout(constant_id = ATTN_S_RS) const uint RS = 576u;    // cache row stride (multiple of 8)
+layout(constant_id = ATTN_S_CMAX) const uint CMAX = 256u;  // longest chunk
+layout(constant_id = ATTN_S_SG) const uint SG = 32u;
+layout(constant_id = ATTN_S_KQ) const uint KQ = 3u;      // 8-element groups of a row per lane: RS/8/SG rounded up
+layout(constant_id = ATTN_S_PU) const uint PU = 2u;      // positions scored together per subgroup
+layout(constant_id = ATTN_S_SGMAX) const uint SGMAX = 48u;  // longest chunk scored by subgroups
 const uint WGS = gl_WorkGroupSize.x;
 
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #extension GL_EXT_control_flow_attributes : enable
-#include "part_layout.glsl"
 
-layout(set = 0, binding = 1) readonly buffer QaBuf { vec4 qa[]; } QA;
-layout(set = 0, binding = 2) readonly buffer Cache4 { uvec4 w[]; } C4;
-layout(set = 0, binding = 2) readonly buffer CacheF4 { vec4 f[]; } CF4;
-layout(set = 0, binding = 2) readonly buffer CacheW { uint w[]; } CW;
-layout(set = 0, binding = 3) writeonly buffer PartBuf { float part[]; } PT;
-layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
-
-layout(push_constant) uniform PC {
-    uint n_head, dlat;   // dlat = kv_lora: the value part of a row
-    float kq_scale;
-    uint cache_off;      // elements (multiple of 8)
-    uint qa_off, qa_z;   // elements (multiples of 4)
-    uint part_off;
-    uint cmax_chunks;    // chunk capacity per (token, head)
-    uint chunk_word;     // params word holding the chunk length (decode / prefill)
-} pc;
+layout(set = 0, binding = ATTN_B_Q_ABS) readonly buffer QAbsBuf { vec4 q_abs[]; } QABS;
+layout(set = 0, binding = ATTN_B_CACHE) readonly buffer Cache4 { uvec4 w[]; } C4;
+layout(set = 0, binding = ATTN_B_CACHE) readonly buffer CacheF4 { vec4 f[]; } CF4;
+layout(set = 0, binding = ATTN_B_CACHE) readonly buffer CacheW { uint w[]; } CW;
+layout(set = 0, binding = ATTN_B_PART) writeonly buffer PartBuf { float part[]; } PT;
+layout(set = 0, binding = ATTN_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 shared vec4 qs[HG * (RS / 4u)];
 shared float sc[HG * CMAX];
@@ -77,11 +68,11 @@ void main()
 {
     uint c = gl_WorkGroupID.x, h0 = gl_WorkGroupID.y * HG, z = gl_WorkGroupID.z;
     uint tid = gl_LocalInvocationIndex;
-    if (z >= P.p[1])
+    if (z >= P.p[VKP_NTOK])
         return;  // past the batch (prefill grids are recorded for the largest batch)
-    uint n_kv = P.p[0] + z + 1u, clen = P.p[pc.chunk_word];
+    uint n_kv = P.p[VKP_POS0] + z + 1u, clen = P.p[pc.chunk_word];
     uint start = c * clen, end = min(start + clen, n_kv);
-    uint pstride = pc.dlat + PART_HDR;
+    uint pstride = pc.dlat + VK_PART_HDR;
 
     if (start >= end) {
         // Past this token's causal limit: an empty partial.
@@ -95,7 +86,7 @@ void main()
 
     for (uint i = tid; i < HG * (RS / 4u); i += WGS) {
         uint h = i / (RS / 4u);
-        qs[i] = h0 + h < pc.n_head ? QA.qa[(pc.qa_off + z * pc.qa_z + (h0 + h) * RS) / 4u + i % (RS / 4u)] : vec4(0.0);
+        qs[i] = h0 + h < pc.n_head ? QABS.q_abs[(pc.q_abs_off + z * pc.q_abs_z + (h0 + h) * RS) / 4u + i % (RS / 4u)] : vec4(0.0);
     }
     if (tid < HG) {
         s_m[tid] = -1.0 / 0.0;
@@ -238,10 +229,10 @@ void main()
         [[unroll]] for (uint h = 0u; h < HG; h++)
             if (h0 + h < pc.n_head) {
                 uint pb = pc.part_off + ((z * pc.cmax_chunks + c) * pc.n_head + h0 + h) * pstride;
-                PT.part[pb + PART_HDR + 4u * tid] = o[h].x;
-                PT.part[pb + PART_HDR + 1u + 4u * tid] = o[h].y;
-                PT.part[pb + PART_HDR + 2u + 4u * tid] = o[h].z;
-                PT.part[pb + PART_HDR + 3u + 4u * tid] = o[h].w;
+                PT.part[pb + VK_PART_HDR + 4u * tid] = o[h].x;
+                PT.part[pb + VK_PART_HDR + 1u + 4u * tid] = o[h].y;
+                PT.part[pb + VK_PART_HDR + 2u + 4u * tid] = o[h].z;
+                PT.part[pb + VK_PART_HDR + 3u + 4u * tid] = o[h].w;
             }
     if (tid == 0u)
         for (uint h = 0u; h < HG && h0 + h < pc.n_head; h++) {

@@ -8,21 +8,15 @@
 // limit) carry m = -inf, l = 0 and weigh nothing.
 // Grid: x = head, z = query token.
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint CCAP = 64u;   // chunk capacity per (token, head)
+#define PC_USE_ATTN_COMBINE
+#include "pc_attn.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = COMBINE_S_CCAP) const uint CCAP = 64u;   // chunk capacity per (token, head)
 const uint WGS = gl_WorkGroupSize.x;
-#include "part_layout.glsl"
 
-layout(set = 0, binding = 1) readonly buffer PartBuf { float part[]; } PT;
-layout(set = 0, binding = 2) writeonly buffer OBuf { float o[]; } O;
-layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
-
-layout(push_constant) uniform PC {
-    uint K;               // kv_lora: the latent width
-    uint part_off, n_head;
-    uint o_off, o_z, o_h; // o_lat of (token z, head h) at o_off + z*o_z + h*o_h
-    uint nchunk_word;     // params word holding the chunk count
-} pc;
+layout(set = 0, binding = COMBINE_B_PART) readonly buffer PartBuf { float part[]; } PT;
+layout(set = 0, binding = COMBINE_B_O) writeonly buffer OBuf { float o[]; } O;
+layout(set = 0, binding = COMBINE_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 shared float cw[CCAP];
 shared float s_invl;
@@ -30,10 +24,10 @@ shared float s_invl;
 void main()
 {
     uint h = gl_WorkGroupID.x, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
-    if (z >= P.p[1])
+    if (z >= P.p[VKP_NTOK])
         return;  // past the batch
-    uint n_chunks = min(P.p[pc.nchunk_word], CCAP);
-    uint pstride = pc.K + PART_HDR;
+    uint n_chunks = min(P.p[VKP_NCHUNK_PF], CCAP);
+    uint pstride = pc.K + VK_PART_HDR;
     // partials chunk-major: (token, chunk, head) rows
     uint pb = pc.part_off + (z * CCAP * pc.n_head + h) * pstride, cs = pc.n_head * pstride;
     // A prefill batch has a handful of chunks: one thread weighs them all.
@@ -56,7 +50,7 @@ void main()
         float acc = 0.0;
         for (uint c = 0u; c < n_chunks; c++)
             if (cw[c] != 0.0)  // uniform: empty chunks are not read
-                acc += cw[c] * PT.part[pb + c * cs + PART_HDR + d];
+                acc += cw[c] * PT.part[pb + c * cs + VK_PART_HDR + d];
         O.o[ob + d] = acc * invL;
     }
 }

@@ -8,8 +8,7 @@
 // MLA is multi-query attention with one 576-wide key
 // ([latent | k_rope]) whose first kv_lora values are also the value, so per
 // 32-position tile:
-//   S = Q . K^T        (16*MT head rows x 32 positions, K = RS; ST = 1
-//                      computes S^T = K . Q^T instead: H200, no faster)
+//   S = Q . K^T        (16*MT head rows x 32 positions, K = RS)
 //   P = exp(S - m)     (fp16, rows = heads)
 //   O += P . V         (16*MT x kv_lora; V = the same rows' latents)
 // A chunk of several tiles takes one pass (online softmax): each tile's
@@ -38,15 +37,15 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : enable
-#include "part_layout.glsl"
+#define PC_USE_ATTN
+#include "pc_attn.h"
 
-layout(local_size_x_id = 0) in;                 // 256: eight subgroups of 32
-layout(constant_id = 1) const uint MT = 2u;     // 16-row head tiles (n_head <= 16 * MT)
-layout(constant_id = 2) const uint RS = 576u;   // cache row, multiple of 16
-layout(constant_id = 3) const uint DLAT = 512u; // kv_lora, multiple of 16
-layout(constant_id = 4) const uint ST = 0u;     // 1: scores as S^T = K . Q^T (no transposed per-tile load; measured no faster)
+layout(local_size_x_id = PC_S_WGS) in;                 // 256: eight subgroups of 32
+layout(constant_id = FD_S_MT) const uint MT = 2u;     // 16-row head tiles (n_head <= 16 * MT)
+layout(constant_id = FD_S_RS) const uint RS = 576u;   // cache row, multiple of 16
+layout(constant_id = FD_S_DLAT) const uint DLAT = 512u; // kv_lora, multiple of 16
 const uint WGS = 256u, NSG = 8u, TN = 32u;
-layout(constant_id = 5) const uint HG = 1u;     // head groups (grid y): HR head rows each
+layout(constant_id = FD_S_HG) const uint HG = 1u;     // head groups (grid y): HR head rows each
 const uint HR = 16u * MT;                       // head rows of a workgroup
 const uint HRP = HR * HG;                       // head rows per chunk in the partials
 const uint KS = NSG / (MT * 2u);                // subgroups per score fragment
@@ -59,23 +58,12 @@ const uint PLD = TN / 8u + 1u;                  // probability row stride in uve
 const uint TPR = WGS / HR;                      // softmax threads per head row
 const uint PPT = TN / TPR;                      // positions per softmax thread (2 or 4)
 
-layout(set = 0, binding = 1) coherent readonly buffer QaBuf { vec4 qa[]; } QA;
-layout(set = 0, binding = 2) coherent readonly buffer Cache4 { uvec4 w[]; } C4;
-layout(set = 0, binding = 3) writeonly buffer PartBuf { float part[]; } PT;
-layout(set = 0, binding = 3) writeonly buffer PartBuf4 { uvec4 part[]; } PT4;
-layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
+layout(set = 0, binding = ATTN_B_Q_ABS) coherent readonly buffer QAbsBuf { vec4 q_abs[]; } QABS;
+layout(set = 0, binding = ATTN_B_CACHE) coherent readonly buffer Cache4 { uvec4 w[]; } C4;
+layout(set = 0, binding = ATTN_B_PART) writeonly buffer PartBuf { float part[]; } PT;
+layout(set = 0, binding = ATTN_B_PART) writeonly buffer PartBuf4 { uvec4 part[]; } PT4;
+layout(set = 0, binding = ATTN_B_PARAMS) readonly buffer Params { uint p[]; } P;
 #include "dep_flag.glsl"
-
-layout(push_constant) uniform PC {
-    uint n_head, dlat;
-    float kq_scale;
-    uint cache_off;      // elements (multiple of 8)
-    uint qa_off, qa_z;   // elements (multiples of 4)
-    uint part_off;
-    uint cmax_chunks;
-    uint chunk_word;
-    uint dep_signal, dep_wait, dep_n;  // SIGNAL / WAIT (dep_flag.glsl)
-} pc;
 
 shared uvec4 Ks[(HR > TN ? HR : TN) * QLD]; // queries (fp16 [head][dim]) at the start, then the tile's cache rows
 shared float Ss[KS * HR * TN];      // score planes [ks][head][pos]; at the end, O staging
@@ -103,7 +91,7 @@ float score(uint row, uint j, uint t0, uint end)
 {
     float s = 0.0;
     [[unroll]] for (uint k = 0u; k < KS; k++)
-        s += ST == 1u ? Ss[(k * TN + j) * HR + row] : Ss[(k * HR + row) * TN + j];
+        s += Ss[(k * HR + row) * TN + j];
     return t0 + j < end ? s * pc.kq_scale : -1.0 / 0.0;
 }
 
@@ -141,30 +129,21 @@ void scores(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[KSTEPS])
         if (k >= KT)
             break;  // uniform in the subgroup
         fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> b;
-        if (ST == 1u) {
-            // the tile's rows as A (row-major), the queries as B = Q^T
-            coopMatLoadNV(b, Ks, nt * 16u * QLD + 2u * k, QLD, false);
-            acc = coopMatMulAddNV(b, a[i], acc);
-        } else {
-            coopMatLoadNV(b, Ks, nt * 16u * QLD + 2u * k, QLD, true);
-            acc = coopMatMulAddNV(a[i], b, acc);
-        }
+        coopMatLoadNV(b, Ks, nt * 16u * QLD + 2u * k, QLD, true);
+        acc = coopMatMulAddNV(a[i], b, acc);
     }
-    if (ST == 1u)
-        coopMatStoreNV(acc, Ss, (ks * TN + nt * 16u) * HR + mt * 16u, HR, false);
-    else
-        coopMatStoreNV(acc, Ss, (ks * HR + mt * 16u) * TN + nt * 16u, TN, false);
+    coopMatStoreNV(acc, Ss, (ks * HR + mt * 16u) * TN + nt * 16u, TN, false);
 }
 
 void attn()
 {
     uint c = gl_WorkGroupID.x, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
     uint hg0 = gl_WorkGroupID.y * HR;  // the group's first head
-    if (z >= P.p[1])
+    if (z >= P.p[VKP_NTOK])
         return;  // past the batch
-    uint n_kv = P.p[0] + z + 1u, clen = P.p[pc.chunk_word];
+    uint n_kv = P.p[VKP_POS0] + z + 1u, clen = P.p[pc.chunk_word];
     uint start = c * clen, end = min(start + clen, n_kv);
-    uint pstride = pc.dlat + PART_HDR;
+    uint pstride = pc.dlat + VK_PART_HDR;
     uint row = tid / TPR, j0 = (tid % TPR) * PPT;
     bool lead = tid % TPR == 0u && hg0 + row < pc.n_head;
     // partials of HRP head rows per token and chunk (vk_attn_part_heads)
@@ -173,7 +152,7 @@ void attn()
     // Decode waiting on k_b || kv_store (dep_flag.glsl): the first tile's
     // loads go out before the wait where it holds no row this token writes.
     uint cbase = pc.cache_off / 8u;
-    bool early = WAIT == 1u && start + TN <= P.p[0];
+    bool early = WAIT == 1u && start + TN <= P.p[VKP_POS0];
     if (early)
         tile_fetch(cbase, start);
     if (WAIT == 1u)
@@ -198,8 +177,8 @@ void attn()
         if (i < HR * RV) {
             uvec4 w = uvec4(0u);
             if (hg0 + h < pc.n_head) {
-                uint b = (pc.qa_off + z * pc.qa_z + (hg0 + h) * RS) / 4u + 2u * v;
-                vec4 x0 = clamp(QA.qa[b], -65504.0, 65504.0), x1 = clamp(QA.qa[b + 1u], -65504.0, 65504.0);
+                uint b = (pc.q_abs_off + z * pc.q_abs_z + (hg0 + h) * RS) / 4u + 2u * v;
+                vec4 x0 = clamp(QABS.q_abs[b], -65504.0, 65504.0), x1 = clamp(QABS.q_abs[b + 1u], -65504.0, 65504.0);
                 w = uvec4(packHalf2x16(x0.xy), packHalf2x16(x0.zw), packHalf2x16(x1.xy), packHalf2x16(x1.zw));
             }
             Ks[h * QLD + v] = w;
@@ -216,7 +195,7 @@ void attn()
         uint sg = gl_SubgroupID, mt = (sg / KS) / 2u, ks = sg % KS;
         [[unroll]] for (uint i = 0u; i < KSTEPS; i++)
             if (ks + i * KS < KT)
-                coopMatLoadNV(qf[i], Ks, mt * 16u * QLD + 2u * (ks + i * KS), QLD, ST == 1u);
+                coopMatLoadNV(qf[i], Ks, mt * 16u * QLD + 2u * (ks + i * KS), QLD, false);
         coopMatLoadNV(row_id, Ss, 0u, 16u, false);
     }
     barrier();
@@ -292,8 +271,8 @@ void attn()
     // fragments into the free tile space, then 16-byte stores, a warp
     // writing whole 128-byte lines (rows are 128-byte aligned).  Fragments
     // stored straight to global memory write 32-byte pieces of 8 rows per
-    // instruction and cost ~4 us more per workgroup; scalar stores from the
-    // staging, ~5 us more (H200, gpu/PERF.md run 14).
+    // instruction, which was slower, and so were scalar stores from the
+    // staging (gpu/PERF.md run 14).
     const uint RQ = DLAT / 4u;   // a latent row in 16-byte words
     [[unroll]] for (uint mt = 0u; mt < MT; mt++) {
         barrier();
@@ -305,7 +284,7 @@ void attn()
         [[unroll]] for (uint u = 0u; u < SN; u++) {
             uint i = tid + u * WGS, h = mt * 16u + i / RQ;
             if (i < 16u * RQ && hg0 + h < pc.n_head)
-                PT4.part[(pc.part_off + ((z * pc.cmax_chunks + c) * HRP + hg0 + h) * pstride + PART_HDR) / 4u + i % RQ] = Ks[i];
+                PT4.part[(pc.part_off + ((z * pc.cmax_chunks + c) * HRP + hg0 + h) * pstride + VK_PART_HDR) / 4u + i % RQ] = Ks[i];
         }
     }
 }

@@ -4,71 +4,35 @@
 // projects it through v_b of that head: out[z][h*v_head + r] = v_b[h][r] . o.
 // Grid: x = row groups of v_head, y = head, z = query token.
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint TYPE = 2u;
-layout(constant_id = 2) const uint TEAM = 16u;
-layout(constant_id = 3) const uint NR = 2u;
-layout(constant_id = 4) const uint SG = 32u;
-layout(constant_id = 5) const uint KSH = 512u;
-layout(constant_id = 6) const uint UPT = 4u;
-layout(constant_id = 7) const uint CCAP = 64u;   // chunk capacity per head (partials)
+#define PC_USE_ATTN_VB
+#include "pc_attn.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = AVB_S_KSH) const uint KSH = 512u;
+layout(constant_id = AVB_S_UPT) const uint UPT = 4u;
+layout(constant_id = AVB_S_CCAP) const uint CCAP = 64u;   // chunk capacity per head (partials)
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#include "part_layout.glsl"
 #include "mv_common.glsl"
 
 // binding 1 (X in mv_common) holds the partials
-layout(set = 0, binding = 2) writeonly buffer OBuf { float o[]; } O;
-layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
+layout(set = 0, binding = AVB_B_O) writeonly buffer OBuf { float o[]; } O;
+layout(set = 0, binding = AVB_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
-shared float cw[CCAP];
-shared float vred[64];
-
-layout(push_constant) uniform PC {
-    uint K, Kp, N;        // K = kv_lora, N = v_head
-    uint hbase, mat_blocks;
-    uint part_off, n_head, cmax_chunks;
-    uint o_off, o_z;
-    uint nchunk_word;     // params word holding the chunk count (decode / prefill)
-} pc;
+shared float red[64];
+#include "chunk_combine.glsl"
 
 void main()
 {
     uint h = gl_WorkGroupID.y, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
-    if (z >= P.p[1])
+    if (z >= P.p[VKP_NTOK])
         return;  // past the batch
-    uint n_chunks = P.p[pc.nchunk_word];
-    uint pstride = pc.K + PART_HDR;
+    uint n_chunks = P.p[VKP_NCHUNK];
+    uint pstride = pc.K + VK_PART_HDR;
     // partials chunk-major: (token, chunk, head) rows
-    uint pb = pc.part_off + (z * pc.cmax_chunks * pc.n_head + h) * pstride, cs = pc.n_head * pstride;
-    // The chunks' weights e^(m_c - M) / L, cooperatively: one chunk per
-    // thread, two workgroup reductions (max, then sum).
-    float mx = -1.0 / 0.0;
-    for (uint c = tid; c < n_chunks; c += WGS)
-        mx = max(mx, X.x[pb + c * cs]);
-    mx = subgroupMax(mx);
-    if (subgroupElect())
-        vred[gl_SubgroupID] = mx;
-    barrier();
-    float M = -1.0 / 0.0;
-    for (uint i = 0u; i < gl_NumSubgroups; i++)
-        M = max(M, vred[i]);
-    float ls = 0.0;
-    for (uint c = tid; c < n_chunks; c += WGS) {
-        float e = exp(X.x[pb + c * cs] - M);
-        cw[c] = e;
-        ls += e * X.x[pb + c * cs + 1u];
-    }
-    ls = subgroupAdd(ls);
-    barrier();
-    if (subgroupElect())
-        vred[gl_SubgroupID] = ls;
-    barrier();
-    float L = 0.0;
-    for (uint i = 0u; i < gl_NumSubgroups; i++)
-        L += vred[i];
-    float invL = 1.0 / L;
+    uint pb = pc.part_off + (z * pc.cmax_chunks * pc.part_heads + h) * pstride, cs = pc.part_heads * pstride;
+    // the chunks' weights (chunk_combine.glsl)
+    float invL = chunk_weights(pb, cs, n_chunks);
     // o = sum_c w_c o_c, eight chunks' loads in flight per thread
     for (uint d4 = tid; d4 < pc.Kp / 4u; d4 += WGS) {
         vec4 acc = vec4(0.0);
@@ -76,7 +40,7 @@ void main()
             for (uint c0 = 0u; c0 < n_chunks; c0 += 8u) {
                 vec4 v[8];
                 [[unroll]] for (uint u = 0u; u < 8u; u++) {
-                    uint b = pb + min(c0 + u, n_chunks - 1u) * cs + PART_HDR + 4u * d4;
+                    uint b = pb + min(c0 + u, n_chunks - 1u) * cs + VK_PART_HDR + 4u * d4;
                     v[u] = vec4(X.x[b], X.x[b + 1u], X.x[b + 2u], X.x[b + 3u]);
                 }
                 [[unroll]] for (uint u = 0u; u < 8u; u++)

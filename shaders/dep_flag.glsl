@@ -5,8 +5,8 @@
 // of its workgroups were launched: dispatches start in order), issue what
 // does not depend on it (their weight loads) and then wait until the
 // counter reaches epoch * producer workgroups, the epoch being the submit's
-// number (params[VKP_EPOCH]).  A barrier costs 2.9 us on the H200, this
-// wait ~1 us.  The wait gives up after a bound (~10 ms) and counts the
+// number (params[VKP_EPOCH]).  Such a wait costs less than a barrier
+// (gpu/PERF.md runs 16-17).  The wait gives up after a bound (~10 ms) and counts the
 // failure in word 0, which the host checks after the token (a device that
 // does not run the two dispatches as assumed gets an error, not a hang).
 // A pipeline barrier also invalidates the compute units' L1 caches; a
@@ -16,22 +16,22 @@
 // an L1 line loaded before the write -- by any kernel on that compute unit,
 // even one reading a neighbouring word -- would otherwise serve stale data
 // (seen on the H200: an L2-warming read of the ids, beside the router).
-// Binding 9: the counters (coherent).  Spec constants 12 (SIGNAL) and 13 (WAIT)
-// turn the two ends on in a kernel.
+// Binding PC_B_DEP: the counters (coherent).  Spec constants PC_S_SIGNAL
+// and PC_S_WAIT turn the two ends on in a kernel.
 
-layout(set = 0, binding = 9) coherent buffer DepBuf { uint c[]; } DEP;
-layout(constant_id = 12) const uint SIGNAL = 0u;
-layout(constant_id = 13) const uint WAIT = 0u;
+#include "params.h"
+
+layout(set = 0, binding = PC_B_DEP) coherent buffer DepBuf { uint c[]; } DEP;
+layout(constant_id = PC_S_SIGNAL) const uint SIGNAL = 0u;
+layout(constant_id = PC_S_WAIT) const uint WAIT = 0u;
 
 const uint DEP_SPIN_LIMIT = 1u << 15;
-const uint VKP_EPOCH_WORD = 11u;
-const uint VKP_ATTN_TOTAL_WORD = 15u;
 
 // What a wait waits for: epoch * n for a producer of n workgroups every
 // token; n = 0: the decode attention, whose grid follows the context length
 // (the host keeps the running total of its workgroups in the params).  Needs
 // the shader's params as P.
-#define DEP_WANT(n) ((n) != 0u ? P.p[VKP_EPOCH_WORD] * (n) : P.p[VKP_ATTN_TOTAL_WORD])
+#define DEP_WANT(n) ((n) != 0u ? P.p[VKP_EPOCH] * (n) : P.p[VKP_ATTN_TOTAL])
 
 // Producer: every invocation has written its results.
 void dep_signal(uint word)

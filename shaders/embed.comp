@@ -2,22 +2,16 @@
 // embed: x[z] = dequantized row tok[z] of the token embedding table.
 // Grid: x = groups of 4 elements / WGS, y = token of the batch.
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint TYPE = 2u;
+#define PC_USE_EMBED
+#include "pc_token.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = EMBED_S_TYPE) const uint TYPE = 2u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
 
-layout(set = 0, binding = 1) readonly buffer TokBuf { int tok[]; } T;
-layout(set = 0, binding = 2) writeonly buffer XBuf { float x[]; } X;
-
-layout(push_constant) uniform PC {
-    uint K, Kp, hbase;
-    uint tok_off;
-    uint x_off, x_z;
-    uint n_vocab;
-    uint check_batch;   // 1: the token buffer is the params buffer; tokens past params[1] are skipped
-} pc;
+layout(set = 0, binding = EMBED_B_TOKENS) readonly buffer TokBuf { int tok[]; } T;
+layout(set = 0, binding = EMBED_B_X) writeonly buffer XBuf { float x[]; } X;
 
 void main()
 {

@@ -3,7 +3,7 @@
 //   workgroup 0:     latent = RMSNorm(kv[0..kv_lora)) * kv_a_norm, k_rope =
 //                    RoPE(kv[kv_lora..]), both written to the cache row of
 //                    the token's position (f16 or f32)
-//   workgroup 1+h:   qa[h][kv_lora..] = RoPE(q[h][nope..])  (qa[h][0..kv_lora)
+//   workgroup 1+h:   q_abs[h][kv_lora..] = RoPE(q[h][nope..])  (q_abs[h][0..kv_lora)
 //                    is the absorbed query, written by the k_b matvec)
 // RoPE is ggml's NORM mode: adjacent pairs (2i, 2i+1) rotated by the angles
 // of the table (cos, sin per position and pair, computed once on the host in
@@ -13,34 +13,25 @@
 // kv and q are then read coherently (earlier layers' kernels on this compute
 // unit read the same buffers).
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint KVF16 = 1u;
-layout(constant_id = 2) const uint SG = 32u;
+#define PC_USE_KV_STORE
+#include "pc_attn.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = KVS_S_KVF16) const uint KVF16 = 1u;
+layout(constant_id = KVS_S_SG) const uint SG = 32u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 
-layout(set = 0, binding = 1) coherent readonly buffer KvBuf { float kv[]; } KV;
-layout(set = 0, binding = 2) readonly buffer NWBuf { float nw[]; } NW;
-layout(set = 0, binding = 3) writeonly buffer CacheW { uint w[]; } CW;
-layout(set = 0, binding = 3) writeonly buffer CacheF { float f[]; } CF;
-layout(set = 0, binding = 4) readonly buffer RopeBuf { vec2 cs[]; } RT;
-layout(set = 0, binding = 5) coherent readonly buffer QBuf { float q[]; } Q;
-layout(set = 0, binding = 6) writeonly buffer QaBuf { float qa[]; } QA;
-layout(set = 0, binding = 7) readonly buffer Params { uint p[]; } P;
+layout(set = 0, binding = KVS_B_KV) coherent readonly buffer KvBuf { float kv[]; } KV;
+layout(set = 0, binding = KVS_B_NORM) readonly buffer NWBuf { float nw[]; } NW;
+layout(set = 0, binding = KVS_B_CACHE) writeonly buffer CacheW { uint w[]; } CW;
+layout(set = 0, binding = KVS_B_CACHE) writeonly buffer CacheF { float f[]; } CF;
+layout(set = 0, binding = KVS_B_ROPE) readonly buffer RopeBuf { vec2 cs[]; } RT;
+layout(set = 0, binding = KVS_B_Q) coherent readonly buffer QBuf { float q[]; } Q;
+layout(set = 0, binding = KVS_B_Q_ABS) writeonly buffer QAbsBuf { float q_abs[]; } QABS;
+layout(set = 0, binding = KVS_B_PARAMS) readonly buffer Params { uint p[]; } P;
 #include "dep_flag.glsl"
-
-layout(push_constant) uniform PC {
-    uint kv_lora, rope, nope, n_head, RS;
-    uint kv_off, kv_z;
-    uint nw_off;
-    float eps;
-    uint cache_off;      // elements
-    uint q_off, q_z;     // q of token z, head h at q_off + z*q_z + h*(nope+rope)
-    uint qa_off, qa_z;   // qa of token z, head h at qa_off + z*qa_z + h*RS
-    uint dep_signal, dep_wait, dep_n;  // SIGNAL / WAIT (dep_flag.glsl)
-} pc;
 
 shared float red[64];
 shared float lat[1024];
@@ -75,9 +66,9 @@ float row_val(uint kb, uint pos, uint i, float sc)
 void store()
 {
     uint z = gl_WorkGroupID.y, tid = gl_LocalInvocationIndex;
-    if (z >= P.p[1])
+    if (z >= P.p[VKP_NTOK])
         return;  // past the batch
-    uint pos = P.p[0] + z;
+    uint pos = P.p[VKP_POS0] + z;
     if (gl_WorkGroupID.x == 0u) {
         uint kb = pc.kv_off + z * pc.kv_z;
         float ss = 0.0;
@@ -99,7 +90,7 @@ void store()
     }
     uint h = gl_WorkGroupID.x - 1u;
     uint qb = pc.q_off + z * pc.q_z + h * (pc.nope + pc.rope) + pc.nope;
-    uint ob = pc.qa_off + z * pc.qa_z + h * pc.RS + pc.kv_lora;
+    uint ob = pc.q_abs_off + z * pc.q_abs_z + h * pc.RS + pc.kv_lora;
     for (uint j = tid; j < pc.RS - pc.kv_lora; j += WGS) {
         float v = 0.0;
         if (j < pc.rope) {
@@ -107,7 +98,7 @@ void store()
             float x0 = Q.q[qb + (j & ~1u)], x1 = Q.q[qb + (j | 1u)];
             v = (j & 1u) == 0u ? x0 * c.x - x1 * c.y : x0 * c.y + x1 * c.x;
         }
-        QA.qa[ob + j] = v;
+        QABS.q_abs[ob + j] = v;
     }
 }
 

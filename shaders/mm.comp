@@ -8,13 +8,15 @@
 //           rows are (token, slot) pairs, input row pair / x_div, output row pair.
 // Accumulation is f32 from f32 activations and exactly dequantized weights.
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint TYPE = 2u;
-layout(constant_id = 2) const uint TYPE2 = 2u;
-layout(constant_id = 3) const uint BM = 64u;
-layout(constant_id = 4) const uint BN = 64u;
-layout(constant_id = 5) const uint MODE = 0u;
-layout(constant_id = 6) const uint LIST = 0u;
+#define PC_USE_MM
+#include "pc_prefill.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = MM_S_TYPE) const uint TYPE = 2u;
+layout(constant_id = MM_S_TYPE2) const uint TYPE2 = 2u;
+layout(constant_id = MM_S_BM) const uint BM = 64u;
+layout(constant_id = MM_S_BN) const uint BN = 64u;
+layout(constant_id = MM_S_MODE) const uint MODE = 0u;
+layout(constant_id = MM_S_LIST) const uint LIST = 0u;
 const uint WGS = gl_WorkGroupSize.x;
 const uint BK = 32u;
 const uint TNT = 4u;                        // output rows per thread
@@ -23,19 +25,11 @@ const uint NTM = BM / TMT;                  // threads across the tokens
 
 #include "quant.glsl"
 
-layout(set = 0, binding = 1) readonly buffer XBuf { float x[]; } X;
-layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
-layout(set = 0, binding = 3) readonly buffer ListBuf { uint pair[]; } L;
-layout(set = 0, binding = 4) readonly buffer TileBuf { uvec4 t[]; } TL;
-layout(set = 0, binding = 5) readonly buffer Params { uint p[]; } P;
-
-layout(push_constant) uniform PC {
-    uint K, Kp, N;
-    uint hbase, hbase2;
-    uint mblk, mblk2;       // blocks per matrix
-    uint x_off, x_stride, x_z, x_div;
-    uint y_off, y_stride, y_z;
-} pc;
+layout(set = 0, binding = MM_B_X) readonly buffer XBuf { float x[]; } X;
+layout(set = 0, binding = MM_B_Y) buffer YBuf { float y[]; } Y;
+layout(set = 0, binding = MM_B_LIST) readonly buffer ListBuf { uint pair[]; } L;
+layout(set = 0, binding = MM_B_TILES) readonly buffer TileBuf { uvec4 t[]; } TL;
+layout(set = 0, binding = MM_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 shared float As[BK * BM];     // [k][token]
 shared float Bs[BK * BN];     // [k][row]
@@ -53,7 +47,7 @@ void main()
         start = w.y;
         cnt = w.z;
     } else {
-        uint T = P.p[1];
+        uint T = P.p[VKP_NTOK];
         mat = z;
         start = gl_WorkGroupID.y * BM;
         if (start >= T)

@@ -32,13 +32,15 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : require
 
-layout(local_size_x_id = 0) in;                 // 256: eight subgroups of 32
-layout(constant_id = 1) const uint TYPE = 2u;
-layout(constant_id = 2) const uint TYPE2 = 2u;
-layout(constant_id = 3) const uint BM = 64u;    // tokens per tile: 64 or 32
-layout(constant_id = 5) const uint MODE = 0u;   // 0 store, 1 add, 2 silu(W.X) * (W2.X)
-layout(constant_id = 6) const uint LIST = 0u;
-layout(constant_id = 7) const uint XSPLIT = 0u; // 1: activations as hi + lo fp16 pairs
+#define PC_USE_MM
+#include "pc_prefill.h"
+layout(local_size_x_id = PC_S_WGS) in;                 // 256: eight subgroups of 32
+layout(constant_id = MM_S_TYPE) const uint TYPE = 2u;
+layout(constant_id = MM_S_TYPE2) const uint TYPE2 = 2u;
+layout(constant_id = MM_S_BM) const uint BM = 64u;    // tokens per tile: 64 or 32
+layout(constant_id = MM_S_MODE) const uint MODE = 0u;   // 0 store, 1 add, 2 silu(W.X) * (W2.X)
+layout(constant_id = MM_S_LIST) const uint LIST = 0u;
+layout(constant_id = MM_S_XSPLIT) const uint XSPLIT = 0u; // 1: activations as hi + lo fp16 pairs
 const uint WGS = 256u;
 const uint BN = 128u, BK = 32u;
 const uint LDV = BK / 8u + 1u;                  // row stride in uvec4 (8 halves): 80 bytes spreads the banks
@@ -46,20 +48,12 @@ const uint FM = BM / 32u;                       // token fragments per subgroup
 
 #include "quant.glsl"
 
-layout(set = 0, binding = 1) readonly buffer XBuf { float x[]; } X;
-layout(set = 0, binding = 1) readonly buffer XBuf4 { vec4 x[]; } X4;
-layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
-layout(set = 0, binding = 3) readonly buffer ListBuf { uint pair[]; } L;
-layout(set = 0, binding = 4) readonly buffer TileBuf { uvec4 t[]; } TL;
-layout(set = 0, binding = 5) readonly buffer Params { uint p[]; } P;
-
-layout(push_constant) uniform PC {
-    uint K, Kp, N;
-    uint hbase, hbase2;
-    uint mblk, mblk2;
-    uint x_off, x_stride, x_z, x_div;
-    uint y_off, y_stride, y_z;
-} pc;
+layout(set = 0, binding = MM_B_X) readonly buffer XBuf { float x[]; } X;
+layout(set = 0, binding = MM_B_X) readonly buffer XBuf4 { vec4 x[]; } X4;
+layout(set = 0, binding = MM_B_Y) buffer YBuf { float y[]; } Y;
+layout(set = 0, binding = MM_B_LIST) readonly buffer ListBuf { uint pair[]; } L;
+layout(set = 0, binding = MM_B_TILES) readonly buffer TileBuf { uvec4 t[]; } TL;
+layout(set = 0, binding = MM_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 shared uvec4 As[BM * LDV];                      // [token][k] fp16
 shared uvec4 As2[XSPLIT == 1u ? BM * LDV : 1u]; // XSPLIT: the lo halves, x 2^11
@@ -156,7 +150,7 @@ XRaw x_fetch(uint cnt, uint z, uint k0)
 
 // Activations beyond fp16's range saturate at +-65504 instead of becoming
 // inf (one inf turns its whole output row into inf / NaN, and the NaN then
-// spreads through the model); exact values need GLMCHAT_COOPMAT=0.
+// spreads through the model); exact values need --tune coopmat=0.
 const float FMAX = 65504.0;
 
 uvec4 x_pack(XRaw r)
@@ -196,7 +190,7 @@ void main()
         start = w.y;
         cnt = w.z;
     } else {
-        uint T = P.p[1];
+        uint T = P.p[VKP_NTOK];
         mat = z;
         start = gl_WorkGroupID.y * BM;
         if (start >= T)

@@ -3,23 +3,20 @@
 // prefill batch's expert outputs into the residual stream.
 // Grid: x = element groups, y = token.
 
-layout(local_size_x_id = 0) in;
+#define PC_USE_MOE_COMBINE
+#include "pc_prefill.h"
+layout(local_size_x_id = PC_S_WGS) in;
 const uint WGS = gl_WorkGroupSize.x;
 
-layout(set = 0, binding = 1) readonly buffer YBuf { float y[]; } Y;       // [T*K][H]
-layout(set = 0, binding = 2) buffer XBuf { float x[]; } X;                // [T][H]
-layout(set = 0, binding = 3) readonly buffer WtBuf { float w[]; } WT;     // [T][K]
-layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
-
-layout(push_constant) uniform PC {
-    uint H, K;
-    uint x_off, w_off;
-} pc;
+layout(set = 0, binding = MCOMB_B_Y) readonly buffer YBuf { float y[]; } Y;       // [T*K][H]
+layout(set = 0, binding = MCOMB_B_X) buffer XBuf { float x[]; } X;                // [T][H]
+layout(set = 0, binding = MCOMB_B_WTS) readonly buffer WtBuf { float w[]; } WT;     // [T][K]
+layout(set = 0, binding = MCOMB_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 void main()
 {
     uint t = gl_WorkGroupID.y, i = gl_WorkGroupID.x * WGS + gl_LocalInvocationIndex;
-    if (t >= P.p[1] || i >= pc.H)
+    if (t >= P.p[VKP_NTOK] || i >= pc.H)
         return;
     float acc = 0.0;
     for (uint k = 0u; k < pc.K; k++)

@@ -4,29 +4,25 @@
 // that list cut into tiles of at most BM pairs (expert, start, count), and
 // the indirect dispatch sizes of the gate/up and down passes.  One workgroup.
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint BM = 32u;
+#define PC_USE_MOE_GROUP
+#include "pc_prefill.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = GROUP_S_BM) const uint BM = 32u;
 const uint WGS = gl_WorkGroupSize.x;
 const uint EMAX = 512u;
 
-layout(set = 0, binding = 1) readonly buffer IdBuf { int ids[]; } ID;       // [T][K]
-layout(set = 0, binding = 2) writeonly buffer ListBuf { uint pair[]; } L;   // [T*K]
-layout(set = 0, binding = 3) writeonly buffer TileBuf { uvec4 t[]; } TL;    // (expert, start, count, 0)
-layout(set = 0, binding = 4) writeonly buffer IndBuf { uint v[]; } IND;     // 2 x VkDispatchIndirectCommand
-layout(set = 0, binding = 5) readonly buffer Params { uint p[]; } P;
-
-layout(push_constant) uniform PC {
-    uint K, n_expert;
-    uint ids_off;
-    uint x_gu, x_dn;     // workgroups across the outputs of each pass
-} pc;
+layout(set = 0, binding = GROUP_B_IDS) readonly buffer IdBuf { int ids[]; } ID;       // [T][K]
+layout(set = 0, binding = GROUP_B_LIST) writeonly buffer ListBuf { uint pair[]; } L;   // [T*K]
+layout(set = 0, binding = GROUP_B_TILES) writeonly buffer TileBuf { uvec4 t[]; } TL;    // (expert, start, count, 0)
+layout(set = 0, binding = GROUP_B_IND) writeonly buffer IndBuf { uint v[]; } IND;     // 2 x VkDispatchIndirectCommand
+layout(set = 0, binding = GROUP_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 shared uint cnt[EMAX], off[EMAX], toff[EMAX], cur[EMAX];
 
 void main()
 {
     uint tid = gl_LocalInvocationIndex;
-    uint np = P.p[1] * pc.K;
+    uint np = P.p[VKP_NTOK] * pc.K;
     for (uint e = tid; e < pc.n_expert; e += WGS) {
         cnt[e] = 0u;
         cur[e] = 0u;

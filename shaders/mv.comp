@@ -5,53 +5,34 @@
 // expert slots; m(z) = z, or ids[z] when IDMODE = 1).  NORM 1: the input is
 // RMSNorm(x) * nw, folded in per team (see mv_common.glsl).  OMODE 1 adds
 // into y (the residual stream), which is safe: each row is written by one
-// team only.  Prefill uses it per (token, head) for attn_k_b and for the
-// head over the batch's last token (params buffer).
+// team only.  Prefill uses it for the head over the batch's last token
+// (params buffer).
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint TYPE = 2u;
-layout(constant_id = 2) const uint TEAM = 16u;
-layout(constant_id = 3) const uint NR = 2u;
-layout(constant_id = 4) const uint SG = 32u;
-layout(constant_id = 5) const uint NORM = 0u;
-layout(constant_id = 6) const uint OMODE = 0u;
-layout(constant_id = 7) const uint KSH = 4u;
-layout(constant_id = 8) const uint IDMODE = 0u;
-layout(constant_id = 9) const uint UPT = 4u;
+#define PC_USE_MV
+#include "pc_matvec.h"
+#include "params.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = MV_S_NORM) const uint NORM = 0u;
+layout(constant_id = MV_S_OMODE) const uint OMODE = 0u;
+layout(constant_id = MV_S_KSH) const uint KSH = 4u;
+layout(constant_id = MV_S_IDMODE) const uint IDMODE = 0u;
+layout(constant_id = MV_S_UPT) const uint UPT = 4u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
 #include "mv_common.glsl"
 
-layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
-layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
-layout(set = 0, binding = 5) readonly buffer Params { uint p[]; } P;
-
-layout(push_constant) uniform PC {
-    uint K, Kp, N;
-    uint hbase;       // head byte offset of the weight tensor
-    uint mat_blocks;  // blocks per matrix
-    uint x_off, x_z;  // input: base and stride per z (floats)
-    uint y_off, y_z;  // output
-    uint nw_off;
-    float eps;
-    uint ids_off;
-    uint mat_mod;     // matrix index modulo this (z = token * heads + head); 0: off
-    uint ztok;        // z per token: z / ztok >= batch tokens -> nothing to do; 0: off
-    uint last_row;    // non-zero: the input is the batch's last token, rows last_row floats apart
-} pc;
+layout(set = 0, binding = MV_B_Y) buffer YBuf { float y[]; } Y;
+layout(set = 0, binding = MV_B_IDS) readonly buffer IdBuf { int ids[]; } ID;
+layout(set = 0, binding = MV_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 void main()
 {
     uint z = gl_WorkGroupID.y;
-    if (pc.ztok != 0u && z / pc.ztok >= P.p[1])
-        return;
     uint mat = IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
-    if (pc.mat_mod != 0u)
-        mat %= pc.mat_mod;
     uint xb = pc.x_off + z * pc.x_z;
     if (pc.last_row != 0u)
-        xb += (P.p[1] - 1u) * pc.last_row;
+        xb += (P.p[VKP_NTOK] - 1u) * pc.last_row;
     xsrc a = xsrc(true, xb, pc.K, NORM == 1u, pc.nw_off);
 
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;

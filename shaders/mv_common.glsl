@@ -15,31 +15,29 @@
 // every team sees all of x, so each team sums x^2 as it goes and applies
 // 1/rms to its own result.
 //
-// The including shader declares: spec constants WGS (local_size_x_id 0),
-// SG, TEAM, NR, UPT, KSH (shared floats, >= 4).
+// Declared here: the family's spec constants TYPE, TEAM, NR, SG
+// (pc_matvec.h); the including shader declares WGS (local_size_x_id), UPT
+// and KSH (shared floats, >= 4).
 
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_shuffle : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
+#include "pc_matvec.h"
 
-layout(set = 0, binding = 1) readonly buffer XBuf { float x[]; } X;
-layout(set = 0, binding = 1) readonly buffer XBuf4 { vec4 x[]; } X4;
-layout(set = 0, binding = 3) readonly buffer NWBuf { float nw[]; } NW;
-layout(set = 0, binding = 3) readonly buffer NWBuf4 { vec4 nw[]; } NW4;
+layout(constant_id = MVF_S_TYPE) const uint TYPE = 2u;
+layout(constant_id = MVF_S_TEAM) const uint TEAM = 16u;
+layout(constant_id = MVF_S_NR) const uint NR = 2u;
+layout(constant_id = MVF_S_SG) const uint SG = 32u;
+
+layout(set = 0, binding = MATVEC_B_X) readonly buffer XBuf { float x[]; } X;
+layout(set = 0, binding = MATVEC_B_X) readonly buffer XBuf4 { vec4 x[]; } X4;
+layout(set = 0, binding = MATVEC_B_NORM) readonly buffer NWBuf { float nw[]; } NW;
+layout(set = 0, binding = MATVEC_B_NORM) readonly buffer NWBuf4 { vec4 nw[]; } NW4;
 
 shared vec4 xs[KSH / 4];
 
-// How Q4_0 nibbles become floats: 0 unpackUnorm4x8 (q/255, scaled back at
-// the end), 1 exponent bits (2^23 + q as a float bit pattern, minus 2^23:
-// integer ops instead of conversions).  A tuning knob (GLMCHAT_MV_CONV).
-layout(constant_id = 15) const uint CONV = 0u;
-
-vec4 nibf(uint w)   // the four bytes of w (each 0..15) as floats
-{
-    if (CONV == 1u)
-        return uintBitsToFloat(uvec4(w & 15u, (w >> 8) & 15u, (w >> 16) & 15u, w >> 24) | 0x4B000000u) - 8388608.0;
-    return 255.0 * unpackUnorm4x8(w);
-}
+// The four bytes of w (each 0..15) as floats: unpackUnorm4x8 gives q/255.
+vec4 nibf(uint w) { return 255.0 * unpackUnorm4x8(w); }
 
 // Thread index with subgroups laid out contiguously (teams never straddle one).
 uint lin_id() { return gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID; }

@@ -4,40 +4,27 @@
 // fused with SiLU * mul.  m(z) = ids[z] (IDMODE 1: the routed experts the
 // router chose, read from the GPU buffer) or z.
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint TYPE = 2u;    // gate
-layout(constant_id = 2) const uint TEAM = 16u;
-layout(constant_id = 3) const uint NR = 2u;
-layout(constant_id = 4) const uint SG = 32u;
-layout(constant_id = 5) const uint NORM = 1u;
-layout(constant_id = 6) const uint TYPE2 = 2u;   // up
-layout(constant_id = 7) const uint KSH = 4u;
-layout(constant_id = 8) const uint IDMODE = 0u;
-layout(constant_id = 9) const uint UPT = 4u;
+#define PC_USE_GLU
+#include "pc_matvec.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = GLU_S_NORM) const uint NORM = 1u;
+layout(constant_id = GLU_S_TYPE2) const uint TYPE2 = 2u;   // up
+layout(constant_id = GLU_S_KSH) const uint KSH = 4u;
+layout(constant_id = GLU_S_IDMODE) const uint IDMODE = 0u;
+layout(constant_id = GLU_S_UPT) const uint UPT = 4u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
 #include "mv_common.glsl"
 
-layout(set = 0, binding = 2) writeonly buffer HBuf { float h[]; } H;
-layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
-
-layout(push_constant) uniform PC {
-    uint K, Kp, N;
-    uint hbase_g, hbase_u;
-    uint mblk_g, mblk_u;   // blocks per matrix
-    uint x_off, x_z;
-    uint h_off, h_z;
-    uint nw_off;
-    float eps;
-    uint ids_off;
-} pc;
+layout(set = 0, binding = GLU_B_H) writeonly buffer HBuf { float h[]; } H;
+layout(set = 0, binding = GLU_B_IDS) readonly buffer IdBuf { int ids[]; } ID;
 
 void main()
 {
     uint z = gl_WorkGroupID.y;
     uint mat = IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
-    xsrc a = xsrc(true, pc.x_off + z * pc.x_z, pc.K, NORM == 1u, pc.nw_off);
+    xsrc a = xsrc(true, pc.x_off, pc.K, NORM == 1u, pc.nw_off);
 
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
     uint bpr_g = pc.Kp / blk_of(TYPE), bpr_u = pc.Kp / blk_of(TYPE2);

@@ -5,35 +5,25 @@
 // workgroup split over (row group, slot), so every slot's loads are in
 // flight at once; the slots of a row meet in shared memory.
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint TYPE = 2u;    // routed down
-layout(constant_id = 2) const uint TEAM = 16u;
-layout(constant_id = 3) const uint NR = 2u;
-layout(constant_id = 4) const uint SG = 32u;
-layout(constant_id = 5) const uint HAS_SHARED = 1u;
-layout(constant_id = 6) const uint TYPE2 = 2u;   // shared down
-layout(constant_id = 7) const uint KSH = 4u;
-layout(constant_id = 8) const uint UPT = 4u;
-layout(constant_id = 9) const uint NSLOT = 5u;   // routed experts + shared
+#define PC_USE_MOE_DOWN
+#include "pc_matvec.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = DOWN_S_HAS_SHARED) const uint HAS_SHARED = 1u;
+layout(constant_id = DOWN_S_TYPE2) const uint TYPE2 = 2u;   // shared down
+layout(constant_id = DOWN_S_KSH) const uint KSH = 4u;
+layout(constant_id = DOWN_S_UPT) const uint UPT = 4u;
+layout(constant_id = DOWN_S_NSLOT) const uint NSLOT = 5u;   // routed experts + shared
 const uint WGS = gl_WorkGroupSize.x;
-const uint NTEAM = WGS / TEAM;
-const uint RG = NTEAM / NSLOT;                   // row groups per workgroup
 
 #include "quant.glsl"
 #include "mv_common.glsl"
 
-layout(set = 0, binding = 2) buffer YBuf { float y[]; } Y;
-layout(set = 0, binding = 4) readonly buffer IdBuf { int ids[]; } ID;
-layout(set = 0, binding = 5) readonly buffer WtBuf { float wts[]; } WT;
+const uint NTEAM = WGS / TEAM;
+const uint RG = NTEAM / NSLOT;                   // row groups per workgroup
 
-layout(push_constant) uniform PC {
-    uint K, Kp, N;          // routed expert width
-    uint hbase, mblk;
-    uint K2, Kp2, hbase2;   // shared expert width
-    uint h_off, h_z, nz;
-    uint ids_off, wts_off;
-    uint y_off;
-} pc;
+layout(set = 0, binding = DOWN_B_Y) buffer YBuf { float y[]; } Y;
+layout(set = 0, binding = DOWN_B_IDS) readonly buffer IdBuf { int ids[]; } ID;
+layout(set = 0, binding = DOWN_B_WTS) readonly buffer WtBuf { float wts[]; } WT;
 
 shared float part[RG * NR * NSLOT];
 

@@ -1,6 +1,6 @@
 // quant.glsl: decoding the GPU weight layout (gpu/vk_layout.c describes it).
 //
-// Weights are bound as an array of VKC_WSLOTS buffers at binding 0, viewed
+// Weights are bound as an array of PC_WEIGHT_SLOTS buffers at binding 0, viewed
 // as words (W) and as 16-byte vectors (W4).  A tensor's block i has its quant
 // bytes ("body") at byte i*BODY and its scales ("head") at byte
 // hbase + i*HEAD of its binding.  The type is always a specialization
@@ -10,9 +10,10 @@
 // tensor in weight slot s, exactly as ggml's reference dequantization does.
 
 #extension GL_EXT_control_flow_attributes : enable
+#include "pc_common.h"
 
-layout(set = 0, binding = 0) readonly buffer WBuf { uint w[]; } W[4];
-layout(set = 0, binding = 0) readonly buffer WBuf4 { uvec4 w[]; } W4[4];
+layout(set = 0, binding = PC_B_WEIGHTS) readonly buffer WBuf { uint w[]; } W[PC_WEIGHT_SLOTS];
+layout(set = 0, binding = PC_B_WEIGHTS) readonly buffer WBuf4 { uvec4 w[]; } W4[PC_WEIGHT_SLOTS];
 
 const uint T_F32 = 0u;
 const uint T_F16 = 1u;

@@ -2,30 +2,26 @@
 // rmsnorm: y[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w for the tokens of a
 // prefill batch (one workgroup per token; tokens past the batch do nothing).
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint SG = 32u;
+#define PC_USE_RMSNORM
+#include "pc_prefill.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = RMSNORM_S_SG) const uint SG = 32u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 
-layout(set = 0, binding = 1) readonly buffer XBuf { float x[]; } X;
-layout(set = 0, binding = 2) writeonly buffer YBuf { float y[]; } Y;
-layout(set = 0, binding = 3) readonly buffer NWBuf { float w[]; } NW;
-layout(set = 0, binding = 4) readonly buffer Params { uint p[]; } P;
-
-layout(push_constant) uniform PC {
-    uint n;
-    uint x_off, x_z, y_off, y_z, w_off;
-    float eps;
-} pc;
+layout(set = 0, binding = RMSNORM_B_X) readonly buffer XBuf { float x[]; } X;
+layout(set = 0, binding = RMSNORM_B_Y) writeonly buffer YBuf { float y[]; } Y;
+layout(set = 0, binding = RMSNORM_B_W) readonly buffer NWBuf { float w[]; } NW;
+layout(set = 0, binding = RMSNORM_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 shared float red[64];
 
 void main()
 {
     uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationIndex;
-    if (t >= P.p[1])
+    if (t >= P.p[VKP_NTOK])
         return;
     uint xb = pc.x_off + t * pc.x_z, yb = pc.y_off + t * pc.y_z;
     float ss = 0.0;

@@ -1,46 +1,29 @@
 #version 450
 // router: the MoE gate of one token in one dispatch, for router weight
-// types the x-stationary routerx does not read.  Every workgroup computes
+// types the x-stationary router_xs does not read.  Every workgroup computes
 // some router logits (RMSNorm(x) * nw fused); the last workgroup to finish
 // picks the experts (router_tail.glsl).  Grid: x = row groups, y = token.
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint TYPE = 0u;
-layout(constant_id = 2) const uint TEAM = 16u;
-layout(constant_id = 3) const uint NR = 2u;
-layout(constant_id = 4) const uint SG = 32u;
-layout(constant_id = 5) const uint KSH = 2048u;
-layout(constant_id = 6) const uint UPT = 4u;
+#define PC_USE_ROUTER
+#include "pc_matvec.h"
+#include "params.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = ROUTER_S_KSH) const uint KSH = 2048u;
+layout(constant_id = ROUTER_S_UPT) const uint UPT = 4u;
 const uint WGS = gl_WorkGroupSize.x;
-layout(constant_id = 7) const uint EPL = 16u;  // experts per lane in the tail (N / SG rounded up)
+layout(constant_id = ROUTER_S_EPL) const uint EPL = 16u;  // experts per lane in the tail (N / SG rounded up)
 
 #include "quant.glsl"
 #include "mv_common.glsl"
 
-layout(set = 0, binding = 8) readonly buffer Params { uint p[]; } P;
-
-layout(push_constant) uniform PC {
-    uint K, Kp, N;       // N = experts
-    uint hbase;
-    uint x_off, x_z;
-    uint nw_off;
-    float eps;
-    uint n_used;
-    uint gating;         // 1 softmax, 2 sigmoid
-    uint has_bias, norm_w;
-    float scale;         // 0: none
-    uint out_off;        // ids/weights of token z at out_off + z*n_used
-    uint l_off;          // logits scratch of token z at l_off + z*N
-    uint bias_off;
-    uint check_batch;    // 1: tokens past params[1] have nothing to do
-} pc;
+layout(set = 0, binding = ROUTER_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 #include "router_tail.glsl"
 
 void main()
 {
     uint z = gl_WorkGroupID.y;
-    if (pc.check_batch != 0u && z >= P.p[1])
+    if (pc.check_batch != 0u && z >= P.p[VKP_NTOK])
         return;
     xsrc a = xsrc(true, pc.x_off + z * pc.x_z, pc.K, true, pc.nw_off);
 

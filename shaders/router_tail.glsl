@@ -1,20 +1,20 @@
-// router_tail.glsl: the end of the router kernels (router, routerx,
-// mvx_router).  Once a workgroup has written its logits (or partial sums),
-// it counts itself in (router_count_in); the last one to finish turns the
-// logits into probabilities (sigmoid or softmax), picks the top n_used of
-// prob + bias (the bias only selects; ties to the lower expert id),
-// normalizes and scales the chosen probabilities, and writes expert ids and
-// weights for the expert kernels -- in its first subgroup alone
-// (router_pick: no barriers; lane l holds experts l, l + SG, ...).  The
-// counter is reset for the next use.  The including shader declares pc (N,
-// n_used, gating, has_bias, bias_off, norm_w, scale, out_off) and the spec
-// constant EPL (experts per lane, N / subgroup size rounded up).
+// router_tail.glsl: the end of the router kernels (router, router_xs).  Once
+// a workgroup has written its logits, it counts itself in
+// (router_count_in); the last one to finish turns the logits into
+// probabilities (sigmoid or softmax), picks the top n_used of prob + bias
+// (the bias only selects; ties to the lower expert id), normalizes and
+// scales the chosen probabilities, and writes expert ids and weights for the
+// expert kernels -- in its first subgroup alone (router_pick: no barriers;
+// lane l holds experts l, l + SG, ...).  The counter is reset for the next
+// use.  The including shader declares pc (N, n_used, gating, has_bias,
+// bias_off, norm_w, scale, out_off) and the spec constant EPL (experts per
+// lane, N / subgroup size rounded up).
 
-layout(set = 0, binding = 2) coherent buffer LBuf { float logit[]; } L;
-layout(set = 0, binding = 4) writeonly buffer IdBuf { int ids[]; } ID;
-layout(set = 0, binding = 5) writeonly buffer WtBuf { float wts[]; } WT;
-layout(set = 0, binding = 6) readonly buffer BBuf { float bias[]; } B;
-layout(set = 0, binding = 7) coherent buffer CBuf { uint count[]; } CNT;
+layout(set = 0, binding = ROUTER_B_LOGITS) coherent buffer LBuf { float logit[]; } L;
+layout(set = 0, binding = ROUTER_B_IDS) writeonly buffer IdBuf { int ids[]; } ID;
+layout(set = 0, binding = ROUTER_B_WTS) writeonly buffer WtBuf { float wts[]; } WT;
+layout(set = 0, binding = ROUTER_B_BIAS) readonly buffer BBuf { float bias[]; } B;
+layout(set = 0, binding = ROUTER_B_COUNT) coherent buffer CBuf { uint count[]; } CNT;
 
 shared bool s_last;
 

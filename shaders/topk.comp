@@ -6,28 +6,24 @@
 // Selection walks the strict order: round k takes the best element worse
 // than round k-1's pick, so nothing needs to be marked.
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint SG = 32u;
+#define PC_USE_TOPK
+#include "pc_token.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = TOPK_S_SG) const uint SG = 32u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 
-layout(set = 0, binding = 1) readonly buffer LBuf { float l[]; } LG;
-layout(set = 0, binding = 2) coherent buffer CandV { float v[]; } CV;    // [slice][K]
-layout(set = 0, binding = 3) coherent buffer CandI { uint i[]; } CI;     // [slice][K]
-layout(set = 0, binding = 4) coherent buffer MsBuf { vec2 ms[]; } MS;    // [slice] (max, sum)
-layout(set = 0, binding = 5) coherent buffer CBuf { uint count[]; } CNT;
-layout(set = 0, binding = 6) writeonly buffer OutI { int ids[]; } OI;    // [K]
-layout(set = 0, binding = 7) writeonly buffer OutV { float v[]; } OV;    // [K + 1]: values, then logsumexp
+layout(set = 0, binding = TOPK_B_LOGITS) readonly buffer LBuf { float l[]; } LG;
+layout(set = 0, binding = TOPK_B_CAND_V) coherent buffer CandV { float v[]; } CV;    // [slice][K]
+layout(set = 0, binding = TOPK_B_CAND_I) coherent buffer CandI { uint i[]; } CI;     // [slice][K]
+layout(set = 0, binding = TOPK_B_MS) coherent buffer MsBuf { vec2 ms[]; } MS;    // [slice] (max, sum)
+layout(set = 0, binding = TOPK_B_COUNT) coherent buffer CBuf { uint count[]; } CNT;
+layout(set = 0, binding = TOPK_B_OUT_IDS) writeonly buffer OutI { int ids[]; } OI;    // [K]
+layout(set = 0, binding = TOPK_B_OUT_VALS) writeonly buffer OutV { float v[]; } OV;    // [K + 1]: values, then logsumexp
 
-layout(set = 0, binding = 8) readonly buffer Params { uint p[]; } P;
-
-layout(push_constant) uniform PC {
-    uint N, Kc, slice;
-    uint l_off;
-    uint k_in_params;   // 1: K is params[5] (VKP_TOPK), written per token
-} pc;
+layout(set = 0, binding = TOPK_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 shared float red[64];
 shared uint redi[64];
@@ -82,7 +78,7 @@ void wg_best(inout float v, inout uint id)
 
 void main()
 {
-    uint K = pc.k_in_params != 0u ? min(P.p[5], 64u) : pc.Kc;
+    uint K = pc.k_in_params != 0u ? min(P.p[VKP_TOPK], 64u) : pc.Kc;
     uint s = gl_WorkGroupID.x, tid = gl_LocalInvocationIndex;
     uint a = s * pc.slice, b = min(a + pc.slice, pc.N);
     float m = -1.0 / 0.0;

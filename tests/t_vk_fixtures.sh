@@ -1,16 +1,12 @@
 #!/bin/sh
 # t_vk_fixtures.sh: the fixture criteria of the core issue, on the Vulkan
 # backend (lavapipe in CI): for every model and variant in tests/data,
-# `glmchat logits --backend vulkan --kv-type f32` against the float64
-# reference of that very file -- F32 within 1e-4 rel-L2 (and every argmax);
-# quantized within max(1.5 x llama.cpp's own rel-L2, 1e-3) with at least
-# llama.cpp's argmax agreement -- and `generate --temp 0`: F32 identical to
-# llama.cpp's continuation, Q8_0's first 8 tokens equal to an oracle's,
-# the 4-bit files equal to the exact reference's continuation where no
-# near tie can flip a token.  Also: prompt split over several calls (-b),
-# the f16 KV cache, decode after a prefill = one long prefill, and the
-# backend's errors.
+# `glmchat logits --backend vulkan --kv-type f32` and `generate --temp 0`
+# held to tests/oracle_lib.sh's criteria.  Also: prompt split over several
+# calls (-b), the decode graph, the f16 KV cache, steps joined by counters,
+# the tuning knobs, and the backend's errors.
 . tests/lib.sh
+. tests/oracle_lib.sh
 CMP=$BUILD/tools/cmp_logits
 JG=$BUILD/tools/json_get
 ROOT=tests/data/models
@@ -20,8 +16,6 @@ if ! $GLMCHAT devices >/dev/null 2>&1; then
     fail "vulkan device" "none usable ($($GLMCHAT devices 2>&1 | head -c 300))"
     done_tests
 fi
-
-first8() { echo "$1" | tr ' ' '\n' | head -n 8 | tr '\n' ' '; }
 
 for dir in "$ROOT"/*/; do
     [ -f "$dir/fixture.json" ] || continue
@@ -38,53 +32,10 @@ for dir in "$ROOT"/*/; do
             fail "vulkan logits $case" "$(head -c 300 "$TMP/err")"
             continue
         fi
-        if [ "$v" = f32 ]; then
-            tol=1e-4 agree=$n_tok
-        else
-            lrel=$($JG "$dir/logits.ref_f64.$v.json" llamacpp_same_file_vs_this.rel_l2)
-            agree=$($JG "$dir/logits.ref_f64.$v.json" llamacpp_same_file_vs_this.top1_agree)
-            tol=$(awk -v r="$lrel" 'BEGIN { t = 1.5 * r; if (t < 1e-3) t = 1e-3; printf "%.6g", t }')
-        fi
-        if out=$($CMP --vocab "$vocab" --max-rel-l2 "$tol" --min-argmax "$agree" "$TMP/$case.bin" \
-                 "$dir/logits.ref_f64.$v.bin"); then
-            ok "vulkan logits $case vs f64 reference ($out)"
-        else
-            fail "vulkan logits $case vs f64 reference" "$out"
-        fi
-        # the prefill's k_b / v_b the other way (GLMCHAT_PF_HEADS_MM=0: per-(token, head)
-        # matvecs instead of the default batched-head mat-mats): same criterion
-        if GLMCHAT_PF_HEADS_MM=0 $GLMCHAT logits -m "$model" $VK --kv-type f32 --tokens "$tokens" \
-               -o "$TMP/$case.hm.bin" 2>"$TMP/err" &&
-           out=$($CMP --vocab "$vocab" --max-rel-l2 "$tol" --min-argmax "$agree" "$TMP/$case.hm.bin" \
-                 "$dir/logits.ref_f64.$v.bin"); then
-            ok "vulkan logits $case, k_b / v_b as per-(token, head) matvecs, vs f64 reference ($out)"
-        else
-            fail "vulkan logits $case, k_b / v_b as per-(token, head) matvecs, vs f64 reference" "${out:-$(head -c 300 "$TMP/err")}"
-        fi
-        want=$($JG "$dir/fixture.json" "greedy.$v")
-        n=$(echo "$want" | wc -w)
+        oracle_logits "vulkan logits $case" "$dir" "$v" "$n_tok" "$vocab" "$TMP/$case.bin"
+        n=$($JG "$dir/fixture.json" "greedy.$v" | wc -w)
         got=$($GLMCHAT generate -m "$model" $VK --kv-type f32 --tokens "$tokens" -n "$n" --temp 0 --ids 2>"$TMP/err")
-        ref=$($JG "$dir/logits.ref_f64.$v.json" greedy_continuation 2>/dev/null)
-        case $v in
-        f32)
-            [ "$got" = "$want" ] && ok "vulkan generate $case = llama.cpp" ||
-                fail "vulkan generate $case" "got '$got', llama.cpp '$want' $(head -c 200 "$TMP/err")" ;;
-        q8_0)
-            if [ "$(first8 "$got")" = "$(first8 "$want")" ] || [ "$(first8 "$got")" = "$(first8 "$ref")" ]; then
-                ok "vulkan generate $case: first 8 = an oracle's"
-            else
-                fail "vulkan generate $case" "got '$got', llama.cpp '$want', reference '$ref'"
-            fi ;;
-        *)
-            margin=$($JG "$dir/logits.ref_f64.$v.json" greedy_min_top2_margin 2>/dev/null || echo 0)
-            if awk -v m="$margin" 'BEGIN { exit !(m >= 1e-3) }'; then
-                [ "$got" = "$ref" ] && ok "vulkan generate $case = exact reference" ||
-                    fail "vulkan generate $case" "got '$got', reference '$ref' $(head -c 200 "$TMP/err")"
-            else
-                [ "$(echo "$got" | wc -w)" -eq "$n" ] && ok "vulkan generate $case prints $n ids (near tie: $margin)" ||
-                    fail "vulkan generate $case" "got '$got' $(head -c 200 "$TMP/err")"
-            fi ;;
-        esac
+        oracle_generate "vulkan generate $case" "$dir" "$v" "$got" "$TMP/err"
     done
 
     f32=$dir/$name.f32.gguf
@@ -95,22 +46,18 @@ for dir in "$ROOT"/*/; do
     else
         fail "vulkan $name: prompt in chunks of 4" "${out:-$(head -c 300 "$TMP/err")}"
     fi
-    # one token per call runs the decode graph: with the router folded into
-    # attn_output (the default) and as a step of its own, both within F32's 1e-4
-    for fused in 1 0; do
-        if GLMCHAT_ROUTER_FUSED=$fused $GLMCHAT logits -m "$f32" $VK --kv-type f32 -b 1 --tokens "$tokens" \
-               -o "$TMP/b1.bin" 2>"$TMP/err" &&
-            out=$($CMP --vocab "$vocab" --max-rel-l2 1e-4 --min-argmax "$n_tok" "$TMP/b1.bin" \
-                  "$dir/logits.ref_f64.f32.bin"); then
-            ok "vulkan $name: decode graph (GLMCHAT_ROUTER_FUSED=$fused) vs f64 reference ($out)"
-        else
-            fail "vulkan $name: decode graph (GLMCHAT_ROUTER_FUSED=$fused)" "${out:-$(head -c 300 "$TMP/err")}"
-        fi
-    done
-    # q_a / q and kv_a_mqa as two matrices (GLMCHAT_QKV_MERGE=0; the path for
+    # one token per call runs the decode graph: within F32's 1e-4
+    if $GLMCHAT logits -m "$f32" $VK --kv-type f32 -b 1 --tokens "$tokens" -o "$TMP/b1.bin" 2>"$TMP/err" &&
+        out=$($CMP --vocab "$vocab" --max-rel-l2 1e-4 --min-argmax "$n_tok" "$TMP/b1.bin" \
+              "$dir/logits.ref_f64.f32.bin"); then
+        ok "vulkan $name: decode graph vs f64 reference ($out)"
+    else
+        fail "vulkan $name: decode graph" "${out:-$(head -c 300 "$TMP/err")}"
+    fi
+    # q_a / q and kv_a_mqa as two matrices (--tune qkv_merge=0; the path for
     # files whose two types differ), prefill and decode
     for b in 64 1; do
-        if GLMCHAT_QKV_MERGE=0 $GLMCHAT logits -m "$f32" $VK --kv-type f32 -b $b --tokens "$tokens" \
+        if $GLMCHAT logits -m "$f32" $VK --tune qkv_merge=0 --kv-type f32 -b $b --tokens "$tokens" \
                -o "$TMP/unmerged.bin" 2>"$TMP/err" &&
             out=$($CMP --vocab "$vocab" --max-rel-l2 1e-4 --min-argmax "$n_tok" "$TMP/unmerged.bin" \
                   "$dir/logits.ref_f64.f32.bin"); then
@@ -143,33 +90,24 @@ for dir in "$ROOT"/*/; do
     else
         fail "vulkan $name: the default KV cache is f16" "$(head -c 300 "$TMP/err")"
     fi
-    # L2 warming (GLMCHAT_WARM: every step's, before and after its kernels)
-    # only reads, and the MoE layers' steps joined by counters (the default
-    # where the device is known: NVIDIA, lavapipe) compute what barriers do:
-    # the decode's logits stay bit-identical
-    if GLMCHAT_DEP_FLAGS=0 $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" -o "$TMP/dep0.bin" \
+    # the layers' steps joined by counters (the default where the device is
+    # known: NVIDIA, lavapipe) compute what barriers do: the decode's logits
+    # stay bit-identical
+    if $GLMCHAT logits -m "$f32" $VK --tune dep_flags=0 --kv-type f16 -b 1 --tokens "$tokens" -o "$TMP/dep0.bin" \
            2>"$TMP/err" && GLMCHAT_DEP_FLAGS=511 $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" \
            -o "$TMP/dep511.bin" 2>>"$TMP/err" && cmp -s "$TMP/dep0.bin" "$TMP/f16d.bin" && cmp -s "$TMP/dep511.bin" "$TMP/f16d.bin"; then
         ok "vulkan $name: decode with steps joined by counters = with barriers, bit for bit"
     else
         fail "vulkan $name: decode with steps joined by counters" "$(head -c 300 "$TMP/err")"
     fi
-    # ... and where a wait gives up (injected: GLMCHAT_DEP_STALL=1), the engine
+    # ... and where a wait gives up (injected: --tune dep_stall=1), the engine
     # re-records the graph with barriers and decodes that token again
-    if GLMCHAT_DEP_FLAGS=511 GLMCHAT_DEP_STALL=1 $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" \
+    if GLMCHAT_DEP_FLAGS=511 $GLMCHAT logits -m "$f32" $VK --tune dep_stall=1 --kv-type f16 -b 1 --tokens "$tokens" \
            -o "$TMP/stall.bin" 2>"$TMP/err" && cmp -s "$TMP/stall.bin" "$TMP/f16d.bin"; then
         ok "vulkan $name: a counter wait that gives up falls back to barriers (same logits)"
     else
         fail "vulkan $name: a counter wait that gives up" "$(head -c 300 "$TMP/err")"
     fi
-    for first in 1 0; do
-        if GLMCHAT_WARM=511 GLMCHAT_WARM_FIRST=$first $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 \
-               --tokens "$tokens" -o "$TMP/warm.bin" 2>"$TMP/err" && cmp -s "$TMP/warm.bin" "$TMP/f16d.bin"; then
-            ok "vulkan $name: decode with L2 warming (GLMCHAT_WARM_FIRST=$first) = without, bit for bit"
-        else
-            fail "vulkan $name: decode with L2 warming (GLMCHAT_WARM_FIRST=$first)" "$(head -c 300 "$TMP/err")"
-        fi
-    done
     # Vulkan and CPU agree on the F32 file to float rounding
     if $GLMCHAT logits -m "$f32" --backend cpu --tokens "$tokens" -o "$TMP/cpu.bin" 2>"$TMP/err" &&
         out=$($CMP --vocab "$vocab" --max-rel-l2 1e-5 --min-argmax "$n_tok" "$TMP/$name.f32.bin" "$TMP/cpu.bin"); then
@@ -185,6 +123,42 @@ M=$(ls "$M"/*.f32.gguf | head -n 1)
 expect_fail "vulkan: device index out of range" "device" $GLMCHAT generate -m "$M" $VK --device 99 --tokens 1 -n 1
 expect_fail "vulkan: context too small" "too small" $GLMCHAT generate -m "$M" $VK --tokens 1,2,3 -n 8 -c 4
 expect_fail "vulkan: token out of range" "out of range" $GLMCHAT logits -m "$M" $VK --tokens 1,99999 -o "$TMP/x.bin"
+# --tune: the knobs are listed; an unknown key or a value out of range is a
+# usage error (2: the line, then the usual pointer to --help), a backend
+# without knobs a failure (1: one line); GLMCHAT_DEP_FLAGS (documented) is
+# checked the same way
+if $GLMCHAT bench --tune help >"$TMP/tune" 2>&1 && grep -qE '^dep_flags +auto +0-511 +run 17' "$TMP/tune" &&
+    grep -qE '^xs_j +8 +1-32' "$TMP/tune"; then
+    ok "bench --tune help lists the knobs with defaults, ranges and runs"
+else
+    fail "bench --tune help" "$(head -c 300 "$TMP/tune")"
+fi
+tune_fail() { # NAME STATUS PATTERN CMD...: the status, and the pattern on stderr's first line
+    name=$1 want=$2 pat=$3
+    shift 3
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    lines=$(wc -l <"$TMP/err")
+    if [ $rc -eq "$want" ] && head -n 1 "$TMP/err" | grep -qE -- "$pat" &&
+        { [ "$want" -eq 2 ] && [ "$lines" -eq 2 ] || [ "$lines" -eq 1 ]; }; then ok "$name"; else
+        fail "$name" "exit $rc, stderr '$(head -c 300 "$TMP/err")'"; fi
+}
+tune_fail "--tune: unknown key" 2 "unknown key 'frobnicate' \\(keys: xs, " \
+    $GLMCHAT logits -m "$M" $VK --tune frobnicate=1 --tokens 1 -o "$TMP/x.bin"
+tune_fail "--tune: value out of range" 2 "--tune xs_j: '99' is not a number from 1 to 32" \
+    $GLMCHAT generate -m "$M" $VK --tune xs_j=99 --tokens 1 -n 1
+tune_fail "--tune: not KEY=VALUE" 2 "'mv_xs' is not KEY=VALUE" $GLMCHAT bench -m "$M" --tune mv_xs -n 1 -p 0
+tune_fail "--tune: the cpu backend has no knobs" 1 "tuning knobs are the Vulkan backend's" \
+    $GLMCHAT logits -m "$M" --backend cpu --tune xs=0 --tokens 1 -o "$TMP/x.bin"
+tune_fail "GLMCHAT_DEP_FLAGS out of range" 1 "GLMCHAT_DEP_FLAGS: '512' is not a number from 0 to 511" \
+    env GLMCHAT_DEP_FLAGS=512 $GLMCHAT logits -m "$M" $VK --tokens 1 -o "$TMP/x.bin"
+# bench runs with overrides and names them on its backend line
+if $GLMCHAT bench -m "$M" $VK --tune xs=0 --tune fd_chunks=3 -p 16 -n 4 >"$TMP/bench" 2>&1 &&
+    grep -qE '^backend: Vulkan: .*; tuning: xs=0 fd_chunks=3$' "$TMP/bench" && grep -qE '^tg4 @ depth 0: ' "$TMP/bench"; then
+    ok "bench --tune: runs, and the backend line names the fields changed"
+else
+    fail "bench --tune" "$(head -c 400 "$TMP/bench")"
+fi
 # a context that does not fit the device: refused before any upload, with the numbers
 # (the largest context, 16M tokens, needs ~15 GiB with this model: a GPU
 # with more memory cannot be made to refuse it, so there the check is noted)

@@ -293,10 +293,11 @@ typedef struct {
 
 static tu_gpu G;
 
-static int tu_gpu_open(void)
+/* pipe_stats: pipelines keep the compiler's statistics (vk_pipe_stats). */
+static int tu_gpu_open(bool pipe_stats)
 {
     err_t err;
-    if (vk_ctx_create(&G.c, -1, &err)) {
+    if (vk_ctx_create(&G.c, -1, pipe_stats, &err)) {
         printf("# no usable Vulkan device: %s\n", err.msg);
         return -1;
     }

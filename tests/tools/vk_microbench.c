@@ -1,7 +1,7 @@
 /* vk_microbench: times single decode kernels on the default Vulkan device,
  * for tuning on the GPU machine (not a test: prints figures, exits 0).
  *
- *   vk_microbench [reps]
+ *   vk_microbench [reps] [KEY=VALUE ...]
  *
  * Each case is recorded `reps` times back to back with a barrier between
  * (like the decode graph's dependent steps) between two timestamps; the
@@ -11,13 +11,21 @@
  * the shared expert) that the GPU's L2 cache (50 MB on an H200) cannot hold
  * them between calls, as in the decode graph where every layer's weights
  * are different.
- * The matvec geometry comes from the GLMCHAT_MV_* / GLMCHAT_MVX_*
- * environment variables, so a shell loop over settings compares variants.
- * The first line is the device's plain streaming-read bandwidth. */
+ * KEY=VALUE arguments set fields of the tuning table the kernel builders
+ * read (gpu/vk_tuning.h, the keys of `glmchat bench --tune help`), so a
+ * shell loop over settings compares variants.  The first line is the
+ * device's plain streaming-read bandwidth.  MB_ONLY=TEXT runs the cases
+ * whose name contains TEXT; MB_BWSIZES, MB_GRIDSYNC, MB_ATTN, MB_MIXED=1
+ * run the other studies; MB_PIPE_STATS=1 prints the compiler's statistics
+ * of each case's pipeline where the driver has them; MB_NOBW=1 skips the
+ * bandwidth line. */
+#include "shaders/bench/pc_bench.h"
+#include "spv_tool_table.h"
 #include "vk_kernels.h"
 #include "vk_testutil.h"
 
 static vk_kb KB;
+static vk_tuning TUNE;
 static err_t KERR;
 
 #define MAXC 256
@@ -29,7 +37,7 @@ static const char *pipe_desc(const vk_call *c)
     snprintf(buf, sizeof buf, "?");
     for (uint32_t i = 0; i < G.pipes.n; i++)
         if (G.pipes.e[i].pipe == c->pipe) {
-            int n = snprintf(buf, sizeof buf, "%s", G.pipes.e[i].shader);
+            int n = snprintf(buf, sizeof buf, "%s", G.pipes.e[i].shader->name);
             for (uint32_t k = 0; k < G.pipes.e[i].nspec && n < (int)sizeof buf - 12; k++)
                 n += snprintf(buf + n, sizeof buf - n, "%c%u", k ? ',' : '[', G.pipes.e[i].spec[k]);
             snprintf(buf + n, sizeof buf - n, "]");
@@ -100,14 +108,13 @@ static bool bw_buffers(uint64_t *total, vk_buf *a, vk_buf *o)
 static vk_call bw_call(VkPipeline pl, vk_buf a, uint64_t off, uint64_t bytes, vk_buf o, uint32_t per)
 {
     vk_call c = {.pipe = pl, .name = "bw_read"};
-    c.b[0] = a;
-    c.b[0].off += off;
-    c.b[0].size = bytes;
-    c.b[1] = o;
+    c.b[BW_B_IN] = a;
+    c.b[BW_B_IN].off += off;
+    c.b[BW_B_IN].size = bytes;
+    c.b[BW_B_OUT] = o;
     uint32_t n = (uint32_t)(bytes / 16);
-    c.push[0] = n;
-    c.push[1] = per;
-    c.npush = 2;
+    pc_bw_read pc = {.n = n, .per = per};
+    VK_PUSH(&c, pc);
     c.groups[0] = (n + 256 * per - 1) / (256 * per);
     c.groups[1] = c.groups[2] = 1;
     return c;
@@ -121,7 +128,7 @@ static void bandwidth(uint32_t reps)
     if (!bw_buffers(&bytes, &a, &o))
         return;
     uint32_t spec[] = {256};
-    vk_call c = bw_call(vk_pipe_get(&G.c, &G.pipes, "bw_read", spec, 1, &err), a, 0, bytes, o, 4);
+    vk_call c = bw_call(vk_pipe_get(&G.c, &G.pipes, &spv_tool_table[SPV_TOOL_BW_READ], spec, 1, &err), a, 0, bytes, o, 4);
     double us = time_calls(&c, 1, reps, true);
     printf("read %.0f MiB: %.1f us, %.0f GB/s\n", bytes / 1048576.0, us, bytes / us / 1e3);
     tu_reset_buffers();
@@ -138,7 +145,7 @@ static void bw_sizes(uint32_t reps)
     if (!bw_buffers(&total, &a, &o))
         return;
     uint32_t spec[] = {256};
-    VkPipeline pl = vk_pipe_get(&G.c, &G.pipes, "bw_read", spec, 1, &err);
+    VkPipeline pl = vk_pipe_get(&G.c, &G.pipes, &spv_tool_table[SPV_TOOL_BW_READ], spec, 1, &err);
     static const double mbs[] = {0.5, 1, 2, 4, 9, 14, 18, 64};
     static const uint32_t pers[] = {1, 2, 4, 8};
     for (size_t si = 0; si < sizeof mbs / sizeof mbs[0]; si++)
@@ -194,7 +201,8 @@ typedef struct {
     const char *name;
     kind k;
     uint32_t type, K, N, nz;     /* nz: heads (mv) or routed experts (glu, down) */
-    bool norm, acc, shared;
+    bool norm, acc;
+    bool shared;                 /* down: with the shared expert; glu: the shared expert alone (nz 0) */
 } mcase;
 
 /* A case's calls (one per weight copy), its buffers left allocated. */
@@ -245,12 +253,10 @@ static bool build_case(const mcase *m, built *b)
         vk_vec idvv = {ids, moe ? 4 * (i % 16) : 0};
         if (m->k == K_GLU) {
             vk_glu_args a = {.name = m->name, .gate = &t[ti], .up = &u[ti], .x = {x, 0}, .norm = m->norm ? &nv : NULL,
-                             .eps = 1e-5f, .h = {y, 0}, .h_z = m->N, .nz = m->nz, .ids = &idvv,
-                             .gate_sh = m->shared ? &ts[i] : NULL, .up_sh = m->shared ? &us[i] : NULL};
-            if (a.gate_sh && !vk_glu_folds(&KB, &a)) {
-                printf("# %s: the shared expert does not fold in (timing the routed part)\n", m->name);
-                a.gate_sh = a.up_sh = NULL;
-            }
+                             .eps = 1e-5f, .h = {y, 0}, .h_z = m->N, .nz = m->nz, .ids = &idvv};
+            if (m->shared) /* the shared expert's gate/up: one matrix pair, no ids */
+                a = (vk_glu_args){.name = m->name, .gate = &ts[i], .up = &us[i], .x = {x, 0},
+                                  .norm = m->norm ? &nv : NULL, .eps = 1e-5f, .h = {y, 0}, .h_z = m->N, .nz = 1};
             rc = vk_k_glu(&KB, &a, &c[i]);
         } else if (m->k == K_DOWN) {
             vk_moe_down_args a = {.name = m->name, .down = &t[ti], .shared = m->shared ? &ts[i] : NULL, .h = {x, 0},
@@ -278,7 +284,7 @@ static bool build_case(const mcase *m, built *b)
     return true;
 }
 
-/* The compiler's statistics of a call's pipeline (GLMCHAT_PIPE_STATS=1). */
+/* The compiler's statistics of a call's pipeline (MB_PIPE_STATS=1). */
 static void print_stats(const vk_call *c)
 {
     char st[1024];
@@ -290,8 +296,8 @@ static void print_stats(const vk_call *c)
 static void report(const mcase *m, const built *b, double us)
 {
     const vk_call *c = b->c;
-    printf("%-34s %8.2f MB %9.2f us %7.0f GB/s  (%u x %u groups, %u copies, %s push %u)\n", m->name, b->mb, us,
-           b->mb * 1e3 / us, c[0].groups[0], c[0].groups[1], b->nc, pipe_desc(&c[0]), c[0].push[c[0].npush - 1]);
+    printf("%-34s %8.2f MB %9.2f us %7.0f GB/s  (%u x %u groups, %u copies, %s)\n", m->name, b->mb, us,
+           b->mb * 1e3 / us, c[0].groups[0], c[0].groups[1], b->nc, pipe_desc(&c[0]));
     print_stats(&c[0]);
 }
 
@@ -344,7 +350,7 @@ static void run_attn(uint32_t reps)
         uint32_t n_kv = nkvs[ni];
         err_t err;
         vk_attn_geom g;
-        if (vk_attn_geom_init(&G.c, &g, nh, kv, rope, nope, vh, true, n_ctx, &err)) {
+        if (vk_attn_geom_init(&KB, &g, nh, kv, rope, nope, vh, true, n_ctx, &err)) {
             printf("# attn: %s\n", err.msg);
             return;
         }
@@ -384,7 +390,7 @@ static void run_attn(uint32_t reps)
         }
         static vk_call ca[16], cv[32];
         for (uint32_t i = 0; i < NCOPY && !rc; i++) {
-            vk_attn_args aa = {.g = &g, .qa = {qa, 0}, .qa_z = nh * RS, .cache = {cache[i], 0}, .part = {part, 0},
+            vk_attn_args aa = {.g = &g, .q_abs = {qa, 0}, .q_abs_z = nh * RS, .cache = {cache[i], 0}, .part = {part, 0},
                                .chunk_cap = g.max_chunks, .kq_scale = 0.07f, .params = par, .n_chunks = nc,
                                .nz = 1};
             vk_attn_vb_args va = {.g = &g, .v_b = &vb, .part = {part, 0}, .chunk_cap = g.max_chunks, .params = par,
@@ -468,7 +474,7 @@ static double time_sync(const vk_call *c, uint32_t reps, int mode)
     return (double)(ts[1] - ts[0]) * G.c.ts_period_ns / 1000.0 / reps;
 }
 
-/* Grid-wide barriers inside one dispatch (MB_GRIDSYNC=1, shaders/grid_sync.comp)
+/* Grid-wide barriers inside one dispatch (MB_GRIDSYNC=1, shaders/bench/grid_sync.comp)
  * against dependent dispatches: a dispatch of `groups` workgroups doing R
  * rounds, per round, next to the same dispatch with no rounds, per call with
  * a pipeline barrier after each.  Workgroups: one and two per compute unit
@@ -487,27 +493,30 @@ static void run_gridsync(uint32_t reps)
     for (size_t wi = 0; wi < 2; wi++)
         for (uint32_t per_sm = 1; per_sm <= 2; per_sm++) {
             uint32_t spec[] = {wgs[wi]};
-            vk_call c = {.pipe = vk_pipe_get(&G.c, &G.pipes, "grid_sync", spec, 1, &err), .name = "grid_sync"};
+            vk_call c = {.pipe = vk_pipe_get(&G.c, &G.pipes, &spv_tool_table[SPV_TOOL_GRID_SYNC], spec, 1, &err),
+                         .name = "grid_sync"};
             if (!c.pipe) {
                 printf("# %s\n", err.msg);
                 return;
             }
-            c.b[0] = ctr;
-            c.npush = 1;
+            c.b[GRID_B_COUNTERS] = ctr;
             c.groups[0] = G.c.n_sm_hint * per_sm;
             c.groups[1] = c.groups[2] = 1;
-            c.push[0] = 0;
+            pc_grid_sync pc = {.rounds = 0};
+            VK_PUSH(&c, pc);
             double t0 = time_calls(&c, 1, reps, true);
             /* the unsynchronized chain below leaves the counter anywhere: zero it */
             if (vk_upload_bytes(G.up, &ctr, 0, zero, 16, &err) || vk_uploader_finish(G.up, &err)) {
                 printf("# %s\n", err.msg);
                 return;
             }
-            c.push[0] = 200;
+            pc.rounds = 200;
+            VK_PUSH(&c, pc);
             double t1 = time_calls(&c, 1, reps / 10 + 1, true);
             printf("grid_sync %4u x %3u threads: empty dispatch + barrier %6.2f us; per grid barrier in one "
                    "dispatch %6.3f us\n", c.groups[0], wgs[wi], t0, (t1 - t0) / 200);
-            c.push[0] = 0;
+            pc.rounds = 0;
+            VK_PUSH(&c, pc);
             printf("  empty dispatches of %u x %u: %6.2f us each with no sync, %6.2f with a pipeline barrier, "
                    "%6.2f with an event set + waited\n", c.groups[0], wgs[wi], time_sync(&c, reps, 0),
                    time_sync(&c, reps, 1), time_sync(&c, reps, 2));
@@ -532,23 +541,35 @@ static void run_gridsync(uint32_t reps)
 
 int main(int argc, char **argv)
 {
-    uint32_t reps = argc > 1 ? (uint32_t)atoi(argv[1]) : 50;
-    if (tu_gpu_open())
+    uint32_t reps = 50;
+    vk_tuning_default(&TUNE);
+    for (int i = 1; i < argc; i++) {
+        err_t err;
+        if (strchr(argv[i], '=')) {
+            if (vk_tuning_set(&TUNE, argv[i], &err)) {
+                fprintf(stderr, "vk_microbench: %s\n", err.msg);
+                return 2;
+            }
+        } else if (argv[i][0] >= '1' && argv[i][0] <= '9') {
+            reps = (uint32_t)strtoul(argv[i], NULL, 10);
+        } else {
+            fprintf(stderr, "vk_microbench: '%s' is neither a repetition count nor KEY=VALUE\n", argv[i]);
+            return 2;
+        }
+    }
+    const char *ps = getenv("MB_PIPE_STATS");
+    if (tu_gpu_open(ps && strcmp(ps, "1") == 0))
         return 1;
-    KB = (vk_kb){&G.c, &G.pipes, &KERR};
-    const char *e[] = {"GLMCHAT_MV_UPT", "GLMCHAT_MV_NR", "GLMCHAT_MV_WGS", "GLMCHAT_MVX", "GLMCHAT_MVX_R",
-                       "GLMCHAT_MVX_WGS", "GLMCHAT_MVX_WAVES", "GLMCHAT_MVX_XREG", "GLMCHAT_MVX_LOADS",
-                       "GLMCHAT_MVX_PGROUPS"};
-    printf("# settings:");
-    for (size_t i = 0; i < sizeof e / sizeof e[0]; i++)
-        if (getenv(e[i]))
-            printf(" %s=%s", e[i], getenv(e[i]));
-    printf("\n");
+    KB = (vk_kb){&G.c, &G.pipes, &TUNE, &KERR};
+    char set[256];
+    vk_tuning_describe(&TUNE, set, sizeof set);
+    printf("# tuning: %s\n", *set ? set : "defaults");
     if (!getenv("MB_NOBW"))
         bandwidth(reps / 5 + 1);
     /* GLM-4.7-Flash's decode matvecs (Q4_0 file) */
     static const mcase cases[] = {
-        {"moe_gate_up 4 experts + shared", K_GLU, QT_Q4_0, 2048, 1536, 4, true, false, true},
+        {"moe_gate_up 4 experts", K_GLU, QT_Q4_0, 2048, 1536, 4, true, false, false},
+        {"shexp_gate_up 2048->1536 norm", K_GLU, QT_Q4_0, 2048, 1536, 0, true, false, true},
         {"moe_down 4 experts + shared", K_DOWN, QT_Q4_0, 1536, 2048, 4, false, false, true},
         {"attn_q_a 2048->768 norm", K_MV, QT_Q4_0, 2048, 768, 1, true, false, false},
         {"attn_kv_a 2048->576 norm", K_MV, QT_Q4_0, 2048, 576, 1, true, false, false},
@@ -557,9 +578,8 @@ int main(int argc, char **argv)
         {"attn_output 5120->2048 acc", K_MV, QT_Q4_0, 5120, 2048, 1, false, true, false},
         {"router F32 2048->64 + top-4", K_ROUTER, QT_F32, 2048, 64, 1, true, false, false},
         {"head Q6_K 2048->154880 norm", K_MV, QT_Q6_K, 2048, 154880, 1, true, false, false},
-        /* where the gate/up's time goes (MB_ONLY=probe): without the shared
-         * expert, without the norm, and as one plain matrix of the same rows */
-        {"probe gate_up 4 experts", K_GLU, QT_Q4_0, 2048, 1536, 4, true, false, false},
+        /* where the gate/up's time goes (MB_ONLY=probe): without the norm,
+         * and as one plain matrix of the same rows */
         {"probe gate_up 4 experts no norm", K_GLU, QT_Q4_0, 2048, 1536, 4, false, false, false},
         {"probe Q4_0 2048->12288 norm", K_MV, QT_Q4_0, 2048, 12288, 1, true, false, false},
         {"probe Q4_0 2048->12288", K_MV, QT_Q4_0, 2048, 12288, 1, false, false, false},
@@ -584,7 +604,7 @@ int main(int argc, char **argv)
     const char *only = getenv("MB_ONLY");
     if (getenv("MB_MIXED")) {
         /* a decode layer's matvecs (the head is once per token) */
-        run_mixed(cases, 8, reps); /* the eight layer kernels */
+        run_mixed(cases, 9, reps); /* the nine layer kernels */
         tu_gpu_close();
         return 0;
     }

@@ -1,52 +1,27 @@
 #version 450
-// routerx: the MoE gate of one token in one dispatch, x-stationary (see
-// mvx_common.glsl): each workgroup stages RMSNorm(x) * nw once and computes
+// router_xs: the MoE gate of one token in one dispatch, x-stationary (see
+// mv_xs_common.glsl): each workgroup stages RMSNorm(x) * nw once and computes
 // its share of the router logits; the last workgroup to finish picks the
 // experts (router_tail.glsl).  Grid: x = row groups, y = token.
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint TYPE = 0u;
-layout(constant_id = 2) const uint TEAM = 32u;
-layout(constant_id = 3) const uint J = 8u;
-layout(constant_id = 4) const uint R = 1u;
-layout(constant_id = 5) const uint SG = 32u;
-layout(constant_id = 7) const uint EPL = 2u;   // experts per lane in the tail
-layout(constant_id = 8) const uint KSH = 2048u;
-layout(constant_id = 10) const uint XREG = 1u;
-layout(constant_id = 11) const uint XRN = 16u;
+#define PC_USE_ROUTER
+#include "pc_matvec.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = ROUTER_S_EPL) const uint EPL = 2u;   // experts per lane in the tail
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#include "mvx_common.glsl"
+#include "mv_xs_common.glsl"
 #include "dep_flag.glsl"
 
-layout(set = 0, binding = 8) readonly buffer Params { uint p[]; } P;
-
-layout(push_constant) uniform PC {
-    uint K, Kp, N;       // N = experts
-    uint hbase;
-    uint x_off, x_z;
-    uint nw_off;
-    float eps;
-    uint n_used;
-    uint gating;         // 1 softmax, 2 sigmoid
-    uint has_bias, norm_w;
-    float scale;         // 0: none
-    uint out_off;        // ids/weights of token z at out_off + z*n_used
-    uint l_off;          // logits scratch of token z at l_off + z*N
-    uint bias_off;
-    uint check_batch;    // 1: tokens past params[1] have nothing to do
-    uint passes;
-    uint dep_signal;     // SIGNAL: this dispatch's counter
-    uint dep_wait, dep_n; // WAIT: the producers' counter and workgroups
-} pc;
+layout(set = 0, binding = ROUTER_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 #include "router_tail.glsl"
 
 void route()
 {
     uint z = gl_WorkGroupID.y;
-    if (pc.check_batch != 0u && z >= P.p[1])
+    if (pc.check_batch != 0u && z >= P.p[VKP_NTOK])
         return;
     const uint NT = WGS / TEAM;
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;

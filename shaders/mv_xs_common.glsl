@@ -1,5 +1,5 @@
-// mvx_common.glsl: x-stationary matrix-vector products for one token
-// (decode), shared by mvx, mvx_glu, mvx_down and router.
+// mv_xs_common.glsl: x-stationary matrix-vector products for one token
+// (decode), shared by mv_xs, mv_glu_xs, mv_moe_down_xs and router.
 //
 // Why: a decode matvec reads each weight once, but a kernel that walks rows
 // with the input vector in memory reads the input (and the RMSNorm weight)
@@ -25,13 +25,24 @@
 // lanes of a subgroup reading the same g of consecutive units hit different
 // banks.  Units past the row (padding up to J*TEAM units) are zero.
 //
-// The including shader declares the spec constants WGS (local_size_x_id 0),
-// TYPE, SG, TEAM, J, R, XREG, XRN (= J*GPU with XREG, else 1), KSH (staged
-// floats, >= J*TEAM*UNIT), and includes quant.glsl first.
+// Declared here: the family's spec constants TYPE, TEAM, J, R, SG, KSH
+// (staged floats, >= J*TEAM*UNIT), XREG, XRN (= J*GPU with XREG, else 1)
+// (pc_matvec.h); the including shader declares WGS (local_size_x_id) and
+// includes quant.glsl first.
 
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_shuffle : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
+#include "pc_matvec.h"
+
+layout(constant_id = XS_S_TYPE) const uint TYPE = 2u;
+layout(constant_id = XS_S_TEAM) const uint TEAM = 32u;
+layout(constant_id = XS_S_J) const uint J = 2u;
+layout(constant_id = XS_S_R) const uint R = 4u;
+layout(constant_id = XS_S_SG) const uint SG = 32u;
+layout(constant_id = XS_S_KSH) const uint KSH = 2048u;
+layout(constant_id = XS_S_XREG) const uint XREG = 1u;
+layout(constant_id = XS_S_XRN) const uint XRN = 16u;
 
 // Elements per unit, vec4s of input per unit, uvec4s of weights per unit.
 const uint UNIT = (TYPE == T_F32 || TYPE == T_F16) ? 8u : TYPE == T_Q6_K ? 64u : 32u;
@@ -45,23 +56,23 @@ const uint HW = TYPE == T_Q6_K ? 3u : 1u;
 // coherent: the input may come from a dispatch that ran beside this one
 // with no barrier between them (WAIT, dep_flag.glsl), so no stale L1 line
 // may serve it; a workgroup stages it once, from L2 either way.
-layout(set = 0, binding = 1) coherent readonly buffer XBuf { float x[]; } X;
-layout(set = 0, binding = 1) coherent readonly buffer XBuf4 { vec4 x[]; } X4;
-layout(set = 0, binding = 3) readonly buffer NWBuf { float nw[]; } NW;
-layout(set = 0, binding = 3) readonly buffer NWBuf4 { vec4 nw[]; } NW4;
+layout(set = 0, binding = MATVEC_B_X) coherent readonly buffer XBuf { float x[]; } X;
+layout(set = 0, binding = MATVEC_B_X) coherent readonly buffer XBuf4 { vec4 x[]; } X4;
+layout(set = 0, binding = MATVEC_B_NORM) readonly buffer NWBuf { float nw[]; } NW;
+layout(set = 0, binding = MATVEC_B_NORM) readonly buffer NWBuf4 { vec4 nw[]; } NW4;
 
 shared vec4 xs[KSH / 4u];
 shared float red[64];
 
 // This thread's input registers, weight registers (R rows x J units) and
 // the per-(row, unit) scale words.
-// MVX_SETS: matrices loaded per pass (mvx_glu: gate and up).
-#ifndef MVX_SETS
-#define MVX_SETS 1u
+// XS_SETS: matrices loaded per pass (mv_glu_xs: gate and up).
+#ifndef XS_SETS
+#define XS_SETS 1u
 #endif
 vec4 xr[XRN];
-uvec4 qv[MVX_SETS * R * J * QW];
-uint hv[MVX_SETS * R * J * HW];
+uvec4 qv[XS_SETS * R * J * QW];
+uint hv[XS_SETS * R * J * HW];
 
 uint lin_id() { return gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID; }
 

@@ -1,46 +1,27 @@
 #version 450
-// mvx_down: y[r] += sum_z wt[z] * (D[ids[z]][r] . h[z]) + (S[r] . h_s): the
+// mv_moe_down_xs: y[r] += sum_z wt[z] * (D[ids[z]][r] . h[z]) + (S[r] . h_s): the
 // down projections of the chosen experts and of the shared expert, their
-// weighted sum and the residual add, x-stationary (see mvx_common.glsl).
+// weighted sum and the residual add, x-stationary (see mv_xs_common.glsl).
 // The workgroup stages the concatenation [wt[0]*h[0] | ... | wt[nz-1]*h[nz-1]
 // | h_s] once; a row of the product is then one long row across nz+1
 // matrices (routed: weight slot 0, matrix ids[z]; shared: slot 1), and each
 // lane precomputes where each of its units lives.
 // Grid: x = row groups.
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint TYPE = 2u;
-layout(constant_id = 2) const uint TEAM = 32u;
-layout(constant_id = 3) const uint J = 8u;
-layout(constant_id = 4) const uint R = 2u;
-layout(constant_id = 5) const uint SG = 32u;
-layout(constant_id = 6) const uint HAS_SHARED = 1u;
-layout(constant_id = 8) const uint KSH = 8192u;
-layout(constant_id = 10) const uint XREG = 0u;
-layout(constant_id = 11) const uint XRN = 1u;
+#define PC_USE_MOE_DOWN
+#include "pc_matvec.h"
+layout(local_size_x_id = PC_S_WGS) in;
+layout(constant_id = DOWN_XS_S_HAS_SHARED) const uint HAS_SHARED = 1u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#include "mvx_common.glsl"
+#include "mv_xs_common.glsl"
 #include "dep_flag.glsl"
 
-layout(set = 0, binding = 2) coherent buffer YBuf { float y[]; } Y;  // coherent: see X
-layout(set = 0, binding = 4) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
-layout(set = 0, binding = 5) coherent readonly buffer WtBuf { float wts[]; } WT;  // coherent: see dep_flag.glsl
-layout(set = 0, binding = 7) readonly buffer Params { uint p[]; } P;
-
-layout(push_constant) uniform PC {
-    uint K, Kp, N;          // routed expert width
-    uint hbase, mblk;
-    uint K2, Kp2, hbase2;   // shared expert width
-    uint h_off, h_z, nz;
-    uint ids_off, wts_off;
-    uint y_off;
-    uint passes;
-    uint dep_signal;        // SIGNAL: this dispatch's counter
-    uint dep_wait, dep_n;   // WAIT: the producers' counter and workgroups
-    uint ids_wait, ids_n;   // WAIT with ids_n > 0: the ids' producers (the router), awaited first
-} pc;
+layout(set = 0, binding = DOWN_B_Y) coherent buffer YBuf { float y[]; } Y;  // coherent: see X
+layout(set = 0, binding = DOWN_B_IDS) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
+layout(set = 0, binding = DOWN_B_WTS) coherent readonly buffer WtBuf { float wts[]; } WT;  // coherent: see dep_flag.glsl
+layout(set = 0, binding = DOWN_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 // Where each of this lane's units lives: weight slot, first block of its
 // matrix, row stride in blocks, unit index within the row.

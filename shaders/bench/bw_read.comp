@@ -3,16 +3,13 @@
 // workgroup: the device's streaming-read bandwidth, for `bench`-style
 // comparisons with the matvec kernels (tests/tools/vk_microbench).
 
-layout(local_size_x_id = 0) in;
+#define PC_USE_BW_READ
+#include "pc_bench.h"
+layout(local_size_x_id = PC_S_WGS) in;
 const uint WGS = gl_WorkGroupSize.x;
 
-layout(set = 0, binding = 1) readonly buffer ABuf { uvec4 a[]; } A;
-layout(set = 0, binding = 2) writeonly buffer OBuf { uint o[]; } O;
-
-layout(push_constant) uniform PC {
-    uint n;        // uvec4 elements
-    uint per;      // elements per thread (interleaved by the grid)
-} pc;
+layout(set = 0, binding = BW_B_IN) readonly buffer ABuf { uvec4 a[]; } A;
+layout(set = 0, binding = BW_B_OUT) writeonly buffer OBuf { uint o[]; } O;
 
 void main()
 {

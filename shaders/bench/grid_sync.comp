@@ -10,13 +10,11 @@
 // last workgroup to finish resets [0] and [1] for the next dispatch: by then
 // every workgroup has left its last spin.
 
-layout(local_size_x_id = 0) in;
+#define PC_USE_GRID_SYNC
+#include "pc_bench.h"
+layout(local_size_x_id = PC_S_WGS) in;
 
-layout(set = 0, binding = 1) buffer CtrBuf { uint c[]; } C;
-
-layout(push_constant) uniform PC {
-    uint rounds;
-} pc;
+layout(set = 0, binding = GRID_B_COUNTERS) buffer CtrBuf { uint c[]; } C;
 
 const uint SPIN_LIMIT = 1u << 22;
 

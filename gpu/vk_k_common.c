@@ -1,0 +1,141 @@
+/* vk_k_common.c: the geometry the decode matrix-vector builders share and
+ * a dependency's two ends (vk_k_common.h). */
+#include "vk_k_common.h"
+
+vkk_mv_cfg vkk_mv_config(const vk_ctx *c, const vk_tensor *w, uint32_t nz)
+{
+    vk_qlayout l;
+    vk_qlayout_of(w->type, &l);
+    uint32_t units = w->Kp / l.unit;
+    uint32_t upt_target = 2;
+    vkk_mv_cfg m;
+    m.team = pow2_ceil(ceil_div(units, upt_target));
+    if (m.team > c->subgroup)
+        m.team = c->subgroup;
+    m.upt = ceil_div(units, m.team);
+    if (m.upt > 16)
+        m.upt = 16; /* longer rows take several passes */
+    /* Rows per team: each thread reuses its input values for NR rows; the
+     * input work (loads, the norm's weights and squares) is what limits
+     * these kernels (gpu/PERF.md runs 4-5).  Small matrices keep one row
+     * for enough workgroups; types without the loads-first path keep one. */
+    uint64_t rows = (uint64_t)w->N * (nz ? nz : 1);
+    bool fast = w->type == QT_Q4_0 || w->type == QT_F32;
+    uint32_t nr_def = !fast ? 1 : rows >= 4096 ? 4 : rows >= 1024 ? 2 : 1;
+    m.nr = nr_def;
+    m.wgs = 64;
+    m.wgs = (m.wgs + c->subgroup - 1) / c->subgroup * c->subgroup;
+    return m;
+}
+
+void vkk_mv_spec(const vk_kb *k, const vkk_mv_cfg *m, uint32_t type, uint32_t *spec)
+{
+    spec[PC_S_WGS] = m->wgs;
+    spec[MVF_S_TYPE] = type;
+    spec[MVF_S_TEAM] = m->team;
+    spec[MVF_S_NR] = m->nr;
+    spec[MVF_S_SG] = k->c->subgroup;
+}
+
+static uint32_t xs_unit(uint32_t t)
+{
+    return t == QT_F32 || t == QT_F16 ? 8 : t == QT_Q6_K ? 64 : t == QT_Q4_0 || t == QT_Q8_0 ? 32 : 0;
+}
+
+/* uvec4 registers one unit of a row takes */
+static uint32_t xs_qw(uint32_t t)
+{
+    return t == QT_Q4_0 || t == QT_F16 ? 1 : t == QT_Q6_K ? 3 : 2;
+}
+
+bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, uint32_t nz, uint32_t sets,
+                   uint32_t wgs, vkk_xs_cfg *m)
+{
+    const vk_ctx *c = k->c;
+    const vk_tuning *t = k->tune;
+    uint32_t unit = xs_unit(type);
+    if (!unit || !t->xs || kp == 0 || kp % unit || rows == 0)
+        return false;
+    uint32_t units = kp / unit;
+    uint32_t jmax = t->xs_j, best = 0;
+    memset(m, 0, sizeof *m);
+    uint32_t tmin = c->subgroup < 4 ? c->subgroup : 4;
+    for (uint32_t team = c->subgroup; team >= tmin; team /= 2) {
+        uint32_t j = ceil_div(units, team);
+        if (j <= jmax && (!best || team * j < best)) {
+            best = team * j;
+            m->team = team;
+            m->j = j;
+        }
+    }
+    if (!best)
+        return false;
+    m->ksh = best * unit;
+    if (4ull * m->ksh + 512 > c->shared_bytes)
+        return false;
+    m->xreg = m->j * unit <= t->xs_xreg;
+    m->xrn = m->xreg ? m->j * unit / 4 : 1;
+
+    uint32_t sg = c->subgroup;
+    wgs = t->xs_wgs ? t->xs_wgs : wgs;
+    wgs = ceil_div(wgs, sg) * sg;
+    if (wgs / sg > 64)
+        wgs = 64 * sg;
+    uint32_t nt = wgs / m->team;
+    bool fixed_r = t->xs_r != 0;
+    uint32_t r = fixed_r ? t->xs_r : type == QT_Q6_K ? 2 : 4;
+    const uint32_t loads = 16, waves = 2, pwant = 8;
+    while (!fixed_r && r > 1 && r * m->j * xs_qw(type) * sets > loads)
+        r /= 2;
+    uint32_t want = waves * c->n_sm_hint;
+    while (!fixed_r && r > 1 && ceil_div(rows, nt * r) * nz < want)
+        r /= 2;
+    uint32_t pmax = t->xs_p ? t->xs_p : 16;
+    uint32_t passes = 1;
+    if (t->xs_p)
+        passes = pmax;
+    else
+        while (passes * 2 <= pmax && nt * r * passes * 2 <= rows &&
+               ceil_div(rows, nt * r * passes * 2) * nz >= pwant * c->n_sm_hint)
+            passes *= 2;
+    m->wgs = wgs;
+    m->r = r;
+    m->passes = passes;
+    m->groups = ceil_div(rows, nt * r * passes);
+    return true;
+}
+
+/* A dependency's two ends (vk_dep): the spec constants PC_S_SIGNAL and
+ * PC_S_WAIT, the counters at binding PC_B_DEP, the params (for the epoch)
+ * at the kernel's binding params_binding, and the three push words. */
+int vkk_dep_bind(const vk_kb *k, const char *name, const vk_dep *d, uint32_t *spec, uint32_t params_binding,
+                 vk_call *out, vkk_dep_words *words)
+{
+    *words = (vkk_dep_words){0};
+    if (!d->signal && !d->wait)
+        return 0;
+    if (d->signal && d->wait && d->signal->b.buf != d->wait->b.buf)
+        return err_set(k->err, "%s: signal and wait counters must share a buffer", name);
+    if (d->wait && !d->params.buf)
+        return err_set(k->err, "%s: a wait needs the params buffer", name);
+    spec[PC_S_SIGNAL] = d->signal ? 1 : 0;
+    spec[PC_S_WAIT] = d->wait ? 1 : 0;
+    *words = (vkk_dep_words){d->signal ? d->signal->off : 0, d->wait ? d->wait->off : 0, d->wait_n};
+    out->b[PC_B_DEP] = d->signal ? d->signal->b : d->wait->b;
+    if (d->wait)
+        out->b[params_binding] = d->params;
+    return 0;
+}
+
+void vkk_xs_spec(const vk_kb *k, const vkk_xs_cfg *m, uint32_t type, uint32_t *spec)
+{
+    spec[PC_S_WGS] = m->wgs;
+    spec[XS_S_TYPE] = type;
+    spec[XS_S_TEAM] = m->team;
+    spec[XS_S_J] = m->j;
+    spec[XS_S_R] = m->r;
+    spec[XS_S_SG] = k->c->subgroup;
+    spec[XS_S_KSH] = m->ksh;
+    spec[XS_S_XREG] = m->xreg;
+    spec[XS_S_XRN] = m->xrn;
+}

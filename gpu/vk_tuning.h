@@ -1,0 +1,69 @@
+/* vk_tuning.h: the Vulkan core's tuning knobs, in one table.
+ *
+ * Promises:
+ *  - Every knob the kernel builders and the graphs read is a field here,
+ *    with a name, a default, a range and the gpu/PERF.md run that chose the
+ *    default (vk_tuning.c); nothing else in gpu/ reads the environment
+ *    except GLMCHAT_DEP_FLAGS (documented in man/glmchat.1), which fills
+ *    dep_flags.
+ *  - An engine fills its table once, when it is created (defaults, then
+ *    GLMCHAT_DEP_FLAGS, then the "key=value" overrides of
+ *    engine_params.tune: `glmchat ... --tune key=value`), and hands it to
+ *    the kernel builders (vk_kb.tune); tests set fields directly.
+ *  - An unknown key or a value out of range is a one-line error naming the
+ *    key, the value and what is allowed.  The app checks `--tune` with
+ *    vk_tune_check() and lists the table with vk_tune_print() (vk.h).
+ * Knobs whose A/B is finished are not here: their values are written into
+ * the builders, with the run that decided them. */
+#ifndef GLM_VK_TUNING_H
+#define GLM_VK_TUNING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/* dep_flags' default: by device (all nine boundaries where the device is
+ * known to run the counter graph, none elsewhere; vk_forward.c). */
+#define VK_TUNE_AUTO UINT32_MAX
+
+typedef struct {
+    /* decode matrix-vector products (vk_kernels.c) */
+    uint32_t xs;           /* 1: the x-stationary kernels where they apply; 0: the mv family everywhere */
+    uint32_t xs_j;         /* most units of a row per lane */
+    uint32_t xs_xreg;      /* a lane keeps its inputs in registers up to this many elements (else shared memory) */
+    uint32_t xs_r;         /* rows per pass; 0: the rule (4, Q6_K 2, fewer for small grids) */
+    uint32_t xs_p;         /* passes per workgroup; 0: the rule (doubled while the grid stays large) */
+    uint32_t xs_wgs;       /* workgroup size of every x-stationary kernel; 0: each kernel's own */
+    /* decode attention */
+    uint32_t attn_fd;       /* 1: attn_fd (tensor cores) where the device and the f16 cache allow it */
+    uint32_t attn_minchunk; /* attn.comp: shortest chunk of a decode step */
+    uint32_t attn_sg;       /* attn.comp: longest chunk scored by subgroups (longer: a thread per position) */
+    uint32_t attn_pu;       /* attn.comp: positions a subgroup scores together */
+    uint32_t fd_minchunk;   /* attn_fd: shortest chunk (positions, a multiple of 16) */
+    uint32_t fd_chunks;     /* attn_fd: most chunks per token */
+    /* prefill */
+    uint32_t coopmat;       /* 1: mat-mats of quantized weights on tensor cores where the device has them */
+    /* weights */
+    uint32_t qkv_merge;     /* 1: q_a (or q) and kv_a_mqa uploaded as one matrix where they can be */
+    /* the decode graph's counters (shaders/dep_flag.glsl) */
+    uint32_t dep_flags;     /* boundaries joined by counters (a bitmask of nine); VK_TUNE_AUTO: by device */
+    uint32_t dep_stall;     /* fault injection: every counter wait gives up (tests the fall-back) */
+} vk_tuning;
+
+/* Every field at its default. */
+void vk_tuning_default(vk_tuning *t);
+
+/* One override, "key=value" (a decimal number in the knob's range). */
+int vk_tuning_set(vk_tuning *t, const char *key_value, err_t *err);
+
+/* The engine's table: defaults, GLMCHAT_DEP_FLAGS when set, then the
+ * overrides in order. */
+int vk_tuning_fill(vk_tuning *t, const char *const *overrides, uint32_t n_overrides, err_t *err);
+
+/* The fields that differ from their defaults, "key=value key=value" (empty:
+ * none), for names of test cases and bench's report. */
+void vk_tuning_describe(const vk_tuning *t, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,59 @@
+/* pc_common.h: one declaration of a kernel's interface for both sides.
+ *
+ * A shaders/pc_*.h header is included by the kernel's GLSL (glslc defines
+ * GL_core_profile) and by its C builder (gpu/): PC_BEGIN/PC_END declare the
+ * push-constant block -- the shader's `pc`, the builder's struct of the
+ * same name, whose size is asserted to fit the push range in whole words --
+ * and PC_ENUM names a binding or specialization-constant slot (a `const
+ * uint` in GLSL, a member of a named enum in C).  Only 32-bit scalars go
+ * into a block, so the std430 layout of the shader and the C struct agree
+ * field by field.  (The host pushes VKC_PUSH_WORDS words to every kernel: a
+ * block may be shorter, never longer.)  A header may declare the blocks of
+ * several kernels: C sees them all (PC_HOST), a shader only the one it
+ * selects with `#define PC_USE_<BLOCK>` before the include. */
+#ifndef PC_COMMON_H
+#define PC_COMMON_H
+
+#ifdef GL_core_profile
+#define PC_HOST 0
+#define PC_U32 uint
+#define PC_F32 float
+#define PC_BEGIN(name) layout(push_constant) uniform name {
+#define PC_END(name) } pc;
+#define PC_ENUM_BEGIN(name)
+#define PC_ENUM(name, value) const uint name = uint(value);
+#define PC_ENUM_END(name)
+#else
+#include <stdint.h>
+#define PC_HOST 1
+#define PC_U32 uint32_t
+#define PC_F32 float
+#define PC_BEGIN(name) typedef struct {
+#define PC_END(name)                                                                           \
+    } name;                                                                                    \
+    _Static_assert(sizeof(name) % 4 == 0 && sizeof(name) <= PC_MAX_BYTES,                      \
+                   #name ": push constants are whole 32-bit words within the push range");
+#define PC_ENUM_BEGIN(name) enum name {
+#define PC_ENUM(name, value) name = (value),
+#define PC_ENUM_END(name) };
+#endif
+
+/* Limits every kernel shares (gpu/vk_core.h's descriptor set and pipeline
+ * layout are made from them). */
+PC_ENUM_BEGIN(pc_limits)
+PC_ENUM(PC_MAX_BYTES, 128)      /* push constants per kernel */
+PC_ENUM(PC_WEIGHT_SLOTS, 4)     /* buffers in the weight array at binding 0 */
+PC_ENUM(PC_MAX_BINDING, 9)      /* single buffers at bindings 1..9 */
+PC_ENUM(PC_MAX_SPEC, 16)        /* specialization constants per kernel */
+PC_ENUM_END(pc_limits)
+
+/* Slots every kernel means the same by. */
+PC_ENUM_BEGIN(pc_common_slot)
+PC_ENUM(PC_B_WEIGHTS, 0)        /* binding: the weight tensors (quant.glsl) */
+PC_ENUM(PC_B_DEP, 9)            /* binding: the dependency counters (dep_flag.glsl) */
+PC_ENUM(PC_S_WGS, 0)            /* spec: workgroup size (local_size_x_id) */
+PC_ENUM(PC_S_SIGNAL, 12)        /* spec: count finished workgroups on a counter (dep_flag.glsl) */
+PC_ENUM(PC_S_WAIT, 13)          /* spec: wait on a counter first (dep_flag.glsl) */
+PC_ENUM_END(pc_common_slot)
+
+#endif

@@ -1,0 +1,84 @@
+/* pc_prefill.h: the prompt graph's own kernels (pc_common.h): mm and
+ * mm_coop (tiled mat-mat), rmsnorm, moe_group, moe_combine. */
+#ifndef PC_PREFILL_H
+#define PC_PREFILL_H
+
+#include "params.h"
+
+/* ---- mm, mm_coop: Y (=|+=) W . X, or silu(W.X) * (W2.X) ---- */
+#if PC_HOST || defined(PC_USE_MM)
+PC_BEGIN(pc_mm)
+    PC_U32 K, Kp, N;
+    PC_U32 hbase, hbase2;
+    PC_U32 mblk, mblk2;     /* blocks per matrix */
+    PC_U32 x_off, x_stride, x_z, x_div;
+    PC_U32 y_off, y_stride, y_z;
+PC_END(pc_mm)
+#endif
+PC_ENUM_BEGIN(pc_mm_slot)
+PC_ENUM(MM_B_X, 1)
+PC_ENUM(MM_B_Y, 2)
+PC_ENUM(MM_B_LIST, 3)           /* expert mode: (token, slot) pairs by expert */
+PC_ENUM(MM_B_TILES, 4)          /* expert mode: (expert, start, count) per tile */
+PC_ENUM(MM_B_PARAMS, 5)
+PC_ENUM(MM_S_TYPE, 1)
+PC_ENUM(MM_S_TYPE2, 2)
+PC_ENUM(MM_S_BM, 3)             /* tokens per tile */
+PC_ENUM(MM_S_BN, 4)             /* mm: rows per tile (mm_coop's are fixed) */
+PC_ENUM(MM_S_MODE, 5)           /* 0 store, 1 add, 2 silu(W.X) * (W2.X) */
+PC_ENUM(MM_S_LIST, 6)           /* 1: expert mode */
+PC_ENUM(MM_S_XSPLIT, 7)         /* mm_coop: activations as hi + lo fp16 pairs */
+PC_ENUM(MM_S_COUNT, 8)
+PC_ENUM_END(pc_mm_slot)
+
+/* ---- rmsnorm: a batch's rows ---- */
+#if PC_HOST || defined(PC_USE_RMSNORM)
+PC_BEGIN(pc_rmsnorm)
+    PC_U32 n;
+    PC_U32 x_off, x_z, y_off, y_z, w_off;
+    PC_F32 eps;
+PC_END(pc_rmsnorm)
+#endif
+PC_ENUM_BEGIN(pc_rmsnorm_slot)
+PC_ENUM(RMSNORM_B_X, 1)
+PC_ENUM(RMSNORM_B_Y, 2)
+PC_ENUM(RMSNORM_B_W, 3)
+PC_ENUM(RMSNORM_B_PARAMS, 4)
+PC_ENUM(RMSNORM_S_SG, 1)
+PC_ENUM(RMSNORM_S_COUNT, 2)
+PC_ENUM_END(pc_rmsnorm_slot)
+
+/* ---- moe_group: (token, slot) pairs grouped by expert, tiles, indirect grids ---- */
+#if PC_HOST || defined(PC_USE_MOE_GROUP)
+PC_BEGIN(pc_moe_group)
+    PC_U32 K, n_expert;
+    PC_U32 ids_off;
+    PC_U32 x_gu, x_dn;      /* workgroups across the outputs of each pass */
+PC_END(pc_moe_group)
+#endif
+PC_ENUM_BEGIN(pc_moe_group_slot)
+PC_ENUM(GROUP_B_IDS, 1)
+PC_ENUM(GROUP_B_LIST, 2)
+PC_ENUM(GROUP_B_TILES, 3)
+PC_ENUM(GROUP_B_IND, 4)         /* 2 x VkDispatchIndirectCommand */
+PC_ENUM(GROUP_B_PARAMS, 5)
+PC_ENUM(GROUP_S_BM, 1)          /* pairs per tile */
+PC_ENUM(GROUP_S_COUNT, 2)
+PC_ENUM_END(pc_moe_group_slot)
+
+/* ---- moe_combine: x += sum_k w_k y_k per token ---- */
+#if PC_HOST || defined(PC_USE_MOE_COMBINE)
+PC_BEGIN(pc_moe_combine)
+    PC_U32 H, K;
+    PC_U32 x_off, w_off;
+PC_END(pc_moe_combine)
+#endif
+PC_ENUM_BEGIN(pc_moe_combine_slot)
+PC_ENUM(MCOMB_B_Y, 1)
+PC_ENUM(MCOMB_B_X, 2)
+PC_ENUM(MCOMB_B_WTS, 3)
+PC_ENUM(MCOMB_B_PARAMS, 4)
+PC_ENUM(MCOMB_S_COUNT, 1)
+PC_ENUM_END(pc_moe_combine_slot)
+
+#endif
