@@ -4,9 +4,10 @@
 # vk_device_run.sh has made /tmp/m.gguf, 96 decode steps of the full-size file.  Run from the repo
 # root there with the binaries in .devcarry/ (see tests/bench/vk_device_run.sh); a line
 # "N of 6 differ" with N > 0 or "DIFFER" is a race.
-for f in .gl/*.deb .devcarry/gl2/*.deb; do dpkg -x $f /; done; ldconfig
+D=${D:-.devcarry}
+for f in .gl/*.deb $D/gl2/*.deb; do [ -f "$f" ] && dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-G=.devcarry/glmchat; JG=.devcarry/build/tools/json_get
+G=$D/glmchat; JG=$D/build/tools/json_get
 for m in tiny-glm-a tiny-lite-a; do
   d=tests/data/models/$m; M=$d/$m.f32.gguf; T=$($JG $d/fixture.json prompt.tokens --sep ,)
   GLMCHAT_DEP_FLAGS=0 $G logits -m $M --backend vulkan --kv-type f16 -b 1 --tokens "$T" -o /tmp/base.bin 2>/dev/null
