@@ -220,6 +220,34 @@ static int get_opt_num(pctx *p, json_t *obj, const char *key, const char *field,
     return 0;
 }
 
+/* A speed: a finite number >= 0 (absent or null: unknown, 0). */
+static int get_opt_rate(pctx *p, json_t *obj, const char *key, const char *field, double *out)
+{
+    double v = 0;
+    if (get_opt_num(p, obj, key, field, &v) != 0)
+        return -1;
+    if (v < 0 || v > 1e12)
+        return perr(p, field, "expected a speed in tokens/s (0 or more)");
+    *out = v;
+    return 0;
+}
+
+/* A number within [lo, hi] (absent or null: *out untouched). */
+static int get_opt_range(pctx *p, json_t *obj, const char *key, const char *field, double lo, double hi,
+                         double *out)
+{
+    double v = *out;
+    if (get_opt_num(p, obj, key, field, &v) != 0)
+        return -1;
+    if (v < lo || v > hi) {
+        char what[64];
+        snprintf(what, sizeof what, "%g is out of range [%g, %g]", v, lo, hi);
+        return perr(p, field, what);
+    }
+    *out = v;
+    return 0;
+}
+
 static int get_opt_int(pctx *p, json_t *obj, const char *key, const char *field, long long lo,
                        long long hi, long long *out)
 {
@@ -295,18 +323,25 @@ static int parse_message(pctx *p, conversation *c, json_t *m, size_t i)
     return 0;
 }
 
+/* A turn's metadata belongs to one message: "message" is required and must
+ * be the index of a message of this file (null is not "absent" here: an
+ * index the file does not name would point outside the messages). */
 static int parse_turn(pctx *p, conversation *c, json_t *t, size_t i)
 {
     char field[64];
     snprintf(field, sizeof field, "turns[%zu]", i);
     if (!json_is_object(t))
         return perr(p, field, "expected an object");
-    long long idx = -1, tokens = 0;
     snprintf(field, sizeof field, "turns[%zu].message", i);
-    if (!json_object_get(t, "message"))
+    json_t *mv = json_object_get(t, "message");
+    if (!mv)
         return perr(p, field, "missing");
-    if (get_opt_int(p, t, "message", field, 0, (long long)c->n - 1, &idx) != 0)
-        return -1;
+    if (!json_is_integer(mv))
+        return perr(p, field, "expected the index of a message (an integer)");
+    long long idx = json_integer_value(mv);
+    if (idx < 0 || (unsigned long long)idx >= c->n)
+        return err_set(p->err, "%s: %s: %lld is not the index of a message (the file has %zu)", p->name, field,
+                       idx, c->n);
     conv_msg *m = &c->msgs[idx];
     const char *time = NULL;
     snprintf(field, sizeof field, "turns[%zu].time", i);
@@ -314,18 +349,19 @@ static int parse_turn(pctx *p, conversation *c, json_t *t, size_t i)
         return -1;
     if (time && conv_parse_time(time, &m->time) != 0)
         return perr(p, field, "expected a time like 2025-01-31T12:00:00.000Z");
+    long long tokens = 0;
     snprintf(field, sizeof field, "turns[%zu].tokens", i);
     if (get_opt_int(p, t, "tokens", field, 0, UINT32_MAX, &tokens) != 0)
         return -1;
     m->n_tokens = (uint32_t)tokens;
     snprintf(field, sizeof field, "turns[%zu].tokens_per_second", i);
-    if (get_opt_num(p, t, "tokens_per_second", field, &m->tps) != 0)
+    if (get_opt_rate(p, t, "tokens_per_second", field, &m->tps) != 0)
         return -1;
     snprintf(field, sizeof field, "turns[%zu].prefill_tokens_per_second", i);
-    if (get_opt_num(p, t, "prefill_tokens_per_second", field, &m->prefill_tps) != 0)
+    if (get_opt_rate(p, t, "prefill_tokens_per_second", field, &m->prefill_tps) != 0)
         return -1;
     json_t *stopped = json_object_get(t, "stopped");
-    if (stopped && !json_is_boolean(stopped)) {
+    if (stopped && !json_is_null(stopped) && !json_is_boolean(stopped)) {
         snprintf(field, sizeof field, "turns[%zu].stopped", i);
         return perr(p, field, "expected true or false");
     }
@@ -399,9 +435,10 @@ static int parse_settings(pctx *p, conversation *c, json_t *root)
         return perr(p, "sampling", "expected an object");
     conv_sampling *sp = &c->sampling;
     long long top_k = 0, seed = 0, n_predict = -1;
-    if (get_opt_num(p, s, "temperature", "sampling.temperature", &sp->temp) ||
-        get_opt_num(p, s, "top_p", "sampling.top_p", &sp->top_p) ||
-        get_opt_num(p, s, "min_p", "sampling.min_p", &sp->min_p) ||
+    /* The ranges the settings accept: a recording is replayed with these. */
+    if (get_opt_range(p, s, "temperature", "sampling.temperature", 0, 100, &sp->temp) ||
+        get_opt_range(p, s, "top_p", "sampling.top_p", 0, 1, &sp->top_p) ||
+        get_opt_range(p, s, "min_p", "sampling.min_p", 0, 1, &sp->min_p) ||
         get_opt_int(p, s, "top_k", "sampling.top_k", 0, INT_MAX, &top_k) ||
         get_opt_int(p, s, "seed", "sampling.seed", 0, LLONG_MAX, &seed) ||
         get_opt_int(p, s, "n_predict", "sampling.n_predict", -1, INT_MAX, &n_predict))

@@ -23,6 +23,11 @@ printf '{"messages": "hello"}' >"$TMP/types.json"
 printf '{"messages": [{"role": "wizard", "content": "hi"}]}' >"$TMP/role.json"
 printf '\211PNG\r\n\032\n\000\000\000\rIHDR' >"$TMP/binary.json"
 printf '[1, 2, 3]' >"$TMP/array.json"
+# A turn's "message": null once wrote before the messages array (heap
+# corruption, issue 17): every turn field is checked.
+printf '{"messages":[{"role":"user","content":"hi"}],"turns":[{"message":null}]}' >"$TMP/turnnull.json"
+printf '{"messages":[],"turns":[{"message":null}]}' >"$TMP/turnnull0.json"
+printf '{"messages":[{"role":"user","content":"hi"}],"turns":[{"message":0,"tokens":-1}]}' >"$TMP/turntokens.json"
 
 check_conv() { # NAME FILE PATTERN
     cp "$2" "$TMP/orig"
@@ -40,6 +45,9 @@ check_conv types "$TMP/types.json" "messages: expected an array"
 check_conv role "$TMP/role.json" "unknown role 'wizard'"
 check_conv binary "$TMP/binary.json" "not valid JSON"
 check_conv array "$TMP/array.json" "top level"
+check_conv turn_null "$TMP/turnnull.json" "turns\[0\]\.message: expected the index of a message"
+check_conv turn_null0 "$TMP/turnnull0.json" "turns\[0\]\.message: expected the index of a message"
+check_conv turn_tokens "$TMP/turntokens.json" "turns\[0\]\.tokens: value out of range"
 # A broken file's bytes quoted in the error are shown inert too.
 printf '{"messages": [\033[2J]}' >"$TMP/rawesc.json"
 check_conv rawesc "$TMP/rawesc.json" "invalid token near '\^\['"

@@ -162,6 +162,30 @@ static void test_foreign_files(void)
     conv_free(&c);
 }
 
+/* Optional fields given as null mean "absent" and load; only the turn's
+ * message index may not be null. */
+static void test_nulls_are_absent(void)
+{
+    char path[512];
+    path_in_tmp(path, sizeof path, "nulls.json");
+    write_text(path, "{\"format\": \"glmchat-conversation\", \"version\": 1, \"created\": null,"
+                     "\"model\": {\"path\": null, \"name\": null, \"size\": null, \"fingerprint\": null},"
+                     "\"template\": null, \"thinking\": null,"
+                     "\"sampling\": {\"temperature\": null, \"top_k\": null, \"top_p\": null, \"min_p\": null,"
+                     "\"seed\": null, \"n_predict\": null},"
+                     "\"messages\": [{\"role\": \"user\", \"content\": null, \"reasoning_content\": null},"
+                     "{\"role\": \"assistant\", \"content\": \"a\"}],"
+                     "\"turns\": [{\"message\": 1, \"time\": null, \"tokens\": null, \"tokens_per_second\": null,"
+                     "\"prefill_tokens_per_second\": null, \"stopped\": null}, {\"message\": 0, \"tokens\": 3}]}");
+    conversation c;
+    err_t err = {{0}};
+    CHECK(conv_load(&c, path, &err) == 0, "nulls: %.200s", err.msg);
+    CHECK(c.n == 2 && !c.msgs[0].content[0] && !c.msgs[0].reasoning && c.msgs[0].n_tokens == 3, "messages");
+    CHECK(c.n == 2 && c.msgs[1].n_tokens == 0 && !c.msgs[1].stopped && c.msgs[1].tps == 0, "turn with nulls");
+    CHECK(c.thinking == -1 && !c.tmpl && !c.model_name, "null metadata is unknown");
+    conv_free(&c);
+}
+
 typedef struct {
     const char *name, *text, *expect;
 } bad_case;
@@ -184,7 +208,49 @@ static void test_bad_files(void)
         {"content_number", "{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", "messages\\[0\\].content"},
         {"dup_key", "{\"messages\": [], \"messages\": []}", "duplicate"},
         {"turn_range", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 3}]}",
-         "turns\\[0\\].message: value out of range"},
+         "turns\\[0\\].message: 3 is not the index of a message (the file has 1)"},
+        /* "message": null once left the index at -1 and wrote msgs[-1] (issue 17). */
+        {"turn_null", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"turns\": [{\"message\": null}]}",
+         "turns\\[0\\].message: expected the index of a message"},
+        {"turn_null_no_msgs", "{\"messages\": [], \"turns\": [{\"message\": null, \"tokens\": 7}]}",
+         "turns\\[0\\].message: expected the index of a message"},
+        {"turn_no_msgs", "{\"messages\": [], \"turns\": [{\"message\": 0}]}",
+         "turns\\[0\\].message: 0 is not the index of a message (the file has 0)"},
+        {"turn_negative", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": -1}]}",
+         "turns\\[0\\].message: -1 is not the index"},
+        {"turn_string", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": \"0\"}]}",
+         "turns\\[0\\].message: expected the index"},
+        {"turn_real", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0.5}]}",
+         "turns\\[0\\].message: expected the index"},
+        {"turn_missing", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"tokens\": 1}]}",
+         "turns\\[0\\].message: missing"},
+        {"turn_not_object", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [0]}",
+         "turns\\[0\\]: expected an object"},
+        {"turns_object", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": {}}",
+         "turns: expected an array"},
+        {"turn_tokens_negative", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0, \"tokens\": -3}]}",
+         "turns\\[0\\].tokens: value out of range"},
+        {"turn_tokens_huge", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0, \"tokens\": 4294967296}]}",
+         "turns\\[0\\].tokens: value out of range"},
+        {"turn_tps_negative", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0, \"tokens_per_second\": -1}]}",
+         "turns\\[0\\].tokens_per_second: expected a speed"},
+        {"turn_prefill_string", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0, \"prefill_tokens_per_second\": \"fast\"}]}",
+         "turns\\[0\\].prefill_tokens_per_second: expected a number"},
+        {"turn_stopped_string", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0, \"stopped\": \"yes\"}]}",
+         "turns\\[0\\].stopped: expected true or false"},
+        {"turn_second_bad", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0}, {\"message\": 1}]}",
+         "turns\\[1\\].message: 1 is not the index"},
+        {"sampling_temp_negative", "{\"messages\": [], \"sampling\": {\"temperature\": -1}}",
+         "sampling.temperature: -1 is out of range"},
+        {"sampling_top_p_big", "{\"messages\": [], \"sampling\": {\"top_p\": 1.5}}", "sampling.top_p: 1.5 is out of range"},
+        {"sampling_not_object", "{\"messages\": [], \"sampling\": 3}", "sampling: expected an object"},
+        {"model_size_string", "{\"messages\": [], \"model\": {\"size\": \"big\"}}", "model.size: expected an integer"},
+        {"thinking_string", "{\"messages\": [], \"thinking\": \"on\"}", "thinking: expected true or false"},
+        {"created_number", "{\"messages\": [], \"created\": 5}", "created: expected a string"},
+        {"reasoning_number", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\", \"reasoning_content\": 1}]}",
+         "messages\\[0\\].reasoning_content: expected a string"},
+        {"part_text_null", "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": null}]}]}",
+         "a text part needs a string"},
         {"turn_time", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0, \"time\": \"yesterday\"}]}",
          "turns\\[0\\].time"},
         {"nul_in_string", "{\"messages\": [{\"role\": \"user\", \"content\": \"a\\u0000b\"}]}", "not valid JSON"},
@@ -458,6 +524,7 @@ int main(void)
     }
     RUN(test_round_trip);
     RUN(test_foreign_files);
+    RUN(test_nulls_are_absent);
     RUN(test_bad_files);
     RUN(test_atomic_save);
     RUN(test_cleanup_tmp);
