@@ -11,6 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file_read.h"
+
+/* Far more than any settings file needs; a bigger one is a mistake. */
+#define SETTINGS_MAX_FILE (1u << 20)
+
 /* ---- value parsers --------------------------------------------------------- */
 
 static int parse_float(const char *key, const char *v, float lo, float hi, float *out, err_t *err)
@@ -220,48 +225,53 @@ static char *trim(char *s)
     return s;
 }
 
+/* One `key = value` line (comments and blanks allowed); line is modified. */
+static int parse_line(settings *s, char *line, const char *path, int lineno, err_t *err)
+{
+    char *hash = strchr(line, '#');
+    if (hash)
+        *hash = 0;
+    char *l = trim(line);
+    if (!*l)
+        return 0;
+    char *eq = strchr(l, '=');
+    if (!eq)
+        return err_set(err, "%s:%d: expected 'key = value'", path, lineno);
+    *eq = 0;
+    char *key = trim(l), *val = trim(eq + 1);
+    if (!*val)
+        return err_set(err, "%s:%d: %s: missing value", path, lineno, key);
+    if (settings_set(s, key, val, err) != 0)
+        return err_prefix(err, "%s:%d", path, lineno);
+    return 0;
+}
+
 int settings_load(settings *s, const char *path, bool missing_ok, err_t *err)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        if (errno == ENOENT && missing_ok)
-            return 0;
-        return err_set(err, "%s: %s", path, strerror(errno));
-    }
+    char *text;
+    size_t len;
+    /* The shared reader: only a regular file (a FIFO or /dev/zero behind the
+     * name would block or never end), at most SETTINGS_MAX_FILE bytes. */
+    if (file_read_regular(path, SETTINGS_MAX_FILE, "settings file", &text, &len, err) != 0)
+        return errno == ENOENT && missing_ok ? 0 : -1;
     char line[PATH_MAX + 64];
     int lineno = 0, rc = 0;
-    while (fgets(line, sizeof line, f)) {
+    for (size_t pos = 0; pos < len && rc == 0;) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
         lineno++;
-        size_t len = strlen(line);
-        if (len == sizeof line - 1 && line[len - 1] != '\n') {
+        if (n >= sizeof line)
             rc = err_set(err, "%s:%d: line too long", path, lineno);
-            break;
+        else if (memchr(text + pos, 0, n))
+            rc = err_set(err, "%s:%d: NUL byte in a settings file", path, lineno);
+        else {
+            memcpy(line, text + pos, n);
+            line[n] = 0;
+            rc = parse_line(s, line, path, lineno, err);
         }
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = 0;
-        char *l = trim(line);
-        if (!*l)
-            continue;
-        char *eq = strchr(l, '=');
-        if (!eq) {
-            rc = err_set(err, "%s:%d: expected 'key = value'", path, lineno);
-            break;
-        }
-        *eq = 0;
-        char *key = trim(l), *val = trim(eq + 1);
-        if (!*val) {
-            rc = err_set(err, "%s:%d: %s: missing value", path, lineno, key);
-            break;
-        }
-        if (settings_set(s, key, val, err) != 0) {
-            rc = err_prefix(err, "%s:%d", path, lineno);
-            break;
-        }
+        pos += n + (nl ? 1 : 0);
     }
-    if (rc == 0 && ferror(f))
-        rc = err_set(err, "%s: read error", path);
-    fclose(f);
+    free(text);
     return rc;
 }
 

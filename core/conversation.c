@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file_read.h"
 #include "sha256.h"
 #include "text_safe.h"
 
@@ -513,56 +514,12 @@ int conv_parse(conversation *c, const char *text, size_t len, const char *name, 
     return rc;
 }
 
-static int read_file(const char *path, char **data, size_t *len, err_t *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return err_set(err, "%s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return err_set(err, "%s: %s", path, strerror(errno));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return err_set(err, "%s: not a regular file", path);
-    }
-    if ((uint64_t)st.st_size > CONV_MAX_FILE) {
-        close(fd);
-        return err_set(err, "%s: %lld bytes is too large for a conversation (at most %u MiB)", path,
-                       (long long)st.st_size, CONV_MAX_FILE >> 20);
-    }
-    char *buf = malloc((size_t)st.st_size + 1);
-    if (!buf) {
-        close(fd);
-        return err_set(err, "%s: out of memory", path);
-    }
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return err_set(err, "%s: read error: %s", path, r < 0 ? strerror(e) : "file shrank");
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    buf[got] = 0;
-    *data = buf;
-    *len = got;
-    return 0;
-}
-
 int conv_load(conversation *c, const char *path, err_t *err)
 {
     char *data = NULL;
     size_t len = 0;
     conv_init(c);
-    if (read_file(path, &data, &len, err) != 0)
+    if (file_read_regular(path, CONV_MAX_FILE, "conversation", &data, &len, err) != 0)
         return -1;
     int rc = conv_parse(c, data, len, path, err);
     free(data);
@@ -888,15 +845,24 @@ static int read_at(int fd, char *buf, size_t n, uint64_t off)
 
 int conv_fingerprint(const char *path, char out[72], uint64_t *size_out, err_t *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO given as the model must not block the open. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return err_set(err, "%s: %s", path, strerror(errno));
     struct stat st;
-    char *buf = malloc(FP_SPAN);
-    if (!buf || fstat(fd, &st) != 0) {
-        free(buf);
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
         close(fd);
-        return err_set(err, "%s: cannot fingerprint: %s", path, strerror(errno));
+        return err_set(err, "%s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return err_set(err, "%s: %s, not a model file", path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+    }
+    char *buf = malloc(FP_SPAN);
+    if (!buf) {
+        close(fd);
+        return err_set(err, "%s: out of memory", path);
     }
     uint64_t size = (uint64_t)st.st_size;
     sha256_ctx h;

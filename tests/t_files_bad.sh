@@ -55,6 +55,15 @@ if grep -q "$(printf '\033')" "$TMP/err"; then fail conv_error_inert "a raw esca
 expect_fail conv_missing_replay "^glmchat: $TMP/none.json: No such file" R "$TMP/none.json" -m "$MODEL"
 expect_fail conv_directory "^glmchat: $TMP: .*(directory|not a regular file)" G -m "$MODEL" -C "$TMP" -p "hi"
 
+# ---- not regular files: a FIFO (no writer) once blocked the open forever,
+# /dev/zero behind a settings file looped forever.  timeout(1) turns a hang
+# into a failure (status 124) instead of a stuck suite.
+mkfifo "$TMP/fifo.json" "$TMP/fifo.theme"
+expect_fail fifo_conv_chat "^glmchat: $TMP/fifo.json: not a regular file \(a FIFO\)" timeout 20 "$GLMCHAT" --backend "$BACKEND" -m "$MODEL" -C "$TMP/fifo.json" -p hi
+expect_fail fifo_conv_replay "^glmchat: $TMP/fifo.json: not a regular file \(a FIFO\)" timeout 20 "$GLMCHAT" replay "$TMP/fifo.json" -m "$MODEL" --backend "$BACKEND"
+expect_fail fifo_theme "^glmchat: $TMP/fifo.theme: not a regular file \(a FIFO\)" timeout 20 "$GLMCHAT" --backend "$BACKEND" -m "$MODEL" --theme "$TMP/fifo.theme"
+expect_fail model_directory "^glmchat: $TMP: .*is a directory" G -m "$TMP" -p hi
+
 # ---- themes: FILE:LINE and the problem; a good file passes the check
 # (and the chat then stops for want of a terminal).
 mkdir -p "$TMP/th"
@@ -76,6 +85,12 @@ expect_fail theme_huge "too large for a theme file" G -m "$MODEL" --theme "$TMP/
 expect_fail theme_name "no theme named 'nosuch' \(available: .*mono" G -m "$MODEL" --theme nosuch
 expect_fail theme_escape "escape.theme:1: unknown element" G -m "$MODEL" --theme "$TMP/th/escape.theme"
 if grep -q "$(printf '\033')" "$TMP/err"; then fail theme_escape_inert "a raw escape byte in the error"; else ok theme_escape_inert; fi
+# Exactly 64 KiB is within the limit (it was refused as too large).
+{ echo 'normal = default default'; awk 'BEGIN { for (i = 0; i < 1039; i++) printf "# %060d\n", i; printf "# %051d\n", 0 }'; } >"$TMP/th/max.theme"
+[ "$(wc -c <"$TMP/th/max.theme")" -eq 65536 ] || fail theme_64k_setup "the file is not 65536 bytes"
+expect_fail theme_64k "needs a terminal" G -m "$MODEL" --theme "$TMP/th/max.theme"
+printf 'normal = default default\nuser = red\000 default\n' >"$TMP/th/nul.theme"
+expect_fail theme_nul "^glmchat: $TMP/th/nul.theme:2: NUL byte" G -m "$MODEL" --theme "$TMP/th/nul.theme"
 for t in default light high-contrast mono; do
     expect_fail "theme_$t" "needs a terminal" G -m "$MODEL" --theme "$t"
 done
@@ -89,6 +104,18 @@ printf 'colour = blue\n' >"$S"
 expect_fail settings_key "^glmchat: $S:1: unknown setting 'colour'" G -m "$MODEL" -p hi
 printf 'theme = nosuch\n' >"$S"
 expect_fail settings_theme "no theme named 'nosuch'" G -m "$MODEL"
+# A NUL inside a line once cut the line there silently ("temp = 0.5" used).
+printf 'temp = 0.5\000 garbage\n' >"$S"
+expect_fail settings_nul "^glmchat: $S:1: NUL byte in a settings file" G -m "$MODEL" -p hi
+rm "$S"
+mkfifo "$S"
+expect_fail settings_fifo "^glmchat: $S: not a regular file \(a FIFO\)" timeout 20 "$GLMCHAT" --backend "$BACKEND" -m "$MODEL" -p hi
+rm "$S"
+ln -s /dev/zero "$S"
+expect_fail settings_dev_zero "^glmchat: $S: not a regular file \(a device\)" timeout 20 "$GLMCHAT" --backend "$BACKEND" -m "$MODEL" -p hi
+rm "$S"
+head -c 1100000 /dev/zero | tr '\0' '#' >"$S"
+expect_fail settings_huge "^glmchat: $S: too large for a settings file \(1 MiB at most\)" G -m "$MODEL" -p hi
 rm "$S"
 
 # ---- escape sequences in a conversation are shown, not obeyed
@@ -135,6 +162,10 @@ if command -v tmux >/dev/null 2>&1; then
     tm_line "/load $TMP/truncated.json"
     if tm_wait 10 "/load: $TMP/truncated.json: not valid JSON" && grep -q "title" "$TMP/screen"; then ok ui_load_broken
     else fail ui_load_broken "$(tm_screen | grep -v '^ *$' | tail -5)"; fi
+    # A FIFO once blocked /load for good (and the UI ignored Ctrl-C then).
+    tm_line "/load $TMP/fifo.json"
+    if tm_wait 10 "/load: $TMP/fifo.json: not a regular file \(a FIFO\)" && grep -q "title" "$TMP/screen"; then ok ui_load_fifo
+    else fail ui_load_fifo "$(tm_screen | grep -v '^ *$' | tail -5)"; fi
     tm_line "/theme $TMP/th/colour.theme"
     if tm_wait 10 "/theme: $TMP/th/colour.theme:2: normal: unknown colour 'pruple'"; then ok ui_theme_broken
     else fail ui_theme_broken "$(tm_screen | grep -v '^ *$' | tail -5)"; fi
