@@ -417,6 +417,30 @@ static int parse_model(pctx *p, conversation *c, json_t *root)
     return 0;
 }
 
+/* sampling.seed: a JSON integer (below 2^63: what JSON parsers keep
+ * exactly), or for larger seeds the unsigned decimal as a string. */
+static int get_opt_seed(pctx *p, json_t *s, uint64_t *out)
+{
+    json_t *v = json_object_get(s, "seed");
+    if (!v || json_is_null(v))
+        return 0;
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        *out = (uint64_t)json_integer_value(v);
+        return 0;
+    }
+    if (json_is_string(v)) {
+        const char *d = json_string_value(v);
+        char *end;
+        errno = 0;
+        unsigned long long u = strtoull(d, &end, 10);
+        if (d[0] >= '0' && d[0] <= '9' && !*end && errno == 0 && json_string_length(v) <= 20) {
+            *out = u;
+            return 0;
+        }
+    }
+    return perr(p, "sampling.seed", "expected an integer from 0 to 18446744073709551615 (as a number or a string)");
+}
+
 static int parse_settings(pctx *p, conversation *c, json_t *root)
 {
     const char *tmpl = NULL;
@@ -435,17 +459,16 @@ static int parse_settings(pctx *p, conversation *c, json_t *root)
     if (!json_is_object(s))
         return perr(p, "sampling", "expected an object");
     conv_sampling *sp = &c->sampling;
-    long long top_k = 0, seed = 0, n_predict = -1;
+    long long top_k = 0, n_predict = -1;
     /* The ranges the settings accept: a recording is replayed with these. */
     if (get_opt_range(p, s, "temperature", "sampling.temperature", 0, 100, &sp->temp) ||
         get_opt_range(p, s, "top_p", "sampling.top_p", 0, 1, &sp->top_p) ||
         get_opt_range(p, s, "min_p", "sampling.min_p", 0, 1, &sp->min_p) ||
         get_opt_int(p, s, "top_k", "sampling.top_k", 0, INT_MAX, &top_k) ||
-        get_opt_int(p, s, "seed", "sampling.seed", 0, LLONG_MAX, &seed) ||
+        get_opt_seed(p, s, &sp->seed) ||
         get_opt_int(p, s, "n_predict", "sampling.n_predict", -1, INT_MAX, &n_predict))
         return -1;
     sp->top_k = (int)top_k;
-    sp->seed = (uint64_t)seed;
     sp->n_predict = (int)n_predict;
     sp->set = true;
     return 0;
@@ -548,6 +571,18 @@ static json_t *time_str(double t)
     return json_string(b);
 }
 
+/* Seeds below 2^63 as a number; larger ones as their exact unsigned
+ * decimal in a string (a JSON integer that large is not portable: jansson
+ * refuses it, others round it through a double). */
+static json_t *seed_json(uint64_t seed)
+{
+    if (seed <= INT64_MAX)
+        return json_integer((json_int_t)seed);
+    char b[24];
+    snprintf(b, sizeof b, "%llu", (unsigned long long)seed);
+    return json_string(b);
+}
+
 static bool has_meta(const conv_msg *m)
 {
     return m->time > 0 || m->n_tokens || m->tps > 0 || m->prefill_tps > 0 || m->stopped;
@@ -596,7 +631,7 @@ char *conv_to_json(const conversation *c)
         json_object_set_new(sp, "top_k", json_integer(s->top_k));
         json_object_set_new(sp, "top_p", real6(s->top_p));
         json_object_set_new(sp, "min_p", real6(s->min_p));
-        json_object_set_new(sp, "seed", json_integer((json_int_t)(s->seed & INT64_MAX)));
+        json_object_set_new(sp, "seed", seed_json(s->seed));
         json_object_set_new(sp, "n_predict", json_integer(s->n_predict));
         json_object_set_new(root, "sampling", sp);
     }

@@ -5,6 +5,7 @@
  *    "model": {"path", "name", "size", "fingerprint"},
  *    "template": NAME, "thinking": bool,
  *    "sampling": {"temperature", "top_k", "top_p", "min_p", "seed", "n_predict"},
+ *                 (seed: a number below 2^63, else its unsigned decimal as a string)
  *    "messages": [{"role", "content", "reasoning_content"?}, ...],   (OpenAI style)
  *    "turns": [{"message": INDEX, "time": ISO-8601, "tokens", "tokens_per_second",
  *               "prefill_tokens_per_second", "stopped"}, ...]}

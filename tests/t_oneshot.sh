@@ -45,6 +45,14 @@ else
     fail conversation_file "$(head -c 400 "$C")"
 fi
 
+# ---- seeds of 2^63 and above are recorded exactly (they were clipped to 2^63-1)
+for sd in 9223372036854775808 18446744073709551615; do
+    rm -f "$TMP/seed.json"
+    G -m "$MODEL" --temp 1 --seed $sd -n 4 -C "$TMP/seed.json" -p "hi" >/dev/null 2>&1
+    got=$("$J" "$TMP/seed.json" sampling.seed 2>&1)
+    if [ "$got" = "$sd" ]; then ok "seed_recorded_$sd"; else fail "seed_recorded_$sd" "recorded as '$got'"; fi
+done
+
 # ---- control characters: inert on a terminal, raw bytes into a pipe.
 # Random tokens of the tiny byte-level vocabulary include control bytes.
 ARGS="-m $MODEL --temp 1.5 --seed 3 -n 300 --think off -p go"

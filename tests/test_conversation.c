@@ -162,6 +162,65 @@ static void test_foreign_files(void)
     conv_free(&c);
 }
 
+/* Seeds of 2^63 and above were written as 2^63-1 (issue 17): they are kept
+ * exactly, as a string, and both forms read back. */
+static void test_big_seeds(void)
+{
+    static const uint64_t seeds[] = {0, 1, INT64_MAX, (uint64_t)INT64_MAX + 1, 18446744073709551615ull,
+                                     12345678901234567890ull};
+    char path[512];
+    path_in_tmp(path, sizeof path, "seeds.json");
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        conversation c;
+        conv_init(&c);
+        conv_add(&c, "user", "x", NULL);
+        c.sampling = (conv_sampling){true, 0.5, 0.9, 0.0, 10, seeds[i], 8};
+        err_t err = {{0}};
+        unlink(path);
+        CHECK(conv_save(&c, path, &err) == 0, "save: %.200s", err.msg);
+        conversation d;
+        CHECK(conv_load(&d, path, &err) == 0, "load: %.200s", err.msg);
+        CHECK(d.sampling.seed == seeds[i], "seed %llu came back as %llu", (unsigned long long)seeds[i],
+              (unsigned long long)d.sampling.seed);
+        char *text = read_text(path);
+        CHECK(text && (seeds[i] > INT64_MAX) == (strstr(text, "\"seed\": \"") != NULL), "seed form: %.300s",
+              text ? strstr(text, "\"seed\"") : "");
+        free(text);
+        conv_free(&c);
+        conv_free(&d);
+    }
+    static const struct {
+        const char *json;
+        uint64_t seed;
+        bool ok;
+    } forms[] = {
+        {"7", 7, true},
+        {"\"7\"", 7, true},
+        {"9223372036854775807", 9223372036854775807ull, true},
+        {"\"18446744073709551615\"", 18446744073709551615ull, true},
+        {"\"18446744073709551616\"", 0, false},
+        {"\"-1\"", 0, false},
+        {"\" 5\"", 0, false},
+        {"\"5x\"", 0, false},
+        {"\"\"", 0, false},
+        {"-1", 0, false},
+        {"1.5", 0, false},
+        {"true", 0, false},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "{\"messages\": [], \"sampling\": {\"seed\": %s}}", forms[i].json);
+        conversation c;
+        err_t err = {{0}};
+        int rc = conv_parse(&c, text, strlen(text), "s.json", &err);
+        CHECK((rc == 0) == forms[i].ok, "seed %s: %.200s", forms[i].json, rc == 0 ? "loaded" : err.msg);
+        CHECK(rc != 0 || c.sampling.seed == forms[i].seed, "seed %s read as %llu", forms[i].json,
+              (unsigned long long)c.sampling.seed);
+        CHECK(rc == 0 || strstr(err.msg, "sampling.seed"), "error: %.200s", err.msg);
+        conv_free(&c);
+    }
+}
+
 /* Optional fields given as null mean "absent" and load; only the turn's
  * message index may not be null. */
 static void test_nulls_are_absent(void)
@@ -525,6 +584,7 @@ int main(void)
     RUN(test_round_trip);
     RUN(test_foreign_files);
     RUN(test_nulls_are_absent);
+    RUN(test_big_seeds);
     RUN(test_bad_files);
     RUN(test_atomic_save);
     RUN(test_cleanup_tmp);
