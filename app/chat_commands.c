@@ -304,7 +304,7 @@ static void cmd_export(ui_app *a, const char *arg)
     ui_app_fill_metadata(a, &a->chat.conv);
     conv_to_markdown(&a->chat.conv, &md);
     err_t err;
-    int rc = conv_write_atomic(path, md.s, md.len, 0644, &err);
+    int rc = conv_write_private(path, md.s, md.len, &err);
     sbuf_free(&md);
     if (rc != 0)
         ui_app_note(a, TH_ERROR, "/export: %s", err.msg);

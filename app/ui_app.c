@@ -96,33 +96,19 @@ static bool worth_saving(const conversation *c)
     return false;
 }
 
-static void new_autosave_path(ui_app *a)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    char stamp[32] = "conversation";
-    if (localtime_r(&t, &tm))
-        strftime(stamp, sizeof stamp, "%Y-%m-%d_%H%M%S", &tm);
-    for (int i = 1; i < 1000; i++) {
-        int n = i == 1 ? snprintf(a->autosave_path, sizeof a->autosave_path, "%s/%s.json", a->c.conv_dir, stamp)
-                       : snprintf(a->autosave_path, sizeof a->autosave_path, "%s/%s-%d.json", a->c.conv_dir, stamp, i);
-        struct stat st;
-        if (n > 0 && (size_t)n < sizeof a->autosave_path && stat(a->autosave_path, &st) != 0)
-            return;
-    }
-}
-
 bool ui_app_autosave(ui_app *a)
 {
     if (!worth_saving(&a->chat.conv)) {
         a->unsaved = false;
         return true;
     }
-    if (!a->autosave_path[0])
-        new_autosave_path(a);
     ui_app_fill_metadata(a, &a->chat.conv);
     err_t err;
-    if (conv_save(&a->chat.conv, a->autosave_path, &err) != 0) {
+    /* A new file is created exclusively: two UIs started in one second get two files. */
+    int rc = a->autosave_path[0] ? conv_save(&a->chat.conv, a->autosave_path, &err)
+                                 : conv_save_new(&a->chat.conv, a->c.conv_dir, a->autosave_path,
+                                                 sizeof a->autosave_path, &err);
+    if (rc != 0) {
         a->unsaved = true;
         ui_app_note(a, TH_ERROR, "Autosave failed: %s", err.msg);
         return false;

@@ -1,13 +1,12 @@
-/* conversation.c: conversations in memory, their JSON files, atomic saves. */
+/* conversation.c: conversations in memory, their JSON text and Markdown,
+ * model fingerprints.  Files on disk (loading, saving, locks): conv_store.c. */
 #include "conversation.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "file_read.h"
 #include "sha256.h"
 #include "text_safe.h"
 
-#define CONV_MAX_FILE (256u << 20) /* larger files are refused, not read */
 #define CONV_FORMAT_NAME "glmchat-conversation"
 
 /* ---- messages ---------------------------------------------------------------- */
@@ -60,6 +57,7 @@ void conv_free(conversation *c)
     free(c->model_name);
     free(c->model_fingerprint);
     free(c->tmpl);
+    conv_forget_files(c);
     memset(c, 0, sizeof *c);
 }
 
@@ -537,18 +535,6 @@ int conv_parse(conversation *c, const char *text, size_t len, const char *name, 
     return rc;
 }
 
-int conv_load(conversation *c, const char *path, err_t *err)
-{
-    char *data = NULL;
-    size_t len = 0;
-    conv_init(c);
-    if (file_read_regular(path, CONV_MAX_FILE, "conversation", &data, &len, err) != 0)
-        return -1;
-    int rc = conv_parse(c, data, len, path, err);
-    free(data);
-    return rc;
-}
-
 /* ---- writing ------------------------------------------------------------------------ */
 
 /* Settings come from floats: round to 6 digits so 0.8 is written as 0.8. */
@@ -654,134 +640,6 @@ char *conv_to_json(const conversation *c)
         abort();
     }
     return text;
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static void split_path(const char *path, char *dir, size_t dcap, const char **base)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash) {
-        snprintf(dir, dcap, ".");
-        *base = path;
-    } else if (slash == path) {
-        snprintf(dir, dcap, "/");
-        *base = slash + 1;
-    } else {
-        snprintf(dir, dcap, "%.*s", (int)(slash - path), path);
-        *base = slash + 1;
-    }
-}
-
-int conv_write_atomic(const char *path, const void *data, size_t len, unsigned mode, err_t *err)
-{
-    char dir[PATH_MAX], tmp[PATH_MAX + 64];
-    const char *base;
-    static unsigned counter;
-    split_path(path, dir, sizeof dir, &base);
-    if (!base[0])
-        return err_set(err, "%s: not a file name", path);
-    /* ".NAME.tmp.PID.N": hidden, and names its writer so a later run can
-     * remove it if that writer died before the rename. */
-    int n = snprintf(tmp, sizeof tmp, "%s/.%s.tmp.%ld.%u", dir, base, (long)getpid(), counter++);
-    if (n < 0 || (size_t)n >= sizeof tmp)
-        return err_set(err, "%s: path too long", path);
-    struct stat st;
-    if (stat(path, &st) == 0)
-        mode = st.st_mode & 07777;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd < 0)
-        return err_set(err, "%s: cannot create a temporary file: %s", path, strerror(errno));
-    const char *step = "write";
-    if (write_all(fd, data, len) != 0)
-        goto fail;
-    step = "fsync";
-    if (fsync(fd) != 0)
-        goto fail;
-    step = "close";
-    if (close(fd) != 0) {
-        fd = -1;
-        goto fail;
-    }
-    fd = -1;
-    step = "rename";
-    if (rename(tmp, path) != 0)
-        goto fail;
-    /* The rename is durable only once the directory itself is synced. */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || fsync(dfd) != 0) {
-        int e = errno;
-        if (dfd >= 0)
-            close(dfd);
-        return err_set(err, "%s: saved, but syncing the directory failed: %s", path, strerror(e));
-    }
-    close(dfd);
-    return 0;
-fail:;
-    int e = errno;
-    if (fd >= 0)
-        close(fd);
-    unlink(tmp);
-    return err_set(err, "%s: %s failed: %s (the previous file, if any, is unchanged)", path, step,
-                   strerror(e));
-}
-
-void conv_cleanup_tmp(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *t = strstr(de->d_name, ".tmp.");
-        if (de->d_name[0] != '.' || !t)
-            continue;
-        char *end;
-        long pid = strtol(t + 5, &end, 10);
-        if (pid <= 0 || *end != '.')
-            continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue; /* its writer may still be running */
-        char path[PATH_MAX + 256];
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        unlink(path);
-    }
-    closedir(d);
-}
-
-int conv_save(const conversation *c, const char *path, err_t *err)
-{
-    struct stat st;
-    if (stat(path, &st) == 0) {
-        conversation old;
-        err_t e2;
-        if (conv_load(&old, path, &e2) != 0)
-            return err_set(err, "%s exists and is not a conversation glmchat can read; not overwriting it (%s)",
-                           path, e2.msg);
-        conv_free(&old);
-    }
-    char *text = conv_to_json(c);
-    size_t len = strlen(text);
-    text[len] = 0;
-    sbuf b = {0};
-    sbuf_add(&b, text, len);
-    sbuf_addc(&b, '\n');
-    free(text);
-    int rc = conv_write_atomic(path, b.s, b.len, 0600, err);
-    sbuf_free(&b);
-    return rc;
 }
 
 /* ---- Markdown -------------------------------------------------------------------- */

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -411,6 +412,258 @@ static void test_cleanup_tmp(void)
     unlink(live);
 }
 
+/* Eight processes continue one file at once, each holding the writers'
+ * lock across load-modify-save (as `-C FILE -p` does): all eight turns are
+ * kept (before the lock, 8 parallel runs kept 1). */
+static void test_parallel_writers_keep_every_turn(void)
+{
+    char path[512];
+    path_in_tmp(path, sizeof path, "shared.json");
+    conversation c;
+    conv_init(&c);
+    conv_add(&c, "user", "start", NULL);
+    err_t err = {{0}};
+    CHECK(conv_save(&c, path, &err) == 0, "first save: %.200s", err.msg);
+    conv_free(&c);
+    int go[2];
+    if (pipe(go) != 0)
+        return;
+    pid_t kids[8];
+    for (int k = 0; k < 8; k++) {
+        kids[k] = fork();
+        if (kids[k] == 0) {
+            char b;
+            close(go[1]);
+            if (read(go[0], &b, 1) < 0)
+                _exit(3);
+            conv_lock l;
+            conversation mine;
+            err_t e;
+            if (conv_lock_acquire(&l, path, -1, &e) != 0 || conv_load(&mine, path, &e) != 0)
+                _exit(1);
+            char text[32];
+            snprintf(text, sizeof text, "turn %d", k);
+            conv_add(&mine, "user", text, NULL);
+            usleep(2000); /* widen the window the lock has to protect */
+            conv_add(&mine, "assistant", "ok", NULL);
+            int rc = conv_save_locked(&mine, path, &e);
+            conv_lock_release(&l);
+            _exit(rc == 0 ? 0 : 2);
+        }
+    }
+    close(go[0]);
+    close(go[1]); /* EOF releases all children at once */
+    int failed = 0;
+    for (int k = 0; k < 8; k++) {
+        int st;
+        waitpid(kids[k], &st, 0);
+        failed += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    }
+    CHECK(failed == 0, "%d writers failed", failed);
+    CHECK(conv_load(&c, path, &err) == 0, "reload: %.200s", err.msg);
+    CHECK(c.n == 1 + 8 * 2, "%zu messages, expected 17", c.n);
+    conv_free(&c);
+    char lock[600];
+    snprintf(lock, sizeof lock, "%.200s/.shared.json.lock", tmpdir);
+    CHECK(access(lock, F_OK) != 0, "the lock file was left behind");
+}
+
+/* A file this conversation read, changed by someone else since, is not
+ * overwritten: the other writer's turn would be lost silently. */
+static void test_changed_on_disk_refused(void)
+{
+    char path[512];
+    path_in_tmp(path, sizeof path, "changed.json");
+    conversation c, a, b;
+    conv_init(&c);
+    conv_add(&c, "user", "one", NULL);
+    err_t err = {{0}};
+    CHECK(conv_save(&c, path, &err) == 0, "save: %.200s", err.msg);
+    CHECK(conv_load(&a, path, &err) == 0 && conv_load(&b, path, &err) == 0, "load: %.200s", err.msg);
+    conv_add(&b, "user", "from b", NULL);
+    CHECK(conv_save(&b, path, &err) == 0, "b: %.200s", err.msg);
+    conv_add(&a, "user", "from a", NULL);
+    CHECK(conv_save(&a, path, &err) != 0 && strstr(err.msg, "changed on disk"), "a saved over b's turn: %.200s",
+          err.msg);
+    conversation d;
+    CHECK(conv_load(&d, path, &err) == 0 && d.n == 2 && !strcmp(d.msgs[1].content, "from b"), "b's file changed");
+    conv_free(&d);
+    /* Its own saves do not count as changes: b saves again. */
+    conv_add(&b, "assistant", "again", NULL);
+    CHECK(conv_save(&b, path, &err) == 0, "b again: %.200s", err.msg);
+    /* A file that appeared where none was when c saved elsewhere: c never knew it. */
+    unlink(path);
+    CHECK(conv_save(&b, path, &err) != 0 && strstr(err.msg, "changed on disk"), "a removed file: %.200s", err.msg);
+    conv_forget_files(&b);
+    CHECK(conv_save(&b, path, &err) == 0, "after forgetting: %.200s", err.msg);
+    conv_free(&a);
+    conv_free(&b);
+    conv_free(&c);
+}
+
+static int count_named(const char *prefix, const char *suffix)
+{
+    DIR *d = opendir(tmpdir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        size_t l = strlen(de->d_name), ls = strlen(suffix);
+        n += !strncmp(de->d_name, prefix, strlen(prefix)) && l >= ls && !strcmp(de->d_name + l - ls, suffix);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* New autosave files: names from the time, created exclusively, so eight
+ * writers in the same second get eight files (two UIs once shared one). */
+static void test_save_new_is_exclusive(void)
+{
+    char dir[512];
+    path_in_tmp(dir, sizeof dir, "auto");
+    mkdir(dir, 0700);
+    int go[2];
+    if (pipe(go) != 0)
+        return;
+    pid_t kids[8];
+    for (int k = 0; k < 8; k++) {
+        kids[k] = fork();
+        if (kids[k] == 0) {
+            char b;
+            close(go[1]);
+            if (read(go[0], &b, 1) < 0)
+                _exit(3);
+            conversation c;
+            conv_init(&c);
+            char text[32];
+            snprintf(text, sizeof text, "writer %d", k);
+            conv_add(&c, "user", text, NULL);
+            char path[1024];
+            err_t e;
+            _exit(conv_save_new(&c, dir, path, sizeof path, &e) == 0 ? 0 : 1);
+        }
+    }
+    close(go[0]);
+    close(go[1]);
+    int failed = 0;
+    for (int k = 0; k < 8; k++) {
+        int st;
+        waitpid(kids[k], &st, 0);
+        failed += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    }
+    CHECK(failed == 0, "%d writers failed", failed);
+    DIR *d = opendir(dir);
+    int files = 0, seen = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        files++;
+        char p[1100];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        conversation c;
+        err_t e;
+        struct stat st;
+        if (conv_load(&c, p, &e) == 0 && c.n == 1 && !strncmp(c.msgs[0].content, "writer ", 7))
+            seen |= 1 << (c.msgs[0].content[7] - '0');
+        CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600, "%.100s: mode %o", de->d_name, st.st_mode & 0777);
+        conv_free(&c);
+    }
+    if (d)
+        closedir(d);
+    CHECK(files == 8 && seen == 0xff, "%d files, writers seen %#x", files, seen);
+}
+
+/* Killed writers' temporaries of a file go at its next save (64 had piled
+ * up beside a -C file); other files' are left to their own writers. */
+static void test_save_removes_stale_temporaries(void)
+{
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    waitpid(child, NULL, 0);
+    char dead[600], other[600], path[512];
+    snprintf(dead, sizeof dead, "%.200s/.temps.json.tmp.%ld.0", tmpdir, (long)child);
+    snprintf(other, sizeof other, "%.200s/.other.json.tmp.%ld.0", tmpdir, (long)child);
+    path_in_tmp(path, sizeof path, "temps.json");
+    write_text(dead, "{");
+    write_text(other, "{");
+    conversation c;
+    conv_init(&c);
+    conv_add(&c, "user", "x", NULL);
+    err_t err = {{0}};
+    CHECK(conv_save(&c, path, &err) == 0, "save: %.200s", err.msg);
+    CHECK(access(dead, F_OK) != 0, "the file's stale temporary was kept");
+    CHECK(access(other, F_OK) == 0, "another file's temporary was removed");
+    CHECK(count_named(".temps.json", ".lock") == 0, "a lock file was left");
+    unlink(other);
+    conv_free(&c);
+}
+
+/* Exports of a conversation are private like the conversation: 0600. */
+static void test_private_writes(void)
+{
+    char path[512];
+    path_in_tmp(path, sizeof path, "export.md");
+    err_t err = {{0}};
+    mode_t old = umask(022);
+    CHECK(conv_write_private(path, "# hi\n", 5, &err) == 0, "write: %.200s", err.msg);
+    umask(old);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "mode %o", st.st_mode & 0777);
+    char *text = read_text(path);
+    CHECK(text && !strcmp(text, "# hi\n"), "content");
+    free(text);
+}
+
+/* The lock: a second taker is told who holds it; a lock file left by a
+ * holder that died is taken over and removed by the clean-up. */
+static void test_lock(void)
+{
+    char path[512], lockfile[600];
+    path_in_tmp(path, sizeof path, "locked.json");
+    snprintf(lockfile, sizeof lockfile, "%.200s/.locked.json.lock", tmpdir);
+    int ready[2];
+    if (pipe(ready) != 0)
+        return;
+    pid_t holder = fork();
+    if (holder == 0) {
+        conv_lock l;
+        err_t e;
+        close(ready[0]);
+        if (conv_lock_acquire(&l, path, 0, &e) != 0)
+            _exit(1);
+        if (write(ready[1], "x", 1) != 1)
+            _exit(1);
+        pause(); /* until killed: its lock file stays behind */
+        _exit(0);
+    }
+    close(ready[1]);
+    char b;
+    CHECK(read(ready[0], &b, 1) == 1, "the holder did not lock");
+    close(ready[0]);
+    conv_lock l;
+    err_t err = {{0}};
+    char pid[32];
+    snprintf(pid, sizeof pid, "pid %ld", (long)holder);
+    CHECK(conv_lock_acquire(&l, path, 0, &err) == 1 && strstr(err.msg, pid), "busy: %.200s", err.msg);
+    CHECK(conv_lock_acquire(&l, path, 100, &err) == 1, "a bounded wait should give up");
+    conv_cleanup_tmp(tmpdir);
+    CHECK(access(lockfile, F_OK) == 0, "a held lock file was removed");
+    kill(holder, SIGKILL);
+    waitpid(holder, NULL, 0);
+    CHECK(access(lockfile, F_OK) == 0, "setup: the dead holder's lock file should be there");
+    conv_cleanup_tmp(tmpdir);
+    CHECK(access(lockfile, F_OK) != 0, "a dead holder's lock file was kept");
+    /* Another program's .lock file is not ours to remove. */
+    char foreign[600];
+    snprintf(foreign, sizeof foreign, "%.200s/.editor.lock", tmpdir);
+    write_text(foreign, "not a pid");
+    conv_cleanup_tmp(tmpdir);
+    CHECK(access(foreign, F_OK) == 0, "a foreign .lock file was removed");
+    unlink(foreign);
+}
+
 static void test_sha256(void)
 {
     static const struct {
@@ -588,6 +841,12 @@ int main(void)
     RUN(test_bad_files);
     RUN(test_atomic_save);
     RUN(test_cleanup_tmp);
+    RUN(test_parallel_writers_keep_every_turn);
+    RUN(test_changed_on_disk_refused);
+    RUN(test_save_new_is_exclusive);
+    RUN(test_save_removes_stale_temporaries);
+    RUN(test_private_writes);
+    RUN(test_lock);
     RUN(test_sha256);
     RUN(test_fingerprint);
     RUN(test_times);
