@@ -14,7 +14,9 @@ run_one() {
     name=$1
     shift
     start=$(date +%s)
-    "$@" >"$log" 2>&1
+    # stdin from /dev/null: `glmchat -p` reads piped stdin, and a test must
+    # not wait on whatever stdin the runner was started with.
+    "$@" </dev/null >"$log" 2>&1
     rc=$?
     end=$(date +%s)
     p=$(grep -c '^ok - ' "$log")

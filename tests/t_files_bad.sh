@@ -158,6 +158,9 @@ if command -v tmux >/dev/null 2>&1; then
     else
         fail escapes_export "raw escapes or nothing in the Markdown"
     fi
+    # The export holds the conversation: private like it (it was 0644).
+    mode=$(stat -c %a "$TMP/escapes.md" 2>/dev/null)
+    if [ "$mode" = 600 ]; then ok export_private; else fail export_private "mode $mode"; fi
     # /load of a broken file: an error in the chat; the current one stays.
     tm_line "/load $TMP/truncated.json"
     if tm_wait 10 "/load: $TMP/truncated.json: not valid JSON" && grep -q "title" "$TMP/screen"; then ok ui_load_broken

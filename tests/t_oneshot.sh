@@ -97,15 +97,100 @@ G -m "$TMP/nonexistent.gguf" -p hi >/dev/null 2>&1
 if [ $? -eq 1 ]; then ok runtime_status_1; else fail runtime_status_1 "a missing model must exit 1"; fi
 if [ "$(G -m "$TMP/nonexistent.gguf" -p hi 2>&1 | wc -l)" -eq 1 ]; then ok one_line_error; else fail one_line_error "more than one line"; fi
 
-# ---- Ctrl-C: the answer stops, the status says so (130).  A long prompt
-# in small chunks keeps the model busy long enough to be interrupted.
-long=$(awk 'BEGIN { for (i = 0; i < 200; i++) printf "the quick brown fox %d ", i }')
-(exec "$GLMCHAT" --backend "$BACKEND" -m "$MODEL" -b 4 -c 8192 -n 50 -p "$long" >/dev/null 2>&1) &
-pid=$!
-sleep 0.5
-kill -INT $pid
-wait $pid
+# ---- signals: SIGINT, SIGTERM, SIGHUP and SIGPIPE each stop the answer,
+# save what was generated into -C, and exit 128 + the signal (SIGHUP and
+# SIGPIPE saved nothing; SIGTERM exited 130).  A long answer (no end of
+# turn, a big context) is interrupted once its first text has arrived.
+LONG="-m $MODEL --temp 1 --seed 5 --think off --ignore-eos -n 100000 -c 65536"
+# wait_file FILE TIMEOUT_S: until FILE is not empty.
+wait_file() {
+    end=$(($(date +%s) + $2))
+    while [ ! -s "$1" ]; do
+        [ "$(date +%s)" -ge "$end" ] && return 1
+        sleep 0.05
+    done
+}
+check_signal() { # NAME SIGNAL STATUS
+    rm -f "$TMP/sig.json" "$TMP/sig.out"
+    # exec: the signal goes to glmchat itself, not to a subshell waiting for it.
+    (exec "$GLMCHAT" --backend "$BACKEND" $LONG -C "$TMP/sig.json" -p "go on" >"$TMP/sig.out" 2>"$TMP/sig.err") &
+    pid=$!
+    if ! wait_file "$TMP/sig.out" 60; then kill -9 $pid; wait $pid; fail "$1" "no answer began"; return; fi
+    kill -"$2" $pid
+    wait $pid
+    rc=$?
+    if [ $rc -ne "$3" ]; then fail "$1" "exit status $rc, expected $3 ($(head -c 200 "$TMP/sig.err"))"
+    elif [ "$("$J" "$TMP/sig.json" messages.1.role 2>/dev/null)" != assistant ] ||
+         [ "$("$J" "$TMP/sig.json" turns.1.stopped 2>/dev/null)" != true ]; then fail "$1" "the partial answer was not saved"
+    elif [ -z "$("$J" "$TMP/sig.json" messages.1.content 2>/dev/null)" ]; then fail "$1" "the saved answer is empty"
+    else ok "$1"
+    fi
+}
+check_signal sigint_saves_130 INT 130
+check_signal sigterm_saves_143 TERM 143
+check_signal sighup_saves_129 HUP 129
+# SIGPIPE: the reader goes away after the first bytes.
+rm -f "$TMP/sig.json"
+{ G $LONG -C "$TMP/sig.json" -p "go on" 2>"$TMP/sig.err"; echo $? >"$TMP/sig.rc"; } | head -c 10 >/dev/null
+rc=$(cat "$TMP/sig.rc")
+if [ "$rc" != 141 ]; then fail sigpipe_saves_141 "exit status $rc ($(head -c 200 "$TMP/sig.err"))"
+elif [ "$("$J" "$TMP/sig.json" turns.1.stopped 2>/dev/null)" != true ]; then fail sigpipe_saves_141 "the partial answer was not saved"
+elif [ -s "$TMP/sig.err" ]; then fail sigpipe_saves_141 "a closed pipe is no error to report: $(head -c 200 "$TMP/sig.err")"
+else ok sigpipe_saves_141
+fi
+
+# ---- output errors: a full disk is reported, with status 1 (it was exit 0)
+G -m "$MODEL" --temp 0 --think off -n 8 -p hi >/dev/full 2>"$TMP/err"
 rc=$?
-if [ $rc -eq 130 ]; then ok sigint_130; else fail sigint_130 "exit status $rc after SIGINT"; fi
+if [ $rc -eq 1 ] && grep -q "^glmchat: standard output: No space left on device$" "$TMP/err"; then ok stdout_full
+else fail stdout_full "exit $rc: $(head -c 200 "$TMP/err")"; fi
+# Every command's output: info, --help, the version.
+for cmd in "info -m $MODEL" "--help" "--version" "help"; do
+    "$GLMCHAT" $cmd >/dev/full 2>"$TMP/err"
+    rc=$?
+    if [ $rc -ne 0 ] && grep -q "^glmchat: standard output: No space left on device$" "$TMP/err"; then ok "stdout_full_${cmd%% *}"
+    else fail "stdout_full_${cmd%% *}" "exit $rc: $(head -c 200 "$TMP/err")"; fi
+done
+# The turn is still saved: nothing the user wrote is lost.
+rm -f "$TMP/full.json"
+G -m "$MODEL" --temp 0 --think off -n 8 -C "$TMP/full.json" -p hi >/dev/full 2>/dev/null
+if [ "$("$J" "$TMP/full.json" messages.0.content 2>/dev/null)" = hi ]; then ok stdout_full_saves; else fail stdout_full_saves "no turn saved"; fi
+
+# ---- concurrent runs on one file: all eight turns are kept (1 of 8 was)
+rm -f "$TMP/par.json"
+G -m "$MODEL" --temp 0 -n 2 -C "$TMP/par.json" -p "start" >/dev/null 2>&1
+k=0
+while [ $k -lt 8 ]; do
+    (G -m "$MODEL" --temp 0 -n 2 -C "$TMP/par.json" -p "parallel $k" >/dev/null 2>"$TMP/par$k.err"; echo $? >"$TMP/par$k.rc") &
+    k=$((k + 1))
+done
+wait
+bad=0 k=0
+while [ $k -lt 8 ]; do
+    [ "$(cat "$TMP/par$k.rc")" = 0 ] || bad=$((bad + 1))
+    grep -q "parallel $k\"" "$TMP/par.json" || bad=$((bad + 1))
+    k=$((k + 1))
+done
+n=0
+while "$J" "$TMP/par.json" messages.$n.role >/dev/null 2>&1; do n=$((n + 1)); done
+if [ $bad -eq 0 ] && [ "$n" -eq 18 ]; then ok parallel_runs_keep_every_turn
+else fail parallel_runs_keep_every_turn "$n messages (expected 18), $bad runs failed or lost: $(cat "$TMP"/par*.err | head -c 300)"; fi
+if ls -a "$TMP" | grep -qE '^\.par\.json\.(lock|tmp\.)'; then fail parallel_no_litter "$(ls -a "$TMP" | grep par)"; else ok parallel_no_litter; fi
+
+# ---- the prompt from stdin: `-p -`, and piped stdin after -p TEXT
+rm -f "$TMP/in1.json" "$TMP/in2.json"
+printf 'what stdin says\n' | G -m "$MODEL" --temp 0 -n 2 -C "$TMP/in1.json" -p - >/dev/null 2>&1
+printf 'the data\n' | G -m "$MODEL" --temp 0 -n 2 -C "$TMP/in2.json" -p "summarize" >/dev/null 2>&1
+if [ "$("$J" "$TMP/in1.json" messages.0.content 2>/dev/null)" = "what stdin says" ]; then ok prompt_dash_stdin
+else fail prompt_dash_stdin "user message '$("$J" "$TMP/in1.json" messages.0.content 2>&1)'"; fi
+want=$(printf 'summarize\n\nthe data')
+if [ "$("$J" "$TMP/in2.json" messages.0.content 2>/dev/null)" = "$want" ]; then ok prompt_stdin_appended
+else fail prompt_stdin_appended "user message '$("$J" "$TMP/in2.json" messages.0.content 2>&1)'"; fi
+expect_fail prompt_dash_empty "^glmchat: -p -: nothing on standard input" sh -c "\"\$0\" --backend $BACKEND -m $MODEL -p - </dev/null" "$GLMCHAT"
+# ---- an answer that is all reasoning says so (and still exits 0)
+G -m "$MODEL" --temp 0 -n 3 -p hi </dev/null >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "the answer is empty: all 3 generated tokens went into the reasoning" "$TMP/err"; then ok empty_answer_note
+else fail empty_answer_note "exit $rc: $(head -c 200 "$TMP/err")"; fi
 
 done_tests
