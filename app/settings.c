@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends.h"
 #include "file_read.h"
 
 /* Far more than any settings file needs; a bigger one is a mistake. */
@@ -86,6 +87,25 @@ const char *settings_keys(void)
            "theme side-pane side-width mouse ignore-eos";
 }
 
+const char *settings_option_key(const char *arg)
+{
+    /* Every key but `model` (-m/--model, which the commands parse: it
+     * outranks $GLMCHAT_MODEL) and `ignore-eos` (the flag --ignore-eos). */
+    static const char *const keys[] = {"backend", "device", "template", "think",     "temp",
+                                       "top-k",   "top-p",  "min-p",    "seed",      "n-predict",
+                                       "ctx",     "theme",  "side-pane", "side-width", "mouse"};
+    if (!strcmp(arg, "-n"))
+        return "n-predict";
+    if (!strcmp(arg, "-c"))
+        return "ctx";
+    if (strncmp(arg, "--", 2) != 0)
+        return NULL;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!strcmp(arg + 2, keys[i]))
+            return keys[i];
+    return NULL;
+}
+
 bool settings_is_sampling_key(const char *key)
 {
     static const char *const keys[] = {"temp", "top-k", "top-p", "min-p", "seed", "n-predict"};
@@ -145,10 +165,18 @@ int settings_set(settings *s, const char *key, const char *v, err_t *err)
         return set_sampling(s, key, v, err);
     if (!strcmp(key, "model"))
         return copy_str(key, v, s->model, sizeof s->model, err);
-    if (!strcmp(key, "backend"))
+    /* Names are checked here, so a bad one is a usage error on the command
+     * line (status 2) and FILE:LINE in the settings file. */
+    if (!strcmp(key, "backend")) {
+        if (strcmp(v, "cpu") && strcmp(v, "vulkan") && strcmp(v, "auto"))
+            return err_set(err, "unknown backend '%s' (choose from: %s)", v, app_backend_names());
         return copy_str(key, v, s->backend, sizeof s->backend, err);
-    if (!strcmp(key, "template"))
+    }
+    if (!strcmp(key, "template")) {
+        if (!tmpl_find(v))
+            return err_set(err, "unknown template '%s' (choose from: %s)", v, tmpl_names());
         return copy_str(key, v, s->tmpl, sizeof s->tmpl, err);
+    }
     if (!strcmp(key, "theme"))
         return copy_str(key, v, s->theme, sizeof s->theme, err);
     if (!strcmp(key, "device")) {

@@ -91,8 +91,28 @@ expect_fail bad_top_p "top-p: 2 is out of range" G --top-p 2 -p hi
 expect_fail missing_value "option -n needs a value" G -p hi -n
 expect_fail unknown_template "unknown template 'nope'" G -m "$MODEL" --template nope -p hi
 expect_fail unknown_backend "unknown backend 'gpu9'" "$GLMCHAT" --backend gpu9 -m "$MODEL" -p hi
-"$GLMCHAT" --frobnicate -p hi >/dev/null 2>&1
-if [ $? -eq 2 ]; then ok usage_status_2; else fail usage_status_2 "usage errors must exit 2"; fi
+# Every usage error exits 2, as the man page says (--template foo exited 1).
+bad=
+for args in "--frobnicate -p hi" "-p" "-p hi -n" "-p hi -n many" "-p hi --template foo" "-p hi --backend gpu9" \
+            "-p hi --think maybe" "-p hi --ctx 3" "-p hi --side-pane maybe" "-p hi --mouse sometimes" \
+            "-p hi --side-width 3" "-p hi --tokens 1" "-p hi extra" "replay" "replay --temp 0" \
+            "replay a.json --template foo" "info" "logits" "generate" "mkmodel" "mkmodel --type f32" "frob"; do
+    "$GLMCHAT" $args >/dev/null 2>"$TMP/err" </dev/null
+    rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/err")" -ge 1 ] || bad="$bad [$args: $rc]"
+done
+if [ -z "$bad" ]; then ok usage_status_2; else fail usage_status_2 "not status 2:$bad"; fi
+# Every settings key is a long option (--side-pane and --mouse were refused).
+G -m "$MODEL" --temp 0 -n 2 --side-pane off --mouse off --side-width 30 --theme mono --device 0 -p hi >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ]; then ok settings_keys_are_options; else fail settings_keys_are_options "exit $rc: $(head -c 200 "$TMP/err")"; fi
+# A bad name in the settings file is that file's error (status 1, FILE:LINE).
+mkdir -p "$XDG_CONFIG_HOME/glmchat"
+printf 'template = foo\n' >"$XDG_CONFIG_HOME/glmchat/settings"
+expect_fail settings_bad_template "^glmchat: $XDG_CONFIG_HOME/glmchat/settings:1: unknown template 'foo'" G -m "$MODEL" -p hi
+G -m "$MODEL" -p hi >/dev/null 2>&1
+if [ $? -eq 1 ]; then ok settings_error_status_1; else fail settings_error_status_1 "a bad settings file must exit 1"; fi
+rm "$XDG_CONFIG_HOME/glmchat/settings"
 G -m "$TMP/nonexistent.gguf" -p hi >/dev/null 2>&1
 if [ $? -eq 1 ]; then ok runtime_status_1; else fail runtime_status_1 "a missing model must exit 1"; fi
 if [ "$(G -m "$TMP/nonexistent.gguf" -p hi 2>&1 | wc -l)" -eq 1 ]; then ok one_line_error; else fail one_line_error "more than one line"; fi
