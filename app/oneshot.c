@@ -249,7 +249,11 @@ static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, c
     catch_signals();
     dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = a->s.n_predict, .stop = chat.stop,
                    .n_stop = a->s.ignore_eos ? 0 : chat.n_stop};
-    settings_to_sampler(&a->s, chat.tmpl, settings_random_seed(), &job.sampling);
+    /* A continued conversation keeps its seed (unless --seed is given), so
+     * the file's one recorded seed replays every turn of it. */
+    bool keep_seed = chat.conv.sampling.set && !(chat.conv.sampling_missing & CONV_S_SEED);
+    uint64_t seed = keep_seed ? chat.conv.sampling.seed : settings_random_seed();
+    settings_to_sampler(&a->s, chat.tmpl, seed, &job.sampling);
     if (decoder_submit(dec, &job, &err) < 0) {
         chat_error("%s", err.msg);
         goto out;

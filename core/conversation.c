@@ -458,6 +458,16 @@ static int parse_settings(pctx *p, conversation *c, json_t *root)
         return perr(p, "sampling", "expected an object");
     conv_sampling *sp = &c->sampling;
     long long top_k = 0, n_predict = -1;
+    static const struct {
+        const char *key;
+        unsigned bit;
+    } fields[] = {{"temperature", CONV_S_TEMP}, {"top_k", CONV_S_TOP_K}, {"top_p", CONV_S_TOP_P},
+                  {"min_p", CONV_S_MIN_P},      {"seed", CONV_S_SEED},   {"n_predict", CONV_S_N_PREDICT}};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        json_t *v = json_object_get(s, fields[i].key);
+        if (!v || json_is_null(v))
+            c->sampling_missing |= fields[i].bit; /* a replay then uses the current setting */
+    }
     /* The ranges the settings accept: a recording is replayed with these. */
     if (get_opt_range(p, s, "temperature", "sampling.temperature", 0, 100, &sp->temp) ||
         get_opt_range(p, s, "top_p", "sampling.top_p", 0, 1, &sp->top_p) ||

@@ -46,6 +46,16 @@ typedef struct {
     bool stopped;      /* assistant: generation was stopped by the user */
 } conv_msg;
 
+/* Bits of conversation.sampling_missing: fields a file left out (or null). */
+enum {
+    CONV_S_TEMP = 1,
+    CONV_S_TOP_K = 2,
+    CONV_S_TOP_P = 4,
+    CONV_S_MIN_P = 8,
+    CONV_S_SEED = 16,
+    CONV_S_N_PREDICT = 32,
+};
+
 typedef struct {
     bool set;
     double temp, top_p, min_p;
@@ -73,6 +83,7 @@ typedef struct {
     char *tmpl;
     int thinking;       /* 1, 0, or -1 unknown */
     conv_sampling sampling;
+    unsigned sampling_missing; /* CONV_S_* the file did not record (set by conv_parse, for replays) */
     conv_file_state *files; /* what conv_load / the saves saw on disk (conv_store.c) */
     size_t n_files;
 } conversation;

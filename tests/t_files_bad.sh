@@ -132,6 +132,30 @@ else ok escapes_replay_tty
 fi
 if grep -q "$(printf '\033')" "$TMP/replay.txt"; then ok escapes_replay_pipe; else fail escapes_replay_pipe "a pipe should get the bytes as they are"; fi
 
+# ---- escapes in metadata: the file name, model.name/model.path of the file,
+# the GGUF's general.name (an OSC 52 clipboard write, an OSC 8 link) reached
+# the terminal raw through replay's '#' lines and `info`.
+ESC=$(printf '\033')
+EV="$TMP/evil$(printf '\033]0;t\007').json"
+printf '%s' '{"model": {"name": "n \u001b]52;c;aGk=\u0007 x", "path": "p \u001b]8;;http://x\u001b\\ y\nforged"},
+ "messages": [{"role": "user", "content": "hi"}]}' >"$EV"
+perl -0777 -pe 's/tiny GLM 4\.7 Flash random/\e]52;c;aGk=\a\e]8;;x\e\\!!!!!/' "$MODEL" >"$TMP/evil.gguf"
+script -qec "$GLMCHAT replay --backend $BACKEND '$EV' -m $TMP/evil.gguf --temp 0 -n 2 2>/dev/null" /dev/null </dev/null >"$TMP/meta_tty.txt"
+R "$EV" -m "$TMP/evil.gguf" --temp 0 -n 2 >"$TMP/meta_pipe.txt" 2>/dev/null
+if grep -q "$ESC" "$TMP/meta_tty.txt"; then fail meta_replay_tty "raw ESC reached the terminal: $(grep -a "$ESC" "$TMP/meta_tty.txt" | head -c 200)"
+elif ! grep -qF '# recorded with: n ^[]52;c;aGk=^G x, p ^[]8;;http://x^[\ y^Jforged' "$TMP/meta_tty.txt" ||
+     ! grep -qF '# model: ^[]52;c;aGk=^G^[]8;;x^[\!!!!!' "$TMP/meta_tty.txt" ||
+     ! grep -qF 'evil^[]0;t^G.json' "$TMP/meta_tty.txt"; then fail meta_replay_tty "inert forms missing: $(head -c 400 "$TMP/meta_tty.txt")"
+else ok meta_replay_tty
+fi
+# '#' lines stay single lines even into a pipe: none can forge a transcript line.
+if grep -q "^forged" "$TMP/meta_pipe.txt" || grep '^#' "$TMP/meta_pipe.txt" | grep -q "$ESC"; then fail meta_replay_pipe "$(head -c 300 "$TMP/meta_pipe.txt")"
+else ok meta_replay_pipe; fi
+script -qec "$GLMCHAT info -m $TMP/evil.gguf" /dev/null </dev/null >"$TMP/info_tty.txt"
+if grep -q "$ESC" "$TMP/info_tty.txt" || ! grep -qF 'name          ^[]52;c;aGk=^G' "$TMP/info_tty.txt"; then
+    fail meta_info "$(grep -a name "$TMP/info_tty.txt" | head -c 200)"
+else ok meta_info; fi
+
 if command -v tmux >/dev/null 2>&1; then
     . tests/tmux_lib.sh
     trap 'tm_stop; rm -rf "$TMP"' EXIT

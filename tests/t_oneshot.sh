@@ -53,6 +53,50 @@ for sd in 9223372036854775808 18446744073709551615; do
     if [ "$got" = "$sd" ]; then ok "seed_recorded_$sd"; else fail "seed_recorded_$sd" "recorded as '$got'"; fi
 done
 
+# ---- replay reproduces a recording: it follows the recorded settings
+# (template, thinking, sampling, seed) unless the command line overrides
+# them, and its metadata lines are comments, so the man page's recipe
+# (two replays, grep -v '^#', diff) holds.
+rm -f "$TMP/rec.json"
+G -m "$MODEL" --temp 1 --think off -n 12 -C "$TMP/rec.json" -p "hello there" >/dev/null 2>&1
+G -m "$MODEL" --temp 1 --think off -n 12 -C "$TMP/rec.json" -p "and again" >/dev/null 2>&1
+R() { "$GLMCHAT" replay "$@" --backend "$BACKEND"; }
+R "$TMP/rec.json" -m "$MODEL" >"$TMP/rep1" 2>"$TMP/rep.err"
+R "$TMP/rec.json" -m "$MODEL" >"$TMP/rep2" 2>>"$TMP/rep.err"
+# answer_of FILE WHICH N: the indented text after the Nth "--- WHICH" line.
+answer_of() { awk -v w="--- $2" -v n="$3" '$0 == w { k++; on = (k == n); next } /^  / { if (on) print; next } { on = 0 }' "$1"; }
+grep -v '^#' "$TMP/rep1" >"$TMP/rep1.nc"
+grep -v '^#' "$TMP/rep2" >"$TMP/rep2.nc"
+if ! cmp -s "$TMP/rep1.nc" "$TMP/rep2.nc"; then fail replay_diff_recipe "two replays differ: $(diff "$TMP/rep1.nc" "$TMP/rep2.nc" | head -c 300)"
+elif ! grep -q '^# settings: template glm47, thinking off, temp 1,' "$TMP/rep1"; then fail replay_diff_recipe "settings line: $(grep settings "$TMP/rep1")"
+elif grep -qE '^template ' "$TMP/rep1"; then fail replay_diff_recipe "an uncommented settings line"
+else ok replay_diff_recipe
+fi
+# Every turn of a -C conversation is reproduced (the runs share its seed).
+for t in 1 2; do
+    rec=$(answer_of "$TMP/rep1" "recorded answer" $t)
+    new=$(answer_of "$TMP/rep1" "new answer" $t)
+    if [ -n "$rec" ] && [ "$rec" = "$new" ]; then ok "replay_reproduces_turn_$t"
+    else fail "replay_reproduces_turn_$t" "recorded '$rec', new '$new' ($(head -c 200 "$TMP/rep.err"))"; fi
+done
+# The recording's --think off is used (the default is on) unless given.
+R "$TMP/rec.json" -m "$MODEL" --think on -n 2 >"$TMP/rep3" 2>/dev/null
+if grep -q '^# settings: template glm47, thinking on, temp 1, .*n-predict 2$' "$TMP/rep3"; then ok replay_command_line_overrides
+else fail replay_command_line_overrides "$(grep settings "$TMP/rep3")"; fi
+# A seed of 2^64-1 is recorded and replayed exactly.
+rm -f "$TMP/big.json"
+G -m "$MODEL" --temp 1 --think off --seed 18446744073709551615 -n 12 -C "$TMP/big.json" -p "hi" >/dev/null 2>&1
+R "$TMP/big.json" -m "$MODEL" >"$TMP/rep4" 2>/dev/null
+rec=$(answer_of "$TMP/rep4" "recorded answer" 1)
+new=$(answer_of "$TMP/rep4" "new answer" 1)
+if grep -q 'seed 18446744073709551615,' "$TMP/rep4" && [ -n "$rec" ] && [ "$rec" = "$new" ]; then ok replay_big_seed
+else fail replay_big_seed "$(grep settings "$TMP/rep4"); recorded '$rec', new '$new'"; fi
+# A full disk: a truncated transcript must not pass for a whole one.
+R "$TMP/rec.json" -m "$MODEL" >/dev/full 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "^glmchat: standard output: No space left on device$" "$TMP/err"; then ok replay_stdout_full
+else fail replay_stdout_full "exit $rc: $(head -c 200 "$TMP/err")"; fi
+
 # ---- control characters: inert on a terminal, raw bytes into a pipe.
 # Random tokens of the tiny byte-level vocabulary include control bytes.
 ARGS="-m $MODEL --temp 1.5 --seed 3 -n 300 --think off -p go"
