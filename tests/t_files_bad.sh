@@ -193,6 +193,12 @@ if command -v tmux >/dev/null 2>&1; then
     tm_line "/load $TMP/fifo.json"
     if tm_wait 10 "/load: $TMP/fifo.json: not a regular file \(a FIFO\)" && grep -q "title" "$TMP/screen"; then ok ui_load_fifo
     else fail ui_load_fifo "$(tm_screen | grep -v '^ *$' | tail -5)"; fi
+    # /replay of an empty user message: memcpy from NULL (UBSan abort in
+    # the sanitizer build, issue 17).
+    printf '%s' '{"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": "was empty"}]}' >"$TMP/emptyturn.json"
+    tm_line "/replay $TMP/emptyturn.json"
+    if tm_wait 30 "Replay: turn 1 of 1" && tm_wait 60 "new · [0-9.]+ tok/s" && ! grep -q "^EXITED" "$TMP/screen"; then ok ui_replay_empty_message
+    else fail ui_replay_empty_message "$(tm_screen | grep -v '^ *$' | tail -5)"; fi
     tm_line "/theme $TMP/th/colour.theme"
     if tm_wait 10 "/theme: $TMP/th/colour.theme:2: normal: unknown colour 'pruple'"; then ok ui_theme_broken
     else fail ui_theme_broken "$(tm_screen | grep -v '^ *$' | tail -5)"; fi
