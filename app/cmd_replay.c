@@ -164,7 +164,8 @@ static void header(const char *file, const conversation *c, const chat_model *cm
         put_meta(c->model_name ? c->model_name : "?");
         fputs(", ", stdout);
         put_meta(c->model_path ? c->model_path : "?");
-        printf("%s\n", c->model_fingerprint && strcmp(c->model_fingerprint, cm->fingerprint) == 0 ? " (the same file)" : "");
+        bool same = c->model_fingerprint && strcmp(c->model_fingerprint, cm->fingerprint) == 0;
+        printf("%s\n", same ? " (the same file)" : "");
     }
     printf("# settings: template %s, thinking %s, temp %g, top-k %d, top-p %g, min-p %g, seed %llu, n-predict %d\n",
            tmpl_name(chat->tmpl), chat->thinking ? "on" : "off", (double)sp.temp, sp.top_k, (double)sp.top_p,

@@ -200,7 +200,8 @@ static void stream_answer(decoder *dec, printer *pr, answer *ans)
 static void record_answer(chat_session *chat, const answer *ans)
 {
     const chat_stream *st = &ans->st;
-    conv_msg *m = conv_add(&chat->conv, "assistant", sbuf_str(&st->content), st->reasoning.len ? sbuf_str(&st->reasoning) : NULL);
+    conv_msg *m = conv_add(&chat->conv, "assistant", sbuf_str(&st->content),
+                           st->reasoning.len ? sbuf_str(&st->reasoning) : NULL);
     m->time = conv_now();
     m->n_tokens = ans->done.n_gen;
     m->tps = ans->done.decode_tps;

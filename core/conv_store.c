@@ -533,7 +533,8 @@ int conv_save_new(conversation *c, const char *dir, char *path, size_t cap, err_
     temp_file t;
     int rc = temp_write(&t, path, text, len, 0600, err);
     for (int i = 1; rc == 0; i++) {
-        n = i == 1 ? snprintf(path, cap, "%s/%s.json", dir, stamp) : snprintf(path, cap, "%s/%s-%d.json", dir, stamp, i);
+        n = i == 1 ? snprintf(path, cap, "%s/%s.json", dir, stamp)
+                   : snprintf(path, cap, "%s/%s-%d.json", dir, stamp, i);
         if (n < 0 || (size_t)n >= cap || i > 9999) {
             rc = err_set(err, "%s: no free name for a new conversation", dir);
             break;

@@ -760,7 +760,8 @@ int conv_fingerprint(const char *path, char out[72], uint64_t *size_out, err_t *
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return err_set(err, "%s: %s, not a model file", path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+        return err_set(err, "%s: %s, not a model file", path,
+                       S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
     }
     char *buf = malloc(FP_SPAN);
     if (!buf) {
