@@ -43,6 +43,10 @@ void settings_defaults(settings *s);
 int settings_load(settings *s, const char *path, bool missing_ok, err_t *err);
 /* Sets one key from text (no FILE:LINE prefix in err). */
 int settings_set(settings *s, const char *key, const char *value, err_t *err);
+/* The key a command-line option sets: "--KEY" for every key but model and
+ * ignore-eos (their commands parse -m and the flag --ignore-eos), and "-n"
+ * and "-c" for n-predict and ctx; NULL when arg is none of these. */
+const char *settings_option_key(const char *arg);
 /* True for the keys /set may change at run time. */
 bool settings_is_sampling_key(const char *key);
 /* Space-separated list of every key, for help and errors. */

@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file_read.h"
 #include "paths.h"
+
+#define THEME_MAX_FILE (64u << 10)
 
 /* ---- element names and inheritance ---------------------------------------- */
 
@@ -317,24 +320,20 @@ int theme_parse(theme *t, const char *text, size_t len, const char *name, err_t 
 
 int theme_load_file(theme *t, const char *path, err_t *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return err_set(err, "%s: %s", path, strerror(errno));
-    char buf[65536];
-    size_t n = fread(buf, 1, sizeof buf, f);
-    int bad = ferror(f), big = n == sizeof buf;
-    fclose(f);
-    if (bad)
-        return err_set(err, "%s: read error", path);
-    if (big)
-        return err_set(err, "%s: too large for a theme file (64 KiB at most)", path);
+    char *buf;
+    size_t n;
+    /* Only a regular file of at most 64 KiB (a FIFO would block the start). */
+    if (file_read_regular(path, THEME_MAX_FILE, "theme file", &buf, &n, err) != 0)
+        return -1;
     const char *slash = strrchr(path, '/');
     char name[64];
     snprintf(name, sizeof name, "%s", slash ? slash + 1 : path);
     char *dot = strstr(name, ".theme");
     if (dot && dot[6] == 0)
         *dot = 0;
-    if (theme_parse(t, buf, n, path, err) != 0)
+    int rc = theme_parse(t, buf, n, path, err);
+    free(buf);
+    if (rc != 0)
         return -1;
     snprintf(t->name, sizeof t->name, "%s", name);
     return 0;

@@ -120,6 +120,7 @@ static void emit_span(void *user, ui_span sp)
 static void push_wrapped(ui_block *b, const char *s, size_t n, theme_el el, int indent, int width,
                          ui_wrap_mode mode)
 {
+    s = s ? s : ""; /* an empty sbuf's text is NULL: no arithmetic or memcpy on it (UBSan) */
     emit_ctx c = {b, NULL, el, indent};
     size_t start = 0;
     for (size_t i = 0; i <= n; i++) {

@@ -29,38 +29,21 @@ bool uis_worth_saving(const conversation *c)
     return false;
 }
 
-/* conversations/YYYY-MM-DD_HHMMSS[-N].json, the first name not taken. */
-static void new_autosave_path(ui_session *s)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    char stamp[32] = "conversation";
-    if (localtime_r(&t, &tm))
-        strftime(stamp, sizeof stamp, "%Y-%m-%d_%H%M%S", &tm);
-    char *path = s->autosave_path;
-    size_t cap = sizeof s->autosave_path;
-    for (int i = 1; i < 1000; i++) {
-        int n = i == 1 ? snprintf(path, cap, "%s/%s.json", s->c.conv_dir, stamp)
-                       : snprintf(path, cap, "%s/%s-%d.json", s->c.conv_dir, stamp, i);
-        struct stat st;
-        if (n > 0 && (size_t)n < cap && stat(path, &st) != 0)
-            return;
-    }
-}
-
 bool uis_autosave(ui_session *s)
 {
     if (!uis_worth_saving(&s->chat.conv)) {
         s->unsaved = false;
         return true;
     }
-    if (!s->autosave_path[0]) {
-        new_autosave_path(s);
-        s->changed |= UI_CHANGED_SETTINGS; /* the file's name is shown */
-    }
     ui_session_fill_metadata(s, &s->chat.conv);
     err_t err;
-    if (conv_save(&s->chat.conv, s->autosave_path, &err) != 0) {
+    /* A new file is created exclusively: two UIs started in one second get two files. */
+    bool first = !s->autosave_path[0];
+    int rc = first ? conv_save_new(&s->chat.conv, s->c.conv_dir, s->autosave_path, sizeof s->autosave_path, &err)
+                   : conv_save(&s->chat.conv, s->autosave_path, &err);
+    if (first && rc == 0)
+        s->changed |= UI_CHANGED_SETTINGS; /* the file's name is shown */
+    if (rc != 0) {
         s->unsaved = true;
         ui_note(s->fe, UI_ERROR, "Autosave failed: %s", err.msg);
         return false;
@@ -106,7 +89,7 @@ int ui_session_export(ui_session *s, const char *path, err_t *err)
     sbuf md = {0};
     ui_session_fill_metadata(s, &s->chat.conv);
     conv_to_markdown(&s->chat.conv, &md);
-    int rc = conv_write_atomic(path, md.s, md.len, 0644, err);
+    int rc = conv_write_private(path, md.s, md.len, err);
     sbuf_free(&md);
     return rc;
 }
