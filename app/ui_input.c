@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <wchar.h>
 
 #include "theme.h"
+#include "ui_history.h"
 #include "ui_text.h"
 
 /* readline has no user pointer: one input area per process. */
@@ -24,6 +24,7 @@ static struct {
     char prompt[64];
     FILE *devnull;
     bool in_handler;
+    bool history_failed;    /* appending failed once: not tried again */
     char *pending_line; /* set from the line handler; applied once readline has reset */
 } in;
 
@@ -67,10 +68,12 @@ static void on_line_cb(char *line)
         HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
         if (!last || strcmp(last->line, line) != 0) {
             add_history(line);
-            /* append_history() needs the file to exist; the first line creates it. */
-            if (in.history_path[0] && append_history(1, in.history_path) != 0 &&
-                write_history(in.history_path) == 0)
-                chmod(in.history_path, 0600); /* what you type is nobody else's business */
+            /* Appended at once (0600: what you type is nobody else's
+             * business), so a crash loses no history.  A failure is not
+             * worth interrupting the chat for: the line is sent all the same. */
+            err_t err;
+            if (in.history_path[0] && !in.history_failed && ui_history_append(in.history_path, line, &err) != 0)
+                in.history_failed = true;
         }
     }
     in.changed = true;
@@ -131,11 +134,16 @@ void ui_input_init(const char *history_path, ui_input_line_fn on_line, ui_input_
     rl_bind_keyseq("\\e\\r", insert_newline);
     rl_bind_keyseq("\\e\\n", insert_newline);
     using_history();
-    /* Timestamps mark where an entry starts, so entries may span lines. */
-    history_write_timestamps = 1;
-    history_multiline_entries = 1;
-    if (in.history_path[0])
-        read_history(in.history_path);
+    /* The file is ours to read and write (app/ui_history.h): readline's own
+     * writer left out the timestamps that mark where an entry starts. */
+    if (in.history_path[0]) {
+        ui_history h;
+        err_t err;
+        if (ui_history_load(&h, in.history_path, UI_HISTORY_MAX_ENTRIES, &err) == 0)
+            for (size_t i = 0; i < h.n; i++)
+                add_history(h.v[i]);
+        ui_history_free(&h);
+    }
     rl_callback_handler_install(in.prompt, on_line_cb);
     in.changed = true;
 }
@@ -145,8 +153,6 @@ void ui_input_shutdown(void)
     free(in.pending_line);
     in.pending_line = NULL;
     rl_callback_handler_remove();
-    if (in.history_path[0])
-        history_truncate_file(in.history_path, 2000);
     clear_history();
     rl_outstream = NULL;
     if (in.devnull)
