@@ -22,6 +22,7 @@ typedef struct {
     const char *name;
     arg_kind arg;       /* what Tab completes after it */
     bool while_busy;    /* allowed while an answer is being generated */
+    bool bang;          /* takes a '!' ("/save!"): replace a file that is not one of ours */
     unsigned (*run)(chatcmd_ctx *c, const char *arg);
     help_topic topic;
     const char *usage;  /* "/set KEY VALUE" */
@@ -249,7 +250,7 @@ static unsigned cmd_save(chatcmd_ctx *c, const char *arg)
     if (expand_path(c, arg, path, sizeof path) != 0)
         return 0;
     err_t err;
-    if (ui_session_save_copy(s, path, &err) != 0) {
+    if (ui_session_save_copy(s, path, c->bang, &err) != 0) {
         ui_note(c->fe, UI_ERROR, "/save: %s", err.msg);
         return 0;
     }
@@ -294,13 +295,13 @@ static unsigned cmd_replay(chatcmd_ctx *c, const char *arg)
 
 static unsigned cmd_export(chatcmd_ctx *c, const char *arg)
 {
-    if (need_arg(c, arg, "/export FILE.md"))
+    if (need_arg(c, arg, c->bang ? "/export! FILE.md" : "/export FILE.md"))
         return 0;
     char path[PATH_MAX];
     if (expand_path(c, arg, path, sizeof path) != 0)
         return 0;
     err_t err;
-    if (ui_session_export(c->session, path, &err) != 0)
+    if (ui_session_export(c->session, path, c->bang, &err) != 0)
         ui_note(c->fe, UI_ERROR, "/export: %s", err.msg);
     else
         ui_status(c->fe, UI_INFO, "Exported %zu messages to %s", ui_session_conv(c->session)->n, path);
@@ -333,24 +334,26 @@ static unsigned cmd_theme(chatcmd_ctx *c, const char *arg)
 /* In /help's order within each topic.  The order also breaks ties for
  * hints and completion ("/re" means /retry before /replay). */
 static const command commands[] = {
-    {"help", ARG_NONE, true, cmd_help, TOPIC_NONE, NULL, NULL},
-    {"quit", ARG_NONE, true, cmd_quit, TOPIC_NONE, NULL, NULL},
-    {"retry", ARG_NONE, false, cmd_retry, TOPIC_CHAT, "/retry", "regenerate the last answer"},
-    {"edit", ARG_NONE, false, cmd_edit, TOPIC_CHAT, "/edit", "edit your last message, then Enter regenerates"},
-    {"system", ARG_TEXT, true, cmd_system, TOPIC_CHAT, "/system TEXT", "set the system prompt (/system - removes it)"},
-    {"clear", ARG_NONE, false, cmd_clear, TOPIC_CHAT, "/clear", "start a new conversation (type it twice)"},
-    {"set", ARG_SETKEY, true, cmd_set, TOPIC_MODEL, "/set KEY VALUE",
+    {"help", ARG_NONE, true, false, cmd_help, TOPIC_NONE, NULL, NULL},
+    {"quit", ARG_NONE, true, false, cmd_quit, TOPIC_NONE, NULL, NULL},
+    {"retry", ARG_NONE, false, false, cmd_retry, TOPIC_CHAT, "/retry", "regenerate the last answer"},
+    {"edit", ARG_NONE, false, false, cmd_edit, TOPIC_CHAT, "/edit", "edit your last message, then Enter regenerates"},
+    {"system", ARG_TEXT, true, false, cmd_system, TOPIC_CHAT, "/system TEXT", "set the system prompt (/system - removes it)"},
+    {"clear", ARG_NONE, false, false, cmd_clear, TOPIC_CHAT, "/clear", "start a new conversation (type it twice)"},
+    {"set", ARG_SETKEY, true, false, cmd_set, TOPIC_MODEL, "/set KEY VALUE",
      "temp, top-k, top-p, min-p, seed, n-predict (/set shows them)"},
-    {"template", ARG_TEMPLATE, true, cmd_template, TOPIC_MODEL, "/template NAME",
+    {"template", ARG_TEMPLATE, true, false, cmd_template, TOPIC_MODEL, "/template NAME",
      "the chat template (/template lists them)"},
-    {"think", ARG_ONOFF, true, cmd_think, TOPIC_MODEL, "/think on|off", "reasoning before the answer (GLM-4.7)"},
-    {"stats", ARG_NONE, true, cmd_stats, TOPIC_MODEL, "/stats", "speed and the slowest kernels so far"},
-    {"save", ARG_PATH, true, cmd_save, TOPIC_FILES, "/save [FILE]", "save now, or a copy to FILE"},
-    {"load", ARG_PATH, false, cmd_load, TOPIC_FILES, "/load FILE", "continue a saved conversation"},
-    {"replay", ARG_PATH, false, cmd_replay, TOPIC_FILES, "/replay FILE",
+    {"think", ARG_ONOFF, true, false, cmd_think, TOPIC_MODEL, "/think on|off", "reasoning before the answer (GLM-4.7)"},
+    {"stats", ARG_NONE, true, false, cmd_stats, TOPIC_MODEL, "/stats", "speed and the slowest kernels so far"},
+    {"save", ARG_PATH, true, true, cmd_save, TOPIC_FILES, "/save[!] [FILE]",
+     "save now, or a copy to FILE (! to replace a non-conversation)"},
+    {"load", ARG_PATH, false, false, cmd_load, TOPIC_FILES, "/load FILE", "continue a saved conversation"},
+    {"replay", ARG_PATH, false, false, cmd_replay, TOPIC_FILES, "/replay FILE",
      "re-run its questions, old and new answers side by side"},
-    {"export", ARG_PATH, true, cmd_export, TOPIC_FILES, "/export FILE.md", "write it as Markdown"},
-    {"theme", ARG_THEME, true, cmd_theme, TOPIC_NONE, NULL, NULL},
+    {"export", ARG_PATH, true, true, cmd_export, TOPIC_FILES, "/export[!] FILE.md",
+     "write it as Markdown (! to replace a file glmchat did not write)"},
+    {"theme", ARG_THEME, true, false, cmd_theme, TOPIC_NONE, NULL, NULL},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -381,7 +384,7 @@ const char *chatcmd_help(void)
         sbuf_printf(&s, "%s\n%s", topics[t].title, topics[t].before ? topics[t].before : "");
         for (size_t i = 0; i < N_COMMANDS; i++)
             if (commands[i].topic == (help_topic)t)
-                sbuf_printf(&s, "  %-15s %s\n", commands[i].usage, commands[i].help);
+                sbuf_printf(&s, "  %-18s %s\n", commands[i].usage, commands[i].help);
         sbuf_adds(&s, topics[t].after ? topics[t].after : "");
     }
     if (s.len && s.s[s.len - 1] == '\n')
@@ -462,12 +465,23 @@ unsigned chatcmd_run(chatcmd_ctx *c, const char *line)
     size_t al = strlen(argbuf);
     while (al && isspace((unsigned char)argbuf[al - 1]))
         argbuf[--al] = 0;
+    /* "/save!": the command, told to replace what it would otherwise refuse to. */
+    bool bang = n > 1 && name[n - 1] == '!';
+    if (bang)
+        name[n - 1] = 0;
     for (size_t i = 0; i < N_COMMANDS; i++) {
         if (strcmp(commands[i].name, name) != 0)
             continue;
+        if (bang && !commands[i].bang) {
+            ui_note(c->fe, UI_ERROR, "/%s takes no '!' (only /save! and /export! do). Type /help for the list.", name);
+            return 0;
+        }
         if (!commands[i].while_busy && refuse_busy(c, line))
             return 0;
-        return commands[i].run(c, argbuf);
+        c->bang = bang;
+        unsigned changed = commands[i].run(c, argbuf);
+        c->bang = false;
+        return changed;
     }
     const char *hint = chatcmd_closest(name);
     if (hint)
@@ -534,6 +548,8 @@ char **chatcmd_complete(const char *text, int start, int end)
         return rl_completion_matches(text, cand_generator);
     }
     size_t n = strcspn(line + 1, " ");
+    if (n > 1 && line[n] == '!')
+        n--; /* "/save! FILE" completes as /save */
     const command *cmd = NULL;
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (strlen(commands[i].name) == n && !strncmp(commands[i].name, line + 1, n))

@@ -300,7 +300,7 @@ int ui_app_run(const ui_app_config *config)
     const settings *cfg = ui_session_settings(a->session);
     int want_pane = cfg->side_pane == SETTINGS_PANE_AUTO ? -1 : cfg->side_pane == SETTINGS_PANE_ON;
     ui_screen_init(&a->screen, ui_session_conv(a->session), want_pane, cfg->side_width);
-    a->commands = (chatcmd_ctx){a->session, &a->fe, &a->th, 0};
+    a->commands = (chatcmd_ctx){.session = a->session, .fe = &a->fe, .theme = &a->th};
     ui_keys_init(&a->keys, a->session, &a->screen, &a->commands, &a->fe);
     /* Readline first: its set-up calls tgetent(), which would replace the
      * terminal description curses works with (both use libtinfo). */

@@ -162,10 +162,14 @@ unsigned ui_session_set_thinking(ui_session *s, bool on);
 void ui_session_fill_metadata(const ui_session *s, conversation *c);
 /* Saves to the autosave file (made on first use); false on failure (noted). */
 bool ui_session_autosave(ui_session *s);
-/* Saves a copy to path (the autosave file stays the same). */
-int ui_session_save_copy(ui_session *s, const char *path, err_t *err);
-/* Writes the conversation as Markdown. */
-int ui_session_export(ui_session *s, const char *path, err_t *err);
+/* Saves a copy to path (the autosave file stays the same).  An existing
+ * file that is not a conversation is replaced only when `replace`; one that
+ * is not a regular file (a device, a FIFO, a directory) never. */
+int ui_session_save_copy(ui_session *s, const char *path, bool replace, err_t *err);
+/* Writes the conversation as Markdown (0600).  An existing file that is not
+ * an export of glmchat is replaced only when `replace`; one that is not a
+ * regular file never. */
+int ui_session_export(ui_session *s, const char *path, bool replace, err_t *err);
 /* Continues a loaded conversation (taken over; c is left empty); `name`
  * for the note.  New turns go to a new file: the loaded one is never
  * written to. */

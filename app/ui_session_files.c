@@ -2,10 +2,14 @@
  * autosaving, /save FILE, /export, /load. */
 #include "ui_session_internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void ui_session_fill_metadata(const ui_session *s, conversation *c)
 {
@@ -95,18 +99,81 @@ const char *ui_session_saved_path(const ui_session *s)
     return s->autosave_path[0] && !s->unsaved && uis_worth_saving(&s->chat.conv) ? s->autosave_path : NULL;
 }
 
-int ui_session_save_copy(ui_session *s, const char *path, err_t *err)
+/* ---- writing other files: /save FILE, /export ---------------------------------------- */
+
+/* What is at path: nothing, a regular file (its first bytes in head), or
+ * something that must never be replaced (a device, a FIFO, a directory).
+ * Opened without blocking, so a FIFO cannot hang the UI. */
+typedef enum { TARGET_NONE, TARGET_FILE, TARGET_OTHER } target_kind;
+
+static target_kind probe_target(const char *path, char *head, size_t cap, size_t *n)
 {
+    *n = 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        struct stat st;
+        return errno == ENOENT && lstat(path, &st) != 0 ? TARGET_NONE : TARGET_OTHER;
+    }
+    struct stat st;
+    target_kind k = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? TARGET_FILE : TARGET_OTHER;
+    if (k == TARGET_FILE) {
+        ssize_t r = read(fd, head, cap);
+        *n = r > 0 ? (size_t)r : 0;
+    }
+    close(fd);
+    return k;
+}
+
+/* The first bytes of every conv_to_markdown() text. */
+static const char export_head[] = "# Conversation\n\n- started: ";
+
+int ui_session_save_copy(ui_session *s, const char *path, bool replace, err_t *err)
+{
+    char head[64];
+    size_t n;
+    target_kind k = probe_target(path, head, sizeof head, &n);
+    if (k == TARGET_OTHER)
+        return err_set(err, "%s is not a regular file; not replacing it", path);
     ui_session_fill_metadata(s, &s->chat.conv);
+    if (k == TARGET_FILE) {
+        conversation old;
+        err_t why;
+        if (conv_load(&old, path, &why) == 0) {
+            conv_free(&old);
+        } else if (!replace) {
+            /* The reason without the path it starts with (the message names it once). */
+            size_t pl = strlen(path);
+            const char *reason = !strncmp(why.msg, path, pl) && !strncmp(why.msg + pl, ": ", 2) ? why.msg + pl + 2
+                                                                                                : why.msg;
+            return err_set(err, "%s exists and is not a conversation (%s); /save! replaces it", path, reason);
+        } else {
+            /* Asked for: the other file goes, the conversation takes its place. */
+            char *json = conv_to_json(&s->chat.conv);
+            if (!json)
+                return err_set(err, "%s: out of memory", path);
+            int rc = conv_write_atomic(path, json, strlen(json), 0600, err);
+            free(json);
+            return rc;
+        }
+    }
     return conv_save(&s->chat.conv, path, err);
 }
 
-int ui_session_export(ui_session *s, const char *path, err_t *err)
+int ui_session_export(ui_session *s, const char *path, bool replace, err_t *err)
 {
+    char head[64];
+    size_t n;
+    target_kind k = probe_target(path, head, sizeof head, &n);
+    if (k == TARGET_OTHER)
+        return err_set(err, "%s is not a regular file; not replacing it", path);
+    bool ours = n >= sizeof export_head - 1 && !memcmp(head, export_head, sizeof export_head - 1);
+    if (k == TARGET_FILE && !ours && !replace)
+        return err_set(err, "%s exists and was not written by glmchat; /export! replaces it", path);
     sbuf md = {0};
     ui_session_fill_metadata(s, &s->chat.conv);
     conv_to_markdown(&s->chat.conv, &md);
-    int rc = conv_write_atomic(path, md.s, md.len, 0644, err);
+    /* 0600: the conversation is nobody else's business (issue 17.8). */
+    int rc = conv_write_atomic(path, md.s, md.len, 0600, err);
     sbuf_free(&md);
     return rc;
 }

@@ -338,9 +338,9 @@ static void test_help_from_table(void)
     const char *chatting = strstr(help, "Chatting\n"), *sampling = strstr(help, "Model and sampling\n");
     const char *files = strstr(help, "Conversations (saved after every turn)\n"), *screen = strstr(help, "Screen\n");
     CHECK(chatting == help && sampling > chatting && files > sampling && screen > files, "topics out of order");
-    const char *retry = strstr(help, "  /retry          regenerate the last answer\n");
+    const char *retry = strstr(help, "  /retry             regenerate the last answer\n");
     CHECK(retry && retry > chatting && retry < sampling, "/retry's line");
-    const char *exp = strstr(help, "  /export FILE.md write it as Markdown\n");
+    const char *exp = strstr(help, "  /export[!] FILE.md write it as Markdown (! to replace a file glmchat did not write)\n");
     CHECK(exp && exp > files && exp < screen, "/export's line");
     size_t n = strlen(help);
     CHECK(n > 0 && help[n - 1] != '\n', "a trailing newline");

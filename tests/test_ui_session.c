@@ -399,7 +399,7 @@ static void test_save_copy_and_load(void)
     char copy[PATH_MAX];
     snprintf(copy, sizeof copy, "%.200s/copy.json", tmpdir);
     err_t err;
-    CHECK(ui_session_save_copy(f.s, copy, &err) == 0, "save: %.200s", err.msg);
+    CHECK(ui_session_save_copy(f.s, copy, false, &err) == 0, "save: %.200s", err.msg);
     ui_session_clear(f.s);
     CHECK(ui_session_conv(f.s)->n == 0, "not cleared");
     conversation c;
@@ -413,6 +413,90 @@ static void test_save_copy_and_load(void)
     CHECK(chat(&f, "q3") && !strcmp(roles(f.s), "uauaua"), "roles %s", roles(f.s));
     CHECK(conv_load(&c, copy, &err) == 0 && c.n == 4, "the loaded file changed");
     conv_free(&c);
+    close_session(&f);
+}
+
+/* Issue 16.2: /save FILE and /export FILE never replace a file glmchat did
+ * not write, unless asked with '!'; never a device or a FIFO. */
+static char *slurp(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n] = 0;
+    return buf;
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "wb");
+    if (fp) {
+        fputs(text, fp);
+        fclose(fp);
+    }
+}
+
+static void test_save_and_export_replace_only_with_bang(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    theme th;
+    memset(&th, 0, sizeof th);
+    chatcmd_ctx cmd = {.session = f.s, .fe = &f.fe, .theme = &th};
+    CHECK(chat(&f, "q1"), "no answer");
+    char notes[PATH_MAX], line[PATH_MAX + 32];
+    snprintf(notes, sizeof notes, "%.200s/notes.txt", tmpdir);
+    write_text(notes, "my notes\n");
+    snprintf(line, sizeof line, "/export %s", notes);
+    chatcmd_run(&cmd, line);
+    CHECK(noted(&f.rec, "was not written by glmchat; /export! replaces it"), "no refusal noted");
+    const char *t = slurp(notes);
+    CHECK(t && !strcmp(t, "my notes\n"), "notes.txt was replaced: %.100s", t ? t : "(gone)");
+    snprintf(line, sizeof line, "/export! %s", notes);
+    chatcmd_run(&cmd, line);
+    t = slurp(notes);
+    CHECK(t && !strncmp(t, "# Conversation", 14) && strstr(t, "q1"), "/export! did not replace it: %.100s",
+          t ? t : "(gone)");
+    struct stat st;
+    CHECK(stat(notes, &st) == 0 && (st.st_mode & 0777) == 0644, "an existing file keeps its mode: %o",
+          st.st_mode & 0777);
+    /* Our own export is ours to replace, without '!'. */
+    CHECK(chat(&f, "q2"), "no answer");
+    int before = f.rec.n_notes;
+    snprintf(line, sizeof line, "/export %s", notes);
+    chatcmd_run(&cmd, line);
+    t = slurp(notes);
+    CHECK(f.rec.n_notes == before && t && strstr(t, "q2"), "re-export refused: %s",
+          f.rec.n_notes ? f.rec.notes[f.rec.n_notes - 1] : "");
+    char fresh[PATH_MAX];
+    snprintf(fresh, sizeof fresh, "%.200s/fresh.md", tmpdir);
+    snprintf(line, sizeof line, "/export %s", fresh);
+    chatcmd_run(&cmd, line);
+    CHECK(stat(fresh, &st) == 0 && (st.st_mode & 0777) == 0600, "a new export is 0600: %o", st.st_mode & 0777);
+    /* /save: the same rule. */
+    char other[PATH_MAX];
+    snprintf(other, sizeof other, "%.200s/other.txt", tmpdir);
+    write_text(other, "keep me");
+    snprintf(line, sizeof line, "/save %s", other);
+    chatcmd_run(&cmd, line);
+    CHECK(noted(&f.rec, "is not a conversation (") && noted(&f.rec, "/save! replaces it") && (t = slurp(other)) && !strcmp(t, "keep me"), "/save replaced it");
+    snprintf(line, sizeof line, "/save! %s", other);
+    chatcmd_run(&cmd, line);
+    conversation c;
+    err_t err;
+    CHECK(conv_load(&c, other, &err) == 0 && c.n == 4, "/save! did not write the conversation: %.200s", err.msg);
+    conv_free(&c);
+    /* Never a device, '!' or not; a '!' only where a command takes one. */
+    chatcmd_run(&cmd, "/export! /dev/null");
+    CHECK(noted(&f.rec, "/dev/null is not a regular file"), "a device was replaced");
+    CHECK(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode), "/dev/null is gone");
+    chatcmd_run(&cmd, "/clear!");
+    CHECK(noted(&f.rec, "/clear takes no '!'"), "/clear! ran");
     close_session(&f);
 }
 
@@ -453,7 +537,7 @@ static void test_commands_drive_the_session(void)
         return;
     theme th;
     memset(&th, 0, sizeof th);
-    chatcmd_ctx cmd = {f.s, &f.fe, &th, 0};
+    chatcmd_ctx cmd = {.session = f.s, .fe = &f.fe, .theme = &th};
     CHECK(chat(&f, "q1") && chat(&f, "q2"), "no answers");
     chatcmd_run(&cmd, "/edit");
     CHECK(!strcmp(f.rec.input, "q2"), "input: %.100s", f.rec.input);
@@ -500,6 +584,7 @@ int main(void)
     RUN(test_edit_refused_while_busy_and_cancelled);
     RUN(test_clear_keeps_system_prompt_and_old_file);
     RUN(test_save_copy_and_load);
+    RUN(test_save_and_export_replace_only_with_bang);
     RUN(test_replay_compares_answers);
     RUN(test_commands_drive_the_session);
     tok_free(tok);
