@@ -445,6 +445,10 @@ const char *chatcmd_closest(const char *name)
 
 unsigned chatcmd_run(chatcmd_ctx *c, const char *line)
 {
+    /* What the status line said belongs to the command before: it goes, so
+     * a command that fails (with a note) never leaves an old "Saved ..." or
+     * "Theme: ..." standing as if it were its own (issue 16.6). */
+    c->fe->status(c->fe->user, UI_INFO, "");
     const char *p = line + 1;
     char name[32];
     size_t n = 0;

@@ -22,6 +22,7 @@
 #include "chat_setup.h"
 #include "ui_input.h"
 #include "ui_keys.h"
+#include "ui_linemode.h"
 #include "ui_screen.h"
 #include "ui_term.h"
 
@@ -283,6 +284,11 @@ static void start(ui_app *a)
 
 int ui_app_run(const ui_app_config *config)
 {
+    /* A terminal that cannot place the cursor gets lines, not a blank
+     * screen and escape sequences it shows as garbage (issue 16.6, 17.11). */
+    char why[128];
+    if (!ui_term_can_address(why, sizeof why))
+        return ui_linemode_run(config, why);
     ui_app *a = calloc(1, sizeof *a);
     if (!a) {
         fputs("glmchat: out of memory\n", stderr);

@@ -406,6 +406,15 @@ void ui_chatview_messages_changed(ui_chatview *v)
             block_free(&v->msg_blocks[i]);
     }
     v->n_msg_blocks = n;
+    /* A system prompt set or removed moves every message by one at index
+     * 0: the notes shown after a message move with it (else a note written
+     * after the last answer would come before it). */
+    bool has_system = n && !strcmp(v->conv->msgs[0].role, "system");
+    if (has_system != v->had_system)
+        for (size_t i = 0; i < v->n_notes; i++)
+            if (v->notes[i].anchor > 0)
+                v->notes[i].anchor += has_system ? 1 : (size_t)-1;
+    v->had_system = has_system;
     for (size_t i = 0; i < v->n_notes; i++)
         if (v->notes[i].anchor > n)
             v->notes[i].anchor = n;

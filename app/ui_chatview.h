@@ -31,6 +31,7 @@ typedef struct {
     const char *live_meta;
     bool live_think_toggled;
     ui_block *live_block;
+    bool had_system;           /* the conversation began with a system prompt (notes move with it) */
     int scroll;                /* lines above the bottom, 0: follow */
     int last_total;
     int width, height;

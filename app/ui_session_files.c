@@ -196,8 +196,10 @@ unsigned ui_session_load(ui_session *s, conversation *c, const char *name)
     s->autosave_path[0] = 0;
     s->edit_index = -1;
     s->fe->new_conversation(s->fe->user);
-    uis_conversation_changed(s);
-    s->changed |= UI_CHANGED_SETTINGS | UI_CHANGED_STATE;
+    /* Not saved now: the new file is made by the first new turn, so a
+     * /load alone leaves no copy of the loaded file behind (issue 16.6). */
+    s->unsaved = false;
+    s->changed |= UI_CHANGED_CONVERSATION | UI_CHANGED_SETTINGS | UI_CHANGED_STATE;
     ui_note(s->fe, UI_INFO, "Loaded %zu messages from %s. New turns are saved to a new file.%s", n, name, extra);
     return uis_take_changes(s);
 }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # t_ui_files.sh: the chat's files in tmux: /export and /save never replace
-# a file glmchat did not write unless told with '!' (issue 16.2).
+# a file glmchat did not write unless told with '!' (issue 16.2); /load
+# writes no file until the first new turn (16.6).
 # Screens are kept in build/artifacts/ (text, not compared).
 . tests/lib.sh
 if ! command -v tmux >/dev/null 2>&1; then
@@ -56,6 +57,20 @@ else
     fail ui_save_bang_replaces "$(head -c 200 "$TMP/other.txt")"
 fi
 tm_snap export-save
+
+# ---- /load writes nothing until the first new turn (it wrote a copy at once)
+n0=$(ls "$CONV_DIR" | grep -c '\.json$')
+tm_line "/load $TMP/other.txt"
+if tm_wait 10 "Loaded 4 messages from" && [ "$(ls "$CONV_DIR" | grep -c '\.json$')" -eq "$n0" ]; then
+    answered "after the load"
+    if [ "$(ls "$CONV_DIR" | grep -c '\.json$')" -eq $((n0 + 1)) ]; then
+        ok ui_load_no_duplicate
+    else
+        fail ui_load_no_duplicate "no new file after the first turn: $(ls "$CONV_DIR")"
+    fi
+else
+    fail ui_load_no_duplicate "$n0 files before /load, $(ls "$CONV_DIR" | grep -c '\.json$') after"
+fi
 quit_app
 tm_stop
 done_tests
