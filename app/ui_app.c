@@ -92,7 +92,8 @@ static void request_quit(ui_app *a)
     double now = ui_term_now();
     if (ui_session_unsaved(a->session) && now - a->quit_at > DOUBLE_KEY_S * 2) {
         a->quit_at = now;
-        ui_status(&a->fe, UI_ERROR, "The conversation is NOT saved (see above): /save FILE, or quit again to leave");
+        ui_status(&a->fe, UI_ERROR,
+                  "Quit again to leave without saving, or /save FILE (the conversation is NOT saved: see above)");
         return;
     }
     a->quit = true;

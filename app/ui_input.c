@@ -243,6 +243,19 @@ static void put_cells(layout *l, const char *s, size_t n, int cells, int attr)
     l->col += cells;
 }
 
+/* True when the chat view's sanitizer leaves this one character as it is
+ * (so the input line and the chat view always agree on what is inert). */
+static bool shown_as_is(uint32_t cp, const char *s, size_t len)
+{
+    if (cp >= 0x20 && cp < 0x7f)
+        return true; /* printable ASCII: the common case, without asking */
+    sbuf b = {0};
+    tsafe_sanitize(&b, s, len, false);
+    bool same = b.len == len && !memcmp(b.s, s, len);
+    sbuf_free(&b);
+    return same;
+}
+
 static void lay_text(layout *l, const char *text, size_t n, size_t point, bool is_line, int attr)
 {
     size_t i = 0;
@@ -265,14 +278,15 @@ static void lay_text(layout *l, const char *text, size_t n, size_t point, bool i
         } else if (cp == '\t') {
             int sp = UI_TAB_WIDTH - l->col % UI_TAB_WIDTH;
             put_cells(l, "        ", (size_t)sp, sp, attr);
-        } else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-            /* The user's own typing is shown inert too (e.g. Ctrl-V Esc). */
+        } else if (cp == 0xfffd && len == 1) {
+            put_cells(l, "\xef\xbf\xbd", 3, 1, attr); /* an invalid byte */
+        } else if (!shown_as_is(cp, text + i, len)) {
+            /* The user's own typing (Ctrl-V Esc, a pasted U+202E) is shown
+             * inert, in the form the chat view will show it in. */
             sbuf b = {0};
             tsafe_sanitize(&b, text + i, len, false);
             put_cells(l, b.s, b.len, (int)b.len, l->attr_control);
             sbuf_free(&b);
-        } else if (cp == 0xfffd && len == 1) {
-            put_cells(l, "\xef\xbf\xbd", 3, 1, attr); /* an invalid byte */
         } else {
             put_cells(l, text + i, len, ui_cp_width(cp), attr);
         }

@@ -220,7 +220,8 @@ static void request_quit(linemode *l)
     double now = ui_term_now();
     if (ui_session_unsaved(l->session) && now - l->quit_at > DOUBLE_KEY_S * 2) {
         l->quit_at = now;
-        ui_status(&l->fe, UI_ERROR, "The conversation is NOT saved (see above): quit again to leave, or /save FILE");
+        ui_status(&l->fe, UI_ERROR,
+                  "Quit again to leave without saving, or /save FILE (the conversation is NOT saved: see above)");
         return;
     }
     l->quit = true;

@@ -2,7 +2,9 @@
 # t_ui_screen.sh: what the chat shows, in tmux: a terminal that cannot
 # place the cursor (TERM=dumb) gets a line mode that sends no escape
 # sequence (16.6, 17.11); a failed command leaves no stale status; notes
-# stay below the answers they followed when a system prompt is set.
+# stay below the answers they followed when a system prompt is set; the
+# status line keeps the way to quit whole at 110 columns, the input line
+# shows U+202E inert (17.11).
 # Screens are kept in build/artifacts/ (text, not compared).
 . tests/lib.sh
 if ! command -v tmux >/dev/null 2>&1; then
@@ -90,5 +92,36 @@ else
     fail ui_notes_after_system "lines: system $s, answer $a, /template's note $t, /think's note $u"
 fi
 quit_app
+
+# ---- the input line shows U+202E (right-to-left override) as the chat view
+# does, inert (17.11): it was drawn raw, reversing what followed it
+start_app
+app_ready
+tm_keys -l "$(printf 'abc\342\200\256def')"
+if tm_wait 10 "^> abc<U\+202E>def *(│|$)"; then
+    tm_keys Enter
+    if tm_wait $T "^abc<U\+202E>def *(│|$)"; then ok ui_input_inert_bidi; else fail ui_input_inert_bidi "chat view: $(tm_screen | grep abc)"; fi
+else
+    fail ui_input_inert_bidi "input line: $(input_line)"
+fi
+tm_gone $T "Answering"
+quit_app
+
+# ---- 110 columns: a long message keeps its way out whole (17.11: "...or qui")
+printf 'x' >"$TMP/notadir"
+start_app_size 110 30 -C "$TMP/notadir/c.json"
+app_ready
+answered "hello"
+tm_wait 10 "Autosave failed" >/dev/null
+tm_line "/quit"
+if tm_wait 10 "Quit again to leave" && tail -n 1 "$TMP/screen" |
+   grep -q "^ Quit again to leave without saving, or /save FILE (the conversation is NOT saved: see above) .*\^C\^C quit *$"; then
+    ok ui_status_quit_hint_whole
+else
+    fail ui_status_quit_hint_whole "$(tail -n 1 "$TMP/screen")"
+fi
+tm_snap status-110
+tm_line "/quit"
+if tm_wait $T "^EXITED 1" && grep -q "could not be saved" "$TMP/screen"; then ok ui_quit_unsaved_twice; else fail ui_quit_unsaved_twice "$(tm_screen | grep -v '^$' | tail -3)"; fi
 tm_stop
 done_tests
