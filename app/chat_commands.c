@@ -103,6 +103,11 @@ static unsigned cmd_system(chatcmd_ctx *c, const char *arg)
     return changed;
 }
 
+static unsigned cmd_undo(chatcmd_ctx *c, const char *arg)
+{
+    return ui_session_undo(c->session);
+}
+
 static unsigned cmd_clear(chatcmd_ctx *c, const char *arg)
 {
     ui_session *s = c->session;
@@ -125,36 +130,54 @@ static unsigned cmd_clear(chatcmd_ctx *c, const char *arg)
 
 /* ---- model and sampling ---------------------------------------------------------------------- */
 
+#define SET_KEYS "temp, top-k, top-p, min-p, seed, n-predict, ctx, context-overflow"
+#define SET_KEYS_BAR "temp|top-k|top-p|min-p|seed|n-predict|ctx|context-overflow"
+
 static unsigned cmd_set(chatcmd_ctx *c, const char *arg)
 {
     ui_session *s = c->session;
     char buf[256];
     if (!arg[0]) {
-        settings_format_sampling(ui_session_settings(s), buf, sizeof buf);
+        const settings *cfg = ui_session_settings(s);
+        settings_format_sampling(cfg, buf, sizeof buf);
         sampler_params sp;
         ui_session_sampling(s, &sp);
+        uint32_t n_ctx = ui_session_n_ctx(s, NULL, NULL);
+        char ctx[48] = "not known until the model is loaded";
+        if (n_ctx)
+            snprintf(ctx, sizeof ctx, "%u tokens", n_ctx);
         ui_note(c->fe, UI_INFO,
-                "%s\nIn use: temp %g, top-k %d, top-p %g, min-p %g, seed %llu (\"default\": the %s template's)",
+                "%s\nIn use: temp %g, top-k %d, top-p %g, min-p %g, seed %llu (\"default\": the %s template's)\n"
+                "ctx = %s, context-overflow = %s",
                 buf, (double)sp.temp, sp.top_k, (double)sp.top_p, (double)sp.min_p, (unsigned long long)sp.seed,
-                tmpl_name(ui_session_template(s)));
+                tmpl_name(ui_session_template(s)), ctx, chat_ctx_policy_name(cfg->ctx_overflow));
         return 0;
     }
     char key[32];
     const char *sp = strchr(arg, ' ');
     size_t klen = sp ? (size_t)(sp - arg) : strlen(arg);
     if (klen >= sizeof key || !sp) {
-        ui_note(c->fe, UI_ERROR, "usage: /set temp|top-k|top-p|min-p|seed|n-predict VALUE");
+        ui_note(c->fe, UI_ERROR, "usage: /set %s VALUE", SET_KEYS_BAR);
         return 0;
     }
     memcpy(key, arg, klen);
     key[klen] = 0;
     while (*sp == ' ')
         sp++;
-    if (!settings_is_sampling_key(key)) {
-        ui_note(c->fe, UI_ERROR, "/set: '%s' is not a setting (temp, top-k, top-p, min-p, seed, n-predict)", key);
+    err_t err;
+    if (!strcmp(key, "ctx")) {
+        /* Checked as the settings file would check it, then the engine starts anew. */
+        settings trial = *ui_session_settings(s);
+        if (settings_set(&trial, key, sp, &err) != 0) {
+            ui_note(c->fe, UI_ERROR, "/set %s", err.msg);
+            return 0;
+        }
+        return ui_session_set_ctx(s, trial.n_ctx);
+    }
+    if (!settings_is_sampling_key(key) && strcmp(key, "context-overflow") != 0) {
+        ui_note(c->fe, UI_ERROR, "/set: '%s' is not a setting (%s)", key, SET_KEYS);
         return 0;
     }
-    err_t err;
     if (ui_session_set(s, key, sp, &err) != 0) {
         ui_note(c->fe, UI_ERROR, "/set %s", err.msg);
         return 0;
@@ -339,9 +362,10 @@ static const command commands[] = {
     {"retry", ARG_NONE, false, false, cmd_retry, TOPIC_CHAT, "/retry", "regenerate the last answer"},
     {"edit", ARG_NONE, false, false, cmd_edit, TOPIC_CHAT, "/edit", "edit your last message, then Enter regenerates"},
     {"system", ARG_TEXT, true, false, cmd_system, TOPIC_CHAT, "/system TEXT", "set the system prompt (/system - removes it)"},
+    {"undo", ARG_NONE, false, false, cmd_undo, TOPIC_CHAT, "/undo", "remove your last exchange (again: the one before)"},
     {"clear", ARG_NONE, false, false, cmd_clear, TOPIC_CHAT, "/clear", "start a new conversation (type it twice)"},
     {"set", ARG_SETKEY, true, false, cmd_set, TOPIC_MODEL, "/set KEY VALUE",
-     "temp, top-k, top-p, min-p, seed, n-predict (/set shows them)"},
+     "temp top-k top-p min-p seed n-predict ctx context-overflow"},
     {"template", ARG_TEMPLATE, true, false, cmd_template, TOPIC_MODEL, "/template NAME",
      "the chat template (/template lists them)"},
     {"think", ARG_ONOFF, true, false, cmd_think, TOPIC_MODEL, "/think on|off", "reasoning before the answer (GLM-4.7)"},
@@ -568,7 +592,7 @@ char **chatcmd_complete(const char *text, int start, int end)
         return NULL;
     case ARG_SETKEY:
         if (first_arg)
-            cand_add_list("temp top-k top-p min-p seed n-predict", " ");
+            cand_add_list("temp top-k top-p min-p seed n-predict ctx context-overflow", " ");
         break;
     case ARG_TEMPLATE:
         cand_add_list(tmpl_names(), ", ");

@@ -68,6 +68,13 @@ static void fe_set_input(void *user, const char *text)
     ui_input_set_line(text);
 }
 
+static void fe_restore_input(void *user, const char *text)
+{
+    ui_app *a = user;
+    ui_input_restore(text);
+    ui_status(&a->fe, UI_INFO, "Stopped before the answer began: your message is back in the input line (Enter sends it)");
+}
+
 static void fe_new_conversation(void *user)
 {
     ui_app *a = user;
@@ -182,6 +189,12 @@ static void apply(ui_app *a, unsigned changed)
     }
     if (changed & UI_CHANGED_ENGINE)
         show_engine(a);
+    if (changed & (UI_CHANGED_STATS | UI_CHANGED_ENGINE | UI_CHANGED_CONVERSATION)) {
+        size_t dropped;
+        uint32_t n_ctx = ui_session_n_ctx(s, &dropped, NULL);
+        if (ui_sidepane_set_context(&scr->pane, n_ctx, dropped))
+            ui_screen_dirty(scr, UI_SLOT_PANE);
+    }
     if (changed & UI_CHANGED_THEME) {
         theme_apply(&a->th);
         clearok(curscr, TRUE);
@@ -297,7 +310,13 @@ int ui_app_run(const ui_app_config *config)
     }
     a->c = *config;
     a->th = config->th;
-    a->fe = (ui_frontend){a, fe_note, fe_status, fe_set_input, fe_new_conversation, fe_replay_turn};
+    a->fe = (ui_frontend){.user = a,
+                          .note = fe_note,
+                          .status = fe_status,
+                          .set_input = fe_set_input,
+                          .restore_input = fe_restore_input,
+                          .new_conversation = fe_new_conversation,
+                          .replay_turn = fe_replay_turn};
     a->session = ui_session_new(&config->session, &a->fe);
     if (!a->session) {
         fputs("glmchat: out of memory\n", stderr);

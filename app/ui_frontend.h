@@ -53,6 +53,10 @@ typedef struct {
     void (*status)(void *user, ui_level level, const char *text);
     /* Replaces the input line (/edit brings a message back). */
     void (*set_input)(void *user, const char *text);
+    /* A message that was not answered after all (stopped before its
+     * answer began) goes back to the input line, ahead of whatever was
+     * typed since, which must not be lost. */
+    void (*restore_input)(void *user, const char *text);
     /* A different conversation begins (/clear, /load): the notes and the
      * scroll position of the old one go. */
     void (*new_conversation)(void *user);

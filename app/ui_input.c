@@ -201,6 +201,19 @@ void ui_input_set_line(const char *text)
         apply_pending();
 }
 
+void ui_input_restore(const char *text)
+{
+    sbuf b = {0};
+    sbuf_adds(&b, text);
+    if (rl_end > 0 && rl_line_buffer) {
+        /* What was typed meanwhile stays, after it. */
+        sbuf_addc(&b, '\n');
+        sbuf_add(&b, rl_line_buffer, (size_t)rl_end);
+    }
+    ui_input_set_line(sbuf_str(&b));
+    sbuf_free(&b);
+}
+
 void ui_input_clear(void)
 {
     rl_replace_line("", 0);

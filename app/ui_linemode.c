@@ -124,6 +124,15 @@ static void fe_set_input(void *user, const char *text)
     out_str(l, "\n-- Type it anew (an empty line leaves it as it was).\n");
 }
 
+static void fe_restore_input(void *user, const char *text)
+{
+    linemode *l = user;
+    new_line(l);
+    out_str(l, "-- Stopped before the answer began; this was not sent (type it again to send it):\n");
+    out_safe(l, text, strlen(text));
+    out_str(l, "\n");
+}
+
 static void fe_new_conversation(void *user)
 {
     linemode *l = user;
@@ -385,7 +394,13 @@ int ui_linemode_run(const ui_app_config *config, const char *why)
     l->c = config;
     l->th = config->th;
     l->at_line_start = true;
-    l->fe = (ui_frontend){l, fe_note, fe_status, fe_set_input, fe_new_conversation, fe_replay_turn};
+    l->fe = (ui_frontend){.user = l,
+                          .note = fe_note,
+                          .status = fe_status,
+                          .set_input = fe_set_input,
+                          .restore_input = fe_restore_input,
+                          .new_conversation = fe_new_conversation,
+                          .replay_turn = fe_replay_turn};
     int code = 1;
     err_t err;
     if (ui_term_start_lines(&err) != 0) {

@@ -54,12 +54,29 @@ static void new_autosave_path(ui_session *s)
 
 bool uis_autosave(ui_session *s)
 {
+    struct stat st;
     if (!uis_worth_saving(&s->chat.conv)) {
-        s->unsaved = false;
-        return true;
+        /* Nothing left worth a file (/undo, a message stopped before its
+         * answer): a file this session made goes again; a file it was
+         * given (-C, /resume) keeps what is left; else there is nothing to do. */
+        if (s->autosave_path[0] && s->autosave_ours) {
+            if (unlink(s->autosave_path) != 0 && errno != ENOENT) {
+                s->unsaved = true;
+                ui_note(s->fe, UI_ERROR, "Cannot remove the empty %s: %s", s->autosave_path, strerror(errno));
+                return false;
+            }
+            s->autosave_path[0] = 0;
+            s->autosave_ours = false;
+            s->changed |= UI_CHANGED_SETTINGS;
+        }
+        if (!s->autosave_path[0] || stat(s->autosave_path, &st) != 0) {
+            s->unsaved = false;
+            return true;
+        }
     }
     if (!s->autosave_path[0]) {
         new_autosave_path(s);
+        s->autosave_ours = true;
         s->changed |= UI_CHANGED_SETTINGS; /* the file's name is shown */
     }
     ui_session_fill_metadata(s, &s->chat.conv);
@@ -194,12 +211,14 @@ unsigned ui_session_load(ui_session *s, conversation *c, const char *name)
     conv_init(c); /* moved */
     /* New turns go to a new file: the loaded one is never written to. */
     s->autosave_path[0] = 0;
+    s->autosave_ours = false;
     s->edit_index = -1;
+    uis_context_reset(s);
     s->fe->new_conversation(s->fe->user);
     /* Not saved now: the new file is made by the first new turn, so a
      * /load alone leaves no copy of the loaded file behind (issue 16.6). */
     s->unsaved = false;
-    s->changed |= UI_CHANGED_CONVERSATION | UI_CHANGED_SETTINGS | UI_CHANGED_STATE;
+    s->changed |= UI_CHANGED_CONVERSATION | UI_CHANGED_SETTINGS | UI_CHANGED_STATE | UI_CHANGED_STATS;
     ui_note(s->fe, UI_INFO, "Loaded %zu messages from %s. New turns are saved to a new file.%s", n, name, extra);
     return uis_take_changes(s);
 }

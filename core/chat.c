@@ -443,7 +443,7 @@ void chat_fit_describe(const chat_fit *f, sbuf *out)
                     "The context is full: the oldest %zu exchange%s (%zu message%s) %s left out of the prompt, "
                     "which is now %u of %u tokens with %u kept for the answer.",
                     f->n_dropped_exchanges, f->n_dropped_exchanges == 1 ? "" : "s", f->n_dropped,
-                    f->n_dropped == 1 ? "" : "s", f->n_dropped == 1 ? "is" : "are", f->n_ids, f->n_ctx, f->reserve);
+                    f->n_dropped == 1 ? "" : "s", f->n_dropped_exchanges == 1 ? "is" : "are", f->n_ids, f->n_ctx, f->reserve);
         return;
     }
     if (f->policy == CHAT_CTX_STOP)

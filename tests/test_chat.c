@@ -350,7 +350,7 @@ static void test_fit_policy_stop_and_limits(void)
               f.n_dropped_exchanges == 1 && f.n_dropped == 2,
           "trim: one exchange");
     chat_fit_describe(&f, &note);
-    CHECK(strstr(sbuf_str(&note), "the oldest 1 exchange (2 messages) are left out of the prompt"), "'%s'",
+    CHECK(strstr(sbuf_str(&note), "the oldest 1 exchange (2 messages) is left out of the prompt"), "'%s'",
           sbuf_str(&note));
     chat_fit_free(&f);
     /* Nothing can fit: the system prompt and the last message are too long. */

@@ -19,6 +19,7 @@
 
 static model m;
 static tokenizer *tok;
+static uint32_t open_n_ctx; /* the next session's context, 0: the default */
 static char tmpdir[256];
 
 /* ---- a frontend that records what the session tells the user ------------------------ */
@@ -30,6 +31,7 @@ typedef struct {
     ui_level status_level;
     char input[512];
     int new_conversations;
+    int restored;
     int replay_turns_begun, replay_updates;
     ui_replay_turn last_turn; /* strings not kept */
 } recorder;
@@ -52,6 +54,13 @@ static void rec_set_input(void *user, const char *text)
 {
     recorder *r = user;
     snprintf(r->input, sizeof r->input, "%s", text);
+}
+
+static void rec_restore_input(void *user, const char *text)
+{
+    recorder *r = user;
+    snprintf(r->input, sizeof r->input, "%s", text);
+    r->restored++;
 }
 
 static void rec_new_conversation(void *user)
@@ -90,7 +99,13 @@ typedef struct {
 static bool open_session(fixture *f, int n_predict, conversation *initial)
 {
     memset(f, 0, sizeof *f);
-    f->fe = (ui_frontend){&f->rec, rec_note, rec_status, rec_set_input, rec_new_conversation, rec_replay_turn};
+    f->fe = (ui_frontend){.user = &f->rec,
+                          .note = rec_note,
+                          .status = rec_status,
+                          .set_input = rec_set_input,
+                          .restore_input = rec_restore_input,
+                          .new_conversation = rec_new_conversation,
+                          .replay_turn = rec_replay_turn};
     ui_session_config c;
     memset(&c, 0, sizeof c);
     settings_defaults(&c.cfg);
@@ -105,6 +120,8 @@ static bool open_session(fixture *f, int n_predict, conversation *initial)
     c.be = &ref_engine_backend;
     engine_params_default(&c.params);
     c.params.n_threads = 2;
+    if (open_n_ctx)
+        c.params.n_ctx = open_n_ctx;
     snprintf(c.model_path, sizeof c.model_path, "%s", MODEL);
     snprintf(c.model_name, sizeof c.model_name, "tiny");
     c.seed = 7;
@@ -357,6 +374,11 @@ static void test_edit_refused_while_busy_and_cancelled(void)
     CHECK(!ui_session_edit_finish(f.s, "new text", &ch), "an edit taken while an answer runs");
     CHECK(strstr(f.rec.status, "Wait for the answer to finish"), "status: %.100s", f.rec.status);
     CHECK(ui_session_edit_text(f.s) != NULL, "the edit went away");
+    /* Stopped once the answer has begun: the message and the partial answer stay. */
+    double end = now_s() + WAIT_S;
+    const chat_stream *st;
+    while ((st = ui_session_live(f.s, NULL)) && st->content.len + st->reasoning.len == 0 && now_s() < end)
+        ui_session_wait(f.s, 1000, &f.changed);
     ui_session_cancel(f.s);
     CHECK(wait_idle(&f), "cancel did not end the answer");
     ch = ui_session_edit_cancel(f.s);
@@ -500,6 +522,114 @@ static void test_save_and_export_replace_only_with_bang(void)
     close_session(&f);
 }
 
+/* Stopped before a word of the answer: the message leaves the
+ * conversation and its file (made for it) and comes back to the input,
+ * with what was queued after it. */
+static void test_stop_before_answer_gives_message_back(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 3000), "the session did not start");
+    if (!f.s)
+        return;
+    ui_session_send(f.s, "long question");
+    ui_session_send(f.s, "and a queued one");
+    const char *path = ui_session_autosave_path(f.s);
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%s", path);
+    CHECK(file[0] && access(file, F_OK) == 0, "the message was not saved when sent");
+    ui_session_cancel(f.s); /* at once: before the prompt is read */
+    CHECK(wait_idle(&f), "cancel did not end the answer");
+    CHECK(ui_session_conv(f.s)->n == 0, "roles %s: the stopped message stayed", roles(f.s));
+    CHECK(f.rec.restored == 1 && !strcmp(f.rec.input, "long question\n\nand a queued one"), "input: %.100s",
+          f.rec.input);
+    CHECK(access(file, F_OK) != 0 && !ui_session_autosave_path(f.s)[0], "its file stayed: %.200s", file);
+    /* The next one is answered (nothing queued is sent behind the user's back). */
+    CHECK(!ui_session_busy(f.s), "the queued message was sent");
+    close_session(&f);
+}
+
+/* /undo: the last exchange goes, then the one before; the file follows. */
+static void test_undo_removes_exchanges(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    theme th;
+    memset(&th, 0, sizeof th);
+    chatcmd_ctx cmd = {.session = f.s, .fe = &f.fe, .theme = &th};
+    ui_session_set_system(f.s, "sys");
+    CHECK(chat(&f, "q1") && chat(&f, "q2"), "no answers");
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%s", ui_session_autosave_path(f.s));
+    conversation c;
+    err_t err;
+    chatcmd_run(&cmd, "/undo");
+    CHECK(!strcmp(roles(f.s), "sua") && strstr(f.rec.status, "Removed your last exchange (2 messages)"),
+          "roles %s, status %.100s", roles(f.s), f.rec.status);
+    CHECK(conv_load(&c, file, &err) == 0 && c.n == 3, "the file did not follow: %zu messages", c.n);
+    conv_free(&c);
+    chatcmd_run(&cmd, "/undo");
+    CHECK(!strcmp(roles(f.s), "s"), "roles %s", roles(f.s));
+    /* Nothing worth a file is left: the file this session made goes. */
+    CHECK(access(file, F_OK) != 0 && !ui_session_autosave_path(f.s)[0], "the empty file stayed");
+    chatcmd_run(&cmd, "/undo");
+    CHECK(strstr(f.rec.status, "Nothing to undo") && f.rec.status_level == UI_ERROR, "status %.100s", f.rec.status);
+    /* A message without an answer (one that failed, say) is an exchange too. */
+    CHECK(chat(&f, "q3"), "no answer");
+    conv_add((conversation *)ui_session_conv(f.s), "user", "unanswered", NULL);
+    chatcmd_run(&cmd, "/undo");
+    CHECK(!strcmp(roles(f.s), "sua") && !strcmp(content(f.s, 1), "q3"), "roles %s", roles(f.s));
+    f.changed |= ui_session_send(f.s, "busy now");
+    chatcmd_run(&cmd, "/undo");
+    CHECK(strstr(f.rec.status, "/undo: wait for the answer"), "status %.100s", f.rec.status);
+    CHECK(wait_idle(&f), "no answer");
+    close_session(&f);
+}
+
+/* A small context: the oldest exchanges leave the prompt (a note says so,
+ * the conversation keeps them); with context-overflow stop, no answer. */
+static void test_context_trim_and_stop(void)
+{
+    fixture f;
+    open_n_ctx = 128;
+    bool started = start_ready(&f, 8);
+    open_n_ctx = 0;
+    CHECK(started, "the session did not start");
+    if (!f.s)
+        return;
+    size_t dropped = 0;
+    uint32_t prompt = 0;
+    CHECK(ui_session_n_ctx(f.s, &dropped, &prompt) == 128, "n_ctx %u", ui_session_n_ctx(f.s, NULL, NULL));
+    int sent = 0;
+    while (sent < 40 && !noted(&f.rec, "left out of the prompt")) {
+        CHECK(chat(&f, "a question of quite a few words to fill the small context"), "no answer");
+        sent++;
+    }
+    CHECK(noted(&f.rec, "The context is full: the oldest 1 exchange (2 messages) is left out of the prompt"),
+          "no note after %d messages: %s", sent, f.rec.n_notes ? f.rec.notes[f.rec.n_notes - 1] : "");
+    ui_session_n_ctx(f.s, &dropped, &prompt);
+    CHECK(dropped >= 1 && prompt > 0 && prompt + 8 <= 128, "dropped %zu, prompt %u", dropped, prompt);
+    /* Answered, and the conversation keeps every message. */
+    const conversation *c = ui_session_conv(f.s);
+    CHECK(c->n == (size_t)sent * 2 && !strcmp(c->msgs[c->n - 1].role, "assistant"), "%zu messages after %d sent",
+          c->n, sent);
+    /* One more: another exchange goes, noted again only when more go. */
+    int notes = f.rec.n_notes;
+    CHECK(chat(&f, "a question of quite a few words to fill the small context"), "no answer");
+    CHECK(ui_session_conv(f.s)->n == (size_t)sent * 2 + 2, "not answered");
+    CHECK(f.rec.n_notes <= notes + 1, "%d notes for one message", f.rec.n_notes - notes);
+    /* context-overflow stop: not answered, with the reason. */
+    err_t err;
+    CHECK(ui_session_set(f.s, "context-overflow", "stop", &err) == 0, "set: %.200s", err.msg);
+    CHECK(chat(&f, "and one more"), "did not end");
+    CHECK(noted(&f.rec, "E: Not answered: The conversation is"), "no refusal: %s",
+          f.rec.n_notes ? f.rec.notes[f.rec.n_notes - 1] : "");
+    c = ui_session_conv(f.s);
+    CHECK(!strcmp(c->msgs[c->n - 1].role, "user"), "answered with context-overflow stop");
+    close_session(&f);
+}
+
 static void test_replay_compares_answers(void)
 {
     fixture f;
@@ -585,6 +715,9 @@ int main(void)
     RUN(test_clear_keeps_system_prompt_and_old_file);
     RUN(test_save_copy_and_load);
     RUN(test_save_and_export_replace_only_with_bang);
+    RUN(test_stop_before_answer_gives_message_back);
+    RUN(test_undo_removes_exchanges);
+    RUN(test_context_trim_and_stop);
     RUN(test_replay_compares_answers);
     RUN(test_commands_drive_the_session);
     tok_free(tok);
