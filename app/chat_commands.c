@@ -392,7 +392,8 @@ static const struct {
     [TOPIC_MODEL] = {"Model and sampling", NULL, NULL},
     [TOPIC_FILES] = {"Conversations (saved after every turn)", NULL, NULL},
     [TOPIC_SCREEN] = {"Screen", NULL,
-                      "  F1 this help, F2 side pane, F3 fold reasoning, F4 sort kernels\n"
+                      "  F1 this help, F2 side pane, F3 fold reasoning, F4 sort kernels,\n"
+                      "  F5 answers as written or rendered from their Markdown\n"
                       "  PgUp/PgDn or the mouse wheel scroll, /theme NAME changes colours\n"
                       "  Tab completes commands and file names; //text sends \"/text\"\n"
                       "  /quit leaves (so do Ctrl-D on an empty line and Ctrl-C twice)\n"},

@@ -151,8 +151,9 @@ if grep -q "Thinking: 5 words (F3 shows)" "$TMP/screen" && ! grep -q "secret pla
 else
     fail ui_think_fold "$(tm_screen | head -12)"
 fi
-# The code line is cut at the pane's edge and continued, never re-flowed at spaces.
-if grep -q '^  ```' "$TMP/screen" && grep -qE "^ {6}for \(int i = 0; i < n; i\+\+\) total \+= weights\[i\] \* values\[i\]; /\* one long" "$TMP/screen"; then
+# The code block under its header; its long line is cut at the pane's edge
+# and continued, never re-flowed at spaces.
+if grep -q '^\[1\] code' "$TMP/screen" && grep -qE "^ {4}for \(int i = 0; i < n; i\+\+\) total \+= weights\[i\] \* values\[i\]; /\* one long" "$TMP/screen"; then
     ok ui_code_verbatim
 else
     fail ui_code_verbatim "$(grep -n "for (int" "$TMP/screen")"
