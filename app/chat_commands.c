@@ -1,6 +1,7 @@
 /* chat_commands.c: the command table, the commands (/help /quit /retry
- * /edit /system /clear /set /template /think /stats /save /load /replay
- * /export /theme), /help made from the table, dispatch, hints, completion. */
+ * /edit /copy /system /undo /clear /set /template /think /stats /save /load
+ * /replay /export /theme), /help made from the table, dispatch, hints,
+ * completion. */
 #include "chat_commands.h"
 
 #include <ctype.h>
@@ -9,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clipboard.h"
 #include "conversation.h"
 #include "paths.h"
 #include "sbuf.h"
+#include "text_safe.h"
 
-typedef enum { ARG_NONE, ARG_TEXT, ARG_PATH, ARG_SETKEY, ARG_TEMPLATE, ARG_ONOFF, ARG_THEME } arg_kind;
+typedef enum { ARG_NONE, ARG_TEXT, ARG_PATH, ARG_SETKEY, ARG_TEMPLATE, ARG_ONOFF, ARG_THEME, ARG_COPY } arg_kind;
 
 /* Where /help lists a command; TOPIC_NONE: only the topic's own text names it. */
 typedef enum { TOPIC_NONE, TOPIC_CHAT, TOPIC_MODEL, TOPIC_FILES, TOPIC_SCREEN, TOPIC_COUNT } help_topic;
@@ -331,6 +334,75 @@ static unsigned cmd_export(chatcmd_ctx *c, const char *arg)
     return 0;
 }
 
+/* ---- the clipboard --------------------------------------------------------------------------------- */
+
+/* /copy [code [N]]: the last answer, or its code block N (the last one
+ * without N), through the terminal (OSC 52; app/clipboard.h). */
+static unsigned cmd_copy(chatcmd_ctx *c, const char *arg)
+{
+    const conversation *conv = ui_session_conv(c->session);
+    long a = conv_last(conv, "assistant");
+    if (a < 0) {
+        ui_status(c->fe, UI_ERROR, "Nothing to copy: there is no answer yet");
+        return 0;
+    }
+    const char *answer = conv->msgs[a].content;
+    sbuf text = {0};
+    char what[160];
+    err_t err;
+    if (!arg[0]) {
+        sbuf_adds(&text, answer);
+        snprintf(what, sizeof what, "the last answer");
+    } else if (!strncmp(arg, "code", 4) && (!arg[4] || arg[4] == ' ')) {
+        const char *num = arg + 4;
+        while (*num == ' ')
+            num++;
+        char *end = NULL;
+        unsigned long index = num[0] ? strtoul(num, &end, 10) : 0;
+        if (num[0] && (*end || index == 0 || index > 100000 || !isdigit((unsigned char)num[0]))) {
+            ui_note(c->fe, UI_ERROR, "usage: /copy code [N] (N: the number over the code block, from 1)");
+            return 0;
+        }
+        clip_block_info info;
+        if (clip_code_block(answer, strlen(answer), (unsigned)index, &text, &info, &err) != 0) {
+            ui_note(c->fe, UI_ERROR, "/copy code: %s", err.msg);
+            sbuf_free(&text);
+            return 0;
+        }
+        sbuf lang = {0};
+        tsafe_one_line(&lang, info.lang, strlen(info.lang));
+        snprintf(what, sizeof what, "code block %u of %u%s%.48s%s (%zu line%s)", info.index, info.count,
+                 lang.len ? ", " : "", sbuf_str(&lang), info.closed ? "" : ", unfinished", info.n_lines,
+                 info.n_lines == 1 ? "" : "s");
+        sbuf_free(&lang);
+    } else {
+        ui_note(c->fe, UI_ERROR, "usage: /copy, or /copy code [N]");
+        return 0;
+    }
+    clip_env env = clip_env_get();
+    clip_wrap wrap = clip_wrap_for(&env);
+    sbuf seq = {0};
+    /* Plain, for the terminal (and for tmux with set-clipboard on, which
+     * takes it itself), then wrapped for the multiplexer, whose
+     * passthrough hands it to the terminal outside. */
+    if (clip_osc52(sbuf_str(&text), text.len, CLIP_WRAP_NONE, &seq, &err) != 0 ||
+        (wrap != CLIP_WRAP_NONE && clip_osc52(sbuf_str(&text), text.len, wrap, &seq, &err) != 0)) {
+        ui_note(c->fe, UI_ERROR, "/copy: %s: %s", what, err.msg);
+    } else if (!c->fe->write_terminal(c->fe->user, seq.s, seq.len)) {
+        ui_note(c->fe, UI_ERROR, "/copy: this terminal takes no clipboard escape (line mode); nothing was copied");
+    } else {
+        const char *doubt = clip_note(&env);
+        if (doubt)
+            ui_note(c->fe, UI_ERROR, "/copy: sent %s (%zu bytes), but %s", what, text.len, doubt);
+        else
+            ui_status(c->fe, UI_INFO, "Copied %s (%zu bytes) through the terminal's clipboard (OSC 52)", what,
+                      text.len);
+    }
+    sbuf_free(&seq);
+    sbuf_free(&text);
+    return 0;
+}
+
 /* ---- the screen ------------------------------------------------------------------------------------ */
 
 static unsigned cmd_theme(chatcmd_ctx *c, const char *arg)
@@ -361,6 +433,8 @@ static const command commands[] = {
     {"quit", ARG_NONE, true, false, cmd_quit, TOPIC_NONE, NULL, NULL},
     {"retry", ARG_NONE, false, false, cmd_retry, TOPIC_CHAT, "/retry", "regenerate the last answer"},
     {"edit", ARG_NONE, false, false, cmd_edit, TOPIC_CHAT, "/edit", "edit your last message, then Enter regenerates"},
+    {"copy", ARG_COPY, true, false, cmd_copy, TOPIC_CHAT, "/copy [code [N]]",
+     "the last answer, or its code block N, to the clipboard"},
     {"system", ARG_TEXT, true, false, cmd_system, TOPIC_CHAT, "/system TEXT", "set the system prompt (/system - removes it)"},
     {"undo", ARG_NONE, false, false, cmd_undo, TOPIC_CHAT, "/undo", "remove your last exchange (again: the one before)"},
     {"clear", ARG_NONE, false, false, cmd_clear, TOPIC_CHAT, "/clear", "start a new conversation (type it twice)"},
@@ -600,6 +674,10 @@ char **chatcmd_complete(const char *text, int start, int end)
         break;
     case ARG_ONOFF:
         cand_add_list("on off", " ");
+        break;
+    case ARG_COPY:
+        if (first_arg)
+            cand_add("code");
         break;
     case ARG_THEME: {
         char list[512];

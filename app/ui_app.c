@@ -75,6 +75,24 @@ static void fe_restore_input(void *user, const char *text)
     ui_status(&a->fe, UI_INFO, "Stopped before the answer began: your message is back in the input line (Enter sends it)");
 }
 
+static bool fe_write_terminal(void *user, const char *bytes, size_t n)
+{
+    (void)user;
+    /* Between frames: curses has flushed what it drew, and these bytes
+     * move no cursor and print nothing. */
+    fflush(stdout);
+    while (n > 0) {
+        ssize_t w = write(STDOUT_FILENO, bytes, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        bytes += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
 static void fe_new_conversation(void *user)
 {
     ui_app *a = user;
@@ -316,7 +334,8 @@ int ui_app_run(const ui_app_config *config)
                           .set_input = fe_set_input,
                           .restore_input = fe_restore_input,
                           .new_conversation = fe_new_conversation,
-                          .replay_turn = fe_replay_turn};
+                          .replay_turn = fe_replay_turn,
+                          .write_terminal = fe_write_terminal};
     a->session = ui_session_new(&config->session, &a->fe);
     if (!a->session) {
         fputs("glmchat: out of memory\n", stderr);

@@ -15,6 +15,7 @@
 #define GLM_UI_FRONTEND_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef enum { UI_INFO, UI_ERROR } ui_level;
 
@@ -62,6 +63,9 @@ typedef struct {
     void (*new_conversation)(void *user);
     /* A replay turn began (is_new) or its new answer grew or ended. */
     void (*replay_turn)(void *user, const ui_replay_turn *turn, bool is_new);
+    /* Bytes for the terminal itself that change nothing on the screen (a
+     * clipboard request, /copy); false when this frontend sends none. */
+    bool (*write_terminal)(void *user, const char *bytes, size_t n);
 } ui_frontend;
 
 void ui_note(const ui_frontend *fe, ui_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -133,6 +133,12 @@ static void fe_restore_input(void *user, const char *text)
     out_str(l, "\n");
 }
 
+/* Line mode sends no escape sequence at all (it is for terminals that would show them). */
+static bool fe_write_terminal(void *user, const char *bytes, size_t n)
+{
+    return false;
+}
+
 static void fe_new_conversation(void *user)
 {
     linemode *l = user;
@@ -400,7 +406,8 @@ int ui_linemode_run(const ui_app_config *config, const char *why)
                           .set_input = fe_set_input,
                           .restore_input = fe_restore_input,
                           .new_conversation = fe_new_conversation,
-                          .replay_turn = fe_replay_turn};
+                          .replay_turn = fe_replay_turn,
+                          .write_terminal = fe_write_terminal};
     int code = 1;
     err_t err;
     if (ui_term_start_lines(&err) != 0) {

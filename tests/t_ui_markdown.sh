@@ -1,7 +1,8 @@
 #!/bin/sh
 # t_ui_markdown.sh: answers rendered from their Markdown in tmux (bold,
 # italic, code, headings, lists, quotes, tables, links, fenced code with its
-# number and language), in the theme's styles; F5 shows them as written.
+# number and language), in the theme's styles; F5 shows them as written;
+# /copy and /copy code N reach the terminal's clipboard (tmux's buffer).
 # Screens are kept in build/artifacts/ (text, not compared).
 . tests/lib.sh
 if ! command -v tmux >/dev/null 2>&1; then
@@ -49,6 +50,39 @@ if tm_wait 10 '^# Title' && grep -q 'Some \*\*bold\*\* and \*italic\* and `code`
 else
     fail ui_markdown_raw_toggle "$(tm_screen | head -8)"
 fi
+# ---- /copy: the bytes reach the terminal (tmux, with set-clipboard on,
+# takes OSC 52 into its paste buffer)
+tm set -s set-clipboard on
+# until_buffer TEXT: until tmux's newest paste buffer holds exactly TEXT.
+until_buffer() {
+    _end=$(($(date +%s) + 10))
+    until [ "$(tm show-buffer 2>/dev/null)" = "$1" ]; do
+        [ "$(date +%s)" -ge $_end ] && return 1
+        sleep 0.05
+    done
+}
+tm_line "/copy code 1"
+if until_buffer 'print("hi")' && tm_wait 5 "Copied code block 1 of 2, python \(1 line\)"; then
+    ok ui_copy_code
+else
+    fail ui_copy_code "buffer '$(tm show-buffer 2>&1 | head -c 100)'; $(tail -n 1 "$TMP/screen")"
+fi
+tm_line "/copy"
+if until_buffer "$("$BUILD/tools/json_get" "$C" messages.1.content)"; then
+    ok ui_copy_answer
+else
+    fail ui_copy_answer "buffer '$(tm show-buffer 2>&1 | head -c 100)'"
+fi
+tm_line "/copy code 3"
+if tm_wait 10 "/copy code: the answer has 2 code blocks: /copy code 1-2"; then ok ui_copy_bad_block; else fail ui_copy_bad_block "$(tail -n 3 "$TMP/screen")"; fi
+
+# Too large for a terminal to take: refused with the reason.
+awk 'BEGIN { printf "{\"messages\": [{\"role\": \"user\", \"content\": \"big\"}, {\"role\": \"assistant\", \"content\": \""; for (i = 0; i < 3000; i++) printf "line %04d of a very long answer.\\n", i; print "\"}]}" }' >"$TMP/big.json"
+tm_line "/load $TMP/big.json"
+tm_wait 10 "Loaded 2 messages"
+tm_line "/copy"
+if tm_wait 10 "/copy: the last answer: too large to copy: [0-9]+ KB of text"; then ok ui_copy_too_large; else fail ui_copy_too_large "$(tail -n 3 "$TMP/screen")"; fi
+
 # /help and the man page name the key.
 tm_line "/help"
 if tm_wait 10 "F5 answers as written or rendered"; then ok ui_markdown_key_in_help; else fail ui_markdown_key_in_help "$(tm_screen | grep F1)"; fi

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "chat_commands.h"
+#include "clipboard.h"
 #include "testlib.h"
 #include "ui_session.h"
 
@@ -32,6 +33,7 @@ typedef struct {
     char input[512];
     int new_conversations;
     int restored;
+    sbuf terminal;      /* what was sent to the terminal itself */
     int replay_turns_begun, replay_updates;
     ui_replay_turn last_turn; /* strings not kept */
 } recorder;
@@ -61,6 +63,13 @@ static void rec_restore_input(void *user, const char *text)
     recorder *r = user;
     snprintf(r->input, sizeof r->input, "%s", text);
     r->restored++;
+}
+
+static bool rec_write_terminal(void *user, const char *bytes, size_t n)
+{
+    recorder *r = user;
+    sbuf_add(&r->terminal, bytes, n);
+    return true;
 }
 
 static void rec_new_conversation(void *user)
@@ -105,7 +114,8 @@ static bool open_session(fixture *f, int n_predict, conversation *initial)
                           .set_input = rec_set_input,
                           .restore_input = rec_restore_input,
                           .new_conversation = rec_new_conversation,
-                          .replay_turn = rec_replay_turn};
+                          .replay_turn = rec_replay_turn,
+                          .write_terminal = rec_write_terminal};
     ui_session_config c;
     memset(&c, 0, sizeof c);
     settings_defaults(&c.cfg);
@@ -163,6 +173,7 @@ static void close_session(fixture *f)
     ui_session_wind_down(f->s);
     ui_session_free(f->s);
     f->s = NULL;
+    sbuf_free(&f->rec.terminal);
 }
 
 /* "u a u a": the roles of the conversation, one letter each. */
@@ -630,6 +641,80 @@ static void test_context_trim_and_stop(void)
     close_session(&f);
 }
 
+/* /copy: the last answer or one of its code blocks as OSC 52 bytes for the
+ * terminal (plain, and wrapped again inside tmux); errors named. */
+static void test_copy_sends_osc52(void)
+{
+    conversation c;
+    conv_init(&c);
+    conv_add(&c, "user", "q", NULL);
+    conv_add(&c, "assistant", "old answer", NULL);
+    conv_add(&c, "user", "q2", NULL);
+    conv_add(&c, "assistant", "Two:\n```sh\nls -l\n```\nand\n```\necho hi\necho there\n```", NULL);
+    fixture f;
+    CHECK(open_session(&f, 4, &c), "no session");
+    if (!f.s)
+        return;
+    theme th;
+    memset(&th, 0, sizeof th);
+    chatcmd_ctx cmd = {.session = f.s, .fe = &f.fe, .theme = &th};
+    unsetenv("TMUX");
+    unsetenv("STY");
+    unsetenv("VTE_VERSION");
+    unsetenv("TERM_PROGRAM");
+    setenv("TERM", "xterm-256color", 1);
+    sbuf want = {0};
+    const char *answer = ui_session_conv(f.s)->msgs[3].content;
+    sbuf_adds(&want, "\x1b]52;c;");
+    clip_base64(answer, strlen(answer), &want);
+    sbuf_addc(&want, '\a');
+    chatcmd_run(&cmd, "/copy");
+    CHECK(f.rec.terminal.len == want.len && !memcmp(f.rec.terminal.s, want.s, want.len), "/copy sent '%.80s'",
+          sbuf_str(&f.rec.terminal));
+    CHECK(strstr(f.rec.status, "Copied the last answer"), "status %.100s", f.rec.status);
+    sbuf_clear(&f.rec.terminal);
+    sbuf_clear(&want);
+    sbuf_adds(&want, "\x1b]52;c;");
+    clip_base64("echo hi\necho there", 18, &want);
+    sbuf_addc(&want, '\a');
+    chatcmd_run(&cmd, "/copy code 2");
+    CHECK(f.rec.terminal.len == want.len && !memcmp(f.rec.terminal.s, want.s, want.len), "/copy code 2 sent '%.80s'",
+          sbuf_str(&f.rec.terminal));
+    CHECK(strstr(f.rec.status, "code block 2 of 2 (2 lines)"), "status %.100s", f.rec.status);
+    sbuf_clear(&f.rec.terminal);
+    chatcmd_run(&cmd, "/copy code");
+    CHECK(f.rec.terminal.len == want.len, "/copy code is the last block");
+    sbuf_clear(&f.rec.terminal);
+    chatcmd_run(&cmd, "/copy code 1");
+    CHECK(strstr(f.rec.status, "code block 1 of 2, sh (1 line)"), "status %.100s", f.rec.status);
+    sbuf_clear(&f.rec.terminal);
+    chatcmd_run(&cmd, "/copy code 3");
+    CHECK(noted(&f.rec, "E: /copy code: the answer has 2 code blocks: /copy code 1-2") && !f.rec.terminal.len,
+          "block 3 of 2");
+    chatcmd_run(&cmd, "/copy code x");
+    CHECK(noted(&f.rec, "E: usage: /copy code [N]"), "a bad number");
+    /* Inside tmux: the plain sequence, then the same in tmux's passthrough. */
+    setenv("TMUX", "/tmp/tmux-0/default,1,0", 1);
+    chatcmd_run(&cmd, "/copy code 2");
+    CHECK(f.rec.terminal.len > want.len && !memcmp(f.rec.terminal.s, want.s, want.len) &&
+              !memcmp(f.rec.terminal.s + want.len, "\x1bPtmux;\x1b\x1b]52;c;", 14),
+          "tmux: '%.80s'", sbuf_str(&f.rec.terminal) + want.len);
+    unsetenv("TMUX");
+    sbuf_clear(&f.rec.terminal);
+    /* Too large: nothing sent, the reason given. */
+    conversation *cv = (conversation *)ui_session_conv(f.s);
+    char *big = malloc(90001);
+    memset(big, 'x', 90000);
+    big[90000] = 0;
+    conv_add(cv, "assistant", big, NULL);
+    free(big);
+    chatcmd_run(&cmd, "/copy");
+    CHECK(noted(&f.rec, "too large to copy") && !f.rec.terminal.len, "90 KB copied");
+    sbuf_free(&want);
+    ui_session_free(f.s);
+    sbuf_free(&f.rec.terminal);
+}
+
 static void test_replay_compares_answers(void)
 {
     fixture f;
@@ -718,6 +803,7 @@ int main(void)
     RUN(test_stop_before_answer_gives_message_back);
     RUN(test_undo_removes_exchanges);
     RUN(test_context_trim_and_stop);
+    RUN(test_copy_sends_osc52);
     RUN(test_replay_compares_answers);
     RUN(test_commands_drive_the_session);
     tok_free(tok);
