@@ -1,16 +1,18 @@
 /* chat_commands.c: the command table, the commands (/help /quit /retry
  * /edit /copy /system /undo /clear /set /template /think /stats /save /load
- * /replay /export /theme), /help made from the table, dispatch, hints,
+ * /list /resume /replay /export /theme), /help made from the table, dispatch, hints,
  * completion. */
 #include "chat_commands.h"
 
 #include <ctype.h>
+#include <langinfo.h>
 #include <readline/readline.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clipboard.h"
+#include "conv_list.h"
 #include "conversation.h"
 #include "paths.h"
 #include "sbuf.h"
@@ -308,6 +310,75 @@ static unsigned cmd_load(chatcmd_ctx *c, const char *arg)
     return ui_session_load(c->session, &conv, path);
 }
 
+/* "…" and the like only where the locale can show them. */
+static bool utf8_locale(void)
+{
+    const char *cs = nl_langinfo(CODESET);
+    return cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8"));
+}
+
+/* The saved conversations, newest first (app/conv_list.h); -1 when the
+ * directory cannot be read (noted). */
+static int scan_saved(chatcmd_ctx *c, const char *what, convlist *l)
+{
+    convlist_opts o = {.title_width = 48, .include_unreadable = true, .ascii = !utf8_locale()};
+    err_t err;
+    if (convlist_scan(ui_session_conv_dir(c->session), &o, l, &err) != 0) {
+        ui_note(c->fe, UI_ERROR, "%s: %s", what, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+#define LIST_SHOWN 30
+
+static unsigned cmd_list(chatcmd_ctx *c, const char *arg)
+{
+    convlist l;
+    if (scan_saved(c, "/list", &l) != 0)
+        return 0;
+    if (l.n == 0) {
+        ui_note(c->fe, UI_INFO, "No saved conversations yet in %s", ui_session_conv_dir(c->session));
+        convlist_free(&l);
+        return 0;
+    }
+    const char *current = ui_session_autosave_path(c->session);
+    sbuf s = {0};
+    sbuf_printf(&s, "Saved conversations, newest first (/resume N continues one):");
+    for (size_t i = 0; i < l.n && i < LIST_SHOWN; i++) {
+        sbuf_addc(&s, '\n');
+        convlist_format(&l.v[i], i + 1, &s);
+        if (current[0] && !strcmp(l.v[i].path, current))
+            sbuf_adds(&s, "  (this one)");
+    }
+    size_t more = (l.n > LIST_SHOWN ? l.n - LIST_SHOWN : 0) + l.n_unread;
+    if (more)
+        sbuf_printf(&s, "\n... and %zu older (in %s)", more, ui_session_conv_dir(c->session));
+    ui_note(c->fe, UI_INFO, "%s", sbuf_str(&s));
+    sbuf_free(&s);
+    convlist_free(&l);
+    return 0;
+}
+
+static unsigned cmd_resume(chatcmd_ctx *c, const char *arg)
+{
+    convlist l;
+    if (scan_saved(c, "/resume", &l) != 0)
+        return 0;
+    err_t err;
+    const convlist_entry *e = convlist_pick(&l, arg[0] ? arg : "1", &err);
+    unsigned changed = 0;
+    conversation conv;
+    if (!e)
+        ui_note(c->fe, UI_ERROR, "/resume: %s (/list shows them)", err.msg);
+    else if (conv_load(&conv, e->path, &err) != 0)
+        ui_note(c->fe, UI_ERROR, "/resume: %s", err.msg);
+    else
+        changed = ui_session_resume(c->session, &conv, e->path);
+    convlist_free(&l);
+    return changed;
+}
+
 static unsigned cmd_replay(chatcmd_ctx *c, const char *arg)
 {
     if (need_arg(c, arg, "/replay FILE") || refuse_busy(c, "/replay"))
@@ -447,6 +518,9 @@ static const command commands[] = {
     {"save", ARG_PATH, true, true, cmd_save, TOPIC_FILES, "/save[!] [FILE]",
      "save now, or a copy to FILE (! to replace a non-conversation)"},
     {"load", ARG_PATH, false, false, cmd_load, TOPIC_FILES, "/load FILE", "continue a saved conversation"},
+    {"list", ARG_NONE, true, false, cmd_list, TOPIC_FILES, "/list", "the saved conversations, newest first"},
+    {"resume", ARG_TEXT, false, false, cmd_resume, TOPIC_FILES, "/resume [N]",
+     "continue saved conversation N of /list (or a name) in its file"},
     {"replay", ARG_PATH, false, false, cmd_replay, TOPIC_FILES, "/replay FILE",
      "re-run its questions, old and new answers side by side"},
     {"export", ARG_PATH, true, true, cmd_export, TOPIC_FILES, "/export[!] FILE.md",

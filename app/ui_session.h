@@ -193,6 +193,11 @@ int ui_session_export(ui_session *s, const char *path, bool replace, err_t *err)
  * for the note.  New turns go to a new file: the loaded one is never
  * written to. */
 unsigned ui_session_load(ui_session *s, conversation *c, const char *name);
+/* /resume: continues a saved conversation in its own file (taken over; c
+ * is left empty): new turns are saved into path. */
+unsigned ui_session_resume(ui_session *s, conversation *c, const char *path);
+/* The directory autosaves go into (/list). */
+const char *ui_session_conv_dir(const ui_session *s);
 /* Re-runs the user messages of a loaded conversation with the current model
  * and settings, the recorded and the new answer side by side (c is taken
  * over and left empty). */

@@ -195,30 +195,64 @@ int ui_session_export(ui_session *s, const char *path, bool replace, err_t *err)
     return rc;
 }
 
-unsigned ui_session_load(ui_session *s, conversation *c, const char *name)
+/* /load and /resume: the conversation c (taken over) replaces the current
+ * one.  `into` is the file new turns go into: the loaded file itself
+ * (/resume), or "" for a new file made by the first new turn (/load). */
+static void take_conversation(ui_session *s, conversation *c, const char *into)
 {
     if (s->unsaved)
         uis_autosave(s);
-    /* Before the conversation takes the current metadata on its first save. */
-    char extra[200] = "";
-    const char *now = tmpl_name(s->chat.tmpl);
-    if (c->tmpl && strcmp(c->tmpl, now) != 0 && tmpl_find(c->tmpl))
-        snprintf(extra, sizeof extra, "\nIt was made with the %.40s template (now %s: /template %.40s switches).",
-                 c->tmpl, now, c->tmpl);
-    size_t n = c->n;
     conv_free(&s->chat.conv);
     s->chat.conv = *c;
     conv_init(c); /* moved */
-    /* New turns go to a new file: the loaded one is never written to. */
-    s->autosave_path[0] = 0;
+    snprintf(s->autosave_path, sizeof s->autosave_path, "%s", into);
     s->autosave_ours = false;
     s->edit_index = -1;
     uis_context_reset(s);
     s->fe->new_conversation(s->fe->user);
-    /* Not saved now: the new file is made by the first new turn, so a
-     * /load alone leaves no copy of the loaded file behind (issue 16.6). */
+    /* Not saved now: nothing changed yet, so a /load alone leaves no copy
+     * of the loaded file behind (issue 16.6). */
     s->unsaved = false;
     s->changed |= UI_CHANGED_CONVERSATION | UI_CHANGED_SETTINGS | UI_CHANGED_STATE | UI_CHANGED_STATS;
+}
+
+/* Before the conversation takes the current metadata on its first save. */
+static void template_hint(const ui_session *s, const conversation *c, char *extra, size_t cap)
+{
+    extra[0] = 0;
+    const char *now = tmpl_name(s->chat.tmpl);
+    if (c->tmpl && strcmp(c->tmpl, now) != 0 && tmpl_find(c->tmpl))
+        snprintf(extra, cap, "\nIt was made with the %.40s template (now %s: /template %.40s switches).", c->tmpl, now,
+                 c->tmpl);
+}
+
+unsigned ui_session_load(ui_session *s, conversation *c, const char *name)
+{
+    char extra[200];
+    template_hint(s, c, extra, sizeof extra);
+    size_t n = c->n;
+    /* New turns go to a new file: the loaded one is never written to. */
+    take_conversation(s, c, "");
     ui_note(s->fe, UI_INFO, "Loaded %zu messages from %s. New turns are saved to a new file.%s", n, name, extra);
     return uis_take_changes(s);
+}
+
+unsigned ui_session_resume(ui_session *s, conversation *c, const char *path)
+{
+    if (!strcmp(path, s->autosave_path)) {
+        conv_free(c);
+        ui_status(s->fe, UI_INFO, "That is the conversation you are in");
+        return uis_take_changes(s);
+    }
+    char extra[200];
+    template_hint(s, c, extra, sizeof extra);
+    size_t n = c->n;
+    take_conversation(s, c, path);
+    ui_note(s->fe, UI_INFO, "Continuing %s (%zu messages); new turns are saved into it.%s", path, n, extra);
+    return uis_take_changes(s);
+}
+
+const char *ui_session_conv_dir(const ui_session *s)
+{
+    return s->c.conv_dir;
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # t_ui_files.sh: the chat's files in tmux: /export and /save never replace
 # a file glmchat did not write unless told with '!' (issue 16.2); /load
-# writes no file until the first new turn (16.6).
+# writes no file until the first new turn (16.6); /list, /resume N and
+# glmchat --resume [N] (16).
 # Screens are kept in build/artifacts/ (text, not compared).
 . tests/lib.sh
 if ! command -v tmux >/dev/null 2>&1; then
@@ -11,6 +12,9 @@ fi
 . tests/tmux_lib.sh
 trap 'tm_stop; rm -rf "$TMP"' EXIT
 . tests/ui_lib.sh
+
+# line_of PATTERN: the number of the first screen line matching PATTERN (0: none).
+line_of() { grep -nE -- "$1" "$TMP/screen" | head -n 1 | cut -d: -f1 | grep . || echo 0; }
 
 # until_file FILE PATTERN: until FILE holds a line matching PATTERN (grep -E).
 until_file() {
@@ -72,5 +76,56 @@ else
     fail ui_load_no_duplicate "$n0 files before /load, $(ls "$CONV_DIR" | grep -c '\.json$') after"
 fi
 quit_app
+
+# ---- /list and /resume: two conversations, newest first; /resume 2 continues
+# the older one in its own file; glmchat --resume [N] at start
+rm -f "$CONV_DIR"/*.json
+start_app_size 200 50
+app_ready
+answered "the first conversation"
+first=$(ls "$CONV_DIR"/*.json)
+tm_line "/clear"
+tm_line "/clear"
+tm_wait 10 "New conversation"
+answered "the second conversation"
+tm_line "/list"
+if tm_wait 10 "^Saved conversations, newest first" &&
+   l1=$(line_of "^ 1  [0-9-]+ [0-9:]+  .*  1 turn  the second conversation  \(this one\)") &&
+   l2=$(line_of "^ 2  [0-9-]+ [0-9:]+  .*  1 turn  the first conversation *(│|$)") && [ "$l1" -gt 0 ] && [ "$l2" -gt "$l1" ]; then
+    ok ui_list
+else
+    fail ui_list "$(grep -E '^ ?[0-9]  ' "$TMP/screen")"
+fi
+tm_snap list
+tm_line "/resume 2"
+if tm_wait 10 "^Continuing .*conversations/" && tm_wait 5 "^the first conversation" &&
+   ! grep -q "^the second conversation" "$TMP/screen"; then
+    answered "more on the first"
+    if [ "$("$BUILD/tools/conv_stress" count "$first")" = 4 ] && [ "$(ls "$CONV_DIR" | grep -c '\.json$')" = 2 ]; then
+        ok ui_resume
+    else
+        fail ui_resume "$("$BUILD/tools/conv_stress" count "$first") messages in $first; $(ls "$CONV_DIR")"
+    fi
+else
+    fail ui_resume "$(tm_screen | grep -v '^ *│\? *$' | tail -4)"
+fi
+quit_app
+# At start: the most recent (the one just continued), then number 2.
+start_app_size 200 50 --resume
+if app_ready && grep -q "^Continuing $first (4 messages)" "$TMP/screen" && grep -q "^more on the first" "$TMP/screen"; then
+    ok ui_resume_at_start
+else
+    fail ui_resume_at_start "$(tm_screen | grep -E '^Continuing|^[a-z]' | head -5)"
+fi
+quit_app
+start_app_size 200 50 --resume 2
+if app_ready && grep -q "^the second conversation" "$TMP/screen" && ! grep -q "^the first conversation" "$TMP/screen"; then
+    ok ui_resume_at_start_n
+else
+    fail ui_resume_at_start_n "$(tm_screen | grep -E '^Continuing|^the' | head -5)"
+fi
+quit_app
+expect_fail ui_resume_no_such "resume: no conversation 9: the list has 1-2" "$GLMCHAT" --resume 9 --backend cpu
+expect_fail ui_resume_and_c "resume and -C both name" "$GLMCHAT" --resume 1 -C "$first" --backend cpu
 tm_stop
 done_tests
