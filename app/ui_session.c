@@ -106,10 +106,29 @@ int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind)
     err_t err;
     chat_fit fit;
     uint32_t n_ctx = decoder_n_ctx(s->dec);
-    if (chat_prompt_fit(chat, n_msgs, n_ctx, answer_reserve(n_ctx, s->cfg.n_predict), s->cfg.ctx_overflow, &fit,
-                        &err) != 0) {
+    uint32_t reserve = answer_reserve(n_ctx, s->cfg.n_predict);
+    /* What the last prompt left out stays out: its start, and so the KV
+     * cache, stays the same from one answer to the next. */
+    size_t kept_out = kind == GEN_CHAT ? s->ctx_dropped : 0;
+    if (chat_prompt_fit_from(chat, n_msgs, n_ctx, reserve, s->cfg.ctx_overflow, kept_out, &fit, &err) != 0) {
         ui_note(s->fe, UI_ERROR, "Cannot build the prompt: %s", err.msg);
         return -1;
+    }
+    if (fit.fits && fit.n_dropped_exchanges > kept_out) {
+        /* More must go: a quarter of the room's worth at once, so that the
+         * next answers find their whole prompt but the new turn in the
+         * cache instead of reading it all again each time. */
+        chat_fit more;
+        uint32_t slack = (n_ctx - reserve) / 4;
+        if (chat_prompt_fit_from(chat, n_msgs, n_ctx, reserve + slack, s->cfg.ctx_overflow, fit.n_dropped_exchanges,
+                                 &more, &err) == 0 &&
+            more.fits) {
+            chat_fit_free(&fit);
+            fit = more;
+            fit.reserve = reserve; /* what the answer has; the rest is the slack */
+        } else {
+            chat_fit_free(&more);
+        }
     }
     if (!fit.fits) {
         sbuf why = {0};
@@ -668,8 +687,8 @@ unsigned ui_session_undo(ui_session *s)
     size_t removed = c->n - (size_t)u;
     conv_truncate(c, (size_t)u);
     s->edit_index = -1;
-    if (s->ctx_dropped_noted > 0)
-        s->ctx_dropped_noted--; /* one exchange fewer: the next note says so anew */
+    /* Shorter now: the next prompt leaves out only what it must. */
+    uis_context_reset(s);
     uis_conversation_changed(s);
     ui_status(s->fe, UI_INFO, "Removed your last exchange (%zu message%s); /undo again removes the one before", removed,
               removed == 1 ? "" : "s");

@@ -603,7 +603,7 @@ static void test_undo_removes_exchanges(void)
 static void test_context_trim_and_stop(void)
 {
     fixture f;
-    open_n_ctx = 128;
+    open_n_ctx = 256;
     bool started = start_ready(&f, 8);
     open_n_ctx = 0;
     CHECK(started, "the session did not start");
@@ -611,25 +611,35 @@ static void test_context_trim_and_stop(void)
         return;
     size_t dropped = 0;
     uint32_t prompt = 0;
-    CHECK(ui_session_n_ctx(f.s, &dropped, &prompt) == 128, "n_ctx %u", ui_session_n_ctx(f.s, NULL, NULL));
+    CHECK(ui_session_n_ctx(f.s, &dropped, &prompt) == 256, "n_ctx %u", ui_session_n_ctx(f.s, NULL, NULL));
     int sent = 0;
     while (sent < 40 && !noted(&f.rec, "left out of the prompt")) {
         CHECK(chat(&f, "a question of quite a few words to fill the small context"), "no answer");
         sent++;
     }
-    CHECK(noted(&f.rec, "The context is full: the oldest 1 exchange (2 messages) is left out of the prompt"),
+    CHECK(noted(&f.rec, "The context is full: the oldest ") && noted(&f.rec, "left out of the prompt, which is now"),
           "no note after %d messages: %s", sent, f.rec.n_notes ? f.rec.notes[f.rec.n_notes - 1] : "");
     ui_session_n_ctx(f.s, &dropped, &prompt);
-    CHECK(dropped >= 1 && prompt > 0 && prompt + 8 <= 128, "dropped %zu, prompt %u", dropped, prompt);
+    /* A quarter of the room went at once: the prompt leaves room to grow. */
+    CHECK(dropped >= 1 && prompt > 0 && prompt + 8 + (256 - 8) / 4 <= 256, "dropped %zu, prompt %u", dropped, prompt);
     /* Answered, and the conversation keeps every message. */
     const conversation *c = ui_session_conv(f.s);
     CHECK(c->n == (size_t)sent * 2 && !strcmp(c->msgs[c->n - 1].role, "assistant"), "%zu messages after %d sent",
           c->n, sent);
-    /* One more: another exchange goes, noted again only when more go. */
+    /* One more: it fits beside what was left out (a quarter of the room went
+     * at once), so its prompt starts as the last one did and only the new
+     * turn is read; no new note. */
     int notes = f.rec.n_notes;
-    CHECK(chat(&f, "a question of quite a few words to fill the small context"), "no answer");
-    CHECK(ui_session_conv(f.s)->n == (size_t)sent * 2 + 2, "not answered");
-    CHECK(f.rec.n_notes <= notes + 1, "%d notes for one message", f.rec.n_notes - notes);
+    size_t dropped_before = dropped;
+    CHECK(chat(&f, "short"), "no answer");
+    c = ui_session_conv(f.s);
+    CHECK(c->n == (size_t)sent * 2 + 2, "not answered");
+    ui_session_n_ctx(f.s, &dropped, &prompt);
+    const conv_msg *asked = &c->msgs[c->n - 2];
+    CHECK(dropped == dropped_before && f.rec.n_notes == notes, "dropped %zu then %zu, %d new notes", dropped_before,
+          dropped, f.rec.n_notes - notes);
+    CHECK(asked->n_tokens > 0 && asked->n_tokens < prompt / 2, "read %u of the prompt's %u tokens: the cache was not used",
+          asked->n_tokens, prompt);
     /* context-overflow stop: not answered, with the reason. */
     err_t err;
     CHECK(ui_session_set(f.s, "context-overflow", "stop", &err) == 0, "set: %.200s", err.msg);

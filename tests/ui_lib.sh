@@ -39,8 +39,15 @@ start_app() { start_app_size 120 40 "$@"; }
 # Waits for the screen to show the app ready; false when it did not.
 app_ready() { tm_wait $T '^ Ready'; }
 
-# Quits with /quit and waits for the exit; false when it did not exit 0.
-quit_app() { tm_line "/quit"; tm_wait $T "^EXITED 0"; }
+# Quits with /quit and waits for the exit; a failure (named NAME, default
+# ui_quit) when it did not exit 0, which is also how a sanitizer's report
+# at exit shows.
+quit_app() {
+    tm_line "/quit"
+    tm_wait $T "^EXITED 0" && return 0
+    fail "${1:-ui_quit}" "$(tm_screen | grep -v '^ *$' | tail -5)"
+    return 1
+}
 
 done_answers() { tm_screen | grep -cE "^Assistant .*tokens, [0-9.]+ tok/s"; }
 
