@@ -271,6 +271,7 @@ static void run_line(linemode *l, char *line)
         line[--len] = 0;
     l->at_line_start = true; /* the terminal echoed the line and its newline */
     l->prompt_shown = false;
+    l->last_status[0] = 0;   /* a new line: its messages are new, even if worded as before */
     if (len && line[len - 1] == '\\') {
         /* Continued: the message goes on with the next line. */
         sbuf_add(&l->message, line, len - 1);
@@ -291,7 +292,6 @@ static void run_line(linemode *l, char *line)
             apply(l, changed);
         }
     } else if (line[0] == '/' && line[1] != '/') {
-        l->last_status[0] = 0;
         apply(l, chatcmd_run(&l->commands, line));
     } else if (line[0]) {
         apply(l, ui_session_send(l->session, line[0] == '/' ? line + 1 : line));

@@ -162,7 +162,9 @@ int ui_session_save_copy(ui_session *s, const char *path, bool replace, err_t *e
             size_t pl = strlen(path);
             const char *reason = !strncmp(why.msg, path, pl) && !strncmp(why.msg + pl, ": ", 2) ? why.msg + pl + 2
                                                                                                 : why.msg;
-            return err_set(err, "%s exists and is not a conversation (%s); /save! replaces it", path, reason);
+            return err_set(err, "%s exists and is not a conversation glmchat can read; not overwriting it (%s); "
+                                "/save! replaces it",
+                           path, reason);
         } else {
             /* Asked for: the other file goes, the conversation takes its place. */
             char *json = conv_to_json(&s->chat.conv);

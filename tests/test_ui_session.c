@@ -517,7 +517,7 @@ static void test_save_and_export_replace_only_with_bang(void)
     write_text(other, "keep me");
     snprintf(line, sizeof line, "/save %s", other);
     chatcmd_run(&cmd, line);
-    CHECK(noted(&f.rec, "is not a conversation (") && noted(&f.rec, "/save! replaces it") && (t = slurp(other)) && !strcmp(t, "keep me"), "/save replaced it");
+    CHECK(noted(&f.rec, "is not a conversation glmchat can read; not overwriting it (") && noted(&f.rec, "/save! replaces it") && (t = slurp(other)) && !strcmp(t, "keep me"), "/save replaced it");
     snprintf(line, sizeof line, "/save! %s", other);
     chatcmd_run(&cmd, line);
     conversation c;
