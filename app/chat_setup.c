@@ -93,6 +93,14 @@ int chat_args_parse(chat_args *a, int argc, char **argv, bool replay, bool *usag
             a->model = argv[++i];
             continue;
         }
+        if (!replay && !strcmp(o, "--resume")) {
+            /* An argument is optional: the next word when it is no option. */
+            if (i + 1 < argc && argv[i + 1][0] != '-' && argv[i + 1][0])
+                a->resume = argv[++i];
+            else
+                a->resume = "1";
+            continue;
+        }
         if (!replay && (is(o, "-p", "--prompt") || is(o, "-s", "--system") || is(o, "-C", "--conversation"))) {
             if (i + 1 >= argc)
                 return err_set(err, "option %s needs a value", o);

@@ -10,6 +10,7 @@
 #include "chat.h"
 #include "chat_setup.h"
 #include "commands.h"
+#include "conv_list.h"
 #include "conversation.h"
 #include "decoder.h"
 #include "oneshot.h"
@@ -30,6 +31,8 @@ static void usage(FILE *f)
             "                         stdin is added after TEXT; -p - reads the prompt from stdin\n"
             "  -C, --conversation FILE  continue the conversation in FILE and save new turns\n"
             "                         into it (with -p: one turn)\n"
+            "      --resume [N]       continue saved conversation N (default 1: the most recent;\n"
+            "                         or a file name from the list /list shows)\n"
             "      --theme NAME       colour theme: default, light, high-contrast, mono, or a file\n"
             "%s"
             "  -h, --help             this text;  -V, --version  the version\n"
@@ -92,6 +95,27 @@ static int run_ui(const chat_args *a, chat_model *cm, conversation *initial)
     return rc;
 }
 
+/* --resume N: the file of saved conversation N (conv_list's numbering, as
+ * /list shows it), or of the one named. */
+static int resolve_resume(const char *arg, char *path, size_t cap, err_t *err)
+{
+    char dir[PATH_MAX];
+    if (paths_dir(PATHS_DATA, "conversations", dir, sizeof dir, err) != 0)
+        return -1;
+    convlist l;
+    convlist_opts o = {.title_width = 40, .include_unreadable = true};
+    if (convlist_scan(dir, &o, &l, err) != 0)
+        return -1;
+    int rc = 0;
+    const convlist_entry *e = convlist_pick(&l, arg, err);
+    if (!e)
+        rc = -1;
+    else if (snprintf(path, cap, "%s", e->path) >= (int)cap)
+        rc = err_set(err, "%s: path too long", e->path);
+    convlist_free(&l);
+    return rc;
+}
+
 int cmd_chat(int argc, char **argv)
 {
     chat_args a;
@@ -113,6 +137,21 @@ int cmd_chat(int argc, char **argv)
             printf("glmchat %s\n", GLMCHAT_VERSION);
         chat_args_free(&a);
         return 0;
+    }
+    char resumed[PATH_MAX];
+    if (a.resume) {
+        if (a.conversation) {
+            chat_error("--resume and -C both name the conversation to continue: give one");
+            fprintf(stderr, "Try 'glmchat --help'.\n");
+            chat_args_free(&a);
+            return 2;
+        }
+        if (resolve_resume(a.resume, resumed, sizeof resumed, &err) != 0) {
+            chat_error("--resume: %s", err.msg);
+            chat_args_free(&a);
+            return 1;
+        }
+        a.conversation = resumed;
     }
     if (a.prompt) {
         int rc = oneshot_run(&a);

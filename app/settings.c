@@ -83,7 +83,7 @@ void settings_defaults(settings *s)
 
 const char *settings_keys(void)
 {
-    return "model backend device template think temp top-k top-p min-p seed n-predict ctx "
+    return "model backend device template think temp top-k top-p min-p seed n-predict ctx context-overflow "
            "theme side-pane side-width mouse ignore-eos";
 }
 
@@ -191,6 +191,11 @@ int settings_set(settings *s, const char *key, const char *v, err_t *err)
         if (x != 0 && x < 16)
             return err_set(err, "ctx: %ld is too small (at least 16 tokens, or 0 for the default)", x);
         s->n_ctx = (uint32_t)x;
+        return 0;
+    }
+    if (!strcmp(key, "context-overflow")) {
+        if (chat_ctx_policy_parse(v, &s->ctx_overflow) != 0)
+            return err_set(err, "context-overflow: '%s' is not trim or stop", v);
         return 0;
     }
     if (!strcmp(key, "think")) {

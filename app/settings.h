@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "chat.h"
 #include "chat_template.h"
 #include "error.h"
 #include "sampler.h"
@@ -30,6 +31,7 @@ typedef struct {
     uint64_t seed;
     int n_predict;         /* tokens per answer, -1: until the context is full */
     uint32_t n_ctx;        /* context size in tokens, 0: min(model's, 4096) */
+    chat_ctx_policy ctx_overflow; /* a conversation longer than the context: trim (default) or stop */
     char theme[64];
     settings_pane side_pane;
     int side_width;        /* columns, 0: adapt to the terminal */
