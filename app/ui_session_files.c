@@ -65,6 +65,21 @@ bool uis_autosave(ui_session *s)
         s->autosave_ours = true;
         s->changed |= UI_CHANGED_SETTINGS; /* the file's name is shown */
     }
+    if (rc != 0 && !first) {
+        /* The file we save into cannot take this conversation (another
+         * glmchat or program changed it, it became unwritable, ...): keep
+         * what the user wrote in a new file of its own rather than nowhere. */
+        char fresh[sizeof s->autosave_path];
+        err_t err2;
+        if (conv_save_new(&s->chat.conv, s->c.conv_dir, fresh, sizeof fresh, &err2) == 0) {
+            ui_note(s->fe, UI_ERROR, "Could not save into %s (%s); this conversation is saved to %s from now on",
+                    s->autosave_path, err.msg, fresh);
+            snprintf(s->autosave_path, sizeof s->autosave_path, "%s", fresh);
+            s->autosave_ours = true;
+            s->changed |= UI_CHANGED_SETTINGS; /* the file's name is shown */
+            rc = 0;
+        }
+    }
     if (rc != 0) {
         s->unsaved = true;
         ui_note(s->fe, UI_ERROR, "Autosave failed: %s", err.msg);

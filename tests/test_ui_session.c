@@ -237,6 +237,39 @@ static void test_send_answers_and_saves(void)
     close_session(&f);
 }
 
+/* A file the session saves into that another writer changed meanwhile is
+ * left alone, and the conversation goes on in a new file (nothing lost). */
+static void test_autosave_conflict_moves_to_a_new_file(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    CHECK(chat(&f, "q1"), "no answer");
+    char first[PATH_MAX];
+    snprintf(first, sizeof first, "%s", ui_session_autosave_path(f.s));
+    /* another writer appends a turn of its own */
+    conversation other;
+    err_t err;
+    CHECK(conv_load(&other, first, &err) == 0, "load: %.200s", err.msg);
+    conv_add(&other, "user", "written by someone else", NULL);
+    conv_forget_files(&other);
+    CHECK(conv_save(&other, first, &err) == 0, "the other save: %.200s", err.msg);
+    conv_free(&other);
+    CHECK(chat(&f, "q2") && !strcmp(roles(f.s), "uaua"), "roles %s", roles(f.s));
+    const char *now = ui_session_autosave_path(f.s);
+    CHECK(strcmp(now, first) != 0 && !strncmp(now, tmpdir, strlen(tmpdir)), "saves to %.200s", now);
+    CHECK(noted(&f.rec, "is saved to"), "no note of the new file");
+    CHECK(!ui_session_unsaved(f.s), "reported unsaved");
+    conversation c;
+    CHECK(conv_load(&c, now, &err) == 0 && c.n == 4, "the new file holds the whole conversation");
+    conv_free(&c);
+    CHECK(conv_load(&c, first, &err) == 0 && c.n == 3 && !strcmp(c.msgs[2].content, "written by someone else"),
+          "the other writer's file was changed");
+    conv_free(&c);
+    close_session(&f);
+}
+
 static void test_queue_while_busy_and_loading(void)
 {
     fixture f;
@@ -808,6 +841,7 @@ int main(void)
     RUN(test_edit_then_system_keeps_earlier_answer);
     RUN(test_edit_refused_while_busy_and_cancelled);
     RUN(test_clear_keeps_system_prompt_and_old_file);
+    RUN(test_autosave_conflict_moves_to_a_new_file);
     RUN(test_save_copy_and_load);
     RUN(test_save_and_export_replace_only_with_bang);
     RUN(test_stop_before_answer_gives_message_back);
