@@ -37,15 +37,28 @@ void vkk_mv_spec(const vk_kb *k, const vkk_mv_cfg *m, uint32_t type, uint32_t *s
     spec[MVF_S_SG] = k->c->subgroup;
 }
 
+/* Elements per unit of the x-stationary kernels (mv_xs_common.glsl's UNIT);
+ * 0: a type they do not read. */
 static uint32_t xs_unit(uint32_t t)
 {
-    return t == QT_F32 || t == QT_F16 ? 8 : t == QT_Q6_K ? 64 : t == QT_Q4_0 || t == QT_Q8_0 ? 32 : 0;
+    switch (t) {
+    case QT_F32: case QT_F16: case QT_BF16: return 8;
+    case QT_Q4_0: case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_Q8_0: return 32;
+    case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: return 64;
+    default: return 0;
+    }
 }
 
-/* uvec4 registers one unit of a row takes */
+/* 16-byte loads one unit of a row takes (scale words included where a unit
+ * loads a whole 16-byte head: Q4_K, Q5_K) */
 static uint32_t xs_qw(uint32_t t)
 {
-    return t == QT_Q4_0 || t == QT_F16 ? 1 : t == QT_Q6_K ? 3 : 2;
+    switch (t) {
+    case QT_Q4_0: case QT_Q4_1: case QT_F16: case QT_BF16: return 1;
+    case QT_Q4_K: case QT_Q6_K: return 3;
+    case QT_Q5_K: return 4;
+    default: return 2; /* Q5_0/Q5_1 (body + an 8-byte head), Q8_0, F32 */
+    }
 }
 
 bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, uint32_t nz, uint32_t sets,
