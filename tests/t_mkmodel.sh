@@ -63,6 +63,25 @@ else
     fail "glm47-flash Q4_K_M --nextn 1 table" "$(tail -n 4 "$TMP/list" | tr '\n' ';')"
 fi
 
+# the dynamic mix (Q4_K_XL, alias dynamic): its census, and `info` shows the mix
+# by tensor kind and layer range
+if $GLMCHAT mkmodel --preset glm47-flash --type dynamic --list >"$TMP/list" 2>&1 &&
+    grep -qx "type Q8_0: 282 tensors, 1086537728 bytes" "$TMP/list" && grep -qx "type Q4_K: 72 tensors, 8153726976 bytes" "$TMP/list" &&
+    grep -qx "type Q5_K: 44 tensors, 6090129408 bytes" "$TMP/list" && grep -qx "type Q6_K: 165 tensors, 4561428480 bytes" "$TMP/list" &&
+    grep -q '^tensor blk.1.ffn_gate_exps.weight  *Q5_K ' "$TMP/list" && grep -q '^tensor blk.20.ffn_gate_exps.weight  *Q4_K ' "$TMP/list"; then
+    ok "glm47-flash dynamic (Q4_K_XL) table"
+else
+    fail "glm47-flash dynamic (Q4_K_XL) table" "$(tail -n 9 "$TMP/list" | tr '\n' ';')"
+fi
+if $GLMCHAT mkmodel --preset tiny-glm --layers 12 --type Q4_K_XL -o "$TMP/mix.gguf" >/dev/null 2>"$TMP/err" &&
+    $GLMCHAT info -m "$TMP/mix.gguf" >"$TMP/info" 2>&1 && grep -q '^file type  *Q4_K_M (15)$' "$TMP/info" &&
+    grep -qE '^  ffn_gate_exps.weight +Q4_K +9: 1-9$' "$TMP/info" && grep -qE '^ +Q5_K +2: 10-11$' "$TMP/info" &&
+    grep -qE '^  attn_q_b.weight +Q8_0 +12: 0-11$' "$TMP/info" && grep -qE '^  output.weight +Q6_K$' "$TMP/info"; then
+    ok "info shows a dynamic file's mix by tensor kind and layer"
+else
+    fail "info shows the mix" "$(sed -n '/^mix/,$p' "$TMP/info" | head -n 30 | tr '\n' ';') $(head -c 200 "$TMP/err")"
+fi
+
 # ---- the demo preset and --list's file size ------------------------------------------
 for t in Q4_0 Q4_K_M Q8_0; do
     out=$TMP/demo.$t.gguf
