@@ -39,6 +39,23 @@ for dir in tests/data/models/*/; do
     done
 done
 
+# our quantizer with the generator's type rules (tests/tools/requant) turns a
+# fixture's F32 file into llama-quantize's Q4_K_M of it: the same per-tensor
+# types and the same bytes (CPU logits bit for bit)
+for dir in tests/data/models/*/; do
+    name=$(basename "$dir")
+    tokens=$($BUILD/tools/json_get "$dir/fixture.json" prompt.tokens --sep ,)
+    if $BUILD/tools/requant "$dir/$name.f32.gguf" "$TMP/rq.gguf" Q4_K_M 2>"$TMP/err" &&
+        $GLMCHAT logits -m "$TMP/rq.gguf" --backend cpu --tokens "$tokens" -o "$TMP/rq.bin" 2>>"$TMP/err" &&
+        $GLMCHAT logits -m "$dir/$name.q4_k_m.gguf" --backend cpu --tokens "$tokens" -o "$TMP/fx.bin" 2>>"$TMP/err" &&
+        cmp -s "$TMP/rq.bin" "$TMP/fx.bin"; then
+        ok "requant $name F32 -> Q4_K_M = llama-quantize's file"
+    else
+        fail "requant $name F32 -> Q4_K_M" "$(head -c 300 "$TMP/err")"
+    fi
+done
+expect_fail "requant: unknown type" "unknown type 'Q3_K_M'" $BUILD/tools/requant "$dir/$name.f32.gguf" "$TMP/x.gguf" Q3_K_M
+
 # ---- the full-size table --------------------------------------------------------
 if $GLMCHAT mkmodel --preset glm47-flash --type Q4_0 --list >"$TMP/list" 2>&1; then
     for line in "type Q4_0: 562 tensors, 16661200896 bytes" "type Q6_K: 1 tensors, 260198400 bytes" \
