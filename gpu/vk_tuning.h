@@ -36,6 +36,7 @@ typedef struct {
     uint32_t xs_r;         /* rows per pass; 0: the rule (4, Q6_K 2, fewer for small grids) */
     uint32_t xs_p;         /* passes per workgroup; 0: the rule (doubled while the grid stays large) */
     uint32_t xs_wgs;       /* workgroup size of every x-stationary kernel; 0: each kernel's own */
+    uint32_t xs_pad;       /* threads per row: the largest team padding a row by at most this many % (0: the least padding) */
     /* decode attention */
     uint32_t attn_fd;       /* 1: attn_fd (tensor cores) where the device and the f16 cache allow it */
     uint32_t attn_minchunk; /* attn.comp: shortest chunk of a decode step */
@@ -45,6 +46,7 @@ typedef struct {
     uint32_t fd_chunks;     /* attn_fd: most chunks per token */
     /* prefill */
     uint32_t coopmat;       /* 1: mat-mats of quantized weights on tensor cores where the device has them */
+    uint32_t coop_kf16;     /* 1: tensor cores: Q4_1/Q5_1/K-quant weights decoded in fp16 (else fp32, one rounding) */
     /* weights */
     uint32_t qkv_merge;     /* 1: q_a (or q) and kv_a_mqa uploaded as one matrix where they can be */
     /* the decode graph's counters (shaders/dep_flag.glsl) */

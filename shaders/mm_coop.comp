@@ -41,6 +41,7 @@ layout(constant_id = MM_S_BM) const uint BM = 64u;    // tokens per tile: 64 or 
 layout(constant_id = MM_S_MODE) const uint MODE = 0u;   // 0 store, 1 add, 2 silu(W.X) * (W2.X)
 layout(constant_id = MM_S_LIST) const uint LIST = 0u;
 layout(constant_id = MM_S_XSPLIT) const uint XSPLIT = 0u; // 1: activations as hi + lo fp16 pairs
+layout(constant_id = MM_S_KF16) const uint KF16 = 0u;     // 1: Q4_1/Q5_1/K-quant weights decoded in fp16
 const uint WGS = 256u;
 const uint BN = 128u, BK = 32u;
 const uint LDV = BK / 8u + 1u;                  // row stride in uvec4 (8 halves): 80 bytes spreads the banks
@@ -80,6 +81,18 @@ uvec2 q_pairs(uint n, float16_t d, float16_t base)
     return uvec2(packFloat2x16(fa), packFloat2x16(fb));
 }
 
+// KF16: fp16 a * (1024 + code - 1024) + b for the bytes of n, with a and b
+// rounded to fp16: three roundings (a, b, the fused multiply-add) instead
+// of one -- each weight within 2^-10 of its terms |a*code| + |b| -- for
+// half the arithmetic of the fp32 path.
+uvec2 q_fma(uint n, f16vec2 a, f16vec2 b)
+{
+    uint x = (n & 0xffu) | ((n & 0xff00u) << 8), y = ((n >> 16) & 0xffu) | ((n >> 8) & 0xff0000u);
+    f16vec2 fx = fma(unpackFloat2x16(x | 0x64006400u) - f16vec2(1024.0), a, b);
+    f16vec2 fy = fma(unpackFloat2x16(y | 0x64006400u) - f16vec2(1024.0), a, b);
+    return uvec2(packFloat2x16(fx), packFloat2x16(fy));
+}
+
 // The 16 fp16 values of this thread's row segment (rb: the row's first
 // block, k0: the step's first element), as two 16-byte words.
 void w_convert(uint t, uint rb, uint k0, inout WRaw r)
@@ -87,6 +100,14 @@ void w_convert(uint t, uint rb, uint k0, inout WRaw r)
     uint h = gl_LocalInvocationIndex & 1u;
     if (t == T_F16)
         return;
+    if (KF16 == 1u && (t == T_Q4_1 || t == T_Q5_1 || is_k_type(t))) {
+        uvec4 n = w_codes(t, k0, h, r);
+        vec2 ab = w_affine(t, rb, k0, h, r);
+        f16vec2 a = f16vec2(float16_t(ab.x)), b = f16vec2(float16_t(ab.y));
+        r.lo = uvec4(q_fma(n.x, a, b), q_fma(n.y, a, b));
+        r.hi = uvec4(q_fma(n.z, a, b), q_fma(n.w, a, b));
+        return;
+    }
     if (t == T_Q4_0 || t == T_Q5_0 || t == T_Q8_0) {
         uvec4 n = w_codes(t, k0, h, r);
         float16_t d = float16_t(w_affine(t, rb, k0, h, r).x);

@@ -158,10 +158,10 @@ static vk_tuning TUNE;
 /* Geometry variants of the decode matvecs, set in the tuning table: the
  * defaults; long rows on the x-stationary kernels too (lavapipe's 8-wide
  * subgroups need more units per lane than the default allows -- the paths
- * a 32-wide GPU takes); 8 rows per pass, 3 passes, 64-thread workgroups
- * (short rows only: fully unrolled long ones take lavapipe minutes to
- * compile); inputs read from shared memory instead of registers, 2 rows
- * per pass; the mv kernels. */
+ * a 32-wide GPU takes); 8 rows per pass, 3 passes, 64-thread workgroups,
+ * teams up to half padding (short rows only: fully unrolled long ones take
+ * lavapipe minutes to compile); inputs read from shared memory instead of
+ * registers, 2 rows per pass; the mv kernels. */
 static void v_default(vk_tuning *t)
 {
     (void)t;
@@ -177,6 +177,7 @@ static void v_rows8(vk_tuning *t)
     t->xs_r = 8;
     t->xs_p = 3;
     t->xs_wgs = 64;
+    t->xs_pad = 50;
 }
 
 static void v_shared_input(vk_tuning *t)
@@ -189,6 +190,12 @@ static void v_shared_input(vk_tuning *t)
 static void v_mv(vk_tuning *t)
 {
     t->xs = 0;
+}
+
+/* Prefill: the scaled types' weights decoded in fp16 on tensor cores. */
+static void v_kf16(vk_tuning *t)
+{
+    t->coop_kf16 = 1;
 }
 
 typedef void (*variant_fn)(vk_tuning *t);
@@ -1279,10 +1286,21 @@ static void dep_chain_cases(void)
  * each: on data of unit size that is far inside the budget; values beyond
  * 65504 would overflow -- prefill activations are normalized or products of
  * normalized values.) */
+static bool kf16_type(uint32_t type)
+{
+    return type == QT_Q4_1 || type == QT_Q5_1 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
+}
+
+/* With coop_kf16 the scaled types' weights are decoded in fp16: a and b of
+ * a*code + b rounded to fp16 and a fused fp16 multiply-add, each weight
+ * within 2^-10 of its terms |a*code| + |b| (the reference's magnitudes for
+ * these types: tu_dequant_terms; for Q6_K, b = -32a, within 2^-10 of |w|)
+ * instead of 2^-11 of |w|: 2^-10 + 2^-11 (activations) + 2^-21 < 1.47e-3. */
 static double mm_bound(uint32_t type, uint32_t K)
 {
     bool coop = G.c.coopmat && type != QT_F32;
-    return chain_bound(type, K) + (coop ? 9.8e-4 : 0);
+    double fp16 = TUNE.coop_kf16 && kf16_type(type) ? 1.47e-3 : 9.8e-4;
+    return chain_bound(type, K) + (coop ? fp16 : 0);
 }
 
 /* The same with split activations (vk_mm_args.x_split, the prefill's k_b /
@@ -1298,7 +1316,7 @@ static double mm_bound(uint32_t type, uint32_t K)
 static double mm_bound_split(uint32_t type, uint32_t K)
 {
     bool coop = G.c.coopmat && type != QT_F32;
-    double ew = type == QT_F16 ? 0 : 0x1p-11, ex = 0x1p-20;
+    double ew = type == QT_F16 ? 0 : TUNE.coop_kf16 && kf16_type(type) ? 0x1p-10 : 0x1p-11, ex = 0x1p-20;
     return chain_bound(type, K) + (coop ? ew + ex + ew * ex : 0);
 }
 
@@ -1512,6 +1530,9 @@ static void mm_cases(void)
                  MMC.T, MMC.mode == 0 ? "store" : MMC.mode == 1 ? "accumulate" : "glu", MMC.what,
                  mm_path(&w, MMC.mode == 2 ? &w : NULL));
         RUN_NAMED(test_mm, name);
+        /* the fp16 decoding of the scaled types (tensor cores only) */
+        if (G.c.coopmat && kf16_type(MMC.type))
+            run_tuned(test_mm, name, v_kf16);
     }
     vk_tensor q = {.type = QT_Q4_0};
     char name[160];
@@ -1611,8 +1632,10 @@ static void test_expert_prefill(void)
     /* Unit activations through Q6_K's random weights (random int8 sub-scales:
      * |w| up to ~40) make gate * up ~1e5, past the fp16 range (65504) the
      * tensor-core path rounds activations into (the first H200 run: NaN);
-     * 0.05 keeps the down pass's input near 1e2, as a model's are. */
-    float *xn = random_vec((uint64_t)H * B, EP_TYPE == QT_Q6_K ? 0.05f : 1.0f);
+     * Q5_K's (6-bit scales, 5-bit codes: |w| up to ~20) too (run 20: the
+     * clamped values 10 % off); 0.05 keeps the down pass's input near 1e2,
+     * as a model's are. */
+    float *xn = random_vec((uint64_t)H * B, EP_TYPE == QT_Q6_K || EP_TYPE == QT_Q5_K ? 0.05f : 1.0f);
     memcpy(x0, x, (uint64_t)H * B * 4);
     int32_t *ids = malloc((uint64_t)B * K * 4);
     float *wts = malloc((uint64_t)B * K * 4);
@@ -1722,6 +1745,8 @@ static void prefill_cases(void)
         snprintf(name, sizeof name, "experts of a prompt batch: group, gate/up, down, combine (%s) [%s, tiles of %u]",
                  tu_type_name(EP_TYPE), mm_path(&w, NULL), vk_mm_expert_bm(&KB, &w));
         RUN_NAMED(test_expert_prefill, name);
+        if (G.c.coopmat && kf16_type(EP_TYPE))
+            run_tuned(test_expert_prefill, name, v_kf16);
     }
 }
 

@@ -17,6 +17,10 @@
 # active bytes of a decoded token (`glmchat info`) over the device's read
 # bandwidth ($BW_GBS, else vk_microbench's streaming read when $MICROBENCH
 # exists) -- the fastest decode the file allows, had a token no other cost.
+# BASE=path/to/glmchat (an earlier binary) with BASE_FORMATS (default: all)
+# adds its pp512 and tg128 on the same files, for an A/B in the same run;
+# AB="default xs_pad=25 xs_r=2,xs_p=2 ..." with AB_FORMATS runs pp512 and
+# tg64 under each setting (comma-separated --tune fields) on those files.
 # Figures only: nothing here passes or fails on speed.  Needs a Vulkan GPU
 # with ~35 GB free and as much disk; without a device it says so and skips.
 GLMCHAT=${GLMCHAT:-./glmchat}
@@ -24,7 +28,7 @@ LLAMA_BENCH=${LLAMA_BENCH:-/tmp/llama/build/bin/llama-bench}
 MICROBENCH=${MICROBENCH:-build/rel/tools/vk_microbench}
 FORMATS=${FORMATS:-Q4_K_M Q5_K_M Q4_K_XL Q4_0 Q6_K Q8_0}
 PROFILE=${PROFILE:-$FORMATS}
-REPS=${REPS:-1}
+REPS=${REPS:-2}
 DIR=$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/formats.XXXXXX") || exit 1
 trap 'rm -rf "$DIR"' EXIT
 T=${STEP_TIMEOUT:-240}
@@ -74,6 +78,27 @@ for f in $FORMATS; do
     pp=$(gl_fig pp512 "$DIR/gl.txt")
     tg=$(gl_fig "tg128 @ depth 0" "$DIR/gl.txt")
     tgd=$(gl_fig "tg128 @ depth 4096" "$DIR/gl.txt")
+    bpp=- btg=-
+    case " ${BASE_FORMATS:-$FORMATS} " in *" $f "*)
+        if [ -n "$BASE" ]; then
+            timeout "$T" "$BASE" bench -m "$m" --backend vulkan -p 512 -n 128 -r "$REPS" 2>&1 | tr '\r' '\n' |
+                grep -v '^uploading' >"$DIR/base.txt"
+            sed 's/^/base: /' "$DIR/base.txt"
+            bpp=$(gl_fig pp512 "$DIR/base.txt")
+            btg=$(gl_fig "tg128 @ depth 0" "$DIR/base.txt")
+        fi ;;
+    esac
+    case " ${AB_FORMATS:-} " in *" $f "*)
+        for setting in $AB; do
+            tunes=
+            [ "$setting" = default ] || tunes=$(echo "$setting" | tr ',' '\n' | sed 's/^/--tune /' | tr '\n' ' ')
+            # shellcheck disable=SC2086
+            timeout "$T" $GLMCHAT bench -m "$m" --backend vulkan -p 512 -n 64 -r 2 $tunes 2>&1 | tr '\r' '\n' \
+                >"$DIR/ab.txt"
+            echo "ab $f $setting: pp512 $(gl_fig pp512 "$DIR/ab.txt") tg64 $(gl_fig "tg64 @ depth 0" "$DIR/ab.txt")" |
+                tee -a "$DIR/ab_summary"
+        done ;;
+    esac
     lpp=- ltg=- ltgd=-
     if [ -x "$LLAMA_BENCH" ]; then
         timeout "$T" "$LLAMA_BENCH" -m "$m" -ngl 99 -fa 1 -p 512 -n 128 -d 0,4096 -r "$REPS" -o csv \
@@ -83,21 +108,23 @@ for f in $FORMATS; do
         ltg=$(ll_fig 0 128 0 "$DIR/ll.csv")
         ltgd=$(ll_fig 0 128 4096 "$DIR/ll.csv")
     fi
-    echo "$f ${pp:--} ${lpp:--} ${tg:--} ${ltg:--} ${tgd:--} ${ltgd:--} ${active:-0}" >>"$SUM"
+    echo "$f ${pp:--} ${lpp:--} ${tg:--} ${ltg:--} ${tgd:--} ${ltgd:--} ${active:-0} ${bpp:--} ${btg:--}" >>"$SUM"
     rm -f "$m"
 done
 
 echo
+[ -f "$DIR/ab_summary" ] && { echo "== A/B (tokens/s)"; cat "$DIR/ab_summary"; }
 echo "== formats: glmchat (gl) and llama.cpp CUDA (ll), tokens/s; x: gl / ll; floor: active bytes / ${BW_GBS:-?} GB/s"
-printf "%-8s %8s %8s %5s | %7s %7s %5s | %7s %7s %5s %6s | %8s %7s %6s\n" format pp512.gl pp512.ll x \
-    tg128.gl tg128.ll x tg@4k.gl tg@4k.ll x "4k/0" "MB/tok" floor "% fl"
-while read -r f pp lpp tg ltg tgd ltgd active; do
+printf "%-8s %8s %8s %5s | %7s %7s %5s | %7s %7s %5s %6s | %8s %7s %6s | %8s %7s\n" format pp512.gl pp512.ll x \
+    tg128.gl tg128.ll x tg@4k.gl tg@4k.ll x "4k/0" "MB/tok" floor "% fl" pp.base tg.base
+while read -r f pp lpp tg ltg tgd ltgd active bpp btg; do
     [ "$pp" = mkmodel ] && { echo "$f: mkmodel failed"; continue; }
     floor=$(awk -v a="$active" -v bw="${BW_GBS:-0}" 'BEGIN { if (a > 0 && bw > 0) printf "%.0f", bw * 1e9 / a; else printf "-" }')
-    printf "%-8s %8s %8s %5s | %7s %7s %5s | %7s %7s %5s %6s | %8s %7s %6s\n" "$f" "$pp" "$lpp" "$(ratio "$pp" "$lpp")" \
+    printf "%-8s %8s %8s %5s | %7s %7s %5s | %7s %7s %5s %6s | %8s %7s %6s | %8s %7s\n" "$f" "$pp" "$lpp" "$(ratio "$pp" "$lpp")" \
         "$tg" "$ltg" "$(ratio "$tg" "$ltg")" "$tgd" "$ltgd" "$(ratio "$tgd" "$ltgd")" \
         "$(awk -v a="$tgd" -v b="$tg" 'BEGIN { if (a > 0 && b > 0) printf "%.1f%%", 100 * a / b; else printf "-" }')" \
         "$(awk -v a="$active" 'BEGIN { printf "%.0f", a / 1e6 }')" "$floor" \
-        "$(awk -v a="$tg" -v b="$floor" 'BEGIN { if (a > 0 && b > 0) printf "%.1f%%", 100 * a / b; else printf "-" }')"
+        "$(awk -v a="$tg" -v b="$floor" 'BEGIN { if (a > 0 && b > 0) printf "%.1f%%", 100 * a / b; else printf "-" }')" \
+        "$bpp" "$btg"
 done <"$SUM"
 exit 0
