@@ -66,9 +66,11 @@ shared uint xrow[BM], yrow[BM];
 // ---- weights: thread -> row tid / 2, segment tid & 1 (mm_weights.glsl) ----
 // Registers hold a step's raw words between its global loads and its shared
 // stores (w_fetch); w_convert turns them into 16 fp16 values after the MMAs
-// that hide the loads, exact up to one final rounding to fp16: Q4_0, Q5_0
-// and Q8_0 in fp16 ((code - off) is exact, times the fp16 scale one
-// rounding), F16 as it is, the others through w_values (fp32) and packed.
+// that hide the loads: Q4_0, Q5_0 and Q8_0 in fp16 ((code - off) is exact,
+// times the fp16 scale one rounding), F16 as it is; the types with a second
+// term or scale (Q4_1, Q5_1, the K-quants) in fp16 with KF16 (tuning
+// coop_kf16, the default: three roundings, q_fma; gpu/PERF.md run 20: +3-4 %
+// prefill), else through w_values (fp32, one rounding) and packed.
 #include "mm_weights.glsl"
 
 // Bytes of n (each < 256) -> two words of two fp16 d * (q - base): 0x6400 | q

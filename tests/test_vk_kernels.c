@@ -192,10 +192,11 @@ static void v_mv(vk_tuning *t)
     t->xs = 0;
 }
 
-/* Prefill: the scaled types' weights decoded in fp16 on tensor cores. */
-static void v_kf16(vk_tuning *t)
+/* Prefill on tensor cores: the scaled types' weights decoded in fp32 (one
+ * rounding; the default decodes them in fp16, coop_kf16). */
+static void v_kf32(vk_tuning *t)
 {
-    t->coop_kf16 = 1;
+    t->coop_kf16 = 0;
 }
 
 typedef void (*variant_fn)(vk_tuning *t);
@@ -1291,7 +1292,7 @@ static bool kf16_type(uint32_t type)
     return type == QT_Q4_1 || type == QT_Q5_1 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
 }
 
-/* With coop_kf16 the scaled types' weights are decoded in fp16: a and b of
+/* With coop_kf16 (the default) the scaled types' weights are decoded in fp16: a and b of
  * a*code + b rounded to fp16 and a fused fp16 multiply-add, each weight
  * within 2^-10 of its terms |a*code| + |b| (the reference's magnitudes for
  * these types: tu_dequant_terms; for Q6_K, b = -32a, within 2^-10 of |w|)
@@ -1530,9 +1531,9 @@ static void mm_cases(void)
                  MMC.T, MMC.mode == 0 ? "store" : MMC.mode == 1 ? "accumulate" : "glu", MMC.what,
                  mm_path(&w, MMC.mode == 2 ? &w : NULL));
         RUN_NAMED(test_mm, name);
-        /* the fp16 decoding of the scaled types (tensor cores only) */
+        /* the scaled types' fp32 decoding (tensor cores only) */
         if (G.c.coopmat && kf16_type(MMC.type))
-            run_tuned(test_mm, name, v_kf16);
+            run_tuned(test_mm, name, v_kf32);
     }
     vk_tensor q = {.type = QT_Q4_0};
     char name[160];
@@ -1746,7 +1747,7 @@ static void prefill_cases(void)
                  tu_type_name(EP_TYPE), mm_path(&w, NULL), vk_mm_expert_bm(&KB, &w));
         RUN_NAMED(test_expert_prefill, name);
         if (G.c.coopmat && kf16_type(EP_TYPE))
-            run_tuned(test_expert_prefill, name, v_kf16);
+            run_tuned(test_expert_prefill, name, v_kf32);
     }
 }
 

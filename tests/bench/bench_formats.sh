@@ -21,6 +21,10 @@
 # adds its pp512 and tg128 on the same files, for an A/B in the same run;
 # AB="default xs_pad=25 xs_r=2,xs_p=2 ..." with AB_FORMATS runs pp512 and
 # tg64 under each setting (comma-separated --tune fields) on those files.
+# PRESET / MIN_GIB / MIN_DISK_GB (default glm47-flash, 36, 34): another
+# mkmodel preset and its needs, to try the script on a small device.
+# SPLIT=1: all of glmchat's figures first, then llama-bench's (each file made
+# again, the same bytes) -- so llama-bench's build can finish meanwhile.
 # Figures only: nothing here passes or fails on speed.  Needs a Vulkan GPU
 # with ~35 GB free and as much disk; without a device it says so and skips.
 GLMCHAT=${GLMCHAT:-./glmchat}
@@ -35,12 +39,13 @@ T=${STEP_TIMEOUT:-240}
 
 dev=$($GLMCHAT devices 2>/dev/null | grep -- '<- default')
 dev_gib=$(echo "$dev" | sed -n 's/.* \([0-9.]*\) GiB device-local.*/\1/p')
-if [ -z "$dev" ] || [ "${dev_gib%%.*}" -lt 36 ]; then
-    echo "bench_formats: no Vulkan device with 36 GiB (${dev:-none}); skipped"
+PRESET=${PRESET:-glm47-flash}
+if [ -z "$dev" ] || [ "${dev_gib%%.*}" -lt "${MIN_GIB:-36}" ]; then
+    echo "bench_formats: no Vulkan device with ${MIN_GIB:-36} GiB (${dev:-none}); skipped"
     exit 0
 fi
 free_gb=$(df -Pk "$DIR" | awk 'NR == 2 { printf "%d", $4 / 1048576 }')
-if [ "${free_gb:-0}" -lt 34 ]; then
+if [ "${free_gb:-0}" -lt "${MIN_DISK_GB:-34}" ]; then
     echo "bench_formats: $free_gb GB free in $DIR, the largest file needs 33; skipped (BENCH_DIR=elsewhere)"
     exit 0
 fi
@@ -57,15 +62,30 @@ gl_fig() { sed -n "s/^$1: \([0-9.]*\) tokens\/s.*/\1/p" "$2" | head -n 1; }
 # last fields: n_prompt, n_gen, n_depth, test_time, avg_ns, stddev_ns,
 # avg_ts, stddev_ts -- counted from the end, as a model name may hold commas)
 ll_fig() { awk -F, -v p="$1" -v g="$2" -v d="$3" 'NR > 1 { gsub(/"/, "")
-    if ($(NF - 7) == p && $(NF - 6) == g && $(NF - 5) == d) { print $(NF - 1); exit } }' "$4"; }
+    if ($(NF - 7) == p && $(NF - 6) == g && $(NF - 5) == d) { printf "%.1f\n", $(NF - 1); exit } }' "$4"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-" }'; }
 
 SUM=$DIR/summary
+# passes: "both" (glmchat then llama-bench on each file), or with SPLIT
+# "gl" (glmchat on every file) then "ll" (llama-bench on every file)
+passes=both
+[ "${SPLIT:-0}" = 1 ] && passes="gl ll"
+for pass in $passes; do
+# LLAMA_WAIT: the peer's build script, to wait for its build before llama-bench
+[ "$pass" != gl ] && [ -n "$LLAMA_WAIT" ] && bash "$LLAMA_WAIT" --wait
 for f in $FORMATS; do
+    [ "$pass" = ll ] && ! [ -x "$LLAMA_BENCH" ] && continue
     m=$DIR/$f.gguf
-    echo "== $f"
-    if ! timeout "$T" $GLMCHAT mkmodel --preset glm47-flash --type "$f" -o "$m" --quiet; then
+    echo "== $f ($pass)"
+    if ! timeout "$T" $GLMCHAT mkmodel --preset "$PRESET" --type "$f" -o "$m" --quiet; then
         echo "$f mkmodel failed" >>"$SUM"
+        rm -f "$m"
+        continue
+    fi
+    if [ "$pass" = ll ]; then
+        timeout "$T" "$LLAMA_BENCH" -m "$m" -ngl 99 -fa 1 -p 512 -n 128 -d 0,4096 -r "$REPS" -o csv \
+            >"$DIR/ll.$f.csv" 2>"$DIR/ll.err" || tail -n 3 "$DIR/ll.err"
+        cat "$DIR/ll.$f.csv"
         rm -f "$m"
         continue
     fi
@@ -100,7 +120,7 @@ for f in $FORMATS; do
         done ;;
     esac
     lpp=- ltg=- ltgd=-
-    if [ -x "$LLAMA_BENCH" ]; then
+    if [ -x "$LLAMA_BENCH" ] && [ "$pass" = both ]; then
         timeout "$T" "$LLAMA_BENCH" -m "$m" -ngl 99 -fa 1 -p 512 -n 128 -d 0,4096 -r "$REPS" -o csv \
             >"$DIR/ll.csv" 2>"$DIR/ll.err" || tail -n 3 "$DIR/ll.err"
         cat "$DIR/ll.csv"
@@ -111,6 +131,16 @@ for f in $FORMATS; do
     echo "$f ${pp:--} ${lpp:--} ${tg:--} ${ltg:--} ${tgd:--} ${ltgd:--} ${active:-0} ${bpp:--} ${btg:--}" >>"$SUM"
     rm -f "$m"
 done
+done
+# SPLIT: llama-bench's figures into the summary
+if [ "${SPLIT:-0}" = 1 ] && [ -f "$SUM" ]; then
+    while read -r f pp lpp tg ltg tgd ltgd rest; do
+        c=$DIR/ll.$f.csv
+        [ -f "$c" ] && lpp=$(ll_fig 512 0 0 "$c") ltg=$(ll_fig 0 128 0 "$c") ltgd=$(ll_fig 0 128 4096 "$c")
+        echo "$f $pp ${lpp:--} $tg ${ltg:--} $tgd ${ltgd:--} $rest"
+    done <"$SUM" >"$SUM.2"
+    mv "$SUM.2" "$SUM"
+fi
 
 echo
 [ -f "$DIR/ab_summary" ] && { echo "== A/B (tokens/s)"; cat "$DIR/ab_summary"; }

@@ -44,12 +44,14 @@ ln -sfn "$R/tests/data" "$D/tests/data"
         date +%T
     fi
     if [ "${FORMATS:-}" != 0 ]; then
-        [ "${LLAMA:-1}" = 1 ] && bash .peer/build-llama-bench.sh --wait
+        # SPLIT=1 (bench_formats.sh): glmchat's figures while llama-bench builds
+        [ "${LLAMA:-1}" = 1 ] && [ "${SPLIT:-0}" != 1 ] && bash .peer/build-llama-bench.sh --wait
         date +%T
         echo "== formats"
         base=
         [ -x "$D/base/glmchat" ] && base=$R/$D/base/glmchat
         GLMCHAT=$R/$D/glmchat MICROBENCH=$R/$D/build/tools/vk_microbench BASE=$base BENCH_DIR=/tmp \
+            LLAMA_WAIT="$R/.peer/build-llama-bench.sh" \
             FORMATS=${FORMATS:-Q4_K_M Q5_K_M Q4_K_XL Q4_0 Q6_K Q8_0} \
             bash "$D/tests/bench/bench_formats.sh" >"$OUT/formats.txt" 2>&1
         sed -n '/^== A\/B/,$p' "$OUT/formats.txt"
