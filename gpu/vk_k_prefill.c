@@ -88,7 +88,6 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     spec[MM_S_LIST] = list ? 1 : 0;
     /* the split only where activations are rounded (one pipeline otherwise) */
     spec[MM_S_XSPLIT] = kind == MM_COOP && a->x_split ? 1 : 0;
-    spec[MM_S_KF16] = kind == MM_COOP && k->tune->coop_kf16 ? 1 : 0;
     memset(out, 0, sizeof *out);
     out->name = a->name;
     if (!(out->pipe = pipe(k, MM_SHADER[kind], spec, MM_S_COUNT)))

@@ -46,7 +46,6 @@ typedef struct {
     uint32_t fd_chunks;     /* attn_fd: most chunks per token */
     /* prefill */
     uint32_t coopmat;       /* 1: mat-mats of quantized weights on tensor cores where the device has them */
-    uint32_t coop_kf16;     /* 1: tensor cores: Q4_1/Q5_1/K-quant weights decoded in fp16 (0: fp32, one rounding) */
     /* weights */
     uint32_t qkv_merge;     /* 1: q_a (or q) and kv_a_mqa uploaded as one matrix where they can be */
     /* the decode graph's counters (shaders/dep_flag.glsl) */

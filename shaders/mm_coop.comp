@@ -41,7 +41,6 @@ layout(constant_id = MM_S_BM) const uint BM = 64u;    // tokens per tile: 64 or 
 layout(constant_id = MM_S_MODE) const uint MODE = 0u;   // 0 store, 1 add, 2 silu(W.X) * (W2.X)
 layout(constant_id = MM_S_LIST) const uint LIST = 0u;
 layout(constant_id = MM_S_XSPLIT) const uint XSPLIT = 0u; // 1: activations as hi + lo fp16 pairs
-layout(constant_id = MM_S_KF16) const uint KF16 = 0u;     // 1: Q4_1/Q5_1/K-quant weights decoded in fp16
 const uint WGS = 256u;
 const uint BN = 128u, BK = 32u;
 const uint LDV = BK / 8u + 1u;                  // row stride in uvec4 (8 halves): 80 bytes spreads the banks
@@ -66,11 +65,11 @@ shared uint xrow[BM], yrow[BM];
 // ---- weights: thread -> row tid / 2, segment tid & 1 (mm_weights.glsl) ----
 // Registers hold a step's raw words between its global loads and its shared
 // stores (w_fetch); w_convert turns them into 16 fp16 values after the MMAs
-// that hide the loads: Q4_0, Q5_0 and Q8_0 in fp16 ((code - off) is exact,
-// times the fp16 scale one rounding), F16 as it is; the types with a second
-// term or scale (Q4_1, Q5_1, the K-quants) in fp16 with KF16 (tuning
-// coop_kf16, the default: three roundings, q_fma; gpu/PERF.md run 20: +3-4 %
-// prefill), else through w_values (fp32, one rounding) and packed.
+// that hide the loads, exact up to one final rounding to fp16: Q4_0, Q5_0
+// and Q8_0 in fp16 ((code - off) is exact, times the fp16 scale one
+// rounding), F16 as it is, the others through w_values (fp32) and packed
+// (their decoding in fp16 -- three roundings -- was 3-4 % faster and tipped
+// a fixture's near tie: gpu/PERF.md run 20, Removed experiments).
 #include "mm_weights.glsl"
 
 // Bytes of n (each < 256) -> two words of two fp16 d * (q - base): 0x6400 | q
@@ -83,18 +82,6 @@ uvec2 q_pairs(uint n, float16_t d, float16_t base)
     return uvec2(packFloat2x16(fa), packFloat2x16(fb));
 }
 
-// KF16: fp16 a * (1024 + code - 1024) + b for the bytes of n, with a and b
-// rounded to fp16: three roundings (a, b, the fused multiply-add) instead
-// of one -- each weight within 2^-10 of its terms |a*code| + |b| -- for
-// half the arithmetic of the fp32 path.
-uvec2 q_fma(uint n, f16vec2 a, f16vec2 b)
-{
-    uint x = (n & 0xffu) | ((n & 0xff00u) << 8), y = ((n >> 16) & 0xffu) | ((n >> 8) & 0xff0000u);
-    f16vec2 fx = fma(unpackFloat2x16(x | 0x64006400u) - f16vec2(1024.0), a, b);
-    f16vec2 fy = fma(unpackFloat2x16(y | 0x64006400u) - f16vec2(1024.0), a, b);
-    return uvec2(packFloat2x16(fx), packFloat2x16(fy));
-}
-
 // The 16 fp16 values of this thread's row segment (rb: the row's first
 // block, k0: the step's first element), as two 16-byte words.
 void w_convert(uint t, uint rb, uint k0, inout WRaw r)
@@ -102,14 +89,6 @@ void w_convert(uint t, uint rb, uint k0, inout WRaw r)
     uint h = gl_LocalInvocationIndex & 1u;
     if (t == T_F16)
         return;
-    if (KF16 == 1u && (t == T_Q4_1 || t == T_Q5_1 || is_k_type(t))) {
-        uvec4 n = w_codes(t, k0, h, r);
-        vec2 ab = w_affine(t, rb, k0, h, r);
-        f16vec2 a = f16vec2(float16_t(ab.x)), b = f16vec2(float16_t(ab.y));
-        r.lo = uvec4(q_fma(n.x, a, b), q_fma(n.y, a, b));
-        r.hi = uvec4(q_fma(n.z, a, b), q_fma(n.w, a, b));
-        return;
-    }
     if (t == T_Q4_0 || t == T_Q5_0 || t == T_Q8_0) {
         uvec4 n = w_codes(t, k0, h, r);
         float16_t d = float16_t(w_affine(t, rb, k0, h, r).x);

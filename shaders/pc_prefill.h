@@ -28,8 +28,7 @@ PC_ENUM(MM_S_BN, 4)             /* mm: rows per tile (mm_coop's are fixed) */
 PC_ENUM(MM_S_MODE, 5)           /* 0 store, 1 add, 2 silu(W.X) * (W2.X) */
 PC_ENUM(MM_S_LIST, 6)           /* 1: expert mode */
 PC_ENUM(MM_S_XSPLIT, 7)         /* mm_coop: activations as hi + lo fp16 pairs */
-PC_ENUM(MM_S_KF16, 8)           /* mm_coop: the scaled types' weights decoded in fp16 (tuning coop_kf16) */
-PC_ENUM(MM_S_COUNT, 9)
+PC_ENUM(MM_S_COUNT, 8)
 PC_ENUM_END(pc_mm_slot)
 
 /* ---- rmsnorm: a batch's rows ---- */

@@ -192,13 +192,6 @@ static void v_mv(vk_tuning *t)
     t->xs = 0;
 }
 
-/* Prefill on tensor cores: the scaled types' weights decoded in fp32 (one
- * rounding; the default decodes them in fp16, coop_kf16). */
-static void v_kf32(vk_tuning *t)
-{
-    t->coop_kf16 = 0;
-}
-
 typedef void (*variant_fn)(vk_tuning *t);
 static const variant_fn VARIANTS[] = {v_default, v_long_rows, v_rows8, v_shared_input, v_mv};
 enum { N_VARIANTS = sizeof VARIANTS / sizeof VARIANTS[0] };
@@ -1287,21 +1280,10 @@ static void dep_chain_cases(void)
  * each: on data of unit size that is far inside the budget; values beyond
  * 65504 would overflow -- prefill activations are normalized or products of
  * normalized values.) */
-static bool kf16_type(uint32_t type)
-{
-    return type == QT_Q4_1 || type == QT_Q5_1 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
-}
-
-/* With coop_kf16 (the default) the scaled types' weights are decoded in fp16: a and b of
- * a*code + b rounded to fp16 and a fused fp16 multiply-add, each weight
- * within 2^-10 of its terms |a*code| + |b| (the reference's magnitudes for
- * these types: tu_dequant_terms; for Q6_K, b = -32a, within 2^-10 of |w|)
- * instead of 2^-11 of |w|: 2^-10 + 2^-11 (activations) + 2^-21 < 1.47e-3. */
 static double mm_bound(uint32_t type, uint32_t K)
 {
     bool coop = G.c.coopmat && type != QT_F32;
-    double fp16 = TUNE.coop_kf16 && kf16_type(type) ? 1.47e-3 : 9.8e-4;
-    return chain_bound(type, K) + (coop ? fp16 : 0);
+    return chain_bound(type, K) + (coop ? 9.8e-4 : 0);
 }
 
 /* The same with split activations (vk_mm_args.x_split, the prefill's k_b /
@@ -1317,7 +1299,7 @@ static double mm_bound(uint32_t type, uint32_t K)
 static double mm_bound_split(uint32_t type, uint32_t K)
 {
     bool coop = G.c.coopmat && type != QT_F32;
-    double ew = type == QT_F16 ? 0 : TUNE.coop_kf16 && kf16_type(type) ? 0x1p-10 : 0x1p-11, ex = 0x1p-20;
+    double ew = type == QT_F16 ? 0 : 0x1p-11, ex = 0x1p-20;
     return chain_bound(type, K) + (coop ? ew + ex + ew * ex : 0);
 }
 
@@ -1531,9 +1513,6 @@ static void mm_cases(void)
                  MMC.T, MMC.mode == 0 ? "store" : MMC.mode == 1 ? "accumulate" : "glu", MMC.what,
                  mm_path(&w, MMC.mode == 2 ? &w : NULL));
         RUN_NAMED(test_mm, name);
-        /* the scaled types' fp32 decoding (tensor cores only) */
-        if (G.c.coopmat && kf16_type(MMC.type))
-            run_tuned(test_mm, name, v_kf32);
     }
     vk_tensor q = {.type = QT_Q4_0};
     char name[160];
@@ -1746,8 +1725,6 @@ static void prefill_cases(void)
         snprintf(name, sizeof name, "experts of a prompt batch: group, gate/up, down, combine (%s) [%s, tiles of %u]",
                  tu_type_name(EP_TYPE), mm_path(&w, NULL), vk_mm_expert_bm(&KB, &w));
         RUN_NAMED(test_expert_prefill, name);
-        if (G.c.coopmat && kf16_type(EP_TYPE))
-            run_tuned(test_expert_prefill, name, v_kf32);
     }
 }
 
