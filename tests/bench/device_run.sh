@@ -54,7 +54,7 @@ ln -sfn "$R/tests/data" "$D/tests/data"
             LLAMA_WAIT="$R/.peer/build-llama-bench.sh" \
             FORMATS=${FORMATS:-Q4_K_M Q5_K_M Q4_K_XL Q4_0 Q6_K Q8_0} \
             bash "$D/tests/bench/bench_formats.sh" >"$OUT/formats.txt" 2>&1
-        sed -n '/^== A\/B/,$p' "$OUT/formats.txt"
+        sed -n '/^== A\/B\|^== formats:/,$p' "$OUT/formats.txt"
         date +%T
     fi
 } 2>&1 | tee "$L"
