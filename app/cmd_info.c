@@ -4,6 +4,7 @@
  * touched), so it answers at once even for a 17 GB file. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -14,8 +15,8 @@ static void info_usage(FILE *f)
 {
     fprintf(f, "usage: glmchat info -m FILE\n"
                "Prints the model's architecture, dimensions, attention and expert shape,\n"
-               "RoPE scaling, a census of tensor types, and the parameters and bytes read\n"
-               "per decoded token.\n");
+               "RoPE scaling, a census of tensor types, the mix (each tensor kind's types by\n"
+               "layer), and the parameters and bytes read per decoded token.\n");
 }
 
 /* Strings from the file (its name, general.name, the architecture): inert
@@ -134,6 +135,110 @@ static void print_census(const model *m)
            human_bytes((double)cs.active_bytes, h, sizeof h));
 }
 
+/* ---- the mix: each tensor kind's types by layer ------------------------------------ */
+
+/* A tensor kind: the name without "blk.N." (one entry for the non-block
+ * tensors), with the type of each block's tensor (0xFF: none). */
+typedef struct {
+    char name[64];
+    uint8_t *type_of; /* per block; the non-block tensors use [0] */
+    bool per_block;
+} mix_kind;
+
+/* "a-b" runs of the blocks of kind k whose tensor has type t; the count. */
+static uint32_t layer_ranges(const mix_kind *k, uint32_t n_blocks, uint8_t t, char *buf, size_t len)
+{
+    size_t o = 0;
+    uint32_t n = 0;
+    buf[0] = 0;
+    for (uint32_t b = 0; b < n_blocks; b++) {
+        if (k->type_of[b] != t)
+            continue;
+        uint32_t e = b;
+        while (e + 1 < n_blocks && k->type_of[e + 1] == t)
+            e++;
+        n += e - b + 1;
+        int w = e > b ? snprintf(buf + o, len - o, "%s%u-%u", o ? "," : "", b, e)
+                      : snprintf(buf + o, len - o, "%s%u", o ? "," : "", b);
+        if (w < 0 || (size_t)w >= len - o) {
+            snprintf(buf + (len > 4 ? len - 4 : 0), len > 4 ? 4 : len, "...");
+            o = len - 1;
+        } else {
+            o += (size_t)w;
+        }
+        b = e;
+    }
+    return n;
+}
+
+/* Prints, per tensor kind in file order, each type it has and in which
+ * blocks: a file's mix (llama-quantize's K-quant rules, dynamic files) at a
+ * glance.  Returns -1 when out of memory. */
+static int print_mix(const model *m)
+{
+    uint32_t n_blocks = m->cfg.n_layer + m->cfg.n_nextn, cap = 64, nk = 0;
+    if (n_blocks == 0)
+        n_blocks = 1;
+    mix_kind *kinds = calloc(cap, sizeof *kinds);
+    int rc = kinds ? 0 : -1;
+    for (size_t i = 0; !rc && i < gguf_n_tensors(m->gguf); i++) {
+        const gguf_tensor *t = gguf_tensor_at(m->gguf, i);
+        const char *name = t->name, *rest = name;
+        unsigned blk = 0;
+        int used = 0;
+        bool per_block = sscanf(name, "blk.%u.%n", &blk, &used) == 1 && used > 0 && blk < n_blocks;
+        if (per_block)
+            rest = name + used;
+        uint32_t k = 0;
+        while (k < nk && (kinds[k].per_block != per_block || strcmp(kinds[k].name, rest) != 0))
+            k++;
+        if (k == nk) {
+            if (nk == cap) {
+                mix_kind *grown = realloc(kinds, 2 * cap * sizeof *kinds);
+                if (!grown) {
+                    rc = -1;
+                    break;
+                }
+                kinds = grown;
+                cap *= 2;
+            }
+            memset(&kinds[nk], 0, sizeof kinds[nk]);
+            snprintf(kinds[nk].name, sizeof kinds[nk].name, "%s", rest);
+            kinds[nk].per_block = per_block;
+            if (!(kinds[nk].type_of = malloc(n_blocks))) {
+                rc = -1;
+                break;
+            }
+            memset(kinds[nk].type_of, 0xFF, n_blocks);
+            nk++;
+        }
+        kinds[k].type_of[per_block ? blk : 0] = (uint8_t)(t->type < QT_COUNT ? t->type : 0xFE);
+    }
+    if (!rc)
+        printf("\nmix           types by tensor kind and layer\n");
+    for (uint32_t k = 0; !rc && k < nk; k++) {
+        const mix_kind *mk = &kinds[k];
+        bool first = true;
+        for (uint32_t t = 0; t <= 0xFE; t++) {
+            char ranges[512];
+            uint32_t n = mk->per_block ? layer_ranges(mk, n_blocks, (uint8_t)t, ranges, sizeof ranges)
+                                       : mk->type_of[0] == t;
+            if (!n)
+                continue;
+            const char *tn = t == 0xFE ? "?" : quant_type_name(t);
+            if (mk->per_block)
+                printf("  %-26s %-5s %3u: %s\n", first ? mk->name : "", tn, n, ranges);
+            else
+                printf("  %-26s %s\n", mk->name, tn);
+            first = false;
+        }
+    }
+    for (uint32_t k = 0; kinds && k < nk; k++)
+        free(kinds[k].type_of);
+    free(kinds);
+    return rc;
+}
+
 int cmd_info(int argc, char **argv)
 {
     const char *path = NULL;
@@ -180,6 +285,9 @@ int cmd_info(int argc, char **argv)
         printf("file type     %s (%u)\n", file_type_name(c->file_type), c->file_type);
     print_shape(&m);
     print_census(&m);
+    int rc = print_mix(&m);
+    if (rc)
+        fprintf(stderr, "glmchat: info: out of memory listing the mix\n");
     model_free(&m);
-    return 0;
+    return rc ? 1 : 0;
 }

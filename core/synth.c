@@ -115,7 +115,7 @@ static const ftype_info ftypes[] = {
     {"Q8_0", SYNTH_FT_Q8_0, QT_Q8_0},    {"Q4_0", SYNTH_FT_Q4_0, QT_Q4_0},    {"Q4_1", SYNTH_FT_Q4_1, QT_Q4_1},
     {"Q5_0", SYNTH_FT_Q5_0, QT_Q5_0},    {"Q5_1", SYNTH_FT_Q5_1, QT_Q5_1},    {"Q4_K_S", SYNTH_FT_Q4_K_S, QT_Q4_K},
     {"Q4_K_M", SYNTH_FT_Q4_K_M, QT_Q4_K}, {"Q5_K_S", SYNTH_FT_Q5_K_S, QT_Q5_K}, {"Q5_K_M", SYNTH_FT_Q5_K_M, QT_Q5_K},
-    {"Q6_K", SYNTH_FT_Q6_K, QT_Q6_K},
+    {"Q6_K", SYNTH_FT_Q6_K, QT_Q6_K},    {"Q4_K_XL", SYNTH_FT_Q4_K_XL, QT_Q4_K},
 };
 
 static const ftype_info *ftype_of(uint32_t ftype)
@@ -133,6 +133,8 @@ int synth_ftype_from_name(const char *name)
         return SYNTH_FT_Q4_K_M;
     if (strcasecmp(name, "Q5_K") == 0)
         return SYNTH_FT_Q5_K_M;
+    if (strcasecmp(name, "dynamic") == 0)
+        return SYNTH_FT_Q4_K_XL;
     for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
         if (strcasecmp(ftypes[i].name, name) == 0)
             return (int)ftypes[i].ftype;
@@ -147,7 +149,8 @@ const char *synth_ftype_name(uint32_t ftype)
 
 const char *synth_ftype_names(void)
 {
-    return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_S, Q4_K_M (Q4_K), Q5_K_S, Q5_K_M (Q5_K), Q6_K";
+    return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_S, Q4_K_M (Q4_K), Q5_K_S, Q5_K_M (Q5_K), Q6_K, "
+           "Q4_K_XL (dynamic)";
 }
 
 static bool is_float_ftype(uint32_t ftype)
@@ -395,6 +398,23 @@ static uint32_t mixture_type(const synth_config *c, const synth_tensor *t, uint3
     return type;
 }
 
+/* The dynamic mix (synth.h, Q4_K_XL): by tensor kind and layer. */
+static uint32_t dynamic_type(const synth_config *c, const synth_tensor *t, quant_state *qs)
+{
+    const char *n = t->name;
+    int il = layer_of(n), nl = qs->n_layer_all;
+    if (strcmp(n, "output.weight") == 0 || strcmp(n, "token_embd.weight") == 0)
+        return t->ne[0] % QK_K ? QT_Q8_0 : QT_Q6_K;
+    if (strstr(n, ".attn_") || strstr(n, ".nextn."))
+        return QT_Q8_0;
+    if (strstr(n, "_shexp.") || (il >= 0 && (uint32_t)il < c->dense_layers))
+        return QT_Q6_K;
+    if (strstr(n, "ffn_down_exps"))
+        return use_more_bits(il, nl) ? QT_Q6_K : QT_Q5_K;
+    /* the routed experts' gate/up (merged or not) */
+    return il < nl / 8 || il >= 7 * nl / 8 ? QT_Q5_K : QT_Q4_K;
+}
+
 static int quantize_type(const synth_config *c, const synth_tensor *t, quant_state *qs, uint32_t *out, err_t *err)
 {
     bool quantize = t->n_dims >= 2 && ends_with(t->name, "weight") && !strstr(t->name, "_norm.weight") &&
@@ -403,6 +423,8 @@ static int quantize_type(const synth_config *c, const synth_tensor *t, quant_sta
         *out = QT_F32; /* as converted: llama-quantize copies it */
         return 0;
     }
+    if (c->ftype == SYNTH_FT_Q4_K_XL)
+        return fallback_type(t, dynamic_type(c, t, qs), out, err);
     return fallback_type(t, mixture_type(c, t, ftype_of(c->ftype)->base, qs), out, err);
 }
 
@@ -783,7 +805,7 @@ int synth_set_metadata(const synth_config *c, gguf_writer *w, err_t *err)
         return -1;
     rc |= gguf_writer_set_u32(w, "general.quantization_version", 2);
     if (!is_float_ftype(c->ftype))
-        rc |= gguf_writer_set_u32(w, "general.file_type", c->ftype);
+        rc |= gguf_writer_set_u32(w, "general.file_type", c->ftype == SYNTH_FT_Q4_K_XL ? SYNTH_FT_Q4_K_M : c->ftype);
     return rc ? err_set(err, "out of memory writing metadata") : 0;
 }
 

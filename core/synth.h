@@ -5,6 +5,12 @@
  *    order and per-tensor types as llama.cpp's HF->GGUF converter followed by
  *    llama-quantize produce for the requested file type (Q4_K_M mixes
  *    Q4_K/Q5_0/Q5_1/Q6_K/Q8_0 by llama-quantize's per-tensor rules).
+ *  - Q4_K_XL ("dynamic"): the per-layer, per-tensor mix of the "dynamic"
+ *    4-bit files people download (Unsloth's UD-Q4_K_XL): attention in Q8_0,
+ *    the shared expert and the dense FFN in Q6_K, the routed experts'
+ *    gate/up in Q4_K (Q5_K in the first and last eighth of the layers) and
+ *    their down in Q5_K (Q6_K where llama-quantize gives Q4_K_M's ffn_down
+ *    more bits), norms, router and biases F32, the head Q6_K.
  *  - Weights are random, zero-mean and deterministic per (seed, tensor, chunk),
  *    independent of the thread count; matrices have rms 1/sqrt(fan_in)
  *    (token_embd rms 1), norms 1 + 0.1 N(0,1), exp_probs_b SYNTH_BIAS_RMS N(0,1).
@@ -40,6 +46,10 @@ enum {
     SYNTH_FT_Q5_K_M = 17,
     SYNTH_FT_Q6_K = 18,
     SYNTH_FT_BF16 = 32,
+    /* The dynamic mix ("Q4_K_XL", alias "dynamic"): no llama_ftype of its
+     * own -- such files are llama-quantize's Q4_K_M with per-tensor
+     * overrides, and say 15 (Q4_K_M) in general.file_type. */
+    SYNTH_FT_Q4_K_XL = 1015,
 };
 
 typedef struct {

@@ -15,7 +15,7 @@
  *   combine + v_b per head
  *   x += attn_output . o
  *   router + top-k  ||  shared expert gate/up + SiLU  (ffn_norm fused)
- *   gate/up + SiLU of the routed experts
+ *   gate/up + SiLU of the routed experts  (|| shared down, if of another type)
  *   x += sum_k w_k down_k . h_k + down_s . h_s
  *
  * Without q compression (DeepSeek-V2-Lite) q comes from q_a's step and k_b
@@ -262,13 +262,37 @@ static int ffn_dense(vk_engine *e, vk_rec *r, uint32_t il)
     return 0;
 }
 
+/* The shared expert's down as a matvec of its own, into e->x_norm (a
+ * prompt batch's buffer, idle in decode), where its type differs from the
+ * routed experts' down: the down kernel then adds that product instead of
+ * reading a second type (vk_moe_down_args.shared_out).  False: the down
+ * takes both matrices (same type, or kernels that cannot split). */
+static bool shared_down_split(const vk_engine *e, uint32_t il, vk_mv_args *sd, vk_moe_down_args *da,
+                              vk_vec *out)
+{
+    const model_config *c = &e->m->cfg;
+    const vk_layer_w *L = &e->w.layers[il];
+    if (!L->has_shared || L->down_sh.type == L->down_exps.type)
+        return false;
+    *out = V(e->x_norm, 0);
+    *sd = (vk_mv_args){.name = "shexp_down", .w = &L->down_sh, .x = V(e->h, c->n_expert_used * e->h_z), .y = *out,
+                       .nz = 1};
+    vk_moe_down_args split = *da;
+    split.shared = NULL;
+    split.shared_out = out;
+    if (!vk_mv_deps(&e->kb, sd) || !vk_moe_down_deps(&e->kb, &split))
+        return false;
+    *da = split;
+    return true;
+}
+
 static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
 {
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
     vk_kb *kb = &e->kb;
     uint32_t K = c->n_expert_used, ids_off = il * e->n_batch * K;
-    vk_vec fn = L->ffn_norm, ids = V(e->ids, ids_off);
+    vk_vec fn = L->ffn_norm, ids = V(e->ids, ids_off), ysh;
     vk_router_args ra = router_args(e, il);
     vk_glu_args gs = shexp_args(e, il, &fn);
     vk_glu_args gu = {.name = "moe_gate_up", .gate = &L->gate_exps, .up = &L->up_exps, .x = V(e->x, 0),
@@ -276,6 +300,8 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     vk_moe_down_args da = {.name = "moe_down", .down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL,
                            .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = ids, .wts = V(e->wts, ids_off),
                            .y = V(e->x, 0)};
+    vk_mv_args sd;
+    bool split = shared_down_split(e, il, &sd, &da, &ysh);
     step route, s;
 
     /* router + top-k || shared expert gate/up: the shared expert does not
@@ -288,9 +314,12 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
         TRY(STEP_CALL(&route, vk_k_glu, &gs));
     step_close(&route);
 
-    /* gate/up + SiLU of the routed experts */
+    /* gate/up + SiLU of the routed experts (|| the shared expert's down
+     * where it runs apart) */
     step_open(&s, e, r, il, DEP_GU, vk_glu_deps(kb, &gu) && vk_moe_down_deps(kb, &da));
     TRY(STEP_CALL(&s, vk_k_glu, &gu));
+    if (split)
+        TRY(STEP_CALL(&s, vk_k_mv, &sd));
     step_close(&s);
 
     /* x += sum_k w_k down_k . h_k + down_s . h_s; the down reads the expert

@@ -37,15 +37,35 @@ void vkk_mv_spec(const vk_kb *k, const vkk_mv_cfg *m, uint32_t type, uint32_t *s
     spec[MVF_S_SG] = k->c->subgroup;
 }
 
+/* Elements per unit of the x-stationary kernels (mv_xs_common.glsl's UNIT);
+ * 0: a type they do not read. */
 static uint32_t xs_unit(uint32_t t)
 {
-    return t == QT_F32 || t == QT_F16 ? 8 : t == QT_Q6_K ? 64 : t == QT_Q4_0 || t == QT_Q8_0 ? 32 : 0;
+    switch (t) {
+    case QT_F32: case QT_F16: case QT_BF16: return 8;
+    case QT_Q4_0: case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_Q8_0: return 32;
+    case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: return 64;
+    default: return 0;
+    }
 }
 
-/* uvec4 registers one unit of a row takes */
-static uint32_t xs_qw(uint32_t t)
+/* What one unit of a row costs in loads, in quarters of a 16-byte load:
+ * the body's 16-byte loads, an 8-byte load as half (Q5_0/Q5_1's head,
+ * Q5_K's fifth bits), a K-quant block's 16-byte head as a quarter (the four
+ * lanes of a block's units load the same 16 bytes); scale words of 2-4
+ * bytes (Q4_0, Q4_1, Q8_0, Q6_K) as nothing.  The rows per pass keep a
+ * lane's loads within 16 (gpu/PERF.md run 6, for Q4_0 / Q8_0 / Q6_K;
+ * the K-quants' counting, run 20). */
+static uint32_t xs_cost4(uint32_t t)
 {
-    return t == QT_Q4_0 || t == QT_F16 ? 1 : t == QT_Q6_K ? 3 : 2;
+    switch (t) {
+    case QT_Q4_0: case QT_Q4_1: case QT_F16: case QT_BF16: return 4;
+    case QT_Q5_0: case QT_Q5_1: return 6;
+    case QT_Q4_K: return 9;
+    case QT_Q5_K: return 11;
+    case QT_Q6_K: return 12;
+    default: return 8; /* Q8_0, F32 */
+    }
 }
 
 bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, uint32_t nz, uint32_t sets,
@@ -68,6 +88,18 @@ bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, ui
             m->j = j;
         }
     }
+    /* xs_pad: the largest team whose padding stays within xs_pad % of its
+     * slots (more threads per row: a matrix of few rows gets more of the
+     * GPU) */
+    for (uint32_t team = c->subgroup; t->xs_pad && best && team > m->team; team /= 2) {
+        uint32_t j = ceil_div(units, team);
+        if (j <= jmax && (uint64_t)(team * j - units) * 100 <= (uint64_t)t->xs_pad * team * j) {
+            best = team * j;
+            m->team = team;
+            m->j = j;
+            break;
+        }
+    }
     if (!best)
         return false;
     m->ksh = best * unit;
@@ -85,7 +117,7 @@ bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, ui
     bool fixed_r = t->xs_r != 0;
     uint32_t r = fixed_r ? t->xs_r : type == QT_Q6_K ? 2 : 4;
     const uint32_t loads = 16, waves = 2, pwant = 8;
-    while (!fixed_r && r > 1 && r * m->j * xs_qw(type) * sets > loads)
+    while (!fixed_r && r > 1 && r * m->j * xs_cost4(type) * sets > 4 * loads)
         r /= 2;
     uint32_t want = waves * c->n_sm_hint;
     while (!fixed_r && r > 1 && ceil_div(rows, nt * r) * nz < want)

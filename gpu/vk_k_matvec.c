@@ -188,7 +188,8 @@ static bool moe_down_x_config(const vk_kb *k, const vk_moe_down_args *a, vkk_xs_
 bool vk_moe_down_deps(const vk_kb *k, const vk_moe_down_args *a)
 {
     vkk_xs_cfg x;
-    return (!a->shared || a->shared->N == a->down->N) && a->nz > 0 && moe_down_x_config(k, a, &x);
+    return (!a->shared || a->shared->N == a->down->N) && !(a->shared && a->shared_out) && a->nz > 0 &&
+           moe_down_x_config(k, a, &x);
 }
 
 int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
@@ -198,6 +199,8 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
         return err_set(k->err, "%s: shared and routed down projections differ in rows", a->name);
     if (a->nz == 0)
         return err_set(k->err, "%s: no experts", a->name);
+    if (s && a->shared_out)
+        return err_set(k->err, "%s: the shared expert twice (its matrix and its product)", a->name);
     uint32_t spec[VKC_MAX_SPEC] = {0};
     vkk_dep_words dw = {0};
     vkk_xs_cfg x;
@@ -206,7 +209,9 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     bool xs = moe_down_x_config(k, a, &x);
     if (xs) {
         vkk_xs_spec(k, &x, d->type, spec);
-        spec[DOWN_XS_S_HAS_SHARED] = s ? 1 : 0;
+        spec[DOWN_XS_S_HAS_SHARED] = s ? 1 : a->shared_out ? 2 : 0;
+        if (a->shared_out)
+            out->b[DOWN_B_YSH] = a->shared_out->b;
         if (a->ids_wait && (!a->dep.wait || a->ids_wait->b.buf != a->dep.wait->b.buf || !a->ids_wait_n))
             return err_set(k->err, "%s: the ids' wait needs the main wait on the same counters", a->name);
         if (vkk_dep_bind(k, a->name, &a->dep, spec, DOWN_B_PARAMS, out, &dw) ||
@@ -216,6 +221,9 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
     } else {
         if (no_deps(k, a->name, &a->dep, "vk_moe_down_deps"))
             return -1;
+        if (a->shared_out)
+            return err_set(k->err, "%s: a precomputed shared product needs the x-stationary kernel (vk_moe_down_deps)",
+                           a->name);
         vkk_mv_cfg m = vkk_mv_config(k->c, d, a->nz + 1);
         uint32_t nslot = a->nz + (s ? 1 : 0);
         /* a team per (row group, slot): the workgroup is a whole number of
@@ -244,11 +252,12 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
                       .K2 = s ? s->K : 0, .Kp2 = s ? s->Kp : 0, .hbase2 = s ? (uint32_t)s->head_off : 0,
                       .h_off = a->h.off, .h_z = a->h_z, .nz = a->nz, .ids_off = a->ids.off, .wts_off = a->wts.off,
                       .y_off = a->y.off, .passes = xs ? x.passes : 0,
-                      .ids_wait = a->ids_wait ? a->ids_wait->off : 0, .ids_n = a->ids_wait ? a->ids_wait_n : 0};
+                      .ids_wait = a->ids_wait ? a->ids_wait->off : 0, .ids_n = a->ids_wait ? a->ids_wait_n : 0,
+                      .ysh_off = a->shared_out ? a->shared_out->off : 0};
     VKK_DEP_PUSH(pc, dw);
     VK_PUSH(out, pc);
     out->groups[1] = out->groups[2] = 1;
-    out->bytes = d->src_bytes / d->n_mat * a->nz + (s ? s->src_bytes : 0);
+    out->bytes = d->src_bytes / d->n_mat * a->nz + (s ? s->src_bytes : 0) + (a->shared_out ? 4ull * d->N : 0);
     return 0;
 }
 

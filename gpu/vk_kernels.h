@@ -84,11 +84,17 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out);
 /* Whether vk_k_glu's kernel for a can signal / wait (the x-stationary one). */
 bool vk_glu_deps(const vk_kb *k, const vk_glu_args *a);
 
-/* y[r] += sum_{z<nz} wt[z] * (D[ids[z]][r] . h[z]) + (S[r] . h_s)   (S optional). */
+/* y[r] += sum_{z<nz} wt[z] * (D[ids[z]][r] . h[z]) + (S[r] . h_s)   (S optional),
+ * or + ysh[r], the shared expert's product computed beforehand. */
 typedef struct {
     const char *name;
     const vk_tensor *down;      /* routed experts */
     const vk_tensor *shared;    /* shared expert(s), may be NULL */
+    /* instead of shared: its product S . h_s, computed beforehand (a file
+     * whose shared down has another type than the routed ones: one
+     * x-stationary kernel reads one type); x-stationary kernel only
+     * (vk_moe_down_deps) */
+    const vk_vec *shared_out;
     vk_vec h;                   /* h[z] at h.off + z*h_z; shared input at h.off + nz*h_z */
     uint32_t h_z;
     uint32_t nz;

@@ -36,6 +36,7 @@ typedef struct {
     uint32_t xs_r;         /* rows per pass; 0: the rule (4, Q6_K 2, fewer for small grids) */
     uint32_t xs_p;         /* passes per workgroup; 0: the rule (doubled while the grid stays large) */
     uint32_t xs_wgs;       /* workgroup size of every x-stationary kernel; 0: each kernel's own */
+    uint32_t xs_pad;       /* the largest team padding a row by at most this many % (0: the least padding) */
     /* decode attention */
     uint32_t attn_fd;       /* 1: attn_fd (tensor cores) where the device and the f16 cache allow it */
     uint32_t attn_minchunk; /* attn.comp: shortest chunk of a decode step */

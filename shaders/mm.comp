@@ -24,6 +24,7 @@ const uint TMT = BM * BN / (WGS * TNT);     // tokens per thread
 const uint NTM = BM / TMT;                  // threads across the tokens
 
 #include "quant.glsl"
+#include "mm_weights.glsl"
 
 layout(set = 0, binding = MM_B_X) readonly buffer XBuf { float x[]; } X;
 layout(set = 0, binding = MM_B_Y) buffer YBuf { float y[]; } Y;
@@ -35,6 +36,40 @@ shared float As[BK * BM];     // [k][token]
 shared float Bs[BK * BN];     // [k][row]
 shared float Bs2[MODE == 2u ? BK * BN : 1u];
 shared uint xrow[BM], yrow[BM];
+
+// Rows n0..n0+BN-1 of the weights in slot s at k0..k0+BK-1 into Bs (Bs2
+// with second), transposed.
+void put_w(bool second, uint kk, uint n, float v)
+{
+    if (second)
+        Bs2[kk * BN + n] = v;
+    else
+        Bs[kk * BN + n] = v;
+}
+
+void stage_w(uint t, uint s, uint mblk, uint hbase, uint bpr, uint mat, uint n0, uint k0, bool second)
+{
+    uint tid = gl_LocalInvocationIndex;
+    if (t == T_F32) {
+        for (uint idx = tid; idx < BN * BK / 4u; idx += WGS) {
+            uint n = idx / (BK / 4u), kk = 4u * (idx % (BK / 4u)), k = k0 + kk, row = n0 + n;
+            vec4 w = row < pc.N && k < pc.Kp ? deq4(t, s, mat * mblk + row * bpr + k / 8u, (k % 8u) / 4u, hbase)
+                                             : vec4(0.0);
+            [[unroll]] for (uint i = 0u; i < 4u; i++)
+                put_w(second, kk + i, n, w[i]);
+        }
+        return;
+    }
+    for (uint idx = tid; idx < BN * 2u; idx += WGS) {
+        uint n = idx >> 1, h = idx & 1u, row = n0 + n, rb = mat * mblk + row * bpr;
+        WRaw r = w_fetch(t, s, rb, hbase, row < pc.N, k0, h);
+        vec4 v[4];
+        w_values(t, rb, k0, h, r, v);
+        [[unroll]] for (uint k = 0u; k < 4u; k++)
+            [[unroll]] for (uint i = 0u; i < 4u; i++)
+                put_w(second, 16u * h + 4u * k + i, n, v[k][i]);
+    }
+}
 
 void main()
 {
@@ -86,26 +121,11 @@ void main()
             As[(kk + 2u) * BM + i] = v.z;
             As[(kk + 3u) * BM + i] = v.w;
         }
-        // weights: BN rows x BK, dequantized
-        for (uint idx = tid; idx < BN * BK / 4u; idx += WGS) {
-            uint n = idx / (BK / 4u), kk = 4u * (idx % (BK / 4u)), k = k0 + kk, row = n0 + n;
-            bool in_ = row < pc.N && k < pc.Kp;
-            uint blk = blk_of(TYPE);
-            vec4 w = in_ ? deq4(TYPE, 0u, mat * pc.mblk + row * bpr + k / blk, (k % blk) / 4u, pc.hbase) : vec4(0.0);
-            Bs[kk * BN + n] = w.x;
-            Bs[(kk + 1u) * BN + n] = w.y;
-            Bs[(kk + 2u) * BN + n] = w.z;
-            Bs[(kk + 3u) * BN + n] = w.w;
-            if (MODE == 2u) {
-                uint blk2 = blk_of(TYPE2);
-                vec4 u = in_ ? deq4(TYPE2, 1u, mat * pc.mblk2 + row * bpr2 + k / blk2, (k % blk2) / 4u, pc.hbase2)
-                             : vec4(0.0);
-                Bs2[kk * BN + n] = u.x;
-                Bs2[(kk + 1u) * BN + n] = u.y;
-                Bs2[(kk + 2u) * BN + n] = u.z;
-                Bs2[(kk + 3u) * BN + n] = u.w;
-            }
-        }
+        // weights: BN rows x BK, dequantized (F32 four at a time; the others
+        // by 16-element segments, mm_weights.glsl)
+        stage_w(TYPE, 0u, pc.mblk, pc.hbase, bpr, mat, n0, k0, false);
+        if (MODE == 2u)
+            stage_w(TYPE2, 1u, pc.mblk2, pc.hbase2, bpr2, mat, n0, k0, true);
         barrier();
         for (uint k = 0u; k < BK; k++) {
             float a[TMT], b[TNT], b2[TNT];

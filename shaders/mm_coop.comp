@@ -7,10 +7,10 @@
 // (64, or 32 for the routed experts' work lists, whose tiles hold ~32
 // pairs).  Subgroup s covers tokens (s / 4) * BM/2 .. and rows (s % 4) * 32 ..
 // as FM x 2 fragments of 16 x 16 (FM = BM / 32).  K advances 32 at a time:
-//   - each thread owns 16 consecutive weights of one row per step (one
-//     16-byte load of the Q4_0 block body; other types through deq4) and
-//     8 activations of one token; it converts them to fp16 and stores them
-//     packed, 8 halves per 16-byte shared store;
+//   - each thread owns 16 consecutive weights of one row per step (one or
+//     two 16-byte loads of the block body and its scale words, w_fetch) and
+//     8 activations of one token; it converts them to fp16 (w_convert) and
+//     stores them packed, 8 halves per 16-byte shared store;
 //   - the next step's global loads go into registers before this step's
 //     MMAs, so their latency hides behind the tensor-core work;
 //   - the epilogue goes from the accumulators through a 16 x 16 staging
@@ -62,62 +62,45 @@ shared uvec4 Bs2[MODE == 2u ? BN * LDV : 1u];
 shared float Cs[8u * 256u];                     // per-subgroup 16 x 16 epilogue staging
 shared uint xrow[BM], yrow[BM];
 
-// ---- weights: thread -> row tid / 2, elements k0 + 16 * (tid & 1) + 0..15 ----
-// Registers between a step's global loads and its shared stores.  Q4_0 keeps
-// the raw block (body + scale), converted after the MMAs that hide the load;
-// other types are converted at once (exactly, through deq4) and kept packed.
-struct WRaw {
-    uvec4 lo, hi;   // Q4_0: lo = the block body; others: 16 fp16 values
-    float d;        // Q4_0: the block scale
-};
+// ---- weights: thread -> row tid / 2, segment tid & 1 (mm_weights.glsl) ----
+// Registers hold a step's raw words between its global loads and its shared
+// stores (w_fetch); w_convert turns them into 16 fp16 values after the MMAs
+// that hide the loads, exact up to one final rounding to fp16: Q4_0, Q5_0
+// and Q8_0 in fp16 ((code - off) is exact, times the fp16 scale one
+// rounding), F16 as it is, the others through w_values (fp32) and packed
+// (their decoding in fp16 -- three roundings -- was 3-4 % faster and tipped
+// a fixture's near tie: gpu/PERF.md run 20, Removed experiments).
+#include "mm_weights.glsl"
 
-WRaw w_fetch(uint t, uint s, uint rb, uint hbase, bool row_in, uint k0)
-{
-    WRaw r;
-    r.lo = uvec4(0u);
-    r.hi = uvec4(0u);
-    r.d = 0.0;
-    uint k = k0 + 16u * (gl_LocalInvocationIndex & 1u);
-    if (!row_in || k >= pc.Kp)
-        return r;
-    if (t == T_Q4_0) {
-        uint blk = rb + k0 / 32u;                    // BK = 32: one block per step
-        r.lo = W4[s].w[blk];                         // the body: 16 bytes, 32 nibbles
-        r.d = head_half(s, hbase + 2u * blk);
-        return r;
-    }
-    uint bl = blk_of(t);
-    vec4 v[4];
-    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-        uint ki = k + 4u * i;
-        v[i] = ki < pc.Kp ? deq4(t, s, rb + ki / bl, (ki % bl) / 4u, hbase) : vec4(0.0);
-    }
-    r.lo = uvec4(packHalf2x16(v[0].xy), packHalf2x16(v[0].zw), packHalf2x16(v[1].xy), packHalf2x16(v[1].zw));
-    r.hi = uvec4(packHalf2x16(v[2].xy), packHalf2x16(v[2].zw), packHalf2x16(v[3].xy), packHalf2x16(v[3].zw));
-    return r;
-}
-
-// Four nibbles (bytes of n, each < 16) -> two words of two fp16 d * (q - 8):
-// 0x6400 | q is the fp16 1024 + q, exactly.
-uvec2 q4_pairs(uint n, float16_t d)
+// Bytes of n (each < 256) -> two words of two fp16 d * (q - base): 0x6400 | q
+// is the fp16 1024 + q, exactly.
+uvec2 q_pairs(uint n, float16_t d, float16_t base)
 {
     uint a = (n & 0xffu) | ((n & 0xff00u) << 8), b = ((n >> 16) & 0xffu) | ((n >> 8) & 0xff0000u);
-    f16vec2 fa = (unpackFloat2x16(a | 0x64006400u) - f16vec2(1032.0)) * d;
-    f16vec2 fb = (unpackFloat2x16(b | 0x64006400u) - f16vec2(1032.0)) * d;
+    f16vec2 fa = (unpackFloat2x16(a | 0x64006400u) - f16vec2(base)) * d;
+    f16vec2 fb = (unpackFloat2x16(b | 0x64006400u) - f16vec2(base)) * d;
     return uvec2(packFloat2x16(fa), packFloat2x16(fb));
 }
 
-// The 16 fp16 values of this thread's row segment, as two 16-byte words.
-void w_convert(uint t, inout WRaw r)
+// The 16 fp16 values of this thread's row segment (rb: the row's first
+// block, k0: the step's first element), as two 16-byte words.
+void w_convert(uint t, uint rb, uint k0, inout WRaw r)
 {
-    if (t != T_Q4_0)
+    uint h = gl_LocalInvocationIndex & 1u;
+    if (t == T_F16)
         return;
-    // element j of the block: low nibble of byte j (j < 16), high nibble of byte j - 16
-    uint sh = 4u * (gl_LocalInvocationIndex & 1u);
-    float16_t d = float16_t(r.d);
-    uvec4 n = (r.lo >> sh) & 0x0f0f0f0fu;
-    r.lo = uvec4(q4_pairs(n.x, d), q4_pairs(n.y, d));
-    r.hi = uvec4(q4_pairs(n.z, d), q4_pairs(n.w, d));
+    if (t == T_Q4_0 || t == T_Q5_0 || t == T_Q8_0) {
+        uvec4 n = w_codes(t, k0, h, r);
+        float16_t d = float16_t(w_affine(t, rb, k0, h, r).x);
+        float16_t base = float16_t(t == T_Q4_0 ? 1032.0 : t == T_Q5_0 ? 1040.0 : 1152.0);
+        r.lo = uvec4(q_pairs(n.x, d, base), q_pairs(n.y, d, base));
+        r.hi = uvec4(q_pairs(n.z, d, base), q_pairs(n.w, d, base));
+        return;
+    }
+    vec4 v[4];
+    w_values(t, rb, k0, h, r, v);
+    r.lo = uvec4(packHalf2x16(v[0].xy), packHalf2x16(v[0].zw), packHalf2x16(v[1].xy), packHalf2x16(v[1].zw));
+    r.hi = uvec4(packHalf2x16(v[2].xy), packHalf2x16(v[2].zw), packHalf2x16(v[3].xy), packHalf2x16(v[3].zw));
 }
 
 // ---- activations: thread -> token tid / 4, elements k0 + 8 * (tid % 4) + 0..7 ----
@@ -223,20 +206,21 @@ void main()
                 c2[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
         }
 
-    WRaw wr = w_fetch(TYPE, 0u, rb, pc.hbase, row_in, 0u), ur;
+    uint seg = tid & 1u;
+    WRaw wr = w_fetch(TYPE, 0u, rb, pc.hbase, row_in, 0u, seg), ur;
     if (MODE == 2u)
-        ur = w_fetch(TYPE2, 1u, rb2, pc.hbase2, row_in, 0u);
+        ur = w_fetch(TYPE2, 1u, rb2, pc.hbase2, row_in, 0u, seg);
     XRaw xr;
     if (x_thr)
         xr = x_fetch(cnt, z, 0u);
 
     for (uint k0 = 0u; k0 < pc.Kp; k0 += BK) {
         // this step's operands into shared memory, packed
-        w_convert(TYPE, wr);
+        w_convert(TYPE, rb, k0, wr);
         Bs[wo] = wr.lo;
         Bs[wo + 1u] = wr.hi;
         if (MODE == 2u) {
-            w_convert(TYPE2, ur);
+            w_convert(TYPE2, rb2, k0, ur);
             Bs2[wo] = ur.lo;
             Bs2[wo + 1u] = ur.hi;
         }
@@ -253,9 +237,9 @@ void main()
         // the next step's loads, in flight during this step's MMAs
         uint k1 = k0 + BK;
         if (k1 < pc.Kp) {
-            wr = w_fetch(TYPE, 0u, rb, pc.hbase, row_in, k1);
+            wr = w_fetch(TYPE, 0u, rb, pc.hbase, row_in, k1, seg);
             if (MODE == 2u)
-                ur = w_fetch(TYPE2, 1u, rb2, pc.hbase2, row_in, k1);
+                ur = w_fetch(TYPE2, 1u, rb2, pc.hbase2, row_in, k1, seg);
             if (x_thr)
                 xr = x_fetch(cnt, z, k1);
         }

@@ -6,6 +6,9 @@
 // | h_s] once; a row of the product is then one long row across nz+1
 // matrices (routed: weight slot 0, matrix ids[z]; shared: slot 1), and each
 // lane precomputes where each of its units lives.
+// HAS_SHARED 2: the shared expert's down is of another type than the routed
+// experts' (a file's mix; one kernel reads one type), so a matvec of its own
+// computed it beforehand into ysh, which is added here instead.
 // Grid: x = row groups.
 
 #define PC_USE_MOE_DOWN
@@ -21,6 +24,7 @@ const uint WGS = gl_WorkGroupSize.x;
 layout(set = 0, binding = DOWN_B_Y) coherent buffer YBuf { float y[]; } Y;  // coherent: see X
 layout(set = 0, binding = DOWN_B_IDS) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
 layout(set = 0, binding = DOWN_B_WTS) coherent readonly buffer WtBuf { float wts[]; } WT;  // coherent: see dep_flag.glsl
+layout(set = 0, binding = DOWN_B_YSH) coherent readonly buffer YsBuf { float ys[]; } YS;  // coherent: see X
 layout(set = 0, binding = DOWN_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 // Where each of this lane's units lives: weight slot, first block of its
@@ -52,7 +56,7 @@ void down()
     uint bpr = pc.Kp / blk_of(TYPE), bpr2 = pc.Kp2 / blk_of(TYPE);
     [[unroll]] for (uint j = 0u; j < J; j++) {
         uint u = lane + j * TEAM;
-        if (u < pc.nz * upr || HAS_SHARED == 0u) {
+        if (u < pc.nz * upr || HAS_SHARED != 1u) {
             uint z = min(u / upr, pc.nz - 1u);
             us[j] = 0u;
             ub[j] = uint(ID.ids[pc.ids_off + z]) * pc.mblk;
@@ -100,7 +104,7 @@ void down()
                 acc += unit_dot(r * J + j, ub[j] + row * ust[j] + uu[j] / UPB, uu[j] % UPB, j, lane + j * TEAM);
             float v = team_sum(acc);
             if (lane == 0u && row0 + r < pc.N)
-                Y.y[pc.y_off + row0 + r] += v;
+                Y.y[pc.y_off + row0 + r] += HAS_SHARED == 2u ? v + YS.ys[pc.ysh_off + row0 + r] : v;
         }
     }
 }

@@ -1,25 +1,33 @@
 // mv_xs_common.glsl: x-stationary matrix-vector products for one token
-// (decode), shared by mv_xs, mv_glu_xs, mv_moe_down_xs and router.
+// (decode), shared by mv_xs, mv_glu_xs, mv_moe_down_xs, router_xs and
+// attn_vb_xs.
 //
 // Why: a decode matvec reads each weight once, but a kernel that walks rows
 // with the input vector in memory reads the input (and the RMSNorm weight)
 // once per row from L1/L2 -- 8-16x the weight traffic for Q4_0.  Here the
 // workgroup stages its input once in shared memory (norm weight folded in,
 // 1/rms from one workgroup reduction, applied to the results), and each
-// lane then owns fixed columns of every row: a row is cut into units (32
-// elements for Q4_0/Q8_0, 8 for F32/F16, 64 for Q6_K), lane l of a team of
-// TEAM threads takes units l, l+TEAM, ... (J of them), copies their inputs
-// into registers once (XREG; else it reads them from shared memory once per
-// R rows) and then only streams weights: R rows at a time, every load of
-// the R rows issued before any arithmetic.  Consecutive lanes read
-// consecutive blocks of a row (coalesced in the repacked layout).
+// lane then owns fixed columns of every row: a row is cut into units (8
+// elements for the float types, 32 for the 32-element blocks, 64 for the
+// K-quants), lane l of a team of TEAM threads takes units l, l+TEAM, ... (J
+// of them), copies their inputs into registers once (XREG; else it reads
+// them from shared memory once per R rows) and then only streams weights:
+// R rows at a time, every load of the R rows issued before any arithmetic.
+// Consecutive lanes read consecutive pieces of a row (coalesced in the
+// repacked layout, gpu/vk_layout.c).
 //
-// Float conversion without conversion instructions: a 4-bit (6-bit, 8-bit)
+// Float conversion without conversion instructions: a 4-bit (5-, 6-, 8-bit)
 // field at bits b.. of a word (below bit 23), ORed with the exponent of
 // 2^23, is the float 2^23 + q*2^b; subtracting 2^23 + off*2^b gives
 // (q-off)*2^b exactly.  The 2^-b goes into the staged input (exact: a power
-// of two), so most fields need no shift at all.  See unit_q4_0/q8_0/q6_k
-// for the bit positions.
+// of two), so most fields need no shift at all.  See nib_dot / byte_dot for
+// the bit positions.
+//
+// Types with a minimum (Q4_1, Q5_1: d*q + m; Q4_K, Q5_K: d*sc*q - dmin*m
+// per 32-element sub-block): sum w*x = d*sc * sum q*x - dmin*m * sum x, and
+// sum x over a lane's sub-blocks is the same for every row -- the input
+// stays put -- so each lane sums its units' inputs once (load_xr) and a row
+// costs one multiply-add more per sub-block.
 //
 // Shared layout: unit u's vec4 g sits at u*GPU + ((g + u) mod GPU), so the
 // lanes of a subgroup reading the same g of consecutive units hit different
@@ -45,13 +53,20 @@ layout(constant_id = XS_S_XREG) const uint XREG = 1u;
 layout(constant_id = XS_S_XRN) const uint XRN = 16u;
 
 // Elements per unit, vec4s of input per unit, uvec4s of weights per unit.
-const uint UNIT = (TYPE == T_F32 || TYPE == T_F16) ? 8u : TYPE == T_Q6_K ? 64u : 32u;
+const bool K_UNIT = TYPE == T_Q4_K || TYPE == T_Q5_K || TYPE == T_Q6_K;
+const uint UNIT = (TYPE == T_F32 || TYPE == T_F16 || TYPE == T_BF16) ? 8u : K_UNIT ? 64u : 32u;
 const uint GPU = UNIT / 4u;
-const uint QW = (TYPE == T_Q4_0 || TYPE == T_F16) ? 1u : TYPE == T_Q6_K ? 3u : 2u;
-// Units per block (Q6_K: four 64-element units per 256-element block).
-const uint UPB = TYPE == T_Q6_K ? 4u : 1u;
-// Head words a unit needs (scales): Q6_K its d and two words of scales.
-const uint HW = TYPE == T_Q6_K ? 3u : 1u;
+const uint QW = (TYPE == T_Q4_0 || TYPE == T_Q4_1 || TYPE == T_Q5_0 || TYPE == T_Q5_1 || TYPE == T_F16 ||
+                 TYPE == T_BF16) ? 1u : TYPE == T_Q6_K ? 3u : 2u;
+// Units per block (the K-quants: four 64-element units per 256-element block).
+const uint UPB = K_UNIT ? 4u : 1u;
+// Head words a unit needs (scales): Q6_K its d and two words of scales;
+// Q4_K/Q5_K the block's d, dmin and 12 scale bytes (Q5_K: and its two qh'
+// words); Q5_0/Q5_1 d (and m) and qh'.
+const uint HW = TYPE == T_Q6_K ? 3u : TYPE == T_Q4_K ? 4u : TYPE == T_Q5_K ? 6u
+              : (TYPE == T_Q5_0 || TYPE == T_Q5_1) ? 2u : 1u;
+// Input sums a unit needs (types with a minimum): one per sub-block.
+const uint NS = (TYPE == T_Q4_K || TYPE == T_Q5_K) ? 2u : (TYPE == T_Q4_1 || TYPE == T_Q5_1) ? 1u : 0u;
 
 // coherent: the input may come from a dispatch that ran beside this one
 // with no barrier between them (WAIT, dep_flag.glsl), so no stale L1 line
@@ -71,6 +86,7 @@ shared float red[64];
 #define XS_SETS 1u
 #endif
 vec4 xr[XRN];
+float xsum[NS > 0u ? J * NS : 1u];
 uvec4 qv[XS_SETS * R * J * QW];
 uint hv[XS_SETS * R * J * HW];
 
@@ -98,15 +114,18 @@ uvec2 x_unit(uint v)
 
 uint x_slot(uint u, uint g) { return u * GPU + ((g + u) & (GPU - 1u)); }
 
-// The power-of-two factors the conversions need (see the unit_* functions).
-vec4 x_pre(uint v)
+// The power-of-two factors the conversions need for vec4 g of a unit (see
+// nib_dot, byte_dot and unit_q8_0): nibbles' low and high halves, bytes.
+const bool NIB = TYPE == T_Q4_0 || TYPE == T_Q4_1 || TYPE == T_Q4_K;
+const bool BYTES = TYPE == T_Q5_0 || TYPE == T_Q5_1 || TYPE == T_Q5_K || TYPE == T_Q6_K;
+vec4 x_pre(uint g)
 {
-    if (TYPE == T_Q4_0)
-        return (v & 7u) < 4u ? vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 4096.0)
-                             : vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 256.0, 1.0 / 65536.0);
+    if (NIB)
+        return g < GPU / 2u ? vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 4096.0)
+                            : vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 256.0, 1.0 / 65536.0);
     if (TYPE == T_Q8_0)
         return vec4(1.0, 1.0 / 256.0, 1.0, 1.0 / 256.0);
-    if (TYPE == T_Q6_K)
+    if (BYTES)
         return vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 256.0);
     return vec4(1.0);
 }
@@ -136,7 +155,7 @@ vec4 nw_get4(uint o, uint e, uint k)
 void x_put(uint v, vec4 a)
 {
     uvec2 ug = x_unit(v);
-    xs[x_slot(ug.x, ug.y)] = a * x_pre(v);
+    xs[x_slot(ug.x, ug.y)] = a * x_pre(ug.y);
 }
 
 // Stages one input of k elements (a row of kp, padded with zeros to all
@@ -172,13 +191,22 @@ float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps)
     return sc;
 }
 
-// This lane's inputs into registers (XREG); after staging.
+// This lane's inputs into registers (XREG), and the sums of its
+// sub-blocks' inputs (NS); after staging.
 void load_xr(uint lane)
 {
     if (XREG == 1u)
         [[unroll]] for (uint j = 0u; j < J; j++)
             [[unroll]] for (uint g = 0u; g < GPU; g++)
                 xr[j * GPU + g] = xs[x_slot(lane + j * TEAM, g)];
+    if (NS > 0u)
+        [[unroll]] for (uint j = 0u; j < J; j++) {
+            vec4 s[2] = vec4[2](vec4(0.0), vec4(0.0));
+            [[unroll]] for (uint g = 0u; g < GPU; g++)
+                s[NS == 2u && g >= GPU / 2u ? 1u : 0u] += xs[x_slot(lane + j * TEAM, g)] / x_pre(g);
+            [[unroll]] for (uint h = 0u; h < NS; h++)
+                xsum[j * NS + h] = s[h].x + s[h].y + s[h].z + s[h].w;
+        }
 }
 
 // vec4 g of this lane's unit j (unit index u = lane + j*TEAM).
@@ -195,9 +223,33 @@ vec4 xv(uint j, uint g, uint u)
 // into register set i (i = row * J + j).  s must be a constant at the call.
 void load_unit(uint s, uint blk, uint sub, uint hbase, uint i)
 {
-    if (TYPE == T_Q4_0 || TYPE == T_F16) {
+    if (TYPE == T_Q4_0 || TYPE == T_F16 || TYPE == T_BF16) {
         qv[i] = W4[s].w[blk];
         hv[i] = TYPE == T_Q4_0 ? W[s].w[(hbase >> 2) + (blk >> 1)] : 0u;
+    } else if (TYPE == T_Q4_1) {
+        qv[i] = W4[s].w[blk];
+        hv[i] = W[s].w[(hbase >> 2) + blk];                  // d, m
+    } else if (TYPE == T_Q5_0 || TYPE == T_Q5_1) {
+        qv[i] = W4[s].w[blk];
+        uvec2 h = W2[s].w[(hbase >> 3) + blk];               // d (and m), qh'
+        hv[2u * i] = h.x;
+        hv[2u * i + 1u] = h.y;
+    } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
+        // chunk `sub` (64 elements): qs[32 sub .. +32]; the block's head
+        // (d, dmin, scales); Q5_K: the chunk's two qh' words after qs
+        uint b4 = blk * (TYPE == T_Q5_K ? 10u : 8u) + 2u * sub;
+        qv[2u * i] = W4[s].w[b4];
+        qv[2u * i + 1u] = W4[s].w[b4 + 1u];
+        uvec4 h = W4[s].w[(hbase >> 4) + blk];
+        hv[HW * i] = h.x;
+        hv[HW * i + 1u] = h.y;
+        hv[HW * i + 2u] = h.z;
+        hv[HW * i + 3u] = h.w;
+        if (TYPE == T_Q5_K) {
+            uvec2 q5 = W2[s].w[blk * 20u + 16u + sub];
+            hv[HW * i + 4u] = q5.x;
+            hv[HW * i + 5u] = q5.y;
+        }
     } else if (TYPE == T_Q8_0 || TYPE == T_F32) {
         qv[2u * i] = W4[s].w[2u * blk];
         qv[2u * i + 1u] = W4[s].w[2u * blk + 1u];
@@ -222,11 +274,29 @@ float half_of(uint w, uint blk) { return unpackHalf2x16((blk & 1u) != 0u ? w >> 
 // the field stays below bit 23), minus 2^23 + off*2^b: (q - off) * 2^b.
 float fld(uint w, uint mask, uint offb) { return uintBitsToFloat((w & mask) | 0x4B000000u) - uintBitsToFloat(0x4B000000u | offb); }
 
-// Q4_0: word k of the body holds bytes 4k..4k+3: elements 4k+i (low nibble,
-// bits 8i) and 16+4k+i (high nibble, bits 8i+4).  Nibbles at bits 0, 4, 8,
-// 12, 16 are used in place; those at 20, 24, 28 after one shift by 12 (to 8,
-// 12, 16).  Hence x_pre's factors: low vec4 2^-(0, 8, 16, 12), high vec4
-// 2^-(4, 12, 8, 16).  Returns sum (q-8) * x over the unit.
+// Nibble units (Q4_1: 32 elements in one uvec4; Q4_K: a 64-element chunk in
+// two; Q4_0's the same, in one accumulator: unit_q4_0): body word k holds
+// bytes 4k..4k+3, whose low nibbles are elements 4k+i (vec4 k of the unit)
+// and whose high nibbles are elements UNIT/2 + 4k+i (vec4 GPU/2 + k).  Nibbles at bits 0, 4, 8, 12, 16 are used
+// in place; those at 20, 24, 28 after one shift by 12 (to 8, 12, 16).
+// Hence x_pre's factors: low vec4s 2^-(0, 8, 16, 12), high vec4s 2^-(4, 12,
+// 8, 16).  Returns sum (q-off) * x over the low and the high half.
+vec2 nib_dot(uint i, uint j, uint u, uint off)
+{
+    vec4 lo_acc = vec4(0.0), hi_acc = vec4(0.0);
+    [[unroll]] for (uint k = 0u; k < GPU / 2u; k++) {
+        uint a = qv[QW * i + (k >> 2)][k & 3u], b = a >> 12;
+        vec4 lo = vec4(fld(a, 0xFu, off), fld(a, 0xF00u, off << 8), fld(a, 0xF0000u, off << 16), fld(b, 0xF000u, off << 12));
+        vec4 hi = vec4(fld(a, 0xF0u, off << 4), fld(a, 0xF000u, off << 12), fld(b, 0xF00u, off << 8), fld(b, 0xF0000u, off << 16));
+        lo_acc += lo * xv(j, k, u);
+        hi_acc += hi * xv(j, GPU / 2u + k, u);
+    }
+    return vec2(lo_acc.x + lo_acc.y + lo_acc.z + lo_acc.w, hi_acc.x + hi_acc.y + hi_acc.z + hi_acc.w);
+}
+
+// Q4_0 (main's code as run 18 measured it, one accumulator: the two-sum
+// nib_dot measured 3-4 % slower on the Q4_0 file's decode in run 20):
+// sum (q-8) * x over the unit.
 float unit_q4_0(uint i, uint j, uint u)
 {
     uvec4 w = qv[i];
@@ -238,6 +308,51 @@ float unit_q4_0(uint i, uint j, uint u)
         acc += lo * xv(j, k, u) + hi * xv(j, 4u + k, u);
     }
     return acc.x + acc.y + acc.z + acc.w;
+}
+
+// The fifth bits of run s (elements 4s'+i of a qh' word's order, gpu/vk_layout.c:
+// bits 8i + (s+4)%8) moved to bit 4 of byte i.
+uint qh_bits(uint h, uint s) { return (s < 4u ? h >> s : h << (8u - s)) & 0x10101010u; }
+
+// One word of byte-wide values (each below 64) at bits 0, 8, 16 in place,
+// byte 3 after a shift by 16 (to 8): x_pre's 2^-(0, 8, 16, 8).
+vec4 bytes_f(uint v, uint mask, uint off)
+{
+    uint b = v >> 16;
+    return vec4(fld(v, mask, off), fld(v, mask << 8, off << 8), fld(v, mask << 16, off << 16), fld(b, mask << 8, off << 8));
+}
+
+// 5-bit units (Q5_0, Q5_1: 32 elements; Q5_K: a 64-element chunk): the
+// nibbles as nib_dot's, each with its fifth bit (from qh' words hlo for the
+// low nibbles, hhi for the high; run k of the low half is slot k, of the
+// high half slot k + hs) at bit 4 of its byte, converted as bytes.
+vec2 nib5_dot(uint i, uint j, uint u, uint hlo, uint hhi, uint hs, uint off)
+{
+    vec4 lo_acc = vec4(0.0), hi_acc = vec4(0.0);
+    [[unroll]] for (uint k = 0u; k < GPU / 2u; k++) {
+        uint a = qv[QW * i + (k >> 2)][k & 3u];
+        uint lo = (a & 0x0F0F0F0Fu) | qh_bits(hlo, k), hi = ((a >> 4) & 0x0F0F0F0Fu) | qh_bits(hhi, k + hs);
+        lo_acc += bytes_f(lo, 0x1Fu, off) * xv(j, k, u);
+        hi_acc += bytes_f(hi, 0x1Fu, off) * xv(j, GPU / 2u + k, u);
+    }
+    return vec2(lo_acc.x + lo_acc.y + lo_acc.z + lo_acc.w, hi_acc.x + hi_acc.y + hi_acc.z + hi_acc.w);
+}
+
+// Q4_K / Q5_K chunk c (sub-blocks 2c, 2c+1) of a block whose head words are
+// hv[HW*i..]: d, dmin; scale bytes 0-3, 4-7, 8-11 (ggml's get_scale_min_k4:
+// sub-block j < 4 takes scale byte j & 63 and min byte j+4 & 63; j >= 4 the
+// low nibbles (scale) and high nibbles (min) of byte j+4, with the top two
+// bits of bytes j-4 (scale) and j (min)).  a: sum q*x of the two
+// sub-blocks.  Returns d * (sc0 a.x + sc1 a.y) - dmin * (m0 s0 + m1 s1).
+float k_chunk(uint i, uint c, uint j, vec2 a)
+{
+    uint w1 = hv[HW * i + 1u], w2 = hv[HW * i + 2u], w3 = hv[HW * i + 3u], sh = 16u * (c & 1u);
+    bool top = c >= 2u;
+    uint scp = top ? ((w3 >> sh) & 0x0F0Fu) | ((w1 >> (sh + 2u)) & 0x3030u) : (w1 >> sh) & 0x3F3Fu;
+    uint mp = top ? ((w3 >> (sh + 4u)) & 0x0F0Fu) | ((w2 >> (sh + 2u)) & 0x3030u) : (w2 >> sh) & 0x3F3Fu;
+    vec4 sm = vec4(uvec4(scp & 0xFFu, scp >> 8, mp & 0xFFu, mp >> 8));
+    vec2 dm = unpackHalf2x16(hv[HW * i]);
+    return dm.x * (sm.x * a.x + sm.y * a.y) - dm.y * (sm.z * xsum[2u * j] + sm.w * xsum[2u * j + 1u]);
 }
 
 // Q8_0: signed bytes; XOR 0x80 makes them q+128.  Bytes 0, 1 at bits 0, 8
@@ -270,12 +385,8 @@ float unit_q6_k(uint i, uint blk, uint sub, uint j, uint u)
                             (l1[k] & 0x0F0F0F0Fu) | ((h << 2) & 0x30303030u),
                             ((l0[k] >> 4) & 0x0F0F0F0Fu) | (h & 0x30303030u),
                             ((l1[k] >> 4) & 0x0F0F0F0Fu) | ((h >> 2) & 0x30303030u));
-        [[unroll]] for (uint r = 0u; r < 4u; r++) {
-            uint v = a[r], b = v >> 16;
-            vec4 f = vec4(fld(v, 0x3Fu, 32u), fld(v, 0x3F00u, 32u << 8), fld(v, 0x3F0000u, 32u << 16),
-                          fld(b, 0x3F00u, 32u << 8));
-            acc[r] += f * xv(j, 4u * r + k, u);
-        }
+        [[unroll]] for (uint r = 0u; r < 4u; r++)
+            acc[r] += bytes_f(a[r], 0x3Fu, 32u) * xv(j, 4u * r + k, u);
     }
     uint s0 = sub & 1u, w0 = hv[3u * i + 1u], w1 = hv[3u * i + 2u];
     float d = half_of(hv[3u * i], blk);
@@ -294,6 +405,19 @@ float unit_dot(uint i, uint blk, uint sub, uint j, uint u)
 {
     if (TYPE == T_Q4_0)
         return half_of(hv[i], blk) * unit_q4_0(i, j, u);
+    if (TYPE == T_Q4_1) {
+        vec2 a = nib_dot(i, j, u, 0u), dm = unpackHalf2x16(hv[i]);
+        return dm.x * (a.x + a.y) + dm.y * xsum[j];
+    }
+    if (TYPE == T_Q5_0 || TYPE == T_Q5_1) {
+        uint h = hv[2u * i + 1u];
+        vec2 a = nib5_dot(i, j, u, h, h, 4u, TYPE == T_Q5_0 ? 16u : 0u), dm = unpackHalf2x16(hv[2u * i]);
+        return TYPE == T_Q5_0 ? dm.x * (a.x + a.y) : dm.x * (a.x + a.y) + dm.y * xsum[j];
+    }
+    if (TYPE == T_Q4_K)
+        return k_chunk(i, sub, j, nib_dot(i, j, u, 0u));
+    if (TYPE == T_Q5_K)
+        return k_chunk(i, sub, j, nib5_dot(i, j, u, hv[HW * i + 4u], hv[HW * i + 5u], 0u, 0u));
     if (TYPE == T_Q8_0)
         return half_of(hv[i], blk) * unit_q8_0(i, j, u);
     if (TYPE == T_Q6_K)
@@ -302,6 +426,12 @@ float unit_dot(uint i, uint blk, uint sub, uint j, uint u)
         uvec4 w = qv[i];
         return dot(vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)), xv(j, 0u, u)) +
                dot(vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w)), xv(j, 1u, u));
+    }
+    if (TYPE == T_BF16) {
+        uvec4 w = qv[i];
+        vec4 a = uintBitsToFloat(uvec4(w.x << 16, w.x & 0xFFFF0000u, w.y << 16, w.y & 0xFFFF0000u));
+        vec4 b = uintBitsToFloat(uvec4(w.z << 16, w.z & 0xFFFF0000u, w.w << 16, w.w & 0xFFFF0000u));
+        return dot(a, xv(j, 0u, u)) + dot(b, xv(j, 1u, u));
     }
     return dot(uintBitsToFloat(qv[2u * i]), xv(j, 0u, u)) + dot(uintBitsToFloat(qv[2u * i + 1u]), xv(j, 1u, u));
 }

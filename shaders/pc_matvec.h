@@ -105,7 +105,7 @@ PC_ENUM(GLU_XS_S_NORM, 6)       /* mv_glu_xs: as mv_glu's */
 PC_ENUM(GLU_XS_S_IDMODE, 9)
 PC_ENUM_END(pc_glu_spec)
 
-/* ---- mv_moe_down, mv_moe_down_xs: y += sum_z wt[z] * (D[ids[z]] . h[z]) + (S . h_s) ---- */
+/* ---- mv_moe_down, mv_moe_down_xs: y += sum_z wt[z] * (D[ids[z]] . h[z]) + (S . h_s), or + ysh ---- */
 #if PC_HOST || defined(PC_USE_MOE_DOWN)
 PC_BEGIN(pc_moe_down)
     PC_U32 K, Kp, N;        /* routed expert width */
@@ -118,12 +118,14 @@ PC_BEGIN(pc_moe_down)
     PC_U32 dep_signal;      /* mv_moe_down_xs SIGNAL: this dispatch's counter */
     PC_U32 dep_wait, dep_n; /* mv_moe_down_xs WAIT: the producers' counter and workgroups */
     PC_U32 ids_wait, ids_n; /* mv_moe_down_xs WAIT with ids_n > 0: the ids' producers (the router), awaited first */
+    PC_U32 ysh_off;         /* mv_moe_down_xs HAS_SHARED 2: the shared expert's product */
 PC_END(pc_moe_down)
 #endif
 PC_ENUM_BEGIN(pc_moe_down_binding)
 PC_ENUM(DOWN_B_Y, 2)
 PC_ENUM(DOWN_B_IDS, 4)
 PC_ENUM(DOWN_B_WTS, 5)
+PC_ENUM(DOWN_B_YSH, 6)          /* mv_moe_down_xs HAS_SHARED 2: the shared expert's product, added */
 PC_ENUM(DOWN_B_PARAMS, 7)       /* mv_moe_down_xs: the epoch of a WAIT */
 PC_ENUM_END(pc_moe_down_binding)
 
@@ -134,7 +136,7 @@ PC_ENUM(DOWN_S_KSH, 7)
 PC_ENUM(DOWN_S_UPT, 8)
 PC_ENUM(DOWN_S_NSLOT, 9)        /* mv_moe_down: routed experts + shared */
 PC_ENUM(DOWN_S_COUNT, 10)
-PC_ENUM(DOWN_XS_S_HAS_SHARED, 6) /* mv_moe_down_xs */
+PC_ENUM(DOWN_XS_S_HAS_SHARED, 6) /* mv_moe_down_xs: 0 none, 1 the shared down here, 2 its product added (ysh) */
 PC_ENUM_END(pc_moe_down_spec)
 
 /* ---- router, router_xs: the MoE gate of one token (router_tail.glsl) ---- */

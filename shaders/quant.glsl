@@ -14,6 +14,7 @@
 
 layout(set = 0, binding = PC_B_WEIGHTS) readonly buffer WBuf { uint w[]; } W[PC_WEIGHT_SLOTS];
 layout(set = 0, binding = PC_B_WEIGHTS) readonly buffer WBuf4 { uvec4 w[]; } W4[PC_WEIGHT_SLOTS];
+layout(set = 0, binding = PC_B_WEIGHTS) readonly buffer WBuf2 { uvec2 w[]; } W2[PC_WEIGHT_SLOTS];
 
 const uint T_F32 = 0u;
 const uint T_F16 = 1u;
@@ -59,8 +60,6 @@ vec4 bytes_signed(uint v)
 {
     return vec4(float(int(v << 24) >> 24), float(int(v << 16) >> 24), float(int(v << 8) >> 24), float(int(v) >> 24));
 }
-// Bits i0..i0+3 of v, each as 0 or 1.
-vec4 bits4(uint v, uint i0) { return vec4((v >> i0) & 1u, (v >> (i0 + 1u)) & 1u, (v >> (i0 + 2u)) & 1u, (v >> (i0 + 3u)) & 1u); }
 // Bit `bit` of each byte of v.
 vec4 bytebit(uint v, uint bit) { return vec4((v >> bit) & 1u, (v >> (bit + 8u)) & 1u, (v >> (bit + 16u)) & 1u, (v >> (bit + 24u)) & 1u); }
 
@@ -102,9 +101,10 @@ vec4 deq4(uint t, uint s, uint blk, uint g, uint hbase)
         return dm.x * q + dm.y;
     }
     if (t == T_Q5_0 || t == T_Q5_1) {
+        // the fifth bits in vk_layout.c's order: element 4g+i at bit 8i + (g+4)%8
         uint v = W[s].w[bw + (g & 3u)];
         uint qh = W[s].w[(hb >> 2) + 1u];
-        vec4 q = (g < 4u ? nib_lo(v) : nib_hi(v)) + 16.0 * bits4(qh, 4u * g);
+        vec4 q = (g < 4u ? nib_lo(v) : nib_hi(v)) + 16.0 * bytebit(qh, (g + 4u) & 7u);
         if (t == T_Q5_0)
             return head_half(s, hb) * (q - 16.0);
         vec2 dm = unpackHalf2x16(W[s].w[hb >> 2]);
@@ -116,11 +116,12 @@ vec4 deq4(uint t, uint s, uint blk, uint g, uint hbase)
         // Element 4g: 64-element chunk c = g/16; its first 32 elements use the
         // low nibbles of qs[32c..32c+32), the next 32 the high nibbles.
         uint c = g >> 4, hi = (g >> 3) & 1u;
-        uint qoff = t == T_Q5_K ? 8u : 0u;    // Q5_K: qh[32] precedes qs
-        uint v = W[s].w[bw + qoff + 8u * c + (g & 7u)];
+        uint v = W[s].w[bw + 8u * c + (g & 7u)];
         vec4 q = hi == 0u ? nib_lo(v) : nib_hi(v);
+        // Q5_K: sub-block 2c+hi's fifth bits in body word 32 + 2c + hi
+        // (vk_layout.c's order: element 4k+i at bit 8i + (k+4)%8)
         if (t == T_Q5_K)
-            q += 16.0 * bytebit(W[s].w[bw + (g & 7u)], 2u * c + hi);
+            q += 16.0 * bytebit(W[s].w[bw + 32u + 2u * c + hi], ((g & 7u) + 4u) & 7u);
         uint hw = hb >> 2;
         vec2 dm = unpackHalf2x16(W[s].w[hw]);
         vec2 sm = k_scale_min(s, hw, 2u * c + hi);

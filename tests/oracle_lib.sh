@@ -58,3 +58,40 @@ oracle_generate() {
         fi ;;
     esac
 }
+
+# oracle_same_file NAME MODEL TOKENS VOCAB N_TOK: a file with no llama.cpp
+# figures (made from a fixture's F32 file by our quantizer) against the CPU
+# reference forward pass on that very file -- the same exactly dequantized
+# weights, summed in f32: the decode graph (-b 1) and the prompt graph with
+# fp32 mat-mats (--tune coopmat=0) within F32's 1e-4 rel-L2 and every
+# argmax; the default prompt graph (tensor cores where the device has them:
+# fp16 operands, each product within 2^-10 of itself) within 1e-2; greedy
+# ids equal to the reference's (its own prompt's top-2 margins stand far
+# above either bound on the fixtures).  Needs GLMCHAT, CMP, TMP.
+oracle_same_file() {
+    _name=$1 _m=$2 _tok=$3 _vocab=$4 _ntok=$5
+    if ! $GLMCHAT logits -m "$_m" --backend cpu --tokens "$_tok" -o "$TMP/same.cpu.bin" 2>"$TMP/err"; then
+        fail "$_name: cpu reference" "$(head -c 300 "$TMP/err")"
+        return
+    fi
+    for _case in "decode graph|-b 1|1e-4" "prompt graph, fp32 mat-mats|-b 64 --tune coopmat=0|1e-4" \
+        "prompt graph|-b 64|1e-2"; do
+        _what=${_case%%|*} _rest=${_case#*|}
+        _opts=${_rest%%|*} _tol=${_rest#*|}
+        # shellcheck disable=SC2086
+        if $GLMCHAT logits -m "$_m" --backend vulkan --kv-type f32 $_opts --tokens "$_tok" -o "$TMP/same.vk.bin" \
+               2>"$TMP/err" &&
+            _out=$($CMP --vocab "$_vocab" --max-rel-l2 "$_tol" --min-argmax "$_ntok" "$TMP/same.vk.bin" "$TMP/same.cpu.bin"); then
+            ok "$_name: $_what = cpu reference on the same file ($_out)"
+        else
+            fail "$_name: $_what = cpu reference on the same file" "${_out:-$(head -c 300 "$TMP/err")}"
+        fi
+    done
+    _want=$($GLMCHAT generate -m "$_m" --backend cpu --tokens "$_tok" -n 12 --temp 0 --ids 2>"$TMP/err")
+    _got=$($GLMCHAT generate -m "$_m" --backend vulkan --kv-type f32 --tokens "$_tok" -n 12 --temp 0 --ids 2>>"$TMP/err")
+    if [ -n "$_want" ] && [ "$_got" = "$_want" ]; then
+        ok "$_name: greedy ids = cpu reference's"
+    else
+        fail "$_name: greedy ids" "got '$_got', cpu '$_want' $(head -c 200 "$TMP/err")"
+    fi
+}

@@ -39,6 +39,23 @@ for dir in tests/data/models/*/; do
     done
 done
 
+# our quantizer with the generator's type rules (tests/tools/requant) turns a
+# fixture's F32 file into llama-quantize's Q4_K_M of it: the same per-tensor
+# types and the same bytes (CPU logits bit for bit)
+for dir in tests/data/models/*/; do
+    name=$(basename "$dir")
+    tokens=$($BUILD/tools/json_get "$dir/fixture.json" prompt.tokens --sep ,)
+    if $BUILD/tools/requant "$dir/$name.f32.gguf" "$TMP/rq.gguf" Q4_K_M 2>"$TMP/err" &&
+        $GLMCHAT logits -m "$TMP/rq.gguf" --backend cpu --tokens "$tokens" -o "$TMP/rq.bin" 2>>"$TMP/err" &&
+        $GLMCHAT logits -m "$dir/$name.q4_k_m.gguf" --backend cpu --tokens "$tokens" -o "$TMP/fx.bin" 2>>"$TMP/err" &&
+        cmp -s "$TMP/rq.bin" "$TMP/fx.bin"; then
+        ok "requant $name F32 -> Q4_K_M = llama-quantize's file"
+    else
+        fail "requant $name F32 -> Q4_K_M" "$(head -c 300 "$TMP/err")"
+    fi
+done
+expect_fail "requant: unknown type" "unknown type 'Q3_K_M'" $BUILD/tools/requant "$dir/$name.f32.gguf" "$TMP/x.gguf" Q3_K_M
+
 # ---- the full-size table --------------------------------------------------------
 if $GLMCHAT mkmodel --preset glm47-flash --type Q4_0 --list >"$TMP/list" 2>&1; then
     for line in "type Q4_0: 562 tensors, 16661200896 bytes" "type Q6_K: 1 tensors, 260198400 bytes" \
@@ -61,6 +78,25 @@ if $GLMCHAT mkmodel --preset glm47-flash --type Q4_K_M --nextn 1 --list >"$TMP/l
     ok "glm47-flash Q4_K_M --nextn 1 table"
 else
     fail "glm47-flash Q4_K_M --nextn 1 table" "$(tail -n 4 "$TMP/list" | tr '\n' ';')"
+fi
+
+# the dynamic mix (Q4_K_XL, alias dynamic): its census, and `info` shows the mix
+# by tensor kind and layer range
+if $GLMCHAT mkmodel --preset glm47-flash --type dynamic --list >"$TMP/list" 2>&1 &&
+    grep -qx "type Q8_0: 282 tensors, 1086537728 bytes" "$TMP/list" && grep -qx "type Q4_K: 72 tensors, 8153726976 bytes" "$TMP/list" &&
+    grep -qx "type Q5_K: 44 tensors, 6090129408 bytes" "$TMP/list" && grep -qx "type Q6_K: 165 tensors, 4561428480 bytes" "$TMP/list" &&
+    grep -q '^tensor blk.1.ffn_gate_exps.weight  *Q5_K ' "$TMP/list" && grep -q '^tensor blk.20.ffn_gate_exps.weight  *Q4_K ' "$TMP/list"; then
+    ok "glm47-flash dynamic (Q4_K_XL) table"
+else
+    fail "glm47-flash dynamic (Q4_K_XL) table" "$(tail -n 9 "$TMP/list" | tr '\n' ';')"
+fi
+if $GLMCHAT mkmodel --preset tiny-glm --layers 12 --type Q4_K_XL -o "$TMP/mix.gguf" >/dev/null 2>"$TMP/err" &&
+    $GLMCHAT info -m "$TMP/mix.gguf" >"$TMP/info" 2>&1 && grep -q '^file type  *Q4_K_M (15)$' "$TMP/info" &&
+    grep -qE '^  ffn_gate_exps.weight +Q4_K +9: 1-9$' "$TMP/info" && grep -qE '^ +Q5_K +2: 10-11$' "$TMP/info" &&
+    grep -qE '^  attn_q_b.weight +Q8_0 +12: 0-11$' "$TMP/info" && grep -qE '^  output.weight +Q6_K$' "$TMP/info"; then
+    ok "info shows a dynamic file's mix by tensor kind and layer"
+else
+    fail "info shows the mix" "$(sed -n '/^mix/,$p' "$TMP/info" | head -n 30 | tr '\n' ';') $(head -c 200 "$TMP/err")"
 fi
 
 # ---- the demo preset and --list's file size ------------------------------------------

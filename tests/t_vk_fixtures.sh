@@ -2,13 +2,16 @@
 # t_vk_fixtures.sh: the fixture criteria of the core issue, on the Vulkan
 # backend (lavapipe in CI): for every model and variant in tests/data,
 # `glmchat logits --backend vulkan --kv-type f32` and `generate --temp 0`
-# held to tests/oracle_lib.sh's criteria.  Also: prompt split over several
-# calls (-b), the decode graph, the f16 KV cache, steps joined by counters,
-# the tuning knobs, and the backend's errors.
+# held to tests/oracle_lib.sh's criteria.  Also: file types the fixtures do
+# not ship (Q5_K_M, the dynamic mix), made from the F32 file with our own
+# quantizer and held to the CPU reference on that file (oracle_same_file);
+# prompt split over several calls (-b), the decode graph, the f16 KV cache,
+# steps joined by counters, the tuning knobs, and the backend's errors.
 . tests/lib.sh
 . tests/oracle_lib.sh
 CMP=$BUILD/tools/cmp_logits
 JG=$BUILD/tools/json_get
+REQUANT=$BUILD/tools/requant
 ROOT=tests/data/models
 VK="--backend vulkan"
 
@@ -39,6 +42,16 @@ for dir in "$ROOT"/*/; do
     done
 
     f32=$dir/$name.f32.gguf
+    # Q5_K_M and the dynamic mix (Q4_K_XL: Q8_0 attention, Q6_K shared
+    # expert, Q4_K/Q5_K/Q6_K experts by layer) from the F32 file
+    for t in Q5_K_M Q4_K_XL; do
+        if $REQUANT "$f32" "$TMP/$name.$t.gguf" $t 2>"$TMP/err"; then
+            oracle_same_file "vulkan $name.$t" "$TMP/$name.$t.gguf" "$tokens" "$vocab" "$n_tok"
+        else
+            fail "requant $name $t" "$(head -c 300 "$TMP/err")"
+        fi
+    done
+
     # the prompt in chunks of 4 tokens: the same logits as one call
     if $GLMCHAT logits -m "$f32" $VK --kv-type f32 -b 4 --tokens "$tokens" -o "$TMP/b4.bin" 2>"$TMP/err" &&
         out=$($CMP --vocab "$vocab" --max-rel-l2 1e-5 "$TMP/b4.bin" "$TMP/$name.f32.bin"); then

@@ -177,6 +177,53 @@ static void test_full_size_q4_0_figures(void)
     }
     synth_table_free(&t);
 
+    /* Q5_K_M: the same rules over Q5_K (llama-quantize: attn_k_b's rows of
+     * 192 fall back to Q5_1; ffn_down Q6_K by use_more_bits, routed and
+     * shared alike; the head Q6_K; attn_output and the rest Q5_K). */
+    c.ftype = SYNTH_FT_Q5_K_M;
+    CHECK(synth_build_table(&c, &t, &err) == 0, "%s", M(err));
+    census(&t, bytes, count);
+    CHECK(count[QT_Q5_1] == 47, "Q5_1 (attn_k_b) %u", count[QT_Q5_1]);
+    CHECK(count[QT_Q6_K] == 1 + 1 + 22 * 2, "Q6_K %u", count[QT_Q6_K]);
+    CHECK(count[QT_Q5_K] == 562 - 47 - 1 - 22 * 2, "Q5_K %u", count[QT_Q5_K]);
+    for (size_t i = 0; i < t.n; i++) {
+        const synth_tensor *x = &t.t[i];
+        if (strcmp(x->name, "blk.3.ffn_down_shexp.weight") == 0 || strcmp(x->name, "blk.43.ffn_down_exps.weight") == 0)
+            CHECK(x->type == QT_Q6_K, "%s is %s", x->name, quant_type_name(x->type));
+        if (strcmp(x->name, "blk.8.ffn_down_exps.weight") == 0 || strstr(x->name, "attn_v_b"))
+            CHECK(x->type == QT_Q5_K, "%s is %s", x->name, quant_type_name(x->type));
+    }
+    synth_table_free(&t);
+
+    /* The dynamic mix (Q4_K_XL): attention Q8_0, shared expert and dense FFN
+     * Q6_K, routed gate/up Q4_K with Q5_K in the first and last eighth of
+     * the 47 layers (below 47/8 = 5 and from 7*47/8 = 41 on: MoE layers 1-4
+     * and 41-46, so 36 of the 46 in Q4_K), routed down Q5_K / Q6_K by
+     * use_more_bits, head and embedding Q6_K. */
+    c.ftype = SYNTH_FT_Q4_K_XL;
+    CHECK(synth_build_table(&c, &t, &err) == 0, "%s", M(err));
+    census(&t, bytes, count);
+    CHECK(count[QT_Q8_0] == 47 * 6, "Q8_0 (attention) %u", count[QT_Q8_0]);
+    CHECK(count[QT_Q4_K] == 2 * 36, "Q4_K %u", count[QT_Q4_K]);
+    CHECK(count[QT_F32] == 281, "F32 %u", count[QT_F32]);
+    for (size_t i = 0; i < t.n; i++) {
+        const synth_tensor *x = &t.t[i];
+        uint32_t want = QT_COUNT;
+        if (strcmp(x->name, "blk.2.ffn_gate_exps.weight") == 0 || strcmp(x->name, "blk.45.ffn_up_exps.weight") == 0 ||
+            strcmp(x->name, "blk.8.ffn_down_exps.weight") == 0)
+            want = QT_Q5_K;
+        if (strcmp(x->name, "blk.20.ffn_gate_exps.weight") == 0)
+            want = QT_Q4_K;
+        if (strcmp(x->name, "blk.7.ffn_down_exps.weight") == 0 || strstr(x->name, "_shexp.") ||
+            strcmp(x->name, "blk.0.ffn_up.weight") == 0 || strcmp(x->name, "output.weight") == 0)
+            want = QT_Q6_K;
+        if (strstr(x->name, "attn_k_b") || strstr(x->name, "attn_output"))
+            want = QT_Q8_0;
+        if (want != QT_COUNT)
+            CHECK(x->type == want, "%s is %s, want %s", x->name, quant_type_name(x->type), quant_type_name(want));
+    }
+    synth_table_free(&t);
+
     /* With the NextN block: one more MoE block (18 tensors) + 4 nextn ones. */
     c.ftype = SYNTH_FT_Q4_0;
     c.nextn = 1;
@@ -267,7 +314,7 @@ static void test_weights_zero_mean_right_rms(void)
 {
     static const uint32_t ftypes[] = {SYNTH_FT_F32,   SYNTH_FT_F16,    SYNTH_FT_BF16,   SYNTH_FT_Q8_0,
                                       SYNTH_FT_Q4_0,  SYNTH_FT_Q4_1,   SYNTH_FT_Q5_0,   SYNTH_FT_Q5_1,
-                                      SYNTH_FT_Q4_K_M, SYNTH_FT_Q5_K_M, SYNTH_FT_Q6_K};
+                                      SYNTH_FT_Q4_K_M, SYNTH_FT_Q5_K_M, SYNTH_FT_Q6_K,  SYNTH_FT_Q4_K_XL};
     for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
         check_type_statistics(ftypes[i]);
 }

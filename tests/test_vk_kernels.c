@@ -38,23 +38,25 @@ static float *random_vec(uint64_t n, float scale)
     return v;
 }
 
-/* Reference y = W[m] . x (double), plus the bound sum|w x|. */
+/* Reference y = W[m] . x (double), plus the bound sum|w x| (for the types
+ * with a minimum, the sum of its terms' sizes: tu_dequant_terms). */
 static void ref_dot_rows(uint32_t type, const uint8_t *w, uint32_t K, uint32_t rows, const float *x, double *y,
                          double *mag)
 {
-    float *row = malloc(K * sizeof *row);
+    float *row = malloc(K * sizeof *row), *terms = malloc(K * sizeof *terms);
     uint64_t rb = tu_row_bytes(type, K);
     for (uint32_t r = 0; r < rows; r++) {
         tu_dequant(type, w + r * rb, row, K);
+        tu_dequant_terms(type, w + r * rb, terms, K);
         double s = 0, m = 0;
         for (uint32_t k = 0; k < K; k++) {
             s += (double)row[k] * x[k];
-            m += fabs((double)row[k] * x[k]);
+            m += fabs((double)terms[k] * x[k]);
         }
         y[r] = s;
         mag[r] = m;
     }
-    free(row);
+    free(row), free(terms);
 }
 
 static double chain_bound(uint32_t type, uint32_t K)
@@ -156,10 +158,10 @@ static vk_tuning TUNE;
 /* Geometry variants of the decode matvecs, set in the tuning table: the
  * defaults; long rows on the x-stationary kernels too (lavapipe's 8-wide
  * subgroups need more units per lane than the default allows -- the paths
- * a 32-wide GPU takes); 8 rows per pass, 3 passes, 64-thread workgroups
- * (short rows only: fully unrolled long ones take lavapipe minutes to
- * compile); inputs read from shared memory instead of registers, 2 rows
- * per pass; the mv kernels. */
+ * a 32-wide GPU takes); 8 rows per pass, 3 passes, 64-thread workgroups,
+ * teams up to half padding (short rows only: fully unrolled long ones take
+ * lavapipe minutes to compile); inputs read from shared memory instead of
+ * registers, 2 rows per pass; the mv kernels. */
 static void v_default(vk_tuning *t)
 {
     (void)t;
@@ -175,6 +177,7 @@ static void v_rows8(vk_tuning *t)
     t->xs_r = 8;
     t->xs_p = 3;
     t->xs_wgs = 64;
+    t->xs_pad = 50;
 }
 
 static void v_shared_input(vk_tuning *t)
@@ -234,9 +237,11 @@ static void run_mv(uint32_t type, uint32_t K, uint32_t N, uint32_t nz, bool norm
     run_mv_v(type, K, N, nz, norm, acc, ids, what, 1);
 }
 
+/* Every weight type has x-stationary units (mv_xs_common.glsl). */
 static bool xs_type(uint32_t t)
 {
-    return t == QT_F32 || t == QT_F16 || t == QT_Q4_0 || t == QT_Q8_0 || t == QT_Q6_K;
+    (void)t;
+    return true;
 }
 
 static void mv_cases(void)
@@ -266,6 +271,19 @@ static void mv_cases(void)
     run_mv(QT_Q4_0, 10240, 2048, 1, false, true, false, "dense ffn_down (input from memory)");
     run_mv_v(QT_Q6_K, 2048, 4099, 1, true, false, false, "output head slice", V_LONG);
     run_mv_v(QT_Q8_0, 1536, 333, 1, true, false, false, "Q8_0, odd rows", V_GPU);
+    /* the K-quant files' matrices (Q4_K_M / Q5_K_M: Q4_K or Q5_K, k_b in
+     * Q5_0 / Q5_1 (192 is no multiple of 256), some downs in Q6_K; the
+     * dynamic mix: attention in Q8_0, experts in Q4_K/Q5_K/Q6_K) */
+    run_mv_v(QT_Q4_K, 2048, 1344, 1, true, false, false, "Q4_K attn_q_a + attn_kv_a_mqa", V_LONG);
+    run_mv_v(QT_Q5_K, 2048, 1344, 1, true, false, false, "Q5_K attn_q_a + attn_kv_a_mqa", V_LONG);
+    run_mv_v(QT_Q4_K, 768, 5120, 1, true, false, false, "Q4_K attn_q_b", V_GPU);
+    run_mv_v(QT_Q5_0, 192, 512, 20, false, false, false, "Q5_0 attn_k_b per head", V_LONG);
+    run_mv_v(QT_Q5_1, 192, 512, 20, false, false, false, "Q5_1 attn_k_b per head", V_LONG);
+    run_mv_v(QT_Q8_0, 192, 512, 20, false, false, false, "Q8_0 attn_k_b per head", V_GPU);
+    run_mv_v(QT_Q5_K, 5120, 2048, 1, false, true, false, "Q5_K attn_output + residual", V_GPU);
+    run_mv_v(QT_Q6_K, 1536, 2048, 1, false, false, false, "Q6_K shared expert's down, apart", V_GPU);
+    run_mv_v(QT_Q4_1, 2048, 333, 1, true, false, false, "Q4_1, odd rows", V_GPU);
+    run_mv_v(QT_BF16, 2048, 130, 1, true, false, false, "BF16, odd rows", V_GPU);
     /* the whole GLM-4.7-Flash head where the device can bind 261 MB (not lavapipe) */
     if (tu_row_bytes(QT_Q6_K, 2048) * 154880 <= G.c.max_range)
         run_mv(QT_Q6_K, 2048, 154880, 1, true, false, false, "GLM-4.7-Flash output head");
@@ -342,6 +360,9 @@ static moe_case MC;
  * (shaders/dep_flag.glsl), as the decode graph does with dep_flags bit 3:
  * the epoch is one past a count that wraps the 32-bit counter. */
 static bool MC_DEP;
+/* Where the shared expert's down has another type than the routed ones', the
+ * decode graph runs it as a matvec of its own and the down adds its product
+ * (vk_moe_down_args.shared_out): the cases do what the graph does. */
 
 static double silu_d(double g)
 {
@@ -356,6 +377,13 @@ static void test_moe(void)
     uint8_t *wd = rand_tensor(m->td, m->F, m->H, m->nexp, &td);
     uint8_t *wsg = rand_tensor(m->tg, m->H, m->FS, 1, &tsg), *wsu = rand_tensor(m->tu, m->H, m->FS, 1, &tsu);
     uint8_t *wsd = rand_tensor(m->ts, m->FS, m->H, 1, &tsd);
+    bool uploaded = tg.n_mat && tu.n_mat && td.n_mat && tsg.n_mat && tsu.n_mat && tsd.n_mat;
+    CHECK(uploaded, "upload");
+    if (!uploaded) {
+        free(wg), free(wu), free(wd), free(wsg), free(wsu), free(wsd);
+        tu_reset_buffers();
+        return;
+    }
     float *x = random_vec(m->H, 1.0f), *nw = norm_weights(m->H), *y0 = random_vec(m->H, 1.0f);
     int32_t ids[8];
     float wts[8];
@@ -374,9 +402,22 @@ static void test_moe(void)
                       .h = {bh, m->nused * hz}, .h_z = hz, .nz = 1};
     vk_moe_down_args da = {.name = "down", .down = &td, .shared = &tsd, .h = {bh, 0}, .h_z = hz, .nz = m->nused,
                            .ids = {bi, 0}, .wts = {bw, 0}, .y = {by, 0}};
+    vk_buf bys = tu_host(m->H);
+    vk_vec ysh = {bys, 0};
+    vk_moe_down_args ds = da;
+    ds.shared = NULL;
+    ds.shared_out = &ysh;
+    vk_mv_args sda = {.name = "shared down", .w = &tsd, .x = {bh, m->nused * hz}, .y = ysh, .nz = 1};
+    bool split = !MC_DEP && m->td != m->ts && vk_mv_deps(&KB, &sda) && vk_moe_down_deps(&KB, &ds);
+    if (split) {
+        printf("# the shared expert's down apart (%s against the routed %s)\n", tu_type_name(m->ts),
+               tu_type_name(m->td));
+        da = ds;
+    }
     /* the shared expert's gate/up is a call of its own (beside the router in
      * the decode graph) */
     uint32_t nc = 0;
+    vk_call calls_split[4];
     vk_buf dep = tu_host(8), prm = tu_host(32);
     vk_vec dep_word = {dep, 3};
     bool dep_ok = MC_DEP && vk_glu_deps(&KB, &ga) && vk_glu_deps(&KB, &gs) && vk_moe_down_deps(&KB, &da);
@@ -401,9 +442,19 @@ static void test_moe(void)
     }
     CHECK(vk_k_moe_down(&KB, &da, &calls[nc++]) == 0, "build down: %.200s", KERR.msg);
     /* gate/up || shared gate/up, then down (which reads all of h): a barrier
-     * before the down, or its wait on the counter */
+     * before the down, or its wait on the counter; split: the shared down
+     * after the gate/ups, then the down */
     bool bar[3] = {false, !MC_DEP, true};
-    CHECK(tu_run(calls, nc, bar) == 0, "run");
+    if (split) {
+        calls_split[0] = calls[0];
+        calls_split[1] = calls[1];
+        CHECK(vk_k_mv(&KB, &sda, &calls_split[2]) == 0, "build shared down: %.200s", KERR.msg);
+        calls_split[3] = calls[2];
+        bool bs[4] = {false, true, true, true};
+        CHECK(tu_run(calls_split, 4, bs) == 0, "run");
+    } else {
+        CHECK(tu_run(calls, nc, bar) == 0, "run");
+    }
     if (MC_DEP)
         CHECK(((uint32_t *)dep.map)[0] == 0, "%u waits gave up", ((uint32_t *)dep.map)[0]);
 
@@ -476,13 +527,19 @@ static void moe_cases(void)
         {QT_Q4_K, QT_Q4_K, QT_Q5_0, QT_Q8_0, 256, 64, 128, 8, 2, "Q4_K_M mix, 2 shared experts"},
         {QT_F32, QT_F32, QT_F32, QT_F32, 64, 32, 32, 8, 4, "tiny F32"},
         {QT_Q8_0, QT_Q8_0, QT_Q6_K, QT_Q6_K, 512, 256, 256, 16, 6, "Q8_0 gate/up, Q6_K down"},
+        {QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, 2048, 1536, 1536, 64, 4, "GLM-4.7-Flash experts, Q4_K"},
+        /* 48 of the 64 experts: lavapipe binds at most 128 MB, 64 Q5_K experts are 138 */
+        {QT_Q5_K, QT_Q5_K, QT_Q6_K, QT_Q6_K, 2048, 1536, 1536, 48, 4, "GLM-4.7-Flash experts, Q5_K_M's Q6_K downs"},
+        {QT_Q4_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, 2048, 1536, 1536, 48, 4, "the dynamic mix: Q5_K down, Q6_K shared"},
+        {QT_Q5_1, QT_Q5_1, QT_Q4_1, QT_Q4_1, 256, 96, 96, 8, 2, "Q5_1 gate/up, Q4_1 down"},
+        {QT_BF16, QT_BF16, QT_BF16, QT_Q8_0, 128, 40, 64, 8, 2, "BF16, a Q8_0 shared down"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         MC = cases[i];
         char name[160];
         snprintf(name, sizeof name, "experts gate/up/down %s (H=%u F=%u, %u of %u)", MC.what, MC.H, MC.F, MC.nused,
                  MC.nexp);
-        run_variants(test_moe, name, i == 0 ? V_GPU : i < 3 ? V_ALL : 1);
+        run_variants(test_moe, name, i == 0 ? V_GPU : i < 3 ? V_ALL : i >= 6 && i <= 8 ? V_GPU : 1);
         if (i < 2) {
             MC_DEP = true;
             snprintf(name, sizeof name, "experts gate/up/down %s, the down waiting on a counter (no barrier)",
@@ -930,6 +987,8 @@ static void attn_cases(void)
         /* a running max that jumps by several units between tiles: O's rows
          * rescaled by very different factors (attn_fd's online softmax) */
         {20, 512, 64, 192, 256, QT_Q4_0, true, 700, 1, true, "GLM-4.7-Flash, 700 positions, wide scores", 8},
+        {20, 512, 64, 192, 256, QT_Q4_K, true, 300, 1, true, "GLM-4.7-Flash, Q4_K v_b", 0},
+        {20, 512, 64, 192, 256, QT_Q5_K, true, 90, 30, true, "GLM-4.7-Flash prompt batch, Q5_K v_b", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         AC = cases[i];
@@ -1198,6 +1257,8 @@ static void dep_chain_cases(void)
     static const chain_case cases[] = {
         {QT_Q4_0, 2048, 1536, 64, 4, "GLM-4.7-Flash shapes, Q4_0"},
         {QT_Q8_0, 256, 96, 16, 3, "Q8_0, small"},
+        {QT_Q4_K, 2048, 1536, 64, 4, "GLM-4.7-Flash shapes, Q4_K"},
+        {QT_Q5_K, 512, 256, 16, 3, "Q5_K, small"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CC = cases[i];
@@ -1435,6 +1496,14 @@ static void mm_cases(void)
         {QT_F16, 72, 20, 3, 0, "F16"},
         {QT_F16, 200, 131, 65, 1, "F16, K not a multiple of 32"},
         {QT_BF16, 136, 129, 70, 2, "BF16 gate/up"},
+        /* the K-quant files' prefill shapes */
+        {QT_Q4_K, 2048, 200, 70, 2, "Q4_K experts' gate/up rows, 70 tokens"},
+        {QT_Q5_K, 2048, 130, 65, 2, "Q5_K gate/up, 65 tokens"},
+        {QT_Q6_K, 1536, 130, 33, 1, "Q6_K down rows + residual"},
+        {QT_Q5_K, 5120, 70, 20, 1, "Q5_K attn_output rows + residual"},
+        {QT_Q5_0, 2048, 130, 64, 0, "Q5_0, a full tile"},
+        {QT_Q5_1, 1536, 129, 17, 2, "Q5_1 gate/up, K 1536"},
+        {QT_Q4_1, 2048, 96, 40, 0, "Q4_1, K 2048"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         MMC = cases[i];
@@ -1543,8 +1612,10 @@ static void test_expert_prefill(void)
     /* Unit activations through Q6_K's random weights (random int8 sub-scales:
      * |w| up to ~40) make gate * up ~1e5, past the fp16 range (65504) the
      * tensor-core path rounds activations into (the first H200 run: NaN);
-     * 0.05 keeps the down pass's input near 1e2, as a model's are. */
-    float *xn = random_vec((uint64_t)H * B, EP_TYPE == QT_Q6_K ? 0.05f : 1.0f);
+     * Q5_K's (6-bit scales, 5-bit codes: |w| up to ~20) too (run 20: the
+     * clamped values 10 % off); 0.05 keeps the down pass's input near 1e2,
+     * as a model's are. */
+    float *xn = random_vec((uint64_t)H * B, EP_TYPE == QT_Q6_K || EP_TYPE == QT_Q5_K ? 0.05f : 1.0f);
     memcpy(x0, x, (uint64_t)H * B * 4);
     int32_t *ids = malloc((uint64_t)B * K * 4);
     float *wts = malloc((uint64_t)B * K * 4);
@@ -1646,7 +1717,7 @@ static void prefill_cases(void)
 {
     mm_cases();
     RUN_NAMED(test_rmsnorm, "rmsnorm of a prompt batch (7 of 9 tokens)");
-    static const uint32_t types[] = {QT_Q4_0, QT_F32, QT_Q4_K, QT_Q8_0, QT_Q6_K};
+    static const uint32_t types[] = {QT_Q4_0, QT_F32, QT_Q4_K, QT_Q8_0, QT_Q6_K, QT_Q5_K, QT_Q5_0, QT_Q4_1, QT_BF16};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         EP_TYPE = types[i];
         char name[192];

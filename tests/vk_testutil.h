@@ -280,6 +280,37 @@ static void tu_dequant(uint32_t t, const uint8_t *src, float *y, uint64_t n)
     }
 }
 
+/* The magnitude of what a kernel sums for each element: |w| for most types;
+ * for the types with a minimum (Q4_1, Q5_1: d*q + m; Q4_K, Q5_K: d*sc*q -
+ * dmin*m) |d*q| + |m| (|d*sc*q| + |dmin*m|): the decode kernels sum the two
+ * terms apart (sum w*x = d*sc * sum q*x - dmin*m * sum x), so their rounding
+ * is bounded by the terms' sizes, which can exceed |w| where they cancel. */
+static void tu_dequant_terms(uint32_t t, const uint8_t *src, float *y, uint64_t n)
+{
+    uint32_t e, b;
+    tu_block(t, &e, &b);
+    tu_dequant(t, src, y, n);
+    for (uint64_t i = 0; i < n; i++)
+        y[i] = fabsf(y[i]);
+    if (t != QT_Q4_1 && t != QT_Q5_1 && t != QT_Q4_K && t != QT_Q5_K)
+        return;
+    for (uint64_t i = 0; i < n / e; i++, src += b, y += e) {
+        if (t == QT_Q4_1 || t == QT_Q5_1) {
+            float m = fabsf(tu_h2f(tu_get16(src + 2)));
+            for (uint32_t j = 0; j < e; j++)
+                y[j] += 2 * m; /* |d q + m| <= |d q| + |m|: |w| + 2|m| bounds |d q| + |m| */
+            continue;
+        }
+        float dmin = fabsf(tu_h2f(tu_get16(src + 2)));
+        for (int sb = 0; sb < 8; sb++) {
+            int sc, m;
+            tu_k_scale_min(sb, src + 4, &sc, &m);
+            for (int j = 0; j < 32; j++)
+                y[sb * 32 + j] += 2 * dmin * (float)m;
+        }
+    }
+}
+
 /* ---- device --------------------------------------------------------------------- */
 
 typedef struct {

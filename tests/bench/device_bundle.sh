@@ -1,0 +1,25 @@
+#!/bin/sh
+# device_bundle.sh DEST [BASE_GLMCHAT]: the files tests/bench/device_run.sh
+# needs on the GPU machine, from this tree's release build (make first):
+# DEST/glmchat, DEST/build/{tests,tools}, DEST/tests (the scripts; the
+# fixtures come from the checkout there);
+# BASE_GLMCHAT (an earlier binary) as DEST/base/glmchat.  DEST goes into
+# the checkout the device call sends, ignored by git there.
+set -e
+dest=$1
+[ -n "$dest" ] || { echo "usage: device_bundle.sh DEST [BASE_GLMCHAT]" >&2; exit 2; }
+B=${BUILD:-build/rel}
+rm -rf "$dest"
+mkdir -p "$dest/build/tests" "$dest/build/tools" "$dest/tests"
+cp glmchat "$dest/"
+cp "$B/tests/test_vk_kernels" "$dest/build/tests/"
+for t in cmp_logits json_get requant vk_microbench fixture_cmp; do cp "$B/tools/$t" "$dest/build/tools/"; done
+cp tests/*.sh "$dest/tests/"
+cp -r tests/bench "$dest/tests/"
+if [ -n "$2" ]; then
+    mkdir -p "$dest/base"
+    cp "$2" "$dest/base/glmchat"
+fi
+# without debug sections: what travels is limited (64 MiB with the checkout)
+strip -g "$dest/glmchat" "$dest"/build/tests/* "$dest"/build/tools/* ${2:+"$dest/base/glmchat"}
+du -sh "$dest"
