@@ -1,8 +1,8 @@
 #!/bin/bash
 # vk_dep_stress.sh: counter-dependency stress on the lent GPU machine (gpu/PERF.md run 17): decode
 # logits (-b 1) of the tiny fixtures under several GLMCHAT_DEP_FLAGS settings, six runs each, compared bit for bit with barriers only (DEP=0); then, when
-# vk_device_run.sh has made /tmp/m.gguf, 96 decode steps of the full-size file.  Run from the repo
-# root there with the binaries in .devcarry/ (see tests/bench/vk_device_run.sh); a line
+# device_run.sh (or a mkmodel) has made /tmp/m.gguf, 96 decode steps of the full-size file.  Run from the repo
+# root there with the binaries in .devcarry/ (see tests/bench/device_run.sh); a line
 # "N of 6 differ" with N > 0 or "DIFFER" is a race.
 D=${D:-.devcarry}
 for f in .gl/*.deb $D/gl2/*.deb; do [ -f "$f" ] && dpkg -x $f /; done; ldconfig
@@ -20,7 +20,7 @@ for m in tiny-glm-a tiny-lite-a; do
     echo "$m DEP=$cfg: $bad of 6 differ"
   done
 done
-# the full-size model (made by vk_device_run.sh): 96 decode steps, DEP=0 vs all counters, twice
+# the full-size model (made by device_run.sh): 96 decode steps, DEP=0 vs all counters, twice
 if [ -f /tmp/m.gguf ]; then
   T=$(seq -s, 11 106)
   GLMCHAT_DEP_FLAGS=0 $G logits -m /tmp/m.gguf --backend vulkan -b 1 --tokens "$T" -o /tmp/fb.bin 2>/tmp/err || head -c 200 /tmp/err
