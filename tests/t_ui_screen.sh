@@ -111,6 +111,9 @@ quit_app
 printf 'x' >"$TMP/notadir"
 start_app_size 110 30 -C "$TMP/notadir/c.json"
 app_ready
+# the way out of a failed save (a new file in the conversations folder) fails too
+convs=$XDG_DATA_HOME/glmchat/conversations
+rm -rf "$convs" && printf 'x' >"$convs"
 answered "hello"
 tm_wait 10 "Autosave failed" >/dev/null
 tm_line "/quit"
@@ -123,5 +126,6 @@ fi
 tm_snap status-110
 tm_line "/quit"
 if tm_wait $T "^EXITED 1" && grep -q "could not be saved" "$TMP/screen"; then ok ui_quit_unsaved_twice; else fail ui_quit_unsaved_twice "$(tm_screen | grep -v '^$' | tail -3)"; fi
+rm -f "$convs" && mkdir -p "$convs"
 tm_stop
 done_tests
