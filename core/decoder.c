@@ -243,8 +243,7 @@ static void eval_out_init(eval_out *o, decoder *d, uint32_t k)
 
 static int32_t sample(decoder *d, eval_out *o)
 {
-    if (o->k)
-        return sampler_sample_topk(d->smp, o->ids, o->vals, o->k, o->log_z);
+    (void)o;
     return sampler_sample(d->smp, d->logits);
 }
 
@@ -308,7 +307,8 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
     err_t err = {{0}};
     uint32_t reused = reuse_prefix(d, prompt, n_prompt);
     eval_out o;
-    eval_out_init(&o, d, candidates_for(sp));
+    eval_out_init(&o, d, 0);
+    (void)candidates_for;
     tok_stream ts;
     tok_stream_init(&ts, d->tok);
 
