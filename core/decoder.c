@@ -13,7 +13,6 @@
 
 #define STATS_INTERVAL_S 0.05   /* publish statistics at most 20x/s */
 #define PROGRESS_INTERVAL_S 0.05
-#define TOPK_CANDIDATES 64      /* candidates read back when top-k sampling allows it */
 
 struct decoder {
     /* fixed at start */
@@ -53,8 +52,7 @@ struct decoder {
     /* thread-only */
     engine eng;
     bool eng_open;
-    sampler *smp;
-    float *logits;              /* [n_vocab] */
+    sampler *smp;               /* the window, the RNG: one request per token */
     int32_t *kv_tokens;         /* [n_ctx]: what the cache holds */
     uint32_t kv_n;
     char *piece;                /* tok_stream output, TOK_STREAM_CAP bytes */
@@ -208,43 +206,20 @@ static bool is_stop(const int32_t *stop, uint32_t n, int32_t tok)
     return false;
 }
 
-/* Full logits unless the settings only ever look at a few candidates. */
-static uint32_t candidates_for(const sampler_params *sp)
-{
-    bool penalties = sp->repeat_penalty != 1.0f || sp->presence_penalty != 0.0f || sp->frequency_penalty != 0.0f;
-    if (penalties)
-        return 0;
-    if (sp->top_k > 0 && sp->top_k <= TOPK_CANDIDATES)
-        return (uint32_t)sp->top_k;
-    return 0;
-}
-
+/* One eval's outputs: the next token, sampled by the engine (on the GPU
+ * when the backend can) for the request prepared just before. */
 typedef struct {
-    uint32_t k;
-    int32_t ids[TOPK_CANDIDATES];
-    float vals[TOPK_CANDIDATES];
-    float log_z;
+    sampler_request rq;
+    int32_t token;
+    float prob;
     engine_output out;
 } eval_out;
 
-static void eval_out_init(eval_out *o, decoder *d, uint32_t k)
+static void eval_out_prepare(eval_out *o, decoder *d)
 {
-    memset(o, 0, sizeof *o);
-    o->k = k;
-    if (k) {
-        o->out.top_k = k;
-        o->out.top_ids = o->ids;
-        o->out.top_logits = o->vals;
-        o->out.log_z = &o->log_z;
-    } else {
-        o->out.logits = d->logits;
-    }
-}
-
-static int32_t sample(decoder *d, eval_out *o)
-{
-    (void)o;
-    return sampler_sample(d->smp, d->logits);
+    sampler_prepare(d->smp, &o->rq);
+    o->out = (engine_output){.sample = &o->rq, .token = &o->token, .token_prob = &o->prob};
+    o->token = -1;
 }
 
 /* Rewinds the cache to the longest prefix it shares with the prompt. */
@@ -306,11 +281,15 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
 {
     err_t err = {{0}};
     uint32_t reused = reuse_prefix(d, prompt, n_prompt);
-    eval_out o;
-    eval_out_init(&o, d, 0);
-    (void)candidates_for;
     tok_stream ts;
     tok_stream_init(&ts, d->tok);
+    /* the window holds the whole prompt before its first token is drawn */
+    sampler_set_params(d->smp, sp);
+    sampler_reset(d->smp);
+    for (uint32_t i = 0; i < n_prompt; i++)
+        sampler_accept(d->smp, prompt[i]);
+    eval_out o;
+    eval_out_prepare(&o, d);
 
     /* Prefill: one engine call; the engine splits it into n_batch chunks and
      * checks the cancel flag between them. */
@@ -329,15 +308,10 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
     post(d, &pe);
     publish_stats(d, true, -1, prefill_tps);
 
-    sampler_set_params(d->smp, sp);
-    sampler_reset(d->smp);
-    for (uint32_t i = 0; i < n_prompt; i++)
-        sampler_accept(d->smp, prompt[i]);
-
     uint32_t n_gen = 0;
     double t1 = now_s(), tps = 0;
     for (;;) {
-        int32_t tok = sample(d, &o);
+        int32_t tok = o.token;
         if (is_stop(stop, n_stop, tok))
             return finish(d, job, DEC_STOP_EOS, n_gen, tps, &ts);
         sampler_accept(d->smp, tok);
@@ -351,6 +325,7 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
             return finish(d, job, DEC_STOP_LIMIT, n_gen, tps, &ts);
         if (d->kv_n + 1 > d->n_ctx)
             return finish(d, job, DEC_STOP_CTX, n_gen, tps, &ts);
+        eval_out_prepare(&o, d);
         rc = engine_eval(&d->eng, &tok, 1, &o.out, &err);
         if (rc < 0)
             return fail_job(d, job, &err);
@@ -388,11 +363,10 @@ static int open_engine(decoder *d, err_t *err)
     sampler_params sp;
     sampler_params_default(&sp);
     d->smp = sampler_new(&sp, d->n_vocab);
-    d->logits = malloc((size_t)d->n_vocab * sizeof *d->logits);
     d->kv_tokens = malloc((size_t)d->n_ctx * sizeof *d->kv_tokens);
     d->piece_cap = TOK_STREAM_CAP(tok_max_piece(d->tok));
     d->piece = malloc(d->piece_cap);
-    if (!d->smp || !d->logits || !d->kv_tokens || !d->piece)
+    if (!d->smp || !d->kv_tokens || !d->piece)
         return err_set(err, "out of memory for the decoder's buffers");
     return 0;
 }
@@ -503,7 +477,6 @@ void decoder_free(decoder *d)
     if (d->eng_open)
         engine_close(&d->eng);
     sampler_free(d->smp);
-    free(d->logits);
     free(d->kv_tokens);
     free(d->piece);
     free(d->job_prompt);

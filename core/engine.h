@@ -22,6 +22,7 @@
 
 #include "error.h"
 #include "model.h"
+#include "sampler.h"
 
 typedef enum { KV_F32 = 0, KV_F16 = 1 } kv_type;
 
@@ -57,6 +58,11 @@ typedef struct {
     int32_t *top_ids;      /* [top_k] */
     float *top_logits;     /* [top_k] */
     float *log_z;          /* logsumexp of the last position over the whole vocab */
+    /* The token after the last position, as sampler.h defines it for this
+     * request (the backend's own sampler, or engine.c's on the logits). */
+    const sampler_request *sample;
+    int32_t *token;
+    float *token_prob;     /* its share of the kept tokens' weight (display) */
 } engine_output;
 
 typedef struct {
@@ -92,6 +98,9 @@ typedef struct engine_backend {
     void (*get_stats)(void *impl, engine_stats *st);
     /* One line: device / threads, for the side pane and `info`. */
     const char *(*describe)(void *impl);
+    /* eval honours engine_output.sample itself (the Vulkan core samples on
+     * the GPU); otherwise engine.c samples the last logits on the CPU. */
+    bool samples;
 } engine_backend;
 
 /* Tokens/s bookkeeping kept by engine.c (backend-neutral). */
@@ -112,6 +121,8 @@ typedef struct {
     uint32_t n_past;
     atomic_bool cancel;
     engine_counters counters;
+    sampler *pick;         /* sampling on the CPU: scratch */
+    float *pick_logits;    /* (n_vocab) */
 } engine;
 
 int engine_open(engine *e, const engine_backend *be, const model *m, const engine_params *p, err_t *err);
