@@ -576,7 +576,21 @@ const char *decoder_describe(decoder *d)
     return d->describe;
 }
 
+engine *decoder_engine(decoder *d)
+{
+    pthread_mutex_lock(&d->lock);
+    bool idle = d->ready && !d->running && !d->have_job;
+    d->reset_kv = d->reset_kv || idle;
+    pthread_mutex_unlock(&d->lock);
+    return idle ? &d->eng : NULL;
+}
+
 uint32_t decoder_n_ctx(const decoder *d)
 {
     return d->n_ctx;
+}
+
+uint32_t decoder_n_vocab(const decoder *d)
+{
+    return d->n_vocab;
 }

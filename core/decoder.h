@@ -107,6 +107,11 @@ void decoder_reset_cache(decoder *d);
 void decoder_get_stats(decoder *d, dec_stats *out);
 /* The backend's one-line description once READY ("" before). */
 const char *decoder_describe(decoder *d);
+/* The engine, for a caller that uses it itself while no job runs (bench:
+ * prompt speed, the per-kernel table); NULL before READY.  The next job
+ * then starts from an empty cache (as after decoder_reset_cache). */
+engine *decoder_engine(decoder *d);
 uint32_t decoder_n_ctx(const decoder *d);
+uint32_t decoder_n_vocab(const decoder *d);
 
 #endif
