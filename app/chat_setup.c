@@ -222,11 +222,8 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
     /* The template and backend names are checked before the (slow) load. */
     if (a->s.tmpl[0] && !tmpl_find(a->s.tmpl))
         return err_set(err, "unknown template '%s' (choose from: %s)", a->s.tmpl, tmpl_names());
-    cm->be = cm->demo_note ? app_find_backend_small_model(a->s.backend, err) : app_find_backend(a->s.backend, err);
-    if (!cm->be)
+    if (!app_find_backend(a->s.backend, err))
         return -1;
-    if (!strcmp(a->s.backend, "auto") && cm->be != &ref_engine_backend)
-        cm->fallback = &ref_engine_backend;
     if (cm->demo_note) {
         size_t size;
         const void *data = demo_model_data(&size);
@@ -240,6 +237,14 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
             return -1;
     }
     cm->loaded = true;
+    /* auto weighs the model against the device (backends.h) */
+    cm->be = app_choose_backend(a->s.backend, &cm->m, cm->backend_note, sizeof cm->backend_note, err);
+    if (!cm->be) {
+        chat_model_close(cm);
+        return -1;
+    }
+    if (!strcmp(a->s.backend, "auto") && cm->be != &ref_engine_backend)
+        cm->fallback = &ref_engine_backend;
     cm->tok = tok_load(cm->m.gguf, err);
     if (!cm->tok) {
         chat_model_close(cm);

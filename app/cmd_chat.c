@@ -224,6 +224,7 @@ static int run_ui(const chat_args *a, chat_model *cm, conversation *initial)
     snprintf(sc->fingerprint, sizeof sc->fingerprint, "%s", cm->fingerprint);
     sc->model_size = cm->size;
     sc->demo_note = cm->demo_note;
+    sc->backend_note = cm->backend_note[0] ? cm->backend_note : NULL;
     sc->seed = settings_random_seed();
     sc->conversation_file = a->conversation;
     sc->initial = initial;
@@ -289,6 +290,8 @@ int cmd_chat(int argc, char **argv)
         chat_error("no model given: using the built-in demo model");
     else if (cm.demo_note)
         chat_error("note: %s", cm.demo_note);
+    if (a.prompt && cm.backend_note[0])
+        chat_error("note: %s", cm.backend_note);
     int rc = a.prompt ? one_shot(&a, &cm, init) : run_ui(&a, &cm, init);
     if (init)
         conv_free(init);
