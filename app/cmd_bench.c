@@ -283,6 +283,7 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
     engine_rewind(e, 0);
     if (vk)
         vk_engine_set_profile(e->impl, PROFILE_OFF);
+    engine_set_chunk_seconds(e, 0); /* the prompt figure: whole chunks of n_batch */
     if (b->p) {
         double best = 1e30;
         for (uint32_t r = 0; r < b->reps; r++) {
@@ -304,6 +305,7 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
             print_table(st, 0, "batch");
         }
     }
+    engine_set_chunk_seconds(e, DECODER_CHUNK_S); /* the chat's again */
     double tg0 = 0;
     for (uint32_t d = 0; d < b->n_depth && b->n; d++) {
         uint32_t D = b->depth[d];

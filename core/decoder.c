@@ -58,6 +58,7 @@ struct decoder {
     char *piece;                /* tok_stream output, TOK_STREAM_CAP bytes */
     size_t piece_cap;
     double last_stats, last_progress;
+    uint32_t prompt_done, prompt_total; /* published with the statistics */
     dec_event final;            /* the job's last event (DONE or ERROR) */
     engine_stats scratch;
 };
@@ -179,6 +180,8 @@ static void publish_stats(decoder *d, bool force, double decode_tps, double pref
     d->stats.engine = d->scratch;
     d->stats.n_past = d->kv_n;
     d->stats.n_ctx = d->n_ctx;
+    d->stats.prompt_done = d->prompt_done;
+    d->stats.prompt_total = d->prompt_total;
     d->stats.busy = d->running;
     if (decode_tps >= 0)
         d->stats.decode_tps = decode_tps;
@@ -291,11 +294,16 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
     eval_out o;
     eval_out_prepare(&o, d);
 
-    /* Prefill: one engine call; the engine splits it into n_batch chunks and
-     * checks the cancel flag between them. */
+    /* Prefill: one engine call; the engine cuts it into short chunks,
+     * reports each (on_prompt_progress) and checks the cancel flag between
+     * them. */
+    d->prompt_done = 0;
+    d->prompt_total = n_prompt - reused;
+    publish_stats(d, true, -1, -1);
     double t0 = now_s();
     int rc = engine_eval(&d->eng, prompt + reused, n_prompt - reused, &o.out, &err);
     double prefill_s = now_s() - t0;
+    d->prompt_done = d->prompt_total = 0;
     if (rc < 0)
         return fail_job(d, job, &err);
     memcpy(d->kv_tokens + reused, prompt + reused, (d->eng.n_past - reused) * sizeof *prompt);
@@ -340,6 +348,16 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
 
 /* ---- the thread ------------------------------------------------------------------------ */
 
+/* After each prompt chunk (on this thread, inside engine_eval). */
+static void on_prompt_progress(void *user, uint32_t done, uint32_t total, double seconds)
+{
+    decoder *d = user;
+    d->prompt_done = done;
+    d->prompt_total = total;
+    d->kv_n = d->eng.n_past; /* the cache holds the chunks done (kv_tokens follow once the call ends) */
+    publish_stats(d, false, -1, seconds > 0 ? done / seconds : -1);
+}
+
 static void on_progress(void *user, const char *stage, uint64_t done, uint64_t total)
 {
     decoder *d = user;
@@ -356,9 +374,13 @@ static int open_engine(decoder *d, err_t *err)
     engine_params p = d->params;
     p.progress = on_progress;
     p.progress_user = d;
+    if (p.chunk_seconds <= 0)
+        p.chunk_seconds = DECODER_CHUNK_S;
     if (engine_open(&d->eng, d->be, d->m, &p, err) != 0)
         return -1;
     d->eng_open = true;
+    d->eng.prompt_progress = on_prompt_progress;
+    d->eng.prompt_progress_user = d;
     d->n_ctx = d->eng.params.n_ctx;
     sampler_params sp;
     sampler_params_default(&sp);

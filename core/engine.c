@@ -113,6 +113,21 @@ static void pick_on_cpu(engine *e, const engine_output *out, uint32_t n_tokens, 
         *out->token = tok;
 }
 
+/* The next prompt chunk: n_batch, or what params.chunk_seconds allows at
+ * the measured rate (a short first chunk measures it). */
+#define PROBE_CHUNK 16
+
+static uint32_t next_chunk(const engine *e, uint32_t left)
+{
+    uint32_t nb = e->params.n_batch, n = nb;
+    if (e->params.chunk_seconds > 0) {
+        double per = e->prompt_s_per_token;
+        double fit = per > 0 ? e->params.chunk_seconds / per : PROBE_CHUNK;
+        n = fit < 1 ? 1 : fit > nb ? nb : (uint32_t)fit;
+    }
+    return left < n ? left : n;
+}
+
 static void count_tokens(engine_counters *c, uint32_t n, double dt)
 {
     if (n == 1) {
@@ -154,12 +169,19 @@ int engine_eval(engine *e, const int32_t *tokens, uint32_t n_tokens, const engin
                 count_tokens(&e->counters, done, now_seconds() - t0);
             return 1;
         }
-        uint32_t n = n_tokens - done < e->params.n_batch ? n_tokens - done : e->params.n_batch;
+        uint32_t n = n_tokens > 1 ? next_chunk(e, n_tokens - done) : 1;
         engine_output o = chunk_output(e, out, done, done + n == n_tokens, n_vocab, cpu_pick);
+        double c0 = now_seconds();
         if (e->be->eval(e->impl, tokens + done, n, e->n_past, &o, err) < 0)
             return -1;
         e->n_past += n;
         done += n;
+        if (n_tokens > 1) { /* a prompt: the rate (halfway to the latest) and the progress */
+            double per = (now_seconds() - c0) / n;
+            e->prompt_s_per_token = e->prompt_s_per_token > 0 ? 0.5 * (e->prompt_s_per_token + per) : per;
+            if (e->prompt_progress)
+                e->prompt_progress(e->prompt_progress_user, done, n_tokens, now_seconds() - t0);
+        }
     }
     if (cpu_pick)
         pick_on_cpu(e, out, n_tokens, n_vocab);
@@ -198,4 +220,9 @@ void engine_get_stats(engine *e, engine_stats *st)
     for (uint32_t i = 0; i < c->n_recent; i++)
         recent += c->recent_decode_s[i];
     st->decode_tps = recent > 0 ? c->n_recent / recent : 0;
+}
+
+void engine_set_chunk_seconds(engine *e, double seconds)
+{
+    e->params.chunk_seconds = seconds;
 }

@@ -7,7 +7,9 @@
  * Promises:
  *  - engine_eval() appends tokens to the KV cache at position n_past and
  *    fills what `out` asks for; a long prompt is split into chunks of at
- *    most params.n_batch tokens and cancellation is honoured between chunks.
+ *    most params.n_batch tokens -- cut to take about params.chunk_seconds
+ *    each when that is set (from the measured time per prompt token) --
+ *    and cancellation is honoured between chunks.
  *  - engine_rewind() forgets positions >= n (retry, edit): no recompute.
  *  - Nothing is allocated per token by the backends.
  *  - Statistics are read without stalling the device (earlier tokens'
@@ -39,6 +41,13 @@ typedef struct {
     int n_threads;         /* CPU backend threads (0: all cores) */
     int device_index;      /* Vulkan device, -1: best available */
     profile_mode profile;
+    /* > 0: prompt chunks are cut to take about this long (the rate measured
+     * on earlier chunks), so that a cancel is honoured that soon and the
+     * progress callback runs that often; 0: chunks of n_batch.  The CPU
+     * reference gives the same bits for any chunking; the Vulkan core's
+     * attention splits follow the chunk, so its prompt logits may then
+     * differ between runs by rounding. */
+    double chunk_seconds;
     /* Load progress (weights upload): stage text, bytes done, bytes total. */
     void (*progress)(void *user, const char *stage, uint64_t done, uint64_t total);
     void *progress_user;
@@ -123,6 +132,11 @@ typedef struct {
     engine_counters counters;
     sampler *pick;         /* sampling on the CPU: scratch */
     float *pick_logits;    /* (n_vocab) */
+    double prompt_s_per_token; /* measured on prompt chunks (0: not yet) */
+    /* Called after each chunk of a prompt (tokens done of the call's
+     * total, seconds since it began), on the caller's thread. */
+    void (*prompt_progress)(void *user, uint32_t done, uint32_t total, double seconds);
+    void *prompt_progress_user;
 } engine;
 
 int engine_open(engine *e, const engine_backend *be, const model *m, const engine_params *p, err_t *err);
@@ -133,6 +147,9 @@ void engine_rewind(engine *e, uint32_t n_past);
 void engine_request_cancel(engine *e);
 void engine_clear_cancel(engine *e);
 void engine_get_stats(engine *e, engine_stats *st);
+/* params.chunk_seconds for the calls that follow (bench: whole chunks for
+ * the prompt figure). */
+void engine_set_chunk_seconds(engine *e, double seconds);
 
 /* The CPU reference backend (core/ref_engine.c). */
 extern const engine_backend ref_engine_backend;
