@@ -22,7 +22,8 @@ const char *chat_args_help(void)
     return "  -m, --model FILE       GGUF model (default: $GLMCHAT_MODEL, the settings file,\n"
            "                         a .gguf in ~/.local/share/glmchat/models, else the demo)\n"
            "  -n, --n-predict N      at most N tokens per answer (-1: no limit)\n"
-           "  -c, --ctx N            context size in tokens (default: the model's, at most 4096)\n"
+           "  -c, --ctx N            context size in tokens (default: the largest the memory\n"
+           "                         holds, at most 32768 and the model's)\n"
            "  -s, --system TEXT      system prompt\n"
            "      --temp T           temperature (0: greedy)\n"
            "      --top-k K          keep the K most likely tokens (0: off)\n"
@@ -261,8 +262,7 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
         cm->params.n_batch = a->cli.n_batch;
     cm->params.tune = a->cli.tune;
     cm->params.n_tune = a->cli.n_tune;
-    uint32_t train = cm->m.cfg.n_ctx_train ? cm->m.cfg.n_ctx_train : 4096;
-    cm->params.n_ctx = a->s.n_ctx ? a->s.n_ctx : train < 4096 ? train : 4096;
+    cm->params.n_ctx = a->s.n_ctx; /* 0: the engine takes the largest that fits (engine.h) */
     describe(cm);
     return 0;
 }

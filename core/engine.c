@@ -29,14 +29,12 @@ int engine_open(engine *e, const engine_backend *be, const model *m, const engin
 {
     memset(e, 0, sizeof *e);
     atomic_init(&e->cancel, false);
-    if (p->n_ctx == 0)
-        return err_set(err, "the context size must be at least 1 token");
     if (p->n_batch == 0)
         return err_set(err, "the batch size must be at least 1 token");
     e->be = be;
     e->m = m;
     e->params = *p;
-    if (e->params.n_batch > e->params.n_ctx)
+    if (e->params.n_ctx && e->params.n_batch > e->params.n_ctx)
         e->params.n_batch = e->params.n_ctx;
     sampler_params sp;
     sampler_params_default(&sp);

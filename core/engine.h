@@ -14,6 +14,8 @@
  *  - Nothing is allocated per token by the backends.
  *  - Statistics are read without stalling the device (earlier tokens'
  *    timestamp queries).
+ *  - With no context size given the backend takes the largest its memory
+ *    holds for the model (capped), and params.n_ctx says what it took.
  */
 #ifndef GLM_ENGINE_H
 #define GLM_ENGINE_H
@@ -34,8 +36,12 @@ typedef enum {
     PROFILE_FULL = 2     /* every dispatch of every token (bench --profile) */
 } profile_mode;
 
+/* A context the caller leaves to the engine (n_ctx 0): the largest the
+ * memory holds for the model, at most this and the model's trained one. */
+#define ENGINE_AUTO_CTX_CAP 32768u
+
 typedef struct {
-    uint32_t n_ctx;        /* KV capacity in tokens */
+    uint32_t n_ctx;        /* KV capacity in tokens; 0: the largest that fits (ENGINE_AUTO_CTX_CAP) */
     kv_type kv;            /* KV cache storage type */
     uint32_t n_batch;      /* max tokens per backend eval call (prefill chunk) */
     int n_threads;         /* CPU backend threads (0: all cores) */
@@ -99,7 +105,8 @@ typedef struct {
 
 typedef struct engine_backend {
     const char *name; /* "cpu", "vulkan" */
-    int (*create)(void **impl, const model *m, const engine_params *p, err_t *err);
+    /* With p->n_ctx 0 it chooses the context (and writes it to p->n_ctx). */
+    int (*create)(void **impl, const model *m, engine_params *p, err_t *err);
     void (*destroy)(void *impl);
     /* Evaluates n_tokens (<= n_batch) at positions pos..pos+n-1. */
     int (*eval)(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_t pos,

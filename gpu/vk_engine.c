@@ -181,6 +181,49 @@ static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
     return 0;
 }
 
+/* The geometry and buffers for a context of e->p.n_ctx tokens, and whether
+ * they fit the device (err says by how much not). */
+static int plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
+{
+    const model_config *c = &e->m->cfg;
+    if (e->p.n_batch > e->p.n_ctx)
+        e->p.n_batch = e->p.n_ctx;
+    e->n_batch = e->p.n_batch ? e->p.n_batch : 1;
+    if (vk_attn_geom_init(&e->kb, &e->ag, c->n_head, c->kv_lora_rank, c->qk_rope, c->qk_nope, c->v_head,
+                          e->p.kv == KV_F16, e->p.n_ctx, err) ||
+        vk_topk_geom_init(c->n_vocab, c->n_vocab < TOPK_MAX ? c->n_vocab : TOPK_MAX, &e->tg, err) ||
+        vk_sample_geom_init(&e->c, c->n_vocab, &e->sg, err))
+        return -1;
+    e->part_cap = e->ag.max_chunks;
+    e->part_cap_prefill = 4;
+    *n = act_requests(e, req);
+    return check_fit(e, req, *n, err);
+}
+
+/* No context given: the largest that fits, at most ENGINE_AUTO_CTX_CAP and
+ * the model's trained context (in steps of 256 tokens). */
+static int plan_auto_ctx(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
+{
+    uint32_t train = e->m->cfg.n_ctx_train, cap = train && train < ENGINE_AUTO_CTX_CAP ? train : ENGINE_AUTO_CTX_CAP;
+    uint32_t batch = e->p.n_batch;
+    e->p.n_ctx = cap;
+    if (plan(e, req, n, err) == 0)
+        return 0;
+    uint32_t lo = 0, hi = cap / 256; /* 256 * lo fits (lo > 0), 256 * hi does not */
+    while (hi - lo > 1) {
+        uint32_t mid = (lo + hi) / 2;
+        e->p.n_ctx = 256 * mid;
+        e->p.n_batch = batch;
+        if (plan(e, req, n, err) == 0)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    e->p.n_ctx = lo ? 256 * lo : (cap < 256 ? cap : 256);
+    e->p.n_batch = batch;
+    return plan(e, req, n, err); /* the error of the smallest context, when nothing fits */
+}
+
 static int build_decode(vk_engine *e, err_t *err)
 {
     if (vk_family_build(e, &e->decode, vk_fwd_record_decode, false, VK_FAMILY_SAMPLED, err)) {
@@ -266,22 +309,13 @@ static void vk_destroy(void *impl);
 
 static int setup(vk_engine *e, err_t *err)
 {
-    const model_config *c = &e->m->cfg;
     if (vk_tuning_fill(&e->tune, e->p.tune, e->p.n_tune, err) || vk_ctx_create(&e->c, e->p.device_index, false, err) ||
         check_model(e, err))
         return -1;
     e->kb = (vk_kb){&e->c, &e->pipes, &e->tune, &e->kerr};
-    e->n_batch = e->p.n_batch ? e->p.n_batch : 1;
-    if (vk_attn_geom_init(&e->kb, &e->ag, c->n_head, c->kv_lora_rank, c->qk_rope, c->qk_nope, c->v_head,
-                          e->p.kv == KV_F16, e->p.n_ctx, err) ||
-        vk_topk_geom_init(c->n_vocab, c->n_vocab < TOPK_MAX ? c->n_vocab : TOPK_MAX, &e->tg, err) ||
-        vk_sample_geom_init(&e->c, c->n_vocab, &e->sg, err))
-        return -1;
-    e->part_cap = e->ag.max_chunks;
-    e->part_cap_prefill = 4;
     buf_req req[48];
-    uint32_t n = act_requests(e, req);
-    if (check_fit(e, req, n, err))
+    uint32_t n;
+    if ((e->p.n_ctx ? plan(e, req, &n, err) : plan_auto_ctx(e, req, &n, err)) != 0)
         return -1;
     vk_arena_init(&e->c, &e->wts_arena, VK_MEM_DEVICE, 1ull << 30, "the weights");
     vk_arena_init(&e->c, &e->act_arena, VK_MEM_DEVICE, 1ull << 30, "activations and KV cache");
@@ -312,7 +346,7 @@ static int setup(vk_engine *e, err_t *err)
     return 0;
 }
 
-static int vk_create(void **impl, const model *m, const engine_params *p, err_t *err)
+static int vk_create(void **impl, const model *m, engine_params *p, err_t *err)
 {
     vk_engine *e = calloc(1, sizeof *e);
     if (!e)
@@ -323,6 +357,8 @@ static int vk_create(void **impl, const model *m, const engine_params *p, err_t 
         vk_destroy(e);
         return -1;
     }
+    p->n_ctx = e->p.n_ctx; /* the context taken (chosen when none was given) */
+    p->n_batch = e->p.n_batch;
     *impl = e;
     return 0;
 }

@@ -364,6 +364,64 @@ static void test_cancel_mid_prompt(void)
         cancel_mid_prompt(&vk_engine_backend);
 }
 
+/* No context given: the engine takes the model's trained one (4096 for the
+ * fixture, which fits), capped at ENGINE_AUTO_CTX_CAP for a model trained
+ * on more, and says so in params.n_ctx; the decoder reports it.  A given
+ * context wins, and one the device cannot hold is a clear error. */
+static void auto_context(const engine_backend *be)
+{
+    engine_params p;
+    engine_params_default(&p);
+    p.n_ctx = 0;
+    engine e;
+    err_t err;
+    CHECK(engine_open(&e, be, &m, &p, &err) == 0 && e.params.n_ctx == 4096 && e.params.n_batch <= 4096,
+          "%s: auto context %u (%.200s)", be->name, e.params.n_ctx, err.msg);
+    engine_close(&e);
+    model big = m;
+    big.cfg.n_ctx_train = 202752; /* GLM-4.7-Flash's */
+    CHECK(engine_open(&e, be, &big, &p, &err) == 0 && e.params.n_ctx == ENGINE_AUTO_CTX_CAP,
+          "%s: a model trained on 202752 tokens got %u", be->name, e.params.n_ctx);
+    engine_close(&e);
+    p.n_ctx = 1000;
+    CHECK(engine_open(&e, be, &big, &p, &err) == 0 && e.params.n_ctx == 1000, "%s: given 1000, took %u", be->name,
+          e.params.n_ctx);
+    engine_close(&e);
+}
+
+static void test_auto_context(void)
+{
+    auto_context(&ref_engine_backend);
+    if (!vk_available())
+        return;
+    auto_context(&vk_engine_backend);
+    /* more than the device holds, asked for: an error naming the numbers */
+    engine_params p;
+    engine_params_default(&p);
+    p.n_ctx = 1u << 30;
+    engine e;
+    err_t err = {{0}};
+    CHECK(engine_open(&e, &vk_engine_backend, &m, &p, &err) != 0 && strstr(err.msg, "try a smaller -c"),
+          "a context of 2^30 tokens: %.300s", err.msg);
+    /* the decoder reports what the engine took */
+    engine_params_default(&p);
+    p.n_ctx = 0;
+    decoder *d = decoder_start(&vk_engine_backend, &m, tok, &p, &err);
+    dec_event ev;
+    while (d && decoder_wait(d, &ev, 60000)) {
+        dec_ev_type t = ev.type;
+        decoder_event_free(&ev);
+        if (t == DEC_EV_READY || t == DEC_EV_ERROR)
+            break;
+    }
+    dec_stats st = {0};
+    if (d)
+        decoder_get_stats(d, &st);
+    CHECK(d && decoder_n_ctx(d) == 4096 && st.n_ctx == 4096, "decoder context %u, stats %u", d ? decoder_n_ctx(d) : 0,
+          st.n_ctx);
+    decoder_free(d);
+}
+
 static void test_event_fd(void)
 {
     decoder *d = start(128);
@@ -435,6 +493,7 @@ int main(void)
     RUN(test_context_full);
     RUN(test_cancel_within_one_token);
     RUN(test_cancel_mid_prompt);
+    RUN(test_auto_context);
     RUN(test_event_fd);
     RUN(test_load_error);
     tok_free(tok);
