@@ -29,6 +29,8 @@ const char *chat_args_help(void)
            "      --top-k K          keep the K most likely tokens (0: off)\n"
            "      --top-p P          nucleus sampling (1: off)\n"
            "      --min-p P          drop tokens below P x the best one's probability\n"
+           "      --repeat-penalty R, --presence-penalty P, --frequency-penalty F\n"
+           "                         penalties on the last 64 tokens (default 1, 0, 0: off)\n"
            "      --seed S           sampling seed (default: random, recorded)\n"
            "      --template NAME    chat template (default: from the model)\n"
            "      --think on|off     reasoning before the answer (GLM-4.7; default on)\n"
@@ -47,6 +49,8 @@ static const struct {
     {"-n", "--n-predict", "n-predict"}, {"-c", "--ctx", "ctx"},
     {NULL, "--temp", "temp"},      {NULL, "--top-k", "top-k"},         {NULL, "--top-p", "top-p"},
     {NULL, "--min-p", "min-p"},    {NULL, "--seed", "seed"},           {NULL, "--template", "template"},
+    {NULL, "--repeat-penalty", "repeat-penalty"}, {NULL, "--presence-penalty", "presence-penalty"},
+    {NULL, "--frequency-penalty", "frequency-penalty"},
     {NULL, "--think", "think"},    {NULL, "--backend", "backend"},     {NULL, "--device", "device"},
     {NULL, "--theme", "theme"},
 };

@@ -67,6 +67,7 @@ void settings_defaults(settings *s)
 {
     memset(s, 0, sizeof *s);
     strcpy(s->backend, "auto");
+    s->repeat_penalty = 1.0f;
     s->device = -1;
     s->think = 1;
     s->n_predict = -1;
@@ -77,13 +78,14 @@ void settings_defaults(settings *s)
 
 const char *settings_keys(void)
 {
-    return "model backend device template think temp top-k top-p min-p seed n-predict ctx "
-           "theme side-pane side-width mouse ignore-eos";
+    return "model backend device template think temp top-k top-p min-p repeat-penalty presence-penalty "
+           "frequency-penalty seed n-predict ctx theme side-pane side-width mouse ignore-eos";
 }
 
 bool settings_is_sampling_key(const char *key)
 {
-    static const char *const keys[] = {"temp", "top-k", "top-p", "min-p", "seed", "n-predict"};
+    static const char *const keys[] = {"temp", "top-k", "top-p", "min-p", "repeat-penalty", "presence-penalty",
+                                       "frequency-penalty", "seed", "n-predict"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (!strcmp(key, keys[i]))
             return true;
@@ -105,6 +107,12 @@ static int set_sampling(settings *s, const char *key, const char *v, err_t *err)
         s->has_min_p = true;
         return parse_float(key, v, 0.0f, 1.0f, &s->min_p, err);
     }
+    if (!strcmp(key, "repeat-penalty"))
+        return parse_float(key, v, 0.1f, 10.0f, &s->repeat_penalty, err);
+    if (!strcmp(key, "presence-penalty"))
+        return parse_float(key, v, -2.0f, 2.0f, &s->presence_penalty, err);
+    if (!strcmp(key, "frequency-penalty"))
+        return parse_float(key, v, -2.0f, 2.0f, &s->frequency_penalty, err);
     if (!strcmp(key, "top-k")) {
         if (parse_long(key, v, 0, 1000000, &x, err) != 0)
             return -1;
@@ -278,6 +286,9 @@ void settings_to_sampler(const settings *s, const tmpl_preset *tmpl, uint64_t se
     sp->top_p = s->has_top_p ? s->top_p : top_p;
     sp->min_p = s->has_min_p ? s->min_p : min_p;
     sp->top_k = s->has_top_k ? s->top_k : top_k;
+    sp->repeat_penalty = s->repeat_penalty;
+    sp->presence_penalty = s->presence_penalty;
+    sp->frequency_penalty = s->frequency_penalty;
     sp->seed = s->has_seed ? s->seed : seed;
 }
 
