@@ -1,0 +1,71 @@
+#!/bin/sh
+# chat_tps.sh: the chat's own decode speed, as a user sees it.  Runs the
+# real chat UI in tmux on MODEL (side pane open, the model preset's default
+# sampling), types a message ANSWERS times, waits for each answer of exactly
+# N tokens (--ignore-eos -n N), and prints the tok/s of each answer's header
+# (the figure the status line shows while it streams), the pane's decode
+# figure and the final screen (the kernel table).  Compare with
+# `glmchat bench -m MODEL -n N` (tg N, the chat's sampling) on the same
+# machine, in the same call.
+#
+#   sh tests/bench/chat_tps.sh MODEL [N=128] [ANSWERS=3]
+#   GLMCHAT=path/to/glmchat BACKEND=vulkan|cpu EXTRA="--repeat-penalty 1.1"
+#   LOAD_S=300: seconds the model may take to load
+set -u
+MODEL=${1:?usage: chat_tps.sh MODEL [N] [ANSWERS]}
+N=${2:-128}
+ANSWERS=${3:-3}
+GLMCHAT=${GLMCHAT:-./glmchat}
+BACKEND=${BACKEND:-vulkan}
+EXTRA=${EXTRA:-}
+LOAD_S=${LOAD_S:-300}
+command -v tmux >/dev/null 2>&1 || { echo "chat_tps: tmux is not installed" >&2; exit 1; }
+case $GLMCHAT in /*) ;; *) GLMCHAT=$PWD/$GLMCHAT ;; esac
+case $MODEL in /*) ;; *) MODEL=$PWD/$MODEL ;; esac
+TMP=$(mktemp -d)
+SOCK=$TMP/tmux.sock
+tm() { tmux -S "$SOCK" -f /dev/null "$@"; }
+trap 'tm kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+export XDG_CONFIG_HOME="$TMP/config" XDG_DATA_HOME="$TMP/data" XDG_STATE_HOME="$TMP/state"
+
+screen() { tm capture-pane -p -t ui >"$TMP/screen" 2>/dev/null; }
+# wait_for SECONDS PATTERN (grep -E on the screen), polling
+wait_for() {
+    end=$(($(date +%s) + $1))
+    while [ "$(date +%s)" -lt "$end" ]; do
+        screen
+        grep -qE -- "$2" "$TMP/screen" && return 0
+        sleep 0.2
+    done
+    return 1
+}
+done_answers() { screen; grep -cE "^Assistant .*· $N tokens, [0-9.]+ tok/s" "$TMP/screen"; }
+
+# shellcheck disable=SC2086
+tm new-session -d -s ui -x 170 -y 55 env TERM=tmux-256color LANG=C.UTF-8 LC_ALL=C.UTF-8 \
+    XDG_CONFIG_HOME="$XDG_CONFIG_HOME" XDG_DATA_HOME="$XDG_DATA_HOME" XDG_STATE_HOME="$XDG_STATE_HOME" \
+    "$GLMCHAT" -m "$MODEL" --backend "$BACKEND" --ignore-eos -n "$N" $EXTRA
+if ! wait_for "$LOAD_S" '^ Ready'; then
+    echo "chat_tps: the chat did not become ready in $LOAD_S s:" >&2
+    cat "$TMP/screen" >&2
+    exit 1
+fi
+echo "chat_tps: $MODEL, backend $BACKEND, answers of $N tokens, sampling: the preset's default $EXTRA"
+i=1
+while [ "$i" -le "$ANSWERS" ]; do
+    before=$(done_answers)
+    tm send-keys -t ui -l "Tell me a long story about the sea, part $i."
+    tm send-keys -t ui Enter
+    end=$(($(date +%s) + 600))
+    while [ "$(done_answers)" -le "$before" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 0.2; done
+    line=$(grep -E "^Assistant .*· $N tokens, [0-9.]+ tok/s" "$TMP/screen" | tail -n 1)
+    [ -n "$line" ] || { echo "chat_tps: answer $i did not finish" >&2; cat "$TMP/screen" >&2; exit 1; }
+    echo "answer $i: $(echo "$line" | sed -E 's/.*· ([0-9]+ tokens, [0-9.]+ tok\/s).*/\1/')"
+    wait_for 30 '^ Ready' >/dev/null
+    i=$((i + 1))
+done
+screen
+echo "pane: $(sed -n 's/.*│ \(decode .*\)/\1/p' "$TMP/screen" | tr -s ' ' | head -n 1)"
+echo "pane: $(sed -n 's/.*│ \(token .*\)/\1/p' "$TMP/screen" | tr -s ' ' | head -n 1)"
+echo "---- screen"
+cat "$TMP/screen"
