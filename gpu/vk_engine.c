@@ -237,8 +237,12 @@ static int build_decode(vk_engine *e, err_t *err)
  * rare: timed in full whenever profiling is on) and the logits copy. */
 static int build_sampling(vk_engine *e, err_t *err)
 {
-    if (vk_family_build(e, &e->sample, vk_fwd_record_sample, false, VK_FAMILY_FULL, err) ||
-        vk_family_build(e, &e->select, vk_fwd_record_select, false, VK_FAMILY_FULL, err)) {
+    int rc = vk_family_build(e, &e->sample, vk_fwd_record_sample, false, VK_FAMILY_FULL, err);
+    for (uint32_t set = 0; set < VK_SEL_SETS && !rc; set++) {
+        e->select_set = set;
+        rc = vk_family_build(e, &e->select[set], vk_fwd_record_select, false, VK_FAMILY_FULL, err);
+    }
+    if (rc) {
         err_prefix(err, "recording the sampling programs");
         return -1;
     }
@@ -293,6 +297,7 @@ static int zero_counters(vk_engine *e, err_t *err)
     vkCmdFillBuffer(cb, e->topk_cnt.buf, e->topk_cnt.off, (e->topk_cnt.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->smp_count.buf, e->smp_count.off, (e->smp_count.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->smp_hist.buf, e->smp_hist.off, (e->smp_hist.size + 3) / 4 * 4, 0);
+    vkCmdFillBuffer(cb, e->smp_state.buf, e->smp_state.off, (e->smp_state.size + 3) / 4 * 4, 0);
     /* the caches: attn_fd reads whole tiles past the last position (masked,
      * but 0 * NaN would not be), so rows never written must be finite */
     for (uint32_t il = 0; il < e->m->cfg.n_layer; il++)
@@ -372,7 +377,8 @@ static void vk_destroy(void *impl)
         vkDeviceWaitIdle(e->c.dev);
         vk_family_free(e, &e->decode);
         vk_family_free(e, &e->sample);
-        vk_family_free(e, &e->select);
+        for (uint32_t set = 0; set < VK_SEL_SETS; set++)
+            vk_family_free(e, &e->select[set]);
         if (e->copy_logits)
             vkFreeCommandBuffers(e->c.dev, e->c.cmd_pool, 1, &e->copy_logits);
         vk_family_free(e, &e->prefill);
@@ -384,7 +390,8 @@ static void vk_destroy(void *impl)
         vk_arena_release(&e->c, &e->bar_arena);
     }
     vk_profile_free(&e->prof_decode);
-    vk_profile_free(&e->prof_select);
+    for (uint32_t set = 0; set < VK_SEL_SETS; set++)
+        vk_profile_free(&e->prof_select[set]);
     vk_profile_free(&e->prof_sample);
     vk_profile_free(&e->prof_prefill);
     vk_weights_free(&e->w);
@@ -449,11 +456,12 @@ static int finish_sample(vk_engine *e, const engine_output *out, err_t *err)
 {
     const volatile uint32_t *res = (const volatile uint32_t *)e->smp_result.map;
     if (res[SMPR_STATUS] == SMP_STATUS_SELECT) {
-        vk_variant *v = short_variant(e, &e->select);
+        uint32_t set = vk_sample_selections(&e->sg, out->sample);
+        vk_variant *v = short_variant(e, &e->select[set]);
         if (vk_submit_wait(&e->c, v->cb, err))
             return -1;
-        vk_profile_collect(e, &e->select, v, &e->prof_select);
-        e->selects++;
+        vk_profile_collect(e, &e->select[set], v, &e->prof_select[set]);
+        e->selects[set]++;
     }
     uint32_t tok = res[SMPR_TOKEN], prob = res[SMPR_PROB];
     if (res[SMPR_STATUS] != SMP_STATUS_DONE || tok >= e->m->cfg.n_vocab)
@@ -612,8 +620,9 @@ static void vk_get_stats(void *impl, engine_stats *st)
 {
     vk_engine *e = impl;
     vk_profile_report(e, &e->decode, &e->prof_decode, st);
-    if (e->selects && e->decoded)
-        vk_profile_add(&e->select, &e->prof_select, (double)e->selects / (double)e->decoded, st);
+    for (uint32_t set = 0; set < VK_SEL_SETS; set++)
+        if (e->selects[set] && e->decoded)
+            vk_profile_add(&e->select[set], &e->prof_select[set], (double)e->selects[set] / (double)e->decoded, st);
 }
 
 void vk_engine_prefill_stats(void *impl, engine_stats *st)

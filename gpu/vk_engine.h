@@ -98,15 +98,16 @@ typedef struct {
 
     vk_family decode;        /* one token, sampled (or its top-K) */
     vk_family sample;        /* sampling alone: the token after a prompt */
-    vk_family select;        /* the full-vocabulary selection (sample_select's passes) */
+    vk_family select[VK_SEL_SETS]; /* the full-vocabulary selection (sample_select's passes), by VK_SEL_* set */
+    uint32_t select_set;     /* recording: the set being recorded */
     vk_family prefill;       /* n_batch tokens (indirect grids), last token's top-K */
     vk_family prefill_logits;
     VkCommandBuffer copy_logits; /* the logits to host memory, after a decode */
     bool have_prefill;
 
-    vk_profile prof_decode, prof_select, prof_sample, prof_prefill;
+    vk_profile prof_decode, prof_select[VK_SEL_SETS], prof_sample, prof_prefill;
     uint64_t decoded;        /* decode submits */
-    uint64_t selects;        /* of which needed the full-vocabulary selection */
+    uint64_t selects[VK_SEL_SETS]; /* of which needed the full-vocabulary selection, by set */
     uint64_t prefills;       /* prefill submits (every few are timed) */
     double decode_gpu_us;    /* from timestamps, recent */
 } vk_engine;

@@ -324,18 +324,22 @@ int vk_fwd_record_sample(vk_engine *e, vk_rec *r, bool unused)
 }
 
 /* The kept tokens and the draw over the whole vocabulary (a flat
- * distribution; submitted after sample_pick asked for it): three
- * selections of six passes each (shaders/sample_select.comp). */
+ * distribution; submitted after sample_pick asked for it): the selections
+ * of e->select_set (VK_SEL_*: the top-k bound, the top-p cut) and the draw,
+ * five passes each (shaders/sample_select.comp). */
 int vk_fwd_record_select(vk_engine *e, vk_rec *r, bool unused)
 {
     (void)unused;
     vk_call k;
     vk_sample_bufs b = vk_engine_sample_bufs(e);
-    for (uint32_t sel = 0; sel < 3; sel++)
-        for (uint32_t pass = 0; pass < 6; pass++) {
+    for (uint32_t sel = 0; sel < 3; sel++) {
+        if ((sel == 0 && !(e->select_set & VK_SEL_TOPK)) || (sel == 1 && !(e->select_set & VK_SEL_TOPP)))
+            continue;
+        for (uint32_t pass = 0; pass < 5; pass++) {
             TRY(record(r, vk_k_sample_select(&e->kb, &b, sel, pass, &k), &k));
             vk_rec_barrier(r);
         }
+    }
     return r->status;
 }
 

@@ -105,10 +105,16 @@ int vk_k_sample_select(const vk_kb *k, const vk_sample_bufs *b, uint32_t sel, ui
     pc_sample_select pc = {.n = b->g->n, .slice = b->g->slice, .l_off = b->logits.off, .sel = sel, .pass = pass,
                            .block = b->g->block};
     VK_PUSH(out, pc);
-    out->groups[0] = pass == 5 ? 1 : b->g->n_slices;
+    out->groups[0] = b->g->n_slices;
     out->groups[1] = out->groups[2] = 1;
-    out->bytes = pass == 5 ? 4ull * b->g->block : 4ull * b->g->n;
+    out->bytes = 4ull * b->g->n;
     return 0;
+}
+
+uint32_t vk_sample_selections(const vk_sample_geom *g, const sampler_request *rq)
+{
+    uint32_t k = g->n < SMP_KMAX ? g->n : SMP_KMAX;
+    return (rq->top_k > k && rq->top_k < g->n ? VK_SEL_TOPK : 0) | (rq->top_p_on ? VK_SEL_TOPP : 0);
 }
 
 static uint32_t fbits(float f)

@@ -47,7 +47,13 @@ typedef struct {
 int vk_k_sample_cand(const vk_kb *k, const vk_sample_bufs *b, vk_call *out);
 /* Grid from the sampling words (SMP_PICK_IND). */
 int vk_k_sample_pick(const vk_kb *k, const vk_sample_bufs *b, vk_call *out);
+/* Pass 0-4 of selection sel (shaders/sample_select.comp). */
 int vk_k_sample_select(const vk_kb *k, const vk_sample_bufs *b, uint32_t sel, uint32_t pass, vk_call *out);
+
+/* Which selections besides the draw can run for rq (when sample_pick asks
+ * for the whole vocabulary): the engine records one program per set. */
+enum { VK_SEL_TOPK = 1, VK_SEL_TOPP = 2, VK_SEL_SETS = 4 };
+uint32_t vk_sample_selections(const vk_sample_geom *g, const sampler_request *rq);
 
 /* Writes one token's sampling words: the request rq (NULL: no token, only
  * candidates) and how many candidates the host wants back with the

@@ -57,13 +57,14 @@ PC_ENUM_END(smp_result_word)
 /* The state of the full-vocabulary selection (device): three selections
  * s (0: the top-k bound, 1: the top-p cut, 2: the draw), each the first
  * token of the order whose running weight reaches a target, found by a
- * histogram per byte of the key (passes 0-3), a count of the tokens that
- * tie on the found key (pass 4) and a resolve (pass 5). */
+ * histogram per byte of the key (passes 0-3), then a count of the tokens
+ * that tie on the found key and the token (pass 4). */
 PC_ENUM_BEGIN(smp_state_word)
 PC_ENUM(SST_MAX, 0)          /* the best logit (float bits) */
 PC_ENUM(SST_FIRST_KEY, 1)    /* the first token of the order */
 PC_ENUM(SST_FIRST_ID, 2)
 PC_ENUM(SST_MINP_KEY, 3)     /* min-p keeps keys <= this (0xffffffff: off) */
+PC_ENUM(SST_COUNT, 4)        /* finished workgroups of a pass 4 (zero between uses) */
 PC_ENUM(SST_SEL, 8)          /* selection s at SST_SEL + s * SST_SEL_WORDS: */
 PC_ENUM(SST_SEL_WORDS, 24)
 PC_ENUM(SSS_ACTIVE, 0)       /* run it (else RES holds its answer, or all-ones: no bound) */
@@ -123,7 +124,7 @@ PC_BEGIN(pc_sample_select)
     PC_U32 slice;
     PC_U32 l_off;
     PC_U32 sel;         /* 0, 1, 2 */
-    PC_U32 pass;        /* 0-3 a byte of the key, 4 the ties, 5 the resolve (one workgroup) */
+    PC_U32 pass;        /* 0-3 a byte of the key, 4 the ties and (last workgroup) the token */
     PC_U32 block;       /* ids per tie bin: ceil(n / SMP_TIE_BINS) */
 PC_END(pc_sample_select)
 #endif

@@ -9,10 +9,14 @@
 //
 // Why this shape: K rounds of a workgroup-wide argmax cost a few barriers
 // each.  Here each lane sorts its PER tokens in registers once; a round is
-// then two subgroup reductions over the lanes' heads, and only the winning
-// lane shifts its array -- no barrier.  Each subgroup ranks its own tokens
-// so; one subgroup then merges the subgroups' lists (lanes own whole lists)
-// and, in the last workgroup, the slices' lists, staged in shared memory.
+// then a subgroup max over the lanes' heads (and a second reduction only on
+// a tie), and only the winning lane shifts its array -- no barrier.  Each
+// subgroup ranks its own tokens so; the subgroups' lists, and in the last
+// workgroup the slices' lists (staged in shared memory), are merged in
+// parallel: every item finds its rank by binary searches in the other
+// lists, after a threshold has set aside those that cannot make the K best
+// (merge).  On the H200 the earlier version (one subgroup merging list heads
+// round by round) took 36 us a token.
 // The penalties touch only window tokens: each workgroup rewrites those in
 // its own slice before reading it, so no other workgroup reads them.
 
@@ -23,7 +27,6 @@
 layout(local_size_x_id = PC_S_WGS) in;
 layout(constant_id = SCAND_S_PER) const uint PER = 8u;
 const uint WGS = gl_WorkGroupSize.x;
-const uint LPL = 4u; // lists per lane in a merge: 32 lists over 8 lanes at most (subgroups >= 8)
 
 layout(set = 0, binding = SCAND_B_LOGITS) coherent buffer LBuf { float l[]; } LG;
 layout(set = 0, binding = SCAND_B_CAND_V) coherent buffer CandV { float v[]; } CV;
@@ -39,6 +42,8 @@ shared uint sh_i[SMP_MAX_SLICES * SMP_KMAX];
 shared float sh_ov[SMP_KMAX];                   // a merge's output
 shared uint sh_oi[SMP_KMAX];
 shared float red[64];
+shared float s_theta_v;
+shared uint s_theta_i;
 shared bool s_last;
 
 // pen(canon(x)) of core/sampler.h
@@ -81,38 +86,63 @@ float wg_sum(float v)
     return s;
 }
 
-// The k best of nl sorted lists of length len in sh_v / sh_i into sh_ov /
-// sh_oi; run by one whole subgroup (lane q owns lists q, q + size, ...).
-void merge(uint nl, uint len, uint k_out)
+// The K best of nl sorted lists of K (sh_v / sh_i, SMP_KMAX apart; short
+// lists end in sentinels: -inf, KEY_NONE) into sh_ov / sh_oi, by the whole
+// workgroup: an item's place is its place in its own list plus, for each
+// other list, how many of that list's items come before it (a binary
+// search).  Only items at least as good as theta -- the best of the lists'
+// K-th items, which has K items at least as good in its own list -- can be
+// among the K best; the others are skipped.  Ranks are distinct (ids are).
+void merge(uint nl, uint K)
 {
-    uint lane = gl_SubgroupInvocationID;
-    uint pos[LPL];
-    for (uint q = 0u; q < LPL; q++)
-        pos[q] = 0u;
-    for (uint k = 0u; k < k_out; k++) {
-        float bv = NEG_INF;
-        uint bi = KEY_NONE, bq = 0u;
-        for (uint q = 0u; q < LPL; q++) {
-            uint list = lane + q * gl_SubgroupSize;
-            if (list < nl && pos[q] < len) {
-                float hv = sh_v[list * SMP_KMAX + pos[q]];
-                uint hi = sh_i[list * SMP_KMAX + pos[q]];
-                if (better(hv, hi, bv, bi)) {
-                    bv = hv;
-                    bi = hi;
-                    bq = q;
-                }
+    uint tid = gl_LocalInvocationIndex;
+    for (uint k = tid; k < K; k += WGS) {
+        sh_ov[k] = NEG_INF;
+        sh_oi[k] = KEY_NONE;
+    }
+    if (tid == 0u) {
+        float tv = NEG_INF;
+        uint ti = KEY_NONE;
+        for (uint l = 0u; l < nl; l++) {
+            float v = sh_v[l * SMP_KMAX + K - 1u];
+            uint i = sh_i[l * SMP_KMAX + K - 1u];
+            if (better(v, i, tv, ti)) {
+                tv = v;
+                ti = i;
             }
         }
-        float m = subgroupMax(bv);
-        uint w = subgroupMin(bv == m ? bi : KEY_NONE);
-        if (lane == 0u) {
-            sh_ov[k] = m;
-            sh_oi[k] = w;
-        }
-        if (bv == m && bi == w && w != KEY_NONE)
-            pos[bq]++;
+        s_theta_v = tv;
+        s_theta_i = ti;
     }
+    barrier();
+    float tv = s_theta_v;
+    uint ti = s_theta_i;
+    for (uint q = tid; q < nl * K; q += WGS) {
+        uint a = q / K, pos = q - a * K;
+        float v = sh_v[a * SMP_KMAX + pos];
+        uint id = sh_i[a * SMP_KMAX + pos];
+        if (id == KEY_NONE || better(tv, ti, v, id))
+            continue;
+        uint rank = pos;
+        for (uint l = 0u; l < nl && rank < K; l++) {
+            if (l == a)
+                continue;
+            uint lo = 0u, hi = K; // the items of list l before (v, id): a prefix
+            while (lo < hi) {
+                uint mid = (lo + hi) / 2u;
+                if (better(sh_v[l * SMP_KMAX + mid], sh_i[l * SMP_KMAX + mid], v, id))
+                    lo = mid + 1u;
+                else
+                    hi = mid;
+            }
+            rank += lo;
+        }
+        if (rank < K) {
+            sh_ov[rank] = v;
+            sh_oi[rank] = id;
+        }
+    }
+    barrier();
 }
 
 void main()
@@ -169,7 +199,10 @@ void main()
     // each subgroup: its K best, one per round
     for (uint k = 0u; k < K; k++) {
         float m = subgroupMax(v[0]);
-        uint w = subgroupMin(v[0] == m ? id[0] : KEY_NONE);
+        uvec4 at = subgroupBallot(v[0] == m);
+        // a tie on the value (rare): the lowest id; else the one lane's
+        uint w = subgroupBallotBitCount(at) == 1u ? subgroupShuffle(id[0], subgroupBallotFindLSB(at))
+                                                   : subgroupMin(v[0] == m ? id[0] : KEY_NONE);
         if (lane == 0u) {
             sh_v[sg * SMP_KMAX + k] = m;
             sh_i[sg * SMP_KMAX + k] = w;
@@ -184,9 +217,7 @@ void main()
         }
     }
     barrier();
-    if (sg == 0u)
-        merge(gl_NumSubgroups, K, K);
-    barrier();
+    merge(gl_NumSubgroups, K);
     for (uint k = tid; k < K; k += WGS) {
         CV.v[s * SMP_KMAX + k] = sh_ov[k];
         CI.i[s * SMP_KMAX + k] = sh_oi[k];
@@ -209,9 +240,7 @@ void main()
         sh_i[list * SMP_KMAX + k] = CI.i[list * SMP_KMAX + k];
     }
     barrier();
-    if (sg == 0u)
-        merge(ns, K, K);
-    barrier();
+    merge(ns, K);
     bool host = (flags & SMP_F_HOST_TOPK) != 0u;
     for (uint k = tid; k < K; k += WGS) {
         CV.v[SMP_MAX_SLICES * SMP_KMAX + k] = sh_ov[k];

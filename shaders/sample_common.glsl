@@ -17,6 +17,7 @@
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #extension GL_KHR_shader_subgroup_ballot : enable
 #extension GL_KHR_shader_subgroup_vote : enable
+#extension GL_KHR_shader_subgroup_shuffle : enable
 
 const uint KEY_NONE = 0xffffffffu;     // "no bound": after every key
 const float NEG_INF = -1.0 / 0.0;

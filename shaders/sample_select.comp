@@ -8,6 +8,8 @@
 //          total; within C)
 //   s = 2  the draw (weight r, target U + 1, U = S * u / 2^32, S the total;
 //          within the kept bound: C, the cut, min-p, at least the first)
+// (Inactive selections -- answered by sample_pick from the candidates, or
+// off -- return at once.)
 // Each is a radix select on the order key, most significant byte first:
 // passes 0-3 add the weights of the tokens that match the key bytes found
 // so far into 256 bins of the next byte (per workgroup in shared memory,
@@ -17,9 +19,11 @@
 // four bytes the key is exact; the tokens on it share one weight, so the
 // crossing one is the ceil((target - weight before) / weight) - 1'th of
 // them by id: pass 4 counts them per block of ids, pass 5 (one workgroup)
-// finds the block and the token.  Inactive selections return at once; the
-// host records the 18 dispatches once; the draw's last pass zeroes the bins
-// for the next run (the engine zeroes them once at start).
+// finds the block and the token, in the last of its workgroups to finish
+// (atomic counter).  The host records one program per set of selections
+// that can be active (top-k beyond the candidates, top-p; the draw always):
+// 5 dispatches per selection; the draw's last pass zeroes the bins for the
+// next run (the engine zeroes them once at start).
 // Integer weights make every sum exact in any order (sample_common.glsl).
 
 #define PC_USE_SAMPLE_SELECT
@@ -40,6 +44,7 @@ shared uvec2 sh_scan[256];
 shared uint sh_cnt[256];
 shared uint s_bin;
 shared uvec2 s_before;
+shared bool s_last;
 
 uint sst(uint w)
 {
@@ -202,7 +207,7 @@ void ties()
             atomicAdd(H.h[SMP_HIST_WORDS + pc.sel * SMP_TIE_BINS + i / pc.block], 1u);
 }
 
-// Pass 5 (one workgroup): the crossing token among those on the key.
+// The last workgroup of pass 4: the crossing token among those on the key.
 void finish()
 {
     uint tid = gl_LocalInvocationIndex;
@@ -274,10 +279,21 @@ void main()
 {
     if (ST.st[sst(SSS_ACTIVE)] == 0u)
         return;
-    if (pc.pass < 4u)
+    if (pc.pass < 4u) {
         histogram(pc.pass);
-    else if (pc.pass == 4u)
-        ties();
-    else
-        finish();
+        return;
+    }
+    // pass 4: the ties; the last workgroup to finish them resolves
+    ties();
+    memoryBarrierBuffer();
+    barrier();
+    if (gl_LocalInvocationIndex == 0u)
+        s_last = atomicAdd(ST.st[SST_COUNT], 1u) == gl_NumWorkGroups.x - 1u;
+    barrier();
+    if (!s_last)
+        return;
+    memoryBarrierBuffer();
+    finish();
+    if (gl_LocalInvocationIndex == 0u)
+        ST.st[SST_COUNT] = 0u;
 }

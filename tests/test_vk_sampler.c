@@ -63,7 +63,7 @@ static int record(gpu_sampler *s, VkCommandBuffer *cb, vk_prog *prog, bool selec
             vk_rec_call(&r, &k);
     } else {
         for (uint32_t sel = 0; sel < 3 && !rc; sel++)
-            for (uint32_t pass = 0; pass < 6 && !rc; pass++) {
+            for (uint32_t pass = 0; pass < 5 && !rc; pass++) {
                 rc = vk_k_sample_select(&KB, &s->b, sel, pass, &k);
                 if (!rc) {
                     vk_rec_call(&r, &k);

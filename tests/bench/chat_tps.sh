@@ -41,16 +41,27 @@ wait_for() {
 }
 done_answers() { screen; grep -cE "^Assistant .*· $N tokens, [0-9.]+ tok/s" "$TMP/screen"; }
 
+# The pane stays after the program ends, with its exit status (so a failed
+# start shows why).  The terminal type: the first this machine knows.
+TERMTYPE=xterm-256color
+for t in tmux-256color screen-256color; do
+    if tput -T "$t" cols >/dev/null 2>&1; then TERMTYPE=$t; break; fi
+done
+cat >"$TMP/run.sh" <<EOS
+"\$@"
+echo "EXITED \$?"
+sleep 600
+EOS
 # shellcheck disable=SC2086
-tm new-session -d -s ui -x 170 -y 55 env TERM=tmux-256color LANG=C.UTF-8 LC_ALL=C.UTF-8 \
+tm new-session -d -s ui -x 170 -y 55 env TERM=$TERMTYPE LANG=C.UTF-8 LC_ALL=C.UTF-8 \
     XDG_CONFIG_HOME="$XDG_CONFIG_HOME" XDG_DATA_HOME="$XDG_DATA_HOME" XDG_STATE_HOME="$XDG_STATE_HOME" \
-    "$GLMCHAT" -m "$MODEL" --backend "$BACKEND" --ignore-eos -n "$N" $EXTRA
-if ! wait_for "$LOAD_S" '^ Ready'; then
+    sh "$TMP/run.sh" "$GLMCHAT" -m "$MODEL" --backend "$BACKEND" --ignore-eos -n "$N" $EXTRA
+if ! wait_for "$LOAD_S" '^ Ready|^EXITED' || grep -q '^EXITED' "$TMP/screen"; then
     echo "chat_tps: the chat did not become ready in $LOAD_S s:" >&2
     cat "$TMP/screen" >&2
     exit 1
 fi
-echo "chat_tps: $MODEL, backend $BACKEND, answers of $N tokens, sampling: the preset's default $EXTRA"
+echo "chat_tps: $MODEL, backend $BACKEND, answers of $N tokens, sampling: the preset's default $EXTRA (TERM $TERMTYPE)"
 i=1
 while [ "$i" -le "$ANSWERS" ]; do
     before=$(done_answers)
@@ -65,7 +76,9 @@ while [ "$i" -le "$ANSWERS" ]; do
     i=$((i + 1))
 done
 screen
-echo "pane: $(sed -n 's/.*│ \(decode .*\)/\1/p' "$TMP/screen" | tr -s ' ' | head -n 1)"
-echo "pane: $(sed -n 's/.*│ \(token .*\)/\1/p' "$TMP/screen" | tr -s ' ' | head -n 1)"
+# (the pane's border: a line-drawing character, or 'x' where the terminal
+# type draws them so)
+echo "pane: $(sed -n 's/.*[│x] \(decode .*\)/\1/p' "$TMP/screen" | tr -s ' ' | head -n 1)"
+echo "pane: $(sed -n 's/.*[│x] \(token .*\)/\1/p' "$TMP/screen" | tr -s ' ' | head -n 1)"
 echo "---- screen"
 cat "$TMP/screen"
