@@ -23,6 +23,7 @@
 #define GiB (1024.0 * 1024.0 * 1024.0)
 #define TOPK_MAX 64
 #define PREFILL_TIMED_EVERY 4 /* sampled profiling: one prompt chunk in this many is timed */
+#define SHORT_TIMED_EVERY 8   /* ... one run of the sampling programs in this many */
 
 /* ---- model checks ----------------------------------------------------------------- */
 
@@ -441,12 +442,13 @@ static void read_topk(vk_engine *e, const engine_output *out)
         *out->log_z = v[kk];
 }
 
-/* A short program (sampling alone, the selection): timed in full whenever
- * profiling is on -- a few dispatches, and the selection runs for few
- * tokens. */
-static vk_variant *short_variant(vk_engine *e, vk_family *f)
+/* A short program (sampling alone, the selection): fully timed with
+ * PROFILE_FULL; with PROFILE_SAMPLED on every SHORT_TIMED_EVERY'th run of
+ * it (and its first), since a timestamp serializes the GPU (~2 us each). */
+static vk_variant *short_variant(vk_engine *e, vk_family *f, uint64_t runs)
 {
-    return vk_family_pick(f, e->p.profile == PROFILE_OFF ? PROFILE_OFF : PROFILE_FULL);
+    bool timed = e->p.profile == PROFILE_FULL || (e->p.profile == PROFILE_SAMPLED && runs % SHORT_TIMED_EVERY == 0);
+    return vk_family_pick(f, timed ? PROFILE_FULL : PROFILE_OFF);
 }
 
 /* After a program that ended with sample_pick: the token, once the
@@ -457,7 +459,7 @@ static int finish_sample(vk_engine *e, const engine_output *out, err_t *err)
     const volatile uint32_t *res = (const volatile uint32_t *)e->smp_result.map;
     if (res[SMPR_STATUS] == SMP_STATUS_SELECT) {
         uint32_t set = vk_sample_selections(&e->sg, out->sample);
-        vk_variant *v = short_variant(e, &e->select[set]);
+        vk_variant *v = short_variant(e, &e->select[set], e->selects[set]);
         if (vk_submit_wait(&e->c, v->cb, err))
             return -1;
         vk_profile_collect(e, &e->select[set], v, &e->prof_select[set]);
@@ -523,7 +525,7 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
 static int sample_after_prompt(vk_engine *e, const engine_output *out, err_t *err)
 {
     vk_sample_write(&e->sg, (uint32_t *)e->smp_words.map, out->sample, 0);
-    vk_variant *v = short_variant(e, &e->sample);
+    vk_variant *v = short_variant(e, &e->sample, e->sampled_prompts++);
     if (vk_submit_wait(&e->c, v->cb, err))
         return -1;
     vk_profile_collect(e, &e->sample, v, &e->prof_sample);

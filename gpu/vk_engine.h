@@ -109,6 +109,7 @@ typedef struct {
     uint64_t decoded;        /* decode submits */
     uint64_t selects[VK_SEL_SETS]; /* of which needed the full-vocabulary selection, by set */
     uint64_t prefills;       /* prefill submits (every few are timed) */
+    uint64_t sampled_prompts; /* runs of the sampling program after a prompt */
     double decode_gpu_us;    /* from timestamps, recent */
 } vk_engine;
 
