@@ -1,19 +1,24 @@
 /* chat_commands.c: the command table, the commands (/help /quit /retry
- * /edit /system /clear /set /template /think /stats /save /load /replay
- * /export /theme), /help made from the table, dispatch, hints, completion. */
+ * /edit /copy /system /undo /clear /set /template /think /stats /save /load
+ * /list /resume /replay /export /theme), /help made from the table, dispatch, hints,
+ * completion. */
 #include "chat_commands.h"
 
 #include <ctype.h>
+#include <langinfo.h>
 #include <readline/readline.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clipboard.h"
+#include "conv_list.h"
 #include "conversation.h"
 #include "paths.h"
 #include "sbuf.h"
+#include "text_safe.h"
 
-typedef enum { ARG_NONE, ARG_TEXT, ARG_PATH, ARG_SETKEY, ARG_TEMPLATE, ARG_ONOFF, ARG_THEME } arg_kind;
+typedef enum { ARG_NONE, ARG_TEXT, ARG_PATH, ARG_SETKEY, ARG_TEMPLATE, ARG_ONOFF, ARG_THEME, ARG_COPY } arg_kind;
 
 /* Where /help lists a command; TOPIC_NONE: only the topic's own text names it. */
 typedef enum { TOPIC_NONE, TOPIC_CHAT, TOPIC_MODEL, TOPIC_FILES, TOPIC_SCREEN, TOPIC_COUNT } help_topic;
@@ -22,6 +27,7 @@ typedef struct {
     const char *name;
     arg_kind arg;       /* what Tab completes after it */
     bool while_busy;    /* allowed while an answer is being generated */
+    bool bang;          /* takes a '!' ("/save!"): replace a file that is not one of ours */
     unsigned (*run)(chatcmd_ctx *c, const char *arg);
     help_topic topic;
     const char *usage;  /* "/set KEY VALUE" */
@@ -102,6 +108,11 @@ static unsigned cmd_system(chatcmd_ctx *c, const char *arg)
     return changed;
 }
 
+static unsigned cmd_undo(chatcmd_ctx *c, const char *arg)
+{
+    return ui_session_undo(c->session);
+}
+
 static unsigned cmd_clear(chatcmd_ctx *c, const char *arg)
 {
     ui_session *s = c->session;
@@ -124,36 +135,54 @@ static unsigned cmd_clear(chatcmd_ctx *c, const char *arg)
 
 /* ---- model and sampling ---------------------------------------------------------------------- */
 
+#define SET_KEYS "temp, top-k, top-p, min-p, seed, n-predict, ctx, context-overflow"
+#define SET_KEYS_BAR "temp|top-k|top-p|min-p|seed|n-predict|ctx|context-overflow"
+
 static unsigned cmd_set(chatcmd_ctx *c, const char *arg)
 {
     ui_session *s = c->session;
     char buf[256];
     if (!arg[0]) {
-        settings_format_sampling(ui_session_settings(s), buf, sizeof buf);
+        const settings *cfg = ui_session_settings(s);
+        settings_format_sampling(cfg, buf, sizeof buf);
         sampler_params sp;
         ui_session_sampling(s, &sp);
+        uint32_t n_ctx = ui_session_n_ctx(s, NULL, NULL);
+        char ctx[48] = "not known until the model is loaded";
+        if (n_ctx)
+            snprintf(ctx, sizeof ctx, "%u tokens", n_ctx);
         ui_note(c->fe, UI_INFO,
-                "%s\nIn use: temp %g, top-k %d, top-p %g, min-p %g, seed %llu (\"default\": the %s template's)",
+                "%s\nIn use: temp %g, top-k %d, top-p %g, min-p %g, seed %llu (\"default\": the %s template's)\n"
+                "ctx = %s, context-overflow = %s",
                 buf, (double)sp.temp, sp.top_k, (double)sp.top_p, (double)sp.min_p, (unsigned long long)sp.seed,
-                tmpl_name(ui_session_template(s)));
+                tmpl_name(ui_session_template(s)), ctx, chat_ctx_policy_name(cfg->ctx_overflow));
         return 0;
     }
     char key[32];
     const char *sp = strchr(arg, ' ');
     size_t klen = sp ? (size_t)(sp - arg) : strlen(arg);
     if (klen >= sizeof key || !sp) {
-        ui_note(c->fe, UI_ERROR, "usage: /set temp|top-k|top-p|min-p|seed|n-predict VALUE");
+        ui_note(c->fe, UI_ERROR, "usage: /set %s VALUE", SET_KEYS_BAR);
         return 0;
     }
     memcpy(key, arg, klen);
     key[klen] = 0;
     while (*sp == ' ')
         sp++;
-    if (!settings_is_sampling_key(key)) {
-        ui_note(c->fe, UI_ERROR, "/set: '%s' is not a setting (temp, top-k, top-p, min-p, seed, n-predict)", key);
+    err_t err;
+    if (!strcmp(key, "ctx")) {
+        /* Checked as the settings file would check it, then the engine starts anew. */
+        settings trial = *ui_session_settings(s);
+        if (settings_set(&trial, key, sp, &err) != 0) {
+            ui_note(c->fe, UI_ERROR, "/set %s", err.msg);
+            return 0;
+        }
+        return ui_session_set_ctx(s, trial.n_ctx);
+    }
+    if (!settings_is_sampling_key(key) && strcmp(key, "context-overflow") != 0) {
+        ui_note(c->fe, UI_ERROR, "/set: '%s' is not a setting (%s)", key, SET_KEYS);
         return 0;
     }
-    err_t err;
     if (ui_session_set(s, key, sp, &err) != 0) {
         ui_note(c->fe, UI_ERROR, "/set %s", err.msg);
         return 0;
@@ -249,7 +278,7 @@ static unsigned cmd_save(chatcmd_ctx *c, const char *arg)
     if (expand_path(c, arg, path, sizeof path) != 0)
         return 0;
     err_t err;
-    if (ui_session_save_copy(s, path, &err) != 0) {
+    if (ui_session_save_copy(s, path, c->bang, &err) != 0) {
         ui_note(c->fe, UI_ERROR, "/save: %s", err.msg);
         return 0;
     }
@@ -281,6 +310,75 @@ static unsigned cmd_load(chatcmd_ctx *c, const char *arg)
     return ui_session_load(c->session, &conv, path);
 }
 
+/* "…" and the like only where the locale can show them. */
+static bool utf8_locale(void)
+{
+    const char *cs = nl_langinfo(CODESET);
+    return cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8"));
+}
+
+/* The saved conversations, newest first (app/conv_list.h); -1 when the
+ * directory cannot be read (noted). */
+static int scan_saved(chatcmd_ctx *c, const char *what, convlist *l)
+{
+    convlist_opts o = {.title_width = 48, .include_unreadable = true, .ascii = !utf8_locale()};
+    err_t err;
+    if (convlist_scan(ui_session_conv_dir(c->session), &o, l, &err) != 0) {
+        ui_note(c->fe, UI_ERROR, "%s: %s", what, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+#define LIST_SHOWN 30
+
+static unsigned cmd_list(chatcmd_ctx *c, const char *arg)
+{
+    convlist l;
+    if (scan_saved(c, "/list", &l) != 0)
+        return 0;
+    if (l.n == 0) {
+        ui_note(c->fe, UI_INFO, "No saved conversations yet in %s", ui_session_conv_dir(c->session));
+        convlist_free(&l);
+        return 0;
+    }
+    const char *current = ui_session_autosave_path(c->session);
+    sbuf s = {0};
+    sbuf_printf(&s, "Saved conversations, newest first (/resume N continues one):");
+    for (size_t i = 0; i < l.n && i < LIST_SHOWN; i++) {
+        sbuf_addc(&s, '\n');
+        convlist_format(&l.v[i], i + 1, &s);
+        if (current[0] && !strcmp(l.v[i].path, current))
+            sbuf_adds(&s, "  (this one)");
+    }
+    size_t more = (l.n > LIST_SHOWN ? l.n - LIST_SHOWN : 0) + l.n_unread;
+    if (more)
+        sbuf_printf(&s, "\n... and %zu older (in %s)", more, ui_session_conv_dir(c->session));
+    ui_note(c->fe, UI_INFO, "%s", sbuf_str(&s));
+    sbuf_free(&s);
+    convlist_free(&l);
+    return 0;
+}
+
+static unsigned cmd_resume(chatcmd_ctx *c, const char *arg)
+{
+    convlist l;
+    if (scan_saved(c, "/resume", &l) != 0)
+        return 0;
+    err_t err;
+    const convlist_entry *e = convlist_pick(&l, arg[0] ? arg : "1", &err);
+    unsigned changed = 0;
+    conversation conv;
+    if (!e)
+        ui_note(c->fe, UI_ERROR, "/resume: %s (/list shows them)", err.msg);
+    else if (conv_load(&conv, e->path, &err) != 0)
+        ui_note(c->fe, UI_ERROR, "/resume: %s", err.msg);
+    else
+        changed = ui_session_resume(c->session, &conv, e->path);
+    convlist_free(&l);
+    return changed;
+}
+
 static unsigned cmd_replay(chatcmd_ctx *c, const char *arg)
 {
     if (need_arg(c, arg, "/replay FILE") || refuse_busy(c, "/replay"))
@@ -294,16 +392,85 @@ static unsigned cmd_replay(chatcmd_ctx *c, const char *arg)
 
 static unsigned cmd_export(chatcmd_ctx *c, const char *arg)
 {
-    if (need_arg(c, arg, "/export FILE.md"))
+    if (need_arg(c, arg, c->bang ? "/export! FILE.md" : "/export FILE.md"))
         return 0;
     char path[PATH_MAX];
     if (expand_path(c, arg, path, sizeof path) != 0)
         return 0;
     err_t err;
-    if (ui_session_export(c->session, path, &err) != 0)
+    if (ui_session_export(c->session, path, c->bang, &err) != 0)
         ui_note(c->fe, UI_ERROR, "/export: %s", err.msg);
     else
         ui_status(c->fe, UI_INFO, "Exported %zu messages to %s", ui_session_conv(c->session)->n, path);
+    return 0;
+}
+
+/* ---- the clipboard --------------------------------------------------------------------------------- */
+
+/* /copy [code [N]]: the last answer, or its code block N (the last one
+ * without N), through the terminal (OSC 52; app/clipboard.h). */
+static unsigned cmd_copy(chatcmd_ctx *c, const char *arg)
+{
+    const conversation *conv = ui_session_conv(c->session);
+    long a = conv_last(conv, "assistant");
+    if (a < 0) {
+        ui_status(c->fe, UI_ERROR, "Nothing to copy: there is no answer yet");
+        return 0;
+    }
+    const char *answer = conv->msgs[a].content;
+    sbuf text = {0};
+    char what[160];
+    err_t err;
+    if (!arg[0]) {
+        sbuf_adds(&text, answer);
+        snprintf(what, sizeof what, "the last answer");
+    } else if (!strncmp(arg, "code", 4) && (!arg[4] || arg[4] == ' ')) {
+        const char *num = arg + 4;
+        while (*num == ' ')
+            num++;
+        char *end = NULL;
+        unsigned long index = num[0] ? strtoul(num, &end, 10) : 0;
+        if (num[0] && (*end || index == 0 || index > 100000 || !isdigit((unsigned char)num[0]))) {
+            ui_note(c->fe, UI_ERROR, "usage: /copy code [N] (N: the number over the code block, from 1)");
+            return 0;
+        }
+        clip_block_info info;
+        if (clip_code_block(answer, strlen(answer), (unsigned)index, &text, &info, &err) != 0) {
+            ui_note(c->fe, UI_ERROR, "/copy code: %s", err.msg);
+            sbuf_free(&text);
+            return 0;
+        }
+        sbuf lang = {0};
+        tsafe_one_line(&lang, info.lang, strlen(info.lang));
+        snprintf(what, sizeof what, "code block %u of %u%s%.48s%s (%zu line%s)", info.index, info.count,
+                 lang.len ? ", " : "", sbuf_str(&lang), info.closed ? "" : ", unfinished", info.n_lines,
+                 info.n_lines == 1 ? "" : "s");
+        sbuf_free(&lang);
+    } else {
+        ui_note(c->fe, UI_ERROR, "usage: /copy, or /copy code [N]");
+        return 0;
+    }
+    clip_env env = clip_env_get();
+    clip_wrap wrap = clip_wrap_for(&env);
+    sbuf seq = {0};
+    /* Plain, for the terminal (and for tmux with set-clipboard on, which
+     * takes it itself), then wrapped for the multiplexer, whose
+     * passthrough hands it to the terminal outside. */
+    if (clip_osc52(sbuf_str(&text), text.len, CLIP_WRAP_NONE, &seq, &err) != 0 ||
+        (wrap != CLIP_WRAP_NONE && clip_osc52(sbuf_str(&text), text.len, wrap, &seq, &err) != 0)) {
+        ui_note(c->fe, UI_ERROR, "/copy: %s: %s", what, err.msg);
+    } else if (!c->fe->write_terminal(c->fe->user, seq.s, seq.len)) {
+        ui_note(c->fe, UI_ERROR, "/copy: this terminal takes no clipboard escape (line mode); nothing was copied");
+    } else {
+        const char *doubt = clip_note(&env);
+        if (doubt)
+            ui_note(c->fe, UI_ERROR, "/copy: sent %s (%zu bytes), but %s", what, text.len, doubt);
+        else
+            ui_status(c->fe, UI_INFO, "Copied %s (%zu bytes) through the terminal's clipboard (OSC 52)", what,
+                      text.len);
+    }
+    sbuf_free(&seq);
+    sbuf_free(&text);
     return 0;
 }
 
@@ -333,24 +500,32 @@ static unsigned cmd_theme(chatcmd_ctx *c, const char *arg)
 /* In /help's order within each topic.  The order also breaks ties for
  * hints and completion ("/re" means /retry before /replay). */
 static const command commands[] = {
-    {"help", ARG_NONE, true, cmd_help, TOPIC_NONE, NULL, NULL},
-    {"quit", ARG_NONE, true, cmd_quit, TOPIC_NONE, NULL, NULL},
-    {"retry", ARG_NONE, false, cmd_retry, TOPIC_CHAT, "/retry", "regenerate the last answer"},
-    {"edit", ARG_NONE, false, cmd_edit, TOPIC_CHAT, "/edit", "edit your last message, then Enter regenerates"},
-    {"system", ARG_TEXT, true, cmd_system, TOPIC_CHAT, "/system TEXT", "set the system prompt (/system - removes it)"},
-    {"clear", ARG_NONE, false, cmd_clear, TOPIC_CHAT, "/clear", "start a new conversation (type it twice)"},
-    {"set", ARG_SETKEY, true, cmd_set, TOPIC_MODEL, "/set KEY VALUE",
-     "temp, top-k, top-p, min-p, seed, n-predict (/set shows them)"},
-    {"template", ARG_TEMPLATE, true, cmd_template, TOPIC_MODEL, "/template NAME",
+    {"help", ARG_NONE, true, false, cmd_help, TOPIC_NONE, NULL, NULL},
+    {"quit", ARG_NONE, true, false, cmd_quit, TOPIC_NONE, NULL, NULL},
+    {"retry", ARG_NONE, false, false, cmd_retry, TOPIC_CHAT, "/retry", "regenerate the last answer"},
+    {"edit", ARG_NONE, false, false, cmd_edit, TOPIC_CHAT, "/edit", "edit your last message, then Enter regenerates"},
+    {"copy", ARG_COPY, true, false, cmd_copy, TOPIC_CHAT, "/copy [code [N]]",
+     "the last answer, or its code block N, to the clipboard"},
+    {"system", ARG_TEXT, true, false, cmd_system, TOPIC_CHAT, "/system TEXT", "set the system prompt (/system - removes it)"},
+    {"undo", ARG_NONE, false, false, cmd_undo, TOPIC_CHAT, "/undo", "remove your last exchange (again: the one before)"},
+    {"clear", ARG_NONE, false, false, cmd_clear, TOPIC_CHAT, "/clear", "start a new conversation (type it twice)"},
+    {"set", ARG_SETKEY, true, false, cmd_set, TOPIC_MODEL, "/set KEY VALUE",
+     "temp top-k top-p min-p seed n-predict ctx context-overflow"},
+    {"template", ARG_TEMPLATE, true, false, cmd_template, TOPIC_MODEL, "/template NAME",
      "the chat template (/template lists them)"},
-    {"think", ARG_ONOFF, true, cmd_think, TOPIC_MODEL, "/think on|off", "reasoning before the answer (GLM-4.7)"},
-    {"stats", ARG_NONE, true, cmd_stats, TOPIC_MODEL, "/stats", "speed and the slowest kernels so far"},
-    {"save", ARG_PATH, true, cmd_save, TOPIC_FILES, "/save [FILE]", "save now, or a copy to FILE"},
-    {"load", ARG_PATH, false, cmd_load, TOPIC_FILES, "/load FILE", "continue a saved conversation"},
-    {"replay", ARG_PATH, false, cmd_replay, TOPIC_FILES, "/replay FILE",
+    {"think", ARG_ONOFF, true, false, cmd_think, TOPIC_MODEL, "/think on|off", "reasoning before the answer (GLM-4.7)"},
+    {"stats", ARG_NONE, true, false, cmd_stats, TOPIC_MODEL, "/stats", "speed and the slowest kernels so far"},
+    {"save", ARG_PATH, true, true, cmd_save, TOPIC_FILES, "/save[!] [FILE]",
+     "save now, or a copy to FILE (! to replace a non-conversation)"},
+    {"load", ARG_PATH, false, false, cmd_load, TOPIC_FILES, "/load FILE", "continue a saved conversation"},
+    {"list", ARG_NONE, true, false, cmd_list, TOPIC_FILES, "/list", "the saved conversations, newest first"},
+    {"resume", ARG_TEXT, false, false, cmd_resume, TOPIC_FILES, "/resume [N]",
+     "continue saved conversation N of /list (or a name) in its file"},
+    {"replay", ARG_PATH, false, false, cmd_replay, TOPIC_FILES, "/replay FILE",
      "re-run its questions, old and new answers side by side"},
-    {"export", ARG_PATH, true, cmd_export, TOPIC_FILES, "/export FILE.md", "write it as Markdown"},
-    {"theme", ARG_THEME, true, cmd_theme, TOPIC_NONE, NULL, NULL},
+    {"export", ARG_PATH, true, true, cmd_export, TOPIC_FILES, "/export[!] FILE.md",
+     "write it as Markdown (! to replace a file glmchat did not write)"},
+    {"theme", ARG_THEME, true, false, cmd_theme, TOPIC_NONE, NULL, NULL},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -365,7 +540,8 @@ static const struct {
     [TOPIC_MODEL] = {"Model and sampling", NULL, NULL},
     [TOPIC_FILES] = {"Conversations (saved after every turn)", NULL, NULL},
     [TOPIC_SCREEN] = {"Screen", NULL,
-                      "  F1 this help, F2 side pane, F3 fold reasoning, F4 sort kernels\n"
+                      "  F1 this help, F2 side pane, F3 fold reasoning, F4 sort kernels,\n"
+                      "  F5 answers as written or rendered from their Markdown\n"
                       "  PgUp/PgDn or the mouse wheel scroll, /theme NAME changes colours\n"
                       "  Tab completes commands and file names; //text sends \"/text\"\n"
                       "  /quit leaves (so do Ctrl-D on an empty line and Ctrl-C twice)\n"},
@@ -381,7 +557,7 @@ const char *chatcmd_help(void)
         sbuf_printf(&s, "%s\n%s", topics[t].title, topics[t].before ? topics[t].before : "");
         for (size_t i = 0; i < N_COMMANDS; i++)
             if (commands[i].topic == (help_topic)t)
-                sbuf_printf(&s, "  %-15s %s\n", commands[i].usage, commands[i].help);
+                sbuf_printf(&s, "  %-18s %s\n", commands[i].usage, commands[i].help);
         sbuf_adds(&s, topics[t].after ? topics[t].after : "");
     }
     if (s.len && s.s[s.len - 1] == '\n')
@@ -442,6 +618,10 @@ const char *chatcmd_closest(const char *name)
 
 unsigned chatcmd_run(chatcmd_ctx *c, const char *line)
 {
+    /* What the status line said belongs to the command before: it goes, so
+     * a command that fails (with a note) never leaves an old "Saved ..." or
+     * "Theme: ..." standing as if it were its own (issue 16.6). */
+    c->fe->status(c->fe->user, UI_INFO, "");
     const char *p = line + 1;
     char name[32];
     size_t n = 0;
@@ -462,12 +642,23 @@ unsigned chatcmd_run(chatcmd_ctx *c, const char *line)
     size_t al = strlen(argbuf);
     while (al && isspace((unsigned char)argbuf[al - 1]))
         argbuf[--al] = 0;
+    /* "/save!": the command, told to replace what it would otherwise refuse to. */
+    bool bang = n > 1 && name[n - 1] == '!';
+    if (bang)
+        name[n - 1] = 0;
     for (size_t i = 0; i < N_COMMANDS; i++) {
         if (strcmp(commands[i].name, name) != 0)
             continue;
+        if (bang && !commands[i].bang) {
+            ui_note(c->fe, UI_ERROR, "/%s takes no '!' (only /save! and /export! do). Type /help for the list.", name);
+            return 0;
+        }
         if (!commands[i].while_busy && refuse_busy(c, line))
             return 0;
-        return commands[i].run(c, argbuf);
+        c->bang = bang;
+        unsigned changed = commands[i].run(c, argbuf);
+        c->bang = false;
+        return changed;
     }
     const char *hint = chatcmd_closest(name);
     if (hint)
@@ -534,6 +725,8 @@ char **chatcmd_complete(const char *text, int start, int end)
         return rl_completion_matches(text, cand_generator);
     }
     size_t n = strcspn(line + 1, " ");
+    if (n > 1 && line[n] == '!')
+        n--; /* "/save! FILE" completes as /save */
     const command *cmd = NULL;
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (strlen(commands[i].name) == n && !strncmp(commands[i].name, line + 1, n))
@@ -548,13 +741,17 @@ char **chatcmd_complete(const char *text, int start, int end)
         return NULL;
     case ARG_SETKEY:
         if (first_arg)
-            cand_add_list("temp top-k top-p min-p seed n-predict", " ");
+            cand_add_list("temp top-k top-p min-p seed n-predict ctx context-overflow", " ");
         break;
     case ARG_TEMPLATE:
         cand_add_list(tmpl_names(), ", ");
         break;
     case ARG_ONOFF:
         cand_add_list("on off", " ");
+        break;
+    case ARG_COPY:
+        if (first_arg)
+            cand_add("code");
         break;
     case ARG_THEME: {
         char list[512];

@@ -20,6 +20,7 @@ typedef struct {
     const ui_frontend *fe;
     theme *theme;       /* the screen's: /theme shows it, and replaces it with UI_CHANGED_THEME */
     double clear_at;    /* when /clear asked to be typed again (conv_now() seconds) */
+    bool bang;          /* while a command runs: it was given with '!' ("/export! FILE") */
 } chatcmd_ctx;
 
 /* Runs a line that starts with '/'; returns what it changed. */

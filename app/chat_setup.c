@@ -35,25 +35,15 @@ const char *chat_args_help(void)
            "      --template NAME    chat template (default: from the model)\n"
            "      --think on|off     reasoning before the answer (GLM-4.7; default on)\n"
            "      --ignore-eos       do not stop at the end of the turn (only -n or the context)\n"
+           "      --side-pane on|off|auto  the side pane (default auto: on wide terminals)\n"
+           "      --side-width N     side pane columns (0: adapt to the terminal)\n"
+           "      --mouse on|off     wheel scrolling (off leaves selection to the terminal)\n"
            "      --backend NAME     cpu, vulkan or auto (default auto)\n"
            "      --device N         Vulkan device index (see `glmchat devices`)\n"
            "      --kv-type TYPE     KV cache: f32 or f16 (default: f16 on Vulkan, f32 on cpu)\n"
            "  -t, --threads N        CPU threads (default: all cores)\n"
            "  -b, --batch N          prompt tokens per backend call\n";
 }
-
-/* Command-line options that are settings keys. */
-static const struct {
-    const char *shrt, *lng, *key;
-} setting_opts[] = {
-    {"-n", "--n-predict", "n-predict"}, {"-c", "--ctx", "ctx"},
-    {NULL, "--temp", "temp"},      {NULL, "--top-k", "top-k"},         {NULL, "--top-p", "top-p"},
-    {NULL, "--min-p", "min-p"},    {NULL, "--seed", "seed"},           {NULL, "--template", "template"},
-    {NULL, "--repeat-penalty", "repeat-penalty"}, {NULL, "--presence-penalty", "presence-penalty"},
-    {NULL, "--frequency-penalty", "frequency-penalty"},
-    {NULL, "--think", "think"},    {NULL, "--backend", "backend"},     {NULL, "--device", "device"},
-    {NULL, "--theme", "theme"},
-};
 
 static bool is(const char *a, const char *s, const char *l)
 {
@@ -88,18 +78,14 @@ int chat_args_parse(chat_args *a, int argc, char **argv, bool replay, bool *usag
     }
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
-        bool done = false;
-        for (size_t k = 0; k < sizeof setting_opts / sizeof setting_opts[0] && !done; k++) {
-            if (!is(o, setting_opts[k].shrt, setting_opts[k].lng))
-                continue;
+        const char *key = settings_option_key(o); /* every settings key is a long option */
+        if (key) {
             if (i + 1 >= argc)
                 return err_set(err, "option %s needs a value", o);
-            if (settings_set(&a->s, setting_opts[k].key, argv[++i], err) != 0)
+            if (settings_set(&a->s, key, argv[++i], err) != 0)
                 return err_prefix(err, "%s", o);
-            done = true;
-        }
-        if (done)
             continue;
+        }
         if (!strcmp(o, "--ignore-eos")) {
             a->s.ignore_eos = true;
             continue;
@@ -108,6 +94,14 @@ int chat_args_parse(chat_args *a, int argc, char **argv, bool replay, bool *usag
             if (i + 1 >= argc)
                 return err_set(err, "option %s needs a value", o);
             a->model = argv[++i];
+            continue;
+        }
+        if (!replay && !strcmp(o, "--resume")) {
+            /* An argument is optional: the next word when it is no option. */
+            if (i + 1 < argc && argv[i + 1][0] != '-' && argv[i + 1][0])
+                a->resume = argv[++i];
+            else
+                a->resume = "1";
             continue;
         }
         if (!replay && (is(o, "-p", "--prompt") || is(o, "-s", "--system") || is(o, "-C", "--conversation"))) {

@@ -25,6 +25,7 @@ typedef struct {
     const char *prompt;       /* -p */
     const char *system;       /* -s */
     const char *conversation; /* -C */
+    const char *resume;       /* --resume [N|NAME]: "1" without an argument; NULL when not given */
     const char *positional;   /* replay: the FILE */
     bool help, version;
 } chat_args;

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "model.h"
+#include "text_safe.h"
 
 static void info_usage(FILE *f)
 {
@@ -15,6 +16,16 @@ static void info_usage(FILE *f)
                "Prints the model's architecture, dimensions, attention and expert shape,\n"
                "RoPE scaling, a census of tensor types, and the parameters and bytes read\n"
                "per decoded token.\n");
+}
+
+/* Strings from the file (its name, general.name, the architecture): inert
+ * and on one line, so a downloaded GGUF cannot drive the terminal. */
+static void put_meta(const char *s)
+{
+    sbuf b = {0};
+    tsafe_one_line(&b, s, strlen(s));
+    fputs(sbuf_str(&b), stdout);
+    sbuf_free(&b);
 }
 
 /* 1234567 -> "1,234,567" */
@@ -152,12 +163,19 @@ int cmd_info(int argc, char **argv)
     }
     const model_config *c = &m.cfg;
     char a[32], h[32];
-    printf("file          %s\n", path);
+    printf("file          ");
+    put_meta(path);
+    printf("\n");
     printf("size          %s bytes (%s), GGUF v%u\n", grouped(gguf_file_size(m.gguf), a, sizeof a),
            human_bytes((double)gguf_file_size(m.gguf), h, sizeof h), gguf_version(m.gguf));
-    printf("architecture  %s\n", c->arch);
-    if (c->name[0])
-        printf("name          %s\n", c->name);
+    printf("architecture  ");
+    put_meta(c->arch);
+    printf("\n");
+    if (c->name[0]) {
+        printf("name          ");
+        put_meta(c->name);
+        printf("\n");
+    }
     if (gguf_has_key(m.gguf, "general.file_type"))
         printf("file type     %s (%u)\n", file_type_name(c->file_type), c->file_type);
     print_shape(&m);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -27,7 +28,9 @@ static void usage(FILE *f)
             "\n"
             "  --preset NAME        %s\n"
             "  --type TYPE          %s\n"
-            "  -o, --output FILE    where to write (removed again on any error)\n"
+            "  -o, --output FILE    where to write (removed again on any error); an existing\n"
+            "                       file is refused unless --force\n"
+            "  --force              replace an existing FILE\n"
             "  --seed S             weights seed (default 1)\n"
             "  --threads N          generator threads (default: all CPUs)\n"
             "  --list, --dry-run    print the tensor table and totals, write nothing\n"
@@ -167,7 +170,7 @@ static void progress(void *user, uint64_t done, uint64_t total)
 /* The command line, before the preset is applied. */
 typedef struct {
     const char *preset, *type, *out;
-    bool list, quiet, help;
+    bool list, quiet, help, force;
     struct {
         const char *opt;
         uint32_t val;
@@ -194,6 +197,8 @@ static int parse_args(int argc, char **argv, mk_args *a)
             a->list = true;
         else if (!strcmp(o, "--quiet"))
             a->quiet = true;
+        else if (!strcmp(o, "--force"))
+            a->force = true;
         else if (!strcmp(o, "--merged-gate-up"))
             a->merged = true;
         else if (!strcmp(o, "--legacy-kv-b"))
@@ -287,6 +292,13 @@ int cmd_mkmodel(int argc, char **argv)
         return rc;
     if (a.list)
         return print_table(&cfg);
+    /* A model file is big and slow to make again: never replaced by accident
+     * (a device such as /dev/null is written to, as asked). */
+    struct stat out_st;
+    if (!a.force && stat(a.out, &out_st) == 0 && S_ISREG(out_st.st_mode)) {
+        fprintf(stderr, "glmchat: mkmodel: %s exists; not replacing it (--force replaces it)\n", a.out);
+        return 1;
+    }
     synth_options opt = {.n_threads = (int)a.threads, .progress = !a.quiet && isatty(2) ? progress : NULL};
     synth_stats st;
     err_t err;

@@ -3,9 +3,16 @@
  *
  * Each turn is answered with the recorded conversation before it as the
  * context (so every turn is compared on the same footing), and the
- * transcript puts everything that varies from run to run (speeds, the
- * model's path) on lines starting with '#': `grep -v '^#'` of two replays
- * with a fixed seed diffs cleanly, which makes a replay a regression check. */
+ * transcript puts its metadata (paths, speeds, the settings) on lines
+ * starting with '#': `grep -v '^#'` of two replays diffs cleanly, which
+ * makes a replay a regression check.  The replay follows the recording's
+ * settings (template, thinking, sampling, seed, n-predict) except those
+ * given on the command line, so it reproduces what was recorded.
+ *
+ * Strings from the file or the model (names, paths) are shown inert and on
+ * one line: a conversation or GGUF from elsewhere must not drive the
+ * terminal (OSC 52 clipboard writes, OSC 8 links) or forge transcript lines. */
+#include <errno.h>
 #include <locale.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,6 +46,15 @@ static void usage(FILE *f)
             "the rest is reproducible, so two replays can be diffed.\n\n"
             "%s",
             chat_args_help());
+}
+
+/* Metadata from the file or the model, on a '#' line: inert, one line. */
+static void put_meta(const char *s)
+{
+    sbuf b = {0};
+    tsafe_one_line(&b, s, strlen(s));
+    fputs(sbuf_str(&b), stdout);
+    sbuf_free(&b);
 }
 
 static void put_text(const char *s, bool tty)
@@ -136,14 +152,94 @@ static void header(const char *file, const conversation *c, const chat_model *cm
 {
     sampler_params sp;
     settings_to_sampler(&a->s, chat->tmpl, seed, &sp);
-    printf("# glmchat replay of %s\n", file);
-    printf("# model: %s, %s\n", cm->name, cm->path);
-    if (c->model_name || c->model_path)
-        printf("# recorded with: %s, %s%s\n", c->model_name ? c->model_name : "?", c->model_path ? c->model_path : "?",
-               c->model_fingerprint && strcmp(c->model_fingerprint, cm->fingerprint) == 0 ? " (the same file)" : "");
-    printf("template %s, thinking %s, temp %g, top-k %d, top-p %g, min-p %g, seed %llu, n-predict %d\n",
+    fputs("# glmchat replay of ", stdout);
+    put_meta(file);
+    fputs("\n# model: ", stdout);
+    put_meta(cm->name);
+    fputs(", ", stdout);
+    put_meta(cm->path);
+    fputc('\n', stdout);
+    if (c->model_name || c->model_path) {
+        fputs("# recorded with: ", stdout);
+        put_meta(c->model_name ? c->model_name : "?");
+        fputs(", ", stdout);
+        put_meta(c->model_path ? c->model_path : "?");
+        bool same = c->model_fingerprint && strcmp(c->model_fingerprint, cm->fingerprint) == 0;
+        printf("%s\n", same ? " (the same file)" : "");
+    }
+    printf("# settings: template %s, thinking %s, temp %g, top-k %d, top-p %g, min-p %g, seed %llu, n-predict %d\n",
            tmpl_name(chat->tmpl), chat->thinking ? "on" : "off", (double)sp.temp, sp.top_k, (double)sp.top_p,
            (double)sp.min_p, (unsigned long long)sp.seed, a->s.n_predict);
+}
+
+/* ---- the recording's settings --------------------------------------------------------------- */
+
+/* True when the command line sets `key` (settings_option_key's options). */
+static bool given(int argc, char **argv, const char *key)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *k = settings_option_key(argv[i]);
+        if (k && !strcmp(k, key))
+            return true;
+        if (k)
+            i++; /* its value */
+    }
+    return false;
+}
+
+/* The recorded settings replace the settings file's and the defaults, but
+ * not the command line's: a replay reproduces the recording unless told
+ * otherwise. */
+static void follow_recording(chat_args *a, const conversation *c, int argc, char **argv)
+{
+    settings *s = &a->s;
+    if (c->tmpl && !given(argc, argv, "template")) {
+        if (tmpl_find(c->tmpl) && strlen(c->tmpl) < sizeof s->tmpl)
+            snprintf(s->tmpl, sizeof s->tmpl, "%s", c->tmpl);
+        else
+            chat_error("note: the recorded template '%s' is unknown here; using the model's", c->tmpl);
+    }
+    if (c->thinking >= 0 && !given(argc, argv, "think"))
+        s->think = c->thinking;
+    const conv_sampling *r = &c->sampling;
+    if (!r->set)
+        return;
+    unsigned miss = c->sampling_missing;
+    if (!(miss & CONV_S_TEMP) && !given(argc, argv, "temp")) {
+        s->has_temp = true;
+        s->temp = (float)r->temp;
+    }
+    if (!(miss & CONV_S_TOP_K) && !given(argc, argv, "top-k")) {
+        s->has_top_k = true;
+        s->top_k = r->top_k;
+    }
+    if (!(miss & CONV_S_TOP_P) && !given(argc, argv, "top-p")) {
+        s->has_top_p = true;
+        s->top_p = (float)r->top_p;
+    }
+    if (!(miss & CONV_S_MIN_P) && !given(argc, argv, "min-p")) {
+        s->has_min_p = true;
+        s->min_p = (float)r->min_p;
+    }
+    if (!(miss & CONV_S_SEED) && !given(argc, argv, "seed")) {
+        s->has_seed = true;
+        s->seed = r->seed;
+    }
+    if (!(miss & CONV_S_N_PREDICT) && !given(argc, argv, "n-predict"))
+        s->n_predict = r->n_predict;
+}
+
+/* ---- the replay ------------------------------------------------------------------------------ */
+
+/* false (after one line on stderr) once stdout cannot be written: a
+ * truncated transcript must not pass for a whole one. */
+static bool output_ok(void)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return true;
+    chat_error("standard output: %s", errno ? strerror(errno) : "write error");
+    return false;
 }
 
 static int replay(const chat_args *a, chat_model *cm, conversation *c)
@@ -154,9 +250,13 @@ static int replay(const chat_args *a, chat_model *cm, conversation *c)
     chat.conv = *c;
     conv_init(c);
     bool tty = isatty(STDOUT_FILENO) != 0;
-    /* Without --seed, a replay draws one seed and shows it, so it can be repeated. */
+    /* Without a recorded seed or --seed, a replay draws one and shows it, so it can be repeated. */
     uint64_t seed = settings_random_seed();
     header(a->positional, &chat.conv, cm, &chat, a, seed);
+    if (!output_ok()) {
+        chat_free(&chat);
+        return 1;
+    }
     int turns = 0, total = 0;
     for (size_t i = 0; i < chat.conv.n; i++)
         total += !strcmp(chat.conv.msgs[i].role, "user");
@@ -194,7 +294,10 @@ static int replay(const chat_args *a, chat_model *cm, conversation *c)
         } else {
             printf("--- recorded answer\n  (none)\n");
         }
-        fflush(stdout);
+        if (!output_ok()) {
+            rc = 1;
+            break;
+        }
         answer ans = {0};
         if (generate(dec, &chat, u + 1, a, seed, &ans, &err) != 0) {
             chat_error("turn %d: %s", turns, err.msg);
@@ -207,12 +310,15 @@ static int replay(const chat_args *a, chat_model *cm, conversation *c)
         section("new answer", sbuf_str(&ans.st.content), tty);
         printf("new: %u tokens, %s\n", ans.n_gen, stop_name(ans.stop));
         printf("# new: %.1f tokens/s\n", ans.tps);
-        fflush(stdout);
         chat_stream_free(&ans.st);
+        if (!output_ok()) {
+            rc = 1;
+            break;
+        }
     }
     decoder_free(dec);
     chat_free(&chat);
-    if (interrupted) {
+    if (interrupted && rc == 0) {
         chat_error("replay interrupted");
         return 130;
     }
@@ -249,6 +355,7 @@ int cmd_replay(int argc, char **argv)
         chat_args_free(&a);
         return 1;
     }
+    follow_recording(&a, &c, argc, argv);
     chat_model cm;
     if (chat_model_open(&cm, &a, &err) != 0) {
         chat_error("%s", err.msg);

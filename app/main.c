@@ -2,6 +2,8 @@
  *
  * `glmchat [options]` (no subcommand) starts the chat UI, or answers once
  * with -p.  Everything else is `glmchat SUBCOMMAND ...`. */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,7 +39,26 @@ static void usage(FILE *f)
     fprintf(f, "\n`glmchat SUBCOMMAND --help` describes each; `man glmchat` has the rest.\n");
 }
 
-int main(int argc, char **argv)
+/* The last word on stdout: output still buffered that cannot be written (a
+ * full disk, a closed descriptor) is an error, never a silent exit 0.  A
+ * command that failed has said why already. */
+static int close_stdout(int rc)
+{
+    errno = 0;
+    bool bad = fflush(stdout) != 0 || ferror(stdout);
+    int e = errno;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = true;
+        e = errno;
+    }
+    if (bad && rc == 0) {
+        fprintf(stderr, "glmchat: standard output: %s\n", e ? strerror(e) : "write error");
+        return 1;
+    }
+    return rc;
+}
+
+static int run(int argc, char **argv)
 {
     if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
         printf("glmchat %s\n", GLMCHAT_VERSION);
@@ -58,4 +79,9 @@ int main(int argc, char **argv)
     /* No subcommand: the chat, with all arguments as its options. */
     argv[0] = "chat";
     return cmd_chat(argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+    return close_stdout(run(argc, argv));
 }

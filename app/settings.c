@@ -11,6 +11,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends.h"
+#include "file_read.h"
+
+/* Far more than any settings file needs; a bigger one is a mistake. */
+#define SETTINGS_MAX_FILE (1u << 20)
+
 /* ---- value parsers --------------------------------------------------------- */
 
 static int parse_float(const char *key, const char *v, float lo, float hi, float *out, err_t *err)
@@ -79,7 +85,27 @@ void settings_defaults(settings *s)
 const char *settings_keys(void)
 {
     return "model backend device template think temp top-k top-p min-p repeat-penalty presence-penalty "
-           "frequency-penalty seed n-predict ctx theme side-pane side-width mouse ignore-eos";
+           "frequency-penalty seed n-predict ctx context-overflow theme side-pane side-width mouse ignore-eos";
+}
+
+const char *settings_option_key(const char *arg)
+{
+    /* Every key but `model` (-m/--model, which the commands parse: it
+     * outranks $GLMCHAT_MODEL) and `ignore-eos` (the flag --ignore-eos). */
+    static const char *const keys[] = {"backend", "device", "template", "think",     "temp",
+                                       "top-k",   "top-p",  "min-p",    "seed",      "n-predict",
+                                       "ctx",     "theme",  "side-pane", "side-width", "mouse",
+                                       "repeat-penalty", "presence-penalty", "frequency-penalty"};
+    if (!strcmp(arg, "-n"))
+        return "n-predict";
+    if (!strcmp(arg, "-c"))
+        return "ctx";
+    if (strncmp(arg, "--", 2) != 0)
+        return NULL;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!strcmp(arg + 2, keys[i]))
+            return keys[i];
+    return NULL;
 }
 
 bool settings_is_sampling_key(const char *key)
@@ -148,10 +174,18 @@ int settings_set(settings *s, const char *key, const char *v, err_t *err)
         return set_sampling(s, key, v, err);
     if (!strcmp(key, "model"))
         return copy_str(key, v, s->model, sizeof s->model, err);
-    if (!strcmp(key, "backend"))
+    /* Names are checked here, so a bad one is a usage error on the command
+     * line (status 2) and FILE:LINE in the settings file. */
+    if (!strcmp(key, "backend")) {
+        if (strcmp(v, "cpu") && strcmp(v, "vulkan") && strcmp(v, "auto"))
+            return err_set(err, "unknown backend '%s' (choose from: %s)", v, app_backend_names());
         return copy_str(key, v, s->backend, sizeof s->backend, err);
-    if (!strcmp(key, "template"))
+    }
+    if (!strcmp(key, "template")) {
+        if (!tmpl_find(v))
+            return err_set(err, "unknown template '%s' (choose from: %s)", v, tmpl_names());
         return copy_str(key, v, s->tmpl, sizeof s->tmpl, err);
+    }
     if (!strcmp(key, "theme"))
         return copy_str(key, v, s->theme, sizeof s->theme, err);
     if (!strcmp(key, "device")) {
@@ -166,6 +200,11 @@ int settings_set(settings *s, const char *key, const char *v, err_t *err)
         if (x != 0 && x < 16)
             return err_set(err, "ctx: %ld is too small (at least 16 tokens, or 0 for the default)", x);
         s->n_ctx = (uint32_t)x;
+        return 0;
+    }
+    if (!strcmp(key, "context-overflow")) {
+        if (chat_ctx_policy_parse(v, &s->ctx_overflow) != 0)
+            return err_set(err, "context-overflow: '%s' is not trim or stop", v);
         return 0;
     }
     if (!strcmp(key, "think")) {
@@ -228,48 +267,53 @@ static char *trim(char *s)
     return s;
 }
 
+/* One `key = value` line (comments and blanks allowed); line is modified. */
+static int parse_line(settings *s, char *line, const char *path, int lineno, err_t *err)
+{
+    char *hash = strchr(line, '#');
+    if (hash)
+        *hash = 0;
+    char *l = trim(line);
+    if (!*l)
+        return 0;
+    char *eq = strchr(l, '=');
+    if (!eq)
+        return err_set(err, "%s:%d: expected 'key = value'", path, lineno);
+    *eq = 0;
+    char *key = trim(l), *val = trim(eq + 1);
+    if (!*val)
+        return err_set(err, "%s:%d: %s: missing value", path, lineno, key);
+    if (settings_set(s, key, val, err) != 0)
+        return err_prefix(err, "%s:%d", path, lineno);
+    return 0;
+}
+
 int settings_load(settings *s, const char *path, bool missing_ok, err_t *err)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        if (errno == ENOENT && missing_ok)
-            return 0;
-        return err_set(err, "%s: %s", path, strerror(errno));
-    }
+    char *text;
+    size_t len;
+    /* The shared reader: only a regular file (a FIFO or /dev/zero behind the
+     * name would block or never end), at most SETTINGS_MAX_FILE bytes. */
+    if (file_read_regular(path, SETTINGS_MAX_FILE, "settings file", &text, &len, err) != 0)
+        return errno == ENOENT && missing_ok ? 0 : -1;
     char line[PATH_MAX + 64];
     int lineno = 0, rc = 0;
-    while (fgets(line, sizeof line, f)) {
+    for (size_t pos = 0; pos < len && rc == 0;) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
         lineno++;
-        size_t len = strlen(line);
-        if (len == sizeof line - 1 && line[len - 1] != '\n') {
+        if (n >= sizeof line)
             rc = err_set(err, "%s:%d: line too long", path, lineno);
-            break;
+        else if (memchr(text + pos, 0, n))
+            rc = err_set(err, "%s:%d: NUL byte in a settings file", path, lineno);
+        else {
+            memcpy(line, text + pos, n);
+            line[n] = 0;
+            rc = parse_line(s, line, path, lineno, err);
         }
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = 0;
-        char *l = trim(line);
-        if (!*l)
-            continue;
-        char *eq = strchr(l, '=');
-        if (!eq) {
-            rc = err_set(err, "%s:%d: expected 'key = value'", path, lineno);
-            break;
-        }
-        *eq = 0;
-        char *key = trim(l), *val = trim(eq + 1);
-        if (!*val) {
-            rc = err_set(err, "%s:%d: %s: missing value", path, lineno, key);
-            break;
-        }
-        if (settings_set(s, key, val, err) != 0) {
-            rc = err_prefix(err, "%s:%d", path, lineno);
-            break;
-        }
+        pos += n + (nl ? 1 : 0);
     }
-    if (rc == 0 && ferror(f))
-        rc = err_set(err, "%s: read error", path);
-    fclose(f);
+    free(text);
     return rc;
 }
 

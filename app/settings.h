@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "chat.h"
 #include "chat_template.h"
 #include "error.h"
 #include "sampler.h"
@@ -32,6 +33,7 @@ typedef struct {
     uint64_t seed;
     int n_predict;         /* tokens per answer, -1: until the context is full */
     uint32_t n_ctx;        /* context size in tokens, 0: the engine's choice (engine.h) */
+    chat_ctx_policy ctx_overflow; /* a conversation longer than the context: trim (default) or stop */
     char theme[64];
     settings_pane side_pane;
     int side_width;        /* columns, 0: adapt to the terminal */
@@ -45,6 +47,10 @@ void settings_defaults(settings *s);
 int settings_load(settings *s, const char *path, bool missing_ok, err_t *err);
 /* Sets one key from text (no FILE:LINE prefix in err). */
 int settings_set(settings *s, const char *key, const char *value, err_t *err);
+/* The key a command-line option sets: "--KEY" for every key but model and
+ * ignore-eos (their commands parse -m and the flag --ignore-eos), and "-n"
+ * and "-c" for n-predict and ctx; NULL when arg is none of these. */
+const char *settings_option_key(const char *arg);
 /* True for the keys /set may change at run time. */
 bool settings_is_sampling_key(const char *key);
 /* Space-separated list of every key, for help and errors. */

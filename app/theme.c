@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file_read.h"
 #include "paths.h"
+
+#define THEME_MAX_FILE (64u << 10)
 
 /* ---- element names and inheritance ---------------------------------------- */
 
@@ -19,6 +22,8 @@ static const char *const el_names[TH_COUNT] = {
     "think-label", "code", "notice", "error", "control", "input", "prompt", "status",
     "status-key", "status-msg", "border", "pane", "pane-title", "pane-value", "bar", "bar-empty",
     "spark", "table-head", "table-sort", "replay-old", "replay-new",
+    "md-heading", "md-bold", "md-italic", "md-strike", "md-code", "md-code-lang", "md-bullet", "md-quote",
+    "md-link", "md-url", "md-table", "md-rule",
 };
 
 /* An element a theme leaves out looks like its parent (parents come first). */
@@ -28,6 +33,10 @@ static const theme_el el_parent[TH_COUNT] = {
     [TH_STATUS_KEY] = TH_STATUS,       [TH_STATUS_MSG] = TH_STATUS,
     [TH_PANE_TITLE] = TH_PANE,         [TH_PANE_VALUE] = TH_PANE,
     [TH_TABLE_HEAD] = TH_PANE,         [TH_TABLE_SORT] = TH_TABLE_HEAD,
+    [TH_MD_HEADING] = TH_ASSISTANT_LABEL, [TH_MD_BOLD] = TH_ASSISTANT, [TH_MD_ITALIC] = TH_ASSISTANT,
+    [TH_MD_STRIKE] = TH_THINK,         [TH_MD_CODE] = TH_CODE,        [TH_MD_CODE_LANG] = TH_CODE,
+    [TH_MD_BULLET] = TH_ASSISTANT_LABEL, [TH_MD_QUOTE] = TH_THINK,    [TH_MD_LINK] = TH_USER,
+    [TH_MD_URL] = TH_NOTICE,           [TH_MD_TABLE] = TH_BORDER,     [TH_MD_RULE] = TH_BORDER,
 };
 
 const char *theme_el_name(theme_el e)
@@ -65,7 +74,19 @@ static const char builtin_default[] =
     "table-head      = 250      237      bold\n"
     "table-sort      = 229      237      bold underline\n"
     "replay-old      = 180      default\n"
-    "replay-new      = 150      default\n";
+    "replay-new      = 150      default\n"
+    "md-heading      = 150      default  bold\n"
+    "md-bold         = default  default  bold\n"
+    "md-italic       = default  default  italic\n"
+    "md-strike       = 245      default\n"
+    "md-code         = 222      236\n"
+    "md-code-lang    = 245      236      italic\n"
+    "md-bullet       = 150      default  bold\n"
+    "md-quote        = 248      default  italic\n"
+    "md-link         = 117      default  underline\n"
+    "md-url          = 243      default\n"
+    "md-table        = 240      default\n"
+    "md-rule         = 240      default\n";
 
 const char *theme_builtin_default(void)
 {
@@ -317,24 +338,20 @@ int theme_parse(theme *t, const char *text, size_t len, const char *name, err_t 
 
 int theme_load_file(theme *t, const char *path, err_t *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return err_set(err, "%s: %s", path, strerror(errno));
-    char buf[65536];
-    size_t n = fread(buf, 1, sizeof buf, f);
-    int bad = ferror(f), big = n == sizeof buf;
-    fclose(f);
-    if (bad)
-        return err_set(err, "%s: read error", path);
-    if (big)
-        return err_set(err, "%s: too large for a theme file (64 KiB at most)", path);
+    char *buf;
+    size_t n;
+    /* Only a regular file of at most 64 KiB (a FIFO would block the start). */
+    if (file_read_regular(path, THEME_MAX_FILE, "theme file", &buf, &n, err) != 0)
+        return -1;
     const char *slash = strrchr(path, '/');
     char name[64];
     snprintf(name, sizeof name, "%s", slash ? slash + 1 : path);
     char *dot = strstr(name, ".theme");
     if (dot && dot[6] == 0)
         *dot = 0;
-    if (theme_parse(t, buf, n, path, err) != 0)
+    int rc = theme_parse(t, buf, n, path, err);
+    free(buf);
+    if (rc != 0)
         return -1;
     snprintf(t->name, sizeof t->name, "%s", name);
     return 0;

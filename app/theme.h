@@ -42,6 +42,19 @@ typedef enum {
     TH_TABLE_SORT,
     TH_REPLAY_OLD,
     TH_REPLAY_NEW,
+    /* Markdown in answers (app/md_render.h) */
+    TH_MD_HEADING,
+    TH_MD_BOLD,
+    TH_MD_ITALIC,
+    TH_MD_STRIKE,
+    TH_MD_CODE,      /* `inline code` */
+    TH_MD_CODE_LANG, /* a code block's header: its number and language */
+    TH_MD_BULLET,
+    TH_MD_QUOTE,
+    TH_MD_LINK,
+    TH_MD_URL,
+    TH_MD_TABLE,     /* table borders */
+    TH_MD_RULE,
     TH_COUNT
 } theme_el;
 

@@ -22,6 +22,7 @@
 #include "chat_setup.h"
 #include "ui_input.h"
 #include "ui_keys.h"
+#include "ui_linemode.h"
 #include "ui_screen.h"
 #include "ui_term.h"
 
@@ -67,6 +68,31 @@ static void fe_set_input(void *user, const char *text)
     ui_input_set_line(text);
 }
 
+static void fe_restore_input(void *user, const char *text)
+{
+    ui_app *a = user;
+    ui_input_restore(text);
+    ui_status(&a->fe, UI_INFO, "Stopped before the answer began: your message is back in the input line (Enter sends it)");
+}
+
+static bool fe_write_terminal(void *user, const char *bytes, size_t n)
+{
+    (void)user;
+    /* Between frames: curses has flushed what it drew, and these bytes
+     * move no cursor and print nothing. */
+    fflush(stdout);
+    while (n > 0) {
+        ssize_t w = write(STDOUT_FILENO, bytes, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        bytes += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
 static void fe_new_conversation(void *user)
 {
     ui_app *a = user;
@@ -91,7 +117,8 @@ static void request_quit(ui_app *a)
     double now = ui_term_now();
     if (ui_session_unsaved(a->session) && now - a->quit_at > DOUBLE_KEY_S * 2) {
         a->quit_at = now;
-        ui_status(&a->fe, UI_ERROR, "The conversation is NOT saved (see above): /save FILE, or quit again to leave");
+        ui_status(&a->fe, UI_ERROR,
+                  "Quit again to leave without saving, or /save FILE (the conversation is NOT saved: see above)");
         return;
     }
     a->quit = true;
@@ -180,6 +207,12 @@ static void apply(ui_app *a, unsigned changed)
     }
     if (changed & UI_CHANGED_ENGINE)
         show_engine(a);
+    if (changed & (UI_CHANGED_STATS | UI_CHANGED_ENGINE | UI_CHANGED_CONVERSATION)) {
+        size_t dropped;
+        uint32_t n_ctx = ui_session_n_ctx(s, &dropped, NULL);
+        if (ui_sidepane_set_context(&scr->pane, n_ctx, dropped))
+            ui_screen_dirty(scr, UI_SLOT_PANE);
+    }
     if (changed & UI_CHANGED_THEME) {
         theme_apply(&a->th);
         clearok(curscr, TRUE);
@@ -285,6 +318,11 @@ static void start(ui_app *a)
 
 int ui_app_run(const ui_app_config *config)
 {
+    /* A terminal that cannot place the cursor gets lines, not a blank
+     * screen and escape sequences it shows as garbage (issue 16.6, 17.11). */
+    char why[128];
+    if (!ui_term_can_address(why, sizeof why))
+        return ui_linemode_run(config, why);
     ui_app *a = calloc(1, sizeof *a);
     if (!a) {
         fputs("glmchat: out of memory\n", stderr);
@@ -292,7 +330,14 @@ int ui_app_run(const ui_app_config *config)
     }
     a->c = *config;
     a->th = config->th;
-    a->fe = (ui_frontend){a, fe_note, fe_status, fe_set_input, fe_new_conversation, fe_replay_turn};
+    a->fe = (ui_frontend){.user = a,
+                          .note = fe_note,
+                          .status = fe_status,
+                          .set_input = fe_set_input,
+                          .restore_input = fe_restore_input,
+                          .new_conversation = fe_new_conversation,
+                          .replay_turn = fe_replay_turn,
+                          .write_terminal = fe_write_terminal};
     a->session = ui_session_new(&config->session, &a->fe);
     if (!a->session) {
         fputs("glmchat: out of memory\n", stderr);
@@ -302,7 +347,7 @@ int ui_app_run(const ui_app_config *config)
     const settings *cfg = ui_session_settings(a->session);
     int want_pane = cfg->side_pane == SETTINGS_PANE_AUTO ? -1 : cfg->side_pane == SETTINGS_PANE_ON;
     ui_screen_init(&a->screen, ui_session_conv(a->session), want_pane, cfg->side_width);
-    a->commands = (chatcmd_ctx){a->session, &a->fe, &a->th, 0};
+    a->commands = (chatcmd_ctx){.session = a->session, .fe = &a->fe, .theme = &a->th};
     ui_keys_init(&a->keys, a->session, &a->screen, &a->commands, &a->fe);
     /* Readline first: its set-up calls tgetent(), which would replace the
      * terminal description curses works with (both use libtinfo). */

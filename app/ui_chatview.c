@@ -7,14 +7,25 @@
 #include <string.h>
 #include <time.h>
 
+#include "md_render.h"
 #include "text_safe.h"
 #include "ui_text.h"
+
+/* A change of style within a line (Markdown): from byte `off` on. */
+typedef struct {
+    int off;
+    short el;         /* theme_el */
+    int attrs;        /* curses attributes added to the element's (bold, italic) */
+} ui_run;
 
 struct ui_line {
     char *text;       /* sanitized, with control-form markers */
     short el, el2;    /* style, and the style from byte `split` on */
     int split;        /* -1: one style */
     short indent;
+    ui_run *runs;     /* non-NULL: the styles by run (el, el2, split unused) */
+    int n_runs;
+    short fill;       /* >= 0: the rest of the row in this style (code blocks), else -1 */
 };
 
 enum { BK_MSG, BK_NOTE, BK_REPLAY, BK_LIVE };
@@ -56,8 +67,10 @@ bool ui_utf8_locale(void)
 
 static void block_clear(ui_block *b)
 {
-    for (size_t i = 0; i < b->n; i++)
+    for (size_t i = 0; i < b->n; i++) {
         free(b->lines[i].text);
+        free(b->lines[i].runs);
+    }
     b->n = 0;
     b->width = -1;
 }
@@ -100,6 +113,9 @@ static ui_line *push_line(ui_block *b, const char *s, size_t n, theme_el el, int
     l->el2 = (short)el;
     l->split = -1;
     l->indent = (short)indent;
+    l->runs = NULL;
+    l->n_runs = 0;
+    l->fill = -1;
     return l;
 }
 
@@ -120,6 +136,7 @@ static void emit_span(void *user, ui_span sp)
 static void push_wrapped(ui_block *b, const char *s, size_t n, theme_el el, int indent, int width,
                          ui_wrap_mode mode)
 {
+    s = s ? s : ""; /* an empty sbuf's text is NULL: no arithmetic or memcpy on it (UBSan) */
     emit_ctx c = {b, NULL, el, indent};
     size_t start = 0;
     for (size_t i = 0; i <= n; i++) {
@@ -162,6 +179,79 @@ static void push_content(ui_block *b, const char *content, theme_el el, int widt
         start = i + 1;
     }
     sbuf_free(&s);
+}
+
+/* ---- Markdown (answers) ------------------------------------------------------------ */
+
+/* The style of a span: its element, and bold or italic added on top (so a
+ * bold word in a heading or a quote keeps their look and is bold too). */
+static theme_el span_style(const md_span *sp, bool in_quote, int *attrs)
+{
+    *attrs = 0;
+    switch (sp->kind) {
+    case MD_SPAN_BULLET: return TH_MD_BULLET;
+    case MD_SPAN_QUOTE_BAR: return TH_MD_QUOTE;
+    case MD_SPAN_CODE: return TH_CODE;
+    case MD_SPAN_CODE_LANG: return TH_MD_CODE_LANG;
+    case MD_SPAN_TABLE_BORDER: return TH_MD_TABLE;
+    case MD_SPAN_RULE: return TH_MD_RULE;
+    case MD_SPAN_PAD: return in_quote ? TH_MD_QUOTE : TH_ASSISTANT;
+    default: break;
+    }
+    unsigned f = sp->flags;
+    if (f & MD_BOLD)
+        *attrs |= A_BOLD;
+    if (f & MD_ITALIC)
+        *attrs |= A_ITALIC;
+    if (f & MD_CODE_INLINE)
+        return TH_MD_CODE;
+    if (f & MD_URL)
+        return TH_MD_URL;
+    if (f & MD_LINK)
+        return TH_MD_LINK;
+    if (sp->heading)
+        return TH_MD_HEADING;
+    if (f & MD_STRIKE)
+        return TH_MD_STRIKE;
+    if (f & (MD_BOLD | MD_TABLE_HEAD))
+        return TH_MD_BOLD;
+    if (f & MD_ITALIC)
+        return TH_MD_ITALIC;
+    return in_quote ? TH_MD_QUOTE : TH_ASSISTANT;
+}
+
+/* An answer's content through md_render: one ui_line per display line, a
+ * run per span; code blocks fill their rows in the code style. */
+static void push_markdown(ui_chatview *v, ui_block *b, const char *content, int width, bool streaming)
+{
+    unsigned opts = MD_OPT_WRAP_CODE | MD_OPT_CODE_NUMBERS | (streaming ? MD_OPT_STREAMING : 0) |
+                    (ui_utf8_locale() ? 0 : MD_OPT_ASCII);
+    md_render(&v->md, content, strlen(content), width, opts);
+    const md_doc *d = &v->md;
+    sbuf text = {0};
+    for (size_t i = 0; i < d->n_lines; i++) {
+        const md_line *ml = &d->lines[i];
+        sbuf_clear(&text);
+        ui_run *runs = ml->n ? malloc(ml->n * sizeof *runs) : NULL;
+        if (ml->n && !runs) {
+            fputs("glmchat: out of memory\n", stderr);
+            abort();
+        }
+        bool in_quote = false;
+        for (size_t k = 0; k < ml->n; k++) {
+            const md_span *sp = &d->spans[ml->first + k];
+            in_quote |= sp->kind == MD_SPAN_QUOTE_BAR;
+            runs[k].off = (int)text.len;
+            runs[k].el = (short)span_style(sp, in_quote, &runs[k].attrs);
+            sbuf_add(&text, md_span_text(d, sp), sp->len);
+        }
+        ui_line *l = push_line(b, sbuf_str(&text), text.len, TH_ASSISTANT, 0);
+        l->runs = runs;
+        l->n_runs = (int)ml->n;
+        if (ml->kind == MD_LINE_CODE || ml->kind == MD_LINE_CODE_HEADER)
+            l->fill = ml->kind == MD_LINE_CODE ? TH_CODE : TH_MD_CODE_LANG;
+    }
+    sbuf_free(&text);
 }
 
 static const char *role_label(const char *role, theme_el *label, theme_el *text)
@@ -212,8 +302,9 @@ static void push_header(ui_block *b, const char *label, theme_el el, const char 
     sbuf_free(&h);
 }
 
-static void render_message(ui_block *b, const char *role, const char *content, const char *reasoning,
-                           const char *meta, bool think_open, bool thinking_now, int width)
+static void render_message(ui_chatview *v, ui_block *b, const char *role, const char *content,
+                           const char *reasoning, const char *meta, bool think_open, bool thinking_now, int width,
+                           bool streaming)
 {
     theme_el lab, txt;
     const char *label = role_label(role, &lab, &txt);
@@ -236,7 +327,11 @@ static void render_message(ui_block *b, const char *role, const char *content, c
             sbuf_free(&s);
         }
     }
-    push_content(b, content, txt, width);
+    /* Answers are Markdown (F5 shows them as written); what people type is shown as typed. */
+    if (!v->raw && !strcmp(role, "assistant"))
+        push_markdown(v, b, content, width, streaming);
+    else
+        push_content(b, content, txt, width);
     push_line(b, "", 0, TH_NORMAL, 0);
 }
 
@@ -335,7 +430,7 @@ static void render_block(ui_chatview *v, ui_block *b, size_t msg_index, int widt
         const conv_msg *m = &v->conv->msgs[msg_index];
         char meta[128];
         message_meta(m, meta, sizeof meta);
-        render_message(b, m->role, m->content, m->reasoning, meta, b->think == 1, false, width);
+        render_message(v, b, m->role, m->content, m->reasoning, meta, b->think == 1, false, width, false);
     } else if (b->kind == BK_LIVE) {
         const chat_stream *st = v->live;
         bool thinking_now = st->in_think;
@@ -343,7 +438,8 @@ static void render_block(ui_chatview *v, ui_block *b, size_t msg_index, int widt
         /* Reasoning shows while it streams and folds once the answer starts. */
         bool open = b->think >= 0 ? b->think == 1 : !has_content;
         const char *reasoning = st->reasoning.len || thinking_now ? sbuf_str(&st->reasoning) : NULL;
-        render_message(b, "assistant", sbuf_str(&st->content), reasoning, v->live_meta, open, thinking_now, width);
+        render_message(v, b, "assistant", sbuf_str(&st->content), reasoning, v->live_meta, open, thinking_now, width,
+                       true);
     } else if (b->kind == BK_REPLAY) {
         render_replay(b, width);
     } else {
@@ -380,7 +476,17 @@ void ui_chatview_free(ui_chatview *v)
     free(v->notes);
     block_free(v->live_block);
     free(v->live_block);
+    md_doc_free(&v->md);
     memset(v, 0, sizeof *v);
+}
+
+void ui_chatview_set_raw(ui_chatview *v, bool raw)
+{
+    v->raw = raw;
+    /* Every answer is drawn again, the one streaming included. */
+    for (size_t i = 0; i < v->n_msg_blocks; i++)
+        v->msg_blocks[i].width = -1;
+    v->live_block->width = -1;
 }
 
 void ui_chatview_messages_changed(ui_chatview *v)
@@ -406,6 +512,15 @@ void ui_chatview_messages_changed(ui_chatview *v)
             block_free(&v->msg_blocks[i]);
     }
     v->n_msg_blocks = n;
+    /* A system prompt set or removed moves every message by one at index
+     * 0: the notes shown after a message move with it (else a note written
+     * after the last answer would come before it). */
+    bool has_system = n && !strcmp(v->conv->msgs[0].role, "system");
+    if (has_system != v->had_system)
+        for (size_t i = 0; i < v->n_notes; i++)
+            if (v->notes[i].anchor > 0)
+                v->notes[i].anchor += has_system ? 1 : (size_t)-1;
+    v->had_system = has_system;
     for (size_t i = 0; i < v->n_notes; i++)
         if (v->notes[i].anchor > n)
             v->notes[i].anchor = n;
@@ -587,6 +702,7 @@ static void draw_line(WINDOW *w, int y, const ui_line *l, int width)
     int base = theme_attr((theme_el)l->el);
     int attr = base;
     bool ctrl = false;
+    int run = 0;
     wmove(w, y, col);
     wattrset(w, attr);
     const char *s = l->text;
@@ -597,6 +713,12 @@ static void draw_line(WINDOW *w, int y, const ui_line *l, int width)
             base = theme_attr((theme_el)l->el2);
             if (!ctrl)
                 wattrset(w, base);
+        }
+        while (run < l->n_runs && (size_t)l->runs[run].off <= i) {
+            base = theme_attr((theme_el)l->runs[run].el) | l->runs[run].attrs;
+            if (!ctrl)
+                wattrset(w, base);
+            run++;
         }
         if (s[i] == TSAFE_MARK_ON || s[i] == TSAFE_MARK_OFF) {
             ctrl = s[i] == TSAFE_MARK_ON;
@@ -618,6 +740,12 @@ static void draw_line(WINDOW *w, int y, const ui_line *l, int width)
             waddnstr(w, s + i, (int)len);
         col += cw;
         i += len;
+    }
+    if (l->fill >= 0) {
+        /* A code block is a rectangle of its own colour. */
+        wattrset(w, theme_attr((theme_el)l->fill));
+        for (; col < width; col++)
+            waddch(w, ' ');
     }
 }
 

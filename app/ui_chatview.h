@@ -1,7 +1,8 @@
 /* ui_chatview.h: the chat pane.
  *
  * Shows the conversation's messages (role colours, reasoning as a foldable
- * block, code blocks verbatim), glmchat's own notices, replay comparisons,
+ * block, answers rendered from their Markdown by md_render (or as written,
+ * F5), code blocks verbatim), glmchat's own notices, replay comparisons,
  * and the answer being generated; wraps by display cells; keeps a
  * scrollback position that stays put while text streams in below it.
  * All message text is untrusted and drawn only after tsafe_sanitize(). */
@@ -13,6 +14,7 @@
 
 #include "chat.h"
 #include "conversation.h"
+#include "md_render.h"
 #include "theme.h"
 #include "ui_frontend.h"
 #include "ui_panel.h"
@@ -31,6 +33,9 @@ typedef struct {
     const char *live_meta;
     bool live_think_toggled;
     ui_block *live_block;
+    bool had_system;           /* the conversation began with a system prompt (notes move with it) */
+    bool raw;                  /* F5: answers as written, not as Markdown */
+    md_doc md;                 /* reused by every Markdown rendering */
     int scroll;                /* lines above the bottom, 0: follow */
     int last_total;
     int width, height;
@@ -56,6 +61,8 @@ void ui_chatview_replay_update(ui_chatview *v, const ui_replay_turn *t);
 /* The streaming answer: set while generating (NULL when done); set again
  * whenever it grew or its header changed. */
 void ui_chatview_set_live(ui_chatview *v, const chat_stream *live, const char *meta);
+/* F5: answers as written (true) or rendered from their Markdown. */
+void ui_chatview_set_raw(ui_chatview *v, bool raw);
 /* F3: folds or unfolds the reasoning of the latest answer. */
 void ui_chatview_toggle_think(ui_chatview *v);
 

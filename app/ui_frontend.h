@@ -15,6 +15,7 @@
 #define GLM_UI_FRONTEND_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef enum { UI_INFO, UI_ERROR } ui_level;
 
@@ -53,11 +54,18 @@ typedef struct {
     void (*status)(void *user, ui_level level, const char *text);
     /* Replaces the input line (/edit brings a message back). */
     void (*set_input)(void *user, const char *text);
+    /* A message that was not answered after all (stopped before its
+     * answer began) goes back to the input line, ahead of whatever was
+     * typed since, which must not be lost. */
+    void (*restore_input)(void *user, const char *text);
     /* A different conversation begins (/clear, /load): the notes and the
      * scroll position of the old one go. */
     void (*new_conversation)(void *user);
     /* A replay turn began (is_new) or its new answer grew or ended. */
     void (*replay_turn)(void *user, const ui_replay_turn *turn, bool is_new);
+    /* Bytes for the terminal itself that change nothing on the screen (a
+     * clipboard request, /copy); false when this frontend sends none. */
+    bool (*write_terminal)(void *user, const char *bytes, size_t n);
 } ui_frontend;
 
 void ui_note(const ui_frontend *fe, ui_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

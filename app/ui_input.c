@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <wchar.h>
 
 #include "theme.h"
+#include "ui_history.h"
 #include "ui_text.h"
 
 /* readline has no user pointer: one input area per process. */
@@ -24,6 +24,7 @@ static struct {
     char prompt[64];
     FILE *devnull;
     bool in_handler;
+    bool history_failed;    /* appending failed once: not tried again */
     char *pending_line; /* set from the line handler; applied once readline has reset */
 } in;
 
@@ -67,10 +68,12 @@ static void on_line_cb(char *line)
         HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
         if (!last || strcmp(last->line, line) != 0) {
             add_history(line);
-            /* append_history() needs the file to exist; the first line creates it. */
-            if (in.history_path[0] && append_history(1, in.history_path) != 0 &&
-                write_history(in.history_path) == 0)
-                chmod(in.history_path, 0600); /* what you type is nobody else's business */
+            /* Appended at once (0600: what you type is nobody else's
+             * business), so a crash loses no history.  A failure is not
+             * worth interrupting the chat for: the line is sent all the same. */
+            err_t err;
+            if (in.history_path[0] && !in.history_failed && ui_history_append(in.history_path, line, &err) != 0)
+                in.history_failed = true;
         }
     }
     in.changed = true;
@@ -131,11 +134,16 @@ void ui_input_init(const char *history_path, ui_input_line_fn on_line, ui_input_
     rl_bind_keyseq("\\e\\r", insert_newline);
     rl_bind_keyseq("\\e\\n", insert_newline);
     using_history();
-    /* Timestamps mark where an entry starts, so entries may span lines. */
-    history_write_timestamps = 1;
-    history_multiline_entries = 1;
-    if (in.history_path[0])
-        read_history(in.history_path);
+    /* The file is ours to read and write (app/ui_history.h): readline's own
+     * writer left out the timestamps that mark where an entry starts. */
+    if (in.history_path[0]) {
+        ui_history h;
+        err_t err;
+        if (ui_history_load(&h, in.history_path, UI_HISTORY_MAX_ENTRIES, &err) == 0)
+            for (size_t i = 0; i < h.n; i++)
+                add_history(h.v[i]);
+        ui_history_free(&h);
+    }
     rl_callback_handler_install(in.prompt, on_line_cb);
     in.changed = true;
 }
@@ -145,8 +153,6 @@ void ui_input_shutdown(void)
     free(in.pending_line);
     in.pending_line = NULL;
     rl_callback_handler_remove();
-    if (in.history_path[0])
-        history_truncate_file(in.history_path, 2000);
     clear_history();
     rl_outstream = NULL;
     if (in.devnull)
@@ -195,6 +201,19 @@ void ui_input_set_line(const char *text)
         apply_pending();
 }
 
+void ui_input_restore(const char *text)
+{
+    sbuf b = {0};
+    sbuf_adds(&b, text);
+    if (rl_end > 0 && rl_line_buffer) {
+        /* What was typed meanwhile stays, after it. */
+        sbuf_addc(&b, '\n');
+        sbuf_add(&b, rl_line_buffer, (size_t)rl_end);
+    }
+    ui_input_set_line(sbuf_str(&b));
+    sbuf_free(&b);
+}
+
 void ui_input_clear(void)
 {
     rl_replace_line("", 0);
@@ -237,6 +256,19 @@ static void put_cells(layout *l, const char *s, size_t n, int cells, int attr)
     l->col += cells;
 }
 
+/* True when the chat view's sanitizer leaves this one character as it is
+ * (so the input line and the chat view always agree on what is inert). */
+static bool shown_as_is(uint32_t cp, const char *s, size_t len)
+{
+    if (cp >= 0x20 && cp < 0x7f)
+        return true; /* printable ASCII: the common case, without asking */
+    sbuf b = {0};
+    tsafe_sanitize(&b, s, len, false);
+    bool same = b.len == len && !memcmp(b.s, s, len);
+    sbuf_free(&b);
+    return same;
+}
+
 static void lay_text(layout *l, const char *text, size_t n, size_t point, bool is_line, int attr)
 {
     size_t i = 0;
@@ -259,14 +291,15 @@ static void lay_text(layout *l, const char *text, size_t n, size_t point, bool i
         } else if (cp == '\t') {
             int sp = UI_TAB_WIDTH - l->col % UI_TAB_WIDTH;
             put_cells(l, "        ", (size_t)sp, sp, attr);
-        } else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-            /* The user's own typing is shown inert too (e.g. Ctrl-V Esc). */
+        } else if (cp == 0xfffd && len == 1) {
+            put_cells(l, "\xef\xbf\xbd", 3, 1, attr); /* an invalid byte */
+        } else if (!shown_as_is(cp, text + i, len)) {
+            /* The user's own typing (Ctrl-V Esc, a pasted U+202E) is shown
+             * inert, in the form the chat view will show it in. */
             sbuf b = {0};
             tsafe_sanitize(&b, text + i, len, false);
             put_cells(l, b.s, b.len, (int)b.len, l->attr_control);
             sbuf_free(&b);
-        } else if (cp == 0xfffd && len == 1) {
-            put_cells(l, "\xef\xbf\xbd", 3, 1, attr); /* an invalid byte */
         } else {
             put_cells(l, text + i, len, ui_cp_width(cp), attr);
         }

@@ -31,6 +31,8 @@ void ui_input_feed(const char *bytes, size_t n);
 void ui_input_insert(const char *text);
 /* Replaces the whole line (/edit) and puts the cursor at its end. */
 void ui_input_set_line(const char *text);
+/* Puts text back on the line, ahead of what is there (on a line of its own). */
+void ui_input_restore(const char *text);
 /* Clears the line (Ctrl-C). */
 void ui_input_clear(void);
 bool ui_input_empty(void);

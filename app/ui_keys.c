@@ -110,6 +110,13 @@ static void handle_function_key(ui_keys *k, int key)
         k->changed |= UI_CHANGED_LAYOUT;
     } else if (key == KEY_F(1)) {
         ui_note(k->fe, UI_INFO, "%s", chatcmd_help());
+    } else if (key == KEY_F(5)) {
+        bool raw = !k->screen->view.raw;
+        ui_chatview_set_raw(&k->screen->view, raw);
+        ui_screen_dirty(k->screen, UI_SLOT_CHAT);
+        ui_status(k->fe, UI_INFO, "%s",
+                  raw ? "Answers as written (F5: rendered from their Markdown)"
+                      : "Answers rendered from their Markdown (F5: as written)");
     } else {
         /* The panels' keys: scrolling, F2-F4, and the input's editing keys. */
         ui_screen_key(k->screen, key);

@@ -1,5 +1,5 @@
 /* ui_keys.h: the chat's keyboard: what the UI takes for itself (Esc,
- * Ctrl-C, F1, pastes, resizes), what goes to the panels (ui_screen_key:
+ * Ctrl-C, F1, F5, pastes, resizes), what goes to the panels (ui_screen_key:
  * scrolling, F2-F4, editing keys) and to readline, and what a finished
  * line does (/command, message, the end of an /edit). */
 #ifndef GLM_UI_KEYS_H

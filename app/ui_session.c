@@ -40,6 +40,7 @@ ui_session *ui_session_new(const ui_session_config *c, const ui_frontend *fe)
     s->fe = fe;
     s->cfg = c->cfg;
     s->edit_index = -1;
+    s->start_n_ctx = c->params.n_ctx;
     chat_init(&s->chat, c->tok, c->tmpl, s->cfg.think);
     if (c->initial) {
         conv_free(&s->chat.conv);
@@ -68,21 +69,86 @@ void ui_session_free(ui_session *s)
 
 /* ---- answers --------------------------------------------------------------------------------- */
 
+/* Tokens of the context kept free for the answer: its n-predict when that
+ * is smaller, else a quarter of the context (at most 1024), so a long
+ * conversation still leaves room to answer. */
+static uint32_t answer_reserve(uint32_t n_ctx, int n_predict)
+{
+    uint32_t r = n_ctx / 4 < 1024 ? n_ctx / 4 : 1024;
+    if (n_predict > 0 && (uint32_t)n_predict < r)
+        r = (uint32_t)n_predict;
+    return r ? r : 1;
+}
+
+void uis_context_reset(ui_session *s)
+{
+    s->ctx_dropped = s->ctx_dropped_noted = 0;
+    s->ctx_prompt = 0;
+}
+
+/* What the prompt left out, told in the chat when more goes than before. */
+static void note_context(ui_session *s, const chat_fit *fit)
+{
+    s->ctx_prompt = fit->n_ids;
+    s->ctx_dropped = fit->n_dropped_exchanges;
+    if (s->ctx_dropped > s->ctx_dropped_noted) {
+        sbuf why = {0};
+        chat_fit_describe(fit, &why);
+        ui_note(s->fe, UI_INFO, "%s (/set context-overflow stop refuses instead; /set ctx N changes the size)",
+                sbuf_str(&why));
+        sbuf_free(&why);
+    }
+    s->ctx_dropped_noted = s->ctx_dropped;
+}
+
 int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind)
 {
     err_t err;
-    int32_t *ids = NULL;
-    uint32_t n = 0;
-    bool opens = false;
-    if (chat_prompt(chat, n_msgs, &ids, &n, &opens, &err) != 0) {
+    chat_fit fit;
+    uint32_t n_ctx = decoder_n_ctx(s->dec);
+    uint32_t reserve = answer_reserve(n_ctx, s->cfg.n_predict);
+    /* What the last prompt left out stays out: its start, and so the KV
+     * cache, stays the same from one answer to the next. */
+    size_t kept_out = kind == GEN_CHAT ? s->ctx_dropped : 0;
+    if (chat_prompt_fit_from(chat, n_msgs, n_ctx, reserve, s->cfg.ctx_overflow, kept_out, &fit, &err) != 0) {
         ui_note(s->fe, UI_ERROR, "Cannot build the prompt: %s", err.msg);
         return -1;
     }
-    dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = s->cfg.n_predict, .stop = s->chat.stop,
+    if (fit.fits && fit.n_dropped_exchanges > kept_out) {
+        /* More must go: a quarter of the room's worth at once, so that the
+         * next answers find their whole prompt but the new turn in the
+         * cache instead of reading it all again each time. */
+        chat_fit more;
+        uint32_t slack = (n_ctx - reserve) / 4;
+        if (chat_prompt_fit_from(chat, n_msgs, n_ctx, reserve + slack, s->cfg.ctx_overflow, fit.n_dropped_exchanges,
+                                 &more, &err) == 0 &&
+            more.fits) {
+            chat_fit_free(&fit);
+            fit = more;
+            fit.reserve = reserve; /* what the answer has; the rest is the slack */
+        } else {
+            chat_fit_free(&more);
+        }
+    }
+    if (!fit.fits) {
+        sbuf why = {0};
+        chat_fit_describe(&fit, &why);
+        ui_note(s->fe, UI_ERROR, "Not answered: %s", sbuf_str(&why));
+        sbuf_free(&why);
+        chat_fit_free(&fit);
+        return -1;
+    }
+    if (kind == GEN_CHAT) {
+        note_context(s, &fit);
+        s->changed |= UI_CHANGED_STATS; /* the side pane's context */
+    }
+    dec_job job = {.prompt = fit.ids, .n_prompt = fit.n_ids, .n_predict = s->cfg.n_predict, .stop = s->chat.stop,
                    .n_stop = s->cfg.ignore_eos ? 0 : s->chat.n_stop};
     ui_session_sampling(s, &job.sampling);
     int id = decoder_submit(s->dec, &job, &err);
-    free(ids);
+    uint32_t n = fit.n_ids;
+    bool opens = fit.opens_think;
+    chat_fit_free(&fit);
     if (id < 0) {
         ui_note(s->fe, UI_ERROR, "Cannot answer: %s", err.msg);
         return -1;
@@ -197,13 +263,35 @@ unsigned ui_session_cancel(ui_session *s)
 
 /* ---- the decode thread's events --------------------------------------------------------------- */
 
+/* Stopped before a word of the answer: the message was not really sent.
+ * It leaves the conversation (and its file) and comes back to the input
+ * line, with a message queued after it, for the user to send again, change
+ * or drop. */
+static void give_back_stopped(ui_session *s)
+{
+    conversation *c = &s->chat.conv;
+    sbuf text = {0};
+    sbuf_adds(&text, c->msgs[c->n - 1].content);
+    if (s->queued) {
+        sbuf_adds(&text, "\n\n");
+        sbuf_adds(&text, s->queued);
+        free(s->queued);
+        s->queued = NULL;
+    }
+    conv_truncate(c, c->n - 1);
+    uis_conversation_changed(s);
+    s->fe->restore_input(s->fe->user, sbuf_str(&text)); /* which tells the user */
+    sbuf_free(&text);
+}
+
 static void finish_chat(ui_session *s, const dec_event *ev)
 {
     chat_stream *st = &s->stream;
     chat_stream_finish(st);
     conversation *c = &s->chat.conv;
+    bool asked = c->n && !strcmp(c->msgs[c->n - 1].role, "user");
     /* The user message's tokens: what this turn had to evaluate. */
-    if (c->n && !strcmp(c->msgs[c->n - 1].role, "user"))
+    if (asked)
         c->msgs[c->n - 1].n_tokens = s->gen_prompt - s->gen_reused;
     bool empty = st->content.len == 0 && st->reasoning.len == 0;
     if (!empty) {
@@ -215,6 +303,11 @@ static void finish_chat(ui_session *s, const dec_event *ev)
         m->stopped = ev->stop == DEC_STOP_CANCEL;
     }
     uis_end_generation(s);
+    if (ev->stop == DEC_STOP_CANCEL && empty && asked && !s->closing) {
+        give_back_stopped(s);
+        send_queued(s);
+        return;
+    }
     uis_conversation_changed(s);
     switch (ev->stop) {
     case DEC_STOP_CANCEL:
@@ -225,8 +318,10 @@ static void finish_chat(ui_session *s, const dec_event *ev)
         break;
     case DEC_STOP_CTX:
         ui_note(s->fe, UI_ERROR,
-                "The context is full (%u tokens). /clear starts a new conversation; -c sets a larger context.",
-                decoder_n_ctx(s->dec));
+                "The context is full (%u tokens): the answer stopped there. /set ctx N makes it larger; %s",
+                decoder_n_ctx(s->dec),
+                s->cfg.ctx_overflow == CHAT_CTX_TRIM ? "the next message leaves the oldest turns out"
+                                                     : "/undo or /clear make room (context-overflow stop)");
         break;
     default:
         break;
@@ -572,9 +667,31 @@ unsigned ui_session_clear(ui_session *s)
     /* The next turn starts a new file (also after -C FILE: the old
      * conversation stays in its file). */
     s->autosave_path[0] = 0;
+    s->autosave_ours = false;
     s->edit_index = -1;
+    uis_context_reset(s);
     s->fe->new_conversation(s->fe->user);
     uis_conversation_changed(s);
+    s->changed |= UI_CHANGED_STATE | UI_CHANGED_STATS;
+    return uis_take_changes(s);
+}
+
+unsigned ui_session_undo(ui_session *s)
+{
+    conversation *c = &s->chat.conv;
+    long u = conv_last(c, "user");
+    if (u < 0) {
+        ui_status(s->fe, UI_ERROR, "Nothing to undo: there is no message of yours left");
+        return uis_take_changes(s);
+    }
+    size_t removed = c->n - (size_t)u;
+    conv_truncate(c, (size_t)u);
+    s->edit_index = -1;
+    /* Shorter now: the next prompt leaves out only what it must. */
+    uis_context_reset(s);
+    uis_conversation_changed(s);
+    ui_status(s->fe, UI_INFO, "Removed your last exchange (%zu message%s); /undo again removes the one before", removed,
+              removed == 1 ? "" : "s");
     s->changed |= UI_CHANGED_STATE;
     return uis_take_changes(s);
 }
@@ -583,13 +700,55 @@ unsigned ui_session_clear(ui_session *s)
 
 int ui_session_set(ui_session *s, const char *key, const char *value, err_t *err)
 {
-    if (!settings_is_sampling_key(key))
-        return err_set(err, "'%s' is not a setting (temp, top-k, top-p, min-p, seed, n-predict)", key);
+    if (!settings_is_sampling_key(key) && strcmp(key, "context-overflow") != 0)
+        return err_set(err, "'%s' is not a setting (temp, top-k, top-p, min-p, seed, n-predict, context-overflow)",
+                       key);
     settings trial = s->cfg;
     if (settings_set(&trial, key, value, err) != 0)
         return -1;
     s->cfg = trial;
     return 0;
+}
+
+unsigned ui_session_set_ctx(ui_session *s, uint32_t n_ctx)
+{
+    if (s->job) {
+        ui_status(s->fe, UI_ERROR, "/set ctx: wait for the answer to finish, or stop it with Esc");
+        return uis_take_changes(s);
+    }
+    uint32_t want = n_ctx ? n_ctx : s->start_n_ctx;
+    s->cfg.n_ctx = n_ctx;
+    if (s->dec && s->ready && decoder_n_ctx(s->dec) == want) {
+        ui_status(s->fe, UI_INFO, "The context is %u tokens already", want);
+        return uis_take_changes(s);
+    }
+    /* The KV cache is made for one size: the engine starts again with the new one. */
+    s->c.params.n_ctx = want;
+    decoder_free(s->dec);
+    s->dec = NULL;
+    s->ready = false;
+    s->load_failed = false;
+    s->have_stats = false;
+    s->last_seq = 0;
+    uis_context_reset(s);
+    ui_note(s->fe, UI_INFO, "Starting the model again with a context of %u tokens...", want);
+    err_t err;
+    s->dec = decoder_start(s->c.be, s->c.m, s->c.tok, &s->c.params, &err);
+    if (!s->dec) {
+        ui_note(s->fe, UI_ERROR, "The model could not be started: %s", err.msg);
+        s->load_failed = true;
+    }
+    s->changed |= UI_CHANGED_ENGINE | UI_CHANGED_STATE | UI_CHANGED_STATS | UI_CHANGED_SETTINGS;
+    return uis_take_changes(s);
+}
+
+uint32_t ui_session_n_ctx(const ui_session *s, size_t *dropped, uint32_t *prompt)
+{
+    if (dropped)
+        *dropped = s->ctx_dropped;
+    if (prompt)
+        *prompt = s->ctx_prompt;
+    return s->dec && s->ready ? decoder_n_ctx(s->dec) : 0;
 }
 
 unsigned ui_session_set_template(ui_session *s, const tmpl_preset *tmpl)

@@ -12,11 +12,18 @@
  *  - every change to the conversation is saved at once: into the -C file,
  *    else into a file of its own in the conversations directory, made on
  *    the first change worth saving (a failure is a note, and
- *    ui_session_unsaved() stays true until a save succeeds);
+ *    ui_session_unsaved() stays true until a save succeeds); a file of its
+ *    own that /undo leaves nothing worth keeping in goes again;
+ *  - a conversation longer than the context is answered from a prompt
+ *    without its oldest exchanges (noted in the chat when more go), or not
+ *    at all, as the context-overflow setting says; the conversation itself
+ *    keeps everything;
+ *  - a message stopped before a word of its answer leaves the conversation
+ *    and comes back through ui_frontend.restore_input;
  *  - /edit keeps pointing at the message it brought back while messages
  *    before it come and go (a system prompt set or removed).
  *
- * Adding to it (an /undo, context trimming...): the state lives in
+ * Adding to it: the state lives in
  * ui_session_internal.h; an action changes it, tells the user through the
  * frontend, and returns the UI_CHANGED_* flags it gathered; the screen
  * reads what it shows through a getter here.  A change to the
@@ -150,9 +157,21 @@ unsigned ui_session_set_system(ui_session *s, const char *text);
  * for when no answer runs (the commands refuse otherwise). */
 unsigned ui_session_clear(ui_session *s);
 
+/* /undo: removes the last message of the user and everything after it
+ * (an answer, a stopped or an unwanted one); the file follows.  Like
+ * /clear, for when no answer runs. */
+unsigned ui_session_undo(ui_session *s);
+
 /* ---- settings ---------------------------------------------------------------------------- */
 
-/* /set KEY VALUE for a sampling key; -1 + err for a bad value. */
+/* /set ctx N: starts the engine again with a context of N tokens (0: the
+ * size the session started with); refused while an answer runs. */
+unsigned ui_session_set_ctx(ui_session *s, uint32_t n_ctx);
+/* The context the engine has (0 before it is ready); the exchanges the
+ * last prompt left out and its tokens. */
+uint32_t ui_session_n_ctx(const ui_session *s, size_t *dropped, uint32_t *prompt);
+
+/* /set KEY VALUE for a sampling key or context-overflow; -1 + err for a bad value. */
 int ui_session_set(ui_session *s, const char *key, const char *value, err_t *err);
 unsigned ui_session_set_template(ui_session *s, const tmpl_preset *tmpl);
 unsigned ui_session_set_thinking(ui_session *s, bool on);
@@ -163,14 +182,23 @@ unsigned ui_session_set_thinking(ui_session *s, bool on);
 void ui_session_fill_metadata(const ui_session *s, conversation *c);
 /* Saves to the autosave file (made on first use); false on failure (noted). */
 bool ui_session_autosave(ui_session *s);
-/* Saves a copy to path (the autosave file stays the same). */
-int ui_session_save_copy(ui_session *s, const char *path, err_t *err);
-/* Writes the conversation as Markdown. */
-int ui_session_export(ui_session *s, const char *path, err_t *err);
+/* Saves a copy to path (the autosave file stays the same).  An existing
+ * file that is not a conversation is replaced only when `replace`; one that
+ * is not a regular file (a device, a FIFO, a directory) never. */
+int ui_session_save_copy(ui_session *s, const char *path, bool replace, err_t *err);
+/* Writes the conversation as Markdown (0600).  An existing file that is not
+ * an export of glmchat is replaced only when `replace`; one that is not a
+ * regular file never. */
+int ui_session_export(ui_session *s, const char *path, bool replace, err_t *err);
 /* Continues a loaded conversation (taken over; c is left empty); `name`
  * for the note.  New turns go to a new file: the loaded one is never
  * written to. */
 unsigned ui_session_load(ui_session *s, conversation *c, const char *name);
+/* /resume: continues a saved conversation in its own file (taken over; c
+ * is left empty): new turns are saved into path. */
+unsigned ui_session_resume(ui_session *s, conversation *c, const char *path);
+/* The directory autosaves go into (/list). */
+const char *ui_session_conv_dir(const ui_session *s);
 /* Re-runs the user messages of a loaded conversation with the current model
  * and settings, the recorded and the new answer side by side (c is taken
  * over and left empty). */

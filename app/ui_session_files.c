@@ -2,10 +2,14 @@
  * autosaving, /save FILE, /export, /load. */
 #include "ui_session_internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void ui_session_fill_metadata(const ui_session *s, conversation *c)
 {
@@ -29,38 +33,54 @@ bool uis_worth_saving(const conversation *c)
     return false;
 }
 
-/* conversations/YYYY-MM-DD_HHMMSS[-N].json, the first name not taken. */
-static void new_autosave_path(ui_session *s)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    char stamp[32] = "conversation";
-    if (localtime_r(&t, &tm))
-        strftime(stamp, sizeof stamp, "%Y-%m-%d_%H%M%S", &tm);
-    char *path = s->autosave_path;
-    size_t cap = sizeof s->autosave_path;
-    for (int i = 1; i < 1000; i++) {
-        int n = i == 1 ? snprintf(path, cap, "%s/%s.json", s->c.conv_dir, stamp)
-                       : snprintf(path, cap, "%s/%s-%d.json", s->c.conv_dir, stamp, i);
-        struct stat st;
-        if (n > 0 && (size_t)n < cap && stat(path, &st) != 0)
-            return;
-    }
-}
-
 bool uis_autosave(ui_session *s)
 {
+    struct stat st;
     if (!uis_worth_saving(&s->chat.conv)) {
-        s->unsaved = false;
-        return true;
-    }
-    if (!s->autosave_path[0]) {
-        new_autosave_path(s);
-        s->changed |= UI_CHANGED_SETTINGS; /* the file's name is shown */
+        /* Nothing left worth a file (/undo, a message stopped before its
+         * answer): a file this session made goes again; a file it was
+         * given (-C, /resume) keeps what is left; else there is nothing to do. */
+        if (s->autosave_path[0] && s->autosave_ours) {
+            if (unlink(s->autosave_path) != 0 && errno != ENOENT) {
+                s->unsaved = true;
+                ui_note(s->fe, UI_ERROR, "Cannot remove the empty %s: %s", s->autosave_path, strerror(errno));
+                return false;
+            }
+            s->autosave_path[0] = 0;
+            s->autosave_ours = false;
+            s->changed |= UI_CHANGED_SETTINGS;
+        }
+        if (!s->autosave_path[0] || stat(s->autosave_path, &st) != 0) {
+            s->unsaved = false;
+            return true;
+        }
     }
     ui_session_fill_metadata(s, &s->chat.conv);
     err_t err;
-    if (conv_save(&s->chat.conv, s->autosave_path, &err) != 0) {
+    /* A new file is created exclusively: two UIs started in one second get two files. */
+    bool first = !s->autosave_path[0];
+    int rc = first ? conv_save_new(&s->chat.conv, s->c.conv_dir, s->autosave_path, sizeof s->autosave_path, &err)
+                   : conv_save(&s->chat.conv, s->autosave_path, &err);
+    if (first && rc == 0) {
+        s->autosave_ours = true;
+        s->changed |= UI_CHANGED_SETTINGS; /* the file's name is shown */
+    }
+    if (rc != 0 && !first) {
+        /* The file we save into cannot take this conversation (another
+         * glmchat or program changed it, it became unwritable, ...): keep
+         * what the user wrote in a new file of its own rather than nowhere. */
+        char fresh[sizeof s->autosave_path];
+        err_t err2;
+        if (conv_save_new(&s->chat.conv, s->c.conv_dir, fresh, sizeof fresh, &err2) == 0) {
+            ui_note(s->fe, UI_ERROR, "Could not save into %s (%s); this conversation is saved to %s from now on",
+                    s->autosave_path, err.msg, fresh);
+            snprintf(s->autosave_path, sizeof s->autosave_path, "%s", fresh);
+            s->autosave_ours = true;
+            s->changed |= UI_CHANGED_SETTINGS; /* the file's name is shown */
+            rc = 0;
+        }
+    }
+    if (rc != 0) {
         s->unsaved = true;
         ui_note(s->fe, UI_ERROR, "Autosave failed: %s", err.msg);
         return false;
@@ -95,42 +115,145 @@ const char *ui_session_saved_path(const ui_session *s)
     return s->autosave_path[0] && !s->unsaved && uis_worth_saving(&s->chat.conv) ? s->autosave_path : NULL;
 }
 
-int ui_session_save_copy(ui_session *s, const char *path, err_t *err)
+/* ---- writing other files: /save FILE, /export ---------------------------------------- */
+
+/* What is at path: nothing, a regular file (its first bytes in head), or
+ * something that must never be replaced (a device, a FIFO, a directory).
+ * Opened without blocking, so a FIFO cannot hang the UI. */
+typedef enum { TARGET_NONE, TARGET_FILE, TARGET_OTHER } target_kind;
+
+static target_kind probe_target(const char *path, char *head, size_t cap, size_t *n)
 {
+    *n = 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        struct stat st;
+        return errno == ENOENT && lstat(path, &st) != 0 ? TARGET_NONE : TARGET_OTHER;
+    }
+    struct stat st;
+    target_kind k = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? TARGET_FILE : TARGET_OTHER;
+    if (k == TARGET_FILE) {
+        ssize_t r = read(fd, head, cap);
+        *n = r > 0 ? (size_t)r : 0;
+    }
+    close(fd);
+    return k;
+}
+
+/* The first bytes of every conv_to_markdown() text. */
+static const char export_head[] = "# Conversation\n\n- started: ";
+
+int ui_session_save_copy(ui_session *s, const char *path, bool replace, err_t *err)
+{
+    char head[64];
+    size_t n;
+    target_kind k = probe_target(path, head, sizeof head, &n);
+    if (k == TARGET_OTHER)
+        return err_set(err, "%s is not a regular file; not replacing it", path);
     ui_session_fill_metadata(s, &s->chat.conv);
+    if (k == TARGET_FILE) {
+        conversation old;
+        err_t why;
+        if (conv_load(&old, path, &why) == 0) {
+            conv_free(&old);
+        } else if (!replace) {
+            /* The reason without the path it starts with (the message names it once). */
+            size_t pl = strlen(path);
+            const char *reason = !strncmp(why.msg, path, pl) && !strncmp(why.msg + pl, ": ", 2) ? why.msg + pl + 2
+                                                                                                : why.msg;
+            return err_set(err, "%s exists and is not a conversation glmchat can read; not overwriting it (%s); "
+                                "/save! replaces it",
+                           path, reason);
+        } else {
+            /* Asked for: the other file goes, the conversation takes its place. */
+            char *json = conv_to_json(&s->chat.conv);
+            if (!json)
+                return err_set(err, "%s: out of memory", path);
+            int rc = conv_write_atomic(path, json, strlen(json), 0600, err);
+            free(json);
+            return rc;
+        }
+    }
     return conv_save(&s->chat.conv, path, err);
 }
 
-int ui_session_export(ui_session *s, const char *path, err_t *err)
+int ui_session_export(ui_session *s, const char *path, bool replace, err_t *err)
 {
+    char head[64];
+    size_t n;
+    target_kind k = probe_target(path, head, sizeof head, &n);
+    if (k == TARGET_OTHER)
+        return err_set(err, "%s is not a regular file; not replacing it", path);
+    bool ours = n >= sizeof export_head - 1 && !memcmp(head, export_head, sizeof export_head - 1);
+    if (k == TARGET_FILE && !ours && !replace)
+        return err_set(err, "%s exists and was not written by glmchat; /export! replaces it", path);
     sbuf md = {0};
     ui_session_fill_metadata(s, &s->chat.conv);
     conv_to_markdown(&s->chat.conv, &md);
-    int rc = conv_write_atomic(path, md.s, md.len, 0644, err);
+    /* 0600: the conversation is nobody else\'s business (issue 17.8). */
+    int rc = conv_write_private(path, md.s, md.len, err);
     sbuf_free(&md);
     return rc;
 }
 
-unsigned ui_session_load(ui_session *s, conversation *c, const char *name)
+/* /load and /resume: the conversation c (taken over) replaces the current
+ * one.  `into` is the file new turns go into: the loaded file itself
+ * (/resume), or "" for a new file made by the first new turn (/load). */
+static void take_conversation(ui_session *s, conversation *c, const char *into)
 {
     if (s->unsaved)
         uis_autosave(s);
-    /* Before the conversation takes the current metadata on its first save. */
-    char extra[200] = "";
-    const char *now = tmpl_name(s->chat.tmpl);
-    if (c->tmpl && strcmp(c->tmpl, now) != 0 && tmpl_find(c->tmpl))
-        snprintf(extra, sizeof extra, "\nIt was made with the %.40s template (now %s: /template %.40s switches).",
-                 c->tmpl, now, c->tmpl);
-    size_t n = c->n;
     conv_free(&s->chat.conv);
     s->chat.conv = *c;
     conv_init(c); /* moved */
-    /* New turns go to a new file: the loaded one is never written to. */
-    s->autosave_path[0] = 0;
+    snprintf(s->autosave_path, sizeof s->autosave_path, "%s", into);
+    s->autosave_ours = false;
     s->edit_index = -1;
+    uis_context_reset(s);
     s->fe->new_conversation(s->fe->user);
-    uis_conversation_changed(s);
-    s->changed |= UI_CHANGED_SETTINGS | UI_CHANGED_STATE;
+    /* Not saved now: nothing changed yet, so a /load alone leaves no copy
+     * of the loaded file behind (issue 16.6). */
+    s->unsaved = false;
+    s->changed |= UI_CHANGED_CONVERSATION | UI_CHANGED_SETTINGS | UI_CHANGED_STATE | UI_CHANGED_STATS;
+}
+
+/* Before the conversation takes the current metadata on its first save. */
+static void template_hint(const ui_session *s, const conversation *c, char *extra, size_t cap)
+{
+    extra[0] = 0;
+    const char *now = tmpl_name(s->chat.tmpl);
+    if (c->tmpl && strcmp(c->tmpl, now) != 0 && tmpl_find(c->tmpl))
+        snprintf(extra, cap, "\nIt was made with the %.40s template (now %s: /template %.40s switches).", c->tmpl, now,
+                 c->tmpl);
+}
+
+unsigned ui_session_load(ui_session *s, conversation *c, const char *name)
+{
+    char extra[200];
+    template_hint(s, c, extra, sizeof extra);
+    size_t n = c->n;
+    /* New turns go to a new file: the loaded one is never written to. */
+    take_conversation(s, c, "");
     ui_note(s->fe, UI_INFO, "Loaded %zu messages from %s. New turns are saved to a new file.%s", n, name, extra);
     return uis_take_changes(s);
+}
+
+unsigned ui_session_resume(ui_session *s, conversation *c, const char *path)
+{
+    if (!strcmp(path, s->autosave_path)) {
+        conv_free(c);
+        ui_status(s->fe, UI_INFO, "That is the conversation you are in");
+        return uis_take_changes(s);
+    }
+    char extra[200];
+    template_hint(s, c, extra, sizeof extra);
+    size_t n = c->n;
+    take_conversation(s, c, path);
+    ui_note(s->fe, UI_INFO, "Continuing %s (%zu messages); new turns are saved into it.%s", path, n, extra);
+    return uis_take_changes(s);
+}
+
+const char *ui_session_conv_dir(const ui_session *s)
+{
+    return s->c.conv_dir;
 }

@@ -45,8 +45,14 @@ struct ui_session {
     double replay_new_tps;
     bool replay_done, replay_stopped;
     double replay_old_sum, replay_new_sum;
+    /* the context */
+    uint32_t start_n_ctx;           /* what the session started with (/set ctx 0 goes back to it) */
+    uint32_t ctx_prompt;            /* tokens of the last prompt */
+    size_t ctx_dropped;             /* exchanges it left out (context-overflow trim) */
+    size_t ctx_dropped_noted;       /* ... as the chat was last told */
     /* saving */
     char autosave_path[PATH_MAX];
+    bool autosave_ours;             /* made by this session: it goes when nothing is left to keep */
     bool unsaved;                   /* changes not on disk (a save failed) */
 };
 
@@ -58,6 +64,9 @@ unsigned uis_take_changes(ui_session *s);
 int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind);
 /* The answer is over: forget its stream. */
 void uis_end_generation(ui_session *s);
+
+/* The context of the conversation starts anew (/clear, /load): nothing left out yet. */
+void uis_context_reset(ui_session *s);
 
 /* The conversation changed: tell the screen and save it. */
 void uis_conversation_changed(ui_session *s);

@@ -60,6 +60,17 @@ void ui_sidepane_set_loading(ui_sidepane *p, bool loading, const char *stage, do
     p->load_frac = frac;
 }
 
+bool ui_sidepane_set_context(ui_sidepane *p, uint32_t n_ctx, size_t dropped)
+{
+    if (p->ctx_n == n_ctx && p->ctx_dropped == dropped)
+        return false;
+    if (n_ctx != p->ctx_n)
+        p->st.n_past = 0; /* a new engine: the old cache is gone */
+    p->ctx_n = n_ctx;
+    p->ctx_dropped = dropped;
+    return true;
+}
+
 const char *ui_sidepane_sort_name(ui_kernel_sort s)
 {
     static const char *const names[SORT_COUNT] = {"time", "GB/s", "calls", "name"};
@@ -259,12 +270,20 @@ static void sidepane_draw(void *self, WINDOW *w)
     }
     const dec_stats *st = &sp->st;
     title(&p, "Context");
-    if (st->n_ctx) {
-        snprintf(buf, sizeof buf, "%u / %u tokens (%.0f%%)", st->n_past, st->n_ctx, 100.0 * st->n_past / st->n_ctx);
+    uint32_t n_ctx = sp->ctx_n ? sp->ctx_n : st->n_ctx;
+    if (n_ctx) {
+        uint32_t used = st->n_past < n_ctx ? st->n_past : n_ctx;
+        snprintf(buf, sizeof buf, "%u / %u tokens (%.0f%%)", used, n_ctx, 100.0 * used / n_ctx);
         text_at(&p, 1, TH_PANE_VALUE, buf);
         p.y++;
-        bar(&p, (double)st->n_past / st->n_ctx, p.wd - 2);
+        bar(&p, (double)used / n_ctx, p.wd - 2);
         p.y++;
+        if (sp->ctx_dropped) {
+            snprintf(buf, sizeof buf, "oldest %zu exchange%s left out", sp->ctx_dropped,
+                     sp->ctx_dropped == 1 ? "" : "s");
+            text_at(&p, 1, TH_PANE, buf);
+            p.y++;
+        }
     }
     /* Now, and a sparkline over the session (one sample per prompt for
      * prefill, about ten a second while decoding). */

@@ -36,6 +36,8 @@ typedef struct {
     bool loading;
     char load_stage[64];
     double load_frac;
+    uint32_t ctx_n;            /* the engine's context (0: not known yet) */
+    size_t ctx_dropped;        /* exchanges the last prompt left out */
     int want;                  /* 1 shown, 0 hidden, -1 when the terminal is wide enough (F2 toggles) */
     bool shown;                /* what the layout made of it */
 } ui_sidepane;
@@ -49,6 +51,9 @@ void ui_sidepane_set_backend(ui_sidepane *p, const char *desc);
 void ui_sidepane_add_prefill(ui_sidepane *p, double tps);
 void ui_sidepane_update(ui_sidepane *p, const dec_stats *st, bool sample);
 void ui_sidepane_set_loading(ui_sidepane *p, bool loading, const char *stage, double frac);
+/* The context as the session sees it: its size, and how many of the
+ * oldest exchanges the last prompt left out; false when nothing changed. */
+bool ui_sidepane_set_context(ui_sidepane *p, uint32_t n_ctx, size_t dropped);
 const char *ui_sidepane_sort_name(ui_kernel_sort s);
 
 #endif

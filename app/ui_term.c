@@ -159,6 +159,36 @@ int ui_term_start(bool mouse, err_t *err)
     return 0;
 }
 
+bool ui_term_can_address(char *why, size_t cap)
+{
+    const char *term = getenv("TERM");
+    int status = 0;
+    why[0] = 0;
+    if (!term || !term[0]) {
+        snprintf(why, cap, "TERM is not set");
+        return false;
+    }
+    /* Asked of terminfo apart from curses (del_curterm after): nothing is
+     * sent to the terminal, and readline and newterm start afresh. */
+    if (setupterm(NULL, STDOUT_FILENO, &status) != OK) {
+        snprintf(why, cap, "the terminal type '%.40s' is unknown", term);
+        return false;
+    }
+    const char *cup = tigetstr("cup");
+    bool ok = cup && cup != (char *)-1;
+    del_curterm(cur_term);
+    if (!ok)
+        snprintf(why, cap, "the terminal type '%.40s' cannot place the cursor", term);
+    return ok;
+}
+
+int ui_term_start_lines(err_t *err)
+{
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+        return err_set(err, "the chat needs a terminal (for one answer without one, use -p TEXT)");
+    return install_signals(err);
+}
+
 int ui_term_signal_fd(void)
 {
     return sig_pipe[0];

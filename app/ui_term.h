@@ -11,6 +11,7 @@
 #define GLM_UI_TERM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "error.h"
 
@@ -19,6 +20,13 @@
 #define UI_KEY_PASTE_END (KEY_MAX + 2)
 
 int ui_term_start(bool mouse, err_t *err);
+/* False (and why, one phrase) when the terminal cannot address the cursor
+ * (TERM unset, dumb, unknown to terminfo, no cursor_address): the chat then
+ * runs in line mode.  Sends nothing to the terminal. */
+bool ui_term_can_address(char *why, size_t cap);
+/* For line mode: checks for a terminal and installs the signal events,
+ * without curses (so nothing needs restoring and no escape is ever sent). */
+int ui_term_start_lines(err_t *err);
 /* Idempotent; safe to call at any time after start. */
 void ui_term_restore(void);
 bool ui_term_active(void);

@@ -365,22 +365,27 @@ static void take(chat_fit *out, attempt *a, const fit_job *j)
     out->n_dropped_exchanges = a->drop;
 }
 
-static int fit(const fit_job *j, uint32_t room, chat_ctx_policy policy, chat_fit *out, err_t *err)
+static int fit(const fit_job *j, uint32_t room, chat_ctx_policy policy, size_t min_drop, chat_fit *out, err_t *err)
 {
     attempt best, a;
+    if (policy == CHAT_CTX_STOP)
+        min_drop = 0;
+    if (min_drop > j->x.n_droppable)
+        min_drop = j->x.n_droppable;
     if (try_without(j, 0, &best, err) != 0)
         return -1;
     out->n_full = best.n;
     out->first_kept = j->x.base;
-    if (best.n <= room) {
+    if (best.n <= room && min_drop == 0) {
         take(out, &best, j);
         return 0;
     }
     free(best.ids);
     if (policy == CHAT_CTX_STOP || j->x.n_droppable == 0)
         return 0;
-    /* The fewest exchanges left out that make it fit, by bisection over
-     * 1..n_droppable (more left out, fewer tokens); `best` always fits. */
+    /* The fewest exchanges left out (at least min_drop) that make it fit,
+     * by bisection over min_drop..n_droppable (more left out, fewer
+     * tokens); `best` always fits. */
     if (try_without(j, j->x.n_droppable, &best, err) != 0)
         return -1;
     out->n_least = best.n;
@@ -388,7 +393,7 @@ static int fit(const fit_job *j, uint32_t room, chat_ctx_policy policy, chat_fit
         free(best.ids);
         return 0;
     }
-    size_t lo = 1, hi = j->x.n_droppable;
+    size_t lo = min_drop ? min_drop : 1, hi = j->x.n_droppable;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (try_without(j, mid, &a, err) != 0) {
@@ -411,6 +416,12 @@ static int fit(const fit_job *j, uint32_t room, chat_ctx_policy policy, chat_fit
 int chat_prompt_fit(const chat_session *s, size_t n_msgs, uint32_t n_ctx, uint32_t reserve, chat_ctx_policy policy,
                     chat_fit *out, err_t *err)
 {
+    return chat_prompt_fit_from(s, n_msgs, n_ctx, reserve, policy, 0, out, err);
+}
+
+int chat_prompt_fit_from(const chat_session *s, size_t n_msgs, uint32_t n_ctx, uint32_t reserve,
+                         chat_ctx_policy policy, size_t min_dropped, chat_fit *out, err_t *err)
+{
     memset(out, 0, sizeof *out);
     out->n_ctx = n_ctx;
     out->reserve = reserve;
@@ -421,7 +432,7 @@ int chat_prompt_fit(const chat_session *s, size_t n_msgs, uint32_t n_ctx, uint32
     fit_job j = {s, n_msgs < s->conv.n ? n_msgs : s->conv.n, {0}, NULL};
     if (find_exchanges(s, j.n_msgs, &j.x, err) != 0)
         return -1;
-    int rc = (j.idx = malloc((j.n_msgs + 1) * sizeof *j.idx)) ? fit(&j, n_ctx - reserve, policy, out, err)
+    int rc = (j.idx = malloc((j.n_msgs + 1) * sizeof *j.idx)) ? fit(&j, n_ctx - reserve, policy, min_dropped, out, err)
                                                                : err_set(err, "out of memory");
     free(j.idx);
     free(j.x.start);
@@ -443,7 +454,7 @@ void chat_fit_describe(const chat_fit *f, sbuf *out)
                     "The context is full: the oldest %zu exchange%s (%zu message%s) %s left out of the prompt, "
                     "which is now %u of %u tokens with %u kept for the answer.",
                     f->n_dropped_exchanges, f->n_dropped_exchanges == 1 ? "" : "s", f->n_dropped,
-                    f->n_dropped == 1 ? "" : "s", f->n_dropped == 1 ? "is" : "are", f->n_ids, f->n_ctx, f->reserve);
+                    f->n_dropped == 1 ? "" : "s", f->n_dropped_exchanges == 1 ? "is" : "are", f->n_ids, f->n_ctx, f->reserve);
         return;
     }
     if (f->policy == CHAT_CTX_STOP)

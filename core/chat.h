@@ -84,6 +84,12 @@ typedef struct {
  * -1 + err for reserve >= n_ctx or a failure of chat_prompt(). */
 int chat_prompt_fit(const chat_session *s, size_t n_msgs, uint32_t n_ctx, uint32_t reserve, chat_ctx_policy policy,
                     chat_fit *out, err_t *err);
+/* chat_prompt_fit() leaving out at least the oldest min_dropped exchanges
+ * (all that may go, when there are fewer) under CHAT_CTX_TRIM, even when
+ * fewer would do: a chat that keeps them out keeps the start of its prompt,
+ * and so the KV cache, from one answer to the next. */
+int chat_prompt_fit_from(const chat_session *s, size_t n_msgs, uint32_t n_ctx, uint32_t reserve,
+                         chat_ctx_policy policy, size_t min_dropped, chat_fit *out, err_t *err);
 void chat_fit_free(chat_fit *f);
 /* One line for the user about what was left out or why nothing fits
  * (appended to out); nothing when the whole conversation fits. */

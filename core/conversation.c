@@ -1,13 +1,12 @@
-/* conversation.c: conversations in memory, their JSON files, atomic saves. */
+/* conversation.c: conversations in memory, their JSON text and Markdown,
+ * model fingerprints.  Files on disk (loading, saving, locks): conv_store.c. */
 #include "conversation.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +17,6 @@
 #include "sha256.h"
 #include "text_safe.h"
 
-#define CONV_MAX_FILE (256u << 20) /* larger files are refused, not read */
 #define CONV_FORMAT_NAME "glmchat-conversation"
 
 /* ---- messages ---------------------------------------------------------------- */
@@ -59,6 +57,7 @@ void conv_free(conversation *c)
     free(c->model_name);
     free(c->model_fingerprint);
     free(c->tmpl);
+    conv_forget_files(c);
     memset(c, 0, sizeof *c);
 }
 
@@ -220,6 +219,34 @@ static int get_opt_num(pctx *p, json_t *obj, const char *key, const char *field,
     return 0;
 }
 
+/* A speed: a finite number >= 0 (absent or null: unknown, 0). */
+static int get_opt_rate(pctx *p, json_t *obj, const char *key, const char *field, double *out)
+{
+    double v = 0;
+    if (get_opt_num(p, obj, key, field, &v) != 0)
+        return -1;
+    if (v < 0 || v > 1e12)
+        return perr(p, field, "expected a speed in tokens/s (0 or more)");
+    *out = v;
+    return 0;
+}
+
+/* A number within [lo, hi] (absent or null: *out untouched). */
+static int get_opt_range(pctx *p, json_t *obj, const char *key, const char *field, double lo, double hi,
+                         double *out)
+{
+    double v = *out;
+    if (get_opt_num(p, obj, key, field, &v) != 0)
+        return -1;
+    if (v < lo || v > hi) {
+        char what[64];
+        snprintf(what, sizeof what, "%g is out of range [%g, %g]", v, lo, hi);
+        return perr(p, field, what);
+    }
+    *out = v;
+    return 0;
+}
+
 static int get_opt_int(pctx *p, json_t *obj, const char *key, const char *field, long long lo,
                        long long hi, long long *out)
 {
@@ -295,18 +322,25 @@ static int parse_message(pctx *p, conversation *c, json_t *m, size_t i)
     return 0;
 }
 
+/* A turn's metadata belongs to one message: "message" is required and must
+ * be the index of a message of this file (null is not "absent" here: an
+ * index the file does not name would point outside the messages). */
 static int parse_turn(pctx *p, conversation *c, json_t *t, size_t i)
 {
     char field[64];
     snprintf(field, sizeof field, "turns[%zu]", i);
     if (!json_is_object(t))
         return perr(p, field, "expected an object");
-    long long idx = -1, tokens = 0;
     snprintf(field, sizeof field, "turns[%zu].message", i);
-    if (!json_object_get(t, "message"))
+    json_t *mv = json_object_get(t, "message");
+    if (!mv)
         return perr(p, field, "missing");
-    if (get_opt_int(p, t, "message", field, 0, (long long)c->n - 1, &idx) != 0)
-        return -1;
+    if (!json_is_integer(mv))
+        return perr(p, field, "expected the index of a message (an integer)");
+    long long idx = json_integer_value(mv);
+    if (idx < 0 || (unsigned long long)idx >= c->n)
+        return err_set(p->err, "%s: %s: %lld is not the index of a message (the file has %zu)", p->name, field,
+                       idx, c->n);
     conv_msg *m = &c->msgs[idx];
     const char *time = NULL;
     snprintf(field, sizeof field, "turns[%zu].time", i);
@@ -314,18 +348,19 @@ static int parse_turn(pctx *p, conversation *c, json_t *t, size_t i)
         return -1;
     if (time && conv_parse_time(time, &m->time) != 0)
         return perr(p, field, "expected a time like 2025-01-31T12:00:00.000Z");
+    long long tokens = 0;
     snprintf(field, sizeof field, "turns[%zu].tokens", i);
     if (get_opt_int(p, t, "tokens", field, 0, UINT32_MAX, &tokens) != 0)
         return -1;
     m->n_tokens = (uint32_t)tokens;
     snprintf(field, sizeof field, "turns[%zu].tokens_per_second", i);
-    if (get_opt_num(p, t, "tokens_per_second", field, &m->tps) != 0)
+    if (get_opt_rate(p, t, "tokens_per_second", field, &m->tps) != 0)
         return -1;
     snprintf(field, sizeof field, "turns[%zu].prefill_tokens_per_second", i);
-    if (get_opt_num(p, t, "prefill_tokens_per_second", field, &m->prefill_tps) != 0)
+    if (get_opt_rate(p, t, "prefill_tokens_per_second", field, &m->prefill_tps) != 0)
         return -1;
     json_t *stopped = json_object_get(t, "stopped");
-    if (stopped && !json_is_boolean(stopped)) {
+    if (stopped && !json_is_null(stopped) && !json_is_boolean(stopped)) {
         snprintf(field, sizeof field, "turns[%zu].stopped", i);
         return perr(p, field, "expected true or false");
     }
@@ -380,6 +415,30 @@ static int parse_model(pctx *p, conversation *c, json_t *root)
     return 0;
 }
 
+/* sampling.seed: a JSON integer (below 2^63: what JSON parsers keep
+ * exactly), or for larger seeds the unsigned decimal as a string. */
+static int get_opt_seed(pctx *p, json_t *s, uint64_t *out)
+{
+    json_t *v = json_object_get(s, "seed");
+    if (!v || json_is_null(v))
+        return 0;
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        *out = (uint64_t)json_integer_value(v);
+        return 0;
+    }
+    if (json_is_string(v)) {
+        const char *d = json_string_value(v);
+        char *end;
+        errno = 0;
+        unsigned long long u = strtoull(d, &end, 10);
+        if (d[0] >= '0' && d[0] <= '9' && !*end && errno == 0 && json_string_length(v) <= 20) {
+            *out = u;
+            return 0;
+        }
+    }
+    return perr(p, "sampling.seed", "expected an integer from 0 to 18446744073709551615 (as a number or a string)");
+}
+
 static int parse_settings(pctx *p, conversation *c, json_t *root)
 {
     const char *tmpl = NULL;
@@ -398,16 +457,26 @@ static int parse_settings(pctx *p, conversation *c, json_t *root)
     if (!json_is_object(s))
         return perr(p, "sampling", "expected an object");
     conv_sampling *sp = &c->sampling;
-    long long top_k = 0, seed = 0, n_predict = -1;
-    if (get_opt_num(p, s, "temperature", "sampling.temperature", &sp->temp) ||
-        get_opt_num(p, s, "top_p", "sampling.top_p", &sp->top_p) ||
-        get_opt_num(p, s, "min_p", "sampling.min_p", &sp->min_p) ||
+    long long top_k = 0, n_predict = -1;
+    static const struct {
+        const char *key;
+        unsigned bit;
+    } fields[] = {{"temperature", CONV_S_TEMP}, {"top_k", CONV_S_TOP_K}, {"top_p", CONV_S_TOP_P},
+                  {"min_p", CONV_S_MIN_P},      {"seed", CONV_S_SEED},   {"n_predict", CONV_S_N_PREDICT}};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        json_t *v = json_object_get(s, fields[i].key);
+        if (!v || json_is_null(v))
+            c->sampling_missing |= fields[i].bit; /* a replay then uses the current setting */
+    }
+    /* The ranges the settings accept: a recording is replayed with these. */
+    if (get_opt_range(p, s, "temperature", "sampling.temperature", 0, 100, &sp->temp) ||
+        get_opt_range(p, s, "top_p", "sampling.top_p", 0, 1, &sp->top_p) ||
+        get_opt_range(p, s, "min_p", "sampling.min_p", 0, 1, &sp->min_p) ||
         get_opt_int(p, s, "top_k", "sampling.top_k", 0, INT_MAX, &top_k) ||
-        get_opt_int(p, s, "seed", "sampling.seed", 0, LLONG_MAX, &seed) ||
+        get_opt_seed(p, s, &sp->seed) ||
         get_opt_int(p, s, "n_predict", "sampling.n_predict", -1, INT_MAX, &n_predict))
         return -1;
     sp->top_k = (int)top_k;
-    sp->seed = (uint64_t)seed;
     sp->n_predict = (int)n_predict;
     sp->set = true;
     return 0;
@@ -476,62 +545,6 @@ int conv_parse(conversation *c, const char *text, size_t len, const char *name, 
     return rc;
 }
 
-static int read_file(const char *path, char **data, size_t *len, err_t *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return err_set(err, "%s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return err_set(err, "%s: %s", path, strerror(errno));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return err_set(err, "%s: not a regular file", path);
-    }
-    if ((uint64_t)st.st_size > CONV_MAX_FILE) {
-        close(fd);
-        return err_set(err, "%s: %lld bytes is too large for a conversation (at most %u MiB)", path,
-                       (long long)st.st_size, CONV_MAX_FILE >> 20);
-    }
-    char *buf = malloc((size_t)st.st_size + 1);
-    if (!buf) {
-        close(fd);
-        return err_set(err, "%s: out of memory", path);
-    }
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return err_set(err, "%s: read error: %s", path, r < 0 ? strerror(e) : "file shrank");
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    buf[got] = 0;
-    *data = buf;
-    *len = got;
-    return 0;
-}
-
-int conv_load(conversation *c, const char *path, err_t *err)
-{
-    char *data = NULL;
-    size_t len = 0;
-    conv_init(c);
-    if (read_file(path, &data, &len, err) != 0)
-        return -1;
-    int rc = conv_parse(c, data, len, path, err);
-    free(data);
-    return rc;
-}
-
 /* ---- writing ------------------------------------------------------------------------ */
 
 /* Settings come from floats: round to 6 digits so 0.8 is written as 0.8. */
@@ -551,6 +564,18 @@ static json_t *time_str(double t)
 {
     char b[40];
     conv_format_time(t, b, sizeof b);
+    return json_string(b);
+}
+
+/* Seeds below 2^63 as a number; larger ones as their exact unsigned
+ * decimal in a string (a JSON integer that large is not portable: jansson
+ * refuses it, others round it through a double). */
+static json_t *seed_json(uint64_t seed)
+{
+    if (seed <= INT64_MAX)
+        return json_integer((json_int_t)seed);
+    char b[24];
+    snprintf(b, sizeof b, "%llu", (unsigned long long)seed);
     return json_string(b);
 }
 
@@ -602,7 +627,7 @@ char *conv_to_json(const conversation *c)
         json_object_set_new(sp, "top_k", json_integer(s->top_k));
         json_object_set_new(sp, "top_p", real6(s->top_p));
         json_object_set_new(sp, "min_p", real6(s->min_p));
-        json_object_set_new(sp, "seed", json_integer((json_int_t)(s->seed & INT64_MAX)));
+        json_object_set_new(sp, "seed", seed_json(s->seed));
         json_object_set_new(sp, "n_predict", json_integer(s->n_predict));
         json_object_set_new(root, "sampling", sp);
     }
@@ -625,134 +650,6 @@ char *conv_to_json(const conversation *c)
         abort();
     }
     return text;
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static void split_path(const char *path, char *dir, size_t dcap, const char **base)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash) {
-        snprintf(dir, dcap, ".");
-        *base = path;
-    } else if (slash == path) {
-        snprintf(dir, dcap, "/");
-        *base = slash + 1;
-    } else {
-        snprintf(dir, dcap, "%.*s", (int)(slash - path), path);
-        *base = slash + 1;
-    }
-}
-
-int conv_write_atomic(const char *path, const void *data, size_t len, unsigned mode, err_t *err)
-{
-    char dir[PATH_MAX], tmp[PATH_MAX + 64];
-    const char *base;
-    static unsigned counter;
-    split_path(path, dir, sizeof dir, &base);
-    if (!base[0])
-        return err_set(err, "%s: not a file name", path);
-    /* ".NAME.tmp.PID.N": hidden, and names its writer so a later run can
-     * remove it if that writer died before the rename. */
-    int n = snprintf(tmp, sizeof tmp, "%s/.%s.tmp.%ld.%u", dir, base, (long)getpid(), counter++);
-    if (n < 0 || (size_t)n >= sizeof tmp)
-        return err_set(err, "%s: path too long", path);
-    struct stat st;
-    if (stat(path, &st) == 0)
-        mode = st.st_mode & 07777;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd < 0)
-        return err_set(err, "%s: cannot create a temporary file: %s", path, strerror(errno));
-    const char *step = "write";
-    if (write_all(fd, data, len) != 0)
-        goto fail;
-    step = "fsync";
-    if (fsync(fd) != 0)
-        goto fail;
-    step = "close";
-    if (close(fd) != 0) {
-        fd = -1;
-        goto fail;
-    }
-    fd = -1;
-    step = "rename";
-    if (rename(tmp, path) != 0)
-        goto fail;
-    /* The rename is durable only once the directory itself is synced. */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || fsync(dfd) != 0) {
-        int e = errno;
-        if (dfd >= 0)
-            close(dfd);
-        return err_set(err, "%s: saved, but syncing the directory failed: %s", path, strerror(e));
-    }
-    close(dfd);
-    return 0;
-fail:;
-    int e = errno;
-    if (fd >= 0)
-        close(fd);
-    unlink(tmp);
-    return err_set(err, "%s: %s failed: %s (the previous file, if any, is unchanged)", path, step,
-                   strerror(e));
-}
-
-void conv_cleanup_tmp(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *t = strstr(de->d_name, ".tmp.");
-        if (de->d_name[0] != '.' || !t)
-            continue;
-        char *end;
-        long pid = strtol(t + 5, &end, 10);
-        if (pid <= 0 || *end != '.')
-            continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue; /* its writer may still be running */
-        char path[PATH_MAX + 256];
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        unlink(path);
-    }
-    closedir(d);
-}
-
-int conv_save(const conversation *c, const char *path, err_t *err)
-{
-    struct stat st;
-    if (stat(path, &st) == 0) {
-        conversation old;
-        err_t e2;
-        if (conv_load(&old, path, &e2) != 0)
-            return err_set(err, "%s exists and is not a conversation glmchat can read; not overwriting it (%s)",
-                           path, e2.msg);
-        conv_free(&old);
-    }
-    char *text = conv_to_json(c);
-    size_t len = strlen(text);
-    text[len] = 0;
-    sbuf b = {0};
-    sbuf_add(&b, text, len);
-    sbuf_addc(&b, '\n');
-    free(text);
-    int rc = conv_write_atomic(path, b.s, b.len, 0600, err);
-    sbuf_free(&b);
-    return rc;
 }
 
 /* ---- Markdown -------------------------------------------------------------------- */
@@ -851,15 +748,25 @@ static int read_at(int fd, char *buf, size_t n, uint64_t off)
 
 int conv_fingerprint(const char *path, char out[72], uint64_t *size_out, err_t *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO given as the model must not block the open. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return err_set(err, "%s: %s", path, strerror(errno));
     struct stat st;
-    char *buf = malloc(FP_SPAN);
-    if (!buf || fstat(fd, &st) != 0) {
-        free(buf);
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
         close(fd);
-        return err_set(err, "%s: cannot fingerprint: %s", path, strerror(errno));
+        return err_set(err, "%s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return err_set(err, "%s: %s, not a model file", path,
+                       S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+    }
+    char *buf = malloc(FP_SPAN);
+    if (!buf) {
+        close(fd);
+        return err_set(err, "%s: out of memory", path);
     }
     uint64_t size = (uint64_t)st.st_size;
     sha256_ctx h;

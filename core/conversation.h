@@ -5,6 +5,7 @@
  *    "model": {"path", "name", "size", "fingerprint"},
  *    "template": NAME, "thinking": bool,
  *    "sampling": {"temperature", "top_k", "top_p", "min_p", "seed", "n_predict"},
+ *                 (seed: a number below 2^63, else its unsigned decimal as a string)
  *    "messages": [{"role", "content", "reasoning_content"?}, ...],   (OpenAI style)
  *    "turns": [{"message": INDEX, "time": ISO-8601, "tokens", "tokens_per_second",
  *               "prefill_tokens_per_second", "stopped"}, ...]}
@@ -15,7 +16,12 @@
  * naming the file and what is wrong (JSON line/column, the field, the
  * version); conv_save() is atomic (temporary file, fsync, rename, fsync of
  * the directory), so a crash leaves the old or the new file, never a mix,
- * and it refuses to replace an existing file that is not a conversation. */
+ * and it refuses to replace an existing file that is not a conversation.
+ * Concurrent writers (several glmchat processes on one file) never lose a
+ * turn silently: saves over a file hold its writers' lock, and a save over a
+ * file this conversation was read from or saved to refuses when the file
+ * changed on disk since; new autosave files are created exclusively.
+ * Files holding conversation text are created 0600. */
 #ifndef GLM_CONVERSATION_H
 #define GLM_CONVERSATION_H
 
@@ -40,6 +46,16 @@ typedef struct {
     bool stopped;      /* assistant: generation was stopped by the user */
 } conv_msg;
 
+/* Bits of conversation.sampling_missing: fields a file left out (or null). */
+enum {
+    CONV_S_TEMP = 1,
+    CONV_S_TOP_K = 2,
+    CONV_S_TOP_P = 4,
+    CONV_S_MIN_P = 8,
+    CONV_S_SEED = 16,
+    CONV_S_N_PREDICT = 32,
+};
+
 typedef struct {
     bool set;
     double temp, top_p, min_p;
@@ -47,6 +63,14 @@ typedef struct {
     uint64_t seed;
     int n_predict;
 } conv_sampling;
+
+/* A file a conversation was read from or saved to, as it was then. */
+typedef struct {
+    char *path;
+    bool exists;
+    uint64_t dev, ino, size;
+    int64_t mtime_ns;
+} conv_file_state;
 
 typedef struct {
     conv_msg *msgs;
@@ -59,6 +83,9 @@ typedef struct {
     char *tmpl;
     int thinking;       /* 1, 0, or -1 unknown */
     conv_sampling sampling;
+    unsigned sampling_missing; /* CONV_S_* the file did not record (set by conv_parse, for replays) */
+    conv_file_state *files; /* what conv_load / the saves saw on disk (conv_store.c) */
+    size_t n_files;
 } conversation;
 
 void conv_init(conversation *c);
@@ -78,21 +105,54 @@ void conv_set_str(char **field, const char *value);
 /* Index of the last message with `role`, -1 if none. */
 long conv_last(const conversation *c, const char *role);
 
-/* Loads path into c (which is initialised here).  On failure c is empty. */
-int conv_load(conversation *c, const char *path, err_t *err);
 /* Parses JSON text (name is used in errors). */
 int conv_parse(conversation *c, const char *json, size_t len, const char *name, err_t *err);
 /* The JSON text of c (malloc'd). */
 char *conv_to_json(const conversation *c);
-/* Writes c to path atomically.  When the file exists it must parse as a
- * conversation (else an error and the file is left alone). */
-int conv_save(const conversation *c, const char *path, err_t *err);
+
+/* ---- files on disk (conv_store.c) ---- */
+
+/* Loads path (a regular file of at most 256 MiB) into c, which is
+ * initialised here, and remembers the file as it was.  On failure c is empty. */
+int conv_load(conversation *c, const char *path, err_t *err);
+/* Writes c to path atomically under the file's writers' lock (waiting a few
+ * seconds at most for another writer).  When the file exists it must parse
+ * as a conversation, and when c was read from or saved to path before, the
+ * file must be as it was then (else an error and the file is left alone:
+ * another glmchat or program wrote it meanwhile).  Temporary files of
+ * earlier writers of path that died are removed. */
+int conv_save(conversation *c, const char *path, err_t *err);
+/* conv_save for a caller that holds path's lock (conv_lock_acquire). */
+int conv_save_locked(conversation *c, const char *path, err_t *err);
+/* Saves c as a new file in dir named after the local time
+ * (2025-01-31_120000.json, else -2, -3 ...), created exclusively so two
+ * writers in the same second never share a name; the name goes to path. */
+int conv_save_new(conversation *c, const char *dir, char *path, size_t cap, err_t *err);
+/* Forgets the files c was read from or saved to (a later save treats them
+ * like any other file). */
+void conv_forget_files(conversation *c);
+
+/* The writers' lock of a conversation file: a hidden ".NAME.lock" beside
+ * it (flock), removed again on release.  A writer holding it may run
+ * load-modify-save without another glmchat writing the file in between. */
+typedef struct {
+    int fd;
+    char *path;
+} conv_lock;
+/* wait_ms: 0 tries once, -1 waits as long as it takes (a signal ends the
+ * wait with an error), else at most that long.  Returns 0 when locked, 1
+ * when another process holds it (err names it, with its pid), -1 on error. */
+int conv_lock_acquire(conv_lock *l, const char *path, int wait_ms, err_t *err);
+void conv_lock_release(conv_lock *l);
 
 /* Atomic write of any bytes (temporary file in the same directory, fsync,
  * rename, fsync the directory).  mode for a new file; an existing file keeps
  * its mode. */
 int conv_write_atomic(const char *path, const void *data, size_t len, unsigned mode, err_t *err);
-/* Removes temporary files left in dir by writers that died (kill -9). */
+/* conv_write_atomic of user content under the file's lock: a new file is
+ * 0600 (for exports of a conversation). */
+int conv_write_private(const char *path, const void *data, size_t len, err_t *err);
+/* Removes temporary and lock files left in dir by writers that died (kill -9). */
 void conv_cleanup_tmp(const char *dir);
 
 /* The conversation as Markdown (for /export). */

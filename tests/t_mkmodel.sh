@@ -83,6 +83,7 @@ done
 for v in "--merged-gate-up" "--legacy-kv-b" "--nextn 1" "--no-gating-key" \
     "--merged-gate-up --legacy-kv-b --nextn 1 --no-gating-key"; do
     out=$TMP/variant.gguf
+    rm -f "$out"
     # shellcheck disable=SC2086
     if $GLMCHAT mkmodel --preset tiny-glm --type Q4_K_M $v -o "$out" >/dev/null 2>"$TMP/err" &&
         $GLMCHAT info -m "$out" >"$TMP/info" 2>>"$TMP/err" &&
@@ -124,5 +125,15 @@ expect_fail "mkmodel: unknown option" "unknown option '--frobnicate'" \
 expect_fail "mkmodel: unwritable output" "^glmchat: $TMP/no/such/dir/x.gguf: cannot create" \
     $GLMCHAT mkmodel --preset demo --type Q4_0 -o "$TMP/no/such/dir/x.gguf"
 if [ ! -e "$TMP/x.gguf" ]; then ok "mkmodel: failures leave no file"; else fail "mkmodel: failures leave no file" "x.gguf exists"; fi
+# An existing file is not replaced unless --force (it was, silently).
+printf 'my notes\n' >"$TMP/notes.txt"
+expect_fail "mkmodel: existing output refused" "^glmchat: mkmodel: $TMP/notes.txt exists; not replacing it \(--force replaces it\)$" \
+    $GLMCHAT mkmodel --preset demo --type Q4_0 -o "$TMP/notes.txt"
+if [ "$(cat "$TMP/notes.txt")" = "my notes" ]; then ok "mkmodel: existing output kept"; else fail "mkmodel: existing output kept" "the file changed"; fi
+if $GLMCHAT mkmodel --preset demo --type Q4_0 --force -o "$TMP/notes.txt" >/dev/null 2>"$TMP/err" &&
+    $GLMCHAT info -m "$TMP/notes.txt" >/dev/null 2>&1; then ok "mkmodel: --force replaces"
+else fail "mkmodel: --force replaces" "$(head -c 200 "$TMP/err")"; fi
+if $GLMCHAT mkmodel --preset demo --type Q4_0 --quiet -o /dev/null >/dev/null 2>"$TMP/err"; then ok "mkmodel: a device is written to"
+else fail "mkmodel: a device is written to" "$(head -c 200 "$TMP/err")"; fi
 
 done_tests

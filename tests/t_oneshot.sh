@@ -45,6 +45,58 @@ else
     fail conversation_file "$(head -c 400 "$C")"
 fi
 
+# ---- seeds of 2^63 and above are recorded exactly (they were clipped to 2^63-1)
+for sd in 9223372036854775808 18446744073709551615; do
+    rm -f "$TMP/seed.json"
+    G -m "$MODEL" --temp 1 --seed $sd -n 4 -C "$TMP/seed.json" -p "hi" >/dev/null 2>&1
+    got=$("$J" "$TMP/seed.json" sampling.seed 2>&1)
+    if [ "$got" = "$sd" ]; then ok "seed_recorded_$sd"; else fail "seed_recorded_$sd" "recorded as '$got'"; fi
+done
+
+# ---- replay reproduces a recording: it follows the recorded settings
+# (template, thinking, sampling, seed) unless the command line overrides
+# them, and its metadata lines are comments, so the man page's recipe
+# (two replays, grep -v '^#', diff) holds.
+rm -f "$TMP/rec.json"
+G -m "$MODEL" --temp 1 --think off -n 12 -C "$TMP/rec.json" -p "hello there" >/dev/null 2>&1
+G -m "$MODEL" --temp 1 --think off -n 12 -C "$TMP/rec.json" -p "and again" >/dev/null 2>&1
+R() { "$GLMCHAT" replay "$@" --backend "$BACKEND"; }
+R "$TMP/rec.json" -m "$MODEL" >"$TMP/rep1" 2>"$TMP/rep.err"
+R "$TMP/rec.json" -m "$MODEL" >"$TMP/rep2" 2>>"$TMP/rep.err"
+# answer_of FILE WHICH N: the indented text after the Nth "--- WHICH" line.
+answer_of() { awk -v w="--- $2" -v n="$3" '$0 == w { k++; on = (k == n); next } /^  / { if (on) print; next } { on = 0 }' "$1"; }
+grep -v '^#' "$TMP/rep1" >"$TMP/rep1.nc"
+grep -v '^#' "$TMP/rep2" >"$TMP/rep2.nc"
+if ! cmp -s "$TMP/rep1.nc" "$TMP/rep2.nc"; then fail replay_diff_recipe "two replays differ: $(diff "$TMP/rep1.nc" "$TMP/rep2.nc" | head -c 300)"
+elif ! grep -q '^# settings: template glm47, thinking off, temp 1,' "$TMP/rep1"; then fail replay_diff_recipe "settings line: $(grep settings "$TMP/rep1")"
+elif grep -qE '^template ' "$TMP/rep1"; then fail replay_diff_recipe "an uncommented settings line"
+else ok replay_diff_recipe
+fi
+# Every turn of a -C conversation is reproduced (the runs share its seed).
+for t in 1 2; do
+    rec=$(answer_of "$TMP/rep1" "recorded answer" $t)
+    new=$(answer_of "$TMP/rep1" "new answer" $t)
+    if [ -n "$rec" ] && [ "$rec" = "$new" ]; then ok "replay_reproduces_turn_$t"
+    else fail "replay_reproduces_turn_$t" "recorded '$rec', new '$new' ($(head -c 200 "$TMP/rep.err"))"; fi
+done
+# The recording's --think off is used (the default is on) unless given.
+R "$TMP/rec.json" -m "$MODEL" --think on -n 2 >"$TMP/rep3" 2>/dev/null
+if grep -q '^# settings: template glm47, thinking on, temp 1, .*n-predict 2$' "$TMP/rep3"; then ok replay_command_line_overrides
+else fail replay_command_line_overrides "$(grep settings "$TMP/rep3")"; fi
+# A seed of 2^64-1 is recorded and replayed exactly.
+rm -f "$TMP/big.json"
+G -m "$MODEL" --temp 1 --think off --seed 18446744073709551615 -n 12 -C "$TMP/big.json" -p "hi" >/dev/null 2>&1
+R "$TMP/big.json" -m "$MODEL" >"$TMP/rep4" 2>/dev/null
+rec=$(answer_of "$TMP/rep4" "recorded answer" 1)
+new=$(answer_of "$TMP/rep4" "new answer" 1)
+if grep -q 'seed 18446744073709551615,' "$TMP/rep4" && [ -n "$rec" ] && [ "$rec" = "$new" ]; then ok replay_big_seed
+else fail replay_big_seed "$(grep settings "$TMP/rep4"); recorded '$rec', new '$new'"; fi
+# A full disk: a truncated transcript must not pass for a whole one.
+R "$TMP/rec.json" -m "$MODEL" >/dev/full 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "^glmchat: standard output: No space left on device$" "$TMP/err"; then ok replay_stdout_full
+else fail replay_stdout_full "exit $rc: $(head -c 200 "$TMP/err")"; fi
+
 # ---- control characters: inert on a terminal, raw bytes into a pipe.
 # Random tokens of the tiny byte-level vocabulary include control bytes.
 ARGS="-m $MODEL --temp 1.5 --seed 3 -n 300 --think off -p go"
@@ -83,21 +135,126 @@ expect_fail bad_top_p "top-p: 2 is out of range" G --top-p 2 -p hi
 expect_fail missing_value "option -n needs a value" G -p hi -n
 expect_fail unknown_template "unknown template 'nope'" G -m "$MODEL" --template nope -p hi
 expect_fail unknown_backend "unknown backend 'gpu9'" "$GLMCHAT" --backend gpu9 -m "$MODEL" -p hi
-"$GLMCHAT" --frobnicate -p hi >/dev/null 2>&1
-if [ $? -eq 2 ]; then ok usage_status_2; else fail usage_status_2 "usage errors must exit 2"; fi
+# Every usage error exits 2, as the man page says (--template foo exited 1).
+bad=
+for args in "--frobnicate -p hi" "-p" "-p hi -n" "-p hi -n many" "-p hi --template foo" "-p hi --backend gpu9" \
+            "-p hi --think maybe" "-p hi --ctx 3" "-p hi --side-pane maybe" "-p hi --mouse sometimes" \
+            "-p hi --side-width 3" "-p hi --tokens 1" "-p hi extra" "replay" "replay --temp 0" \
+            "replay a.json --template foo" "info" "logits" "generate" "mkmodel" "mkmodel --type f32" "frob"; do
+    "$GLMCHAT" $args >/dev/null 2>"$TMP/err" </dev/null
+    rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/err")" -ge 1 ] || bad="$bad [$args: $rc]"
+done
+if [ -z "$bad" ]; then ok usage_status_2; else fail usage_status_2 "not status 2:$bad"; fi
+# Every settings key is a long option (--side-pane and --mouse were refused).
+G -m "$MODEL" --temp 0 -n 2 --side-pane off --mouse off --side-width 30 --theme mono --device 0 -p hi >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ]; then ok settings_keys_are_options; else fail settings_keys_are_options "exit $rc: $(head -c 200 "$TMP/err")"; fi
+# A bad name in the settings file is that file's error (status 1, FILE:LINE).
+mkdir -p "$XDG_CONFIG_HOME/glmchat"
+printf 'template = foo\n' >"$XDG_CONFIG_HOME/glmchat/settings"
+expect_fail settings_bad_template "^glmchat: $XDG_CONFIG_HOME/glmchat/settings:1: unknown template 'foo'" G -m "$MODEL" -p hi
+G -m "$MODEL" -p hi >/dev/null 2>&1
+if [ $? -eq 1 ]; then ok settings_error_status_1; else fail settings_error_status_1 "a bad settings file must exit 1"; fi
+rm "$XDG_CONFIG_HOME/glmchat/settings"
 G -m "$TMP/nonexistent.gguf" -p hi >/dev/null 2>&1
 if [ $? -eq 1 ]; then ok runtime_status_1; else fail runtime_status_1 "a missing model must exit 1"; fi
 if [ "$(G -m "$TMP/nonexistent.gguf" -p hi 2>&1 | wc -l)" -eq 1 ]; then ok one_line_error; else fail one_line_error "more than one line"; fi
 
-# ---- Ctrl-C: the answer stops, the status says so (130).  A long prompt
-# in small chunks keeps the model busy long enough to be interrupted.
-long=$(awk 'BEGIN { for (i = 0; i < 200; i++) printf "the quick brown fox %d ", i }')
-(exec "$GLMCHAT" --backend "$BACKEND" -m "$MODEL" -b 4 -c 8192 -n 50 -p "$long" >/dev/null 2>&1) &
-pid=$!
-sleep 0.5
-kill -INT $pid
-wait $pid
+# ---- signals: SIGINT, SIGTERM, SIGHUP and SIGPIPE each stop the answer,
+# save what was generated into -C, and exit 128 + the signal (SIGHUP and
+# SIGPIPE saved nothing; SIGTERM exited 130).  A long answer (no end of
+# turn, a big context) is interrupted once its first text has arrived.
+LONG="-m $MODEL --temp 1 --seed 5 --think off --ignore-eos -n 100000 -c 65536"
+# wait_file FILE TIMEOUT_S: until FILE is not empty.
+wait_file() {
+    end=$(($(date +%s) + $2))
+    while [ ! -s "$1" ]; do
+        [ "$(date +%s)" -ge "$end" ] && return 1
+        sleep 0.05
+    done
+}
+check_signal() { # NAME SIGNAL STATUS
+    rm -f "$TMP/sig.json" "$TMP/sig.out"
+    # exec: the signal goes to glmchat itself, not to a subshell waiting for it.
+    (exec "$GLMCHAT" --backend "$BACKEND" $LONG -C "$TMP/sig.json" -p "go on" >"$TMP/sig.out" 2>"$TMP/sig.err") &
+    pid=$!
+    if ! wait_file "$TMP/sig.out" 60; then kill -9 $pid; wait $pid; fail "$1" "no answer began"; return; fi
+    kill -"$2" $pid
+    wait $pid
+    rc=$?
+    if [ $rc -ne "$3" ]; then fail "$1" "exit status $rc, expected $3 ($(head -c 200 "$TMP/sig.err"))"
+    elif [ "$("$J" "$TMP/sig.json" messages.1.role 2>/dev/null)" != assistant ] ||
+         [ "$("$J" "$TMP/sig.json" turns.1.stopped 2>/dev/null)" != true ]; then fail "$1" "the partial answer was not saved"
+    elif [ -z "$("$J" "$TMP/sig.json" messages.1.content 2>/dev/null)" ]; then fail "$1" "the saved answer is empty"
+    else ok "$1"
+    fi
+}
+check_signal sigint_saves_130 INT 130
+check_signal sigterm_saves_143 TERM 143
+check_signal sighup_saves_129 HUP 129
+# SIGPIPE: the reader goes away after the first bytes.
+rm -f "$TMP/sig.json"
+{ G $LONG -C "$TMP/sig.json" -p "go on" 2>"$TMP/sig.err"; echo $? >"$TMP/sig.rc"; } | head -c 10 >/dev/null
+rc=$(cat "$TMP/sig.rc")
+if [ "$rc" != 141 ]; then fail sigpipe_saves_141 "exit status $rc ($(head -c 200 "$TMP/sig.err"))"
+elif [ "$("$J" "$TMP/sig.json" turns.1.stopped 2>/dev/null)" != true ]; then fail sigpipe_saves_141 "the partial answer was not saved"
+elif [ -s "$TMP/sig.err" ]; then fail sigpipe_saves_141 "a closed pipe is no error to report: $(head -c 200 "$TMP/sig.err")"
+else ok sigpipe_saves_141
+fi
+
+# ---- output errors: a full disk is reported, with status 1 (it was exit 0)
+G -m "$MODEL" --temp 0 --think off -n 8 -p hi >/dev/full 2>"$TMP/err"
 rc=$?
-if [ $rc -eq 130 ]; then ok sigint_130; else fail sigint_130 "exit status $rc after SIGINT"; fi
+if [ $rc -eq 1 ] && grep -q "^glmchat: standard output: No space left on device$" "$TMP/err"; then ok stdout_full
+else fail stdout_full "exit $rc: $(head -c 200 "$TMP/err")"; fi
+# Every command's output: info, --help, the version.
+for cmd in "info -m $MODEL" "--help" "--version" "help"; do
+    "$GLMCHAT" $cmd >/dev/full 2>"$TMP/err"
+    rc=$?
+    if [ $rc -ne 0 ] && grep -q "^glmchat: standard output: No space left on device$" "$TMP/err"; then ok "stdout_full_${cmd%% *}"
+    else fail "stdout_full_${cmd%% *}" "exit $rc: $(head -c 200 "$TMP/err")"; fi
+done
+# The turn is still saved: nothing the user wrote is lost.
+rm -f "$TMP/full.json"
+G -m "$MODEL" --temp 0 --think off -n 8 -C "$TMP/full.json" -p hi >/dev/full 2>/dev/null
+if [ "$("$J" "$TMP/full.json" messages.0.content 2>/dev/null)" = hi ]; then ok stdout_full_saves; else fail stdout_full_saves "no turn saved"; fi
+
+# ---- concurrent runs on one file: all eight turns are kept (1 of 8 was)
+rm -f "$TMP/par.json"
+G -m "$MODEL" --temp 0 -n 2 -C "$TMP/par.json" -p "start" >/dev/null 2>&1
+k=0
+while [ $k -lt 8 ]; do
+    (G -m "$MODEL" --temp 0 -n 2 -C "$TMP/par.json" -p "parallel $k" >/dev/null 2>"$TMP/par$k.err"; echo $? >"$TMP/par$k.rc") &
+    k=$((k + 1))
+done
+wait
+bad=0 k=0
+while [ $k -lt 8 ]; do
+    [ "$(cat "$TMP/par$k.rc")" = 0 ] || bad=$((bad + 1))
+    grep -q "parallel $k\"" "$TMP/par.json" || bad=$((bad + 1))
+    k=$((k + 1))
+done
+n=0
+while "$J" "$TMP/par.json" messages.$n.role >/dev/null 2>&1; do n=$((n + 1)); done
+if [ $bad -eq 0 ] && [ "$n" -eq 18 ]; then ok parallel_runs_keep_every_turn
+else fail parallel_runs_keep_every_turn "$n messages (expected 18), $bad runs failed or lost: $(cat "$TMP"/par*.err | head -c 300)"; fi
+if ls -a "$TMP" | grep -qE '^\.par\.json\.(lock|tmp\.)'; then fail parallel_no_litter "$(ls -a "$TMP" | grep par)"; else ok parallel_no_litter; fi
+
+# ---- the prompt from stdin: `-p -`, and piped stdin after -p TEXT
+rm -f "$TMP/in1.json" "$TMP/in2.json"
+printf 'what stdin says\n' | G -m "$MODEL" --temp 0 -n 2 -C "$TMP/in1.json" -p - >/dev/null 2>&1
+printf 'the data\n' | G -m "$MODEL" --temp 0 -n 2 -C "$TMP/in2.json" -p "summarize" >/dev/null 2>&1
+if [ "$("$J" "$TMP/in1.json" messages.0.content 2>/dev/null)" = "what stdin says" ]; then ok prompt_dash_stdin
+else fail prompt_dash_stdin "user message '$("$J" "$TMP/in1.json" messages.0.content 2>&1)'"; fi
+want=$(printf 'summarize\n\nthe data')
+if [ "$("$J" "$TMP/in2.json" messages.0.content 2>/dev/null)" = "$want" ]; then ok prompt_stdin_appended
+else fail prompt_stdin_appended "user message '$("$J" "$TMP/in2.json" messages.0.content 2>&1)'"; fi
+expect_fail prompt_dash_empty "^glmchat: -p -: nothing on standard input" sh -c "\"\$0\" --backend $BACKEND -m $MODEL -p - </dev/null" "$GLMCHAT"
+# ---- an answer that is all reasoning says so (and still exits 0)
+G -m "$MODEL" --temp 0 -n 3 -p hi </dev/null >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "the answer is empty: all 3 generated tokens went into the reasoning" "$TMP/err"; then ok empty_answer_note
+else fail empty_answer_note "exit $rc: $(head -c 200 "$TMP/err")"; fi
 
 done_tests

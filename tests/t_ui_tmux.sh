@@ -14,55 +14,7 @@ fi
 . tests/tmux_lib.sh
 trap 'tm_stop; rm -rf "$TMP"' EXIT
 
-# The UI runs on the Vulkan backend (lavapipe in CI) when a device is
-# there, else on the CPU; GLMCHAT_TEST_BACKEND picks one.
-BACKEND=${GLMCHAT_TEST_BACKEND:-}
-if [ -z "$BACKEND" ]; then
-    if "$GLMCHAT" devices >/dev/null 2>&1; then BACKEND=vulkan; else BACKEND=cpu; fi
-fi
-echo "  (backend: $BACKEND)"
-# --ignore-eos makes every answer exactly -n tokens long, so an answer of
-# 2000 tokens runs long enough to be stopped and resized in the middle.  On
-# the CPU backend a model larger than the built-in demo keeps a token at
-# 5-15 ms on one core; on lavapipe the demo model itself is that slow.
-MODEL_ARGS=
-if [ "$BACKEND" = cpu ]; then
-    "$GLMCHAT" mkmodel --preset demo --type Q8_0 --hidden 768 --layers 4 --experts 8 --ff 2048 --moe-ff 512 \
-        --quiet -o "$TMP/ui.gguf" || { fail ui_model "mkmodel failed"; done_tests; }
-    MODEL_ARGS="-m $TMP/ui.gguf -t 1"
-fi
-export XDG_CONFIG_HOME="$TMP/config" XDG_DATA_HOME="$TMP/data" XDG_STATE_HOME="$TMP/state"
-APP="$PWD/$GLMCHAT"
-[ "${GLMCHAT#/}" != "$GLMCHAT" ] && APP="$GLMCHAT"
-T=60   # seconds any single step may take (sanitizer builds are slow)
-
-start_app() {
-    tm_start 120 40 env XDG_CONFIG_HOME="$XDG_CONFIG_HOME" XDG_DATA_HOME="$XDG_DATA_HOME" \
-        XDG_STATE_HOME="$XDG_STATE_HOME" "$APP" --backend "$BACKEND" $MODEL_ARGS --template chatml \
-        --temp 2 --seed 11 --ignore-eos -n 16 "$@"
-}
-
-done_answers() { tm_screen | grep -cE "^Assistant .*tokens, [0-9.]+ tok/s"; }
-
-# Sends a message and waits until its answer is streaming; /retry when the
-# answer ended (a stop token) before it could be seen running.
-answer_running() {
-    tm_line "$1"
-    for try in 1 2 3 4 5; do
-        n0=$(done_answers)
-        end=$(($(date +%s) + T))
-        while [ "$(date +%s)" -lt $end ]; do
-            # Answering, and text has arrived under the answer's header.
-            tm_screen | grep -q "Answering" &&
-                awk '/^Assistant +[0-9.]+ tok\/s/ { getline; sub(/│.*/, ""); if ($0 ~ /[^ ]/) found = 1 } END { exit !found }' \
-                    "$TMP/screen" && return 0
-            [ "$(done_answers)" -gt "$n0" ] && break
-            sleep 0.05
-        done
-        tm_line "/retry"
-    done
-    return 1
-}
+. tests/ui_lib.sh
 
 # ---- start
 start_app
@@ -199,8 +151,9 @@ if grep -q "Thinking: 5 words (F3 shows)" "$TMP/screen" && ! grep -q "secret pla
 else
     fail ui_think_fold "$(tm_screen | head -12)"
 fi
-# The code line is cut at the pane's edge and continued, never re-flowed at spaces.
-if grep -q '^  ```' "$TMP/screen" && grep -qE "^ {6}for \(int i = 0; i < n; i\+\+\) total \+= weights\[i\] \* values\[i\]; /\* one long" "$TMP/screen"; then
+# The code block under its header; its long line is cut at the pane's edge
+# and continued, never re-flowed at spaces.
+if grep -q '^\[1\] code' "$TMP/screen" && grep -qE "^ {4}for \(int i = 0; i < n; i\+\+\) total \+= weights\[i\] \* values\[i\]; /\* one long" "$TMP/screen"; then
     ok ui_code_verbatim
 else
     fail ui_code_verbatim "$(grep -n "for (int" "$TMP/screen")"

@@ -350,7 +350,7 @@ static void test_fit_policy_stop_and_limits(void)
               f.n_dropped_exchanges == 1 && f.n_dropped == 2,
           "trim: one exchange");
     chat_fit_describe(&f, &note);
-    CHECK(strstr(sbuf_str(&note), "the oldest 1 exchange (2 messages) are left out of the prompt"), "'%s'",
+    CHECK(strstr(sbuf_str(&note), "the oldest 1 exchange (2 messages) is left out of the prompt"), "'%s'",
           sbuf_str(&note));
     chat_fit_free(&f);
     /* Nothing can fit: the system prompt and the last message are too long. */
@@ -359,6 +359,23 @@ static void test_fit_policy_stop_and_limits(void)
           "too small");
     chat_fit_describe(&f, &note);
     CHECK(strstr(sbuf_str(&note), "The system prompt and the last message alone are"), "'%s'", sbuf_str(&note));
+    chat_fit_free(&f);
+    /* At least N left out (a chat keeping its prompt's start), even when
+     * fewer would do; more when more must go; never the last exchange. */
+    CHECK(chat_prompt_fit_from(&s, s.conv.n, 100000, 10, CHAT_CTX_TRIM, 2, &f, &err) == 0 && f.fits &&
+              f.n_dropped_exchanges == 2,
+          "min 2: %zu left out", f.n_dropped_exchanges);
+    chat_fit_free(&f);
+    CHECK(chat_prompt_fit_from(&s, s.conv.n, full + 9, 10, CHAT_CTX_TRIM, 0, &f, &err) == 0 &&
+              f.n_dropped_exchanges == 1,
+          "min 0 is chat_prompt_fit");
+    chat_fit_free(&f);
+    CHECK(chat_prompt_fit_from(&s, s.conv.n, 100000, 10, CHAT_CTX_TRIM, 99, &f, &err) == 0 && f.fits &&
+              f.n_dropped_exchanges == 3 && f.first_kept == s.conv.n - 1,
+          "min 99: all but the last exchange (%zu)", f.n_dropped_exchanges);
+    chat_fit_free(&f);
+    CHECK(chat_prompt_fit_from(&s, s.conv.n, 100000, 10, CHAT_CTX_STOP, 2, &f, &err) == 0 && f.fits && !f.n_dropped,
+          "stop leaves nothing out");
     chat_fit_free(&f);
     /* A prefix of the conversation (replay): only its messages count. */
     CHECK(chat_prompt_fit(&s, 4, 100000, 10, CHAT_CTX_TRIM, &f, &err) == 0 && f.fits, "prefix");

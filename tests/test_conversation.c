@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -162,6 +163,89 @@ static void test_foreign_files(void)
     conv_free(&c);
 }
 
+/* Seeds of 2^63 and above were written as 2^63-1 (issue 17): they are kept
+ * exactly, as a string, and both forms read back. */
+static void test_big_seeds(void)
+{
+    static const uint64_t seeds[] = {0, 1, INT64_MAX, (uint64_t)INT64_MAX + 1, 18446744073709551615ull,
+                                     12345678901234567890ull};
+    char path[512];
+    path_in_tmp(path, sizeof path, "seeds.json");
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        conversation c;
+        conv_init(&c);
+        conv_add(&c, "user", "x", NULL);
+        c.sampling = (conv_sampling){true, 0.5, 0.9, 0.0, 10, seeds[i], 8};
+        err_t err = {{0}};
+        unlink(path);
+        CHECK(conv_save(&c, path, &err) == 0, "save: %.200s", err.msg);
+        conversation d;
+        CHECK(conv_load(&d, path, &err) == 0, "load: %.200s", err.msg);
+        CHECK(d.sampling.seed == seeds[i], "seed %llu came back as %llu", (unsigned long long)seeds[i],
+              (unsigned long long)d.sampling.seed);
+        char *text = read_text(path);
+        CHECK(text && (seeds[i] > INT64_MAX) == (strstr(text, "\"seed\": \"") != NULL), "seed form: %.300s",
+              text ? strstr(text, "\"seed\"") : "");
+        free(text);
+        conv_free(&c);
+        conv_free(&d);
+    }
+    static const struct {
+        const char *json;
+        uint64_t seed;
+        bool ok;
+    } forms[] = {
+        {"7", 7, true},
+        {"\"7\"", 7, true},
+        {"9223372036854775807", 9223372036854775807ull, true},
+        {"\"18446744073709551615\"", 18446744073709551615ull, true},
+        {"\"18446744073709551616\"", 0, false},
+        {"\"-1\"", 0, false},
+        {"\" 5\"", 0, false},
+        {"\"5x\"", 0, false},
+        {"\"\"", 0, false},
+        {"-1", 0, false},
+        {"1.5", 0, false},
+        {"true", 0, false},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "{\"messages\": [], \"sampling\": {\"seed\": %s}}", forms[i].json);
+        conversation c;
+        err_t err = {{0}};
+        int rc = conv_parse(&c, text, strlen(text), "s.json", &err);
+        CHECK((rc == 0) == forms[i].ok, "seed %s: %.200s", forms[i].json, rc == 0 ? "loaded" : err.msg);
+        CHECK(rc != 0 || c.sampling.seed == forms[i].seed, "seed %s read as %llu", forms[i].json,
+              (unsigned long long)c.sampling.seed);
+        CHECK(rc == 0 || strstr(err.msg, "sampling.seed"), "error: %.200s", err.msg);
+        conv_free(&c);
+    }
+}
+
+/* Optional fields given as null mean "absent" and load; only the turn's
+ * message index may not be null. */
+static void test_nulls_are_absent(void)
+{
+    char path[512];
+    path_in_tmp(path, sizeof path, "nulls.json");
+    write_text(path, "{\"format\": \"glmchat-conversation\", \"version\": 1, \"created\": null,"
+                     "\"model\": {\"path\": null, \"name\": null, \"size\": null, \"fingerprint\": null},"
+                     "\"template\": null, \"thinking\": null,"
+                     "\"sampling\": {\"temperature\": null, \"top_k\": null, \"top_p\": null, \"min_p\": null,"
+                     "\"seed\": null, \"n_predict\": null},"
+                     "\"messages\": [{\"role\": \"user\", \"content\": null, \"reasoning_content\": null},"
+                     "{\"role\": \"assistant\", \"content\": \"a\"}],"
+                     "\"turns\": [{\"message\": 1, \"time\": null, \"tokens\": null, \"tokens_per_second\": null,"
+                     "\"prefill_tokens_per_second\": null, \"stopped\": null}, {\"message\": 0, \"tokens\": 3}]}");
+    conversation c;
+    err_t err = {{0}};
+    CHECK(conv_load(&c, path, &err) == 0, "nulls: %.200s", err.msg);
+    CHECK(c.n == 2 && !c.msgs[0].content[0] && !c.msgs[0].reasoning && c.msgs[0].n_tokens == 3, "messages");
+    CHECK(c.n == 2 && c.msgs[1].n_tokens == 0 && !c.msgs[1].stopped && c.msgs[1].tps == 0, "turn with nulls");
+    CHECK(c.thinking == -1 && !c.tmpl && !c.model_name, "null metadata is unknown");
+    conv_free(&c);
+}
+
 typedef struct {
     const char *name, *text, *expect;
 } bad_case;
@@ -184,7 +268,49 @@ static void test_bad_files(void)
         {"content_number", "{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", "messages\\[0\\].content"},
         {"dup_key", "{\"messages\": [], \"messages\": []}", "duplicate"},
         {"turn_range", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 3}]}",
-         "turns\\[0\\].message: value out of range"},
+         "turns\\[0\\].message: 3 is not the index of a message (the file has 1)"},
+        /* "message": null once left the index at -1 and wrote msgs[-1] (issue 17). */
+        {"turn_null", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"turns\": [{\"message\": null}]}",
+         "turns\\[0\\].message: expected the index of a message"},
+        {"turn_null_no_msgs", "{\"messages\": [], \"turns\": [{\"message\": null, \"tokens\": 7}]}",
+         "turns\\[0\\].message: expected the index of a message"},
+        {"turn_no_msgs", "{\"messages\": [], \"turns\": [{\"message\": 0}]}",
+         "turns\\[0\\].message: 0 is not the index of a message (the file has 0)"},
+        {"turn_negative", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": -1}]}",
+         "turns\\[0\\].message: -1 is not the index"},
+        {"turn_string", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": \"0\"}]}",
+         "turns\\[0\\].message: expected the index"},
+        {"turn_real", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0.5}]}",
+         "turns\\[0\\].message: expected the index"},
+        {"turn_missing", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"tokens\": 1}]}",
+         "turns\\[0\\].message: missing"},
+        {"turn_not_object", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [0]}",
+         "turns\\[0\\]: expected an object"},
+        {"turns_object", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": {}}",
+         "turns: expected an array"},
+        {"turn_tokens_negative", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0, \"tokens\": -3}]}",
+         "turns\\[0\\].tokens: value out of range"},
+        {"turn_tokens_huge", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0, \"tokens\": 4294967296}]}",
+         "turns\\[0\\].tokens: value out of range"},
+        {"turn_tps_negative", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0, \"tokens_per_second\": -1}]}",
+         "turns\\[0\\].tokens_per_second: expected a speed"},
+        {"turn_prefill_string", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0, \"prefill_tokens_per_second\": \"fast\"}]}",
+         "turns\\[0\\].prefill_tokens_per_second: expected a number"},
+        {"turn_stopped_string", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0, \"stopped\": \"yes\"}]}",
+         "turns\\[0\\].stopped: expected true or false"},
+        {"turn_second_bad", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0}, {\"message\": 1}]}",
+         "turns\\[1\\].message: 1 is not the index"},
+        {"sampling_temp_negative", "{\"messages\": [], \"sampling\": {\"temperature\": -1}}",
+         "sampling.temperature: -1 is out of range"},
+        {"sampling_top_p_big", "{\"messages\": [], \"sampling\": {\"top_p\": 1.5}}", "sampling.top_p: 1.5 is out of range"},
+        {"sampling_not_object", "{\"messages\": [], \"sampling\": 3}", "sampling: expected an object"},
+        {"model_size_string", "{\"messages\": [], \"model\": {\"size\": \"big\"}}", "model.size: expected an integer"},
+        {"thinking_string", "{\"messages\": [], \"thinking\": \"on\"}", "thinking: expected true or false"},
+        {"created_number", "{\"messages\": [], \"created\": 5}", "created: expected a string"},
+        {"reasoning_number", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\", \"reasoning_content\": 1}]}",
+         "messages\\[0\\].reasoning_content: expected a string"},
+        {"part_text_null", "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": null}]}]}",
+         "a text part needs a string"},
         {"turn_time", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"turns\": [{\"message\": 0, \"time\": \"yesterday\"}]}",
          "turns\\[0\\].time"},
         {"nul_in_string", "{\"messages\": [{\"role\": \"user\", \"content\": \"a\\u0000b\"}]}", "not valid JSON"},
@@ -284,6 +410,258 @@ static void test_cleanup_tmp(void)
     CHECK(access(dead, F_OK) != 0, "a dead writer's temporary file was kept");
     CHECK(access(live, F_OK) == 0, "a live writer's temporary file was removed");
     unlink(live);
+}
+
+/* Eight processes continue one file at once, each holding the writers'
+ * lock across load-modify-save (as `-C FILE -p` does): all eight turns are
+ * kept (before the lock, 8 parallel runs kept 1). */
+static void test_parallel_writers_keep_every_turn(void)
+{
+    char path[512];
+    path_in_tmp(path, sizeof path, "shared.json");
+    conversation c;
+    conv_init(&c);
+    conv_add(&c, "user", "start", NULL);
+    err_t err = {{0}};
+    CHECK(conv_save(&c, path, &err) == 0, "first save: %.200s", err.msg);
+    conv_free(&c);
+    int go[2];
+    if (pipe(go) != 0)
+        return;
+    pid_t kids[8];
+    for (int k = 0; k < 8; k++) {
+        kids[k] = fork();
+        if (kids[k] == 0) {
+            char b;
+            close(go[1]);
+            if (read(go[0], &b, 1) < 0)
+                _exit(3);
+            conv_lock l;
+            conversation mine;
+            err_t e;
+            if (conv_lock_acquire(&l, path, -1, &e) != 0 || conv_load(&mine, path, &e) != 0)
+                _exit(1);
+            char text[32];
+            snprintf(text, sizeof text, "turn %d", k);
+            conv_add(&mine, "user", text, NULL);
+            usleep(2000); /* widen the window the lock has to protect */
+            conv_add(&mine, "assistant", "ok", NULL);
+            int rc = conv_save_locked(&mine, path, &e);
+            conv_lock_release(&l);
+            _exit(rc == 0 ? 0 : 2);
+        }
+    }
+    close(go[0]);
+    close(go[1]); /* EOF releases all children at once */
+    int failed = 0;
+    for (int k = 0; k < 8; k++) {
+        int st;
+        waitpid(kids[k], &st, 0);
+        failed += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    }
+    CHECK(failed == 0, "%d writers failed", failed);
+    CHECK(conv_load(&c, path, &err) == 0, "reload: %.200s", err.msg);
+    CHECK(c.n == 1 + 8 * 2, "%zu messages, expected 17", c.n);
+    conv_free(&c);
+    char lock[600];
+    snprintf(lock, sizeof lock, "%.200s/.shared.json.lock", tmpdir);
+    CHECK(access(lock, F_OK) != 0, "the lock file was left behind");
+}
+
+/* A file this conversation read, changed by someone else since, is not
+ * overwritten: the other writer's turn would be lost silently. */
+static void test_changed_on_disk_refused(void)
+{
+    char path[512];
+    path_in_tmp(path, sizeof path, "changed.json");
+    conversation c, a, b;
+    conv_init(&c);
+    conv_add(&c, "user", "one", NULL);
+    err_t err = {{0}};
+    CHECK(conv_save(&c, path, &err) == 0, "save: %.200s", err.msg);
+    CHECK(conv_load(&a, path, &err) == 0 && conv_load(&b, path, &err) == 0, "load: %.200s", err.msg);
+    conv_add(&b, "user", "from b", NULL);
+    CHECK(conv_save(&b, path, &err) == 0, "b: %.200s", err.msg);
+    conv_add(&a, "user", "from a", NULL);
+    CHECK(conv_save(&a, path, &err) != 0 && strstr(err.msg, "changed on disk"), "a saved over b's turn: %.200s",
+          err.msg);
+    conversation d;
+    CHECK(conv_load(&d, path, &err) == 0 && d.n == 2 && !strcmp(d.msgs[1].content, "from b"), "b's file changed");
+    conv_free(&d);
+    /* Its own saves do not count as changes: b saves again. */
+    conv_add(&b, "assistant", "again", NULL);
+    CHECK(conv_save(&b, path, &err) == 0, "b again: %.200s", err.msg);
+    /* A file that appeared where none was when c saved elsewhere: c never knew it. */
+    unlink(path);
+    CHECK(conv_save(&b, path, &err) != 0 && strstr(err.msg, "changed on disk"), "a removed file: %.200s", err.msg);
+    conv_forget_files(&b);
+    CHECK(conv_save(&b, path, &err) == 0, "after forgetting: %.200s", err.msg);
+    conv_free(&a);
+    conv_free(&b);
+    conv_free(&c);
+}
+
+static int count_named(const char *prefix, const char *suffix)
+{
+    DIR *d = opendir(tmpdir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        size_t l = strlen(de->d_name), ls = strlen(suffix);
+        n += !strncmp(de->d_name, prefix, strlen(prefix)) && l >= ls && !strcmp(de->d_name + l - ls, suffix);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* New autosave files: names from the time, created exclusively, so eight
+ * writers in the same second get eight files (two UIs once shared one). */
+static void test_save_new_is_exclusive(void)
+{
+    char dir[512];
+    path_in_tmp(dir, sizeof dir, "auto");
+    mkdir(dir, 0700);
+    int go[2];
+    if (pipe(go) != 0)
+        return;
+    pid_t kids[8];
+    for (int k = 0; k < 8; k++) {
+        kids[k] = fork();
+        if (kids[k] == 0) {
+            char b;
+            close(go[1]);
+            if (read(go[0], &b, 1) < 0)
+                _exit(3);
+            conversation c;
+            conv_init(&c);
+            char text[32];
+            snprintf(text, sizeof text, "writer %d", k);
+            conv_add(&c, "user", text, NULL);
+            char path[1024];
+            err_t e;
+            _exit(conv_save_new(&c, dir, path, sizeof path, &e) == 0 ? 0 : 1);
+        }
+    }
+    close(go[0]);
+    close(go[1]);
+    int failed = 0;
+    for (int k = 0; k < 8; k++) {
+        int st;
+        waitpid(kids[k], &st, 0);
+        failed += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    }
+    CHECK(failed == 0, "%d writers failed", failed);
+    DIR *d = opendir(dir);
+    int files = 0, seen = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        files++;
+        char p[1100];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        conversation c;
+        err_t e;
+        struct stat st;
+        if (conv_load(&c, p, &e) == 0 && c.n == 1 && !strncmp(c.msgs[0].content, "writer ", 7))
+            seen |= 1 << (c.msgs[0].content[7] - '0');
+        CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600, "%.100s: mode %o", de->d_name, st.st_mode & 0777);
+        conv_free(&c);
+    }
+    if (d)
+        closedir(d);
+    CHECK(files == 8 && seen == 0xff, "%d files, writers seen %#x", files, seen);
+}
+
+/* Killed writers' temporaries of a file go at its next save (64 had piled
+ * up beside a -C file); other files' are left to their own writers. */
+static void test_save_removes_stale_temporaries(void)
+{
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    waitpid(child, NULL, 0);
+    char dead[600], other[600], path[512];
+    snprintf(dead, sizeof dead, "%.200s/.temps.json.tmp.%ld.0", tmpdir, (long)child);
+    snprintf(other, sizeof other, "%.200s/.other.json.tmp.%ld.0", tmpdir, (long)child);
+    path_in_tmp(path, sizeof path, "temps.json");
+    write_text(dead, "{");
+    write_text(other, "{");
+    conversation c;
+    conv_init(&c);
+    conv_add(&c, "user", "x", NULL);
+    err_t err = {{0}};
+    CHECK(conv_save(&c, path, &err) == 0, "save: %.200s", err.msg);
+    CHECK(access(dead, F_OK) != 0, "the file's stale temporary was kept");
+    CHECK(access(other, F_OK) == 0, "another file's temporary was removed");
+    CHECK(count_named(".temps.json", ".lock") == 0, "a lock file was left");
+    unlink(other);
+    conv_free(&c);
+}
+
+/* Exports of a conversation are private like the conversation: 0600. */
+static void test_private_writes(void)
+{
+    char path[512];
+    path_in_tmp(path, sizeof path, "export.md");
+    err_t err = {{0}};
+    mode_t old = umask(022);
+    CHECK(conv_write_private(path, "# hi\n", 5, &err) == 0, "write: %.200s", err.msg);
+    umask(old);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "mode %o", st.st_mode & 0777);
+    char *text = read_text(path);
+    CHECK(text && !strcmp(text, "# hi\n"), "content");
+    free(text);
+}
+
+/* The lock: a second taker is told who holds it; a lock file left by a
+ * holder that died is taken over and removed by the clean-up. */
+static void test_lock(void)
+{
+    char path[512], lockfile[600];
+    path_in_tmp(path, sizeof path, "locked.json");
+    snprintf(lockfile, sizeof lockfile, "%.200s/.locked.json.lock", tmpdir);
+    int ready[2];
+    if (pipe(ready) != 0)
+        return;
+    pid_t holder = fork();
+    if (holder == 0) {
+        conv_lock l;
+        err_t e;
+        close(ready[0]);
+        if (conv_lock_acquire(&l, path, 0, &e) != 0)
+            _exit(1);
+        if (write(ready[1], "x", 1) != 1)
+            _exit(1);
+        pause(); /* until killed: its lock file stays behind */
+        _exit(0);
+    }
+    close(ready[1]);
+    char b;
+    CHECK(read(ready[0], &b, 1) == 1, "the holder did not lock");
+    close(ready[0]);
+    conv_lock l;
+    err_t err = {{0}};
+    char pid[32];
+    snprintf(pid, sizeof pid, "pid %ld", (long)holder);
+    CHECK(conv_lock_acquire(&l, path, 0, &err) == 1 && strstr(err.msg, pid), "busy: %.200s", err.msg);
+    CHECK(conv_lock_acquire(&l, path, 100, &err) == 1, "a bounded wait should give up");
+    conv_cleanup_tmp(tmpdir);
+    CHECK(access(lockfile, F_OK) == 0, "a held lock file was removed");
+    kill(holder, SIGKILL);
+    waitpid(holder, NULL, 0);
+    CHECK(access(lockfile, F_OK) == 0, "setup: the dead holder's lock file should be there");
+    conv_cleanup_tmp(tmpdir);
+    CHECK(access(lockfile, F_OK) != 0, "a dead holder's lock file was kept");
+    /* Another program's .lock file is not ours to remove. */
+    char foreign[600];
+    snprintf(foreign, sizeof foreign, "%.200s/.editor.lock", tmpdir);
+    write_text(foreign, "not a pid");
+    conv_cleanup_tmp(tmpdir);
+    CHECK(access(foreign, F_OK) == 0, "a foreign .lock file was removed");
+    unlink(foreign);
 }
 
 static void test_sha256(void)
@@ -458,9 +836,17 @@ int main(void)
     }
     RUN(test_round_trip);
     RUN(test_foreign_files);
+    RUN(test_nulls_are_absent);
+    RUN(test_big_seeds);
     RUN(test_bad_files);
     RUN(test_atomic_save);
     RUN(test_cleanup_tmp);
+    RUN(test_parallel_writers_keep_every_turn);
+    RUN(test_changed_on_disk_refused);
+    RUN(test_save_new_is_exclusive);
+    RUN(test_save_removes_stale_temporaries);
+    RUN(test_private_writes);
+    RUN(test_lock);
     RUN(test_sha256);
     RUN(test_fingerprint);
     RUN(test_times);

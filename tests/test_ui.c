@@ -338,9 +338,9 @@ static void test_help_from_table(void)
     const char *chatting = strstr(help, "Chatting\n"), *sampling = strstr(help, "Model and sampling\n");
     const char *files = strstr(help, "Conversations (saved after every turn)\n"), *screen = strstr(help, "Screen\n");
     CHECK(chatting == help && sampling > chatting && files > sampling && screen > files, "topics out of order");
-    const char *retry = strstr(help, "  /retry          regenerate the last answer\n");
+    const char *retry = strstr(help, "  /retry             regenerate the last answer\n");
     CHECK(retry && retry > chatting && retry < sampling, "/retry's line");
-    const char *exp = strstr(help, "  /export FILE.md write it as Markdown\n");
+    const char *exp = strstr(help, "  /export[!] FILE.md write it as Markdown (! to replace a file glmchat did not write)\n");
     CHECK(exp && exp > files && exp < screen, "/export's line");
     size_t n = strlen(help);
     CHECK(n > 0 && help[n - 1] != '\n', "a trailing newline");
@@ -392,6 +392,31 @@ static void test_screen_key_loop(void)
     conv_free(&conv);
 }
 
+/* Issue 17.11: at 110 columns the message was cut before its way out
+ * ("...or qui"); the keys give way first, the way to quit always shows. */
+static void test_statusline_layout(void)
+{
+    unsigned shown;
+    int room;
+    ui_statusline_layout(110, 92, &shown, &room);
+    CHECK((shown & 1) && room >= 92, "110 columns, a 92-cell message: keys %#x, room %d", shown, room);
+    ui_statusline_layout(120, 5, &shown, &room);
+    CHECK(shown == 0x1f && room >= 5, "all keys beside 'Ready': %#x", shown);
+    ui_statusline_layout(60, 20, &shown, &room);
+    CHECK((shown & 1) && (shown & 2) && room >= 20, "60 columns: %#x, room %d", shown, room);
+    /* A message longer than the line: only the way out beside it, the rest cut. */
+    ui_statusline_layout(40, 100, &shown, &room);
+    CHECK(shown == 1 && room == 40 - 2 - 10, "40 columns, too long a message: %#x, room %d", shown, room);
+    /* The keys that show are the most important ones, in order. */
+    for (int w = 10; w < 200; w++)
+        for (int m = 0; m < 120; m += 7) {
+            ui_statusline_layout(w, m, &shown, &room);
+            CHECK((shown & (shown + 1)) == 0, "width %d, message %d: keys %#x not a prefix", w, m, shown);
+            CHECK(w < 12 || (shown & 1), "width %d: no way out shown", w);
+            CHECK(room >= 0 && room <= w - 2, "width %d: room %d", w, room);
+        }
+}
+
 static void test_statusline(void)
 {
     ui_statusline sl;
@@ -427,6 +452,7 @@ int main(void)
     RUN(test_command_hints);
     RUN(test_help_from_table);
     RUN(test_screen_key_loop);
+    RUN(test_statusline_layout);
     RUN(test_statusline);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%.100s'", tmpdir);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "chat_commands.h"
+#include "clipboard.h"
 #include "testlib.h"
 #include "ui_session.h"
 
@@ -19,6 +20,7 @@
 
 static model m;
 static tokenizer *tok;
+static uint32_t open_n_ctx; /* the next session's context, 0: the default */
 static char tmpdir[256];
 
 /* ---- a frontend that records what the session tells the user ------------------------ */
@@ -30,6 +32,8 @@ typedef struct {
     ui_level status_level;
     char input[512];
     int new_conversations;
+    int restored;
+    sbuf terminal;      /* what was sent to the terminal itself */
     int replay_turns_begun, replay_updates;
     ui_replay_turn last_turn; /* strings not kept */
 } recorder;
@@ -52,6 +56,20 @@ static void rec_set_input(void *user, const char *text)
 {
     recorder *r = user;
     snprintf(r->input, sizeof r->input, "%s", text);
+}
+
+static void rec_restore_input(void *user, const char *text)
+{
+    recorder *r = user;
+    snprintf(r->input, sizeof r->input, "%s", text);
+    r->restored++;
+}
+
+static bool rec_write_terminal(void *user, const char *bytes, size_t n)
+{
+    recorder *r = user;
+    sbuf_add(&r->terminal, bytes, n);
+    return true;
 }
 
 static void rec_new_conversation(void *user)
@@ -90,7 +108,14 @@ typedef struct {
 static bool open_session(fixture *f, int n_predict, conversation *initial)
 {
     memset(f, 0, sizeof *f);
-    f->fe = (ui_frontend){&f->rec, rec_note, rec_status, rec_set_input, rec_new_conversation, rec_replay_turn};
+    f->fe = (ui_frontend){.user = &f->rec,
+                          .note = rec_note,
+                          .status = rec_status,
+                          .set_input = rec_set_input,
+                          .restore_input = rec_restore_input,
+                          .new_conversation = rec_new_conversation,
+                          .replay_turn = rec_replay_turn,
+                          .write_terminal = rec_write_terminal};
     ui_session_config c;
     memset(&c, 0, sizeof c);
     settings_defaults(&c.cfg);
@@ -105,6 +130,8 @@ static bool open_session(fixture *f, int n_predict, conversation *initial)
     c.be = &ref_engine_backend;
     engine_params_default(&c.params);
     c.params.n_threads = 2;
+    if (open_n_ctx)
+        c.params.n_ctx = open_n_ctx;
     snprintf(c.model_path, sizeof c.model_path, "%s", MODEL);
     snprintf(c.model_name, sizeof c.model_name, "tiny");
     c.seed = 7;
@@ -146,6 +173,7 @@ static void close_session(fixture *f)
     ui_session_wind_down(f->s);
     ui_session_free(f->s);
     f->s = NULL;
+    sbuf_free(&f->rec.terminal);
 }
 
 /* "u a u a": the roles of the conversation, one letter each. */
@@ -206,6 +234,39 @@ static void test_send_answers_and_saves(void)
           "metadata saved");
     conv_free(&saved);
     CHECK(!ui_session_unsaved(f.s), "nothing unsaved");
+    close_session(&f);
+}
+
+/* A file the session saves into that another writer changed meanwhile is
+ * left alone, and the conversation goes on in a new file (nothing lost). */
+static void test_autosave_conflict_moves_to_a_new_file(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    CHECK(chat(&f, "q1"), "no answer");
+    char first[PATH_MAX];
+    snprintf(first, sizeof first, "%s", ui_session_autosave_path(f.s));
+    /* another writer appends a turn of its own */
+    conversation other;
+    err_t err;
+    CHECK(conv_load(&other, first, &err) == 0, "load: %.200s", err.msg);
+    conv_add(&other, "user", "written by someone else", NULL);
+    conv_forget_files(&other);
+    CHECK(conv_save(&other, first, &err) == 0, "the other save: %.200s", err.msg);
+    conv_free(&other);
+    CHECK(chat(&f, "q2") && !strcmp(roles(f.s), "uaua"), "roles %s", roles(f.s));
+    const char *now = ui_session_autosave_path(f.s);
+    CHECK(strcmp(now, first) != 0 && !strncmp(now, tmpdir, strlen(tmpdir)), "saves to %.200s", now);
+    CHECK(noted(&f.rec, "is saved to"), "no note of the new file");
+    CHECK(!ui_session_unsaved(f.s), "reported unsaved");
+    conversation c;
+    CHECK(conv_load(&c, now, &err) == 0 && c.n == 4, "the new file holds the whole conversation");
+    conv_free(&c);
+    CHECK(conv_load(&c, first, &err) == 0 && c.n == 3 && !strcmp(c.msgs[2].content, "written by someone else"),
+          "the other writer's file was changed");
+    conv_free(&c);
     close_session(&f);
 }
 
@@ -357,6 +418,11 @@ static void test_edit_refused_while_busy_and_cancelled(void)
     CHECK(!ui_session_edit_finish(f.s, "new text", &ch), "an edit taken while an answer runs");
     CHECK(strstr(f.rec.status, "Wait for the answer to finish"), "status: %.100s", f.rec.status);
     CHECK(ui_session_edit_text(f.s) != NULL, "the edit went away");
+    /* Stopped once the answer has begun: the message and the partial answer stay. */
+    double end = now_s() + WAIT_S;
+    const chat_stream *st;
+    while ((st = ui_session_live(f.s, NULL)) && st->content.len + st->reasoning.len == 0 && now_s() < end)
+        ui_session_wait(f.s, 1000, &f.changed);
     ui_session_cancel(f.s);
     CHECK(wait_idle(&f), "cancel did not end the answer");
     ch = ui_session_edit_cancel(f.s);
@@ -399,7 +465,7 @@ static void test_save_copy_and_load(void)
     char copy[PATH_MAX];
     snprintf(copy, sizeof copy, "%.200s/copy.json", tmpdir);
     err_t err;
-    CHECK(ui_session_save_copy(f.s, copy, &err) == 0, "save: %.200s", err.msg);
+    CHECK(ui_session_save_copy(f.s, copy, false, &err) == 0, "save: %.200s", err.msg);
     ui_session_clear(f.s);
     CHECK(ui_session_conv(f.s)->n == 0, "not cleared");
     conversation c;
@@ -414,6 +480,282 @@ static void test_save_copy_and_load(void)
     CHECK(conv_load(&c, copy, &err) == 0 && c.n == 4, "the loaded file changed");
     conv_free(&c);
     close_session(&f);
+}
+
+/* Issue 16.2: /save FILE and /export FILE never replace a file glmchat did
+ * not write, unless asked with '!'; never a device or a FIFO. */
+static char *slurp(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n] = 0;
+    return buf;
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "wb");
+    if (fp) {
+        fputs(text, fp);
+        fclose(fp);
+    }
+}
+
+static void test_save_and_export_replace_only_with_bang(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    theme th;
+    memset(&th, 0, sizeof th);
+    chatcmd_ctx cmd = {.session = f.s, .fe = &f.fe, .theme = &th};
+    CHECK(chat(&f, "q1"), "no answer");
+    char notes[PATH_MAX], line[PATH_MAX + 32];
+    snprintf(notes, sizeof notes, "%.200s/notes.txt", tmpdir);
+    write_text(notes, "my notes\n");
+    snprintf(line, sizeof line, "/export %s", notes);
+    chatcmd_run(&cmd, line);
+    CHECK(noted(&f.rec, "was not written by glmchat; /export! replaces it"), "no refusal noted");
+    const char *t = slurp(notes);
+    CHECK(t && !strcmp(t, "my notes\n"), "notes.txt was replaced: %.100s", t ? t : "(gone)");
+    snprintf(line, sizeof line, "/export! %s", notes);
+    chatcmd_run(&cmd, line);
+    t = slurp(notes);
+    CHECK(t && !strncmp(t, "# Conversation", 14) && strstr(t, "q1"), "/export! did not replace it: %.100s",
+          t ? t : "(gone)");
+    struct stat st;
+    CHECK(stat(notes, &st) == 0 && (st.st_mode & 0777) == 0644, "an existing file keeps its mode: %o",
+          st.st_mode & 0777);
+    /* Our own export is ours to replace, without '!'. */
+    CHECK(chat(&f, "q2"), "no answer");
+    int before = f.rec.n_notes;
+    snprintf(line, sizeof line, "/export %s", notes);
+    chatcmd_run(&cmd, line);
+    t = slurp(notes);
+    CHECK(f.rec.n_notes == before && t && strstr(t, "q2"), "re-export refused: %s",
+          f.rec.n_notes ? f.rec.notes[f.rec.n_notes - 1] : "");
+    char fresh[PATH_MAX];
+    snprintf(fresh, sizeof fresh, "%.200s/fresh.md", tmpdir);
+    snprintf(line, sizeof line, "/export %s", fresh);
+    chatcmd_run(&cmd, line);
+    CHECK(stat(fresh, &st) == 0 && (st.st_mode & 0777) == 0600, "a new export is 0600: %o", st.st_mode & 0777);
+    /* /save: the same rule. */
+    char other[PATH_MAX];
+    snprintf(other, sizeof other, "%.200s/other.txt", tmpdir);
+    write_text(other, "keep me");
+    snprintf(line, sizeof line, "/save %s", other);
+    chatcmd_run(&cmd, line);
+    CHECK(noted(&f.rec, "is not a conversation glmchat can read; not overwriting it (") && noted(&f.rec, "/save! replaces it") && (t = slurp(other)) && !strcmp(t, "keep me"), "/save replaced it");
+    snprintf(line, sizeof line, "/save! %s", other);
+    chatcmd_run(&cmd, line);
+    conversation c;
+    err_t err;
+    CHECK(conv_load(&c, other, &err) == 0 && c.n == 4, "/save! did not write the conversation: %.200s", err.msg);
+    conv_free(&c);
+    /* Never a device, '!' or not; a '!' only where a command takes one. */
+    chatcmd_run(&cmd, "/export! /dev/null");
+    CHECK(noted(&f.rec, "/dev/null is not a regular file"), "a device was replaced");
+    CHECK(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode), "/dev/null is gone");
+    chatcmd_run(&cmd, "/clear!");
+    CHECK(noted(&f.rec, "/clear takes no '!'"), "/clear! ran");
+    close_session(&f);
+}
+
+/* Stopped before a word of the answer: the message leaves the
+ * conversation and its file (made for it) and comes back to the input,
+ * with what was queued after it. */
+static void test_stop_before_answer_gives_message_back(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 3000), "the session did not start");
+    if (!f.s)
+        return;
+    ui_session_send(f.s, "long question");
+    ui_session_send(f.s, "and a queued one");
+    const char *path = ui_session_autosave_path(f.s);
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%s", path);
+    CHECK(file[0] && access(file, F_OK) == 0, "the message was not saved when sent");
+    ui_session_cancel(f.s); /* at once: before the prompt is read */
+    CHECK(wait_idle(&f), "cancel did not end the answer");
+    CHECK(ui_session_conv(f.s)->n == 0, "roles %s: the stopped message stayed", roles(f.s));
+    CHECK(f.rec.restored == 1 && !strcmp(f.rec.input, "long question\n\nand a queued one"), "input: %.100s",
+          f.rec.input);
+    CHECK(access(file, F_OK) != 0 && !ui_session_autosave_path(f.s)[0], "its file stayed: %.200s", file);
+    /* The next one is answered (nothing queued is sent behind the user's back). */
+    CHECK(!ui_session_busy(f.s), "the queued message was sent");
+    close_session(&f);
+}
+
+/* /undo: the last exchange goes, then the one before; the file follows. */
+static void test_undo_removes_exchanges(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    theme th;
+    memset(&th, 0, sizeof th);
+    chatcmd_ctx cmd = {.session = f.s, .fe = &f.fe, .theme = &th};
+    ui_session_set_system(f.s, "sys");
+    CHECK(chat(&f, "q1") && chat(&f, "q2"), "no answers");
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%s", ui_session_autosave_path(f.s));
+    conversation c;
+    err_t err;
+    chatcmd_run(&cmd, "/undo");
+    CHECK(!strcmp(roles(f.s), "sua") && strstr(f.rec.status, "Removed your last exchange (2 messages)"),
+          "roles %s, status %.100s", roles(f.s), f.rec.status);
+    CHECK(conv_load(&c, file, &err) == 0 && c.n == 3, "the file did not follow: %zu messages", c.n);
+    conv_free(&c);
+    chatcmd_run(&cmd, "/undo");
+    CHECK(!strcmp(roles(f.s), "s"), "roles %s", roles(f.s));
+    /* Nothing worth a file is left: the file this session made goes. */
+    CHECK(access(file, F_OK) != 0 && !ui_session_autosave_path(f.s)[0], "the empty file stayed");
+    chatcmd_run(&cmd, "/undo");
+    CHECK(strstr(f.rec.status, "Nothing to undo") && f.rec.status_level == UI_ERROR, "status %.100s", f.rec.status);
+    /* A message without an answer (one that failed, say) is an exchange too. */
+    CHECK(chat(&f, "q3"), "no answer");
+    conv_add((conversation *)ui_session_conv(f.s), "user", "unanswered", NULL);
+    chatcmd_run(&cmd, "/undo");
+    CHECK(!strcmp(roles(f.s), "sua") && !strcmp(content(f.s, 1), "q3"), "roles %s", roles(f.s));
+    f.changed |= ui_session_send(f.s, "busy now");
+    chatcmd_run(&cmd, "/undo");
+    CHECK(strstr(f.rec.status, "/undo: wait for the answer"), "status %.100s", f.rec.status);
+    CHECK(wait_idle(&f), "no answer");
+    close_session(&f);
+}
+
+/* A small context: the oldest exchanges leave the prompt (a note says so,
+ * the conversation keeps them); with context-overflow stop, no answer. */
+static void test_context_trim_and_stop(void)
+{
+    fixture f;
+    open_n_ctx = 256;
+    bool started = start_ready(&f, 8);
+    open_n_ctx = 0;
+    CHECK(started, "the session did not start");
+    if (!f.s)
+        return;
+    size_t dropped = 0;
+    uint32_t prompt = 0;
+    CHECK(ui_session_n_ctx(f.s, &dropped, &prompt) == 256, "n_ctx %u", ui_session_n_ctx(f.s, NULL, NULL));
+    int sent = 0;
+    while (sent < 40 && !noted(&f.rec, "left out of the prompt")) {
+        CHECK(chat(&f, "a question of quite a few words to fill the small context"), "no answer");
+        sent++;
+    }
+    CHECK(noted(&f.rec, "The context is full: the oldest ") && noted(&f.rec, "left out of the prompt, which is now"),
+          "no note after %d messages: %s", sent, f.rec.n_notes ? f.rec.notes[f.rec.n_notes - 1] : "");
+    ui_session_n_ctx(f.s, &dropped, &prompt);
+    /* A quarter of the room went at once: the prompt leaves room to grow. */
+    CHECK(dropped >= 1 && prompt > 0 && prompt + 8 + (256 - 8) / 4 <= 256, "dropped %zu, prompt %u", dropped, prompt);
+    /* Answered, and the conversation keeps every message. */
+    const conversation *c = ui_session_conv(f.s);
+    CHECK(c->n == (size_t)sent * 2 && !strcmp(c->msgs[c->n - 1].role, "assistant"), "%zu messages after %d sent",
+          c->n, sent);
+    /* One more: it fits beside what was left out (a quarter of the room went
+     * at once), so its prompt starts as the last one did and only the new
+     * turn is read; no new note. */
+    int notes = f.rec.n_notes;
+    size_t dropped_before = dropped;
+    CHECK(chat(&f, "short"), "no answer");
+    c = ui_session_conv(f.s);
+    CHECK(c->n == (size_t)sent * 2 + 2, "not answered");
+    ui_session_n_ctx(f.s, &dropped, &prompt);
+    const conv_msg *asked = &c->msgs[c->n - 2];
+    CHECK(dropped == dropped_before && f.rec.n_notes == notes, "dropped %zu then %zu, %d new notes", dropped_before,
+          dropped, f.rec.n_notes - notes);
+    CHECK(asked->n_tokens > 0 && asked->n_tokens < prompt / 2, "read %u of the prompt's %u tokens: the cache was not used",
+          asked->n_tokens, prompt);
+    /* context-overflow stop: not answered, with the reason. */
+    err_t err;
+    CHECK(ui_session_set(f.s, "context-overflow", "stop", &err) == 0, "set: %.200s", err.msg);
+    CHECK(chat(&f, "and one more"), "did not end");
+    CHECK(noted(&f.rec, "E: Not answered: The conversation is"), "no refusal: %s",
+          f.rec.n_notes ? f.rec.notes[f.rec.n_notes - 1] : "");
+    c = ui_session_conv(f.s);
+    CHECK(!strcmp(c->msgs[c->n - 1].role, "user"), "answered with context-overflow stop");
+    close_session(&f);
+}
+
+/* /copy: the last answer or one of its code blocks as OSC 52 bytes for the
+ * terminal (plain, and wrapped again inside tmux); errors named. */
+static void test_copy_sends_osc52(void)
+{
+    conversation c;
+    conv_init(&c);
+    conv_add(&c, "user", "q", NULL);
+    conv_add(&c, "assistant", "old answer", NULL);
+    conv_add(&c, "user", "q2", NULL);
+    conv_add(&c, "assistant", "Two:\n```sh\nls -l\n```\nand\n```\necho hi\necho there\n```", NULL);
+    fixture f;
+    CHECK(open_session(&f, 4, &c), "no session");
+    if (!f.s)
+        return;
+    theme th;
+    memset(&th, 0, sizeof th);
+    chatcmd_ctx cmd = {.session = f.s, .fe = &f.fe, .theme = &th};
+    unsetenv("TMUX");
+    unsetenv("STY");
+    unsetenv("VTE_VERSION");
+    unsetenv("TERM_PROGRAM");
+    setenv("TERM", "xterm-256color", 1);
+    sbuf want = {0};
+    const char *answer = ui_session_conv(f.s)->msgs[3].content;
+    sbuf_adds(&want, "\x1b]52;c;");
+    clip_base64(answer, strlen(answer), &want);
+    sbuf_addc(&want, '\a');
+    chatcmd_run(&cmd, "/copy");
+    CHECK(f.rec.terminal.len == want.len && !memcmp(f.rec.terminal.s, want.s, want.len), "/copy sent '%.80s'",
+          sbuf_str(&f.rec.terminal));
+    CHECK(strstr(f.rec.status, "Copied the last answer"), "status %.100s", f.rec.status);
+    sbuf_clear(&f.rec.terminal);
+    sbuf_clear(&want);
+    sbuf_adds(&want, "\x1b]52;c;");
+    clip_base64("echo hi\necho there", 18, &want);
+    sbuf_addc(&want, '\a');
+    chatcmd_run(&cmd, "/copy code 2");
+    CHECK(f.rec.terminal.len == want.len && !memcmp(f.rec.terminal.s, want.s, want.len), "/copy code 2 sent '%.80s'",
+          sbuf_str(&f.rec.terminal));
+    CHECK(strstr(f.rec.status, "code block 2 of 2 (2 lines)"), "status %.100s", f.rec.status);
+    sbuf_clear(&f.rec.terminal);
+    chatcmd_run(&cmd, "/copy code");
+    CHECK(f.rec.terminal.len == want.len, "/copy code is the last block");
+    sbuf_clear(&f.rec.terminal);
+    chatcmd_run(&cmd, "/copy code 1");
+    CHECK(strstr(f.rec.status, "code block 1 of 2, sh (1 line)"), "status %.100s", f.rec.status);
+    sbuf_clear(&f.rec.terminal);
+    chatcmd_run(&cmd, "/copy code 3");
+    CHECK(noted(&f.rec, "E: /copy code: the answer has 2 code blocks: /copy code 1-2") && !f.rec.terminal.len,
+          "block 3 of 2");
+    chatcmd_run(&cmd, "/copy code x");
+    CHECK(noted(&f.rec, "E: usage: /copy code [N]"), "a bad number");
+    /* Inside tmux: the plain sequence, then the same in tmux's passthrough. */
+    setenv("TMUX", "/tmp/tmux-0/default,1,0", 1);
+    chatcmd_run(&cmd, "/copy code 2");
+    CHECK(f.rec.terminal.len > want.len && !memcmp(f.rec.terminal.s, want.s, want.len) &&
+              !memcmp(f.rec.terminal.s + want.len, "\x1bPtmux;\x1b\x1b]52;c;", 14),
+          "tmux: '%.80s'", sbuf_str(&f.rec.terminal) + want.len);
+    unsetenv("TMUX");
+    sbuf_clear(&f.rec.terminal);
+    /* Too large: nothing sent, the reason given. */
+    conversation *cv = (conversation *)ui_session_conv(f.s);
+    char *big = malloc(90001);
+    memset(big, 'x', 90000);
+    big[90000] = 0;
+    conv_add(cv, "assistant", big, NULL);
+    free(big);
+    chatcmd_run(&cmd, "/copy");
+    CHECK(noted(&f.rec, "too large to copy") && !f.rec.terminal.len, "90 KB copied");
+    sbuf_free(&want);
+    ui_session_free(f.s);
+    sbuf_free(&f.rec.terminal);
 }
 
 static void test_replay_compares_answers(void)
@@ -453,7 +795,7 @@ static void test_commands_drive_the_session(void)
         return;
     theme th;
     memset(&th, 0, sizeof th);
-    chatcmd_ctx cmd = {f.s, &f.fe, &th, 0};
+    chatcmd_ctx cmd = {.session = f.s, .fe = &f.fe, .theme = &th};
     CHECK(chat(&f, "q1") && chat(&f, "q2"), "no answers");
     chatcmd_run(&cmd, "/edit");
     CHECK(!strcmp(f.rec.input, "q2"), "input: %.100s", f.rec.input);
@@ -499,7 +841,13 @@ int main(void)
     RUN(test_edit_then_system_keeps_earlier_answer);
     RUN(test_edit_refused_while_busy_and_cancelled);
     RUN(test_clear_keeps_system_prompt_and_old_file);
+    RUN(test_autosave_conflict_moves_to_a_new_file);
     RUN(test_save_copy_and_load);
+    RUN(test_save_and_export_replace_only_with_bang);
+    RUN(test_stop_before_answer_gives_message_back);
+    RUN(test_undo_removes_exchanges);
+    RUN(test_context_trim_and_stop);
+    RUN(test_copy_sends_osc52);
     RUN(test_replay_compares_answers);
     RUN(test_commands_drive_the_session);
     tok_free(tok);

@@ -26,6 +26,7 @@ TMP=$(mktemp -d)
 SOCK=$TMP/tmux.sock
 tm() { tmux -S "$SOCK" -f /dev/null "$@"; }
 trap 'tm kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+trap 'exit 130' INT TERM HUP PIPE
 export XDG_CONFIG_HOME="$TMP/config" XDG_DATA_HOME="$TMP/data" XDG_STATE_HOME="$TMP/state"
 
 screen() { tm capture-pane -p -t ui >"$TMP/screen" 2>/dev/null; }

@@ -1,8 +1,8 @@
 #!/bin/bash
 # vk_device_run.sh: glmchat's Vulkan checks and benchmarks on the lent GPU machine, in one call
 # (see gpu/PERF.md "How to run").  Run from the repo root there, with the binaries in .devcarry/:
-#   MSWEEP="default MB_MIXED=1 GLMCHAT_MVX=0 ..."   microbenchmark settings (comma-separated env)
-#   SWEEP="GLMCHAT_MVX=0,GLMCHAT_ATTN_SG=0 ..."     full-model A/B settings
+#   MSWEEP="default MB_MIXED=1 ..."                 microbenchmark settings (comma-separated env)
+#   SWEEP="xs=0,attn_sg=0 ..."                      full-model A/B settings (comma-separated --tune keys)
 # Logs go to $OUT/log.txt (plus kernels.txt, fixtures.txt, devices.txt, mkmodel.txt).
 D=${D:-.devcarry}
 R=$PWD
@@ -17,11 +17,12 @@ date +%T
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv,noheader
 echo "== kernel tests"; timeout 150 $D/test_vk_kernels > $OUT/kernels.txt 2>&1; echo "rc=$?"; grep -v "^ok" $OUT/kernels.txt; grep -c "^ok" $OUT/kernels.txt
 # a kernel family failing here must not spoil the benchmark: fall back to the previous kernels
-if grep -q "^FAIL - experts gate" $OUT/kernels.txt; then export GLMCHAT_MVX_DOWN=0; echo "FALLBACK GLMCHAT_MVX_DOWN=0"; fi
-if grep -q "^FAIL - attention" $OUT/kernels.txt; then export GLMCHAT_MVX_VB=0 GLMCHAT_ATTN_SG=0 GLMCHAT_ATTN_FD=0; echo "FALLBACK GLMCHAT_MVX_VB=0 GLMCHAT_ATTN_SG=0 GLMCHAT_ATTN_FD=0"; fi
-if grep -q "^FAIL - mv\|^FAIL - router" $OUT/kernels.txt; then export GLMCHAT_MVX=0; echo "FALLBACK GLMCHAT_MVX=0"; fi
-if grep "^FAIL - mat-mat\|^FAIL - experts of a prompt" $OUT/kernels.txt | grep -qv "batched heads"; then export GLMCHAT_COOPMAT=0; echo "FALLBACK GLMCHAT_COOPMAT=0"; fi
-if grep -q "^FAIL - attention.*\[prefill: attn_combine\|^FAIL - mat-mat batched heads" $OUT/kernels.txt; then export GLMCHAT_PF_HEADS_MM=0; echo "FALLBACK GLMCHAT_PF_HEADS_MM=0"; fi
+# a kernel family failing here must not spoil the benchmark: fall back to the portable kernels
+TUNE=
+if grep -q "^FAIL - experts gate\|^FAIL - mv\|^FAIL - router" $OUT/kernels.txt; then TUNE="$TUNE --tune xs=0"; fi
+if grep -q "^FAIL - attention" $OUT/kernels.txt; then TUNE="$TUNE --tune xs=0 --tune attn_sg=0 --tune attn_fd=0"; fi
+if grep "^FAIL - mat-mat\|^FAIL - experts of a prompt" $OUT/kernels.txt | grep -qv "batched heads"; then TUNE="$TUNE --tune coopmat=0"; fi
+[ -n "$TUNE" ] && echo "FALLBACK$TUNE"
 date +%T
 echo "== fixtures"; BUILD=$D/build GLMCHAT=$D/glmchat timeout 150 sh $D/t_vk_fixtures.sh > $OUT/fixtures.txt 2>&1; echo "rc=$?"; grep -c "^ok" $OUT/fixtures.txt; grep -v "^ok" $OUT/fixtures.txt | head -20
 date +%T
@@ -35,13 +36,13 @@ date +%T
 wait $MK; cat $OUT/mkmodel.txt
 date +%T
 echo "== bench"
-time timeout 240 $D/glmchat bench -m /tmp/m.gguf --backend vulkan -p 512 -n 128 -d 0,4096 --profile --routing 2>&1 | tr '\r' '\n' | grep -v "^uploading"
+time timeout 240 $D/glmchat bench -m /tmp/m.gguf --backend vulkan -p 512 -n 128 -d 0,4096 --profile --routing $TUNE 2>&1 | tr '\r' '\n' | grep -v "^uploading"
 date +%T
 if [ -n "$SWEEP" ]; then
   echo "== A/B (tg64 at depth 0 and 4096, pp512)"
   for cfg in $SWEEP; do
     echo "-- $cfg"
-    env $(echo $cfg | tr ',' ' ') timeout 90 $D/glmchat bench -m /tmp/m.gguf --backend vulkan -p 512 -n 64 -d 0,4096 -r 1 2>&1 | grep -E "^tg|^pp|glmchat:"
+    timeout 90 $D/glmchat bench $(echo $cfg | tr ',' '\n' | sed 's/^/--tune /') -m /tmp/m.gguf --backend vulkan -p 512 -n 64 -d 0,4096 -r 1 2>&1 | grep -E "^tg|^pp|glmchat:"
   done
 fi
 date +%T

@@ -1,6 +1,8 @@
 /* fuzz_conversation: conversation files are untrusted.  Any input either
  * fails with a one-line error or loads; what loads is written back and
- * loads again with the same messages. */
+ * loads again with the same messages, turn metadata and sampling.  The seeds
+ * (tests/fuzz/seeds/conversation) include turns, with null, negative and
+ * out-of-range message indices (a null index once wrote before the array). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +24,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (conv_parse(&d, json, strlen(json), "again.json", &err) != 0 || d.n != c.n)
         abort();
     for (size_t i = 0; i < c.n; i++)
-        if (strcmp(c.msgs[i].content, d.msgs[i].content) || strcmp(c.msgs[i].role, d.msgs[i].role))
+        if (strcmp(c.msgs[i].content, d.msgs[i].content) || strcmp(c.msgs[i].role, d.msgs[i].role) ||
+            c.msgs[i].n_tokens != d.msgs[i].n_tokens ||
+            (!strcmp(c.msgs[i].role, "assistant") && c.msgs[i].stopped != d.msgs[i].stopped))
             abort();
+    if (c.sampling.set != d.sampling.set || c.sampling.seed != d.sampling.seed ||
+        c.sampling.top_k != d.sampling.top_k || c.sampling.n_predict != d.sampling.n_predict)
+        abort();
     sbuf md = {0};
     conv_to_markdown(&c, &md);
     sbuf_free(&md);

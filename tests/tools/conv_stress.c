@@ -62,6 +62,9 @@ int main(int argc, char **argv)
             conv_free(&cur);
         }
         for (unsigned long i = first;; i++) {
+            /* Two writers taking turns on purpose: each save replaces the
+             * other's file, which a conversation would otherwise refuse. */
+            conv_forget_files(&v[i % 2]);
             if (conv_save(&v[i % 2], argv[2], &err) != 0) {
                 fprintf(stderr, "conv_stress: %s\n", err.msg);
                 return 1;

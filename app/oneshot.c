@@ -1,0 +1,349 @@
+/* oneshot.c: `glmchat -p`: the prompt (argument and/or stdin), the -C
+ * conversation under its lock, the answer streamed to stdout, signals and
+ * output errors. */
+#include "oneshot.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chat.h"
+#include "conversation.h"
+#include "decoder.h"
+#include "text_safe.h"
+
+/* A prompt on stdin larger than this is surely a mistake (a model's whole
+ * context is far smaller). */
+#define STDIN_MAX (64u << 20)
+
+/* ---- the prompt --------------------------------------------------------------------------- */
+
+static int read_stdin(sbuf *out, err_t *err)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t r = read(STDIN_FILENO, buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return err_set(err, "standard input: %s", strerror(errno));
+        if (r == 0)
+            return 0;
+        if (out->len + (size_t)r > STDIN_MAX)
+            return err_set(err, "standard input: more than %u MiB for the prompt", STDIN_MAX >> 20);
+        if (memchr(buf, 0, (size_t)r))
+            return err_set(err, "standard input holds a NUL byte: not text");
+        sbuf_add(out, buf, (size_t)r);
+    }
+}
+
+/* `-p -`: stdin is the prompt.  `-p TEXT` with stdin not a terminal: TEXT,
+ * a blank line, then what stdin holds (as `ollama run` does). */
+static int build_prompt(const chat_args *a, sbuf *prompt, err_t *err)
+{
+    bool dash = !strcmp(a->prompt, "-");
+    if (!dash)
+        sbuf_adds(prompt, a->prompt);
+    if (!dash && isatty(STDIN_FILENO))
+        return 0;
+    sbuf in = {0};
+    if (read_stdin(&in, err) != 0) {
+        sbuf_free(&in);
+        return -1;
+    }
+    /* `echo text |` ends with a newline that is no part of the prompt. */
+    while (in.len && (in.s[in.len - 1] == '\n' || in.s[in.len - 1] == '\r'))
+        in.s[--in.len] = 0;
+    if (dash && in.len == 0) {
+        sbuf_free(&in);
+        return err_set(err, "-p -: nothing on standard input");
+    }
+    if (in.len) {
+        if (!dash)
+            sbuf_adds(prompt, "\n\n");
+        sbuf_add(prompt, in.s, in.len);
+    }
+    sbuf_free(&in);
+    return 0;
+}
+
+/* ---- signals ------------------------------------------------------------------------------ */
+
+static volatile sig_atomic_t caught; /* the first signal, 0 if none */
+
+static void on_signal(int sig)
+{
+    if (!caught)
+        caught = sig;
+}
+
+/* Each of these ends the answer; the main loop then saves and exits 128+N. */
+static void catch_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
+/* ---- printing ----------------------------------------------------------------------------- */
+
+typedef struct {
+    size_t printed_r, printed_c;
+    bool tty_out, tty_err, think_open;
+    int out_errno; /* the first failed write to stdout, 0 if none */
+} printer;
+
+/* Model text: inert forms of control characters for a terminal, the bytes
+ * as they are for pipes and files.  false when the write failed. */
+static bool write_text(FILE *f, const char *s, size_t n, bool tty)
+{
+    if (!tty)
+        return fwrite(s, 1, n, f) == n;
+    sbuf b = {0};
+    tsafe_sanitize(&b, s, n, false);
+    bool ok = fwrite(sbuf_str(&b), 1, b.len, f) == b.len;
+    sbuf_free(&b);
+    return ok;
+}
+
+static void out_failed(printer *p)
+{
+    if (!p->out_errno)
+        p->out_errno = errno ? errno : EIO;
+}
+
+static void print_progress(printer *p, const chat_stream *st)
+{
+    if (p->tty_err && st->reasoning.len > p->printed_r) {
+        if (!p->think_open)
+            fputs("\033[2m", stderr); /* reasoning, dimmed, on the terminal only */
+        p->think_open = true;
+        write_text(stderr, st->reasoning.s + p->printed_r, st->reasoning.len - p->printed_r, true);
+        p->printed_r = st->reasoning.len;
+    }
+    if (st->content.len > p->printed_c && !p->out_errno) {
+        if (p->think_open) {
+            fputs("\033[0m\n\n", stderr);
+            p->think_open = false;
+        }
+        errno = 0;
+        if (!write_text(stdout, st->content.s + p->printed_c, st->content.len - p->printed_c, p->tty_out) ||
+            fflush(stdout) != 0)
+            out_failed(p);
+        p->printed_c = st->content.len;
+    }
+    fflush(stderr);
+}
+
+static void close_reasoning(printer *p)
+{
+    if (p->think_open)
+        fputs("\033[0m\n", stderr);
+    p->think_open = false;
+}
+
+/* ---- the answer --------------------------------------------------------------------------- */
+
+typedef struct {
+    chat_stream st;
+    dec_event done;     /* the DONE event's counters */
+    double prefill_tps;
+    uint32_t n_prompt_evaluated;
+    bool failed;        /* the decoder reported an error (already printed) */
+} answer;
+
+static void stream_answer(decoder *dec, printer *pr, answer *ans)
+{
+    dec_event ev;
+    bool cancelled = false;
+    for (bool done = false; !done;) {
+        if ((caught || pr->out_errno) && !cancelled) {
+            decoder_cancel(dec);
+            cancelled = true;
+        }
+        if (!decoder_wait(dec, &ev, 100))
+            continue;
+        if (ev.type == DEC_EV_TEXT) {
+            chat_stream_feed(&ans->st, ev.text, ev.len);
+            print_progress(pr, &ans->st);
+        } else if (ev.type == DEC_EV_PREFILL) {
+            ans->prefill_tps = ev.prefill_tps;
+            ans->n_prompt_evaluated = ev.n_prompt - ev.n_reused;
+        } else if (ev.type == DEC_EV_ERROR) {
+            close_reasoning(pr);
+            chat_error("%s", ev.text);
+            ans->failed = done = true;
+        } else if (ev.type == DEC_EV_DONE) {
+            ans->done = ev;
+            ans->done.text = NULL;
+            done = true;
+        }
+        decoder_event_free(&ev);
+    }
+    chat_stream_finish(&ans->st);
+    print_progress(pr, &ans->st);
+    close_reasoning(pr);
+    if (!ans->failed && !pr->out_errno) {
+        errno = 0;
+        if (fputc('\n', stdout) == EOF || fflush(stdout) != 0)
+            out_failed(pr);
+    }
+}
+
+static void record_answer(chat_session *chat, const answer *ans)
+{
+    const chat_stream *st = &ans->st;
+    conv_msg *m = conv_add(&chat->conv, "assistant", sbuf_str(&st->content),
+                           st->reasoning.len ? sbuf_str(&st->reasoning) : NULL);
+    m->time = conv_now();
+    m->n_tokens = ans->done.n_gen;
+    m->tps = ans->done.decode_tps;
+    m->prefill_tps = ans->prefill_tps;
+    m->stopped = ans->done.stop == DEC_STOP_CANCEL;
+}
+
+static void fill_metadata(conversation *c, const chat_model *cm, const chat_session *chat, const dec_job *job,
+                          const chat_args *a)
+{
+    conv_set_str(&c->model_path, cm->demo_note ? "(built-in demo model)" : cm->path);
+    conv_set_str(&c->model_name, cm->name);
+    conv_set_str(&c->model_fingerprint, cm->fingerprint);
+    c->model_size = cm->size;
+    conv_set_str(&c->tmpl, tmpl_name(chat->tmpl));
+    c->thinking = chat->thinking;
+    c->sampling = (conv_sampling){true, job->sampling.temp, job->sampling.top_p, job->sampling.min_p,
+                                  job->sampling.top_k, job->sampling.seed, a->s.n_predict};
+}
+
+/* The answer to conversation `conv` + the prompt; saves to -C when given.
+ * Returns the exit status. */
+static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, const char *prompt)
+{
+    err_t err;
+    chat_session chat;
+    chat_init(&chat, cm->tok, cm->tmpl, a->s.think);
+    conv_free(&chat.conv);
+    chat.conv = *conv;
+    conv_init(conv); /* moved */
+    if (a->system)
+        conv_set_system(&chat.conv, a->system);
+    conv_msg *um = conv_add(&chat.conv, "user", prompt, NULL);
+    um->time = conv_now();
+    size_t user_index = chat.conv.n - 1;
+    int32_t *ids = NULL;
+    uint32_t n = 0;
+    bool opens = false;
+    decoder *dec = NULL;
+    int rc = 1;
+    if (chat_prompt(&chat, chat.conv.n, &ids, &n, &opens, &err) != 0 || chat_start_decoder(cm, &dec, &err) != 0) {
+        chat_error("%s", err.msg);
+        goto out;
+    }
+    /* From here a signal ends the answer instead of the process. */
+    catch_signals();
+    dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = a->s.n_predict, .stop = chat.stop,
+                   .n_stop = a->s.ignore_eos ? 0 : chat.n_stop};
+    /* A continued conversation keeps its seed (unless --seed is given), so
+     * the file's one recorded seed replays every turn of it. */
+    bool keep_seed = chat.conv.sampling.set && !(chat.conv.sampling_missing & CONV_S_SEED);
+    uint64_t seed = keep_seed ? chat.conv.sampling.seed : settings_random_seed();
+    settings_to_sampler(&a->s, chat.tmpl, seed, &job.sampling);
+    if (decoder_submit(dec, &job, &err) < 0) {
+        chat_error("%s", err.msg);
+        goto out;
+    }
+    printer pr = {0, 0, isatty(STDOUT_FILENO) != 0, isatty(STDERR_FILENO) != 0, false, 0};
+    answer ans;
+    memset(&ans, 0, sizeof ans);
+    chat_stream_init(&ans.st, opens);
+    stream_answer(dec, &pr, &ans);
+    chat.conv.msgs[user_index].n_tokens = ans.n_prompt_evaluated;
+    if (!ans.failed) {
+        record_answer(&chat, &ans);
+        if (!caught && !pr.out_errno && ans.st.content.len == 0 && ans.st.reasoning.len > 0)
+            chat_error("note: the answer is empty: all %u generated tokens went into the reasoning "
+                       "(raise -n, or use --think off)", ans.done.n_gen);
+    }
+    chat_stream_free(&ans.st);
+    /* A closed pipe is the reader's choice, not an error to report. */
+    if (pr.out_errno && !(pr.out_errno == EPIPE && caught == SIGPIPE))
+        chat_error("standard output: %s", strerror(pr.out_errno));
+    rc = ans.failed || (pr.out_errno && !caught) ? 1 : caught ? 128 + caught : 0;
+    if (a->conversation) {
+        fill_metadata(&chat.conv, cm, &chat, &job, a);
+        if (conv_save_locked(&chat.conv, a->conversation, &err) != 0) {
+            chat_error("%s", err.msg);
+            rc = 1;
+        }
+    }
+out:
+    free(ids);
+    decoder_free(dec);
+    chat_free(&chat);
+    return rc;
+}
+
+/* ---- the command --------------------------------------------------------------------------- */
+
+/* -C FILE: its writers' lock (waiting for other runs on the same file),
+ * then the conversation it holds, or a new one when it does not exist. */
+static int open_conversation(const chat_args *a, conv_lock *lock, conversation *conv, err_t *err)
+{
+    conv_init(conv);
+    if (!a->conversation)
+        return 0;
+    int r = conv_lock_acquire(lock, a->conversation, 0, err);
+    if (r == 1) {
+        chat_error("waiting: %s", err->msg);
+        r = conv_lock_acquire(lock, a->conversation, -1, err);
+    }
+    if (r != 0)
+        return -1;
+    if (access(a->conversation, F_OK) != 0)
+        return 0;
+    conv_free(conv);
+    return conv_load(conv, a->conversation, err);
+}
+
+int oneshot_run(const chat_args *a)
+{
+    err_t err;
+    sbuf prompt = {0};
+    if (build_prompt(a, &prompt, &err) != 0) {
+        chat_error("%s", err.msg);
+        sbuf_free(&prompt);
+        return 1;
+    }
+    conv_lock lock = {-1, NULL};
+    conversation conv;
+    int rc = 1;
+    /* The conversation first: a broken file is reported (never replaced)
+     * before the slow model load. */
+    if (open_conversation(a, &lock, &conv, &err) != 0) {
+        chat_error("%s", err.msg);
+        goto done;
+    }
+    chat_model cm;
+    if (chat_model_open(&cm, a, &err) != 0) {
+        chat_error("%s", err.msg);
+        goto done;
+    }
+    if (cm.demo_note)
+        chat_error("note: %s", cm.demo_note);
+    if (cm.backend_note[0])
+        chat_error("note: %s", cm.backend_note);
+    rc = answer_once(a, &cm, &conv, sbuf_str(&prompt));
+    chat_model_close(&cm);
+done:
+    conv_lock_release(&lock);
+    conv_free(&conv);
+    sbuf_free(&prompt);
+    return rc;
+}

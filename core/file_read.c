@@ -1,0 +1,115 @@
+/* file_read.c: whole-file reads of regular files only, with a size cap. */
+#include "file_read.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Sizes in errors: "64 KiB", "256 MiB", or bytes. */
+static void size_text(size_t n, char *buf, size_t cap)
+{
+    if (n >= (1u << 20) && n % (1u << 20) == 0)
+        snprintf(buf, cap, "%zu MiB", n >> 20);
+    else if (n >= 1024 && n % 1024 == 0)
+        snprintf(buf, cap, "%zu KiB", n >> 10);
+    else
+        snprintf(buf, cap, "%zu bytes", n);
+}
+
+static int too_large(const char *path, size_t cap, const char *what, err_t *err)
+{
+    char lim[32];
+    size_text(cap, lim, sizeof lim);
+    return err_set(err, "%s: too large for a %s (%s at most)", path, what, lim);
+}
+
+static int read_regular(const char *path, size_t cap, const char *what, char **data, size_t *len, int *open_errno,
+                        err_t *err)
+{
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        *open_errno = errno;
+        return err_set(err, "%s: %s", path, strerror(*open_errno));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return err_set(err, "%s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return err_set(err, "%s: not a regular file (%s)", path,
+                       S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a special file");
+    }
+    if ((uint64_t)st.st_size > cap) {
+        close(fd);
+        return too_large(path, cap, what, err);
+    }
+    /* Read to the end rather than trusting st_size: the file may change
+     * under us, and some regular files (/proc) report 0. */
+    size_t size = (size_t)st.st_size + 1, got = 0;
+    char *buf = malloc(size + 1);
+    if (!buf) {
+        close(fd);
+        return err_set(err, "%s: out of memory for %zu bytes", path, size);
+    }
+    for (;;) {
+        if (got == size) {
+            if (size > cap) {
+                free(buf);
+                close(fd);
+                return too_large(path, cap, what, err);
+            }
+            size_t bigger = size * 2 > cap + 1 ? cap + 1 : size * 2;
+            char *nb = realloc(buf, bigger + 1);
+            if (!nb) {
+                free(buf);
+                close(fd);
+                return err_set(err, "%s: out of memory for %zu bytes", path, bigger);
+            }
+            buf = nb;
+            size = bigger;
+        }
+        ssize_t r = read(fd, buf + got, size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return err_set(err, "%s: read error: %s", path, strerror(e));
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (got > cap) {
+        free(buf);
+        return too_large(path, cap, what, err);
+    }
+    buf[got] = 0;
+    *data = buf;
+    *len = got;
+    return 0;
+}
+
+int file_read_regular(const char *path, size_t cap, const char *what, char **data, size_t *len, err_t *err)
+{
+    *data = NULL;
+    *len = 0;
+    int open_errno = 0;
+    int rc = read_regular(path, cap, what, data, len, &open_errno, err);
+    /* errno says whether the open failed (and why); 0 for every other error. */
+    if (rc != 0)
+        errno = open_errno;
+    return rc;
+}

@@ -1,0 +1,91 @@
+#!/bin/sh
+# t_ui_markdown.sh: answers rendered from their Markdown in tmux (bold,
+# italic, code, headings, lists, quotes, tables, links, fenced code with its
+# number and language), in the theme's styles; F5 shows them as written;
+# /copy and /copy code N reach the terminal's clipboard (tmux's buffer).
+# Screens are kept in build/artifacts/ (text, not compared).
+. tests/lib.sh
+if ! command -v tmux >/dev/null 2>&1; then
+    fail ui_markdown "tmux is not installed"
+    done_tests
+fi
+. tests/tmux_lib.sh
+trap 'tm_stop; rm -rf "$TMP"' EXIT
+. tests/ui_lib.sh
+
+C="$TMP/md.json"
+printf '%s' '{"messages": [
+ {"role": "user", "content": "show me **markdown**"},
+ {"role": "assistant", "content": "# Title\n\nSome **bold** and *italic* and `code` text, see [docs](https://x.org).\n\n- item one\n- item two\n  1. nested\n\n> quoted line\n\n| name | value |\n|------|------:|\n| a    | 1     |\n| bb   | 22    |\n\n```python\nprint(\"hi\")\n```\n\n```\nsecond block\n```"}]}' >"$C"
+esc=$(printf '\033')
+
+start_app -C "$C"
+app_ready
+tm_snap markdown
+missing=
+for pat in '^Title *│' '^Some bold and italic and code text, see docs \(https://x\.org\)\.' '^• item one' '^• item two' \
+           '^  1\. nested' '^│ quoted line' '^name │ value' '^a    │     1' '^bb   │    22' '^\[1\] python' \
+           '^print\("hi"\)' '^\[2\] code' '^second block' '^show me \*\*markdown\*\*'; do
+    grep -qE -- "$pat" "$TMP/screen" || missing="$missing [$pat]"
+done
+if [ -z "$missing" ] && ! grep -qE '^# Title|\*\*bold\*\*|`code`|```' "$TMP/screen"; then
+    ok ui_markdown_rendered
+else
+    fail ui_markdown_rendered "missing:$missing"
+fi
+# The styles reach the terminal: bold, italic, the code colours, an underlined link.
+tm capture-pane -p -e -t ui >"$TMP/attrs"
+if grep -q "${esc}\[1mbold" "$TMP/attrs" && grep -q "${esc}\[3mitalic" "$TMP/attrs" &&
+   grep -q "${esc}\[48;5;236mcode" "$TMP/attrs" && grep -q "${esc}\[4m.*docs" "$TMP/attrs"; then
+    ok ui_markdown_styles
+else
+    fail ui_markdown_styles "$(grep -a 'Some' "$TMP/attrs" | od -c | head -5)"
+fi
+# F5: as written, and back.
+tm_keys F5
+if tm_wait 10 '^# Title' && grep -q 'Some \*\*bold\*\* and \*italic\* and `code` text' "$TMP/screen" &&
+   grep -q '^  ```python' "$TMP/screen" && tm_wait 5 "Answers as written"; then
+    tm_keys F5
+    if tm_wait 10 '^Title *│' && ! grep -q '^# Title' "$TMP/screen"; then ok ui_markdown_raw_toggle; else fail ui_markdown_raw_toggle "F5 did not render again"; fi
+else
+    fail ui_markdown_raw_toggle "$(tm_screen | head -8)"
+fi
+# ---- /copy: the bytes reach the terminal (tmux, with set-clipboard on,
+# takes OSC 52 into its paste buffer)
+tm set -s set-clipboard on
+# until_buffer TEXT: until tmux's newest paste buffer holds exactly TEXT.
+until_buffer() {
+    _end=$(($(date +%s) + 10))
+    until [ "$(tm show-buffer 2>/dev/null)" = "$1" ]; do
+        [ "$(date +%s)" -ge $_end ] && return 1
+        sleep 0.05
+    done
+}
+tm_line "/copy code 1"
+if until_buffer 'print("hi")' && tm_wait 5 "Copied code block 1 of 2, python \(1 line\)"; then
+    ok ui_copy_code
+else
+    fail ui_copy_code "buffer '$(tm show-buffer 2>&1 | head -c 100)'; $(tail -n 1 "$TMP/screen")"
+fi
+tm_line "/copy"
+if until_buffer "$("$BUILD/tools/json_get" "$C" messages.1.content)"; then
+    ok ui_copy_answer
+else
+    fail ui_copy_answer "buffer '$(tm show-buffer 2>&1 | head -c 100)'"
+fi
+tm_line "/copy code 3"
+if tm_wait 10 "/copy code: the answer has 2 code blocks: /copy code 1-2"; then ok ui_copy_bad_block; else fail ui_copy_bad_block "$(tail -n 3 "$TMP/screen")"; fi
+
+# Too large for a terminal to take: refused with the reason.
+awk 'BEGIN { printf "{\"messages\": [{\"role\": \"user\", \"content\": \"big\"}, {\"role\": \"assistant\", \"content\": \""; for (i = 0; i < 3000; i++) printf "line %04d of a very long answer.\\n", i; print "\"}]}" }' >"$TMP/big.json"
+tm_line "/load $TMP/big.json"
+tm_wait 10 "Loaded 2 messages"
+tm_line "/copy"
+if tm_wait 10 "/copy: the last answer: too large to copy: [0-9]+ KB of text"; then ok ui_copy_too_large; else fail ui_copy_too_large "$(tail -n 3 "$TMP/screen")"; fi
+
+# /help and the man page name the key.
+tm_line "/help"
+if tm_wait 10 "F5 answers as written or rendered"; then ok ui_markdown_key_in_help; else fail ui_markdown_key_in_help "$(tm_screen | grep F1)"; fi
+quit_app
+tm_stop
+done_tests
