@@ -12,11 +12,12 @@
 // then a subgroup max over the lanes' heads (and a second reduction only on
 // a tie), and only the winning lane shifts its array -- no barrier.  Each
 // subgroup ranks its own tokens so; the subgroups' lists, and in the last
-// workgroup the slices' lists (staged in shared memory), are merged in
-// parallel: every item finds its rank by binary searches in the other
-// lists, after a threshold has set aside those that cannot make the K best
-// (merge).  On the H200 the earlier version (one subgroup merging list heads
-// round by round) took 36 us a token.
+// workgroup the slices' lists (staged in shared memory), are merged by a
+// tree of pairwise merges in which every item finds its place by one binary
+// search (merge): a cost that does not grow with how flat the logits are.
+// (A merge by rounds over list heads took 36 us a token on the H200, a
+// single-level merge by ranks with a threshold 84 us on flat logits, where
+// the threshold kept most items: gpu/PERF.md, sampling.)
 // The penalties touch only window tokens: each workgroup rewrites those in
 // its own slice before reading it, so no other workgroup reads them.
 
@@ -39,11 +40,7 @@ layout(set = 0, binding = SCAND_B_SMP) readonly buffer Smp { uint w[]; } SMP;
 
 shared float sh_v[SMP_MAX_SLICES * SMP_KMAX];   // lists to merge, SMP_KMAX apart
 shared uint sh_i[SMP_MAX_SLICES * SMP_KMAX];
-shared float sh_ov[SMP_KMAX];                   // a merge's output
-shared uint sh_oi[SMP_KMAX];
 shared float red[64];
-shared float s_theta_v;
-shared uint s_theta_i;
 shared bool s_last;
 
 // pen(canon(x)) of core/sampler.h
@@ -87,62 +84,54 @@ float wg_sum(float v)
 }
 
 // The K best of nl sorted lists of K (sh_v / sh_i, SMP_KMAX apart; short
-// lists end in sentinels: -inf, KEY_NONE) into sh_ov / sh_oi, by the whole
-// workgroup: an item's place is its place in its own list plus, for each
-// other list, how many of that list's items come before it (a binary
-// search).  Only items at least as good as theta -- the best of the lists'
-// K-th items, which has K items at least as good in its own list -- can be
-// among the K best; the others are skipped.  Ranks are distinct (ids are).
+// lists end in sentinels: -inf, KEY_NONE), left as list 0, by the whole
+// workgroup: a tree of pairwise merges.  At each level lists 2p and 2p + 1
+// become list p: an item's place in the pair is its place in its own list
+// plus how many items of the other list come before it (a binary search);
+// those placed below K are written once every thread has read (a barrier).
+// Ranks are distinct (ids are), except among sentinels, which are alike.
+// Cost: at most 8 items a thread at the first level, half as many at each
+// next, a search of log2(K) loads each -- whatever the logits.
+const uint MERGE_ITEMS = SMP_MAX_SLICES * SMP_KMAX / 256u; // items a thread holds at the first level (WGS 256)
+
 void merge(uint nl, uint K)
 {
     uint tid = gl_LocalInvocationIndex;
-    for (uint k = tid; k < K; k += WGS) {
-        sh_ov[k] = NEG_INF;
-        sh_oi[k] = KEY_NONE;
-    }
-    if (tid == 0u) {
-        float tv = NEG_INF;
-        uint ti = KEY_NONE;
-        for (uint l = 0u; l < nl; l++) {
-            float v = sh_v[l * SMP_KMAX + K - 1u];
-            uint i = sh_i[l * SMP_KMAX + K - 1u];
-            if (better(v, i, tv, ti)) {
-                tv = v;
-                ti = i;
+    while (nl > 1u) {
+        uint pairs = nl / 2u, next = (nl + 1u) / 2u; // an odd last list moves alone
+        float mv[MERGE_ITEMS];
+        uint mi[MERGE_ITEMS], mr[MERGE_ITEMS], md[MERGE_ITEMS];
+        uint n = 0u;
+        for (uint q = tid; q < nl * K && n < MERGE_ITEMS; q += WGS, n++) {
+            uint a = q / K, pos = q - a * K, other = a ^ 1u;
+            float v = sh_v[a * SMP_KMAX + pos];
+            uint id = sh_i[a * SMP_KMAX + pos];
+            uint rank = pos;
+            if (a / 2u < pairs) { // the items of the other list before (v, id): a prefix
+                uint lo = 0u, hi = K;
+                while (lo < hi) {
+                    uint mid = (lo + hi) / 2u;
+                    if (better(sh_v[other * SMP_KMAX + mid], sh_i[other * SMP_KMAX + mid], v, id))
+                        lo = mid + 1u;
+                    else
+                        hi = mid;
+                }
+                rank += lo;
             }
+            mv[n] = v;
+            mi[n] = id;
+            mr[n] = rank;
+            md[n] = a / 2u;
         }
-        s_theta_v = tv;
-        s_theta_i = ti;
-    }
-    barrier();
-    float tv = s_theta_v;
-    uint ti = s_theta_i;
-    for (uint q = tid; q < nl * K; q += WGS) {
-        uint a = q / K, pos = q - a * K;
-        float v = sh_v[a * SMP_KMAX + pos];
-        uint id = sh_i[a * SMP_KMAX + pos];
-        if (id == KEY_NONE || better(tv, ti, v, id))
-            continue;
-        uint rank = pos;
-        for (uint l = 0u; l < nl && rank < K; l++) {
-            if (l == a)
-                continue;
-            uint lo = 0u, hi = K; // the items of list l before (v, id): a prefix
-            while (lo < hi) {
-                uint mid = (lo + hi) / 2u;
-                if (better(sh_v[l * SMP_KMAX + mid], sh_i[l * SMP_KMAX + mid], v, id))
-                    lo = mid + 1u;
-                else
-                    hi = mid;
+        barrier();
+        for (uint j = 0u; j < n; j++)
+            if (mr[j] < K) {
+                sh_v[md[j] * SMP_KMAX + mr[j]] = mv[j];
+                sh_i[md[j] * SMP_KMAX + mr[j]] = mi[j];
             }
-            rank += lo;
-        }
-        if (rank < K) {
-            sh_ov[rank] = v;
-            sh_oi[rank] = id;
-        }
+        barrier();
+        nl = next;
     }
-    barrier();
 }
 
 void main()
@@ -219,8 +208,8 @@ void main()
     barrier();
     merge(gl_NumSubgroups, K);
     for (uint k = tid; k < K; k += WGS) {
-        CV.v[s * SMP_KMAX + k] = sh_ov[k];
-        CI.i[s * SMP_KMAX + k] = sh_oi[k];
+        CV.v[s * SMP_KMAX + k] = sh_v[k];
+        CI.i[s * SMP_KMAX + k] = sh_i[k];
     }
 
     memoryBarrierBuffer();
@@ -243,11 +232,11 @@ void main()
     merge(ns, K);
     bool host = (flags & SMP_F_HOST_TOPK) != 0u;
     for (uint k = tid; k < K; k += WGS) {
-        CV.v[SMP_MAX_SLICES * SMP_KMAX + k] = sh_ov[k];
-        CI.i[SMP_MAX_SLICES * SMP_KMAX + k] = sh_oi[k];
+        CV.v[SMP_MAX_SLICES * SMP_KMAX + k] = sh_v[k];
+        CI.i[SMP_MAX_SLICES * SMP_KMAX + k] = sh_i[k];
         if (host) {
-            OI.ids[k] = int(sh_oi[k]);
-            OV.v[k] = sh_ov[k];
+            OI.ids[k] = int(sh_i[k]);
+            OV.v[k] = sh_v[k];
         }
     }
     if (host) {

@@ -1,10 +1,12 @@
 #!/bin/sh
 # chat_tps.sh: the chat's own decode speed, as a user sees it.  Runs the
 # real chat UI in tmux on MODEL (side pane open, the model preset's default
-# sampling), types a message ANSWERS times, waits for each answer of exactly
-# N tokens (--ignore-eos -n N), and prints the tok/s of each answer's header
-# (the figure the status line shows while it streams), the pane's decode
-# figure and the final screen (the kernel table).  Compare with
+# sampling, --think off so that a random model's tokens are answer text),
+# types a message ANSWERS times, waits for each answer of exactly N tokens
+# (--ignore-eos -n N: done when the pane's generated count has grown by N - 1
+# decoded tokens and the status says Ready), and prints each answer's tok/s
+# (the pane's decode figure, which is the answer header's and the status
+# line's) and the final screen (the kernel table).  Compare with
 # `glmchat bench -m MODEL -n N` (tg N, the chat's sampling) on the same
 # machine, in the same call.
 #
@@ -40,7 +42,10 @@ wait_for() {
     done
     return 1
 }
-done_answers() { screen; grep -cE "^Assistant .*· $N tokens, [0-9.]+ tok/s" "$TMP/screen"; }
+# The pane's counts ("session  P prompt, G generated": tokens the engine
+# evaluated) and the last answer's rate ("decode  R (last)").
+generated() { screen; sed -n 's/.* \([0-9]\{1,\}\) generated.*/\1/p' "$TMP/screen" | head -n 1; }
+rate() { sed -n 's/.*[│x] decode \{1,\}\([0-9.]\{1,\}\) (last).*/\1/p' "$TMP/screen" | head -n 1; }
 
 # The pane stays after the program ends, with its exit status (so a failed
 # start shows why).  The terminal type: the first this machine knows.
@@ -56,7 +61,7 @@ EOS
 # shellcheck disable=SC2086
 tm new-session -d -s ui -x 170 -y 55 env TERM=$TERMTYPE LANG=C.UTF-8 LC_ALL=C.UTF-8 \
     XDG_CONFIG_HOME="$XDG_CONFIG_HOME" XDG_DATA_HOME="$XDG_DATA_HOME" XDG_STATE_HOME="$XDG_STATE_HOME" \
-    sh "$TMP/run.sh" "$GLMCHAT" -m "$MODEL" --backend "$BACKEND" --ignore-eos -n "$N" $EXTRA
+    sh "$TMP/run.sh" "$GLMCHAT" -m "$MODEL" --backend "$BACKEND" --think off --ignore-eos -n "$N" $EXTRA
 if ! wait_for "$LOAD_S" '^ Ready|^EXITED' || grep -q '^EXITED' "$TMP/screen"; then
     echo "chat_tps: the chat did not become ready in $LOAD_S s:" >&2
     cat "$TMP/screen" >&2
@@ -65,15 +70,19 @@ fi
 echo "chat_tps: $MODEL, backend $BACKEND, answers of $N tokens, sampling: the preset's default $EXTRA (TERM $TERMTYPE)"
 i=1
 while [ "$i" -le "$ANSWERS" ]; do
-    before=$(done_answers)
+    g0=$(generated)
     tm send-keys -t ui -l "Tell me a long story about the sea, part $i."
     tm send-keys -t ui Enter
+    # an answer of N tokens: N - 1 decoded (the first comes with the prompt)
     end=$(($(date +%s) + 600))
-    while [ "$(done_answers)" -le "$before" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 0.2; done
-    line=$(grep -E "^Assistant .*· $N tokens, [0-9.]+ tok/s" "$TMP/screen" | tail -n 1)
-    [ -n "$line" ] || { echo "chat_tps: answer $i did not finish" >&2; cat "$TMP/screen" >&2; exit 1; }
-    echo "answer $i: $(echo "$line" | sed -E 's/.*· ([0-9]+ tokens, [0-9.]+ tok\/s).*/\1/')"
-    wait_for 30 '^ Ready' >/dev/null
+    while [ "$(date +%s)" -lt "$end" ]; do
+        g=$(generated)
+        [ -n "$g" ] && [ "$g" -ge $((${g0:-0} + N - 1)) ] && grep -q '^ \(Ready\|Stopped\)' "$TMP/screen" && break
+        sleep 0.2
+    done
+    r=$(rate)
+    [ -n "$r" ] && [ "$(date +%s)" -lt "$end" ] || { echo "chat_tps: answer $i did not finish" >&2; cat "$TMP/screen" >&2; exit 1; }
+    echo "answer $i: $N tokens, $r tok/s"
     i=$((i + 1))
 done
 screen
