@@ -15,9 +15,9 @@
 // workgroup the slices' lists (staged in shared memory), are merged by a
 // tree of pairwise merges in which every item finds its place by one binary
 // search (merge): a cost that does not grow with how flat the logits are.
-// (A merge by rounds over list heads took 36 us a token on the H200, a
-// single-level merge by ranks with a threshold 84 us on flat logits, where
-// the threshold kept most items: gpu/PERF.md, sampling.)
+// (A merge by rounds over list heads, and a one-level merge by ranks after
+// a threshold that keeps most items of flat logits, were slower: gpu/PERF.md,
+// "Sampling".)
 // The penalties touch only window tokens: each workgroup rewrites those in
 // its own slice before reading it, so no other workgroup reads them.
 
