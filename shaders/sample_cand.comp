@@ -15,9 +15,10 @@
 // workgroup the slices' lists (staged in shared memory), are merged by a
 // tree of pairwise merges in which every item finds its place by one binary
 // search (merge): a cost that does not grow with how flat the logits are.
-// (A merge by rounds over list heads, and a one-level merge by ranks after
-// a threshold that keeps most items of flat logits, were slower: gpu/PERF.md,
-// "Sampling".)
+// (Two earlier merges -- by rounds over list heads; by ranks after a
+// threshold, which keeps most items of flat logits -- were measured on the
+// H200, gpu/PERF.md "Sampling"; this one is predicted faster than both and
+// not measured there yet.)
 // The penalties touch only window tokens: each workgroup rewrites those in
 // its own slice before reading it, so no other workgroup reads them.
 
