@@ -111,16 +111,36 @@ static void pick_on_cpu(engine *e, const engine_output *out, uint32_t n_tokens, 
         *out->token = tok;
 }
 
-/* The next prompt chunk: n_batch, or what params.chunk_seconds allows at
- * the measured rate (a short first chunk measures it). */
+/* The next prompt chunk: n_batch, or what params.chunk_seconds allows.  A
+ * chunk takes about a + b * n seconds (a: the submit, the graph's fixed
+ * cost -- ~0.2 s on lavapipe, a few ms on a GPU; b: per token), fitted to
+ * the latest chunks by least squares (a short first chunk starts it).  The
+ * chunk is what fits the target, but at least a / b tokens, so that the
+ * fixed part never takes more than half of a chunk's time. */
 #define PROBE_CHUNK 16
 
 static uint32_t next_chunk(const engine *e, uint32_t left)
 {
     uint32_t nb = e->params.n_batch, n = nb;
     if (e->params.chunk_seconds > 0) {
-        double per = e->prompt_s_per_token;
-        double fit = per > 0 ? e->params.chunk_seconds / per : PROBE_CHUNK;
+        uint32_t k = e->chunks_seen < ENGINE_CHUNK_HISTORY ? e->chunks_seen : ENGINE_CHUNK_HISTORY;
+        double fit = PROBE_CHUNK;
+        if (k > 0) {
+            double mn = 0, mt = 0, vn = 0, cv = 0;
+            for (uint32_t i = 0; i < k; i++) {
+                mn += e->chunk_n[i] / (double)k;
+                mt += e->chunk_s[i] / k;
+            }
+            for (uint32_t i = 0; i < k; i++) {
+                vn += (e->chunk_n[i] - mn) * (e->chunk_n[i] - mn);
+                cv += (e->chunk_n[i] - mn) * (e->chunk_s[i] - mt);
+            }
+            double b = vn > 0 && cv > 0 ? cv / vn : mt / mn, a = vn > 0 && cv > 0 ? mt - b * mn : 0;
+            a = a > 0 ? a : 0;
+            fit = b > 0 ? (e->params.chunk_seconds - a) / b : nb;
+            if (b > 0 && a / b > fit)
+                fit = a / b;
+        }
         n = fit < 1 ? 1 : fit > nb ? nb : (uint32_t)fit;
     }
     return left < n ? left : n;
@@ -174,9 +194,10 @@ int engine_eval(engine *e, const int32_t *tokens, uint32_t n_tokens, const engin
             return -1;
         e->n_past += n;
         done += n;
-        if (n_tokens > 1) { /* a prompt: the rate (halfway to the latest) and the progress */
-            double per = (now_seconds() - c0) / n;
-            e->prompt_s_per_token = e->prompt_s_per_token > 0 ? 0.5 * (e->prompt_s_per_token + per) : per;
+        if (n_tokens > 1) { /* a prompt: the chunk's time for the next ones, and the progress */
+            uint32_t at = e->chunks_seen++ % ENGINE_CHUNK_HISTORY;
+            e->chunk_n[at] = n;
+            e->chunk_s[at] = now_seconds() - c0;
             if (e->prompt_progress)
                 e->prompt_progress(e->prompt_progress_user, done, n_tokens, now_seconds() - t0);
         }

@@ -47,9 +47,12 @@ typedef struct {
     int n_threads;         /* CPU backend threads (0: all cores) */
     int device_index;      /* Vulkan device, -1: best available */
     profile_mode profile;
-    /* > 0: prompt chunks are cut to take about this long (the rate measured
-     * on earlier chunks), so that a cancel is honoured that soon and the
-     * progress callback runs that often; 0: chunks of n_batch.  The CPU
+    /* > 0: prompt chunks are cut to take about this long (from the time of
+     * earlier chunks, a fixed part and a part per token: where the fixed
+     * part alone is longer, chunks stay long enough to amortize it, at
+     * least half their time on tokens), so that a cancel is honoured that
+     * soon and the progress callback runs that often; 0: chunks of
+     * n_batch.  The CPU
      * reference gives the same bits for any chunking; the Vulkan core's
      * attention splits follow the chunk, so its prompt logits may then
      * differ between runs by rounding. */
@@ -119,6 +122,8 @@ typedef struct engine_backend {
     bool samples;
 } engine_backend;
 
+#define ENGINE_CHUNK_HISTORY 8
+
 /* Tokens/s bookkeeping kept by engine.c (backend-neutral). */
 #define ENGINE_RECENT_DECODES 32
 typedef struct {
@@ -139,7 +144,10 @@ typedef struct {
     engine_counters counters;
     sampler *pick;         /* sampling on the CPU: scratch */
     float *pick_logits;    /* (n_vocab) */
-    double prompt_s_per_token; /* measured on prompt chunks (0: not yet) */
+    /* the latest prompt chunks: tokens and seconds (params.chunk_seconds) */
+    uint32_t chunk_n[ENGINE_CHUNK_HISTORY];
+    double chunk_s[ENGINE_CHUNK_HISTORY];
+    uint32_t chunks_seen;
     /* Called after each chunk of a prompt (tokens done of the call's
      * total, seconds since it began), on the caller's thread. */
     void (*prompt_progress)(void *user, uint32_t done, uint32_t total, double seconds);

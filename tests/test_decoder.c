@@ -329,7 +329,7 @@ static void cancel_mid_prompt(const engine_backend *be)
         if (st.prompt_total == 4000 && st.prompt_done > 0) {
             if (!first_done)
                 first_done = st.prompt_done;
-            else if (st.prompt_done > first_done)
+            else if (st.prompt_done > first_done && st.prompt_done >= 300) /* the chunk size has settled */
                 break;
         }
         if (st.prompt_total == 0 && st.n_past >= 4000) { /* a fast GPU: the whole prompt between two polls */
@@ -364,7 +364,13 @@ static void cancel_mid_prompt(const engine_backend *be)
     decoder_get_stats(d, &st);
     CHECK(st.n_past < 4000 && st.prompt_total == 0, "%s: the cache holds %u of 4000 prompt tokens after the cancel",
           be->name, st.n_past);
-    printf("# %s: cancel mid-prompt stopped after %.3f s (prompt at %u of 4000)\n", be->name, lat, st.n_past);
+    engine *e = decoder_engine(d);
+    double longest = 0;
+    for (uint32_t i = 0; e && i < ENGINE_CHUNK_HISTORY && i < e->chunks_seen; i++)
+        longest = e->chunk_s[i] > longest ? e->chunk_s[i] : longest;
+    printf("# %s: cancel mid-prompt stopped after %.3f s (prompt at %u of 4000; the longest recent chunk %.3f s: "
+           "the bound)\n",
+           be->name, lat, st.n_past, longest);
     decoder_free(d);
 }
 
