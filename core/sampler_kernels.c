@@ -8,16 +8,17 @@
 #include "sampler_kernels.h"
 
 /* The bodies, for each level to instantiate with its own attributes. */
+/* the smallest key in one vectorisable pass; its first index in a second,
+ * which stops there */
 #define BODY_BEST                                                                                  \
     {                                                                                              \
         uint32_t bk = UINT32_MAX, bi = 0;                                                          \
         for (uint32_t i = 0; i < n; i++) {                                                         \
             uint32_t k = sk_key(sk_canon(l[i]));                                                   \
-            if (k < bk) {                                                                          \
-                bk = k;                                                                            \
-                bi = i;                                                                            \
-            }                                                                                      \
+            bk = k < bk ? k : bk;                                                                  \
         }                                                                                          \
+        while (bi < n && sk_key(sk_canon(l[bi])) != bk)                                            \
+            bi++;                                                                                  \
         *first = bi;                                                                               \
         return bk;                                                                                 \
     }
