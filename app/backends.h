@@ -1,17 +1,23 @@
-/* backends.h: the engine backends this binary offers, by name. */
+/* backends.h: the engine backends this binary offers, by name, and the
+ * choice `auto` makes. */
 #ifndef GLM_BACKENDS_H
 #define GLM_BACKENDS_H
 
+#include <stddef.h>
+
 #include "engine.h"
 #include "error.h"
+#include "model.h"
 
-/* "cpu", "vulkan", or "auto" (Vulkan when a device works, else cpu).  NULL +
- * err ("backend 'x' is not available: ...") when it cannot be had. */
+/* "cpu", "vulkan", or "auto" (Vulkan on a GPU, else the CPU reference).
+ * NULL + err when the name is unknown.  Without the model at hand: a CPU
+ * implementation of Vulkan counts as no GPU (app_choose_backend). */
 const engine_backend *app_find_backend(const char *name, err_t *err);
-/* The same, except that "auto" also takes a CPU Vulkan device (lavapipe)
- * when there is no GPU: for models as small as the built-in demo, which
- * lavapipe runs quickly, so a fresh machine shows the Vulkan core at work. */
-const engine_backend *app_find_backend_small_model(const char *name, err_t *err);
+/* The same for model m: where the only Vulkan device runs on the CPU
+ * (lavapipe, llvmpipe), "auto" takes whichever of the CPU reference and
+ * Vulkan an estimate from the model's size says is faster.  why (optional,
+ * for auto only, else ""): one line -- which backend runs and why. */
+const engine_backend *app_choose_backend(const char *name, const model *m, char *why, size_t why_len, err_t *err);
 /* Names offered, comma-separated, for --help and errors. */
 const char *app_backend_names(void);
 

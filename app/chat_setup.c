@@ -22,12 +22,15 @@ const char *chat_args_help(void)
     return "  -m, --model FILE       GGUF model (default: $GLMCHAT_MODEL, the settings file,\n"
            "                         a .gguf in ~/.local/share/glmchat/models, else the demo)\n"
            "  -n, --n-predict N      at most N tokens per answer (-1: no limit)\n"
-           "  -c, --ctx N            context size in tokens (default: the model's, at most 4096)\n"
+           "  -c, --ctx N            context size in tokens (default: the largest the memory\n"
+           "                         holds, at most 32768 and the model's)\n"
            "  -s, --system TEXT      system prompt\n"
            "      --temp T           temperature (0: greedy)\n"
            "      --top-k K          keep the K most likely tokens (0: off)\n"
            "      --top-p P          nucleus sampling (1: off)\n"
            "      --min-p P          drop tokens below P x the best one's probability\n"
+           "      --repeat-penalty R, --presence-penalty P, --frequency-penalty F\n"
+           "                         penalties on the last 64 tokens (default 1, 0, 0: off)\n"
            "      --seed S           sampling seed (default: random, recorded)\n"
            "      --template NAME    chat template (default: from the model)\n"
            "      --think on|off     reasoning before the answer (GLM-4.7; default on)\n"
@@ -218,11 +221,8 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
     /* The template and backend names are checked before the (slow) load. */
     if (a->s.tmpl[0] && !tmpl_find(a->s.tmpl))
         return err_set(err, "unknown template '%s' (choose from: %s)", a->s.tmpl, tmpl_names());
-    cm->be = cm->demo_note ? app_find_backend_small_model(a->s.backend, err) : app_find_backend(a->s.backend, err);
-    if (!cm->be)
+    if (!app_find_backend(a->s.backend, err))
         return -1;
-    if (!strcmp(a->s.backend, "auto") && cm->be != &ref_engine_backend)
-        cm->fallback = &ref_engine_backend;
     if (cm->demo_note) {
         size_t size;
         const void *data = demo_model_data(&size);
@@ -236,6 +236,14 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
             return -1;
     }
     cm->loaded = true;
+    /* auto weighs the model against the device (backends.h) */
+    cm->be = app_choose_backend(a->s.backend, &cm->m, cm->backend_note, sizeof cm->backend_note, err);
+    if (!cm->be) {
+        chat_model_close(cm);
+        return -1;
+    }
+    if (!strcmp(a->s.backend, "auto") && cm->be != &ref_engine_backend)
+        cm->fallback = &ref_engine_backend;
     cm->tok = tok_load(cm->m.gguf, err);
     if (!cm->tok) {
         chat_model_close(cm);
@@ -252,8 +260,7 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
         cm->params.n_batch = a->cli.n_batch;
     cm->params.tune = a->cli.tune;
     cm->params.n_tune = a->cli.n_tune;
-    uint32_t train = cm->m.cfg.n_ctx_train ? cm->m.cfg.n_ctx_train : 4096;
-    cm->params.n_ctx = a->s.n_ctx ? a->s.n_ctx : train < 4096 ? train : 4096;
+    cm->params.n_ctx = a->s.n_ctx; /* 0: the engine takes the largest that fits (engine.h) */
     describe(cm);
     return 0;
 }

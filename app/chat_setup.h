@@ -51,6 +51,7 @@ typedef struct {
     char fingerprint[72];
     uint64_t size;
     const char *demo_note;          /* non-NULL for the built-in demo model */
+    char backend_note[320];         /* backend auto: which backend runs and why, else "" */
     char lines[4][96];              /* summary for the side pane */
 } chat_model;
 

@@ -4,15 +4,19 @@
  *   glmchat bench -m MODEL [-p 512] [-n 128] [--depth 0,4096] [--profile] [--routing]
  *                 [--tune KEY=VALUE ...]
  *
- * Loads the model, warms up, then measures: prefill tokens/s for a P-token
- * prompt (random ids); decode tokens/s for N tokens, each fed back greedily,
- * after D tokens of context for each depth D; the overhead of the sampled
- * profiler (the same N tokens with it on); and with --profile the per-kernel
- * table from fully timed tokens, sorted by time.  --routing runs a 64-token
- * prompt and reports how many distinct experts each MoE layer used.
- * --tune overrides a field of the Vulkan core's tuning table for an A/B run
- * (`--tune help` lists them; the backend line names the fields changed).
- * Logits must stay finite throughout; a non-finite value fails the run. */
+ * Loads the model the way the chat does -- a decoder (core/decoder.h) owns
+ * the engine on its thread, the sampled profiler on -- warms up, then
+ * measures: prefill tokens/s for a P-token prompt (random ids); decode
+ * tokens/s for N tokens after D tokens of context for each depth D, as the
+ * chat's answers run: decoder jobs sampling with the model's preset (its
+ * template's defaults, GPU sampling), the figure the status line shows;
+ * greedy beside it (the same jobs at temperature 0); and with --profile the
+ * per-kernel table from fully timed tokens, sorted by time.  --routing runs
+ * a 64-token prompt and reports how many distinct experts each MoE layer
+ * used.  --tune overrides a field of the Vulkan core's tuning table for an
+ * A/B run (`--tune help` lists them; the backend line names the fields
+ * changed).  Logits must stay finite throughout; a non-finite value fails
+ * the run. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +24,10 @@
 #include <time.h>
 
 #include "backends.h"
+#include "chat_template.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "decoder.h"
 #include "vk.h"
 
 #define MAX_DEPTHS 8
@@ -72,12 +78,36 @@ static int parse_depths(const char *s, bench_opts *b, err_t *err)
     return b->n_depth ? 0 : err_set(err, "--depth: empty list");
 }
 
-static void progress(void *user, const char *stage, uint64_t done, uint64_t total)
+/* A decoder (the chat's decode thread) on the model, once READY; the load
+ * progress on stderr. */
+static decoder *open_decoder(const engine_backend *be, const model *m, const tokenizer *tok, const engine_params *p,
+                             err_t *err)
 {
-    (void)user;
-    fprintf(stderr, "\r%s: %.1f / %.1f GiB", stage, done / 1073741824.0, total / 1073741824.0);
-    if (done >= total)
-        fprintf(stderr, "\n");
+    decoder *dec = decoder_start(be, m, tok, p, err);
+    if (!dec)
+        return NULL;
+    dec_event ev;
+    for (;;) {
+        if (!decoder_wait(dec, &ev, -1)) {
+            err_set(err, "the decoder stopped answering");
+            break;
+        }
+        dec_ev_type t = ev.type;
+        if (t == DEC_EV_PROGRESS) {
+            fprintf(stderr, "\r%s: %.1f / %.1f GiB", ev.text, ev.done / 1073741824.0, ev.total / 1073741824.0);
+            if (ev.done >= ev.total)
+                fprintf(stderr, "\n");
+        } else if (t == DEC_EV_ERROR) {
+            err_set(err, "%s", ev.text ? ev.text : "the engine failed to load");
+        }
+        decoder_event_free(&ev);
+        if (t == DEC_EV_READY)
+            return dec;
+        if (t == DEC_EV_ERROR)
+            break;
+    }
+    decoder_free(dec);
+    return NULL;
 }
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
@@ -193,17 +223,67 @@ static int routing(engine *e, uint32_t n_vocab, err_t *err)
     return 0;
 }
 
-static int run(engine *e, const model *m, const bench_opts *b, err_t *err)
+/* The sampling of the two decode figures. */
+typedef struct {
+    sampler_params sampling, greedy;
+    char desc[96];
+} chat_sampling;
+
+/* One chat answer's decode rate: a decoder job of n tokens after a prompt
+ * of max(depth, 1) random tokens (no stop token), from an empty cache. */
+static int chat_decode(decoder *dec, uint32_t depth, uint32_t n, const sampler_params *sp, double *tps, err_t *err)
 {
+    uint32_t np = depth ? depth : 1, n_vocab = decoder_n_vocab(dec);
+    int32_t *prompt = malloc(np * sizeof *prompt);
+    if (!prompt)
+        return err_set(err, "out of memory");
+    for (uint32_t i = 0; i < np; i++)
+        prompt[i] = rand_token(n_vocab);
+    decoder_reset_cache(dec);
+    dec_job job = {.prompt = prompt, .n_prompt = np, .n_predict = (int)n, .sampling = *sp};
+    int id = decoder_submit(dec, &job, err);
+    free(prompt);
+    if (id < 0)
+        return -1;
+    dec_event ev;
+    for (;;) {
+        if (!decoder_wait(dec, &ev, -1))
+            return err_set(err, "the decoder stopped answering");
+        dec_ev_type t = ev.type;
+        if (t == DEC_EV_ERROR)
+            err_set(err, "%s", ev.text ? ev.text : "decoding failed");
+        if (t == DEC_EV_DONE) {
+            *tps = ev.decode_tps;
+            if (ev.n_gen != n)
+                err_set(err, "the answer stopped after %u of %u tokens", ev.n_gen, n);
+        }
+        bool ok = t != DEC_EV_ERROR && (t != DEC_EV_DONE || ev.n_gen == n);
+        decoder_event_free(&ev);
+        if (t == DEC_EV_DONE || t == DEC_EV_ERROR)
+            return ok ? 0 : -1;
+    }
+}
+
+static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sampling *cs, err_t *err)
+{
+    engine *e = decoder_engine(dec);
+    if (!e)
+        return err_set(err, "internal: the decoder's engine is busy");
     uint32_t V = m->cfg.n_vocab;
     model_census cen;
     model_census_compute(m, &cen);
     bool vk = e->be == &vk_engine_backend;
     double s;
-    /* warm-up: pipelines, caches, clocks */
-    if (prefill(e, 16 < b->p ? 16 : (b->p ? b->p : 16), V, &s, err) || decode(e, 8, V, &s, err))
+    /* warm-up: pipelines, caches, clocks; both samplers */
+    double warm;
+    if (prefill(e, 16 < b->p ? 16 : (b->p ? b->p : 16), V, &s, err) || decode(e, 8, V, &s, err) ||
+        chat_decode(dec, 0, 8, &cs->sampling, &warm, err) || chat_decode(dec, 0, 8, &cs->greedy, &warm, err))
         return -1;
+    e = decoder_engine(dec);
     engine_rewind(e, 0);
+    if (vk)
+        vk_engine_set_profile(e->impl, PROFILE_OFF);
+    engine_set_chunk_seconds(e, 0); /* the prompt figure: whole chunks of n_batch */
     if (b->p) {
         double best = 1e30;
         for (uint32_t r = 0; r < b->reps; r++) {
@@ -225,43 +305,37 @@ static int run(engine *e, const model *m, const bench_opts *b, err_t *err)
             print_table(st, 0, "batch");
         }
     }
+    engine_set_chunk_seconds(e, DECODER_CHUNK_S); /* the chat's again */
     double tg0 = 0;
     for (uint32_t d = 0; d < b->n_depth && b->n; d++) {
         uint32_t D = b->depth[d];
+        double chat, greedy;
+        if (vk)
+            vk_engine_set_profile(e->impl, PROFILE_SAMPLED); /* the chat's */
+        if (chat_decode(dec, D, b->n, &cs->sampling, &chat, err) || chat_decode(dec, D, b->n, &cs->greedy, &greedy, err))
+            return -1;
+        if (D == 0 || tg0 == 0)
+            tg0 = chat;
+        printf("tg%u @ depth %u: %.1f tokens/s with the chat's sampling (%s), %.1f greedy (%+.1f%%); "
+               "%.3f ms/token, weights %.0f GB/s of the file's %.3f GB/token",
+               b->n, D, chat, cs->desc, greedy, 100 * (greedy - chat) / chat, 1e3 / chat,
+               cen.active_bytes * chat / 1e9, cen.active_bytes / 1e9);
+        if (D && tg0 > 0 && D != b->depth[0])
+            printf(", %.1f%% of the first depth", 100 * chat / tg0);
+        printf("\n");
+        if (!vk || !b->profile)
+            continue;
         engine_rewind(e, 0);
         if (D && prefill(e, D, V, &s, err))
             return -1;
-        if (vk)
-            vk_engine_set_profile(e->impl, PROFILE_OFF);
-        if (decode(e, b->n, V, &s, err))
-            return -1;
-        double tps = b->n / s;
-        if (D == 0 || tg0 == 0)
-            tg0 = tps;
-        printf("tg%u @ depth %u: %.1f tokens/s (%.3f ms/token; weights %.0f GB/s of the file's %.3f GB/token)", b->n, D,
-               tps, 1e3 * s / b->n, cen.active_bytes / (s / b->n) / 1e9, cen.active_bytes / 1e9);
-        if (D && tg0 > 0 && D != b->depth[0])
-            printf(", %.1f%% of the first depth", 100 * tps / tg0);
-        printf("\n");
-        if (!vk)
-            continue;
-        /* the same tokens with the sampled profiler on: its overhead */
-        engine_rewind(e, D);
-        vk_engine_set_profile(e->impl, PROFILE_SAMPLED);
+        vk_engine_set_profile(e->impl, PROFILE_FULL);
+        uint32_t nf = 8;
         double s2;
-        if (decode(e, b->n, V, &s2, err))
+        if (decode(e, nf, V, &s2, err))
             return -1;
-        printf("  sampled profiler on: %.1f tokens/s (overhead %+.2f%%)\n", b->n / s2, 100 * (s2 - s) / s);
-        if (b->profile) {
-            engine_rewind(e, D);
-            vk_engine_set_profile(e->impl, PROFILE_FULL);
-            uint32_t nf = 8;
-            if (decode(e, nf, V, &s2, err))
-                return -1;
-            printf("  every dispatch timed: %.1f tokens/s (serialized; for the table only)\n", nf / s2);
-            print_profile(e, (double)cen.active_bytes);
-        }
-        vk_engine_set_profile(e->impl, PROFILE_OFF);
+        printf("  every dispatch timed: %.1f tokens/s (serialized; for the table only)\n", nf / s2);
+        print_profile(e, (double)cen.active_bytes);
+        vk_engine_set_profile(e->impl, PROFILE_SAMPLED);
     }
     if (b->routing && routing(e, V, err))
         return -1;
@@ -338,22 +412,34 @@ int cmd_bench(int argc, char **argv)
     p.device_index = o.device;
     p.n_ctx = o.n_ctx ? o.n_ctx : maxd + span + 16;
     p.n_batch = o.n_batch ? o.n_batch : (b.p > 512 ? 512 : b.p > 64 ? b.p : 64);
-    p.profile = PROFILE_OFF;
-    p.progress = progress;
+    p.profile = PROFILE_SAMPLED; /* the chat's; the prompt figure turns it off */
     p.tune = o.tune;
     p.n_tune = o.n_tune;
     int rc = 1;
-    engine e;
     double t0 = now_s();
-    if (be && engine_open(&e, be, &m, &p, &err) == 0) {
+    chat_sampling cs;
+    tokenizer *tok = be ? tok_load(m.gguf, &err) : NULL;
+    decoder *dec = tok ? open_decoder(be, &m, tok, &p, &err) : NULL;
+    if (dec) {
+        /* the chat's sampling: the template preset's defaults (as the chat's
+         * settings_to_sampler without user settings), a fixed seed */
+        const tmpl_preset *tp = tmpl_detect(m.gguf);
+        sampler_params_default(&cs.sampling);
+        tmpl_sampling_defaults(tp, &cs.sampling.temp, &cs.sampling.top_p, &cs.sampling.min_p, &cs.sampling.top_k);
+        cs.sampling.seed = 1;
+        cs.greedy = cs.sampling;
+        cs.greedy.temp = 0;
+        snprintf(cs.desc, sizeof cs.desc, "%s: temp %g, top-k %d, top-p %g, min-p %g", tmpl_name(tp),
+                 (double)cs.sampling.temp, cs.sampling.top_k, (double)cs.sampling.top_p, (double)cs.sampling.min_p);
         printf("model: %s (%s, %u layers, %u experts, %.2f GiB)\n", o.model_path, m.cfg.name[0] ? m.cfg.name : m.cfg.arch,
                m.cfg.n_layer, m.cfg.n_expert, gguf_file_size(m.gguf) / 1073741824.0);
-        printf("backend: %s\nload: %.1f s; context %u tokens, prompt chunks of %u, KV cache %s\n",
-               e.be->describe(e.impl), now_s() - t0, p.n_ctx, p.n_batch, p.kv == KV_F16 ? "f16" : "f32");
+        printf("backend: %s\nload: %.1f s; context %u tokens, prompt chunks of %u, KV cache %s\n", decoder_describe(dec),
+               now_s() - t0, p.n_ctx, p.n_batch, p.kv == KV_F16 ? "f16" : "f32");
         fflush(stdout);
-        rc = run(&e, &m, &b, &err) ? 1 : 0;
-        engine_close(&e);
+        rc = run(dec, &m, &b, &cs, &err) ? 1 : 0;
+        decoder_free(dec);
     }
+    tok_free(tok);
     if (rc)
         fprintf(stderr, "glmchat: %s: %s\n", o.model_path, err.msg);
     model_free(&m);

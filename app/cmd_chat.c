@@ -76,6 +76,7 @@ static int run_ui(const chat_args *a, chat_model *cm, conversation *initial)
     snprintf(sc->fingerprint, sizeof sc->fingerprint, "%s", cm->fingerprint);
     sc->model_size = cm->size;
     sc->demo_note = cm->demo_note;
+    sc->backend_note = cm->backend_note[0] ? cm->backend_note : NULL;
     sc->seed = settings_random_seed();
     sc->conversation_file = a->conversation;
     sc->initial = initial;

@@ -337,6 +337,8 @@ int oneshot_run(const chat_args *a)
     }
     if (cm.demo_note)
         chat_error("note: %s", cm.demo_note);
+    if (cm.backend_note[0])
+        chat_error("note: %s", cm.backend_note);
     rc = answer_once(a, &cm, &conv, sbuf_str(&prompt));
     chat_model_close(&cm);
 done:

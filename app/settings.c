@@ -73,6 +73,7 @@ void settings_defaults(settings *s)
 {
     memset(s, 0, sizeof *s);
     strcpy(s->backend, "auto");
+    s->repeat_penalty = 1.0f;
     s->device = -1;
     s->think = 1;
     s->n_predict = -1;
@@ -83,8 +84,8 @@ void settings_defaults(settings *s)
 
 const char *settings_keys(void)
 {
-    return "model backend device template think temp top-k top-p min-p seed n-predict ctx context-overflow "
-           "theme side-pane side-width mouse ignore-eos";
+    return "model backend device template think temp top-k top-p min-p repeat-penalty presence-penalty "
+           "frequency-penalty seed n-predict ctx context-overflow theme side-pane side-width mouse ignore-eos";
 }
 
 const char *settings_option_key(const char *arg)
@@ -93,7 +94,8 @@ const char *settings_option_key(const char *arg)
      * outranks $GLMCHAT_MODEL) and `ignore-eos` (the flag --ignore-eos). */
     static const char *const keys[] = {"backend", "device", "template", "think",     "temp",
                                        "top-k",   "top-p",  "min-p",    "seed",      "n-predict",
-                                       "ctx",     "theme",  "side-pane", "side-width", "mouse"};
+                                       "ctx",     "theme",  "side-pane", "side-width", "mouse",
+                                       "repeat-penalty", "presence-penalty", "frequency-penalty"};
     if (!strcmp(arg, "-n"))
         return "n-predict";
     if (!strcmp(arg, "-c"))
@@ -108,7 +110,8 @@ const char *settings_option_key(const char *arg)
 
 bool settings_is_sampling_key(const char *key)
 {
-    static const char *const keys[] = {"temp", "top-k", "top-p", "min-p", "seed", "n-predict"};
+    static const char *const keys[] = {"temp", "top-k", "top-p", "min-p", "repeat-penalty", "presence-penalty",
+                                       "frequency-penalty", "seed", "n-predict"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (!strcmp(key, keys[i]))
             return true;
@@ -130,6 +133,12 @@ static int set_sampling(settings *s, const char *key, const char *v, err_t *err)
         s->has_min_p = true;
         return parse_float(key, v, 0.0f, 1.0f, &s->min_p, err);
     }
+    if (!strcmp(key, "repeat-penalty"))
+        return parse_float(key, v, 0.1f, 10.0f, &s->repeat_penalty, err);
+    if (!strcmp(key, "presence-penalty"))
+        return parse_float(key, v, -2.0f, 2.0f, &s->presence_penalty, err);
+    if (!strcmp(key, "frequency-penalty"))
+        return parse_float(key, v, -2.0f, 2.0f, &s->frequency_penalty, err);
     if (!strcmp(key, "top-k")) {
         if (parse_long(key, v, 0, 1000000, &x, err) != 0)
             return -1;
@@ -321,6 +330,9 @@ void settings_to_sampler(const settings *s, const tmpl_preset *tmpl, uint64_t se
     sp->top_p = s->has_top_p ? s->top_p : top_p;
     sp->min_p = s->has_min_p ? s->min_p : min_p;
     sp->top_k = s->has_top_k ? s->top_k : top_k;
+    sp->repeat_penalty = s->repeat_penalty;
+    sp->presence_penalty = s->presence_penalty;
+    sp->frequency_penalty = s->frequency_penalty;
     sp->seed = s->has_seed ? s->seed : seed;
 }
 

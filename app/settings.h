@@ -27,10 +27,12 @@ typedef struct {
     bool has_temp, has_top_k, has_top_p, has_min_p;
     float temp, top_p, min_p;
     int top_k;
+    /* Penalties over the last 64 tokens (1, 0, 0: off, the default). */
+    float repeat_penalty, presence_penalty, frequency_penalty;
     bool has_seed;         /* false: a fresh random seed per session (recorded) */
     uint64_t seed;
     int n_predict;         /* tokens per answer, -1: until the context is full */
-    uint32_t n_ctx;        /* context size in tokens, 0: min(model's, 4096) */
+    uint32_t n_ctx;        /* context size in tokens, 0: the engine's choice (engine.h) */
     chat_ctx_policy ctx_overflow; /* a conversation longer than the context: trim (default) or stop */
     char theme[64];
     settings_pane side_pane;

@@ -307,6 +307,8 @@ static void start(ui_app *a)
     ui_sidepane_set_backend(&a->screen.pane, ui_session_backend(a->session));
     if (sc->demo_note)
         ui_note(&a->fe, UI_INFO, "%s", sc->demo_note);
+    if (sc->backend_note)
+        ui_note(&a->fe, UI_INFO, "%s", sc->backend_note);
     if (sc->conversation_file && conv->n)
         ui_note(&a->fe, UI_INFO, "Continuing %s (%zu messages); new turns are saved into it.",
                 ui_session_autosave_path(a->session), conv->n);

@@ -57,6 +57,7 @@ typedef struct {
     char fingerprint[72];
     uint64_t model_size;
     const char *demo_note;          /* non-NULL: running the built-in demo model */
+    const char *backend_note;       /* non-NULL: why backend auto picked the one it did */
     uint64_t seed;                  /* the session's seed (given or random) */
     const char *conversation_file;  /* -C FILE: autosave into it */
     conversation *initial;          /* moved into the session (left empty), or NULL */

@@ -290,6 +290,10 @@ static void sidepane_draw(void *self, WINDOW *w)
     title(&p, "Speed (tokens/s)");
     snprintf(buf, sizeof buf, "%.1f", st->prefill_tps);
     kv_spark(&p, "prefill", buf, &sp->prefill);
+    if (st->prompt_total) { /* a prompt on its way: how far, how fast */
+        snprintf(buf, sizeof buf, "%u / %u tokens, %.1f tok/s", st->prompt_done, st->prompt_total, st->prefill_tps);
+        kv(&p, "prompt", buf);
+    }
     snprintf(buf, sizeof buf, "%.1f%s", st->decode_tps, st->busy ? "" : " (last)");
     kv_spark(&p, "decode", buf, &sp->decode);
     if (st->engine.us_per_token_measured > 0) {

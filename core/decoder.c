@@ -13,7 +13,6 @@
 
 #define STATS_INTERVAL_S 0.05   /* publish statistics at most 20x/s */
 #define PROGRESS_INTERVAL_S 0.05
-#define TOPK_CANDIDATES 64      /* candidates read back when top-k sampling allows it */
 
 struct decoder {
     /* fixed at start */
@@ -53,13 +52,13 @@ struct decoder {
     /* thread-only */
     engine eng;
     bool eng_open;
-    sampler *smp;
-    float *logits;              /* [n_vocab] */
+    sampler *smp;               /* the window, the RNG: one request per token */
     int32_t *kv_tokens;         /* [n_ctx]: what the cache holds */
     uint32_t kv_n;
     char *piece;                /* tok_stream output, TOK_STREAM_CAP bytes */
     size_t piece_cap;
     double last_stats, last_progress;
+    uint32_t prompt_done, prompt_total; /* published with the statistics */
     dec_event final;            /* the job's last event (DONE or ERROR) */
     engine_stats scratch;
 };
@@ -181,6 +180,8 @@ static void publish_stats(decoder *d, bool force, double decode_tps, double pref
     d->stats.engine = d->scratch;
     d->stats.n_past = d->kv_n;
     d->stats.n_ctx = d->n_ctx;
+    d->stats.prompt_done = d->prompt_done;
+    d->stats.prompt_total = d->prompt_total;
     d->stats.busy = d->running;
     if (decode_tps >= 0)
         d->stats.decode_tps = decode_tps;
@@ -208,44 +209,20 @@ static bool is_stop(const int32_t *stop, uint32_t n, int32_t tok)
     return false;
 }
 
-/* Full logits unless the settings only ever look at a few candidates. */
-static uint32_t candidates_for(const sampler_params *sp)
-{
-    bool penalties = sp->repeat_penalty != 1.0f || sp->presence_penalty != 0.0f || sp->frequency_penalty != 0.0f;
-    if (penalties)
-        return 0;
-    if (sp->top_k > 0 && sp->top_k <= TOPK_CANDIDATES)
-        return (uint32_t)sp->top_k;
-    return 0;
-}
-
+/* One eval's outputs: the next token, sampled by the engine (on the GPU
+ * when the backend can) for the request prepared just before. */
 typedef struct {
-    uint32_t k;
-    int32_t ids[TOPK_CANDIDATES];
-    float vals[TOPK_CANDIDATES];
-    float log_z;
+    sampler_request rq;
+    int32_t token;
+    float prob;
     engine_output out;
 } eval_out;
 
-static void eval_out_init(eval_out *o, decoder *d, uint32_t k)
+static void eval_out_prepare(eval_out *o, decoder *d)
 {
-    memset(o, 0, sizeof *o);
-    o->k = k;
-    if (k) {
-        o->out.top_k = k;
-        o->out.top_ids = o->ids;
-        o->out.top_logits = o->vals;
-        o->out.log_z = &o->log_z;
-    } else {
-        o->out.logits = d->logits;
-    }
-}
-
-static int32_t sample(decoder *d, eval_out *o)
-{
-    if (o->k)
-        return sampler_sample_topk(d->smp, o->ids, o->vals, o->k, o->log_z);
-    return sampler_sample(d->smp, d->logits);
+    sampler_prepare(d->smp, &o->rq);
+    o->out = (engine_output){.sample = &o->rq, .token = &o->token, .token_prob = &o->prob};
+    o->token = -1;
 }
 
 /* Rewinds the cache to the longest prefix it shares with the prompt. */
@@ -307,16 +284,26 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
 {
     err_t err = {{0}};
     uint32_t reused = reuse_prefix(d, prompt, n_prompt);
-    eval_out o;
-    eval_out_init(&o, d, candidates_for(sp));
     tok_stream ts;
     tok_stream_init(&ts, d->tok);
+    /* the window holds the whole prompt before its first token is drawn */
+    sampler_set_params(d->smp, sp);
+    sampler_reset(d->smp);
+    for (uint32_t i = 0; i < n_prompt; i++)
+        sampler_accept(d->smp, prompt[i]);
+    eval_out o;
+    eval_out_prepare(&o, d);
 
-    /* Prefill: one engine call; the engine splits it into n_batch chunks and
-     * checks the cancel flag between them. */
+    /* Prefill: one engine call; the engine cuts it into short chunks,
+     * reports each (on_prompt_progress) and checks the cancel flag between
+     * them. */
+    d->prompt_done = 0;
+    d->prompt_total = n_prompt - reused;
+    publish_stats(d, true, -1, -1);
     double t0 = now_s();
     int rc = engine_eval(&d->eng, prompt + reused, n_prompt - reused, &o.out, &err);
     double prefill_s = now_s() - t0;
+    d->prompt_done = d->prompt_total = 0;
     if (rc < 0)
         return fail_job(d, job, &err);
     memcpy(d->kv_tokens + reused, prompt + reused, (d->eng.n_past - reused) * sizeof *prompt);
@@ -329,15 +316,10 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
     post(d, &pe);
     publish_stats(d, true, -1, prefill_tps);
 
-    sampler_set_params(d->smp, sp);
-    sampler_reset(d->smp);
-    for (uint32_t i = 0; i < n_prompt; i++)
-        sampler_accept(d->smp, prompt[i]);
-
     uint32_t n_gen = 0;
     double t1 = now_s(), tps = 0;
     for (;;) {
-        int32_t tok = sample(d, &o);
+        int32_t tok = o.token;
         if (is_stop(stop, n_stop, tok))
             return finish(d, job, DEC_STOP_EOS, n_gen, tps, &ts);
         sampler_accept(d->smp, tok);
@@ -351,6 +333,7 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
             return finish(d, job, DEC_STOP_LIMIT, n_gen, tps, &ts);
         if (d->kv_n + 1 > d->n_ctx)
             return finish(d, job, DEC_STOP_CTX, n_gen, tps, &ts);
+        eval_out_prepare(&o, d);
         rc = engine_eval(&d->eng, &tok, 1, &o.out, &err);
         if (rc < 0)
             return fail_job(d, job, &err);
@@ -364,6 +347,16 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
 }
 
 /* ---- the thread ------------------------------------------------------------------------ */
+
+/* After each prompt chunk (on this thread, inside engine_eval). */
+static void on_prompt_progress(void *user, uint32_t done, uint32_t total, double seconds)
+{
+    decoder *d = user;
+    d->prompt_done = done;
+    d->prompt_total = total;
+    d->kv_n = d->eng.n_past; /* the cache holds the chunks done (kv_tokens follow once the call ends) */
+    publish_stats(d, false, -1, seconds > 0 ? done / seconds : -1);
+}
 
 static void on_progress(void *user, const char *stage, uint64_t done, uint64_t total)
 {
@@ -381,18 +374,21 @@ static int open_engine(decoder *d, err_t *err)
     engine_params p = d->params;
     p.progress = on_progress;
     p.progress_user = d;
+    if (p.chunk_seconds <= 0)
+        p.chunk_seconds = DECODER_CHUNK_S;
     if (engine_open(&d->eng, d->be, d->m, &p, err) != 0)
         return -1;
     d->eng_open = true;
+    d->eng.prompt_progress = on_prompt_progress;
+    d->eng.prompt_progress_user = d;
     d->n_ctx = d->eng.params.n_ctx;
     sampler_params sp;
     sampler_params_default(&sp);
     d->smp = sampler_new(&sp, d->n_vocab);
-    d->logits = malloc((size_t)d->n_vocab * sizeof *d->logits);
     d->kv_tokens = malloc((size_t)d->n_ctx * sizeof *d->kv_tokens);
     d->piece_cap = TOK_STREAM_CAP(tok_max_piece(d->tok));
     d->piece = malloc(d->piece_cap);
-    if (!d->smp || !d->logits || !d->kv_tokens || !d->piece)
+    if (!d->smp || !d->kv_tokens || !d->piece)
         return err_set(err, "out of memory for the decoder's buffers");
     return 0;
 }
@@ -503,7 +499,6 @@ void decoder_free(decoder *d)
     if (d->eng_open)
         engine_close(&d->eng);
     sampler_free(d->smp);
-    free(d->logits);
     free(d->kv_tokens);
     free(d->piece);
     free(d->job_prompt);
@@ -603,7 +598,21 @@ const char *decoder_describe(decoder *d)
     return d->describe;
 }
 
+engine *decoder_engine(decoder *d)
+{
+    pthread_mutex_lock(&d->lock);
+    bool idle = d->ready && !d->running && !d->have_job;
+    d->reset_kv = d->reset_kv || idle;
+    pthread_mutex_unlock(&d->lock);
+    return idle ? &d->eng : NULL;
+}
+
 uint32_t decoder_n_ctx(const decoder *d)
 {
     return d->n_ctx;
+}
+
+uint32_t decoder_n_vocab(const decoder *d)
+{
+    return d->n_vocab;
 }

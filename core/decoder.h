@@ -12,8 +12,12 @@
  *    cache holds (a new turn evaluates only the new tokens; /retry none);
  *  - generated text arrives through the tokenizer's streaming decoder, so
  *    a TEXT event never ends inside a UTF-8 sequence;
- *  - decoder_cancel() stops a job within one token (between prompt chunks
- *    during prefill); the text generated so far has been delivered;
+ *  - decoder_cancel() stops a job within one token, and during a prompt
+ *    within one prompt chunk, which the engine cuts to ~DECODER_CHUNK_S of
+ *    work (engine_params.chunk_seconds, unless the caller set it); the
+ *    text generated so far has been delivered;
+ *  - while a prompt is evaluated the statistics say how far it got (tokens
+ *    done of total, tokens/s);
  *  - per-token statistics are published at most every 50 ms (so reading
  *    them never slows decoding) and read without blocking the thread for
  *    longer than a copy. */
@@ -75,9 +79,13 @@ typedef struct {
     uint32_t n_ctx;
     bool busy;
     double decode_tps;      /* the current / last job's tokens per second */
-    double prefill_tps;
+    double prefill_tps;     /* the last prompt's, or the running one's so far */
+    uint32_t prompt_done;   /* the prompt being evaluated: tokens done of its */
+    uint32_t prompt_total;  /* ... new tokens (both 0 when none is) */
     uint64_t seq;           /* increments with every published snapshot */
 } dec_stats;
+
+#define DECODER_CHUNK_S 0.12
 
 typedef struct decoder decoder;
 
@@ -107,6 +115,11 @@ void decoder_reset_cache(decoder *d);
 void decoder_get_stats(decoder *d, dec_stats *out);
 /* The backend's one-line description once READY ("" before). */
 const char *decoder_describe(decoder *d);
+/* The engine, for a caller that uses it itself while no job runs (bench:
+ * prompt speed, the per-kernel table); NULL before READY.  The next job
+ * then starts from an empty cache (as after decoder_reset_cache). */
+engine *decoder_engine(decoder *d);
 uint32_t decoder_n_ctx(const decoder *d);
+uint32_t decoder_n_vocab(const decoder *d);
 
 #endif

@@ -1,7 +1,9 @@
 /* engine.c: the backend-neutral half of the engine API: prompt chunking by
- * n_batch, cancellation between chunks, position bookkeeping, tokens/s. */
+ * n_batch, cancellation between chunks, position bookkeeping, tokens/s,
+ * and sampling on the CPU for backends that do not sample themselves. */
 #include "engine.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -27,18 +29,25 @@ int engine_open(engine *e, const engine_backend *be, const model *m, const engin
 {
     memset(e, 0, sizeof *e);
     atomic_init(&e->cancel, false);
-    if (p->n_ctx == 0)
-        return err_set(err, "the context size must be at least 1 token");
     if (p->n_batch == 0)
         return err_set(err, "the batch size must be at least 1 token");
     e->be = be;
     e->m = m;
     e->params = *p;
-    if (e->params.n_batch > e->params.n_ctx)
+    if (e->params.n_ctx && e->params.n_batch > e->params.n_ctx)
         e->params.n_batch = e->params.n_ctx;
+    sampler_params sp;
+    sampler_params_default(&sp);
+    e->pick = sampler_new(&sp, m->cfg.n_vocab);
+    e->pick_logits = malloc((size_t)m->cfg.n_vocab * sizeof *e->pick_logits);
+    if (!e->pick || !e->pick_logits) {
+        engine_close(e);
+        return err_set(err, "out of memory for the sampler (%u tokens)", m->cfg.n_vocab);
+    }
     if (be->create(&e->impl, m, &e->params, err) < 0) {
         e->be = NULL;
         e->impl = NULL;
+        engine_close(e);
         return -1;
     }
     return 0;
@@ -50,12 +59,18 @@ void engine_close(engine *e)
         e->be->destroy(e->impl);
     e->be = NULL;
     e->impl = NULL;
+    sampler_free(e->pick);
+    free(e->pick_logits);
+    e->pick = NULL;
+    e->pick_logits = NULL;
 }
 
 /* What chunk [done, done+n) of a call must produce: every position's
  * logits go to their rows; the last-position outputs only with the last
- * chunk. */
-static engine_output chunk_output(const engine_output *out, uint32_t done, bool last, uint32_t n_vocab)
+ * chunk.  cpu_pick: the token is sampled here from the last logits, which
+ * then go to e->pick_logits unless the caller wants them. */
+static engine_output chunk_output(const engine *e, const engine_output *out, uint32_t done, bool last,
+                                  uint32_t n_vocab, bool cpu_pick)
 {
     engine_output o = {0};
     if (!out)
@@ -71,8 +86,64 @@ static engine_output chunk_output(const engine_output *out, uint32_t done, bool 
         o.top_ids = out->top_ids;
         o.top_logits = out->top_logits;
         o.log_z = out->log_z;
+        if (cpu_pick) {
+            if (!o.logits)
+                o.logits = e->pick_logits;
+        } else {
+            o.sample = out->sample;
+            o.token = out->token;
+            o.token_prob = out->token_prob;
+        }
     }
     return o;
+}
+
+/* The token from the last logits of a call (the caller's, or ours). */
+static void pick_on_cpu(engine *e, const engine_output *out, uint32_t n_tokens, uint32_t n_vocab)
+{
+    const float *last = e->pick_logits;
+    if (out->logits)
+        last = out->logits + (out->all_positions ? (uint64_t)(n_tokens - 1) * n_vocab : 0);
+    if (last != e->pick_logits) /* the caller's logits stay as the model gave them */
+        memcpy(e->pick_logits, last, (size_t)n_vocab * sizeof *last);
+    int32_t tok = sampler_pick(e->pick, out->sample, e->pick_logits, out->token_prob);
+    if (out->token)
+        *out->token = tok;
+}
+
+/* The next prompt chunk: n_batch, or what params.chunk_seconds allows.  A
+ * chunk takes about a + b * n seconds (a: the submit, the graph's fixed
+ * cost -- ~0.2 s on lavapipe, a few ms on a GPU; b: per token), fitted to
+ * the latest chunks by least squares (a short first chunk starts it).  The
+ * chunk is what fits the target, but at least a / b tokens, so that the
+ * fixed part never takes more than half of a chunk's time. */
+#define PROBE_CHUNK 16
+
+static uint32_t next_chunk(const engine *e, uint32_t left)
+{
+    uint32_t nb = e->params.n_batch, n = nb;
+    if (e->params.chunk_seconds > 0) {
+        uint32_t k = e->chunks_seen < ENGINE_CHUNK_HISTORY ? e->chunks_seen : ENGINE_CHUNK_HISTORY;
+        double fit = PROBE_CHUNK;
+        if (k > 0) {
+            double mn = 0, mt = 0, vn = 0, cv = 0;
+            for (uint32_t i = 0; i < k; i++) {
+                mn += e->chunk_n[i] / (double)k;
+                mt += e->chunk_s[i] / k;
+            }
+            for (uint32_t i = 0; i < k; i++) {
+                vn += (e->chunk_n[i] - mn) * (e->chunk_n[i] - mn);
+                cv += (e->chunk_n[i] - mn) * (e->chunk_s[i] - mt);
+            }
+            double b = vn > 0 && cv > 0 ? cv / vn : mt / mn, a = vn > 0 && cv > 0 ? mt - b * mn : 0;
+            a = a > 0 ? a : 0;
+            fit = b > 0 ? (e->params.chunk_seconds - a) / b : nb;
+            if (b > 0 && a / b > fit)
+                fit = a / b;
+        }
+        n = fit < 1 ? 1 : fit > nb ? nb : (uint32_t)fit;
+    }
+    return left < n ? left : n;
 }
 
 static void count_tokens(engine_counters *c, uint32_t n, double dt)
@@ -105,6 +176,9 @@ int engine_eval(engine *e, const int32_t *tokens, uint32_t n_tokens, const engin
         if (tokens[i] < 0 || (uint32_t)tokens[i] >= n_vocab)
             return err_set(err, "token id %d (at %u) is out of range: the vocabulary has %u tokens",
                            tokens[i], i, n_vocab);
+    /* the backend samples unless it cannot, or the caller also wants the
+     * logits (which the GPU's penalties would change in place) */
+    bool cpu_pick = out && out->sample && (!e->be->samples || out->logits);
     double t0 = now_seconds();
     uint32_t done = 0;
     while (done < n_tokens) {
@@ -113,13 +187,23 @@ int engine_eval(engine *e, const int32_t *tokens, uint32_t n_tokens, const engin
                 count_tokens(&e->counters, done, now_seconds() - t0);
             return 1;
         }
-        uint32_t n = n_tokens - done < e->params.n_batch ? n_tokens - done : e->params.n_batch;
-        engine_output o = chunk_output(out, done, done + n == n_tokens, n_vocab);
+        uint32_t n = n_tokens > 1 ? next_chunk(e, n_tokens - done) : 1;
+        engine_output o = chunk_output(e, out, done, done + n == n_tokens, n_vocab, cpu_pick);
+        double c0 = now_seconds();
         if (e->be->eval(e->impl, tokens + done, n, e->n_past, &o, err) < 0)
             return -1;
         e->n_past += n;
         done += n;
+        if (n_tokens > 1) { /* a prompt: the chunk's time for the next ones, and the progress */
+            uint32_t at = e->chunks_seen++ % ENGINE_CHUNK_HISTORY;
+            e->chunk_n[at] = n;
+            e->chunk_s[at] = now_seconds() - c0;
+            if (e->prompt_progress)
+                e->prompt_progress(e->prompt_progress_user, done, n_tokens, now_seconds() - t0);
+        }
     }
+    if (cpu_pick)
+        pick_on_cpu(e, out, n_tokens, n_vocab);
     count_tokens(&e->counters, n_tokens, now_seconds() - t0);
     return 0;
 }
@@ -155,4 +239,9 @@ void engine_get_stats(engine *e, engine_stats *st)
     for (uint32_t i = 0; i < c->n_recent; i++)
         recent += c->recent_decode_s[i];
     st->decode_tps = recent > 0 ? c->n_recent / recent : 0;
+}
+
+void engine_set_chunk_seconds(engine *e, double seconds)
+{
+    e->params.chunk_seconds = seconds;
 }

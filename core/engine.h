@@ -7,11 +7,15 @@
  * Promises:
  *  - engine_eval() appends tokens to the KV cache at position n_past and
  *    fills what `out` asks for; a long prompt is split into chunks of at
- *    most params.n_batch tokens and cancellation is honoured between chunks.
+ *    most params.n_batch tokens -- cut to take about params.chunk_seconds
+ *    each when that is set (from the measured time per prompt token) --
+ *    and cancellation is honoured between chunks.
  *  - engine_rewind() forgets positions >= n (retry, edit): no recompute.
  *  - Nothing is allocated per token by the backends.
  *  - Statistics are read without stalling the device (earlier tokens'
  *    timestamp queries).
+ *  - With no context size given the backend takes the largest its memory
+ *    holds for the model (capped), and params.n_ctx says what it took.
  */
 #ifndef GLM_ENGINE_H
 #define GLM_ENGINE_H
@@ -22,6 +26,7 @@
 
 #include "error.h"
 #include "model.h"
+#include "sampler.h"
 
 typedef enum { KV_F32 = 0, KV_F16 = 1 } kv_type;
 
@@ -31,13 +36,27 @@ typedef enum {
     PROFILE_FULL = 2     /* every dispatch of every token (bench --profile) */
 } profile_mode;
 
+/* A context the caller leaves to the engine (n_ctx 0): the largest the
+ * memory holds for the model, at most this and the model's trained one. */
+#define ENGINE_AUTO_CTX_CAP 32768u
+
 typedef struct {
-    uint32_t n_ctx;        /* KV capacity in tokens */
+    uint32_t n_ctx;        /* KV capacity in tokens; 0: the largest that fits (ENGINE_AUTO_CTX_CAP) */
     kv_type kv;            /* KV cache storage type */
     uint32_t n_batch;      /* max tokens per backend eval call (prefill chunk) */
     int n_threads;         /* CPU backend threads (0: all cores) */
     int device_index;      /* Vulkan device, -1: best available */
     profile_mode profile;
+    /* > 0: prompt chunks are cut to take about this long (from the time of
+     * earlier chunks, a fixed part and a part per token: where the fixed
+     * part alone is longer, chunks stay long enough to amortize it, at
+     * least half their time on tokens), so that a cancel is honoured that
+     * soon and the progress callback runs that often; 0: chunks of
+     * n_batch.  The CPU
+     * reference gives the same bits for any chunking; the Vulkan core's
+     * attention splits follow the chunk, so its prompt logits may then
+     * differ between runs by rounding. */
+    double chunk_seconds;
     /* Load progress (weights upload): stage text, bytes done, bytes total. */
     void (*progress)(void *user, const char *stage, uint64_t done, uint64_t total);
     void *progress_user;
@@ -57,6 +76,11 @@ typedef struct {
     int32_t *top_ids;      /* [top_k] */
     float *top_logits;     /* [top_k] */
     float *log_z;          /* logsumexp of the last position over the whole vocab */
+    /* The token after the last position, as sampler.h defines it for this
+     * request (the backend's own sampler, or engine.c's on the logits). */
+    const sampler_request *sample;
+    int32_t *token;
+    float *token_prob;     /* its share of the kept tokens' weight (display) */
 } engine_output;
 
 typedef struct {
@@ -84,7 +108,8 @@ typedef struct {
 
 typedef struct engine_backend {
     const char *name; /* "cpu", "vulkan" */
-    int (*create)(void **impl, const model *m, const engine_params *p, err_t *err);
+    /* With p->n_ctx 0 it chooses the context (and writes it to p->n_ctx). */
+    int (*create)(void **impl, const model *m, engine_params *p, err_t *err);
     void (*destroy)(void *impl);
     /* Evaluates n_tokens (<= n_batch) at positions pos..pos+n-1. */
     int (*eval)(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_t pos,
@@ -92,7 +117,12 @@ typedef struct engine_backend {
     void (*get_stats)(void *impl, engine_stats *st);
     /* One line: device / threads, for the side pane and `info`. */
     const char *(*describe)(void *impl);
+    /* eval honours engine_output.sample itself (the Vulkan core samples on
+     * the GPU); otherwise engine.c samples the last logits on the CPU. */
+    bool samples;
 } engine_backend;
+
+#define ENGINE_CHUNK_HISTORY 8
 
 /* Tokens/s bookkeeping kept by engine.c (backend-neutral). */
 #define ENGINE_RECENT_DECODES 32
@@ -112,6 +142,16 @@ typedef struct {
     uint32_t n_past;
     atomic_bool cancel;
     engine_counters counters;
+    sampler *pick;         /* sampling on the CPU: scratch */
+    float *pick_logits;    /* (n_vocab) */
+    /* the latest prompt chunks: tokens and seconds (params.chunk_seconds) */
+    uint32_t chunk_n[ENGINE_CHUNK_HISTORY];
+    double chunk_s[ENGINE_CHUNK_HISTORY];
+    uint32_t chunks_seen;
+    /* Called after each chunk of a prompt (tokens done of the call's
+     * total, seconds since it began), on the caller's thread. */
+    void (*prompt_progress)(void *user, uint32_t done, uint32_t total, double seconds);
+    void *prompt_progress_user;
 } engine;
 
 int engine_open(engine *e, const engine_backend *be, const model *m, const engine_params *p, err_t *err);
@@ -122,6 +162,9 @@ void engine_rewind(engine *e, uint32_t n_past);
 void engine_request_cancel(engine *e);
 void engine_clear_cancel(engine *e);
 void engine_get_stats(engine *e, engine_stats *st);
+/* params.chunk_seconds for the calls that follow (bench: whole chunks for
+ * the prompt figure). */
+void engine_set_chunk_seconds(engine *e, double seconds);
 
 /* The CPU reference backend (core/ref_engine.c). */
 extern const engine_backend ref_engine_backend;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "ref_forward.h"
@@ -16,8 +17,30 @@ typedef struct {
     char description[128];
 } ref_engine;
 
-static int ref_create(void **impl, const model *m, const engine_params *p, err_t *err)
+/* The context when none is given: the model's trained one, at most
+ * ENGINE_AUTO_CTX_CAP, and a KV cache within half the memory available now
+ * (in steps of 256 tokens). */
+static uint32_t auto_ctx(const model *m, bool kv_f16)
 {
+    const model_config *c = &m->cfg;
+    uint32_t n = c->n_ctx_train && c->n_ctx_train < ENGINE_AUTO_CTX_CAP ? c->n_ctx_train : ENGINE_AUTO_CTX_CAP;
+    double per_token = (double)c->n_layer * (c->kv_lora_rank + c->qk_rope) * (kv_f16 ? 2 : 4);
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && per_token > 0) {
+        double fit = 0.5 * (double)pages * (double)page / per_token;
+        if (fit < n)
+            n = fit < 256 ? 256 : (uint32_t)fit / 256 * 256;
+    }
+    return n ? n : 1;
+}
+
+static int ref_create(void **impl, const model *m, engine_params *p, err_t *err)
+{
+    if (p->n_ctx == 0) {
+        p->n_ctx = auto_ctx(m, p->kv == KV_F16);
+        if (p->n_batch > p->n_ctx)
+            p->n_batch = p->n_ctx;
+    }
     ref_engine *r = calloc(1, sizeof *r);
     if (!r)
         return err_set(err, "out of memory");

@@ -1,11 +1,41 @@
-/* sampler.h: token sampling over a candidate list or the full vocabulary.
+/* sampler.h: token sampling, defined so that every backend picks the very
+ * same token.
  *
  * Promises: greedy, temperature, top-k, top-p, min-p, repetition / presence
- * / frequency penalties over a window of recent tokens; a seedable RNG (same
- * seed, same candidates -> same token, on every CPU and vector level); no
- * allocation per token (buffers sized once at sampler_new).  On a 154880
- * vocabulary a full-vocabulary draw takes ~0.07 ms with the GLM defaults
- * and ~0.01 ms greedy on one AVX-512 core (make bench). */
+ * / frequency penalties over a window of recent tokens; a seedable RNG
+ * (same seed, same logits -> same tokens); no allocation per token (buffers
+ * sized once at sampler_new).
+ *
+ * One token is a pure function of the logits and a sampler_request (the
+ * settings, the penalty window's tokens and one 32-bit uniform drawn from
+ * the sampler's RNG).  The CPU code here is the reference; the Vulkan
+ * engine computes the same function on the GPU (shaders/sample_*.comp) and
+ * returns only the token.  The definition uses integer weights, so sums do
+ * not depend on their order and a parallel reduction gives the same bits:
+ *
+ *  1. penalties: each window token t seen c times: l[t] = pen(canon(l[t])),
+ *     pen(x) = (x > 0 ? x * inv_rp : x * rp) - (float)c * freq - pres, in
+ *     float, in that order (inv_rp = 1.0f / rp);
+ *  2. canon(x): NaN -> -inf, |x| < FLT_MIN (zeros, subnormals) -> +0; the
+ *     order of the tokens: higher canon(logit) first, lower id on ties;
+ *  3. greedy (temp <= 0), or the best logit M not finite: the first token;
+ *  4. weights: m(i) = q31(e(l[i] - M)), r(i) = q31(e((l[i] - M) * inv_t)),
+ *     e = sk_fast_exp, q31(w) = (uint32_t)(w * 2^31), inv_t = 1.0f / temp;
+ *  5. C: the first top_k tokens when 0 < top_k < n_vocab, else all;
+ *  6. top-p (top_p < 1): P = floor(top_p * 2^32), Z = sum of m over C,
+ *     T = max(1, floor(Z * P / 2^32)); n_p: the shortest prefix of C whose
+ *     m-sum reaches T;
+ *  7. min-p (min_p > 0): n_m: the tokens with l >= M + logf(min_p) (at
+ *     least 1);
+ *  8. kept: the first min(|C|, n_p, n_m) tokens;
+ *  9. the draw: S = sum of r over the kept tokens, U = floor(S * u / 2^32)
+ *     for the request's uniform u; the token: the first whose running r-sum
+ *     exceeds U.
+ * (Weights below 2^-31 of the best token's count as 0: such tokens are never
+ * drawn.)  On a 154880 vocabulary a draw takes ~0.3 ms with the GLM
+ * defaults on LM-like logits, ~2 ms on flat ones, ~0.12 ms greedy, on one
+ * AVX-512 core (tests/tools/bench_text; the previous sampler, which the
+ * GPU could not reproduce, took ~0.07 ms). */
 #ifndef GLM_SAMPLER_H
 #define GLM_SAMPLER_H
 
@@ -19,11 +49,32 @@ typedef struct {
     float repeat_penalty;  /* 1: off */
     float presence_penalty;
     float frequency_penalty;
-    int penalty_window;    /* recent tokens the penalties look at */
+    int penalty_window;    /* recent tokens the penalties look at (at most SAMPLER_MAX_WINDOW) */
     uint64_t seed;
 } sampler_params;
 
+#define SAMPLER_MAX_WINDOW 4096
+
 void sampler_params_default(sampler_params *p);
+
+/* One token's sampling, everything the definition above needs besides the
+ * logits (made by sampler_prepare; the arrays belong to the sampler and
+ * stay valid until its next call). */
+typedef struct {
+    uint32_t greedy;       /* temp <= 0 */
+    float inv_temp;
+    uint32_t top_k;        /* 0: off (also any value >= the vocabulary) */
+    uint32_t top_p_on;
+    uint32_t top_p_q32;    /* floor(top_p * 2^32) */
+    uint32_t min_p_on;
+    float log_min_p;       /* logf(min_p) */
+    uint32_t penalties_on;
+    float rp, inv_rp, freq, pres;
+    uint32_t n_pen;        /* distinct tokens of the window */
+    const int32_t *pen_ids;
+    const uint32_t *pen_counts;
+    uint32_t uniform;      /* the draw's 32 random bits */
+} sampler_request;
 
 typedef struct sampler sampler;
 
@@ -41,11 +92,15 @@ void sampler_reset(sampler *s);
  * s NULL, only what that level would be. */
 int sampler_set_simd(sampler *s, int level);
 
-/* Samples from full logits (n_vocab floats; modified in place). */
+/* The request for the next token: the settings, the window, and (unless
+ * greedy) the next uniform from the RNG. */
+void sampler_prepare(sampler *s, sampler_request *rq);
+/* The token the definition picks for these logits (n_vocab floats,
+ * penalised in place); *prob (optional) gets its share of the kept tokens'
+ * weight (r / S: for display, not part of the definition).  Uses s only
+ * for scratch. */
+int32_t sampler_pick(sampler *s, const sampler_request *rq, float *logits, float *prob);
+/* sampler_prepare + sampler_pick. */
 int32_t sampler_sample(sampler *s, float *logits);
-/* Samples from the K best candidates (ids, logits descending) of a
- * distribution whose full logsumexp is log_z (used by the GPU path, which
- * reads back only the top candidates). */
-int32_t sampler_sample_topk(sampler *s, const int32_t *ids, const float *logits, uint32_t k, float log_z);
 
 #endif

@@ -1,14 +1,18 @@
-/* sampler_kernels.h: the sampler's passes over a whole vocabulary
- * (internal to core/sampler.c; not part of the public API).
+/* sampler_kernels.h: the arithmetic of the sampling definition (sampler.h)
+ * and the sampler's passes over a whole vocabulary (internal to
+ * core/sampler.c and its tests; shaders/sample_common.glsl is the GPU's
+ * copy of the inline functions below, operation for operation).
  *
- * Each pass has a portable C version and, on x86-64, AVX2 and AVX-512
- * versions picked at run time.  All versions give bit-identical results:
- * they perform the same IEEE single/double operations on each value (no
- * FMA contraction: -std=c11 keeps GCC from fusing, the pragma below keeps
- * clang from it), and where a sum is order-sensitive they keep the order. */
+ * Each pass has a portable C version and, on x86-64, the same C compiled
+ * for AVX2 and AVX-512, picked at run time.  Every version gives the same
+ * results: each value goes through the same IEEE single operations (no FMA
+ * contraction: -std=c11 keeps GCC from fusing, the pragma below keeps clang
+ * from it) and the sums are of integers, which any order adds up alike. */
 #ifndef GLM_SAMPLER_KERNELS_H
 #define GLM_SAMPLER_KERNELS_H
 
+#include <float.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -17,20 +21,13 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
-/* The top-p mass is summed in float blocks of this many values, added up
- * in double (the sampler's definition; see sk_mass). */
-#define SK_MASS_BLOCK 4096
-/* Output arrays written by the collecting passes need this many spare
- * entries past the largest possible count (vector stores). */
-#define SK_SLACK 16
-
 /* exp(x) for x <= 0 (NaN and x < -87 count as -87): 2^n * e^t with
  * n = rint(x / ln 2), |t| <= ln2/2 and a degree-6 Taylor polynomial
  * (relative error < 2e-7).  Rounding to an integer by adding and removing
  * 1.5 * 2^23 is rint (ties to even) for |y| < 2^22, and multiplying by 2^n
  * is adding n to the exponent field, which is exact because every result
- * is >= 1.4 * 2^-126 (normal).  Checked against the rintf / ldexp form on
- * every float in [-88, 0] (bit-identical) when this was written. */
+ * is >= 1.4 * 2^-126 (normal).  Only adds, multiplies and integer
+ * operations: a GPU computes the same bits. */
 static inline float sk_fast_exp(float x)
 {
     x = x > -87.0f ? x : -87.0f;
@@ -47,54 +44,82 @@ static inline float sk_fast_exp(float x)
     return p;
 }
 
-/* Collecting modes of sk_kernels.scan. */
-enum { SK_MAX_ONLY, SK_AT_LEAST, SK_NEAR_MAX };
+static inline uint32_t sk_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static inline float sk_float(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* A logit as the definition sees it: NaN is -inf; zeros and subnormals
+ * are +0 (a GPU may flush subnormals, so they must not matter).  Decided
+ * on the bits, which no compiler or driver reinterprets. */
+static inline float sk_canon(float x)
+{
+    uint32_t u = sk_bits(x), a = u & 0x7FFFFFFFu;
+    if (a > 0x7F800000u)
+        return -INFINITY;
+    if (a < 0x00800000u)
+        return 0.0f;
+    return x;
+}
+
+/* The order of the tokens as an unsigned key of a canonical logit:
+ * ascending key = descending logit (then ascending id). */
+static inline uint32_t sk_key(float canon)
+{
+    uint32_t u = sk_bits(canon);
+    uint32_t ord = (u & 0x80000000u) ? ~u : (u | 0x80000000u); /* ascending with the value */
+    return ~ord;
+}
+
+/* The canonical logit of a key. */
+static inline float sk_key_value(uint32_t key)
+{
+    uint32_t ord = ~key;
+    return sk_float((ord & 0x80000000u) ? (ord & 0x7FFFFFFFu) : ~ord);
+}
+
+/* A weight in (0, 1] as an integer, 2^31 for 1 (0 below 2^-31). */
+static inline uint32_t sk_q31(float w)
+{
+    return (uint32_t)(w * 2147483648.0f);
+}
+
+/* m (inv_t = 1) or r of a canonical logit l <= max. */
+static inline uint32_t sk_weight(float l, float max, float inv_t)
+{
+    return sk_q31(sk_fast_exp((l - max) * inv_t));
+}
+
+/* floor(z * p / 2^32), exactly (no overflow: the result is below z). */
+static inline uint64_t sk_mulhi(uint64_t z, uint32_t p)
+{
+    return (z >> 32) * p + (((z & 0xFFFFFFFFu) * p) >> 32);
+}
 
 typedef struct sk_kernels {
-    /* First index of the largest value, as a scan from l[0] keeping the
-     * best under '>' finds it: NaN never wins, except that l[0] = NaN
-     * gives 0. */
-    uint32_t (*argmax)(const float *l, uint32_t n);
-    /* Returns the largest non-NaN value (-inf if none).  SK_AT_LEAST also
-     * appends (i, l[i]) for every l[i] >= thr to (idx, val) in index order;
-     * SK_NEAR_MAX appends every l[i] >= m_i + thr, where m_i is a running
-     * maximum that never exceeds the result, so the list holds every
-     * l[i] >= max + thr (and maybe more). *m: the count appended. */
-    float (*scan)(const float *l, uint32_t n, int mode, float thr, int32_t *idx, float *val, uint32_t *m);
-    /* sum over blocks b of SK_MASS_BLOCK values of (double) the float sum,
-     * in order, of fast_exp(v[i] - max).  pad: SK_MASS_BLOCK + SK_SLACK
-     * floats of scratch. */
-    double (*mass)(const float *v, uint32_t n, float max, float *pad);
-    /* out[i] = fast_exp((v[i] - max) * inv_t) (out may be v); returns the
-     * smallest and largest out[i] through lo, hi. */
-    void (*exps)(const float *v, float *out, uint32_t n, float max, float inv_t, float *lo, float *hi);
-    /* out[i] = the top-p bucket of v[i] (see sk_bucket_of) */
-    void (*buckets)(const float *v, uint8_t *out, uint32_t n, float max, float scale);
-    /* smallest of start and v[0..n) (no NaN in v) */
-    float (*min)(const float *v, uint32_t n, float start);
-    /* how many i in [from, to) have l[i] > pv, or l[i] == pv and id < pid,
-     * where id is ids[i] (ids NULL: i) */
-    uint32_t (*count_better)(const float *l, const int32_t *ids, uint32_t from, uint32_t to, float pv, int32_t pid);
-    /* Moves the entries of (idx, val)[0..n) whose bucket is below `cross`
-     * to the front, in order, and returns how many; appends those in bucket
-     * `cross` to (cidx, cval) in order, counting them in *c. */
-    uint32_t (*split)(int32_t *idx, float *val, const uint8_t *bucket, uint32_t n, int cross, int32_t *cidx,
-                      float *cval, uint32_t *c);
-    /* appends those (id, l[i]) to (idx, val) in index order; returns how
-     * many */
-    uint32_t (*collect_better)(const float *l, const int32_t *ids, uint32_t from, uint32_t to, float pv, int32_t pid,
-                               int32_t *idx, float *val);
+    /* The smallest key of canon(l[0..n)) (the first token of the order)
+     * and, in *first, the lowest id that has it. */
+    uint32_t (*best)(const float *l, uint32_t n, uint32_t *first);
+    /* l[i] = canon(l[i]) and key[i] = sk_key(l[i]); returns the smallest
+     * key, *first its lowest id. */
+    uint32_t (*keys)(float *l, uint32_t *key, uint32_t n, uint32_t *first);
+    /* The sum of sk_weight(l[i], max, inv_t) over the canonical l[i] whose
+     * (key[i], i) <= (bkey, bid). */
+    uint64_t (*mass)(const float *l, const uint32_t *key, uint32_t n, uint32_t bkey, uint32_t bid, float max,
+                     float inv_t);
+    /* Appends every i with key[i] <= bkey to idx, in order; returns how
+     * many. */
+    uint32_t (*collect)(const uint32_t *key, uint32_t n, uint32_t bkey, int32_t *idx);
 } sk_kernels;
-
-#define SK_BUCKETS 256
-
-/* The top-p bucket of a logit: 0 for the best, SK_BUCKETS - 1 for the
- * worst; NaN (only from an infinite span) goes to 0. */
-static inline int sk_bucket_of(float v, float max, float scale)
-{
-    float b = (max - v) * scale;
-    return b > 0 ? (b < SK_BUCKETS - 1 ? (int)b : SK_BUCKETS - 1) : 0;
-}
 
 /* The best level this CPU runs: 0 portable, 1 AVX2, 2 AVX-512. */
 int sk_best_level(void);

@@ -2,10 +2,14 @@
  *
  * create: device, fit check, weight upload, activations and KV cache, the
  * RoPE table, then the graphs recorded once (decode: plain, one sampled
- * variant per layer, fully timed; with logits to the host; prefill).
- * eval: the host writes the params buffer (position, chunking, tokens, K),
- * submits one command buffer, waits on its fence, reads back the top-K
- * candidates (+ logsumexp) or, when asked, the logits. */
+ * variant per layer, fully timed; sampling alone; the full-vocabulary
+ * selection; prefill) and a copy of the logits to host memory.
+ * eval: the host writes the params buffer (position, chunking, tokens) and
+ * the sampling words (the request: core/sampler.h), submits one command
+ * buffer, waits on its fence and reads back the token (rarely after a
+ * second program, the selection over the whole vocabulary), the top-K
+ * candidates (+ logsumexp) or, when asked, the logits.  Every program is
+ * timed by the sampled profiler (vk_profiler.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +22,8 @@
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
 #define TOPK_MAX 64
+#define PREFILL_TIMED_EVERY 4 /* sampled profiling: one prompt chunk in this many is timed */
+#define SHORT_TIMED_EVERY 8   /* ... one run of the sampling programs in this many */
 
 /* ---- model checks ----------------------------------------------------------------- */
 
@@ -116,6 +122,15 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->topk_i, (uint64_t)e->tg.n_slices * TOPK_MAX * f, "top-K ids", 0};
     r[n++] = (buf_req){&e->topk_ms, (uint64_t)e->tg.n_slices * 8, "top-K sums", 0};
     r[n++] = (buf_req){&e->topk_cnt, 64, "top-K counter", 0};
+    r[n++] = (buf_req){&e->smp_cand_v, vk_sample_bytes(VK_SMP_CAND), "sampling candidates", 0};
+    r[n++] = (buf_req){&e->smp_cand_i, vk_sample_bytes(VK_SMP_CAND), "sampling candidate ids", 0};
+    r[n++] = (buf_req){&e->smp_ms, vk_sample_bytes(VK_SMP_MS), "sampling maxima", 0};
+    r[n++] = (buf_req){&e->smp_part, vk_sample_bytes(VK_SMP_PART), "sampling sums", 0};
+    r[n++] = (buf_req){&e->smp_count, vk_sample_bytes(VK_SMP_COUNT), "sampling counters", 0};
+    r[n++] = (buf_req){&e->smp_state, vk_sample_bytes(VK_SMP_STATE), "sampling state", 0};
+    r[n++] = (buf_req){&e->smp_hist, vk_sample_bytes(VK_SMP_HIST), "sampling histograms", 0};
+    r[n++] = (buf_req){&e->smp_words, vk_sample_bytes(VK_SMP_WORDS), "sampling words", 2};
+    r[n++] = (buf_req){&e->smp_result, vk_sample_bytes(VK_SMP_RESULT), "sampled token", 1};
     r[n++] = (buf_req){&e->rope, (uint64_t)e->p.n_ctx * c->qk_rope * f + 16, "RoPE table", 0};
     r[n++] = (buf_req){&e->params, (VKP_TOKENS + B) * 4 + 64, "params", 2};
     r[n++] = (buf_req){&e->dep, (1ull + (uint64_t)c->n_layer * VK_DEP_PER_LAYER) * 4 + 64, "dependency counters", 2};
@@ -167,14 +182,98 @@ static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
     return 0;
 }
 
+/* The geometry and buffers for a context of e->p.n_ctx tokens, and whether
+ * they fit the device (err says by how much not). */
+static int plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
+{
+    const model_config *c = &e->m->cfg;
+    if (e->p.n_batch > e->p.n_ctx)
+        e->p.n_batch = e->p.n_ctx;
+    e->n_batch = e->p.n_batch ? e->p.n_batch : 1;
+    if (vk_attn_geom_init(&e->kb, &e->ag, c->n_head, c->kv_lora_rank, c->qk_rope, c->qk_nope, c->v_head,
+                          e->p.kv == KV_F16, e->p.n_ctx, err) ||
+        vk_topk_geom_init(c->n_vocab, c->n_vocab < TOPK_MAX ? c->n_vocab : TOPK_MAX, &e->tg, err) ||
+        vk_sample_geom_init(&e->c, c->n_vocab, &e->sg, err))
+        return -1;
+    e->part_cap = e->ag.max_chunks;
+    e->part_cap_prefill = 4;
+    *n = act_requests(e, req);
+    return check_fit(e, req, *n, err);
+}
+
+/* No context given: the largest that fits, at most ENGINE_AUTO_CTX_CAP and
+ * the model's trained context (in steps of 256 tokens). */
+static int plan_auto_ctx(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
+{
+    uint32_t train = e->m->cfg.n_ctx_train, cap = train && train < ENGINE_AUTO_CTX_CAP ? train : ENGINE_AUTO_CTX_CAP;
+    uint32_t batch = e->p.n_batch;
+    e->p.n_ctx = cap;
+    if (plan(e, req, n, err) == 0)
+        return 0;
+    uint32_t lo = 0, hi = cap / 256; /* 256 * lo fits (lo > 0), 256 * hi does not */
+    while (hi - lo > 1) {
+        uint32_t mid = (lo + hi) / 2;
+        e->p.n_ctx = 256 * mid;
+        e->p.n_batch = batch;
+        if (plan(e, req, n, err) == 0)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    e->p.n_ctx = lo ? 256 * lo : (cap < 256 ? cap : 256);
+    e->p.n_batch = batch;
+    return plan(e, req, n, err); /* the error of the smallest context, when nothing fits */
+}
+
 static int build_decode(vk_engine *e, err_t *err)
 {
-    if (vk_family_build(e, &e->decode, vk_fwd_record_decode, false, VK_FAMILY_SAMPLED, err) ||
-        vk_family_build(e, &e->decode_logits, vk_fwd_record_decode, true, VK_FAMILY_PLAIN, err)) {
+    if (vk_family_build(e, &e->decode, vk_fwd_record_decode, false, VK_FAMILY_SAMPLED, err)) {
         err_prefix(err, "recording the decode graph");
         return -1;
     }
     return 0;
+}
+
+/* Sampling after a prompt, the full-vocabulary selection (both short and
+ * rare: timed in full whenever profiling is on) and the logits copy. */
+static int build_sampling(vk_engine *e, err_t *err)
+{
+    int rc = vk_family_build(e, &e->sample, vk_fwd_record_sample, false, VK_FAMILY_FULL, err);
+    for (uint32_t set = 0; set < VK_SEL_SETS && !rc; set++) {
+        e->select_set = set;
+        rc = vk_family_build(e, &e->select[set], vk_fwd_record_select, false, VK_FAMILY_FULL, err);
+    }
+    if (rc) {
+        err_prefix(err, "recording the sampling programs");
+        return -1;
+    }
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = e->c.cmd_pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    VkResult res = vkAllocateCommandBuffers(e->c.dev, &ai, &e->copy_logits);
+    if (res != VK_SUCCESS)
+        return vk_fail(&e->c, err, res, "vkAllocateCommandBuffers");
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    if ((res = vkBeginCommandBuffer(e->copy_logits, &bi)) != VK_SUCCESS)
+        return vk_fail(&e->c, err, res, "vkBeginCommandBuffer");
+    VkBufferCopy region = {.srcOffset = e->logits.off, .dstOffset = e->host_logits.off,
+                           .size = (uint64_t)e->m->cfg.n_vocab * 4};
+    vkCmdCopyBuffer(e->copy_logits, e->logits.buf, e->host_logits.buf, 1, &region);
+    if ((res = vkEndCommandBuffer(e->copy_logits)) != VK_SUCCESS)
+        return vk_fail(&e->c, err, res, "vkEndCommandBuffer");
+    return 0;
+}
+
+vk_sample_bufs vk_engine_sample_bufs(const vk_engine *e)
+{
+    vk_buf ind = e->smp_words;
+    ind.off += SMP_PICK_IND * 4;
+    ind.size = 12;
+    return (vk_sample_bufs){.g = &e->sg, .logits = {e->logits, 0}, .smp = e->smp_words, .cand_v = e->smp_cand_v,
+                            .cand_i = e->smp_cand_i, .ms = e->smp_ms, .part = e->smp_part, .counter = e->smp_count,
+                            .result = e->smp_result, .state = e->smp_state, .hist = e->smp_hist,
+                            .pick_ind = ind, .out_ids = e->out_ids, .out_vals = e->out_vals};
 }
 
 /* Counters of the router and top-K kernels start at zero (they reset
@@ -197,6 +296,9 @@ static int zero_counters(vk_engine *e, err_t *err)
     vkBeginCommandBuffer(cb, &bi);
     vkCmdFillBuffer(cb, e->counters.buf, e->counters.off, (e->counters.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->topk_cnt.buf, e->topk_cnt.off, (e->topk_cnt.size + 3) / 4 * 4, 0);
+    vkCmdFillBuffer(cb, e->smp_count.buf, e->smp_count.off, (e->smp_count.size + 3) / 4 * 4, 0);
+    vkCmdFillBuffer(cb, e->smp_hist.buf, e->smp_hist.off, (e->smp_hist.size + 3) / 4 * 4, 0);
+    vkCmdFillBuffer(cb, e->smp_state.buf, e->smp_state.off, (e->smp_state.size + 3) / 4 * 4, 0);
     /* the caches: attn_fd reads whole tiles past the last position (masked,
      * but 0 * NaN would not be), so rows never written must be finite */
     for (uint32_t il = 0; il < e->m->cfg.n_layer; il++)
@@ -213,21 +315,13 @@ static void vk_destroy(void *impl);
 
 static int setup(vk_engine *e, err_t *err)
 {
-    const model_config *c = &e->m->cfg;
     if (vk_tuning_fill(&e->tune, e->p.tune, e->p.n_tune, err) || vk_ctx_create(&e->c, e->p.device_index, false, err) ||
         check_model(e, err))
         return -1;
     e->kb = (vk_kb){&e->c, &e->pipes, &e->tune, &e->kerr};
-    e->n_batch = e->p.n_batch ? e->p.n_batch : 1;
-    if (vk_attn_geom_init(&e->kb, &e->ag, c->n_head, c->kv_lora_rank, c->qk_rope, c->qk_nope, c->v_head,
-                          e->p.kv == KV_F16, e->p.n_ctx, err) ||
-        vk_topk_geom_init(c->n_vocab, c->n_vocab < TOPK_MAX ? c->n_vocab : TOPK_MAX, &e->tg, err))
-        return -1;
-    e->part_cap = e->ag.max_chunks;
-    e->part_cap_prefill = 4;
     buf_req req[48];
-    uint32_t n = act_requests(e, req);
-    if (check_fit(e, req, n, err))
+    uint32_t n;
+    if ((e->p.n_ctx ? plan(e, req, &n, err) : plan_auto_ctx(e, req, &n, err)) != 0)
         return -1;
     vk_arena_init(&e->c, &e->wts_arena, VK_MEM_DEVICE, 1ull << 30, "the weights");
     vk_arena_init(&e->c, &e->act_arena, VK_MEM_DEVICE, 1ull << 30, "activations and KV cache");
@@ -237,10 +331,10 @@ static int setup(vk_engine *e, err_t *err)
         return -1;
     if (alloc_buffers(e, req, n, err) || upload_rope(e, err) || zero_counters(e, err))
         return -1;
-    if (build_decode(e, err))
+    if (build_decode(e, err) || build_sampling(e, err))
         return -1;
     if (e->n_batch > 1 && (vk_family_build(e, &e->prefill, vk_fwd_record_prefill, false, VK_FAMILY_FULL, err) ||
-                           vk_family_build(e, &e->prefill_logits, vk_fwd_record_prefill, true, VK_FAMILY_PLAIN, err))) {
+                           vk_family_build(e, &e->prefill_logits, vk_fwd_record_prefill, true, VK_FAMILY_FULL, err))) {
         err_prefix(err, "recording the prefill graph");
         return -1;
     }
@@ -258,7 +352,7 @@ static int setup(vk_engine *e, err_t *err)
     return 0;
 }
 
-static int vk_create(void **impl, const model *m, const engine_params *p, err_t *err)
+static int vk_create(void **impl, const model *m, engine_params *p, err_t *err)
 {
     vk_engine *e = calloc(1, sizeof *e);
     if (!e)
@@ -269,6 +363,8 @@ static int vk_create(void **impl, const model *m, const engine_params *p, err_t 
         vk_destroy(e);
         return -1;
     }
+    p->n_ctx = e->p.n_ctx; /* the context taken (chosen when none was given) */
+    p->n_batch = e->p.n_batch;
     *impl = e;
     return 0;
 }
@@ -281,7 +377,11 @@ static void vk_destroy(void *impl)
     if (e->c.dev) {
         vkDeviceWaitIdle(e->c.dev);
         vk_family_free(e, &e->decode);
-        vk_family_free(e, &e->decode_logits);
+        vk_family_free(e, &e->sample);
+        for (uint32_t set = 0; set < VK_SEL_SETS; set++)
+            vk_family_free(e, &e->select[set]);
+        if (e->copy_logits)
+            vkFreeCommandBuffers(e->c.dev, e->c.cmd_pool, 1, &e->copy_logits);
         vk_family_free(e, &e->prefill);
         vk_family_free(e, &e->prefill_logits);
         vk_pipes_free(&e->c, &e->pipes);
@@ -291,6 +391,9 @@ static void vk_destroy(void *impl)
         vk_arena_release(&e->c, &e->bar_arena);
     }
     vk_profile_free(&e->prof_decode);
+    for (uint32_t set = 0; set < VK_SEL_SETS; set++)
+        vk_profile_free(&e->prof_select[set]);
+    vk_profile_free(&e->prof_sample);
     vk_profile_free(&e->prof_prefill);
     vk_weights_free(&e->w);
     free(e->cache);
@@ -339,23 +442,58 @@ static void read_topk(vk_engine *e, const engine_output *out)
         *out->log_z = v[kk];
 }
 
+/* A short program (sampling alone, the selection): fully timed with
+ * PROFILE_FULL; with PROFILE_SAMPLED on every SHORT_TIMED_EVERY'th run of
+ * it (and its first), since a timestamp serializes the GPU (~2 us each). */
+static vk_variant *short_variant(vk_engine *e, vk_family *f, uint64_t runs)
+{
+    bool timed = e->p.profile == PROFILE_FULL || (e->p.profile == PROFILE_SAMPLED && runs % SHORT_TIMED_EVERY == 0);
+    return vk_family_pick(f, timed ? PROFILE_FULL : PROFILE_OFF);
+}
+
+/* After a program that ended with sample_pick: the token, once the
+ * selection over the whole vocabulary has run when sample_pick asked for
+ * it (shaders/sample_pick.comp). */
+static int finish_sample(vk_engine *e, const engine_output *out, err_t *err)
+{
+    const volatile uint32_t *res = (const volatile uint32_t *)e->smp_result.map;
+    if (res[SMPR_STATUS] == SMP_STATUS_SELECT) {
+        uint32_t set = vk_sample_selections(&e->sg, out->sample);
+        vk_variant *v = short_variant(e, &e->select[set], e->selects[set]);
+        if (vk_submit_wait(&e->c, v->cb, err))
+            return -1;
+        vk_profile_collect(e, &e->select[set], v, &e->prof_select[set]);
+        e->selects[set]++;
+    }
+    uint32_t tok = res[SMPR_TOKEN], prob = res[SMPR_PROB];
+    if (res[SMPR_STATUS] != SMP_STATUS_DONE || tok >= e->m->cfg.n_vocab)
+        return err_set(err, "internal: the GPU sampler returned token %u (status %u)", tok, res[SMPR_STATUS]);
+    if (out->token)
+        *out->token = (int32_t)tok;
+    if (out->token_prob)
+        memcpy(out->token_prob, &prob, sizeof prob);
+    return 0;
+}
+
 /* One token through the decode graph. */
 static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_output *out, float *logits_row,
                       err_t *err)
 {
     uint32_t n_vocab = e->m->cfg.n_vocab;
-    uint32_t k = out && out->top_k ? out->top_k : 1;
+    uint32_t k = out && out->top_k ? out->top_k : 0;
+    const sampler_request *rq = out ? out->sample : NULL;
     if (k > TOPK_MAX || k > n_vocab)
         return err_set(err, "top-K of %u candidates: the Vulkan backend returns at most %u", k,
                        n_vocab < TOPK_MAX ? n_vocab : TOPK_MAX);
-    write_params(e, &token, 1, pos, k);
+    if (rq && logits_row) /* the penalties would change the logits returned (engine.c samples those itself) */
+        return err_set(err, "internal: logits and a GPU-sampled token from one decode");
+    write_params(e, &token, 1, pos, k ? k : 1);
+    vk_sample_write(&e->sg, (uint32_t *)e->smp_words.map, rq, k ? k : out && out->log_z ? 1 : 0);
     uint32_t *pw = (uint32_t *)e->params.map;
     pw[VKP_EPOCH] = ++e->epoch;
     e->attn_total += pw[VKP_ATTN_IND] * pw[VKP_ATTN_IND + 1] * pw[VKP_ATTN_IND + 2];
     pw[VKP_ATTN_TOTAL] = e->attn_total;
-    bool want_logits = logits_row != NULL;
-    vk_family *f = want_logits ? &e->decode_logits : &e->decode;
-    vk_variant *v = vk_family_pick(f, want_logits ? PROFILE_OFF : e->p.profile);
+    vk_variant *v = vk_family_pick(&e->decode, e->p.profile);
     if (vk_submit_wait(&e->c, v->cb, err))
         return -1;
     if (e->dep_mask && ((const uint32_t *)e->dep.map)[0] != 0) {
@@ -365,20 +503,33 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
          * position: its cache row is rewritten). */
         e->dep_off = true;
         vk_family_free(e, &e->decode);
-        vk_family_free(e, &e->decode_logits);
         if (build_decode(e, err))
             return -1;
         e->dep_fallbacks++;
         return decode_one(e, token, pos, out, logits_row, err);
     }
-    vk_profile_collect(e, f, v, &e->prof_decode);
-    if (want_logits)
+    vk_profile_collect(e, &e->decode, v, &e->prof_decode);
+    e->decoded++;
+    if (logits_row) {
+        if (vk_submit_wait(&e->c, e->copy_logits, err))
+            return -1;
         memcpy(logits_row, e->host_logits.map, (uint64_t)n_vocab * 4);
-    if (out && out->top_k)
+    }
+    if (out && (out->top_k || out->log_z))
         read_topk(e, out);
-    else if (out && out->log_z)
-        read_topk(e, &(engine_output){.log_z = out->log_z});
-    return 0;
+    return rq ? finish_sample(e, out, err) : 0;
+}
+
+/* The token after a prompt: the sampling program on the last position's
+ * logits (which the prompt graph leaves in the logits buffer). */
+static int sample_after_prompt(vk_engine *e, const engine_output *out, err_t *err)
+{
+    vk_sample_write(&e->sg, (uint32_t *)e->smp_words.map, out->sample, 0);
+    vk_variant *v = short_variant(e, &e->sample, e->sampled_prompts++);
+    if (vk_submit_wait(&e->c, v->cb, err))
+        return -1;
+    vk_profile_collect(e, &e->sample, v, &e->prof_sample);
+    return finish_sample(e, out, err);
 }
 
 /* A batch of tokens through the prefill graph. */
@@ -392,12 +543,18 @@ static int prefill(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos
                        n_vocab < TOPK_MAX ? n_vocab : TOPK_MAX);
     write_params(e, tokens, n, pos, k);
     bool want_logits = out && out->logits;
+    if (want_logits && out->sample)
+        return err_set(err, "internal: logits and a GPU-sampled token from one prompt");
     vk_family *f = want_logits ? &e->prefill_logits : &e->prefill;
-    /* the prompt graph is timed only when every dispatch is (bench --profile) */
-    vk_variant *v = vk_family_pick(f, e->p.profile == PROFILE_FULL ? PROFILE_FULL : PROFILE_OFF);
+    /* every dispatch timed with bench --profile; otherwise (sampled
+     * profiling) every PREFILL_TIMED_EVERY'th chunk, so that a long prompt
+     * fills the table at a small cost */
+    bool timed = e->p.profile == PROFILE_FULL || (e->p.profile == PROFILE_SAMPLED && e->prefills % PREFILL_TIMED_EVERY == 0);
+    vk_variant *v = vk_family_pick(f, timed ? PROFILE_FULL : PROFILE_OFF);
     if (vk_submit_wait(&e->c, v->cb, err))
         return -1;
     vk_profile_collect(e, f, v, &e->prof_prefill);
+    e->prefills++;
     if (want_logits) {
         const float *src = (const float *)e->host_logits.map;
         if (out->all_positions)
@@ -433,7 +590,7 @@ static int prefill(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos
     }
     if (out && (out->top_k || out->log_z))
         read_topk(e, out);
-    return 0;
+    return out && out->sample ? sample_after_prompt(e, out, err) : 0;
 }
 
 static int vk_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_t pos, const engine_output *out,
@@ -460,10 +617,14 @@ static int vk_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_
     return 0;
 }
 
+/* The decode graph's kernels, and the selection's as often as it ran. */
 static void vk_get_stats(void *impl, engine_stats *st)
 {
     vk_engine *e = impl;
     vk_profile_report(e, &e->decode, &e->prof_decode, st);
+    for (uint32_t set = 0; set < VK_SEL_SETS; set++)
+        if (e->selects[set] && e->decoded)
+            vk_profile_add(&e->select[set], &e->prof_select[set], (double)e->selects[set] / (double)e->decoded, st);
 }
 
 void vk_engine_prefill_stats(void *impl, engine_stats *st)
@@ -471,6 +632,7 @@ void vk_engine_prefill_stats(void *impl, engine_stats *st)
     vk_engine *e = impl;
     memset(st, 0, sizeof *st);
     vk_profile_report(e, &e->prefill, &e->prof_prefill, st);
+    vk_profile_add(&e->sample, &e->prof_sample, 1.0, st);
 }
 
 void vk_engine_set_profile(void *impl, profile_mode mode)
@@ -543,4 +705,5 @@ const engine_backend vk_engine_backend = {
     .eval = vk_eval,
     .get_stats = vk_get_stats,
     .describe = vk_describe,
+    .samples = true,
 };

@@ -7,6 +7,7 @@
 #include "engine.h"
 #include "model.h"
 #include "vk_kernels.h"
+#include "vk_sample.h"
 #include "vk_weights.h"
 
 /* Profiling state of one recorded command buffer. */
@@ -81,21 +82,34 @@ typedef struct {
      * the expert work list */
     vk_buf x_norm, q_comp_norm, hp, yp, part_pf, moe_list, moe_tiles, moe_ind;
     vk_buf topk_v, topk_i, topk_ms, topk_cnt;
+    /* sampling (vk_sample.h): the K best, the slices' parts, counters, the
+     * state and bins of the full-vocabulary selection (device) */
+    vk_sample_geom sg;
+    vk_buf smp_cand_v, smp_cand_i, smp_ms, smp_part, smp_count, smp_state, smp_hist;
     uint32_t h_z, part_cap, part_cap_prefill;
     vk_buf *cache;           /* per layer */
     vk_buf rope;             /* (cos, sin) per position and pair */
     /* host-visible */
     vk_buf params;           /* VKP_* words + token ids */
+    vk_buf smp_words;        /* SMP_* words: one token's sampling */
+    vk_buf smp_result;       /* SMPR_* words: the token */
     vk_buf out_ids, out_vals;  /* top-K read back */
     vk_buf host_logits;      /* [n_batch][n_vocab] when logits are asked for */
 
-    vk_family decode;        /* one token, top-K read back */
-    vk_family decode_logits; /* one token, full logits to the host */
+    vk_family decode;        /* one token, sampled (or its top-K) */
+    vk_family sample;        /* sampling alone: the token after a prompt */
+    vk_family select[VK_SEL_SETS]; /* the full-vocabulary selection (sample_select's passes), by VK_SEL_* set */
+    uint32_t select_set;     /* recording: the set being recorded */
     vk_family prefill;       /* n_batch tokens (indirect grids), last token's top-K */
     vk_family prefill_logits;
+    VkCommandBuffer copy_logits; /* the logits to host memory, after a decode */
     bool have_prefill;
 
-    vk_profile prof_decode, prof_prefill;
+    vk_profile prof_decode, prof_select[VK_SEL_SETS], prof_sample, prof_prefill;
+    uint64_t decoded;        /* decode submits */
+    uint64_t selects[VK_SEL_SETS]; /* of which needed the full-vocabulary selection, by set */
+    uint64_t prefills;       /* prefill submits (every few are timed) */
+    uint64_t sampled_prompts; /* runs of the sampling program after a prompt */
     double decode_gpu_us;    /* from timestamps, recent */
 } vk_engine;
 
@@ -104,6 +118,12 @@ typedef struct {
 /* Graph recording (vk_forward.c, vk_prefill.c): the token's work into r. */
 int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host);
 int vk_fwd_record_prefill(vk_engine *e, vk_rec *r, bool logits_to_host);
+/* Sampling of the logits buffer alone (after a prompt), and the
+ * full-vocabulary selection (vk_forward.c; the bool is unused). */
+int vk_fwd_record_sample(vk_engine *e, vk_rec *r, bool unused);
+int vk_fwd_record_select(vk_engine *e, vk_rec *r, bool unused);
+/* The sampling kernels' operands. */
+vk_sample_bufs vk_engine_sample_bufs(const vk_engine *e);
 
 /* Profiler (vk_profiler.c).  Variants: plain only; + fully timed; + one
  * sampled variant per layer. */
@@ -115,6 +135,9 @@ void vk_family_free(vk_engine *e, vk_family *f);
 vk_variant *vk_family_pick(vk_family *f, profile_mode mode);
 void vk_profile_collect(vk_engine *e, vk_family *f, vk_variant *v, vk_profile *pr);
 void vk_profile_report(const vk_engine *e, const vk_family *f, const vk_profile *pr, engine_stats *st);
+/* Adds f's kernels to st's table as run `weight` times per token (a program
+ * that runs for some tokens only). */
+void vk_profile_add(const vk_family *f, const vk_profile *pr, double weight, engine_stats *st);
 void vk_profile_free(vk_profile *pr);
 
 #endif

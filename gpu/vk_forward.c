@@ -336,26 +336,58 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     return 0;
 }
 
-/* Output norm + head, then the top-K + logsumexp (or the logits to the host). */
-static int head(vk_engine *e, vk_rec *r, bool logits_to_host)
+/* ---- the token out ------------------------------------------------------------------
+ * Sampling (core/sampler.h's definition) on the logits buffer: the
+ * penalties and the K best tokens (sample_cand), then the token or the
+ * verdict that the candidates cannot hold the kept tokens (sample_pick,
+ * its grid from the sampling words).  The host reads back a few words. */
+int vk_fwd_record_sample(vk_engine *e, vk_rec *r, bool unused)
+{
+    (void)unused;
+    vk_call k;
+    vk_sample_bufs b = vk_engine_sample_bufs(e);
+    TRY(record(r, vk_k_sample_cand(&e->kb, &b, &k), &k));
+    vk_rec_barrier(r);
+    TRY(record(r, vk_k_sample_pick(&e->kb, &b, &k), &k));
+    return r->status;
+}
+
+/* The kept tokens and the draw over the whole vocabulary (a flat
+ * distribution; submitted after sample_pick asked for it): the selections
+ * of e->select_set (VK_SEL_*: the top-k bound, the top-p cut) and the draw,
+ * five passes each (shaders/sample_select.comp). */
+int vk_fwd_record_select(vk_engine *e, vk_rec *r, bool unused)
+{
+    (void)unused;
+    vk_call k;
+    vk_sample_bufs b = vk_engine_sample_bufs(e);
+    for (uint32_t sel = 0; sel < 3; sel++) {
+        if ((sel == 0 && !(e->select_set & VK_SEL_TOPK)) || (sel == 1 && !(e->select_set & VK_SEL_TOPP)))
+            continue;
+        for (uint32_t pass = 0; pass < 5; pass++) {
+            TRY(record(r, vk_k_sample_select(&e->kb, &b, sel, pass, &k), &k));
+            vk_rec_barrier(r);
+        }
+    }
+    return r->status;
+}
+
+/* Output norm + head, then sampling. */
+static int head(vk_engine *e, vk_rec *r)
 {
     const model_config *c = &e->m->cfg;
     vk_call k;
     vk_vec on = e->w.output_norm;
-    vk_buf lg = logits_to_host ? e->host_logits : e->logits;
-    vk_mv_args hd = {.name = "output", .w = &e->w.output, .x = V(e->x, 0), .y = V(lg, 0), .nz = 1, .norm = &on,
-                     .eps = c->rms_eps};
+    vk_mv_args hd = {.name = "output", .w = &e->w.output, .x = V(e->x, 0), .y = V(e->logits, 0), .nz = 1,
+                     .norm = &on, .eps = c->rms_eps};
     TRY(record(r, vk_k_mv(&e->kb, &hd, &k), &k));
     vk_rec_barrier(r);
-    vk_topk_args tk = {.logits = V(lg, 0), .n = c->n_vocab, .params = e->params, .geom = e->tg,
-                       .cand_v = e->topk_v, .cand_i = e->topk_i, .ms = e->topk_ms, .counter = e->topk_cnt,
-                       .out_ids = e->out_ids, .out_vals = e->out_vals};
-    TRY(record(r, vk_k_topk(&e->kb, &tk, &k), &k));
-    return 0;
+    return vk_fwd_record_sample(e, r, false);
 }
 
-int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host)
+int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool unused)
 {
+    (void)unused; /* the logits go to the host by a copy after the graph (vk_engine.c) */
     const model_config *c = &e->m->cfg;
     vk_call k;
     /* counters by default where measured and checked (NVIDIA: in-order
@@ -375,6 +407,6 @@ int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host)
         TRY(e->w.layers[il].is_moe ? ffn_moe(e, r, il) : ffn_dense(e, r, il));
     }
     vk_rec_segment(r, (int)c->n_layer + 1);
-    TRY(head(e, r, logits_to_host));
+    TRY(head(e, r));
     return r->status;
 }

@@ -200,3 +200,25 @@ void vk_profile_free(vk_profile *pr)
     free(pr->seen);
     memset(pr, 0, sizeof *pr);
 }
+
+void vk_profile_add(const vk_family *f, const vk_profile *pr, double weight, engine_stats *st)
+{
+    const vk_prog *p = &f->prog;
+    for (uint32_t d = 0; d < p->n_disp && d < pr->n_disp; d++) {
+        uint32_t k = 0;
+        while (k < st->n_kernels && strcmp(st->kernels[k].name, p->names[d]) != 0)
+            k++;
+        if (k == st->n_kernels) {
+            if (k == ENGINE_MAX_KERNEL_STATS)
+                continue;
+            memset(&st->kernels[k], 0, sizeof st->kernels[k]);
+            snprintf(st->kernels[k].name, sizeof st->kernels[k].name, "%s", p->names[d]);
+            st->n_kernels++;
+        }
+        engine_kernel_stat *ks = &st->kernels[k];
+        ks->calls_per_token += weight;
+        ks->bytes_per_token += weight * (double)p->bytes[d];
+        ks->us_per_token += pr->seen[d] ? weight * pr->last_us[d] : 0;
+        ks->gbps = ks->us_per_token > 0 ? ks->bytes_per_token / (ks->us_per_token * 1e3) : 0;
+    }
+}

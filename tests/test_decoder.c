@@ -6,8 +6,11 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include "decoder.h"
 #include "sbuf.h"
+#include "vk.h"
 #include "testlib.h"
 
 #define FIXTURE "tests/data/models/tiny-glm-a/"
@@ -47,15 +50,15 @@ static int load_fixture(void)
     return n_prompt == 25 && n_greedy == 16 ? 0 : -1;
 }
 
-static decoder *start(uint32_t n_ctx)
+static decoder *start_on(const engine_backend *be, uint32_t n_ctx, uint32_t n_batch)
 {
     engine_params p;
     engine_params_default(&p);
     p.n_ctx = n_ctx;
     p.n_threads = 2;
-    p.n_batch = 8; /* several prompt chunks, so cancellation between them is exercised */
+    p.n_batch = n_batch;
     err_t err;
-    decoder *d = decoder_start(&ref_engine_backend, &m, tok, &p, &err);
+    decoder *d = decoder_start(be, &m, tok, &p, &err);
     if (!d)
         return NULL;
     dec_event ev;
@@ -70,6 +73,11 @@ static decoder *start(uint32_t n_ctx)
     }
     decoder_free(d);
     return NULL;
+}
+
+static decoder *start(uint32_t n_ctx)
+{
+    return start_on(&ref_engine_backend, n_ctx, 8); /* several prompt chunks, so cancellation between them is exercised */
 }
 
 typedef struct {
@@ -284,6 +292,153 @@ static void test_cancel_within_one_token(void)
     decoder_free(d);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A long prompt: the statistics follow it chunk by chunk (tokens done of
+ * total, a rate), and a cancel in the middle stops it there -- the engine
+ * cut the prompt into short chunks (DECODER_CHUNK_S), not 256-token ones.
+ * The time from the cancel to DONE is printed (not a pass condition: the
+ * machine may be loaded); on lavapipe and the CPU reference it was
+ * ~0.1 s where whole chunks took seconds. */
+static void cancel_mid_prompt(const engine_backend *be)
+{
+    decoder *d = start_on(be, 4096, 256);
+    if (!d) {
+        CHECK(0, "%s: decoder did not start", be->name);
+        return;
+    }
+    static int32_t big[4000];
+    for (int i = 0; i < 4000; i++)
+        big[i] = prompt[i % n_prompt];
+    dec_job job = greedy_job(big, 4000, 4, NULL, 0);
+    err_t err;
+    CHECK(decoder_submit(d, &job, &err) > 0, "submit: %.200s", err.msg);
+    /* wait until the statistics show the prompt under way (polled: the
+     * statistics are the UI's view) */
+    dec_stats st = {0};
+    double t_end = now_s() + 60;
+    uint32_t first_done = 0;
+    bool too_fast = false;
+    while (now_s() < t_end) {
+        decoder_get_stats(d, &st);
+        if (st.prompt_total == 4000 && st.prompt_done > 0) {
+            if (!first_done)
+                first_done = st.prompt_done;
+            else if (st.prompt_done > first_done && st.prompt_done >= 300) /* the chunk size has settled */
+                break;
+        }
+        if (st.prompt_total == 0 && st.n_past >= 4000) { /* a fast GPU: the whole prompt between two polls */
+            too_fast = true;
+            break;
+        }
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL); /* a poll interval, not a wait for an outcome */
+    }
+    if (too_fast) {
+        printf("# %s: the 4000-token prompt ran between two polls (%.0f tok/s): nothing to stop in the middle\n",
+               be->name, st.prefill_tps);
+        decoder_free(d);
+        return;
+    }
+    CHECK(st.prompt_total == 4000 && st.prompt_done > first_done && st.prompt_done < 4000 && st.prefill_tps > 0,
+          "%s: progress %u / %u (%.1f tok/s) never moved", be->name, st.prompt_done, st.prompt_total, st.prefill_tps);
+    double t0 = now_s();
+    decoder_cancel(d);
+    dec_event ev;
+    bool done = false;
+    while (!done && decoder_wait(d, &ev, 60000)) {
+        if (ev.type == DEC_EV_DONE) {
+            done = true;
+            CHECK(ev.stop == DEC_STOP_CANCEL && ev.n_gen == 0, "%s: stop %d after %u tokens", be->name, ev.stop,
+                  ev.n_gen);
+        }
+        decoder_event_free(&ev);
+    }
+    double lat = now_s() - t0;
+    CHECK(done, "%s: no DONE after the cancel", be->name);
+    decoder_get_stats(d, &st);
+    CHECK(st.n_past < 4000 && st.prompt_total == 0, "%s: the cache holds %u of 4000 prompt tokens after the cancel",
+          be->name, st.n_past);
+    engine *e = decoder_engine(d);
+    double longest = 0;
+    for (uint32_t i = 0; e && i < ENGINE_CHUNK_HISTORY && i < e->chunks_seen; i++)
+        longest = e->chunk_s[i] > longest ? e->chunk_s[i] : longest;
+    printf("# %s: cancel mid-prompt stopped after %.3f s (prompt at %u of 4000; the longest recent chunk %.3f s: "
+           "the bound)\n",
+           be->name, lat, st.n_past, longest);
+    decoder_free(d);
+}
+
+static void test_cancel_mid_prompt(void)
+{
+    cancel_mid_prompt(&ref_engine_backend);
+    if (vk_available())
+        cancel_mid_prompt(&vk_engine_backend);
+}
+
+/* No context given: the engine takes the model's trained one (4096 for the
+ * fixture, which fits), capped at ENGINE_AUTO_CTX_CAP for a model trained
+ * on more, and says so in params.n_ctx; the decoder reports it.  A given
+ * context wins, and one the device cannot hold is a clear error. */
+static void auto_context(const engine_backend *be)
+{
+    engine_params p;
+    engine_params_default(&p);
+    p.n_ctx = 0;
+    engine e;
+    err_t err;
+    CHECK(engine_open(&e, be, &m, &p, &err) == 0 && e.params.n_ctx == 4096 && e.params.n_batch <= 4096,
+          "%s: auto context %u (%.200s)", be->name, e.params.n_ctx, err.msg);
+    engine_close(&e);
+    model big = m;
+    big.cfg.n_ctx_train = 202752; /* GLM-4.7-Flash's */
+    CHECK(engine_open(&e, be, &big, &p, &err) == 0 && e.params.n_ctx == ENGINE_AUTO_CTX_CAP,
+          "%s: a model trained on 202752 tokens got %u", be->name, e.params.n_ctx);
+    engine_close(&e);
+    p.n_ctx = 1000;
+    CHECK(engine_open(&e, be, &big, &p, &err) == 0 && e.params.n_ctx == 1000, "%s: given 1000, took %u", be->name,
+          e.params.n_ctx);
+    engine_close(&e);
+}
+
+static void test_auto_context(void)
+{
+    auto_context(&ref_engine_backend);
+    if (!vk_available())
+        return;
+    auto_context(&vk_engine_backend);
+    /* more than the device holds, asked for: an error naming the numbers */
+    engine_params p;
+    engine_params_default(&p);
+    p.n_ctx = 1u << 30;
+    engine e;
+    err_t err = {{0}};
+    CHECK(engine_open(&e, &vk_engine_backend, &m, &p, &err) != 0 && strstr(err.msg, "try a smaller -c"),
+          "a context of 2^30 tokens: %.300s", err.msg);
+    /* the decoder reports what the engine took */
+    engine_params_default(&p);
+    p.n_ctx = 0;
+    decoder *d = decoder_start(&vk_engine_backend, &m, tok, &p, &err);
+    dec_event ev;
+    while (d && decoder_wait(d, &ev, 60000)) {
+        dec_ev_type t = ev.type;
+        decoder_event_free(&ev);
+        if (t == DEC_EV_READY || t == DEC_EV_ERROR)
+            break;
+    }
+    dec_stats st = {0};
+    if (d)
+        decoder_get_stats(d, &st);
+    CHECK(d && decoder_n_ctx(d) == 4096 && st.n_ctx == 4096, "decoder context %u, stats %u", d ? decoder_n_ctx(d) : 0,
+          st.n_ctx);
+    decoder_free(d);
+}
+
 static void test_event_fd(void)
 {
     decoder *d = start(128);
@@ -354,6 +509,8 @@ int main(void)
     RUN(test_stop_token_and_reuse);
     RUN(test_context_full);
     RUN(test_cancel_within_one_token);
+    RUN(test_cancel_mid_prompt);
+    RUN(test_auto_context);
     RUN(test_event_fd);
     RUN(test_load_error);
     tok_free(tok);

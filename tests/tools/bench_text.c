@@ -174,24 +174,6 @@ static void bench_sampler(void)
     free(sets);
     free(a);
     free(b);
-    int32_t ids[64];
-    float cl[64];
-    for (int k = 0; k < 64; k++) {
-        ids[k] = k;
-        cl[k] = 10.0f - 0.1f * k;
-    }
-    sampler_params p;
-    sampler_params_default(&p);
-    sampler *s = sampler_new(&p, V);
-    double fastest = 1e30;
-    for (int rep = 0; rep < 5; rep++) { /* the fastest of 5 runs: see time_sampler */
-        double t0 = now();
-        for (int i = 0; i < 2000; i++)
-            sampler_sample_topk(s, ids, cl, 64, 11.0f);
-        fastest = fmin(fastest, (now() - t0) / 2000 * 1e6);
-    }
-    printf("  sample   %-40s %18.2f us/token\n", "top-K entry, 64 candidates", fastest);
-    sampler_free(s);
 }
 
 int main(int argc, char **argv)

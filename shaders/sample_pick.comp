@@ -1,0 +1,221 @@
+#version 450
+// sample_pick: the token, from sample_cand's K candidates (core/sampler.h,
+// steps 3-9).  With SMP_F_MASS every workgroup first sums the top-p weight
+// m over its slice of the vocabulary (the top-p total Z when top-k is off);
+// the last workgroup to finish (atomic counter) decides.  Without it the
+// host launches one workgroup (indirect grid, SMP_PICK_IND).
+//
+// The candidates are the first K tokens of the order, so the kept tokens
+// -- a prefix of the order -- are known from them when some limit ends
+// inside them: top-k <= K, the top-p cut found among them, or a candidate
+// below the min-p floor.  Then the draw needs only their weights.  When no
+// limit ends inside (a flat distribution), the result says so and sets up
+// the state of sample_select, which finds the kept tokens and the draw
+// over the whole vocabulary: never an approximation from the candidates.
+// The decision runs on one subgroup: each lane weighs one candidate of a
+// chunk, running sums are subgroup scans of 16-bit halves.
+
+#define PC_USE_SAMPLE_PICK
+#include "pc_sample.h"
+#include "sample_common.glsl"
+
+layout(local_size_x_id = PC_S_WGS) in;
+const uint WGS = gl_WorkGroupSize.x;
+
+layout(set = 0, binding = SPICK_B_LOGITS) readonly buffer LBuf { float l[]; } LG;
+layout(set = 0, binding = SPICK_B_CAND_V) readonly buffer CandV { float v[]; } CV;
+layout(set = 0, binding = SPICK_B_CAND_I) readonly buffer CandI { uint i[]; } CI;
+layout(set = 0, binding = SPICK_B_PART) coherent buffer Part { uvec2 p[]; } PART;
+layout(set = 0, binding = SPICK_B_COUNT) coherent buffer CBuf { uint count[]; } CNT;
+layout(set = 0, binding = SPICK_B_RESULT) writeonly buffer Res { uint r[]; } RES;
+layout(set = 0, binding = SPICK_B_SMP) readonly buffer Smp { uint w[]; } SMP;
+layout(set = 0, binding = SPICK_B_STATE) writeonly buffer State { uint st[]; } ST;
+
+shared uint red[4][64];
+shared bool s_last;
+
+const uint CAND = SMP_MAX_SLICES * SMP_KMAX; // the merged list
+
+// The workgroup's sum of one value < 2^64 per thread, by 16-bit limbs.
+uvec2 wg_sum64(uvec2 x)
+{
+    uint l0 = subgroupAdd(x.x & 0xffffu), l1 = subgroupAdd(x.x >> 16u);
+    uint l2 = subgroupAdd(x.y & 0xffffu), l3 = subgroupAdd(x.y >> 16u);
+    if (subgroupElect()) {
+        red[0][gl_SubgroupID] = l0;
+        red[1][gl_SubgroupID] = l1;
+        red[2][gl_SubgroupID] = l2;
+        red[3][gl_SubgroupID] = l3;
+    }
+    barrier();
+    uint s0 = 0u, s1 = 0u, s2 = 0u, s3 = 0u;
+    for (uint i = 0u; i < gl_NumSubgroups; i++) {
+        s0 += red[0][i];
+        s1 += red[1][i];
+        s2 += red[2][i];
+        s3 += red[3][i];
+    }
+    barrier();
+    // the high word is below 2^32, so it is exact modulo 2^32
+    uvec2 lo = add64(uvec2(s0, 0u), uvec2(s1 << 16u, s1 >> 16u));
+    return uvec2(lo.x, lo.y + s2 + (s3 << 16u));
+}
+
+uint cand_weight(uint j, uint lim, float mx, float inv_t)
+{
+    return j < lim ? sk_weight(CV.v[CAND + j], mx, inv_t) : 0u;
+}
+
+// The weight of the first lim candidates (one subgroup).
+uvec2 cand_total(uint lim, float mx, float inv_t)
+{
+    uvec2 tot = uvec2(0u);
+    for (uint c = 0u; c < lim; c += gl_SubgroupSize) {
+        uint w = cand_weight(c + gl_SubgroupInvocationID, lim, mx, inv_t);
+        tot = add64(tot, from_halves(subgroupAdd(w & 0xffffu), subgroupAdd(w >> 16u)));
+    }
+    return tot;
+}
+
+// The first candidate j < lim whose running weight reaches target; lim
+// when none does.
+uint cand_reaching(uint lim, float mx, float inv_t, uvec2 target)
+{
+    uvec2 before = uvec2(0u);
+    for (uint c = 0u; c < lim; c += gl_SubgroupSize) {
+        uint j = c + gl_SubgroupInvocationID;
+        uint w = cand_weight(j, lim, mx, inv_t);
+        bool hit = j < lim && ge64(add64(before, sg_inclusive64(w)), target);
+        uvec4 ballot = subgroupBallot(hit);
+        if (subgroupAny(hit))
+            return c + subgroupBallotFindLSB(ballot);
+        before = add64(before, from_halves(subgroupAdd(w & 0xffffu), subgroupAdd(w >> 16u)));
+    }
+    return lim;
+}
+
+void result(uint token, float prob, uint status, uint kept)
+{
+    if (gl_SubgroupInvocationID == 0u) {
+        RES.r[SMPR_TOKEN] = token;
+        RES.r[SMPR_PROB] = floatBitsToUint(prob);
+        RES.r[SMPR_STATUS] = status;
+        RES.r[SMPR_KEPT] = kept;
+    }
+}
+
+uint sst(uint s, uint w)
+{
+    return SST_SEL + s * SST_SEL_WORDS + w;
+}
+
+// The decision, on one subgroup of the last workgroup.
+void decide(uint ns)
+{
+    uint flags = SMP.w[SMP_FLAGS], K = min(SMP.w[SMP_K], SMP_KMAX), n = pc.n;
+    float mx = CV.v[CAND];
+    uint first = CI.i[CAND];
+    bool finite = (floatBitsToUint(mx) & 0x7f800000u) != 0x7f800000u;
+    if ((flags & SMP_F_GREEDY) != 0u || !finite) {
+        result(first, 1.0, SMP_STATUS_DONE, 1u);
+        return;
+    }
+    float inv_t = uintBitsToFloat(SMP.w[SMP_INV_T]);
+    uint topk = SMP.w[SMP_TOPK];
+    uint nc = topk > 0u && topk < n ? topk : n;  // |C|
+    uint kept = n;                               // a bound on the kept tokens
+    bool known = n <= K;                         // ... that ends inside the candidates
+    bool blocked = false;                        // a limit not known to end after them
+    if (nc <= K) {
+        kept = min(kept, nc);
+        known = true;
+    }
+    if ((flags & SMP_F_TOPP) != 0u) {
+        bool have_z = nc <= K || ((flags & SMP_F_MASS) != 0u && nc == n);
+        if (have_z) {
+            uvec2 z = uvec2(0u);
+            if (nc <= K)
+                z = cand_total(nc, mx, 1.0);
+            else
+                for (uint i = 0u; i < ns; i++)
+                    z = add64(z, PART.p[i]);
+            uvec2 t = mulhi64(z, SMP.w[SMP_TOPP]);
+            if ((t.x | t.y) == 0u)
+                t = uvec2(1u, 0u);
+            uint lim = min(nc, K), j = cand_reaching(lim, mx, 1.0, t);
+            if (j < lim) {
+                kept = min(kept, j + 1u);
+                known = true;
+            }
+        } else {
+            blocked = true; /* Z is over an unknown C: the cut may come anywhere */
+        }
+    }
+    uint minp_key = KEY_NONE;
+    if ((flags & SMP_F_MINP) != 0u) {
+        precise float fl = mx + uintBitsToFloat(SMP.w[SMP_LOG_MINP]);
+        float floor_l = sk_canon(fl);
+        minp_key = sk_key(floor_l);
+        uint nm = 0u;
+        for (uint c = 0u; c < K; c += gl_SubgroupSize) {
+            uint j = c + gl_SubgroupInvocationID;
+            nm += subgroupBallotBitCount(subgroupBallot(j < K && CV.v[CAND + j] >= floor_l));
+        }
+        if (nm < K || K >= n) {
+            kept = min(kept, max(nm, 1u));
+            known = true;
+        }
+    }
+    if (known && !blocked) { // the draw over the first `kept` candidates
+        uvec2 total = cand_total(kept, mx, inv_t);
+        uvec2 target = add64(mulhi64(total, SMP.w[SMP_UNIFORM]), uvec2(1u, 0u));
+        uint j = min(cand_reaching(kept, mx, inv_t, target), kept - 1u);
+        float w = float(sk_weight(CV.v[CAND + j], mx, inv_t));
+        result(CI.i[CAND + j], w / (float(total.y) * 4294967296.0 + float(total.x)), SMP_STATUS_DONE, kept);
+        return;
+    }
+    // a flat distribution: sample_select takes the whole vocabulary
+    if (gl_SubgroupInvocationID == 0u) {
+        ST.st[SST_MAX] = floatBitsToUint(mx);
+        ST.st[SST_FIRST_KEY] = sk_key(mx);
+        ST.st[SST_FIRST_ID] = first;
+        ST.st[SST_MINP_KEY] = minp_key;
+        bool c_known = nc < n && nc <= K;
+        ST.st[sst(0u, SSS_ACTIVE)] = nc < n && !c_known ? 1u : 0u;
+        ST.st[sst(0u, SSS_RES_KEY)] = c_known ? sk_key(CV.v[CAND + nc - 1u]) : KEY_NONE;
+        ST.st[sst(0u, SSS_RES_ID)] = c_known ? CI.i[CAND + nc - 1u] : KEY_NONE;
+        ST.st[sst(1u, SSS_ACTIVE)] = (flags & SMP_F_TOPP) != 0u ? 1u : 0u;
+        ST.st[sst(1u, SSS_RES_KEY)] = KEY_NONE;
+        ST.st[sst(1u, SSS_RES_ID)] = KEY_NONE;
+        ST.st[sst(2u, SSS_ACTIVE)] = 1u;
+    }
+    result(first, 0.0, SMP_STATUS_SELECT, 0u);
+}
+
+void main()
+{
+    uint s = gl_WorkGroupID.x, tid = gl_LocalInvocationIndex;
+    uint flags = SMP.w[SMP_FLAGS];
+    float mx = CV.v[CAND];
+    if ((flags & SMP_F_MASS) != 0u && (floatBitsToUint(mx) & 0x7f800000u) != 0x7f800000u) { // this slice's part of Z
+        uint a = s * pc.slice, b = min(a + pc.slice, pc.n);
+        uvec2 acc = uvec2(0u);
+        for (uint i = a + tid; i < b; i += WGS)
+            acc = add64(acc, uvec2(sk_weight(sk_canon(LG.l[pc.l_off + i]), mx, 1.0), 0u));
+        acc = wg_sum64(acc);
+        if (tid == 0u)
+            PART.p[s] = acc;
+    }
+    memoryBarrierBuffer();
+    barrier();
+    if (tid == 0u)
+        s_last = atomicAdd(CNT.count[1], 1u) == gl_NumWorkGroups.x - 1u;
+    barrier();
+    if (!s_last)
+        return;
+    memoryBarrierBuffer();
+    if (gl_SubgroupID == 0u)
+        decide(gl_NumWorkGroups.x);
+    if (tid == 0u)
+        CNT.count[1] = 0u;
+}

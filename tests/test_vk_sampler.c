@@ -1,0 +1,538 @@
+/* test_vk_sampler.c: sampling on the GPU (shaders/sample_*.comp) against
+ * the CPU reference (core/sampler.c): the same request and logits must
+ * give the same token, every time -- on random logits with ties, masks,
+ * NaN, flat and peaked distributions, every setting, vocabularies from 1
+ * token to the real 154880, and uniforms placed at the draw's boundaries
+ * (where a weight one unit off would change the token).  Both of the GPU's
+ * ways are covered: the candidates (sample_pick) and the whole vocabulary
+ * (sample_select); each case counts them.  Then the Vulkan engine itself:
+ * the token it samples on the GPU against the CPU's pick from the same
+ * position's logits. */
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
+
+#include "engine.h"
+#include "model.h"
+#include "sampler.h"
+#include "sampler_kernels.h"
+#include "testlib.h"
+#include "vk.h"
+#include "vk_sample.h"
+#include "vk_testutil.h"
+
+static vk_tuning TUNE;
+static err_t KERR;
+static vk_kb KB;
+
+/* ---- the kernels, recorded once per vocabulary size ------------------------------- */
+
+typedef struct {
+    vk_sample_geom g;
+    vk_sample_bufs b;
+    vk_buf logits;
+    VkCommandBuffer main_cb, select_cb;
+    vk_prog main_prog, select_prog;
+    uint32_t n;
+} gpu_sampler;
+
+static int record(gpu_sampler *s, VkCommandBuffer *cb, vk_prog *prog, bool select)
+{
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = G.c.cmd_pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    if (vkAllocateCommandBuffers(G.c.dev, &ai, cb) != VK_SUCCESS)
+        return -1;
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    if (vkBeginCommandBuffer(*cb, &bi) != VK_SUCCESS)
+        return -1;
+    err_t err;
+    vk_rec r;
+    vk_call k;
+    vk_rec_begin(&r, &G.c, prog, *cb, VK_PROF_OFF, 0, VK_NULL_HANDLE, 0, NULL, &err);
+    int rc = 0;
+    if (!select) {
+        rc = vk_k_sample_cand(&KB, &s->b, &k);
+        if (!rc) {
+            vk_rec_call(&r, &k);
+            vk_rec_barrier(&r);
+            rc = vk_k_sample_pick(&KB, &s->b, &k);
+        }
+        if (!rc)
+            vk_rec_call(&r, &k);
+    } else {
+        for (uint32_t sel = 0; sel < 3 && !rc; sel++)
+            for (uint32_t pass = 0; pass < 5 && !rc; pass++) {
+                rc = vk_k_sample_select(&KB, &s->b, sel, pass, &k);
+                if (!rc) {
+                    vk_rec_call(&r, &k);
+                    vk_rec_barrier(&r);
+                }
+            }
+    }
+    if (rc)
+        printf("# %s\n", KERR.msg);
+    rc = vk_rec_end(&r) || rc;
+    return vkEndCommandBuffer(*cb) != VK_SUCCESS || rc ? -1 : 0;
+}
+
+static vk_buf zeroed(uint64_t bytes)
+{
+    vk_buf b = tu_host((bytes + 3) / 4);
+    if (b.map)
+        memset(b.map, 0, bytes);
+    return b;
+}
+
+static int gpu_open(gpu_sampler *s, uint32_t n)
+{
+    memset(s, 0, sizeof *s);
+    err_t err;
+    if (vk_sample_geom_init(&G.c, n, &s->g, &err)) {
+        printf("# %s\n", err.msg);
+        return -1;
+    }
+    s->n = n;
+    s->logits = tu_host(n);
+    vk_buf words = zeroed(vk_sample_bytes(VK_SMP_WORDS)), ind = words;
+    ind.off += SMP_PICK_IND * 4;
+    ind.size = 12;
+    s->b = (vk_sample_bufs){.g = &s->g, .logits = {s->logits, 0}, .smp = words,
+                            .cand_v = zeroed(vk_sample_bytes(VK_SMP_CAND)), .cand_i = zeroed(vk_sample_bytes(VK_SMP_CAND)),
+                            .ms = zeroed(vk_sample_bytes(VK_SMP_MS)), .part = zeroed(vk_sample_bytes(VK_SMP_PART)),
+                            .counter = zeroed(vk_sample_bytes(VK_SMP_COUNT)),
+                            .result = zeroed(vk_sample_bytes(VK_SMP_RESULT)),
+                            .state = zeroed(vk_sample_bytes(VK_SMP_STATE)), .hist = zeroed(vk_sample_bytes(VK_SMP_HIST)),
+                            .pick_ind = ind, .out_ids = zeroed(SMP_KMAX * 4), .out_vals = zeroed(SMP_KMAX * 4 + 4)};
+    if (!s->logits.map || !s->b.hist.map || !s->b.out_vals.map)
+        return -1;
+    return record(s, &s->main_cb, &s->main_prog, false) || record(s, &s->select_cb, &s->select_prog, true) ? -1 : 0;
+}
+
+static void gpu_close(gpu_sampler *s)
+{
+    vkFreeCommandBuffers(G.c.dev, G.c.cmd_pool, 1, &s->main_cb);
+    vkFreeCommandBuffers(G.c.dev, G.c.cmd_pool, 1, &s->select_cb);
+    vk_prog_free(&G.c, &s->main_prog);
+    vk_prog_free(&G.c, &s->select_prog);
+    tu_reset_buffers();
+}
+
+/* The GPU's token for these logits (left penalised in the buffer); *selected:
+ * whether it took the whole-vocabulary way.  -1 on a device error. */
+static int32_t gpu_pick(gpu_sampler *s, const sampler_request *rq, const float *logits, uint32_t host_k, bool *selected)
+{
+    err_t err;
+    memcpy(s->logits.map, logits, s->n * sizeof *logits);
+    vk_sample_write(&s->g, (uint32_t *)s->b.smp.map, rq, host_k);
+    const volatile uint32_t *res = (const volatile uint32_t *)s->b.result.map;
+    ((uint32_t *)s->b.result.map)[SMPR_STATUS] = 0xdead;
+    if (vk_submit_wait(&G.c, s->main_cb, &err))
+        return -1;
+    *selected = res[SMPR_STATUS] == SMP_STATUS_SELECT;
+    if (*selected && vk_submit_wait(&G.c, s->select_cb, &err))
+        return -1;
+    return res[SMPR_STATUS] == SMP_STATUS_DONE ? (int32_t)res[SMPR_TOKEN] : -2;
+}
+
+/* ---- logits ------------------------------------------------------------------------- */
+
+static uint64_t rs_next(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double rs_unit(uint64_t *x) /* (0, 1) */
+{
+    return ((double)(rs_next(x) >> 11) + 0.5) * 0x1.0p-53;
+}
+
+static float rs_gauss(uint64_t *x)
+{
+    uint64_t r = rs_next(x);
+    uint32_t s = (uint32_t)(r & 0xFFFF) + (uint32_t)(r >> 16 & 0xFFFF) + (uint32_t)(r >> 32 & 0xFFFF) + (uint32_t)(r >> 48);
+    return ((float)s * (1.0f / 65536) - 2.0f) * 1.7320508f;
+}
+
+enum { D_LM, D_FLAT, D_PEAKED, D_TIES, D_MASKED, D_NAN, D_CONST, D_SUBNORMAL, D_HUGE, D_COUNT };
+static const char *const dist_names[D_COUNT] = {"lm", "flat", "peaked", "ties", "masked", "nan", "const", "subnormal",
+                                                "huge"};
+
+static void make_logits(float *l, uint32_t n, int dist, uint64_t *x)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        float g = rs_gauss(x), v = 3 * g;
+        double u = rs_unit(x);
+        switch (dist) {
+        case D_FLAT: v = 4 * logf((float)u) * 0.1f; break;
+        case D_PEAKED: v = i % 997 == 17 ? 12.0f + (float)u : (float)(u * 4 - 2); break;
+        case D_TIES: v = roundf(3 * g * 4) / 4; break;
+        case D_MASKED: v = u < 0.4 ? -INFINITY : v; break;
+        case D_NAN: v = u < 0.01 || (i == 0 && (rs_next(x) & 3) == 0) ? NAN : v; break;
+        case D_CONST: v = 1.5f; break;
+        case D_SUBNORMAL: v = u < 0.3 ? 1e-40f : u < 0.6 ? -0.0f : u < 0.7 ? 1.5e-38f : v * 1e-3f; break;
+        case D_HUGE: v = u < 0.01 ? 3e38f : u < 0.02 ? -3e38f : v; break;
+        default: break;
+        }
+        l[i] = v;
+    }
+}
+
+typedef struct {
+    float temp, top_p, min_p;
+    int top_k;
+    bool penalties;
+} combo;
+
+static const combo combos[] = {
+    {1.0f, 0.95f, 0.01f, 0, false},  /* GLM defaults */
+    {0.0f, 1.0f, 0.0f, 0, false},    /* greedy */
+    {0.0f, 0.9f, 0.05f, 0, true},    /* greedy with penalties */
+    {0.3f, 0.95f, 0.0f, 0, false},   /* deepseek2 preset */
+    {0.7f, 0.8f, 0.0f, 20, false},   /* chatml preset */
+    {0.6f, 0.9f, 0.0f, 0, true},     /* llama3 preset, penalties */
+    {1.0f, 1.0f, 0.0f, 0, false},    /* temperature only */
+    {1.3f, 1.0f, 0.05f, 0, false},   /* min-p only */
+    {1.0f, 0.95f, 0.01f, 100, true}, /* top-k above the candidates, everything on */
+    {0.8f, 1.0f, 0.0f, 1, false},    /* top-k 1 */
+    {2.0f, 0.9999f, 0.0f, 1000, false},
+    {0.5f, 0.0f, 0.0f, 0, false},    /* top-p 0: the best token */
+    {1.0f, 0.5f, 0.2f, 64, true},
+};
+#define N_COMBOS (sizeof combos / sizeof combos[0])
+
+static sampler_params params_of(const combo *c, uint64_t seed)
+{
+    sampler_params p;
+    sampler_params_default(&p);
+    p.temp = c->temp;
+    p.top_p = c->top_p;
+    p.min_p = c->min_p;
+    p.top_k = c->top_k;
+    p.seed = seed;
+    p.penalty_window = 32;
+    if (c->penalties) {
+        p.repeat_penalty = 1.3f;
+        p.presence_penalty = 0.4f;
+        p.frequency_penalty = 0.2f;
+    }
+    return p;
+}
+
+typedef struct {
+    int runs, bad, by_cand, by_select;
+    char why[240];
+} tally;
+
+/* `steps` draws on one logits set with the window filling up: the GPU's
+ * token and penalised logits against the CPU's. */
+static void compare(gpu_sampler *g, const combo *c, int dist, uint64_t seed, int steps, tally *t)
+{
+    uint32_t n = g->n;
+    sampler_params p = params_of(c, seed);
+    sampler *s = sampler_new(&p, n);
+    float *base = malloc(n * sizeof *base), *cpu = malloc(n * sizeof *cpu);
+    uint64_t x = seed * 7919 + (uint64_t)dist;
+    make_logits(base, n, dist, &x);
+    for (int i = 0; i < 8; i++) /* a window of earlier tokens, some repeated */
+        sampler_accept(s, (int32_t)(rs_next(&x) % (i < 4 ? n : (n + 3) / 4)));
+    for (int step = 0; step < steps; step++) {
+        sampler_request rq;
+        sampler_prepare(s, &rq);
+        memcpy(cpu, base, n * sizeof *cpu);
+        int32_t want = sampler_pick(s, &rq, cpu, NULL);
+        bool selected = false;
+        int32_t got = gpu_pick(g, &rq, base, 0, &selected);
+        bool same_logits = true;
+        for (uint32_t i = 0; i < rq.n_pen; i++) {
+            int32_t id = rq.pen_ids[i];
+            float a = sk_canon(cpu[id]), b = sk_canon(((const float *)g->logits.map)[id]);
+            same_logits = same_logits && memcmp(&a, &b, sizeof a) == 0;
+        }
+        t->runs++;
+        t->by_select += selected;
+        t->by_cand += !selected;
+        if (got != want || !same_logits) {
+            if (!t->bad++)
+                snprintf(t->why, sizeof t->why,
+                         "%s n=%u T=%g top-k %d top-p %g min-p %g pen %d seed %llu step %d: GPU %d (%s) CPU %d%s",
+                         dist_names[dist], n, (double)c->temp, c->top_k, (double)c->top_p, (double)c->min_p,
+                         c->penalties, (unsigned long long)seed, step, got, selected ? "selection" : "candidates", want,
+                         same_logits ? "" : ", penalised logits differ");
+        }
+        sampler_accept(s, want);
+    }
+    sampler_free(s);
+    free(base);
+    free(cpu);
+}
+
+static void check_sizes(const uint32_t *sizes, int n_sizes, int steps, int dists_mask, uint64_t seed0, bool need_both)
+{
+    tally t = {0};
+    for (int si = 0; si < n_sizes; si++) {
+        gpu_sampler g;
+        if (gpu_open(&g, sizes[si])) {
+            CHECK(0, "could not set up the sampling kernels for %u tokens", sizes[si]);
+            return;
+        }
+        for (size_t c = 0; c < N_COMBOS; c++)
+            for (int d = 0; d < D_COUNT; d++)
+                if (dists_mask >> d & 1)
+                    compare(&g, &combos[c], d, seed0 + c * 131 + (uint64_t)d, steps, &t);
+        gpu_close(&g);
+    }
+    printf("# %d draws: %d from the candidates, %d by the whole-vocabulary selection\n", t.runs, t.by_cand,
+           t.by_select);
+    CHECK(t.bad == 0, "%d of %d draws differ from the CPU; first: %s", t.bad, t.runs, t.why);
+    CHECK(!need_both || (t.by_cand > 0 && t.by_select > 0), "only one way was exercised (%d candidates, %d selection)",
+          t.by_cand, t.by_select);
+}
+
+static void test_small_vocabularies(void)
+{
+    static const uint32_t sizes[] = {1, 2, 7, 63, 64, 65, 300, 324, 2049};
+    check_sizes(sizes, (int)(sizeof sizes / sizeof sizes[0]), 3, (1 << D_COUNT) - 1, 100, true);
+}
+
+/* Several slices and several elements per thread, the tie blocks. */
+static void test_mid_vocabulary(void)
+{
+    static const uint32_t sizes[] = {20000};
+    check_sizes(sizes, 1, 2, (1 << D_COUNT) - 1, 200, true);
+}
+
+static void test_full_vocabulary(void)
+{
+    static const uint32_t sizes[] = {154880};
+    check_sizes(sizes, 1, 1, 1 << D_LM | 1 << D_FLAT | 1 << D_PEAKED | 1 << D_TIES | 1 << D_NAN, 300, true);
+}
+
+/* Uniforms just below and just above each boundary of the draw's running
+ * sum (found from the CPU's weights): a GPU weight off by a unit moves a
+ * boundary and changes one of the two tokens.  Temperature only and small
+ * vocabularies keep the spacing of reachable targets (S / 2^32) below a
+ * few units; both ways, the candidates (n <= 64) and the selection. */
+static void test_draw_boundaries(void)
+{
+    static const uint32_t sizes[] = {5, 40, 64, 90, 300};
+    static const float temps[] = {1.0f, 0.37f, 2.5f};
+    int bad = 0, runs = 0;
+    char why[200] = "";
+    uint64_t x = 4242;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        uint32_t n = sizes[si];
+        gpu_sampler g;
+        if (gpu_open(&g, n)) {
+            CHECK(0, "setup");
+            return;
+        }
+        float *l = malloc(n * sizeof *l), *cpu = malloc(n * sizeof *cpu);
+        for (size_t ti = 0; ti < sizeof temps / sizeof temps[0]; ti++) {
+            make_logits(l, n, D_LM, &x);
+            sampler_params p = params_of(&(combo){temps[ti], 1.0f, 0.0f, 0, false}, 1);
+            sampler *s = sampler_new(&p, n);
+            sampler_request rq;
+            sampler_prepare(s, &rq);
+            /* the draw's weights in the order */
+            uint64_t *ord = malloc(n * sizeof *ord), total = 0, cum = 0;
+            for (uint32_t i = 0; i < n; i++)
+                ord[i] = (uint64_t)sk_key(sk_canon(l[i])) << 32 | i;
+            for (uint32_t i = 0; i < n; i++) /* insertion sort: n is small */
+                for (uint32_t j = i; j > 0 && ord[j] < ord[j - 1]; j--) {
+                    uint64_t tmp = ord[j];
+                    ord[j] = ord[j - 1];
+                    ord[j - 1] = tmp;
+                }
+            float mx = sk_canon(l[(uint32_t)ord[0]]);
+            for (uint32_t i = 0; i < n; i++)
+                total += sk_weight(sk_canon(l[(uint32_t)ord[i]]), mx, rq.inv_temp);
+            for (uint32_t i = 0; i + 1 < n && i < 12; i++) {
+                cum += sk_weight(sk_canon(l[(uint32_t)ord[i]]), mx, rq.inv_temp);
+                /* the largest u whose target stays within the first i+1 tokens */
+                uint64_t lo = 0, hi = 0xFFFFFFFFull;
+                while (lo < hi) {
+                    uint64_t mid = (lo + hi + 1) / 2;
+                    if (sk_mulhi(total, (uint32_t)mid) + 1 <= cum)
+                        lo = mid;
+                    else
+                        hi = mid - 1;
+                }
+                for (uint64_t u = lo; u <= lo + 1 && u <= 0xFFFFFFFFull; u++) {
+                    rq.uniform = (uint32_t)u;
+                    memcpy(cpu, l, n * sizeof *cpu);
+                    int32_t want = sampler_pick(s, &rq, cpu, NULL);
+                    bool sel;
+                    int32_t got = gpu_pick(&g, &rq, l, 0, &sel);
+                    runs++;
+                    if (got != want && !bad++)
+                        snprintf(why, sizeof why, "n=%u T=%g boundary %u u=%llu: GPU %d CPU %d", n, (double)temps[ti],
+                                 i, (unsigned long long)u, got, want);
+                }
+            }
+            free(ord);
+            sampler_free(s);
+        }
+        free(l);
+        free(cpu);
+        gpu_close(&g);
+    }
+    CHECK(bad == 0, "%d of %d boundary draws differ: %s", bad, runs, why);
+}
+
+/* Greedy: the lowest id among tied best logits; NaN never wins. */
+static void test_greedy_ties(void)
+{
+    gpu_sampler g;
+    if (gpu_open(&g, 5000)) {
+        CHECK(0, "setup");
+        return;
+    }
+    float *l = malloc(5000 * sizeof *l);
+    for (int i = 0; i < 5000; i++)
+        l[i] = i % 3 ? -1.0f : NAN;
+    l[4000] = l[1234] = l[2999] = 7.5f;
+    sampler_params p = params_of(&combos[1], 1);
+    sampler *s = sampler_new(&p, 5000);
+    sampler_request rq;
+    sampler_prepare(s, &rq);
+    bool sel;
+    CHECK(gpu_pick(&g, &rq, l, 0, &sel) == 1234, "greedy picked %d", gpu_pick(&g, &rq, l, 0, &sel));
+    for (int i = 0; i < 5000; i++)
+        l[i] = NAN;
+    CHECK(gpu_pick(&g, &rq, l, 0, &sel) == 0, "all-NaN greedy picked %d", gpu_pick(&g, &rq, l, 0, &sel));
+    sampler_free(s);
+    free(l);
+    gpu_close(&g);
+}
+
+/* The host's top-K (ids, values, descending, lowest id on ties) and the
+ * logsumexp (the GPU's exp: within 1e-5 relative). */
+static void test_host_topk(void)
+{
+    enum { N = 30000, K = 40 };
+    gpu_sampler g;
+    if (gpu_open(&g, N)) {
+        CHECK(0, "setup");
+        return;
+    }
+    float *l = malloc(N * sizeof *l);
+    uint64_t x = 9;
+    make_logits(l, N, D_TIES, &x);
+    bool sel;
+    gpu_pick(&g, NULL, l, K, &sel);
+    const int32_t *ids = (const int32_t *)g.b.out_ids.map;
+    const float *vals = (const float *)g.b.out_vals.map;
+    int bad = 0;
+    uint64_t prev = 0;
+    for (int k = 0; k < K; k++) {
+        uint64_t key = (uint64_t)sk_key(l[ids[k]]) << 32 | (uint32_t)ids[k];
+        bad += vals[k] != l[ids[k]] || (k && key <= prev);
+        prev = key;
+        uint32_t better = 0; /* tokens before it in the order: exactly k */
+        for (uint32_t i = 0; i < N; i++)
+            better += ((uint64_t)sk_key(l[i]) << 32 | i) < key;
+        bad += better != (uint32_t)k;
+    }
+    double mx = vals[0], z = 0;
+    for (int i = 0; i < N; i++)
+        z += exp(l[i] - mx);
+    double lz = mx + log(z);
+    CHECK(bad == 0, "%d top-K entries wrong", bad);
+    CHECK(fabs(vals[K] - lz) <= 1e-5 * fabs(lz) + 1e-5, "logsumexp %g, expected %g", (double)vals[K], lz);
+    free(l);
+    gpu_close(&g);
+}
+
+/* ---- the engine ------------------------------------------------------------------------- */
+
+/* The Vulkan engine on the tiny fixture: for each step, the position's
+ * logits (then rewound) and the GPU-sampled token from the same position;
+ * the CPU's pick from those logits with the same request must be the GPU's
+ * token (a prompt's token, then decoded ones). */
+static void test_engine_samples_like_cpu(void)
+{
+    model m;
+    err_t err;
+    if (model_load(&m, "tests/data/models/tiny-glm-a/tiny-glm-a.f32.gguf", &err) != 0) {
+        CHECK(0, "%.400s", err.msg);
+        return;
+    }
+    engine_params ep;
+    engine_params_default(&ep);
+    ep.n_ctx = 256;
+    ep.n_batch = 16;
+    engine e;
+    if (engine_open(&e, &vk_engine_backend, &m, &ep, &err) != 0) {
+        CHECK(0, "%.400s", err.msg);
+        model_free(&m);
+        return;
+    }
+    uint32_t V = m.cfg.n_vocab;
+    int bad = 0, steps = 0;
+    char why[200] = "";
+    for (size_t c = 0; c < N_COMBOS && !bad; c++) {
+        sampler_params p = params_of(&combos[c], 77 + c);
+        sampler *s = sampler_new(&p, V);
+        float *logits = malloc(V * sizeof *logits);
+        int32_t prompt[20];
+        for (int i = 0; i < 20; i++)
+            prompt[i] = (int32_t)((i * 37 + c * 11) % V);
+        engine_rewind(&e, 0);
+        for (int i = 0; i < 20; i++)
+            sampler_accept(s, prompt[i]);
+        int32_t tok = -1;
+        for (int step = 0; step < 12 && !bad; step++) {
+            const int32_t *in = step == 0 ? prompt : &tok;
+            uint32_t n_in = step == 0 ? 20 : 1, at = e.n_past;
+            engine_output lo = {.logits = logits};
+            int rc = engine_eval(&e, in, n_in, &lo, &err);
+            engine_rewind(&e, at);
+            sampler_request rq;
+            sampler_prepare(s, &rq);
+            int32_t got = -1;
+            engine_output so = {.sample = &rq, .token = &got};
+            rc = rc || engine_eval(&e, in, n_in, &so, &err);
+            if (rc) {
+                snprintf(why, sizeof why, "%.190s", err.msg);
+                bad++;
+                break;
+            }
+            int32_t want = sampler_pick(s, &rq, logits, NULL);
+            steps++;
+            if (got != want && !bad++)
+                snprintf(why, sizeof why, "combo %zu step %d: GPU %d CPU %d", c, step, got, want);
+            tok = want;
+            sampler_accept(s, tok);
+        }
+        free(logits);
+        sampler_free(s);
+    }
+    CHECK(bad == 0 && steps > 0, "%s (%d steps)", why, steps);
+    engine_close(&e);
+    model_free(&m);
+}
+
+int main(void)
+{
+    if (tu_gpu_open(false)) {
+        /* CI installs lavapipe: no device is a failure, not a skip. */
+        printf("FAIL - vulkan device: none usable\n");
+        return 1;
+    }
+    vk_tuning_default(&TUNE);
+    KB = (vk_kb){&G.c, &G.pipes, &TUNE, &KERR};
+    RUN(test_greedy_ties);
+    RUN(test_host_topk);
+    RUN(test_draw_boundaries);
+    RUN(test_small_vocabularies);
+    RUN(test_mid_vocabulary);
+    RUN(test_full_vocabulary);
+    tu_gpu_close();
+    RUN(test_engine_samples_like_cpu);
+    TESTS_DONE();
+}
