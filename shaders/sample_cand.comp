@@ -17,7 +17,7 @@
 // search (merge): a cost that does not grow with how flat the logits are.
 // (Two earlier merges -- by rounds over list heads; by ranks after a
 // threshold, which keeps most items of flat logits -- were measured on the
-// H200, gpu/PERF.md "Sampling"; this one is predicted faster than both and
+// H200, gpu/PERF.md run 21; this one is predicted faster than both and
 // not measured there yet.)
 // The penalties touch only window tokens: each workgroup rewrites those in
 // its own slice before reading it, so no other workgroup reads them.
