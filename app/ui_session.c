@@ -294,7 +294,12 @@ static void finish_chat(ui_session *s, const dec_event *ev)
     if (asked)
         c->msgs[c->n - 1].n_tokens = s->gen_prompt - s->gen_reused;
     bool empty = st->content.len == 0 && st->reasoning.len == 0;
-    if (!empty) {
+    /* An answer the model ended or ran out of room for is kept even when it
+     * has no text (a stop token first, or tokens that spell nothing), so the
+     * turn shows and /retry has an answer to replace; only an answer stopped
+     * before it began goes. */
+    bool keep_empty = empty && asked && ev->stop != DEC_STOP_CANCEL;
+    if (!empty || keep_empty) {
         conv_msg *m = conv_add(c, "assistant", sbuf_str(&st->content), st->reasoning.len ? sbuf_str(&st->reasoning) : NULL);
         m->time = conv_now();
         m->n_tokens = ev->n_gen;
@@ -315,6 +320,10 @@ static void finish_chat(ui_session *s, const dec_event *ev)
         break;
     case DEC_STOP_LIMIT:
         ui_status(s->fe, UI_INFO, "Stopped at n-predict (%u tokens); /set n-predict changes it", ev->n_gen);
+        break;
+    case DEC_STOP_EOS:
+        if (empty)
+            ui_status(s->fe, UI_INFO, "The model ended its answer without any text (%u tokens)", ev->n_gen);
         break;
     case DEC_STOP_CTX:
         ui_note(s->fe, UI_ERROR,

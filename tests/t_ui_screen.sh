@@ -128,4 +128,21 @@ tm_line "/quit"
 if tm_wait $T "^EXITED 1" && grep -q "could not be saved" "$TMP/screen"; then ok ui_quit_unsaved_twice; else fail ui_quit_unsaved_twice "$(tm_screen | grep -v '^$' | tail -3)"; fi
 rm -f "$convs" && mkdir -p "$convs"
 tm_stop
+
+# ---- an answer whose tokens spell no text (a random model on a vocabulary
+# of mostly empty pieces) is still a turn: its header shows, it is saved
+"$GLMCHAT" mkmodel --preset demo --type Q8_0 --vocab 60000 --quiet -o "$TMP/empty.gguf" >/dev/null ||
+    fail ui_empty_answer "mkmodel failed"
+tm_start 120 40 env XDG_CONFIG_HOME="$XDG_CONFIG_HOME" XDG_DATA_HOME="$XDG_DATA_HOME" \
+    XDG_STATE_HOME="$XDG_STATE_HOME" "$APP" --backend cpu -m "$TMP/empty.gguf" --template chatml \
+    --temp 2 --seed 11 --ignore-eos -n 3
+app_ready
+if answered "hello" && tm_wait $T "^ Ready" && [ "$(done_answers)" -eq 1 ] &&
+   grep -q '"role": *"assistant"' "$CONV_DIR"/*.json; then
+    ok ui_empty_answer
+else
+    fail ui_empty_answer "$(tm_screen | grep -v '^ *$' | tail -5)"
+fi
+quit_app
+tm_stop
 done_tests
