@@ -58,6 +58,10 @@ echo "read bandwidth: ${BW_GBS:-unknown} GB/s"
 
 # the tokens/s of glmchat bench's line that starts with PREFIX
 gl_fig() { sed -n "s/^$1: \([0-9.]*\) tokens\/s.*/\1/p" "$2" | head -n 1; }
+# a decode line's greedy figure (bench prints the chat's sampling first and
+# greedy beside it; llama-bench samples nothing, so greedy is the fair
+# comparison), else its only figure (an older binary)
+gl_tg() { g=$(sed -n "s/^$1: .*, \([0-9.]*\) greedy.*/\1/p" "$2" | head -n 1); echo "${g:-$(gl_fig "$1" "$2")}"; }
 # llama-bench's csv: avg_ts of the test with n_prompt, n_gen, n_depth (its
 # last fields: n_prompt, n_gen, n_depth, test_time, avg_ns, stddev_ns,
 # avg_ts, stddev_ts -- counted from the end, as a model name may hold commas)
@@ -96,8 +100,9 @@ for f in $FORMATS; do
         tr '\r' '\n' | grep -v '^uploading' >"$DIR/gl.txt"
     cat "$DIR/gl.txt"
     pp=$(gl_fig pp512 "$DIR/gl.txt")
-    tg=$(gl_fig "tg128 @ depth 0" "$DIR/gl.txt")
-    tgd=$(gl_fig "tg128 @ depth 4096" "$DIR/gl.txt")
+    tg=$(gl_tg "tg128 @ depth 0" "$DIR/gl.txt")
+    tgd=$(gl_tg "tg128 @ depth 4096" "$DIR/gl.txt")
+    tgc=$(gl_fig "tg128 @ depth 0" "$DIR/gl.txt")
     bpp=- btg=-
     case " ${BASE_FORMATS:-$FORMATS} " in *" $f "*)
         if [ -n "$BASE" ]; then
@@ -105,7 +110,7 @@ for f in $FORMATS; do
                 grep -v '^uploading' >"$DIR/base.txt"
             sed 's/^/base: /' "$DIR/base.txt"
             bpp=$(gl_fig pp512 "$DIR/base.txt")
-            btg=$(gl_fig "tg128 @ depth 0" "$DIR/base.txt")
+            btg=$(gl_tg "tg128 @ depth 0" "$DIR/base.txt")
         fi ;;
     esac
     case " ${AB_FORMATS:-} " in *" $f "*)
@@ -115,7 +120,7 @@ for f in $FORMATS; do
             # shellcheck disable=SC2086
             timeout "$T" $GLMCHAT bench -m "$m" --backend vulkan -p 512 -n 64 -r 2 $tunes 2>&1 | tr '\r' '\n' \
                 >"$DIR/ab.txt"
-            echo "ab $f $setting: pp512 $(gl_fig pp512 "$DIR/ab.txt") tg64 $(gl_fig "tg64 @ depth 0" "$DIR/ab.txt")" |
+            echo "ab $f $setting: pp512 $(gl_fig pp512 "$DIR/ab.txt") tg64 $(gl_tg "tg64 @ depth 0" "$DIR/ab.txt")" |
                 tee -a "$DIR/ab_summary"
         done ;;
     esac
@@ -128,7 +133,7 @@ for f in $FORMATS; do
         ltg=$(ll_fig 0 128 0 "$DIR/ll.csv")
         ltgd=$(ll_fig 0 128 4096 "$DIR/ll.csv")
     fi
-    echo "$f ${pp:--} ${lpp:--} ${tg:--} ${ltg:--} ${tgd:--} ${ltgd:--} ${active:-0} ${bpp:--} ${btg:--}" >>"$SUM"
+    echo "$f ${pp:--} ${lpp:--} ${tg:--} ${ltg:--} ${tgd:--} ${ltgd:--} ${active:-0} ${bpp:--} ${btg:--} ${tgc:--}" >>"$SUM"
     rm -f "$m"
 done
 done
@@ -144,14 +149,15 @@ fi
 
 echo
 [ -f "$DIR/ab_summary" ] && { echo "== A/B (tokens/s)"; cat "$DIR/ab_summary"; }
-echo "== formats: glmchat (gl) and llama.cpp CUDA (ll), tokens/s; x: gl / ll; floor: active bytes / ${BW_GBS:-?} GB/s"
-printf "%-8s %8s %8s %5s | %7s %7s %5s | %7s %7s %5s %6s | %8s %7s %6s | %8s %7s\n" format pp512.gl pp512.ll x \
-    tg128.gl tg128.ll x tg@4k.gl tg@4k.ll x "4k/0" "MB/tok" floor "% fl" pp.base tg.base
-while read -r f pp lpp tg ltg tgd ltgd active bpp btg; do
+echo "== formats: glmchat (gl) and llama.cpp CUDA (ll), tokens/s; x: gl / ll; glmchat's decode greedy"
+echo "   (chat: with the model's default sampler, as the chat runs); floor: active bytes / ${BW_GBS:-?} GB/s"
+printf "%-8s %8s %8s %5s | %7s %7s %5s %7s | %7s %7s %5s %6s | %8s %7s %6s | %8s %7s\n" format pp512.gl pp512.ll x \
+    tg128.gl tg128.ll x chat tg@4k.gl tg@4k.ll x "4k/0" "MB/tok" floor "% fl" pp.base tg.base
+while read -r f pp lpp tg ltg tgd ltgd active bpp btg tgc; do
     [ "$pp" = mkmodel ] && { echo "$f: mkmodel failed"; continue; }
     floor=$(awk -v a="$active" -v bw="${BW_GBS:-0}" 'BEGIN { if (a > 0 && bw > 0) printf "%.0f", bw * 1e9 / a; else printf "-" }')
-    printf "%-8s %8s %8s %5s | %7s %7s %5s | %7s %7s %5s %6s | %8s %7s %6s | %8s %7s\n" "$f" "$pp" "$lpp" "$(ratio "$pp" "$lpp")" \
-        "$tg" "$ltg" "$(ratio "$tg" "$ltg")" "$tgd" "$ltgd" "$(ratio "$tgd" "$ltgd")" \
+    printf "%-8s %8s %8s %5s | %7s %7s %5s %7s | %7s %7s %5s %6s | %8s %7s %6s | %8s %7s\n" "$f" "$pp" "$lpp" "$(ratio "$pp" "$lpp")" \
+        "$tg" "$ltg" "$(ratio "$tg" "$ltg")" "${tgc:--}" "$tgd" "$ltgd" "$(ratio "$tgd" "$ltgd")" \
         "$(awk -v a="$tgd" -v b="$tg" 'BEGIN { if (a > 0 && b > 0) printf "%.1f%%", 100 * a / b; else printf "-" }')" \
         "$(awk -v a="$active" 'BEGIN { printf "%.0f", a / 1e6 }')" "$floor" \
         "$(awk -v a="$tg" -v b="$floor" 'BEGIN { if (a > 0 && b > 0) printf "%.1f%%", 100 * a / b; else printf "-" }')" \
