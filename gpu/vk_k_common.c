@@ -90,8 +90,12 @@ bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, ui
     }
     /* xs_pad: the largest team whose padding stays within xs_pad % of its
      * slots (more threads per row: a matrix of few rows gets more of the
-     * GPU) */
-    for (uint32_t team = c->subgroup; t->xs_pad && best && team > m->team; team /= 2) {
+     * GPU).  Only for the 64-element units of the K-quants: a 32-element
+     * unit's row is already cut fine enough, and the wider team measured
+     * slower there (Q4_0's q_b: 8 lanes x 3 units -> 32 x 1; gpu/PERF.md
+     * run 22). */
+    bool pad = t->xs_pad && unit == 64;
+    for (uint32_t team = c->subgroup; pad && best && team > m->team; team /= 2) {
         uint32_t j = ceil_div(units, team);
         if (j <= jmax && (uint64_t)(team * j - units) * 100 <= (uint64_t)t->xs_pad * team * j) {
             best = team * j;
