@@ -237,6 +237,31 @@ static void test_send_answers_and_saves(void)
     close_session(&f);
 }
 
+/* The penalties set by /set are saved with the conversation (they were
+ * not: a replay of the file could not reproduce it). */
+static void test_penalties_saved(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    err_t err;
+    CHECK(ui_session_set(f.s, "repeat-penalty", "1.25", &err) == 0 &&
+              ui_session_set(f.s, "presence-penalty", "-0.5", &err) == 0 &&
+              ui_session_set(f.s, "frequency-penalty", "0.75", &err) == 0,
+          "set: %.200s", err.msg);
+    CHECK(chat(&f, "hello"), "no answer");
+    conversation saved;
+    CHECK(conv_load(&saved, ui_session_autosave_path(f.s), &err) == 0, "load: %.200s", err.msg);
+    CHECK(saved.sampling.set && saved.sampling_missing == 0, "sampling missing %#x", saved.sampling_missing);
+    CHECK(saved.sampling.repeat_penalty == 1.25 && saved.sampling.presence_penalty == -0.5 &&
+              saved.sampling.frequency_penalty == 0.75,
+          "saved %g %g %g", saved.sampling.repeat_penalty, saved.sampling.presence_penalty,
+          saved.sampling.frequency_penalty);
+    conv_free(&saved);
+    close_session(&f);
+}
+
 /* A file the session saves into that another writer changed meanwhile is
  * left alone, and the conversation goes on in a new file (nothing lost). */
 static void test_autosave_conflict_moves_to_a_new_file(void)
@@ -834,6 +859,7 @@ int main(void)
         return 1;
     }
     RUN(test_send_answers_and_saves);
+    RUN(test_penalties_saved);
     RUN(test_queue_while_busy_and_loading);
     RUN(test_queued_message_kept_on_the_way_out);
     RUN(test_cancel_keeps_partial_answer);
