@@ -223,7 +223,7 @@ static int set_key(settings *s, const char *key, const char *v, err_t *err)
         if (parse_long(key, v, 0, 1 << 24, &x, err) != 0)
             return -1;
         if (x != 0 && x < 16)
-            return err_set(err, "ctx: %ld is too small (at least 16 tokens, or 0 for the default)", x);
+            return err_set(err, "ctx: %ld is too small (at least 16 tokens, or 0 for the largest that fits)", x);
         s->n_ctx = (uint32_t)x;
         return 0;
     }
