@@ -84,12 +84,13 @@ void settings_defaults(settings *s)
     s->mouse = true;
 }
 
-/* Every key; a key's bit in settings.given is 1 << its index here. */
+/* Every key, as settings_keys() lists them; a key's bit in settings.given
+ * is 1 << its index here. */
 static const char *const all_keys[] = {
-    "model",          "backend",          "device",            "template", "think",     "temp",
-    "top-k",          "top-p",            "min-p",             "seed",     "n-predict", "ctx",
-    "context-overflow", "theme",          "side-pane",         "side-width", "mouse",   "ignore-eos",
-    "repeat-penalty", "presence-penalty", "frequency-penalty",
+    "model", "backend", "device", "template", "think",
+    "temp", "top-k", "top-p", "min-p", "repeat-penalty", "presence-penalty", "frequency-penalty", "seed",
+    "n-predict", "ctx", "context-overflow",
+    "theme", "side-pane", "side-width", "mouse", "ignore-eos",
 };
 _Static_assert(sizeof all_keys / sizeof all_keys[0] <= 32, "settings.given has a bit per key");
 
