@@ -6,8 +6,9 @@
  * transcript puts its metadata (paths, speeds, the settings) on lines
  * starting with '#': `grep -v '^#'` of two replays diffs cleanly, which
  * makes a replay a regression check.  The replay follows the recording's
- * settings (template, thinking, sampling, seed, n-predict) except those
- * given on the command line, so it reproduces what was recorded.
+ * settings (template, thinking, sampling and its penalties, seed,
+ * n-predict) except those given on the command line, so it reproduces what
+ * was recorded.
  *
  * Strings from the file or the model (names, paths) are shown inert and on
  * one line: a conversation or GGUF from elsewhere must not drive the
@@ -167,66 +168,28 @@ static void header(const char *file, const conversation *c, const chat_model *cm
         bool same = c->model_fingerprint && strcmp(c->model_fingerprint, cm->fingerprint) == 0;
         printf("%s\n", same ? " (the same file)" : "");
     }
-    printf("# settings: template %s, thinking %s, temp %g, top-k %d, top-p %g, min-p %g, seed %llu, n-predict %d\n",
+    printf("# settings: template %s, thinking %s, temp %g, top-k %d, top-p %g, min-p %g, repeat-penalty %g, "
+           "presence-penalty %g, frequency-penalty %g, seed %llu, n-predict %d\n",
            tmpl_name(chat->tmpl), chat->thinking ? "on" : "off", (double)sp.temp, sp.top_k, (double)sp.top_p,
-           (double)sp.min_p, (unsigned long long)sp.seed, a->s.n_predict);
+           (double)sp.min_p, (double)sp.repeat_penalty, (double)sp.presence_penalty, (double)sp.frequency_penalty,
+           (unsigned long long)sp.seed, a->s.n_predict);
 }
 
 /* ---- the recording's settings --------------------------------------------------------------- */
 
-/* True when the command line sets `key` (settings_option_key's options). */
-static bool given(int argc, char **argv, const char *key)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *k = settings_option_key(argv[i]);
-        if (k && !strcmp(k, key))
-            return true;
-        if (k)
-            i++; /* its value */
-    }
-    return false;
-}
-
 /* The recorded settings replace the settings file's and the defaults, but
  * not the command line's: a replay reproduces the recording unless told
  * otherwise. */
-static void follow_recording(chat_args *a, const conversation *c, int argc, char **argv)
+static void follow_recording(chat_args *a, const conversation *c)
 {
     settings *s = &a->s;
-    if (c->tmpl && !given(argc, argv, "template")) {
+    if (c->tmpl && !settings_given(s, "template")) {
         if (tmpl_find(c->tmpl) && strlen(c->tmpl) < sizeof s->tmpl)
             snprintf(s->tmpl, sizeof s->tmpl, "%s", c->tmpl);
         else
             chat_error("note: the recorded template '%s' is unknown here; using the model's", c->tmpl);
     }
-    if (c->thinking >= 0 && !given(argc, argv, "think"))
-        s->think = c->thinking;
-    const conv_sampling *r = &c->sampling;
-    if (!r->set)
-        return;
-    unsigned miss = c->sampling_missing;
-    if (!(miss & CONV_S_TEMP) && !given(argc, argv, "temp")) {
-        s->has_temp = true;
-        s->temp = (float)r->temp;
-    }
-    if (!(miss & CONV_S_TOP_K) && !given(argc, argv, "top-k")) {
-        s->has_top_k = true;
-        s->top_k = r->top_k;
-    }
-    if (!(miss & CONV_S_TOP_P) && !given(argc, argv, "top-p")) {
-        s->has_top_p = true;
-        s->top_p = (float)r->top_p;
-    }
-    if (!(miss & CONV_S_MIN_P) && !given(argc, argv, "min-p")) {
-        s->has_min_p = true;
-        s->min_p = (float)r->min_p;
-    }
-    if (!(miss & CONV_S_SEED) && !given(argc, argv, "seed")) {
-        s->has_seed = true;
-        s->seed = r->seed;
-    }
-    if (!(miss & CONV_S_N_PREDICT) && !given(argc, argv, "n-predict"))
-        s->n_predict = r->n_predict;
+    settings_follow_recording(s, c);
 }
 
 /* ---- the replay ------------------------------------------------------------------------------ */
@@ -355,7 +318,7 @@ int cmd_replay(int argc, char **argv)
         chat_args_free(&a);
         return 1;
     }
-    follow_recording(&a, &c, argc, argv);
+    follow_recording(&a, &c);
     chat_model cm;
     if (chat_model_open(&cm, &a, &err) != 0) {
         chat_error("%s", err.msg);

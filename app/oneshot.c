@@ -209,8 +209,7 @@ static void record_answer(chat_session *chat, const answer *ans)
     m->stopped = ans->done.stop == DEC_STOP_CANCEL;
 }
 
-static void fill_metadata(conversation *c, const chat_model *cm, const chat_session *chat, const dec_job *job,
-                          const chat_args *a)
+static void fill_metadata(conversation *c, const chat_model *cm, const chat_session *chat, const dec_job *job)
 {
     conv_set_str(&c->model_path, cm->demo_note ? "(built-in demo model)" : cm->path);
     conv_set_str(&c->model_name, cm->name);
@@ -218,8 +217,17 @@ static void fill_metadata(conversation *c, const chat_model *cm, const chat_sess
     c->model_size = cm->size;
     conv_set_str(&c->tmpl, tmpl_name(chat->tmpl));
     c->thinking = chat->thinking;
-    c->sampling = (conv_sampling){true, job->sampling.temp, job->sampling.top_p, job->sampling.min_p,
-                                  job->sampling.top_k, job->sampling.seed, a->s.n_predict};
+    c->sampling = conv_sampling_of(&job->sampling, job->n_predict);
+}
+
+/* The template of a continued conversation: the recorded one when it was
+ * made with this very model file (another model has its own template) and
+ * --template is not given, else the model's. */
+static const tmpl_preset *recorded_template(const chat_args *a, const chat_model *cm, const conversation *conv)
+{
+    const tmpl_preset *t = conv->tmpl ? tmpl_find(conv->tmpl) : NULL;
+    bool same_model = conv->model_fingerprint && !strcmp(conv->model_fingerprint, cm->fingerprint);
+    return t && same_model && !settings_given(&a->s, "template") ? t : cm->tmpl;
 }
 
 /* The answer to conversation `conv` + the prompt; saves to -C when given.
@@ -227,8 +235,14 @@ static void fill_metadata(conversation *c, const chat_model *cm, const chat_sess
 static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, const char *prompt)
 {
     err_t err;
+    /* A continued conversation keeps the settings it was made with
+     * (thinking, sampling, its seed) unless the command line changes them:
+     * the file records one set of settings, and a replay of every turn of
+     * it uses them. */
+    settings set = a->s;
+    settings_follow_recording(&set, conv);
     chat_session chat;
-    chat_init(&chat, cm->tok, cm->tmpl, a->s.think);
+    chat_init(&chat, cm->tok, recorded_template(a, cm, conv), set.think);
     conv_free(&chat.conv);
     chat.conv = *conv;
     conv_init(conv); /* moved */
@@ -248,13 +262,9 @@ static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, c
     }
     /* From here a signal ends the answer instead of the process. */
     catch_signals();
-    dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = a->s.n_predict, .stop = chat.stop,
-                   .n_stop = a->s.ignore_eos ? 0 : chat.n_stop};
-    /* A continued conversation keeps its seed (unless --seed is given), so
-     * the file's one recorded seed replays every turn of it. */
-    bool keep_seed = chat.conv.sampling.set && !(chat.conv.sampling_missing & CONV_S_SEED);
-    uint64_t seed = keep_seed ? chat.conv.sampling.seed : settings_random_seed();
-    settings_to_sampler(&a->s, chat.tmpl, seed, &job.sampling);
+    dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = set.n_predict, .stop = chat.stop,
+                   .n_stop = set.ignore_eos ? 0 : chat.n_stop};
+    settings_to_sampler(&set, chat.tmpl, settings_random_seed(), &job.sampling);
     if (decoder_submit(dec, &job, &err) < 0) {
         chat_error("%s", err.msg);
         goto out;
@@ -277,7 +287,7 @@ static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, c
         chat_error("standard output: %s", strerror(pr.out_errno));
     rc = ans.failed || (pr.out_errno && !caught) ? 1 : caught ? 128 + caught : 0;
     if (a->conversation) {
-        fill_metadata(&chat.conv, cm, &chat, &job, a);
+        fill_metadata(&chat.conv, cm, &chat, &job);
         if (conv_save_locked(&chat.conv, a->conversation, &err) != 0) {
             chat_error("%s", err.msg);
             rc = 1;

@@ -26,9 +26,11 @@ static int parse_float(const char *key, const char *v, float lo, float hi, float
     double d = strtod(v, &end);
     if (end == v || *end || errno || !isfinite(d))
         return err_set(err, "%s: '%s' is not a number", key, v);
-    if (d < lo || d > hi)
+    /* Compared as the float it becomes: 0.1 is below 0.1f as a double. */
+    float f = (float)d;
+    if (f < lo || f > hi)
         return err_set(err, "%s: %s is out of range [%g, %g]", key, v, (double)lo, (double)hi);
-    *out = (float)d;
+    *out = f;
     return 0;
 }
 
@@ -80,6 +82,30 @@ void settings_defaults(settings *s)
     strcpy(s->theme, "default");
     s->side_pane = SETTINGS_PANE_AUTO;
     s->mouse = true;
+}
+
+/* Every key, as settings_keys() lists them; a key's bit in settings.given
+ * is 1 << its index here. */
+static const char *const all_keys[] = {
+    "model", "backend", "device", "template", "think",
+    "temp", "top-k", "top-p", "min-p", "repeat-penalty", "presence-penalty", "frequency-penalty", "seed",
+    "n-predict", "ctx", "context-overflow",
+    "theme", "side-pane", "side-width", "mouse", "ignore-eos",
+};
+_Static_assert(sizeof all_keys / sizeof all_keys[0] <= 32, "settings.given has a bit per key");
+
+static int key_index(const char *key)
+{
+    for (size_t i = 0; i < sizeof all_keys / sizeof all_keys[0]; i++)
+        if (!strcmp(key, all_keys[i]))
+            return (int)i;
+    return -1;
+}
+
+bool settings_given(const settings *s, const char *key)
+{
+    int i = key_index(key);
+    return i >= 0 && (s->given >> i & 1u);
 }
 
 const char *settings_keys(void)
@@ -167,7 +193,7 @@ static int set_sampling(settings *s, const char *key, const char *v, err_t *err)
     return 0;
 }
 
-int settings_set(settings *s, const char *key, const char *v, err_t *err)
+static int set_key(settings *s, const char *key, const char *v, err_t *err)
 {
     long x;
     if (settings_is_sampling_key(key))
@@ -198,7 +224,7 @@ int settings_set(settings *s, const char *key, const char *v, err_t *err)
         if (parse_long(key, v, 0, 1 << 24, &x, err) != 0)
             return -1;
         if (x != 0 && x < 16)
-            return err_set(err, "ctx: %ld is too small (at least 16 tokens, or 0 for the default)", x);
+            return err_set(err, "ctx: %ld is too small (at least 16 tokens, or 0 for the largest that fits)", x);
         s->n_ctx = (uint32_t)x;
         return 0;
     }
@@ -238,6 +264,16 @@ int settings_set(settings *s, const char *key, const char *v, err_t *err)
         return 0;
     }
     return err_set(err, "unknown setting '%s' (known: %s)", key, settings_keys());
+}
+
+int settings_set(settings *s, const char *key, const char *v, err_t *err)
+{
+    if (set_key(s, key, v, err) != 0)
+        return -1;
+    int i = key_index(key);
+    if (i >= 0)
+        s->given |= 1u << i;
+    return 0;
 }
 
 void settings_format_sampling(const settings *s, char *buf, size_t cap)
@@ -298,6 +334,7 @@ int settings_load(settings *s, const char *path, bool missing_ok, err_t *err)
         return errno == ENOENT && missing_ok ? 0 : -1;
     char line[PATH_MAX + 64];
     int lineno = 0, rc = 0;
+    uint32_t given = s->given; /* the file's keys are defaults, not given explicitly */
     for (size_t pos = 0; pos < len && rc == 0;) {
         const char *nl = memchr(text + pos, '\n', len - pos);
         size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
@@ -314,6 +351,7 @@ int settings_load(settings *s, const char *path, bool missing_ok, err_t *err)
         pos += n + (nl ? 1 : 0);
     }
     free(text);
+    s->given = given;
     return rc;
 }
 
@@ -334,6 +372,46 @@ void settings_to_sampler(const settings *s, const tmpl_preset *tmpl, uint64_t se
     sp->presence_penalty = s->presence_penalty;
     sp->frequency_penalty = s->frequency_penalty;
     sp->seed = s->has_seed ? s->seed : seed;
+}
+
+void settings_follow_recording(settings *s, const conversation *c)
+{
+    if (c->thinking >= 0 && !settings_given(s, "think"))
+        s->think = c->thinking;
+    const conv_sampling *r = &c->sampling;
+    unsigned missing = c->sampling_missing;
+    if (!r->set)
+        return;
+#define FOLLOW(key, bit) (!(missing & (bit)) && !settings_given(s, key))
+    if (FOLLOW("temp", CONV_S_TEMP)) {
+        s->has_temp = true;
+        s->temp = (float)r->temp;
+    }
+    if (FOLLOW("top-k", CONV_S_TOP_K)) {
+        s->has_top_k = true;
+        s->top_k = r->top_k;
+    }
+    if (FOLLOW("top-p", CONV_S_TOP_P)) {
+        s->has_top_p = true;
+        s->top_p = (float)r->top_p;
+    }
+    if (FOLLOW("min-p", CONV_S_MIN_P)) {
+        s->has_min_p = true;
+        s->min_p = (float)r->min_p;
+    }
+    if (FOLLOW("repeat-penalty", CONV_S_REPEAT_PENALTY))
+        s->repeat_penalty = (float)r->repeat_penalty;
+    if (FOLLOW("presence-penalty", CONV_S_PRESENCE_PENALTY))
+        s->presence_penalty = (float)r->presence_penalty;
+    if (FOLLOW("frequency-penalty", CONV_S_FREQUENCY_PENALTY))
+        s->frequency_penalty = (float)r->frequency_penalty;
+    if (FOLLOW("seed", CONV_S_SEED)) {
+        s->has_seed = true;
+        s->seed = r->seed;
+    }
+    if (FOLLOW("n-predict", CONV_S_N_PREDICT))
+        s->n_predict = r->n_predict;
+#undef FOLLOW
 }
 
 uint64_t settings_random_seed(void)

@@ -12,6 +12,7 @@
 
 #include "chat.h"
 #include "chat_template.h"
+#include "conversation.h"
 #include "error.h"
 #include "sampler.h"
 
@@ -39,14 +40,20 @@ typedef struct {
     int side_width;        /* columns, 0: adapt to the terminal */
     bool mouse;            /* wheel scrolling (mouse reporting on) */
     bool ignore_eos;       /* answers end only at n-predict or a full context (benchmarks, stress) */
+    /* The keys given explicitly -- on the command line or by /set, not by
+     * the settings file or the defaults -- for settings_given(). */
+    uint32_t given;
 } settings;
 
 void settings_defaults(settings *s);
 /* Reads a settings file into s (over the current values).  A missing file is
  * not an error when `missing_ok`. */
 int settings_load(settings *s, const char *path, bool missing_ok, err_t *err);
-/* Sets one key from text (no FILE:LINE prefix in err). */
+/* Sets one key from text (no FILE:LINE prefix in err); outside
+ * settings_load it counts as given explicitly. */
 int settings_set(settings *s, const char *key, const char *value, err_t *err);
+/* True when `key` was given explicitly (the command line, /set). */
+bool settings_given(const settings *s, const char *key);
 /* The key a command-line option sets: "--KEY" for every key but model and
  * ignore-eos (their commands parse -m and the flag --ignore-eos), and "-n"
  * and "-c" for n-predict and ctx; NULL when arg is none of these. */
@@ -61,6 +68,13 @@ void settings_format_sampling(const settings *s, char *buf, size_t cap);
 /* The sampler settings for an answer: the template family's defaults, then
  * whatever the settings give; `seed` when the settings give none. */
 void settings_to_sampler(const settings *s, const tmpl_preset *tmpl, uint64_t seed, sampler_params *sp);
+/* A recording's settings -- a conversation file's thinking and sampling
+ * (penalties, seed and n-predict included) -- replace the settings file's
+ * and the defaults, but not those given explicitly: replay and -C go on as
+ * the conversation was made unless told otherwise.  What the file did not
+ * record (c->sampling_missing, CONV_S_*) stays as it is.  The template is
+ * the caller's: it belongs to a model. */
+void settings_follow_recording(settings *s, const conversation *c);
 /* A fresh random seed (from the OS), below 2^63 so JSON keeps it exact. */
 uint64_t settings_random_seed(void);
 

@@ -40,7 +40,6 @@ ui_session *ui_session_new(const ui_session_config *c, const ui_frontend *fe)
     s->fe = fe;
     s->cfg = c->cfg;
     s->edit_index = -1;
-    s->start_n_ctx = c->params.n_ctx;
     chat_init(&s->chat, c->tok, c->tmpl, s->cfg.think);
     if (c->initial) {
         conv_free(&s->chat.conv);
@@ -375,6 +374,10 @@ static void handle_event(ui_session *s, const dec_event *ev)
         s->loading = false;
         snprintf(s->backend, sizeof s->backend, "%s", ev->text ? ev->text : "");
         s->fe->status(s->fe->user, UI_INFO, "");
+        if (s->ctx_announce)
+            ui_note(s->fe, UI_INFO, "The context is %u tokens: the largest that fits (at most %u and the model's)",
+                    decoder_n_ctx(s->dec), ENGINE_AUTO_CTX_CAP);
+        s->ctx_announce = false;
         s->changed |= UI_CHANGED_ENGINE | UI_CHANGED_STATE;
         send_queued(s);
         break;
@@ -710,7 +713,8 @@ unsigned ui_session_undo(ui_session *s)
 int ui_session_set(ui_session *s, const char *key, const char *value, err_t *err)
 {
     if (!settings_is_sampling_key(key) && strcmp(key, "context-overflow") != 0)
-        return err_set(err, "'%s' is not a setting (temp, top-k, top-p, min-p, seed, n-predict, context-overflow)",
+        return err_set(err, "'%s' is not a setting (temp, top-k, top-p, min-p, repeat-penalty, presence-penalty, "
+                       "frequency-penalty, seed, n-predict, context-overflow)",
                        key);
     settings trial = s->cfg;
     if (settings_set(&trial, key, value, err) != 0)
@@ -719,20 +723,78 @@ int ui_session_set(ui_session *s, const char *key, const char *value, err_t *err
     return 0;
 }
 
+/* The smallest context whose room for the prompt (what answer_reserve
+ * leaves) holds `prompt` tokens; the room grows with the context. */
+static uint32_t ctx_for_prompt(uint32_t prompt, int n_predict)
+{
+    uint32_t lo = 16, hi = 1u << 24;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (mid - answer_reserve(mid, n_predict) >= prompt)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* Whether a context of n_ctx tokens holds the next answer to the
+ * conversation: the shortest prompt context-overflow allows (under stop all
+ * of it; under trim the system prompt and the last exchange -- or the
+ * system prompt alone when the last message is answered, as the next one
+ * starts an exchange of its own) with room for the answer.  When not, one
+ * line says what it needs. */
+static bool ctx_holds_conversation(ui_session *s, uint32_t n_ctx)
+{
+    const conversation *c = &s->chat.conv;
+    if (c->n == 0)
+        return true;
+    bool answered = !strcmp(c->msgs[c->n - 1].role, "assistant");
+    bool trim = s->cfg.ctx_overflow == CHAT_CTX_TRIM;
+    size_t n_msgs = trim && answered ? (has_system(c) ? 1 : 0) : c->n;
+    uint32_t reserve = answer_reserve(n_ctx, s->cfg.n_predict);
+    chat_fit fit;
+    err_t err;
+    if (chat_prompt_fit(&s->chat, n_msgs, n_ctx, reserve, s->cfg.ctx_overflow, &fit, &err) != 0) {
+        ui_note(s->fe, UI_ERROR, "/set ctx %u: %s", n_ctx, err.msg);
+        return false;
+    }
+    bool fits = fit.fits;
+    uint32_t least = trim && fit.n_least ? fit.n_least : fit.n_full;
+    chat_fit_free(&fit);
+    if (fits)
+        return true;
+    const char *what = !trim ? "the whole conversation, as context-overflow is stop"
+                       : answered ? "the system prompt"
+                                  : "the system prompt and the last exchange";
+    ui_note(s->fe, UI_ERROR,
+            "/set ctx %u: too small for this conversation: it needs at least %u tokens (a prompt of %u: %s; "
+            "and room for the answer); the context stays as it is",
+            n_ctx, ctx_for_prompt(least, s->cfg.n_predict), least, what);
+    return false;
+}
+
 unsigned ui_session_set_ctx(ui_session *s, uint32_t n_ctx)
 {
     if (s->job) {
         ui_status(s->fe, UI_ERROR, "/set ctx: wait for the answer to finish, or stop it with Esc");
         return uis_take_changes(s);
     }
-    uint32_t want = n_ctx ? n_ctx : s->start_n_ctx;
-    s->cfg.n_ctx = n_ctx;
-    if (s->dec && s->ready && decoder_n_ctx(s->dec) == want) {
-        ui_status(s->fe, UI_INFO, "The context is %u tokens already", want);
+    /* 0 means what -c 0 means: the engine's choice, the largest context
+     * that fits (engine.h).  s->c.params.n_ctx is what the running engine
+     * was asked for. */
+    bool running = s->dec && s->ready;
+    if (running && (n_ctx ? decoder_n_ctx(s->dec) == n_ctx : s->c.params.n_ctx == 0)) {
+        ui_status(s->fe, UI_INFO, "The context is %u tokens already%s", decoder_n_ctx(s->dec),
+                  n_ctx ? "" : " (the largest that fits)");
         return uis_take_changes(s);
     }
+    if (n_ctx && !ctx_holds_conversation(s, n_ctx))
+        return uis_take_changes(s);
+    s->cfg.n_ctx = n_ctx;
     /* The KV cache is made for one size: the engine starts again with the new one. */
-    s->c.params.n_ctx = want;
+    s->c.params.n_ctx = n_ctx;
+    s->ctx_announce = n_ctx == 0;
     decoder_free(s->dec);
     s->dec = NULL;
     s->ready = false;
@@ -740,7 +802,10 @@ unsigned ui_session_set_ctx(ui_session *s, uint32_t n_ctx)
     s->have_stats = false;
     s->last_seq = 0;
     uis_context_reset(s);
-    ui_note(s->fe, UI_INFO, "Starting the model again with a context of %u tokens...", want);
+    if (n_ctx)
+        ui_note(s->fe, UI_INFO, "Starting the model again with a context of %u tokens...", n_ctx);
+    else
+        ui_note(s->fe, UI_INFO, "Starting the model again with the largest context that fits...");
     err_t err;
     s->dec = decoder_start(s->c.be, s->c.m, s->c.tok, &s->c.params, &err);
     if (!s->dec) {

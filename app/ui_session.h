@@ -164,8 +164,11 @@ unsigned ui_session_undo(ui_session *s);
 
 /* ---- settings ---------------------------------------------------------------------------- */
 
-/* /set ctx N: starts the engine again with a context of N tokens (0: the
- * size the session started with); refused while an answer runs. */
+/* /set ctx N: starts the engine again with a context of N tokens (0, as
+ * with -c 0: the largest that fits, told in a note once it is known).
+ * Refused, with one line that says why, while an answer runs and when N
+ * cannot hold the next answer to the conversation (its shortest prompt as
+ * context-overflow allows, and room for the answer). */
 unsigned ui_session_set_ctx(ui_session *s, uint32_t n_ctx);
 /* The context the engine has (0 before it is ready); the exchanges the
  * last prompt left out and its tokens. */

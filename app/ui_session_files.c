@@ -21,7 +21,7 @@ void ui_session_fill_metadata(const ui_session *s, conversation *c)
     c->thinking = s->chat.thinking;
     sampler_params sp;
     ui_session_sampling(s, &sp);
-    c->sampling = (conv_sampling){true, sp.temp, sp.top_p, sp.min_p, sp.top_k, sp.seed, s->cfg.n_predict};
+    c->sampling = conv_sampling_of(&sp, s->cfg.n_predict);
 }
 
 /* A conversation of only a system prompt is not worth a file. */

@@ -46,7 +46,7 @@ struct ui_session {
     bool replay_done, replay_stopped;
     double replay_old_sum, replay_new_sum;
     /* the context */
-    uint32_t start_n_ctx;           /* what the session started with (/set ctx 0 goes back to it) */
+    bool ctx_announce;              /* say what context the engine chose when it is ready (/set ctx 0) */
     uint32_t ctx_prompt;            /* tokens of the last prompt */
     size_t ctx_dropped;             /* exchanges it left out (context-overflow trim) */
     size_t ctx_dropped_noted;       /* ... as the chat was last told */

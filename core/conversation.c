@@ -32,7 +32,22 @@ void conv_init(conversation *c)
 {
     memset(c, 0, sizeof *c);
     c->thinking = -1;
+    c->sampling.repeat_penalty = 1.0; /* off, as the other zeros are */
     c->created = conv_now();
+}
+
+conv_sampling conv_sampling_of(const sampler_params *sp, int n_predict)
+{
+    return (conv_sampling){.set = true,
+                           .temp = sp->temp,
+                           .top_p = sp->top_p,
+                           .min_p = sp->min_p,
+                           .top_k = sp->top_k,
+                           .repeat_penalty = sp->repeat_penalty,
+                           .presence_penalty = sp->presence_penalty,
+                           .frequency_penalty = sp->frequency_penalty,
+                           .seed = sp->seed,
+                           .n_predict = n_predict};
 }
 
 static void msg_free(conv_msg *m)
@@ -461,17 +476,30 @@ static int parse_settings(pctx *p, conversation *c, json_t *root)
     static const struct {
         const char *key;
         unsigned bit;
-    } fields[] = {{"temperature", CONV_S_TEMP}, {"top_k", CONV_S_TOP_K}, {"top_p", CONV_S_TOP_P},
-                  {"min_p", CONV_S_MIN_P},      {"seed", CONV_S_SEED},   {"n_predict", CONV_S_N_PREDICT}};
+    } fields[] = {{"temperature", CONV_S_TEMP},
+                  {"top_k", CONV_S_TOP_K},
+                  {"top_p", CONV_S_TOP_P},
+                  {"min_p", CONV_S_MIN_P},
+                  {"repeat_penalty", CONV_S_REPEAT_PENALTY},
+                  {"presence_penalty", CONV_S_PRESENCE_PENALTY},
+                  {"frequency_penalty", CONV_S_FREQUENCY_PENALTY},
+                  {"seed", CONV_S_SEED},
+                  {"n_predict", CONV_S_N_PREDICT}};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         json_t *v = json_object_get(s, fields[i].key);
         if (!v || json_is_null(v))
             c->sampling_missing |= fields[i].bit; /* a replay then uses the current setting */
     }
-    /* The ranges the settings accept: a recording is replayed with these. */
+    /* The ranges the settings accept: a recording is replayed with these.
+     * A penalty left out is off (files from before they were recorded). */
+    sp->repeat_penalty = 1.0;
+    sp->presence_penalty = sp->frequency_penalty = 0.0;
     if (get_opt_range(p, s, "temperature", "sampling.temperature", 0, 100, &sp->temp) ||
         get_opt_range(p, s, "top_p", "sampling.top_p", 0, 1, &sp->top_p) ||
         get_opt_range(p, s, "min_p", "sampling.min_p", 0, 1, &sp->min_p) ||
+        get_opt_range(p, s, "repeat_penalty", "sampling.repeat_penalty", 0.1, 10, &sp->repeat_penalty) ||
+        get_opt_range(p, s, "presence_penalty", "sampling.presence_penalty", -2, 2, &sp->presence_penalty) ||
+        get_opt_range(p, s, "frequency_penalty", "sampling.frequency_penalty", -2, 2, &sp->frequency_penalty) ||
         get_opt_int(p, s, "top_k", "sampling.top_k", 0, INT_MAX, &top_k) ||
         get_opt_seed(p, s, &sp->seed) ||
         get_opt_int(p, s, "n_predict", "sampling.n_predict", -1, INT_MAX, &n_predict))
@@ -627,6 +655,9 @@ char *conv_to_json(const conversation *c)
         json_object_set_new(sp, "top_k", json_integer(s->top_k));
         json_object_set_new(sp, "top_p", real6(s->top_p));
         json_object_set_new(sp, "min_p", real6(s->min_p));
+        json_object_set_new(sp, "repeat_penalty", real6(s->repeat_penalty));
+        json_object_set_new(sp, "presence_penalty", real6(s->presence_penalty));
+        json_object_set_new(sp, "frequency_penalty", real6(s->frequency_penalty));
         json_object_set_new(sp, "seed", seed_json(s->seed));
         json_object_set_new(sp, "n_predict", json_integer(s->n_predict));
         json_object_set_new(root, "sampling", sp);

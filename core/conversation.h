@@ -4,8 +4,10 @@
  *   {"format": "glmchat-conversation", "version": 1, "created": ISO-8601,
  *    "model": {"path", "name", "size", "fingerprint"},
  *    "template": NAME, "thinking": bool,
- *    "sampling": {"temperature", "top_k", "top_p", "min_p", "seed", "n_predict"},
- *                 (seed: a number below 2^63, else its unsigned decimal as a string)
+ *    "sampling": {"temperature", "top_k", "top_p", "min_p", "repeat_penalty",
+ *                 "presence_penalty", "frequency_penalty", "seed", "n_predict"},
+ *                 (seed: a number below 2^63, else its unsigned decimal as a string;
+ *                  a field left out or null was not recorded: see CONV_S_*)
  *    "messages": [{"role", "content", "reasoning_content"?}, ...],   (OpenAI style)
  *    "turns": [{"message": INDEX, "time": ISO-8601, "tokens", "tokens_per_second",
  *               "prefill_tokens_per_second", "stopped"}, ...]}
@@ -30,6 +32,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "sampler.h"
 #include "sbuf.h"
 
 #define CONV_FORMAT_VERSION 1
@@ -46,7 +49,10 @@ typedef struct {
     bool stopped;      /* assistant: generation was stopped by the user */
 } conv_msg;
 
-/* Bits of conversation.sampling_missing: fields a file left out (or null). */
+/* Bits of conversation.sampling_missing: fields a file left out (or null).
+ * Such a field holds its default (the penalties: 1, 0, 0, i.e. off; files
+ * written before glmchat recorded them have none), and a replay or a -C
+ * continuation takes the current setting for it instead. */
 enum {
     CONV_S_TEMP = 1,
     CONV_S_TOP_K = 2,
@@ -54,15 +60,26 @@ enum {
     CONV_S_MIN_P = 8,
     CONV_S_SEED = 16,
     CONV_S_N_PREDICT = 32,
+    CONV_S_REPEAT_PENALTY = 64,
+    CONV_S_PRESENCE_PENALTY = 128,
+    CONV_S_FREQUENCY_PENALTY = 256,
 };
 
+/* The sampler settings a conversation was made with (sampler.h's, less the
+ * penalty window, which is no setting: always the sampler's default). */
 typedef struct {
     bool set;
     double temp, top_p, min_p;
     int top_k;
+    double repeat_penalty;   /* 1: off */
+    double presence_penalty; /* 0: off */
+    double frequency_penalty;/* 0: off */
     uint64_t seed;
     int n_predict;
 } conv_sampling;
+
+/* The record of an answer's sampler settings (set = true). */
+conv_sampling conv_sampling_of(const sampler_params *sp, int n_predict);
 
 /* A file a conversation was read from or saved to, as it was then. */
 typedef struct {

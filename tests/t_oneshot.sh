@@ -1,8 +1,9 @@
 #!/bin/sh
 # t_oneshot.sh: `glmchat -p`: answers to stdout, determinism with a seed,
-# -C conversations, inert control characters on a terminal, model
-# discovery (-m, $GLMCHAT_MODEL, the XDG models directory, the demo model),
-# exit codes and one-line errors.
+# -C conversations, replay and the recorded settings it follows (penalties
+# too), inert control characters on a terminal, model discovery (-m,
+# $GLMCHAT_MODEL, the XDG models directory, the demo model), exit codes and
+# one-line errors.
 . tests/lib.sh
 
 MODEL=tests/data/models/tiny-glm-a/tiny-glm-a.f32.gguf
@@ -96,6 +97,85 @@ R "$TMP/rec.json" -m "$MODEL" >/dev/full 2>"$TMP/err"
 rc=$?
 if [ $rc -eq 1 ] && grep -q "^glmchat: standard output: No space left on device$" "$TMP/err"; then ok replay_stdout_full
 else fail replay_stdout_full "exit $rc: $(head -c 200 "$TMP/err")"; fi
+
+# ---- the penalties are recorded and followed.  A -C conversation made with
+# penalties replays with the same answers (they were not recorded, so a
+# replay ran without them); -C goes on with the recorded ones unless the
+# command line gives others; a file without them (as glmchat wrote before)
+# loads and replays with the current settings.
+rm -f "$TMP/pen.json"
+G -m "$MODEL" --temp 1 --seed 21 --think off -n 24 --repeat-penalty 1.3 --presence-penalty 0.5 \
+  -C "$TMP/pen.json" -p "hello there" >/dev/null 2>&1
+G -m "$MODEL" -C "$TMP/pen.json" -p "and again" >/dev/null 2>&1
+pens() { echo "$("$J" "$1" sampling.repeat_penalty) $("$J" "$1" sampling.presence_penalty) $("$J" "$1" sampling.frequency_penalty)"; }
+if [ "$(pens "$TMP/pen.json" 2>&1)" = "1.3 0.5 0" ] && [ "$("$J" "$TMP/pen.json" messages.3.role)" = assistant ]; then
+    ok penalties_recorded
+else fail penalties_recorded "sampling: $(pens "$TMP/pen.json" 2>&1)"; fi
+R "$TMP/pen.json" -m "$MODEL" >"$TMP/pen1" 2>"$TMP/pen.err"
+R "$TMP/pen.json" -m "$MODEL" >"$TMP/pen2" 2>>"$TMP/pen.err"
+grep -v '^#' "$TMP/pen1" >"$TMP/pen1.nc"
+grep -v '^#' "$TMP/pen2" >"$TMP/pen2.nc"
+if ! cmp -s "$TMP/pen1.nc" "$TMP/pen2.nc"; then fail penalties_replay_twice "two replays differ: $(diff "$TMP/pen1.nc" "$TMP/pen2.nc" | head -c 300)"
+elif ! grep -q '^# settings: .*, min-p 0.01, repeat-penalty 1.3, presence-penalty 0.5, frequency-penalty 0, seed 21,' "$TMP/pen1"
+then fail penalties_replay_twice "settings line: $(grep settings "$TMP/pen1")"
+else ok penalties_replay_twice
+fi
+# Both turns as recorded: the second was made by a -C run that gave no penalties.
+for t in 1 2; do
+    rec=$(answer_of "$TMP/pen1" "recorded answer" $t)
+    new=$(answer_of "$TMP/pen1" "new answer" $t)
+    if [ -n "$rec" ] && [ "$rec" = "$new" ]; then ok "penalties_replay_reproduces_turn_$t"
+    else fail "penalties_replay_reproduces_turn_$t" "recorded '$rec', new '$new' ($(head -c 200 "$TMP/pen.err"))"; fi
+done
+# The penalties make a difference here (else the cases above prove nothing),
+# and the command line overrides the recording.
+R "$TMP/pen.json" -m "$MODEL" --repeat-penalty 1 --presence-penalty 0 >"$TMP/pen3" 2>/dev/null
+changed=0
+for t in 1 2; do
+    [ "$(answer_of "$TMP/pen3" "recorded answer" $t)" = "$(answer_of "$TMP/pen3" "new answer" $t)" ] || changed=1
+done
+if [ $changed -eq 1 ] && grep -q 'repeat-penalty 1, presence-penalty 0, frequency-penalty 0, seed 21,' "$TMP/pen3"; then
+    ok penalties_matter_and_override
+else fail penalties_matter_and_override "changed $changed: $(grep settings "$TMP/pen3")"; fi
+G -m "$MODEL" --frequency-penalty -0.25 --repeat-penalty 1.1 -C "$TMP/pen.json" -p "once more" >/dev/null 2>&1
+if grep -q '"repeat_penalty": 1.1,' "$TMP/pen.json" && grep -q '"presence_penalty": 0.5,' "$TMP/pen.json" &&
+   grep -q '"frequency_penalty": -0.25,' "$TMP/pen.json"; then ok penalties_continue_command_line
+else fail penalties_continue_command_line "sampling: $(grep penalty "$TMP/pen.json" | tr -d '\n')"; fi
+# A file without the penalty fields: loads, replays as recorded (it was made
+# without penalties), and takes the settings file's penalties, which a
+# recording that has them overrides.
+grep -v '_penalty"' "$TMP/rec.json" >"$TMP/old.json"
+R "$TMP/old.json" -m "$MODEL" >"$TMP/old1" 2>"$TMP/old.err"
+rc=$?
+rec=$(answer_of "$TMP/old1" "recorded answer" 2)
+new=$(answer_of "$TMP/old1" "new answer" 2)
+if grep -q penalty "$TMP/old.json"; then fail penalties_absent_replays "the fields are still there"
+elif [ $rc -ne 0 ] || [ -z "$rec" ] || [ "$rec" != "$new" ]; then fail penalties_absent_replays "exit $rc, recorded '$rec', new '$new' ($(head -c 200 "$TMP/old.err"))"
+elif ! grep -q 'repeat-penalty 1, presence-penalty 0, frequency-penalty 0,' "$TMP/old1"; then fail penalties_absent_replays "$(grep settings "$TMP/old1")"
+else ok penalties_absent_replays
+fi
+mkdir -p "$XDG_CONFIG_HOME/glmchat"
+printf 'repeat-penalty = 1.2\nfrequency-penalty = 0.1\n' >"$XDG_CONFIG_HOME/glmchat/settings"
+R "$TMP/old.json" -m "$MODEL" -n 1 >"$TMP/old2" 2>/dev/null
+R "$TMP/rec.json" -m "$MODEL" -n 1 >"$TMP/rec2" 2>/dev/null
+rm "$XDG_CONFIG_HOME/glmchat/settings"
+if grep -q 'repeat-penalty 1.2, presence-penalty 0, frequency-penalty 0.1,' "$TMP/old2" &&
+   grep -q 'repeat-penalty 1, presence-penalty 0, frequency-penalty 0,' "$TMP/rec2"; then ok penalties_settings_file_vs_recording
+else fail penalties_settings_file_vs_recording "$(grep settings "$TMP/old2" "$TMP/rec2")"; fi
+# -C keeps the recorded template and thinking too (the file has one record
+# of them), but another model file brings its own template.
+rm -f "$TMP/tpl.json"
+G -m "$MODEL" --temp 0 --template chatml --think off -n 2 -C "$TMP/tpl.json" -p one >/dev/null 2>&1
+G -m "$MODEL" --temp 0 -n 2 -C "$TMP/tpl.json" -p two >/dev/null 2>&1
+t1="$("$J" "$TMP/tpl.json" template 2>&1) $("$J" "$TMP/tpl.json" thinking 2>&1) $("$J" "$TMP/tpl.json" messages.3.role 2>&1)"
+G -m "${MODEL%.f32.gguf}.q8_0.gguf" --temp 0 -n 2 -C "$TMP/tpl.json" -p three >/dev/null 2>&1
+t2="$("$J" "$TMP/tpl.json" template 2>&1) $("$J" "$TMP/tpl.json" thinking 2>&1) $("$J" "$TMP/tpl.json" messages.5.role 2>&1)"
+if [ "$t1" = "chatml false assistant" ] && [ "$t2" = "glm47 false assistant" ]; then ok continue_keeps_template_and_thinking
+else fail continue_keeps_template_and_thinking "same model: '$t1'; another: '$t2'"; fi
+# 0.1, the range's end, is accepted (it was compared as a double, below 0.1f).
+G -m "$MODEL" --temp 0 --think off -n 2 --repeat-penalty 0.1 -p hi >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ]; then ok repeat_penalty_range_end; else fail repeat_penalty_range_end "exit $rc: $(head -c 200 "$TMP/err")"; fi
 
 # ---- control characters: inert on a terminal, raw bytes into a pipe.
 # Random tokens of the tiny byte-level vocabulary include control bytes.

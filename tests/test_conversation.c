@@ -80,7 +80,9 @@ static void test_round_trip(void)
     c.model_size = 123456789012ull;
     conv_set_str(&c.tmpl, "glm47");
     c.thinking = 1;
-    c.sampling = (conv_sampling){true, 0.8, 0.95, 0.05, 40, 1234567890123ull, 256};
+    c.sampling = (conv_sampling){.set = true, .temp = 0.8, .top_p = 0.95, .min_p = 0.05, .top_k = 40,
+                                 .repeat_penalty = 1.3, .presence_penalty = 0.5, .frequency_penalty = -0.25,
+                                 .seed = 1234567890123ull, .n_predict = 256};
     for (int i = 0; i < 24; i++) {
         char *t = random_text(1 + rnd() % 60), *r = random_text(rnd() % 20);
         conv_msg *m = conv_add(&c, i == 0 ? "system" : (i % 2 ? "user" : "assistant"), t,
@@ -120,10 +122,17 @@ static void test_round_trip(void)
           "sampling lost");
     CHECK_NEAR(d.sampling.temp, 0.8, 1e-9);
     CHECK_NEAR(d.sampling.top_p, 0.95, 1e-9);
+    CHECK_NEAR(d.sampling.repeat_penalty, 1.3, 1e-9);
+    CHECK_NEAR(d.sampling.presence_penalty, 0.5, 1e-9);
+    CHECK_NEAR(d.sampling.frequency_penalty, -0.25, 1e-9);
+    CHECK(d.sampling_missing == 0, "fields reported missing: %#x", d.sampling_missing);
     CHECK(fabs(d.created - c.created) < 0.002, "created time lost");
     /* The written text holds 0.8 as "0.8" (rounded from the float setting). */
     char *text = read_text(path);
     CHECK(text && strstr(text, "\"temperature\": 0.8,"), "temperature not written as 0.8");
+    CHECK(text && strstr(text, "\"repeat_penalty\": 1.3,") && strstr(text, "\"presence_penalty\": 0.5,") &&
+              strstr(text, "\"frequency_penalty\": -0.25,"),
+          "penalties not written");
     CHECK(text && strstr(text, "\"version\": 1"), "no version in the file");
     free(text);
     conv_free(&c);
@@ -175,7 +184,8 @@ static void test_big_seeds(void)
         conversation c;
         conv_init(&c);
         conv_add(&c, "user", "x", NULL);
-        c.sampling = (conv_sampling){true, 0.5, 0.9, 0.0, 10, seeds[i], 8};
+        c.sampling = (conv_sampling){.set = true, .temp = 0.5, .top_p = 0.9, .top_k = 10, .repeat_penalty = 1.0,
+                                     .seed = seeds[i], .n_predict = 8};
         err_t err = {{0}};
         unlink(path);
         CHECK(conv_save(&c, path, &err) == 0, "save: %.200s", err.msg);
@@ -232,6 +242,7 @@ static void test_nulls_are_absent(void)
                      "\"model\": {\"path\": null, \"name\": null, \"size\": null, \"fingerprint\": null},"
                      "\"template\": null, \"thinking\": null,"
                      "\"sampling\": {\"temperature\": null, \"top_k\": null, \"top_p\": null, \"min_p\": null,"
+                     "\"repeat_penalty\": null, \"presence_penalty\": null, \"frequency_penalty\": null,"
                      "\"seed\": null, \"n_predict\": null},"
                      "\"messages\": [{\"role\": \"user\", \"content\": null, \"reasoning_content\": null},"
                      "{\"role\": \"assistant\", \"content\": \"a\"}],"
@@ -243,7 +254,57 @@ static void test_nulls_are_absent(void)
     CHECK(c.n == 2 && !c.msgs[0].content[0] && !c.msgs[0].reasoning && c.msgs[0].n_tokens == 3, "messages");
     CHECK(c.n == 2 && c.msgs[1].n_tokens == 0 && !c.msgs[1].stopped && c.msgs[1].tps == 0, "turn with nulls");
     CHECK(c.thinking == -1 && !c.tmpl && !c.model_name, "null metadata is unknown");
+    CHECK(c.sampling.set && c.sampling_missing == 0x1ff, "null sampling fields are missing: %#x", c.sampling_missing);
+    CHECK(c.sampling.repeat_penalty == 1.0 && c.sampling.presence_penalty == 0.0 &&
+              c.sampling.frequency_penalty == 0.0,
+          "null penalties are off");
     conv_free(&c);
+}
+
+/* Files written before the penalties were recorded have none: they load,
+ * the penalties are off and reported missing (a replay then takes the
+ * current settings); each one given is read and not reported. */
+static void test_penalties_absent_mean_off(void)
+{
+    static const char old[] = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"sampling\": "
+                              "{\"temperature\": 1.0, \"top_k\": 0, \"top_p\": 0.95, \"min_p\": 0.01, "
+                              "\"seed\": 5, \"n_predict\": 8}}";
+    conversation c;
+    err_t err = {{0}};
+    CHECK(conv_parse(&c, old, strlen(old), "old.json", &err) == 0, "old file: %.200s", err.msg);
+    unsigned pen = CONV_S_REPEAT_PENALTY | CONV_S_PRESENCE_PENALTY | CONV_S_FREQUENCY_PENALTY;
+    CHECK(c.sampling.set && c.sampling_missing == pen, "missing %#x, expected %#x", c.sampling_missing, pen);
+    CHECK(c.sampling.repeat_penalty == 1.0 && c.sampling.presence_penalty == 0.0 &&
+              c.sampling.frequency_penalty == 0.0,
+          "absent penalties are not off: %g %g %g", c.sampling.repeat_penalty, c.sampling.presence_penalty,
+          c.sampling.frequency_penalty);
+    CHECK(c.sampling.seed == 5 && c.sampling.n_predict == 8, "the other fields");
+    conv_free(&c);
+    static const struct {
+        const char *json;
+        unsigned missing;
+        double rp, pp, fp;
+    } one[] = {
+        {"{\"repeat_penalty\": 1.1}", CONV_S_PRESENCE_PENALTY | CONV_S_FREQUENCY_PENALTY, 1.1, 0, 0},
+        {"{\"presence_penalty\": -2}", CONV_S_REPEAT_PENALTY | CONV_S_FREQUENCY_PENALTY, 1, -2, 0},
+        {"{\"frequency_penalty\": 2}", CONV_S_REPEAT_PENALTY | CONV_S_PRESENCE_PENALTY, 1, 0, 2},
+        {"{\"repeat_penalty\": 0.1, \"presence_penalty\": 0, \"frequency_penalty\": 0.75}", 0, 0.1, 0, 0.75},
+        {"{\"repeat_penalty\": 10}", CONV_S_PRESENCE_PENALTY | CONV_S_FREQUENCY_PENALTY, 10, 0, 0},
+    };
+    unsigned others = CONV_S_TEMP | CONV_S_TOP_K | CONV_S_TOP_P | CONV_S_MIN_P | CONV_S_SEED | CONV_S_N_PREDICT;
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "{\"messages\": [], \"sampling\": %s}", one[i].json);
+        int rc = conv_parse(&c, text, strlen(text), "p.json", &err);
+        CHECK(rc == 0, "%s: %.200s", one[i].json, err.msg);
+        CHECK(rc != 0 || c.sampling_missing == (one[i].missing | others), "%s: missing %#x", one[i].json,
+              c.sampling_missing);
+        CHECK(rc != 0 || (c.sampling.repeat_penalty == one[i].rp && c.sampling.presence_penalty == one[i].pp &&
+                          c.sampling.frequency_penalty == one[i].fp),
+              "%s: read as %g %g %g", one[i].json, c.sampling.repeat_penalty, c.sampling.presence_penalty,
+              c.sampling.frequency_penalty);
+        conv_free(&c);
+    }
 }
 
 typedef struct {
@@ -304,6 +365,20 @@ static void test_bad_files(void)
          "sampling.temperature: -1 is out of range"},
         {"sampling_top_p_big", "{\"messages\": [], \"sampling\": {\"top_p\": 1.5}}", "sampling.top_p: 1.5 is out of range"},
         {"sampling_not_object", "{\"messages\": [], \"sampling\": 3}", "sampling: expected an object"},
+        {"sampling_repeat_zero", "{\"messages\": [], \"sampling\": {\"repeat_penalty\": 0}}",
+         "sampling.repeat_penalty: 0 is out of range [0.1, 10]"},
+        {"sampling_repeat_big", "{\"messages\": [], \"sampling\": {\"repeat_penalty\": 11}}",
+         "sampling.repeat_penalty: 11 is out of range [0.1, 10]"},
+        {"sampling_repeat_string", "{\"messages\": [], \"sampling\": {\"repeat_penalty\": \"1.3\"}}",
+         "sampling.repeat_penalty: expected a number"},
+        {"sampling_presence_low", "{\"messages\": [], \"sampling\": {\"presence_penalty\": -2.5}}",
+         "sampling.presence_penalty: -2.5 is out of range [-2, 2]"},
+        {"sampling_presence_bool", "{\"messages\": [], \"sampling\": {\"presence_penalty\": true}}",
+         "sampling.presence_penalty: expected a number"},
+        {"sampling_frequency_high", "{\"messages\": [], \"sampling\": {\"frequency_penalty\": 2.01}}",
+         "sampling.frequency_penalty: 2.01 is out of range [-2, 2]"},
+        {"sampling_frequency_array", "{\"messages\": [], \"sampling\": {\"frequency_penalty\": [1]}}",
+         "sampling.frequency_penalty: expected a number"},
         {"model_size_string", "{\"messages\": [], \"model\": {\"size\": \"big\"}}", "model.size: expected an integer"},
         {"thinking_string", "{\"messages\": [], \"thinking\": \"on\"}", "thinking: expected true or false"},
         {"created_number", "{\"messages\": [], \"created\": 5}", "created: expected a string"},
@@ -838,6 +913,7 @@ int main(void)
     RUN(test_foreign_files);
     RUN(test_nulls_are_absent);
     RUN(test_big_seeds);
+    RUN(test_penalties_absent_mean_off);
     RUN(test_bad_files);
     RUN(test_atomic_save);
     RUN(test_cleanup_tmp);

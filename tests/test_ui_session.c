@@ -4,7 +4,7 @@
  * A recording frontend stands where the screen would be.  Covers sending,
  * the queue (while busy, while loading, on the way out), cancel, retry,
  * /edit with a system prompt set or removed in between (issue 17 item 4),
- * /clear, save and load, /replay. */
+ * /clear, save and load, /replay, /set ctx (0 and sizes too small). */
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -234,6 +234,31 @@ static void test_send_answers_and_saves(void)
           "metadata saved");
     conv_free(&saved);
     CHECK(!ui_session_unsaved(f.s), "nothing unsaved");
+    close_session(&f);
+}
+
+/* The penalties set by /set are saved with the conversation (they were
+ * not: a replay of the file could not reproduce it). */
+static void test_penalties_saved(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    err_t err;
+    CHECK(ui_session_set(f.s, "repeat-penalty", "1.25", &err) == 0 &&
+              ui_session_set(f.s, "presence-penalty", "-0.5", &err) == 0 &&
+              ui_session_set(f.s, "frequency-penalty", "0.75", &err) == 0,
+          "set: %.200s", err.msg);
+    CHECK(chat(&f, "hello"), "no answer");
+    conversation saved;
+    CHECK(conv_load(&saved, ui_session_autosave_path(f.s), &err) == 0, "load: %.200s", err.msg);
+    CHECK(saved.sampling.set && saved.sampling_missing == 0, "sampling missing %#x", saved.sampling_missing);
+    CHECK(saved.sampling.repeat_penalty == 1.25 && saved.sampling.presence_penalty == -0.5 &&
+              saved.sampling.frequency_penalty == 0.75,
+          "saved %g %g %g", saved.sampling.repeat_penalty, saved.sampling.presence_penalty,
+          saved.sampling.frequency_penalty);
+    conv_free(&saved);
     close_session(&f);
 }
 
@@ -684,6 +709,88 @@ static void test_context_trim_and_stop(void)
     close_session(&f);
 }
 
+/* The last note, "" when none. */
+static const char *last_note(const recorder *r)
+{
+    return r->n_notes ? r->notes[r->n_notes - 1] : "";
+}
+
+/* /set ctx: 0 is what -c 0 is (the largest context that fits, which a note
+ * tells once the engine has it; it answered "a context of 0 tokens"), and a
+ * size that cannot hold the next answer to the conversation is refused with
+ * one line that says what it needs, the engine left as it is. */
+static void test_set_ctx_zero_and_too_small(void)
+{
+    fixture f;
+    open_n_ctx = 256;
+    bool started = start_ready(&f, 8);
+    open_n_ctx = 0;
+    CHECK(started, "the session did not start");
+    if (!f.s)
+        return;
+    theme th;
+    memset(&th, 0, sizeof th);
+    chatcmd_ctx cmd = {.session = f.s, .fe = &f.fe, .theme = &th};
+    /* A system prompt of a few hundred tokens, and a turn after it. */
+    sbuf sys = {0};
+    for (int i = 0; i < 40; i++)
+        sbuf_adds(&sys, "Answer in full sentences. ");
+    ui_session_set_system(f.s, sbuf_str(&sys));
+    sbuf_free(&sys);
+    chatcmd_run(&cmd, "/set ctx 2048");
+    CHECK(wait_idle(&f) && ui_session_n_ctx(f.s, NULL, NULL) == 2048, "n_ctx %u", ui_session_n_ctx(f.s, NULL, NULL));
+    CHECK(chat(&f, "hello"), "no answer");
+    /* Too small: refused, nothing restarted. */
+    int notes = f.rec.n_notes;
+    chatcmd_run(&cmd, "/set ctx 64");
+    CHECK(f.rec.n_notes == notes + 1 && strstr(last_note(&f.rec), "E: /set ctx 64: too small for this conversation: "
+                                                                  "it needs at least ") &&
+              strstr(last_note(&f.rec), "the system prompt;") && !strchr(last_note(&f.rec), '\n'),
+          "note: %.300s", last_note(&f.rec));
+    CHECK(ui_session_ready(f.s) && ui_session_n_ctx(f.s, NULL, NULL) == 2048 && ui_session_settings(f.s)->n_ctx == 2048,
+          "the engine changed: ready %d, n_ctx %u", ui_session_ready(f.s), ui_session_n_ctx(f.s, NULL, NULL));
+    /* What it says it needs is exact: one less is refused, that much is taken. */
+    unsigned need = 0;
+    const char *at = strstr(last_note(&f.rec), "at least ");
+    CHECK(at && sscanf(at, "at least %u tokens", &need) == 1 && need > 64 && need < 2048, "need %u", need);
+    if (need > 64 && need < 2048) {
+        char line[64];
+        snprintf(line, sizeof line, "/set ctx %u", need - 1);
+        notes = f.rec.n_notes;
+        chatcmd_run(&cmd, line);
+        CHECK(f.rec.n_notes == notes + 1 && strstr(last_note(&f.rec), "too small"), "%u: %.300s", need - 1,
+              last_note(&f.rec));
+        snprintf(line, sizeof line, "/set ctx %u", need);
+        chatcmd_run(&cmd, line);
+        CHECK(wait_idle(&f) && ui_session_n_ctx(f.s, NULL, NULL) == need, "%u taken as %u", need,
+              ui_session_n_ctx(f.s, NULL, NULL));
+    }
+    /* context-overflow stop: the whole conversation must fit. */
+    err_t err;
+    CHECK(ui_session_set(f.s, "context-overflow", "stop", &err) == 0, "set: %.200s", err.msg);
+    chatcmd_run(&cmd, "/set ctx 64");
+    CHECK(strstr(last_note(&f.rec), "E: /set ctx 64: too small") &&
+              strstr(last_note(&f.rec), "the whole conversation, as context-overflow is stop"),
+          "note: %.300s", last_note(&f.rec));
+    /* 0: the largest that fits, as -c 0; said when known; then "already". */
+    chatcmd_run(&cmd, "/set ctx 0");
+    CHECK(noted(&f.rec, "Starting the model again with the largest context that fits") &&
+              !noted(&f.rec, "context of 0 tokens"),
+          "note: %.300s", last_note(&f.rec));
+    CHECK(ui_session_settings(f.s)->n_ctx == 0, "the setting is %u", ui_session_settings(f.s)->n_ctx);
+    CHECK(wait_idle(&f), "the engine did not start again");
+    uint32_t chosen = ui_session_n_ctx(f.s, NULL, NULL);
+    char want[128];
+    snprintf(want, sizeof want, "The context is %u tokens: the largest that fits", chosen);
+    CHECK(chosen > 2048 && noted(&f.rec, want), "context %u, note: %.300s", chosen, last_note(&f.rec));
+    notes = f.rec.n_notes;
+    chatcmd_run(&cmd, "/set ctx 0");
+    snprintf(want, sizeof want, "The context is %u tokens already (the largest that fits)", chosen);
+    CHECK(f.rec.n_notes == notes && !strcmp(f.rec.status, want) && ui_session_ready(f.s), "status: %.300s", f.rec.status);
+    CHECK(chat(&f, "after the restart") && !strcmp(roles(f.s), "suaua"), "roles %s", roles(f.s));
+    close_session(&f);
+}
+
 /* /copy: the last answer or one of its code blocks as OSC 52 bytes for the
  * terminal (plain, and wrapped again inside tmux); errors named. */
 static void test_copy_sends_osc52(void)
@@ -834,6 +941,7 @@ int main(void)
         return 1;
     }
     RUN(test_send_answers_and_saves);
+    RUN(test_penalties_saved);
     RUN(test_queue_while_busy_and_loading);
     RUN(test_queued_message_kept_on_the_way_out);
     RUN(test_cancel_keeps_partial_answer);
@@ -847,6 +955,7 @@ int main(void)
     RUN(test_stop_before_answer_gives_message_back);
     RUN(test_undo_removes_exchanges);
     RUN(test_context_trim_and_stop);
+    RUN(test_set_ctx_zero_and_too_small);
     RUN(test_copy_sends_osc52);
     RUN(test_replay_compares_answers);
     RUN(test_commands_drive_the_session);
