@@ -142,24 +142,30 @@ check:
 bench: glmchat
 	sh tests/bench/bench.sh
 
-# libFuzzer targets (clang): tests/fuzz/fuzz_*.c, each run FUZZ_SECONDS.
+# libFuzzer targets (clang): tests/fuzz/fuzz_*.c, each run FUZZ_SECONDS.  The
+# core is compiled once (with the fuzzer's coverage but not its main) and
+# linked into every target; `make -jN fuzz` runs N targets at a time.
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
-FUZZ_CORE := $(filter-out core/ref_engine.c,$(CORE_SRC))
-build/fuzz/%: tests/fuzz/%.c $(CORE_SRC)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=address,undefined $(PKG_CFLAGS) -I. -Icore
+FUZZ_CORE_OBJ := $(CORE_SRC:core/%.c=build/fuzz/core/%.o)
+build/fuzz/core/%.o: core/%.c
 	@mkdir -p $(@D)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) -I. -Icore \
-	    -o $@ $< $(CORE_SRC) $(PKG_LIBS) -lm -pthread
-fuzz: $(FUZZ_BIN)
-	@set -e; for f in $(FUZZ_BIN); do \
-	    n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
-	    seeds=tests/fuzz/seeds/$${n#fuzz_}; [ -d $$seeds ] || seeds=; \
-	    echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
-	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
-	        build/fuzz/corpus-$$n $$seeds >build/fuzz/$$n.log 2>&1 \
-	        || { tail -n 40 build/fuzz/$$n.log; exit 1; }; \
-	    tail -n 1 build/fuzz/$$n.log; \
-	done
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_CORE_OBJ)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_CORE_OBJ) $(PKG_LIBS) -lm -pthread
+fuzz: $(FUZZ_BIN:build/fuzz/%=fuzz-run-%)
+fuzz-run-%: build/fuzz/%
+	@n=$*; mkdir -p build/fuzz/corpus-$$n; \
+	seeds=tests/fuzz/seeds/$${n#fuzz_}; [ -d $$seeds ] || seeds=; \
+	echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
+	build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+	    build/fuzz/corpus-$$n $$seeds >build/fuzz/$$n.log 2>&1 \
+	    || { tail -n 40 build/fuzz/$$n.log; exit 1; }; \
+	echo "$$n: $$(tail -n 1 build/fuzz/$$n.log)"
+# kept between runs (make would delete them as intermediate files)
+.SECONDARY: $(FUZZ_BIN) $(FUZZ_CORE_OBJ)
 
 install: glmchat
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/glmchat/themes

@@ -32,7 +32,7 @@ make -s -j"$JOBS" SANITIZE=1 glmchat >/dev/null && make -s -j"$JOBS" SANITIZE=1 
 count "make test SANITIZE=1"
 
 echo "== make fuzz FUZZ_SECONDS=$FUZZ_SECONDS"
-if make -s fuzz FUZZ_SECONDS="$FUZZ_SECONDS" >"$log" 2>&1; then
+if make -s -j"$JOBS" fuzz FUZZ_SECONDS="$FUZZ_SECONDS" >"$log" 2>&1; then
     n=$(grep -c '^fuzz: ' "$log")
     cat "$log"
     echo "ok - fuzz ($n targets, ${FUZZ_SECONDS}s each)"
