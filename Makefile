@@ -133,7 +133,7 @@ $(BUILD)/gen/demo_model.o: app/demo_model.S $(BUILD)/gen/demo.gguf
 	$(CC) -c -DDEMO_GGUF='"$(BUILD)/gen/demo.gguf"' -o $@ $<
 
 test: glmchat $(TEST_BIN) $(TOOL_BIN)
-	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh
+	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) bash tests/run.sh
 
 # The suite as CI runs it: tests, tests under sanitizers, a short fuzz run.
 check:

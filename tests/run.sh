@@ -1,14 +1,20 @@
-#!/bin/sh
+#!/bin/bash
 # Runs every test program ($BUILD/tests/test_*) and every shell test
 # (tests/t_*.sh), counts their "ok - " / "FAIL - " lines, and prints
 # "N passed, N failed" last.  A program that dies or exits non-zero without
 # reporting a failure counts as one failure of its own.
+#
+# JOBS tests run at a time (default: the number of cores).  Each test has
+# its own temporary directory, tmux server and artifacts, so they do not
+# meet; each one's lines are printed together when it ends.  bash, for
+# `wait -n -p` (which of the running tests ended).
 BUILD=${BUILD:-build/rel}
 export BUILD GLMCHAT=./glmchat
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 pass=0
 fail=0
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 
 # Sanitizer runs: LeakSanitizer ignores the Vulkan loader's and drivers'
 # own leaks (tests/lsan.supp says which libraries, and why), and libraries
@@ -32,15 +38,27 @@ if [ "${SANITIZE:-0}" = 1 ]; then
     fi
 fi
 
-run_one() {
+# start_one NAME COMMAND...: runs a test in the background, its output and
+# its times into $logs/NAME.*.
+declare -A name_of
+start_one() {
     name=$1
     shift
-    start=$(date +%s)
-    # stdin from /dev/null: `glmchat -p` reads piped stdin, and a test must
-    # not wait on whatever stdin the runner was started with.
-    "$@" </dev/null >"$log" 2>&1
-    rc=$?
-    end=$(date +%s)
+    (
+        start=$(date +%s)
+        # stdin from /dev/null: `glmchat -p` reads piped stdin, and a test
+        # must not wait on whatever stdin the runner was started with.
+        "$@" </dev/null >"$logs/$name.log" 2>&1
+        echo "$? $(($(date +%s) - start))" >"$logs/$name.rc"
+    ) &
+    name_of[$!]=$name
+}
+
+# finish_one NAME: prints a finished test's lines and adds them up.
+finish_one() {
+    name=$1
+    log="$logs/$name.log"
+    read -r rc secs <"$logs/$name.rc" || { rc=1 secs=0; }
     p=$(grep -c '^ok - ' "$log")
     f=$(grep -c '^FAIL - ' "$log")
     grep -E '^(ok|FAIL) - ' "$log" | sed "s|^|[$name] |"
@@ -52,18 +70,50 @@ run_one() {
         echo "[$name] FAIL - exited with status $rc without reporting a failure"
         f=1
     fi
-    echo "[$name] $p ok, $f failed ($((end - start))s)"
+    echo "[$name] $p ok, $f failed (${secs}s)"
     pass=$((pass + p))
     fail=$((fail + f))
 }
 
+# wait_one: waits for one running test to end and reports it.
+wait_one() {
+    local pid
+    wait -n -p pid
+    finish_one "${name_of[$pid]}"
+    unset "name_of[$pid]"
+}
+
+# The tests, the longest first (the Vulkan ones on lavapipe, the UI
+# sessions) so that the last to start are short ones; then the rest in
+# name order.
+tests=()
 for t in "$BUILD"/tests/test_*; do
-    [ -x "$t" ] || continue
-    run_one "$(basename "$t")" "$t"
+    [ -x "$t" ] && tests+=("$t")
 done
 for t in tests/t_*.sh; do
-    [ -f "$t" ] || continue
-    run_one "$(basename "$t" .sh)" sh "$t"
+    [ -f "$t" ] && tests+=("$t")
+done
+slow="test_vk_kernels t_vk_fixtures test_vk_sampler t_ui_files t_ui_tmux t_crash_safety test_sampler t_ui_context t_ui_screen test_decoder"
+ordered=()
+for s in $slow; do
+    for t in "${tests[@]}"; do
+        case $t in */"$s" | */"$s".sh) ordered+=("$t") ;; esac
+    done
+done
+for t in "${tests[@]}"; do
+    n=$(basename "$t" .sh)
+    case " $slow " in *" $n "*) ;; *) ordered+=("$t") ;; esac
+done
+
+for t in "${ordered[@]}"; do
+    [ "${#name_of[@]}" -ge "$JOBS" ] && wait_one
+    case $t in
+    *.sh) start_one "$(basename "$t" .sh)" sh "$t" ;;
+    *) start_one "$(basename "$t")" "$t" ;;
+    esac
+done
+while [ "${#name_of[@]}" -gt 0 ]; do
+    wait_one
 done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
