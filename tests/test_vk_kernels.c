@@ -1304,12 +1304,16 @@ static double mm_bound_split(uint32_t type, uint32_t K)
 }
 
 /* Which kernel a case runs on, in its name: a device without cooperative
- * matrices says so and tests the fp32 kernel (never a silent pass). */
+ * matrices says so and tests the fp32 kernel (never a silent pass);
+ * mm_coop with its K step (TUNE.coop_bk). */
 static const char *mm_path(const vk_tensor *w, const vk_tensor *up)
 {
+    static char coop[64];
     const char *k = vk_mm_kernel(&KB, w, up);
-    if (strcmp(k, "mm") != 0)
-        return k;
+    if (strcmp(k, "mm") != 0) {
+        snprintf(coop, sizeof coop, "%s, K step %u", k, TUNE.coop_bk);
+        return coop;
+    }
     if (!G.c.coopmat)
         return "mm: device has no cooperative matrices";
     return w->type == QT_F32 ? "mm: F32 weights" : "mm: coopmat=0";
@@ -1380,6 +1384,81 @@ static void test_mm(void)
 
 static void test_mm_range(void);
 
+/* mm_coop's K step (32 or 64) moves its barriers, not its arithmetic: either
+ * way the MMAs run over K in the same 16-element chunks, in the same order,
+ * into the same accumulators, from operands converted the same way -- so a
+ * step of 64 must give a step of 32's outputs bit for bit (which also
+ * carries every fixture result over from one to the other).  Devices with
+ * cooperative matrices only. */
+typedef struct {
+    uint32_t type, K, N, T;
+    int mode;   /* 0 store, 1 accumulate, 2 glu */
+    bool split; /* activations as hi + lo fp16 pairs */
+    const char *what;
+} steps_case;
+static steps_case STC;
+
+static void test_mm_steps_agree(void)
+{
+    const steps_case *c = &STC;
+    vk_tensor t, tu;
+    uint8_t *w = rand_tensor(c->type, c->K, c->N, 1, &t), *wu = NULL;
+    if (c->mode == 2)
+        wu = rand_tensor(c->type, c->K, c->N, 1, &tu);
+    uint32_t B = 64 * ((c->T + 63) / 64);
+    uint64_t nx = (uint64_t)c->K * B, ny = (uint64_t)c->N * B;
+    float *x = random_vec(nx, 1.0f), *y0 = random_vec(ny, 1.0f);
+    uint32_t params[64] = {0};
+    params[VKP_NTOK] = c->T;
+    vk_buf bx = host_copy(x, nx), bp = host_copy(params, 64), by[2];
+    uint32_t step = TUNE.coop_bk;
+    for (int i = 0; i < 2; i++) {
+        TUNE.coop_bk = i ? 64 : 32;
+        by[i] = host_copy(y0, ny);
+        vk_mm_args a = {.name = "mm", .w = &t, .up = c->mode == 2 ? &tu : NULL, .x = {bx, 0}, .x_stride = c->K,
+                        .y = {by[i], 0}, .y_stride = c->N, .nz = 1, .max_tokens = B, .accumulate = c->mode == 1,
+                        .x_split = c->split, .params = bp};
+        vk_call call;
+        int rc = vk_k_mm(&KB, &a, &call);
+        CHECK(rc == 0, "build (K step %u): %.200s", TUNE.coop_bk, KERR.msg);
+        CHECK(tu_run(&call, 1, NULL) == 0, "run (K step %u)", TUNE.coop_bk);
+    }
+    TUNE.coop_bk = step;
+    const float *g32 = (const float *)by[0].map, *g64 = (const float *)by[1].map;
+    uint64_t differ = 0;
+    double worst = 0;
+    for (uint64_t i = 0; i < ny; i++)
+        if (memcmp(&g32[i], &g64[i], 4) != 0) {
+            differ++;
+            double d = fabs((double)g64[i] - g32[i]) / (fabs((double)g32[i]) + 1e-30);
+            worst = d > worst || isnan(d) ? d : worst;
+        }
+    CHECK(differ == 0, "%llu of %llu outputs differ (largest relative difference %.3g)", (unsigned long long)differ,
+          (unsigned long long)ny, worst);
+    free(w), free(wu), free(x), free(y0);
+    tu_reset_buffers();
+}
+
+static void mm_steps_cases(void)
+{
+    static const steps_case cases[] = {
+        {QT_Q4_K, 2048, 200, 70, 2, false, "gate/up of 64-token tiles"},
+        {QT_Q4_0, 2080, 130, 33, 1, false, "+ residual, K 2080: a half step at the end"},
+        {QT_Q6_K, 1536, 129, 64, 0, false, "K 1536"},
+        {QT_Q5_1, 160, 70, 9, 2, false, "gate/up, K 160"},
+        {QT_F16, 200, 96, 65, 0, true, "split activations, K 200"},
+        {QT_Q8_0, 1568, 70, 20, 1, true, "split activations + residual, K 1568"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        STC = cases[i];
+        char name[200];
+        snprintf(name, sizeof name, "mm_coop K step 64 = K step 32 bit for bit: %s K=%u N=%u T=%u %s (%s)",
+                 tu_type_name(STC.type), STC.K, STC.N, STC.T,
+                 STC.mode == 0 ? "store" : STC.mode == 1 ? "accumulate" : "glu", STC.what);
+        RUN_NAMED(test_mm_steps_agree, name);
+    }
+}
+
 /* Batched heads (z = head): Y[t][h][:N] = W[h] . X[t][h][:K] with a token
  * stride over all heads and a head stride inside it -- the prefill's k_b
  * (q_nope of rows of nope + rope -> latent rows of RS) and v_b (latents of
@@ -1448,6 +1527,7 @@ static void mm_heads_cases(void)
          * F16 is the case that tells hi + lo from a single fp16 */
         {QT_F16, 192, 512, 3, 70, 256, 576, "k_b: 3 heads, 70 tokens", true},
         {QT_F16, 512, 256, 2, 65, 576, 260, "v_b, gaps between heads", true},
+        {QT_F16, 200, 96, 2, 33, 200, 100, "K 200: a partial last step", true},
         {QT_Q8_0, 192, 512, 2, 33, 256, 576, "k_b", true},
         {QT_Q4_0, 512, 256, 2, 20, 576, 256, "v_b", true},
         {QT_Q4_1, 192, 96, 2, 9, 200, 100, "gaps", true},
@@ -1473,8 +1553,9 @@ static void mm_heads_cases(void)
 static void mm_cases(void)
 {
     /* rows not a multiple of 128 (or 64), tokens not a multiple of 64 (or 32),
-     * K of the model (2048, 1536, 5120) and odd multiples of the block, every
-     * weight type, each mode */
+     * K of the model (2048, 1536, 5120) and odd multiples of the block (K not
+     * a multiple of mm_coop's step of 64: its last step is half empty), every
+     * weight type in each mode */
     static const mm_case cases[] = {
         {QT_F32, 96, 70, 25, 0, "tiny F32 prompt"},
         {QT_F32, 200, 130, 65, 2, "F32 gate/up, 65 tokens"},
@@ -1504,6 +1585,18 @@ static void mm_cases(void)
         {QT_Q5_0, 2048, 130, 64, 0, "Q5_0, a full tile"},
         {QT_Q5_1, 1536, 129, 17, 2, "Q5_1 gate/up, K 1536"},
         {QT_Q4_1, 2048, 96, 40, 0, "Q4_1, K 2048"},
+        /* the rest of every type x mode, and K = 32 (mod 64) in the tightest
+         * tiles (gate/up of 64 tokens: two weight tiles in shared memory) */
+        {QT_Q4_0, 2080, 130, 70, 2, "glu, K 2080 (65 blocks), 70 tokens"},
+        {QT_Q4_1, 288, 130, 40, 2, "Q4_1 gate/up, 9 blocks"},
+        {QT_Q5_0, 1056, 70, 33, 1, "Q5_0 + residual, 33 blocks"},
+        {QT_Q5_1, 2080, 129, 70, 1, "Q5_1 + residual, 65 blocks"},
+        {QT_Q5_1, 160, 40, 9, 0, "Q5_1, 5 blocks"},
+        {QT_Q8_0, 1568, 200, 65, 2, "Q8_0 gate/up, 49 blocks"},
+        {QT_Q4_K, 1536, 130, 64, 0, "Q4_K, K 1536"},
+        {QT_F16, 264, 70, 33, 2, "F16 gate/up, K 264"},
+        {QT_BF16, 1544, 129, 65, 1, "BF16 + residual, K 1544"},
+        {QT_BF16, 72, 40, 9, 0, "BF16, K 72"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         MMC = cases[i];
@@ -1713,11 +1806,10 @@ static void test_expert_prefill(void)
     tu_reset_buffers();
 }
 
-static void prefill_cases(void)
+static void expert_cases(void)
 {
-    mm_cases();
-    RUN_NAMED(test_rmsnorm, "rmsnorm of a prompt batch (7 of 9 tokens)");
-    static const uint32_t types[] = {QT_Q4_0, QT_F32, QT_Q4_K, QT_Q8_0, QT_Q6_K, QT_Q5_K, QT_Q5_0, QT_Q4_1, QT_BF16};
+    static const uint32_t types[] = {QT_Q4_0, QT_F32, QT_Q4_K, QT_Q8_0, QT_Q6_K, QT_Q5_K,
+                                     QT_Q5_0, QT_Q4_1, QT_Q5_1, QT_F16, QT_BF16};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         EP_TYPE = types[i];
         char name[192];
@@ -1726,6 +1818,25 @@ static void prefill_cases(void)
                  tu_type_name(EP_TYPE), mm_path(&w, NULL), vk_mm_expert_bm(&KB, &w));
         RUN_NAMED(test_expert_prefill, name);
     }
+}
+
+static void prefill_cases(void)
+{
+    /* mm_coop's K step under A/B (gpu/PERF.md run 23): both, where the
+     * device has cooperative matrices (elsewhere the fp32 kernel, which has
+     * no such step, would run the same cases twice) */
+    static const uint32_t steps[] = {32, 64};
+    for (size_t i = 0; i < (G.c.coopmat ? 2u : 1u); i++) {
+        TUNE.coop_bk = steps[i];
+        mm_cases();
+        expert_cases();
+    }
+    vk_tuning_default(&TUNE);
+    if (G.c.coopmat)
+        mm_steps_cases();
+    else
+        printf("# no cooperative matrices: mm_coop's K steps are not compared here\n");
+    RUN_NAMED(test_rmsnorm, "rmsnorm of a prompt batch (7 of 9 tokens)");
 }
 
 int main(void)
