@@ -46,7 +46,6 @@ typedef struct {
     uint32_t fd_chunks;     /* attn_fd: most chunks per token */
     /* prefill */
     uint32_t coopmat;       /* 1: mat-mats of quantized weights on tensor cores where the device has them */
-    uint32_t coop_bk;       /* mm_coop: K per step between barrier pairs, 32 or 64 (A/B of run 23) */
     /* weights */
     uint32_t qkv_merge;     /* 1: q_a (or q) and kv_a_mqa uploaded as one matrix where they can be */
     /* the decode graph's counters (shaders/dep_flag.glsl) */

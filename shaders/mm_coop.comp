@@ -7,7 +7,8 @@
 // (64, or 32 for the routed experts' work lists, whose tiles hold ~32
 // pairs).  Subgroup s covers tokens (s / 4) * BM/2 .. and rows (s % 4) * 32 ..
 // as FM x 2 fragments of 16 x 16 (FM = BM / 32).  K advances BK (32 or 64)
-// at a time, two barriers a step (operands stored | MMAs done):
+// at a time (vk_k_mm: 64 for a batch's tiles, 32 for the expert work
+// lists, gpu/PERF.md run 23), two barriers a step (operands stored | MMAs done):
 //   - each thread owns SEGS 16-element segments of one weight row per step
 //     (one or two 16-byte loads of the block body and its scale words each,
 //     w_fetch) and SEGS x 8 activations of one token; it converts them to
@@ -17,13 +18,14 @@
 //   - the epilogue goes from the accumulators through a 16 x 16 staging
 //     area per subgroup (in Bs, dead after the K loop) to the output rows
 //     (store / add / silu(gate) * up).
-// Why BK 64 (gpu/PERF.md run 23): a step's time is mostly the latency of
-// its global loads (issued one step ahead) and its two barriers, not its 8
-// MMAs a subgroup in the expert tiles; a step of 64 pays that once per 64
-// elements of K, with twice the bytes in flight per thread.  Two shared
-// stages of 32 instead would save a barrier a step but keep a load latency
-// per 32 elements; either needs twice the operand tiles (46 KiB for gate/up
-// with 64 tokens, which is why the staging area moved into Bs).
+// Why a step of 64 for a batch: a step's time is mostly the latency of its
+// global loads (issued one step ahead) and its two barriers, not its MMAs;
+// a step of 64 pays that once per 64 elements of K, with twice the bytes in
+// flight per thread.  (Two shared stages of 32 would save a barrier a step
+// but keep a load latency per 32 elements.)  Its tiles are twice as large
+// (46 KiB for gate/up with 64 tokens, which is why the staging area lives in
+// Bs), so an SM holds fewer workgroups: the expert lists, whose grids are
+// far larger than what an SM holds, keep steps of 32.
 // Operands are rounded to fp16 (11 significant bits); products accumulate
 // in fp32.  Used for quantized weights only (F32 models keep the fp32
 // kernel for their 1e-4 criterion).

@@ -1304,16 +1304,12 @@ static double mm_bound_split(uint32_t type, uint32_t K)
 }
 
 /* Which kernel a case runs on, in its name: a device without cooperative
- * matrices says so and tests the fp32 kernel (never a silent pass);
- * mm_coop with its K step (TUNE.coop_bk). */
+ * matrices says so and tests the fp32 kernel (never a silent pass). */
 static const char *mm_path(const vk_tensor *w, const vk_tensor *up)
 {
-    static char coop[64];
     const char *k = vk_mm_kernel(&KB, w, up);
-    if (strcmp(k, "mm") != 0) {
-        snprintf(coop, sizeof coop, "%s, K step %u", k, TUNE.coop_bk);
-        return coop;
-    }
+    if (strcmp(k, "mm") != 0)
+        return k;
     if (!G.c.coopmat)
         return "mm: device has no cooperative matrices";
     return w->type == QT_F32 ? "mm: F32 weights" : "mm: coopmat=0";
@@ -1384,12 +1380,15 @@ static void test_mm(void)
 
 static void test_mm_range(void);
 
-/* mm_coop's K step (32 or 64) moves its barriers, not its arithmetic: either
- * way the MMAs run over K in the same 16-element chunks, in the same order,
- * into the same accumulators, from operands converted the same way -- so a
- * step of 64 must give a step of 32's outputs bit for bit (which also
- * carries every fixture result over from one to the other).  Devices with
- * cooperative matrices only. */
+/* mm_coop steps through K by 64 for a batch's tiles and by 32 for an
+ * expert work list's (gpu/PERF.md run 23): a move of its barriers, not of
+ * its arithmetic -- either way the MMAs run over K in the same 16-element
+ * chunks, in the same order, into the same accumulators, from operands
+ * converted the same way, and a tile's other tokens do not enter a token's
+ * outputs.  So the product of a batch, run again through a work list of its
+ * tokens in order (tiles of 32 pairs, pair = token), must give the same
+ * outputs bit for bit (which also carries the fixture results of one step
+ * over to the other).  Devices with cooperative matrices only. */
 typedef struct {
     uint32_t type, K, N, T;
     int mode;   /* 0 store, 1 accumulate, 2 glu */
@@ -1398,44 +1397,47 @@ typedef struct {
 } steps_case;
 static steps_case STC;
 
-static void test_mm_steps_agree(void)
+static void test_mm_list_steps_agree(void)
 {
     const steps_case *c = &STC;
     vk_tensor t, tu;
     uint8_t *w = rand_tensor(c->type, c->K, c->N, 1, &t), *wu = NULL;
     if (c->mode == 2)
         wu = rand_tensor(c->type, c->K, c->N, 1, &tu);
-    uint32_t B = 64 * ((c->T + 63) / 64);
+    uint32_t B = 64 * ((c->T + 63) / 64), nt = B / 32;
     uint64_t nx = (uint64_t)c->K * B, ny = (uint64_t)c->N * B;
     float *x = random_vec(nx, 1.0f), *y0 = random_vec(ny, 1.0f);
-    uint32_t params[64] = {0};
+    uint32_t params[64] = {0}, *pairs = malloc(B * 4), *tiles = calloc(4 * nt, 4);
     params[VKP_NTOK] = c->T;
-    vk_buf bx = host_copy(x, nx), bp = host_copy(params, 64), by[2];
-    uint32_t step = TUNE.coop_bk;
+    for (uint32_t i = 0; i < B; i++)
+        pairs[i] = i;
+    for (uint32_t i = 0; i < nt; i++) /* (matrix, first pair, pairs) */
+        tiles[4 * i + 1] = 32 * i, tiles[4 * i + 2] = c->T > 32 * i ? (c->T - 32 * i < 32 ? c->T - 32 * i : 32) : 0;
+    vk_buf bx = host_copy(x, nx), bp = host_copy(params, 64), bl = host_copy(pairs, B),
+           btl = host_copy(tiles, 4 * nt), by[2];
     for (int i = 0; i < 2; i++) {
-        TUNE.coop_bk = i ? 64 : 32;
         by[i] = host_copy(y0, ny);
-        vk_mm_args a = {.name = "mm", .w = &t, .up = c->mode == 2 ? &tu : NULL, .x = {bx, 0}, .x_stride = c->K,
-                        .y = {by[i], 0}, .y_stride = c->N, .nz = 1, .max_tokens = B, .accumulate = c->mode == 1,
-                        .x_split = c->split, .params = bp};
+        vk_mm_args a = {.name = i ? "mm list" : "mm", .w = &t, .up = c->mode == 2 ? &tu : NULL, .x = {bx, 0},
+                        .x_stride = c->K, .x_div = 1, .y = {by[i], 0}, .y_stride = c->N, .nz = 1, .max_tokens = B,
+                        .accumulate = c->mode == 1, .x_split = c->split, .params = bp};
+        if (i)
+            a.list = &bl, a.tiles = &btl, a.tile = 32;
         vk_call call;
-        int rc = vk_k_mm(&KB, &a, &call);
-        CHECK(rc == 0, "build (K step %u): %.200s", TUNE.coop_bk, KERR.msg);
-        CHECK(tu_run(&call, 1, NULL) == 0, "run (K step %u)", TUNE.coop_bk);
+        CHECK(vk_k_mm(&KB, &a, &call) == 0, "build %s: %.200s", a.name, KERR.msg);
+        CHECK(tu_run(&call, 1, NULL) == 0, "run %s", a.name);
     }
-    TUNE.coop_bk = step;
-    const float *g32 = (const float *)by[0].map, *g64 = (const float *)by[1].map;
+    const float *gb = (const float *)by[0].map, *gl = (const float *)by[1].map;
     uint64_t differ = 0;
     double worst = 0;
     for (uint64_t i = 0; i < ny; i++)
-        if (memcmp(&g32[i], &g64[i], 4) != 0) {
+        if (memcmp(&gb[i], &gl[i], 4) != 0) {
             differ++;
-            double d = fabs((double)g64[i] - g32[i]) / (fabs((double)g32[i]) + 1e-30);
+            double d = fabs((double)gl[i] - gb[i]) / (fabs((double)gb[i]) + 1e-30);
             worst = d > worst || isnan(d) ? d : worst;
         }
     CHECK(differ == 0, "%llu of %llu outputs differ (largest relative difference %.3g)", (unsigned long long)differ,
           (unsigned long long)ny, worst);
-    free(w), free(wu), free(x), free(y0);
+    free(w), free(wu), free(x), free(y0), free(pairs), free(tiles);
     tu_reset_buffers();
 }
 
@@ -1452,10 +1454,12 @@ static void mm_steps_cases(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         STC = cases[i];
         char name[200];
-        snprintf(name, sizeof name, "mm_coop K step 64 = K step 32 bit for bit: %s K=%u N=%u T=%u %s (%s)",
+        snprintf(name, sizeof name,
+                 "mm_coop through a work list (K step 32) = as a batch (K step 64), bit for bit: %s K=%u N=%u T=%u "
+                 "%s (%s)",
                  tu_type_name(STC.type), STC.K, STC.N, STC.T,
                  STC.mode == 0 ? "store" : STC.mode == 1 ? "accumulate" : "glu", STC.what);
-        RUN_NAMED(test_mm_steps_agree, name);
+        RUN_NAMED(test_mm_list_steps_agree, name);
     }
 }
 
@@ -1822,20 +1826,14 @@ static void expert_cases(void)
 
 static void prefill_cases(void)
 {
-    /* mm_coop's K step under A/B (gpu/PERF.md run 23): both, where the
-     * device has cooperative matrices (elsewhere the fp32 kernel, which has
-     * no such step, would run the same cases twice) */
-    static const uint32_t steps[] = {32, 64};
-    for (size_t i = 0; i < (G.c.coopmat ? 2u : 1u); i++) {
-        TUNE.coop_bk = steps[i];
-        mm_cases();
-        expert_cases();
-    }
-    vk_tuning_default(&TUNE);
+    /* on mm_coop: the batch's tiles step through K by 64, the expert work
+     * lists' by 32 */
+    mm_cases();
+    expert_cases();
     if (G.c.coopmat)
         mm_steps_cases();
     else
-        printf("# no cooperative matrices: mm_coop's K steps are not compared here\n");
+        printf("# no cooperative matrices: mm_coop's two K steps are not compared here\n");
     RUN_NAMED(test_rmsnorm, "rmsnorm of a prompt batch (7 of 9 tokens)");
 }
 

@@ -20,7 +20,8 @@
 # BASE=path/to/glmchat (an earlier binary) with BASE_FORMATS (default: all)
 # adds its pp512 and tg128 on the same files, for an A/B in the same run;
 # AB="default xs_pad=25 xs_r=2,xs_p=2 ..." with AB_FORMATS runs pp512 and
-# tg64 under each setting (comma-separated --tune fields) on those files;
+# tg64 under each setting (comma-separated --tune fields; "base": the BASE
+# binary with its defaults) on those files;
 # AB_ARGS (e.g. --profile) are added to those runs, whose whole output then
 # goes into the log.  MAIN=0: only the A/Bs (no bench of the defaults, no
 # llama-bench, no BASE) -- an A/B call that must stay short.
@@ -120,10 +121,11 @@ for f in $FORMATS; do
     esac
     case " ${AB_FORMATS:-} " in *" $f "*)
         for setting in $AB; do
-            tunes=
-            [ "$setting" = default ] || tunes=$(echo "$setting" | tr ',' '\n' | sed 's/^/--tune /' | tr '\n' ' ')
+            tunes= bin=$GLMCHAT
+            [ "$setting" = base ] && bin=$BASE
+            case $setting in default | base) ;; *) tunes=$(echo "$setting" | tr ',' '\n' | sed 's/^/--tune /' | tr '\n' ' ') ;; esac
             # shellcheck disable=SC2086
-            timeout "$T" $GLMCHAT bench -m "$m" --backend vulkan -p 512 -n 64 -r 2 $tunes $AB_ARGS 2>&1 |
+            timeout "$T" $bin bench -m "$m" --backend vulkan -p 512 -n 64 -r 2 $tunes $AB_ARGS 2>&1 |
                 tr '\r' '\n' | grep -v '^uploading' >"$DIR/ab.txt"
             [ -n "$AB_ARGS" ] && sed "s/^/ab $f $setting: /" "$DIR/ab.txt"
             echo "ab $f $setting: pp512 $(gl_fig pp512 "$DIR/ab.txt") tg64 $(gl_tg "tg64 @ depth 0" "$DIR/ab.txt")" |
