@@ -30,24 +30,25 @@ int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
 #define MM_BM_EXPERT 32u
 #define MM_BN 64u
 /* mm_coop's K per step (both measured on every kernel, gpu/PERF.md run 23):
- * 64 for a batch's tiles -- a few hundred workgroups at most, all resident
- * at once, each step waiting on its loads' latency, which a longer step pays
- * less often; 32 for the expert work lists -- over a thousand workgroups,
- * where the smaller tiles (23 KB for gate/up instead of 42) let more of them
- * share an SM and hide that latency better than a longer step does. */
+ * 64 where every workgroup of the grid has an SM of its own (a batch's
+ * narrower mat-mats: q_a, kv_a, attn_output, the shared expert), each step
+ * waiting on its loads' latency, which a longer step pays half as often; 32
+ * for larger grids (q_b, k_b, v_b, the expert work lists), where the smaller
+ * tiles (23 KB for gate/up instead of 42) let more workgroups share an SM
+ * and hide that latency better than a longer step does. */
 #define MM_COOP_BK 64u
-#define MM_COOP_BK_LIST 32u
+#define MM_COOP_BK_WIDE 32u
 
-/* mm_coop's tiles in shared memory for every variant that is built -- a
- * batch's (64 tokens, step 64) with gate/up (two weight tiles) or split
- * activations (two activation tiles; never with gate/up), a work list's
- * (32 or 64 pairs, step 32) -- within the 48 KiB of the devices that have
- * cooperative matrices (vk_k_mm checks the device's own limit); the
- * epilogue's staging fits the weight tile. */
+/* mm_coop's tiles in shared memory for every variant that is built (64 or
+ * 32 tokens, steps of 64 or 32, gate/up: two weight tiles, or split
+ * activations: two activation tiles, never both) within the 48 KiB of the
+ * devices that have cooperative matrices (vk_k_mm checks the device's own
+ * limit); the epilogue's staging fits the weight tile. */
 _Static_assert(MM_COOP_SHARED_BYTES(64u, MM_COOP_BK, 1, 0) <= 48u * 1024u, "mm_coop gate/up of a batch: 48 KiB");
 _Static_assert(MM_COOP_SHARED_BYTES(64u, MM_COOP_BK, 0, 1) <= 48u * 1024u, "mm_coop split activations: 48 KiB");
-_Static_assert(MM_COOP_SHARED_BYTES(64u, MM_COOP_BK_LIST, 1, 0) <= 48u * 1024u, "mm_coop gate/up of a list: 48 KiB");
-_Static_assert(MM_COOP_B_VECS(MM_COOP_BK_LIST) >= MM_COOP_STAGE_VECS, "mm_coop's epilogue staging fits its weight tile");
+_Static_assert(MM_COOP_SHARED_BYTES(64u, MM_COOP_BK_WIDE, 1, 0) <= MM_COOP_SHARED_BYTES(64u, MM_COOP_BK, 1, 0),
+               "mm_coop: the longer step has the larger tiles");
+_Static_assert(MM_COOP_B_VECS(MM_COOP_BK_WIDE) >= MM_COOP_STAGE_VECS, "mm_coop's epilogue staging fits its weight tile");
 
 /* Tensor cores (NV cooperative matrices, fp16 in / fp32 accumulate) for
  * quantized weights where the device has them; F32 weights keep the fp32
@@ -96,7 +97,8 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     /* mm_coop takes the list's tile size (32 or 64); the fp32 kernel 32 */
     uint32_t bm = list ? (kind == MM_COOP ? a->tile : MM_BM_EXPERT) : MM_BM;
     uint32_t bn = kind == MM_COOP ? MM_COOP_BN : MM_BN;
-    uint32_t bk = kind == MM_COOP ? (list ? MM_COOP_BK_LIST : MM_COOP_BK) : 0;
+    uint32_t grid = ceil_div(w->N, bn) * ceil_div(a->max_tokens, bm) * (a->nz ? a->nz : 1);
+    uint32_t bk = kind != MM_COOP ? 0 : !list && grid <= k->c->n_sm_hint ? MM_COOP_BK : MM_COOP_BK_WIDE;
     bool split = kind == MM_COOP && a->x_split;
     if (kind == MM_COOP && MM_COOP_SHARED_BYTES(bm, bk, u != NULL, split) > k->c->shared_bytes)
         return err_set(k->err, "%s: mm_coop needs %u bytes of shared memory (%u tokens, step %u), the device has %u",

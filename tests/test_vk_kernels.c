@@ -710,7 +710,7 @@ static void test_attn(void)
     /* rows past the end (zeroed, as the engine's): attn_fd reads whole tiles */
     vk_buf bcache = tu_host((uint64_t)(n + VK_CACHE_PAD_ROWS) * RS);
     memset(bcache.map, 0, (uint64_t)(n + VK_CACHE_PAD_ROWS) * RS * sizeof(float));
-    vk_buf bpart = tu_host((uint64_t)c->n_q * (AC_SPLIT ? c->n_head : vk_attn_part_heads(&g)) * cap * (c->kv_lora + VK_PART_HDR));
+    vk_buf bpart = tu_host((uint64_t)c->n_q * vk_attn_part_heads(&g) * cap * (c->kv_lora + VK_PART_HDR));
     vk_buf bout = tu_host((uint64_t)c->n_q * c->n_head * c->v_head);
     vk_buf bp_fill = tu_host(64), bp_q = tu_host(64);
     params[VKP_POS0] = 0;
@@ -727,7 +727,7 @@ static void test_attn(void)
     params[VKP_NCHUNK_PF] = n_chunks;
     params[VKP_CHUNK_PF] = clen;
     params[VKP_ATTN_IND_PF] = n_chunks;
-    params[VKP_ATTN_IND_PF + 1] = g.n_hgroups;
+    params[VKP_ATTN_IND_PF + 1] = g.dec_groups_y;
     params[VKP_ATTN_IND_PF + 2] = c->n_q;
     memcpy(bp_q.map, params, sizeof params);
     vk_buf ind = bp_q;
@@ -888,7 +888,7 @@ static void test_attn(void)
              * combine's roundings (64 ulps) */
             double ds = qmag * (RS / 8.0 + 16) * U24 * 2;
             double dl = 2 * ds + 64 * U24;
-            if (g.fd && !AC_SPLIT) {
+            if (g.fd) {
                 /* attn_fd rounds the query to fp16 (each product off by
                  * <= 2^-11 of itself: at most qmag * 2^-11 on a score) and
                  * the probabilities to fp16 (2^-11 each, in O and in l) */
@@ -1380,15 +1380,16 @@ static void test_mm(void)
 
 static void test_mm_range(void);
 
-/* mm_coop steps through K by 64 for a batch's tiles and by 32 for an
- * expert work list's (gpu/PERF.md run 23): a move of its barriers, not of
- * its arithmetic -- either way the MMAs run over K in the same 16-element
+/* mm_coop steps through K by 64 for a small grid and by 32 for an expert
+ * work list's (gpu/PERF.md run 23): a move of its barriers, not of its
+ * arithmetic -- either way the MMAs run over K in the same 16-element
  * chunks, in the same order, into the same accumulators, from operands
  * converted the same way, and a tile's other tokens do not enter a token's
- * outputs.  So the product of a batch, run again through a work list of its
- * tokens in order (tiles of 32 pairs, pair = token), must give the same
- * outputs bit for bit (which also carries the fixture results of one step
- * over to the other).  Devices with cooperative matrices only. */
+ * outputs.  So the product of a batch (these grids are small), run again
+ * through a work list of its tokens in order (tiles of 32 pairs, pair =
+ * token), must give the same outputs bit for bit (which also carries the
+ * fixture results of one step over to the other).  Devices with
+ * cooperative matrices only. */
 typedef struct {
     uint32_t type, K, N, T;
     int mode;   /* 0 store, 1 accumulate, 2 glu */
@@ -1532,6 +1533,7 @@ static void mm_heads_cases(void)
         {QT_F16, 192, 512, 3, 70, 256, 576, "k_b: 3 heads, 70 tokens", true},
         {QT_F16, 512, 256, 2, 65, 576, 260, "v_b, gaps between heads", true},
         {QT_F16, 200, 96, 2, 33, 200, 100, "K 200: a partial last step", true},
+        {QT_Q8_0, 192, 512, 5, 512, 256, 576, "k_b: 5 heads, 512 tokens, a grid of 160 workgroups", true},
         {QT_Q8_0, 192, 512, 2, 33, 256, 576, "k_b", true},
         {QT_Q4_0, 512, 256, 2, 20, 576, 256, "v_b", true},
         {QT_Q4_1, 192, 96, 2, 9, 200, 100, "gaps", true},
@@ -1601,6 +1603,9 @@ static void mm_cases(void)
         {QT_F16, 264, 70, 33, 2, "F16 gate/up, K 264"},
         {QT_BF16, 1544, 129, 65, 1, "BF16 + residual, K 1544"},
         {QT_BF16, 72, 40, 9, 0, "BF16, K 72"},
+        /* a grid of 144 workgroups: more than an H100's or H200's SMs, so
+         * mm_coop steps by 32 there (by 64 in the smaller grids above) */
+        {QT_Q4_0, 64, 1100, 1000, 2, "gate/up, a grid of 144 workgroups"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         MMC = cases[i];
@@ -1826,8 +1831,8 @@ static void expert_cases(void)
 
 static void prefill_cases(void)
 {
-    /* on mm_coop: the batch's tiles step through K by 64, the expert work
-     * lists' by 32 */
+    /* on mm_coop: grids of at most one workgroup per SM step through K by
+     * 64, larger ones and the expert work lists by 32 */
     mm_cases();
     expert_cases();
     if (G.c.coopmat)
