@@ -111,7 +111,7 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->q_comp_norm, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "normalized compressed query", 0};
     r[n++] = (buf_req){&e->hp, hp * f, "expert hidden states", 0};
     r[n++] = (buf_req){&e->yp, B * (K ? K : 1) * c->n_embd * f, "expert outputs", 0};
-    r[n++] = (buf_req){&e->part_pf, B * c->n_head * (uint64_t)e->part_cap_prefill * (c->kv_lora_rank + VK_PART_HDR) * f,
+    r[n++] = (buf_req){&e->part_pf, B * vk_attn_part_heads(&e->ag) * (uint64_t)e->part_cap_prefill * (c->kv_lora_rank + VK_PART_HDR) * f,
                        "prefill attention partials", 0};
     r[n++] = (buf_req){&e->moe_list, B * (K ? K : 1) * f, "expert work list", 0};
     r[n++] = (buf_req){&e->moe_tiles, (B * K / 32 + c->n_expert + 1) * 16, "expert tiles", 0};
@@ -421,7 +421,7 @@ static void write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32
     p[VKP_NCHUNK_PF] = nc;
     p[VKP_CHUNK_PF] = cl;
     p[VKP_ATTN_IND_PF] = nc;
-    p[VKP_ATTN_IND_PF + 1] = e->ag.n_hgroups;
+    p[VKP_ATTN_IND_PF + 1] = e->ag.dec_groups_y; /* attn_fd's head groups, or attn.comp's */
     p[VKP_ATTN_IND_PF + 2] = n;
     memcpy(p + VKP_TOKENS, tokens, n * sizeof *tokens);
 }

@@ -166,9 +166,11 @@ bool vk_attn_deps(const vk_kb *k, const vk_attn_args *a)
     return a->g->fd && !a->prefill;
 }
 
-/* The chunk partials: on tensor cores (attn_fd: decode, all of a head
- * tile's heads in one workgroup) or by attn.comp (prefill, and devices or
- * caches attn_fd does not take). */
+/* The chunk partials: on tensor cores (attn_fd: all of a head tile's heads
+ * in one workgroup; decode, and the prompt batch's tokens as grid z since
+ * gpu/PERF.md run 23) or by attn.comp (devices or caches attn_fd does not
+ * take).  Either way the same partials per (token, chunk) -- attn_fd's with
+ * vk_attn_part_heads rows -- and the grid (chunks, dec_groups_y, tokens). */
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
@@ -176,7 +178,7 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     vkk_dep_words dw = {0};
     memset(out, 0, sizeof *out);
     out->name = "attn";
-    if (g->fd && !a->prefill) {
+    if (g->fd) {
         spec[PC_S_WGS] = 256;
         spec[FD_S_MT] = g->fd_mt;
         spec[FD_S_RS] = g->RS;
@@ -313,8 +315,8 @@ int vk_k_attn_combine(const vk_kb *k, const vk_attn_combine_args *a, vk_call *ou
     out->b[COMBINE_B_PART] = a->part.b;
     out->b[COMBINE_B_O] = a->o.b;
     out->b[COMBINE_B_PARAMS] = a->params;
-    pc_attn_combine pc = {.K = g->kv_lora, .part_off = a->part.off, .n_head = g->n_head, .o_off = a->o.off,
-                          .o_z = a->o_z, .o_h = a->o_h};
+    pc_attn_combine pc = {.K = g->kv_lora, .part_off = a->part.off, .part_heads = vk_attn_part_heads(g),
+                          .o_off = a->o.off, .o_z = a->o_z, .o_h = a->o_h};
     VK_PUSH(out, pc);
     out->groups[0] = g->n_head;
     out->groups[1] = 1;

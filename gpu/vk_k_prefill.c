@@ -29,7 +29,26 @@ int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
 #define MM_BM 64u
 #define MM_BM_EXPERT 32u
 #define MM_BN 64u
-#define MM_BN_COOP 128u
+/* mm_coop's K per step (both measured on every kernel, gpu/PERF.md run 23):
+ * 64 where every workgroup of the grid has an SM of its own (a batch's
+ * narrower mat-mats: q_a, kv_a, attn_output, the shared expert), each step
+ * waiting on its loads' latency, which a longer step pays half as often; 32
+ * for larger grids (q_b, k_b, v_b, the expert work lists), where the smaller
+ * tiles (23 KB for gate/up instead of 42) let more workgroups share an SM
+ * and hide that latency better than a longer step does. */
+#define MM_COOP_BK 64u
+#define MM_COOP_BK_WIDE 32u
+
+/* mm_coop's tiles in shared memory for every variant that is built (64 or
+ * 32 tokens, steps of 64 or 32, gate/up: two weight tiles, or split
+ * activations: two activation tiles, never both) within the 48 KiB of the
+ * devices that have cooperative matrices (vk_k_mm checks the device's own
+ * limit); the epilogue's staging fits the weight tile. */
+_Static_assert(MM_COOP_SHARED_BYTES(64u, MM_COOP_BK, 1, 0) <= 48u * 1024u, "mm_coop gate/up of a batch: 48 KiB");
+_Static_assert(MM_COOP_SHARED_BYTES(64u, MM_COOP_BK, 0, 1) <= 48u * 1024u, "mm_coop split activations: 48 KiB");
+_Static_assert(MM_COOP_SHARED_BYTES(64u, MM_COOP_BK_WIDE, 1, 0) <= MM_COOP_SHARED_BYTES(64u, MM_COOP_BK, 1, 0),
+               "mm_coop: the longer step has the larger tiles");
+_Static_assert(MM_COOP_B_VECS(MM_COOP_BK_WIDE) >= MM_COOP_STAGE_VECS, "mm_coop's epilogue staging fits its weight tile");
 
 /* Tensor cores (NV cooperative matrices, fp16 in / fp32 accumulate) for
  * quantized weights where the device has them; F32 weights keep the fp32
@@ -61,7 +80,7 @@ uint32_t vk_mm_expert_bm(const vk_kb *k, const vk_tensor *w)
 
 uint32_t vk_mm_bn(const vk_kb *k, const vk_tensor *w, const vk_tensor *up)
 {
-    return mm_kind(k, w, up) == MM_COOP ? MM_BN_COOP : MM_BN;
+    return mm_kind(k, w, up) == MM_COOP ? MM_COOP_BN : MM_BN;
 }
 
 int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
@@ -77,7 +96,13 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
         return err_set(k->err, "%s: expert tiles of %u pairs do not match the kernel", a->name, a->tile);
     /* mm_coop takes the list's tile size (32 or 64); the fp32 kernel 32 */
     uint32_t bm = list ? (kind == MM_COOP ? a->tile : MM_BM_EXPERT) : MM_BM;
-    uint32_t bn = kind == MM_COOP ? MM_BN_COOP : MM_BN;
+    uint32_t bn = kind == MM_COOP ? MM_COOP_BN : MM_BN;
+    uint32_t grid = ceil_div(w->N, bn) * ceil_div(a->max_tokens, bm) * (a->nz ? a->nz : 1);
+    uint32_t bk = kind != MM_COOP ? 0 : !list && grid <= k->c->n_sm_hint ? MM_COOP_BK : MM_COOP_BK_WIDE;
+    bool split = kind == MM_COOP && a->x_split;
+    if (kind == MM_COOP && MM_COOP_SHARED_BYTES(bm, bk, u != NULL, split) > k->c->shared_bytes)
+        return err_set(k->err, "%s: mm_coop needs %u bytes of shared memory (%u tokens, step %u), the device has %u",
+                       a->name, MM_COOP_SHARED_BYTES(bm, bk, u != NULL, split), bm, bk, k->c->shared_bytes);
     uint32_t spec[VKC_MAX_SPEC] = {0};
     spec[PC_S_WGS] = 256;
     spec[MM_S_TYPE] = w->type;
@@ -87,7 +112,8 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     spec[MM_S_MODE] = u ? 2 : a->accumulate ? 1 : 0;
     spec[MM_S_LIST] = list ? 1 : 0;
     /* the split only where activations are rounded (one pipeline otherwise) */
-    spec[MM_S_XSPLIT] = kind == MM_COOP && a->x_split ? 1 : 0;
+    spec[MM_S_XSPLIT] = split ? 1 : 0;
+    spec[MM_S_BK] = bk;
     memset(out, 0, sizeof *out);
     out->name = a->name;
     if (!(out->pipe = pipe(k, MM_SHADER[kind], spec, MM_S_COUNT)))

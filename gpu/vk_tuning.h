@@ -37,8 +37,8 @@ typedef struct {
     uint32_t xs_p;         /* passes per workgroup; 0: the rule (doubled while the grid stays large) */
     uint32_t xs_wgs;       /* workgroup size of every x-stationary kernel; 0: each kernel's own */
     uint32_t xs_pad;       /* the largest team padding a row by at most this many % (0: the least padding) */
-    /* decode attention */
-    uint32_t attn_fd;       /* 1: attn_fd (tensor cores) where the device and the f16 cache allow it */
+    /* attention */
+    uint32_t attn_fd;       /* 1: attn_fd (tensor cores; decode and prompt) where the device and the f16 cache allow it */
     uint32_t attn_minchunk; /* attn.comp: shortest chunk of a decode step */
     uint32_t attn_sg;       /* attn.comp: longest chunk scored by subgroups (longer: a thread per position) */
     uint32_t attn_pu;       /* attn.comp: positions a subgroup scores together */

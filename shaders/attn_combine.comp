@@ -29,7 +29,7 @@ void main()
     uint n_chunks = min(P.p[VKP_NCHUNK_PF], CCAP);
     uint pstride = pc.K + VK_PART_HDR;
     // partials chunk-major: (token, chunk, head) rows
-    uint pb = pc.part_off + (z * CCAP * pc.n_head + h) * pstride, cs = pc.n_head * pstride;
+    uint pb = pc.part_off + (z * CCAP * pc.part_heads + h) * pstride, cs = pc.part_heads * pstride;
     // A prefill batch has a handful of chunks: one thread weighs them all.
     if (tid == 0u) {
         float M = -1.0 / 0.0;

@@ -6,15 +6,26 @@
 // A workgroup of 8 subgroups computes BN = 128 weight rows x BM tokens
 // (64, or 32 for the routed experts' work lists, whose tiles hold ~32
 // pairs).  Subgroup s covers tokens (s / 4) * BM/2 .. and rows (s % 4) * 32 ..
-// as FM x 2 fragments of 16 x 16 (FM = BM / 32).  K advances 32 at a time:
-//   - each thread owns 16 consecutive weights of one row per step (one or
-//     two 16-byte loads of the block body and its scale words, w_fetch) and
-//     8 activations of one token; it converts them to fp16 (w_convert) and
-//     stores them packed, 8 halves per 16-byte shared store;
+// as FM x 2 fragments of 16 x 16 (FM = BM / 32).  K advances BK (32 or 64)
+// at a time (vk_k_mm: 64 for a batch's tiles, 32 for the expert work
+// lists, gpu/PERF.md run 23), two barriers a step (operands stored | MMAs done):
+//   - each thread owns SEGS 16-element segments of one weight row per step
+//     (one or two 16-byte loads of the block body and its scale words each,
+//     w_fetch) and SEGS x 8 activations of one token; it converts them to
+//     fp16 (w_convert) and stores them packed, 8 halves per 16-byte store;
 //   - the next step's global loads go into registers before this step's
 //     MMAs, so their latency hides behind the tensor-core work;
 //   - the epilogue goes from the accumulators through a 16 x 16 staging
-//     area per subgroup to the output rows (store / add / silu(gate) * up).
+//     area per subgroup (in Bs, dead after the K loop) to the output rows
+//     (store / add / silu(gate) * up).
+// Why a step of 64 for a batch: a step's time is mostly the latency of its
+// global loads (issued one step ahead) and its two barriers, not its MMAs;
+// a step of 64 pays that once per 64 elements of K, with twice the bytes in
+// flight per thread.  (Two shared stages of 32 would save a barrier a step
+// but keep a load latency per 32 elements.)  Its tiles are twice as large
+// (46 KiB for gate/up with 64 tokens, which is why the staging area lives in
+// Bs), so an SM holds fewer workgroups: the expert lists, whose grids are
+// far larger than what an SM holds, keep steps of 32.
 // Operands are rounded to fp16 (11 significant bits); products accumulate
 // in fp32.  Used for quantized weights only (F32 models keep the fp32
 // kernel for their 1e-4 criterion).
@@ -41,10 +52,12 @@ layout(constant_id = MM_S_BM) const uint BM = 64u;    // tokens per tile: 64 or 
 layout(constant_id = MM_S_MODE) const uint MODE = 0u;   // 0 store, 1 add, 2 silu(W.X) * (W2.X)
 layout(constant_id = MM_S_LIST) const uint LIST = 0u;
 layout(constant_id = MM_S_XSPLIT) const uint XSPLIT = 0u; // 1: activations as hi + lo fp16 pairs
+layout(constant_id = MM_S_BK) const uint BK = 32u;    // K per step: 32 or 64
 const uint WGS = 256u;
-const uint BN = 128u, BK = 32u;
-const uint LDV = BK / 8u + 1u;                  // row stride in uvec4 (8 halves): 80 bytes spreads the banks
+const uint BN = MM_COOP_BN;
+const uint LDV = MM_COOP_LDV(BK);               // a tile row in uvec4 (8 halves), padded (pc_prefill.h)
 const uint FM = BM / 32u;                       // token fragments per subgroup
+const uint SEGS = BK / 32u;                     // a thread's weight segments (16) and activation groups (8) a step
 
 #include "quant.glsl"
 
@@ -55,14 +68,14 @@ layout(set = 0, binding = MM_B_LIST) readonly buffer ListBuf { uint pair[]; } L;
 layout(set = 0, binding = MM_B_TILES) readonly buffer TileBuf { uvec4 t[]; } TL;
 layout(set = 0, binding = MM_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
-shared uvec4 As[BM * LDV];                      // [token][k] fp16
-shared uvec4 As2[XSPLIT == 1u ? BM * LDV : 1u]; // XSPLIT: the lo halves, x 2^11
-shared uvec4 Bs[BN * LDV];                      // [row][k] fp16
-shared uvec4 Bs2[MODE == 2u ? BN * LDV : 1u];
-shared float Cs[8u * 256u];                     // per-subgroup 16 x 16 epilogue staging
+shared uvec4 As[MM_COOP_A_VECS(BM, BK)];        // [token][k] fp16
+shared uvec4 As2[XSPLIT == 1u ? MM_COOP_A_VECS(BM, BK) : 1u]; // XSPLIT: the lo halves, x 2^11
+shared uvec4 Bs[MM_COOP_B_VECS(BK)];            // [row][k] fp16; after the K loop, the epilogue's staging
+shared uvec4 Bs2[MODE == 2u ? MM_COOP_B_VECS(BK) : 1u];
 shared uint xrow[BM], yrow[BM];
 
-// ---- weights: thread -> row tid / 2, segment tid & 1 (mm_weights.glsl) ----
+// ---- weights: thread -> row tid / 2 (mm_weights.glsl); BK 32: segment tid & 1
+// of the step's 32 elements; BK 64: both segments of its 32-element group tid & 1 ----
 // Registers hold a step's raw words between its global loads and its shared
 // stores (w_fetch); w_convert turns them into 16 fp16 values after the MMAs
 // that hide the loads, exact up to one final rounding to fp16: Q4_0, Q5_0
@@ -82,11 +95,10 @@ uvec2 q_pairs(uint n, float16_t d, float16_t base)
     return uvec2(packFloat2x16(fa), packFloat2x16(fb));
 }
 
-// The 16 fp16 values of this thread's row segment (rb: the row's first
-// block, k0: the step's first element), as two 16-byte words.
-void w_convert(uint t, uint rb, uint k0, inout WRaw r)
+// The 16 fp16 values of segment h of a row's 32-element group (rb: the
+// row's first block, k0: the group's first element), as two 16-byte words.
+void w_convert(uint t, uint rb, uint k0, uint h, inout WRaw r)
 {
-    uint h = gl_LocalInvocationIndex & 1u;
     if (t == T_F16)
         return;
     if (t == T_Q4_0 || t == T_Q5_0 || t == T_Q8_0) {
@@ -103,31 +115,36 @@ void w_convert(uint t, uint rb, uint k0, inout WRaw r)
     r.hi = uvec4(packHalf2x16(v[2].xy), packHalf2x16(v[2].zw), packHalf2x16(v[3].xy), packHalf2x16(v[3].zw));
 }
 
-// ---- activations: thread -> token tid / 4, elements k0 + 8 * (tid % 4) + 0..7 ----
+// ---- activations: thread -> token tid / 4, elements k0 + 8 SEGS (tid % 4) + 0.. 8 SEGS - 1 ----
 struct XRaw {
-    vec4 a, b;
+    vec4 a, b, c, d;    // c, d: BK 64's second group of 8
 };
 
 XRaw x_fetch(uint cnt, uint z, uint k0)
 {
     XRaw r;
-    r.a = vec4(0.0);
-    r.b = vec4(0.0);
-    uint tid = gl_LocalInvocationIndex, i = tid / 4u, k = k0 + 8u * (tid % 4u);
+    r.a = r.b = r.c = r.d = vec4(0.0);
+    uint tid = gl_LocalInvocationIndex, i = tid / 4u, k = k0 + 8u * SEGS * (tid % 4u);
     if (i >= cnt)
         return r;
     uint o = pc.x_off + xrow[i] * pc.x_stride + z * pc.x_z + k;
-    if ((o & 3u) == 0u && k + 8u <= pc.K) {
-        r.a = X4.x[o >> 2];     // the model's strides: two 16-byte loads
+    if ((o & 3u) == 0u && k + 8u * SEGS <= pc.K) {
+        r.a = X4.x[o >> 2];     // the model's strides: 16-byte loads
         r.b = X4.x[(o >> 2) + 1u];
+        if (SEGS == 2u) {
+            r.c = X4.x[(o >> 2) + 2u];
+            r.d = X4.x[(o >> 2) + 3u];
+        }
         return r;
     }
     // any stride, the row's tail: scalar loads
-    float v[8];
-    [[unroll]] for (uint e = 0u; e < 8u; e++)
-        v[e] = k + e < pc.K ? X.x[o + e] : 0.0;
+    float v[16];
+    [[unroll]] for (uint e = 0u; e < 16u; e++)
+        v[e] = e < 8u * SEGS && k + e < pc.K ? X.x[o + e] : 0.0;
     r.a = vec4(v[0], v[1], v[2], v[3]);
     r.b = vec4(v[4], v[5], v[6], v[7]);
+    r.c = vec4(v[8], v[9], v[10], v[11]);
+    r.d = vec4(v[12], v[13], v[14], v[15]);
     return r;
 }
 
@@ -136,11 +153,12 @@ XRaw x_fetch(uint cnt, uint z, uint k0)
 // spreads through the model); exact values need --tune coopmat=0.
 const float FMAX = 65504.0;
 
-uvec4 x_pack(XRaw r)
+// 8 activations as 8 packed halves
+uvec4 x_pack(vec4 a, vec4 b)
 {
-    r.a = clamp(r.a, vec4(-FMAX), vec4(FMAX));
-    r.b = clamp(r.b, vec4(-FMAX), vec4(FMAX));
-    return uvec4(packHalf2x16(r.a.xy), packHalf2x16(r.a.zw), packHalf2x16(r.b.xy), packHalf2x16(r.b.zw));
+    a = clamp(a, vec4(-FMAX), vec4(FMAX));
+    b = clamp(b, vec4(-FMAX), vec4(FMAX));
+    return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
 }
 
 // XSPLIT: hi is x rounded to 11 significant bits by integer operations on
@@ -158,6 +176,35 @@ void x_split(vec4 v, out uvec2 hi, out uvec2 lo)
     vec4 l = (v - h) * 2048.0;
     hi = uvec2(packHalf2x16(h.xy), packHalf2x16(h.zw));
     lo = uvec2(packHalf2x16(l.xy), packHalf2x16(l.zw));
+}
+
+// This step's weights of this thread into registers: segment wh of the
+// group at k0 + wk (BK 64: both segments, r0 and r1).
+void w_fetch_step(uint t, uint s, uint rb, uint hbase, bool row_in, uint k, uint wh, out WRaw r0, out WRaw r1)
+{
+    r0 = w_fetch(t, s, rb, hbase, row_in, k, wh);
+    if (SEGS == 2u)
+        r1 = w_fetch(t, s, rb, hbase, row_in, k, 1u);
+}
+
+// 8 activations into As (and As2) at uvec4 o
+void x_store(uint o, vec4 a, vec4 b)
+{
+    if (XSPLIT == 1u) {
+        uvec2 ha, la, hb, lb;
+        x_split(a, ha, la);
+        x_split(b, hb, lb);
+        As[o] = uvec4(ha, hb);
+        As2[o] = uvec4(la, lb);
+    } else {
+        As[o] = x_pack(a, b);
+    }
+}
+
+// Element i of this subgroup's 16 x 16 fp32 staging area at uvec4 cs of Bs
+float staged(uint cs, uint i)
+{
+    return uintBitsToFloat(Bs[cs + i / 4u][i % 4u]);
 }
 
 void main()
@@ -187,13 +234,15 @@ void main()
     }
     barrier();
 
-    // this thread's loads
+    // this thread's loads: weight row wn, its group at k0 + wk, segment wh
+    // (BK 64: 0 and 1); activations of token tid / 4
     uint wn = tid >> 1, row = n0 + wn;
     bool row_in = row < pc.N;
     uint rb = mat * pc.mblk + row * (pc.Kp / blk_of(TYPE));
     uint rb2 = mat * pc.mblk2 + row * (pc.Kp / blk_of(TYPE2));
+    uint wk = SEGS == 2u ? 32u * (tid & 1u) : 0u, wh = SEGS == 2u ? 0u : tid & 1u;
     bool x_thr = tid < BM * 4u;
-    uint wo = wn * LDV + 2u * (tid & 1u), xo = (tid / 4u) * LDV + tid % 4u;
+    uint wo = wn * LDV + wk / 8u + 2u * wh, xo = (tid / 4u) * LDV + SEGS * (tid % 4u);
 
     // this subgroup's fragments
     uint sg = gl_SubgroupID, tm0 = (sg >> 2) * (BM / 2u), tn0 = (sg & 3u) * 32u;
@@ -206,40 +255,46 @@ void main()
                 c2[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
         }
 
-    uint seg = tid & 1u;
-    WRaw wr = w_fetch(TYPE, 0u, rb, pc.hbase, row_in, 0u, seg), ur;
+    WRaw wr0, wr1, ur0, ur1;
+    w_fetch_step(TYPE, 0u, rb, pc.hbase, row_in, wk, wh, wr0, wr1);
     if (MODE == 2u)
-        ur = w_fetch(TYPE2, 1u, rb2, pc.hbase2, row_in, 0u, seg);
+        w_fetch_step(TYPE2, 1u, rb2, pc.hbase2, row_in, wk, wh, ur0, ur1);
     XRaw xr;
     if (x_thr)
         xr = x_fetch(cnt, z, 0u);
 
     for (uint k0 = 0u; k0 < pc.Kp; k0 += BK) {
         // this step's operands into shared memory, packed
-        w_convert(TYPE, rb, k0, wr);
-        Bs[wo] = wr.lo;
-        Bs[wo + 1u] = wr.hi;
-        if (MODE == 2u) {
-            w_convert(TYPE2, rb2, k0, ur);
-            Bs2[wo] = ur.lo;
-            Bs2[wo + 1u] = ur.hi;
+        w_convert(TYPE, rb, k0 + wk, wh, wr0);
+        Bs[wo] = wr0.lo;
+        Bs[wo + 1u] = wr0.hi;
+        if (SEGS == 2u) {
+            w_convert(TYPE, rb, k0 + wk, 1u, wr1);
+            Bs[wo + 2u] = wr1.lo;
+            Bs[wo + 3u] = wr1.hi;
         }
-        if (x_thr && XSPLIT == 1u) {
-            uvec2 ha, la, hb, lb;
-            x_split(xr.a, ha, la);
-            x_split(xr.b, hb, lb);
-            As[xo] = uvec4(ha, hb);
-            As2[xo] = uvec4(la, lb);
-        } else if (x_thr) {
-            As[xo] = x_pack(xr);
+        if (MODE == 2u) {
+            w_convert(TYPE2, rb2, k0 + wk, wh, ur0);
+            Bs2[wo] = ur0.lo;
+            Bs2[wo + 1u] = ur0.hi;
+            if (SEGS == 2u) {
+                w_convert(TYPE2, rb2, k0 + wk, 1u, ur1);
+                Bs2[wo + 2u] = ur1.lo;
+                Bs2[wo + 3u] = ur1.hi;
+            }
+        }
+        if (x_thr) {
+            x_store(xo, xr.a, xr.b);
+            if (SEGS == 2u)
+                x_store(xo + 1u, xr.c, xr.d);
         }
         barrier();
         // the next step's loads, in flight during this step's MMAs
         uint k1 = k0 + BK;
         if (k1 < pc.Kp) {
-            wr = w_fetch(TYPE, 0u, rb, pc.hbase, row_in, k1, seg);
+            w_fetch_step(TYPE, 0u, rb, pc.hbase, row_in, k1 + wk, wh, wr0, wr1);
             if (MODE == 2u)
-                ur = w_fetch(TYPE2, 1u, rb2, pc.hbase2, row_in, k1, seg);
+                w_fetch_step(TYPE2, 1u, rb2, pc.hbase2, row_in, k1 + wk, wh, ur0, ur1);
             if (x_thr)
                 xr = x_fetch(cnt, z, k1);
         }
@@ -268,28 +323,29 @@ void main()
         barrier();
     }
 
-    // Epilogue: each 16 x 16 fragment through this subgroup's staging area,
-    // then 8 values per lane to their (token, row) places.
-    uint lane = gl_SubgroupInvocationID, cs = sg * 256u;
+    // Epilogue: each 16 x 16 fragment through this subgroup's staging area
+    // (64 uvec4 of Bs: every subgroup is past the K loop's last barrier, so
+    // the tiles are dead), then 8 values per lane to their (token, row) places.
+    uint lane = gl_SubgroupInvocationID, cs = sg * (MM_COOP_STAGE_VECS / 8u);
     [[unroll]] for (uint i = 0u; i < FM; i++)
         [[unroll]] for (uint j = 0u; j < 2u; j++) {
             // g: MODE 2's gate products, or XSPLIT's lo products (added
             // here: glslc's optimizer crashes on a matrix sum before the store)
             float g[8];
             if (MODE == 2u || XSPLIT == 1u) {
-                coopMatStoreNV(MODE == 2u ? c[i][j] : c2[i][j], Cs, cs, 16u, false);
+                coopMatStoreNV(MODE == 2u ? c[i][j] : c2[i][j], Bs, cs, 4u, false);
                 subgroupMemoryBarrierShared();
                 subgroupBarrier();
                 [[unroll]] for (uint e = 0u; e < 8u; e++)
-                    g[e] = Cs[cs + lane + 32u * e];
+                    g[e] = staged(cs, lane + 32u * e);
                 subgroupBarrier();
             }
-            coopMatStoreNV(MODE == 2u ? c2[i][j] : c[i][j], Cs, cs, 16u, false);
+            coopMatStoreNV(MODE == 2u ? c2[i][j] : c[i][j], Bs, cs, 4u, false);
             subgroupMemoryBarrierShared();
             subgroupBarrier();
             [[unroll]] for (uint e = 0u; e < 8u; e++) {
                 uint idx = lane + 32u * e, m = tm0 + 16u * i + idx / 16u, n = n0 + tn0 + 16u * j + idx % 16u;
-                float v = Cs[cs + idx];
+                float v = staged(cs, idx);
                 if (m < cnt && n < pc.N) {
                     uint o = pc.y_off + yrow[m] * pc.y_stride + z * pc.y_z + n;
                     if (MODE == 2u)

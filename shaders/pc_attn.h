@@ -75,7 +75,7 @@ PC_ENUM_END(pc_attn_vb_spec)
 #if PC_HOST || defined(PC_USE_ATTN_COMBINE)
 PC_BEGIN(pc_attn_combine)
     PC_U32 K;               /* kv_lora: the latent width */
-    PC_U32 part_off, n_head;
+    PC_U32 part_off, part_heads; /* head rows per (token, chunk) in the partials (vk_attn_part_heads) */
     PC_U32 o_off, o_z, o_h; /* o_lat of (token z, head h) at o_off + z*o_z + h*o_h */
 PC_END(pc_attn_combine)
 #endif

@@ -28,8 +28,30 @@ PC_ENUM(MM_S_BN, 4)             /* mm: rows per tile (mm_coop's are fixed) */
 PC_ENUM(MM_S_MODE, 5)           /* 0 store, 1 add, 2 silu(W.X) * (W2.X) */
 PC_ENUM(MM_S_LIST, 6)           /* 1: expert mode */
 PC_ENUM(MM_S_XSPLIT, 7)         /* mm_coop: activations as hi + lo fp16 pairs */
-PC_ENUM(MM_S_COUNT, 8)
+PC_ENUM(MM_S_BK, 8)             /* mm_coop: K per step, 32 or 64 (mm's is fixed) */
+PC_ENUM(MM_S_COUNT, 9)
 PC_ENUM_END(pc_mm_slot)
+
+/* mm_coop's shared memory, in uvec4 (16 bytes, 8 fp16): the shader sizes
+ * its tiles with these and the builder checks the sum against the device
+ * (48 KiB on NVIDIA): 128 weight rows (Bs; Bs2 for gate/up) and BM tokens
+ * (As; As2 for split activations) of BK halves each, a row padded by 16
+ * bytes (80 or 144 bytes: the rows of a fragment load fall on distinct
+ * banks); after the K loop, Bs holds the epilogue's 16 x 16 fp32 staging
+ * areas of the 8 subgroups (MM_COOP_STAGE_VECS). */
+#define MM_COOP_BN 128u
+#define MM_COOP_LDV(bk) ((bk) / 8u + 1u)
+#define MM_COOP_A_VECS(bm, bk) ((bm) * MM_COOP_LDV(bk))
+#define MM_COOP_B_VECS(bk) (MM_COOP_BN * MM_COOP_LDV(bk))
+#define MM_COOP_STAGE_VECS (8u * 16u * 16u / 4u)
+#if PC_HOST
+/* bytes of the shader's shared declarations (an unused tile is one uvec4;
+ * xrow, yrow: 2 x BM words) */
+#define MM_COOP_SHARED_BYTES(bm, bk, glu, xsplit)                                                          \
+    (16u * (MM_COOP_A_VECS(bm, bk) * ((xsplit) ? 2u : 1u) + ((xsplit) ? 0u : 1u) + MM_COOP_B_VECS(bk) +    \
+            ((glu) ? MM_COOP_B_VECS(bk) : 1u)) +                                                            \
+     8u * (bm))
+#endif
 
 /* ---- rmsnorm: a batch's rows ---- */
 #if PC_HOST || defined(PC_USE_RMSNORM)

@@ -710,7 +710,7 @@ static void test_attn(void)
     /* rows past the end (zeroed, as the engine's): attn_fd reads whole tiles */
     vk_buf bcache = tu_host((uint64_t)(n + VK_CACHE_PAD_ROWS) * RS);
     memset(bcache.map, 0, (uint64_t)(n + VK_CACHE_PAD_ROWS) * RS * sizeof(float));
-    vk_buf bpart = tu_host((uint64_t)c->n_q * (AC_SPLIT ? c->n_head : vk_attn_part_heads(&g)) * cap * (c->kv_lora + VK_PART_HDR));
+    vk_buf bpart = tu_host((uint64_t)c->n_q * vk_attn_part_heads(&g) * cap * (c->kv_lora + VK_PART_HDR));
     vk_buf bout = tu_host((uint64_t)c->n_q * c->n_head * c->v_head);
     vk_buf bp_fill = tu_host(64), bp_q = tu_host(64);
     params[VKP_POS0] = 0;
@@ -727,7 +727,7 @@ static void test_attn(void)
     params[VKP_NCHUNK_PF] = n_chunks;
     params[VKP_CHUNK_PF] = clen;
     params[VKP_ATTN_IND_PF] = n_chunks;
-    params[VKP_ATTN_IND_PF + 1] = g.n_hgroups;
+    params[VKP_ATTN_IND_PF + 1] = g.dec_groups_y;
     params[VKP_ATTN_IND_PF + 2] = c->n_q;
     memcpy(bp_q.map, params, sizeof params);
     vk_buf ind = bp_q;
@@ -888,7 +888,7 @@ static void test_attn(void)
              * combine's roundings (64 ulps) */
             double ds = qmag * (RS / 8.0 + 16) * U24 * 2;
             double dl = 2 * ds + 64 * U24;
-            if (g.fd && !AC_SPLIT) {
+            if (g.fd) {
                 /* attn_fd rounds the query to fp16 (each product off by
                  * <= 2^-11 of itself: at most qmag * 2^-11 on a score) and
                  * the probabilities to fp16 (2^-11 each, in O and in l) */
@@ -1380,6 +1380,90 @@ static void test_mm(void)
 
 static void test_mm_range(void);
 
+/* mm_coop steps through K by 64 for a small grid and by 32 for an expert
+ * work list's (gpu/PERF.md run 23): a move of its barriers, not of its
+ * arithmetic -- either way the MMAs run over K in the same 16-element
+ * chunks, in the same order, into the same accumulators, from operands
+ * converted the same way, and a tile's other tokens do not enter a token's
+ * outputs.  So the product of a batch (these grids are small), run again
+ * through a work list of its tokens in order (tiles of 32 pairs, pair =
+ * token), must give the same outputs bit for bit (which also carries the
+ * fixture results of one step over to the other).  Devices with
+ * cooperative matrices only. */
+typedef struct {
+    uint32_t type, K, N, T;
+    int mode;   /* 0 store, 1 accumulate, 2 glu */
+    bool split; /* activations as hi + lo fp16 pairs */
+    const char *what;
+} steps_case;
+static steps_case STC;
+
+static void test_mm_list_steps_agree(void)
+{
+    const steps_case *c = &STC;
+    vk_tensor t, tu;
+    uint8_t *w = rand_tensor(c->type, c->K, c->N, 1, &t), *wu = NULL;
+    if (c->mode == 2)
+        wu = rand_tensor(c->type, c->K, c->N, 1, &tu);
+    uint32_t B = 64 * ((c->T + 63) / 64), nt = B / 32;
+    uint64_t nx = (uint64_t)c->K * B, ny = (uint64_t)c->N * B;
+    float *x = random_vec(nx, 1.0f), *y0 = random_vec(ny, 1.0f);
+    uint32_t params[64] = {0}, *pairs = malloc(B * 4), *tiles = calloc(4 * nt, 4);
+    params[VKP_NTOK] = c->T;
+    for (uint32_t i = 0; i < B; i++)
+        pairs[i] = i;
+    for (uint32_t i = 0; i < nt; i++) /* (matrix, first pair, pairs) */
+        tiles[4 * i + 1] = 32 * i, tiles[4 * i + 2] = c->T > 32 * i ? (c->T - 32 * i < 32 ? c->T - 32 * i : 32) : 0;
+    vk_buf bx = host_copy(x, nx), bp = host_copy(params, 64), bl = host_copy(pairs, B),
+           btl = host_copy(tiles, 4 * nt), by[2];
+    for (int i = 0; i < 2; i++) {
+        by[i] = host_copy(y0, ny);
+        vk_mm_args a = {.name = i ? "mm list" : "mm", .w = &t, .up = c->mode == 2 ? &tu : NULL, .x = {bx, 0},
+                        .x_stride = c->K, .x_div = 1, .y = {by[i], 0}, .y_stride = c->N, .nz = 1, .max_tokens = B,
+                        .accumulate = c->mode == 1, .x_split = c->split, .params = bp};
+        if (i)
+            a.list = &bl, a.tiles = &btl, a.tile = 32;
+        vk_call call;
+        CHECK(vk_k_mm(&KB, &a, &call) == 0, "build %s: %.200s", a.name, KERR.msg);
+        CHECK(tu_run(&call, 1, NULL) == 0, "run %s", a.name);
+    }
+    const float *gb = (const float *)by[0].map, *gl = (const float *)by[1].map;
+    uint64_t differ = 0;
+    double worst = 0;
+    for (uint64_t i = 0; i < ny; i++)
+        if (memcmp(&gb[i], &gl[i], 4) != 0) {
+            differ++;
+            double d = fabs((double)gl[i] - gb[i]) / (fabs((double)gb[i]) + 1e-30);
+            worst = d > worst || isnan(d) ? d : worst;
+        }
+    CHECK(differ == 0, "%llu of %llu outputs differ (largest relative difference %.3g)", (unsigned long long)differ,
+          (unsigned long long)ny, worst);
+    free(w), free(wu), free(x), free(y0), free(pairs), free(tiles);
+    tu_reset_buffers();
+}
+
+static void mm_steps_cases(void)
+{
+    static const steps_case cases[] = {
+        {QT_Q4_K, 2048, 200, 70, 2, false, "gate/up of 64-token tiles"},
+        {QT_Q4_0, 2080, 130, 33, 1, false, "+ residual, K 2080: a half step at the end"},
+        {QT_Q6_K, 1536, 129, 64, 0, false, "K 1536"},
+        {QT_Q5_1, 160, 70, 9, 2, false, "gate/up, K 160"},
+        {QT_F16, 200, 96, 65, 0, true, "split activations, K 200"},
+        {QT_Q8_0, 1568, 70, 20, 1, true, "split activations + residual, K 1568"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        STC = cases[i];
+        char name[200];
+        snprintf(name, sizeof name,
+                 "mm_coop through a work list (K step 32) = as a batch (K step 64), bit for bit: %s K=%u N=%u T=%u "
+                 "%s (%s)",
+                 tu_type_name(STC.type), STC.K, STC.N, STC.T,
+                 STC.mode == 0 ? "store" : STC.mode == 1 ? "accumulate" : "glu", STC.what);
+        RUN_NAMED(test_mm_list_steps_agree, name);
+    }
+}
+
 /* Batched heads (z = head): Y[t][h][:N] = W[h] . X[t][h][:K] with a token
  * stride over all heads and a head stride inside it -- the prefill's k_b
  * (q_nope of rows of nope + rope -> latent rows of RS) and v_b (latents of
@@ -1448,6 +1532,8 @@ static void mm_heads_cases(void)
          * F16 is the case that tells hi + lo from a single fp16 */
         {QT_F16, 192, 512, 3, 70, 256, 576, "k_b: 3 heads, 70 tokens", true},
         {QT_F16, 512, 256, 2, 65, 576, 260, "v_b, gaps between heads", true},
+        {QT_F16, 200, 96, 2, 33, 200, 100, "K 200: a partial last step", true},
+        {QT_Q8_0, 192, 512, 5, 512, 256, 576, "k_b: 5 heads, 512 tokens, a grid of 160 workgroups", true},
         {QT_Q8_0, 192, 512, 2, 33, 256, 576, "k_b", true},
         {QT_Q4_0, 512, 256, 2, 20, 576, 256, "v_b", true},
         {QT_Q4_1, 192, 96, 2, 9, 200, 100, "gaps", true},
@@ -1473,8 +1559,9 @@ static void mm_heads_cases(void)
 static void mm_cases(void)
 {
     /* rows not a multiple of 128 (or 64), tokens not a multiple of 64 (or 32),
-     * K of the model (2048, 1536, 5120) and odd multiples of the block, every
-     * weight type, each mode */
+     * K of the model (2048, 1536, 5120) and odd multiples of the block (K not
+     * a multiple of mm_coop's step of 64: its last step is half empty), every
+     * weight type in each mode */
     static const mm_case cases[] = {
         {QT_F32, 96, 70, 25, 0, "tiny F32 prompt"},
         {QT_F32, 200, 130, 65, 2, "F32 gate/up, 65 tokens"},
@@ -1504,6 +1591,21 @@ static void mm_cases(void)
         {QT_Q5_0, 2048, 130, 64, 0, "Q5_0, a full tile"},
         {QT_Q5_1, 1536, 129, 17, 2, "Q5_1 gate/up, K 1536"},
         {QT_Q4_1, 2048, 96, 40, 0, "Q4_1, K 2048"},
+        /* the rest of every type x mode, and K = 32 (mod 64) in the tightest
+         * tiles (gate/up of 64 tokens: two weight tiles in shared memory) */
+        {QT_Q4_0, 2080, 130, 70, 2, "glu, K 2080 (65 blocks), 70 tokens"},
+        {QT_Q4_1, 288, 130, 40, 2, "Q4_1 gate/up, 9 blocks"},
+        {QT_Q5_0, 1056, 70, 33, 1, "Q5_0 + residual, 33 blocks"},
+        {QT_Q5_1, 2080, 129, 70, 1, "Q5_1 + residual, 65 blocks"},
+        {QT_Q5_1, 160, 40, 9, 0, "Q5_1, 5 blocks"},
+        {QT_Q8_0, 1568, 200, 65, 2, "Q8_0 gate/up, 49 blocks"},
+        {QT_Q4_K, 1536, 130, 64, 0, "Q4_K, K 1536"},
+        {QT_F16, 264, 70, 33, 2, "F16 gate/up, K 264"},
+        {QT_BF16, 1544, 129, 65, 1, "BF16 + residual, K 1544"},
+        {QT_BF16, 72, 40, 9, 0, "BF16, K 72"},
+        /* a grid of 144 workgroups: more than an H100's or H200's SMs, so
+         * mm_coop steps by 32 there (by 64 in the smaller grids above) */
+        {QT_Q4_0, 64, 1100, 1000, 2, "gate/up, a grid of 144 workgroups"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         MMC = cases[i];
@@ -1713,11 +1815,10 @@ static void test_expert_prefill(void)
     tu_reset_buffers();
 }
 
-static void prefill_cases(void)
+static void expert_cases(void)
 {
-    mm_cases();
-    RUN_NAMED(test_rmsnorm, "rmsnorm of a prompt batch (7 of 9 tokens)");
-    static const uint32_t types[] = {QT_Q4_0, QT_F32, QT_Q4_K, QT_Q8_0, QT_Q6_K, QT_Q5_K, QT_Q5_0, QT_Q4_1, QT_BF16};
+    static const uint32_t types[] = {QT_Q4_0, QT_F32, QT_Q4_K, QT_Q8_0, QT_Q6_K, QT_Q5_K,
+                                     QT_Q5_0, QT_Q4_1, QT_Q5_1, QT_F16, QT_BF16};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         EP_TYPE = types[i];
         char name[192];
@@ -1726,6 +1827,19 @@ static void prefill_cases(void)
                  tu_type_name(EP_TYPE), mm_path(&w, NULL), vk_mm_expert_bm(&KB, &w));
         RUN_NAMED(test_expert_prefill, name);
     }
+}
+
+static void prefill_cases(void)
+{
+    /* on mm_coop: grids of at most one workgroup per SM step through K by
+     * 64, larger ones and the expert work lists by 32 */
+    mm_cases();
+    expert_cases();
+    if (G.c.coopmat)
+        mm_steps_cases();
+    else
+        printf("# no cooperative matrices: mm_coop's two K steps are not compared here\n");
+    RUN_NAMED(test_rmsnorm, "rmsnorm of a prompt batch (7 of 9 tokens)");
 }
 
 int main(void)

@@ -20,7 +20,11 @@
 # BASE=path/to/glmchat (an earlier binary) with BASE_FORMATS (default: all)
 # adds its pp512 and tg128 on the same files, for an A/B in the same run;
 # AB="default xs_pad=25 xs_r=2,xs_p=2 ..." with AB_FORMATS runs pp512 and
-# tg64 under each setting (comma-separated --tune fields) on those files.
+# tg64 under each setting (comma-separated --tune fields; "base": the BASE
+# binary with its defaults) on those files;
+# AB_ARGS (e.g. --profile) are added to those runs, whose whole output then
+# goes into the log.  MAIN=0: only the A/Bs (no bench of the defaults, no
+# llama-bench, no BASE) -- an A/B call that must stay short.
 # PRESET / MIN_GIB / MIN_DISK_GB (default glm47-flash, 36, 34): another
 # mkmodel preset and its needs, to try the script on a small device.
 # SPLIT=1: all of glmchat's figures first, then llama-bench's (each file made
@@ -96,7 +100,9 @@ for f in $FORMATS; do
     active=$($GLMCHAT info -m "$m" | sed -n 's/^active bytes  \([0-9,]*\) per.*/\1/p' | tr -d ,)
     prof=
     case " $PROFILE " in *" $f "*) prof=--profile ;; esac
-    timeout "$T" $GLMCHAT bench -m "$m" --backend vulkan -p 512 -n 128 -d 0,4096 -r "$REPS" $prof 2>&1 |
+    : >"$DIR/gl.txt"
+    [ "${MAIN:-1}" = 0 ] ||
+        timeout "$T" $GLMCHAT bench -m "$m" --backend vulkan -p 512 -n 128 -d 0,4096 -r "$REPS" $prof 2>&1 |
         tr '\r' '\n' | grep -v '^uploading' >"$DIR/gl.txt"
     cat "$DIR/gl.txt"
     pp=$(gl_fig pp512 "$DIR/gl.txt")
@@ -105,7 +111,7 @@ for f in $FORMATS; do
     tgc=$(gl_fig "tg128 @ depth 0" "$DIR/gl.txt")
     bpp=- btg=-
     case " ${BASE_FORMATS:-$FORMATS} " in *" $f "*)
-        if [ -n "$BASE" ]; then
+        if [ -n "$BASE" ] && [ "${MAIN:-1}" != 0 ]; then
             timeout "$T" "$BASE" bench -m "$m" --backend vulkan -p 512 -n 128 -r "$REPS" 2>&1 | tr '\r' '\n' |
                 grep -v '^uploading' >"$DIR/base.txt"
             sed 's/^/base: /' "$DIR/base.txt"
@@ -115,17 +121,19 @@ for f in $FORMATS; do
     esac
     case " ${AB_FORMATS:-} " in *" $f "*)
         for setting in $AB; do
-            tunes=
-            [ "$setting" = default ] || tunes=$(echo "$setting" | tr ',' '\n' | sed 's/^/--tune /' | tr '\n' ' ')
+            tunes= bin=$GLMCHAT
+            [ "$setting" = base ] && bin=$BASE
+            case $setting in default | base) ;; *) tunes=$(echo "$setting" | tr ',' '\n' | sed 's/^/--tune /' | tr '\n' ' ') ;; esac
             # shellcheck disable=SC2086
-            timeout "$T" $GLMCHAT bench -m "$m" --backend vulkan -p 512 -n 64 -r 2 $tunes 2>&1 | tr '\r' '\n' \
-                >"$DIR/ab.txt"
+            timeout "$T" $bin bench -m "$m" --backend vulkan -p 512 -n 64 -r 2 $tunes $AB_ARGS 2>&1 |
+                tr '\r' '\n' | grep -v '^uploading' >"$DIR/ab.txt"
+            [ -n "$AB_ARGS" ] && sed "s/^/ab $f $setting: /" "$DIR/ab.txt"
             echo "ab $f $setting: pp512 $(gl_fig pp512 "$DIR/ab.txt") tg64 $(gl_tg "tg64 @ depth 0" "$DIR/ab.txt")" |
                 tee -a "$DIR/ab_summary"
         done ;;
     esac
     lpp=- ltg=- ltgd=-
-    if [ -x "$LLAMA_BENCH" ] && [ "$pass" = both ]; then
+    if [ -x "$LLAMA_BENCH" ] && [ "$pass" = both ] && [ "${MAIN:-1}" != 0 ]; then
         timeout "$T" "$LLAMA_BENCH" -m "$m" -ngl 99 -fa 1 -p 512 -n 128 -d 0,4096 -r "$REPS" -o csv \
             >"$DIR/ll.csv" 2>"$DIR/ll.err" || tail -n 3 "$DIR/ll.err"
         cat "$DIR/ll.csv"
