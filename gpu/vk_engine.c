@@ -493,7 +493,12 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
     pw[VKP_EPOCH] = ++e->epoch;
     e->attn_total += pw[VKP_ATTN_IND] * pw[VKP_ATTN_IND + 1] * pw[VKP_ATTN_IND + 2];
     pw[VKP_ATTN_TOTAL] = e->attn_total;
-    vk_variant *v = vk_family_pick(&e->decode, e->p.profile);
+    /* The sampled profiler times one layer of every prof_every'th token (a
+     * timestamp serializes the GPU around it). */
+    profile_mode mode = e->p.profile;
+    if (mode == PROFILE_SAMPLED && (e->tune.prof_every == 0 || e->decoded % e->tune.prof_every != 0))
+        mode = PROFILE_OFF;
+    vk_variant *v = vk_family_pick(&e->decode, mode);
     if (vk_submit_wait(&e->c, v->cb, err))
         return -1;
     if (e->dep_mask && ((const uint32_t *)e->dep.map)[0] != 0) {

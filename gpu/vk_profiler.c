@@ -5,10 +5,12 @@
  * dispatch of every token would slow decoding down by much.  Instead the
  * graph is recorded once per layer with timestamps around that layer's
  * dispatches (plus the embedding and the head, which are cheap to time):
- * token i replays the variant of layer i mod n_layer, and each dispatch
- * keeps its latest measurement, so the table covers the whole token after
- * n_layer tokens (about a second of decoding) at a cost of one layer's
- * timestamps per token.  PROFILE_FULL replays a variant with every
+ * every prof_every'th token (vk_tuning.h; 4) replays the next layer's
+ * variant, the others the plain graph, and each dispatch keeps its latest
+ * measurement.  The first timed token already names every kind of kernel
+ * (the layers share them); the table covers the whole token after
+ * prof_every x n_layer tokens (~0.9 s of GLM-4.7-Flash on an H200).  One
+ * layer timed on every token cost decode 2-3 % (gpu/PERF.md run 23a).  PROFILE_FULL replays a variant with every
  * dispatch timed (bench --profile); PROFILE_OFF one with none.  Results are
  * read after the token's fence, so reading them never stalls the GPU. */
 #include <stdio.h>

@@ -35,6 +35,7 @@ static const knob KNOBS[] = {
     KNOB(qkv_merge, 1, 0, 1, "run 16", "q_a and kv_a_mqa as one matrix where they can be"),
     KNOB(dep_flags, VK_TUNE_AUTO, 0, 511, "run 17", "decode steps joined by counters (bitmask; GLMCHAT_DEP_FLAGS)"),
     KNOB(dep_stall, 0, 0, 1, "run 17", "fault injection: every counter wait gives up"),
+    KNOB(prof_every, 4, 0, 1000, "run 23a", "sampled profiler: a decoded token in this many times one layer (0: none)"),
 };
 enum { N_KNOBS = sizeof KNOBS / sizeof KNOBS[0] };
 _Static_assert(N_KNOBS * sizeof(uint32_t) == sizeof(vk_tuning), "every field of vk_tuning has a row in KNOBS");

@@ -51,6 +51,8 @@ typedef struct {
     /* the decode graph's counters (shaders/dep_flag.glsl) */
     uint32_t dep_flags;     /* boundaries joined by counters (a bitmask of nine); VK_TUNE_AUTO: by device */
     uint32_t dep_stall;     /* fault injection: every counter wait gives up (tests the fall-back) */
+    /* the sampled profiler (vk_profiler.c) */
+    uint32_t prof_every;    /* decode: one layer's dispatches timed every this many tokens (0: none) */
 } vk_tuning;
 
 /* Every field at its default. */
