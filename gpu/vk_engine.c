@@ -196,7 +196,7 @@ static int plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
         vk_sample_geom_init(&e->c, c->n_vocab, &e->sg, err))
         return -1;
     e->part_cap = e->ag.max_chunks;
-    e->part_cap_prefill = 4;
+    e->part_cap_prefill = e->tune.pf_chunks;
     *n = act_requests(e, req);
     return check_fit(e, req, *n, err);
 }

@@ -74,8 +74,10 @@ const char *vk_mm_kernel(const vk_kb *k, const vk_tensor *w, const vk_tensor *up
 
 uint32_t vk_mm_expert_bm(const vk_kb *k, const vk_tensor *w)
 {
-    (void)k, (void)w;
-    return MM_BM_EXPERT;
+    /* tensor cores: 64 pairs a tile with coop_list64 (run 24's A/B: half
+     * the tiles' weight conversions for ~32 pairs an expert, twice the
+     * accumulators a thread); the fp32 kernel takes 32 */
+    return mm_kind(k, w, NULL) == MM_COOP && k->tune->coop_list64 ? 64u : MM_BM_EXPERT;
 }
 
 uint32_t vk_mm_bn(const vk_kb *k, const vk_tensor *w, const vk_tensor *up)

@@ -662,8 +662,8 @@ typedef struct {
 } attn_case;
 static attn_case AC;
 static const char *mm_path(const vk_tensor *w, const vk_tensor *up);
-/* The prefill path: chunking from the prefill words (4 chunks at most, as
- * the engine), then attn_combine into latents (rows of RS, as in the
+/* The prefill path: chunking from the prefill words (at most
+ * tune.pf_chunks chunks a token, as the engine), then attn_combine into latents (rows of RS, as in the
  * engine's q_abs buffer) and v_b as a batched-head mat-mat, instead of attn_vb. */
 static bool AC_SPLIT;
 /* The decode graph's counter between the attention and the combine + v_b
@@ -672,7 +672,6 @@ static bool AC_SPLIT;
 static bool AC_DEP;
 static double mm_bound(uint32_t type, uint32_t K);
 static double mm_bound_split(uint32_t type, uint32_t K);
-#define PF_CAP 4u
 
 static void test_attn(void)
 {
@@ -700,8 +699,8 @@ static void test_attn(void)
     vk_attn_chunks(&g, n, &n_chunks, &clen);
     uint32_t cap = g.max_chunks;
     if (AC_SPLIT) {
-        vk_attn_chunks_prefill(n, PF_CAP, &n_chunks, &clen);
-        cap = PF_CAP;
+        cap = TUNE.pf_chunks;
+        vk_attn_chunks_prefill(n, cap, &n_chunks, &clen);
     }
     uint32_t params[64] = {0};
     vk_buf bkv = host_copy(kv, (uint64_t)n * D), bq = host_copy(q, (uint64_t)n * c->n_head * QW);
@@ -971,6 +970,22 @@ static void av_fd_one(vk_tuning *t)
     t->fd_chunks = 1;
 }
 
+/* the prompt batch's chunks a token (the engine's part_cap_prefill) */
+static void av_pf_one(vk_tuning *t)
+{
+    t->pf_chunks = 1;
+}
+
+static void av_pf_two(vk_tuning *t)
+{
+    t->pf_chunks = 2;
+}
+
+static void av_pf_eight(vk_tuning *t)
+{
+    t->pf_chunks = 8;
+}
+
 static void attn_cases(void)
 {
     static const attn_case cases[] = {
@@ -1022,6 +1037,13 @@ static void attn_cases(void)
         snprintf(pn, sizeof pn, "%s [prefill: attn_combine + v_b on %s]", name, mm_path(&vt, NULL));
         AC_SPLIT = true;
         RUN_NAMED(test_attn, pn);
+        /* other chunk caps: one chunk a token (the whole causal row in one
+         * workgroup), two, eight; on the cases of several query tokens */
+        if (AC.n_q > 1) {
+            static const variant_fn pv[] = {av_pf_one, av_pf_two, av_pf_eight};
+            for (int v = 0; v < 3; v++)
+                run_tuned(test_attn, pn, pv[v]);
+        }
         AC_SPLIT = false;
     }
 }
@@ -1397,6 +1419,7 @@ typedef struct {
     const char *what;
 } steps_case;
 static steps_case STC;
+static uint32_t STC_TILE; /* the work list's pairs per tile: 32, or 64 (coop_list64) */
 
 static void test_mm_list_steps_agree(void)
 {
@@ -1405,7 +1428,7 @@ static void test_mm_list_steps_agree(void)
     uint8_t *w = rand_tensor(c->type, c->K, c->N, 1, &t), *wu = NULL;
     if (c->mode == 2)
         wu = rand_tensor(c->type, c->K, c->N, 1, &tu);
-    uint32_t B = 64 * ((c->T + 63) / 64), nt = B / 32;
+    uint32_t tl = STC_TILE, B = 64 * ((c->T + 63) / 64), nt = B / tl;
     uint64_t nx = (uint64_t)c->K * B, ny = (uint64_t)c->N * B;
     float *x = random_vec(nx, 1.0f), *y0 = random_vec(ny, 1.0f);
     uint32_t params[64] = {0}, *pairs = malloc(B * 4), *tiles = calloc(4 * nt, 4);
@@ -1413,7 +1436,7 @@ static void test_mm_list_steps_agree(void)
     for (uint32_t i = 0; i < B; i++)
         pairs[i] = i;
     for (uint32_t i = 0; i < nt; i++) /* (matrix, first pair, pairs) */
-        tiles[4 * i + 1] = 32 * i, tiles[4 * i + 2] = c->T > 32 * i ? (c->T - 32 * i < 32 ? c->T - 32 * i : 32) : 0;
+        tiles[4 * i + 1] = tl * i, tiles[4 * i + 2] = c->T > tl * i ? (c->T - tl * i < tl ? c->T - tl * i : tl) : 0;
     vk_buf bx = host_copy(x, nx), bp = host_copy(params, 64), bl = host_copy(pairs, B),
            btl = host_copy(tiles, 4 * nt), by[2];
     for (int i = 0; i < 2; i++) {
@@ -1422,7 +1445,7 @@ static void test_mm_list_steps_agree(void)
                         .x_stride = c->K, .x_div = 1, .y = {by[i], 0}, .y_stride = c->N, .nz = 1, .max_tokens = B,
                         .accumulate = c->mode == 1, .x_split = c->split, .params = bp};
         if (i)
-            a.list = &bl, a.tiles = &btl, a.tile = 32;
+            a.list = &bl, a.tiles = &btl, a.tile = tl;
         vk_call call;
         CHECK(vk_k_mm(&KB, &a, &call) == 0, "build %s: %.200s", a.name, KERR.msg);
         CHECK(tu_run(&call, 1, NULL) == 0, "run %s", a.name);
@@ -1452,13 +1475,15 @@ static void mm_steps_cases(void)
         {QT_F16, 200, 96, 65, 0, true, "split activations, K 200"},
         {QT_Q8_0, 1568, 70, 20, 1, true, "split activations + residual, K 1568"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        STC = cases[i];
-        char name[200];
+    /* the list in tiles of 32 pairs and of 64 (coop_list64) */
+    for (size_t i = 0; i < 2 * (sizeof cases / sizeof cases[0]); i++) {
+        STC = cases[i / 2];
+        STC_TILE = i % 2 ? 64 : 32;
+        char name[240];
         snprintf(name, sizeof name,
-                 "mm_coop through a work list (K step 32) = as a batch (K step 64), bit for bit: %s K=%u N=%u T=%u "
-                 "%s (%s)",
-                 tu_type_name(STC.type), STC.K, STC.N, STC.T,
+                 "mm_coop through a work list (tiles of %u, K step 32) = as a batch (K step 64), bit for bit: %s "
+                 "K=%u N=%u T=%u %s (%s)",
+                 STC_TILE, tu_type_name(STC.type), STC.K, STC.N, STC.T,
                  STC.mode == 0 ? "store" : STC.mode == 1 ? "accumulate" : "glu", STC.what);
         RUN_NAMED(test_mm_list_steps_agree, name);
     }
@@ -1704,7 +1729,7 @@ static uint32_t EP_TYPE;
 
 static void test_expert_prefill(void)
 {
-    uint32_t H = 256, E = 16, K = 4, T = 45, B = 48;
+    uint32_t H = 256, E = 16, K = 4, T = 77, B = 80;
     bool kq = EP_TYPE == QT_Q4_K || EP_TYPE == QT_Q5_K || EP_TYPE == QT_Q6_K;
     uint32_t F = kq ? 256 : 96; /* K-quant rows are whole 256-blocks */
     vk_tensor tg, tu, td;
@@ -1723,8 +1748,12 @@ static void test_expert_prefill(void)
     float *wts = malloc((uint64_t)B * K * 4);
     for (uint32_t t = 0; t < B; t++)
         for (uint32_t k = 0; k < K; k++) {
-            /* distinct experts per token, skewed so some experts get many pairs */
-            ids[t * K + k] = (int32_t)((t % 3 == 0 ? k : (t * 7 + k * 5)) % E);
+            /* distinct experts per token, skewed: expert 0 gets ~74 pairs
+             * (more than a tile of 64: 2 tiles of 64 or 3 of 32), experts
+             * 1-3 ~30 each, the others a few */
+            ids[t * K + k] = (int32_t)(t % 3 == 0                 ? k
+                                       : k == 0 && t % 8 != 7 ? 0
+                                                              : 1 + (t * 7 + k * 4) % (E - 1));
             wts[t * K + k] = 0.1f + 0.2f * k;
         }
     uint32_t params[64] = {0};
@@ -1826,6 +1855,14 @@ static void expert_cases(void)
         snprintf(name, sizeof name, "experts of a prompt batch: group, gate/up, down, combine (%s) [%s, tiles of %u]",
                  tu_type_name(EP_TYPE), mm_path(&w, NULL), vk_mm_expert_bm(&KB, &w));
         RUN_NAMED(test_expert_prefill, name);
+        /* tensor cores: the work lists in tiles of 64 pairs as well */
+        TUNE.coop_list64 = 1;
+        if (vk_mm_expert_bm(&KB, &w) == 64) {
+            snprintf(name, sizeof name, "experts of a prompt batch: group, gate/up, down, combine (%s) [%s, tiles of 64]",
+                     tu_type_name(EP_TYPE), mm_path(&w, NULL));
+            RUN_NAMED(test_expert_prefill, name);
+        }
+        vk_tuning_default(&TUNE);
     }
 }
 
