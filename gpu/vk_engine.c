@@ -421,8 +421,8 @@ static void write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32
     p[VKP_NCHUNK_PF] = nc;
     p[VKP_CHUNK_PF] = cl;
     p[VKP_ATTN_IND_PF] = nc;
-    p[VKP_ATTN_IND_PF + 1] = e->ag.dec_groups_y; /* attn_fd's head groups, or attn.comp's */
-    p[VKP_ATTN_IND_PF + 2] = n;
+    /* attn_fd's head groups or flat row tiles, or attn.comp's head groups */
+    vk_attn_prefill_grid(&e->ag, n, &p[VKP_ATTN_IND_PF + 1], &p[VKP_ATTN_IND_PF + 2]);
     memcpy(p + VKP_TOKENS, tokens, n * sizeof *tokens);
 }
 

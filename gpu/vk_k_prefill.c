@@ -101,6 +101,11 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     uint32_t bn = kind == MM_COOP ? MM_COOP_BN : MM_BN;
     uint32_t grid = ceil_div(w->N, bn) * ceil_div(a->max_tokens, bm) * (a->nz ? a->nz : 1);
     uint32_t bk = kind != MM_COOP ? 0 : !list && grid <= k->c->n_sm_hint ? MM_COOP_BK : MM_COOP_BK_WIDE;
+    /* coop_bm32 (run 24's A/B): those small grids in tiles of 32 tokens,
+     * twice the workgroups (two an SM where one left its load latency
+     * bare), each converting its weights for half the tokens; step 64 kept */
+    if (kind == MM_COOP && !list && bk == MM_COOP_BK && k->tune->coop_bm32)
+        bm = 32;
     bool split = kind == MM_COOP && a->x_split;
     if (kind == MM_COOP && MM_COOP_SHARED_BYTES(bm, bk, u != NULL, split) > k->c->shared_bytes)
         return err_set(k->err, "%s: mm_coop needs %u bytes of shared memory (%u tokens, step %u), the device has %u",

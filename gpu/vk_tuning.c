@@ -33,6 +33,8 @@ static const knob KNOBS[] = {
     KNOB(fd_chunks, 64, 1, 1024, "runs 14, 17, 19", "attn_fd: most chunks per token"),
     KNOB(coopmat, 1, 0, 1, "run 10", "prefill mat-mats on tensor cores (0: fp32, no fp16 range limit)"),
     KNOB(coop_list64, 0, 0, 1, "run 24 (A/B)", "expert work lists in tiles of 64 pairs on tensor cores (0: 32)"),
+    KNOB(coop_bm32, 0, 0, 1, "run 24 (A/B)", "a batch's mat-mats of at most one workgroup per SM in tiles of 32 tokens"),
+    KNOB(attn_pf_flat, 0, 0, 2, "run 24 (A/B)", "prompt batch attn_fd rows as (token, head) pairs: 16-row tiles a workgroup (0: off)"),
     KNOB(pf_chunks, 4, 1, 8, "run 24 (A/B)", "prompt batch attention: most chunks (partials) per token"),
     KNOB(qkv_merge, 1, 0, 1, "run 16", "q_a and kv_a_mqa as one matrix where they can be"),
     KNOB(dep_flags, VK_TUNE_AUTO, 0, 511, "run 17", "decode steps joined by counters (bitmask; GLMCHAT_DEP_FLAGS)"),

@@ -726,8 +726,7 @@ static void test_attn(void)
     params[VKP_NCHUNK_PF] = n_chunks;
     params[VKP_CHUNK_PF] = clen;
     params[VKP_ATTN_IND_PF] = n_chunks;
-    params[VKP_ATTN_IND_PF + 1] = g.dec_groups_y;
-    params[VKP_ATTN_IND_PF + 2] = c->n_q;
+    vk_attn_prefill_grid(&g, c->n_q, &params[VKP_ATTN_IND_PF + 1], &params[VKP_ATTN_IND_PF + 2]);
     memcpy(bp_q.map, params, sizeof params);
     vk_buf ind = bp_q;
     ind.off += (AC_SPLIT ? VKP_ATTN_IND_PF : VKP_ATTN_IND) * 4;
@@ -986,6 +985,30 @@ static void av_pf_eight(vk_tuning *t)
     t->pf_chunks = 8;
 }
 
+/* attn_fd's rows as a batch's (token, head) pairs: 16 or 32 a workgroup,
+ * with 4, 1 or 2 chunks a token */
+static void av_flat16(vk_tuning *t)
+{
+    t->attn_pf_flat = 1;
+}
+
+static void av_flat32(vk_tuning *t)
+{
+    t->attn_pf_flat = 2;
+}
+
+static void av_flat32_one(vk_tuning *t)
+{
+    t->attn_pf_flat = 2;
+    t->pf_chunks = 1;
+}
+
+static void av_flat16_two(vk_tuning *t)
+{
+    t->attn_pf_flat = 1;
+    t->pf_chunks = 2;
+}
+
 static void attn_cases(void)
 {
     static const attn_case cases[] = {
@@ -1043,6 +1066,17 @@ static void attn_cases(void)
             static const variant_fn pv[] = {av_pf_one, av_pf_two, av_pf_eight};
             for (int v = 0; v < 3; v++)
                 run_tuned(test_attn, pn, pv[v]);
+        }
+        /* attn_fd's flat (token, head) rows: where it runs (cooperative
+         * matrices, the f16 cache) */
+        vk_attn_geom fg;
+        err_t ferr;
+        if (vk_attn_geom_init(&KB, &fg, AC.n_head, AC.kv_lora, AC.rope, AC.nope, AC.v_head, AC.f16, AC.n_kv, &ferr) ==
+                0 &&
+            fg.fd) {
+            static const variant_fn fv[] = {av_flat16, av_flat32, av_flat32_one, av_flat16_two};
+            for (int v = 0; v < 4; v++)
+                run_tuned(test_attn, pn, fv[v]);
         }
         AC_SPLIT = false;
     }
@@ -1465,6 +1499,11 @@ static void test_mm_list_steps_agree(void)
     tu_reset_buffers();
 }
 
+static void mm_coop_bm32(vk_tuning *t)
+{
+    t->coop_bm32 = 1;
+}
+
 static void mm_steps_cases(void)
 {
     static const steps_case cases[] = {
@@ -1640,6 +1679,9 @@ static void mm_cases(void)
                  MMC.T, MMC.mode == 0 ? "store" : MMC.mode == 1 ? "accumulate" : "glu", MMC.what,
                  mm_path(&w, MMC.mode == 2 ? &w : NULL));
         RUN_NAMED(test_mm, name);
+        /* tensor cores: the small grids in tiles of 32 tokens (coop_bm32) */
+        if (G.c.coopmat)
+            run_tuned(test_mm, name, mm_coop_bm32);
     }
     vk_tensor q = {.type = QT_Q4_0};
     char name[160];
