@@ -196,7 +196,9 @@ static int plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
         vk_sample_geom_init(&e->c, c->n_vocab, &e->sg, err))
         return -1;
     e->part_cap = e->ag.max_chunks;
-    e->part_cap_prefill = e->tune.pf_chunks;
+    /* a prompt batch's attention: one chunk a token (its whole causal row
+     * in one workgroup; 2 and 4 chunks were slower, gpu/PERF.md run 24) */
+    e->part_cap_prefill = 1;
     *n = act_requests(e, req);
     return check_fit(e, req, *n, err);
 }

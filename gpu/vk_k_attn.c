@@ -33,10 +33,13 @@ static void attn_fd_init(const vk_kb *k, vk_attn_geom *g)
     g->dec_groups_y = hg;
     g->min_chunk = k->tune->fd_minchunk / 16 * 16;
     g->max_chunks = k->tune->fd_chunks;
-    /* a prompt batch's flat (token, head) rows: attn_pf_flat tiles of 16 */
-    uint32_t pm = k->tune->attn_pf_flat, pks = pm ? 8 / (2 * pm) : 0;
+    /* A prompt batch: the rows are (token, head) pairs, 32 a workgroup
+     * (two 16-row tiles; every row of a tile used, each cache row read
+     * once for 32 query rows): attention -40 % against one token's head
+     * tiles, and faster than 16 rows a workgroup (gpu/PERF.md run 24). */
+    uint32_t pm = 2, pks = 8 / (2 * pm);
     uint64_t pshared = 16ull * 32 * (g->RS / 8 + 1) + 4ull * pks * 16 * pm * 32 + 16ull * 16 * pm * 5 + 4ull * 16 * pm;
-    if (pm && pshared <= c->shared_bytes)
+    if (pshared <= c->shared_bytes)
         g->fd_pf_mt = pm;
 }
 
@@ -183,10 +186,11 @@ bool vk_attn_deps(const vk_kb *k, const vk_attn_args *a)
 }
 
 /* The chunk partials: on tensor cores (attn_fd: all of a head tile's heads
- * in one workgroup; decode, and the prompt batch's tokens as grid z since
- * gpu/PERF.md run 23) or by attn.comp (devices or caches attn_fd does not
- * take).  Either way the same partials per (token, chunk) -- attn_fd's with
- * vk_attn_part_heads rows -- and the grid (chunks, dec_groups_y, tokens). */
+ * in one workgroup for decode; a prompt batch's (token, head) pairs as rows,
+ * 32 a workgroup, since gpu/PERF.md run 24) or by attn.comp (devices or
+ * caches attn_fd does not take).  Either way the same partials per (token,
+ * chunk) -- attn_fd's with vk_attn_part_heads rows -- and the grid (chunks,
+ * dec_groups_y, tokens), or vk_attn_prefill_grid's for a prompt batch. */
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;

@@ -74,10 +74,10 @@ const char *vk_mm_kernel(const vk_kb *k, const vk_tensor *w, const vk_tensor *up
 
 uint32_t vk_mm_expert_bm(const vk_kb *k, const vk_tensor *w)
 {
-    /* tensor cores: 64 pairs a tile with coop_list64 (run 24's A/B: half
-     * the tiles' weight conversions for ~32 pairs an expert, twice the
-     * accumulators a thread); the fp32 kernel takes 32 */
-    return mm_kind(k, w, NULL) == MM_COOP && k->tune->coop_list64 ? 64u : MM_BM_EXPERT;
+    /* 32 pairs (~one expert's share of a 512-token batch); tiles of 64 on
+     * tensor cores were 8-24 % slower (gpu/PERF.md run 24) */
+    (void)k, (void)w;
+    return MM_BM_EXPERT;
 }
 
 uint32_t vk_mm_bn(const vk_kb *k, const vk_tensor *w, const vk_tensor *up)
@@ -101,11 +101,6 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     uint32_t bn = kind == MM_COOP ? MM_COOP_BN : MM_BN;
     uint32_t grid = ceil_div(w->N, bn) * ceil_div(a->max_tokens, bm) * (a->nz ? a->nz : 1);
     uint32_t bk = kind != MM_COOP ? 0 : !list && grid <= k->c->n_sm_hint ? MM_COOP_BK : MM_COOP_BK_WIDE;
-    /* coop_bm32 (run 24's A/B): those small grids in tiles of 32 tokens,
-     * twice the workgroups (two an SM where one left its load latency
-     * bare), each converting its weights for half the tokens; step 64 kept */
-    if (kind == MM_COOP && !list && bk == MM_COOP_BK && k->tune->coop_bm32)
-        bm = 32;
     bool split = kind == MM_COOP && a->x_split;
     if (kind == MM_COOP && MM_COOP_SHARED_BYTES(bm, bk, u != NULL, split) > k->c->shared_bytes)
         return err_set(k->err, "%s: mm_coop needs %u bytes of shared memory (%u tokens, step %u), the device has %u",

@@ -131,9 +131,9 @@ typedef struct {
      * (chunks, fd_hg, tokens) -- dec_groups_y is the y the host writes. */
     bool fd;
     uint32_t fd_mt, fd_hg;  /* head tiles per workgroup, workgroups per chunk (head groups) */
-    /* A prompt batch on attn_fd with (token, head) pairs as rows
-     * (tune.attn_pf_flat): 16-row tiles per workgroup, 0 for the decode
-     * layout (grid z = tokens). */
+    /* A prompt batch on attn_fd with (token, head) pairs as rows: 16-row
+     * tiles per workgroup (2), or 0 for the decode layout (grid z = tokens;
+     * where the flat one's shared memory does not fit). */
     uint32_t fd_pf_mt;
     uint32_t dec_groups_y;
 } vk_attn_geom;

@@ -46,10 +46,6 @@ typedef struct {
     uint32_t fd_chunks;     /* attn_fd: most chunks per token */
     /* prefill */
     uint32_t coopmat;       /* 1: mat-mats of quantized weights on tensor cores where the device has them */
-    uint32_t coop_list64;   /* 1: the expert work lists in tiles of 64 pairs on tensor cores (0: 32); run 24's A/B */
-    uint32_t coop_bm32;     /* 1: a batch's mat-mats of <= 1 workgroup per SM in 32-token tiles; run 24's A/B */
-    uint32_t attn_pf_flat;  /* a prompt batch's attn_fd rows as (token, head) pairs, 1 or 2 tiles of 16 (0: off); run 24's A/B */
-    uint32_t pf_chunks;     /* the prompt batch's attention: most chunks per token (partials); run 24's A/B */
     /* weights */
     uint32_t qkv_merge;     /* 1: q_a (or q) and kv_a_mqa uploaded as one matrix where they can be */
     /* the decode graph's counters (shaders/dep_flag.glsl) */

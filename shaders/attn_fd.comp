@@ -29,7 +29,7 @@
 // Grid: x = chunk, y = head group (HG > 1: each workgroup takes HR of the
 // heads and reads the chunk's rows for them; more, shorter workgroups),
 // z = query token (causal: token z sees positions < pos0 + z + 1).
-// FLAT 1 (a prompt batch; run 24's A/B, --tune attn_pf_flat): the rows are
+// FLAT 1 (a prompt batch, MT 2; gpu/PERF.md run 24): the rows are
 // (token, head) pairs instead of one token's heads -- row r of the batch is
 // token r / n_head, head r % n_head, workgroup y takes rows y * HR ..
 // (grid z 1) -- so no row of a tile is idle (GLM's 20 heads filled two

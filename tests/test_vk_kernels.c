@@ -662,8 +662,8 @@ typedef struct {
 } attn_case;
 static attn_case AC;
 static const char *mm_path(const vk_tensor *w, const vk_tensor *up);
-/* The prefill path: chunking from the prefill words (at most
- * tune.pf_chunks chunks a token, as the engine), then attn_combine into latents (rows of RS, as in the
+/* The prefill path: chunking from the prefill words (at most PF_CAP
+ * chunks a token: 1 as the engine, or more), then attn_combine into latents (rows of RS, as in the
  * engine's q_abs buffer) and v_b as a batched-head mat-mat, instead of attn_vb. */
 static bool AC_SPLIT;
 /* The decode graph's counter between the attention and the combine + v_b
@@ -672,6 +672,7 @@ static bool AC_SPLIT;
 static bool AC_DEP;
 static double mm_bound(uint32_t type, uint32_t K);
 static double mm_bound_split(uint32_t type, uint32_t K);
+static uint32_t PF_CAP = 1;
 
 static void test_attn(void)
 {
@@ -699,7 +700,7 @@ static void test_attn(void)
     vk_attn_chunks(&g, n, &n_chunks, &clen);
     uint32_t cap = g.max_chunks;
     if (AC_SPLIT) {
-        cap = TUNE.pf_chunks;
+        cap = PF_CAP;
         vk_attn_chunks_prefill(n, cap, &n_chunks, &clen);
     }
     uint32_t params[64] = {0};
@@ -969,46 +970,6 @@ static void av_fd_one(vk_tuning *t)
     t->fd_chunks = 1;
 }
 
-/* the prompt batch's chunks a token (the engine's part_cap_prefill) */
-static void av_pf_one(vk_tuning *t)
-{
-    t->pf_chunks = 1;
-}
-
-static void av_pf_two(vk_tuning *t)
-{
-    t->pf_chunks = 2;
-}
-
-static void av_pf_eight(vk_tuning *t)
-{
-    t->pf_chunks = 8;
-}
-
-/* attn_fd's rows as a batch's (token, head) pairs: 16 or 32 a workgroup,
- * with 4, 1 or 2 chunks a token */
-static void av_flat16(vk_tuning *t)
-{
-    t->attn_pf_flat = 1;
-}
-
-static void av_flat32(vk_tuning *t)
-{
-    t->attn_pf_flat = 2;
-}
-
-static void av_flat32_one(vk_tuning *t)
-{
-    t->attn_pf_flat = 2;
-    t->pf_chunks = 1;
-}
-
-static void av_flat16_two(vk_tuning *t)
-{
-    t->attn_pf_flat = 1;
-    t->pf_chunks = 2;
-}
-
 static void attn_cases(void)
 {
     static const attn_case cases[] = {
@@ -1060,24 +1021,16 @@ static void attn_cases(void)
         snprintf(pn, sizeof pn, "%s [prefill: attn_combine + v_b on %s]", name, mm_path(&vt, NULL));
         AC_SPLIT = true;
         RUN_NAMED(test_attn, pn);
-        /* other chunk caps: one chunk a token (the whole causal row in one
-         * workgroup), two, eight; on the cases of several query tokens */
-        if (AC.n_q > 1) {
-            static const variant_fn pv[] = {av_pf_one, av_pf_two, av_pf_eight};
-            for (int v = 0; v < 3; v++)
-                run_tuned(test_attn, pn, pv[v]);
-        }
-        /* attn_fd's flat (token, head) rows: where it runs (cooperative
-         * matrices, the f16 cache) */
-        vk_attn_geom fg;
-        err_t ferr;
-        if (vk_attn_geom_init(&KB, &fg, AC.n_head, AC.kv_lora, AC.rope, AC.nope, AC.v_head, AC.f16, AC.n_kv, &ferr) ==
-                0 &&
-            fg.fd) {
-            static const variant_fn fv[] = {av_flat16, av_flat32, av_flat32_one, av_flat16_two};
-            for (int v = 0; v < 4; v++)
-                run_tuned(test_attn, pn, fv[v]);
-        }
+        /* several chunks a token (the kernels take any; the engine cuts
+         * one): on attn_fd's flat rows, rows whose token ends before a
+         * chunk's start leave an empty partial beside rows that do not */
+        if (AC.n_q > 1)
+            for (PF_CAP = 2; PF_CAP <= 8; PF_CAP *= 4) {
+                char cn[340];
+                snprintf(cn, sizeof cn, "%s [%u chunks a token]", pn, PF_CAP);
+                RUN_NAMED(test_attn, cn);
+            }
+        PF_CAP = 1;
         AC_SPLIT = false;
     }
 }
@@ -1453,7 +1406,6 @@ typedef struct {
     const char *what;
 } steps_case;
 static steps_case STC;
-static uint32_t STC_TILE; /* the work list's pairs per tile: 32, or 64 (coop_list64) */
 
 static void test_mm_list_steps_agree(void)
 {
@@ -1462,7 +1414,7 @@ static void test_mm_list_steps_agree(void)
     uint8_t *w = rand_tensor(c->type, c->K, c->N, 1, &t), *wu = NULL;
     if (c->mode == 2)
         wu = rand_tensor(c->type, c->K, c->N, 1, &tu);
-    uint32_t tl = STC_TILE, B = 64 * ((c->T + 63) / 64), nt = B / tl;
+    uint32_t tl = 32, B = 64 * ((c->T + 63) / 64), nt = B / tl;
     uint64_t nx = (uint64_t)c->K * B, ny = (uint64_t)c->N * B;
     float *x = random_vec(nx, 1.0f), *y0 = random_vec(ny, 1.0f);
     uint32_t params[64] = {0}, *pairs = malloc(B * 4), *tiles = calloc(4 * nt, 4);
@@ -1499,11 +1451,6 @@ static void test_mm_list_steps_agree(void)
     tu_reset_buffers();
 }
 
-static void mm_coop_bm32(vk_tuning *t)
-{
-    t->coop_bm32 = 1;
-}
-
 static void mm_steps_cases(void)
 {
     static const steps_case cases[] = {
@@ -1514,15 +1461,13 @@ static void mm_steps_cases(void)
         {QT_F16, 200, 96, 65, 0, true, "split activations, K 200"},
         {QT_Q8_0, 1568, 70, 20, 1, true, "split activations + residual, K 1568"},
     };
-    /* the list in tiles of 32 pairs and of 64 (coop_list64) */
-    for (size_t i = 0; i < 2 * (sizeof cases / sizeof cases[0]); i++) {
-        STC = cases[i / 2];
-        STC_TILE = i % 2 ? 64 : 32;
-        char name[240];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        STC = cases[i];
+        char name[200];
         snprintf(name, sizeof name,
-                 "mm_coop through a work list (tiles of %u, K step 32) = as a batch (K step 64), bit for bit: %s "
-                 "K=%u N=%u T=%u %s (%s)",
-                 STC_TILE, tu_type_name(STC.type), STC.K, STC.N, STC.T,
+                 "mm_coop through a work list (K step 32) = as a batch (K step 64), bit for bit: %s K=%u N=%u T=%u "
+                 "%s (%s)",
+                 tu_type_name(STC.type), STC.K, STC.N, STC.T,
                  STC.mode == 0 ? "store" : STC.mode == 1 ? "accumulate" : "glu", STC.what);
         RUN_NAMED(test_mm_list_steps_agree, name);
     }
@@ -1679,9 +1624,6 @@ static void mm_cases(void)
                  MMC.T, MMC.mode == 0 ? "store" : MMC.mode == 1 ? "accumulate" : "glu", MMC.what,
                  mm_path(&w, MMC.mode == 2 ? &w : NULL));
         RUN_NAMED(test_mm, name);
-        /* tensor cores: the small grids in tiles of 32 tokens (coop_bm32) */
-        if (G.c.coopmat)
-            run_tuned(test_mm, name, mm_coop_bm32);
     }
     vk_tensor q = {.type = QT_Q4_0};
     char name[160];
@@ -1897,14 +1839,6 @@ static void expert_cases(void)
         snprintf(name, sizeof name, "experts of a prompt batch: group, gate/up, down, combine (%s) [%s, tiles of %u]",
                  tu_type_name(EP_TYPE), mm_path(&w, NULL), vk_mm_expert_bm(&KB, &w));
         RUN_NAMED(test_expert_prefill, name);
-        /* tensor cores: the work lists in tiles of 64 pairs as well */
-        TUNE.coop_list64 = 1;
-        if (vk_mm_expert_bm(&KB, &w) == 64) {
-            snprintf(name, sizeof name, "experts of a prompt batch: group, gate/up, down, combine (%s) [%s, tiles of 64]",
-                     tu_type_name(EP_TYPE), mm_path(&w, NULL));
-            RUN_NAMED(test_expert_prefill, name);
-        }
-        vk_tuning_default(&TUNE);
     }
 }
 
