@@ -196,7 +196,9 @@ static int plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
         vk_sample_geom_init(&e->c, c->n_vocab, &e->sg, err))
         return -1;
     e->part_cap = e->ag.max_chunks;
-    e->part_cap_prefill = 4;
+    /* a prompt batch's attention: one chunk a token (its whole causal row
+     * in one workgroup; 2 and 4 chunks were slower, gpu/PERF.md run 24) */
+    e->part_cap_prefill = 1;
     *n = act_requests(e, req);
     return check_fit(e, req, *n, err);
 }
@@ -421,8 +423,8 @@ static void write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32
     p[VKP_NCHUNK_PF] = nc;
     p[VKP_CHUNK_PF] = cl;
     p[VKP_ATTN_IND_PF] = nc;
-    p[VKP_ATTN_IND_PF + 1] = e->ag.dec_groups_y; /* attn_fd's head groups, or attn.comp's */
-    p[VKP_ATTN_IND_PF + 2] = n;
+    /* attn_fd's head groups or flat row tiles, or attn.comp's head groups */
+    vk_attn_prefill_grid(&e->ag, n, &p[VKP_ATTN_IND_PF + 1], &p[VKP_ATTN_IND_PF + 2]);
     memcpy(p + VKP_TOKENS, tokens, n * sizeof *tokens);
 }
 

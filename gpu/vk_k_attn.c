@@ -33,6 +33,25 @@ static void attn_fd_init(const vk_kb *k, vk_attn_geom *g)
     g->dec_groups_y = hg;
     g->min_chunk = k->tune->fd_minchunk / 16 * 16;
     g->max_chunks = k->tune->fd_chunks;
+    /* A prompt batch: the rows are (token, head) pairs, 32 a workgroup
+     * (two 16-row tiles; every row of a tile used, each cache row read
+     * once for 32 query rows): attention -40 % against one token's head
+     * tiles, and faster than 16 rows a workgroup (gpu/PERF.md run 24). */
+    uint32_t pm = 2, pks = 8 / (2 * pm);
+    uint64_t pshared = 16ull * 32 * (g->RS / 8 + 1) + 4ull * pks * 16 * pm * 32 + 16ull * 16 * pm * 5 + 4ull * 16 * pm;
+    if (pshared <= c->shared_bytes)
+        g->fd_pf_mt = pm;
+}
+
+void vk_attn_prefill_grid(const vk_attn_geom *g, uint32_t n_tok, uint32_t *y, uint32_t *z)
+{
+    if (g->fd && g->fd_pf_mt) {
+        *y = ceil_div(n_tok * g->n_head, 16 * g->fd_pf_mt);
+        *z = 1;
+        return;
+    }
+    *y = g->dec_groups_y;
+    *z = n_tok;
 }
 
 int vk_attn_geom_init(const vk_kb *k, vk_attn_geom *g, uint32_t n_head, uint32_t kv_lora, uint32_t rope,
@@ -167,10 +186,11 @@ bool vk_attn_deps(const vk_kb *k, const vk_attn_args *a)
 }
 
 /* The chunk partials: on tensor cores (attn_fd: all of a head tile's heads
- * in one workgroup; decode, and the prompt batch's tokens as grid z since
- * gpu/PERF.md run 23) or by attn.comp (devices or caches attn_fd does not
- * take).  Either way the same partials per (token, chunk) -- attn_fd's with
- * vk_attn_part_heads rows -- and the grid (chunks, dec_groups_y, tokens). */
+ * in one workgroup for decode; a prompt batch's (token, head) pairs as rows,
+ * 32 a workgroup, since gpu/PERF.md run 24) or by attn.comp (devices or
+ * caches attn_fd does not take).  Either way the same partials per (token,
+ * chunk) -- attn_fd's with vk_attn_part_heads rows -- and the grid (chunks,
+ * dec_groups_y, tokens), or vk_attn_prefill_grid's for a prompt batch. */
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
 {
     const vk_attn_geom *g = a->g;
@@ -184,6 +204,13 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
         spec[FD_S_RS] = g->RS;
         spec[FD_S_DLAT] = g->kv_lora;
         spec[FD_S_HG] = g->fd_hg;
+        bool flat = a->prefill && g->fd_pf_mt;
+        if (flat) {
+            spec[FD_S_MT] = g->fd_pf_mt;
+            spec[FD_S_HG] = 1;
+            spec[FD_S_FLAT] = 1;
+            spec[FD_S_PROWS] = vk_attn_part_heads(g);
+        }
         if (vkk_dep_bind(k, "attn", &a->dep, spec, ATTN_B_PARAMS, out, &dw) ||
             !(out->pipe = pipe(k, SPV_ATTN_FD, spec, FD_S_COUNT)))
             return -1;
@@ -220,6 +247,8 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     out->indirect = a->indirect;
     out->groups[0] = a->n_chunks;
     out->groups[2] = a->nz ? a->nz : 1;
+    if (g->fd && a->prefill)
+        vk_attn_prefill_grid(g, out->groups[2], &out->groups[1], &out->groups[2]);
     out->bytes = 0; /* depends on the context length; the profiler adds it */
     return 0;
 }

@@ -131,6 +131,10 @@ typedef struct {
      * (chunks, fd_hg, tokens) -- dec_groups_y is the y the host writes. */
     bool fd;
     uint32_t fd_mt, fd_hg;  /* head tiles per workgroup, workgroups per chunk (head groups) */
+    /* A prompt batch on attn_fd with (token, head) pairs as rows: 16-row
+     * tiles per workgroup (2), or 0 for the decode layout (grid z = tokens;
+     * where the flat one's shared memory does not fit). */
+    uint32_t fd_pf_mt;
     uint32_t dec_groups_y;
 } vk_attn_geom;
 
@@ -149,6 +153,8 @@ int vk_attn_geom_init(const vk_kb *k, vk_attn_geom *g, uint32_t n_head, uint32_t
 void vk_attn_chunks(const vk_attn_geom *g, uint32_t n_kv, uint32_t *n_chunks, uint32_t *chunk_len);
 /* Chunking of a prefill batch (at most `cap` chunks: partials per token). */
 void vk_attn_chunks_prefill(uint32_t n_kv, uint32_t cap, uint32_t *n_chunks, uint32_t *chunk_len);
+/* A prompt batch's attention grid y and z for n_tok tokens (x: chunks). */
+void vk_attn_prefill_grid(const vk_attn_geom *g, uint32_t n_tok, uint32_t *y, uint32_t *z);
 
 typedef struct {
     const vk_attn_geom *g;

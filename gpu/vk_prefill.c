@@ -5,8 +5,9 @@
  * Per layer:
  *   x_norm = norm(x); q_comp, kv = W.x_norm; q = q_b . norm(q_comp)   (tiled mat-mat)
  *   q_abs = k_b . q_nope per head over all tokens (mat-mat)  ||  kv_store
- *   causal attention (chunked partials; on tensor cores, attn_fd, where
- *   the device and the f16 cache allow) ; combine into latents
+ *   causal attention (one partial per token and head; on tensor cores,
+ *   attn_fd with (token, head) pairs as rows, where the device and the f16
+ *   cache allow) ; combine into latents
  *   o = v_b . latent per head over all tokens (mat-mat)
  *   (k_b and v_b take their activations as fp16 pairs hi + lo on tensor
  *    cores)

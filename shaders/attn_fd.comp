@@ -29,6 +29,14 @@
 // Grid: x = chunk, y = head group (HG > 1: each workgroup takes HR of the
 // heads and reads the chunk's rows for them; more, shorter workgroups),
 // z = query token (causal: token z sees positions < pos0 + z + 1).
+// FLAT 1 (a prompt batch, MT 2; gpu/PERF.md run 24): the rows are
+// (token, head) pairs instead of one token's heads -- row r of the batch is
+// token r / n_head, head r % n_head, workgroup y takes rows y * HR ..
+// (grid z 1) -- so no row of a tile is idle (GLM's 20 heads filled two
+// tiles of 16 to 62 %) and each cache row read serves HR query rows.  Each
+// row has its own causal end; a row with no position in the chunk keeps
+// m = -inf, l = 0, O = 0 (the empty partial).  The partials keep their
+// layout (PROWS rows per token and chunk), so the combine is unchanged.
 
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -46,8 +54,10 @@ layout(constant_id = FD_S_RS) const uint RS = 576u;   // cache row, multiple of 
 layout(constant_id = FD_S_DLAT) const uint DLAT = 512u; // kv_lora, multiple of 16
 const uint WGS = 256u, NSG = 8u, TN = 32u;
 layout(constant_id = FD_S_HG) const uint HG = 1u;     // head groups (grid y): HR head rows each
+layout(constant_id = FD_S_FLAT) const uint FLAT = 0u; // 1: rows are a batch's (token, head) pairs
+layout(constant_id = FD_S_PROWS) const uint PROWS = 32u; // FLAT: head rows per token and chunk in the partials
 const uint HR = 16u * MT;                       // head rows of a workgroup
-const uint HRP = HR * HG;                       // head rows per chunk in the partials
+const uint HRP = FLAT == 1u ? PROWS : HR * HG;  // head rows per (token, chunk) in the partials
 const uint KS = NSG / (MT * 2u);                // subgroups per score fragment
 const uint RV = RS / 8u;                        // cache row in uvec4 (8 halves)
 const uint QLD = RV + 1u;                       // query row stride: 16 bytes of padding spread the banks
@@ -135,19 +145,43 @@ void scores(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[KSTEPS])
     coopMatStoreNV(acc, Ss, (ks * HR + mt * 16u) * TN + nt * 16u, TN, false);
 }
 
+// Row i of the workgroup: its token and head; false past the heads or the
+// batch.  FLAT: flat (token, head) pairs from r0; else token z, heads hg0 ..
+bool row_at(uint i, uint z, uint hg0, uint r0, uint ntok, out uint tok, out uint head)
+{
+    if (FLAT == 1u) {
+        uint r = r0 + i;
+        tok = r / pc.n_head;
+        head = r % pc.n_head;
+        return tok < ntok;
+    }
+    tok = z;
+    head = hg0 + i;
+    return head < pc.n_head;
+}
+
 void attn()
 {
     uint c = gl_WorkGroupID.x, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
-    uint hg0 = gl_WorkGroupID.y * HR;  // the group's first head
-    if (z >= P.p[VKP_NTOK])
+    uint ntok = P.p[VKP_NTOK];
+    uint hg0 = FLAT == 1u ? 0u : gl_WorkGroupID.y * HR;  // the group's first head
+    uint r0 = FLAT == 1u ? gl_WorkGroupID.y * HR : 0u;   // FLAT: its first (token, head) row
+    if (FLAT == 0u && z >= ntok)
         return;  // past the batch
-    uint n_kv = P.p[VKP_POS0] + z + 1u, clen = P.p[pc.chunk_word];
+    if (FLAT == 1u && r0 >= ntok * pc.n_head)
+        return;
+    // the workgroup's last token sees the most positions
+    uint zl = FLAT == 1u ? min((r0 + HR - 1u) / pc.n_head, ntok - 1u) : z;
+    uint n_kv = P.p[VKP_POS0] + zl + 1u, clen = P.p[pc.chunk_word];
     uint start = c * clen, end = min(start + clen, n_kv);
     uint pstride = pc.dlat + VK_PART_HDR;
     uint row = tid / TPR, j0 = (tid % TPR) * PPT;
-    bool lead = tid % TPR == 0u && hg0 + row < pc.n_head;
+    uint rtok, rhead;
+    bool lead = row_at(row, z, hg0, r0, ntok, rtok, rhead) && tid % TPR == 0u;
+    // this thread's row's causal end (FLAT: its own token's)
+    uint rend = FLAT == 1u ? min(end, P.p[VKP_POS0] + rtok + 1u) : end;
     // partials of HRP head rows per token and chunk (vk_attn_part_heads)
-    uint pb = pc.part_off + ((z * pc.cmax_chunks + c) * HRP + hg0 + row) * pstride;
+    uint pb = pc.part_off + ((rtok * pc.cmax_chunks + c) * HRP + rhead) * pstride;
 
     // Decode waiting on k_b || kv_store (dep_flag.glsl): the first tile's
     // loads go out before the wait where it holds no row this token writes.
@@ -160,8 +194,11 @@ void attn()
 
     if (start >= end) {
         // Past this token's causal limit: an empty partial.
-        for (uint h = hg0; h < min(hg0 + HR, pc.n_head); h++) {
-            uint eb = pc.part_off + ((z * pc.cmax_chunks + c) * HRP + h) * pstride;
+        for (uint h = 0u; h < HR; h++) {
+            uint et, eh;
+            if (!row_at(h, z, hg0, r0, ntok, et, eh))
+                continue;
+            uint eb = pc.part_off + ((et * pc.cmax_chunks + c) * HRP + eh) * pstride;
             for (uint i = tid; i < pstride; i += WGS)
                 PT.part[eb + i] = i == 0u ? -1.0 / 0.0 : 0.0;
         }
@@ -173,11 +210,11 @@ void attn()
     const uint QN = (HR * RV + WGS - 1u) / WGS;
     [[unroll]] for (uint u = 0u; u < QN; u++) {
         uint i = tid + u * WGS;
-        uint h = i / RV, v = i % RV;
+        uint h = i / RV, v = i % RV, qt, qh;
         if (i < HR * RV) {
             uvec4 w = uvec4(0u);
-            if (hg0 + h < pc.n_head) {
-                uint b = (pc.q_abs_off + z * pc.q_abs_z + (hg0 + h) * RS) / 4u + 2u * v;
+            if (row_at(h, z, hg0, r0, ntok, qt, qh)) {
+                uint b = (pc.q_abs_off + qt * pc.q_abs_z + qh * RS) / 4u + 2u * v;
                 vec4 x0 = clamp(QABS.q_abs[b], -65504.0, 65504.0), x1 = clamp(QABS.q_abs[b + 1u], -65504.0, 65504.0);
                 w = uvec4(packHalf2x16(x0.xy), packHalf2x16(x0.zw), packHalf2x16(x1.xy), packHalf2x16(x1.zw));
             }
@@ -220,12 +257,15 @@ void attn()
         float s[PPT];
         float mx = -1.0 / 0.0;
         [[unroll]] for (uint i = 0u; i < PPT; i++) {
-            s[i] = score(row, j0 + i, t0, end);
+            s[i] = score(row, j0 + i, t0, rend);
             mx = max(mx, s[i]);
         }
         // the running max of the row; O and l scaled down where it grew
         // (exp(-inf) = 0 on the first tile: O and l are still zero)
-        float mn = max(m, row_max(mx)), fac = exp(m - mn);
+        float mn = max(m, row_max(mx));
+        // FLAT: a row with no position yet (mn = -inf) takes p = 0 and
+        // keeps O and l at 0 (exp(-inf - -inf) would be NaN)
+        float ms = FLAT == 1u && isinf(mn) ? 0.0 : mn, fac = exp(m - ms);
         m = mn;
         if (tid % TPR == 0u)
             Fs[row] = fac;
@@ -233,7 +273,7 @@ void attn()
         uint pk[PPT / 2u];
         [[unroll]] for (uint i = 0u; i < PPT; i += 2u) {
             // rounded to fp16 before summing, so l weighs what O does
-            vec2 e = unpackHalf2x16(packHalf2x16(vec2(exp(s[i] - m), exp(s[i + 1u] - m))));
+            vec2 e = unpackHalf2x16(packHalf2x16(vec2(exp(s[i] - ms), exp(s[i + 1u] - ms))));
             ls += e.x + e.y;
             pk[i / 2u] = packHalf2x16(e);
         }
@@ -282,9 +322,9 @@ void attn()
         barrier();
         const uint SN = (16u * RQ + WGS - 1u) / WGS;
         [[unroll]] for (uint u = 0u; u < SN; u++) {
-            uint i = tid + u * WGS, h = mt * 16u + i / RQ;
-            if (i < 16u * RQ && hg0 + h < pc.n_head)
-                PT4.part[(pc.part_off + ((z * pc.cmax_chunks + c) * HRP + hg0 + h) * pstride + VK_PART_HDR) / 4u + i % RQ] = Ks[i];
+            uint i = tid + u * WGS, h = mt * 16u + i / RQ, ot, oh;
+            if (i < 16u * RQ && row_at(h, z, hg0, r0, ntok, ot, oh))
+                PT4.part[(pc.part_off + ((ot * pc.cmax_chunks + c) * HRP + oh) * pstride + VK_PART_HDR) / 4u + i % RQ] = Ks[i];
         }
     }
 }

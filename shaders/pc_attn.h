@@ -42,6 +42,8 @@ PC_ENUM(FD_S_MT, 1)             /* attn_fd: 16-row head tiles per workgroup */
 PC_ENUM(FD_S_RS, 2)             /* cache row, multiple of 16 */
 PC_ENUM(FD_S_DLAT, 3)           /* kv_lora, multiple of 16 */
 PC_ENUM(FD_S_HG, 4)             /* head groups (grid y) */
+PC_ENUM(FD_S_FLAT, 5)           /* 1: a prompt batch's (token, head) pairs as rows */
+PC_ENUM(FD_S_PROWS, 6)          /* FLAT: head rows per (token, chunk) in the partials */
 PC_ENUM(FD_S_COUNT, 14)
 PC_ENUM_END(pc_attn_spec)
 
