@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "conversation.h"
+#include "file_read.h"
 #include "sbuf.h"
 
 /* ---- parsing ------------------------------------------------------------------------ */
@@ -153,41 +154,16 @@ int ui_history_append(const char *path, const char *entry, err_t *err)
 /* The file's last UI_HISTORY_MAX_BYTES; *text NULL when there is no file. */
 static int read_tail(const char *path, char **text, size_t *n, err_t *err)
 {
-    *text = NULL;
-    *n = 0;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : err_set(err, "%s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return err_set(err, "%s: not a regular file", path);
+    char *buf;
+    size_t got;
+    uint64_t start;
+    if (file_read_tail(path, UI_HISTORY_MAX_BYTES, &buf, &got, &start, err) != 0) {
+        *text = NULL;
+        *n = 0;
+        return errno == ENOENT ? 0 : -1;
     }
-    off_t from = st.st_size > (off_t)UI_HISTORY_MAX_BYTES ? st.st_size - (off_t)UI_HISTORY_MAX_BYTES : 0;
-    size_t want = (size_t)(st.st_size - from);
-    char *buf = malloc(want + 1);
-    if (!buf) {
-        close(fd);
-        return err_set(err, "%s: out of memory", path);
-    }
-    size_t got = 0;
-    while (got < want) {
-        ssize_t r = pread(fd, buf + got, want - got, from + (off_t)got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return err_set(err, "%s: %s", path, strerror(e));
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
     size_t skip = 0;
-    if (from > 0) {
+    if (start > 0) {
         /* Cut in the middle of a line: start at the next one. */
         const char *nl = memchr(buf, '\n', got);
         skip = nl ? (size_t)(nl - buf) + 1 : got;

@@ -28,27 +28,41 @@ static int too_large(const char *path, size_t cap, const char *what, err_t *err)
     return err_set(err, "%s: too large for a %s (%s at most)", path, what, lim);
 }
 
-static int read_regular(const char *path, size_t cap, const char *what, char **data, size_t *len, int *open_errno,
-                        err_t *err)
+/* The file at path opened for reading if it is a regular file (its stat in
+ * *st), else -1 with err set and *open_errno the open(2) error (0 when the
+ * open succeeded but the file is not a regular one). */
+static int open_regular(const char *path, struct stat *st, int *open_errno, err_t *err)
 {
     /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
         *open_errno = errno;
-        return err_set(err, "%s: %s", path, strerror(*open_errno));
+        err_set(err, "%s: %s", path, strerror(*open_errno));
+        return -1;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
+    if (fstat(fd, st) != 0) {
         int e = errno;
         close(fd);
-        return err_set(err, "%s: %s", path, strerror(e));
+        err_set(err, "%s: %s", path, strerror(e));
+        return -1;
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (!S_ISREG(st->st_mode)) {
         close(fd);
-        return err_set(err, "%s: not a regular file (%s)", path,
-                       S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
-                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a special file");
+        err_set(err, "%s: not a regular file (%s)", path,
+                S_ISDIR(st->st_mode) ? "a directory" : S_ISFIFO(st->st_mode) ? "a FIFO"
+                : S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ? "a device" : "a special file");
+        return -1;
     }
+    return fd;
+}
+
+static int read_regular(const char *path, size_t cap, const char *what, char **data, size_t *len, int *open_errno,
+                        err_t *err)
+{
+    struct stat st;
+    int fd = open_regular(path, &st, open_errno, err);
+    if (fd < 0)
+        return -1;
     if ((uint64_t)st.st_size > cap) {
         close(fd);
         return too_large(path, cap, what, err);
@@ -112,4 +126,47 @@ int file_read_regular(const char *path, size_t cap, const char *what, char **dat
     if (rc != 0)
         errno = open_errno;
     return rc;
+}
+
+int file_read_tail(const char *path, size_t max, char **data, size_t *len, uint64_t *start, err_t *err)
+{
+    *data = NULL;
+    *len = 0;
+    *start = 0;
+    int open_errno = 0;
+    struct stat st;
+    int fd = open_regular(path, &st, &open_errno, err);
+    if (fd < 0) {
+        errno = open_errno;
+        return -1;
+    }
+    off_t from = st.st_size > (off_t)max ? st.st_size - (off_t)max : 0;
+    size_t want = (size_t)(st.st_size - from), got = 0;
+    char *buf = malloc(want + 1);
+    if (!buf) {
+        close(fd);
+        errno = 0;
+        return err_set(err, "%s: out of memory for %zu bytes", path, want);
+    }
+    while (got < want) {
+        ssize_t r = pread(fd, buf + got, want - got, from + (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            errno = 0;
+            return err_set(err, "%s: read error: %s", path, strerror(e));
+        }
+        if (r == 0) /* shorter than when it was stat'ed */
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    buf[got] = 0;
+    *data = buf;
+    *len = got;
+    *start = (uint64_t)from;
+    return 0;
 }

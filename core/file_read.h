@@ -14,6 +14,7 @@
 #define GLM_FILE_READ_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "error.h"
 
@@ -21,5 +22,12 @@
  * buffer.  `what` names the kind of file in errors ("too large for a
  * WHAT").  Returns 0, or -1 with err set and *data NULL. */
 int file_read_regular(const char *path, size_t cap, const char *what, char **data, size_t *len, err_t *err);
+
+/* Reads the last `max` bytes of the regular file at path (all of it when
+ * smaller) into a malloc'd, NUL-terminated buffer, *start the file offset
+ * of its first byte: a log that only grows (the input history) is read
+ * from its recent end.  Same refusals and errno convention as
+ * file_read_regular. */
+int file_read_tail(const char *path, size_t max, char **data, size_t *len, uint64_t *start, err_t *err);
 
 #endif
