@@ -19,6 +19,7 @@
 #include "sampler.h"
 #include "sampler_kernels.h"
 #include "sampler_ref.h"
+#include "logit_rng.h"
 #include "testlib.h"
 
 static sampler_params plain(void)
@@ -290,27 +291,6 @@ static void test_masked_logits(void)
 
 
 /* ---- agreement with the previous implementation ------------------------------------ */
-
-static uint64_t rs_next(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double rs_unit(uint64_t *x) /* (0, 1) */
-{
-    return ((double)(rs_next(x) >> 11) + 0.5) * 0x1.0p-53;
-}
-
-/* roughly normal (sum of four uniforms), cheap enough for 150k values */
-static float rs_gauss(uint64_t *x)
-{
-    uint64_t r = rs_next(x);
-    uint32_t s = (uint32_t)(r & 0xFFFF) + (uint32_t)(r >> 16 & 0xFFFF) + (uint32_t)(r >> 32 & 0xFFFF) + (uint32_t)(r >> 48);
-    return ((float)s * (1.0f / 65536) - 2.0f) * 1.7320508f;
-}
 
 enum {
     D_LM,        /* Gaussian, sd 3: a language model's spread */

@@ -16,6 +16,7 @@
 #include "model.h"
 #include "sampler.h"
 #include "sampler_kernels.h"
+#include "logit_rng.h"
 #include "testlib.h"
 #include "vk.h"
 #include "vk_sample.h"
@@ -137,26 +138,6 @@ static int32_t gpu_pick(gpu_sampler *s, const sampler_request *rq, const float *
 }
 
 /* ---- logits ------------------------------------------------------------------------- */
-
-static uint64_t rs_next(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double rs_unit(uint64_t *x) /* (0, 1) */
-{
-    return ((double)(rs_next(x) >> 11) + 0.5) * 0x1.0p-53;
-}
-
-static float rs_gauss(uint64_t *x)
-{
-    uint64_t r = rs_next(x);
-    uint32_t s = (uint32_t)(r & 0xFFFF) + (uint32_t)(r >> 16 & 0xFFFF) + (uint32_t)(r >> 32 & 0xFFFF) + (uint32_t)(r >> 48);
-    return ((float)s * (1.0f / 65536) - 2.0f) * 1.7320508f;
-}
 
 enum { D_LM, D_FLAT, D_PEAKED, D_TIES, D_MASKED, D_NAN, D_CONST, D_SUBNORMAL, D_HUGE, D_COUNT };
 static const char *const dist_names[D_COUNT] = {"lm", "flat", "peaked", "ties", "masked", "nan", "const", "subnormal",
