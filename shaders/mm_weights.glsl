@@ -60,8 +60,50 @@ WRaw w_fetch(uint t, uint s, uint rb, uint hbase, bool row_in, uint k0, uint h)
     return r;
 }
 
-// The fifth bits of run s moved to bit 4 of each byte (vk_layout.c's qh').
-uint qh_bits(uint w, uint s) { return (s < 4u ? w >> s : w << (8u - s)) & 0x10101010u; }
+// Segment 1 of the group whose segment 0 w_fetch gave as r0: only the words
+// that differ are loaded.  Both segments share every type's scale words
+// (hd; Q6_K's sub-block scales too: one word for h 0 and 1), Q4_0/Q4_1/
+// Q5_0/Q5_1's body word (its 32 nibbles) and Q5_K's fifth-bits word.
+WRaw w_fetch_second(uint t, uint s, uint rb, uint hbase, bool row_in, uint k0, WRaw r0)
+{
+    if (t == T_Q4_0 || t == T_Q4_1 || t == T_Q5_0 || t == T_Q5_1)
+        return r0;
+    WRaw r;
+    r.lo = uvec4(0u);
+    r.hi = uvec4(0u);
+    r.hd = r0.hd;
+    uint k = k0 + 16u;
+    if (!row_in || k >= pc.Kp)
+        return r;
+    if (t == T_F16 || t == T_BF16) {
+        r.lo = W4[s].w[rb + k / 8u];
+        if (k + 8u < pc.Kp)
+            r.hi = W4[s].w[rb + k / 8u + 1u];
+        return r;
+    }
+    if (t == T_Q8_0) {
+        r.lo = W4[s].w[2u * (rb + k0 / 32u) + 1u];
+        return r;
+    }
+    uint blk = rb + k0 / 256u, j = (k0 % 256u) / 32u;
+    if (t == T_Q4_K || t == T_Q5_K) {
+        r.lo = W4[s].w[blk * (t == T_Q5_K ? 10u : 8u) + 2u * (j >> 1) + 1u];
+        r.hi.x = r0.hi.x;
+        return r;
+    }
+    uint hh = j >> 2, jj = j & 3u;
+    r.lo = W4[s].w[blk * 13u + 4u * hh + 2u * (jj & 1u) + 1u];
+    r.hi = W4[s].w[blk * 13u + 8u + 2u * hh + 1u];
+    return r;
+}
+
+// The fifth bits of runs 4h .. 4h + 3 moved to bit 4 of each byte (vk_layout.c's
+// qh': run s's bits are bit s of each byte): one shift by 4h, then the
+// runs' constant shifts -- w << 4 keeps bits 0-27, all that runs 4-7 need.
+uvec4 qh_runs(uint w, uint h)
+{
+    return (uvec4(w << (4u * h)) >> uvec4(0u, 1u, 2u, 3u)) & 0x10101010u;
+}
 
 // The 16 codes of a quantized segment, one per byte (element 4k + i: byte i
 // of word k): nibbles, 5- and 6-bit values, Q8_0's bytes + 128.
@@ -73,8 +115,7 @@ uvec4 w_codes(uint t, uint k0, uint h, WRaw r)
         // element 16h + 4k + i: nibble h of byte 4k + i
         uvec4 n = (r.lo >> (4u * h)) & 0x0f0f0f0fu;
         if (t == T_Q5_0 || t == T_Q5_1)
-            n |= uvec4(qh_bits(r.hd.y, 4u * h), qh_bits(r.hd.y, 4u * h + 1u), qh_bits(r.hd.y, 4u * h + 2u),
-                       qh_bits(r.hd.y, 4u * h + 3u));
+            n |= qh_runs(r.hd.y, h);
         return n;
     }
     uint j = (k0 % 256u) / 32u;
@@ -82,8 +123,7 @@ uvec4 w_codes(uint t, uint k0, uint h, WRaw r)
         // sub-block j: nibble j%2 of its chunk's bytes
         uvec4 n = (r.lo >> (4u * (j & 1u))) & 0x0f0f0f0fu;
         if (t == T_Q5_K)
-            n |= uvec4(qh_bits(r.hi.x, 4u * h), qh_bits(r.hi.x, 4u * h + 1u), qh_bits(r.hi.x, 4u * h + 2u),
-                       qh_bits(r.hi.x, 4u * h + 3u));
+            n |= qh_runs(r.hi.x, h);
         return n;
     }
     // Q6_K: a nibble of ql and two bits of qh
@@ -92,14 +132,17 @@ uvec4 w_codes(uint t, uint k0, uint h, WRaw r)
 }
 
 // Scale and minimum of sub-block j of a Q4_K/Q5_K block from its head
-// words (ggml's get_scale_min_k4; scale bytes in words 1..3).
-uint head_byte(uvec4 hd, uint i) { return (hd[1u + (i >> 2)] >> (8u * (i & 3u))) & 255u; }
+// words (ggml's get_scale_min_k4; scale bytes 0..11 in words 1..3).  The
+// bytes it reads are byte j % 4 of each word (j, j + 4 / j - 4, j, j + 4),
+// so the three words are shifted once by that byte and read at fixed
+// places (no indexing of hd by j).
 uvec2 head_scale_min(uvec4 hd, uint j)
 {
+    uint sh = 8u * (j & 3u), b0 = hd.y >> sh, b1 = hd.z >> sh;
     if (j < 4u)
-        return uvec2(head_byte(hd, j) & 63u, head_byte(hd, j + 4u) & 63u);
-    return uvec2((head_byte(hd, j + 4u) & 15u) | ((head_byte(hd, j - 4u) >> 6) << 4),
-                 (head_byte(hd, j + 4u) >> 4) | ((head_byte(hd, j) >> 6) << 4));
+        return uvec2(b0 & 63u, b1 & 63u);
+    uint b2 = hd.w >> sh;
+    return uvec2((b2 & 15u) | ((b0 >> 2) & 48u), ((b2 >> 4) & 15u) | ((b1 >> 2) & 48u));
 }
 
 // The segment's values are a * code + b with one (a, b) per segment: Q4_0

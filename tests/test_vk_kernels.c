@@ -1328,6 +1328,7 @@ typedef struct {
     uint32_t type, K, N, T;
     int mode; /* 0 store, 1 accumulate, 2 glu */
     const char *what;
+    uint32_t up_type; /* glu: the up matrix's type when it differs from the gate's (0: the same) */
 } mm_case;
 static mm_case MMC;
 
@@ -1336,9 +1337,10 @@ static void test_mm(void)
     const mm_case *c = &MMC;
     err_t err = {{0}};
     vk_tensor t, tu;
+    uint32_t ut = c->up_type ? c->up_type : c->type;
     uint8_t *w = rand_tensor(c->type, c->K, c->N, 1, &t), *wu = NULL;
     if (c->mode == 2)
-        wu = rand_tensor(c->type, c->K, c->N, 1, &tu);
+        wu = rand_tensor(ut, c->K, c->N, 1, &tu);
     uint32_t xs = c->K + 3, ys = c->N + 1, B = 64 * ((c->T + 63) / 64);
     float *x = random_vec((uint64_t)xs * B, 1.0f), *y0 = random_vec((uint64_t)ys * B, 1.0f);
     uint32_t params[64] = {0};
@@ -1354,7 +1356,7 @@ static void test_mm(void)
     double *r1 = malloc(c->N * sizeof *r1), *m1 = malloc(c->N * sizeof *m1), *r2 = malloc(c->N * sizeof *r2),
            *m2 = malloc(c->N * sizeof *m2);
     uint32_t bad = 0;
-    double worst = 0, cb = mm_bound(c->type, c->K);
+    double worst = 0, cb = mm_bound(c->type, c->K), cbu = mm_bound(ut, c->K);
     const float *gy = (const float *)by.map;
     for (uint32_t tk = 0; tk < B; tk++) {
         if (tk >= c->T) {
@@ -1365,12 +1367,12 @@ static void test_mm(void)
         }
         ref_dot_rows(c->type, w, c->K, c->N, x + (uint64_t)tk * xs, r1, m1);
         if (c->mode == 2)
-            ref_dot_rows(c->type, wu, c->K, c->N, x + (uint64_t)tk * xs, r2, m2);
+            ref_dot_rows(ut, wu, c->K, c->N, x + (uint64_t)tk * xs, r2, m2);
         for (uint32_t n = 0; n < c->N; n++) {
             double want, tol;
             if (c->mode == 2) {
                 want = silu_d(r1[n]) * r2[n];
-                tol = 1.1 * cb * m1[n] * fabs(r2[n]) + fabs(silu_d(r1[n])) * cb * m2[n];
+                tol = 1.1 * cb * m1[n] * fabs(r2[n]) + fabs(silu_d(r1[n])) * cbu * m2[n];
             } else {
                 want = r1[n] + (c->mode == 1 ? y0[(uint64_t)tk * ys + n] : 0);
                 tol = cb * (m1[n] + (c->mode == 1 ? fabs(want) : 0));
@@ -1463,12 +1465,13 @@ static void mm_steps_cases(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         STC = cases[i];
-        char name[200];
+        char name[240], tune[96];
+        vk_tuning_describe(&TUNE, tune, sizeof tune);
         snprintf(name, sizeof name,
                  "mm_coop through a work list (K step 32) = as a batch (K step 64), bit for bit: %s K=%u N=%u T=%u "
-                 "%s (%s)",
+                 "%s (%s)%s%s",
                  tu_type_name(STC.type), STC.K, STC.N, STC.T,
-                 STC.mode == 0 ? "store" : STC.mode == 1 ? "accumulate" : "glu", STC.what);
+                 STC.mode == 0 ? "store" : STC.mode == 1 ? "accumulate" : "glu", STC.what, tune[0] ? " " : "", tune);
         RUN_NAMED(test_mm_list_steps_agree, name);
     }
 }
@@ -1572,57 +1575,66 @@ static void mm_cases(void)
      * a multiple of mm_coop's step of 64: its last step is half empty), every
      * weight type in each mode */
     static const mm_case cases[] = {
-        {QT_F32, 96, 70, 25, 0, "tiny F32 prompt"},
-        {QT_F32, 200, 130, 65, 2, "F32 gate/up, 65 tokens"},
-        {QT_Q4_0, 2048, 576, 70, 0, "attn_kv_a_mqa, 70 tokens"},
-        {QT_Q4_0, 5120, 130, 33, 1, "attn_output rows + residual"},
-        {QT_Q4_0, 1536, 200, 129, 2, "q_b-sized K, 129 tokens, glu"},
-        {QT_Q4_0, 2048, 128, 64, 2, "whole tiles"},
-        {QT_Q4_0, 96, 257, 65, 0, "3 blocks, 2 tiles + 1 row"},
-        {QT_Q4_1, 160, 130, 33, 1, "Q4_1, 5 blocks"},
-        {QT_Q5_0, 224, 100, 40, 2, "Q5_0 gate/up, 7 blocks"},
-        {QT_Q5_1, 96, 33, 9, 2, "Q5_1 gate/up"},
-        {QT_Q8_0, 160, 40, 5, 1, "Q8_0, 5 tokens"},
-        {QT_Q8_0, 1536, 140, 70, 0, "Q8_0, K 1536"},
-        {QT_Q4_K, 512, 96, 17, 2, "gate/up + SiLU, Q4_K"},
-        {QT_Q4_K, 768, 129, 66, 1, "Q4_K, 3 blocks"},
-        {QT_Q5_K, 1280, 70, 31, 0, "Q5_K, 5 blocks"},
-        {QT_Q6_K, 256, 129, 64, 0, "Q6_K, a full tile of tokens"},
-        {QT_Q6_K, 1536, 130, 20, 2, "Q6_K gate/up, K 1536"},
-        {QT_F16, 72, 20, 3, 0, "F16"},
-        {QT_F16, 200, 131, 65, 1, "F16, K not a multiple of 32"},
-        {QT_BF16, 136, 129, 70, 2, "BF16 gate/up"},
+        {QT_F32, 96, 70, 25, 0, "tiny F32 prompt", 0},
+        {QT_F32, 200, 130, 65, 2, "F32 gate/up, 65 tokens", 0},
+        {QT_Q4_0, 2048, 576, 70, 0, "attn_kv_a_mqa, 70 tokens", 0},
+        {QT_Q4_0, 5120, 130, 33, 1, "attn_output rows + residual", 0},
+        {QT_Q4_0, 1536, 200, 129, 2, "q_b-sized K, 129 tokens, glu", 0},
+        {QT_Q4_0, 2048, 128, 64, 2, "whole tiles", 0},
+        {QT_Q4_0, 96, 257, 65, 0, "3 blocks, 2 tiles + 1 row", 0},
+        {QT_Q4_1, 160, 130, 33, 1, "Q4_1, 5 blocks", 0},
+        {QT_Q5_0, 224, 100, 40, 2, "Q5_0 gate/up, 7 blocks", 0},
+        {QT_Q5_1, 96, 33, 9, 2, "Q5_1 gate/up", 0},
+        {QT_Q8_0, 160, 40, 5, 1, "Q8_0, 5 tokens", 0},
+        {QT_Q8_0, 1536, 140, 70, 0, "Q8_0, K 1536", 0},
+        {QT_Q4_K, 512, 96, 17, 2, "gate/up + SiLU, Q4_K", 0},
+        {QT_Q4_K, 768, 129, 66, 1, "Q4_K, 3 blocks", 0},
+        {QT_Q5_K, 1280, 70, 31, 0, "Q5_K, 5 blocks", 0},
+        {QT_Q6_K, 256, 129, 64, 0, "Q6_K, a full tile of tokens", 0},
+        {QT_Q6_K, 1536, 130, 20, 2, "Q6_K gate/up, K 1536", 0},
+        {QT_F16, 72, 20, 3, 0, "F16", 0},
+        {QT_F16, 200, 131, 65, 1, "F16, K not a multiple of 32", 0},
+        {QT_BF16, 136, 129, 70, 2, "BF16 gate/up", 0},
         /* the K-quant files' prefill shapes */
-        {QT_Q4_K, 2048, 200, 70, 2, "Q4_K experts' gate/up rows, 70 tokens"},
-        {QT_Q5_K, 2048, 130, 65, 2, "Q5_K gate/up, 65 tokens"},
-        {QT_Q6_K, 1536, 130, 33, 1, "Q6_K down rows + residual"},
-        {QT_Q5_K, 5120, 70, 20, 1, "Q5_K attn_output rows + residual"},
-        {QT_Q5_0, 2048, 130, 64, 0, "Q5_0, a full tile"},
-        {QT_Q5_1, 1536, 129, 17, 2, "Q5_1 gate/up, K 1536"},
-        {QT_Q4_1, 2048, 96, 40, 0, "Q4_1, K 2048"},
+        {QT_Q4_K, 2048, 200, 70, 2, "Q4_K experts' gate/up rows, 70 tokens", 0},
+        {QT_Q5_K, 2048, 130, 65, 2, "Q5_K gate/up, 65 tokens", 0},
+        {QT_Q6_K, 1536, 130, 33, 1, "Q6_K down rows + residual", 0},
+        {QT_Q5_K, 5120, 70, 20, 1, "Q5_K attn_output rows + residual", 0},
+        {QT_Q5_0, 2048, 130, 64, 0, "Q5_0, a full tile", 0},
+        {QT_Q5_1, 1536, 129, 17, 2, "Q5_1 gate/up, K 1536", 0},
+        {QT_Q4_1, 2048, 96, 40, 0, "Q4_1, K 2048", 0},
         /* the rest of every type x mode, and K = 32 (mod 64) in the tightest
          * tiles (gate/up of 64 tokens: two weight tiles in shared memory) */
-        {QT_Q4_0, 2080, 130, 70, 2, "glu, K 2080 (65 blocks), 70 tokens"},
-        {QT_Q4_1, 288, 130, 40, 2, "Q4_1 gate/up, 9 blocks"},
-        {QT_Q5_0, 1056, 70, 33, 1, "Q5_0 + residual, 33 blocks"},
-        {QT_Q5_1, 2080, 129, 70, 1, "Q5_1 + residual, 65 blocks"},
-        {QT_Q5_1, 160, 40, 9, 0, "Q5_1, 5 blocks"},
-        {QT_Q8_0, 1568, 200, 65, 2, "Q8_0 gate/up, 49 blocks"},
-        {QT_Q4_K, 1536, 130, 64, 0, "Q4_K, K 1536"},
-        {QT_F16, 264, 70, 33, 2, "F16 gate/up, K 264"},
-        {QT_BF16, 1544, 129, 65, 1, "BF16 + residual, K 1544"},
-        {QT_BF16, 72, 40, 9, 0, "BF16, K 72"},
+        {QT_Q4_0, 2080, 130, 70, 2, "glu, K 2080 (65 blocks), 70 tokens", 0},
+        {QT_Q4_1, 288, 130, 40, 2, "Q4_1 gate/up, 9 blocks", 0},
+        {QT_Q5_0, 1056, 70, 33, 1, "Q5_0 + residual, 33 blocks", 0},
+        {QT_Q5_1, 2080, 129, 70, 1, "Q5_1 + residual, 65 blocks", 0},
+        {QT_Q5_1, 160, 40, 9, 0, "Q5_1, 5 blocks", 0},
+        {QT_Q8_0, 1568, 200, 65, 2, "Q8_0 gate/up, 49 blocks", 0},
+        {QT_Q4_K, 1536, 130, 64, 0, "Q4_K, K 1536", 0},
+        {QT_F16, 264, 70, 33, 2, "F16 gate/up, K 264", 0},
+        {QT_BF16, 1544, 129, 65, 1, "BF16 + residual, K 1544", 0},
+        {QT_BF16, 72, 40, 9, 0, "BF16, K 72", 0},
         /* a grid of 144 workgroups: more than an H100's or H200's SMs, so
          * mm_coop steps by 32 there (by 64 in the smaller grids above) */
-        {QT_Q4_0, 64, 1100, 1000, 2, "gate/up, a grid of 144 workgroups"},
+        {QT_Q4_0, 64, 1100, 1000, 2, "gate/up, a grid of 144 workgroups", 0},
+        /* gate and up of different types (mixed files): mm_coop's gate/up
+         * threads decode one matrix each, so each half of the workgroup
+         * runs its own type's code */
+        {QT_Q4_K, 2048, 200, 70, 2, "gate Q4_K, up Q5_K", QT_Q5_K},
+        {QT_Q8_0, 1536, 130, 33, 2, "gate Q8_0, up Q6_K", QT_Q6_K},
+        {QT_Q5_K, 2048, 129, 65, 2, "gate Q5_K, up Q4_0, K 2048", QT_Q4_0},
+        {QT_Q4_0, 2080, 70, 20, 2, "gate Q4_0, up Q8_0, K 2080", QT_Q8_0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         MMC = cases[i];
         char name[160];
         vk_tensor w = {.type = MMC.type};
-        snprintf(name, sizeof name, "mat-mat %s K=%u N=%u T=%u %s (%s) [%s]", tu_type_name(MMC.type), MMC.K, MMC.N,
-                 MMC.T, MMC.mode == 0 ? "store" : MMC.mode == 1 ? "accumulate" : "glu", MMC.what,
-                 mm_path(&w, MMC.mode == 2 ? &w : NULL));
+        char tune[96];
+        vk_tuning_describe(&TUNE, tune, sizeof tune);
+        snprintf(name, sizeof name, "mat-mat %s K=%u N=%u T=%u %s (%s) [%s%s%s]", tu_type_name(MMC.type), MMC.K,
+                 MMC.N, MMC.T, MMC.mode == 0 ? "store" : MMC.mode == 1 ? "accumulate" : "glu", MMC.what,
+                 mm_path(&w, MMC.mode == 2 ? &w : NULL), tune[0] ? ", " : "", tune);
         RUN_NAMED(test_mm, name);
     }
     vk_tensor q = {.type = QT_Q4_0};
@@ -1852,6 +1864,23 @@ static void prefill_cases(void)
         mm_steps_cases();
     else
         printf("# no cooperative matrices: mm_coop's two K steps are not compared here\n");
+    /* run 25's A/B knobs: the dense mat-mats and the steps' bit-for-bit
+     * cases under each setting that is not the default (tensor cores only:
+     * the fp32 kernel ignores them) */
+    if (G.c.coopmat) {
+        static const char *const settings[] = {"coop_glu1=0", "coop_bm32h=1"};
+        for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+            vk_tuning saved = TUNE;
+            if (vk_tuning_set(&TUNE, settings[i], &KERR)) {
+                printf("FAIL - tuning %s: %s\n", settings[i], KERR.msg);
+                tl_total_failed++;
+                continue;
+            }
+            mm_cases();
+            mm_steps_cases();
+            TUNE = saved;
+        }
+    }
     RUN_NAMED(test_rmsnorm, "rmsnorm of a prompt batch (7 of 9 tokens)");
 }
 
