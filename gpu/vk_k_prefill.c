@@ -122,7 +122,7 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     /* the split only where activations are rounded (one pipeline otherwise) */
     spec[MM_S_XSPLIT] = split ? 1 : 0;
     spec[MM_S_BK] = bk;
-    spec[MM_S_GLU1] = k->tune->coop_glu1;
+    spec[MM_S_HOIST] = k->tune->coop_hoist;
     memset(out, 0, sizeof *out);
     out->name = a->name;
     if (!(out->pipe = pipe(k, MM_SHADER[kind], spec, MM_S_COUNT)))

@@ -53,19 +53,12 @@ layout(constant_id = MM_S_MODE) const uint MODE = 0u;   // 0 store, 1 add, 2 sil
 layout(constant_id = MM_S_LIST) const uint LIST = 0u;
 layout(constant_id = MM_S_XSPLIT) const uint XSPLIT = 0u; // 1: activations as hi + lo fp16 pairs
 layout(constant_id = MM_S_BK) const uint BK = 32u;    // K per step: 32 or 64
-layout(constant_id = MM_S_GLU1) const uint GLU1 = 1u;  // MODE 2: a thread's weights from one matrix (below)
+layout(constant_id = MM_S_HOIST) const uint HOIST = 1u; // 1: scale words loaded once per block (head_fresh)
 const uint WGS = 256u;
 const uint BN = MM_COOP_BN;
 const uint LDV = MM_COOP_LDV(BK);               // a tile row in uvec4 (8 halves), padded (pc_prefill.h)
 const uint FM = BM / 32u;                       // token fragments per subgroup
 const uint SEGS = BK / 32u;                     // a thread's weight segments (16) and activation groups (8) a step
-// MODE 2 with GLU1: thread -> matrix tid / 128 (gate rows into Bs, up rows
-// into Bs2), row tid % 128, both segments of each of the step's SEGS groups;
-// a group's scale words, scale / minimum decoding and (Q4_0..Q5_1) body
-// word then serve 32 weights instead of 16, and the registers that carry
-// them across the MMAs are one copy (gpu/PERF.md run 25).  Else: row tid / 2,
-// both matrices (MODE 2), SEGS segments of group or segment tid & 1.
-const bool ONE_MAT = MODE == 2u && GLU1 == 1u;
 
 #include "quant.glsl"
 
@@ -188,44 +181,30 @@ void x_split(vec4 v, out uvec2 hi, out uvec2 lo)
 
 // This step's weights of this thread into registers: segment wh of the
 // group at k0 + wk (BK 64: both segments, r0 and r1).
-void w_fetch_step(uint t, uint s, uint rb, uint hbase, bool row_in, uint k, uint wh, out WRaw r0, out WRaw r1)
+// Whether the group at k0 of a row starting at block rb needs its scale
+// words loaded, or has them from this thread's previous step (HOIST): the
+// K-quants' head (Q6_K: its d word) serves a block of 256, 8 steps of 32
+// (4 of 64); Q4_0 / Q8_0's head word two blocks of 32 -- with steps of
+// 32, the odd block of a pair follows the even one in the same thread.
+// The step's words are in registers either way; what HOIST saves is the
+// load instructions and L1 requests (half of a step's weight loads for
+// Q4_K, a third for Q5_K: gpu/PERF.md run 25).
+bool head_fresh(uint t, uint rb, uint k0)
 {
-    r0 = w_fetch(t, s, rb, hbase, row_in, k, wh);
+    if (HOIST == 0u || k0 < BK)
+        return true;
+    if (is_k_type(t))
+        return k0 % 256u < BK;
+    if (t == T_Q4_0 || t == T_Q8_0)
+        return BK != 32u || ((rb + k0 / 32u) & 1u) == 0u;
+    return true;
+}
+
+void w_fetch_step(uint t, uint s, uint rb, uint hbase, bool row_in, uint k, uint wh, inout WRaw r0, inout WRaw r1)
+{
+    r0 = w_fetch(t, s, rb, hbase, row_in, k, wh, r0.hd, head_fresh(t, rb, k));
     if (SEGS == 2u)
         r1 = w_fetch_second(t, s, rb, hbase, row_in, k, r0);
-}
-
-// ONE_MAT: the step's groups at k (k + 32: BK 64's second) of this thread's
-// row in matrix wm (0: W, slot 0; 1: W2, slot 1), both segments each.  wm is
-// the same across a subgroup, so the branch does not diverge.
-void mat_fetch(uint wm, uint rb, bool row_in, uint k, out WRaw r[4])
-{
-    [[unroll]] for (uint g = 0u; g < SEGS; g++) {
-        if (wm == 0u) {
-            r[2u * g] = w_fetch(TYPE, 0u, rb, pc.hbase, row_in, k + 32u * g, 0u);
-            r[2u * g + 1u] = w_fetch_second(TYPE, 0u, rb, pc.hbase, row_in, k + 32u * g, r[2u * g]);
-        } else {
-            r[2u * g] = w_fetch(TYPE2, 1u, rb, pc.hbase2, row_in, k + 32u * g, 0u);
-            r[2u * g + 1u] = w_fetch_second(TYPE2, 1u, rb, pc.hbase2, row_in, k + 32u * g, r[2u * g]);
-        }
-    }
-}
-
-// ONE_MAT: those groups as fp16 into the row's place at uvec4 wo of Bs or Bs2
-void mat_store(uint wm, uint rb, uint k, uint wo, inout WRaw r[4])
-{
-    [[unroll]] for (uint i = 0u; i < 2u * SEGS; i++) {
-        uint kg = k + 32u * (i >> 1), h = i & 1u;
-        if (wm == 0u) {
-            w_convert(TYPE, rb, kg, h, r[i]);
-            Bs[wo + 2u * i] = r[i].lo;
-            Bs[wo + 2u * i + 1u] = r[i].hi;
-        } else {
-            w_convert(TYPE2, rb, kg, h, r[i]);
-            Bs2[wo + 2u * i] = r[i].lo;
-            Bs2[wo + 2u * i + 1u] = r[i].hi;
-        }
-    }
 }
 
 // 8 activations into As (and As2) at uvec4 o
@@ -276,14 +255,12 @@ void main()
     barrier();
 
     // this thread's loads: weight row wn, its group at k0 + wk, segment wh
-    // (BK 64: 0 and 1); ONE_MAT: row wn of matrix wm, the whole step;
-    // activations of token tid / 4
-    uint wn = ONE_MAT ? tid & (BN - 1u) : tid >> 1, wm = ONE_MAT ? tid / BN : 0u, row = n0 + wn;
+    // (BK 64: 0 and 1); activations of token tid / 4
+    uint wn = tid >> 1, row = n0 + wn;
     bool row_in = row < pc.N;
     uint rb = mat * pc.mblk + row * (pc.Kp / blk_of(TYPE));
     uint rb2 = mat * pc.mblk2 + row * (pc.Kp / blk_of(TYPE2));
-    uint rbm = wm == 0u ? rb : rb2;
-    uint wk = ONE_MAT ? 0u : SEGS == 2u ? 32u * (tid & 1u) : 0u, wh = ONE_MAT || SEGS == 2u ? 0u : tid & 1u;
+    uint wk = SEGS == 2u ? 32u * (tid & 1u) : 0u, wh = SEGS == 2u ? 0u : tid & 1u;
     bool x_thr = tid < BM * 4u;
     uint wo = wn * LDV + wk / 8u + 2u * wh, xo = (tid / 4u) * LDV + SEGS * (tid % 4u);
 
@@ -298,33 +275,25 @@ void main()
                 c2[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
         }
 
-    WRaw wr0, wr1, ur0, ur1, mr[4];
-    if (ONE_MAT) {
-        mat_fetch(wm, rbm, row_in, 0u, mr);
-    } else {
-        w_fetch_step(TYPE, 0u, rb, pc.hbase, row_in, wk, wh, wr0, wr1);
-        if (MODE == 2u)
-            w_fetch_step(TYPE2, 1u, rb2, pc.hbase2, row_in, wk, wh, ur0, ur1);
-    }
+    WRaw zero = WRaw(uvec4(0u), uvec4(0u), uvec4(0u)), wr0 = zero, wr1 = zero, ur0 = zero, ur1 = zero;
+    w_fetch_step(TYPE, 0u, rb, pc.hbase, row_in, wk, wh, wr0, wr1);
+    if (MODE == 2u)
+        w_fetch_step(TYPE2, 1u, rb2, pc.hbase2, row_in, wk, wh, ur0, ur1);
     XRaw xr;
     if (x_thr)
         xr = x_fetch(cnt, z, 0u);
 
     for (uint k0 = 0u; k0 < pc.Kp; k0 += BK) {
         // this step's operands into shared memory, packed
-        if (ONE_MAT) {
-            mat_store(wm, rbm, k0, wo, mr);
-        } else {
-            w_convert(TYPE, rb, k0 + wk, wh, wr0);
-            Bs[wo] = wr0.lo;
-            Bs[wo + 1u] = wr0.hi;
-            if (SEGS == 2u) {
-                w_convert(TYPE, rb, k0 + wk, 1u, wr1);
-                Bs[wo + 2u] = wr1.lo;
-                Bs[wo + 3u] = wr1.hi;
-            }
+        w_convert(TYPE, rb, k0 + wk, wh, wr0);
+        Bs[wo] = wr0.lo;
+        Bs[wo + 1u] = wr0.hi;
+        if (SEGS == 2u) {
+            w_convert(TYPE, rb, k0 + wk, 1u, wr1);
+            Bs[wo + 2u] = wr1.lo;
+            Bs[wo + 3u] = wr1.hi;
         }
-        if (MODE == 2u && !ONE_MAT) {
+        if (MODE == 2u) {
             w_convert(TYPE2, rb2, k0 + wk, wh, ur0);
             Bs2[wo] = ur0.lo;
             Bs2[wo + 1u] = ur0.hi;
@@ -343,13 +312,9 @@ void main()
         // the next step's loads, in flight during this step's MMAs
         uint k1 = k0 + BK;
         if (k1 < pc.Kp) {
-            if (ONE_MAT) {
-                mat_fetch(wm, rbm, row_in, k1, mr);
-            } else {
-                w_fetch_step(TYPE, 0u, rb, pc.hbase, row_in, k1 + wk, wh, wr0, wr1);
-                if (MODE == 2u)
-                    w_fetch_step(TYPE2, 1u, rb2, pc.hbase2, row_in, k1 + wk, wh, ur0, ur1);
-            }
+            w_fetch_step(TYPE, 0u, rb, pc.hbase, row_in, k1 + wk, wh, wr0, wr1);
+            if (MODE == 2u)
+                w_fetch_step(TYPE2, 1u, rb2, pc.hbase2, row_in, k1 + wk, wh, ur0, ur1);
             if (x_thr)
                 xr = x_fetch(cnt, z, k1);
         }

@@ -11,7 +11,10 @@ struct WRaw {
     uvec4 hd;       // scale words (head)
 };
 
-WRaw w_fetch(uint t, uint s, uint rb, uint hbase, bool row_in, uint k0, uint h)
+// fresh false: the scale words that serve more than one group (Q4_0 /
+// Q8_0's head word, the K-quants' head; Q6_K: its d word) are hd0's, from
+// the same thread's previous group of the block, instead of loaded again.
+WRaw w_fetch(uint t, uint s, uint rb, uint hbase, bool row_in, uint k0, uint h, uvec4 hd0, bool fresh)
 {
     WRaw r;
     r.lo = uvec4(0u);
@@ -31,11 +34,11 @@ WRaw w_fetch(uint t, uint s, uint rb, uint hbase, bool row_in, uint k0, uint h)
         uint blk = rb + k0 / 32u;
         if (t == T_Q8_0) {
             r.lo = W4[s].w[2u * blk + h];
-            r.hd.x = W[s].w[(hbase >> 2) + (blk >> 1)];
+            r.hd.x = fresh ? W[s].w[(hbase >> 2) + (blk >> 1)] : hd0.x;
         } else {
             r.lo = W4[s].w[blk];                     // 16 bytes, 32 nibbles
             if (t == T_Q4_0)
-                r.hd.x = W[s].w[(hbase >> 2) + (blk >> 1)];
+                r.hd.x = fresh ? W[s].w[(hbase >> 2) + (blk >> 1)] : hd0.x;
             else if (t == T_Q4_1)
                 r.hd.x = W[s].w[(hbase >> 2) + blk];
             else
@@ -46,7 +49,7 @@ WRaw w_fetch(uint t, uint s, uint rb, uint hbase, bool row_in, uint k0, uint h)
     uint blk = rb + k0 / 256u, j = (k0 % 256u) / 32u;     // sub-block j of the block
     if (t == T_Q4_K || t == T_Q5_K) {
         r.lo = W4[s].w[blk * (t == T_Q5_K ? 10u : 8u) + 2u * (j >> 1) + h];
-        r.hd = W4[s].w[(hbase >> 4) + blk];
+        r.hd = fresh ? W4[s].w[(hbase >> 4) + blk] : hd0;
         if (t == T_Q5_K)
             r.hi.x = W[s].w[blk * 40u + 32u + j];
         return r;
@@ -56,8 +59,13 @@ WRaw w_fetch(uint t, uint s, uint rb, uint hbase, bool row_in, uint k0, uint h)
     r.lo = W4[s].w[blk * 13u + 4u * hh + 2u * (jj & 1u) + h];
     r.hi = W4[s].w[blk * 13u + 8u + 2u * hh + h];
     r.hd.x = W[s].w[blk * 52u + 48u + ((8u * hh + h + 2u * jj) >> 2)];
-    r.hd.y = W[s].w[(hbase >> 2) + (blk >> 1)];
+    r.hd.y = fresh ? W[s].w[(hbase >> 2) + (blk >> 1)] : hd0.y;
     return r;
+}
+
+WRaw w_fetch(uint t, uint s, uint rb, uint hbase, bool row_in, uint k0, uint h)
+{
+    return w_fetch(t, s, rb, hbase, row_in, k0, h, uvec4(0u), true);
 }
 
 // Segment 1 of the group whose segment 0 w_fetch gave as r0: only the words

@@ -1618,9 +1618,8 @@ static void mm_cases(void)
         /* a grid of 144 workgroups: more than an H100's or H200's SMs, so
          * mm_coop steps by 32 there (by 64 in the smaller grids above) */
         {QT_Q4_0, 64, 1100, 1000, 2, "gate/up, a grid of 144 workgroups", 0},
-        /* gate and up of different types (mixed files): mm_coop's gate/up
-         * threads decode one matrix each, so each half of the workgroup
-         * runs its own type's code */
+        /* gate and up of different types (mixed files: each matrix's own
+         * decoding and scale words in the same thread) */
         {QT_Q4_K, 2048, 200, 70, 2, "gate Q4_K, up Q5_K", QT_Q5_K},
         {QT_Q8_0, 1536, 130, 33, 2, "gate Q8_0, up Q6_K", QT_Q6_K},
         {QT_Q5_K, 2048, 129, 65, 2, "gate Q5_K, up Q4_0, K 2048", QT_Q4_0},
@@ -1868,7 +1867,7 @@ static void prefill_cases(void)
      * cases under each setting that is not the default (tensor cores only:
      * the fp32 kernel ignores them) */
     if (G.c.coopmat) {
-        static const char *const settings[] = {"coop_glu1=0", "coop_bm32h=1"};
+        static const char *const settings[] = {"coop_hoist=0", "coop_bm32h=1"};
         for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
             vk_tuning saved = TUNE;
             if (vk_tuning_set(&TUNE, settings[i], &KERR)) {
