@@ -101,12 +101,6 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     uint32_t bn = kind == MM_COOP ? MM_COOP_BN : MM_BN;
     uint32_t grid = ceil_div(w->N, bn) * ceil_div(a->max_tokens, bm) * (a->nz ? a->nz : 1);
     uint32_t bk = kind != MM_COOP ? 0 : !list && grid <= k->c->n_sm_hint ? MM_COOP_BK : MM_COOP_BK_WIDE;
-    /* coop_bm32h (run 25's A/B): grids of at most one workgroup per two SMs
-     * (q_a's 48 and kv_a's 40 on 132 SMs, side by side in the graph) in
-     * 32-token tiles, twice the workgroups, step 64 kept (run 24: 16-18 %
-     * faster each when timed alone; grids of 96-128 lost) */
-    if (kind == MM_COOP && !list && k->tune->coop_bm32h && 2 * grid <= k->c->n_sm_hint)
-        bm = 32;
     bool split = kind == MM_COOP && a->x_split;
     if (kind == MM_COOP && MM_COOP_SHARED_BYTES(bm, bk, u != NULL, split) > k->c->shared_bytes)
         return err_set(k->err, "%s: mm_coop needs %u bytes of shared memory (%u tokens, step %u), the device has %u",
@@ -122,7 +116,6 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     /* the split only where activations are rounded (one pipeline otherwise) */
     spec[MM_S_XSPLIT] = split ? 1 : 0;
     spec[MM_S_BK] = bk;
-    spec[MM_S_HOIST] = k->tune->coop_hoist;
     memset(out, 0, sizeof *out);
     out->name = a->name;
     if (!(out->pipe = pipe(k, MM_SHADER[kind], spec, MM_S_COUNT)))

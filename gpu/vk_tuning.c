@@ -32,8 +32,6 @@ static const knob KNOBS[] = {
     KNOB(fd_minchunk, 32, 16, 4096, "runs 14, 17", "attn_fd: shortest chunk (positions)"),
     KNOB(fd_chunks, 64, 1, 1024, "runs 14, 17, 19", "attn_fd: most chunks per token"),
     KNOB(coopmat, 1, 0, 1, "run 10", "prefill mat-mats on tensor cores (0: fp32, no fp16 range limit)"),
-    KNOB(coop_hoist, 1, 0, 1, "run 25 (A/B)", "mm_coop: a block's scale words loaded once, not every step"),
-    KNOB(coop_bm32h, 0, 0, 1, "run 25 (A/B)", "a batch's mat-mats of <= 1 workgroup per 2 SMs in 32-token tiles"),
     KNOB(qkv_merge, 1, 0, 1, "run 16", "q_a and kv_a_mqa as one matrix where they can be"),
     KNOB(dep_flags, VK_TUNE_AUTO, 0, 511, "run 17", "decode steps joined by counters (bitmask; GLMCHAT_DEP_FLAGS)"),
     KNOB(dep_stall, 0, 0, 1, "run 17", "fault injection: every counter wait gives up"),

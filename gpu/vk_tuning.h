@@ -46,8 +46,6 @@ typedef struct {
     uint32_t fd_chunks;     /* attn_fd: most chunks per token */
     /* prefill */
     uint32_t coopmat;       /* 1: mat-mats of quantized weights on tensor cores where the device has them */
-    uint32_t coop_hoist;    /* 1: mm_coop loads a block's scale words once, not every step; run 25's A/B */
-    uint32_t coop_bm32h;    /* 1: a batch's mat-mats of <= half an SM a workgroup in 32-token tiles; run 25's A/B */
     /* weights */
     uint32_t qkv_merge;     /* 1: q_a (or q) and kv_a_mqa uploaded as one matrix where they can be */
     /* the decode graph's counters (shaders/dep_flag.glsl) */

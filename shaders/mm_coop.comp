@@ -53,7 +53,6 @@ layout(constant_id = MM_S_MODE) const uint MODE = 0u;   // 0 store, 1 add, 2 sil
 layout(constant_id = MM_S_LIST) const uint LIST = 0u;
 layout(constant_id = MM_S_XSPLIT) const uint XSPLIT = 0u; // 1: activations as hi + lo fp16 pairs
 layout(constant_id = MM_S_BK) const uint BK = 32u;    // K per step: 32 or 64
-layout(constant_id = MM_S_HOIST) const uint HOIST = 1u; // 1: scale words loaded once per block (head_fresh)
 const uint WGS = 256u;
 const uint BN = MM_COOP_BN;
 const uint LDV = MM_COOP_LDV(BK);               // a tile row in uvec4 (8 halves), padded (pc_prefill.h)
@@ -182,16 +181,17 @@ void x_split(vec4 v, out uvec2 hi, out uvec2 lo)
 // This step's weights of this thread into registers: segment wh of the
 // group at k0 + wk (BK 64: both segments, r0 and r1).
 // Whether the group at k0 of a row starting at block rb needs its scale
-// words loaded, or has them from this thread's previous step (HOIST): the
+// words loaded, or has them from this thread's previous step: the
 // K-quants' head (Q6_K: its d word) serves a block of 256, 8 steps of 32
 // (4 of 64); Q4_0 / Q8_0's head word two blocks of 32 -- with steps of
 // 32, the odd block of a pair follows the even one in the same thread.
-// The step's words are in registers either way; what HOIST saves is the
-// load instructions and L1 requests (half of a step's weight loads for
-// Q4_K, a third for Q5_K: gpu/PERF.md run 25).
+// The words are in registers across the step either way; what this saves
+// is load instructions and L1 requests (a K-quant step's weight loads a
+// thread: Q4_K 2 -> ~1.1, Q5_K 3 -> ~2.1), which a step's time depends on
+// (gpu/PERF.md run 25: Q5_K's expert gate/up -6 %).
 bool head_fresh(uint t, uint rb, uint k0)
 {
-    if (HOIST == 0u || k0 < BK)
+    if (k0 < BK)
         return true;
     if (is_k_type(t))
         return k0 % 256u < BK;

@@ -29,8 +29,7 @@ PC_ENUM(MM_S_MODE, 5)           /* 0 store, 1 add, 2 silu(W.X) * (W2.X) */
 PC_ENUM(MM_S_LIST, 6)           /* 1: expert mode */
 PC_ENUM(MM_S_XSPLIT, 7)         /* mm_coop: activations as hi + lo fp16 pairs */
 PC_ENUM(MM_S_BK, 8)             /* mm_coop: K per step, 32 or 64 (mm's is fixed) */
-PC_ENUM(MM_S_HOIST, 9)          /* mm_coop: 1: scale words loaded once per block (head_fresh) */
-PC_ENUM(MM_S_COUNT, 10)
+PC_ENUM(MM_S_COUNT, 9)
 PC_ENUM_END(pc_mm_slot)
 
 /* mm_coop's shared memory, in uvec4 (16 bytes, 8 fp16): the shader sizes

@@ -1465,13 +1465,12 @@ static void mm_steps_cases(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         STC = cases[i];
-        char name[240], tune[96];
-        vk_tuning_describe(&TUNE, tune, sizeof tune);
+        char name[200];
         snprintf(name, sizeof name,
                  "mm_coop through a work list (K step 32) = as a batch (K step 64), bit for bit: %s K=%u N=%u T=%u "
-                 "%s (%s)%s%s",
+                 "%s (%s)",
                  tu_type_name(STC.type), STC.K, STC.N, STC.T,
-                 STC.mode == 0 ? "store" : STC.mode == 1 ? "accumulate" : "glu", STC.what, tune[0] ? " " : "", tune);
+                 STC.mode == 0 ? "store" : STC.mode == 1 ? "accumulate" : "glu", STC.what);
         RUN_NAMED(test_mm_list_steps_agree, name);
     }
 }
@@ -1629,11 +1628,9 @@ static void mm_cases(void)
         MMC = cases[i];
         char name[160];
         vk_tensor w = {.type = MMC.type};
-        char tune[96];
-        vk_tuning_describe(&TUNE, tune, sizeof tune);
-        snprintf(name, sizeof name, "mat-mat %s K=%u N=%u T=%u %s (%s) [%s%s%s]", tu_type_name(MMC.type), MMC.K,
-                 MMC.N, MMC.T, MMC.mode == 0 ? "store" : MMC.mode == 1 ? "accumulate" : "glu", MMC.what,
-                 mm_path(&w, MMC.mode == 2 ? &w : NULL), tune[0] ? ", " : "", tune);
+        snprintf(name, sizeof name, "mat-mat %s K=%u N=%u T=%u %s (%s) [%s]", tu_type_name(MMC.type), MMC.K, MMC.N,
+                 MMC.T, MMC.mode == 0 ? "store" : MMC.mode == 1 ? "accumulate" : "glu", MMC.what,
+                 mm_path(&w, MMC.mode == 2 ? &w : NULL));
         RUN_NAMED(test_mm, name);
     }
     vk_tensor q = {.type = QT_Q4_0};
@@ -1863,23 +1860,7 @@ static void prefill_cases(void)
         mm_steps_cases();
     else
         printf("# no cooperative matrices: mm_coop's two K steps are not compared here\n");
-    /* run 25's A/B knobs: the dense mat-mats and the steps' bit-for-bit
-     * cases under each setting that is not the default (tensor cores only:
-     * the fp32 kernel ignores them) */
-    if (G.c.coopmat) {
-        static const char *const settings[] = {"coop_hoist=0", "coop_bm32h=1"};
-        for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
-            vk_tuning saved = TUNE;
-            if (vk_tuning_set(&TUNE, settings[i], &KERR)) {
-                printf("FAIL - tuning %s: %s\n", settings[i], KERR.msg);
-                tl_total_failed++;
-                continue;
-            }
-            mm_cases();
-            mm_steps_cases();
-            TUNE = saved;
-        }
-    }
+
     RUN_NAMED(test_rmsnorm, "rmsnorm of a prompt batch (7 of 9 tokens)");
 }
 
