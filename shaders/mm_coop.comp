@@ -178,8 +178,6 @@ void x_split(vec4 v, out uvec2 hi, out uvec2 lo)
     lo = uvec2(packHalf2x16(l.xy), packHalf2x16(l.zw));
 }
 
-// This step's weights of this thread into registers: segment wh of the
-// group at k0 + wk (BK 64: both segments, r0 and r1).
 // Whether the group at k0 of a row starting at block rb needs its scale
 // words loaded, or has them from this thread's previous step: the
 // K-quants' head (Q6_K: its d word) serves a block of 256, 8 steps of 32
@@ -188,7 +186,7 @@ void x_split(vec4 v, out uvec2 hi, out uvec2 lo)
 // The words are in registers across the step either way; what this saves
 // is load instructions and L1 requests (a K-quant step's weight loads a
 // thread: Q4_K 2 -> ~1.1, Q5_K 3 -> ~2.1), which a step's time depends on
-// (gpu/PERF.md run 25: Q5_K's expert gate/up -6 %).
+// (gpu/PERF.md run 25: pp512 +3 % on Q5_K_M, +0.9 % on Q8_0).
 bool head_fresh(uint t, uint rb, uint k0)
 {
     if (k0 < BK)
@@ -200,6 +198,9 @@ bool head_fresh(uint t, uint rb, uint k0)
     return true;
 }
 
+// This step's weights of this thread into registers: segment wh of the
+// group at k0 + wk (BK 64: both segments, r0 and r1; the second shares the
+// first's scale words, w_fetch_second).
 void w_fetch_step(uint t, uint s, uint rb, uint hbase, bool row_in, uint k, uint wh, inout WRaw r0, inout WRaw r1)
 {
     r0 = w_fetch(t, s, rb, hbase, row_in, k, wh, r0.hd, head_fresh(t, rb, k));
