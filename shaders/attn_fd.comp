@@ -37,6 +37,13 @@
 // row has its own causal end; a row with no position in the chunk keeps
 // m = -inf, l = 0, O = 0 (the empty partial).  The partials keep their
 // layout (PROWS rows per token and chunk), so the combine is unchanged.
+// PH 1 (decode, vk_attn_part16; gpu/PERF.md run 27): a partial's o is O / l
+// in fp16 (8 halves a 16-byte word, the first half of the row's latent
+// words), m and l stay fp32.  Why: at depth (64 chunks) the partials are as
+// many bytes as the cache rows read, and every row group of attn_vb_xs
+// rereads all of a head's chunks from L2 -- half the bytes both ways.  O / l
+// is a convex combination of fp16 latents, so it cannot leave fp16's range;
+// one more rounding (2^-11 relative) of the latent output.
 
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -56,6 +63,7 @@ const uint WGS = 256u, NSG = 8u, TN = 32u;
 layout(constant_id = FD_S_HG) const uint HG = 1u;     // head groups (grid y): HR head rows each
 layout(constant_id = FD_S_FLAT) const uint FLAT = 0u; // 1: rows are a batch's (token, head) pairs
 layout(constant_id = FD_S_PROWS) const uint PROWS = 32u; // FLAT: head rows per token and chunk in the partials
+layout(constant_id = FD_S_PH) const uint PH = 0u;     // 1: o as fp16 O / l (not with FLAT)
 const uint HR = 16u * MT;                       // head rows of a workgroup
 const uint HRP = FLAT == 1u ? PROWS : HR * HG;  // head rows per (token, chunk) in the partials
 const uint KS = NSG / (MT * 2u);                // subgroups per score fragment
@@ -316,10 +324,27 @@ void attn()
     const uint RQ = DLAT / 4u;   // a latent row in 16-byte words
     [[unroll]] for (uint mt = 0u; mt < MT; mt++) {
         barrier();
+        if (PH == 1u && mt == 0u && tid % TPR == 0u)
+            Fs[row] = l > 0.0 ? 1.0 / l : 0.0;  // (after the barrier: the last tile's factors are read)
         [[unroll]] for (uint f = 0u; f < NF; f++)
             if (n0 + f * 16u < DLAT)
                 coopMatStoreNV(o[mt][f], Ks, (n0 + f * 16u) / 4u, RQ, false);
         barrier();
+        if (PH == 1u) {
+            // O / l of a row: 8 halves from two staged fp32 words
+            const uint RH = DLAT / 8u, SH = (16u * RH + WGS - 1u) / WGS;
+            [[unroll]] for (uint u = 0u; u < SH; u++) {
+                uint i = tid + u * WGS, hl = i / RH, v = i % RH, h = mt * 16u + hl, ot, oh;
+                if (i < 16u * RH && row_at(h, z, hg0, r0, ntok, ot, oh)) {
+                    float il = Fs[h];
+                    vec4 a = clamp(uintBitsToFloat(Ks[hl * RQ + 2u * v]) * il, -65504.0, 65504.0);
+                    vec4 b = clamp(uintBitsToFloat(Ks[hl * RQ + 2u * v + 1u]) * il, -65504.0, 65504.0);
+                    PT4.part[(pc.part_off + ((ot * pc.cmax_chunks + c) * HRP + oh) * pstride + VK_PART_HDR) / 4u + v] =
+                        uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
+                }
+            }
+            continue;
+        }
         const uint SN = (16u * RQ + WGS - 1u) / WGS;
         [[unroll]] for (uint u = 0u; u < SN; u++) {
             uint i = tid + u * WGS, h = mt * 16u + i / RQ, ot, oh;

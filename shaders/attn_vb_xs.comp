@@ -5,11 +5,17 @@
 // input; then out[z][h*v_head + r] = v_b[h][r] . o, R rows per pass with the
 // first pass's weights in flight during the combine.
 // Grid: x = row groups of v_head, y = head, z = query token.
+// PH 1 (attn_fd's decode partials, vk_attn_part16): a partial's o is O / l
+// in fp16, so chunk c weighs e^(m_c - M) l_c; the workgroup's threads take
+// (16-byte word, slice of the chunks) pairs -- a 512-wide latent is 64 words,
+// so four slices of 256 threads, each one round of 16 loads at 64 chunks
+// instead of four -- and the slices' sums meet in shared memory.
 
 #define PC_USE_ATTN_VB
 #include "pc_attn.h"
 layout(local_size_x_id = PC_S_WGS) in;
 layout(constant_id = AVB_S_CCAP) const uint CCAP = 64u;   // chunk capacity per head (partials)
+layout(constant_id = AVB_S_PH) const uint PH = 0u;        // 1: o as fp16 O / l (attn_fd.comp)
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
@@ -18,9 +24,47 @@ const uint WGS = gl_WorkGroupSize.x;
 // binding 1 (X in mv_xs_common) holds the partials
 layout(set = 0, binding = AVB_B_O) writeonly buffer OBuf { float o[]; } O;
 layout(set = 0, binding = AVB_B_PARAMS) readonly buffer Params { uint p[]; } P;
+// (PH: the fp16 words of the same partials)
+layout(set = 0, binding = MATVEC_B_X) coherent readonly buffer XBufU { uvec4 x[]; } X4u;
 #include "dep_flag.glsl"
 
 #include "chunk_combine.glsl"
+
+shared vec4 slice_sum[PH == 1u ? 2u * WGS : 1u];  // PH: (slice, word) sums, two vec4 a word
+
+// PH: o = sum_c w_c o_c staged from fp16 words (see the header), zeros past K.
+void stage_half(uint pb, uint cs, uint n_chunks, float invL)
+{
+    uint tid = gl_LocalInvocationIndex, nw = pc.K / 8u, nsl = max(1u, WGS / nw);
+    for (uint i = tid; i < nw * nsl; i += WGS) {
+        uint w = i % nw, sl = i / nw;
+        vec4 a0 = vec4(0.0), a1 = vec4(0.0);
+        for (uint c0 = sl; c0 < n_chunks; c0 += 16u * nsl) {
+            uvec4 t[16];
+            [[unroll]] for (uint u = 0u; u < 16u; u++) {
+                uint c = c0 + u * nsl;
+                t[u] = c < n_chunks ? X4u.x[(pb + c * cs + VK_PART_HDR) / 4u + w] : uvec4(0u);
+            }
+            [[unroll]] for (uint u = 0u; u < 16u; u++) {
+                uint c = c0 + u * nsl;
+                if (c < n_chunks) {
+                    a0 += cw[c] * vec4(unpackHalf2x16(t[u].x), unpackHalf2x16(t[u].y));
+                    a1 += cw[c] * vec4(unpackHalf2x16(t[u].z), unpackHalf2x16(t[u].w));
+                }
+            }
+        }
+        slice_sum[2u * i] = a0;
+        slice_sum[2u * i + 1u] = a1;
+    }
+    barrier();
+    for (uint v = tid; v < J * TEAM * GPU; v += WGS) {
+        vec4 acc = vec4(0.0);
+        if (4u * v < pc.K)
+            for (uint sl = 0u; sl < nsl; sl++)
+                acc += slice_sum[2u * (sl * nw + v / 2u) + v % 2u];
+        x_put(v, acc * invL);
+    }
+}
 
 void vb()
 {
@@ -41,11 +85,13 @@ void vb()
     uint pstride = pc.K + VK_PART_HDR;
     // partials chunk-major: (token, chunk, head) rows
     uint pb = pc.part_off + (z * pc.cmax_chunks * pc.part_heads + h) * pstride, cs = pc.part_heads * pstride;
-    float invL = chunk_weights(pb, cs, n_chunks);
+    float invL = chunk_weights(pb, cs, n_chunks, PH == 1u);
 
     // Staging: o = sum_c w_c o_c (16 chunks' 16-byte loads in flight: the
     // combine is a chain of L2 round trips), zeros past K.
-    for (uint v = tid; v < J * TEAM * GPU; v += WGS) {
+    if (PH == 1u)
+        stage_half(pb, cs, n_chunks, invL);
+    for (uint v = tid; PH == 0u && v < J * TEAM * GPU; v += WGS) {
         vec4 acc = vec4(0.0);
         if (4u * v < pc.K)
             for (uint c0 = 0u; c0 < n_chunks; c0 += 16u) {

@@ -745,6 +745,8 @@ static void test_attn(void)
                        .prefill = AC_SPLIT};
     vk_attn_vb_args va = {.g = &g, .v_b = &vb, .part = {bpart, 0}, .chunk_cap = cap, .params = bp_q,
                           .o = {bout, 0}, .o_z = c->n_head * c->v_head, .nz = c->n_q};
+    /* as the engine: decode partials in fp16 where attn_fd and attn_vb_xs take them */
+    aa.part16 = va.part16 = !AC_SPLIT && vk_attn_part16(&KB, &aa, &va);
     /* latents at an offset, rows of RS: the row tails must stay untouched */
     vk_buf blat = tu_host((uint64_t)c->n_q * c->n_head * RS + 8);
     for (uint64_t i = 0; i < (uint64_t)c->n_q * c->n_head * RS + 8; i++)
@@ -894,6 +896,10 @@ static void test_attn(void)
                 ds += qmag * 0x1p-11;
                 dl = 2 * ds + 2 * 0x1p-11 + 64 * U24;
             }
+            /* fp16 partials: each chunk's O / l rounded once (2^-11 of at
+             * most the largest latent it averages) */
+            if (aa.part16)
+                dl += 0x1p-11;
             if (AC_SPLIT) {
                 /* the combined latents themselves: each within the weights'
                  * error of the largest value it averages; the row tail
@@ -927,7 +933,8 @@ static void test_attn(void)
             free(absrow);
         }
     }
-    CHECK(bad == 0, "%u outputs outside tolerance (worst %.3g x tol; %u chunks of %u)", bad, worst, n_chunks, clen);
+    CHECK(bad == 0, "%u outputs outside tolerance (worst %.3g x tol; %u chunks of %u%s)", bad, worst, n_chunks, clen,
+          aa.part16 ? ", fp16 partials" : "");
     free(kv), free(q), free(qabs), free(nw), free(cs), free(wvb), free(lat), free(row), free(sc), free(olat);
     free(olf), free(amax), free(ref), free(mag), free(want);
     tu_reset_buffers();
@@ -970,6 +977,16 @@ static void av_fd_one(vk_tuning *t)
     t->fd_chunks = 1;
 }
 
+static void av_fd_part32(vk_tuning *t)
+{
+    t->fd_part16 = 0;
+}
+
+static void av_fd_128(vk_tuning *t)
+{
+    t->fd_chunks = 128;
+}
+
 static void attn_cases(void)
 {
     static const attn_case cases[] = {
@@ -988,7 +1005,11 @@ static void attn_cases(void)
         {20, 512, 64, 192, 256, QT_Q4_0, true, 700, 1, true, "GLM-4.7-Flash, 700 positions, wide scores", 8},
         {20, 512, 64, 192, 256, QT_Q4_K, true, 300, 1, true, "GLM-4.7-Flash, Q4_K v_b", 0},
         {20, 512, 64, 192, 256, QT_Q5_K, true, 90, 30, true, "GLM-4.7-Flash prompt batch, Q5_K v_b", 0},
+        /* depth: 64 chunks of several tiles, 20 heads (two head groups),
+         * scores spread wide (each chunk's running max far from the others') */
+        {20, 512, 64, 192, 256, QT_Q4_0, true, 2100, 1, true, "GLM-4.7-Flash at depth, wide scores", 8},
     };
+    const size_t depth_case = sizeof cases / sizeof cases[0] - 1;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         AC = cases[i];
         char name[200];
@@ -1002,12 +1023,14 @@ static void attn_cases(void)
          * cooperative matrices: elsewhere they would repeat the default)
          * attn_fd's chunks of several tiles and a single chunk */
         static const variant_fn av[] = {av_subgroups, av_threads, v_mv, av_chunk1, av_chunk32, av_fd_tiles,
-                                        av_fd_one};
-        for (int v = 0; v < 7 && (i == 0 || i == 1 || i == 3 || i == 6 || i == 9 || i == 10) && (v < 5 || G.c.coopmat);
+                                        av_fd_one, av_fd_part32, av_fd_128};
+        /* (fp32 partials and 128 chunks: attn_fd's decode) */
+        for (int v = 0; v < 9 && (i == 0 || i == 1 || i == 3 || i == 6 || i == 9 || i == 10 || i == depth_case) &&
+                        (v < 5 || G.c.coopmat) && (v >= 5 || i != depth_case);
              v++)
             run_tuned(test_attn, name, av[v]);
         /* the combine + v_b waiting on the attention's counter */
-        if (i == 1 || i == 3) {
+        if (i == 1 || i == 3 || (i == depth_case && G.c.coopmat)) {
             char dn[260];
             snprintf(dn, sizeof dn, "%s [attention -> v_b by a counter]", name);
             AC_DEP = true;
