@@ -8,7 +8,8 @@
 #   FIXTURES  tests/t_vk_fixtures.sh                      -> $OUT/fixtures.txt
 #   AB        one full-size file ($TYPE, default Q4_0, made there), then
 #             $ROUNDS rounds of `bench -p 0 -n 128 -d 0,4096 -r 1` under each
-#             of $SETTINGS in turn ("base": the earlier binary; "default";
+#             of $SETTINGS in turn, every other round reversed ("base": the
+#             earlier binary; "default";
 #             else comma-separated --tune fields); one line each: tg128 at
 #             depth 0 and 4096 (greedy) and the share   -> $OUT/ab.txt
 #   PROF      `bench -p 0 -n 64 -d 0,4096 --profile` under each of
@@ -59,7 +60,10 @@ greedy() { sed -n "s/^tg[0-9]* @ depth $1: .*, \([0-9.]*\) greedy.*/\1/p" | head
     if [ "${AB:-1}" = 1 ]; then
         echo "== A/B ${TYPE:-Q4_0}: tg128 greedy, depth 0 / 4096 / share"
         for round in $(seq "${ROUNDS:-2}"); do
-            for s in ${SETTINGS:-base default}; do
+            # every other round in the reverse order (no setting always first)
+            order=${SETTINGS:-base default}
+            [ $((round % 2)) = 0 ] && order=$(echo "$order" | tr ' ' '\n' | tac | tr '\n' ' ')
+            for s in $order; do
                 run_setting "$s" -p 0 -n 128 -d 0,4096 -r 1 >/tmp/ab.txt
                 sed "s/^/$round $s: /" /tmp/ab.txt >>"$OUT/ab.txt"
                 t0=$(greedy 0 </tmp/ab.txt) t4=$(greedy 4096 </tmp/ab.txt)
