@@ -208,6 +208,7 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
         if (a->part16 && a->prefill)
             return err_set(k->err, "attn: fp16 partials are for decode only (vk_attn_part16)");
         spec[FD_S_PH] = a->part16 ? 1 : 0;
+        spec[FD_S_PF2] = !a->prefill && k->tune->fd_prefetch ? 1 : 0;
         if (flat) {
             spec[FD_S_MT] = g->fd_pf_mt;
             spec[FD_S_HG] = 1;
@@ -258,26 +259,25 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     return 0;
 }
 
-/* Shared memory: the staged input, the chunk weights, the reductions, and
- * with fp16 partials the slices' sums (two vec4 a thread). */
-static bool attn_vb_x_config(const vk_kb *k, const vk_attn_vb_args *a, bool part16, vkk_xs_cfg *x)
+/* Shared memory: the staged input, the chunk weights, the reductions. */
+static bool attn_vb_x_config(const vk_kb *k, const vk_attn_vb_args *a, vkk_xs_cfg *x)
 {
     const vk_tensor *w = a->v_b;
     return vkk_xs_config(k, w->type, w->Kp, w->N, a->g->n_head * (a->nz ? a->nz : 1), 1, 256, x) &&
-           4ull * (x->ksh + a->chunk_cap) + 512 + (part16 ? 32ull * x->wgs : 0) <= k->c->shared_bytes;
+           4ull * (x->ksh + a->chunk_cap) + 512 <= k->c->shared_bytes;
 }
 
 bool vk_attn_part16(const vk_kb *k, const vk_attn_args *at, const vk_attn_vb_args *vb)
 {
     vkk_xs_cfg x;
     return k->tune->fd_part16 && at->g->fd && !at->prefill && at->g->kv_lora % 8 == 0 &&
-           attn_vb_x_config(k, vb, true, &x);
+           attn_vb_x_config(k, vb, &x);
 }
 
 bool vk_attn_vb_deps(const vk_kb *k, const vk_attn_vb_args *a)
 {
     vkk_xs_cfg x;
-    return attn_vb_x_config(k, a, a->part16, &x);
+    return attn_vb_x_config(k, a, &x);
 }
 
 /* Decode: a head's chunk partials combined, then v_b of that head -- on
@@ -292,7 +292,7 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
     vkk_xs_cfg x;
     memset(out, 0, sizeof *out);
     out->name = "attn_vb";
-    bool xs = attn_vb_x_config(k, a, a->part16, &x);
+    bool xs = attn_vb_x_config(k, a, &x);
     if (a->part16 && !xs)
         return err_set(k->err, "attn_vb: fp16 partials need attn_vb_xs (vk_attn_part16)");
     if (xs) {

@@ -6,10 +6,10 @@
 // first pass's weights in flight during the combine.
 // Grid: x = row groups of v_head, y = head, z = query token.
 // PH 1 (attn_fd's decode partials, vk_attn_part16): a partial's o is O / l
-// in fp16, so chunk c weighs e^(m_c - M) l_c; the workgroup's threads take
-// (16-byte word, slice of the chunks) pairs -- a 512-wide latent is 64 words,
-// so four slices of 256 threads, each one round of 16 loads at 64 chunks
-// instead of four -- and the slices' sums meet in shared memory.
+// in fp16, so chunk c weighs e^(m_c - M) l_c; half the bytes to reread.
+// (Staging it in (word, chunk slice) pairs summed through shared memory --
+// one round of loads at 64 chunks instead of four -- measured slower at
+// every depth: gpu/PERF.md run 27, call 1.)
 
 #define PC_USE_ATTN_VB
 #include "pc_attn.h"
@@ -30,39 +30,25 @@ layout(set = 0, binding = MATVEC_B_X) coherent readonly buffer XBufU { uvec4 x[]
 
 #include "chunk_combine.glsl"
 
-shared vec4 slice_sum[PH == 1u ? 2u * WGS : 1u];  // PH: (slice, word) sums, two vec4 a word
-
-// PH: o = sum_c w_c o_c staged from fp16 words (see the header), zeros past K.
+// PH: o = sum_c w_c o_c staged from fp16 words, a thread per 16-byte word
+// (8 latents) with 16 chunks' loads in flight, as the fp32 staging below.
 void stage_half(uint pb, uint cs, uint n_chunks, float invL)
 {
-    uint tid = gl_LocalInvocationIndex, nw = pc.K / 8u, nsl = max(1u, WGS / nw);
-    for (uint i = tid; i < nw * nsl; i += WGS) {
-        uint w = i % nw, sl = i / nw;
+    for (uint w = gl_LocalInvocationIndex; w < J * TEAM * GPU / 2u; w += WGS) {
         vec4 a0 = vec4(0.0), a1 = vec4(0.0);
-        for (uint c0 = sl; c0 < n_chunks; c0 += 16u * nsl) {
-            uvec4 t[16];
-            [[unroll]] for (uint u = 0u; u < 16u; u++) {
-                uint c = c0 + u * nsl;
-                t[u] = c < n_chunks ? X4u.x[(pb + c * cs + VK_PART_HDR) / 4u + w] : uvec4(0u);
+        if (8u * w < pc.K)
+            for (uint c0 = 0u; c0 < n_chunks; c0 += 16u) {
+                uvec4 t[16];
+                [[unroll]] for (uint u = 0u; u < 16u; u++)
+                    t[u] = X4u.x[(pb + min(c0 + u, n_chunks - 1u) * cs + VK_PART_HDR) / 4u + w];
+                [[unroll]] for (uint u = 0u; u < 16u; u++)
+                    if (c0 + u < n_chunks) {
+                        a0 += cw[c0 + u] * vec4(unpackHalf2x16(t[u].x), unpackHalf2x16(t[u].y));
+                        a1 += cw[c0 + u] * vec4(unpackHalf2x16(t[u].z), unpackHalf2x16(t[u].w));
+                    }
             }
-            [[unroll]] for (uint u = 0u; u < 16u; u++) {
-                uint c = c0 + u * nsl;
-                if (c < n_chunks) {
-                    a0 += cw[c] * vec4(unpackHalf2x16(t[u].x), unpackHalf2x16(t[u].y));
-                    a1 += cw[c] * vec4(unpackHalf2x16(t[u].z), unpackHalf2x16(t[u].w));
-                }
-            }
-        }
-        slice_sum[2u * i] = a0;
-        slice_sum[2u * i + 1u] = a1;
-    }
-    barrier();
-    for (uint v = tid; v < J * TEAM * GPU; v += WGS) {
-        vec4 acc = vec4(0.0);
-        if (4u * v < pc.K)
-            for (uint sl = 0u; sl < nsl; sl++)
-                acc += slice_sum[2u * (sl * nw + v / 2u) + v % 2u];
-        x_put(v, acc * invL);
+        x_put(2u * w, a0 * invL);
+        x_put(2u * w + 1u, a1 * invL);
     }
 }
 

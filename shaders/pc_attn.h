@@ -45,6 +45,7 @@ PC_ENUM(FD_S_HG, 4)             /* head groups (grid y) */
 PC_ENUM(FD_S_FLAT, 5)           /* 1: a prompt batch's (token, head) pairs as rows */
 PC_ENUM(FD_S_PROWS, 6)          /* FLAT: head rows per (token, chunk) in the partials */
 PC_ENUM(FD_S_PH, 7)             /* 1 (decode): o of a partial as fp16 O/l (vk_attn_part16) */
+PC_ENUM(FD_S_PF2, 8)            /* 1 (decode): two tiles' cache loads in flight (tune.fd_prefetch) */
 PC_ENUM(FD_S_COUNT, 14)
 PC_ENUM_END(pc_attn_spec)
 

@@ -977,9 +977,23 @@ static void av_fd_one(vk_tuning *t)
     t->fd_chunks = 1;
 }
 
-static void av_fd_part32(vk_tuning *t)
+static void av_fd_part16(vk_tuning *t)
 {
-    t->fd_part16 = 0;
+    t->fd_part16 = 1;
+}
+
+static void av_fd_prefetch(vk_tuning *t)
+{
+    t->fd_prefetch = 1;
+}
+
+/* many tiles a chunk, odd and even counts: the two register sets alternate */
+static void av_fd_prefetch_tiles(vk_tuning *t)
+{
+    t->fd_minchunk = 16;
+    t->fd_chunks = 3;
+    t->fd_prefetch = 1;
+    t->fd_part16 = 1;
 }
 
 static void av_fd_128(vk_tuning *t)
@@ -1023,9 +1037,10 @@ static void attn_cases(void)
          * cooperative matrices: elsewhere they would repeat the default)
          * attn_fd's chunks of several tiles and a single chunk */
         static const variant_fn av[] = {av_subgroups, av_threads, v_mv, av_chunk1, av_chunk32, av_fd_tiles,
-                                        av_fd_one, av_fd_part32, av_fd_128};
-        /* (fp32 partials and 128 chunks: attn_fd's decode) */
-        for (int v = 0; v < 9 && (i == 0 || i == 1 || i == 3 || i == 6 || i == 9 || i == 10 || i == depth_case) &&
+                                        av_fd_one, av_fd_part16, av_fd_128, av_fd_prefetch,
+                                        av_fd_prefetch_tiles};
+        /* (fp16 partials, 128 chunks, two tiles in flight: attn_fd's decode) */
+        for (int v = 0; v < 11 && (i == 0 || i == 1 || i == 3 || i == 6 || i == 9 || i == 10 || i == depth_case) &&
                         (v < 5 || G.c.coopmat) && (v >= 5 || i != depth_case);
              v++)
             run_tuned(test_attn, name, av[v]);
