@@ -54,7 +54,8 @@ greedy() { sed -n "s/^tg[0-9]* @ depth $1: .*, \([0-9.]*\) greedy.*/\1/p" | head
         date +%T
     fi
     if [ "${AB:-1}" = 1 ] || [ -n "${PROF_SETTINGS:-}" ]; then
-        timeout 120 "$G" mkmodel --preset glm47-flash --type "${TYPE:-Q4_0}" -o "$M" --quiet || exit 1
+        # (--force: a warm machine may still hold an earlier call's file)
+        timeout 120 "$G" mkmodel --preset glm47-flash --type "${TYPE:-Q4_0}" -o "$M" --quiet --force || exit 1
         date +%T
     fi
     if [ "${AB:-1}" = 1 ]; then
