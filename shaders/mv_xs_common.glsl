@@ -29,6 +29,21 @@
 // stays put -- so each lane sums its units' inputs once (load_xr) and a row
 // costs one multiply-add more per sub-block.
 //
+// The sums of x over sub-blocks (XS_STAGED_SUMS, defined by the including
+// shader before this file): the eight lanes that stage a sub-block's eight
+// vec4s add them with three shuffles and one of them stores the sum
+// (xsub), so load_xr reads two floats a unit instead of its 16 vec4s again.
+// Why: a matvec of few rows (attn_output, q_b, the MoE down: one row per
+// team, one pass) does load_xr once per row, and its vec4 reads from
+// shared memory were as many as the dot's own -- half of the kernel's
+// shared-memory traffic (gpu/PERF.md run 26).  attn_vb_xs stages through
+// its own loop and keeps the per-lane sums.
+//
+// Staging issues up to four rounds of input loads (x, and the norm weight)
+// before it stores any: the input comes from L2, and a loop that stored
+// each round before loading the next paid one L2 round trip per round
+// (attn_output: 5120 floats, 512 threads, three rounds).
+//
 // Shared layout: unit u's vec4 g sits at u*GPU + ((g + u) mod GPU), so the
 // lanes of a subgroup reading the same g of consecutive units hit different
 // banks.  Units past the row (padding up to J*TEAM units) are zero.
@@ -78,6 +93,15 @@ layout(set = 0, binding = MATVEC_B_NORM) readonly buffer NWBuf4 { vec4 nw[]; } N
 
 shared vec4 xs[KSH / 4u];
 shared float red[64];
+#ifdef XS_STAGED_SUMS
+// xsub[2u + h] (K-quants) or xsub[u] (Q4_1, Q5_1): unit u's sub-block sums;
+// the eight lanes of a sub-block must share a subgroup.
+const bool XSUB = NS > 0u && SG >= 8u;
+shared float xsub[(KSH + 31u) / 32u];
+#else
+const bool XSUB = false;
+float xsub[1];  // never read (XSUB false): keeps the code below one text
+#endif
 
 // This thread's input registers, weight registers (R rows x J units) and
 // the per-(row, unit) scale words.
@@ -158,22 +182,52 @@ void x_put(uint v, vec4 a)
     xs[x_slot(ug.x, ug.y)] = a * x_pre(ug.y);
 }
 
+// The staged input's vec4s, and the rounds of a workgroup's staging loop.
+const uint XV = J * TEAM * GPU;
+const uint XIT = (XV + WGS - 1u) / WGS;
+// Rounds whose loads are issued together (registers: 4 vec4s).
+const uint XBATCH = 4u;
+
+// x_put for staging round `it` of this lane (v = lin_id() + it*WGS; a:
+// zero past the input); XSUB: also the sub-block sums.  Every lane of the
+// workgroup calls it for every round (the shuffles need the whole cluster).
+void x_stage(uint v, vec4 a)
+{
+    if (v < XV)
+        x_put(v, a);
+    if (XSUB) {
+        float t = a.x + a.y + a.z + a.w;
+        t += subgroupShuffleXor(t, 1u);
+        t += subgroupShuffleXor(t, 2u);
+        t += subgroupShuffleXor(t, 4u);
+        if ((v & 7u) == 0u && v < XV)
+            xsub[v >> 3] = t;
+    }
+}
+
 // Stages one input of k elements (a row of kp, padded with zeros to all
 // J*TEAM units); with norm, times the norm weight.  Returns 1/rms (norm) or
 // 1.  Call from uniform control flow (barrier).
 float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps)
 {
     float ss = 0.0;
-    for (uint v = gl_LocalInvocationIndex; v < J * TEAM * GPU; v += WGS) {
-        vec4 a = vec4(0.0);
-        if (4u * v < kp) {
-            a = x_get4(xb, 4u * v, k);
-            if (norm) {
-                ss += dot(a, a);
-                a *= nw_get4(nwo, 4u * v, k);
+    uint lid = lin_id();
+    for (uint i0 = 0u; i0 < XIT; i0 += XBATCH) {
+        vec4 a[XBATCH];
+        [[unroll]] for (uint b = 0u; b < XBATCH; b++) {
+            uint v = lid + (i0 + b) * WGS;
+            a[b] = vec4(0.0);
+            if (i0 + b < XIT && 4u * v < kp) {
+                a[b] = x_get4(xb, 4u * v, k);
+                if (norm) {
+                    ss += dot(a[b], a[b]);
+                    a[b] *= nw_get4(nwo, 4u * v, k);
+                }
             }
         }
-        x_put(v, a);
+        [[unroll]] for (uint b = 0u; b < XBATCH; b++)
+            if (i0 + b < XIT)
+                x_stage(lid + (i0 + b) * WGS, a[b]);
     }
     if (norm) {
         ss = subgroupAdd(ss);
@@ -192,14 +246,18 @@ float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps)
 }
 
 // This lane's inputs into registers (XREG), and the sums of its
-// sub-blocks' inputs (NS); after staging.
+// sub-blocks' inputs (NS: from xsub, else summed here); after staging.
 void load_xr(uint lane)
 {
     if (XREG == 1u)
         [[unroll]] for (uint j = 0u; j < J; j++)
             [[unroll]] for (uint g = 0u; g < GPU; g++)
                 xr[j * GPU + g] = xs[x_slot(lane + j * TEAM, g)];
-    if (NS > 0u)
+    if (XSUB)
+        [[unroll]] for (uint j = 0u; j < J; j++)
+            [[unroll]] for (uint h = 0u; h < NS; h++)
+                xsum[j * NS + h] = xsub[(lane + j * TEAM) * NS + h];
+    else if (NS > 0u)
         [[unroll]] for (uint j = 0u; j < J; j++) {
             vec4 s[2] = vec4[2](vec4(0.0), vec4(0.0));
             [[unroll]] for (uint g = 0u; g < GPU; g++)
