@@ -76,25 +76,18 @@ void down()
     if (WAIT == 1u)
         dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
 
-    // stage [wt[z] * h[z] ...| h_s] (zeros past the end), XBATCH rounds'
-    // loads in flight together (mv_xs_common.glsl)
+    // stage [wt[z] * h[z] ...| h_s] (zeros past the end)
     uint nr = pc.nz * pc.Kp;
-    for (uint i0 = 0u; i0 < XIT; i0 += XBATCH) {
-        vec4 a[XBATCH];
-        [[unroll]] for (uint b = 0u; b < XBATCH; b++) {
-            uint e = 4u * (lid + (i0 + b) * WGS);
-            a[b] = vec4(0.0);
-            if (i0 + b >= XIT) {
-            } else if (e < nr) {
-                uint z = e / pc.Kp;
-                a[b] = x_get4(pc.h_off + z * pc.h_z, e - z * pc.Kp, pc.K) * WT.wts[pc.wts_off + z];
-            } else if (HAS_SHARED == 1u && e < nr + pc.Kp2) {
-                a[b] = x_get4(pc.h_off + pc.nz * pc.h_z, e - nr, pc.K2);
-            }
+    for (uint v = x_first(); v < XEND; v += WGS) {
+        uint e = 4u * v;
+        vec4 a = vec4(0.0);
+        if (e < nr) {
+            uint z = e / pc.Kp;
+            a = x_get4(pc.h_off + z * pc.h_z, e - z * pc.Kp, pc.K) * WT.wts[pc.wts_off + z];
+        } else if (HAS_SHARED == 1u && e < nr + pc.Kp2) {
+            a = x_get4(pc.h_off + pc.nz * pc.h_z, e - nr, pc.K2);
         }
-        [[unroll]] for (uint b = 0u; b < XBATCH; b++)
-            if (i0 + b < XIT)
-                x_stage(lid + (i0 + b) * WGS, a[b]);
+        x_stage(v, a);
     }
     barrier();
     load_xr(lane);

@@ -39,11 +39,6 @@
 // shared-memory traffic (gpu/PERF.md run 26).  attn_vb_xs stages through
 // its own loop and keeps the per-lane sums.
 //
-// Staging issues up to four rounds of input loads (x, and the norm weight)
-// before it stores any: the input comes from L2, and a loop that stored
-// each round before loading the next paid one L2 round trip per round
-// (attn_output: 5120 floats, 512 threads, three rounds).
-//
 // Shared layout: unit u's vec4 g sits at u*GPU + ((g + u) mod GPU), so the
 // lanes of a subgroup reading the same g of consecutive units hit different
 // banks.  Units past the row (padding up to J*TEAM units) are zero.
@@ -97,7 +92,7 @@ shared float red[64];
 // xsub[2u + h] (K-quants) or xsub[u] (Q4_1, Q5_1): unit u's sub-block sums;
 // the eight lanes of a sub-block must share a subgroup.
 const bool XSUB = NS > 0u && SG >= 8u;
-shared float xsub[(KSH + 31u) / 32u];
+shared float xsub[XSUB ? (KSH + 31u) / 32u : 1u];
 #else
 const bool XSUB = false;
 float xsub[1];  // never read (XSUB false): keeps the code below one text
@@ -182,15 +177,15 @@ void x_put(uint v, vec4 a)
     xs[x_slot(ug.x, ug.y)] = a * x_pre(ug.y);
 }
 
-// The staged input's vec4s, and the rounds of a workgroup's staging loop.
+// The staged input's vec4s.  A staging loop runs v from x_first() while v <
+// XEND, WGS at a time: with XSUB every lane the same rounds, as the shuffles
+// need whole clusters (then v may pass XV); else up to XV, as before run 26.
 const uint XV = J * TEAM * GPU;
-const uint XIT = (XV + WGS - 1u) / WGS;
-// Rounds whose loads are issued together (registers: 4 vec4s).
-const uint XBATCH = 4u;
+const uint XEND = XSUB ? (XV + WGS - 1u) / WGS * WGS : XV;
+uint x_first() { return XSUB ? lin_id() : gl_LocalInvocationIndex; }
 
-// x_put for staging round `it` of this lane (v = lin_id() + it*WGS; a:
-// zero past the input); XSUB: also the sub-block sums.  Every lane of the
-// workgroup calls it for every round (the shuffles need the whole cluster).
+// x_put for a staging loop's vec4 v (a: zero past the input); XSUB: also
+// the sub-block sums.
 void x_stage(uint v, vec4 a)
 {
     if (v < XV)
@@ -211,23 +206,16 @@ void x_stage(uint v, vec4 a)
 float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps)
 {
     float ss = 0.0;
-    uint lid = lin_id();
-    for (uint i0 = 0u; i0 < XIT; i0 += XBATCH) {
-        vec4 a[XBATCH];
-        [[unroll]] for (uint b = 0u; b < XBATCH; b++) {
-            uint v = lid + (i0 + b) * WGS;
-            a[b] = vec4(0.0);
-            if (i0 + b < XIT && 4u * v < kp) {
-                a[b] = x_get4(xb, 4u * v, k);
-                if (norm) {
-                    ss += dot(a[b], a[b]);
-                    a[b] *= nw_get4(nwo, 4u * v, k);
-                }
+    for (uint v = x_first(); v < XEND; v += WGS) {
+        vec4 a = vec4(0.0);
+        if (4u * v < kp) {
+            a = x_get4(xb, 4u * v, k);
+            if (norm) {
+                ss += dot(a, a);
+                a *= nw_get4(nwo, 4u * v, k);
             }
         }
-        [[unroll]] for (uint b = 0u; b < XBATCH; b++)
-            if (i0 + b < XIT)
-                x_stage(lid + (i0 + b) * WGS, a[b]);
+        x_stage(v, a);
     }
     if (norm) {
         ss = subgroupAdd(ss);
