@@ -107,7 +107,8 @@ bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, ui
     if (!best)
         return false;
     m->ksh = best * unit;
-    if (4ull * m->ksh + 512 > c->shared_bytes)
+    /* the staged input, its sub-block sums (mv_xs_common.glsl xsub), red[] */
+    if (4ull * m->ksh + m->ksh / 8 + 4 + 512 > c->shared_bytes)
         return false;
     m->xreg = m->j * unit <= t->xs_xreg;
     m->xrn = m->xreg ? m->j * unit / 4 : 1;

@@ -9,6 +9,7 @@
 #define PC_USE_GLU
 #include "pc_matvec.h"
 #define XS_SETS 2u
+#define XS_STAGED_SUMS
 layout(local_size_x_id = PC_S_WGS) in;
 layout(constant_id = GLU_XS_S_NORM) const uint NORM = 1u;
 layout(constant_id = GLU_XS_S_IDMODE) const uint IDMODE = 0u;

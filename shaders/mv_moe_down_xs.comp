@@ -13,6 +13,7 @@
 
 #define PC_USE_MOE_DOWN
 #include "pc_matvec.h"
+#define XS_STAGED_SUMS
 layout(local_size_x_id = PC_S_WGS) in;
 layout(constant_id = DOWN_XS_S_HAS_SHARED) const uint HAS_SHARED = 1u;
 const uint WGS = gl_WorkGroupSize.x;
@@ -77,7 +78,7 @@ void down()
 
     // stage [wt[z] * h[z] ...| h_s] (zeros past the end)
     uint nr = pc.nz * pc.Kp;
-    for (uint v = gl_LocalInvocationIndex; v < J * TEAM * GPU; v += WGS) {
+    for (uint v = x_first(); v < XEND; v += WGS) {
         uint e = 4u * v;
         vec4 a = vec4(0.0);
         if (e < nr) {
@@ -86,7 +87,7 @@ void down()
         } else if (HAS_SHARED == 1u && e < nr + pc.Kp2) {
             a = x_get4(pc.h_off + pc.nz * pc.h_z, e - nr, pc.K2);
         }
-        x_put(v, a);
+        x_stage(v, a);
     }
     barrier();
     load_xr(lane);

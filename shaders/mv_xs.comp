@@ -10,6 +10,7 @@
 
 #define PC_USE_MV
 #include "pc_matvec.h"
+#define XS_STAGED_SUMS
 layout(local_size_x_id = PC_S_WGS) in;
 layout(constant_id = MV_XS_S_NORM) const uint NORM = 0u;
 layout(constant_id = MV_XS_S_OMODE) const uint OMODE = 0u;

@@ -29,6 +29,16 @@
 // stays put -- so each lane sums its units' inputs once (load_xr) and a row
 // costs one multiply-add more per sub-block.
 //
+// The sums of x over sub-blocks (XS_STAGED_SUMS, defined by the including
+// shader before this file): the eight lanes that stage a sub-block's eight
+// vec4s add them with three shuffles and one of them stores the sum
+// (xsub), so load_xr reads two floats a unit instead of its 16 vec4s again.
+// Why: a matvec of few rows (attn_output, q_b, the MoE down: one row per
+// team, one pass) does load_xr once per row, and its vec4 reads from
+// shared memory were as many as the dot's own -- half of the kernel's
+// shared-memory traffic (gpu/PERF.md run 26).  attn_vb_xs stages through
+// its own loop and keeps the per-lane sums.
+//
 // Shared layout: unit u's vec4 g sits at u*GPU + ((g + u) mod GPU), so the
 // lanes of a subgroup reading the same g of consecutive units hit different
 // banks.  Units past the row (padding up to J*TEAM units) are zero.
@@ -78,6 +88,15 @@ layout(set = 0, binding = MATVEC_B_NORM) readonly buffer NWBuf4 { vec4 nw[]; } N
 
 shared vec4 xs[KSH / 4u];
 shared float red[64];
+#ifdef XS_STAGED_SUMS
+// xsub[2u + h] (K-quants) or xsub[u] (Q4_1, Q5_1): unit u's sub-block sums;
+// the eight lanes of a sub-block must share a subgroup.
+const bool XSUB = NS > 0u && SG >= 8u;
+shared float xsub[XSUB ? (KSH + 31u) / 32u : 1u];
+#else
+const bool XSUB = false;
+float xsub[1];  // never read (XSUB false): keeps the code below one text
+#endif
 
 // This thread's input registers, weight registers (R rows x J units) and
 // the per-(row, unit) scale words.
@@ -158,13 +177,36 @@ void x_put(uint v, vec4 a)
     xs[x_slot(ug.x, ug.y)] = a * x_pre(ug.y);
 }
 
+// The staged input's vec4s.  A staging loop runs v from x_first() while v <
+// XEND, WGS at a time: with XSUB every lane the same rounds, as the shuffles
+// need whole clusters (then v may pass XV); else up to XV, as before run 26.
+const uint XV = J * TEAM * GPU;
+const uint XEND = XSUB ? (XV + WGS - 1u) / WGS * WGS : XV;
+uint x_first() { return XSUB ? lin_id() : gl_LocalInvocationIndex; }
+
+// x_put for a staging loop's vec4 v (a: zero past the input); XSUB: also
+// the sub-block sums.
+void x_stage(uint v, vec4 a)
+{
+    if (v < XV)
+        x_put(v, a);
+    if (XSUB) {
+        float t = a.x + a.y + a.z + a.w;
+        t += subgroupShuffleXor(t, 1u);
+        t += subgroupShuffleXor(t, 2u);
+        t += subgroupShuffleXor(t, 4u);
+        if ((v & 7u) == 0u && v < XV)
+            xsub[v >> 3] = t;
+    }
+}
+
 // Stages one input of k elements (a row of kp, padded with zeros to all
 // J*TEAM units); with norm, times the norm weight.  Returns 1/rms (norm) or
 // 1.  Call from uniform control flow (barrier).
 float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps)
 {
     float ss = 0.0;
-    for (uint v = gl_LocalInvocationIndex; v < J * TEAM * GPU; v += WGS) {
+    for (uint v = x_first(); v < XEND; v += WGS) {
         vec4 a = vec4(0.0);
         if (4u * v < kp) {
             a = x_get4(xb, 4u * v, k);
@@ -173,7 +215,7 @@ float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps)
                 a *= nw_get4(nwo, 4u * v, k);
             }
         }
-        x_put(v, a);
+        x_stage(v, a);
     }
     if (norm) {
         ss = subgroupAdd(ss);
@@ -192,14 +234,18 @@ float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps)
 }
 
 // This lane's inputs into registers (XREG), and the sums of its
-// sub-blocks' inputs (NS); after staging.
+// sub-blocks' inputs (NS: from xsub, else summed here); after staging.
 void load_xr(uint lane)
 {
     if (XREG == 1u)
         [[unroll]] for (uint j = 0u; j < J; j++)
             [[unroll]] for (uint g = 0u; g < GPU; g++)
                 xr[j * GPU + g] = xs[x_slot(lane + j * TEAM, g)];
-    if (NS > 0u)
+    if (XSUB)
+        [[unroll]] for (uint j = 0u; j < J; j++)
+            [[unroll]] for (uint h = 0u; h < NS; h++)
+                xsum[j * NS + h] = xsub[(lane + j * TEAM) * NS + h];
+    else if (NS > 0u)
         [[unroll]] for (uint j = 0u; j < J; j++) {
             vec4 s[2] = vec4[2](vec4(0.0), vec4(0.0));
             [[unroll]] for (uint g = 0u; g < GPU; g++)

@@ -6,6 +6,7 @@
 
 #define PC_USE_ROUTER
 #include "pc_matvec.h"
+#define XS_STAGED_SUMS
 layout(local_size_x_id = PC_S_WGS) in;
 layout(constant_id = ROUTER_S_EPL) const uint EPL = 2u;   // experts per lane in the tail
 const uint WGS = gl_WorkGroupSize.x;

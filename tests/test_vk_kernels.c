@@ -532,6 +532,8 @@ static void moe_cases(void)
         {QT_Q5_K, QT_Q5_K, QT_Q6_K, QT_Q6_K, 2048, 1536, 1536, 48, 4, "GLM-4.7-Flash experts, Q5_K_M's Q6_K downs"},
         {QT_Q4_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, 2048, 1536, 1536, 48, 4, "the dynamic mix: Q5_K down, Q6_K shared"},
         {QT_Q5_1, QT_Q5_1, QT_Q4_1, QT_Q4_1, 256, 96, 96, 8, 2, "Q5_1 gate/up, Q4_1 down"},
+        /* the down's staged sub-block sums across the routed | shared seam */
+        {QT_Q5_K, QT_Q5_K, QT_Q5_K, QT_Q5_K, 768, 256, 512, 8, 3, "Q5_K down and shared down together, 3-block rows"},
         {QT_BF16, QT_BF16, QT_BF16, QT_Q8_0, 128, 40, 64, 8, 2, "BF16, a Q8_0 shared down"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
