@@ -193,8 +193,6 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
                        .params = e->params, .indirect = &ind, .nz = 1};
     vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part, 0), .chunk_cap = e->part_cap,
                           .params = e->params, .o = V(e->o, 0), .o_z = c->n_head * c->v_head, .nz = 1};
-    /* the partials' o in fp16 where attn_fd and attn_vb_xs run them (half the bytes at depth) */
-    at.part16 = vb.part16 = vk_attn_part16(kb, &at, &vb);
     vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = V(e->x, 0), .nz = 1,
                      .accumulate = true};
     step s;

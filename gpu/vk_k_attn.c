@@ -205,10 +205,6 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
         spec[FD_S_DLAT] = g->kv_lora;
         spec[FD_S_HG] = g->fd_hg;
         bool flat = a->prefill && g->fd_pf_mt;
-        if (a->part16 && a->prefill)
-            return err_set(k->err, "attn: fp16 partials are for decode only (vk_attn_part16)");
-        spec[FD_S_PH] = a->part16 ? 1 : 0;
-        spec[FD_S_PF2] = !a->prefill && k->tune->fd_prefetch ? 1 : 0;
         if (flat) {
             spec[FD_S_MT] = g->fd_pf_mt;
             spec[FD_S_HG] = 1;
@@ -222,8 +218,6 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     } else {
         if (a->dep.signal || a->dep.wait)
             return err_set(k->err, "attn: this kernel cannot signal or wait (vk_attn_deps)");
-        if (a->part16)
-            return err_set(k->err, "attn: fp16 partials need attn_fd (vk_attn_part16)");
         /* scores of chunks up to attn_sg positions by subgroups: lanes
          * split a row into 8-element groups (kq per lane), attn_pu
          * positions' loads in flight per subgroup; longer chunks a thread
@@ -259,19 +253,11 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     return 0;
 }
 
-/* Shared memory: the staged input, the chunk weights, the reductions. */
 static bool attn_vb_x_config(const vk_kb *k, const vk_attn_vb_args *a, vkk_xs_cfg *x)
 {
     const vk_tensor *w = a->v_b;
     return vkk_xs_config(k, w->type, w->Kp, w->N, a->g->n_head * (a->nz ? a->nz : 1), 1, 256, x) &&
            4ull * (x->ksh + a->chunk_cap) + 512 <= k->c->shared_bytes;
-}
-
-bool vk_attn_part16(const vk_kb *k, const vk_attn_args *at, const vk_attn_vb_args *vb)
-{
-    vkk_xs_cfg x;
-    return k->tune->fd_part16 && at->g->fd && !at->prefill && at->g->kv_lora % 8 == 0 &&
-           attn_vb_x_config(k, vb, &x);
 }
 
 bool vk_attn_vb_deps(const vk_kb *k, const vk_attn_vb_args *a)
@@ -292,10 +278,7 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
     vkk_xs_cfg x;
     memset(out, 0, sizeof *out);
     out->name = "attn_vb";
-    bool xs = attn_vb_x_config(k, a, &x);
-    if (a->part16 && !xs)
-        return err_set(k->err, "attn_vb: fp16 partials need attn_vb_xs (vk_attn_part16)");
-    if (xs) {
+    if (attn_vb_x_config(k, a, &x)) {
         /* Every row group of a head combines all of the head's chunk
          * partials first, so long contexts (64 chunks) pay for each group:
          * at most 8 groups per head, more rows per pass (gpu/PERF.md runs
@@ -307,7 +290,6 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
         }
         vkk_xs_spec(k, &x, w->type, spec);
         spec[AVB_S_CCAP] = a->chunk_cap;
-        spec[AVB_S_PH] = a->part16 ? 1 : 0;
         if (vkk_dep_bind(k, "attn_vb", &a->dep, spec, AVB_B_PARAMS, out, &dw) ||
             !(out->pipe = pipe(k, SPV_ATTN_VB_XS, spec, XS_S_COUNT)))
             return -1;

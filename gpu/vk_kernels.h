@@ -186,7 +186,6 @@ typedef struct {
     const vk_buf *indirect;  /* grid from the params buffer */
     uint32_t n_chunks, nz;   /* otherwise */
     bool prefill;            /* chunk length from VKP_CHUNK_PF (else VKP_CHUNK) */
-    bool part16;             /* o as fp16 O/l (vk_attn_part16); attn_vb's the same */
     vk_dep dep;              /* decode: signal and/or wait (vk_attn_deps) */
 } vk_attn_args;
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out);
@@ -201,16 +200,10 @@ typedef struct {
     vk_buf params;
     vk_vec o;             /* out of token z at o.off + z*o_z: heads of v_head */
     uint32_t o_z, nz;
-    bool part16;          /* the partials' o as fp16 O/l (vk_attn_part16) */
     vk_dep dep;           /* decode: signal and/or wait (vk_attn_vb_deps) */
 } vk_attn_vb_args;
 int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out);
 bool vk_attn_vb_deps(const vk_kb *k, const vk_attn_vb_args *a);
-/* Whether a decode step's partials can carry o as fp16 O/l (tune.fd_part16,
- * attn_fd decode, combined by attn_vb_xs): half the bytes attn_fd writes and
- * every row group of attn_vb_xs rereads (gpu/PERF.md run 27).  Set both
- * args' part16 from it. */
-bool vk_attn_part16(const vk_kb *k, const vk_attn_args *at, const vk_attn_vb_args *vb);
 
 /* Prefill: the chunk partials of each (token, head) combined into the
  * latent attention output o_lat[z][h] at o.off + z*o_z + h*o_h (kv_lora

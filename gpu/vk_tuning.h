@@ -44,8 +44,6 @@ typedef struct {
     uint32_t attn_pu;       /* attn.comp: positions a subgroup scores together */
     uint32_t fd_minchunk;   /* attn_fd: shortest chunk (positions, a multiple of 16) */
     uint32_t fd_chunks;     /* attn_fd: most chunks per token */
-    uint32_t fd_part16;     /* decode: attn_fd's chunk outputs O/l in fp16, read so by attn_vb_xs */
-    uint32_t fd_prefetch;   /* decode: attn_fd's next two tiles' loads in flight (two register sets) */
     /* prefill */
     uint32_t coopmat;       /* 1: mat-mats of quantized weights on tensor cores where the device has them */
     /* weights */

@@ -37,13 +37,6 @@
 // row has its own causal end; a row with no position in the chunk keeps
 // m = -inf, l = 0, O = 0 (the empty partial).  The partials keep their
 // layout (PROWS rows per token and chunk), so the combine is unchanged.
-// PH 1 (decode, vk_attn_part16; gpu/PERF.md run 27): a partial's o is O / l
-// in fp16 (8 halves a 16-byte word, the first half of the row's latent
-// words), m and l stay fp32.  Why: at depth (64 chunks) the partials are as
-// many bytes as the cache rows read, and every row group of attn_vb_xs
-// rereads all of a head's chunks from L2 -- half the bytes both ways.  O / l
-// is a convex combination of fp16 latents, so it cannot leave fp16's range;
-// one more rounding (2^-11 relative) of the latent output.
 
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -63,8 +56,6 @@ const uint WGS = 256u, NSG = 8u, TN = 32u;
 layout(constant_id = FD_S_HG) const uint HG = 1u;     // head groups (grid y): HR head rows each
 layout(constant_id = FD_S_FLAT) const uint FLAT = 0u; // 1: rows are a batch's (token, head) pairs
 layout(constant_id = FD_S_PROWS) const uint PROWS = 32u; // FLAT: head rows per token and chunk in the partials
-layout(constant_id = FD_S_PH) const uint PH = 0u;     // 1: o as fp16 O / l (not with FLAT)
-layout(constant_id = FD_S_PF2) const uint PF2 = 0u;   // 1: two tiles' loads in flight (not with FLAT)
 const uint HR = 16u * MT;                       // head rows of a workgroup
 const uint HRP = FLAT == 1u ? PROWS : HR * HG;  // head rows per (token, chunk) in the partials
 const uint KS = NSG / (MT * 2u);                // subgroups per score fragment
@@ -116,32 +107,26 @@ float score(uint row, uint j, uint t0, uint end)
 
 // The tile's cache rows: KN 16-byte loads per thread, all in flight
 // (registers), then stored to Ks after the previous tile is done with it.
-// PF2 1 (decode; gpu/PERF.md run 27): two register sets, tiles alternating
-// between them, so a chunk's second tile is in flight from the start (and
-// tile t + 2 during tile t) instead of from the end of the first tile's
-// store: at depth a chunk is two tiles and its second tile's cache rows
-// came from DRAM on the chain.
 const uint KN = (TN * RV + WGS - 1u) / WGS;
-#define TILE_REGS(R, FETCH, STORE)                                   \
-    uvec4 R[KN];                                                     \
-    void FETCH(uint cbase, uint t0)                                  \
-    {                                                                \
-        [[unroll]] for (uint u = 0u; u < KN; u++) {                  \
-            uint i = gl_LocalInvocationIndex + u * WGS;              \
-            if (i < TN * RV)                                         \
-                R[u] = C4.w[cbase + (t0 + i / RV) * RV + i % RV];    \
-        }                                                            \
-    }                                                                \
-    void STORE()                                                     \
-    {                                                                \
-        [[unroll]] for (uint u = 0u; u < KN; u++) {                  \
-            uint i = gl_LocalInvocationIndex + u * WGS;              \
-            if (i < TN * RV)                                         \
-                Ks[(i / RV) * QLD + i % RV] = R[u];                  \
-        }                                                            \
+uvec4 kr[KN];
+
+void tile_fetch(uint cbase, uint t0)
+{
+    [[unroll]] for (uint u = 0u; u < KN; u++) {
+        uint i = gl_LocalInvocationIndex + u * WGS;
+        if (i < TN * RV)
+            kr[u] = C4.w[cbase + (t0 + i / RV) * RV + i % RV];
     }
-TILE_REGS(kr, tile_fetch, tile_store)
-TILE_REGS(kr2, tile_fetch2, tile_store2)
+}
+
+void tile_store()
+{
+    [[unroll]] for (uint u = 0u; u < KN; u++) {
+        uint i = gl_LocalInvocationIndex + u * WGS;
+        if (i < TN * RV)
+            Ks[(i / RV) * QLD + i % RV] = kr[u];
+    }
+}
 
 // S = Q . K^T for the tile in Ks, into the planes (the subgroup's query
 // fragments in registers).
@@ -201,14 +186,9 @@ void attn()
     // Decode waiting on k_b || kv_store (dep_flag.glsl): the first tile's
     // loads go out before the wait where it holds no row this token writes.
     uint cbase = pc.cache_off / 8u;
-    uint ntiles = start < end ? (end - start + TN - 1u) / TN : 0u;
     bool early = WAIT == 1u && start + TN <= P.p[VKP_POS0];
-    // PF2: the second tile into the second registers, before the wait too
-    bool pre2 = PF2 == 1u && ntiles > 1u, early2 = pre2 && WAIT == 1u && start + 2u * TN <= P.p[VKP_POS0];
     if (early)
         tile_fetch(cbase, start);
-    if (early2)
-        tile_fetch2(cbase, start + TN);
     if (WAIT == 1u)
         dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
 
@@ -243,8 +223,6 @@ void attn()
     }
     if (!early)
         tile_fetch(cbase, start);
-    if (pre2 && !early2)
-        tile_fetch2(cbase, start + TN);
     // (a 16 x 16 matrix of row numbers for RowId, in Ss until the scores)
     Ss[tid] = float(tid / 16u);
     barrier();
@@ -259,6 +237,7 @@ void attn()
     }
     barrier();
 
+    uint ntiles = (end - start + TN - 1u) / TN;
     float m = -1.0 / 0.0, l = 0.0;
     // Probabilities against the running max, O += P . V.
     uint sg = gl_SubgroupID, n0 = sg * NF * 16u;
@@ -269,20 +248,10 @@ void attn()
     for (uint t = 0u; t < ntiles; t++) {
         uint t0 = start + t * TN;
         barrier();  // every subgroup is done with the previous tile's rows
-        // (PF2: odd tiles in the second registers; t is uniform)
-        if (PF2 == 1u && (t & 1u) == 1u)
-            tile_store2();
-        else
-            tile_store();
+        tile_store();
         barrier();
-        if (PF2 == 1u) {
-            if (t + 2u < ntiles && (t & 1u) == 1u)
-                tile_fetch2(cbase, t0 + 2u * TN);
-            else if (t + 2u < ntiles)
-                tile_fetch(cbase, t0 + 2u * TN);
-        } else if (t + 1u < ntiles) {
+        if (t + 1u < ntiles)
             tile_fetch(cbase, t0 + TN);
-        }
         scores(qf);
         barrier();
         float s[PPT];
@@ -347,27 +316,10 @@ void attn()
     const uint RQ = DLAT / 4u;   // a latent row in 16-byte words
     [[unroll]] for (uint mt = 0u; mt < MT; mt++) {
         barrier();
-        if (PH == 1u && mt == 0u && tid % TPR == 0u)
-            Fs[row] = l > 0.0 ? 1.0 / l : 0.0;  // (after the barrier: the last tile's factors are read)
         [[unroll]] for (uint f = 0u; f < NF; f++)
             if (n0 + f * 16u < DLAT)
                 coopMatStoreNV(o[mt][f], Ks, (n0 + f * 16u) / 4u, RQ, false);
         barrier();
-        if (PH == 1u) {
-            // O / l of a row: 8 halves from two staged fp32 words
-            const uint RH = DLAT / 8u, SH = (16u * RH + WGS - 1u) / WGS;
-            [[unroll]] for (uint u = 0u; u < SH; u++) {
-                uint i = tid + u * WGS, hl = i / RH, v = i % RH, h = mt * 16u + hl, ot, oh;
-                if (i < 16u * RH && row_at(h, z, hg0, r0, ntok, ot, oh)) {
-                    float il = Fs[h];
-                    vec4 a = clamp(uintBitsToFloat(Ks[hl * RQ + 2u * v]) * il, -65504.0, 65504.0);
-                    vec4 b = clamp(uintBitsToFloat(Ks[hl * RQ + 2u * v + 1u]) * il, -65504.0, 65504.0);
-                    PT4.part[(pc.part_off + ((ot * pc.cmax_chunks + c) * HRP + oh) * pstride + VK_PART_HDR) / 4u + v] =
-                        uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
-                }
-            }
-            continue;
-        }
         const uint SN = (16u * RQ + WGS - 1u) / WGS;
         [[unroll]] for (uint u = 0u; u < SN; u++) {
             uint i = tid + u * WGS, h = mt * 16u + i / RQ, ot, oh;

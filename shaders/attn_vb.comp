@@ -32,7 +32,7 @@ void main()
     // partials chunk-major: (token, chunk, head) rows
     uint pb = pc.part_off + (z * pc.cmax_chunks * pc.part_heads + h) * pstride, cs = pc.part_heads * pstride;
     // the chunks' weights (chunk_combine.glsl)
-    float invL = chunk_weights(pb, cs, n_chunks, false);
+    float invL = chunk_weights(pb, cs, n_chunks);
     // o = sum_c w_c o_c, eight chunks' loads in flight per thread
     for (uint d4 = tid; d4 < pc.Kp / 4u; d4 += WGS) {
         vec4 acc = vec4(0.0);

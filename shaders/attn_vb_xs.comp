@@ -5,17 +5,11 @@
 // input; then out[z][h*v_head + r] = v_b[h][r] . o, R rows per pass with the
 // first pass's weights in flight during the combine.
 // Grid: x = row groups of v_head, y = head, z = query token.
-// PH 1 (attn_fd's decode partials, vk_attn_part16): a partial's o is O / l
-// in fp16, so chunk c weighs e^(m_c - M) l_c; half the bytes to reread.
-// (Staging it in (word, chunk slice) pairs summed through shared memory --
-// one round of loads at 64 chunks instead of four -- measured slower at
-// every depth: gpu/PERF.md run 27, call 1.)
 
 #define PC_USE_ATTN_VB
 #include "pc_attn.h"
 layout(local_size_x_id = PC_S_WGS) in;
 layout(constant_id = AVB_S_CCAP) const uint CCAP = 64u;   // chunk capacity per head (partials)
-layout(constant_id = AVB_S_PH) const uint PH = 0u;        // 1: o as fp16 O / l (attn_fd.comp)
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
@@ -24,33 +18,9 @@ const uint WGS = gl_WorkGroupSize.x;
 // binding 1 (X in mv_xs_common) holds the partials
 layout(set = 0, binding = AVB_B_O) writeonly buffer OBuf { float o[]; } O;
 layout(set = 0, binding = AVB_B_PARAMS) readonly buffer Params { uint p[]; } P;
-// (PH: the fp16 words of the same partials)
-layout(set = 0, binding = MATVEC_B_X) coherent readonly buffer XBufU { uvec4 x[]; } X4u;
 #include "dep_flag.glsl"
 
 #include "chunk_combine.glsl"
-
-// PH: o = sum_c w_c o_c staged from fp16 words, a thread per 16-byte word
-// (8 latents) with 16 chunks' loads in flight, as the fp32 staging below.
-void stage_half(uint pb, uint cs, uint n_chunks, float invL)
-{
-    for (uint w = gl_LocalInvocationIndex; w < J * TEAM * GPU / 2u; w += WGS) {
-        vec4 a0 = vec4(0.0), a1 = vec4(0.0);
-        if (8u * w < pc.K)
-            for (uint c0 = 0u; c0 < n_chunks; c0 += 16u) {
-                uvec4 t[16];
-                [[unroll]] for (uint u = 0u; u < 16u; u++)
-                    t[u] = X4u.x[(pb + min(c0 + u, n_chunks - 1u) * cs + VK_PART_HDR) / 4u + w];
-                [[unroll]] for (uint u = 0u; u < 16u; u++)
-                    if (c0 + u < n_chunks) {
-                        a0 += cw[c0 + u] * vec4(unpackHalf2x16(t[u].x), unpackHalf2x16(t[u].y));
-                        a1 += cw[c0 + u] * vec4(unpackHalf2x16(t[u].z), unpackHalf2x16(t[u].w));
-                    }
-            }
-        x_put(2u * w, a0 * invL);
-        x_put(2u * w + 1u, a1 * invL);
-    }
-}
 
 void vb()
 {
@@ -71,13 +41,11 @@ void vb()
     uint pstride = pc.K + VK_PART_HDR;
     // partials chunk-major: (token, chunk, head) rows
     uint pb = pc.part_off + (z * pc.cmax_chunks * pc.part_heads + h) * pstride, cs = pc.part_heads * pstride;
-    float invL = chunk_weights(pb, cs, n_chunks, PH == 1u);
+    float invL = chunk_weights(pb, cs, n_chunks);
 
     // Staging: o = sum_c w_c o_c (16 chunks' 16-byte loads in flight: the
     // combine is a chain of L2 round trips), zeros past K.
-    if (PH == 1u)
-        stage_half(pb, cs, n_chunks, invL);
-    for (uint v = tid; PH == 0u && v < J * TEAM * GPU; v += WGS) {
+    for (uint v = tid; v < J * TEAM * GPU; v += WGS) {
         vec4 acc = vec4(0.0);
         if (4u * v < pc.K)
             for (uint c0 = 0u; c0 < n_chunks; c0 += 16u) {

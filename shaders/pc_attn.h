@@ -44,8 +44,6 @@ PC_ENUM(FD_S_DLAT, 3)           /* kv_lora, multiple of 16 */
 PC_ENUM(FD_S_HG, 4)             /* head groups (grid y) */
 PC_ENUM(FD_S_FLAT, 5)           /* 1: a prompt batch's (token, head) pairs as rows */
 PC_ENUM(FD_S_PROWS, 6)          /* FLAT: head rows per (token, chunk) in the partials */
-PC_ENUM(FD_S_PH, 7)             /* 1 (decode): o of a partial as fp16 O/l (vk_attn_part16) */
-PC_ENUM(FD_S_PF2, 8)            /* 1 (decode): two tiles' cache loads in flight (tune.fd_prefetch) */
 PC_ENUM(FD_S_COUNT, 14)
 PC_ENUM_END(pc_attn_spec)
 
@@ -72,7 +70,6 @@ PC_ENUM_BEGIN(pc_attn_vb_spec)
 PC_ENUM(AVB_S_KSH, 5)           /* attn_vb */
 PC_ENUM(AVB_S_UPT, 6)           /* attn_vb */
 PC_ENUM(AVB_S_CCAP, 7)          /* both: chunk capacity per head */
-PC_ENUM(AVB_S_PH, 9)            /* attn_vb_xs: the partials' o as fp16 O/l (FD_S_PH) */
 PC_ENUM(AVB_S_COUNT, 8)
 PC_ENUM_END(pc_attn_vb_spec)
 

@@ -532,8 +532,6 @@ static void moe_cases(void)
         {QT_Q5_K, QT_Q5_K, QT_Q6_K, QT_Q6_K, 2048, 1536, 1536, 48, 4, "GLM-4.7-Flash experts, Q5_K_M's Q6_K downs"},
         {QT_Q4_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, 2048, 1536, 1536, 48, 4, "the dynamic mix: Q5_K down, Q6_K shared"},
         {QT_Q5_1, QT_Q5_1, QT_Q4_1, QT_Q4_1, 256, 96, 96, 8, 2, "Q5_1 gate/up, Q4_1 down"},
-        /* the down's staged sub-block sums across the routed | shared seam */
-        {QT_Q5_K, QT_Q5_K, QT_Q5_K, QT_Q5_K, 768, 256, 512, 8, 3, "Q5_K down and shared down together, 3-block rows"},
         {QT_BF16, QT_BF16, QT_BF16, QT_Q8_0, 128, 40, 64, 8, 2, "BF16, a Q8_0 shared down"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -747,8 +745,6 @@ static void test_attn(void)
                        .prefill = AC_SPLIT};
     vk_attn_vb_args va = {.g = &g, .v_b = &vb, .part = {bpart, 0}, .chunk_cap = cap, .params = bp_q,
                           .o = {bout, 0}, .o_z = c->n_head * c->v_head, .nz = c->n_q};
-    /* as the engine: decode partials in fp16 where attn_fd and attn_vb_xs take them */
-    aa.part16 = va.part16 = !AC_SPLIT && vk_attn_part16(&KB, &aa, &va);
     /* latents at an offset, rows of RS: the row tails must stay untouched */
     vk_buf blat = tu_host((uint64_t)c->n_q * c->n_head * RS + 8);
     for (uint64_t i = 0; i < (uint64_t)c->n_q * c->n_head * RS + 8; i++)
@@ -898,10 +894,6 @@ static void test_attn(void)
                 ds += qmag * 0x1p-11;
                 dl = 2 * ds + 2 * 0x1p-11 + 64 * U24;
             }
-            /* fp16 partials: each chunk's O / l rounded once (2^-11 of at
-             * most the largest latent it averages) */
-            if (aa.part16)
-                dl += 0x1p-11;
             if (AC_SPLIT) {
                 /* the combined latents themselves: each within the weights'
                  * error of the largest value it averages; the row tail
@@ -935,8 +927,7 @@ static void test_attn(void)
             free(absrow);
         }
     }
-    CHECK(bad == 0, "%u outputs outside tolerance (worst %.3g x tol; %u chunks of %u%s)", bad, worst, n_chunks, clen,
-          aa.part16 ? ", fp16 partials" : "");
+    CHECK(bad == 0, "%u outputs outside tolerance (worst %.3g x tol; %u chunks of %u)", bad, worst, n_chunks, clen);
     free(kv), free(q), free(qabs), free(nw), free(cs), free(wvb), free(lat), free(row), free(sc), free(olat);
     free(olf), free(amax), free(ref), free(mag), free(want);
     tu_reset_buffers();
@@ -977,25 +968,6 @@ static void av_fd_tiles(vk_tuning *t)
 static void av_fd_one(vk_tuning *t)
 {
     t->fd_chunks = 1;
-}
-
-static void av_fd_part16(vk_tuning *t)
-{
-    t->fd_part16 = 1;
-}
-
-static void av_fd_prefetch(vk_tuning *t)
-{
-    t->fd_prefetch = 1;
-}
-
-/* many tiles a chunk, odd and even counts: the two register sets alternate */
-static void av_fd_prefetch_tiles(vk_tuning *t)
-{
-    t->fd_minchunk = 16;
-    t->fd_chunks = 3;
-    t->fd_prefetch = 1;
-    t->fd_part16 = 1;
 }
 
 static void av_fd_128(vk_tuning *t)
@@ -1039,13 +1011,12 @@ static void attn_cases(void)
          * cooperative matrices: elsewhere they would repeat the default)
          * attn_fd's chunks of several tiles and a single chunk */
         static const variant_fn av[] = {av_subgroups, av_threads, v_mv, av_chunk1, av_chunk32, av_fd_tiles,
-                                        av_fd_one, av_fd_part16, av_fd_128, av_fd_prefetch,
-                                        av_fd_prefetch_tiles};
-        /* (fp16 partials, 128 chunks, two tiles in flight: attn_fd's
-         * decode; the depth case runs only attn_fd's variants) */
+                                        av_fd_one, av_fd_128};
+        /* (the depth case runs only attn_fd's variants: 128 chunks is
+         * attn_fd's decode at depth with twice the default's partials) */
         bool listed = i == 0 || i == 1 || i == 3 || i == 6 || i == 9 || i == 10 || i == depth_case;
-        for (int v = 0; v < 11 && listed && (v < 5 || G.c.coopmat); v++)
-            if (v >= 5 || i != depth_case)
+        for (int v = 0; v < 8 && listed && (v < 5 || G.c.coopmat); v++)
+            if ((v >= 5 || i != depth_case) && (v < 7 || i == depth_case))
                 run_tuned(test_attn, name, av[v]);
         /* the combine + v_b waiting on the attention's counter */
         if (i == 1 || i == 3 || (i == depth_case && G.c.coopmat)) {
@@ -1073,105 +1044,6 @@ static void attn_cases(void)
             }
         PF_CAP = 1;
         AC_SPLIT = false;
-    }
-}
-
-/* attn_vb_xs on fp16 partials (o = O / l in halves, vk_attn_part16) written
- * here, so the combine runs on every device (attn_fd, which writes them in
- * the engine, needs tensor cores): chunks whose maxima lie far apart, empty
- * chunks (m = -inf, l = 0) among them, against the combine and v_b in double. */
-static uint32_t PH_CHUNKS, PH_TYPE;
-
-static void test_attn_vb_half(void)
-{
-    const uint32_t n_head = 20, kv_lora = 512, v_head = 256, cap = PH_CHUNKS < 64 ? 64 : PH_CHUNKS;
-    err_t err;
-    vk_attn_geom g;
-    CHECK(vk_attn_geom_init(&KB, &g, n_head, kv_lora, 64, 192, v_head, true, 4096, &err) == 0, "geom: %.200s",
-          err.msg);
-    uint32_t heads = vk_attn_part_heads(&g), pstride = kv_lora + VK_PART_HDR;
-    uint64_t pwords = (uint64_t)cap * heads * pstride;
-    float *part = calloc(pwords, sizeof *part);
-    double *olat = calloc((uint64_t)n_head * kv_lora, sizeof *olat);
-    float *amax = calloc(kv_lora, sizeof *amax);
-    for (uint32_t h = 0; h < n_head; h++) {
-        double M = -INFINITY, L = 0;
-        float *ms = malloc(PH_CHUNKS * sizeof *ms), *ls = malloc(PH_CHUNKS * sizeof *ls);
-        for (uint32_t c = 0; c < PH_CHUNKS; c++) {
-            bool empty = c % 7 == 5;
-            ms[c] = empty ? -INFINITY : 6.0f * tu_unif();
-            ls[c] = empty ? 0.0f : 1.0f + 40.0f * fabsf(tu_unif());
-            M = fmax(M, ms[c]);
-        }
-        for (uint32_t c = 0; c < PH_CHUNKS; c++) {
-            float *p = part + ((uint64_t)c * heads + h) * pstride;
-            uint16_t *o16 = (uint16_t *)(p + VK_PART_HDR);
-            p[0] = ms[c];
-            p[1] = ls[c];
-            double w = c % 7 == 5 ? 0 : exp(ms[c] - M) * ls[c];
-            L += w;
-            for (uint32_t d = 0; d < kv_lora; d++) {
-                uint16_t v = c % 7 == 5 ? 0 : tu_f2h(2.0f * tu_gauss());
-                o16[d] = v;
-                olat[(uint64_t)h * kv_lora + d] += w * tu_h2f(v);
-                amax[d] = fmaxf(amax[d], fabsf(tu_h2f(v)));
-            }
-        }
-        for (uint32_t d = 0; d < kv_lora; d++)
-            olat[(uint64_t)h * kv_lora + d] /= L;
-        free(ms), free(ls);
-    }
-    vk_tensor vb;
-    uint8_t *wvb = rand_tensor(PH_TYPE, kv_lora, v_head, n_head, &vb);
-    uint32_t params[64] = {0};
-    params[VKP_NTOK] = 1;
-    params[VKP_NCHUNK] = PH_CHUNKS;
-    vk_buf bpart = host_copy(part, pwords), bp = host_copy(params, 64), bout = tu_host((uint64_t)n_head * v_head);
-    vk_attn_vb_args va = {.g = &g, .v_b = &vb, .part = {bpart, 0}, .chunk_cap = cap, .params = bp, .o = {bout, 0},
-                          .o_z = n_head * v_head, .nz = 1, .part16 = true};
-    vk_call call;
-    CHECK(vk_k_attn_vb(&KB, &va, &call) == 0, "build attn_vb (fp16 partials): %.200s", KERR.msg);
-    CHECK(tu_run(&call, 1, NULL) == 0, "run");
-    float *olf = malloc(kv_lora * sizeof *olf), *row = malloc(kv_lora * sizeof *row);
-    double *ref = malloc(v_head * sizeof *ref), *mag = malloc(v_head * sizeof *mag), worst = 0;
-    uint32_t bad = 0;
-    /* the weights' exp and the sums over chunks in float (64 ulps of the
-     * largest latent), then v_b's chain as a matvec */
-    double dl = 64 * U24, vbound = chain_bound(PH_TYPE, kv_lora);
-    for (uint32_t h = 0; h < n_head; h++) {
-        for (uint32_t d = 0; d < kv_lora; d++)
-            olf[d] = (float)olat[(uint64_t)h * kv_lora + d];
-        const uint8_t *m = mat_of(PH_TYPE, wvb, kv_lora, v_head, h);
-        ref_dot_rows(PH_TYPE, m, kv_lora, v_head, olf, ref, mag);
-        for (uint32_t r = 0; r < v_head; r++) {
-            tu_dequant(PH_TYPE, m + tu_row_bytes(PH_TYPE, kv_lora) * r, row, kv_lora);
-            double spread = 0;
-            for (uint32_t d = 0; d < kv_lora; d++)
-                spread += fabs(row[d]) * amax[d];
-            double tol = dl * spread + vbound * mag[r] + 1e-30, got = ((const float *)bout.map)[h * v_head + r];
-            double e = fabs(got - ref[r]) / tol;
-            if (!(e <= 1) && bad++ < 3)
-                printf("#   head %u row %u: gpu %.9g ref %.9g tol %.3g\n", h, r, got, ref[r], tol);
-            if (e > worst || isnan(e))
-                worst = e;
-        }
-    }
-    CHECK(bad == 0, "%u outputs outside tolerance (worst %.3g x tol)", bad, worst);
-    free(part), free(olat), free(amax), free(wvb), free(olf), free(row), free(ref), free(mag);
-    tu_reset_buffers();
-}
-
-static void attn_vb_half_cases(void)
-{
-    static const uint32_t chunks[] = {1, 3, 64, 100};
-    static const uint32_t types[] = {QT_Q4_0, QT_Q8_0, QT_Q4_K, QT_Q4_0};
-    for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++) {
-        PH_CHUNKS = chunks[i];
-        PH_TYPE = types[i];
-        char name[160];
-        snprintf(name, sizeof name, "attn_vb_xs on fp16 partials: %u chunks, %s v_b (20 heads, kv_lora 512)",
-                 PH_CHUNKS, tu_type_name(PH_TYPE));
-        RUN_NAMED(test_attn_vb_half, name);
     }
 }
 
@@ -2018,7 +1890,6 @@ int main(void)
     dep_chain_cases();
     router_cases();
     attn_cases();
-    attn_vb_half_cases();
     embed_cases();
     topk_cases();
     prefill_cases();
