@@ -54,6 +54,13 @@ void vk_attn_prefill_grid(const vk_attn_geom *g, uint32_t n_tok, uint32_t *y, ui
     *z = n_tok;
 }
 
+bool vk_attn_writes_latents(const vk_attn_geom *g, uint32_t chunk_cap)
+{
+    /* One chunk a token (the engine's, gpu/PERF.md run 24): the combine
+     * would only divide by l, so attn_fd does (gpu/PERF.md run 29). */
+    return g->fd && g->fd_pf_mt && chunk_cap == 1;
+}
+
 int vk_attn_geom_init(const vk_kb *k, vk_attn_geom *g, uint32_t n_head, uint32_t kv_lora, uint32_t rope,
                       uint32_t nope, uint32_t v_head, bool kv_f16, uint32_t n_ctx, err_t *err)
 {
@@ -211,6 +218,15 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
             spec[FD_S_FLAT] = 1;
             spec[FD_S_PROWS] = vk_attn_part_heads(g);
         }
+        if (flat && vk_attn_writes_latents(g, a->chunk_cap)) {
+            if (!a->o.b.buf || a->o.off % 4 || a->o_z % 4 || a->o_h % 4 || a->o_h < g->kv_lora)
+                return err_set(k->err, "attn: the latent outputs (offset %u, strides %u, %u) must be set, "
+                                       "in multiples of 4, rows of at least kv_lora %u",
+                               a->o.off, a->o_z, a->o_h, g->kv_lora);
+            spec[FD_S_DIRECT] = 1;
+            out->name = "attn_lat";
+            out->b[ATTN_B_O] = a->o.b;
+        }
         if (vkk_dep_bind(k, "attn", &a->dep, spec, ATTN_B_PARAMS, out, &dw) ||
             !(out->pipe = pipe(k, SPV_ATTN_FD, spec, FD_S_COUNT)))
             return -1;
@@ -241,7 +257,8 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     out->b[ATTN_B_PARAMS] = a->params;
     pc_attn pc = {.n_head = g->n_head, .dlat = g->kv_lora, .kq_scale = a->kq_scale, .cache_off = a->cache.off,
                   .q_abs_off = a->q_abs.off, .q_abs_z = a->q_abs_z, .part_off = a->part.off, .cmax_chunks = a->chunk_cap,
-                  .chunk_word = a->prefill ? VKP_CHUNK_PF : VKP_CHUNK};
+                  .chunk_word = a->prefill ? VKP_CHUNK_PF : VKP_CHUNK, .o_off = a->o.off, .o_z = a->o_z,
+                  .o_h = a->o_h};
     VKK_DEP_PUSH(pc, dw);
     VK_PUSH(out, pc);
     out->indirect = a->indirect;

@@ -155,6 +155,10 @@ void vk_attn_chunks(const vk_attn_geom *g, uint32_t n_kv, uint32_t *n_chunks, ui
 void vk_attn_chunks_prefill(uint32_t n_kv, uint32_t cap, uint32_t *n_chunks, uint32_t *chunk_len);
 /* A prompt batch's attention grid y and z for n_tok tokens (x: chunks). */
 void vk_attn_prefill_grid(const vk_attn_geom *g, uint32_t n_tok, uint32_t *y, uint32_t *z);
+/* Whether a prompt batch's attention with chunk_cap chunks a token writes
+ * the latent outputs itself (vk_attn_args.o; no partials, no
+ * attn_combine): attn_fd's flat rows with one chunk a token. */
+bool vk_attn_writes_latents(const vk_attn_geom *g, uint32_t chunk_cap);
 
 typedef struct {
     const vk_attn_geom *g;
@@ -187,6 +191,11 @@ typedef struct {
     uint32_t n_chunks, nz;   /* otherwise */
     bool prefill;            /* chunk length from VKP_CHUNK_PF (else VKP_CHUNK) */
     vk_dep dep;              /* decode: signal and/or wait (vk_attn_deps) */
+    /* prefill where vk_attn_writes_latents: o_lat of (token z, head h) at
+     * o.off + z*o_z + h*o_h (kv_lora values, all multiples of 4), as
+     * vk_attn_combine_args.o; may be the q_abs rows themselves */
+    vk_vec o;
+    uint32_t o_z, o_h;
 } vk_attn_args;
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out);
 /* Whether vk_k_attn's kernel can signal and wait (attn_fd). */

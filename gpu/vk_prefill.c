@@ -7,7 +7,8 @@
  *   q_abs = k_b . q_nope per head over all tokens (mat-mat)  ||  kv_store
  *   causal attention (one partial per token and head; on tensor cores,
  *   attn_fd with (token, head) pairs as rows, where the device and the f16
- *   cache allow) ; combine into latents
+ *   cache allow) ; combine into latents (on tensor cores with one chunk a
+ *   token, the attention writes the latents itself: no combine)
  *   o = v_b . latent per head over all tokens (mat-mat)
  *   (k_b and v_b take their activations as fp16 pairs hi + lo on tensor
  *    cores)
@@ -87,19 +88,24 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     vk_buf ind = e->params;
     ind.off += VKP_ATTN_IND_PF * 4;
     ind.size = 12;
+    /* the latent outputs go where the absorbed queries were (q_abs is dead
+     * after the scores, rows of RS >= kv_lora): written by the attention
+     * itself where it takes one chunk a token on tensor cores
+     * (vk_attn_writes_latents), else combined from the partials; then per
+     * head o[t][h][:v_head] = v_b[h] . o_lat[t][h], all tokens at once */
     vk_attn_args at = {.g = g, .q_abs = V(e->q_abs, 0), .q_abs_z = c->n_head * g->RS, .cache = V(e->cache[il], 0),
                        .part = V(e->part_pf, 0), .chunk_cap = e->part_cap_prefill, .kq_scale = c->kq_scale,
-                       .params = e->params, .indirect = &ind, .nz = e->n_batch, .prefill = true};
+                       .params = e->params, .indirect = &ind, .nz = e->n_batch, .prefill = true,
+                       .o = V(e->q_abs, 0), .o_z = c->n_head * g->RS, .o_h = g->RS};
     TRY(record(r, vk_k_attn(&e->kb, &at, &k), &k));
     vk_rec_barrier(r);
-    /* the latent outputs go where the absorbed queries were (q_abs is dead
-     * after the scores, rows of RS >= kv_lora); then per head
-     * o[t][h][:v_head] = v_b[h] . o_lat[t][h], all tokens at once */
-    vk_attn_combine_args cb = {.g = g, .part = V(e->part_pf, 0), .chunk_cap = e->part_cap_prefill,
-                               .params = e->params, .o = V(e->q_abs, 0), .o_z = c->n_head * g->RS, .o_h = g->RS,
-                               .nz = e->n_batch};
-    TRY(record(r, vk_k_attn_combine(&e->kb, &cb, &k), &k));
-    vk_rec_barrier(r);
+    if (!vk_attn_writes_latents(g, e->part_cap_prefill)) {
+        vk_attn_combine_args cb = {.g = g, .part = V(e->part_pf, 0), .chunk_cap = e->part_cap_prefill,
+                                   .params = e->params, .o = V(e->q_abs, 0), .o_z = c->n_head * g->RS,
+                                   .o_h = g->RS, .nz = e->n_batch};
+        TRY(record(r, vk_k_attn_combine(&e->kb, &cb, &k), &k));
+        vk_rec_barrier(r);
+    }
     vk_mm_args vb = {.name = "attn_vb", .w = &L->v_b, .x = V(e->q_abs, 0), .x_stride = c->n_head * g->RS,
                      .x_z = g->RS, .y = V(e->o, 0), .y_stride = c->n_head * c->v_head, .y_z = c->v_head,
                      .nz = c->n_head, .max_tokens = e->n_batch, .x_split = true, .params = e->params};

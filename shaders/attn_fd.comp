@@ -37,6 +37,14 @@
 // row has its own causal end; a row with no position in the chunk keeps
 // m = -inf, l = 0, O = 0 (the empty partial).  The partials keep their
 // layout (PROWS rows per token and chunk), so the combine is unchanged.
+// DIRECT 1 (FLAT with one chunk a token, the engine's prompt batch; gpu/
+// PERF.md run 29): no partials -- each row's O / l goes straight to its
+// latent row at o_off + token * o_z + head * o_h, which v_b's mat-mat
+// reads, so the prompt graph has no attn_combine.  The same division the
+// combine makes for one chunk (its weight e^(m - m) = 1, so O * (1 / l)).
+// The latents may overwrite the workgroup's own query rows (q_abs): each
+// (token, head) row belongs to one workgroup, which has read its queries
+// into shared memory before it writes.
 
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -56,6 +64,7 @@ const uint WGS = 256u, NSG = 8u, TN = 32u;
 layout(constant_id = FD_S_HG) const uint HG = 1u;     // head groups (grid y): HR head rows each
 layout(constant_id = FD_S_FLAT) const uint FLAT = 0u; // 1: rows are a batch's (token, head) pairs
 layout(constant_id = FD_S_PROWS) const uint PROWS = 32u; // FLAT: head rows per token and chunk in the partials
+layout(constant_id = FD_S_DIRECT) const uint DIRECT = 0u; // FLAT, one chunk: O / l to the latents (binding O)
 const uint HR = 16u * MT;                       // head rows of a workgroup
 const uint HRP = FLAT == 1u ? PROWS : HR * HG;  // head rows per (token, chunk) in the partials
 const uint KS = NSG / (MT * 2u);                // subgroups per score fragment
@@ -73,6 +82,7 @@ layout(set = 0, binding = ATTN_B_CACHE) coherent readonly buffer Cache4 { uvec4 
 layout(set = 0, binding = ATTN_B_PART) writeonly buffer PartBuf { float part[]; } PT;
 layout(set = 0, binding = ATTN_B_PART) writeonly buffer PartBuf4 { uvec4 part[]; } PT4;
 layout(set = 0, binding = ATTN_B_PARAMS) readonly buffer Params { uint p[]; } P;
+layout(set = 0, binding = ATTN_B_O) writeonly buffer Lat4 { vec4 o[]; } LAT4;
 #include "dep_flag.glsl"
 
 shared uvec4 Ks[(HR > TN ? HR : TN) * QLD]; // queries (fp16 [head][dim]) at the start, then the tile's cache rows
@@ -193,7 +203,10 @@ void attn()
         dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
 
     if (start >= end) {
-        // Past this token's causal limit: an empty partial.
+        // Past this token's causal limit: an empty partial (DIRECT has one
+        // chunk, which every row reaches into: never here).
+        if (DIRECT == 1u)
+            return;
         for (uint h = 0u; h < HR; h++) {
             uint et, eh;
             if (!row_at(h, z, hg0, r0, ntok, et, eh))
@@ -303,9 +316,16 @@ void attn()
         }
     }
 
-    if (lead) {
+    if (lead && DIRECT == 0u) {
         PT.part[pb] = m;
         PT.part[pb + 1u] = l;
+    }
+    if (DIRECT == 1u) {
+        // each row's 1 / l for the stores below (Fs: every subgroup is
+        // done with the last tile's rescale after this barrier)
+        barrier();
+        if (tid % TPR == 0u)
+            Fs[row] = 1.0 / l;
     }
     // O to the partials through shared memory, a head tile at a time:
     // fragments into the free tile space, then 16-byte stores, a warp
@@ -323,7 +343,10 @@ void attn()
         const uint SN = (16u * RQ + WGS - 1u) / WGS;
         [[unroll]] for (uint u = 0u; u < SN; u++) {
             uint i = tid + u * WGS, h = mt * 16u + i / RQ, ot, oh;
-            if (i < 16u * RQ && row_at(h, z, hg0, r0, ntok, ot, oh))
+            if (DIRECT == 1u) {
+                if (i < 16u * RQ && row_at(h, z, hg0, r0, ntok, ot, oh))
+                    LAT4.o[(pc.o_off + ot * pc.o_z + oh * pc.o_h) / 4u + i % RQ] = uintBitsToFloat(Ks[i]) * Fs[h];
+            } else if (i < 16u * RQ && row_at(h, z, hg0, r0, ntok, ot, oh))
                 PT4.part[(pc.part_off + ((ot * pc.cmax_chunks + c) * HRP + oh) * pstride + VK_PART_HDR) / 4u + i % RQ] = Ks[i];
         }
     }

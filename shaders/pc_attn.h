@@ -19,6 +19,7 @@ PC_BEGIN(pc_attn)
     PC_U32 chunk_word;      /* params word holding the chunk length (VKP_CHUNK or VKP_CHUNK_PF) */
     PC_U32 dep_signal;      /* attn_fd SIGNAL: this dispatch's counter */
     PC_U32 dep_wait, dep_n; /* attn_fd WAIT: the producers' counter and workgroups */
+    PC_U32 o_off, o_z, o_h; /* attn_fd DIRECT: o_lat of (token z, head h) at o_off + z*o_z + h*o_h (multiples of 4) */
 PC_END(pc_attn)
 #endif
 PC_ENUM_BEGIN(pc_attn_binding)
@@ -26,6 +27,7 @@ PC_ENUM(ATTN_B_Q_ABS, 1)
 PC_ENUM(ATTN_B_CACHE, 2)
 PC_ENUM(ATTN_B_PART, 3)
 PC_ENUM(ATTN_B_PARAMS, 4)
+PC_ENUM(ATTN_B_O, 5)            /* attn_fd DIRECT: the latent outputs (may be the q_abs rows) */
 PC_ENUM_END(pc_attn_binding)
 
 PC_ENUM_BEGIN(pc_attn_spec)
@@ -44,6 +46,7 @@ PC_ENUM(FD_S_DLAT, 3)           /* kv_lora, multiple of 16 */
 PC_ENUM(FD_S_HG, 4)             /* head groups (grid y) */
 PC_ENUM(FD_S_FLAT, 5)           /* 1: a prompt batch's (token, head) pairs as rows */
 PC_ENUM(FD_S_PROWS, 6)          /* FLAT: head rows per (token, chunk) in the partials */
+PC_ENUM(FD_S_DIRECT, 7)         /* FLAT with one chunk a token: O / l to the latents, no partials */
 PC_ENUM(FD_S_COUNT, 14)
 PC_ENUM_END(pc_attn_spec)
 

@@ -666,6 +666,10 @@ static const char *mm_path(const vk_tensor *w, const vk_tensor *up);
  * chunks a token: 1 as the engine, or more), then attn_combine into latents (rows of RS, as in the
  * engine's q_abs buffer) and v_b as a batched-head mat-mat, instead of attn_vb. */
 static bool AC_SPLIT;
+/* Where the attention writes the latents itself (vk_attn_writes_latents:
+ * attn_fd's flat rows, one chunk a token): over the query rows it reads,
+ * as the engine's prompt graph does, instead of into a separate buffer. */
+static bool AC_INPLACE;
 /* The decode graph's counter between the attention and the combine + v_b
  * (where the kernels can): no barrier between them; the running total of
  * attention workgroups starts just below 2^32 so the wait wraps. */
@@ -754,9 +758,26 @@ static void test_attn(void)
     vk_mm_args vm = {.name = "attn_vb", .w = &vb, .x = {blat, 8}, .x_stride = c->n_head * RS, .x_z = RS,
                      .y = {bout, 0}, .y_stride = c->n_head * c->v_head, .y_z = c->v_head, .nz = c->n_head,
                      .max_tokens = c->n_q, .x_split = true, .params = bp_q};
+    /* the attention writing the latents (no partials, no combine): into
+     * blat as the combine would, or over its own query rows */
+    bool direct = AC_SPLIT && vk_attn_writes_latents(&g, cap);
+    CHECK(!AC_INPLACE || direct, "the latents over the queries need vk_attn_writes_latents");
+    const float *lat_out = (const float *)blat.map + 8;
+    if (direct) {
+        aa.o = ca.o;
+        aa.o_z = ca.o_z;
+        aa.o_h = ca.o_h;
+        if (AC_INPLACE) {
+            aa.o = aa.q_abs;
+            vm.x = aa.q_abs;
+            lat_out = (const float *)bqa.map + aa.q_abs.off;
+        }
+    }
     CHECK(vk_k_kv_store(&KB, &ka, &calls[0]) == 0, "build kv_store: %.200s", KERR.msg);
     CHECK(vk_k_attn(&KB, &aa, &calls[1]) == 0, "build attn: %.200s", KERR.msg);
-    if (AC_SPLIT) {
+    if (direct) {
+        CHECK(vk_k_mm(&KB, &vm, &calls[2]) == 0, "build v_b mat-mat: %.200s", KERR.msg);
+    } else if (AC_SPLIT) {
         CHECK(vk_k_attn_combine(&KB, &ca, &calls[2]) == 0, "build attn_combine: %.200s", KERR.msg);
         CHECK(vk_k_mm(&KB, &vm, &calls[3]) == 0, "build v_b mat-mat: %.200s", KERR.msg);
     } else {
@@ -766,7 +787,7 @@ static void test_attn(void)
     if (AC_DEP && !dep)
         printf("# this device runs other kernels for this case: no counter to wait on\n");
     if (!dep) {
-        CHECK(tu_run(calls, AC_SPLIT ? 4 : 3, NULL) == 0, "run");
+        CHECK(tu_run(calls, AC_SPLIT && !direct ? 4 : 3, NULL) == 0, "run");
     } else {
         /* As the decode graph: the rows of earlier tokens stored before
          * (a barrier), then the queries' kv_store, the attention and the
@@ -895,11 +916,13 @@ static void test_attn(void)
                 dl = 2 * ds + 2 * 0x1p-11 + 64 * U24;
             }
             if (AC_SPLIT) {
-                /* the combined latents themselves: each within the weights'
-                 * error of the largest value it averages; the row tail
-                 * (RS - kv_lora) keeps what was there */
-                const float *gl = (const float *)blat.map + 8 + ((uint64_t)z * c->n_head + h) * RS;
-                for (uint32_t d = 0; d < RS; d++) {
+                /* the combined latents themselves (the combine's or
+                 * attn_fd's own O / l, the same division): each within the
+                 * weights' error of the largest value it averages; the row
+                 * tail (RS - kv_lora) keeps what was there (over the
+                 * queries: the rotated query kv_store wrote, not checked) */
+                const float *gl = lat_out + ((uint64_t)z * c->n_head + h) * RS;
+                for (uint32_t d = 0; d < (AC_INPLACE ? c->kv_lora : RS); d++) {
                     double wl = d < c->kv_lora ? olf[d] : -7.0, tol = d < c->kv_lora ? dl * amax[d] + 1e-30 : 0;
                     if (!(fabs(gl[d] - wl) <= tol) && bad++ < 3)
                         printf("#   token %u head %u latent %u: gpu %.9g ref %.9g tol %.3g\n", z, h, d, gl[d], wl,
@@ -993,6 +1016,9 @@ static void attn_cases(void)
         {20, 512, 64, 192, 256, QT_Q4_0, true, 700, 1, true, "GLM-4.7-Flash, 700 positions, wide scores", 8},
         {20, 512, 64, 192, 256, QT_Q4_K, true, 300, 1, true, "GLM-4.7-Flash, Q4_K v_b", 0},
         {20, 512, 64, 192, 256, QT_Q5_K, true, 90, 30, true, "GLM-4.7-Flash prompt batch, Q5_K v_b", 0},
+        /* a prompt batch whose rows' running max jumps between tiles, the
+         * last workgroup's 32 rows part past the batch (97 * 20 rows) */
+        {20, 512, 64, 192, 256, QT_Q8_0, true, 400, 97, true, "GLM-4.7-Flash prompt batch, wide scores", 8},
         /* depth: 64 chunks of several tiles, 20 heads (two head groups),
          * scores spread wide (each chunk's running max far from the others') */
         {20, 512, 64, 192, 256, QT_Q4_0, true, 2100, 1, true, "GLM-4.7-Flash at depth, wide scores", 8},
@@ -1030,9 +1056,24 @@ static void attn_cases(void)
          * as a mat-mat (its kernel named) */
         vk_tensor vt = {.type = AC.vtype};
         char pn[300];
-        snprintf(pn, sizeof pn, "%s [prefill: attn_combine + v_b on %s]", name, mm_path(&vt, NULL));
+        vk_attn_geom pg;
+        err_t gerr;
+        bool direct = vk_attn_geom_init(&KB, &pg, AC.n_head, AC.kv_lora, AC.rope, AC.nope, AC.v_head, AC.f16,
+                                        AC.n_kv, &gerr) == 0 &&
+                      vk_attn_writes_latents(&pg, 1);
+        snprintf(pn, sizeof pn, "%s [prefill: %s + v_b on %s]", name,
+                 direct ? "attn_fd writes the latents" : "attn_combine", mm_path(&vt, NULL));
         AC_SPLIT = true;
         RUN_NAMED(test_attn, pn);
+        /* the engine's way: the latents over the query rows the
+         * attention's workgroups read (each row read and written by one) */
+        if (direct && AC.n_q > 1) {
+            char ipn[340];
+            snprintf(ipn, sizeof ipn, "%s [latents over the queries]", pn);
+            AC_INPLACE = true;
+            RUN_NAMED(test_attn, ipn);
+            AC_INPLACE = false;
+        }
         /* several chunks a token (the kernels take any; the engine cuts
          * one): on attn_fd's flat rows, rows whose token ends before a
          * chunk's start leave an empty partial beside rows that do not */
