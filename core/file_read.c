@@ -56,6 +56,25 @@ static int open_regular(const char *path, struct stat *st, int *open_errno, err_
     return fd;
 }
 
+/* read(2) at the file offset (at < 0) or pread(2) at at, retried on EINTR. */
+static ssize_t read_retry(int fd, char *p, size_t n, off_t at)
+{
+    for (;;) {
+        ssize_t r = at < 0 ? read(fd, p, n) : pread(fd, p, n, at);
+        if (r >= 0 || errno != EINTR)
+            return r;
+    }
+}
+
+/* A failed read: buf freed, fd closed, err set from errno. */
+static int read_failed(const char *path, int fd, char *buf, err_t *err)
+{
+    int e = errno;
+    free(buf);
+    close(fd);
+    return err_set(err, "%s: read error: %s", path, strerror(e));
+}
+
 static int read_regular(const char *path, size_t cap, const char *what, char **data, size_t *len, int *open_errno,
                         err_t *err)
 {
@@ -92,15 +111,9 @@ static int read_regular(const char *path, size_t cap, const char *what, char **d
             buf = nb;
             size = bigger;
         }
-        ssize_t r = read(fd, buf + got, size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return err_set(err, "%s: read error: %s", path, strerror(e));
-        }
+        ssize_t r = read_retry(fd, buf + got, size - got, -1);
+        if (r < 0)
+            return read_failed(path, fd, buf, err);
         if (r == 0)
             break;
         got += (size_t)r;
@@ -149,15 +162,11 @@ int file_read_tail(const char *path, size_t max, char **data, size_t *len, uint6
         return err_set(err, "%s: out of memory for %zu bytes", path, want);
     }
     while (got < want) {
-        ssize_t r = pread(fd, buf + got, want - got, from + (off_t)got);
-        if (r < 0 && errno == EINTR)
-            continue;
+        ssize_t r = read_retry(fd, buf + got, want - got, from + (off_t)got);
         if (r < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
+            read_failed(path, fd, buf, err);
             errno = 0;
-            return err_set(err, "%s: read error: %s", path, strerror(e));
+            return -1;
         }
         if (r == 0) /* shorter than when it was stat'ed */
             break;
