@@ -111,7 +111,11 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->q_comp_norm, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "normalized compressed query", 0};
     r[n++] = (buf_req){&e->hp, hp * f, "expert hidden states", 0};
     r[n++] = (buf_req){&e->yp, B * (K ? K : 1) * c->n_embd * f, "expert outputs", 0};
-    r[n++] = (buf_req){&e->part_pf, B * vk_attn_part_heads(&e->ag) * (uint64_t)e->part_cap_prefill * (c->kv_lora_rank + VK_PART_HDR) * f,
+    /* where the prompt batch's attention writes its latents itself
+     * (vk_attn_writes_latents) the partials are bound but never touched:
+     * a token's worth keeps the binding valid (was ~36 MB at n_batch 512) */
+    uint64_t pf_rows = vk_attn_writes_latents(&e->ag, e->part_cap_prefill) ? 1 : B;
+    r[n++] = (buf_req){&e->part_pf, pf_rows * vk_attn_part_heads(&e->ag) * (uint64_t)e->part_cap_prefill * (c->kv_lora_rank + VK_PART_HDR) * f,
                        "prefill attention partials", 0};
     r[n++] = (buf_req){&e->moe_list, B * (K ? K : 1) * f, "expert work list", 0};
     r[n++] = (buf_req){&e->moe_tiles, (B * K / 32 + c->n_expert + 1) * 16, "expert tiles", 0};
