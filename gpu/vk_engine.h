@@ -71,6 +71,8 @@ typedef struct {
     uint32_t dep_mask;       /* which barriers of a layer are counters instead (tune.dep_flags) */
     bool dep_off;            /* a wait gave up once: the graph is recorded with barriers only */
     uint32_t dep_fallbacks;  /* times that happened (0 or 1) */
+    vk_buf x_ll;             /* (n_embd) decode with LL: x as tagged words (value, tag), dep_flag.glsl */
+    bool ll;                 /* the decode graph keeps x in x_ll (tune.ll; off with dep_off) */
     uint32_t epoch;          /* decode submits so far (params[VKP_EPOCH]) */
     uint32_t attn_total;     /* decode attention workgroups so far (params[VKP_ATTN_TOTAL]) */
     /* recording: the counter the next dispatches wait on instead of a barrier */

@@ -21,7 +21,13 @@
  * Without q compression (DeepSeek-V2-Lite) q comes from q_a's step and k_b
  * runs beside kv_store; dense layers have gate/up then down.  The position,
  * the token and the chunking live in the params buffer the host writes
- * before each submit. */
+ * before each submit.
+ *
+ * With LL (tune.ll; on by default where the counters are) x lives in
+ * e->x_ll as tagged words (shaders/dep_flag.glsl): each of its readers polls
+ * the words it stages for the tag of x's last write, so the steps after
+ * the embedding, attn_output and the down read x with no counter and no
+ * barrier before them (gpu/PERF.md run 30). */
 #include <string.h>
 
 #include "vk_graph.h"
@@ -56,6 +62,7 @@ typedef struct {
     vk_dep dep;       /* each dispatch's ends: the previous step's counter, this step's */
     vk_vec word;      /* this step's counter */
     bool linked;      /* joined to the next step by the counter, not a barrier */
+    bool ll_linked;   /* joined by tagged words: the next step reads only x, polled (LL) */
     uint32_t groups;  /* the step's workgroups so far: what the next step waits for */
     vk_call k;        /* the dispatch being recorded */
 } step;
@@ -67,7 +74,9 @@ static void step_open(step *s, vk_engine *e, vk_rec *r, uint32_t il, uint32_t bo
     memset(s, 0, sizeof *s);
     s->e = e;
     s->r = r;
-    s->linked = boundary != DEP_NONE && (e->dep_mask >> boundary & 1) && kernels_can;
+    /* the steps after attn_output and the down read nothing of them but x */
+    s->ll_linked = e->ll && (boundary == DEP_OUT || boundary == DEP_DOWN);
+    s->linked = !s->ll_linked && boundary != DEP_NONE && (e->dep_mask >> boundary & 1) && kernels_can;
     if (s->linked)
         s->word = V(e->dep, 1 + il * VK_DEP_PER_LAYER + boundary);
     if (e->pend) {
@@ -91,21 +100,70 @@ static int step_record(step *s, int rc)
     return 0;
 }
 
-/* Builds builder's dispatch for `args` with the step's dependency ends and records it. */
-#define STEP_CALL(s, builder, args) ((args)->dep = (s)->dep, step_record((s), builder(&(s)->e->kb, (args), &(s)->k)))
+/* Dependency ends d with the LL sites of `ll` (ll_dep) and what they need. */
+static vk_dep with_ll(const vk_engine *e, vk_dep d, const vk_dep *ll)
+{
+    d.ll_in = ll->ll_in;
+    d.ll_out = ll->ll_out;
+    d.ll_acc = ll->ll_acc;
+    if (d.ll_in || d.ll_out) {
+        d.params = e->params;
+        d.ll_fails = e->dep;
+    }
+    return d;
+}
 
-/* Ends the step: its counter becomes what the next step waits on, or a barrier. */
+static vk_dep step_dep(const step *s, const vk_dep *ll)
+{
+    return with_ll(s->e, s->dep, ll);
+}
+
+/* Builds builder's dispatch for `args` (their dep: LL sites only) with the
+ * step's dependency ends and records it. */
+#define STEP_CALL(s, builder, args) \
+    ((args)->dep = step_dep((s), &(args)->dep), step_record((s), builder(&(s)->e->kb, (args), &(s)->k)))
+
+/* Ends the step: its counter becomes what the next step waits on, or
+ * tagged words join it to the next, or a barrier. */
 static void step_close(step *s)
 {
     vk_engine *e = s->e;
     e->pend = s->linked;
-    if (s->linked) {
+    if (s->ll_linked) {
+        vk_rec_link(s->r);
+    } else if (s->linked) {
         e->pend_word = s->word;
         e->pend_n = s->groups;
         vk_rec_link(s->r);
     } else {
         vk_rec_barrier(s->r);
     }
+}
+
+/* ---- x as tagged words (LL) ---------------------------------------------------------------
+ * Sites (params.h's VK_LL_SITES): the embedding writes x as site 1; layer
+ * il's attn_output 2 il + 2, its down 2 il + 3 -- so x at the start of layer
+ * il carries site 2 il + 1, and the head reads 2 n_layer + 1.  With
+ * tune.dep_stall every read expects VK_LL_STALL_SITE, which nothing writes
+ * (each poll gives up: the fall-back's test). */
+static uint32_t x_in_site(uint32_t il) { return 2 * il + 1; }
+static uint32_t x_mid_site(uint32_t il) { return 2 * il + 2; }
+
+/* The residual stream the decode graph reads and writes. */
+static vk_vec x_vec(const vk_engine *e)
+{
+    return V(e->ll ? e->x_ll : e->x, 0);
+}
+
+/* An operand's LL sites: x read as `in`, written as `out` over the old x of
+ * `acc` (0: not LL); nothing without LL. */
+static vk_dep ll_dep(const vk_engine *e, uint32_t in, uint32_t out, uint32_t acc)
+{
+    if (!e->ll)
+        return (vk_dep){0};
+    bool stall = e->tune.dep_stall != 0;
+    return (vk_dep){.ll_in = in && stall ? VK_LL_STALL_SITE : in, .ll_out = out,
+                    .ll_acc = acc && stall ? VK_LL_STALL_SITE : acc};
 }
 
 /* ---- operands ---------------------------------------------------------------------------- */
@@ -116,19 +174,21 @@ static vk_router_args router_args(const vk_engine *e, uint32_t il)
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
     uint32_t K = c->n_expert_used, ids_off = il * e->n_batch * K;
-    return (vk_router_args){.w = &L->router, .x = V(e->x, 0), .norm = L->ffn_norm, .eps = c->rms_eps,
+    return (vk_router_args){.w = &L->router, .x = x_vec(e), .norm = L->ffn_norm, .eps = c->rms_eps,
                             .logits = V(e->rlogits, 0), .ids = V(e->ids, ids_off), .wts = V(e->wts, ids_off),
                             .bias = L->has_bias ? &L->exp_probs_b : NULL, .counter = V(e->counters, 0),
                             .n_used = K, .gating = c->gating, .nz = 1, .norm_w = c->expert_weights_norm,
-                            .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale};
+                            .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale,
+                            .dep = ll_dep(e, x_mid_site(il), 0, 0)};
 }
 
 static vk_glu_args shexp_args(const vk_engine *e, uint32_t il, const vk_vec *fn)
 {
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
-    return (vk_glu_args){.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = V(e->x, 0), .norm = fn,
-                         .eps = c->rms_eps, .h = V(e->h, c->n_expert_used * e->h_z), .h_z = e->h_z, .nz = 1};
+    return (vk_glu_args){.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = x_vec(e), .norm = fn,
+                         .eps = c->rms_eps, .h = V(e->h, c->n_expert_used * e->h_z), .h_z = e->h_z, .nz = 1,
+                         .dep = ll_dep(e, x_mid_site(il), 0, 0)};
 }
 
 /* Whether MoE layer il's router step (the router, and the shared gate/up
@@ -172,12 +232,13 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
         *(lora ? &q_comp : &q) = V(e->qkv, 0);
         kv = V(e->qkv, nq);
     }
-    vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = V(e->x, 0),
-                    .y = V(e->qkv, 0), .nz = 1, .norm = &an, .eps = c->rms_eps};
-    vk_mv_args qm = {.name = lora ? "attn_q_a" : "attn_q", .w = lora ? &L->q_a : &L->q, .x = V(e->x, 0),
-                     .y = lora ? q_comp : q, .nz = 1, .norm = &an, .eps = c->rms_eps};
-    vk_mv_args kva = {.name = "attn_kv_a_mqa", .w = &L->kv_a, .x = V(e->x, 0), .y = kv, .nz = 1, .norm = &an,
-                      .eps = c->rms_eps};
+    vk_dep x_in = ll_dep(e, x_in_site(il), 0, 0);
+    vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = x_vec(e),
+                    .y = V(e->qkv, 0), .nz = 1, .norm = &an, .eps = c->rms_eps, .dep = x_in};
+    vk_mv_args qm = {.name = lora ? "attn_q_a" : "attn_q", .w = lora ? &L->q_a : &L->q, .x = x_vec(e),
+                     .y = lora ? q_comp : q, .nz = 1, .norm = &an, .eps = c->rms_eps, .dep = x_in};
+    vk_mv_args kva = {.name = "attn_kv_a_mqa", .w = &L->kv_a, .x = x_vec(e), .y = kv, .nz = 1, .norm = &an,
+                      .eps = c->rms_eps, .dep = x_in};
     vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = q_comp, .y = q, .nz = 1, .norm = &qn, .eps = c->rms_eps};
     vk_mv_args kb_args = {.name = "attn_k_b", .w = &L->k_b, .x = q, .x_z = qw, .y = V(e->q_abs, 0), .y_z = g->RS,
                           .nz = c->n_head};
@@ -193,8 +254,8 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
                        .params = e->params, .indirect = &ind, .nz = 1};
     vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part, 0), .chunk_cap = e->part_cap,
                           .params = e->params, .o = V(e->o, 0), .o_z = c->n_head * c->v_head, .nz = 1};
-    vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = V(e->x, 0), .nz = 1,
-                     .accumulate = true};
+    vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = x_vec(e), .nz = 1,
+                     .accumulate = true, .dep = ll_dep(e, 0, x_mid_site(il), x_in_site(il))};
     step s;
 
     /* [q_a | kv] = W . norm(x) */
@@ -244,10 +305,10 @@ static int ffn_dense(vk_engine *e, vk_rec *r, uint32_t il)
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
     vk_vec fn = L->ffn_norm;
-    vk_glu_args gu = {.name = "ffn_gate_up", .gate = &L->ffn_gate, .up = &L->ffn_up, .x = V(e->x, 0), .norm = &fn,
-                      .eps = c->rms_eps, .h = V(e->h, 0), .h_z = 0, .nz = 1};
-    vk_mv_args dn = {.name = "ffn_down", .w = &L->ffn_down, .x = V(e->h, 0), .y = V(e->x, 0), .nz = 1,
-                     .accumulate = true};
+    vk_glu_args gu = {.name = "ffn_gate_up", .gate = &L->ffn_gate, .up = &L->ffn_up, .x = x_vec(e), .norm = &fn,
+                      .eps = c->rms_eps, .h = V(e->h, 0), .h_z = 0, .nz = 1, .dep = ll_dep(e, x_mid_site(il), 0, 0)};
+    vk_mv_args dn = {.name = "ffn_down", .w = &L->ffn_down, .x = V(e->h, 0), .y = x_vec(e), .nz = 1,
+                     .accumulate = true, .dep = ll_dep(e, 0, x_in_site(il + 1), x_mid_site(il))};
     step s;
 
     /* h = silu(gate . norm(x)) * (up . norm(x)) */
@@ -255,8 +316,8 @@ static int ffn_dense(vk_engine *e, vk_rec *r, uint32_t il)
     TRY(STEP_CALL(&s, vk_k_glu, &gu));
     step_close(&s);
 
-    /* x += down . h */
-    step_open(&s, e, r, il, DEP_NONE, false);
+    /* x += down . h (LL: the next step reads x, polled; else a barrier) */
+    step_open(&s, e, r, il, DEP_DOWN, false);
     TRY(STEP_CALL(&s, vk_k_mv, &dn));
     step_close(&s);
     return 0;
@@ -295,11 +356,12 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     vk_vec fn = L->ffn_norm, ids = V(e->ids, ids_off), ysh;
     vk_router_args ra = router_args(e, il);
     vk_glu_args gs = shexp_args(e, il, &fn);
-    vk_glu_args gu = {.name = "moe_gate_up", .gate = &L->gate_exps, .up = &L->up_exps, .x = V(e->x, 0),
-                      .norm = &fn, .eps = c->rms_eps, .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = &ids};
+    vk_glu_args gu = {.name = "moe_gate_up", .gate = &L->gate_exps, .up = &L->up_exps, .x = x_vec(e),
+                      .norm = &fn, .eps = c->rms_eps, .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = &ids,
+                      .dep = ll_dep(e, x_mid_site(il), 0, 0)};
     vk_moe_down_args da = {.name = "moe_down", .down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL,
                            .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = ids, .wts = V(e->wts, ids_off),
-                           .y = V(e->x, 0)};
+                           .y = x_vec(e), .dep = ll_dep(e, 0, x_in_site(il + 1), x_mid_site(il))};
     vk_mv_args sd;
     bool split = shared_down_split(e, il, &sd, &da, &ysh);
     step route, s;
@@ -334,6 +396,42 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     TRY(STEP_CALL(&s, vk_k_moe_down, &da));
     step_close(&s);
     return 0;
+}
+
+/* Whether every kernel that reads or writes x in the decode graph can take
+ * tagged words (the x-stationary ones), and the sites fit: LL is all or
+ * nothing for x. */
+static bool ll_graph_can(const vk_engine *e)
+{
+    const model_config *c = &e->m->cfg;
+    const vk_kb *kb = &e->kb;
+    if (x_in_site(c->n_layer) >= VK_LL_STALL_SITE)
+        return false;
+    vk_mv_args hd = {.w = &e->w.output, .nz = 1};
+    if (!vk_mv_deps(kb, &hd))
+        return false;
+    for (uint32_t il = 0; il < c->n_layer; il++) {
+        const vk_layer_w *L = &e->w.layers[il];
+        vk_mv_args ao = {.w = &L->attn_out, .nz = 1, .accumulate = true};
+        if (!first_step_waits(e, il) || !vk_mv_deps(kb, &ao))
+            return false;
+        if (!L->is_moe) {
+            vk_glu_args gu = {.gate = &L->ffn_gate, .up = &L->ffn_up, .nz = 1};
+            vk_mv_args dn = {.w = &L->ffn_down, .nz = 1, .accumulate = true};
+            if (!vk_glu_deps(kb, &gu) || !vk_mv_deps(kb, &dn))
+                return false;
+            continue;
+        }
+        uint32_t K = c->n_expert_used;
+        vk_glu_args gu = {.gate = &L->gate_exps, .up = &L->up_exps, .nz = K};
+        vk_moe_down_args da = {.down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL, .nz = K};
+        vk_mv_args sd;
+        vk_vec ysh;
+        shared_down_split(e, il, &sd, &da, &ysh);
+        if (!moe_step_waits(e, il) || !vk_glu_deps(kb, &gu) || !vk_moe_down_deps(kb, &da))
+            return false;
+    }
+    return true;
 }
 
 /* ---- the token out ------------------------------------------------------------------
@@ -378,8 +476,9 @@ static int head(vk_engine *e, vk_rec *r)
     const model_config *c = &e->m->cfg;
     vk_call k;
     vk_vec on = e->w.output_norm;
-    vk_mv_args hd = {.name = "output", .w = &e->w.output, .x = V(e->x, 0), .y = V(e->logits, 0), .nz = 1,
-                     .norm = &on, .eps = c->rms_eps};
+    vk_mv_args hd = {.name = "output", .w = &e->w.output, .x = x_vec(e), .y = V(e->logits, 0), .nz = 1,
+                     .norm = &on, .eps = c->rms_eps, .dep = ll_dep(e, x_in_site(c->n_layer), 0, 0)};
+    hd.dep = with_ll(e, (vk_dep){0}, &hd.dep);
     TRY(record(r, vk_k_mv(&e->kb, &hd, &k), &k));
     vk_rec_barrier(r);
     return vk_fwd_record_sample(e, r, false);
@@ -395,12 +494,19 @@ int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool unused)
     bool dep_known = e->c.props.vendorID == 0x10DE || e->c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     uint32_t by_device = dep_known ? DEP_ALL : 0;
     e->dep_mask = e->dep_off ? 0 : e->tune.dep_flags == VK_TUNE_AUTO ? by_device : e->tune.dep_flags;
+    e->ll = false; /* x_vec() and ll_dep() while ll_graph_can builds the operands */
+    e->ll = !e->dep_off && (e->tune.ll == VK_TUNE_AUTO ? dep_known : e->tune.ll != 0) && ll_graph_can(e);
     e->pend = false;
     vk_rec_segment(r, 0);
     vk_buf tok = e->params;
-    vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(tok, VKP_TOKENS), .x = V(e->x, 0), .nz = 1};
+    vk_dep em_ll = ll_dep(e, 0, x_in_site(0), 0);
+    vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(tok, VKP_TOKENS), .x = x_vec(e), .nz = 1,
+                        .dep = with_ll(e, (vk_dep){0}, &em_ll)};
     TRY(record(r, vk_k_embed(&e->kb, &em, &k), &k));
-    vk_rec_barrier(r);
+    if (e->ll)
+        vk_rec_link(r); /* the first step polls x */
+    else
+        vk_rec_barrier(r);
     for (uint32_t il = 0; il < c->n_layer; il++) {
         vk_rec_segment(r, (int)il + 1);
         TRY(attention(e, r, il));

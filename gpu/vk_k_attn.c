@@ -158,7 +158,7 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
     spec[KVS_S_SG] = k->c->subgroup;
     memset(out, 0, sizeof *out);
     out->name = "kv_store";
-    if (vkk_dep_bind(k, "kv_store", &a->dep, spec, KVS_B_PARAMS, out, &dw) ||
+    if (vkk_dep_bind(k, "kv_store", &a->dep, false, spec, KVS_B_PARAMS, out, &dw) ||
         !(out->pipe = pipe(k, SPV_KV_STORE, spec, KVS_S_COUNT)))
         return -1;
     out->b[KVS_B_KV] = a->kv.b;
@@ -227,7 +227,7 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
             out->name = "attn_lat";
             out->b[ATTN_B_O] = a->o.b;
         }
-        if (vkk_dep_bind(k, "attn", &a->dep, spec, ATTN_B_PARAMS, out, &dw) ||
+        if (vkk_dep_bind(k, "attn", &a->dep, false, spec, ATTN_B_PARAMS, out, &dw) ||
             !(out->pipe = pipe(k, SPV_ATTN_FD, spec, FD_S_COUNT)))
             return -1;
         out->groups[1] = g->fd_hg;
@@ -307,7 +307,7 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
         }
         vkk_xs_spec(k, &x, w->type, spec);
         spec[AVB_S_CCAP] = a->chunk_cap;
-        if (vkk_dep_bind(k, "attn_vb", &a->dep, spec, AVB_B_PARAMS, out, &dw) ||
+        if (vkk_dep_bind(k, "attn_vb", &a->dep, false, spec, AVB_B_PARAMS, out, &dw) ||
             !(out->pipe = pipe(k, SPV_ATTN_VB_XS, spec, XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;

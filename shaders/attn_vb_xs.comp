@@ -13,12 +13,12 @@ layout(constant_id = AVB_S_CCAP) const uint CCAP = 64u;   // chunk capacity per 
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
+#include "dep_flag.glsl"
 #include "mv_xs_common.glsl"
 
 // binding 1 (X in mv_xs_common) holds the partials
 layout(set = 0, binding = AVB_B_O) writeonly buffer OBuf { float o[]; } O;
 layout(set = 0, binding = AVB_B_PARAMS) readonly buffer Params { uint p[]; } P;
-#include "dep_flag.glsl"
 
 #include "chunk_combine.glsl"
 

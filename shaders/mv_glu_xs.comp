@@ -16,8 +16,8 @@ layout(constant_id = GLU_XS_S_IDMODE) const uint IDMODE = 0u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#include "mv_xs_common.glsl"
 #include "dep_flag.glsl"
+#include "mv_xs_common.glsl"
 
 layout(set = 0, binding = GLU_B_H) writeonly buffer HBuf { float h[]; } H;
 layout(set = 0, binding = GLU_B_IDS) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
@@ -51,7 +51,7 @@ void glu()
             // awaited and staged
             if (WAIT == 1u && IDMODE == 0u)
                 dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
-            sc = stage_x(pc.x_off, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps);
+            sc = stage_x(pc.x_off, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps, LL_IN == 1u ? LL_TAG(pc.ll_in) : 0u);
             load_xr(lane);
         }
         [[unroll]] for (uint r = 0u; r < R; r++) {

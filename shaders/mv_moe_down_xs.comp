@@ -19,10 +19,13 @@ layout(constant_id = DOWN_XS_S_HAS_SHARED) const uint HAS_SHARED = 1u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#include "mv_xs_common.glsl"
 #include "dep_flag.glsl"
+#include "mv_xs_common.glsl"
 
 layout(set = 0, binding = DOWN_B_Y) coherent buffer YBuf { float y[]; } Y;  // coherent: see X
+// LL_OUT: y as tagged words (dep_flag.glsl), each old value polled for its
+// writer's tag first
+layout(set = 0, binding = DOWN_B_Y) coherent volatile buffer YLL { uvec2 w[]; } YL;
 layout(set = 0, binding = DOWN_B_IDS) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
 layout(set = 0, binding = DOWN_B_WTS) coherent readonly buffer WtBuf { float wts[]; } WT;  // coherent: see dep_flag.glsl
 layout(set = 0, binding = DOWN_B_YSH) coherent readonly buffer YsBuf { float ys[]; } YS;  // coherent: see X
@@ -91,6 +94,8 @@ void down()
     }
     barrier();
     load_xr(lane);
+    uint tout = LL_OUT == 1u ? LL_TAG(pc.ll_out) : 0u, tacc = LL_OUT == 1u ? LL_TAG(pc.ll_acc) : 0u;
+    bool failed = false;
 
     for (uint p = 0u; p < pc.passes; p++) {
         if (wrow0 + p * NT * R >= pc.N)
@@ -104,10 +109,21 @@ void down()
             [[unroll]] for (uint j = 0u; j < J; j++)
                 acc += unit_dot(r * J + j, ub[j] + row * ust[j] + uu[j] / UPB, uu[j] % UPB, j, lane + j * TEAM);
             float v = team_sum(acc);
-            if (lane == 0u && row0 + r < pc.N)
-                Y.y[pc.y_off + row0 + r] += HAS_SHARED == 2u ? v + YS.ys[pc.ysh_off + row0 + r] : v;
+            if (lane == 0u && row0 + r < pc.N) {
+                float add = HAS_SHARED == 2u ? v + YS.ys[pc.ysh_off + row0 + r] : v;
+                uint yi = pc.y_off + row0 + r;
+                if (LL_OUT == 1u) {
+                    uvec2 old;
+                    LL_POLL2(YL, yi, tacc, old, failed);
+                    YL.w[yi] = uvec2(floatBitsToUint(uintBitsToFloat(old.x) + add), tout);
+                } else {
+                    Y.y[yi] += add;
+                }
+            }
         }
     }
+    if (failed)
+        ll_give_up();
 }
 
 void main()
