@@ -73,7 +73,9 @@ void dep_wait(uint word, uint want)
 // The buffers of tagged words are read through `coherent volatile` views
 // (no L1 line, no load hoisted out of the poll).  Spec constants PC_S_LL_IN
 // and PC_S_LL_OUT turn tagged input and output on in a kernel; the counters'
-// binding is bound whenever either is (word 0).
+// binding is bound whenever either is (word 0).  LL_IN 2: one lane of a
+// subgroup polls one word before the others load theirs (mv_xs_common.glsl
+// stage_x).
 layout(constant_id = PC_S_LL_IN) const uint LL_IN = 0u;
 layout(constant_id = PC_S_LL_OUT) const uint LL_OUT = 0u;
 

@@ -51,7 +51,7 @@ void mv()
     load_rows(0u, mblk0, bpr, pc.hbase, wrow0 + team * R, pc.N, lane, nunits, 0u);
     if (WAIT == 1u && IDMODE == 0u)
         dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
-    float sc = stage_x(xb, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps, LL_IN == 1u ? LL_TAG(pc.ll_in) : 0u);
+    float sc = stage_x(xb, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps, LL_IN != 0u ? LL_TAG(pc.ll_in) : 0u);
     load_xr(lane);
     uint tout = LL_OUT == 1u ? LL_TAG(pc.ll_out) : 0u, tacc = LL_OUT == 1u ? LL_TAG(pc.ll_acc) : 0u;
     bool failed = false;
