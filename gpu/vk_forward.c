@@ -74,8 +74,10 @@ static void step_open(step *s, vk_engine *e, vk_rec *r, uint32_t il, uint32_t bo
     memset(s, 0, sizeof *s);
     s->e = e;
     s->r = r;
-    /* the steps after attn_output and the down read nothing of them but x */
-    s->ll_linked = e->ll && (boundary == DEP_OUT || boundary == DEP_DOWN);
+    /* the steps after attn_output and the down read nothing of them but x;
+     * those after q_a|kv_a and q_b nothing but qkv and q */
+    s->ll_linked = (e->ll && (boundary == DEP_OUT || boundary == DEP_DOWN)) ||
+                   (e->ll_qkv && (boundary == DEP_QA || boundary == DEP_QB));
     s->linked = !s->ll_linked && boundary != DEP_NONE && (e->dep_mask >> boundary & 1) && kernels_can;
     if (s->linked)
         s->word = V(e->dep, 1 + il * VK_DEP_PER_LAYER + boundary);
@@ -140,14 +142,17 @@ static void step_close(step *s)
     }
 }
 
-/* ---- x as tagged words (LL) ---------------------------------------------------------------
- * Sites (params.h's VK_LL_SITES): the embedding writes x as site 1; layer
- * il's attn_output 2 il + 2, its down 2 il + 3 -- so x at the start of layer
- * il carries site 2 il + 1, and the head reads 2 n_layer + 1.  With
+/* ---- activations as tagged words (LL) ------------------------------------------------------
+ * Sites (params.h's VK_LL_SITES), four a layer: the embedding writes x as
+ * site 1; layer il's attn_output 4 il + 2, its down 4 il + 5 -- so x at the
+ * start of layer il carries site 4 il + 1, and the head reads 4 n_layer + 1;
+ * its q_a|kv_a writes qkv as 4 il + 3, its q_b q as 4 il + 4.  With
  * tune.dep_stall every read expects VK_LL_STALL_SITE, which nothing writes
  * (each poll gives up: the fall-back's test). */
-static uint32_t x_in_site(uint32_t il) { return 2 * il + 1; }
-static uint32_t x_mid_site(uint32_t il) { return 2 * il + 2; }
+static uint32_t x_in_site(uint32_t il) { return 4 * il + 1; }
+static uint32_t x_mid_site(uint32_t il) { return 4 * il + 2; }
+static uint32_t qkv_site(uint32_t il) { return 4 * il + 3; }
+static uint32_t q_site(uint32_t il) { return 4 * il + 4; }
 
 /* The residual stream the decode graph reads and writes. */
 static vk_vec x_vec(const vk_engine *e)
@@ -228,24 +233,33 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     /* q_a (or q) and kv: one matvec over the merged matrix, or two */
     vk_vec an = L->attn_norm, qn = L->q_a_norm;
     vk_vec q_comp = V(e->q_comp, 0), q = V(e->q, 0), kv = V(e->kv, 0);
+    vk_buf qkv_buf = e->ll_qkv ? e->qkv_ll : e->qkv;
     if (L->qkv_merged) {
-        *(lora ? &q_comp : &q) = V(e->qkv, 0);
-        kv = V(e->qkv, nq);
+        *(lora ? &q_comp : &q) = V(qkv_buf, 0);
+        kv = V(qkv_buf, nq);
     }
+    if (e->ll_qkv)
+        q = V(e->q_ll, 0);
+    /* LL for qkv and q (ll_graph_can: merged, with q compression) */
+    uint32_t s_qkv = e->ll_qkv ? qkv_site(il) : 0, s_q = e->ll_qkv ? q_site(il) : 0;
     vk_dep x_in = ll_dep(e, x_in_site(il), 0, 0);
     vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = x_vec(e),
-                    .y = V(e->qkv, 0), .nz = 1, .norm = &an, .eps = c->rms_eps, .dep = x_in};
+                    .y = V(qkv_buf, 0), .nz = 1, .norm = &an, .eps = c->rms_eps, .dep = x_in};
+    m.dep.ll_out = s_qkv;
     vk_mv_args qm = {.name = lora ? "attn_q_a" : "attn_q", .w = lora ? &L->q_a : &L->q, .x = x_vec(e),
                      .y = lora ? q_comp : q, .nz = 1, .norm = &an, .eps = c->rms_eps, .dep = x_in};
     vk_mv_args kva = {.name = "attn_kv_a_mqa", .w = &L->kv_a, .x = x_vec(e), .y = kv, .nz = 1, .norm = &an,
                       .eps = c->rms_eps, .dep = x_in};
-    vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = q_comp, .y = q, .nz = 1, .norm = &qn, .eps = c->rms_eps};
+    vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = q_comp, .y = q, .nz = 1, .norm = &qn, .eps = c->rms_eps,
+                     .dep = ll_dep(e, s_qkv, s_q, 0)};
     vk_mv_args kb_args = {.name = "attn_k_b", .w = &L->k_b, .x = q, .x_z = qw, .y = V(e->q_abs, 0), .y_z = g->RS,
-                          .nz = c->n_head};
+                          .nz = c->n_head, .dep = ll_dep(e, s_q, 0, 0)};
     vk_kv_store_args ks = {.g = g, .kv = kv, .kv_z = c->kv_lora_rank + c->qk_rope, .norm = L->kv_a_norm,
                            .eps = c->rms_eps, .cache = V(e->cache[il], 0), .rope_cs = e->rope, .q = q,
                            .q_z = c->n_head * qw, .q_abs = V(e->q_abs, 0), .q_abs_z = c->n_head * g->RS, .params = e->params,
-                           .nz = 1};
+                           .nz = 1, .dep = ll_dep(e, s_qkv, 0, 0), .ll_q = s_q};
+    if (s_qkv && e->tune.dep_stall)
+        ks.ll_q = VK_LL_STALL_SITE;
     vk_buf ind = e->params;
     ind.off += VKP_ATTN_IND * 4;
     ind.size = 12;
@@ -405,7 +419,7 @@ static bool ll_graph_can(const vk_engine *e)
 {
     const model_config *c = &e->m->cfg;
     const vk_kb *kb = &e->kb;
-    if (x_in_site(c->n_layer) >= VK_LL_STALL_SITE)
+    if (x_in_site(c->n_layer) >= VK_LL_STALL_SITE || q_site(c->n_layer - 1) >= VK_LL_STALL_SITE)
         return false;
     vk_mv_args hd = {.w = &e->w.output, .nz = 1};
     if (!vk_mv_deps(kb, &hd))
@@ -429,6 +443,23 @@ static bool ll_graph_can(const vk_engine *e)
         vk_vec ysh;
         shared_down_split(e, il, &sd, &da, &ysh);
         if (!moe_step_waits(e, il) || !vk_glu_deps(kb, &gu) || !vk_moe_down_deps(kb, &da))
+            return false;
+    }
+    return true;
+}
+
+/* Whether qkv and q can be tagged words too: one q_a|kv_a matrix in every
+ * layer (one buffer of tagged words), q compression (q_b between), and
+ * x-stationary q_b and k_b. */
+static bool ll_qkv_can(const vk_engine *e)
+{
+    const model_config *c = &e->m->cfg;
+    if (c->q_lora_rank == 0)
+        return false;
+    for (uint32_t il = 0; il < c->n_layer; il++) {
+        const vk_layer_w *L = &e->w.layers[il];
+        vk_mv_args qb = {.w = &L->q_b, .nz = 1}, kb = {.w = &L->k_b, .nz = c->n_head};
+        if (!L->qkv_merged || !vk_mv_deps(&e->kb, &qb) || !vk_mv_deps(&e->kb, &kb))
             return false;
     }
     return true;
@@ -496,6 +527,8 @@ int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool unused)
     e->dep_mask = e->dep_off ? 0 : e->tune.dep_flags == VK_TUNE_AUTO ? by_device : e->tune.dep_flags;
     e->ll = false; /* x_vec() and ll_dep() while ll_graph_can builds the operands */
     e->ll = !e->dep_off && (e->tune.ll == VK_TUNE_AUTO ? dep_known : e->tune.ll != 0) && ll_graph_can(e);
+    e->ll_qkv = false;
+    e->ll_qkv = e->ll && (e->tune.ll_acts & 2) && ll_qkv_can(e);
     e->pend = false;
     vk_rec_segment(r, 0);
     vk_buf tok = e->params;

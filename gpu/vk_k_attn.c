@@ -158,7 +158,9 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
     spec[KVS_S_SG] = k->c->subgroup;
     memset(out, 0, sizeof *out);
     out->name = "kv_store";
-    if (vkk_dep_bind(k, "kv_store", &a->dep, false, spec, KVS_B_PARAMS, out, &dw) ||
+    if (a->dep.ll_out || (a->dep.ll_in != 0) != (a->ll_q != 0))
+        return err_set(k->err, "kv_store: tagged words for kv and q both, and no tagged output");
+    if (vkk_dep_bind(k, "kv_store", &a->dep, true, spec, KVS_B_PARAMS, out, &dw) ||
         !(out->pipe = pipe(k, SPV_KV_STORE, spec, KVS_S_COUNT)))
         return -1;
     out->b[KVS_B_KV] = a->kv.b;
@@ -171,8 +173,9 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
     pc_kv_store pc = {.kv_lora = g->kv_lora, .rope = g->rope, .nope = g->nope, .n_head = g->n_head, .RS = g->RS,
                       .kv_off = a->kv.off, .kv_z = a->kv_z, .nw_off = a->norm.off, .eps = a->eps,
                       .cache_off = a->cache.off, .q_off = a->q.off, .q_z = a->q_z, .q_abs_off = a->q_abs.off,
-                      .q_abs_z = a->q_abs_z};
+                      .q_abs_z = a->q_abs_z, .ll_q = a->ll_q};
     VKK_DEP_PUSH(pc, dw);
+    VKK_LL_PUSH(pc, dw);
     VK_PUSH(out, pc);
     out->groups[0] = 1 + g->n_head;
     out->groups[1] = a->nz ? a->nz : 1;

@@ -184,7 +184,8 @@ typedef struct {
     uint32_t q_abs_z;
     vk_buf params;
     uint32_t nz;
-    vk_dep dep;           /* decode: signal and/or wait (any device) */
+    vk_dep dep;           /* decode: signal and/or wait (any device); LL: kv as tagged words of site dep.ll_in */
+    uint32_t ll_q;        /* with dep.ll_in: q as tagged words of this site */
 } vk_kv_store_args;
 int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out);
 

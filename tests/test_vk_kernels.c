@@ -1537,6 +1537,112 @@ static void ll_chain_cases(void)
     }
 }
 
+/* ---- the attention's inputs as tagged words (LL, tune.ll_acts bit 1) ----------------------
+ * qkv ([q_a | kv] of the merged matvec) as tagged words of site 3: q_b polls
+ * its q_a part and writes q as tagged words of site 4; k_b (per head) and
+ * kv_store (the kv part, the rotated q) poll those, with no barrier and no
+ * counter anywhere.  q, the absorbed queries and the cache row must equal,
+ * bit for bit, the plain chain with barriers. */
+typedef struct {
+    uint32_t type, n_head, q_lora, kv_lora, rope, nope;
+    const char *what;
+} qkv_case;
+static qkv_case QC;
+
+static void test_ll_qkv(void)
+{
+    const qkv_case *m = &QC;
+    err_t err;
+    vk_attn_geom g;
+    CHECK(vk_attn_geom_init(&KB, &g, m->n_head, m->kv_lora, m->rope, m->nope, m->nope, true, 16, &err) == 0,
+          "geom: %.200s", err.msg);
+    uint32_t QW = m->nope + m->rope, D = m->kv_lora + m->rope, NQ = m->n_head * QW, RS = g.RS;
+    vk_tensor wqb, wkb;
+    uint8_t *p0 = rand_tensor(m->type, m->q_lora, NQ, 1, &wqb), *p1 = rand_tensor(QT_Q8_0, m->nope, m->kv_lora,
+                                                                                    m->n_head, &wkb);
+    float *qkv = random_vec(m->q_lora + D, 1.0f), *qn = norm_weights(m->q_lora), *kn = norm_weights(m->kv_lora);
+    float *cs = malloc(m->rope * sizeof *cs);
+    for (uint32_t i = 0; i < m->rope / 2; i++)
+        cs[2 * i] = cosf(0.3f * i), cs[2 * i + 1] = sinf(0.3f * i);
+    const uint32_t tag0 = (uint32_t)LL_EPOCH * (uint32_t)VK_LL_SITES;
+    enum { RUNS = 5, NOUT = 3 };
+    uint32_t *out[RUNS][NOUT], n[NOUT] = {NQ, m->n_head * RS, RS / 2};
+    for (int run = 0; run < RUNS; run++) {
+        bool ll = run >= 1;
+        TUNE.ll = run % 2 ? 1 : 2;
+        vk_buf bqkv = ll ? ll_words(qkv, m->q_lora + D, tag0 + 3) : host_copy(qkv, m->q_lora + D);
+        vk_buf bq = tu_host(ll ? 2ull * NQ : NQ), bqa = tu_host((uint64_t)m->n_head * RS), bqn = host_copy(qn, m->q_lora);
+        vk_buf bkn = host_copy(kn, m->kv_lora), bcs = host_copy(cs, m->rope), cw = tu_host(16), prm = tu_host(64);
+        vk_buf bc = tu_host((uint64_t)(1 + VK_CACHE_PAD_ROWS) * RS);
+        memset(cw.map, 0, 64);
+        memset(prm.map, 0, 256);
+        ((uint32_t *)prm.map)[VKP_EPOCH] = LL_EPOCH;
+        ((uint32_t *)prm.map)[VKP_NTOK] = 1;
+        vk_vec nq = {bqn, 0};
+        vk_dep base = {.params = prm, .ll_fails = cw};
+        vk_mv_args qb = {.name = "q_b", .w = &wqb, .x = {bqkv, 0}, .y = {bq, 0}, .nz = 1, .norm = &nq, .eps = 1e-6f};
+        vk_mv_args kb = {.name = "k_b", .w = &wkb, .x = {bq, 0}, .x_z = QW, .y = {bqa, 0}, .y_z = RS, .nz = m->n_head};
+        vk_kv_store_args ks = {.g = &g, .kv = {bqkv, m->q_lora}, .kv_z = D, .norm = {bkn, 0}, .eps = 1e-6f,
+                               .cache = {bc, 0}, .rope_cs = bcs, .q = {bq, 0}, .q_z = NQ, .q_abs = {bqa, 0},
+                               .q_abs_z = m->n_head * RS, .params = prm, .nz = 1};
+        if (ll && !(vk_mv_deps(&KB, &qb) && vk_mv_deps(&KB, &kb))) {
+            printf("# this device runs q_b / k_b without LL for these shapes: nothing to compare\n");
+            break;
+        }
+        if (ll) {
+            qb.dep = base, qb.dep.ll_in = 3, qb.dep.ll_out = 4;
+            kb.dep = base, kb.dep.ll_in = 4;
+            ks.dep = base, ks.dep.ll_in = 3, ks.ll_q = 4;
+        }
+        vk_call k[3];
+        CHECK(vk_k_mv(&KB, &qb, &k[0]) == 0, "build q_b: %.200s", KERR.msg);
+        CHECK(vk_k_mv(&KB, &kb, &k[1]) == 0, "build k_b: %.200s", KERR.msg);
+        CHECK(vk_k_kv_store(&KB, &ks, &k[2]) == 0, "build kv_store: %.200s", KERR.msg);
+        bool bar[3] = {true, true, true}, none[3] = {false, false, false};
+        CHECK(tu_run(k, 3, ll ? none : bar) == 0, "run");
+        if (ll)
+            CHECK(((uint32_t *)cw.map)[0] == 0, "%u polls gave up", ((uint32_t *)cw.map)[0]);
+        const uint32_t *src[NOUT] = {(const uint32_t *)bq.map, (const uint32_t *)bqa.map, (const uint32_t *)bc.map};
+        for (int i = 0; i < NOUT; i++) {
+            out[run][i] = malloc(n[i] * 4);
+            for (uint32_t j = 0; j < n[i]; j++)
+                out[run][i][j] = i == 0 && ll ? src[0][2 * j] : src[i][j];
+        }
+        if (ll) {
+            uint32_t stale = 0;
+            for (uint32_t j = 0; j < NQ; j++)
+                stale += ((const uint32_t *)bq.map)[2 * j + 1] != tag0 + 4;
+            CHECK(stale == 0, "%u words of q lack q_b's tag", stale);
+            static const char *const nm[NOUT] = {"q", "absorbed queries", "cache row"};
+            for (int i = 0; i < NOUT; i++)
+                CHECK(memcmp(out[0][i], out[run][i], n[i] * 4) == 0, "%s differs from the plain chain (run %d)", nm[i],
+                      run);
+        }
+    }
+    TUNE.ll = VK_TUNE_AUTO;
+    for (int run = 0; run < RUNS; run++)
+        for (int i = 0; i < NOUT; i++)
+            free(out[run][i]);
+    free(p0), free(p1), free(qkv), free(qn), free(kn), free(cs);
+    tu_reset_buffers();
+}
+
+static void ll_qkv_cases(void)
+{
+    static const qkv_case cases[] = {
+        {QT_Q4_0, 20, 768, 512, 64, 192 - 64, "GLM-4.7-Flash shapes, Q4_0"},
+        {QT_Q4_K, 20, 768, 512, 64, 128, "GLM-4.7-Flash shapes, Q4_K"},
+        {QT_Q8_0, 3, 96, 64, 16, 32, "Q8_0, 3 heads"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        QC = cases[i];
+        char name[160];
+        snprintf(name, sizeof name, "q_b -> k_b || kv_store with qkv and q as tagged words (LL) = with barriers, %s",
+                 QC.what);
+        RUN_NAMED(test_ll_qkv, name);
+    }
+}
+
 /* ---- prefill: tiled mat-mat, rmsnorm, the expert pipeline ------------------------------- */
 
 /* The mat-mat kernels: fp32 SIMT (chain bound as the matvec), or on devices
@@ -2137,6 +2243,7 @@ int main(void)
     moe_cases();
     dep_chain_cases();
     ll_chain_cases();
+    ll_qkv_cases();
     router_cases();
     attn_cases();
     embed_cases();

@@ -3,7 +3,7 @@
 # runs 17, 30): decode logits (-b 1) of the tiny fixtures under several settings (GLMCHAT_DEP_FLAGS, --tune ll),
 # six runs each, compared bit for bit with barriers only (DEP=0, ll=0); then, with the full-size file $FULL
 # (default /tmp/m.gguf, made by device_run.sh or a mkmodel), 96 decode steps with counters and LL against
-# barriers.  Run from the repo root there with the binaries in $D (see tests/bench/device_run.sh); a line
+# barriers (FULL_TUNES: the settings).  Run from the repo root there with the binaries in $D (see tests/bench/device_run.sh); a line
 # "N of 6 differ" with N > 0 or "DIFFER" is a race.
 D=${D:-.devcarry}
 for f in .gl/*.deb $D/gl2/*.deb; do [ -f "$f" ] && dpkg -x $f /; done; ldconfig
@@ -13,21 +13,26 @@ FULL=${FULL:-/tmp/m.gguf}
 for m in tiny-glm-a tiny-lite-a; do
   d=tests/data/models/$m; M=$d/$m.f32.gguf; T=$($JG $d/fixture.json prompt.tokens --sep ,)
   GLMCHAT_DEP_FLAGS=0 $G logits -m $M --backend vulkan --kv-type f16 -b 1 --tune ll=0 --tokens "$T" -o /tmp/base.bin 2>/dev/null
-  for cfg in ${CONFIGS:-128:0 384:0 511:0 0:1 511:1 511:1}; do
+  # DEP:TUNES, TUNES comma-separated --tune fields
+  for cfg in ${CONFIGS:-128:ll=0 384:ll=0 511:ll=0 0:ll=1 511:ll=1 511:ll=2,ll_acts=3}; do
     bad=0
+    tunes=$(echo "${cfg#*:}" | tr ',' '\n' | sed 's/^/--tune /' | tr '\n' ' ')
     for i in 1 2 3 4 5 6; do
-      GLMCHAT_DEP_FLAGS=${cfg%:*} $G logits -m $M --backend vulkan --kv-type f16 -b 1 --tune ll=${cfg#*:} --tokens "$T" -o /tmp/t.bin 2>/tmp/err || { bad=$((bad+100)); head -c 200 /tmp/err; }
+      # shellcheck disable=SC2086
+      GLMCHAT_DEP_FLAGS=${cfg%:*} $G logits -m $M --backend vulkan --kv-type f16 -b 1 $tunes --tokens "$T" -o /tmp/t.bin 2>/tmp/err || { bad=$((bad+100)); head -c 200 /tmp/err; }
       cmp -s /tmp/t.bin /tmp/base.bin || bad=$((bad+1))
     done
-    echo "$m DEP=${cfg%:*} ll=${cfg#*:}: $bad of 6 differ"
+    echo "$m DEP=${cfg%:*} ${cfg#*:}: $bad of 6 differ"
   done
 done
 # the full-size model: 96 decode steps, DEP=0 ll=0 vs all counters and LL, twice
 if [ -f "$FULL" ]; then
   T=$(seq -s, 11 106)
   GLMCHAT_DEP_FLAGS=0 $G logits -m "$FULL" --backend vulkan -b 1 --tune ll=0 --tokens "$T" -o /tmp/fb.bin 2>/tmp/err || head -c 200 /tmp/err
-  for i in 1 2; do
-    GLMCHAT_DEP_FLAGS=511 $G logits -m "$FULL" --backend vulkan -b 1 --tune ll=1 --tokens "$T" -o /tmp/ft.bin 2>/tmp/err || head -c 200 /tmp/err
-    cmp -s /tmp/fb.bin /tmp/ft.bin && echo "full-size DEP=511 ll=1 run $i: same logits" || echo "full-size DEP=511 ll=1 run $i: DIFFER"
+  for t in ${FULL_TUNES:-ll=1 ll=2,ll_acts=3}; do
+    tunes=$(echo "$t" | tr ',' '\n' | sed 's/^/--tune /' | tr '\n' ' ')
+    # shellcheck disable=SC2086
+    GLMCHAT_DEP_FLAGS=511 $G logits -m "$FULL" --backend vulkan -b 1 $tunes --tokens "$T" -o /tmp/ft.bin 2>/tmp/err || head -c 200 /tmp/err
+    cmp -s /tmp/fb.bin /tmp/ft.bin && echo "full-size DEP=511 $t: same logits" || echo "full-size DEP=511 $t: DIFFER"
   done
 fi
