@@ -161,7 +161,7 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
     if (a->dep.ll_out || (a->dep.ll_in != 0) != (a->ll_q != 0))
         return err_set(k->err, "kv_store: tagged words for kv and q both, and no tagged output");
     if (vkk_dep_bind(k, "kv_store", &a->dep, true, spec, KVS_B_PARAMS, out, &dw) ||
-        !(out->pipe = pipe(k, SPV_KV_STORE, spec, KVS_S_COUNT)))
+        !(out->pipe = pipe(k, VKK_SPV(SPV_KV_STORE, &a->dep), spec, KVS_S_COUNT)))
         return -1;
     out->b[KVS_B_KV] = a->kv.b;
     out->b[KVS_B_NORM] = a->norm.b;

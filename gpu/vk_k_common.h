@@ -103,6 +103,9 @@ typedef struct {
 } vkk_dep_words;
 #define VKK_DEP_PUSH(pcv, w) ((pcv).dep_signal = (w).signal, (pcv).dep_wait = (w).wait, (pcv).dep_n = (w).n)
 #define VKK_LL_PUSH(pcv, w) ((pcv).ll_in = (w).ll_in, (pcv).ll_out = (w).ll_out, (pcv).ll_acc = (w).ll_acc)
+/* The kernel's SPIR-V: its -DLL build (Makefile LL_SHADERS) where d takes
+ * or gives tagged words, the plain one elsewhere. */
+#define VKK_SPV(plain, d) ((d)->ll_in || (d)->ll_out ? plain##_LL : plain)
 
 /* Sets d's spec constants (PC_S_SIGNAL, PC_S_WAIT, and where the kernel
  * can take tagged words -- ll_ok -- PC_S_LL_IN, PC_S_LL_OUT) and bindings

@@ -73,7 +73,7 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
         spec[MV_XS_S_OMODE] = a->accumulate ? 1 : 0;
         spec[MV_XS_S_IDMODE] = a->ids ? 1 : 0;
         if (vkk_dep_bind(k, a->name, &a->dep, true, spec, MV_B_PARAMS, out, &dw) || mv_bind(k, a, x.passes, &dw, out) ||
-            !(out->pipe = pipe(k, SPV_MV_XS, spec, XS_S_COUNT)))
+            !(out->pipe = pipe(k, VKK_SPV(SPV_MV_XS, &a->dep), spec, XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
         return 0;
@@ -138,7 +138,7 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
         spec[GLU_XS_S_NORM] = a->norm ? 1 : 0;
         spec[GLU_XS_S_IDMODE] = a->ids ? 1 : 0;
         if (vkk_dep_bind(k, a->name, &a->dep, true, spec, GLU_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, SPV_MV_GLU_XS, spec, XS_S_COUNT)))
+            !(out->pipe = pipe(k, VKK_SPV(SPV_MV_GLU_XS, &a->dep), spec, XS_S_COUNT)))
             return -1;
         groups = x.groups;
     } else {
@@ -217,7 +217,7 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
         if (a->ids_wait && (!a->dep.wait || a->ids_wait->b.buf != a->dep.wait->b.buf || !a->ids_wait_n))
             return err_set(k->err, "%s: the ids' wait needs the main wait on the same counters", a->name);
         if (vkk_dep_bind(k, a->name, &a->dep, true, spec, DOWN_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, SPV_MV_MOE_DOWN_XS, spec, XS_S_COUNT)))
+            !(out->pipe = pipe(k, VKK_SPV(SPV_MV_MOE_DOWN_XS, &a->dep), spec, XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
     } else {
@@ -302,7 +302,7 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
         vkk_xs_spec(k, &x, w->type, spec);
         spec[ROUTER_S_EPL] = epl;
         if (vkk_dep_bind(k, "router", &a->dep, true, spec, ROUTER_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, SPV_ROUTER_XS, spec, XS_S_COUNT)))
+            !(out->pipe = pipe(k, VKK_SPV(SPV_ROUTER_XS, &a->dep), spec, XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
     } else {

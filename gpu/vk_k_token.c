@@ -16,7 +16,7 @@ int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out)
     if (a->dep.signal || a->dep.wait || a->dep.ll_in)
         return err_set(k->err, "embed: this kernel cannot signal, wait or read tagged words");
     if (vkk_dep_bind(k, "embed", &a->dep, true, spec, EMBED_B_PARAMS, out, &dw) ||
-        !(out->pipe = pipe(k, SPV_EMBED, spec, EMBED_S_COUNT)))
+        !(out->pipe = pipe(k, VKK_SPV(SPV_EMBED, &a->dep), spec, EMBED_S_COUNT)))
         return -1;
     out->w[0] = w->buf;
     out->b[EMBED_B_TOKENS] = a->tokens.b;

@@ -75,9 +75,17 @@ void dep_wait(uint word, uint want)
 // and PC_S_LL_OUT turn tagged input and output on in a kernel; the counters'
 // binding is bound whenever either is (word 0).  LL_IN 2: one lane of a
 // subgroup polls one word before the others load theirs (mv_xs_common.glsl
-// stage_x).
+// stage_x).  The kernels that can are built twice (Makefile LL_SHADERS):
+// plain, and with -DLL (`<name>_ll`, the spec constants and the tagged views
+// of the buffers), so that the plain kernels' code stays what it was before
+// LL, with no volatile views of their buffers (gpu/PERF.md run 30).
+#ifdef LL
 layout(constant_id = PC_S_LL_IN) const uint LL_IN = 0u;
 layout(constant_id = PC_S_LL_OUT) const uint LL_OUT = 0u;
+#else
+const uint LL_IN = 0u;
+const uint LL_OUT = 0u;
+#endif
 
 // The tag of `site` this submit (needs the shader's params as P).
 #define LL_TAG(site) (P.p[VKP_EPOCH] * VK_LL_SITES + (site))

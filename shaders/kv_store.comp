@@ -33,6 +33,7 @@ layout(set = 0, binding = KVS_B_Q) coherent readonly buffer QBuf { float q[]; } 
 layout(set = 0, binding = KVS_B_Q_ABS) writeonly buffer QAbsBuf { float q_abs[]; } QABS;
 layout(set = 0, binding = KVS_B_PARAMS) readonly buffer Params { uint p[]; } P;
 #include "dep_flag.glsl"
+#ifdef LL
 layout(set = 0, binding = KVS_B_KV) coherent volatile readonly buffer KvLL { uvec2 w[]; } KVL;
 layout(set = 0, binding = KVS_B_Q) coherent volatile readonly buffer QLL { uvec2 w[]; } QL;
 
@@ -56,6 +57,10 @@ float q_at(uint i)
     LL_POLL2(QL, i, tag_q, w, ll_failed);
     return uintBitsToFloat(w.x);
 }
+#else
+float kv_at(uint i) { return KV.kv[i]; }
+float q_at(uint i) { return Q.q[i]; }
+#endif
 
 shared float red[64];
 shared float lat[1024];
@@ -130,11 +135,15 @@ void main()
 {
     if (WAIT == 1u)
         dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
+#ifdef LL
     tag_kv = LL_TAG(pc.ll_in);
     tag_q = LL_TAG(pc.ll_q);
+#endif
     store();
+#ifdef LL
     if (ll_failed)
         ll_give_up();
+#endif
     if (SIGNAL == 1u)
         dep_signal(pc.dep_signal);
 }

@@ -23,9 +23,11 @@ const uint WGS = gl_WorkGroupSize.x;
 #include "mv_xs_common.glsl"
 
 layout(set = 0, binding = DOWN_B_Y) coherent buffer YBuf { float y[]; } Y;  // coherent: see X
+#ifdef LL
 // LL_OUT: y as tagged words (dep_flag.glsl), each old value polled for its
 // writer's tag first
 layout(set = 0, binding = DOWN_B_Y) coherent volatile buffer YLL { uvec2 w[]; } YL;
+#endif
 layout(set = 0, binding = DOWN_B_IDS) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
 layout(set = 0, binding = DOWN_B_WTS) coherent readonly buffer WtBuf { float wts[]; } WT;  // coherent: see dep_flag.glsl
 layout(set = 0, binding = DOWN_B_YSH) coherent readonly buffer YsBuf { float ys[]; } YS;  // coherent: see X
@@ -94,8 +96,10 @@ void down()
     }
     barrier();
     load_xr(lane);
+#ifdef LL
     uint tout = LL_OUT == 1u ? LL_TAG(pc.ll_out) : 0u, tacc = LL_OUT == 1u ? LL_TAG(pc.ll_acc) : 0u;
     bool failed = false;
+#endif
 
     for (uint p = 0u; p < pc.passes; p++) {
         if (wrow0 + p * NT * R >= pc.N)
@@ -110,20 +114,24 @@ void down()
                 acc += unit_dot(r * J + j, ub[j] + row * ust[j] + uu[j] / UPB, uu[j] % UPB, j, lane + j * TEAM);
             float v = team_sum(acc);
             if (lane == 0u && row0 + r < pc.N) {
-                float add = HAS_SHARED == 2u ? v + YS.ys[pc.ysh_off + row0 + r] : v;
-                uint yi = pc.y_off + row0 + r;
+#ifdef LL
                 if (LL_OUT == 1u) {
+                    float add = HAS_SHARED == 2u ? v + YS.ys[pc.ysh_off + row0 + r] : v;
+                    uint yi = pc.y_off + row0 + r;
                     uvec2 old;
                     LL_POLL2(YL, yi, tacc, old, failed);
                     YL.w[yi] = uvec2(floatBitsToUint(uintBitsToFloat(old.x) + add), tout);
-                } else {
-                    Y.y[yi] += add;
+                    continue;
                 }
+#endif
+                Y.y[pc.y_off + row0 + r] += HAS_SHARED == 2u ? v + YS.ys[pc.ysh_off + row0 + r] : v;
             }
         }
     }
+#ifdef LL
     if (failed)
         ll_give_up();
+#endif
 }
 
 void main()

@@ -83,10 +83,12 @@ const uint NS = (TYPE == T_Q4_K || TYPE == T_Q5_K) ? 2u : (TYPE == T_Q4_1 || TYP
 // may serve it; a workgroup stages it once, from L2 either way.
 layout(set = 0, binding = MATVEC_B_X) coherent readonly buffer XBuf { float x[]; } X;
 layout(set = 0, binding = MATVEC_B_X) coherent readonly buffer XBuf4 { vec4 x[]; } X4;
+#ifdef LL
 // LL_IN (dep_flag.glsl, which the including shader includes first): the
 // input as tagged words (value bits, tag), polled.
 layout(set = 0, binding = MATVEC_B_X) coherent volatile readonly buffer XLL2 { uvec2 w[]; } XL2;
 layout(set = 0, binding = MATVEC_B_X) coherent volatile readonly buffer XLL4 { uvec4 w[]; } XL4;
+#endif
 layout(set = 0, binding = MATVEC_B_NORM) readonly buffer NWBuf { float nw[]; } NW;
 layout(set = 0, binding = MATVEC_B_NORM) readonly buffer NWBuf4 { vec4 nw[]; } NW4;
 
@@ -164,6 +166,7 @@ vec4 x_get4(uint xb, uint e, uint k)
     return a;
 }
 
+#ifdef LL
 // x_get4 of tagged input words: each polled until it carries `tag`
 // (failed: a poll gave up).
 vec4 x_get4_ll(uint xb, uint e, uint k, uint tag, inout bool failed)
@@ -184,6 +187,7 @@ vec4 x_get4_ll(uint xb, uint e, uint k, uint tag, inout bool failed)
         }
     return a;
 }
+#endif
 
 vec4 nw_get4(uint o, uint e, uint k)
 {
@@ -234,6 +238,7 @@ float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps, uint tag
 {
     float ss = 0.0;
     bool failed = false;
+#ifdef LL
     if (LL_IN == 2u) {
         // one lane of the subgroup polls the last word of the subgroup's
         // first round before every lane loads (and polls) its own: a
@@ -246,10 +251,15 @@ float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps, uint tag
         }
         subgroupBarrier();
     }
+#endif
     for (uint v = x_first(); v < XEND; v += WGS) {
         vec4 a = vec4(0.0);
         if (4u * v < kp) {
+#ifdef LL
             a = LL_IN != 0u ? x_get4_ll(xb, 4u * v, k, tag, failed) : x_get4(xb, 4u * v, k);
+#else
+            a = x_get4(xb, 4u * v, k);
+#endif
             if (norm) {
                 ss += dot(a, a);
                 a *= nw_get4(nwo, 4u * v, k);
@@ -257,8 +267,10 @@ float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps, uint tag
         }
         x_stage(v, a);
     }
+#ifdef LL
     if (LL_IN != 0u && failed)
         ll_give_up();
+#endif
     if (norm) {
         ss = subgroupAdd(ss);
         if (subgroupElect())
