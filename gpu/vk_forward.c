@@ -27,7 +27,8 @@
  * e->x_ll as tagged words (shaders/dep_flag.glsl): each of its readers polls
  * the words it stages for the tag of x's last write, so the steps after
  * the embedding, attn_output and the down read x with no counter and no
- * barrier before them (gpu/PERF.md run 30). */
+ * barrier before them; with tune.ll_acts bit 1 (default) qkv and q too, so
+ * q_b and k_b || kv_store need no counter either (gpu/PERF.md run 30). */
 #include <string.h>
 
 #include "vk_graph.h"
