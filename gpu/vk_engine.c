@@ -351,7 +351,8 @@ static int setup(vk_engine *e, err_t *err)
     char links[96] = "", tuned[192] = "", set[160];
     if (e->decode.prog.n_link)
         snprintf(links, sizeof links, " (%u joined by counters%s, not barriers)", e->decode.prog.n_link,
-                 e->ll_qkv ? " or tagged words (x, qkv, q)" : e->ll ? " or tagged words (x)" : "");
+                 e->ll_x && e->ll_qkv ? " or tagged words (x, qkv, q)" : e->ll_x ? " or tagged words (x)"
+                 : e->ll_qkv ? " or tagged words (qkv, q)" : "");
     vk_tuning_describe(&e->tune, set, sizeof set);
     if (set[0])
         snprintf(tuned, sizeof tuned, "; tuning: %s", set);

@@ -73,8 +73,9 @@ typedef struct {
     uint32_t dep_fallbacks;  /* times that happened (0 or 1) */
     vk_buf x_ll;             /* (n_embd) decode with LL: x as tagged words (value, tag), dep_flag.glsl */
     vk_buf qkv_ll, q_ll;     /* decode with LL for qkv and q (tune.ll_acts bit 1): qkv, q as tagged words */
-    bool ll;                 /* the decode graph keeps x in x_ll (tune.ll; off with dep_off) */
-    bool ll_qkv;             /* ... and qkv, q in qkv_ll, q_ll */
+    bool ll_x;               /* the decode graph keeps x in x_ll (tune.ll, ll_acts bit 0; off with dep_off) */
+    bool ll_qkv;             /* ... qkv, q in qkv_ll, q_ll (ll_acts bit 1) */
+    bool ll;                 /* either */
     uint32_t epoch;          /* decode submits so far (params[VKP_EPOCH]) */
     uint32_t attn_total;     /* decode attention workgroups so far (params[VKP_ATTN_TOTAL]) */
     /* recording: the counter the next dispatches wait on instead of a barrier */

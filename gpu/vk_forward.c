@@ -77,7 +77,7 @@ static void step_open(step *s, vk_engine *e, vk_rec *r, uint32_t il, uint32_t bo
     s->r = r;
     /* the steps after attn_output and the down read nothing of them but x;
      * those after q_a|kv_a and q_b nothing but qkv and q */
-    s->ll_linked = (e->ll && (boundary == DEP_OUT || boundary == DEP_DOWN)) ||
+    s->ll_linked = (e->ll_x && (boundary == DEP_OUT || boundary == DEP_DOWN)) ||
                    (e->ll_qkv && (boundary == DEP_QA || boundary == DEP_QB));
     s->linked = !s->ll_linked && boundary != DEP_NONE && (e->dep_mask >> boundary & 1) && kernels_can;
     if (s->linked)
@@ -158,11 +158,11 @@ static uint32_t q_site(uint32_t il) { return 4 * il + 4; }
 /* The residual stream the decode graph reads and writes. */
 static vk_vec x_vec(const vk_engine *e)
 {
-    return V(e->ll ? e->x_ll : e->x, 0);
+    return V(e->ll_x ? e->x_ll : e->x, 0);
 }
 
-/* An operand's LL sites: x read as `in`, written as `out` over the old x of
- * `acc` (0: not LL); nothing without LL. */
+/* An operand's LL sites: its input read as `in`, its output written as
+ * `out` over the old words of `acc` (0: not LL); nothing without LL. */
 static vk_dep ll_dep(const vk_engine *e, uint32_t in, uint32_t out, uint32_t acc)
 {
     if (!e->ll)
@@ -170,6 +170,12 @@ static vk_dep ll_dep(const vk_engine *e, uint32_t in, uint32_t out, uint32_t acc
     bool stall = e->tune.dep_stall != 0;
     return (vk_dep){.ll_in = in && stall ? VK_LL_STALL_SITE : in, .ll_out = out,
                     .ll_acc = acc && stall ? VK_LL_STALL_SITE : acc};
+}
+
+/* The same for sites of x: nothing where x is plain. */
+static vk_dep ll_dep_x(const vk_engine *e, uint32_t in, uint32_t out, uint32_t acc)
+{
+    return e->ll_x ? ll_dep(e, in, out, acc) : (vk_dep){0};
 }
 
 /* ---- operands ---------------------------------------------------------------------------- */
@@ -185,7 +191,7 @@ static vk_router_args router_args(const vk_engine *e, uint32_t il)
                             .bias = L->has_bias ? &L->exp_probs_b : NULL, .counter = V(e->counters, 0),
                             .n_used = K, .gating = c->gating, .nz = 1, .norm_w = c->expert_weights_norm,
                             .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale,
-                            .dep = ll_dep(e, x_mid_site(il), 0, 0)};
+                            .dep = ll_dep_x(e, x_mid_site(il), 0, 0)};
 }
 
 static vk_glu_args shexp_args(const vk_engine *e, uint32_t il, const vk_vec *fn)
@@ -194,7 +200,7 @@ static vk_glu_args shexp_args(const vk_engine *e, uint32_t il, const vk_vec *fn)
     const vk_layer_w *L = &e->w.layers[il];
     return (vk_glu_args){.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = x_vec(e), .norm = fn,
                          .eps = c->rms_eps, .h = V(e->h, c->n_expert_used * e->h_z), .h_z = e->h_z, .nz = 1,
-                         .dep = ll_dep(e, x_mid_site(il), 0, 0)};
+                         .dep = ll_dep_x(e, x_mid_site(il), 0, 0)};
 }
 
 /* Whether MoE layer il's router step (the router, and the shared gate/up
@@ -243,7 +249,7 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
         q = V(e->q_ll, 0);
     /* LL for qkv and q (ll_graph_can: merged, with q compression) */
     uint32_t s_qkv = e->ll_qkv ? qkv_site(il) : 0, s_q = e->ll_qkv ? q_site(il) : 0;
-    vk_dep x_in = ll_dep(e, x_in_site(il), 0, 0);
+    vk_dep x_in = ll_dep_x(e, x_in_site(il), 0, 0);
     vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = x_vec(e),
                     .y = V(qkv_buf, 0), .nz = 1, .norm = &an, .eps = c->rms_eps, .dep = x_in};
     m.dep.ll_out = s_qkv;
@@ -270,7 +276,7 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part, 0), .chunk_cap = e->part_cap,
                           .params = e->params, .o = V(e->o, 0), .o_z = c->n_head * c->v_head, .nz = 1};
     vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = x_vec(e), .nz = 1,
-                     .accumulate = true, .dep = ll_dep(e, 0, x_mid_site(il), x_in_site(il))};
+                     .accumulate = true, .dep = ll_dep_x(e, 0, x_mid_site(il), x_in_site(il))};
     step s;
 
     /* [q_a | kv] = W . norm(x) */
@@ -321,9 +327,9 @@ static int ffn_dense(vk_engine *e, vk_rec *r, uint32_t il)
     const vk_layer_w *L = &e->w.layers[il];
     vk_vec fn = L->ffn_norm;
     vk_glu_args gu = {.name = "ffn_gate_up", .gate = &L->ffn_gate, .up = &L->ffn_up, .x = x_vec(e), .norm = &fn,
-                      .eps = c->rms_eps, .h = V(e->h, 0), .h_z = 0, .nz = 1, .dep = ll_dep(e, x_mid_site(il), 0, 0)};
+                      .eps = c->rms_eps, .h = V(e->h, 0), .h_z = 0, .nz = 1, .dep = ll_dep_x(e, x_mid_site(il), 0, 0)};
     vk_mv_args dn = {.name = "ffn_down", .w = &L->ffn_down, .x = V(e->h, 0), .y = x_vec(e), .nz = 1,
-                     .accumulate = true, .dep = ll_dep(e, 0, x_in_site(il + 1), x_mid_site(il))};
+                     .accumulate = true, .dep = ll_dep_x(e, 0, x_in_site(il + 1), x_mid_site(il))};
     step s;
 
     /* h = silu(gate . norm(x)) * (up . norm(x)) */
@@ -373,10 +379,10 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     vk_glu_args gs = shexp_args(e, il, &fn);
     vk_glu_args gu = {.name = "moe_gate_up", .gate = &L->gate_exps, .up = &L->up_exps, .x = x_vec(e),
                       .norm = &fn, .eps = c->rms_eps, .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = &ids,
-                      .dep = ll_dep(e, x_mid_site(il), 0, 0)};
+                      .dep = ll_dep_x(e, x_mid_site(il), 0, 0)};
     vk_moe_down_args da = {.name = "moe_down", .down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL,
                            .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = ids, .wts = V(e->wts, ids_off),
-                           .y = x_vec(e), .dep = ll_dep(e, 0, x_in_site(il + 1), x_mid_site(il))};
+                           .y = x_vec(e), .dep = ll_dep_x(e, 0, x_in_site(il + 1), x_mid_site(il))};
     vk_mv_args sd;
     bool split = shared_down_split(e, il, &sd, &da, &ysh);
     step route, s;
@@ -509,7 +515,7 @@ static int head(vk_engine *e, vk_rec *r)
     vk_call k;
     vk_vec on = e->w.output_norm;
     vk_mv_args hd = {.name = "output", .w = &e->w.output, .x = x_vec(e), .y = V(e->logits, 0), .nz = 1,
-                     .norm = &on, .eps = c->rms_eps, .dep = ll_dep(e, x_in_site(c->n_layer), 0, 0)};
+                     .norm = &on, .eps = c->rms_eps, .dep = ll_dep_x(e, x_in_site(c->n_layer), 0, 0)};
     hd.dep = with_ll(e, (vk_dep){0}, &hd.dep);
     TRY(record(r, vk_k_mv(&e->kb, &hd, &k), &k));
     vk_rec_barrier(r);
@@ -526,18 +532,20 @@ int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool unused)
     bool dep_known = e->c.props.vendorID == 0x10DE || e->c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     uint32_t by_device = dep_known ? DEP_ALL : 0;
     e->dep_mask = e->dep_off ? 0 : e->tune.dep_flags == VK_TUNE_AUTO ? by_device : e->tune.dep_flags;
-    e->ll = false; /* x_vec() and ll_dep() while ll_graph_can builds the operands */
-    e->ll = !e->dep_off && (e->tune.ll == VK_TUNE_AUTO ? dep_known : e->tune.ll != 0) && ll_graph_can(e);
-    e->ll_qkv = false;
-    e->ll_qkv = e->ll && (e->tune.ll_acts & 2) && ll_qkv_can(e);
+    /* tagged words where measured and checked (run 30): as the counters */
+    bool ll_want = !e->dep_off && (e->tune.ll == VK_TUNE_AUTO ? dep_known : e->tune.ll != 0);
+    e->ll = e->ll_x = e->ll_qkv = false; /* x_vec(), ll_dep() while the checks build operands */
+    e->ll_x = ll_want && (e->tune.ll_acts & 1) && ll_graph_can(e);
+    e->ll_qkv = ll_want && (e->tune.ll_acts & 2) && ll_qkv_can(e);
+    e->ll = e->ll_x || e->ll_qkv;
     e->pend = false;
     vk_rec_segment(r, 0);
     vk_buf tok = e->params;
-    vk_dep em_ll = ll_dep(e, 0, x_in_site(0), 0);
+    vk_dep em_ll = ll_dep_x(e, 0, x_in_site(0), 0);
     vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(tok, VKP_TOKENS), .x = x_vec(e), .nz = 1,
                         .dep = with_ll(e, (vk_dep){0}, &em_ll)};
     TRY(record(r, vk_k_embed(&e->kb, &em, &k), &k));
-    if (e->ll)
+    if (e->ll_x)
         vk_rec_link(r); /* the first step polls x */
     else
         vk_rec_barrier(r);
