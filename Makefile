@@ -56,7 +56,7 @@ APP_LIB_OBJ := $(filter-out $(BUILD)/app/main.o,$(APP_OBJ))
 SPV := $(SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
 # the kernels that can read or write tagged words (shaders/dep_flag.glsl "LL"),
 # built a second time with -DLL as <name>_ll
-LL_SHADERS := mv_xs mv_glu_xs mv_moe_down_xs router_xs embed kv_store
+LL_SHADERS := mv_xs mv_glu_xs mv_moe_down_xs router_xs embed kv_store attn_vb_xs
 SPV += $(LL_SHADERS:%=$(BUILD)/spv/%_ll.spv)
 SPV_BENCH := $(BENCH_SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)

@@ -95,6 +95,8 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->qkv_ll, ((uint64_t)(c->q_lora_rank ? c->q_lora_rank : c->n_head * qw) + c->kv_lora_rank + c->qk_rope) * 8,
                        "q_a + kv (tagged words)", 0};
     r[n++] = (buf_req){&e->q_ll, (uint64_t)c->n_head * qw * 8, "q (tagged words)", 0};
+    r[n++] = (buf_req){&e->o_ll, (uint64_t)c->n_head * c->v_head * 8, "o (tagged words)", 0};
+    r[n++] = (buf_req){&e->h_ll, (uint64_t)(K + 1) * e->h_z * 8, "h (tagged words)", 0};
     r[n++] = (buf_req){&e->q_comp, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "compressed query (q_a output)", 0};
     r[n++] = (buf_req){&e->kv, B * (c->kv_lora_rank + c->qk_rope) * f, "kv", 0};
     r[n++] = (buf_req){&e->q, B * c->n_head * qw * f, "q", 0};
@@ -306,6 +308,8 @@ static int zero_counters(vk_engine *e, err_t *err)
     vkCmdFillBuffer(cb, e->x_ll.buf, e->x_ll.off, (e->x_ll.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->qkv_ll.buf, e->qkv_ll.off, (e->qkv_ll.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->q_ll.buf, e->q_ll.off, (e->q_ll.size + 3) / 4 * 4, 0);
+    vkCmdFillBuffer(cb, e->o_ll.buf, e->o_ll.off, (e->o_ll.size + 3) / 4 * 4, 0);
+    vkCmdFillBuffer(cb, e->h_ll.buf, e->h_ll.off, (e->h_ll.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->smp_count.buf, e->smp_count.off, (e->smp_count.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->smp_hist.buf, e->smp_hist.off, (e->smp_hist.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->smp_state.buf, e->smp_state.off, (e->smp_state.size + 3) / 4 * 4, 0);
@@ -329,7 +333,7 @@ static int setup(vk_engine *e, err_t *err)
         check_model(e, err))
         return -1;
     e->kb = (vk_kb){&e->c, &e->pipes, &e->tune, &e->kerr};
-    buf_req req[48];
+    buf_req req[56];
     uint32_t n;
     if ((e->p.n_ctx ? plan(e, req, &n, err) : plan_auto_ctx(e, req, &n, err)) != 0)
         return -1;
@@ -350,9 +354,9 @@ static int setup(vk_engine *e, err_t *err)
     }
     char links[96] = "", tuned[192] = "", set[160];
     if (e->decode.prog.n_link)
-        snprintf(links, sizeof links, " (%u joined by counters%s, not barriers)", e->decode.prog.n_link,
-                 e->ll_x && e->ll_qkv ? " or tagged words (x, qkv, q)" : e->ll_x ? " or tagged words (x)"
-                 : e->ll_qkv ? " or tagged words (qkv, q)" : "");
+        snprintf(links, sizeof links, " (%u joined by counters%s%s%s%s, not barriers)", e->decode.prog.n_link,
+                 e->ll ? " or tagged words:" : "", e->ll_x ? " x" : "", e->ll_qkv ? " qkv q" : "",
+                 e->ll_oh ? " o h" : "");
     vk_tuning_describe(&e->tune, set, sizeof set);
     if (set[0])
         snprintf(tuned, sizeof tuned, "; tuning: %s", set);

@@ -69,16 +69,15 @@ typedef struct {
 } step;
 
 /* Opens the step of layer il ending at `boundary`; `kernels_can`: every
- * dispatch of this step can signal and every one of the next step can wait. */
-static void step_open(step *s, vk_engine *e, vk_rec *r, uint32_t il, uint32_t boundary, bool kernels_can)
+ * dispatch of this step can signal and every one of the next step can wait;
+ * `ll_link`: the next step reads what this one writes as tagged words only. */
+static void step_open_ll(step *s, vk_engine *e, vk_rec *r, uint32_t il, uint32_t boundary, bool kernels_can,
+                         bool ll_link)
 {
     memset(s, 0, sizeof *s);
     s->e = e;
     s->r = r;
-    /* the steps after attn_output and the down read nothing of them but x;
-     * those after q_a|kv_a and q_b nothing but qkv and q */
-    s->ll_linked = (e->ll_x && (boundary == DEP_OUT || boundary == DEP_DOWN)) ||
-                   (e->ll_qkv && (boundary == DEP_QA || boundary == DEP_QB));
+    s->ll_linked = ll_link;
     s->linked = !s->ll_linked && boundary != DEP_NONE && (e->dep_mask >> boundary & 1) && kernels_can;
     if (s->linked)
         s->word = V(e->dep, 1 + il * VK_DEP_PER_LAYER + boundary);
@@ -92,6 +91,16 @@ static void step_open(step *s, vk_engine *e, vk_rec *r, uint32_t il, uint32_t bo
     }
     if (s->linked)
         s->dep.signal = &s->word;
+}
+
+/* step_open_ll with the boundaries every layer joins alike: the steps after
+ * attn_output and the down read nothing of them but x; those after
+ * q_a|kv_a and q_b nothing but qkv and q. */
+static void step_open(step *s, vk_engine *e, vk_rec *r, uint32_t il, uint32_t boundary, bool kernels_can)
+{
+    bool ll = (e->ll_x && (boundary == DEP_OUT || boundary == DEP_DOWN)) ||
+              (e->ll_qkv && (boundary == DEP_QA || boundary == DEP_QB));
+    step_open_ll(s, e, r, il, boundary, kernels_can, ll);
 }
 
 /* Records a built dispatch of step s (rc: the builder's result). */
@@ -144,16 +153,19 @@ static void step_close(step *s)
 }
 
 /* ---- activations as tagged words (LL) ------------------------------------------------------
- * Sites (params.h's VK_LL_SITES), four a layer: the embedding writes x as
- * site 1; layer il's attn_output 4 il + 2, its down 4 il + 5 -- so x at the
- * start of layer il carries site 4 il + 1, and the head reads 4 n_layer + 1;
- * its q_a|kv_a writes qkv as 4 il + 3, its q_b q as 4 il + 4.  With
+ * Sites (params.h's VK_LL_SITES), eight a layer: the embedding writes x as
+ * site 1; layer il's attn_output 8 il + 2, its down 8 il + 9 -- so x at the
+ * start of layer il carries site 8 il + 1, and the head reads 8 n_layer + 1;
+ * its q_a|kv_a writes qkv as 8 il + 3, its q_b q as 8 il + 4, attn_vb o as
+ * 8 il + 5, the gate/ups h as 8 il + 6.  With
  * tune.dep_stall every read expects VK_LL_STALL_SITE, which nothing writes
  * (each poll gives up: the fall-back's test). */
-static uint32_t x_in_site(uint32_t il) { return 4 * il + 1; }
-static uint32_t x_mid_site(uint32_t il) { return 4 * il + 2; }
-static uint32_t qkv_site(uint32_t il) { return 4 * il + 3; }
-static uint32_t q_site(uint32_t il) { return 4 * il + 4; }
+static uint32_t x_in_site(uint32_t il) { return 8 * il + 1; }
+static uint32_t x_mid_site(uint32_t il) { return 8 * il + 2; }
+static uint32_t qkv_site(uint32_t il) { return 8 * il + 3; }
+static uint32_t q_site(uint32_t il) { return 8 * il + 4; }
+static uint32_t o_site(uint32_t il) { return 8 * il + 5; }
+static uint32_t h_site(uint32_t il) { return 8 * il + 6; }
 
 /* The residual stream the decode graph reads and writes. */
 static vk_vec x_vec(const vk_engine *e)
@@ -170,6 +182,13 @@ static vk_dep ll_dep(const vk_engine *e, uint32_t in, uint32_t out, uint32_t acc
     bool stall = e->tune.dep_stall != 0;
     return (vk_dep){.ll_in = in && stall ? VK_LL_STALL_SITE : in, .ll_out = out,
                     .ll_acc = acc && stall ? VK_LL_STALL_SITE : acc};
+}
+
+/* An input's site as its reader expects it (VK_LL_STALL_SITE with
+ * tune.dep_stall). */
+static uint32_t ll_in_site(const vk_engine *e, uint32_t site)
+{
+    return e->tune.dep_stall ? VK_LL_STALL_SITE : site;
 }
 
 /* The same for sites of x: nothing where x is plain. */
@@ -277,6 +296,13 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
                           .params = e->params, .o = V(e->o, 0), .o_z = c->n_head * c->v_head, .nz = 1};
     vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = x_vec(e), .nz = 1,
                      .accumulate = true, .dep = ll_dep_x(e, 0, x_mid_site(il), x_in_site(il))};
+    /* LL for o (ll_acts bit 2) where both kernels can */
+    bool o_ll = e->ll_oh && vk_attn_vb_deps(kb, &vb) && vk_mv_deps(kb, &ao);
+    if (o_ll) {
+        vb.o = ao.x = V(e->o_ll, 0);
+        vb.dep = ll_dep(e, 0, o_site(il), 0);
+        ao.dep.ll_in = ll_in_site(e, o_site(il));
+    }
     step s;
 
     /* [q_a | kv] = W . norm(x) */
@@ -310,7 +336,7 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     step_close(&s);
 
     /* combine + v_b per head */
-    step_open(&s, e, r, il, DEP_VB, vk_attn_vb_deps(kb, &vb) && vk_mv_deps(kb, &ao));
+    step_open_ll(&s, e, r, il, DEP_VB, vk_attn_vb_deps(kb, &vb) && vk_mv_deps(kb, &ao), o_ll);
     TRY(STEP_CALL(&s, vk_k_attn_vb, &vb));
     step_close(&s);
 
@@ -386,6 +412,16 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     vk_mv_args sd;
     bool split = shared_down_split(e, il, &sd, &da, &ysh);
     step route, s;
+    /* LL for h (ll_acts bit 2) where the gate/ups and the down can, and the
+     * down reads no product of a shared down of its own (ysh is plain) */
+    bool h_ll = e->ll_oh && !split && vk_glu_deps(kb, &gu) && (!L->has_shared || vk_glu_deps(kb, &gs)) &&
+                vk_moe_down_deps(kb, &da);
+    if (h_ll) {
+        gu.h = da.h = V(e->h_ll, 0);
+        gs.h = V(e->h_ll, K * e->h_z);
+        gu.dep.ll_out = gs.dep.ll_out = h_site(il);
+        da.dep.ll_in = ll_in_site(e, h_site(il));
+    }
 
     /* router + top-k || shared expert gate/up: the shared expert does not
      * wait for the routing, and the router's few bytes leave the memory
@@ -399,7 +435,7 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
 
     /* gate/up + SiLU of the routed experts (|| the shared expert's down
      * where it runs apart) */
-    step_open(&s, e, r, il, DEP_GU, vk_glu_deps(kb, &gu) && vk_moe_down_deps(kb, &da));
+    step_open_ll(&s, e, r, il, DEP_GU, vk_glu_deps(kb, &gu) && vk_moe_down_deps(kb, &da), h_ll);
     TRY(STEP_CALL(&s, vk_k_glu, &gu));
     if (split)
         TRY(STEP_CALL(&s, vk_k_mv, &sd));
@@ -410,6 +446,12 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
      * since the router, it waits for the router's counter first */
     step_open(&s, e, r, il, DEP_DOWN,
               il + 1 < c->n_layer && first_step_waits(e, il + 1) && vk_moe_down_deps(kb, &da));
+    if (h_ll && route.linked) {
+        /* h is polled, but the ids still come with the router's counter */
+        s.dep.wait = &route.word;
+        s.dep.wait_n = route.groups + e->tune.dep_stall;
+        s.dep.params = e->params;
+    }
     if (s.dep.wait && route.linked) {
         da.ids_wait = &route.word;
         da.ids_wait_n = route.groups;
@@ -534,10 +576,11 @@ int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool unused)
     e->dep_mask = e->dep_off ? 0 : e->tune.dep_flags == VK_TUNE_AUTO ? by_device : e->tune.dep_flags;
     /* tagged words where measured and checked (run 30): as the counters */
     bool ll_want = !e->dep_off && (e->tune.ll == VK_TUNE_AUTO ? dep_known : e->tune.ll != 0);
-    e->ll = e->ll_x = e->ll_qkv = false; /* x_vec(), ll_dep() while the checks build operands */
+    e->ll = e->ll_x = e->ll_qkv = e->ll_oh = false; /* x_vec(), ll_dep() while the checks build operands */
     e->ll_x = ll_want && (e->tune.ll_acts & 1) && ll_graph_can(e);
     e->ll_qkv = ll_want && (e->tune.ll_acts & 2) && ll_qkv_can(e);
-    e->ll = e->ll_x || e->ll_qkv;
+    e->ll_oh = ll_want && (e->tune.ll_acts & 4); /* layer by layer where the kernels can */
+    e->ll = e->ll_x || e->ll_qkv || e->ll_oh;
     e->pend = false;
     vk_rec_segment(r, 0);
     vk_buf tok = e->params;

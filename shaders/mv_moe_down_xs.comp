@@ -81,19 +81,38 @@ void down()
     if (WAIT == 1u)
         dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
 
-    // stage [wt[z] * h[z] ...| h_s] (zeros past the end)
+    // stage [wt[z] * h[z] ...| h_s] (zeros past the end; LL_IN: h as tagged
+    // words, polled)
     uint nr = pc.nz * pc.Kp;
+#ifdef LL
+    uint tin = LL_IN != 0u ? LL_TAG(pc.ll_in) : 0u;
+    bool in_failed = false;
+#endif
     for (uint v = x_first(); v < XEND; v += WGS) {
         uint e = 4u * v;
         vec4 a = vec4(0.0);
         if (e < nr) {
             uint z = e / pc.Kp;
+#ifdef LL
+            if (LL_IN != 0u)
+                a = x_get4_ll(pc.h_off + z * pc.h_z, e - z * pc.Kp, pc.K, tin, in_failed) * WT.wts[pc.wts_off + z];
+            else
+#endif
             a = x_get4(pc.h_off + z * pc.h_z, e - z * pc.Kp, pc.K) * WT.wts[pc.wts_off + z];
         } else if (HAS_SHARED == 1u && e < nr + pc.Kp2) {
+#ifdef LL
+            if (LL_IN != 0u)
+                a = x_get4_ll(pc.h_off + pc.nz * pc.h_z, e - nr, pc.K2, tin, in_failed);
+            else
+#endif
             a = x_get4(pc.h_off + pc.nz * pc.h_z, e - nr, pc.K2);
         }
         x_stage(v, a);
     }
+#ifdef LL
+    if (in_failed)
+        ll_give_up();
+#endif
     barrier();
     load_xr(lane);
 #ifdef LL

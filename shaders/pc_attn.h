@@ -60,6 +60,7 @@ PC_BEGIN(pc_attn_vb)
     PC_U32 passes;          /* attn_vb_xs: row passes per team */
     PC_U32 dep_signal;      /* attn_vb_xs SIGNAL: this dispatch's counter */
     PC_U32 dep_wait, dep_n; /* attn_vb_xs WAIT: the producers' counter and workgroups */
+    PC_U32 ll_in, ll_out, ll_acc; /* attn_vb_xs LL_OUT: o as tagged words of site ll_out (dep_flag.glsl) */
 PC_END(pc_attn_vb)
 #endif
 

@@ -121,8 +121,8 @@ for dir in "$ROOT"/*/; do
     else
         fail "vulkan $name: a counter wait that gives up" "$(head -c 300 "$TMP/err")"
     fi
-    # the same for a poll of tagged words alone (no counters: dep_flags=0; x, qkv and q)
-    if $GLMCHAT logits -m "$f32" $VK --tune ll=1 --tune ll_acts=3 --tune dep_flags=0 --tune dep_stall=1 --kv-type f16 -b 1 \
+    # the same for a poll of tagged words alone (no counters: dep_flags=0; x, qkv, q, o, h)
+    if $GLMCHAT logits -m "$f32" $VK --tune ll=1 --tune ll_acts=7 --tune dep_flags=0 --tune dep_stall=1 --kv-type f16 -b 1 \
            --tokens "$tokens" -o "$TMP/llstall.bin" 2>"$TMP/err" && cmp -s "$TMP/llstall.bin" "$TMP/f16d.bin"; then
         ok "vulkan $name: a tagged-word poll that gives up falls back to barriers (same logits)"
     else

@@ -828,6 +828,27 @@ static void test_attn(void)
         CHECK(tu_run(dc, 4, bar) == 0, "run");
         CHECK(((uint32_t *)bdep.map)[0] == 0, "%u waits gave up", ((uint32_t *)bdep.map)[0]);
     }
+    /* decode's o as tagged words (LL_OUT, tune.ll_acts bit 2): attn_vb once
+     * more over the same partials -- the same bits, every word tagged */
+    if (!AC_SPLIT && !direct && vk_attn_vb_deps(&KB, &va)) {
+        uint64_t no = (uint64_t)c->n_q * c->n_head * c->v_head;
+        vk_buf bol = tu_host(2 * no), cwl = tu_host(16), pll = tu_host(64);
+        memcpy(pll.map, bp_q.map, 64 * 4);
+        ((uint32_t *)pll.map)[VKP_EPOCH] = 9;
+        memset(cwl.map, 0, 64);
+        vk_attn_vb_args vl = va;
+        vl.o = (vk_vec){bol, 0};
+        vl.params = pll;
+        vl.dep = (vk_dep){.params = pll, .ll_fails = cwl, .ll_out = 5};
+        vk_call kl;
+        CHECK(vk_k_attn_vb(&KB, &vl, &kl) == 0, "build attn_vb (tagged words): %.200s", KERR.msg);
+        CHECK(tu_run(&kl, 1, NULL) == 0, "run (tagged words)");
+        uint32_t wrong = 0;
+        const uint32_t *pw = (const uint32_t *)bout.map, *lw = (const uint32_t *)bol.map;
+        for (uint64_t i = 0; i < no; i++)
+            wrong += lw[2 * i] != pw[i] || lw[2 * i + 1] != 9 * VK_LL_SITES + 5;
+        CHECK(wrong == 0, "%u words of o as tagged words differ from the plain o or its tag", wrong);
+    }
 
     /* The cache rows: the GPU's must match the reference row to one rounding
      * of the cache type (f16: 2^-11 relative; f32: a few ulps of the norm);
@@ -1401,7 +1422,9 @@ static void test_ll_chain(void)
         vk_buf bx = ll ? ll_words(x, m->H, tag0 + 1) : host_copy(x, m->H), bn = host_copy(nw, m->H);
         vk_buf y1 = tu_host(m->H), hy = tu_host(300);
         vk_buf lg = tu_host(m->nexp), ids = tu_host(m->nused), wts = tu_host(m->nused), cnt = tu_host(4);
-        vk_buf h = tu_host((uint64_t)m->F * (m->nused + 1)), cw = tu_host(16), prm = tu_host(32);
+        /* even LL runs: h as tagged words too (site 6; tune.ll_acts bit 2) */
+        bool hl = ll && run % 2 == 0;
+        vk_buf h = tu_host((uint64_t)m->F * (m->nused + 1) * (hl ? 2 : 1)), cw = tu_host(16), prm = tu_host(32);
         memset(cnt.map, 0, 16);
         memset(cw.map, 0, 64);
         ((uint32_t *)prm.map)[VKP_EPOCH] = LL_EPOCH;
@@ -1437,6 +1460,13 @@ static void test_ll_chain(void)
             gu.dep = base, gu.dep.ll_in = 2, gu.dep.signal = &c[3], gu.dep.wait = &c[2];
             da.dep = base, da.dep.ll_out = 3, da.dep.ll_acc = 2, da.dep.wait = &c[3];
             hd.dep = base, hd.dep.ll_in = 3;
+            if (hl) {
+                /* the down polls h; only the ids come with a counter (the router's) */
+                gs.dep.ll_out = gu.dep.ll_out = 6;
+                gu.dep.signal = NULL;
+                da.dep.ll_in = 6;
+                da.dep.wait = &c[2];
+            }
         }
         CHECK(vk_k_mv(&KB, &a, &k[0]) == 0, "build a: %.200s", KERR.msg);
         b.dep.wait_n = k[0].groups[0] * k[0].groups[1];
@@ -1448,7 +1478,7 @@ static void test_ll_chain(void)
             gu.dep.wait_n = route_n;
         CHECK(vk_k_glu(&KB, &gu, &k[4]) == 0, "build gate/up: %.200s", KERR.msg);
         if (ll) {
-            da.dep.wait_n = k[4].groups[0] * k[4].groups[1];
+            da.dep.wait_n = hl ? route_n : k[4].groups[0] * k[4].groups[1];
             da.ids_wait = &c[2];
             da.ids_wait_n = route_n;
         }
@@ -1473,6 +1503,14 @@ static void test_ll_chain(void)
         uint32_t *xv = malloc(m->H * 4);
         for (uint32_t i = 0; i < m->H; i++)
             xv[i] = ((uint32_t *)bx.map)[ll ? 2 * i : i];
+        if (hl) { /* h's values in place of the tagged words, for the comparison */
+            uint32_t *hv = (uint32_t *)h.map, nh = m->F * (m->nused + 1), stale = 0;
+            for (uint32_t i = 0; i < nh; i++) {
+                stale += hv[2 * i + 1] != tag0 + 6;
+                hv[i] = hv[2 * i];
+            }
+            CHECK(stale == 0, "%u words of h lack the gate/ups' tag", stale);
+        }
         vk_buf o[NOUT] = {y1, {0}, ids, wts, h, lg, hy};
         uint32_t n[NOUT] = {m->H, m->H, m->nused, m->nused, m->F * (m->nused + 1), m->nexp, 300};
         for (int i = 0; i < NOUT; i++) {
