@@ -28,7 +28,8 @@
  * the words it stages for the tag of x's last write, so the steps after
  * the embedding, attn_output and the down read x with no counter and no
  * barrier before them; with tune.ll_acts bit 1 (default) qkv and q too, so
- * q_b and k_b || kv_store need no counter either (gpu/PERF.md run 30). */
+ * q_b and k_b || kv_store need no counter either; with bit 2 o and h, so
+ * attn_output and the down need none for them (gpu/PERF.md run 30). */
 #include <string.h>
 
 #include "vk_graph.h"
@@ -63,7 +64,7 @@ typedef struct {
     vk_dep dep;       /* each dispatch's ends: the previous step's counter, this step's */
     vk_vec word;      /* this step's counter */
     bool linked;      /* joined to the next step by the counter, not a barrier */
-    bool ll_linked;   /* joined by tagged words: the next step reads only x, polled (LL) */
+    bool ll_linked;   /* joined by tagged words: the next step polls what it reads of this one (LL) */
     uint32_t groups;  /* the step's workgroups so far: what the next step waits for */
     vk_call k;        /* the dispatch being recorded */
 } step;
@@ -266,7 +267,7 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     }
     if (e->ll_qkv)
         q = V(e->q_ll, 0);
-    /* LL for qkv and q (ll_graph_can: merged, with q compression) */
+    /* LL for qkv and q (ll_qkv_can: merged, with q compression) */
     uint32_t s_qkv = e->ll_qkv ? qkv_site(il) : 0, s_q = e->ll_qkv ? q_site(il) : 0;
     vk_dep x_in = ll_dep_x(e, x_in_site(il), 0, 0);
     vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = x_vec(e),
