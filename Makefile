@@ -54,6 +54,10 @@ APP_OBJ := $(APP_SRC:%.c=$(BUILD)/%.o)
 APP_OBJ += $(BUILD)/gen/demo_model.o
 APP_LIB_OBJ := $(filter-out $(BUILD)/app/main.o,$(APP_OBJ))
 SPV := $(SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
+# the kernels that can read or write tagged words (shaders/dep_flag.glsl "LL"),
+# built a second time with -DLL as <name>_ll
+LL_SHADERS := mv_xs mv_glu_xs mv_moe_down_xs router_xs embed kv_store attn_vb_xs
+SPV += $(LL_SHADERS:%=$(BUILD)/spv/%_ll.spv)
 SPV_BENCH := $(BENCH_SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
@@ -87,6 +91,10 @@ $(GPU_SRC:%.c=$(BUILD)/%.o): $(BUILD)/gen/spv_table.h
 $(BUILD)/spv/%.spv: shaders/%.comp $(SHADER_INC)
 	@mkdir -p $(@D)
 	$(GLSLC) --target-env=vulkan1.2 -O -Ishaders -o $@ $<
+
+$(BUILD)/spv/%_ll.spv: shaders/%.comp $(SHADER_INC)
+	@mkdir -p $(@D)
+	$(GLSLC) --target-env=vulkan1.2 -O -DLL -Ishaders -o $@ $<
 
 $(BUILD)/embed_spv: shaders/tools/embed_spv.c
 	@mkdir -p $(@D)

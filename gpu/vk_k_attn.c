@@ -158,8 +158,10 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
     spec[KVS_S_SG] = k->c->subgroup;
     memset(out, 0, sizeof *out);
     out->name = "kv_store";
-    if (vkk_dep_bind(k, "kv_store", &a->dep, spec, KVS_B_PARAMS, out, &dw) ||
-        !(out->pipe = pipe(k, SPV_KV_STORE, spec, KVS_S_COUNT)))
+    if (a->dep.ll_out || (a->dep.ll_in != 0) != (a->ll_q != 0))
+        return err_set(k->err, "kv_store: tagged words for kv and q both, and no tagged output");
+    if (vkk_dep_bind(k, "kv_store", &a->dep, true, spec, KVS_B_PARAMS, out, &dw) ||
+        !(out->pipe = pipe(k, VKK_SPV(SPV_KV_STORE, &a->dep), spec, KVS_S_COUNT)))
         return -1;
     out->b[KVS_B_KV] = a->kv.b;
     out->b[KVS_B_NORM] = a->norm.b;
@@ -171,8 +173,9 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
     pc_kv_store pc = {.kv_lora = g->kv_lora, .rope = g->rope, .nope = g->nope, .n_head = g->n_head, .RS = g->RS,
                       .kv_off = a->kv.off, .kv_z = a->kv_z, .nw_off = a->norm.off, .eps = a->eps,
                       .cache_off = a->cache.off, .q_off = a->q.off, .q_z = a->q_z, .q_abs_off = a->q_abs.off,
-                      .q_abs_z = a->q_abs_z};
+                      .q_abs_z = a->q_abs_z, .ll_q = a->ll_q};
     VKK_DEP_PUSH(pc, dw);
+    VKK_LL_PUSH(pc, dw);
     VK_PUSH(out, pc);
     out->groups[0] = 1 + g->n_head;
     out->groups[1] = a->nz ? a->nz : 1;
@@ -227,7 +230,7 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
             out->name = "attn_lat";
             out->b[ATTN_B_O] = a->o.b;
         }
-        if (vkk_dep_bind(k, "attn", &a->dep, spec, ATTN_B_PARAMS, out, &dw) ||
+        if (vkk_dep_bind(k, "attn", &a->dep, false, spec, ATTN_B_PARAMS, out, &dw) ||
             !(out->pipe = pipe(k, SPV_ATTN_FD, spec, FD_S_COUNT)))
             return -1;
         out->groups[1] = g->fd_hg;
@@ -307,14 +310,16 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
         }
         vkk_xs_spec(k, &x, w->type, spec);
         spec[AVB_S_CCAP] = a->chunk_cap;
-        if (vkk_dep_bind(k, "attn_vb", &a->dep, spec, AVB_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, SPV_ATTN_VB_XS, spec, XS_S_COUNT)))
+        if (a->dep.ll_in)
+            return err_set(k->err, "attn_vb: its input (the partials) is never tagged words");
+        if (vkk_dep_bind(k, "attn_vb", &a->dep, true, spec, AVB_B_PARAMS, out, &dw) ||
+            !(out->pipe = pipe(k, VKK_SPV(SPV_ATTN_VB_XS, &a->dep), spec, XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
         passes = x.passes;
     } else {
-        if (a->dep.signal || a->dep.wait)
-            return err_set(k->err, "attn_vb: this kernel cannot signal or wait (vk_attn_vb_deps)");
+        if (a->dep.signal || a->dep.wait || a->dep.ll_in || a->dep.ll_out)
+            return err_set(k->err, "attn_vb: this kernel cannot signal, wait or write tagged words (vk_attn_vb_deps)");
         vkk_mv_cfg m = vkk_mv_config(k->c, w, g->n_head);
         /* few workgroups per head: each one combines the head's partials first */
         m.nr = 4;
@@ -339,6 +344,7 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
                      .part_off = a->part.off, .part_heads = vk_attn_part_heads(g), .cmax_chunks = a->chunk_cap,
                      .o_off = a->o.off, .o_z = a->o_z, .passes = passes};
     VKK_DEP_PUSH(pc, dw);
+    VKK_LL_PUSH(pc, dw);
     VK_PUSH(out, pc);
     out->groups[1] = g->n_head;
     out->groups[2] = a->nz ? a->nz : 1;

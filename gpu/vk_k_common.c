@@ -144,22 +144,32 @@ bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, ui
 
 /* A dependency's two ends (vk_dep): the spec constants PC_S_SIGNAL and
  * PC_S_WAIT, the counters at binding PC_B_DEP, the params (for the epoch)
- * at the kernel's binding params_binding, and the three push words. */
-int vkk_dep_bind(const vk_kb *k, const char *name, const vk_dep *d, uint32_t *spec, uint32_t params_binding,
-                 vk_call *out, vkk_dep_words *words)
+ * at the kernel's binding params_binding, and the push words; LL: the spec
+ * constants PC_S_LL_IN / PC_S_LL_OUT and the sites. */
+int vkk_dep_bind(const vk_kb *k, const char *name, const vk_dep *d, bool ll_ok, uint32_t *spec,
+                 uint32_t params_binding, vk_call *out, vkk_dep_words *words)
 {
     *words = (vkk_dep_words){0};
-    if (!d->signal && !d->wait)
+    bool ll = d->ll_in || d->ll_out;
+    if (!d->signal && !d->wait && !ll)
         return 0;
+    if (ll && !ll_ok)
+        return err_set(k->err, "%s: this kernel cannot read or write tagged words (LL)", name);
     if (d->signal && d->wait && d->signal->b.buf != d->wait->b.buf)
         return err_set(k->err, "%s: signal and wait counters must share a buffer", name);
-    if (d->wait && !d->params.buf)
-        return err_set(k->err, "%s: a wait needs the params buffer", name);
+    if ((d->wait || ll) && !d->params.buf)
+        return err_set(k->err, "%s: a wait or tagged words need the params buffer", name);
+    if (ll && !d->signal && !d->wait && !d->ll_fails.buf)
+        return err_set(k->err, "%s: tagged words need the counters' buffer (word 0: give-ups)", name);
     spec[PC_S_SIGNAL] = d->signal ? 1 : 0;
     spec[PC_S_WAIT] = d->wait ? 1 : 0;
-    *words = (vkk_dep_words){d->signal ? d->signal->off : 0, d->wait ? d->wait->off : 0, d->wait_n};
-    out->b[PC_B_DEP] = d->signal ? d->signal->b : d->wait->b;
-    if (d->wait)
+    /* LL_IN 2 (tune.ll 2, and by default): one lane of a subgroup polls first */
+    spec[PC_S_LL_IN] = d->ll_in ? (k->tune->ll == 1 ? 1 : 2) : 0;
+    spec[PC_S_LL_OUT] = d->ll_out ? 1 : 0;
+    *words = (vkk_dep_words){d->signal ? d->signal->off : 0, d->wait ? d->wait->off : 0, d->wait_n,
+                             d->ll_in, d->ll_out, d->ll_acc};
+    out->b[PC_B_DEP] = d->signal ? d->signal->b : d->wait ? d->wait->b : d->ll_fails;
+    if (d->wait || ll)
         out->b[params_binding] = d->params;
     return 0;
 }

@@ -99,13 +99,19 @@ void vkk_xs_spec(const vk_kb *k, const vkk_xs_cfg *m, uint32_t type, uint32_t *s
  * dep_wait, dep_n). */
 typedef struct {
     uint32_t signal, wait, n;
+    uint32_t ll_in, ll_out, ll_acc;  /* LL sites (blocks with ll_in, ll_out, ll_acc: VKK_LL_PUSH) */
 } vkk_dep_words;
 #define VKK_DEP_PUSH(pcv, w) ((pcv).dep_signal = (w).signal, (pcv).dep_wait = (w).wait, (pcv).dep_n = (w).n)
+#define VKK_LL_PUSH(pcv, w) ((pcv).ll_in = (w).ll_in, (pcv).ll_out = (w).ll_out, (pcv).ll_acc = (w).ll_acc)
+/* The kernel's SPIR-V: its -DLL build (Makefile LL_SHADERS) where d takes
+ * or gives tagged words, the plain one elsewhere. */
+#define VKK_SPV(plain, d) ((d)->ll_in || (d)->ll_out ? plain##_LL : plain)
 
-/* Sets d's spec constants (PC_S_SIGNAL, PC_S_WAIT) and bindings (the
- * counters at PC_B_DEP, the params at params_binding) in spec and out, its
- * push words in *words; nothing when d has neither end. */
-int vkk_dep_bind(const vk_kb *k, const char *name, const vk_dep *d, uint32_t *spec, uint32_t params_binding,
-                 vk_call *out, vkk_dep_words *words);
+/* Sets d's spec constants (PC_S_SIGNAL, PC_S_WAIT, and where the kernel
+ * can take tagged words -- ll_ok -- PC_S_LL_IN, PC_S_LL_OUT) and bindings
+ * (the counters at PC_B_DEP, the params at params_binding) in spec and out,
+ * its push words in *words; nothing when d has neither end nor LL. */
+int vkk_dep_bind(const vk_kb *k, const char *name, const vk_dep *d, bool ll_ok, uint32_t *spec,
+                 uint32_t params_binding, vk_call *out, vkk_dep_words *words);
 
 #endif

@@ -39,6 +39,16 @@ typedef struct {
     const struct vk_vec_s *signal, *wait;
     uint32_t wait_n;
     vk_buf params;      /* for the epoch */
+    /* LL (shaders/dep_flag.glsl): the input x (ll_in) and/or the output y
+     * (ll_out) as tagged words -- 8 bytes a float, (value bits, tag), the
+     * operand's offset counted in words -- tag params[VKP_EPOCH] *
+     * VK_LL_SITES + site; an input word is polled until it carries its
+     * site's tag, an accumulated output's old word ll_acc's.  0: plain
+     * floats.  Needs params and, for word 0 (give-ups), the counters'
+     * buffer: ll_fails, or the signal / wait's.  Only for the kernels whose
+     * vk_*_deps() say they can (embed: ll_out). */
+    uint32_t ll_in, ll_out, ll_acc;
+    vk_buf ll_fails;
 } vk_dep;
 
 /* ---- decode matrix-vector ---------------------------------------------------------
@@ -174,7 +184,8 @@ typedef struct {
     uint32_t q_abs_z;
     vk_buf params;
     uint32_t nz;
-    vk_dep dep;           /* decode: signal and/or wait (any device) */
+    vk_dep dep;           /* decode: signal and/or wait (any device); LL: kv as tagged words of site dep.ll_in */
+    uint32_t ll_q;        /* with dep.ll_in: q as tagged words of this site */
 } vk_kv_store_args;
 int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out);
 
@@ -255,6 +266,7 @@ typedef struct {
     vk_vec x;
     uint32_t x_z, nz;
     bool check_batch;           /* tokens is the params buffer: skip tokens past the batch */
+    vk_dep dep;                 /* decode: ll_out only (x as tagged words) */
 } vk_embed_args;
 int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out);
 

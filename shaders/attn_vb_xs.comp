@@ -13,12 +13,16 @@ layout(constant_id = AVB_S_CCAP) const uint CCAP = 64u;   // chunk capacity per 
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
+#include "dep_flag.glsl"
 #include "mv_xs_common.glsl"
 
 // binding 1 (X in mv_xs_common) holds the partials
 layout(set = 0, binding = AVB_B_O) writeonly buffer OBuf { float o[]; } O;
+#ifdef LL
+// LL_OUT (decode): o as tagged words (dep_flag.glsl)
+layout(set = 0, binding = AVB_B_O) writeonly buffer OLL { uvec2 w[]; } OL;
+#endif
 layout(set = 0, binding = AVB_B_PARAMS) readonly buffer Params { uint p[]; } P;
-#include "dep_flag.glsl"
 
 #include "chunk_combine.glsl"
 
@@ -69,8 +73,15 @@ void vb()
             load_rows(0u, mblk0, bpr, pc.hbase, row0, pc.N, lane, nunits, 0u);
         [[unroll]] for (uint r = 0u; r < R; r++) {
             float v = team_sum(row_dot(mblk0, bpr, row0 + r, pc.N, lane, nunits, 0u, r));
-            if (lane == 0u && row0 + r < pc.N)
+            if (lane == 0u && row0 + r < pc.N) {
+#ifdef LL
+                if (LL_OUT == 1u) {
+                    OL.w[pc.o_off + z * pc.o_z + h * pc.N + row0 + r] = uvec2(floatBitsToUint(v), LL_TAG(pc.ll_out));
+                    continue;
+                }
+#endif
                 O.o[pc.o_off + z * pc.o_z + h * pc.N + row0 + r] = v;
+            }
         }
     }
 }

@@ -56,3 +56,69 @@ void dep_wait(uint word, uint want)
     barrier();
     memoryBarrierBuffer();
 }
+
+// ---- LL: tagged activation words (gpu/PERF.md run 30) -------------------------------
+// NCCL's low-latency protocol: an activation a consumer reads with no
+// barrier or counter since its producer is stored as 8-byte words (value
+// bits, tag), each by one 8-byte store, which is single-copy atomic: a word
+// is read either old or new as a whole.  The producer just stores (no fence,
+// no atomic); the consumer loads the words it needs and re-loads those whose
+// tag is not the one expected, so the value reaches it after one L2 round
+// trip instead of a fence, an atomic, a poll and a load (dep_signal /
+// dep_wait).  The tag is params[VKP_EPOCH] * VK_LL_SITES + site, site a
+// number per write of the decode graph (params.h), so a word of an earlier
+// token or an earlier write of this one never matches.  A poll gives up
+// after DEP_SPIN_LIMIT rounds and counts that in word 0 (as a wait does):
+// the host then records the graph without LL and decodes the token again.
+// The buffers of tagged words are read through `coherent volatile` views
+// (no L1 line, no load hoisted out of the poll).  Spec constants PC_S_LL_IN
+// and PC_S_LL_OUT turn tagged input and output on in a kernel; the counters'
+// binding is bound whenever either is (word 0).  LL_IN 2: one lane of a
+// subgroup polls one word before the others load theirs (mv_xs_common.glsl
+// stage_x).  The kernels that can are built twice (Makefile LL_SHADERS):
+// plain, and with -DLL (`<name>_ll`, the spec constants and the tagged views
+// of the buffers), so that the plain kernels' code stays what it was before
+// LL, with no volatile views of their buffers (gpu/PERF.md run 30).
+#ifdef LL
+layout(constant_id = PC_S_LL_IN) const uint LL_IN = 0u;
+layout(constant_id = PC_S_LL_OUT) const uint LL_OUT = 0u;
+#else
+const uint LL_IN = 0u;
+const uint LL_OUT = 0u;
+#endif
+
+// The tag of `site` this submit (needs the shader's params as P).
+#define LL_TAG(site) (P.p[VKP_EPOCH] * VK_LL_SITES + (site))
+
+// A poll gave up: the token is decoded again without LL.
+void ll_give_up()
+{
+    atomicAdd(DEP.c[0], 1u);
+}
+
+// Polls the two tagged words at uvec4 index IDX of view BUF until both carry
+// TAG (or the bound); leaves them in WORDS, sets FAILED on a give-up.
+#define LL_POLL4(BUF, IDX, TAG, WORDS, FAILED)                                       \
+    {                                                                                 \
+        WORDS = BUF.w[IDX];                                                           \
+        for (uint ll_s = 0u; WORDS.y != (TAG) || WORDS.w != (TAG); ll_s++) {          \
+            if (ll_s >= DEP_SPIN_LIMIT) {                                             \
+                FAILED = true;                                                        \
+                break;                                                                \
+            }                                                                         \
+            WORDS = BUF.w[IDX];                                                       \
+        }                                                                             \
+    }
+
+// The same for one tagged word at uvec2 index IDX.
+#define LL_POLL2(BUF, IDX, TAG, WORD, FAILED)                                         \
+    {                                                                                 \
+        WORD = BUF.w[IDX];                                                            \
+        for (uint ll_s = 0u; WORD.y != (TAG); ll_s++) {                               \
+            if (ll_s >= DEP_SPIN_LIMIT) {                                             \
+                FAILED = true;                                                        \
+                break;                                                                \
+            }                                                                         \
+            WORD = BUF.w[IDX];                                                        \
+        }                                                                             \
+    }

@@ -11,7 +11,8 @@
 // Grid: x = 1 + n_head, y = token of the batch.
 // Decode may wait on q_b's counter and signal the attention's (dep_flag.glsl):
 // kv and q are then read coherently (earlier layers' kernels on this compute
-// unit read the same buffers).
+// unit read the same buffers).  LL_IN: kv and q are tagged words (sites
+// pc.ll_in, pc.ll_q), each polled (dep_flag.glsl).
 
 #define PC_USE_KV_STORE
 #include "pc_attn.h"
@@ -32,6 +33,34 @@ layout(set = 0, binding = KVS_B_Q) coherent readonly buffer QBuf { float q[]; } 
 layout(set = 0, binding = KVS_B_Q_ABS) writeonly buffer QAbsBuf { float q_abs[]; } QABS;
 layout(set = 0, binding = KVS_B_PARAMS) readonly buffer Params { uint p[]; } P;
 #include "dep_flag.glsl"
+#ifdef LL
+layout(set = 0, binding = KVS_B_KV) coherent volatile readonly buffer KvLL { uvec2 w[]; } KVL;
+layout(set = 0, binding = KVS_B_Q) coherent volatile readonly buffer QLL { uvec2 w[]; } QL;
+
+uint tag_kv, tag_q;
+bool ll_failed = false;
+
+float kv_at(uint i)
+{
+    if (LL_IN == 0u)
+        return KV.kv[i];
+    uvec2 w;
+    LL_POLL2(KVL, i, tag_kv, w, ll_failed);
+    return uintBitsToFloat(w.x);
+}
+
+float q_at(uint i)
+{
+    if (LL_IN == 0u)
+        return Q.q[i];
+    uvec2 w;
+    LL_POLL2(QL, i, tag_q, w, ll_failed);
+    return uintBitsToFloat(w.x);
+}
+#else
+float kv_at(uint i) { return KV.kv[i]; }
+float q_at(uint i) { return Q.q[i]; }
+#endif
 
 shared float red[64];
 shared float lat[1024];
@@ -59,7 +88,7 @@ float row_val(uint kb, uint pos, uint i, float sc)
     if (j >= pc.rope)
         return 0.0;
     vec2 c = RT.cs[pos * (pc.rope / 2u) + j / 2u];
-    float x0 = KV.kv[kb + pc.kv_lora + (j & ~1u)], x1 = KV.kv[kb + pc.kv_lora + (j | 1u)];
+    float x0 = kv_at(kb + pc.kv_lora + (j & ~1u)), x1 = kv_at(kb + pc.kv_lora + (j | 1u));
     return (j & 1u) == 0u ? x0 * c.x - x1 * c.y : x0 * c.y + x1 * c.x;
 }
 
@@ -73,7 +102,7 @@ void store()
         uint kb = pc.kv_off + z * pc.kv_z;
         float ss = 0.0;
         for (uint i = tid; i < pc.kv_lora; i += WGS) {
-            float v = KV.kv[kb + i];
+            float v = kv_at(kb + i);
             lat[i] = v;
             ss += v * v;
         }
@@ -95,7 +124,7 @@ void store()
         float v = 0.0;
         if (j < pc.rope) {
             vec2 c = RT.cs[pos * (pc.rope / 2u) + j / 2u];
-            float x0 = Q.q[qb + (j & ~1u)], x1 = Q.q[qb + (j | 1u)];
+            float x0 = q_at(qb + (j & ~1u)), x1 = q_at(qb + (j | 1u));
             v = (j & 1u) == 0u ? x0 * c.x - x1 * c.y : x0 * c.y + x1 * c.x;
         }
         QABS.q_abs[ob + j] = v;
@@ -106,7 +135,15 @@ void main()
 {
     if (WAIT == 1u)
         dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
+#ifdef LL
+    tag_kv = LL_TAG(pc.ll_in);
+    tag_q = LL_TAG(pc.ll_q);
+#endif
     store();
+#ifdef LL
+    if (ll_failed)
+        ll_give_up();
+#endif
     if (SIGNAL == 1u)
         dep_signal(pc.dep_signal);
 }

@@ -16,10 +16,14 @@ layout(constant_id = GLU_XS_S_IDMODE) const uint IDMODE = 0u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#include "mv_xs_common.glsl"
 #include "dep_flag.glsl"
+#include "mv_xs_common.glsl"
 
 layout(set = 0, binding = GLU_B_H) writeonly buffer HBuf { float h[]; } H;
+#ifdef LL
+// LL_OUT (decode): h as tagged words (dep_flag.glsl)
+layout(set = 0, binding = GLU_B_H) writeonly buffer HLL { uvec2 w[]; } HL;
+#endif
 layout(set = 0, binding = GLU_B_IDS) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
 layout(set = 0, binding = GLU_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
@@ -51,14 +55,21 @@ void glu()
             // awaited and staged
             if (WAIT == 1u && IDMODE == 0u)
                 dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
-            sc = stage_x(pc.x_off, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps);
+            sc = stage_x(pc.x_off, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps, LL_IN != 0u ? LL_TAG(pc.ll_in) : 0u);
             load_xr(lane);
         }
         [[unroll]] for (uint r = 0u; r < R; r++) {
             float g = team_sum(row_dot(mg, bpr, row0 + r, nrows, lane, nunits, 0u, r)) * sc;
             float u = team_sum(row_dot(mu, bpr, row0 + r, nrows, lane, nunits, R * J, r)) * sc;
-            if (lane == 0u && row0 + r < nrows)
+            if (lane == 0u && row0 + r < nrows) {
+#ifdef LL
+                if (LL_OUT == 1u) {
+                    HL.w[pc.h_off + z * pc.h_z + row0 + r] = uvec2(floatBitsToUint(g / (1.0 + exp(-g)) * u), LL_TAG(pc.ll_out));
+                    continue;
+                }
+#endif
                 H.h[pc.h_off + z * pc.h_z + row0 + r] = g / (1.0 + exp(-g)) * u;
+            }
         }
     }
 }

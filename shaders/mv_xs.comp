@@ -18,10 +18,15 @@ layout(constant_id = MV_XS_S_IDMODE) const uint IDMODE = 0u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#include "mv_xs_common.glsl"
 #include "dep_flag.glsl"
+#include "mv_xs_common.glsl"
 
 layout(set = 0, binding = MV_B_Y) coherent buffer YBuf { float y[]; } Y;  // coherent: see X
+#ifdef LL
+// LL_OUT: y as tagged words (dep_flag.glsl); the accumulated ones' old
+// values polled for their writer's tag first
+layout(set = 0, binding = MV_B_Y) coherent volatile buffer YLL { uvec2 w[]; } YL;
+#endif
 layout(set = 0, binding = MV_B_IDS) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
 layout(set = 0, binding = MV_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
@@ -41,13 +46,21 @@ void mv()
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
     uint bpr = pc.Kp / blk_of(TYPE), nunits = pc.Kp / UNIT, mblk0 = mat * pc.mat_blocks;
     uint wrow0 = gl_WorkGroupID.x * NT * R * pc.passes;
+#ifdef LL
+    if (LL_IN != 0u && wrow0 >= pc.N)
+        return;  // no rows (uniform): nothing to poll for (a tagged input may be newer already)
+#endif
 
     // the first rows' weights are in flight while the input is staged
     load_rows(0u, mblk0, bpr, pc.hbase, wrow0 + team * R, pc.N, lane, nunits, 0u);
     if (WAIT == 1u && IDMODE == 0u)
         dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
-    float sc = stage_x(xb, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps);
+    float sc = stage_x(xb, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps, LL_IN != 0u ? LL_TAG(pc.ll_in) : 0u);
     load_xr(lane);
+#ifdef LL
+    uint tout = LL_OUT == 1u ? LL_TAG(pc.ll_out) : 0u, tacc = LL_OUT == 1u ? LL_TAG(pc.ll_acc) : 0u;
+    bool failed = false;
+#endif
     for (uint p = 0u; p < pc.passes; p++) {
         if (wrow0 + p * NT * R >= pc.N)
             break;  // past the matrix (the last workgroup; uniform)
@@ -58,10 +71,23 @@ void mv()
             float v = team_sum(row_dot(mblk0, bpr, row0 + r, pc.N, lane, nunits, 0u, r)) * sc;
             if (lane == 0u && row0 + r < pc.N) {
                 uint yi = pc.y_off + z * pc.y_z + row0 + r;
+#ifdef LL
+                if (LL_OUT == 1u) {
+                    uvec2 old = uvec2(0u);
+                    if (OMODE == 1u)
+                        LL_POLL2(YL, yi, tacc, old, failed);
+                    YL.w[yi] = uvec2(floatBitsToUint(OMODE == 1u ? uintBitsToFloat(old.x) + v : v), tout);
+                    continue;
+                }
+#endif
                 Y.y[yi] = OMODE == 1u ? Y.y[yi] + v : v;
             }
         }
     }
+#ifdef LL
+    if (failed)
+        ll_give_up();
+#endif
 }
 
 void main()

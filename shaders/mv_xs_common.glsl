@@ -83,6 +83,12 @@ const uint NS = (TYPE == T_Q4_K || TYPE == T_Q5_K) ? 2u : (TYPE == T_Q4_1 || TYP
 // may serve it; a workgroup stages it once, from L2 either way.
 layout(set = 0, binding = MATVEC_B_X) coherent readonly buffer XBuf { float x[]; } X;
 layout(set = 0, binding = MATVEC_B_X) coherent readonly buffer XBuf4 { vec4 x[]; } X4;
+#ifdef LL
+// LL_IN (dep_flag.glsl, which the including shader includes first): the
+// input as tagged words (value bits, tag), polled.
+layout(set = 0, binding = MATVEC_B_X) coherent volatile readonly buffer XLL2 { uvec2 w[]; } XL2;
+layout(set = 0, binding = MATVEC_B_X) coherent volatile readonly buffer XLL4 { uvec4 w[]; } XL4;
+#endif
 layout(set = 0, binding = MATVEC_B_NORM) readonly buffer NWBuf { float nw[]; } NW;
 layout(set = 0, binding = MATVEC_B_NORM) readonly buffer NWBuf4 { vec4 nw[]; } NW4;
 
@@ -160,6 +166,29 @@ vec4 x_get4(uint xb, uint e, uint k)
     return a;
 }
 
+#ifdef LL
+// x_get4 of tagged input words: each polled until it carries `tag`
+// (failed: a poll gave up).
+vec4 x_get4_ll(uint xb, uint e, uint k, uint tag, inout bool failed)
+{
+    if (e + 4u <= k && (xb & 1u) == 0u) {
+        uint i = (xb + e) >> 1;
+        uvec4 a, b;
+        LL_POLL4(XL4, i, tag, a, failed);
+        LL_POLL4(XL4, i + 1u, tag, b, failed);
+        return uintBitsToFloat(uvec4(a.x, a.z, b.x, b.z));
+    }
+    vec4 a = vec4(0.0);
+    [[unroll]] for (uint i = 0u; i < 4u; i++)
+        if (e + i < k) {
+            uvec2 w;
+            LL_POLL2(XL2, xb + e + i, tag, w, failed);
+            a[i] = uintBitsToFloat(w.x);
+        }
+    return a;
+}
+#endif
+
 vec4 nw_get4(uint o, uint e, uint k)
 {
     if (e + 4u <= k && (o & 3u) == 0u)
@@ -202,14 +231,35 @@ void x_stage(uint v, vec4 a)
 
 // Stages one input of k elements (a row of kp, padded with zeros to all
 // J*TEAM units); with norm, times the norm weight.  Returns 1/rms (norm) or
-// 1.  Call from uniform control flow (barrier).
-float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps)
+// 1.  LL_IN: the input's words are polled for tag `tag` (2: one lane of a
+// subgroup first).  Call from
+// uniform control flow (barrier).
+float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps, uint tag)
 {
     float ss = 0.0;
+    bool failed = false;
+#ifdef LL
+    if (LL_IN == 2u) {
+        // one lane of the subgroup polls the last word of the subgroup's
+        // first round before every lane loads (and polls) its own: a
+        // waiting subgroup costs the producers' memory system one 8-byte
+        // load per round trip instead of 32 x 32 bytes (gpu/PERF.md run 30)
+        uint last = min(4u * (x_first() - gl_SubgroupInvocationID + gl_SubgroupSize) - 1u, k - 1u);
+        if (subgroupElect()) {
+            uvec2 w;
+            LL_POLL2(XL2, xb + last, tag, w, failed);
+        }
+        subgroupBarrier();
+    }
+#endif
     for (uint v = x_first(); v < XEND; v += WGS) {
         vec4 a = vec4(0.0);
         if (4u * v < kp) {
+#ifdef LL
+            a = LL_IN != 0u ? x_get4_ll(xb, 4u * v, k, tag, failed) : x_get4(xb, 4u * v, k);
+#else
             a = x_get4(xb, 4u * v, k);
+#endif
             if (norm) {
                 ss += dot(a, a);
                 a *= nw_get4(nwo, 4u * v, k);
@@ -217,6 +267,10 @@ float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps)
         }
         x_stage(v, a);
     }
+#ifdef LL
+    if (LL_IN != 0u && failed)
+        ll_give_up();
+#endif
     if (norm) {
         ss = subgroupAdd(ss);
         if (subgroupElect())

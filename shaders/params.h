@@ -28,6 +28,15 @@ PC_ENUM_END(vk_params_word)
  * keeps every latent row 128-byte aligned when kv_lora is a multiple of 32,
  * which attn_fd's fragment stores need to run at full speed.  Written by
  * attn and attn_fd, read by attn_vb, attn_vb_xs and attn_combine. */
+/* LL (shaders/dep_flag.glsl): a tagged word's tag is params[VKP_EPOCH] *
+ * VK_LL_SITES + site, site (1 .. VK_LL_SITES - 1) naming the write of the
+ * decode graph that stored it (vk_forward.c); VK_LL_STALL_SITE is written by
+ * none (fault injection: a read expecting it gives up). */
+PC_ENUM_BEGIN(vk_ll_layout)
+PC_ENUM(VK_LL_SITES, 4096)
+PC_ENUM(VK_LL_STALL_SITE, 4095)
+PC_ENUM_END(vk_ll_layout)
+
 PC_ENUM_BEGIN(vk_part_layout)
 PC_ENUM(VK_PART_HDR, 32)
 PC_ENUM_END(vk_part_layout)

@@ -54,6 +54,8 @@ PC_ENUM(PC_B_DEP, 9)            /* binding: the dependency counters (dep_flag.gl
 PC_ENUM(PC_S_WGS, 0)            /* spec: workgroup size (local_size_x_id) */
 PC_ENUM(PC_S_SIGNAL, 12)        /* spec: count finished workgroups on a counter (dep_flag.glsl) */
 PC_ENUM(PC_S_WAIT, 13)          /* spec: wait on a counter first (dep_flag.glsl) */
+PC_ENUM(PC_S_LL_IN, 14)         /* spec: the input is tagged words, polled (dep_flag.glsl "LL") */
+PC_ENUM(PC_S_LL_OUT, 15)        /* spec: the output is written as tagged words */
 PC_ENUM_END(pc_common_slot)
 
 #endif

@@ -12,8 +12,8 @@ layout(constant_id = ROUTER_S_EPL) const uint EPL = 2u;   // experts per lane in
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
-#include "mv_xs_common.glsl"
 #include "dep_flag.glsl"
+#include "mv_xs_common.glsl"
 
 layout(set = 0, binding = ROUTER_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
@@ -33,7 +33,7 @@ void route()
     load_rows(0u, 0u, bpr, pc.hbase, wrow0 + team * R, pc.N, lane, nunits, 0u);
     if (WAIT == 1u)
         dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
-    float sc = stage_x(pc.x_off + z * pc.x_z, pc.K, pc.Kp, true, pc.nw_off, pc.eps);
+    float sc = stage_x(pc.x_off + z * pc.x_z, pc.K, pc.Kp, true, pc.nw_off, pc.eps, LL_IN != 0u ? LL_TAG(pc.ll_in) : 0u);
     load_xr(lane);
     for (uint p = 0u; p < pc.passes; p++) {
         if (wrow0 + p * NT * R >= pc.N)
