@@ -54,9 +54,9 @@ APP_OBJ := $(APP_SRC:%.c=$(BUILD)/%.o)
 APP_OBJ += $(BUILD)/gen/demo_model.o
 APP_LIB_OBJ := $(filter-out $(BUILD)/app/main.o,$(APP_OBJ))
 SPV := $(SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
-# the kernels that can read or write tagged words (shaders/dep_flag.glsl "LL"),
+# the kernels that read or write decode's tagged qkv and q (shaders/dep_flag.glsl "LL"),
 # built a second time with -DLL as <name>_ll
-LL_SHADERS := mv_xs mv_glu_xs mv_moe_down_xs router_xs embed kv_store attn_vb_xs
+LL_SHADERS := mv_xs kv_store
 SPV += $(LL_SHADERS:%=$(BUILD)/spv/%_ll.spv)
 SPV_BENCH := $(BENCH_SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)

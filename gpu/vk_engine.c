@@ -91,12 +91,9 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     e->h_z = max_u32(max_u32(c->n_ff_exp, fs), c->n_ff_dense);
     uint32_t n = 0;
     r[n++] = (buf_req){&e->x, B * c->n_embd * f, "x", 0};
-    r[n++] = (buf_req){&e->x_ll, (uint64_t)c->n_embd * 8, "x (tagged words)", 0};
     r[n++] = (buf_req){&e->qkv_ll, ((uint64_t)(c->q_lora_rank ? c->q_lora_rank : c->n_head * qw) + c->kv_lora_rank + c->qk_rope) * 8,
                        "q_a + kv (tagged words)", 0};
     r[n++] = (buf_req){&e->q_ll, (uint64_t)c->n_head * qw * 8, "q (tagged words)", 0};
-    r[n++] = (buf_req){&e->o_ll, (uint64_t)c->n_head * c->v_head * 8, "o (tagged words)", 0};
-    r[n++] = (buf_req){&e->h_ll, (uint64_t)(K + 1) * e->h_z * 8, "h (tagged words)", 0};
     r[n++] = (buf_req){&e->q_comp, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "compressed query (q_a output)", 0};
     r[n++] = (buf_req){&e->kv, B * (c->kv_lora_rank + c->qk_rope) * f, "kv", 0};
     r[n++] = (buf_req){&e->q, B * c->n_head * qw * f, "q", 0};
@@ -309,11 +306,8 @@ static int zero_counters(vk_engine *e, err_t *err)
     vkCmdFillBuffer(cb, e->counters.buf, e->counters.off, (e->counters.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->topk_cnt.buf, e->topk_cnt.off, (e->topk_cnt.size + 3) / 4 * 4, 0);
     /* tag 0 is no tag (dep_flag.glsl): nothing left in the buffer may match */
-    vkCmdFillBuffer(cb, e->x_ll.buf, e->x_ll.off, (e->x_ll.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->qkv_ll.buf, e->qkv_ll.off, (e->qkv_ll.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->q_ll.buf, e->q_ll.off, (e->q_ll.size + 3) / 4 * 4, 0);
-    vkCmdFillBuffer(cb, e->o_ll.buf, e->o_ll.off, (e->o_ll.size + 3) / 4 * 4, 0);
-    vkCmdFillBuffer(cb, e->h_ll.buf, e->h_ll.off, (e->h_ll.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->smp_count.buf, e->smp_count.off, (e->smp_count.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->smp_hist.buf, e->smp_hist.off, (e->smp_hist.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->smp_state.buf, e->smp_state.off, (e->smp_state.size + 3) / 4 * 4, 0);
@@ -358,9 +352,8 @@ static int setup(vk_engine *e, err_t *err)
     }
     char links[96] = "", tuned[192] = "", set[160];
     if (e->decode.prog.n_link)
-        snprintf(links, sizeof links, " (%u joined by counters%s%s%s%s, not barriers)", e->decode.prog.n_link,
-                 e->ll ? " or tagged words:" : "", e->ll_x ? " x" : "", e->ll_qkv ? " qkv q" : "",
-                 e->ll_oh ? " o h" : "");
+        snprintf(links, sizeof links, " (%u joined by counters%s, not barriers)", e->decode.prog.n_link,
+                 e->ll ? " or tagged words: qkv q" : "");
     vk_tuning_describe(&e->tune, set, sizeof set);
     if (set[0])
         snprintf(tuned, sizeof tuned, "; tuning: %s", set);

@@ -71,13 +71,8 @@ typedef struct {
     uint32_t dep_mask;       /* which barriers of a layer are counters instead (tune.dep_flags) */
     bool dep_off;            /* a wait gave up once: the graph is recorded with barriers only */
     uint32_t dep_fallbacks;  /* times that happened (0 or 1) */
-    vk_buf x_ll;             /* (n_embd) decode with LL: x as tagged words (value, tag), dep_flag.glsl */
-    vk_buf qkv_ll, q_ll;     /* decode with LL for qkv and q (tune.ll_acts bit 1): qkv, q as tagged words */
-    vk_buf o_ll, h_ll;       /* ... for o and h (ll_acts bit 2): o, h as tagged words */
-    bool ll_x;               /* the decode graph keeps x in x_ll (tune.ll, ll_acts bit 0; off with dep_off) */
-    bool ll_qkv;             /* ... qkv, q in qkv_ll, q_ll (ll_acts bit 1) */
-    bool ll_oh;              /* ... o and h in o_ll, h_ll where a layer's kernels can (ll_acts bit 2) */
-    bool ll;                 /* any of them */
+    vk_buf qkv_ll, q_ll;     /* decode with LL: qkv, q as tagged words (value, tag), dep_flag.glsl */
+    bool ll;                 /* the decode graph keeps qkv, q in qkv_ll, q_ll (tune.ll; off with dep_off) */
     uint32_t epoch;          /* decode submits so far (params[VKP_EPOCH]) */
     uint32_t attn_total;     /* decode attention workgroups so far (params[VKP_ATTN_TOTAL]) */
     /* recording: the counter the next dispatches wait on instead of a barrier */

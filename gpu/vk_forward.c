@@ -23,13 +23,12 @@
  * the token and the chunking live in the params buffer the host writes
  * before each submit.
  *
- * With LL (tune.ll; on by default where the counters are) x lives in
- * e->x_ll as tagged words (shaders/dep_flag.glsl): each of its readers polls
- * the words it stages for the tag of x's last write, so the steps after
- * the embedding, attn_output and the down read x with no counter and no
- * barrier before them; with tune.ll_acts bit 1 (default) qkv and q too, so
- * q_b and k_b || kv_store need no counter either; with bit 2 o and h, so
- * attn_output and the down need none for them (gpu/PERF.md run 30). */
+ * With LL (tune.ll; on by default where the counters are) qkv and q live
+ * in e->qkv_ll and e->q_ll as tagged words (shaders/dep_flag.glsl): q_b
+ * and k_b || kv_store poll the words they read for the tag of their
+ * producer's write, so they need no counter and no barrier before them
+ * (gpu/PERF.md run 30; x, o and h as tagged words measured slower and were
+ * removed). */
 #include <string.h>
 
 #include "vk_graph.h"
@@ -70,15 +69,15 @@ typedef struct {
 } step;
 
 /* Opens the step of layer il ending at `boundary`; `kernels_can`: every
- * dispatch of this step can signal and every one of the next step can wait;
- * `ll_link`: the next step reads what this one writes as tagged words only. */
-static void step_open_ll(step *s, vk_engine *e, vk_rec *r, uint32_t il, uint32_t boundary, bool kernels_can,
-                         bool ll_link)
+ * dispatch of this step can signal and every one of the next step can wait.
+ * With LL the steps after q_a|kv_a and q_b read nothing of them but qkv and
+ * q, as tagged words: no counter, no barrier. */
+static void step_open(step *s, vk_engine *e, vk_rec *r, uint32_t il, uint32_t boundary, bool kernels_can)
 {
     memset(s, 0, sizeof *s);
     s->e = e;
     s->r = r;
-    s->ll_linked = ll_link;
+    s->ll_linked = e->ll && (boundary == DEP_QA || boundary == DEP_QB);
     s->linked = !s->ll_linked && boundary != DEP_NONE && (e->dep_mask >> boundary & 1) && kernels_can;
     if (s->linked)
         s->word = V(e->dep, 1 + il * VK_DEP_PER_LAYER + boundary);
@@ -92,16 +91,6 @@ static void step_open_ll(step *s, vk_engine *e, vk_rec *r, uint32_t il, uint32_t
     }
     if (s->linked)
         s->dep.signal = &s->word;
-}
-
-/* step_open_ll with the boundaries every layer joins alike: the steps after
- * attn_output and the down read nothing of them but x; those after
- * q_a|kv_a and q_b nothing but qkv and q. */
-static void step_open(step *s, vk_engine *e, vk_rec *r, uint32_t il, uint32_t boundary, bool kernels_can)
-{
-    bool ll = (e->ll_x && (boundary == DEP_OUT || boundary == DEP_DOWN)) ||
-              (e->ll_qkv && (boundary == DEP_QA || boundary == DEP_QB));
-    step_open_ll(s, e, r, il, boundary, kernels_can, ll);
 }
 
 /* Records a built dispatch of step s (rc: the builder's result). */
@@ -118,7 +107,6 @@ static vk_dep with_ll(const vk_engine *e, vk_dep d, const vk_dep *ll)
 {
     d.ll_in = ll->ll_in;
     d.ll_out = ll->ll_out;
-    d.ll_acc = ll->ll_acc;
     if (d.ll_in || d.ll_out) {
         d.params = e->params;
         d.ll_fails = e->dep;
@@ -153,49 +141,21 @@ static void step_close(step *s)
     }
 }
 
-/* ---- activations as tagged words (LL) ------------------------------------------------------
- * Sites (params.h's VK_LL_SITES), eight a layer: the embedding writes x as
- * site 1; layer il's attn_output 8 il + 2, its down 8 il + 9 -- so x at the
- * start of layer il carries site 8 il + 1, and the head reads 8 n_layer + 1;
- * its q_a|kv_a writes qkv as 8 il + 3, its q_b q as 8 il + 4, attn_vb o as
- * 8 il + 5, the gate/ups h as 8 il + 6.  With
- * tune.dep_stall every read expects VK_LL_STALL_SITE, which nothing writes
- * (each poll gives up: the fall-back's test). */
-static uint32_t x_in_site(uint32_t il) { return 8 * il + 1; }
-static uint32_t x_mid_site(uint32_t il) { return 8 * il + 2; }
-static uint32_t qkv_site(uint32_t il) { return 8 * il + 3; }
-static uint32_t q_site(uint32_t il) { return 8 * il + 4; }
-static uint32_t o_site(uint32_t il) { return 8 * il + 5; }
-static uint32_t h_site(uint32_t il) { return 8 * il + 6; }
-
-/* The residual stream the decode graph reads and writes. */
-static vk_vec x_vec(const vk_engine *e)
-{
-    return V(e->ll_x ? e->x_ll : e->x, 0);
-}
+/* ---- qkv and q as tagged words (LL) ------------------------------------------------------
+ * Sites (params.h's VK_LL_SITES), two a layer: layer il's q_a|kv_a writes
+ * qkv as site 2 il + 1, its q_b q as 2 il + 2.  With tune.dep_stall every
+ * read expects VK_LL_STALL_SITE, which nothing writes (each poll gives up:
+ * the fall-back's test). */
+static uint32_t qkv_site(uint32_t il) { return 2 * il + 1; }
+static uint32_t q_site(uint32_t il) { return 2 * il + 2; }
 
 /* An operand's LL sites: its input read as `in`, its output written as
- * `out` over the old words of `acc` (0: not LL); nothing without LL. */
-static vk_dep ll_dep(const vk_engine *e, uint32_t in, uint32_t out, uint32_t acc)
+ * `out` (0: not LL); nothing without LL. */
+static vk_dep ll_dep(const vk_engine *e, uint32_t in, uint32_t out)
 {
     if (!e->ll)
         return (vk_dep){0};
-    bool stall = e->tune.dep_stall != 0;
-    return (vk_dep){.ll_in = in && stall ? VK_LL_STALL_SITE : in, .ll_out = out,
-                    .ll_acc = acc && stall ? VK_LL_STALL_SITE : acc};
-}
-
-/* An input's site as its reader expects it (VK_LL_STALL_SITE with
- * tune.dep_stall). */
-static uint32_t ll_in_site(const vk_engine *e, uint32_t site)
-{
-    return e->tune.dep_stall ? VK_LL_STALL_SITE : site;
-}
-
-/* The same for sites of x: nothing where x is plain. */
-static vk_dep ll_dep_x(const vk_engine *e, uint32_t in, uint32_t out, uint32_t acc)
-{
-    return e->ll_x ? ll_dep(e, in, out, acc) : (vk_dep){0};
+    return (vk_dep){.ll_in = in && e->tune.dep_stall ? VK_LL_STALL_SITE : in, .ll_out = out};
 }
 
 /* ---- operands ---------------------------------------------------------------------------- */
@@ -206,21 +166,19 @@ static vk_router_args router_args(const vk_engine *e, uint32_t il)
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
     uint32_t K = c->n_expert_used, ids_off = il * e->n_batch * K;
-    return (vk_router_args){.w = &L->router, .x = x_vec(e), .norm = L->ffn_norm, .eps = c->rms_eps,
+    return (vk_router_args){.w = &L->router, .x = V(e->x, 0), .norm = L->ffn_norm, .eps = c->rms_eps,
                             .logits = V(e->rlogits, 0), .ids = V(e->ids, ids_off), .wts = V(e->wts, ids_off),
                             .bias = L->has_bias ? &L->exp_probs_b : NULL, .counter = V(e->counters, 0),
                             .n_used = K, .gating = c->gating, .nz = 1, .norm_w = c->expert_weights_norm,
-                            .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale,
-                            .dep = ll_dep_x(e, x_mid_site(il), 0, 0)};
+                            .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale};
 }
 
 static vk_glu_args shexp_args(const vk_engine *e, uint32_t il, const vk_vec *fn)
 {
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
-    return (vk_glu_args){.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = x_vec(e), .norm = fn,
-                         .eps = c->rms_eps, .h = V(e->h, c->n_expert_used * e->h_z), .h_z = e->h_z, .nz = 1,
-                         .dep = ll_dep_x(e, x_mid_site(il), 0, 0)};
+    return (vk_glu_args){.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = V(e->x, 0), .norm = fn,
+                         .eps = c->rms_eps, .h = V(e->h, c->n_expert_used * e->h_z), .h_z = e->h_z, .nz = 1};
 }
 
 /* Whether MoE layer il's router step (the router, and the shared gate/up
@@ -260,31 +218,29 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     /* q_a (or q) and kv: one matvec over the merged matrix, or two */
     vk_vec an = L->attn_norm, qn = L->q_a_norm;
     vk_vec q_comp = V(e->q_comp, 0), q = V(e->q, 0), kv = V(e->kv, 0);
-    vk_buf qkv_buf = e->ll_qkv ? e->qkv_ll : e->qkv;
+    vk_buf qkv_buf = e->ll ? e->qkv_ll : e->qkv;
     if (L->qkv_merged) {
         *(lora ? &q_comp : &q) = V(qkv_buf, 0);
         kv = V(qkv_buf, nq);
     }
-    if (e->ll_qkv)
+    if (e->ll)
         q = V(e->q_ll, 0);
-    /* LL for qkv and q (ll_qkv_can: merged, with q compression) */
-    uint32_t s_qkv = e->ll_qkv ? qkv_site(il) : 0, s_q = e->ll_qkv ? q_site(il) : 0;
-    vk_dep x_in = ll_dep_x(e, x_in_site(il), 0, 0);
-    vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = x_vec(e),
-                    .y = V(qkv_buf, 0), .nz = 1, .norm = &an, .eps = c->rms_eps, .dep = x_in};
-    m.dep.ll_out = s_qkv;
-    vk_mv_args qm = {.name = lora ? "attn_q_a" : "attn_q", .w = lora ? &L->q_a : &L->q, .x = x_vec(e),
-                     .y = lora ? q_comp : q, .nz = 1, .norm = &an, .eps = c->rms_eps, .dep = x_in};
-    vk_mv_args kva = {.name = "attn_kv_a_mqa", .w = &L->kv_a, .x = x_vec(e), .y = kv, .nz = 1, .norm = &an,
-                      .eps = c->rms_eps, .dep = x_in};
+    /* LL for qkv and q (ll_can: merged, with q compression) */
+    uint32_t s_qkv = e->ll ? qkv_site(il) : 0, s_q = e->ll ? q_site(il) : 0;
+    vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = V(e->x, 0),
+                    .y = V(qkv_buf, 0), .nz = 1, .norm = &an, .eps = c->rms_eps, .dep = ll_dep(e, 0, s_qkv)};
+    vk_mv_args qm = {.name = lora ? "attn_q_a" : "attn_q", .w = lora ? &L->q_a : &L->q, .x = V(e->x, 0),
+                     .y = lora ? q_comp : q, .nz = 1, .norm = &an, .eps = c->rms_eps};
+    vk_mv_args kva = {.name = "attn_kv_a_mqa", .w = &L->kv_a, .x = V(e->x, 0), .y = kv, .nz = 1, .norm = &an,
+                      .eps = c->rms_eps};
     vk_mv_args qb = {.name = "attn_q_b", .w = &L->q_b, .x = q_comp, .y = q, .nz = 1, .norm = &qn, .eps = c->rms_eps,
-                     .dep = ll_dep(e, s_qkv, s_q, 0)};
+                     .dep = ll_dep(e, s_qkv, s_q)};
     vk_mv_args kb_args = {.name = "attn_k_b", .w = &L->k_b, .x = q, .x_z = qw, .y = V(e->q_abs, 0), .y_z = g->RS,
-                          .nz = c->n_head, .dep = ll_dep(e, s_q, 0, 0)};
+                          .nz = c->n_head, .dep = ll_dep(e, s_q, 0)};
     vk_kv_store_args ks = {.g = g, .kv = kv, .kv_z = c->kv_lora_rank + c->qk_rope, .norm = L->kv_a_norm,
                            .eps = c->rms_eps, .cache = V(e->cache[il], 0), .rope_cs = e->rope, .q = q,
                            .q_z = c->n_head * qw, .q_abs = V(e->q_abs, 0), .q_abs_z = c->n_head * g->RS, .params = e->params,
-                           .nz = 1, .dep = ll_dep(e, s_qkv, 0, 0), .ll_q = s_q};
+                           .nz = 1, .dep = ll_dep(e, s_qkv, 0), .ll_q = s_q};
     if (s_qkv && e->tune.dep_stall)
         ks.ll_q = VK_LL_STALL_SITE;
     vk_buf ind = e->params;
@@ -295,15 +251,8 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
                        .params = e->params, .indirect = &ind, .nz = 1};
     vk_attn_vb_args vb = {.g = g, .v_b = &L->v_b, .part = V(e->part, 0), .chunk_cap = e->part_cap,
                           .params = e->params, .o = V(e->o, 0), .o_z = c->n_head * c->v_head, .nz = 1};
-    vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = x_vec(e), .nz = 1,
-                     .accumulate = true, .dep = ll_dep_x(e, 0, x_mid_site(il), x_in_site(il))};
-    /* LL for o (ll_acts bit 2) where both kernels can */
-    bool o_ll = e->ll_oh && vk_attn_vb_deps(kb, &vb) && vk_mv_deps(kb, &ao);
-    if (o_ll) {
-        vb.o = ao.x = V(e->o_ll, 0);
-        vb.dep = ll_dep(e, 0, o_site(il), 0);
-        ao.dep.ll_in = ll_in_site(e, o_site(il));
-    }
+    vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(e->o, 0), .y = V(e->x, 0), .nz = 1,
+                     .accumulate = true};
     step s;
 
     /* [q_a | kv] = W . norm(x) */
@@ -337,7 +286,7 @@ static int attention(vk_engine *e, vk_rec *r, uint32_t il)
     step_close(&s);
 
     /* combine + v_b per head */
-    step_open_ll(&s, e, r, il, DEP_VB, vk_attn_vb_deps(kb, &vb) && vk_mv_deps(kb, &ao), o_ll);
+    step_open(&s, e, r, il, DEP_VB, vk_attn_vb_deps(kb, &vb) && vk_mv_deps(kb, &ao));
     TRY(STEP_CALL(&s, vk_k_attn_vb, &vb));
     step_close(&s);
 
@@ -353,10 +302,10 @@ static int ffn_dense(vk_engine *e, vk_rec *r, uint32_t il)
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
     vk_vec fn = L->ffn_norm;
-    vk_glu_args gu = {.name = "ffn_gate_up", .gate = &L->ffn_gate, .up = &L->ffn_up, .x = x_vec(e), .norm = &fn,
-                      .eps = c->rms_eps, .h = V(e->h, 0), .h_z = 0, .nz = 1, .dep = ll_dep_x(e, x_mid_site(il), 0, 0)};
-    vk_mv_args dn = {.name = "ffn_down", .w = &L->ffn_down, .x = V(e->h, 0), .y = x_vec(e), .nz = 1,
-                     .accumulate = true, .dep = ll_dep_x(e, 0, x_in_site(il + 1), x_mid_site(il))};
+    vk_glu_args gu = {.name = "ffn_gate_up", .gate = &L->ffn_gate, .up = &L->ffn_up, .x = V(e->x, 0), .norm = &fn,
+                      .eps = c->rms_eps, .h = V(e->h, 0), .h_z = 0, .nz = 1};
+    vk_mv_args dn = {.name = "ffn_down", .w = &L->ffn_down, .x = V(e->h, 0), .y = V(e->x, 0), .nz = 1,
+                     .accumulate = true};
     step s;
 
     /* h = silu(gate . norm(x)) * (up . norm(x)) */
@@ -364,7 +313,7 @@ static int ffn_dense(vk_engine *e, vk_rec *r, uint32_t il)
     TRY(STEP_CALL(&s, vk_k_glu, &gu));
     step_close(&s);
 
-    /* x += down . h (LL: the next step reads x, polled; else a barrier) */
+    /* x += down . h */
     step_open(&s, e, r, il, DEP_DOWN, false);
     TRY(STEP_CALL(&s, vk_k_mv, &dn));
     step_close(&s);
@@ -404,25 +353,14 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     vk_vec fn = L->ffn_norm, ids = V(e->ids, ids_off), ysh;
     vk_router_args ra = router_args(e, il);
     vk_glu_args gs = shexp_args(e, il, &fn);
-    vk_glu_args gu = {.name = "moe_gate_up", .gate = &L->gate_exps, .up = &L->up_exps, .x = x_vec(e),
-                      .norm = &fn, .eps = c->rms_eps, .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = &ids,
-                      .dep = ll_dep_x(e, x_mid_site(il), 0, 0)};
+    vk_glu_args gu = {.name = "moe_gate_up", .gate = &L->gate_exps, .up = &L->up_exps, .x = V(e->x, 0),
+                      .norm = &fn, .eps = c->rms_eps, .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = &ids};
     vk_moe_down_args da = {.name = "moe_down", .down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL,
                            .h = V(e->h, 0), .h_z = e->h_z, .nz = K, .ids = ids, .wts = V(e->wts, ids_off),
-                           .y = x_vec(e), .dep = ll_dep_x(e, 0, x_in_site(il + 1), x_mid_site(il))};
+                           .y = V(e->x, 0)};
     vk_mv_args sd;
     bool split = shared_down_split(e, il, &sd, &da, &ysh);
     step route, s;
-    /* LL for h (ll_acts bit 2) where the gate/ups and the down can, and the
-     * down reads no product of a shared down of its own (ysh is plain) */
-    bool h_ll = e->ll_oh && !split && vk_glu_deps(kb, &gu) && (!L->has_shared || vk_glu_deps(kb, &gs)) &&
-                vk_moe_down_deps(kb, &da);
-    if (h_ll) {
-        gu.h = da.h = V(e->h_ll, 0);
-        gs.h = V(e->h_ll, K * e->h_z);
-        gu.dep.ll_out = gs.dep.ll_out = h_site(il);
-        da.dep.ll_in = ll_in_site(e, h_site(il));
-    }
 
     /* router + top-k || shared expert gate/up: the shared expert does not
      * wait for the routing, and the router's few bytes leave the memory
@@ -436,7 +374,7 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
 
     /* gate/up + SiLU of the routed experts (|| the shared expert's down
      * where it runs apart) */
-    step_open_ll(&s, e, r, il, DEP_GU, vk_glu_deps(kb, &gu) && vk_moe_down_deps(kb, &da), h_ll);
+    step_open(&s, e, r, il, DEP_GU, vk_glu_deps(kb, &gu) && vk_moe_down_deps(kb, &da));
     TRY(STEP_CALL(&s, vk_k_glu, &gu));
     if (split)
         TRY(STEP_CALL(&s, vk_k_mv, &sd));
@@ -447,12 +385,6 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
      * since the router, it waits for the router's counter first */
     step_open(&s, e, r, il, DEP_DOWN,
               il + 1 < c->n_layer && first_step_waits(e, il + 1) && vk_moe_down_deps(kb, &da));
-    if (h_ll && route.linked) {
-        /* h is polled, but the ids still come with the router's counter */
-        s.dep.wait = &route.word;
-        s.dep.wait_n = route.groups + e->tune.dep_stall;
-        s.dep.params = e->params;
-    }
     if (s.dep.wait && route.linked) {
         da.ids_wait = &route.word;
         da.ids_wait_n = route.groups;
@@ -462,54 +394,18 @@ static int ffn_moe(vk_engine *e, vk_rec *r, uint32_t il)
     return 0;
 }
 
-/* Whether every kernel that reads or writes x in the decode graph can take
- * tagged words (the x-stationary ones), and the sites fit: LL is all or
- * nothing for x. */
-static bool ll_graph_can(const vk_engine *e)
+/* Whether qkv and q can be tagged words: one q_a|kv_a matrix in every
+ * layer (one buffer of tagged words), q compression (q_b between),
+ * x-stationary q_a|kv_a, q_b and k_b, and the sites fit. */
+static bool ll_can(const vk_engine *e)
 {
     const model_config *c = &e->m->cfg;
-    const vk_kb *kb = &e->kb;
-    if (x_in_site(c->n_layer) >= VK_LL_STALL_SITE || q_site(c->n_layer - 1) >= VK_LL_STALL_SITE)
-        return false;
-    vk_mv_args hd = {.w = &e->w.output, .nz = 1};
-    if (!vk_mv_deps(kb, &hd))
-        return false;
-    for (uint32_t il = 0; il < c->n_layer; il++) {
-        const vk_layer_w *L = &e->w.layers[il];
-        vk_mv_args ao = {.w = &L->attn_out, .nz = 1, .accumulate = true};
-        if (!first_step_waits(e, il) || !vk_mv_deps(kb, &ao))
-            return false;
-        if (!L->is_moe) {
-            vk_glu_args gu = {.gate = &L->ffn_gate, .up = &L->ffn_up, .nz = 1};
-            vk_mv_args dn = {.w = &L->ffn_down, .nz = 1, .accumulate = true};
-            if (!vk_glu_deps(kb, &gu) || !vk_mv_deps(kb, &dn))
-                return false;
-            continue;
-        }
-        uint32_t K = c->n_expert_used;
-        vk_glu_args gu = {.gate = &L->gate_exps, .up = &L->up_exps, .nz = K};
-        vk_moe_down_args da = {.down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL, .nz = K};
-        vk_mv_args sd;
-        vk_vec ysh;
-        shared_down_split(e, il, &sd, &da, &ysh);
-        if (!moe_step_waits(e, il) || !vk_glu_deps(kb, &gu) || !vk_moe_down_deps(kb, &da))
-            return false;
-    }
-    return true;
-}
-
-/* Whether qkv and q can be tagged words too: one q_a|kv_a matrix in every
- * layer (one buffer of tagged words), q compression (q_b between), and
- * x-stationary q_b and k_b. */
-static bool ll_qkv_can(const vk_engine *e)
-{
-    const model_config *c = &e->m->cfg;
-    if (c->q_lora_rank == 0)
+    if (c->q_lora_rank == 0 || q_site(c->n_layer - 1) >= VK_LL_STALL_SITE)
         return false;
     for (uint32_t il = 0; il < c->n_layer; il++) {
         const vk_layer_w *L = &e->w.layers[il];
         vk_mv_args qb = {.w = &L->q_b, .nz = 1}, kb = {.w = &L->k_b, .nz = c->n_head};
-        if (!L->qkv_merged || !vk_mv_deps(&e->kb, &qb) || !vk_mv_deps(&e->kb, &kb))
+        if (!L->qkv_merged || !first_step_waits(e, il) || !vk_mv_deps(&e->kb, &qb) || !vk_mv_deps(&e->kb, &kb))
             return false;
     }
     return true;
@@ -557,9 +453,8 @@ static int head(vk_engine *e, vk_rec *r)
     const model_config *c = &e->m->cfg;
     vk_call k;
     vk_vec on = e->w.output_norm;
-    vk_mv_args hd = {.name = "output", .w = &e->w.output, .x = x_vec(e), .y = V(e->logits, 0), .nz = 1,
-                     .norm = &on, .eps = c->rms_eps, .dep = ll_dep_x(e, x_in_site(c->n_layer), 0, 0)};
-    hd.dep = with_ll(e, (vk_dep){0}, &hd.dep);
+    vk_mv_args hd = {.name = "output", .w = &e->w.output, .x = V(e->x, 0), .y = V(e->logits, 0), .nz = 1,
+                     .norm = &on, .eps = c->rms_eps};
     TRY(record(r, vk_k_mv(&e->kb, &hd, &k), &k));
     vk_rec_barrier(r);
     return vk_fwd_record_sample(e, r, false);
@@ -577,22 +472,13 @@ int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool unused)
     e->dep_mask = e->dep_off ? 0 : e->tune.dep_flags == VK_TUNE_AUTO ? by_device : e->tune.dep_flags;
     /* tagged words where measured and checked (run 30): as the counters */
     bool ll_want = !e->dep_off && (e->tune.ll == VK_TUNE_AUTO ? dep_known : e->tune.ll != 0);
-    e->ll = e->ll_x = e->ll_qkv = e->ll_oh = false; /* x_vec(), ll_dep() while the checks build operands */
-    e->ll_x = ll_want && (e->tune.ll_acts & 1) && ll_graph_can(e);
-    e->ll_qkv = ll_want && (e->tune.ll_acts & 2) && ll_qkv_can(e);
-    e->ll_oh = ll_want && (e->tune.ll_acts & 4); /* layer by layer where the kernels can */
-    e->ll = e->ll_x || e->ll_qkv || e->ll_oh;
+    e->ll = ll_want && ll_can(e);
     e->pend = false;
     vk_rec_segment(r, 0);
     vk_buf tok = e->params;
-    vk_dep em_ll = ll_dep_x(e, 0, x_in_site(0), 0);
-    vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(tok, VKP_TOKENS), .x = x_vec(e), .nz = 1,
-                        .dep = with_ll(e, (vk_dep){0}, &em_ll)};
+    vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(tok, VKP_TOKENS), .x = V(e->x, 0), .nz = 1};
     TRY(record(r, vk_k_embed(&e->kb, &em, &k), &k));
-    if (e->ll_x)
-        vk_rec_link(r); /* the first step polls x */
-    else
-        vk_rec_barrier(r);
+    vk_rec_barrier(r);
     for (uint32_t il = 0; il < c->n_layer; il++) {
         vk_rec_segment(r, (int)il + 1);
         TRY(attention(e, r, il));

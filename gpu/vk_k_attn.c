@@ -310,16 +310,14 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
         }
         vkk_xs_spec(k, &x, w->type, spec);
         spec[AVB_S_CCAP] = a->chunk_cap;
-        if (a->dep.ll_in)
-            return err_set(k->err, "attn_vb: its input (the partials) is never tagged words");
-        if (vkk_dep_bind(k, "attn_vb", &a->dep, true, spec, AVB_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, VKK_SPV(SPV_ATTN_VB_XS, &a->dep), spec, XS_S_COUNT)))
+        if (vkk_dep_bind(k, "attn_vb", &a->dep, false, spec, AVB_B_PARAMS, out, &dw) ||
+            !(out->pipe = pipe(k, SPV_ATTN_VB_XS, spec, XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
         passes = x.passes;
     } else {
         if (a->dep.signal || a->dep.wait || a->dep.ll_in || a->dep.ll_out)
-            return err_set(k->err, "attn_vb: this kernel cannot signal, wait or write tagged words (vk_attn_vb_deps)");
+            return err_set(k->err, "attn_vb: this kernel cannot signal or wait (vk_attn_vb_deps)");
         vkk_mv_cfg m = vkk_mv_config(k->c, w, g->n_head);
         /* few workgroups per head: each one combines the head's partials first */
         m.nr = 4;
@@ -344,7 +342,6 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
                      .part_off = a->part.off, .part_heads = vk_attn_part_heads(g), .cmax_chunks = a->chunk_cap,
                      .o_off = a->o.off, .o_z = a->o_z, .passes = passes};
     VKK_DEP_PUSH(pc, dw);
-    VKK_LL_PUSH(pc, dw);
     VK_PUSH(out, pc);
     out->groups[1] = g->n_head;
     out->groups[2] = a->nz ? a->nz : 1;

@@ -167,7 +167,7 @@ int vkk_dep_bind(const vk_kb *k, const char *name, const vk_dep *d, bool ll_ok, 
     spec[PC_S_LL_IN] = d->ll_in ? (k->tune->ll == 1 ? 1 : 2) : 0;
     spec[PC_S_LL_OUT] = d->ll_out ? 1 : 0;
     *words = (vkk_dep_words){d->signal ? d->signal->off : 0, d->wait ? d->wait->off : 0, d->wait_n,
-                             d->ll_in, d->ll_out, d->ll_acc};
+                             d->ll_in, d->ll_out};
     out->b[PC_B_DEP] = d->signal ? d->signal->b : d->wait ? d->wait->b : d->ll_fails;
     if (d->wait || ll)
         out->b[params_binding] = d->params;

@@ -99,10 +99,10 @@ void vkk_xs_spec(const vk_kb *k, const vkk_xs_cfg *m, uint32_t type, uint32_t *s
  * dep_wait, dep_n). */
 typedef struct {
     uint32_t signal, wait, n;
-    uint32_t ll_in, ll_out, ll_acc;  /* LL sites (blocks with ll_in, ll_out, ll_acc: VKK_LL_PUSH) */
+    uint32_t ll_in, ll_out;  /* LL sites (blocks with ll_in, ll_out: VKK_LL_PUSH) */
 } vkk_dep_words;
 #define VKK_DEP_PUSH(pcv, w) ((pcv).dep_signal = (w).signal, (pcv).dep_wait = (w).wait, (pcv).dep_n = (w).n)
-#define VKK_LL_PUSH(pcv, w) ((pcv).ll_in = (w).ll_in, (pcv).ll_out = (w).ll_out, (pcv).ll_acc = (w).ll_acc)
+#define VKK_LL_PUSH(pcv, w) ((pcv).ll_in = (w).ll_in, (pcv).ll_out = (w).ll_out)
 /* The kernel's SPIR-V: its -DLL build (Makefile LL_SHADERS) where d takes
  * or gives tagged words, the plain one elsewhere. */
 #define VKK_SPV(plain, d) ((d)->ll_in || (d)->ll_out ? plain##_LL : plain)

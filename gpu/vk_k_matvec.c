@@ -72,6 +72,8 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
         spec[MV_XS_S_NORM] = a->norm ? 1 : 0;
         spec[MV_XS_S_OMODE] = a->accumulate ? 1 : 0;
         spec[MV_XS_S_IDMODE] = a->ids ? 1 : 0;
+        if (a->dep.ll_out && a->accumulate)
+            return err_set(k->err, "%s: an accumulated output cannot be tagged words", a->name);
         if (vkk_dep_bind(k, a->name, &a->dep, true, spec, MV_B_PARAMS, out, &dw) || mv_bind(k, a, x.passes, &dw, out) ||
             !(out->pipe = pipe(k, VKK_SPV(SPV_MV_XS, &a->dep), spec, XS_S_COUNT)))
             return -1;
@@ -137,8 +139,8 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
         vkk_xs_spec(k, &x, g->type, spec);
         spec[GLU_XS_S_NORM] = a->norm ? 1 : 0;
         spec[GLU_XS_S_IDMODE] = a->ids ? 1 : 0;
-        if (vkk_dep_bind(k, a->name, &a->dep, true, spec, GLU_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, VKK_SPV(SPV_MV_GLU_XS, &a->dep), spec, XS_S_COUNT)))
+        if (vkk_dep_bind(k, a->name, &a->dep, false, spec, GLU_B_PARAMS, out, &dw) ||
+            !(out->pipe = pipe(k, SPV_MV_GLU_XS, spec, XS_S_COUNT)))
             return -1;
         groups = x.groups;
     } else {
@@ -168,7 +170,6 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
                  .x_off = a->x.off, .h_off = a->h.off, .h_z = a->h_z, .nw_off = a->norm ? a->norm->off : 0,
                  .eps = a->eps, .ids_off = a->ids ? a->ids->off : 0, .nz = nz, .passes = xs ? x.passes : 0};
     VKK_DEP_PUSH(pc, dw);
-    VKK_LL_PUSH(pc, dw);
     VK_PUSH(out, pc);
     out->groups[0] = groups;
     out->groups[1] = nz;
@@ -216,8 +217,8 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
             out->b[DOWN_B_YSH] = a->shared_out->b;
         if (a->ids_wait && (!a->dep.wait || a->ids_wait->b.buf != a->dep.wait->b.buf || !a->ids_wait_n))
             return err_set(k->err, "%s: the ids' wait needs the main wait on the same counters", a->name);
-        if (vkk_dep_bind(k, a->name, &a->dep, true, spec, DOWN_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, VKK_SPV(SPV_MV_MOE_DOWN_XS, &a->dep), spec, XS_S_COUNT)))
+        if (vkk_dep_bind(k, a->name, &a->dep, false, spec, DOWN_B_PARAMS, out, &dw) ||
+            !(out->pipe = pipe(k, SPV_MV_MOE_DOWN_XS, spec, XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
     } else {
@@ -257,7 +258,6 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
                       .ids_wait = a->ids_wait ? a->ids_wait->off : 0, .ids_n = a->ids_wait ? a->ids_wait_n : 0,
                       .ysh_off = a->shared_out ? a->shared_out->off : 0};
     VKK_DEP_PUSH(pc, dw);
-    VKK_LL_PUSH(pc, dw);
     VK_PUSH(out, pc);
     out->groups[1] = out->groups[2] = 1;
     out->bytes = d->src_bytes / d->n_mat * a->nz + (s ? s->src_bytes : 0) + (a->shared_out ? 4ull * d->N : 0);
@@ -301,8 +301,8 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
     if (xs) {
         vkk_xs_spec(k, &x, w->type, spec);
         spec[ROUTER_S_EPL] = epl;
-        if (vkk_dep_bind(k, "router", &a->dep, true, spec, ROUTER_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, VKK_SPV(SPV_ROUTER_XS, &a->dep), spec, XS_S_COUNT)))
+        if (vkk_dep_bind(k, "router", &a->dep, false, spec, ROUTER_B_PARAMS, out, &dw) ||
+            !(out->pipe = pipe(k, SPV_ROUTER_XS, spec, XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
     } else {
@@ -334,7 +334,6 @@ int vk_k_router(const vk_kb *k, const vk_router_args *a, vk_call *out)
                     .out_off = a->ids.off, .l_off = a->logits.off, .bias_off = a->bias ? a->bias->off : 0,
                     .check_batch = a->params.buf ? 1 : 0, .passes = xs ? x.passes : 0};
     VKK_DEP_PUSH(pc, dw);
-    VKK_LL_PUSH(pc, dw);
     VK_PUSH(out, pc);
     out->groups[1] = a->nz ? a->nz : 1;
     out->groups[2] = 1;

@@ -10,20 +10,15 @@ int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out)
     uint32_t spec[VKC_MAX_SPEC] = {0};
     spec[PC_S_WGS] = VKK_WGS;
     spec[EMBED_S_TYPE] = w->type;
-    vkk_dep_words dw = {0};
     memset(out, 0, sizeof *out);
     out->name = "embed";
-    if (a->dep.signal || a->dep.wait || a->dep.ll_in)
-        return err_set(k->err, "embed: this kernel cannot signal, wait or read tagged words");
-    if (vkk_dep_bind(k, "embed", &a->dep, true, spec, EMBED_B_PARAMS, out, &dw) ||
-        !(out->pipe = pipe(k, VKK_SPV(SPV_EMBED, &a->dep), spec, EMBED_S_COUNT)))
+    if (!(out->pipe = pipe(k, SPV_EMBED, spec, EMBED_S_COUNT)))
         return -1;
     out->w[0] = w->buf;
     out->b[EMBED_B_TOKENS] = a->tokens.b;
     out->b[EMBED_B_X] = a->x.b;
     pc_embed pc = {.K = w->K, .Kp = w->Kp, .hbase = (uint32_t)w->head_off, .tok_off = a->tokens.off,
                    .x_off = a->x.off, .x_z = a->x_z, .n_vocab = w->N, .check_batch = a->check_batch ? 1 : 0};
-    VKK_LL_PUSH(pc, dw);
     VK_PUSH(out, pc);
     out->groups[0] = ceil_div(ceil_div(w->K, 4), VKK_WGS);
     out->groups[1] = a->nz ? a->nz : 1;

@@ -40,14 +40,14 @@ typedef struct {
     uint32_t wait_n;
     vk_buf params;      /* for the epoch */
     /* LL (shaders/dep_flag.glsl): the input x (ll_in) and/or the output y
-     * (ll_out) as tagged words -- 8 bytes a float, (value bits, tag), the
-     * operand's offset counted in words -- tag params[VKP_EPOCH] *
-     * VK_LL_SITES + site; an input word is polled until it carries its
-     * site's tag, an accumulated output's old word ll_acc's.  0: plain
-     * floats.  Needs params and, for word 0 (give-ups), the counters'
-     * buffer: ll_fails, or the signal / wait's.  Only for the kernels whose
-     * vk_*_deps() say they can (embed: ll_out). */
-    uint32_t ll_in, ll_out, ll_acc;
+     * (ll_out, never accumulated) as tagged words -- 8 bytes a float, (value
+     * bits, tag), the operand's offset counted in words -- tag
+     * params[VKP_EPOCH] * VK_LL_SITES + site; an input word is polled until
+     * it carries its site's tag.  0: plain floats.  Needs params and, for
+     * word 0 (give-ups), the counters' buffer: ll_fails, or the signal /
+     * wait's.  Only for the x-stationary matvec (vk_mv_deps) and kv_store
+     * (decode's qkv and q, gpu/PERF.md run 30). */
+    uint32_t ll_in, ll_out;
     vk_buf ll_fails;
 } vk_dep;
 
@@ -266,7 +266,6 @@ typedef struct {
     vk_vec x;
     uint32_t x_z, nz;
     bool check_batch;           /* tokens is the params buffer: skip tokens past the batch */
-    vk_dep dep;                 /* decode: ll_out only (x as tagged words) */
 } vk_embed_args;
 int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out);
 

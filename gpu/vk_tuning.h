@@ -51,10 +51,9 @@ typedef struct {
     /* the decode graph's counters (shaders/dep_flag.glsl) */
     uint32_t dep_flags;     /* boundaries joined by counters (a bitmask of nine); VK_TUNE_AUTO: by device */
     uint32_t dep_stall;     /* fault injection: every counter wait and tagged-word poll gives up (tests the fall-back) */
-    uint32_t ll;            /* 1: decode activations (ll_acts) as tagged words (LL), read with no counter or
-                               barrier, every lane polling its words; 2: one lane of a subgroup polls first;
+    uint32_t ll;            /* 1: decode's qkv and q as tagged words (LL), read with no counter or barrier,
+                               every lane polling its words; 2: one lane of a subgroup polls first;
                                VK_TUNE_AUTO: by device (2 where the counters are on, else off) */
-    uint32_t ll_acts;       /* with ll: which activations are tagged words (bit 0: x; 1: qkv and q; 2: o and h) */
     /* the sampled profiler (vk_profiler.c) */
     uint32_t prof_every;    /* decode: one layer's dispatches timed every this many tokens (0: none) */
 } vk_tuning;

@@ -18,10 +18,6 @@ const uint WGS = gl_WorkGroupSize.x;
 
 // binding 1 (X in mv_xs_common) holds the partials
 layout(set = 0, binding = AVB_B_O) writeonly buffer OBuf { float o[]; } O;
-#ifdef LL
-// LL_OUT (decode): o as tagged words (dep_flag.glsl)
-layout(set = 0, binding = AVB_B_O) writeonly buffer OLL { uvec2 w[]; } OL;
-#endif
 layout(set = 0, binding = AVB_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 #include "chunk_combine.glsl"
@@ -74,12 +70,6 @@ void vb()
         [[unroll]] for (uint r = 0u; r < R; r++) {
             float v = team_sum(row_dot(mblk0, bpr, row0 + r, pc.N, lane, nunits, 0u, r));
             if (lane == 0u && row0 + r < pc.N) {
-#ifdef LL
-                if (LL_OUT == 1u) {
-                    OL.w[pc.o_off + z * pc.o_z + h * pc.N + row0 + r] = uvec2(floatBitsToUint(v), LL_TAG(pc.ll_out));
-                    continue;
-                }
-#endif
                 O.o[pc.o_off + z * pc.o_z + h * pc.N + row0 + r] = v;
             }
         }

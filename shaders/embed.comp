@@ -1,6 +1,5 @@
 #version 450
-// embed: x[z] = dequantized row tok[z] of the token embedding table (LL_OUT:
-// as tagged words, dep_flag.glsl).
+// embed: x[z] = dequantized row tok[z] of the token embedding table.
 // Grid: x = groups of 4 elements / WGS, y = token of the batch.
 
 #define PC_USE_EMBED
@@ -14,11 +13,6 @@ const uint WGS = gl_WorkGroupSize.x;
 
 layout(set = 0, binding = EMBED_B_TOKENS) readonly buffer TokBuf { int tok[]; } T;
 layout(set = 0, binding = EMBED_B_X) writeonly buffer XBuf { float x[]; } X;
-#ifdef LL
-// LL_OUT (decode): x as tagged words of site pc.ll_out (dep_flag.glsl)
-layout(set = 0, binding = EMBED_B_X) writeonly buffer XLL { uvec2 w[]; } XL;
-layout(set = 0, binding = EMBED_B_PARAMS) readonly buffer Params { uint p[]; } P;
-#endif
 
 void main()
 {
@@ -33,15 +27,6 @@ void main()
     uint e = 4u * g4;
     vec4 v = deq4(TYPE, 0u, id * bpr + e / blk, (e % blk) / 4u, pc.hbase);
     uint o = pc.x_off + z * pc.x_z + e;
-#ifdef LL
-    if (LL_OUT == 1u) {
-        uint tag = LL_TAG(pc.ll_out);
-        [[unroll]] for (uint i = 0u; i < 4u; i++)
-            if (e + i < pc.K)
-                XL.w[o + i] = uvec2(floatBitsToUint(v[i]), tag);
-        return;
-    }
-#endif
     X.x[o] = v.x;
     if (e + 1u < pc.K) X.x[o + 1u] = v.y;
     if (e + 2u < pc.K) X.x[o + 2u] = v.z;

@@ -20,10 +20,6 @@ const uint WGS = gl_WorkGroupSize.x;
 #include "mv_xs_common.glsl"
 
 layout(set = 0, binding = GLU_B_H) writeonly buffer HBuf { float h[]; } H;
-#ifdef LL
-// LL_OUT (decode): h as tagged words (dep_flag.glsl)
-layout(set = 0, binding = GLU_B_H) writeonly buffer HLL { uvec2 w[]; } HL;
-#endif
 layout(set = 0, binding = GLU_B_IDS) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
 layout(set = 0, binding = GLU_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
@@ -62,12 +58,6 @@ void glu()
             float g = team_sum(row_dot(mg, bpr, row0 + r, nrows, lane, nunits, 0u, r)) * sc;
             float u = team_sum(row_dot(mu, bpr, row0 + r, nrows, lane, nunits, R * J, r)) * sc;
             if (lane == 0u && row0 + r < nrows) {
-#ifdef LL
-                if (LL_OUT == 1u) {
-                    HL.w[pc.h_off + z * pc.h_z + row0 + r] = uvec2(floatBitsToUint(g / (1.0 + exp(-g)) * u), LL_TAG(pc.ll_out));
-                    continue;
-                }
-#endif
                 H.h[pc.h_off + z * pc.h_z + row0 + r] = g / (1.0 + exp(-g)) * u;
             }
         }

@@ -23,11 +23,6 @@ const uint WGS = gl_WorkGroupSize.x;
 #include "mv_xs_common.glsl"
 
 layout(set = 0, binding = DOWN_B_Y) coherent buffer YBuf { float y[]; } Y;  // coherent: see X
-#ifdef LL
-// LL_OUT: y as tagged words (dep_flag.glsl), each old value polled for its
-// writer's tag first
-layout(set = 0, binding = DOWN_B_Y) coherent volatile buffer YLL { uvec2 w[]; } YL;
-#endif
 layout(set = 0, binding = DOWN_B_IDS) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
 layout(set = 0, binding = DOWN_B_WTS) coherent readonly buffer WtBuf { float wts[]; } WT;  // coherent: see dep_flag.glsl
 layout(set = 0, binding = DOWN_B_YSH) coherent readonly buffer YsBuf { float ys[]; } YS;  // coherent: see X
@@ -81,44 +76,21 @@ void down()
     if (WAIT == 1u)
         dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
 
-    // stage [wt[z] * h[z] ...| h_s] (zeros past the end; LL_IN: h as tagged
-    // words, polled)
+    // stage [wt[z] * h[z] ...| h_s] (zeros past the end)
     uint nr = pc.nz * pc.Kp;
-#ifdef LL
-    uint tin = LL_IN != 0u ? LL_TAG(pc.ll_in) : 0u;
-    bool in_failed = false;
-#endif
     for (uint v = x_first(); v < XEND; v += WGS) {
         uint e = 4u * v;
         vec4 a = vec4(0.0);
         if (e < nr) {
             uint z = e / pc.Kp;
-#ifdef LL
-            if (LL_IN != 0u)
-                a = x_get4_ll(pc.h_off + z * pc.h_z, e - z * pc.Kp, pc.K, tin, in_failed) * WT.wts[pc.wts_off + z];
-            else
-#endif
             a = x_get4(pc.h_off + z * pc.h_z, e - z * pc.Kp, pc.K) * WT.wts[pc.wts_off + z];
         } else if (HAS_SHARED == 1u && e < nr + pc.Kp2) {
-#ifdef LL
-            if (LL_IN != 0u)
-                a = x_get4_ll(pc.h_off + pc.nz * pc.h_z, e - nr, pc.K2, tin, in_failed);
-            else
-#endif
             a = x_get4(pc.h_off + pc.nz * pc.h_z, e - nr, pc.K2);
         }
         x_stage(v, a);
     }
-#ifdef LL
-    if (in_failed)
-        ll_give_up();
-#endif
     barrier();
     load_xr(lane);
-#ifdef LL
-    uint tout = LL_OUT == 1u ? LL_TAG(pc.ll_out) : 0u, tacc = LL_OUT == 1u ? LL_TAG(pc.ll_acc) : 0u;
-    bool failed = false;
-#endif
 
     for (uint p = 0u; p < pc.passes; p++) {
         if (wrow0 + p * NT * R >= pc.N)
@@ -133,24 +105,10 @@ void down()
                 acc += unit_dot(r * J + j, ub[j] + row * ust[j] + uu[j] / UPB, uu[j] % UPB, j, lane + j * TEAM);
             float v = team_sum(acc);
             if (lane == 0u && row0 + r < pc.N) {
-#ifdef LL
-                if (LL_OUT == 1u) {
-                    float add = HAS_SHARED == 2u ? v + YS.ys[pc.ysh_off + row0 + r] : v;
-                    uint yi = pc.y_off + row0 + r;
-                    uvec2 old;
-                    LL_POLL2(YL, yi, tacc, old, failed);
-                    YL.w[yi] = uvec2(floatBitsToUint(uintBitsToFloat(old.x) + add), tout);
-                    continue;
-                }
-#endif
                 Y.y[pc.y_off + row0 + r] += HAS_SHARED == 2u ? v + YS.ys[pc.ysh_off + row0 + r] : v;
             }
         }
     }
-#ifdef LL
-    if (failed)
-        ll_give_up();
-#endif
 }
 
 void main()

@@ -23,8 +23,7 @@ const uint WGS = gl_WorkGroupSize.x;
 
 layout(set = 0, binding = MV_B_Y) coherent buffer YBuf { float y[]; } Y;  // coherent: see X
 #ifdef LL
-// LL_OUT: y as tagged words (dep_flag.glsl); the accumulated ones' old
-// values polled for their writer's tag first
+// LL_OUT: y as tagged words (dep_flag.glsl; never with OMODE 1)
 layout(set = 0, binding = MV_B_Y) coherent volatile buffer YLL { uvec2 w[]; } YL;
 #endif
 layout(set = 0, binding = MV_B_IDS) coherent readonly buffer IdBuf { int ids[]; } ID;  // coherent: see dep_flag.glsl
@@ -58,8 +57,7 @@ void mv()
     float sc = stage_x(xb, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps, LL_IN != 0u ? LL_TAG(pc.ll_in) : 0u);
     load_xr(lane);
 #ifdef LL
-    uint tout = LL_OUT == 1u ? LL_TAG(pc.ll_out) : 0u, tacc = LL_OUT == 1u ? LL_TAG(pc.ll_acc) : 0u;
-    bool failed = false;
+    uint tout = LL_OUT == 1u ? LL_TAG(pc.ll_out) : 0u;
 #endif
     for (uint p = 0u; p < pc.passes; p++) {
         if (wrow0 + p * NT * R >= pc.N)
@@ -73,10 +71,7 @@ void mv()
                 uint yi = pc.y_off + z * pc.y_z + row0 + r;
 #ifdef LL
                 if (LL_OUT == 1u) {
-                    uvec2 old = uvec2(0u);
-                    if (OMODE == 1u)
-                        LL_POLL2(YL, yi, tacc, old, failed);
-                    YL.w[yi] = uvec2(floatBitsToUint(OMODE == 1u ? uintBitsToFloat(old.x) + v : v), tout);
+                    YL.w[yi] = uvec2(floatBitsToUint(v), tout);
                     continue;
                 }
 #endif
@@ -84,10 +79,6 @@ void mv()
             }
         }
     }
-#ifdef LL
-    if (failed)
-        ll_give_up();
-#endif
 }
 
 void main()

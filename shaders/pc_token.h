@@ -12,15 +12,14 @@ PC_BEGIN(pc_embed)
     PC_U32 x_off, x_z;
     PC_U32 n_vocab;
     PC_U32 check_batch;     /* 1: the token buffer is the params buffer; tokens past params[VKP_NTOK] are skipped */
-    PC_U32 ll_in, ll_out, ll_acc; /* LL_OUT: x as tagged words of site ll_out (dep_flag.glsl; ll_in, ll_acc unused) */
+    PC_U32 ll_in, ll_out, ll_acc; /* unused, 0 (x as tagged words: removed, gpu/PERF.md; kept: the plain SPIR-V unchanged) */
 PC_END(pc_embed)
 #endif
 PC_ENUM_BEGIN(pc_embed_slot)
 PC_ENUM(EMBED_B_TOKENS, 1)
 PC_ENUM(EMBED_B_X, 2)
-PC_ENUM(EMBED_B_PARAMS, 3)      /* LL_OUT: the epoch of the tags */
 PC_ENUM(EMBED_S_TYPE, 1)
-PC_ENUM(EMBED_S_COUNT, 16)      /* the type, then PC_S_LL_OUT (14, 15) */
+PC_ENUM(EMBED_S_COUNT, 2)       /* the workgroup size and the type */
 PC_ENUM_END(pc_embed_slot)
 
 #if PC_HOST || defined(PC_USE_TOPK)

@@ -103,14 +103,14 @@ for dir in "$ROOT"/*/; do
     else
         fail "vulkan $name: the default KV cache is f16" "$(head -c 300 "$TMP/err")"
     fi
-    # the layers' steps joined by counters and x as tagged words (the
-    # default where the device is known: NVIDIA, lavapipe) compute what
-    # barriers do: the decode's logits stay bit-identical
+    # the layers' steps joined by counters and qkv, q as tagged words (the
+    # default where the device is known: NVIDIA, lavapipe; ll=1: every lane
+    # polls) compute what barriers do: the decode's logits stay bit-identical
     if $GLMCHAT logits -m "$f32" $VK --tune dep_flags=0 --tune ll=0 --kv-type f16 -b 1 --tokens "$tokens" -o "$TMP/dep0.bin" \
            2>"$TMP/err" && GLMCHAT_DEP_FLAGS=511 $GLMCHAT logits -m "$f32" $VK --kv-type f16 -b 1 --tokens "$tokens" \
-           -o "$TMP/dep511.bin" 2>>"$TMP/err" && GLMCHAT_DEP_FLAGS=511 $GLMCHAT logits -m "$f32" $VK --tune ll_acts=7 \
-           --kv-type f16 -b 1 --tokens "$tokens" -o "$TMP/ll7.bin" 2>>"$TMP/err" && cmp -s "$TMP/dep0.bin" "$TMP/f16d.bin" &&
-           cmp -s "$TMP/dep511.bin" "$TMP/f16d.bin" && cmp -s "$TMP/ll7.bin" "$TMP/f16d.bin"; then
+           -o "$TMP/dep511.bin" 2>>"$TMP/err" && GLMCHAT_DEP_FLAGS=511 $GLMCHAT logits -m "$f32" $VK --tune ll=1 \
+           --kv-type f16 -b 1 --tokens "$tokens" -o "$TMP/ll1.bin" 2>>"$TMP/err" && cmp -s "$TMP/dep0.bin" "$TMP/f16d.bin" &&
+           cmp -s "$TMP/dep511.bin" "$TMP/f16d.bin" && cmp -s "$TMP/ll1.bin" "$TMP/f16d.bin"; then
         ok "vulkan $name: decode with steps joined by counters = with barriers, bit for bit"
     else
         fail "vulkan $name: decode with steps joined by counters" "$(head -c 300 "$TMP/err")"
@@ -123,8 +123,8 @@ for dir in "$ROOT"/*/; do
     else
         fail "vulkan $name: a counter wait that gives up" "$(head -c 300 "$TMP/err")"
     fi
-    # the same for a poll of tagged words alone (no counters: dep_flags=0; x, qkv, q, o, h)
-    if $GLMCHAT logits -m "$f32" $VK --tune ll=1 --tune ll_acts=7 --tune dep_flags=0 --tune dep_stall=1 --kv-type f16 -b 1 \
+    # the same for a poll of tagged words alone (no counters: dep_flags=0; qkv, q)
+    if $GLMCHAT logits -m "$f32" $VK --tune ll=1 --tune dep_flags=0 --tune dep_stall=1 --kv-type f16 -b 1 \
            --tokens "$tokens" -o "$TMP/llstall.bin" 2>"$TMP/err" && cmp -s "$TMP/llstall.bin" "$TMP/f16d.bin"; then
         ok "vulkan $name: a tagged-word poll that gives up falls back to barriers (same logits)"
     else

@@ -1,11 +1,12 @@
 #!/bin/bash
-# ll_device.sh: gpu/PERF.md run 30's GPU call -- x as tagged words (LL)
-# checked and measured in one call.  Run from the checkout's root on the GPU
+# ll_device.sh: gpu/PERF.md run 30's GPU call -- qkv and q as tagged words
+# (LL) checked and measured in one call.  Run from the checkout's root on the GPU
 # machine with a bundle made here by tests/bench/device_bundle.sh in $D
 # (default .dev/ll; its base/glmchat: the session's start binary); carry .gl
 # and $D.  Steps in order of need, each under a timeout, each off with =0:
 #   KERNELS   test_vk_kernels, the cases matching each of $KTESTS (default:
 #             the counter and LL chains, the embedding)   -> $OUT/kernels.txt
+#             ("tagged": the q_b -> k_b || kv_store LL cases)
 #   FIXTURES  tests/t_vk_fixtures.sh                      -> $OUT/fixtures.txt
 #   AB        per file type of $TYPES (default Q4_0 Q4_K_M; made there):
 #             $ROUNDS rounds of `bench -p 0 -n 128 -d 0,4096 -r 1` under each
@@ -40,7 +41,7 @@ greedy() { sed -n "s/^tg[0-9]* @ depth $1: .*, \([0-9.]*\) greedy.*/\1/p" | head
     nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv,noheader
     "$G" devices | grep default || exit 1
     if [ "${KERNELS:-1}" = 1 ]; then
-        for k in ${KTESTS:-chain embedding}; do
+        for k in ${KTESTS:-chain tagged embedding}; do
             echo "== kernel tests ($k)"
             TEST_ONLY=$k timeout "${KERNELS_T:-60}" "$D/build/tests/test_vk_kernels" >>"$OUT/kernels.txt" 2>&1
             echo "rc=$? ok=$(grep -c '^ok' "$OUT/kernels.txt") fail=$(grep -c '^FAIL' "$OUT/kernels.txt")"

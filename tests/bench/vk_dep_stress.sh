@@ -14,7 +14,7 @@ for m in tiny-glm-a tiny-lite-a; do
   d=tests/data/models/$m; M=$d/$m.f32.gguf; T=$($JG $d/fixture.json prompt.tokens --sep ,)
   GLMCHAT_DEP_FLAGS=0 $G logits -m $M --backend vulkan --kv-type f16 -b 1 --tune ll=0 --tokens "$T" -o /tmp/base.bin 2>/dev/null
   # DEP:TUNES, TUNES comma-separated --tune fields
-  for cfg in ${CONFIGS:-128:ll=0 511:ll=0 0:ll=1 511:ll_acts=2 511:ll=2,ll_acts=3 511:ll_acts=7}; do
+  for cfg in ${CONFIGS:-128:ll=0 511:ll=0 0:ll=1 0:ll=2 511:ll=1 511:ll=2}; do
     bad=0
     tunes=$(echo "${cfg#*:}" | tr ',' '\n' | sed 's/^/--tune /' | tr '\n' ' ')
     for i in 1 2 3 4 5 6; do
@@ -29,7 +29,7 @@ done
 if [ -f "$FULL" ]; then
   T=$(seq -s, 11 106)
   GLMCHAT_DEP_FLAGS=0 $G logits -m "$FULL" --backend vulkan -b 1 --tune ll=0 --tokens "$T" -o /tmp/fb.bin 2>/tmp/err || head -c 200 /tmp/err
-  for t in ${FULL_TUNES:-ll=1 ll=2,ll_acts=3 ll_acts=7}; do
+  for t in ${FULL_TUNES:-ll=1 ll=2}; do
     tunes=$(echo "$t" | tr ',' '\n' | sed 's/^/--tune /' | tr '\n' ' ')
     # shellcheck disable=SC2086
     GLMCHAT_DEP_FLAGS=511 $G logits -m "$FULL" --backend vulkan -b 1 $tunes --tokens "$T" -o /tmp/ft.bin 2>/tmp/err || head -c 200 /tmp/err
