@@ -152,11 +152,13 @@ else
     fail ui_think_fold "$(tm_screen | head -12)"
 fi
 # The code block under its header; its long line is cut at the pane's edge
-# and continued, never re-flowed at spaces.
-if grep -q '^\[1\] code' "$TMP/screen" && grep -qE "^ {4}for \(int i = 0; i < n; i\+\+\) total \+= weights\[i\] \* values\[i\]; /\* one long" "$TMP/screen"; then
+# and continued, never re-flowed at spaces.  Both waited for (the capture
+# after F3 may catch the pane mid-redraw), then checked on one capture.
+code_re="^ {4}for \(int i = 0; i < n; i\+\+\) total \+= weights\[i\] \* values\[i\]; /\* one long"
+if tm_wait 10 "$code_re" && tm_wait 10 '^\[1\] code' && grep -qE "$code_re" "$TMP/screen"; then
     ok ui_code_verbatim
 else
-    fail ui_code_verbatim "$(grep -n "for (int" "$TMP/screen")"
+    fail ui_code_verbatim "$(grep -n "for (int\|code" "$TMP/screen" | head -4)"
 fi
 if [ "$(grep -c "漢字" "$TMP/screen")" -ge 2 ] && [ "$(awk '/漢字/' "$TMP/screen" | sed 's/│.*//' | LC_ALL=C.UTF-8 wc -L)" -le 79 ]; then
     ok ui_wide_chars
