@@ -1,19 +1,25 @@
 #!/bin/bash
-# depth_ab.sh: decode at depth, A/B in one GPU call (gpu/PERF.md run 27).
-# Run from the checkout's root on the GPU machine with a bundle made here by
-# tests/bench/device_bundle.sh in $D (its base/glmchat: the earlier binary);
-# carry .gl and $D.  Steps, each off with =0, every one under a timeout:
-#   KERNELS   test_vk_kernels, the cases matching $KTEST_ONLY (default
-#             "att": the attention and attn_vb cases)    -> $OUT/kernels.txt
+# depth_ab.sh: decode A/B at depth 0 and 4096 in one GPU call (gpu/PERF.md
+# runs 27, 30, 32).  Run from the checkout's root on the GPU machine with a
+# bundle made here by tests/bench/device_bundle.sh in $D (its base/glmchat:
+# the earlier binary); carry .gl and $D.  Steps, each off with =0, every one
+# under a timeout:
+#   KERNELS   test_vk_kernels, the cases matching each of $KTESTS (default
+#             "att": the attention and attn_vb cases; e.g. "chain tagged"
+#             for the counters and the tagged words)   -> $OUT/kernels.txt
 #   FIXTURES  tests/t_vk_fixtures.sh                      -> $OUT/fixtures.txt
-#   AB        one full-size file ($TYPE, default Q4_0, made there), then
-#             $ROUNDS rounds of `bench -p 0 -n 128 -d 0,4096 -r 1` under each
-#             of $SETTINGS in turn, every other round reversed ("base": the
-#             earlier binary; "default";
-#             else comma-separated --tune fields); one line each: tg128 at
-#             depth 0 and 4096 (greedy) and the share   -> $OUT/ab.txt
+#   AB        per file type of $TYPES (default Q4_0; made there): $ROUNDS
+#             rounds of `bench -p 0 -n 128 -d 0,4096 -r 1` under each of
+#             $SETTINGS (first type) / $SETTINGS2 (the others; default
+#             $SETTINGS) in turn, every other round reversed ("base": the
+#             earlier binary; "default"; else comma-separated --tune fields);
+#             one line each: tg128 at depth 0 and 4096 (greedy) and the
+#             share                                       -> $OUT/ab.txt
+#   STRESS    (=1; off by default) after the first type's A/B:
+#             tests/bench/vk_dep_stress.sh with that file -> $OUT/stress.txt
 #   PROF      `bench -p 0 -n 64 -d 0,4096 --profile` under each of
-#             $PROF_SETTINGS (the per-kernel tables)     -> $OUT/prof.txt
+#             $PROF_SETTINGS on the last type (the per-kernel tables)
+#                                                         -> $OUT/prof.txt
 # Figures only: nothing here passes or fails on speed.
 D=${D:-.dev/depth}
 R=$PWD
@@ -39,9 +45,11 @@ greedy() { sed -n "s/^tg[0-9]* @ depth $1: .*, \([0-9.]*\) greedy.*/\1/p" | head
     nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv,noheader
     "$G" devices | grep default || exit 1
     if [ "${KERNELS:-1}" = 1 ]; then
-        echo "== kernel tests (${KTEST_ONLY-att})"
-        TEST_ONLY=${KTEST_ONLY-att} timeout "${KERNELS_T:-120}" "$D/build/tests/test_vk_kernels" >"$OUT/kernels.txt" 2>&1
-        echo "rc=$? ok=$(grep -c '^ok' "$OUT/kernels.txt") fail=$(grep -c '^FAIL' "$OUT/kernels.txt")"
+        for k in ${KTESTS:-att}; do
+            echo "== kernel tests ($k)"
+            TEST_ONLY=$k timeout "${KERNELS_T:-120}" "$D/build/tests/test_vk_kernels" >>"$OUT/kernels.txt" 2>&1
+            echo "rc=$? ok=$(grep -c '^ok' "$OUT/kernels.txt") fail=$(grep -c '^FAIL' "$OUT/kernels.txt")"
+        done
         grep -v '^ok' "$OUT/kernels.txt" | head -n 20
         date +%T
     fi
@@ -53,26 +61,37 @@ greedy() { sed -n "s/^tg[0-9]* @ depth $1: .*, \([0-9.]*\) greedy.*/\1/p" | head
         grep -v '^ok' "$OUT/fixtures.txt" | head -n 20
         date +%T
     fi
-    if [ "${AB:-1}" = 1 ] || [ -n "${PROF_SETTINGS:-}" ]; then
+    first=1
+    for ty in ${TYPES:-Q4_0}; do
+        [ "${AB:-1}" = 1 ] || [ -n "${PROF_SETTINGS:-}" ] || break
         # (--force: a warm machine may still hold an earlier call's file)
-        timeout 120 "$G" mkmodel --preset glm47-flash --type "${TYPE:-Q4_0}" -o "$M" --quiet --force || exit 1
+        timeout 120 "$G" mkmodel --preset glm47-flash --type "$ty" -o "$M" --quiet --force || exit 1
         date +%T
-    fi
-    if [ "${AB:-1}" = 1 ]; then
-        echo "== A/B ${TYPE:-Q4_0}: tg128 greedy, depth 0 / 4096 / share"
-        for round in $(seq "${ROUNDS:-2}"); do
-            # every other round in the reverse order (no setting always first)
-            order=${SETTINGS:-base default}
-            [ $((round % 2)) = 0 ] && order=$(echo "$order" | tr ' ' '\n' | tac | tr '\n' ' ')
-            for s in $order; do
-                run_setting "$s" -p 0 -n 128 -d 0,4096 -r 1 >/tmp/ab.txt
-                sed "s/^/$round $s: /" /tmp/ab.txt >>"$OUT/ab.txt"
-                t0=$(greedy 0 </tmp/ab.txt) t4=$(greedy 4096 </tmp/ab.txt)
-                echo "$round $s: $t0 / $t4 / $(awk -v a="$t0" -v b="$t4" 'BEGIN { if (a > 0) printf "%.1f %%", 100 * b / a }')"
+        settings=${SETTINGS:-base default}
+        [ $first = 0 ] && settings=${SETTINGS2:-$settings}
+        if [ "${AB:-1}" = 1 ]; then
+            echo "== A/B $ty: tg128 greedy, depth 0 / 4096 / share"
+            for round in $(seq "${ROUNDS:-2}"); do
+                # every other round in the reverse order (no setting always first)
+                order=$settings
+                [ $((round % 2)) = 0 ] && order=$(echo "$order" | tr ' ' '\n' | tac | tr '\n' ' ')
+                for s in $order; do
+                    run_setting "$s" -p 0 -n 128 -d 0,4096 -r 1 >/tmp/ab.txt
+                    sed "s/^/$ty $round $s: /" /tmp/ab.txt >>"$OUT/ab.txt"
+                    t0=$(greedy 0 </tmp/ab.txt) t4=$(greedy 4096 </tmp/ab.txt)
+                    echo "$ty $round $s: $t0 / $t4 / $(awk -v a="$t0" -v b="$t4" 'BEGIN { if (a > 0) printf "%.1f %%", 100 * b / a }')"
+                done
             done
-        done
-        date +%T
-    fi
+            date +%T
+        fi
+        if [ $first = 1 ] && [ "${STRESS:-0}" = 1 ]; then
+            echo "== stress"
+            FULL=$M D=$D timeout "${STRESS_T:-100}" bash "$D/tests/bench/vk_dep_stress.sh" >"$OUT/stress.txt" 2>&1
+            cat "$OUT/stress.txt"
+            date +%T
+        fi
+        first=0
+    done
     for s in ${PROF_SETTINGS:-}; do
         echo "== profile $s"
         run_setting "$s" -p 0 -n 64 -d 0,4096 -r 1 --profile | tee -a "$OUT/prof.txt" |
