@@ -102,21 +102,17 @@ static int step_record(step *s, int rc)
     return 0;
 }
 
-/* Dependency ends d with the LL sites of `ll` (ll_dep) and what they need. */
-static vk_dep with_ll(const vk_engine *e, vk_dep d, const vk_dep *ll)
+/* Step s's dependency ends with the LL sites of `ll` (ll_dep) and what they need. */
+static vk_dep step_dep(const step *s, const vk_dep *ll)
 {
+    vk_dep d = s->dep;
     d.ll_in = ll->ll_in;
     d.ll_out = ll->ll_out;
     if (d.ll_in || d.ll_out) {
-        d.params = e->params;
-        d.ll_fails = e->dep;
+        d.params = s->e->params;
+        d.ll_fails = s->e->dep;
     }
     return d;
-}
-
-static vk_dep step_dep(const step *s, const vk_dep *ll)
-{
-    return with_ll(s->e, s->dep, ll);
 }
 
 /* Builds builder's dispatch for `args` (their dep: LL sites only) with the
@@ -314,7 +310,7 @@ static int ffn_dense(vk_engine *e, vk_rec *r, uint32_t il)
     step_close(&s);
 
     /* x += down . h */
-    step_open(&s, e, r, il, DEP_DOWN, false);
+    step_open(&s, e, r, il, DEP_NONE, false);
     TRY(STEP_CALL(&s, vk_k_mv, &dn));
     step_close(&s);
     return 0;
