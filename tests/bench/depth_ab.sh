@@ -1,6 +1,6 @@
 #!/bin/bash
 # depth_ab.sh: decode A/B at depth 0 and 4096 in one GPU call (gpu/PERF.md
-# runs 27, 30, 32).  Run from the checkout's root on the GPU machine with a
+# runs 27, 30, 32, 33).  Run from the checkout's root on the GPU machine with a
 # bundle made here by tests/bench/device_bundle.sh in $D (its base/glmchat:
 # the earlier binary); carry .gl and $D.  Steps, each off with =0, every one
 # under a timeout:
@@ -9,23 +9,28 @@
 #             for the counters and the tagged words)   -> $OUT/kernels.txt
 #   FIXTURES  tests/t_vk_fixtures.sh                      -> $OUT/fixtures.txt
 #   AB        per file type of $TYPES (default Q4_0; made there): $ROUNDS
-#             rounds of `bench -p 0 -n 128 -d 0,4096 -r 1` under each of
-#             $SETTINGS (first type) / $SETTINGS2 (the others; default
-#             $SETTINGS) in turn, every other round reversed ("base": the
-#             earlier binary; "default"; else comma-separated --tune fields);
-#             one line each: tg128 at depth 0 and 4096 (greedy) and the
-#             share                                       -> $OUT/ab.txt
+#             rounds of `bench $AB_ARGS` (default `-p 0 -n 128 -d 0,4096
+#             -r 1`) under each of $SETTINGS (first type) / $SETTINGS2 (the
+#             others; default $SETTINGS) in turn, every other round reversed
+#             ("base": the earlier binary; "default"; else comma-separated
+#             --tune fields); one line each: tg128 at depth 0 and 4096
+#             (greedy) and the share, pp512 where AB_ARGS has -p 512
+#                                                         -> $OUT/ab.txt
 #   STRESS    (=1; off by default) after the first type's A/B:
 #             tests/bench/vk_dep_stress.sh with that file -> $OUT/stress.txt
-#   PROF      `bench -p 0 -n 64 -d 0,4096 --profile` under each of
-#             $PROF_SETTINGS on the last type (the per-kernel tables)
+#   PROF      `bench $PROF_ARGS --profile` (default `-p 0 -n 64 -d 0,4096
+#             -r 1`) under each of $PROF_SETTINGS on type $PROF_TYPE right
+#             after its A/B (default: the last type) (the per-kernel tables)
 #                                                         -> $OUT/prof.txt
-# Figures only: nothing here passes or fails on speed.
+# PRESET: mkmodel's preset (default glm47-flash; tiny-glm tries the script
+# on a small model, e.g. here on lavapipe).  Figures only: nothing here
+# passes or fails on speed.
 D=${D:-.dev/depth}
 R=$PWD
-for f in .gl/*.deb; do dpkg -x "$f" /; done
+for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
 ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -f $ICD ] && export VK_DRIVER_FILES=$ICD
 ln -sfn "$R/tests/data" "$D/tests/data"
 G=$R/$D/glmchat
 M=/tmp/depth_ab.gguf
@@ -40,6 +45,15 @@ run_setting() {
 }
 # greedy tokens/s of the line "tgN @ depth D: ..."
 greedy() { sed -n "s/^tg[0-9]* @ depth $1: .*, \([0-9.]*\) greedy.*/\1/p" | head -n 1; }
+# the per-kernel tables of $PROF_SETTINGS on the file made last
+profiles() {
+    for s in ${PROF_SETTINGS:-}; do
+        echo "== profile $s"
+        # shellcheck disable=SC2086
+        run_setting "$s" ${PROF_ARGS:--p 0 -n 64 -d 0,4096 -r 1} --profile | tee -a "$OUT/prof.txt" |
+            grep -E '^tg|^  (attn|attn_vb|moe_down|moe_gate_up|attn_output|attn_q_b|sum) '
+    done
+}
 {
     date +%T
     nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv,noheader
@@ -65,21 +79,25 @@ greedy() { sed -n "s/^tg[0-9]* @ depth $1: .*, \([0-9.]*\) greedy.*/\1/p" | head
     for ty in ${TYPES:-Q4_0}; do
         [ "${AB:-1}" = 1 ] || [ -n "${PROF_SETTINGS:-}" ] || break
         # (--force: a warm machine may still hold an earlier call's file)
-        timeout 120 "$G" mkmodel --preset glm47-flash --type "$ty" -o "$M" --quiet --force || exit 1
+        timeout 120 "$G" mkmodel --preset "${PRESET:-glm47-flash}" --type "$ty" -o "$M" --quiet --force || exit 1
         date +%T
         settings=${SETTINGS:-base default}
         [ $first = 0 ] && settings=${SETTINGS2:-$settings}
         if [ "${AB:-1}" = 1 ]; then
-            echo "== A/B $ty: tg128 greedy, depth 0 / 4096 / share"
+            echo "== A/B $ty (bench ${AB_ARGS:--p 0 -n 128 -d 0,4096 -r 1}): tg greedy, depth 0 / 4096 / share; pp512"
             for round in $(seq "${ROUNDS:-2}"); do
                 # every other round in the reverse order (no setting always first)
                 order=$settings
                 [ $((round % 2)) = 0 ] && order=$(echo "$order" | tr ' ' '\n' | tac | tr '\n' ' ')
                 for s in $order; do
-                    run_setting "$s" -p 0 -n 128 -d 0,4096 -r 1 >/tmp/ab.txt
+                    # shellcheck disable=SC2086
+                    run_setting "$s" ${AB_ARGS:--p 0 -n 128 -d 0,4096 -r 1} >/tmp/ab.txt
                     sed "s/^/$ty $round $s: /" /tmp/ab.txt >>"$OUT/ab.txt"
                     t0=$(greedy 0 </tmp/ab.txt) t4=$(greedy 4096 </tmp/ab.txt)
-                    echo "$ty $round $s: $t0 / $t4 / $(awk -v a="$t0" -v b="$t4" 'BEGIN { if (a > 0) printf "%.1f %%", 100 * b / a }')"
+                    pp=$(sed -n 's/^pp512: \([0-9.]*\) tokens.*/\1/p' /tmp/ab.txt | head -n 1)
+                    line="$ty $round $s: ${t0:-?}"
+                    [ -n "$t4" ] && line="$line / $t4 / $(awk -v a="$t0" -v b="$t4" 'BEGIN { if (a > 0) printf "%.1f %%", 100 * b / a }')"
+                    echo "$line${pp:+, pp512 $pp}"
                 done
             done
             date +%T
@@ -91,11 +109,11 @@ greedy() { sed -n "s/^tg[0-9]* @ depth $1: .*, \([0-9.]*\) greedy.*/\1/p" | head
             date +%T
         fi
         first=0
+        if [ "$ty" = "${PROF_TYPE:-}" ]; then
+            profiles
+            date +%T
+        fi
     done
-    for s in ${PROF_SETTINGS:-}; do
-        echo "== profile $s"
-        run_setting "$s" -p 0 -n 64 -d 0,4096 -r 1 --profile | tee -a "$OUT/prof.txt" |
-            grep -E '^tg|^  (attn|attn_vb|moe_down|moe_gate_up|attn_output|sum) '
-    done
+    [ -n "${PROF_TYPE:-}" ] || profiles
     date +%T
 } 2>&1 | tee "$OUT/log.txt"
