@@ -96,12 +96,14 @@ void ll_give_up()
     atomicAdd(DEP.c[0], 1u);
 }
 
-// Polls the two tagged words at uvec4 index IDX of view BUF until both carry
-// TAG (or the bound); leaves them in WORDS, sets FAILED on a give-up.
-#define LL_POLL4(BUF, IDX, TAG, WORDS, FAILED)                                       \
+// Polls the tagged words at index IDX of view BUF (a uvec4 view: two words,
+// a uvec2 view: one) while STALE -- their tags against the wanted one --
+// holds, up to the bound; leaves them in WORDS, sets FAILED on a give-up.
+// One loop for both views (GLSL has no generics).
+#define LL_POLL(BUF, IDX, WORDS, FAILED, STALE)                                       \
     {                                                                                 \
         WORDS = BUF.w[IDX];                                                           \
-        for (uint ll_s = 0u; WORDS.y != (TAG) || WORDS.w != (TAG); ll_s++) {          \
+        for (uint ll_s = 0u; STALE; ll_s++) {                                         \
             if (ll_s >= DEP_SPIN_LIMIT) {                                             \
                 FAILED = true;                                                        \
                 break;                                                                \
@@ -109,16 +111,6 @@ void ll_give_up()
             WORDS = BUF.w[IDX];                                                       \
         }                                                                             \
     }
-
-// The same for one tagged word at uvec2 index IDX.
-#define LL_POLL2(BUF, IDX, TAG, WORD, FAILED)                                         \
-    {                                                                                 \
-        WORD = BUF.w[IDX];                                                            \
-        for (uint ll_s = 0u; WORD.y != (TAG); ll_s++) {                               \
-            if (ll_s >= DEP_SPIN_LIMIT) {                                             \
-                FAILED = true;                                                        \
-                break;                                                                \
-            }                                                                         \
-            WORD = BUF.w[IDX];                                                        \
-        }                                                                             \
-    }
+#define LL_POLL4(BUF, IDX, TAG, WORDS, FAILED) \
+    LL_POLL(BUF, IDX, WORDS, FAILED, WORDS.y != (TAG) || WORDS.w != (TAG))
+#define LL_POLL2(BUF, IDX, TAG, WORD, FAILED) LL_POLL(BUF, IDX, WORD, FAILED, WORD.y != (TAG))
