@@ -63,14 +63,14 @@ prev=0 bad=0 grew=0 i=0
 # How long one run takes, to spread the kills over it: over twice that, so
 # about half the kills land (during load, generation or the save) and the
 # other runs finish.  A loaded machine can make the later runs slower than
-# the timed one (CI once saw all 40 killed), so the spread doubles after
-# every 8 rounds in which no run finished.
+# the timed one (CI once saw all 40 killed), so every 8 rounds the spread
+# doubles while fewer than a quarter of the runs so far finished.
 start=$(date +%s%N)
 "$GLMCHAT" --backend "$BACKEND" -m "$MODEL" -n 4 -C "$F" -p "warm up" >/dev/null 2>&1
 ms=$((($(date +%s%N) - start) / 500000 + 10))
 prev=$("$S" count "$F") || { fail app_kill9 "the first run did not save"; done_tests; }
 while [ $i -lt $((ROUNDS / 3)) ]; do
-    if [ $grew -eq 0 ] && [ $i -gt 0 ] && [ $((i % 8)) -eq 0 ]; then ms=$((ms * 2)); fi
+    if [ $i -gt 0 ] && [ $((i % 8)) -eq 0 ] && [ $((grew * 4)) -lt $i ]; then ms=$((ms * 2)); fi
     (exec "$GLMCHAT" --backend "$BACKEND" -m "$MODEL" -n 4 -C "$F" -p "turn $i" >/dev/null 2>&1) &
     pid=$!
     sleep "$(delay $ms)"
