@@ -62,7 +62,10 @@ static const char *file_type_name(uint32_t ft)
     static const struct { uint32_t id; const char *name; } names[] = {
         {0, "F32"}, {1, "F16"}, {2, "Q4_0"}, {3, "Q4_1"}, {7, "Q8_0"}, {8, "Q5_0"}, {9, "Q5_1"},
         {10, "Q2_K"}, {11, "Q3_K_S"}, {12, "Q3_K_M"}, {13, "Q3_K_L"}, {14, "Q4_K_S"}, {15, "Q4_K_M"},
-        {16, "Q5_K_S"}, {17, "Q5_K_M"}, {18, "Q6_K"}, {32, "BF16"},
+        {16, "Q5_K_S"}, {17, "Q5_K_M"}, {18, "Q6_K"}, {19, "IQ2_XXS"}, {20, "IQ2_XS"}, {21, "Q2_K_S"},
+        {22, "IQ3_XS"}, {23, "IQ3_XXS"}, {24, "IQ1_S"}, {25, "IQ4_NL"}, {26, "IQ3_S"}, {27, "IQ3_M"},
+        {28, "IQ2_S"}, {29, "IQ2_M"}, {30, "IQ4_XS"}, {31, "IQ1_M"}, {32, "BF16"}, {36, "TQ1_0"}, {37, "TQ2_0"},
+        {38, "MXFP4_MOE"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (names[i].id == ft)
@@ -119,15 +122,15 @@ static void print_census(const model *m)
     model_census_compute(m, &cs);
     char a[32], b[32], h[32];
     printf("tensors       %zu\n\n", gguf_n_tensors(m->gguf));
-    printf("  %-6s %8s %18s %7s\n", "type", "tensors", "bytes", "%");
+    printf("  %-7s %8s %18s %7s\n", "type", "tensors", "bytes", "%");
     for (int t = 0; t < QT_COUNT; t++) {
         if (!cs.tensors_by_type[t])
             continue;
-        printf("  %-6s %8u %18s %6.2f%%\n", quant_type_name((uint32_t)t), cs.tensors_by_type[t],
+        printf("  %-7s %8u %18s %6.2f%%\n", quant_type_name((uint32_t)t), cs.tensors_by_type[t],
                grouped(cs.bytes_by_type[t], a, sizeof a),
                cs.weight_bytes ? 100.0 * (double)cs.bytes_by_type[t] / (double)cs.weight_bytes : 0.0);
     }
-    printf("  %-6s %8zu %18s %6.2f%%\n\n", "total", gguf_n_tensors(m->gguf), grouped(cs.weight_bytes, a, sizeof a),
+    printf("  %-7s %8zu %18s %6.2f%%\n\n", "total", gguf_n_tensors(m->gguf), grouped(cs.weight_bytes, a, sizeof a),
            100.0);
     printf("params        %s total, %s active per token\n", grouped(cs.total_params, a, sizeof a),
            grouped(cs.active_params, b, sizeof b));
@@ -227,7 +230,7 @@ static int print_mix(const model *m)
                 continue;
             const char *tn = t == 0xFE ? "?" : quant_type_name(t);
             if (mk->per_block)
-                printf("  %-26s %-5s %3u: %s\n", first ? mk->name : "", tn, n, ranges);
+                printf("  %-26s %-7s %3u: %s\n", first ? mk->name : "", tn, n, ranges);
             else
                 printf("  %-26s %s\n", mk->name, tn);
             first = false;

@@ -389,10 +389,17 @@ static int check_type(binder *b, const gguf_tensor *t, tensor_kind kind)
                            t->name, quant_type_name(t->type));
         return 0;
     }
-    if (!q || !q->can_dequant)
-        return err_set(b->err, "%s: tensor '%s' has type %s, which glmchat cannot compute with "
-                       "(F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
-                       b->path, t->name, quant_type_name(t->type));
+    if (!q || !q->can_dequant) {
+        char known[320];
+        size_t o = 0;
+        for (uint32_t ty = 0; ty < QT_COUNT && o < sizeof known; ty++) {
+            const quant_traits *k = quant_traits_of(ty);
+            if (k && k->can_dequant)
+                o += (size_t)snprintf(known + o, sizeof known - o, "%s%s", o ? ", " : "", k->name);
+        }
+        return err_set(b->err, "%s: tensor '%s' has type %s, which glmchat cannot compute with (%s)", b->path,
+                       t->name, quant_type_name(t->type), known);
+    }
     return 0;
 }
 

@@ -1,12 +1,22 @@
 /* quant.h: the GGML tensor formats, scalar reference implementation.
  *
  * Promises: exact GGML block layouts (ggml-common.h) for every supported
- * type; dequantization bit-exact with ggml's reference decoders; dot products
- * of a stored row with an f32 vector that accumulate in f32 over the exactly
- * dequantized weights (no activation quantization); quantizers for Q8_0,
- * Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F16, BF16 producing the same bytes as ggml's
- * *_ref quantizers.  These functions are the oracle the GPU kernels are
- * checked against; they are written for clarity first.
+ * type; dequantization bit-exact with ggml's reference decoders (and with
+ * gguf-py's, tests/data/quant); dot products of a stored row with an f32
+ * vector that accumulate in f32 over the exactly dequantized weights (no
+ * activation quantization); a quantizer for every type we compute with:
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL,
+ * IQ4_XS, MXFP4, F16 and BF16 produce the same bytes as llama-quantize does
+ * without an importance matrix (ggml's quantize_row_*_ref, IQ4 with its
+ * scale search); the grid types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S,
+ * IQ1_S, IQ1_M) get a nearest-grid-point search of our own (quant_iq_quantize.c)
+ * whose error is within the bounds tests/test_quant_iq.c states.  These
+ * functions are the oracle the GPU kernels are checked against; they are
+ * written for clarity first.
+ *
+ * One table of type traits (quant_traits_of) says, per ggml type id, the
+ * block geometry and the block codecs: a backend that adds its own kernels
+ * for a type keeps using decode_block as the definition of the values.
  */
 #ifndef GLM_QUANT_H
 #define GLM_QUANT_H
@@ -31,8 +41,6 @@ typedef enum {
     QT_Q5_K = 13,
     QT_Q6_K = 14,
     QT_Q8_K = 15,
-    /* Known only by size (so a GGUF holding them can be parsed and the type
-     * named in an error); no dequantization. */
     QT_IQ2_XXS = 16,
     QT_IQ2_XS = 17,
     QT_IQ3_XXS = 18,
@@ -51,8 +59,14 @@ typedef enum {
     QT_TQ1_0 = 34,
     QT_TQ2_0 = 35,
     QT_MXFP4 = 39,
-    QT_COUNT = 40 /* upper bound of the id space we describe */
+    QT_NVFP4 = 40,
+    QT_Q1_0 = 41,
+    QT_Q2_0 = 42,
+    QT_COUNT = 43 /* upper bound of the id space we describe */
 } quant_type;
+/* Q8_1, Q8_K, the integer types, F64, TQ1_0, TQ2_0, NVFP4, Q1_0 and Q2_0 are
+ * known only by size (so a GGUF holding them can be parsed and the type
+ * named in an error): no codecs. */
 
 #define QK4_0 32
 #define QK4_1 32
@@ -61,6 +75,8 @@ typedef enum {
 #define QK8_0 32
 #define QK_K 256
 #define K_SCALE_SIZE 12
+#define QK4_NL 32
+#define QK_MXFP4 32
 
 /* Block layouts (packed, little-endian, as in ggml-common.h). Half floats are
  * stored as uint16_t bit patterns. */
@@ -72,13 +88,50 @@ typedef struct { uint16_t d; int8_t qs[QK8_0]; } block_q8_0;                  /*
 typedef struct { uint16_t d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qs[QK_K / 2]; } block_q4_K; /* 144 */
 typedef struct { uint16_t d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; } block_q5_K; /* 176 */
 typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; uint16_t d; } block_q6_K; /* 210 */
+/* Q2_K: 16 sub-blocks of 16, value = d*sc*q - dmin*m (4-bit sc and m per
+ * sub-block in scales[], 2-bit q); Q3_K: value = d*(sc-32)*(q-4*!hbit)
+ * (6-bit sc packed as in ggml, 2 low bits in qs, the third in hmask). */
+typedef struct { uint8_t scales[QK_K / 16]; uint8_t qs[QK_K / 4]; uint16_t d, dmin; } block_q2_K; /* 84 */
+typedef struct { uint8_t hmask[QK_K / 8]; uint8_t qs[QK_K / 4]; uint8_t scales[12]; uint16_t d; } block_q3_K; /* 110 */
+/* The non-linear 4-bit formats: a 16-entry table of levels (quant_grids.h).
+ * IQ4_XS: eight 32-element sub-blocks with 6-bit scales (ls-32), 4 low bits
+ * in scales_l, 2 high in scales_h.  MXFP4: e2m1 levels, E8M0 scale e. */
+typedef struct { uint16_t d; uint8_t qs[QK4_NL / 2]; } block_iq4_nl; /* 18 */
+typedef struct { uint16_t d, scales_h; uint8_t scales_l[QK_K / 64]; uint8_t qs[QK_K / 2]; } block_iq4_xs; /* 136 */
+typedef struct { uint8_t e; uint8_t qs[QK_MXFP4 / 2]; } block_mxfp4; /* 17 */
+/* The grid formats: magnitudes of groups of 8 (IQ2) or 4 (IQ3) elements come
+ * from a grid (quant_grids.h), signs from sign bits, one 4-bit scale per 32
+ * (IQ2_XXS, IQ3_XXS, IQ3_S) or 16 (IQ2_XS, IQ2_S) elements. */
+typedef struct { uint16_t d; uint16_t qs[QK_K / 8]; } block_iq2_xxs; /* 66 */
+typedef struct { uint16_t d; uint16_t qs[QK_K / 8]; uint8_t scales[QK_K / 32]; } block_iq2_xs; /* 74 */
+typedef struct { uint16_t d; uint8_t qs[QK_K / 4]; uint8_t qh[QK_K / 32]; uint8_t scales[QK_K / 32]; } block_iq2_s; /* 82 */
+typedef struct { uint16_t d; uint8_t qs[3 * QK_K / 8]; } block_iq3_xxs; /* 98 */
+typedef struct { uint16_t d; uint8_t qs[QK_K / 4]; uint8_t qh[QK_K / 32]; uint8_t signs[QK_K / 8]; uint8_t scales[QK_K / 64]; } block_iq3_s; /* 110 */
+typedef struct { uint16_t d; uint8_t qs[QK_K / 8]; uint16_t qh[QK_K / 32]; } block_iq1_s; /* 50 */
+typedef struct { uint8_t qs[QK_K / 8]; uint8_t qh[QK_K / 16]; uint8_t scales[QK_K / 32]; } block_iq1_m; /* 56 */
+
+/* Type families (which test file and which source file hold a type). */
+typedef enum {
+    QF_OTHER = 0,  /* known by size only */
+    QF_FLOAT,      /* F32, F16, BF16 */
+    QF_LEGACY,     /* Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (core/quant.c) */
+    QF_KQUANT,     /* Q2_K .. Q6_K (core/quant_kquant.c) */
+    QF_IQ4,        /* IQ4_NL, IQ4_XS, MXFP4: 16-level tables (core/quant_iq4.c) */
+    QF_GRID,       /* IQ2_*, IQ3_*, IQ1_*: grids (core/quant_iq.c, quant_iq_quantize.c) */
+} quant_family;
 
 typedef struct {
     const char *name;      /* "Q4_0", "F32", ... */
     uint32_t block_elems;  /* elements per block (1 for F32/F16/BF16) */
     uint32_t block_bytes;  /* bytes per block */
-    bool can_dequant;      /* dequant + dot implemented */
-    bool can_quantize;     /* quantizer implemented */
+    bool can_dequant;      /* decode_block is set: dequant + dot work */
+    bool can_quantize;     /* quantize_block is set */
+    quant_family family;
+    /* One block (block_bytes, any alignment) -> block_elems floats, the
+     * values ggml's dequantize_row_* gives, bit for bit. */
+    void (*decode_block)(const void *block, float *out);
+    /* block_elems floats -> one block. */
+    void (*quantize_block)(const float *x, void *block);
 } quant_traits;
 
 /* Traits of a ggml type id, or NULL for an id we do not know at all. */

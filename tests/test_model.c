@@ -451,11 +451,11 @@ static void edit_wrong_arch(model_edit *e, const model_config *c)
 
 static void edit_unsupported_type(model_edit *e, const model_config *c)
 {
-    /* attn_kv_a_mqa as Q2_K: a real ggml type we cannot compute with; its
-     * rows are n_embd long, so give Q2_K's own block layout a whole row
-     * only where n_embd allows it, else use an unknown-to-us IQ type size */
+    /* attn_kv_a_mqa as TQ2_0: a real ggml type we cannot compute with; its
+     * rows are n_embd long, so give TQ2_0's block layout (256) a whole row
+     * only where n_embd allows it, else NVFP4's (64) */
     me_tensor *t = me_find(e, "blk.0.attn_kv_a_mqa.weight");
-    uint32_t type = c->n_embd % 256 == 0 ? QT_Q2_K : QT_IQ4_NL;
+    uint32_t type = c->n_embd % 256 == 0 ? QT_TQ2_0 : QT_NVFP4;
     uint64_t row;
     if (!quant_row_bytes(type, t->ne[0], &row))
         return;

@@ -588,8 +588,8 @@ static void model_cases(const char *base)
     edited_case(base, "model_wrong_rank", "tensor 'blk.0.attn_k_b.weight' has shape .*, expected", &e);
     e = (edit){.edit_tensor = "blk.0.attn_norm.weight", .new_type = QT_Q4_0, .new_n_dims = 1, .new_ne = {256}};
     edited_case(base, "model_norm_quantized", "tensor 'blk.0.attn_norm.weight' has type Q4_0, expected F32", &e);
-    e = (edit){.edit_tensor = "output.weight", .new_type = QT_Q2_K, .new_n_dims = 2, .new_ne = {256, 324}};
-    edited_case(base, "model_type_not_computable", "tensor 'output.weight' has type Q2_K", &e);
+    e = (edit){.edit_tensor = "output.weight", .new_type = QT_TQ2_0, .new_n_dims = 2, .new_ne = {256, 324}};
+    edited_case(base, "model_type_not_computable", "tensor 'output.weight' has type TQ2_0", &e);
     e = (edit){.arch = "llama"};
     edited_case(base, "model_wrong_architecture", "general.architecture is 'llama'", &e);
     e = (edit){.drop_key = "general.architecture"};
