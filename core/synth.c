@@ -1,9 +1,10 @@
 /* synth.c: synthetic models in the real GLM-4.7-Flash / DeepSeek-V2 layout.
  *
- * Sections in pipeline order: presets and file types; the tensor table
- * (names, shapes, converter order, llama-quantize's type rules and order);
- * the metadata and tokenizer; random block generation; the streaming
- * writer (worker threads fill chunks, one thread writes them in order).
+ * Sections in pipeline order: presets; the tensor table (names, shapes,
+ * converter order; the file types and llama-quantize's type rules and
+ * order are in synth_types.c); the metadata and tokenizer; the streaming
+ * writer (worker threads fill chunks with synth_blocks.c's random blocks,
+ * one thread writes them in order).
  */
 #include "synth.h"
 
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "quant.h"
+#include "synth_internal.h"
 
 /* ======================================================================
  * Presets and file types
@@ -104,63 +106,9 @@ int synth_preset(const char *name, synth_config *cfg, err_t *err)
 
 const char *synth_preset_names(void) { return "tiny-glm, tiny-dsv2lite, demo, glm47-flash"; }
 
-typedef struct {
-    const char *name;
-    uint32_t ftype;
-    uint32_t base;  /* default tensor type (llama_ftype_get_default_type) */
-} ftype_info;
-
-static const ftype_info ftypes[] = {
-    {"F32", SYNTH_FT_F32, QT_F32},       {"F16", SYNTH_FT_F16, QT_F16},       {"BF16", SYNTH_FT_BF16, QT_BF16},
-    {"Q8_0", SYNTH_FT_Q8_0, QT_Q8_0},    {"Q4_0", SYNTH_FT_Q4_0, QT_Q4_0},    {"Q4_1", SYNTH_FT_Q4_1, QT_Q4_1},
-    {"Q5_0", SYNTH_FT_Q5_0, QT_Q5_0},    {"Q5_1", SYNTH_FT_Q5_1, QT_Q5_1},    {"Q4_K_S", SYNTH_FT_Q4_K_S, QT_Q4_K},
-    {"Q4_K_M", SYNTH_FT_Q4_K_M, QT_Q4_K}, {"Q5_K_S", SYNTH_FT_Q5_K_S, QT_Q5_K}, {"Q5_K_M", SYNTH_FT_Q5_K_M, QT_Q5_K},
-    {"Q6_K", SYNTH_FT_Q6_K, QT_Q6_K},    {"Q4_K_XL", SYNTH_FT_Q4_K_XL, QT_Q4_K},
-};
-
-static const ftype_info *ftype_of(uint32_t ftype)
-{
-    for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
-        if (ftypes[i].ftype == ftype)
-            return &ftypes[i];
-    return NULL;
-}
-
-int synth_ftype_from_name(const char *name)
-{
-    /* llama-quantize's aliases */
-    if (strcasecmp(name, "Q4_K") == 0)
-        return SYNTH_FT_Q4_K_M;
-    if (strcasecmp(name, "Q5_K") == 0)
-        return SYNTH_FT_Q5_K_M;
-    if (strcasecmp(name, "dynamic") == 0)
-        return SYNTH_FT_Q4_K_XL;
-    for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
-        if (strcasecmp(ftypes[i].name, name) == 0)
-            return (int)ftypes[i].ftype;
-    return -1;
-}
-
-const char *synth_ftype_name(uint32_t ftype)
-{
-    const ftype_info *f = ftype_of(ftype);
-    return f ? f->name : "?";
-}
-
-const char *synth_ftype_names(void)
-{
-    return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_S, Q4_K_M (Q4_K), Q5_K_S, Q5_K_M (Q5_K), Q6_K, "
-           "Q4_K_XL (dynamic)";
-}
-
-static bool is_float_ftype(uint32_t ftype)
-{
-    return ftype == SYNTH_FT_F32 || ftype == SYNTH_FT_F16 || ftype == SYNTH_FT_BF16;
-}
-
 int synth_validate(const synth_config *c, err_t *err)
 {
-    if (!ftype_of(c->ftype))
+    if (!synth_ftype_known(c->ftype))
         return err_set(err, "unknown file type %" PRIu32, c->ftype);
     if (!c->hidden || !c->layers || !c->heads || !c->kv_lora || !c->qk_nope || !c->v_head || !c->vocab)
         return err_set(err, "hidden, layers, heads, kv-lora, qk-nope, v-head and vocab must be > 0");
@@ -300,134 +248,6 @@ static void add_all(table_builder *b, const synth_config *c)
 #undef W
 #undef N
 
-/* ---- llama-quantize's order and type rules --------------------------------
- * llama-quantize writes tensors sorted by (layer, name) with the non-block
- * tensors (layer -1) first, and picks each type in that order (one counter
- * depends on it).  The rules below are those of llama.cpp's
- * llama_tensor_get_type for the file types we offer, written from its
- * behaviour: they reproduce the fixtures' per-tensor types. */
-
-static int layer_of(const char *name)
-{
-    int il = -1;
-    if (strncmp(name, "blk.", 4) == 0)
-        il = atoi(name + 4);
-    return il;
-}
-
-static int cmp_quantize_order(const void *pa, const void *pb)
-{
-    const synth_tensor *a = pa, *b = pb;
-    int la = layer_of(a->name), lb = layer_of(b->name);
-    if (la != lb)
-        return la < lb ? -1 : 1;
-    return strcmp(a->name, b->name);
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
-/* Converter (F32/F16/BF16 output): 1-D tensors, norms and the router stay F32. */
-static uint32_t converter_type(const synth_config *c, const synth_tensor *t)
-{
-    if (t->n_dims < 2 || ends_with(t->name, "_norm.weight") || strstr(t->name, "ffn_gate_inp"))
-        return QT_F32;
-    return ftype_of(c->ftype)->base;
-}
-
-typedef struct {
-    int n_attn_v, i_attn_v;
-    int n_layer_all;
-} quant_state;
-
-static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
-
-/* Incompatible row length: llama-quantize's fallback types. */
-static int fallback_type(const synth_tensor *t, uint32_t type, uint32_t *out, err_t *err)
-{
-    uint32_t blk = quant_traits_of(type)->block_elems;
-    if (t->ne[0] % blk == 0) {
-        *out = type;
-        return 0;
-    }
-    uint32_t fb;
-    switch (type) {
-    case QT_Q4_K: fb = QT_Q5_0; break;
-    case QT_Q5_K: fb = QT_Q5_1; break;
-    case QT_Q6_K: fb = QT_Q8_0; break;
-    default:
-        return err_set(err, "tensor %s: row length %" PRIu64 " is not a multiple of the %s block size %" PRIu32
-                       " (llama-quantize has no fallback for it)", t->name, t->ne[0], quant_type_name(type), blk);
-    }
-    *out = t->ne[0] % quant_traits_of(fb)->block_elems == 0 ? fb : QT_F16;
-    return 0;
-}
-
-static uint32_t mixture_type(const synth_config *c, const synth_tensor *t, uint32_t type, quant_state *qs)
-{
-    const uint32_t ft = c->ftype;
-    const char *n = t->name;
-    bool kv_b = strstr(n, "attn_kv_b.weight") != NULL;
-    if (strcmp(n, "output.weight") == 0) {
-        /* Q8_0 when the row does not fit K-quant blocks, else Q6_K (Q8_0 files keep Q8_0) */
-        if (t->ne[0] % QK_K != 0)
-            return QT_Q8_0;
-        return type == QT_Q8_0 ? QT_Q8_0 : QT_Q6_K;
-    }
-    if (kv_b) { /* attn_v-like */
-        if ((ft == SYNTH_FT_Q4_K_M || ft == SYNTH_FT_Q5_K_M) && use_more_bits(qs->i_attn_v, qs->n_attn_v))
-            type = QT_Q6_K;
-        else if (ft == SYNTH_FT_Q4_K_S && qs->i_attn_v < 4)
-            type = QT_Q5_K;
-        if (c->experts == 8) /* llama.cpp bumps the 8-expert models' attn_v to Q8_0 */
-            type = QT_Q8_0;
-        qs->i_attn_v++;
-    } else if (strstr(n, "ffn_down")) {
-        int il = layer_of(n), nl = qs->n_layer_all;
-        if ((ft == SYNTH_FT_Q4_K_M || ft == SYNTH_FT_Q5_K_M) && use_more_bits(il, nl))
-            type = QT_Q6_K;
-        else if (ft == SYNTH_FT_Q4_K_S && il < nl / 8)
-            type = QT_Q5_K;
-    } else if (strstr(n, "attn_output.weight")) {
-        if (c->experts == 8 && (ft == SYNTH_FT_Q4_K_S || ft == SYNTH_FT_Q4_K_M))
-            type = QT_Q5_K;
-    }
-    return type;
-}
-
-/* The dynamic mix (synth.h, Q4_K_XL): by tensor kind and layer. */
-static uint32_t dynamic_type(const synth_config *c, const synth_tensor *t, quant_state *qs)
-{
-    const char *n = t->name;
-    int il = layer_of(n), nl = qs->n_layer_all;
-    if (strcmp(n, "output.weight") == 0 || strcmp(n, "token_embd.weight") == 0)
-        return t->ne[0] % QK_K ? QT_Q8_0 : QT_Q6_K;
-    if (strstr(n, ".attn_") || strstr(n, ".nextn."))
-        return QT_Q8_0;
-    if (strstr(n, "_shexp.") || (il >= 0 && (uint32_t)il < c->dense_layers))
-        return QT_Q6_K;
-    if (strstr(n, "ffn_down_exps"))
-        return use_more_bits(il, nl) ? QT_Q6_K : QT_Q5_K;
-    /* the routed experts' gate/up (merged or not) */
-    return il < nl / 8 || il >= 7 * nl / 8 ? QT_Q5_K : QT_Q4_K;
-}
-
-static int quantize_type(const synth_config *c, const synth_tensor *t, quant_state *qs, uint32_t *out, err_t *err)
-{
-    bool quantize = t->n_dims >= 2 && ends_with(t->name, "weight") && !strstr(t->name, "_norm.weight") &&
-                    !strstr(t->name, "ffn_gate_inp.weight");
-    if (!quantize) {
-        *out = QT_F32; /* as converted: llama-quantize copies it */
-        return 0;
-    }
-    if (c->ftype == SYNTH_FT_Q4_K_XL)
-        return fallback_type(t, dynamic_type(c, t, qs), out, err);
-    return fallback_type(t, mixture_type(c, t, ftype_of(c->ftype)->base, qs), out, err);
-}
-
 int synth_build_table(const synth_config *c, synth_table *out, err_t *err)
 {
     memset(out, 0, sizeof *out);
@@ -439,20 +259,12 @@ int synth_build_table(const synth_config *c, synth_table *out, err_t *err)
         synth_table_free(out);
         return err_set(err, "out of memory");
     }
-    quant_state qs = {.n_layer_all = (int)(c->layers + c->nextn)};
-    if (!is_float_ftype(c->ftype)) {
-        qsort(out->t, out->n, sizeof *out->t, cmp_quantize_order);
-        for (size_t i = 0; i < out->n; i++)
-            qs.n_attn_v += strstr(out->t[i].name, "attn_kv_b.weight") != NULL;
+    if (synth_assign_types(c, out, err) < 0) {
+        synth_table_free(out);
+        return -1;
     }
     for (size_t i = 0; i < out->n; i++) {
         synth_tensor *t = &out->t[i];
-        if (is_float_ftype(c->ftype))
-            t->type = converter_type(c, t);
-        else if (quantize_type(c, t, &qs, &t->type, err) < 0) {
-            synth_table_free(out);
-            return -1;
-        }
         uint64_t row;
         if (!quant_row_bytes(t->type, t->ne[0], &row)) {
             synth_table_free(out);
@@ -773,8 +585,8 @@ int synth_set_metadata(const synth_config *c, gguf_writer *w, err_t *err)
     rc |= gguf_writer_set_u32(w, KEY("expert_group_used_count"), 1);
     if (!c->no_gating_key)
         rc |= gguf_writer_set_u32(w, KEY("expert_gating_func"), c->glm ? 2 : 1);
-    if (is_float_ftype(c->ftype))
-        rc |= gguf_writer_set_u32(w, "general.file_type", c->ftype);
+    if (synth_is_float_ftype(c->ftype))
+        rc |= gguf_writer_set_u32(w, "general.file_type", synth_file_type_key(c->ftype));
     rc |= gguf_writer_set_u32(w, KEY("leading_dense_block_count"), c->dense_layers);
     rc |= gguf_writer_set_u32(w, KEY("vocab_size"), c->vocab);
     rc |= gguf_writer_set_u32(w, KEY("attention.q_lora_rank"), c->q_lora);
@@ -804,233 +616,9 @@ int synth_set_metadata(const synth_config *c, gguf_writer *w, err_t *err)
     if (!c->no_tokenizer && set_tokenizer(c, w, err) < 0)
         return -1;
     rc |= gguf_writer_set_u32(w, "general.quantization_version", 2);
-    if (!is_float_ftype(c->ftype))
-        rc |= gguf_writer_set_u32(w, "general.file_type", c->ftype == SYNTH_FT_Q4_K_XL ? SYNTH_FT_Q4_K_M : c->ftype);
+    if (!synth_is_float_ftype(c->ftype))
+        rc |= gguf_writer_set_u32(w, "general.file_type", synth_file_type_key(c->ftype));
     return rc ? err_set(err, "out of memory writing metadata") : 0;
-}
-
-/* ======================================================================
- * Random blocks
- *
- * Counter-based randomness: word k of block b of tensor i is
- * mix64(key(seed, i) + (b * words_per_block + k) * golden), so any block can
- * be made on its own and the file does not depend on how the work is split.
- * Quantized blocks are made directly: uniform random codes with a random-sign
- * scale per block (per sub-block for Q6_K), which makes every tensor
- * zero-mean; scale magnitudes vary over [0.5, 1.5] x c, with c chosen so the
- * values' rms is the tensor's target.
- * ====================================================================== */
-
-static inline uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-typedef struct {
-    uint64_t key, ctr;
-} rng;
-
-static inline uint64_t next64(rng *r) { return mix64(r->key + (r->ctr++) * 0x9E3779B97F4A7C15ull); }
-
-static void fill_words(rng *r, uint8_t *dst, size_t n_words)
-{
-    for (size_t k = 0; k < n_words; k++) {
-        uint64_t v = next64(r);
-        memcpy(dst + 8 * k, &v, 8);
-    }
-}
-
-/* About N(0,1): the sum of four 16-bit uniforms, centred and scaled
- * (Irwin-Hall), from one random word. */
-static inline float gauss(uint64_t v)
-{
-    float s = (float)(v & 0xffff) + (float)(v >> 16 & 0xffff) + (float)(v >> 32 & 0xffff) + (float)(v >> 48);
-    return (s / 65536.0f - 2.0f) * 1.7320508f;
-}
-
-/* rms of the codes times the scale factor per type (see above), and the
- * random words each block uses. */
-typedef struct {
-    uint32_t type;
-    double code_rms;
-    uint32_t words;
-} block_recipe;
-
-#define SC_RMS 48.389 /* rms of a 6-bit sub-block scale uniform in 32..63 */
-
-static const block_recipe recipes[] = {
-    {QT_Q4_0, 4.6368, 3},           /* q-8, q in 0..15 */
-    {QT_Q4_1, 4.6098, 3},           /* q-7.5 */
-    {QT_Q5_0, 9.2466, 4},           /* q-16, q in 0..31 */
-    {QT_Q5_1, 9.2331, 4},           /* q-15.5 */
-    {QT_Q8_0, 73.902, 5},           /* int8 */
-    {QT_Q4_K, SC_RMS * 4.6098, 18}, /* sc * (q-7.5) */
-    {QT_Q5_K, SC_RMS * 9.2331, 22}, /* sc * (q-15.5) */
-    {QT_Q6_K, SC_RMS * 18.480, 27}, /* sc * (q-32) */
-};
-
-static const block_recipe *recipe_of(uint32_t type)
-{
-    for (size_t i = 0; i < sizeof recipes / sizeof recipes[0]; i++)
-        if (recipes[i].type == type)
-            return &recipes[i];
-    return NULL;
-}
-
-/* 256 scale magnitudes (f16 bits) uniform over [0.5, 1.5] x c, and `mult`
- * times each (Q4_1/Q5_1's offset, the K-quants' dmin). */
-typedef struct {
-    uint16_t d[256], aux[256];
-} scale_table;
-
-static void make_scales(scale_table *s, double rms, double code_rms, double mult)
-{
-    /* E[u^2] for u uniform on [0.5, 1.5] is 13/12 */
-    double c = rms / (code_rms * sqrt(13.0 / 12.0));
-    for (int k = 0; k < 256; k++) {
-        double d = c * (0.5 + (k + 0.5) / 256.0);
-        s->d[k] = quant_f32_to_f16((float)d);
-        s->aux[k] = quant_f32_to_f16((float)(d * mult));
-    }
-}
-
-static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-
-/* 12 bytes holding eight 6-bit scales and eight 6-bit mins (ggml's K-quant
- * packing: sub-blocks 0-3 in the low 6 bits of bytes 0-7, 4-7 split across
- * the top bits of those and the nibbles of bytes 8-11). */
-static void pack_k_scales(uint8_t out[12], const uint8_t sc[8], const uint8_t mn[8])
-{
-    for (int j = 0; j < 4; j++) {
-        out[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
-        out[j + 4] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
-        out[j + 8] = (uint8_t)((sc[j + 4] & 15) | (mn[j + 4] & 15) << 4);
-    }
-}
-
-/* Q4_K / Q5_K block header: d, dmin (same sign), sub-block scales 32..63 and
- * mins chosen so each sub-block is centred: dmin*m ~ d*sc*centre. */
-static void k_header(uint8_t *b, const scale_table *s, uint64_t w_sc, uint64_t w_d, double centre_over_mult)
-{
-    uint16_t sign = (uint16_t)((w_d >> 8 & 1) << 15);
-    put16(b, s->d[w_d & 255] | sign);
-    put16(b + 2, s->aux[w_d & 255] | sign);
-    uint8_t sc[8], mn[8];
-    for (int j = 0; j < 8; j++) {
-        sc[j] = (uint8_t)(32 + (w_sc >> (5 * j) & 31));
-        mn[j] = (uint8_t)lrint(sc[j] * centre_over_mult);
-    }
-    pack_k_scales(b + 4, sc, mn);
-}
-
-static void fill_quant_block(uint32_t type, rng *r, const scale_table *s, uint8_t *b)
-{
-    uint64_t w[27];
-    switch (type) {
-    case QT_Q4_0: /* d, qs[16] */
-        fill_words(r, b + 2, 2);
-        w[0] = next64(r);
-        put16(b, s->d[w[0] & 255] | (uint16_t)((w[0] >> 8 & 1) << 15));
-        return;
-    case QT_Q4_1: /* d, m = -7.5 d, qs[16] */
-        fill_words(r, b + 4, 2);
-        w[0] = next64(r);
-        put16(b, s->d[w[0] & 255] | (uint16_t)((w[0] >> 8 & 1) << 15));
-        put16(b + 2, s->aux[w[0] & 255] ^ (uint16_t)((w[0] >> 8 & 1) << 15));
-        return;
-    case QT_Q5_0: /* d, qh[4], qs[16] */
-        fill_words(r, b + 6, 2);
-        w[0] = next64(r);
-        memcpy(b + 2, &w[0], 4);
-        w[1] = next64(r);
-        put16(b, s->d[w[1] & 255] | (uint16_t)((w[1] >> 8 & 1) << 15));
-        return;
-    case QT_Q5_1: /* d, m = -15.5 d, qh[4], qs[16] */
-        fill_words(r, b + 8, 2);
-        w[0] = next64(r);
-        memcpy(b + 4, &w[0], 4);
-        w[1] = next64(r);
-        put16(b, s->d[w[1] & 255] | (uint16_t)((w[1] >> 8 & 1) << 15));
-        put16(b + 2, s->aux[w[1] & 255] ^ (uint16_t)((w[1] >> 8 & 1) << 15));
-        return;
-    case QT_Q8_0: /* d, qs[32] */
-        fill_words(r, b + 2, 4);
-        w[0] = next64(r);
-        put16(b, s->d[w[0] & 255] | (uint16_t)((w[0] >> 8 & 1) << 15));
-        return;
-    case QT_Q4_K: /* d, dmin = 8 d, scales[12], qs[128] */
-        fill_words(r, b + 16, 16);
-        w[0] = next64(r);
-        w[1] = next64(r);
-        k_header(b, s, w[0], w[1], 7.5 / 8.0);
-        return;
-    case QT_Q5_K: /* d, dmin = 16 d, scales[12], qh[32], qs[128] */
-        fill_words(r, b + 16, 20);
-        w[0] = next64(r);
-        w[1] = next64(r);
-        k_header(b, s, w[0], w[1], 15.5 / 16.0);
-        return;
-    case QT_Q6_K: { /* ql[128], qh[64], scales[16] (signed), d */
-        fill_words(r, b, 24);
-        w[0] = next64(r);
-        w[1] = next64(r);
-        w[2] = next64(r);
-        for (int j = 0; j < 16; j++) {
-            uint8_t x = (uint8_t)((j < 8 ? w[0] : w[1]) >> (8 * (j & 7)));
-            int mag = 32 + (x & 31);
-            b[192 + j] = (uint8_t)(int8_t)((x & 128) ? -mag : mag);
-        }
-        put16(b + 208, s->d[w[2] & 255]);
-        return;
-    }
-    default:
-        return;
-    }
-}
-
-/* F32/F16/BF16 elements. */
-static float float_value(const synth_tensor *t, uint64_t v)
-{
-    float g = gauss(v);
-    switch (t->kind) {
-    case SYNTH_NORM: return 1.0f + 0.1f * g;
-    case SYNTH_BIAS: return SYNTH_BIAS_RMS * g;
-    default: return t->rms * g;
-    }
-}
-
-static uint64_t tensor_key(uint64_t seed, uint32_t tensor_index)
-{
-    return mix64(mix64(seed ^ 0x5851F42D4C957F2Dull) + tensor_index * 0xD1B54A32D192ED03ull);
-}
-
-void synth_fill_blocks(const synth_tensor *t, uint64_t seed, uint32_t tensor_index, uint64_t first_block,
-                       uint64_t n_blocks, void *dst)
-{
-    const quant_traits *qt = quant_traits_of(t->type);
-    uint8_t *out = dst;
-    uint64_t key = tensor_key(seed, tensor_index);
-    const block_recipe *rc = recipe_of(t->type);
-    if (rc) {
-        scale_table s;
-        double mult = t->type == QT_Q4_1 ? -7.5 : t->type == QT_Q5_1 ? -15.5 : t->type == QT_Q4_K ? 8.0
-                    : t->type == QT_Q5_K ? 16.0 : 1.0;
-        make_scales(&s, t->rms, rc->code_rms, mult);
-        for (uint64_t b = 0; b < n_blocks; b++) {
-            rng r = {key, (first_block + b) * rc->words};
-            fill_quant_block(t->type, &r, &s, out + b * qt->block_bytes);
-        }
-        return;
-    }
-    for (uint64_t b = 0; b < n_blocks; b++) { /* one element per block */
-        float f = float_value(t, mix64(key + (first_block + b) * 0x9E3779B97F4A7C15ull));
-        if (t->type == QT_F32)
-            memcpy(out + 4 * b, &f, 4);
-        else
-            put16(out + 2 * b, t->type == QT_F16 ? quant_f32_to_f16(f) : quant_f32_to_bf16(f));
-    }
 }
 
 /* ======================================================================

@@ -3,19 +3,23 @@
  * Promises:
  *  - The same metadata keys (and key order), tensor names, shapes, tensor
  *    order and per-tensor types as llama.cpp's HF->GGUF converter followed by
- *    llama-quantize produce for the requested file type (Q4_K_M mixes
- *    Q4_K/Q5_0/Q5_1/Q6_K/Q8_0 by llama-quantize's per-tensor rules).
- *  - Q4_K_XL ("dynamic"): the per-layer, per-tensor mix of the "dynamic"
- *    4-bit files people download (Unsloth's UD-Q4_K_XL): attention in Q8_0,
- *    the shared expert and the dense FFN in Q6_K, the routed experts'
- *    gate/up in Q4_K (Q5_K in the first and last eighth of the layers) and
- *    their down in Q5_K (Q6_K where llama-quantize gives Q4_K_M's ffn_down
- *    more bits), norms, router and biases F32, the head Q6_K.
+ *    llama-quantize (without an importance matrix) produce for the requested
+ *    file type (Q4_K_M mixes Q4_K/Q5_0/Q5_1/Q6_K/Q8_0, Q3_K_M Q3_K/Q4_K/
+ *    Q5_K/Q6_K, IQ2_XXS IQ2_XXS/Q2_K/Q4_K/Q5_K/IQ4_NL, ... by llama-quantize's
+ *    per-tensor rules: synth_types.c).
+ *  - Plain types (IQ3_S, IQ2_XS, IQ2_S): every weight of that type where
+ *    its rows fit the blocks (llama-quantize --pure).
+ *  - Q4_K_XL ("dynamic"), Q3_K_XL, Q2_K_XL: per-layer, per-tensor mixes in
+ *    the style of the "dynamic" files people download (Unsloth's UD-*_XL):
+ *    attention, the shared expert, the dense FFN and the head with more
+ *    bits than the routed experts (synth_types.c has the table); norms,
+ *    router and biases F32.
  *  - Weights are random, zero-mean and deterministic per (seed, tensor, chunk),
  *    independent of the thread count; matrices have rms 1/sqrt(fan_in)
  *    (token_embd rms 1), norms 1 + 0.1 N(0,1), exp_probs_b SYNTH_BIAS_RMS N(0,1).
  *    Quantized tensors are written as random blocks directly (random codes,
- *    random-sign block scales) with the right magnitudes, not by quantizing.
+ *    grid points and signs, random-sign block scales) with the right
+ *    magnitudes, not by quantizing (synth_blocks.c).
  *  - synth_write() streams to disk: memory use is a few buffers per thread,
  *    whatever the model size.
  *  - The tokenizer is a byte-level GPT-2 vocabulary (256 byte tokens, a few
@@ -31,7 +35,11 @@
 #include "error.h"
 #include "gguf.h"
 
-/* llama.cpp's llama_ftype values (general.file_type). */
+/* File types: llama.cpp's llama_ftype values (general.file_type) where the
+ * file is one of llama-quantize's presets; ours (1000 and up) for the
+ * plain types and the dynamic mixes (synth_types.c says which
+ * general.file_type they carry; the mixes are 1000 + the llama_ftype they
+ * override). */
 enum {
     SYNTH_FT_F32 = 0,
     SYNTH_FT_F16 = 1,
@@ -40,16 +48,35 @@ enum {
     SYNTH_FT_Q8_0 = 7,
     SYNTH_FT_Q5_0 = 8,
     SYNTH_FT_Q5_1 = 9,
+    SYNTH_FT_Q2_K = 10,
+    SYNTH_FT_Q3_K_S = 11,
+    SYNTH_FT_Q3_K_M = 12,
+    SYNTH_FT_Q3_K_L = 13,
     SYNTH_FT_Q4_K_S = 14,
     SYNTH_FT_Q4_K_M = 15,
     SYNTH_FT_Q5_K_S = 16,
     SYNTH_FT_Q5_K_M = 17,
     SYNTH_FT_Q6_K = 18,
+    SYNTH_FT_IQ2_XXS = 19,
+    SYNTH_FT_IQ3_XXS = 23,
+    SYNTH_FT_IQ1_S = 24,
+    SYNTH_FT_IQ4_NL = 25,
+    SYNTH_FT_IQ4_XS = 30,
+    SYNTH_FT_IQ1_M = 31,
     SYNTH_FT_BF16 = 32,
+    SYNTH_FT_MXFP4_MOE = 38,
     /* The dynamic mix ("Q4_K_XL", alias "dynamic"): no llama_ftype of its
      * own -- such files are llama-quantize's Q4_K_M with per-tensor
      * overrides, and say 15 (Q4_K_M) in general.file_type. */
     SYNTH_FT_Q4_K_XL = 1015,
+    SYNTH_FT_Q3_K_XL = 1012, /* says 12 (Q3_K_M) */
+    SYNTH_FT_Q2_K_XL = 1010, /* says 10 (Q2_K) */
+    /* Plain types (1000 + the ggml type id): every weight of one type
+     * (llama-quantize --pure); they say the llama_ftype whose default type
+     * it is: 26, 20 and 29 (IQ2_M). */
+    SYNTH_FT_IQ3_S = 1021,
+    SYNTH_FT_IQ2_XS = 1017,
+    SYNTH_FT_IQ2_S = 1022,
 };
 
 typedef struct {

@@ -312,9 +312,12 @@ static void check_type_statistics(uint32_t ftype)
 
 static void test_weights_zero_mean_right_rms(void)
 {
-    static const uint32_t ftypes[] = {SYNTH_FT_F32,   SYNTH_FT_F16,    SYNTH_FT_BF16,   SYNTH_FT_Q8_0,
-                                      SYNTH_FT_Q4_0,  SYNTH_FT_Q4_1,   SYNTH_FT_Q5_0,   SYNTH_FT_Q5_1,
-                                      SYNTH_FT_Q4_K_M, SYNTH_FT_Q5_K_M, SYNTH_FT_Q6_K,  SYNTH_FT_Q4_K_XL};
+    static const uint32_t ftypes[] = {
+        SYNTH_FT_F32,    SYNTH_FT_F16,    SYNTH_FT_BF16,      SYNTH_FT_Q8_0,    SYNTH_FT_Q4_0,    SYNTH_FT_Q4_1,
+        SYNTH_FT_Q5_0,   SYNTH_FT_Q5_1,   SYNTH_FT_Q4_K_M,    SYNTH_FT_Q5_K_M,  SYNTH_FT_Q6_K,    SYNTH_FT_Q4_K_XL,
+        SYNTH_FT_Q2_K,   SYNTH_FT_Q3_K_M, SYNTH_FT_IQ4_XS,    SYNTH_FT_IQ4_NL,  SYNTH_FT_MXFP4_MOE, SYNTH_FT_IQ3_XXS,
+        SYNTH_FT_IQ2_XXS, SYNTH_FT_IQ1_S, SYNTH_FT_IQ1_M,     SYNTH_FT_IQ3_S,   SYNTH_FT_IQ2_XS,  SYNTH_FT_IQ2_S,
+        SYNTH_FT_Q2_K_XL, SYNTH_FT_Q3_K_XL};
     for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
         check_type_statistics(ftypes[i]);
 }
@@ -442,7 +445,10 @@ static void test_config_errors(void)
     CHECK(synth_preset("tiny-gpt", &c, &err) < 0 && strstr(err.msg, "unknown preset 'tiny-gpt'"), "%s", M(err));
     CHECK(synth_ftype_from_name("Q4_K") == SYNTH_FT_Q4_K_M && synth_ftype_from_name("q5_k") == SYNTH_FT_Q5_K_M,
           "aliases");
-    CHECK(synth_ftype_from_name("Q3_K_M") < 0, "Q3_K_M accepted");
+    CHECK(synth_ftype_from_name("Q3_K") == SYNTH_FT_Q3_K_M && synth_ftype_from_name("mxfp4") == SYNTH_FT_MXFP4_MOE &&
+              synth_ftype_from_name("UD-Q2_K_XL") == SYNTH_FT_Q2_K_XL,
+          "aliases of the low-bit types");
+    CHECK(synth_ftype_from_name("Q7_K") < 0 && synth_ftype_from_name("IQ2_M") < 0, "unknown types accepted");
     synth_preset("tiny-glm", &c, &err);
     c.experts_used = 9;
     CHECK(synth_validate(&c, &err) < 0 && strstr(err.msg, "experts-used"), "%s", M(err));
