@@ -27,7 +27,15 @@ static void usage(FILE *f)
             "GLM-4.7-Flash / DeepSeek-V2 GGUFs (keys, tensor names, shapes, per-tensor types).\n"
             "\n"
             "  --preset NAME        %s\n"
-            "  --type TYPE          %s\n"
+            "  --type TYPE          a file type, named as llama-quantize names them:\n"
+            "                         F32 F16 BF16: as llama.cpp's converter writes them\n"
+            "                         Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M\n"
+            "                         Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS MXFP4_MOE IQ3_XXS IQ2_XXS IQ1_S\n"
+            "                         IQ1_M: llama-quantize's per-tensor types (no importance matrix)\n"
+            "                         IQ3_S IQ2_XS IQ2_S: every weight of that type (as --pure)\n"
+            "                         Q4_K_XL Q3_K_XL Q2_K_XL: dynamic mixes in the style of the UD\n"
+            "                         files (more bits for attention, shared expert, dense layer)\n"
+            "                       aliases: Q3_K, Q4_K, Q5_K (the _M ones), MXFP4, dynamic (Q4_K_XL)\n"
             "  -o, --output FILE    where to write (removed again on any error); an existing\n"
             "                       file is refused unless --force\n"
             "  --force              replace an existing FILE\n"
@@ -46,7 +54,7 @@ static void usage(FILE *f)
             "  --legacy-kv-b        attn_kv_b instead of attn_k_b + attn_v_b\n"
             "  --nextn N            N extra NextN/MTP blocks (block_count includes them)\n"
             "  --no-gating-key      leave out expert_gating_func\n",
-            synth_preset_names(), synth_ftype_names());
+            synth_preset_names());
 }
 
 static int parse_u32(const char *opt, const char *s, uint32_t *out)

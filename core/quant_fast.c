@@ -10,7 +10,10 @@
  *  - avx2 (x86-64, AVX2+FMA+F16C, chosen at run time): each block's levels
  *    are unpacked in registers and multiplied with x without a trip through
  *    memory; the block's scale is applied once per (sub-)block:
- *    sum_i (d*q_i - m)*x_i = d*sum_i q_i*x_i - m*sum_i x_i.
+ *    sum_i (d*q_i - m)*x_i = d*sum_i q_i*x_i - m*sum_i x_i.  F32, F16, BF16,
+ *    the legacy types and Q4_K-Q6_K have such kernels; the others (Q2_K,
+ *    Q3_K, the IQ types, MXFP4) take the portable path here -- the fast CPU
+ *    backend is where their integer kernels belong.
  *
  * Both differ from the oracle only in summation order (and, for the avx2
  * path, in factoring the block scale out of the sum), i.e. within f32

@@ -239,6 +239,23 @@ for t in Q3_K_S Q3_K_L Q2_K_XL Q3_K_XL IQ4_NL MXFP4_MOE; do
     fi
 done
 
+# every file type mkmodel knows (the unknown-type error lists them) is in --help,
+# and the layout variants work with them too
+names=$($GLMCHAT mkmodel --preset demo --type Q7_K -o "$TMP/x.gguf" 2>&1 | sed -n 's/.*(types: \(.*\))$/\1/p' |
+    sed 's/ ([^)]*)//g; s/,//g')
+$GLMCHAT mkmodel --help >"$TMP/help" 2>&1
+missing=
+for n in $names; do grep -qw -- "$n" "$TMP/help" || missing="$missing $n"; done
+if [ -n "$names" ] && [ -z "$missing" ]; then ok "mkmodel --help names every type"; else
+    fail "mkmodel --help names every type" "missing:$missing (names: $(echo $names | head -c 100))"; fi
+if $GLMCHAT mkmodel --preset tiny-glm --type IQ3_XXS --merged-gate-up --legacy-kv-b --nextn 1 --quiet -o "$TMP/v.gguf" \
+    --force >/dev/null 2>"$TMP/err" &&
+    $GLMCHAT generate -m "$TMP/v.gguf" --backend cpu --tokens 304,306,308 -n 3 --temp 0 --ids >/dev/null 2>>"$TMP/err"; then
+    ok "IQ3_XXS with every layout variant: loads and runs"
+else
+    fail "IQ3_XXS with every layout variant" "$(head -c 300 "$TMP/err")"
+fi
+
 # the Vulkan backend cannot read them yet: one line naming the tensor and its type
 if [ -n "$($GLMCHAT devices 2>/dev/null | grep -- '<- default')" ]; then
     expect_fail "vulkan refuses IQ2_XXS" "^glmchat: tensor '[a-z0-9_.]+' has type [A-Z0-9_]+, which the Vulkan backend cannot read$" \
