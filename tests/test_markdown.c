@@ -81,6 +81,38 @@ static void test_inline_styles(void)
     CHECK(flags_of("frigging") == MD_ITALIC, "intraword *");
 }
 
+/* The first answer a fresh doc renders may open with emphasis (models open
+ * with **...** all the time): the old parser took a pointer into its token
+ * array before growing it (a NULL write at the first token, a stale one when
+ * the array grew).  Fresh docs, so nothing is allocated before. */
+static void test_opening_emphasis_fresh_doc(void)
+{
+    static const char *const cases[] = {"*hi* there", "**Answer:** yes", "_a_", "~~x~~ y", "***z***"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        md_doc fresh = {0};
+        md_render(&fresh, cases[i], strlen(cases[i]), 80, 0);
+        CHECK(fresh.n_lines == 1, "'%s': %zu lines", cases[i], fresh.n_lines);
+        CHECK(fresh.n_spans >= 1 && fresh.spans[0].flags != 0, "'%s': the first span is plain", cases[i]);
+        md_doc_free(&fresh);
+    }
+    /* "x _ " then "*a" x40: more tokens than the array's first size. */
+    sbuf s = {0};
+    sbuf_adds(&s, "x _ ");
+    for (int i = 0; i < 40; i++)
+        sbuf_adds(&s, "*a");
+    for (unsigned opts = 0; opts <= MD_OPT_STREAMING; opts += MD_OPT_STREAMING) {
+        md_doc fresh = {0};
+        md_render(&fresh, s.s, s.len, 80, opts);
+        sbuf line = {0};
+        if (fresh.n_lines)
+            md_line_str(&fresh, &fresh.lines[0], &line);
+        CHECK(fresh.n_lines == 1 && !strncmp(sbuf_str(&line), "x _ aaaa", 8), "grown: '%s'", sbuf_str(&line));
+        sbuf_free(&line);
+        md_doc_free(&fresh);
+    }
+    sbuf_free(&s);
+}
+
 static void test_links(void)
 {
     EXPECT("see [the docs](https://x.org/a_(b)) now", 80, 0, "see the docs (https://x.org/a_(b)) now\n");
@@ -443,6 +475,7 @@ static void test_markdown_soup(void)
 int main(void)
 {
     setlocale(LC_ALL, "C.UTF-8");
+    RUN(test_opening_emphasis_fresh_doc);
     RUN(test_inline_styles);
     RUN(test_links);
     RUN(test_unclosed_markers);
