@@ -125,6 +125,11 @@ $(BUILD)/tools/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
+# the Markdown renderer's benchmark: app/md_*.c with what they use
+$(BUILD)/tools/md_bench: tests/tools/md_bench.c $(LIB) $(APP_LIB_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(APP_LIB_OBJ) $(LIB) $(LDLIBS)
+
 $(BUILD)/tools/vk_microbench: tests/tools/vk_microbench.c $(LIB) $(BUILD)/gen/spv_tool_table.o
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/gen/spv_tool_table.o $(LIB) $(LDLIBS)
