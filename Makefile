@@ -29,7 +29,7 @@ SANFLAGS :=
 OPT := -O2
 endif
 
-PKGS := jansson libpcre2-8 ncursesw vulkan
+PKGS := jansson libpcre2-8 md4c ncursesw vulkan
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 

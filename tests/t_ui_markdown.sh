@@ -96,7 +96,7 @@ printf '%s' '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistan
 grow=$(awk 'BEGIN { printf "x _ "; for (i = 0; i < 40; i++) printf "*a"; printf " **end**" }')
 printf '{"messages": [{"role": "user", "content": "grow"}, {"role": "assistant", "content": "%s"}]}' "$grow" >"$TMP/grow.json"
 start_app -C "$TMP/emph.json"
-if app_ready && grep -q '^hi there' "$TMP/screen" && tm capture-pane -p -e -t ui | grep -q "${esc}\[3mhi"; then
+if app_ready && grep -q '^hi there' "$TMP/screen" && tm capture-pane -p -e -t ui | grep -qE "${esc}\[3m(${esc}\[[0-9;]*m)*hi"; then
     ok ui_markdown_opening_emphasis
 else
     fail ui_markdown_opening_emphasis "$(tm_screen | grep -v '^ *│\? *$' | tail -4)"
