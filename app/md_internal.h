@@ -8,13 +8,14 @@
  *   md_lines.c   the doc's lines and spans: prefixes, wrapping runs, code
  *   md_table.c   a table's cells -> aligned rows, or "header: value" records
  *
- * Only md_render.c includes md4c.h. */
+ * md_render.h's constants are MDR_: md4c's are MD_. */
 #ifndef GLM_MD_INTERNAL_H
 #define GLM_MD_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <md4c.h>
 
 #include "md_render.h"
 
@@ -131,6 +132,18 @@ void mdt_cells_fix(md_table *t, size_t cell);
 /* Draws the table gathered; prefix (quote bars, list indentation) before
  * every line, `width` the cells of the whole line. */
 void mdt_render(md_doc *d, md_table *t, const md_prefix *prefix, int width, unsigned opts);
+
+/* ---- md4c (md_render.c) --------------------------------------------------------------- */
+
+/* What md4c parses: GitHub's extensions; fenced code only (an answer's
+ * indented lines are prose); HTML only inline (shown as written, <br> a
+ * line break) -- an HTML block would swallow the text after it. */
+#define MD_PARSE_FLAGS                                                                                          \
+    (MD_FLAG_TABLES | MD_FLAG_STRIKETHROUGH | MD_FLAG_TASKLISTS | MD_FLAG_PERMISSIVEAUTOLINKS |                 \
+     MD_FLAG_NOINDENTEDCODEBLOCKS | MD_FLAG_NOHTMLBLOCKS)
+/* NUL bytes after the text md4c is given (see md_render.c's walk()); the
+ * fuzz target checks md4c reads no further. */
+#define MD_SOURCE_PAD 16
 
 /* Scratch of md_render (md_doc.scratch): md_render.c's walker state. */
 struct md_scratch;

@@ -24,13 +24,6 @@
 #define MAX_LANG 47         /* bytes of a code block's language tag kept */
 #define NONE ((size_t)-1)
 
-/* What md4c parses: GitHub's extensions; fenced code only (an answer's
- * indented lines are prose); HTML only inline (shown as written, <br> a
- * line break) -- an HTML block would swallow the text after it. */
-#define PARSE_FLAGS                                                                                           \
-    (MD_FLAG_TABLES | MD_FLAG_STRIKETHROUGH | MD_FLAG_TASKLISTS | MD_FLAG_PERMISSIVEAUTOLINKS |               \
-     MD_FLAG_NOINDENTEDCODEBLOCKS | MD_FLAG_NOHTMLBLOCKS)
-
 typedef enum { CT_QUOTE, CT_LIST, CT_ITEM } container_type;
 
 typedef struct {
@@ -58,6 +51,7 @@ typedef struct {
 } open_mark;
 
 struct md_scratch {
+    sbuf source;            /* the text md4c parses: a copy, MD_SOURCE_PAD NULs after it */
     md_runs runs;           /* the paragraph or heading being gathered */
     md_runs tmp;            /* open markers resolved */
     sbuf code, lang, hrefs, buf;
@@ -124,6 +118,7 @@ void md_scratch_free(md_scratch *s)
 {
     if (!s)
         return;
+    sbuf_free(&s->source);
     mdr_free(&s->runs);
     mdr_free(&s->tmp);
     sbuf_free(&s->code);
@@ -944,7 +939,7 @@ static bool is_br(const char *s, size_t n)
     return i + 1 == n && s[i] == '>';
 }
 
-static int text(MD_TEXTTYPE type, const MD_CHAR *s, MD_SIZE size, void *user)
+static int md_text(MD_TEXTTYPE type, const MD_CHAR *s, MD_SIZE size, void *user)
 {
     walker *w = user;
     if (w->leaf == LEAF_CODE) {
@@ -993,10 +988,21 @@ static md_scratch *scratch_of(md_doc *d)
     return d->scratch;
 }
 
-static int walk(walker *w)
+/* Parses text[0..n) with md4c, from a copy followed by NULs: md4c 0.4.8
+ * reads past the end it is given (a link destination at the very end,
+ * "[a](b", looks at the byte after; a ')' there made it report a text of
+ * 3 GB), and a streaming answer's text goes on in memory after n. */
+static int walk(walker *w, const char *text, size_t n)
 {
-    MD_PARSER parser = {0, PARSE_FLAGS, enter_block, leave_block, enter_span, leave_span, text, NULL, NULL};
-    return md_parse(w->src, (MD_SIZE)w->n, &parser, w);
+    static const char pad[MD_SOURCE_PAD];
+    sbuf *src = &w->s->source;
+    sbuf_clear(src);
+    sbuf_add(src, text ? text : "", n);
+    sbuf_add(src, pad, sizeof pad);
+    w->src = sbuf_str(src);
+    w->n = n;
+    MD_PARSER parser = {0, MD_PARSE_FLAGS, enter_block, leave_block, enter_span, leave_span, md_text, NULL, NULL};
+    return md_parse(w->src, (MD_SIZE)n, &parser, w);
 }
 
 /* md4c's sizes are 32-bit. */
@@ -1059,8 +1065,8 @@ void md_render(md_doc *d, const char *text, size_t n, int width, unsigned opts)
     }
     if (opts & MDR_OPT_STREAMING)
         n = streaming_cut(text, n);
-    walker w = {.d = d, .s = s, .src = text ? text : "", .n = n, .width = width, .opts = opts};
-    if (walk(&w) != 0) { /* md4c ran out of memory: the text as written */
+    walker w = {.d = d, .s = s, .width = width, .opts = opts};
+    if (walk(&w, text, n) != 0) { /* md4c ran out of memory: the text as written */
         doc_reset(d);
         render_raw(d, text, n, width);
         return;
@@ -1073,8 +1079,8 @@ size_t md_code_blocks(const char *text, size_t n, md_code_block **out)
     md_scratch *s = calloc(1, sizeof *s);
     if (!s)
         abort();
-    walker w = {.s = s, .src = text ? text : "", .n = parse_size(n)};
-    if (walk(&w) != 0) {
+    walker w = {.s = s};
+    if (walk(&w, text, parse_size(n)) != 0) {
         md_code_blocks_free(w.blocks, w.n_blocks);
         w.blocks = NULL;
         w.n_blocks = 0;
