@@ -178,6 +178,12 @@ static void test_unclosed_markers(void)
     /* A delimiter row being written does not flash as text. */
     EXPECT("| a | b |\n|---|--", 80, MDR_OPT_STREAMING, "| a | b |\n");
     EXPECT("| a | b |\n|---|--", 80, 0, "| a | b |\n|---|--\n");
+    /* A prefix of a longer text: md4c 0.4.8 reads the byte after a link
+     * destination at the end ("[](a" with ')' next reported a 3 GB text). */
+    md_render(&doc, "see [](a) and [x](b)", 8, 80, MDR_OPT_STREAMING);
+    CHECK(doc.n_lines == 1 && doc.lines[0].width == 8, "prefix of a link: %zu lines, %d wide", doc.n_lines, doc.n_lines ? doc.lines[0].width : -1);
+    md_render(&doc, "[x](b)", 5, 80, MDR_OPT_STREAMING);
+    CHECK(doc.n_lines == 1 && doc.lines[0].width == 5, "prefix of a link: %zu lines", doc.n_lines);
     /* A streaming prefix of a fenced block is code to the end. */
     EXPECT("x\n```sh\nls -l *.c", 80, MDR_OPT_STREAMING, "x\nsh\nls -l *.c\n");
     CHECK(kind_of("ls -l *.c") == MDR_SPAN_CODE, "open fence is code");
