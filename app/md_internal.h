@@ -46,6 +46,8 @@ void mdr_copy(md_runs *r, const char *s, size_t n, uint8_t flags);
 void mdr_seal(md_runs *r);
 /* Drops runs [first ..) and their text. */
 void mdr_truncate(md_runs *r, size_t first);
+/* Drops the text from byte `off` on (and the runs it leaves empty). */
+void mdr_cut(md_runs *r, size_t off);
 /* Appends what the HTML entity s[0..n) ("&amp;", "&#233;", "&#x1F600;")
  * stands for, or the entity as written when it names nothing we know. */
 void mdr_add_entity(md_runs *r, const char *s, size_t n, uint8_t flags);

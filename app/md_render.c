@@ -547,6 +547,33 @@ static void link_leave(walker *w)
 
 /* ---- blocks ------------------------------------------------------------------------------ */
 
+/* A streaming paragraph whose last line is a table's delimiter row still
+ * being written ("| a | b |" over "|---|--") would show as text for a token
+ * or two: that line waits. */
+static void hold_delimiter_row(walker *w, md_runs *r)
+{
+    if (!(w->opts & MDR_OPT_STREAMING) || w->leaf_start == NONE || !reaches_end(w))
+        return;
+    size_t ls = line_start(w, w->leaf_end - 1), le = line_end(w, ls);
+    if (ls <= w->leaf_start)
+        return;
+    bool bar = false;
+    for (size_t p = ls; p < le; p++) {
+        char c = w->src[p];
+        if (c != '|' && c != '-' && c != ':' && c != ' ' && c != '\t' && c != '>')
+            return;
+        bar |= c == '|';
+    }
+    size_t ps = line_start(w, ls - 1);
+    const char *nl = r->text.len ? memrchr(r->text.s, '\n', r->text.len) : NULL;
+    if (!bar || !memchr(w->src + ps, '|', ls - ps) || !nl)
+        return;
+    size_t cut = (size_t)(nl - r->text.s);
+    mdr_cut(r, cut);
+    while (w->n_marks && w->s->marks[w->n_marks - 1].off >= cut)
+        w->n_marks--;
+}
+
 static void flush_inline(walker *w)
 {
     if (w->leaf != LEAF_INLINE)
@@ -555,6 +582,7 @@ static void flush_inline(walker *w)
     if (!w->d)
         return;
     md_runs *r = w->target;
+    hold_delimiter_row(w, r);
     if (streaming_tail(w))
         resolve_marks(w, r, 0);
     block_gap(w, w->leaf_start);
@@ -1011,28 +1039,6 @@ static size_t parse_size(size_t n)
     return n > UINT_MAX ? UINT_MAX : n;
 }
 
-/* A streaming answer's last line that is a table's delimiter row still
- * being written ("|---|--") would show as text for a token or two. */
-static size_t streaming_cut(const char *t, size_t n)
-{
-    size_t ls = n;
-    while (ls > 0 && t[ls - 1] != '\n')
-        ls--;
-    if (ls == n || ls == 0)
-        return n;
-    bool bar = false;
-    for (size_t i = ls; i < n; i++) {
-        char c = t[i];
-        if (c != '|' && c != '-' && c != ':' && c != ' ' && c != '\t' && c != '>')
-            return n;
-        bar |= c == '|';
-    }
-    size_t ps = ls - 1;
-    while (ps > 0 && t[ps - 1] != '\n')
-        ps--;
-    return bar && memchr(t + ps, '|', ls - 1 - ps) ? ls : n;
-}
-
 static void render_raw(md_doc *d, const char *text, size_t n, int width)
 {
     md_runs *runs = &d->scratch->runs;
@@ -1063,8 +1069,6 @@ void md_render(md_doc *d, const char *text, size_t n, int width, unsigned opts)
         render_raw(d, text, n, width);
         return;
     }
-    if (opts & MDR_OPT_STREAMING)
-        n = streaming_cut(text, n);
     walker w = {.d = d, .s = s, .width = width, .opts = opts};
     if (walk(&w, text, n) != 0) { /* md4c ran out of memory: the text as written */
         doc_reset(d);

@@ -107,6 +107,20 @@ void mdr_truncate(md_runs *r, size_t first)
     r->sealed = true;
 }
 
+void mdr_cut(md_runs *r, size_t off)
+{
+    if (off >= r->text.len)
+        return;
+    while (r->n && r->runs[r->n - 1].off >= off)
+        r->n--;
+    if (r->n && r->runs[r->n - 1].off + r->runs[r->n - 1].len > off)
+        r->runs[r->n - 1].len = off - r->runs[r->n - 1].off;
+    r->text.len = off;
+    r->text.s[off] = 0;
+    r->col = 0;
+    r->col_off = off;
+}
+
 /* ---- entities ------------------------------------------------------------------------- */
 
 /* The named entities answers use; others show as written.  (HTML has some
