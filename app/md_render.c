@@ -31,7 +31,7 @@ typedef struct {
     bool ordered;           /* CT_LIST */
     char delim;             /* CT_LIST, ordered: '.' or ')' */
     unsigned next;          /* CT_LIST, ordered: the next item's number */
-    int lists;              /* CT_LIST, CT_ITEM: lists around it, its own included */
+    int lists;              /* lists around it (a list: its own included) */
     bool pending;           /* CT_ITEM: its marker is not drawn yet */
     uint8_t marker_len;     /* CT_ITEM */
     int marker_w;
@@ -79,6 +79,7 @@ typedef struct {
     size_t prev_end;        /* the source offset after the last block drawn */
     int em, strong, del, code_span;
     size_t n_links;
+    size_t target_bytes;    /* link targets md4c has read (target_budget()) */
     /* the leaf block open */
     int leaf;
     int heading;
@@ -206,10 +207,27 @@ static bool blank_line_between(const walker *w, size_t from, size_t to)
     return false;
 }
 
-/* The line at ls is a fence of at least 3 `ch` and nothing after. */
+/* After a list item's marker ("-", "*", "+", "12.", "3)" and a space) at p,
+ * or p when there is none. */
+static size_t skip_item_marker(const walker *w, size_t p, size_t le)
+{
+    size_t q = p;
+    while (q < le && q - p < 9 && w->src[q] >= '0' && w->src[q] <= '9')
+        q++;
+    if (q < le && (q > p ? (w->src[q] == '.' || w->src[q] == ')') : (w->src[q] == '-' || w->src[q] == '*' || w->src[q] == '+')) &&
+        q + 1 < le && (w->src[q + 1] == ' ' || w->src[q + 1] == '\t'))
+        return q + 1;
+    return p;
+}
+
+/* The line at ls is a fence of at least 3 `ch` and nothing after (after
+ * container markers: "> - ```"). */
 static bool fence_line(const walker *w, size_t ls, char ch)
 {
-    size_t le = line_end(w, ls), p = skip_markers(w, ls, le), k = p;
+    size_t le = line_end(w, ls), p = skip_markers(w, ls, le);
+    for (size_t q; (q = skip_item_marker(w, p, le)) != p;)
+        p = skip_markers(w, q, le);
+    size_t k = p;
     while (k < le && w->src[k] == ch)
         k++;
     return k - p >= 3 && blank_from(w, k, le);
@@ -217,7 +235,7 @@ static bool fence_line(const walker *w, size_t ls, char ch)
 
 /* The line at ls is a thematic break (after quote markers and list item
  * markers). */
-static bool rule_line(const walker *w, size_t ls)
+static bool rule_line(const walker *w, size_t ls, char unused)
 {
     size_t le = line_end(w, ls);
     for (int tries = 0; tries < 8; tries++) {
@@ -235,19 +253,25 @@ static bool rule_line(const walker *w, size_t ls)
         }
         if (ok && count >= 3)
             return true;
-        /* "- ---": a list item's marker first */
-        size_t q = p;
-        while (q < le && w->src[q] >= '0' && w->src[q] <= '9')
-            q++;
-        if (q < le && (q > p ? (w->src[q] == '.' || w->src[q] == ')') : (w->src[q] == '-' || w->src[q] == '*' || w->src[q] == '+')))
-            q++;
-        else
-            return false;
-        if (q < le && w->src[q] != ' ' && w->src[q] != '\t')
+        size_t q = skip_item_marker(w, p, le); /* "- ---": an item's marker first */
+        if (q == p)
             return false;
         ls = q;
     }
     return false;
+}
+
+/* The line of a block that has no text (a rule, an empty code block): the
+ * first line after the last block that is not blank, if `is` it. */
+static size_t next_line_if(const walker *w, bool (*is)(const walker *, size_t, char), char ch)
+{
+    for (size_t ls = w->any ? line_end(w, w->prev_end) + 1 : 0; ls < w->n; ls = line_end(w, ls) + 1) {
+        if (is(w, ls, ch))
+            return ls;
+        if (!blank_from(w, ls, line_end(w, ls)))
+            return NONE;
+    }
+    return NONE;
 }
 
 static bool ascii_punct(unsigned char c)
@@ -496,8 +520,21 @@ static void attribute(sbuf *out, const MD_ATTRIBUTE *a)
     }
 }
 
-static void link_enter(walker *w, const MD_ATTRIBUTE *href)
+/* md4c 0.4.8 reads a link's whole target at every link: one long target
+ * of a reference definition used by many "[a]" costs their product (60 KB
+ * of text took 0.7 s).  Past this many target bytes in all, the walk stops
+ * and the text shows as written. */
+static size_t target_budget(size_t n)
 {
+    return 16 * n + ((size_t)1 << 20);
+}
+
+/* False when the targets read so far are over the budget. */
+static bool link_enter(walker *w, const MD_ATTRIBUTE *href)
+{
+    w->target_bytes += href->size;
+    if (w->target_bytes > target_budget(w->n))
+        return false;
     if (w->leaf == LEAF_NONE)
         begin_inline(w, 0);
     md_scratch *s = w->s;
@@ -509,6 +546,7 @@ static void link_enter(walker *w, const MD_ATTRIBUTE *href)
     attribute(&s->hrefs, href);
     l->href_len = s->hrefs.len - l->href_off;
     l->text_off = w->target->text.len;
+    return true;
 }
 
 /* The target shows after the text, unless it is the text (autolinks). */
@@ -646,10 +684,7 @@ static size_t code_fence_line(const walker *w)
             ls = line_start(w, ls - 1);
         return ls;
     }
-    for (size_t ls = w->any ? line_end(w, w->prev_end) + 1 : 0; ls < w->n; ls = line_end(w, ls) + 1)
-        if (fence_line(w, ls, w->fence))
-            return ls;
-    return NONE;
+    return next_line_if(w, fence_line, w->fence);
 }
 
 static void flush_code(walker *w)
@@ -701,12 +736,7 @@ static void flush_code(walker *w)
 
 static void draw_rule(walker *w)
 {
-    size_t at = NONE;
-    for (size_t ls = w->any ? line_end(w, w->prev_end) + 1 : 0; ls < w->n; ls = line_end(w, ls) + 1)
-        if (rule_line(w, ls)) {
-            at = ls;
-            break;
-        }
+    size_t at = next_line_if(w, rule_line, 0);
     block_gap(w, at);
     md_prefix first, cont;
     block_prefixes(w, &first, &cont);
@@ -786,9 +816,7 @@ static void pop(walker *w)
 
 static void list_enter(walker *w, bool ordered, unsigned start, char delim)
 {
-    int lists = 1;
-    for (size_t i = 0; i < w->depth; i++)
-        lists += w->s->stack[i].type == CT_LIST;
+    int lists = (w->depth ? w->s->stack[w->depth - 1].lists : 0) + 1;
     container *c = push(w, CT_LIST);
     c->ordered = ordered;
     c->next = start;
@@ -798,10 +826,8 @@ static void list_enter(walker *w, bool ordered, unsigned start, char delim)
 
 static void item_enter(walker *w, const MD_BLOCK_LI_DETAIL *li)
 {
-    container *list = NULL;
-    for (size_t i = w->depth; i-- > 0 && !list;)
-        if (w->s->stack[i].type == CT_LIST)
-            list = &w->s->stack[i];
+    /* md4c opens an item right inside its list. */
+    container *list = w->depth && w->s->stack[w->depth - 1].type == CT_LIST ? &w->s->stack[w->depth - 1] : NULL;
     char marker[32];
     bool ascii = w->opts & MDR_OPT_ASCII;
     const char *box = li->is_task ? (li->task_mark == ' ' ? "[ ]" : "[x]") : NULL;
@@ -840,9 +866,11 @@ static int enter_block(MD_BLOCKTYPE type, void *detail, void *user)
     if (type != MD_BLOCK_TH && type != MD_BLOCK_TD)
         flush_inline(w);
     switch (type) {
-    case MD_BLOCK_QUOTE:
-        push(w, CT_QUOTE);
+    case MD_BLOCK_QUOTE: {
+        int lists = w->depth ? w->s->stack[w->depth - 1].lists : 0;
+        push(w, CT_QUOTE)->lists = lists;
         break;
+    }
     case MD_BLOCK_UL:
         list_enter(w, false, 1, 0);
         break;
@@ -929,8 +957,8 @@ static int enter_span(MD_SPANTYPE type, void *detail, void *user)
     case MD_SPAN_STRONG: w->strong++; break;
     case MD_SPAN_DEL: w->del++; break;
     case MD_SPAN_CODE: w->code_span++; break;
-    case MD_SPAN_A: link_enter(w, &((const MD_SPAN_A_DETAIL *)detail)->href); break;
-    case MD_SPAN_IMG: link_enter(w, &((const MD_SPAN_IMG_DETAIL *)detail)->src); break;
+    case MD_SPAN_A: return link_enter(w, &((const MD_SPAN_A_DETAIL *)detail)->href) ? 0 : -1;
+    case MD_SPAN_IMG: return link_enter(w, &((const MD_SPAN_IMG_DETAIL *)detail)->src) ? 0 : -1;
     default: break;
     }
     return 0;
@@ -1070,7 +1098,7 @@ void md_render(md_doc *d, const char *text, size_t n, int width, unsigned opts)
         return;
     }
     walker w = {.d = d, .s = s, .width = width, .opts = opts};
-    if (walk(&w, text, n) != 0) { /* md4c ran out of memory: the text as written */
+    if (walk(&w, text, n) != 0) { /* out of md4c's memory or the link budget: the text as written */
         doc_reset(d);
         render_raw(d, text, n, width);
         return;

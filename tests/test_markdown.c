@@ -130,6 +130,8 @@ static void test_links(void)
     CHECK(flags_of("bold link") == (MDR_BOLD | MDR_LINK), "styled link text");
 }
 
+static void check_doc(const char *text, size_t n, int width, unsigned opts, const char *what);
+
 static void test_entities_html_autolinks(void)
 {
     /* Entities: named ones we know, numbers; unknown names and bad numbers as
@@ -150,6 +152,20 @@ static void test_entities_html_autolinks(void)
         sbuf_addc(&t, 'u');
     render(sbuf_str(&t), 80, 0);
     CHECK(doc.text.len < 600, "the target is cut: %zu bytes of text", doc.text.len);
+    /* Used 10,000 times, a 30 KB target would have md4c read 300 MB: past
+     * its budget the answer shows as written. */
+    sbuf_clear(&t);
+    sbuf_adds(&t, "[a]: http://");
+    for (int i = 0; i < 30000; i++)
+        sbuf_addc(&t, 'u');
+    sbuf_adds(&t, "\n\n");
+    for (int i = 0; i < 10000; i++)
+        sbuf_adds(&t, "[a]");
+    render(sbuf_str(&t), 80, 0);
+    CHECK(doc.n_lines > 1 && !strncmp(md_span_text(&doc, &doc.spans[0]), "[a]:", 4) &&
+              !strncmp(md_span_text(&doc, &doc.spans[doc.lines[1].first]), "http://uuu", 10),
+          "shown as written: '%.20s'", doc.n_lines ? md_span_text(&doc, &doc.spans[0]) : "");
+    check_doc(sbuf_str(&t), t.len, 80, 0, "over the link budget");
     sbuf_free(&t);
 }
 
@@ -292,6 +308,7 @@ static void test_code_block_list(void)
         {"```\na\n\n\n```", true, 3},  {"```\na\n\n\n", false, 3}, {"```\n```", true, 0},
         {"```", false, 0},              {"~~~~\n~~~\n~~~~", true, 1},  {"> ```\n> x\n> ```\n", true, 1},
         {"- ```\n  x\n\n  ```", true, 2}, {"text\n```py", false, 0},  {"```\n\n\n```\nz", true, 2},
+        {"- ```\n  ```", true, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         n = md_code_blocks(cases[i].md, strlen(cases[i].md), &b);
