@@ -4,6 +4,7 @@
  *   md_render.c  md4c's callbacks: the container stack (quotes, lists,
  *                items), inline text gathered into styled runs, blocks
  *                drawn as they end; md_code_blocks() on the same walk
+ *   md_source.c  what md4c does not report, read from the source
  *   md_runs.c    styled runs of sanitized text; HTML entities
  *   md_lines.c   the doc's lines and spans: prefixes, wrapping runs, code
  *   md_table.c   a table's cells -> aligned rows, or "header: value" records
@@ -20,6 +21,11 @@
 #include "md_render.h"
 
 /* ---- styled runs (md_runs.c) ----------------------------------------------------------- */
+
+/* p with room for `need` elements of `size` bytes (*cap grows by doubling);
+ * out of memory aborts.  Assign the result before taking any pointer into
+ * the array: the old one may be gone. */
+void *md_grow(void *p, size_t *cap, size_t need, size_t size);
 
 typedef struct {
     size_t off, len;      /* bytes in the run text (sanitized; '\n' marks a line break) */
@@ -134,6 +140,44 @@ void mdt_cells_fix(md_table *t, size_t cell);
 /* Draws the table gathered; prefix (quote bars, list indentation) before
  * every line, `width` the cells of the whole line. */
 void mdt_render(md_doc *d, md_table *t, const md_prefix *prefix, int width, unsigned opts);
+
+/* ---- the source around md4c's text (md_source.c) ------------------------------------------ */
+
+#define MDS_NONE ((size_t)-1)
+
+typedef struct {
+    const char *s;        /* what md4c parses (followed by MD_SOURCE_PAD NULs) */
+    size_t n;
+} md_src;
+
+/* p points into the source (md4c's text does, but for what it makes up:
+ * "\n" of line breaks, a code block's indentation, U+FFFD). */
+bool mds_holds(const md_src *s, const char *p);
+size_t mds_line_end(const md_src *s, size_t p);   /* the '\n' (or n) ending p's line */
+size_t mds_line_start(const md_src *s, size_t p);
+/* A blank line (nothing but container markers) lies wholly between offsets
+ * from and to: two blocks there were written apart. */
+bool mds_blank_line_between(const md_src *s, size_t from, size_t to);
+/* The line at ls (container markers skipped) is a fence of at least three
+ * `ch` and nothing else; a thematic break ("---", "* * *"; ch unused). */
+bool mds_fence_line(const md_src *s, size_t ls, char ch);
+bool mds_rule_line(const md_src *s, size_t ls, char ch);
+/* The first line from ls on that is not blank, if `is` says it is the one
+ * (a block md4c gave no text of: a rule, an empty code block), else MDS_NONE. */
+size_t mds_first_line(const md_src *s, size_t ls, bool (*is)(const md_src *, size_t, char), char ch);
+/* A heading whose text is [start, end): where it ends in the source (a
+ * setext heading's "===" or "---" underline line belongs to it). */
+size_t mds_heading_end(const md_src *s, size_t start, size_t end);
+/* The line at ls holds only | - : and blanks, with a bar, under a line
+ * with a bar: a table's delimiter row (or what will be one). */
+bool mds_delimiter_row(const md_src *s, size_t ls);
+/* The run of `len` markers `ch` (* _ ~ `) at offset `at`, left as text by
+ * md4c, may open emphasis or code that the rest of a streaming answer
+ * closes (CommonMark's flanking rules, simplified to ASCII classes; an
+ * escaped one never). */
+bool mds_may_open(const md_src *s, size_t at, size_t len, char ch);
+/* Nothing but blanks, table bars and quote markers from p to the end. */
+bool mds_reaches_end(const md_src *s, size_t p);
 
 /* ---- md4c (md_render.c) --------------------------------------------------------------- */
 

@@ -10,25 +10,11 @@
 
 #define MIN_CONTENT 10 /* cells of text a prefix leaves at least, when it can */
 
-static void *grow(void *p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return p;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(p, c * size);
-    if (!q)
-        abort();
-    *cap = c;
-    return q;
-}
-
 /* ---- lines and spans -------------------------------------------------------------------- */
 
 void mdo_line_begin(md_doc *d, md_line_kind kind)
 {
-    d->lines = grow(d->lines, &d->cap_lines, d->n_lines + 1, sizeof *d->lines);
+    d->lines = md_grow(d->lines, &d->cap_lines, d->n_lines + 1, sizeof *d->lines);
     md_line *l = &d->lines[d->n_lines++];
     memset(l, 0, sizeof *l);
     l->first = d->n_spans;
@@ -51,7 +37,7 @@ void mdo_span(md_doc *d, md_span_kind kind, uint8_t flags, uint8_t heading, cons
             return;
         }
     }
-    d->spans = grow(d->spans, &d->cap_spans, d->n_spans + 1, sizeof *d->spans);
+    d->spans = md_grow(d->spans, &d->cap_spans, d->n_spans + 1, sizeof *d->spans);
     md_span *sp = &d->spans[d->n_spans++];
     sp->off = d->text.len;
     sp->len = n;

@@ -3,12 +3,9 @@
  * containers (quotes, lists, items) that make each line's prefix, gather a
  * block's inline text into styled runs, and draw the block when it ends.
  * md_code_blocks() takes the same walk without drawing.  See md_internal.h
- * for the map.
- *
- * What md4c does not tell us, we read from the source around the text it
- * hands us (its text pointers point into the source): where a blank line
- * separates two blocks, whether a code fence was closed, and -- for a
- * streaming answer -- which emphasis or code markers are still open. */
+ * for the map; what md4c does not report (blank lines between blocks,
+ * whether a fence closed, a streaming answer's open markers) md_source.c
+ * reads from the source around its text. */
 #include <limits.h>
 #include <md4c.h>
 #include <stdio.h>
@@ -22,7 +19,7 @@
 #define MAX_INDENT 40       /* cells of list indentation; deeper items stop moving right */
 #define MAX_URL_SHOWN 200   /* bytes of a link's target shown (a reference may repeat a long one) */
 #define MAX_LANG 47         /* bytes of a code block's language tag kept */
-#define NONE ((size_t)-1)
+#define NONE MDS_NONE
 
 typedef enum { CT_QUOTE, CT_LIST, CT_ITEM } container_type;
 
@@ -69,8 +66,7 @@ enum { LEAF_NONE, LEAF_INLINE, LEAF_CODE, LEAF_TABLE };
 typedef struct {
     md_doc *d;              /* NULL: only code blocks are gathered (md_code_blocks) */
     md_scratch *s;
-    const char *src;
-    size_t n;
+    md_src src;             /* the source: src.s[0 .. src.n) */
     int width;
     unsigned opts;
     size_t depth;           /* containers open */
@@ -98,20 +94,6 @@ typedef struct {
     md_code_block *blocks;
     size_t n_blocks, cap_blocks;
 } walker;
-
-static void *grow(void *p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return p;
-    size_t c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(p, c * size);
-    if (!q)
-        abort();
-    *cap = c;
-    return q;
-}
 
 /* ---- the doc ------------------------------------------------------------------------ */
 
@@ -153,135 +135,6 @@ void md_line_str(const md_doc *d, const md_line *l, sbuf *out)
         const md_span *s = &d->spans[l->first + i];
         sbuf_add(out, md_span_text(d, s), s->len);
     }
-}
-
-/* ---- reading the source around md4c's text ---------------------------------------------- */
-
-static bool in_source(const walker *w, const char *p)
-{
-    return p >= w->src && p < w->src + w->n;
-}
-
-static size_t line_end(const walker *w, size_t p)
-{
-    const char *nl = p < w->n ? memchr(w->src + p, '\n', w->n - p) : NULL;
-    return nl ? (size_t)(nl - w->src) : w->n;
-}
-
-static size_t line_start(const walker *w, size_t p)
-{
-    while (p > 0 && w->src[p - 1] != '\n')
-        p--;
-    return p;
-}
-
-/* The offset after the container markers and indentation of the line at p
- * (quote markers '>', spaces, tabs). */
-static size_t skip_markers(const walker *w, size_t p, size_t end)
-{
-    while (p < end && (w->src[p] == ' ' || w->src[p] == '\t' || w->src[p] == '>'))
-        p++;
-    return p;
-}
-
-static bool blank_from(const walker *w, size_t p, size_t end)
-{
-    for (; p < end; p++)
-        if (w->src[p] != ' ' && w->src[p] != '\t' && w->src[p] != '\r' && w->src[p] != '>')
-            return false;
-    return true;
-}
-
-/* A blank line (nothing but container markers) lies wholly between from and
- * to: the two blocks there were written apart. */
-static bool blank_line_between(const walker *w, size_t from, size_t to)
-{
-    for (size_t ls = line_end(w, from) + 1; ls < to && ls <= w->n;) {
-        size_t le = line_end(w, ls);
-        if (le >= to)
-            return false;
-        if (blank_from(w, ls, le))
-            return true;
-        ls = le + 1;
-    }
-    return false;
-}
-
-/* After a list item's marker ("-", "*", "+", "12.", "3)" and a space) at p,
- * or p when there is none. */
-static size_t skip_item_marker(const walker *w, size_t p, size_t le)
-{
-    size_t q = p;
-    while (q < le && q - p < 9 && w->src[q] >= '0' && w->src[q] <= '9')
-        q++;
-    if (q < le && (q > p ? (w->src[q] == '.' || w->src[q] == ')') : (w->src[q] == '-' || w->src[q] == '*' || w->src[q] == '+')) &&
-        q + 1 < le && (w->src[q + 1] == ' ' || w->src[q + 1] == '\t'))
-        return q + 1;
-    return p;
-}
-
-/* The line at ls is a fence of at least 3 `ch` and nothing after (after
- * container markers: "> - ```"). */
-static bool fence_line(const walker *w, size_t ls, char ch)
-{
-    size_t le = line_end(w, ls), p = skip_markers(w, ls, le);
-    for (size_t q; (q = skip_item_marker(w, p, le)) != p;)
-        p = skip_markers(w, q, le);
-    size_t k = p;
-    while (k < le && w->src[k] == ch)
-        k++;
-    return k - p >= 3 && blank_from(w, k, le);
-}
-
-/* The line at ls is a thematic break (after quote markers and list item
- * markers). */
-static bool rule_line(const walker *w, size_t ls, char unused)
-{
-    size_t le = line_end(w, ls);
-    for (int tries = 0; tries < 8; tries++) {
-        size_t p = skip_markers(w, ls, le);
-        char c = 0;
-        int count = 0;
-        bool ok = true;
-        for (size_t i = p; i < le && ok; i++) {
-            char x = w->src[i];
-            if (x == ' ' || x == '\t' || x == '\r')
-                continue;
-            ok = (x == '-' || x == '*' || x == '_') && (!c || x == c);
-            c = x;
-            count++;
-        }
-        if (ok && count >= 3)
-            return true;
-        size_t q = skip_item_marker(w, p, le); /* "- ---": an item's marker first */
-        if (q == p)
-            return false;
-        ls = q;
-    }
-    return false;
-}
-
-/* The line of a block that has no text (a rule, an empty code block): the
- * first line after the last block that is not blank, if `is` it. */
-static size_t next_line_if(const walker *w, bool (*is)(const walker *, size_t, char), char ch)
-{
-    for (size_t ls = w->any ? line_end(w, w->prev_end) + 1 : 0; ls < w->n; ls = line_end(w, ls) + 1) {
-        if (is(w, ls, ch))
-            return ls;
-        if (!blank_from(w, ls, line_end(w, ls)))
-            return NONE;
-    }
-    return NONE;
-}
-
-static bool ascii_punct(unsigned char c)
-{
-    return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~');
-}
-
-static bool white(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
 /* ---- prefixes --------------------------------------------------------------------------- */
@@ -338,7 +191,7 @@ static void block_prefixes(walker *w, md_prefix *first, md_prefix *cont)
  * a blank line where the text has one. */
 static void block_gap(walker *w, size_t start)
 {
-    if (w->any && start != NONE && start > w->prev_end && blank_line_between(w, w->prev_end, start)) {
+    if (w->any && start != NONE && start > w->prev_end && mds_blank_line_between(&w->src, w->prev_end, start)) {
         md_prefix bars;
         make_prefix(w, w->common, false, &bars);
         mdp_bars_only(&bars);
@@ -365,9 +218,9 @@ static uint8_t flags_now(const walker *w)
 
 static void note_source(walker *w, const char *s, size_t n)
 {
-    if (!in_source(w, s))
+    if (!mds_holds(&w->src, s))
         return;
-    size_t off = (size_t)(s - w->src);
+    size_t off = (size_t)(s - w->src.s);
     if (w->leaf_start == NONE || off < w->leaf_start)
         w->leaf_start = off;
     if (off + n > w->leaf_end)
@@ -386,37 +239,11 @@ static void begin_inline(walker *w, int heading)
     w->n_marks = 0;
 }
 
-/* The run of `len` markers `ch` at source offset `at`, left as text by
- * md4c: may it open emphasis or code that the rest of a streaming answer
- * closes?  CommonMark's flanking rules, simplified (ASCII classes). */
-static bool may_open(const walker *w, size_t at, size_t len, char ch)
-{
-    size_t bs = 0;
-    while (bs < at && w->src[at - 1 - bs] == '\\')
-        bs++;
-    if (bs % 2)
-        return false; /* escaped */
-    char prev = at ? w->src[at - 1] : ' ';
-    bool prev_ws = at == 0 || white(prev), prev_p = !prev_ws && ascii_punct((unsigned char)prev);
-    if (at + len >= w->n) /* at the very end: it may open what comes next */
-        return ch == '`' || prev_ws || prev_p;
-    if (ch == '`')
-        return true;
-    char next = w->src[at + len];
-    bool next_ws = white(next), next_p = !next_ws && ascii_punct((unsigned char)next);
-    bool left = !next_ws && (!next_p || prev_ws || prev_p);
-    if (ch == '~')
-        return left && len <= 2;
-    if (ch == '_')
-        return left && (prev_ws || prev_p);
-    return left;
-}
-
 /* Normal text; in a streaming answer, marker runs that may open are noted. */
 static void add_text(walker *w, const char *s, size_t n)
 {
     uint8_t f = flags_now(w);
-    if (!(w->opts & MDR_OPT_STREAMING) || !in_source(w, s) || w->code_span) {
+    if (!(w->opts & MDR_OPT_STREAMING) || !mds_holds(&w->src, s) || w->code_span) {
         mdr_add(w->target, s, n, f);
         return;
     }
@@ -424,7 +251,7 @@ static void add_text(walker *w, const char *s, size_t n)
         w->n_marks = 0; /* only the last cell's marks can still open */
         w->marks_cell = w->n_cells;
     }
-    size_t at = (size_t)(s - w->src), seg = 0;
+    size_t at = (size_t)(s - w->src.s), seg = 0;
     for (size_t i = 0; i < n;) {
         char c = s[i];
         if (c != '*' && c != '_' && c != '~' && c != '`') {
@@ -434,9 +261,9 @@ static void add_text(walker *w, const char *s, size_t n)
         size_t k = i;
         while (k < n && s[k] == c)
             k++;
-        if (may_open(w, at + i, k - i, c)) {
+        if (mds_may_open(&w->src, at + i, k - i, c)) {
             mdr_add(w->target, s + seg, i - seg, f);
-            w->s->marks = grow(w->s->marks, &w->s->cap_marks, w->n_marks + 1, sizeof *w->s->marks);
+            w->s->marks = md_grow(w->s->marks, &w->s->cap_marks, w->n_marks + 1, sizeof *w->s->marks);
             w->s->marks[w->n_marks++] = (open_mark){w->target->text.len, k - i, c};
             mdr_add(w->target, s + i, k - i, f);
             seg = k;
@@ -483,19 +310,9 @@ static void resolve_marks(walker *w, md_runs *r, size_t first_run)
         mdr_copy(r, sbuf_str(&t->text) + t->runs[k].off, t->runs[k].len, t->runs[k].flags);
 }
 
-/* The block's text reaches the end of the answer (only table bars, quote
- * markers and blanks after it): it may still grow. */
-static bool reaches_end(const walker *w)
-{
-    for (size_t p = w->leaf_end; p < w->n; p++)
-        if (!white(w->src[p]) && w->src[p] != '|' && w->src[p] != '>')
-            return false;
-    return true;
-}
-
 static bool streaming_tail(const walker *w)
 {
-    return (w->opts & MDR_OPT_STREAMING) && w->n_marks && w->leaf_start != NONE && reaches_end(w);
+    return (w->opts & MDR_OPT_STREAMING) && w->n_marks && w->leaf_start != NONE && mds_reaches_end(&w->src, w->leaf_end);
 }
 
 /* ---- links ----------------------------------------------------------------------------- */
@@ -533,14 +350,14 @@ static size_t target_budget(size_t n)
 static bool link_enter(walker *w, const MD_ATTRIBUTE *href)
 {
     w->target_bytes += href->size;
-    if (w->target_bytes > target_budget(w->n))
+    if (w->target_bytes > target_budget(w->src.n))
         return false;
     if (w->leaf == LEAF_NONE)
         begin_inline(w, 0);
     md_scratch *s = w->s;
     if (!w->n_links)
         sbuf_clear(&s->hrefs);
-    s->links = grow(s->links, &s->cap_links, w->n_links + 1, sizeof *s->links);
+    s->links = md_grow(s->links, &s->cap_links, w->n_links + 1, sizeof *s->links);
     open_link *l = &s->links[w->n_links++];
     l->href_off = s->hrefs.len;
     attribute(&s->hrefs, href);
@@ -590,21 +407,11 @@ static void link_leave(walker *w)
  * or two: that line waits. */
 static void hold_delimiter_row(walker *w, md_runs *r)
 {
-    if (!(w->opts & MDR_OPT_STREAMING) || w->leaf_start == NONE || !reaches_end(w))
+    if (!(w->opts & MDR_OPT_STREAMING) || w->leaf_start == NONE || !mds_reaches_end(&w->src, w->leaf_end))
         return;
-    size_t ls = line_start(w, w->leaf_end - 1), le = line_end(w, ls);
-    if (ls <= w->leaf_start)
-        return;
-    bool bar = false;
-    for (size_t p = ls; p < le; p++) {
-        char c = w->src[p];
-        if (c != '|' && c != '-' && c != ':' && c != ' ' && c != '\t' && c != '>')
-            return;
-        bar |= c == '|';
-    }
-    size_t ps = line_start(w, ls - 1);
+    size_t ls = mds_line_start(&w->src, w->leaf_end - 1);
     const char *nl = r->text.len ? memrchr(r->text.s, '\n', r->text.len) : NULL;
-    if (!bar || !memchr(w->src + ps, '|', ls - ps) || !nl)
+    if (ls <= w->leaf_start || !nl || !mds_delimiter_row(&w->src, ls))
         return;
     size_t cut = (size_t)(nl - r->text.s);
     mdr_cut(r, cut);
@@ -630,17 +437,7 @@ static void flush_inline(walker *w)
              (uint8_t)w->heading);
     if (w->leaf_start == NONE)
         return;
-    w->prev_end = w->leaf_end;
-    /* A setext heading's underline belongs to it. */
-    size_t ls = line_start(w, w->leaf_start), lp = skip_markers(w, ls, w->leaf_end);
-    size_t next = line_end(w, w->leaf_end) + 1;
-    if (w->heading && (lp >= w->n || w->src[lp] != '#') && next < w->n) {
-        size_t le = line_end(w, next), p = skip_markers(w, next, le), k = p;
-        while (k < le && (w->src[k] == '=' || w->src[k] == '-'))
-            k++;
-        if (k > p && blank_from(w, k, le))
-            w->prev_end = le;
-    }
+    w->prev_end = w->heading ? mds_heading_end(&w->src, w->leaf_start, w->leaf_end) : w->leaf_end;
 }
 
 static void code_enter(walker *w, const MD_BLOCK_CODE_DETAIL *cd)
@@ -650,7 +447,7 @@ static void code_enter(walker *w, const MD_BLOCK_CODE_DETAIL *cd)
     w->leaf_start = NONE;
     w->leaf_end = 0;
     w->nl_before = w->nl_after = 0;
-    w->info_at = cd->info.size && in_source(w, cd->info.text) ? (size_t)(cd->info.text - w->src) : NONE;
+    w->info_at = cd->info.size && mds_holds(&w->src, cd->info.text) ? (size_t)(cd->info.text - w->src.s) : NONE;
     sbuf_clear(&w->s->code);
     sbuf_clear(&w->s->lang);
     attribute(&w->s->lang, &cd->lang);
@@ -661,7 +458,7 @@ static void code_enter(walker *w, const MD_BLOCK_CODE_DETAIL *cd)
 static void code_text(walker *w, const char *s, size_t n)
 {
     sbuf_add(&w->s->code, s, n);
-    if (in_source(w, s)) {
+    if (mds_holds(&w->src, s)) {
         note_source(w, s, n);
         w->nl_after = 0;
     } else if (n == 1 && s[0] == '\n') {
@@ -672,19 +469,25 @@ static void code_text(walker *w, const char *s, size_t n)
     }
 }
 
+/* The first line after the last block drawn. */
+static size_t after_last_block(const walker *w)
+{
+    return w->any ? mds_line_end(&w->src, w->prev_end) + 1 : 0;
+}
+
 /* The code block's opening fence line: from its info string, or back from
  * its first line, or the first fence after the last block. */
 static size_t code_fence_line(const walker *w)
 {
     if (w->info_at != NONE)
-        return line_start(w, w->info_at);
+        return mds_line_start(&w->src, w->info_at);
     if (w->leaf_start != NONE) {
-        size_t ls = line_start(w, w->leaf_start);
+        size_t ls = mds_line_start(&w->src, w->leaf_start);
         for (size_t k = 0; k <= w->nl_before && ls > 0; k++)
-            ls = line_start(w, ls - 1);
+            ls = mds_line_start(&w->src, ls - 1);
         return ls;
     }
-    return next_line_if(w, fence_line, w->fence);
+    return mds_first_line(&w->src, after_last_block(w), mds_fence_line, w->fence);
 }
 
 static void flush_code(walker *w)
@@ -694,13 +497,13 @@ static void flush_code(walker *w)
     uint32_t index = ++w->n_code;
     /* Closed: the line after its last one (blank lines in it counted) is a fence. */
     size_t fence = code_fence_line(w);
-    size_t after = w->leaf_start != NONE ? line_end(w, w->leaf_end) + 1 : fence != NONE ? line_end(w, fence) + 1 : w->n;
+    size_t after = w->leaf_start != NONE ? mds_line_end(&w->src, w->leaf_end) + 1 : fence != NONE ? mds_line_end(&w->src, fence) + 1 : w->src.n;
     size_t skip = w->leaf_start != NONE ? (w->nl_after ? w->nl_after - 1 : 0) : w->nl_before;
-    for (size_t k = 0; k < skip && after < w->n; k++)
-        after = line_end(w, after) + 1;
-    bool closed = after < w->n && fence_line(w, after, w->fence);
+    for (size_t k = 0; k < skip && after < w->src.n; k++)
+        after = mds_line_end(&w->src, after) + 1;
+    bool closed = after < w->src.n && mds_fence_line(&w->src, after, w->fence);
     if (!w->d) {
-        w->blocks = grow(w->blocks, &w->cap_blocks, w->n_blocks + 1, sizeof *w->blocks);
+        w->blocks = md_grow(w->blocks, &w->cap_blocks, w->n_blocks + 1, sizeof *w->blocks);
         md_code_block *b = &w->blocks[w->n_blocks++];
         memset(b, 0, sizeof *b);
         size_t len = s->code.len;
@@ -727,22 +530,22 @@ static void flush_code(walker *w)
                  &cont, w->width, w->opts);
     }
     if (closed)
-        w->prev_end = line_end(w, after);
+        w->prev_end = mds_line_end(&w->src, after);
     else if (w->leaf_start != NONE)
         w->prev_end = w->leaf_end;
     else if (fence != NONE)
-        w->prev_end = line_end(w, fence);
+        w->prev_end = mds_line_end(&w->src, fence);
 }
 
 static void draw_rule(walker *w)
 {
-    size_t at = next_line_if(w, rule_line, 0);
+    size_t at = mds_first_line(&w->src, after_last_block(w), mds_rule_line, 0);
     block_gap(w, at);
     md_prefix first, cont;
     block_prefixes(w, &first, &cont);
     mdo_rule(w->d, &first, w->width, w->opts & MDR_OPT_ASCII);
     if (at != NONE)
-        w->prev_end = line_end(w, at);
+        w->prev_end = mds_line_end(&w->src, at);
 }
 
 static void table_enter(walker *w, const MD_BLOCK_TABLE_DETAIL *td)
@@ -799,7 +602,7 @@ static void flush_table(walker *w)
 
 static container *push(walker *w, container_type type)
 {
-    w->s->stack = grow(w->s->stack, &w->s->cap_stack, w->depth + 1, sizeof *w->s->stack);
+    w->s->stack = md_grow(w->s->stack, &w->s->cap_stack, w->depth + 1, sizeof *w->s->stack);
     container *c = &w->s->stack[w->depth++];
     memset(c, 0, sizeof *c);
     c->type = (uint8_t)type;
@@ -1055,10 +858,10 @@ static int walk(walker *w, const char *text, size_t n)
     sbuf_clear(src);
     sbuf_add(src, text ? text : "", n);
     sbuf_add(src, pad, sizeof pad);
-    w->src = sbuf_str(src);
-    w->n = n;
+    w->src.s = sbuf_str(src);
+    w->src.n = n;
     MD_PARSER parser = {0, MD_PARSE_FLAGS, enter_block, leave_block, enter_span, leave_span, md_text, NULL, NULL};
-    return md_parse(w->src, (MD_SIZE)n, &parser, w);
+    return md_parse(w->src.s, (MD_SIZE)n, &parser, w);
 }
 
 /* md4c's sizes are 32-bit. */

@@ -17,6 +17,20 @@ int md_width(const char *s, size_t n)
     return n > INT_MAX ? INT_MAX : (int)n;
 }
 
+void *md_grow(void *p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return p;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(p, c * size);
+    if (!q)
+        abort();
+    *cap = c;
+    return q;
+}
+
 /* ---- runs ---------------------------------------------------------------------------- */
 
 void mdr_clear(md_runs *r)
@@ -45,14 +59,7 @@ static void add_run(md_runs *r, size_t start, uint8_t flags)
         r->runs[r->n - 1].len += len;
         return;
     }
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 64;
-        md_run *runs = realloc(r->runs, cap * sizeof *runs);
-        if (!runs)
-            abort();
-        r->runs = runs;
-        r->cap = cap;
-    }
+    r->runs = md_grow(r->runs, &r->cap, r->n + 1, sizeof *r->runs);
     r->runs[r->n++] = (md_run){start, len, flags};
     r->sealed = false;
 }

@@ -69,14 +69,7 @@ static void end_cell(md_table *t)
 void mdt_cell(md_table *t, md_align align)
 {
     end_cell(t);
-    if (t->n_cells == t->cap_cells) {
-        size_t cap = t->cap_cells ? t->cap_cells * 2 : 64;
-        cell *c = realloc(t->cells, cap * sizeof *c);
-        if (!c)
-            abort();
-        t->cells = c;
-        t->cap_cells = cap;
-    }
+    t->cells = md_grow(t->cells, &t->cap_cells, t->n_cells + 1, sizeof *t->cells);
     mdr_seal(&t->runs);
     cell *c = &t->cells[t->n_cells++];
     memset(c, 0, sizeof *c);
