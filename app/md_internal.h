@@ -176,6 +176,10 @@ bool mds_delimiter_row(const md_src *s, size_t ls);
  * closes (CommonMark's flanking rules, simplified to ASCII classes; an
  * escaped one never). */
 bool mds_may_open(const md_src *s, size_t at, size_t len, char ch);
+/* The last `cols` columns of indentation before offset p (tabs every 4
+ * columns from the line's start) as written -- a tab that reaches back
+ * before them as the spaces it has after -- appended to out. */
+void mds_indent(const md_src *s, size_t p, size_t cols, sbuf *out);
 /* Nothing but blanks, table bars and quote markers from p to the end. */
 bool mds_reaches_end(const md_src *s, size_t p);
 

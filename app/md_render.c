@@ -89,6 +89,7 @@ typedef struct {
     char fence;
     size_t info_at;         /* its info string's offset, NONE when none */
     size_t nl_before, nl_after; /* newlines before its first source line, after its last */
+    size_t indent;          /* columns of indentation md4c gave for the line's start */
     uint32_t n_code;
     /* md_code_blocks */
     md_code_block *blocks;
@@ -446,7 +447,7 @@ static void code_enter(walker *w, const MD_BLOCK_CODE_DETAIL *cd)
     w->fence = cd->fence_char ? cd->fence_char : '`';
     w->leaf_start = NONE;
     w->leaf_end = 0;
-    w->nl_before = w->nl_after = 0;
+    w->nl_before = w->nl_after = w->indent = 0;
     w->info_at = cd->info.size && mds_holds(&w->src, cd->info.text) ? (size_t)(cd->info.text - w->src.s) : NONE;
     sbuf_clear(&w->s->code);
     sbuf_clear(&w->s->lang);
@@ -455,18 +456,43 @@ static void code_enter(walker *w, const MD_BLOCK_CODE_DETAIL *cd)
         w->s->lang.len = MAX_LANG;
 }
 
+static bool all_spaces(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ')
+            return false;
+    return n > 0;
+}
+
+/* A code line's text.  md4c hands a line's indentation as spaces it makes
+ * up (a Makefile's tab would be copied as four spaces): the indentation is
+ * taken from the source instead, as written, but for a tab that the
+ * containers' indentation took part of (its rest stays spaces, as
+ * CommonMark says). */
 static void code_text(walker *w, const char *s, size_t n)
 {
-    sbuf_add(&w->s->code, s, n);
+    sbuf *code = &w->s->code;
+    bool line_start = !code->len || code->s[code->len - 1] == '\n';
+    if (!mds_holds(&w->src, s) && line_start && all_spaces(s, n)) {
+        w->indent = n; /* until the line's text says where it ends */
+        return;
+    }
     if (mds_holds(&w->src, s)) {
+        if (w->indent)
+            mds_indent(&w->src, (size_t)(s - w->src.s), w->indent, code);
         note_source(w, s, n);
         w->nl_after = 0;
-    } else if (n == 1 && s[0] == '\n') {
-        if (w->leaf_start == NONE)
-            w->nl_before++;
-        else
-            w->nl_after++;
+    } else {
+        sbuf_add(code, "                                ", w->indent < 32 ? w->indent : 32);
+        if (n == 1 && s[0] == '\n') {
+            if (w->leaf_start == NONE)
+                w->nl_before++;
+            else
+                w->nl_after++;
+        }
     }
+    w->indent = 0;
+    sbuf_add(code, s, n);
 }
 
 /* The first line after the last block drawn. */

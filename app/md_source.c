@@ -148,6 +148,24 @@ bool mds_delimiter_row(const md_src *s, size_t ls)
     return memchr(s->s + ps, '|', ls - 1 - ps) != NULL;
 }
 
+void mds_indent(const md_src *s, size_t p, size_t cols, sbuf *out)
+{
+    size_t ls = mds_line_start(s, p), col = 0;
+    for (size_t i = ls; i < p; i++)
+        col = s->s[i] == '\t' ? (col / 4 + 1) * 4 : col + 1;
+    size_t from = col >= cols ? col - cols : 0, at = 0;
+    for (size_t i = ls; i < p; i++) {
+        char c = s->s[i];
+        size_t next = c == '\t' ? (at / 4 + 1) * 4 : at + 1;
+        if (at >= from && (c == ' ' || c == '\t'))
+            sbuf_addc(out, c);
+        else if (next > from) /* part of a tab, or (never expected) not blank */
+            for (size_t k = at > from ? at : from; k < next; k++)
+                sbuf_addc(out, ' ');
+        at = next;
+    }
+}
+
 /* ---- a streaming answer's open markers ----------------------------------------------------- */
 
 static bool ascii_punct(unsigned char c)

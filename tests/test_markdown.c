@@ -316,6 +316,13 @@ static void test_code_block_list(void)
               "'%s': %zu blocks, closed %d, %zu lines", cases[i].md, n, n ? b[0].closed : -1, n ? b[0].n_lines : 0);
         md_code_blocks_free(b, n);
     }
+    /* Tabs stay tabs (a Makefile's recipe), but for the part of one that a
+     * container's indentation took (CommonMark). */
+    const char *tabs = "```\n\tx\n  \ty\n```\n> ```\n>\tz\n> ```\n- ```\n  \tw\n  ```";
+    n = md_code_blocks(tabs, strlen(tabs), &b);
+    CHECK(n == 3 && !strcmp(b[0].text, "\tx\n  \ty") && !strcmp(b[1].text, "  z") && !strcmp(b[2].text, "\tw"),
+          "tabs: %zu blocks, '%s'", n, n ? b[0].text : "");
+    md_code_blocks_free(b, n);
     n = md_code_blocks(md, strlen(md), &b);
     render(md, 80, 0);
     CHECK(doc.n_code_blocks == n, "md_render sees %u blocks", doc.n_code_blocks);
