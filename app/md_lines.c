@@ -87,8 +87,9 @@ void mdp_add(md_prefix *p, md_span_kind kind, int cls, const char *s, size_t n)
     if (!n || p->len + n > sizeof p->s)
         return;
     int w = md_width(s, n);
-    if (p->n && p->piece[p->n - 1].kind == kind && p->piece[p->n - 1].cls == cls && cls == MDP_INDENT) {
-        p->piece[p->n - 1].len = (uint16_t)(p->piece[p->n - 1].len + n); /* adjacent: text is contiguous */
+    if (p->n && p->piece[p->n - 1].kind == kind && p->piece[p->n - 1].cls == cls && cls == MDP_INDENT &&
+        p->piece[p->n - 1].off + p->piece[p->n - 1].len == p->len) { /* its text ends where this one's goes */
+        p->piece[p->n - 1].len = (uint16_t)(p->piece[p->n - 1].len + n);
         p->piece[p->n - 1].width += w;
     } else {
         if (p->n == MDP_PIECES)
