@@ -196,6 +196,9 @@ static void test_unclosed_markers(void)
     EXPECT("| a | b |\n|---|--", 80, MDR_OPT_STREAMING, "| a | b |\n");
     EXPECT("| a | b |\n|---|--", 80, 0, "| a | b |\n|---|--\n");
     EXPECT("```\n| a |\n|--", 80, MDR_OPT_STREAMING, "code\n| a |\n|--\n"); /* in code: shown */
+    /* A table's rows as they come: a row half written is a row. */
+    EXPECT("| a | b |\n|---|---|\n| 1 | 2", 80, MDR_OPT_STREAMING | MDR_OPT_ASCII, "a | b\n--+--\n1 | 2\n");
+    EXPECT("| a | b |\n|---|---|\n| 1 |", 80, MDR_OPT_STREAMING | MDR_OPT_ASCII, "a | b\n--+--\n1 | \n");
     /* A prefix of a longer text: md4c 0.4.8 reads the byte after a link
      * destination at the end ("[](a" with ')' next reported a 3 GB text). */
     md_render(&doc, "see [](a) and [x](b)", 8, 80, MDR_OPT_STREAMING);
