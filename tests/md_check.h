@@ -2,7 +2,8 @@
  * rendering -- shared by tests/test_markdown.c and tests/fuzz/fuzz_markdown.c.
  *
  * md_check_doc() returns 0 when the doc keeps them, else -1 with the first
- * broken one in `why`:
+ * broken one in `why` (md_check_lines() checks all but the last, which
+ * md_check_code_blocks() checks, parsing the text again):
  *  - the lines cover the spans, in order; every span lies in the doc's text
  *    and is not empty;
  *  - no span holds a newline, a tab or ESC, and its width is its text's;
@@ -43,7 +44,18 @@ static int md_check_one_unit(const md_doc *d, const md_line *l)
     return units == 1;
 }
 
-static int md_check_doc(const md_doc *d, const char *text, size_t n, int width, unsigned opts, sbuf *why)
+static int md_check_code_blocks(const md_doc *d, const char *text, size_t n, sbuf *why)
+{
+    md_code_block *b = NULL;
+    size_t nb = md_code_blocks(text, n, &b);
+    md_code_blocks_free(b, nb);
+    if (nb == d->n_code_blocks)
+        return 0;
+    sbuf_printf(why, "%zu code blocks, md_render drew %u", nb, d->n_code_blocks);
+    return -1;
+}
+
+static int md_check_lines(const md_doc *d, int width, unsigned opts, sbuf *why)
 {
     size_t next_span = 0;
     int rc = 0;
@@ -95,17 +107,15 @@ static int md_check_doc(const md_doc *d, const char *text, size_t n, int width, 
         sbuf_printf(why, "%zu spans, the lines cover %zu", d->n_spans, next_span);
         rc = -1;
     }
-    if (!rc && !(opts & MDR_OPT_RAW)) {
-        md_code_block *b = NULL;
-        size_t nb = md_code_blocks(text, n, &b);
-        if (nb != d->n_code_blocks) {
-            sbuf_printf(why, "%zu code blocks, md_render drew %u", nb, d->n_code_blocks);
-            rc = -1;
-        }
-        md_code_blocks_free(b, nb);
-    }
     sbuf_free(&line);
     return rc;
+}
+
+static int md_check_doc(const md_doc *d, const char *text, size_t n, int width, unsigned opts, sbuf *why)
+{
+    if (md_check_lines(d, width, opts, why) != 0)
+        return -1;
+    return opts & MDR_OPT_RAW ? 0 : md_check_code_blocks(d, text, n, why);
 }
 
 #endif
