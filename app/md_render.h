@@ -10,8 +10,11 @@
  * with box characters and aligned by display width, fenced code (verbatim,
  * with its language tag) and rules.  Every newline in prose is kept as a line
  * break (answers mean them), and blank lines between blocks are kept where
- * the text has them (runs collapse to one).  HTML entities are decoded,
- * inline HTML is shown as written except <br>, which breaks the line.
+ * the text has them (runs collapse to one).  HTML entities are decoded
+ * (numbers and the common names), inline HTML is shown as written except
+ * <br>, which breaks the line; a link's target shows up to 200 bytes, and
+ * an answer whose links would have md4c read more than 16 bytes of targets
+ * per byte of text (a long reference used very often) shows as written.
  * MDR_OPT_RAW renders the text as written.
  *
  * Promises:

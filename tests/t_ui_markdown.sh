@@ -2,7 +2,8 @@
 # t_ui_markdown.sh: answers rendered from their Markdown in tmux (bold,
 # italic, code, headings, lists, quotes, tables, links, fenced code with its
 # number and language), in the theme's styles; F5 shows them as written;
-# /copy and /copy code N reach the terminal's clipboard (tmux's buffer).
+# /copy and /copy code N reach the terminal's clipboard (tmux's buffer);
+# answers that open with emphasis render (they once killed the chat).
 # Screens are kept in build/artifacts/ (text, not compared).
 . tests/lib.sh
 if ! command -v tmux >/dev/null 2>&1; then
