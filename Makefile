@@ -29,7 +29,7 @@ SANFLAGS :=
 OPT := -O2
 endif
 
-PKGS := jansson libpcre2-8 ncursesw vulkan
+PKGS := jansson libpcre2-8 md4c ncursesw vulkan
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
@@ -125,6 +125,11 @@ $(BUILD)/tools/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
+# the Markdown renderer's benchmark: app/md_*.c with what they use
+$(BUILD)/tools/md_bench: tests/tools/md_bench.c $(LIB) $(APP_LIB_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(APP_LIB_OBJ) $(LIB) $(LDLIBS)
+
 $(BUILD)/tools/vk_microbench: tests/tools/vk_microbench.c $(LIB) $(BUILD)/gen/spv_tool_table.o
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/gen/spv_tool_table.o $(LIB) $(LDLIBS)
@@ -151,18 +156,24 @@ bench: glmchat
 	sh tests/bench/bench.sh
 
 # libFuzzer targets (clang): tests/fuzz/fuzz_*.c, each run FUZZ_SECONDS.  The
-# core is compiled once (with the fuzzer's coverage but not its main) and
-# linked into every target; `make -jN fuzz` runs N targets at a time.
+# core and the app's readers of untrusted text (Markdown, settings, themes,
+# and what they use) are compiled once (with the fuzzer's coverage but not
+# its main) and linked into every target; `make -jN fuzz` runs N targets at
+# a time.
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=address,undefined $(PKG_CFLAGS) -I. -Icore
-FUZZ_CORE_OBJ := $(CORE_SRC:core/%.c=build/fuzz/core/%.o)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=address,undefined $(PKG_CFLAGS) -I. -Icore -Iapp -Itests
+FUZZ_APP_SRC := $(wildcard app/md_*.c) app/ui_text.c app/settings.c app/theme.c app/paths.c
+FUZZ_OBJ := $(CORE_SRC:%.c=build/fuzz/%.o) $(FUZZ_APP_SRC:%.c=build/fuzz/%.o)
 build/fuzz/core/%.o: core/%.c
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
-build/fuzz/%: tests/fuzz/%.c $(FUZZ_CORE_OBJ)
+build/fuzz/app/%.o: app/%.c
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_CORE_OBJ) $(PKG_LIBS) -lm -pthread
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< $(FUZZ_OBJ) $(PKG_LIBS) -lm -pthread
 fuzz: $(FUZZ_BIN:build/fuzz/%=fuzz-run-%)
 fuzz-run-%: build/fuzz/%
 	@n=$*; mkdir -p build/fuzz/corpus-$$n; \
@@ -173,7 +184,7 @@ fuzz-run-%: build/fuzz/%
 	    || { tail -n 40 build/fuzz/$$n.log; exit 1; }; \
 	echo "$$n: $$(tail -n 1 build/fuzz/$$n.log)"
 # kept between runs (make would delete them as intermediate files)
-.SECONDARY: $(FUZZ_BIN) $(FUZZ_CORE_OBJ)
+.SECONDARY: $(FUZZ_BIN) $(FUZZ_OBJ)
 
 install: glmchat
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/glmchat/themes

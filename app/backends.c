@@ -27,7 +27,7 @@ static const backend_entry backends[] = {
 
 const char *app_backend_names(void)
 {
-    return "cpu, vulkan, auto";
+    return APP_BACKEND_NAMES;
 }
 
 /* The device "best" selection picks, or -1 (in *d when there is one). */

@@ -18,7 +18,9 @@ const engine_backend *app_find_backend(const char *name, err_t *err);
  * Vulkan an estimate from the model's size says is faster.  why (optional,
  * for auto only, else ""): one line -- which backend runs and why. */
 const engine_backend *app_choose_backend(const char *name, const model *m, char *why, size_t why_len, err_t *err);
-/* Names offered, comma-separated, for --help and errors. */
+/* Names offered, comma-separated, for --help and errors (the macro for
+ * code that links without the backends: the settings reader, its fuzzer). */
+#define APP_BACKEND_NAMES "cpu, vulkan, auto"
 const char *app_backend_names(void);
 
 #endif

@@ -204,7 +204,7 @@ static int set_key(settings *s, const char *key, const char *v, err_t *err)
      * line (status 2) and FILE:LINE in the settings file. */
     if (!strcmp(key, "backend")) {
         if (strcmp(v, "cpu") && strcmp(v, "vulkan") && strcmp(v, "auto"))
-            return err_set(err, "unknown backend '%s' (choose from: %s)", v, app_backend_names());
+            return err_set(err, "unknown backend '%s' (choose from: %s)", v, APP_BACKEND_NAMES);
         return copy_str(key, v, s->backend, sizeof s->backend, err);
     }
     if (!strcmp(key, "template")) {
@@ -324,14 +324,8 @@ static int parse_line(settings *s, char *line, const char *path, int lineno, err
     return 0;
 }
 
-int settings_load(settings *s, const char *path, bool missing_ok, err_t *err)
+int settings_parse(settings *s, const char *text, size_t len, const char *path, err_t *err)
 {
-    char *text;
-    size_t len;
-    /* The shared reader: only a regular file (a FIFO or /dev/zero behind the
-     * name would block or never end), at most SETTINGS_MAX_FILE bytes. */
-    if (file_read_regular(path, SETTINGS_MAX_FILE, "settings file", &text, &len, err) != 0)
-        return errno == ENOENT && missing_ok ? 0 : -1;
     char line[PATH_MAX + 64];
     int lineno = 0, rc = 0;
     uint32_t given = s->given; /* the file's keys are defaults, not given explicitly */
@@ -350,8 +344,20 @@ int settings_load(settings *s, const char *path, bool missing_ok, err_t *err)
         }
         pos += n + (nl ? 1 : 0);
     }
-    free(text);
     s->given = given;
+    return rc;
+}
+
+int settings_load(settings *s, const char *path, bool missing_ok, err_t *err)
+{
+    char *text;
+    size_t len;
+    /* The shared reader: only a regular file (a FIFO or /dev/zero behind the
+     * name would block or never end), at most SETTINGS_MAX_FILE bytes. */
+    if (file_read_regular(path, SETTINGS_MAX_FILE, "settings file", &text, &len, err) != 0)
+        return errno == ENOENT && missing_ok ? 0 : -1;
+    int rc = settings_parse(s, text, len, path, err);
+    free(text);
     return rc;
 }
 

@@ -49,6 +49,8 @@ void settings_defaults(settings *s);
 /* Reads a settings file into s (over the current values).  A missing file is
  * not an error when `missing_ok`. */
 int settings_load(settings *s, const char *path, bool missing_ok, err_t *err);
+/* The same for the file's text[0..len); `path` names it in errors (PATH:LINE). */
+int settings_parse(settings *s, const char *text, size_t len, const char *path, err_t *err);
 /* Sets one key from text (no FILE:LINE prefix in err); outside
  * settings_load it counts as given explicitly. */
 int settings_set(settings *s, const char *key, const char *value, err_t *err);
