@@ -306,6 +306,7 @@ int engine_draft(engine *e, int32_t last, const engine_draft_req *req, err_t *er
         return -1;
     /* the rows the cache's tokens still lack, then the row of `last`
      * (tokens has a spare slot past n_ctx - 1 for it) */
+    double t0 = now_seconds();
     e->tokens[e->n_past] = last;
     e->draft_pos = UINT32_MAX;
     uint32_t from = e->nx_past, end = e->n_past + 1;
@@ -327,6 +328,9 @@ int engine_draft(engine *e, int32_t last, const engine_draft_req *req, err_t *er
     e->draft_last = last;
     e->draft_k = k;
     memcpy(e->draft_ids, req->ids, k * sizeof *req->ids);
+    double dt = now_seconds() - t0;
+    e->counters.spec_seconds += dt;
+    e->counters.decode_seconds += dt;
     return 0;
 }
 
@@ -357,12 +361,16 @@ int engine_verify(engine *e, const int32_t *tokens, const engine_verify_req *req
         return err_set(err, "verify: the backend kept %u of %u drafts, token %d", j, k, *req->token);
     note_cached(e, tokens, j + 1, pos);
     e->n_past = pos + j + 1;
+    /* decoded tokens (the recent single-token rate stays that) */
     engine_counters *c = &e->counters;
+    double dt = now_seconds() - t0;
     c->spec_steps++;
     c->spec_drafted += k;
     c->spec_accepted += j;
     c->spec_tokens += j + 1;
-    c->spec_seconds += now_seconds() - t0;
+    c->spec_seconds += dt;
+    c->n_decode_tokens += j + 1;
+    c->decode_seconds += dt;
     return 0;
 }
 
@@ -376,12 +384,10 @@ int engine_spec_step(engine *e, sampler *smp, int32_t last, uint32_t k, const in
     int32_t toks[ENGINE_MAX_DRAFT + 1];
     for (uint32_t i = 0; i < k; i++)
         sampler_prepare_draft(smp, &drq[i]);
-    double t0 = now_seconds();
     engine_draft_req dr = {.k = k, .rq = drq, .ids = toks + 1};
     int rc = engine_draft(e, last, &dr, err);
     if (rc != 0)
         return rc;
-    double draft_s = now_seconds() - t0;
     if (forced)
         memcpy(toks + 1, forced, k * sizeof *forced);
     toks[0] = last;
@@ -395,7 +401,6 @@ int engine_spec_step(engine *e, sampler *smp, int32_t last, uint32_t k, const in
                             .token = &next};
     if (engine_verify(e, toks, &vr, err) < 0)
         return -1;
-    e->counters.spec_seconds += draft_s;
     memcpy(out, toks + 1, j * sizeof *out);
     out[j] = next;
     *n_out = j + 1;

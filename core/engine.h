@@ -172,10 +172,11 @@ typedef struct {
     double us_per_token_measured;  /* GPU time of a token from timestamps (0: n/a) */
     uint32_t n_kernels;
     engine_kernel_stat kernels[ENGINE_MAX_KERNEL_STATS];
-    /* speculative steps (engine_spec_step) over the engine's life */
+    /* speculative steps over the engine's life (their tokens and time are
+     * also in n_decode_tokens and decode_seconds, not in decode_tps) */
     uint64_t spec_steps, spec_drafted, spec_accepted;
     uint64_t spec_tokens;        /* tokens they produced: accepted + one per step */
-    double spec_seconds;
+    double spec_seconds;         /* drafting and verifying */
 } engine_stats;
 
 typedef struct engine_backend {
