@@ -507,8 +507,9 @@ int cmd_bench(int argc, char **argv)
     p.profile = PROFILE_SAMPLED; /* the chat's; the prompt figure turns it off */
     p.tune = o.tune;
     p.n_tune = o.n_tune;
-    /* the NextN state where the model and backend have it (the drafting lines) */
-    p.draft = b.no_draft ? ENGINE_DRAFT_OFF : ENGINE_DRAFT_AUTO;
+    /* the NextN state where the model and backend have it, also where auto
+     * would not draft (the drafting lines measure k = 1..3 anyway) */
+    p.draft = b.no_draft ? ENGINE_DRAFT_OFF : 3;
     int rc = 1;
     double t0 = now_s();
     chat_sampling cs;

@@ -539,7 +539,7 @@ static void *thread_main(void *arg)
         uint32_t n_prompt = d->job_n_prompt, n_stop = d->job_n_stop, job = d->job_id;
         int n_predict = d->job_n_predict;
         sampler_params sp = d->job_sampling;
-        int draft = d->job_draft == DEC_DRAFT_SETTING ? d->params.draft
+        int draft = d->job_draft == DEC_DRAFT_SETTING ? d->eng.params.draft
                     : d->job_draft == DEC_DRAFT_OFF   ? ENGINE_DRAFT_OFF
                                                       : d->job_draft;
         int32_t *forced = d->job_forced;

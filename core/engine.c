@@ -37,6 +37,8 @@ int engine_open(engine *e, const engine_backend *be, const model *m, const engin
     e->be = be;
     e->m = m;
     e->params = *p;
+    if (e->params.draft == ENGINE_DRAFT_AUTO && !be->draft_pays)
+        e->params.draft = ENGINE_DRAFT_OFF; /* auto drafts only where it speeds decoding up */
     if (e->params.n_ctx && e->params.n_batch > e->params.n_ctx)
         e->params.n_batch = e->params.n_ctx;
     sampler_params sp;

@@ -106,7 +106,8 @@ typedef struct {
      * ENGINE_DRAFT_AUTO, or a fixed number of drafts per step (1..
      * ENGINE_MAX_DRAFT).  Non-zero makes a backend that can draft keep the
      * NextN state when the model has the block; the number is the
-     * decoder's policy (decoder.h). */
+     * decoder's policy (decoder.h).  engine_open turns AUTO into OFF on a
+     * backend where drafting does not pay (engine_backend.draft_pays). */
     int draft;
 } engine_params;
 
@@ -194,6 +195,9 @@ typedef struct engine_backend {
      * the GPU); otherwise engine.c samples the last logits on the CPU. */
     bool samples;
     /* NextN drafting (both or neither; see the Promises above). */
+    bool draft_pays; /* ENGINE_DRAFT_AUTO drafts here: verifying k+1 tokens at once costs far
+                      * less than k+1 single-token evals (a GPU, where step latency bounds a
+                      * token); elsewhere auto is off and only a fixed k drafts */
     int (*draft)(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_draft_req *req,
                  err_t *err);
     int (*verify)(void *impl, const int32_t *tokens, uint32_t pos, const engine_verify_req *req, err_t *err);

@@ -270,6 +270,10 @@ const engine_backend ref_engine_backend = {
     .eval = ref_eval,
     .get_stats = ref_get_stats,
     .describe = ref_describe,
+    /* Its products read each weight row once per token, so k+1 tokens
+     * cost k+1 tokens: drafting only slows it down (bench measures it);
+     * --draft K still drafts, and it is the oracle of both entries. */
+    .draft_pays = false,
     .draft = ref_draft,
     .verify = ref_verify,
 };

@@ -263,7 +263,7 @@ static int spec_decode(engine *e, sampler *smp, const int32_t *prompt, uint32_t 
 static void greedy_equal(const char *what, const sampler_params *sp, uint32_t n_batch)
 {
     engine e;
-    if (open_engine(&e, &mnx, 256, n_batch, ENGINE_DRAFT_AUTO) < 0)
+    if (open_engine(&e, &mnx, 256, n_batch, ENGINE_MAX_DRAFT) < 0)
         return;
     CHECK(engine_can_draft(&e), "%s: cannot draft", what);
     sampler *smp = sampler_new(sp, mnx.cfg.n_vocab);
@@ -349,7 +349,13 @@ static void test_errors(void)
         CHECK(!engine_can_draft(&e) && !e.tokens, "drafting off still drafts");
         engine_close(&e);
     }
-    if (open_engine(&e, &mnx, 8, 4, ENGINE_DRAFT_AUTO) == 0) {
+    /* auto on the CPU reference, where drafting does not pay: off */
+    if (open_engine(&e, &mnx, 32, 8, ENGINE_DRAFT_AUTO) == 0) {
+        CHECK(!engine_can_draft(&e) && !e.tokens && e.params.draft == ENGINE_DRAFT_OFF,
+              "auto drafts on a backend where it does not pay");
+        engine_close(&e);
+    }
+    if (open_engine(&e, &mnx, 8, 4, 2) == 0) {
         CHECK(engine_eval(&e, t, 3, NULL, &err) == 0, "%s", M(err));
         CHECK(engine_draft(&e, 1, &dr, &err) == 0, "%s", M(err));
         int32_t other[3] = {1, ids[0], (ids[1] + 1) % 300};
@@ -363,7 +369,7 @@ static void test_errors(void)
         CHECK(engine_draft(&e, 400, &dr, &err) < 0 && strstr(err.msg, "out of range"), "%s", M(err));
         engine_close(&e);
     }
-    if (open_engine(&e, &mnx, 8, 2, ENGINE_DRAFT_AUTO) == 0) {
+    if (open_engine(&e, &mnx, 8, 2, 2) == 0) {
         CHECK(engine_eval(&e, t, 3, NULL, &err) == 0, "%s", M(err));
         CHECK(engine_draft(&e, 1, &dr, &err) == 0, "%s", M(err));
         int32_t same[3] = {1, ids[0], ids[1]};
@@ -445,7 +451,7 @@ static dec_job job_of(const int32_t *prompt, uint32_t n, int n_predict, const in
 
 static void test_decoder_greedy_same_with_and_without_drafting(void)
 {
-    decoder *d = start(&mnx, 200, ENGINE_DRAFT_AUTO);
+    decoder *d = start(&mnx, 200, 2); /* the setting: 2 drafts per step */
     CHECK(d != NULL, "decoder did not start");
     if (!d)
         return;
@@ -469,6 +475,18 @@ static void test_decoder_greedy_same_with_and_without_drafting(void)
     decoder_get_stats(d, &st);
     CHECK(st.draft_on && st.spec_steps == on.done.n_steps && st.engine.spec_steps > 0, "stats: on %d, %u steps",
           st.draft_on, st.spec_steps);
+    /* the auto policy: drafts rarely kept (random weights, greedy) pause
+     * drafting; forced drafts, all kept, raise k to 3 */
+    j.draft = ENGINE_DRAFT_AUTO;
+    CHECK(run(d, &j, &on) == 0 && on.done.n_drafted < 40, "auto with nothing kept: %u drafts for 120 tokens",
+          on.done.n_drafted);
+    j.forced = off.toks;
+    j.n_forced = 120;
+    CHECK(run(d, &j, &on) == 0 && !memcmp(on.toks, off.toks, 120 * sizeof *on.toks) &&
+              on.done.n_accepted == on.done.n_drafted && on.done.n_drafted > 2.5 * on.done.n_steps,
+          "auto with forced drafts: %u steps, %u of %u kept", on.done.n_steps, on.done.n_accepted, on.done.n_drafted);
+    j.forced = NULL;
+    j.n_forced = 0;
     /* a stop token inside an accepted run of drafts ends the answer there */
     int32_t stop = off.toks[37];
     uint32_t first = 0;
@@ -492,7 +510,7 @@ static void test_decoder_greedy_same_with_and_without_drafting(void)
           "a reused cache after drafting answers differently");
     decoder_free(d);
     /* a context that fills up: the same tokens, the same stop */
-    d = start(&mnx, 40, ENGINE_DRAFT_AUTO);
+    d = start(&mnx, 40, 3);
     if (!d) {
         CHECK(0, "decoder did not start");
         return;
@@ -507,10 +525,22 @@ static void test_decoder_greedy_same_with_and_without_drafting(void)
     decoder_free(d);
 }
 
-/* A model without the block: `auto` runs as without drafting. */
+/* A model without the block runs as without drafting, whatever the
+ * setting; so does `auto` on the CPU reference (drafting does not pay). */
 static void test_decoder_without_block_does_not_draft(void)
 {
-    decoder *d = start(&mplain, 128, ENGINE_DRAFT_AUTO);
+    decoder *d = start(&mnx, 128, ENGINE_DRAFT_AUTO);
+    if (d) {
+        int32_t prompt[8];
+        random_tokens(prompt, 8, mnx.cfg.n_vocab, 3);
+        static answer a;
+        dec_job j = job_of(prompt, 8, 30, NULL, 0, DEC_DRAFT_SETTING, 0.8f);
+        CHECK(run(d, &j, &a) == 0 && a.done.n_steps == 0 && a.n == 30, "auto on the CPU: %u steps", a.done.n_steps);
+        j.draft = 2;
+        CHECK(run(d, &j, &a) == 0 && a.done.n_steps == 0, "no NextN state kept, yet %u steps", a.done.n_steps);
+        decoder_free(d);
+    }
+    d = start(&mplain, 128, 3);
     CHECK(d != NULL, "decoder did not start");
     if (!d)
         return;
@@ -534,7 +564,7 @@ static void test_decoder_without_block_does_not_draft(void)
  * within one token. */
 static void test_decoder_sampling_reproducible_and_cancel(void)
 {
-    decoder *d = start(&mnx, 512, ENGINE_DRAFT_AUTO);
+    decoder *d = start(&mnx, 512, 1);
     CHECK(d != NULL, "decoder did not start");
     if (!d)
         return;
@@ -683,7 +713,7 @@ static void test_sampling_distribution_unchanged(void)
     static dist_setup s;
     memset(&s, 0, sizeof s);
     s.V = mnx.cfg.n_vocab;
-    if (open_engine(&s.e, &mnx, 64, 8, ENGINE_DRAFT_AUTO) < 0)
+    if (open_engine(&s.e, &mnx, 64, 8, 3) < 0)
         return;
     /* the whole vocabulary at temperature 1: the random model's p and q
      * overlap (73 % of single drafts kept, 41 % per draft at k = 3), so that
