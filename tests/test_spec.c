@@ -13,18 +13,23 @@
  *    without drafting (chi-square, below);
  *  - a model without the block, or drafting off: no drafting, no state.
  *
- * The chi-square test: N_DRAWS draws of (t1, t2) with k = 2 (and k = 1, 3
- * for t1), each from its own seed (SPEC_SEED + draw), against p(t1) and
- * p(t1) p(t2 | t1) computed exactly from the sampler's integer
- * probabilities (sampler_probs) of the main model.  Cells with an expected
- * count below 5 are merged into one; the p-value comes from the
- * Wilson-Hilferty approximation of the chi-square distribution.  A case
- * fails below ALPHA = 1e-4 per statistic (6 statistics: a correct rule
- * fails for a random seed with probability < 1e-3; the fixed seed makes the
- * outcome the same on every run).  The settings make q overlap p (about
- * half of the drafts are kept), so that the rule's branches all matter;
- * the test was checked to fail when the rule is broken (accepting every
- * draft; drawing the residual from p instead of max(0, p - q)). */
+ * The chi-square test: N_DRAWS draws of (t1, t2) for each k = 1, 2, 3,
+ * each from its own seed (SPEC_SEED + draw), on a smaller model with the
+ * block (48 tokens), against p(t1) and p(t1) p(t2 | t1) computed exactly
+ * from the sampler's integer probabilities (sampler_probs) of the main
+ * model: t1, t2, the pair (grouped by id mod 8) and how often t2 = t1 (where
+ * the penalties on the drafts show).  Cells with an expected count below 5
+ * are merged into one; the p-value comes from the Wilson-Hilferty
+ * approximation of the chi-square distribution (exact for one degree of
+ * freedom).  A statistic fails below ALPHA = 1e-4 (12 of them: a correct
+ * implementation fails for a random seed with probability < 1.2e-3; the
+ * fixed seed makes the outcome the same on every run).  The settings make q
+ * overlap p (about half the drafts are kept), so that the rule's branches
+ * all matter.  The test was checked by hand to fail when the rule is
+ * broken: accepting every draft, drawing the residual from p instead of
+ * max(0, p - q), or leaving the drafts out of the penalty window of the
+ * positions after them.
+ */
 #include <math.h>
 #include <unistd.h>
 
@@ -39,19 +44,28 @@ __attribute__((noinline)) static const char *msg_of(const err_t *e) { return e->
 #define M(e) msg_of(&(e))
 
 #define SPEC_SEED 20240611u
-#define N_DRAWS 6000
+#define N_DRAWS 4000
 #define ALPHA 1e-4
-#define PAIR_GROUPS 16
+#define PAIR_GROUPS 8
 
 static char tmpdir[256];
 static model mnx, mplain;    /* tiny-glm F32 with / without a NextN block */
+static model msmall;         /* a smaller one with the block (the distribution test) */
 static tokenizer *tok;
 
-static int make_model(const char *name, uint32_t nextn, model *m)
+/* tiny-glm with or without a NextN block; `small`: a smaller one still
+ * (one block of width 64, 48 tokens, no tokenizer) for the thousands of
+ * draws of the distribution test. */
+static int make_model(const char *name, uint32_t nextn, bool small, model *m)
 {
     synth_config c;
     err_t err;
     synth_preset("tiny-glm", &c, &err);
+    if (small) {
+        c.hidden = 64, c.layers = 1, c.dense_layers = 0, c.heads = 2, c.q_lora = 32, c.kv_lora = 32;
+        c.qk_nope = 16, c.qk_rope = 8, c.v_head = 16, c.moe_ff = 16, c.experts = 4, c.experts_used = 2;
+        c.vocab = 48, c.no_tokenizer = true;
+    }
     c.nextn = nextn;
     c.ftype = SYNTH_FT_F32;
     c.seed = 31;
@@ -186,6 +200,56 @@ static void test_rule_output_is_p(void)
           "one-hot residual");
 }
 
+/* The penalty counts of a request, by token. */
+static void pen_counts(const sampler_request *rq, uint32_t *by_id, uint32_t V)
+{
+    memset(by_id, 0, V * sizeof *by_id);
+    for (uint32_t i = 0; i < rq->n_pen; i++)
+        by_id[rq->pen_ids[i]] += rq->pen_counts[i];
+}
+
+/* sampler_prepare_ahead(extra) gives the penalties of accepting extra and
+ * preparing, in every slot at once, and leaves the window as it was (a
+ * window of 6: the extras push tokens out). */
+static void test_prepare_ahead_is_accepting(void)
+{
+    enum { V = 40 };
+    sampler_params sp;
+    sampler_params_default(&sp);
+    sp.temp = 0; /* no RNG draws: only the windows differ */
+    sp.repeat_penalty = 1.5f;
+    sp.penalty_window = 6;
+    sampler *ahead = sampler_new(&sp, V), *plain = sampler_new(&sp, V);
+    int32_t hist[9] = {1, 2, 3, 2, 5, 6, 7, 2, 9}, extra[4] = {9, 2, 30, 30};
+    for (int i = 0; i < 9; i++)
+        sampler_accept(ahead, hist[i]);
+    sampler_request rq[SAMPLER_SPEC_SLOTS], want, before;
+    uint32_t got_c[V], want_c[V], before_c[V];
+    sampler_prepare(ahead, &before);
+    pen_counts(&before, before_c, V);
+    for (uint32_t n = 0; n <= 4; n++)
+        sampler_prepare_ahead(ahead, extra, n, n, &rq[n]);
+    for (uint32_t n = 0; n <= 4; n++) {
+        sampler_reset(plain);
+        for (int i = 0; i < 9; i++)
+            sampler_accept(plain, hist[i]);
+        for (uint32_t i = 0; i < n; i++)
+            sampler_accept(plain, extra[i]);
+        sampler_prepare(plain, &want);
+        pen_counts(&want, want_c, V);
+        pen_counts(&rq[n], got_c, V);
+        CHECK(!memcmp(want_c, got_c, sizeof got_c) && rq[n].penalties_on, "%u extras: other penalties", n);
+    }
+    sampler_prepare(ahead, &want);
+    pen_counts(&want, want_c, V);
+    CHECK(!memcmp(want_c, before_c, sizeof want_c), "the window changed");
+    sampler_request draft;
+    sampler_prepare_draft(ahead, &draft);
+    CHECK(!draft.penalties_on && draft.n_pen == 0 && draft.greedy, "a draft request with penalties");
+    sampler_free(ahead);
+    sampler_free(plain);
+}
+
 /* ======================================================================
  * Engine level: greedy exactness, forced drafts
  * ====================================================================== */
@@ -305,14 +369,26 @@ static void test_forced_drafts_all_accepted(void)
     sampler *smp = sampler_new(&sp, mnx.cfg.n_vocab);
     int32_t prompt[6], want[41], got[41];
     random_tokens(prompt, 6, mnx.cfg.n_vocab, 8);
-    if (plain_decode(&e, smp, prompt, 6, 41, want) == 0)
+    /* without and with penalties: with them, each position's p must count
+     * the drafts before it in the window (a short window: drafts push
+     * tokens out of it), or the drafts are rejected */
+    for (int pen = 0; pen < 2; pen++) {
+        sp.repeat_penalty = pen ? 1.6f : 1.0f;
+        sp.presence_penalty = pen ? 0.4f : 0.0f;
+        sp.penalty_window = pen ? 5 : 64;
+        sampler_set_params(smp, &sp);
+        if (plain_decode(&e, smp, prompt, 6, 41, want) != 0)
+            break;
         for (uint32_t k = 1; k <= 3; k++) {
             uint32_t kept, drafted;
             int steps = spec_decode(&e, smp, prompt, 6, 41, k, want, got, &kept, &drafted);
-            CHECK(memcmp(want, got, sizeof want) == 0, "k=%u: forced drafts changed the output", k);
+            CHECK(memcmp(want, got, sizeof want) == 0, "k=%u%s: forced drafts changed the output", k,
+                  pen ? " (penalties)" : "");
             CHECK(steps == (int)((40 + k) / (k + 1)) && kept == drafted,
-                  "k=%u: %d steps, %u of %u kept: not every draft accepted", k, steps, kept, drafted);
+                  "k=%u%s: %d steps, %u of %u kept: not every draft accepted", k, pen ? " (penalties)" : "", steps,
+                  kept, drafted);
         }
+    }
     /* a forced draft that is not the greedy token is rejected and replaced */
     int32_t wrong = (want[1] + 1) % (int32_t)mnx.cfg.n_vocab, out[2];
     uint32_t ng;
@@ -606,9 +682,12 @@ static void test_decoder_sampling_reproducible_and_cancel(void)
  * Sampling: the distribution (see the top of the file)
  * ====================================================================== */
 
-/* P(chi2_df > x) by the Wilson-Hilferty cube-root normal approximation. */
+/* P(chi2_df > x) by the Wilson-Hilferty cube-root normal approximation
+ * (exact for one degree of freedom). */
 static double chi2_pvalue(double x, double df)
 {
+    if (df == 1)
+        return erfc(sqrt(x / 2)); /* exact: the square of one standard normal */
     double z = (cbrt(x / df) - (1 - 2 / (9 * df))) / sqrt(2 / (9 * df));
     return 0.5 * erfc(z / sqrt(2));
 }
@@ -712,19 +791,20 @@ static void test_sampling_distribution_unchanged(void)
 {
     static dist_setup s;
     memset(&s, 0, sizeof s);
-    s.V = mnx.cfg.n_vocab;
-    if (open_engine(&s.e, &mnx, 64, 8, 3) < 0)
+    s.V = msmall.cfg.n_vocab;
+    if (open_engine(&s.e, &msmall, 64, 8, 3) < 0)
         return;
     /* the whole vocabulary at temperature 1: the random model's p and q
-     * overlap (73 % of single drafts kept, 41 % per draft at k = 3), so that
-     * both branches of the rule are taken often; penalties on the context
-     * and on the drafts (a window short enough for drafts to push tokens
-     * out) */
+     * overlap (79 % of single drafts kept, 44 % per draft at k = 3), so that
+     * both branches of the rule are taken often; strong penalties on the
+     * context and on the drafts (t2 = t1 is then 4x rarer, which shows
+     * whether p counts the drafts before it) */
     sampler_params_default(&s.sp);
     s.sp.temp = 1.0f;
     s.sp.top_p = 1.0f;
     s.sp.min_p = 0.0f;
-    s.sp.repeat_penalty = 1.3f;
+    s.sp.repeat_penalty = 3.0f;
+    s.sp.presence_penalty = 1.0f;
     s.sp.penalty_window = 16;
     s.smp = sampler_new(&s.sp, s.V);
     s.n_ctx = 10;
@@ -752,7 +832,7 @@ static void test_sampling_distribution_unchanged(void)
         memset(c1, 0, s.V * sizeof *c1);
         memset(c2, 0, s.V * sizeof *c2);
         memset(cj, 0, (size_t)s.V * s.V * sizeof *cj);
-        uint32_t kept = 0, draws = k == 2 ? N_DRAWS : N_DRAWS / 2;
+        uint32_t kept = 0, draws = N_DRAWS;
         for (uint32_t i = 0; i < draws; i++) {
             int32_t a, b;
             if (draw_pair(&s, k, SPEC_SEED + i + 100000ull * k, &a, &b, &kept) < 0)
@@ -775,13 +855,24 @@ static void test_sampling_distribution_unchanged(void)
                 ej[(a % PAIR_GROUPS) * PAIR_GROUPS + b % PAIR_GROUPS] += joint[(size_t)a * s.V + b] * draws;
                 gj[(a % PAIR_GROUPS) * PAIR_GROUPS + b % PAIR_GROUPS] += cj[(size_t)a * s.V + b];
             }
-        uint32_t n1, n2, nj;
-        double x1, x2, xj;
+        /* t2 = t1 or not: where the penalties on the drafts show most */
+        double ed[2] = {0, 0};
+        uint32_t cd[2] = {0, 0};
+        for (uint32_t a = 0; a < s.V; a++) {
+            ed[0] += joint[(size_t)a * s.V + a] * draws;
+            cd[0] += cj[(size_t)a * s.V + a];
+        }
+        ed[1] = draws - ed[0];
+        cd[1] = draws - cd[0];
+        uint32_t n1, n2, nj, nd;
+        double x1, x2, xj, xd;
         double pv1 = chi2_test(e1, c1, s.V, &n1, &x1), pv2 = chi2_test(e2, c2, s.V, &n2, &x2);
-        double pvj = chi2_test(ej, gj, PAIR_GROUPS * PAIR_GROUPS, &nj, &xj);
+        double pvj = chi2_test(ej, gj, PAIR_GROUPS * PAIR_GROUPS, &nj, &xj), pvd = chi2_test(ed, cd, 2, &nd, &xd);
         printf("# k=%u, %u draws, %.0f%% of drafts kept: t1 chi2 %.1f / %u cells p=%.3g; t2 %.1f / %u p=%.3g; "
-               "(t1,t2) by id mod %d %.1f / %u p=%.3g\n",
-               k, draws, 100.0 * kept / (draws * (double)k), x1, n1, pv1, x2, n2, pv2, PAIR_GROUPS, xj, nj, pvj);
+               "(t1,t2) by id mod %d %.1f / %u p=%.3g; t2 = t1 %u times (%.1f expected) p=%.3g\n",
+               k, draws, 100.0 * kept / (draws * (double)k), x1, n1, pv1, x2, n2, pv2, PAIR_GROUPS, xj, nj, pvj, cd[0],
+               ed[0], pvd);
+        CHECK(pvd >= ALPHA, "k=%u: t2 = t1 %u times, %.1f expected (p=%.3g)", k, cd[0], ed[0], pvd);
         CHECK(pv1 >= ALPHA, "k=%u: t1 does not follow p (chi2 %.1f over %u cells, p=%.3g)", k, x1, n1, pv1);
         CHECK(pv2 >= ALPHA, "k=%u: t2 does not follow p (chi2 %.1f over %u cells, p=%.3g)", k, x2, n2, pv2);
         CHECK(pvj >= ALPHA, "k=%u: (t1, t2) does not follow p (chi2 %.1f over %u cells, p=%.3g)", k, xj, nj, pvj);
@@ -803,12 +894,14 @@ int main(void)
         return 1;
     }
     err_t err;
-    if (make_model("nx", 1, &mnx) < 0 || make_model("plain", 0, &mplain) < 0 || !(tok = tok_load(mnx.gguf, &err))) {
+    if (make_model("nx", 1, false, &mnx) < 0 || make_model("plain", 0, false, &mplain) < 0 ||
+        make_model("small", 1, true, &msmall) < 0 || !(tok = tok_load(mnx.gguf, &err))) {
         printf("FAIL - setup: the test models\n");
         return 1;
     }
     RUN(test_accept_thresholds);
     RUN(test_rule_output_is_p);
+    RUN(test_prepare_ahead_is_accepting);
     RUN(test_greedy_steps_equal_single_tokens);
     RUN(test_forced_drafts_all_accepted);
     RUN(test_errors);
@@ -819,6 +912,7 @@ int main(void)
     tok_free(tok);
     model_free(&mnx);
     model_free(&mplain);
+    model_free(&msmall);
     rmdir(tmpdir);
     TESTS_DONE();
 }
