@@ -244,6 +244,13 @@ static unsigned cmd_stats(chatcmd_ctx *c, const char *arg)
                 e->prefill_seconds, st.prefill_tps);
     sbuf_printf(&s, "Decode: %llu tokens in %.2f s (last answer %.1f tok/s)", (unsigned long long)e->n_decode_tokens,
                 e->decode_seconds, st.decode_tps);
+    if (e->spec_steps) /* NextN drafting: the session's, then the last answer's */
+        sbuf_printf(&s, "\nDrafting (NextN): %llu steps kept %llu of %llu drafts (%.0f%%), %.2f tokens per step; "
+                    "last answer k=%u, %u of %u kept, %.1f tok/s effective",
+                    (unsigned long long)e->spec_steps, (unsigned long long)e->spec_accepted,
+                    (unsigned long long)e->spec_drafted, 100.0 * e->spec_accepted / (e->spec_drafted ? e->spec_drafted : 1),
+                    (double)e->spec_tokens / e->spec_steps, st.draft_k, st.spec_accepted, st.spec_drafted,
+                    st.decode_tps);
     if (e->dispatches_per_token)
         sbuf_printf(&s, "\nDispatches per token: %u; GPU time per token: %.0f us", e->dispatches_per_token,
                     e->us_per_token_measured);

@@ -35,6 +35,8 @@ const char *chat_args_help(void)
            "      --template NAME    chat template (default: from the model)\n"
            "      --think on|off     reasoning before the answer (GLM-4.7; default on)\n"
            "      --ignore-eos       do not stop at the end of the turn (only -n or the context)\n"
+           "      --draft K|auto|off speculative decoding with the model's NextN block: K drafts\n"
+           "                         per step (1-4), auto (default: by the acceptance) or off\n"
            "      --side-pane on|off|auto  the side pane (default auto: on wide terminals)\n"
            "      --side-width N     side pane columns (0: adapt to the terminal)\n"
            "      --mouse on|off     wheel scrolling (off leaves selection to the terminal)\n"
@@ -261,6 +263,7 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
     cm->params.tune = a->cli.tune;
     cm->params.n_tune = a->cli.n_tune;
     cm->params.n_ctx = a->s.n_ctx; /* 0: the engine takes the largest that fits (engine.h) */
+    cm->params.draft = a->s.draft; /* drafts where the file has a NextN block and the backend can */
     describe(cm);
     return 0;
 }

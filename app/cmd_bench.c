@@ -11,7 +11,14 @@
  * chat's answers run: decoder jobs sampling with the model's preset (its
  * template's defaults, GPU sampling), the figure the status line shows;
  * greedy beside it (the same jobs at temperature 0); and with --profile the
- * per-kernel table from fully timed tokens, sorted by time.  --routing runs
+ * per-kernel table from fully timed tokens, sorted by time.  Where the
+ * model has a NextN block and the backend drafts with it, a line per k = 1,
+ * 2, 3 for speculative decoding (engine.h) at each depth: the share of
+ * drafts kept, tokens per verification step and the effective tokens/s with
+ * the chat's sampling (the real acceptance: low on random weights), and the
+ * same with forced acceptance -- greedy, the drafts being the answer's own
+ * greedy continuation computed ahead (the greedy run's tokens), so every
+ * draft is kept: the ceiling of the mechanics.  --routing runs
  * a 64-token prompt and reports how many distinct experts each MoE layer
  * used.  --tune overrides a field of the Vulkan core's tuning table for an
  * A/B run (`--tune help` lists them; the backend line names the fields
@@ -35,7 +42,7 @@
 typedef struct {
     uint32_t p, n, reps;
     uint32_t depth[MAX_DEPTHS], n_depth;
-    bool profile, routing;
+    bool profile, routing, no_draft;
 } bench_opts;
 
 static double now_s(void)
@@ -56,6 +63,7 @@ static void usage(FILE *f)
                "  -r, --repeat R       prefill repetitions, the best is reported (default 2)\n"
                "      --profile        per-kernel table (every dispatch timed)\n"
                "      --routing        distinct experts per layer over a 64-token prompt\n"
+               "      --draft off      leave out the speculative decoding lines (NextN models)\n"
                "      --tune help      the Vulkan tuning knobs: key, default, range, the gpu/PERF.md run\n"
                "KV cache: f16 unless --kv-type f32.  Backend: auto unless --backend.\n%s",
                cli_common_help());
@@ -229,31 +237,52 @@ typedef struct {
     char desc[96];
 } chat_sampling;
 
-/* One chat answer's decode rate: a decoder job of n tokens after a prompt
- * of max(depth, 1) random tokens (no stop token), from an empty cache. */
-static int chat_decode(decoder *dec, uint32_t depth, uint32_t n, const sampler_params *sp, double *tps, err_t *err)
+/* A decoder job: the prompt, how to draft, forced drafts (or NULL); what
+ * it measured, and (record, optional) its n tokens. */
+typedef struct {
+    const int32_t *prompt;
+    uint32_t n_prompt;
+    int draft;                /* dec_job.draft */
+    const int32_t *forced;
+    int32_t *record;
+} decode_run;
+
+typedef struct {
+    double tps;
+    uint32_t steps, drafted, accepted;
+} decode_result;
+
+/* n random tokens (at least 1); NULL when out of memory. */
+static int32_t *random_prompt(uint32_t n, uint32_t n_vocab)
 {
-    uint32_t np = depth ? depth : 1, n_vocab = decoder_n_vocab(dec);
-    int32_t *prompt = malloc(np * sizeof *prompt);
-    if (!prompt)
-        return err_set(err, "out of memory");
-    for (uint32_t i = 0; i < np; i++)
-        prompt[i] = rand_token(n_vocab);
+    int32_t *p = malloc((n ? n : 1) * sizeof *p);
+    for (uint32_t i = 0; p && i < (n ? n : 1); i++)
+        p[i] = rand_token(n_vocab);
+    return p;
+}
+
+/* One chat answer's decode rate: a decoder job of n tokens after the
+ * prompt (no stop token), from an empty cache. */
+static int run_job(decoder *dec, const decode_run *jr, uint32_t n, const sampler_params *sp, decode_result *res,
+                   err_t *err)
+{
     decoder_reset_cache(dec);
-    dec_job job = {.prompt = prompt, .n_prompt = np, .n_predict = (int)n, .sampling = *sp};
-    int id = decoder_submit(dec, &job, err);
-    free(prompt);
-    if (id < 0)
+    dec_job job = {.prompt = jr->prompt, .n_prompt = jr->n_prompt, .n_predict = (int)n, .sampling = *sp,
+                   .draft = jr->draft, .forced = jr->forced, .n_forced = jr->forced ? n : 0};
+    if (decoder_submit(dec, &job, err) < 0)
         return -1;
     dec_event ev;
+    uint32_t got = 0;
     for (;;) {
         if (!decoder_wait(dec, &ev, -1))
             return err_set(err, "the decoder stopped answering");
         dec_ev_type t = ev.type;
+        if (t == DEC_EV_TEXT && jr->record && ev.token >= 0 && got < n)
+            jr->record[got++] = ev.token;
         if (t == DEC_EV_ERROR)
             err_set(err, "%s", ev.text ? ev.text : "decoding failed");
         if (t == DEC_EV_DONE) {
-            *tps = ev.decode_tps;
+            *res = (decode_result){ev.decode_tps, ev.n_steps, ev.n_drafted, ev.n_accepted};
             if (ev.n_gen != n)
                 err_set(err, "the answer stopped after %u of %u tokens", ev.n_gen, n);
         }
@@ -264,11 +293,69 @@ static int chat_decode(decoder *dec, uint32_t depth, uint32_t n, const sampler_p
     }
 }
 
+/* The same after max(depth, 1) random tokens, without drafting. */
+static int chat_decode(decoder *dec, uint32_t depth, uint32_t n, const sampler_params *sp, double *tps, err_t *err)
+{
+    int32_t *prompt = random_prompt(depth, decoder_n_vocab(dec));
+    if (!prompt)
+        return err_set(err, "out of memory");
+    decode_run jr = {.prompt = prompt, .n_prompt = depth ? depth : 1, .draft = DEC_DRAFT_OFF};
+    decode_result r;
+    int rc = run_job(dec, &jr, n, sp, &r, err);
+    free(prompt);
+    *tps = r.tps;
+    return rc;
+}
+
+/* The speculative decoding lines of one depth: k = 1, 2, 3 with the chat's
+ * sampling (real acceptance) and forced (greedy, the drafts being the
+ * greedy answer computed first), against the same runs without drafts. */
+static int spec_lines(decoder *dec, uint32_t depth, uint32_t n, const chat_sampling *cs, err_t *err)
+{
+    uint32_t np = depth ? depth : 1;
+    int32_t *prompt = random_prompt(depth, decoder_n_vocab(dec)), *greedy = malloc(n * sizeof *greedy);
+    int rc = 0;
+    if (!prompt || !greedy) {
+        rc = err_set(err, "out of memory");
+        goto out;
+    }
+    decode_result chat0, greedy0, r, f;
+    decode_run jr = {.prompt = prompt, .n_prompt = np, .draft = DEC_DRAFT_OFF, .record = greedy};
+    if ((rc = run_job(dec, &jr, n, &cs->greedy, &greedy0, err)) != 0)
+        goto out;
+    jr.record = NULL;
+    if ((rc = run_job(dec, &jr, n, &cs->sampling, &chat0, err)) != 0)
+        goto out;
+    for (int k = 1; k <= 3; k++) {
+        jr.draft = k;
+        jr.forced = NULL;
+        if ((rc = run_job(dec, &jr, n, &cs->sampling, &r, err)) != 0)
+            goto out;
+        jr.forced = greedy;
+        if ((rc = run_job(dec, &jr, n, &cs->greedy, &f, err)) != 0)
+            goto out;
+        printf("  drafting k=%d @ depth %u: %.0f%% of drafts kept, %.2f tokens/step, %.1f tokens/s with the chat's "
+               "sampling (%.2fx); forced acceptance %.2f tokens/step, %.1f tokens/s greedy (%.2fx)\n",
+               k, depth, r.drafted ? 100.0 * r.accepted / r.drafted : 0.0,
+               r.steps ? (double)(r.accepted + r.steps) / r.steps : 0.0, r.tps, chat0.tps > 0 ? r.tps / chat0.tps : 0.0,
+               f.steps ? (double)(f.accepted + f.steps) / f.steps : 0.0, f.tps,
+               greedy0.tps > 0 ? f.tps / greedy0.tps : 0.0);
+        if (f.accepted != f.drafted)
+            printf("  (forced drafts rejected: %u of %u -- greedy with drafts should keep every one)\n",
+                   f.drafted - f.accepted, f.drafted);
+    }
+out:
+    free(prompt);
+    free(greedy);
+    return rc;
+}
+
 static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sampling *cs, err_t *err)
 {
     engine *e = decoder_engine(dec);
     if (!e)
         return err_set(err, "internal: the decoder's engine is busy");
+    bool drafts = engine_can_draft(e) && !b->no_draft;
     uint32_t V = m->cfg.n_vocab;
     model_census cen;
     model_census_compute(m, &cen);
@@ -323,6 +410,8 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         if (D && tg0 > 0 && D != b->depth[0])
             printf(", %.1f%% of the first depth", 100 * chat / tg0);
         printf("\n");
+        if (drafts && spec_lines(dec, D, b->n, cs, err))
+            return -1;
         if (!vk || !b->profile)
             continue;
         engine_rewind(e, 0);
@@ -380,6 +469,9 @@ int cmd_bench(int argc, char **argv)
             b.profile = true;
         } else if (strcmp(a, "--routing") == 0) {
             b.routing = true;
+        } else if (strcmp(a, "--draft") == 0 && i + 1 < argc && strcmp(argv[i + 1], "off") == 0) {
+            b.no_draft = true;
+            i++;
         } else {
             err_set(&err, "bench: unknown option or missing value: '%s'", a);
             goto usage_err;
@@ -415,6 +507,9 @@ int cmd_bench(int argc, char **argv)
     p.profile = PROFILE_SAMPLED; /* the chat's; the prompt figure turns it off */
     p.tune = o.tune;
     p.n_tune = o.n_tune;
+    /* the NextN state where the model and backend have it, also where auto
+     * would not draft (the drafting lines measure k = 1..3 anyway) */
+    p.draft = b.no_draft ? ENGINE_DRAFT_OFF : 3;
     int rc = 1;
     double t0 = now_s();
     chat_sampling cs;

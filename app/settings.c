@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backends.h"
+#include "engine.h"
 #include "file_read.h"
 
 /* Far more than any settings file needs; a bigger one is a mistake. */
@@ -82,6 +83,7 @@ void settings_defaults(settings *s)
     strcpy(s->theme, "default");
     s->side_pane = SETTINGS_PANE_AUTO;
     s->mouse = true;
+    s->draft = ENGINE_DRAFT_AUTO;
 }
 
 /* Every key, as settings_keys() lists them; a key's bit in settings.given
@@ -90,7 +92,7 @@ static const char *const all_keys[] = {
     "model", "backend", "device", "template", "think",
     "temp", "top-k", "top-p", "min-p", "repeat-penalty", "presence-penalty", "frequency-penalty", "seed",
     "n-predict", "ctx", "context-overflow",
-    "theme", "side-pane", "side-width", "mouse", "ignore-eos",
+    "theme", "side-pane", "side-width", "mouse", "ignore-eos", "draft",
 };
 _Static_assert(sizeof all_keys / sizeof all_keys[0] <= 32, "settings.given has a bit per key");
 
@@ -111,7 +113,7 @@ bool settings_given(const settings *s, const char *key)
 const char *settings_keys(void)
 {
     return "model backend device template think temp top-k top-p min-p repeat-penalty presence-penalty "
-           "frequency-penalty seed n-predict ctx context-overflow theme side-pane side-width mouse ignore-eos";
+           "frequency-penalty seed n-predict ctx context-overflow theme side-pane side-width mouse ignore-eos draft";
 }
 
 const char *settings_option_key(const char *arg)
@@ -121,7 +123,7 @@ const char *settings_option_key(const char *arg)
     static const char *const keys[] = {"backend", "device", "template", "think",     "temp",
                                        "top-k",   "top-p",  "min-p",    "seed",      "n-predict",
                                        "ctx",     "theme",  "side-pane", "side-width", "mouse",
-                                       "repeat-penalty", "presence-penalty", "frequency-penalty"};
+                                       "repeat-penalty", "presence-penalty", "frequency-penalty", "draft"};
     if (!strcmp(arg, "-n"))
         return "n-predict";
     if (!strcmp(arg, "-c"))
@@ -242,6 +244,20 @@ static int set_key(settings *s, const char *key, const char *v, err_t *err)
     }
     if (!strcmp(key, "mouse"))
         return parse_bool(key, v, &s->mouse, err);
+    if (!strcmp(key, "draft")) { /* NextN speculative decoding */
+        if (!strcmp(v, "auto")) {
+            s->draft = ENGINE_DRAFT_AUTO;
+            return 0;
+        }
+        if (!strcmp(v, "off") || !strcmp(v, "0")) {
+            s->draft = ENGINE_DRAFT_OFF;
+            return 0;
+        }
+        if (parse_long(key, v, 1, ENGINE_MAX_DRAFT, &x, err) != 0)
+            return err_set(err, "draft: '%s' is not auto, off or 1 to %d drafts per step", v, ENGINE_MAX_DRAFT);
+        s->draft = (int)x;
+        return 0;
+    }
     if (!strcmp(key, "ignore-eos"))
         return parse_bool(key, v, &s->ignore_eos, err);
     if (!strcmp(key, "side-pane")) {

@@ -40,6 +40,7 @@ typedef struct {
     int side_width;        /* columns, 0: adapt to the terminal */
     bool mouse;            /* wheel scrolling (mouse reporting on) */
     bool ignore_eos;       /* answers end only at n-predict or a full context (benchmarks, stress) */
+    int draft;             /* NextN drafting: -1 auto (default), 0 off, 1..4 drafts per step (engine.h) */
     /* The keys given explicitly -- on the command line or by /set, not by
      * the settings file or the defaults -- for settings_given(). */
     uint32_t given;

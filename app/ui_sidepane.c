@@ -296,6 +296,12 @@ static void sidepane_draw(void *self, WINDOW *w)
     }
     snprintf(buf, sizeof buf, "%.1f%s", st->decode_tps, st->busy ? "" : " (last)");
     kv_spark(&p, "decode", buf, &sp->decode);
+    if (st->draft_on && st->spec_drafted) { /* NextN drafting: decode above is the effective rate */
+        snprintf(buf, sizeof buf, "k=%u, %.0f%% kept, %.2f tok/step", st->draft_k,
+                 100.0 * st->spec_accepted / st->spec_drafted,
+                 (double)(st->spec_accepted + st->spec_steps) / st->spec_steps);
+        kv(&p, "drafts", buf);
+    }
     if (st->engine.us_per_token_measured > 0) {
         snprintf(buf, sizeof buf, "%.0f us GPU, %u dispatches", st->engine.us_per_token_measured,
                  st->engine.dispatches_per_token);

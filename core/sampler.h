@@ -103,4 +103,31 @@ int32_t sampler_pick(sampler *s, const sampler_request *rq, float *logits, float
 /* sampler_prepare + sampler_pick. */
 int32_t sampler_sample(sampler *s, float *logits);
 
+/* ---- speculative decoding (the acceptance rule: sampler_spec.h) ---------- */
+
+/* Requests alive at once in a speculative step: the token after the last
+ * one and after each of up to SAMPLER_SPEC_SLOTS - 1 drafts. */
+#define SAMPLER_SPEC_SLOTS 5
+/* Probability 1 in the units of sampler_probs. */
+#define SAMPLER_PROB_ONE (1u << 31)
+
+/* The distribution sampler_pick draws from, as integers in units of 2^-31:
+ * P[i] = floor(r(i) * 2^31 / S) for the kept tokens (r, S of step 9), 0 for
+ * the others; greedy (or a best logit that is not finite): SAMPLER_PROB_ONE
+ * for the token picked.  sampler_pick's draw gives token i with
+ * probability r(i) / S to within 2^-32, so P is that to within 2^-31.
+ * logits (n_vocab) are penalised in place as by sampler_pick. */
+void sampler_probs(sampler *s, const sampler_request *rq, float *logits, uint32_t *P);
+/* The drafter's request (its q): the settings without the penalties; the
+ * uniform from the RNG unless greedy. */
+void sampler_prepare_draft(sampler *s, sampler_request *rq);
+/* The request for the token after the window plus extra[0..n_extra) --
+ * drafts not accepted yet (n_extra < SAMPLER_SPEC_SLOTS) -- with its
+ * penalty list in slot `slot` (< SAMPLER_SPEC_SLOTS), valid until the next
+ * call for that slot; the window itself is left as it was.  The uniform
+ * from the RNG unless greedy. */
+void sampler_prepare_ahead(sampler *s, const int32_t *extra, uint32_t n_extra, uint32_t slot, sampler_request *rq);
+/* 32 bits from the RNG (the acceptance tests). */
+uint32_t sampler_uniform(sampler *s);
+
 #endif
