@@ -247,17 +247,17 @@ static int get_opt_rate(pctx *p, json_t *obj, const char *key, const char *field
 }
 
 /* A number within [lo, hi] (absent or null: *out untouched). */
-static int get_opt_range(pctx *p, json_t *obj, const char *key, const char *field, double lo, double hi,
-                         double *out)
+/* A sampler setting: sampler_check's ranges, the same as the command
+ * line's and the settings file's (a recording is replayed with them). */
+static int get_opt_setting(pctx *p, json_t *obj, const char *key, const char *field, sampler_setting which,
+                           double *out)
 {
     double v = *out;
     if (get_opt_num(p, obj, key, field, &v) != 0)
         return -1;
-    if (v < lo || v > hi) {
-        char what[64];
-        snprintf(what, sizeof what, "%g is out of range [%g, %g]", v, lo, hi);
-        return perr(p, field, what);
-    }
+    err_t why;
+    if (sampler_check(which, field, v, &why) != 0)
+        return err_set(p->err, "%s: %s", p->name, why.msg);
     *out = v;
     return 0;
 }
@@ -454,6 +454,14 @@ static int get_opt_seed(pctx *p, json_t *s, uint64_t *out)
     return perr(p, "sampling.seed", "expected an integer from 0 to 18446744073709551615 (as a number or a string)");
 }
 
+static int check_top_k(pctx *p, long long top_k)
+{
+    err_t why;
+    if (sampler_check(SAMPLER_TOP_K, "sampling.top_k", (double)top_k, &why) != 0)
+        return err_set(p->err, "%s: %s", p->name, why.msg);
+    return 0;
+}
+
 static int parse_settings(pctx *p, conversation *c, json_t *root)
 {
     const char *tmpl = NULL;
@@ -494,13 +502,17 @@ static int parse_settings(pctx *p, conversation *c, json_t *root)
      * A penalty left out is off (files from before they were recorded). */
     sp->repeat_penalty = 1.0;
     sp->presence_penalty = sp->frequency_penalty = 0.0;
-    if (get_opt_range(p, s, "temperature", "sampling.temperature", 0, 100, &sp->temp) ||
-        get_opt_range(p, s, "top_p", "sampling.top_p", 0, 1, &sp->top_p) ||
-        get_opt_range(p, s, "min_p", "sampling.min_p", 0, 1, &sp->min_p) ||
-        get_opt_range(p, s, "repeat_penalty", "sampling.repeat_penalty", 0.1, 10, &sp->repeat_penalty) ||
-        get_opt_range(p, s, "presence_penalty", "sampling.presence_penalty", -2, 2, &sp->presence_penalty) ||
-        get_opt_range(p, s, "frequency_penalty", "sampling.frequency_penalty", -2, 2, &sp->frequency_penalty) ||
+    if (get_opt_setting(p, s, "temperature", "sampling.temperature", SAMPLER_TEMP, &sp->temp) ||
+        get_opt_setting(p, s, "top_p", "sampling.top_p", SAMPLER_TOP_P, &sp->top_p) ||
+        get_opt_setting(p, s, "min_p", "sampling.min_p", SAMPLER_MIN_P, &sp->min_p) ||
+        get_opt_setting(p, s, "repeat_penalty", "sampling.repeat_penalty", SAMPLER_REPEAT_PENALTY,
+                        &sp->repeat_penalty) ||
+        get_opt_setting(p, s, "presence_penalty", "sampling.presence_penalty", SAMPLER_PRESENCE_PENALTY,
+                        &sp->presence_penalty) ||
+        get_opt_setting(p, s, "frequency_penalty", "sampling.frequency_penalty", SAMPLER_FREQUENCY_PENALTY,
+                        &sp->frequency_penalty) ||
         get_opt_int(p, s, "top_k", "sampling.top_k", 0, INT_MAX, &top_k) ||
+        check_top_k(p, top_k) ||
         get_opt_seed(p, s, &sp->seed) ||
         get_opt_int(p, s, "n_predict", "sampling.n_predict", -1, INT_MAX, &n_predict))
         return -1;

@@ -16,6 +16,8 @@
  * (shaders/sample_select.comp); both add integers, so they agree exactly. */
 #include "sampler.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,53 @@ void sampler_params_default(sampler_params *p)
         .presence_penalty = 0.0f, .frequency_penalty = 0.0f, .penalty_window = 64, .seed = 0x5EED,
     };
 }
+
+/* ---- the settings people and files give ------------------------------------------------- */
+
+typedef struct {
+    double lo, hi;
+    bool integer;
+    const char *range; /* as the message says it */
+} setting_range;
+
+static const setting_range ranges[] = {
+    [SAMPLER_TEMP] = {0, 100, false, "0 for greedy, or 0.001 to 100"},
+    [SAMPLER_TOP_K] = {0, 1000000, true, "an integer from 0 (off) to 1000000"},
+    [SAMPLER_TOP_P] = {0, 1, false, "0 to 1 (1: off)"},
+    [SAMPLER_MIN_P] = {0, 1, false, "0 (off) to 1"},
+    [SAMPLER_REPEAT_PENALTY] = {0.1, 10, false, "0.1 to 10 (1: off)"},
+    [SAMPLER_PRESENCE_PENALTY] = {-2, 2, false, "-2 to 2 (0: off)"},
+    [SAMPLER_FREQUENCY_PENALTY] = {-2, 2, false, "-2 to 2 (0: off)"},
+};
+
+int sampler_check(sampler_setting which, const char *name, double v, err_t *err)
+{
+    if ((unsigned)which >= sizeof ranges / sizeof ranges[0])
+        return err_set(err, "%s: not a sampler setting", name);
+    const setting_range *r = &ranges[which];
+    if (!isfinite(v))
+        return err_set(err, "%s: %.10g is not a number (%s)", name, v, r->range);
+    if (v < r->lo || v > r->hi || (which == SAMPLER_TEMP && v > 0 && v < SAMPLER_TEMP_MIN))
+        return err_set(err, "%s: %.10g is out of range (%s)", name, v, r->range);
+    if (v != 0 && fabs(v) < FLT_MIN)
+        return err_set(err, "%s: %.10g is too close to 0 (%s)", name, v, r->range);
+    if (r->integer && v != floor(v))
+        return err_set(err, "%s: %.10g is not an integer (%s)", name, v, r->range);
+    return 0;
+}
+
+int sampler_params_check(const sampler_params *p, err_t *err)
+{
+    if (sampler_check(SAMPLER_TEMP, "temp", p->temp, err) || sampler_check(SAMPLER_TOP_K, "top-k", p->top_k, err) ||
+        sampler_check(SAMPLER_TOP_P, "top-p", p->top_p, err) || sampler_check(SAMPLER_MIN_P, "min-p", p->min_p, err) ||
+        sampler_check(SAMPLER_REPEAT_PENALTY, "repeat-penalty", p->repeat_penalty, err) ||
+        sampler_check(SAMPLER_PRESENCE_PENALTY, "presence-penalty", p->presence_penalty, err) ||
+        sampler_check(SAMPLER_FREQUENCY_PENALTY, "frequency-penalty", p->frequency_penalty, err))
+        return -1;
+    return 0;
+}
+
+/* ---- the sampler's state ----------------------------------------------------------------- */
 
 static int set_window(sampler *s, int n)
 {
@@ -195,8 +244,10 @@ void sampler_prepare(sampler *s, sampler_request *rq)
 {
     const sampler_params *p = &s->p;
     memset(rq, 0, sizeof *rq);
-    rq->greedy = p->temp <= 0.0f;
-    rq->inv_temp = rq->greedy ? 1.0f : 1.0f / p->temp;
+    float inv_t = 1.0f / p->temp;
+    /* NaN, 0 and negative temperatures, and those whose inverse overflows */
+    rq->greedy = !(p->temp > 0.0f) || !isfinite(inv_t);
+    rq->inv_temp = rq->greedy ? 1.0f : inv_t;
     rq->top_k = p->top_k > 0 && (uint32_t)p->top_k < s->n_vocab ? (uint32_t)p->top_k : 0;
     rq->top_p_on = p->top_p < 1.0f;
     double q = p->top_p > 0 ? (double)p->top_p * 4294967296.0 : 0;
@@ -227,6 +278,11 @@ void sampler_prepare(sampler *s, sampler_request *rq)
     }
     if (!rq->greedy)
         rq->uniform = (uint32_t)(rng_next(s->rng) >> 32);
+}
+
+bool sampler_request_draws(const sampler_request *rq)
+{
+    return !rq->greedy && rq->inv_temp >= 0.0f && rq->inv_temp <= FLT_MAX;
 }
 
 /* ---- the weighted selection ---------------------------------------------------------- */
@@ -337,7 +393,7 @@ int32_t sampler_pick(sampler *s, const sampler_request *rq, float *l, float *pro
         for (uint32_t i = 0; i < rq->n_pen; i++)
             if (rq->pen_ids[i] >= 0 && (uint32_t)rq->pen_ids[i] < n)
                 l[rq->pen_ids[i]] = penalized(rq, l[rq->pen_ids[i]], rq->pen_counts[i]);
-    if (rq->greedy) {
+    if (!sampler_request_draws(rq)) {
         s->k.best(l, n, &first);
         return (int32_t)first;
     }
