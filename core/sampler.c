@@ -96,13 +96,13 @@ typedef struct {
 } setting_range;
 
 static const setting_range ranges[] = {
-    [SAMPLER_TEMP] = {0, 100, false, "0 for greedy, or 0.001 to 100"},
-    [SAMPLER_TOP_K] = {0, 1000000, true, "an integer from 0 (off) to 1000000"},
-    [SAMPLER_TOP_P] = {0, 1, false, "0 to 1 (1: off)"},
-    [SAMPLER_MIN_P] = {0, 1, false, "0 (off) to 1"},
-    [SAMPLER_REPEAT_PENALTY] = {0.1, 10, false, "0.1 to 10 (1: off)"},
-    [SAMPLER_PRESENCE_PENALTY] = {-2, 2, false, "-2 to 2 (0: off)"},
-    [SAMPLER_FREQUENCY_PENALTY] = {-2, 2, false, "-2 to 2 (0: off)"},
+    [SAMPLER_TEMP] = {0, 100, false, "[0.001, 100] (or 0: greedy)"},
+    [SAMPLER_TOP_K] = {0, 1000000, true, "[0, 1000000]"},
+    [SAMPLER_TOP_P] = {0, 1, false, "[0, 1]"},
+    [SAMPLER_MIN_P] = {0, 1, false, "[0, 1]"},
+    [SAMPLER_REPEAT_PENALTY] = {0.1, 10, false, "[0.1, 10]"},
+    [SAMPLER_PRESENCE_PENALTY] = {-2, 2, false, "[-2, 2]"},
+    [SAMPLER_FREQUENCY_PENALTY] = {-2, 2, false, "[-2, 2]"},
 };
 
 int sampler_check(sampler_setting which, const char *name, double v, err_t *err)
@@ -111,13 +111,13 @@ int sampler_check(sampler_setting which, const char *name, double v, err_t *err)
         return err_set(err, "%s: not a sampler setting", name);
     const setting_range *r = &ranges[which];
     if (!isfinite(v))
-        return err_set(err, "%s: %.10g is not a number (%s)", name, v, r->range);
+        return err_set(err, "%s: %.10g is not a number", name, v);
     if (v < r->lo || v > r->hi || (which == SAMPLER_TEMP && v > 0 && v < SAMPLER_TEMP_MIN))
-        return err_set(err, "%s: %.10g is out of range (%s)", name, v, r->range);
+        return err_set(err, "%s: %.10g is out of range %s", name, v, r->range);
     if (v != 0 && fabs(v) < FLT_MIN)
-        return err_set(err, "%s: %.10g is too close to 0 (%s)", name, v, r->range);
+        return err_set(err, "%s: %.10g is too close to 0 (0, or at least %.2g)", name, v, (double)FLT_MIN);
     if (r->integer && v != floor(v))
-        return err_set(err, "%s: %.10g is not an integer (%s)", name, v, r->range);
+        return err_set(err, "%s: %.10g is not an integer", name, v);
     return 0;
 }
 

@@ -61,7 +61,7 @@ expect_usage generate_top_p "^glmchat: top-p: nan is not a number|^glmchat: --to
 mkdir -p "$XDG_CONFIG_HOME/glmchat"
 S="$XDG_CONFIG_HOME/glmchat/settings"
 printf '# defaults\ntemp = 1e-39\n' >"$S"
-expect_fail settings_file_temp "^glmchat: $S:2: temp: 1e-39 is out of range \(0 for greedy, or 0.001 to 100\)$" G -m "$MODEL" -n 2 -p hi
+expect_fail settings_file_temp "^glmchat: $S:2: temp: 1e-39 is out of range \[0.001, 100\] \(or 0: greedy\)$" G -m "$MODEL" -n 2 -p hi
 printf 'min-p = -nan\n' >"$S"
 expect_fail settings_file_min_p "^glmchat: $S:1: min-p: -?nan is not a number" G -m "$MODEL" -n 2 -p hi
 rm -f "$S"
