@@ -112,28 +112,29 @@ bool settings_given(const settings *s, const char *key)
 
 const char *settings_keys(void)
 {
-    return "model backend device template think temp top-k top-p min-p repeat-penalty presence-penalty "
-           "frequency-penalty seed n-predict ctx context-overflow theme side-pane side-width mouse ignore-eos";
+    /* The table, joined: one list for help, errors and the tests that walk it. */
+    static char list[512];
+    if (!list[0]) {
+        size_t n = 0;
+        for (size_t i = 0; i < sizeof all_keys / sizeof all_keys[0] && n < sizeof list; i++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? " " : "", all_keys[i]);
+    }
+    return list;
 }
 
 const char *settings_option_key(const char *arg)
 {
-    /* Every key but `model` (-m/--model, which the commands parse: it
-     * outranks $GLMCHAT_MODEL) and `ignore-eos` (the flag --ignore-eos). */
-    static const char *const keys[] = {"backend", "device", "template", "think",     "temp",
-                                       "top-k",   "top-p",  "min-p",    "seed",      "n-predict",
-                                       "ctx",     "theme",  "side-pane", "side-width", "mouse",
-                                       "repeat-penalty", "presence-penalty", "frequency-penalty"};
+    /* Every key is "--KEY" but `model` (-m/--model, which the commands
+     * parse: it outranks $GLMCHAT_MODEL) and `ignore-eos` (the flag
+     * --ignore-eos, which takes no value). */
     if (!strcmp(arg, "-n"))
         return "n-predict";
     if (!strcmp(arg, "-c"))
         return "ctx";
-    if (strncmp(arg, "--", 2) != 0)
+    if (strncmp(arg, "--", 2) != 0 || !strcmp(arg + 2, "model") || !strcmp(arg + 2, "ignore-eos"))
         return NULL;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (!strcmp(arg + 2, keys[i]))
-            return keys[i];
-    return NULL;
+    int i = key_index(arg + 2);
+    return i >= 0 ? all_keys[i] : NULL;
 }
 
 bool settings_is_sampling_key(const char *key)
@@ -333,7 +334,7 @@ int settings_load(settings *s, const char *path, bool missing_ok, err_t *err)
     char line[PATH_MAX + 64];
     int lineno = 0, rc = 0;
     uint32_t given = s->given; /* the file's keys are defaults, not given explicitly */
-    for (size_t pos = 0; pos < len && rc == 0;) {
+    for (size_t pos = file_bom_len(text, len); pos < len && rc == 0;) {
         const char *nl = memchr(text + pos, '\n', len - pos);
         size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
         lineno++;

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file_read.h"
 #include "sha256.h"
 #include "text_safe.h"
 
@@ -556,6 +557,9 @@ static int parse_root(pctx *p, conversation *c, json_t *root)
 int conv_parse(conversation *c, const char *text, size_t len, const char *name, err_t *err)
 {
     conv_init(c);
+    size_t bom = file_bom_len(text, len);
+    text += bom;
+    len -= bom;
     if (len == 0)
         return err_set(err, "%s: empty file", name);
     json_error_t je;
