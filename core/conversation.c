@@ -18,7 +18,7 @@
 #include "sha256.h"
 #include "text_safe.h"
 
-#define CONV_FORMAT_NAME "glmchat-conversation"
+#define CONV_FORMAT_NAME "glmchat-conversation" /* as CONV_FILE_HEAD spells it */
 
 /* ---- messages ---------------------------------------------------------------- */
 
