@@ -56,6 +56,7 @@ static void msg_free(conv_msg *m)
     free(m->role);
     free(m->content);
     free(m->reasoning);
+    free(m->error);
 }
 
 void conv_clear(conversation *c)
@@ -95,6 +96,14 @@ conv_msg *conv_add(conversation *c, const char *role, const char *content, const
     m->content = dup_utf8(content ? content : "");
     m->reasoning = reasoning ? dup_utf8(reasoning) : NULL;
     return m;
+}
+
+void conv_set_error(conv_msg *m, const char *why)
+{
+    free(m->error);
+    m->error = why ? dup_utf8(why) : NULL;
+    if (why)
+        m->stopped = true;
 }
 
 void conv_truncate(conversation *c, size_t n)
@@ -381,6 +390,12 @@ static int parse_turn(pctx *p, conversation *c, json_t *t, size_t i)
         return perr(p, field, "expected true or false");
     }
     m->stopped = stopped && json_is_true(stopped);
+    const char *why = NULL;
+    snprintf(field, sizeof field, "turns[%zu].error", i);
+    if (get_opt_str(p, t, "error", field, &why) != 0)
+        return -1;
+    if (why)
+        conv_set_error(m, why);
     return 0;
 }
 
@@ -625,7 +640,7 @@ static json_t *seed_json(uint64_t seed)
 
 static bool has_meta(const conv_msg *m)
 {
-    return m->time > 0 || m->n_tokens || m->tps > 0 || m->prefill_tps > 0 || m->stopped;
+    return m->time > 0 || m->n_tokens || m->tps > 0 || m->prefill_tps > 0 || m->stopped || m->error;
 }
 
 static json_t *turns_json(const conversation *c)
@@ -645,6 +660,8 @@ static json_t *turns_json(const conversation *c)
             json_object_set_new(t, "prefill_tokens_per_second", real6(m->prefill_tps));
             json_object_set_new(t, "stopped", json_boolean(m->stopped));
         }
+        if (m->error)
+            json_object_set_new(t, "error", json_string(m->error));
         json_array_append_new(turns, t);
     }
     return turns;
@@ -742,7 +759,12 @@ void conv_to_markdown(const conversation *c, sbuf *out)
         sbuf_addc(out, '\n');
         if (!strcmp(m->role, "assistant") && (m->tps > 0 || m->stopped))
             sbuf_printf(out, "\n*%u tokens, %.1f tokens/s%s*\n", m->n_tokens, m->tps,
-                        m->stopped ? ", stopped" : "");
+                        m->error ? ", failed" : m->stopped ? ", stopped" : "");
+        if (m->error) {
+            sbuf_adds(out, "\n*The answer failed: ");
+            tsafe_sanitize(out, m->error, strlen(m->error), false);
+            sbuf_adds(out, "*\n");
+        }
     }
 }
 

@@ -10,7 +10,9 @@
  *                  a field left out or null was not recorded: see CONV_S_*)
  *    "messages": [{"role", "content", "reasoning_content"?}, ...],   (OpenAI style)
  *    "turns": [{"message": INDEX, "time": ISO-8601, "tokens", "tokens_per_second",
- *               "prefill_tokens_per_second", "stopped"}, ...]}
+ *               "prefill_tokens_per_second", "stopped", "error"?}, ...]}
+ *   ("error": an answer that failed -- a device error, a sampling failure --
+ *    keeps what it said before, is "stopped", and says why here.)
  * A file holding only {"messages": [...]} (as other tools write) loads too;
  * content may also be null or an array of {"type": "text", "text"} parts.
  *
@@ -50,6 +52,8 @@ typedef struct {
     double tps;        /* assistant: decode tokens/s */
     double prefill_tps;/* assistant: prefill tokens/s of its prompt */
     bool stopped;      /* assistant: generation was stopped by the user */
+    char *error;       /* assistant: why the answer failed (its text is what came
+                          before the failure), NULL when it did not */
 } conv_msg;
 
 /* Bits of conversation.sampling_missing: fields a file left out (or null).
@@ -115,6 +119,9 @@ void conv_clear(conversation *c);
 /* Appends a message (copies the strings; invalid UTF-8 becomes U+FFFD) and
  * returns it. reasoning may be NULL. */
 conv_msg *conv_add(conversation *c, const char *role, const char *content, const char *reasoning);
+/* Records that the answer m failed, and why (copied; NULL clears): the
+ * answer is then stopped too. */
+void conv_set_error(conv_msg *m, const char *why);
 /* Drops messages n.. (n <= c->n). */
 void conv_truncate(conversation *c, size_t n);
 /* Replaces the system prompt (the first message when it is a system one);
