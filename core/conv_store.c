@@ -435,6 +435,17 @@ static bool is_temp_name(const char *name, const char *base, long *pid)
     return *end == 0;
 }
 
+/* The directory, for readdir and for the *at calls on its entries (which
+ * then act on the directory listed, whatever becomes of its path). */
+static DIR *open_dir(const char *dir, int *dfd)
+{
+    *dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = *dfd >= 0 ? fdopendir(*dfd) : NULL;
+    if (!d && *dfd >= 0)
+        close(*dfd);
+    return d;
+}
+
 /* Opens name in the directory dfd: a regular file (never through a
  * symlink, never blocking on a FIFO) whose first bytes are head.  -1 when
  * it is anything else: not ours. */
@@ -477,13 +488,10 @@ static void remove_temp(int dfd, const char *name)
  * create them only while holding the lock. */
 static void remove_stale_temps(const char *dir, const char *base)
 {
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    int dfd;
+    DIR *d = open_dir(dir, &dfd);
+    if (!d)
         return;
-    }
     struct dirent *de;
     long pid;
     while ((de = readdir(d)))
@@ -672,13 +680,10 @@ static void remove_stale_lock(int dfd, const char *name)
 void conv_cleanup_tmp(const char *dir)
 {
     /* A symlinked directory is followed: what is removed there is ours too. */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    int dfd;
+    DIR *d = open_dir(dir, &dfd);
+    if (!d)
         return;
-    }
     struct dirent *de;
     while ((de = readdir(d))) {
         long pid;
