@@ -281,7 +281,7 @@ static int fit_prompt(const chat_args *a, const settings *set, const chat_sessio
         return -1;
     }
     const char *least = fit->bounded ? "at least " : "";
-    const char *file = a->conversation ? a->conversation : NULL;
+    const char *file = a->conversation;
     if (!fit->fits && fit->policy == CHAT_CTX_STOP)
         chat_error("not answered: the conversation is %s%u tokens; the context holds %u with %u kept for the answer: "
                    "raise -c, or --context-overflow trim leaves the oldest turns out of the prompt%s%s%s",
