@@ -713,15 +713,15 @@ static void test_settings_check(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         err.msg[0] = 0;
         int rc = sampler_check(cases[i].which, "the-key", cases[i].v, &err);
-        CHECK((rc == 0) == cases[i].ok, "case %zu (%g): rc %d, '%s'", i, cases[i].v, rc, err.msg);
+        CHECK((rc == 0) == cases[i].ok, "case %zu (%g): rc %d, '%.300s'", i, cases[i].v, rc, err.msg);
         if (rc)
-            CHECK(!strncmp(err.msg, "the-key: ", 9) && !strchr(err.msg, '\n'), "case %zu: '%s'", i, err.msg);
+            CHECK(!strncmp(err.msg, "the-key: ", 9) && !strchr(err.msg, '\n'), "case %zu: '%.300s'", i, err.msg);
     }
     sampler_params p;
     sampler_params_default(&p);
-    CHECK(sampler_params_check(&p, &err) == 0, "the defaults: %s", err.msg);
+    CHECK(sampler_params_check(&p, &err) == 0, "the defaults: %.300s", err.msg);
     p.temp = 1e-39f;
-    CHECK(sampler_params_check(&p, &err) != 0 && strstr(err.msg, "temp: "), "a subnormal temp passed: '%s'", err.msg);
+    CHECK(sampler_params_check(&p, &err) != 0 && strstr(err.msg, "temp: "), "a subnormal temp passed: '%.300s'", err.msg);
 }
 
 int main(void)
