@@ -327,11 +327,7 @@ void chat_error(const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     sbuf b = {0};
-    tsafe_sanitize(&b, msg, strlen(msg), false);
-    /* One line: a newline inside a message is a control character too. */
-    for (size_t i = 0; i < b.len; i++)
-        if (b.s[i] == '\n' || b.s[i] == '\t')
-            b.s[i] = ' ';
+    tsafe_one_line(&b, msg, strlen(msg)); /* a newline inside is a control character too */
     fprintf(stderr, "glmchat: %s\n", sbuf_str(&b));
     sbuf_free(&b);
 }

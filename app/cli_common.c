@@ -60,8 +60,10 @@ int cli_parse_float(const char *s, const char *what, float *out, err_t *err)
     char *end;
     errno = 0;
     float v = strtof(s, &end);
-    if (end == s || *end || errno == ERANGE || !isfinite(v))
+    if (end == s || *end || !isfinite(v))
         return err_set(err, "%s: '%s' is not a number", what, s);
+    if (errno == ERANGE) /* too close to 0 for a float (or 0 only by rounding) */
+        return err_set(err, "%s: %s is out of range", what, s);
     *out = v;
     return 0;
 }

@@ -35,6 +35,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "decoder.h"
+#include "text_safe.h"
 #include "vk.h"
 
 #define MAX_DEPTHS 8
@@ -526,7 +527,11 @@ int cmd_bench(int argc, char **argv)
         cs.greedy.temp = 0;
         snprintf(cs.desc, sizeof cs.desc, "%s: temp %g, top-k %d, top-p %g, min-p %g", tmpl_name(tp),
                  (double)cs.sampling.temp, cs.sampling.top_k, (double)cs.sampling.top_p, (double)cs.sampling.min_p);
-        printf("model: %s (%s, %u layers, %u experts, %.2f GiB)\n", o.model_path, m.cfg.name[0] ? m.cfg.name : m.cfg.arch,
+        char path[1024], name[4 * sizeof m.cfg.name]; /* the file's name and general.name, inert */
+        tsafe_one_line_buf(path, sizeof path, o.model_path, strlen(o.model_path));
+        tsafe_one_line_buf(name, sizeof name, m.cfg.name[0] ? m.cfg.name : m.cfg.arch,
+                           strlen(m.cfg.name[0] ? m.cfg.name : m.cfg.arch));
+        printf("model: %s (%s, %u layers, %u experts, %.2f GiB)\n", path, name,
                m.cfg.n_layer, m.cfg.n_expert, gguf_file_size(m.gguf) / 1073741824.0);
         printf("backend: %s\nload: %.1f s; context %u tokens, prompt chunks of %u, KV cache %s\n", decoder_describe(dec),
                now_s() - t0, p.n_ctx, p.n_batch, p.kv == KV_F16 ? "f16" : "f32");
@@ -535,8 +540,10 @@ int cmd_bench(int argc, char **argv)
         decoder_free(dec);
     }
     tok_free(tok);
-    if (rc)
-        fprintf(stderr, "glmchat: %s: %s\n", o.model_path, err.msg);
+    if (rc) {
+        err_prefix(&err, "%s", o.model_path); /* inert, as every message is */
+        fprintf(stderr, "glmchat: %s\n", err.msg);
+    }
     model_free(&m);
     cli_options_free(&o);
     return rc;

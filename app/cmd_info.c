@@ -229,10 +229,12 @@ static int print_mix(const model *m)
             if (!n)
                 continue;
             const char *tn = t == 0xFE ? "?" : quant_type_name(t);
+            char name[4 * sizeof mk->name]; /* a tensor name from the file, inert */
+            tsafe_one_line_buf(name, sizeof name, mk->name, strlen(mk->name));
             if (mk->per_block)
-                printf("  %-26s %-7s %3u: %s\n", first ? mk->name : "", tn, n, ranges);
+                printf("  %-26s %-7s %3u: %s\n", first ? name : "", tn, n, ranges);
             else
-                printf("  %-26s %s\n", mk->name, tn);
+                printf("  %-26s %s\n", name, tn);
             first = false;
         }
     }

@@ -253,7 +253,11 @@ static int replay(const chat_args *a, chat_model *cm, conversation *c)
             if (old->reasoning && old->reasoning[0])
                 section("recorded reasoning", old->reasoning, tty);
             section("recorded answer", old->content, tty);
-            printf("# recorded: %u tokens, %.1f tokens/s%s\n", old->n_tokens, old->tps, old->stopped ? ", stopped" : "");
+            printf("# recorded: %u tokens, %.1f tokens/s%s", old->n_tokens, old->tps,
+                   old->error ? ", failed: " : old->stopped ? ", stopped" : "");
+            if (old->error)
+                put_meta(old->error);
+            fputc('\n', stdout);
         } else {
             printf("--- recorded answer\n  (none)\n");
         }

@@ -20,6 +20,7 @@
 
 #include "chat_commands.h"
 #include "chat_setup.h"
+#include "text_safe.h"
 #include "ui_input.h"
 #include "ui_keys.h"
 #include "ui_linemode.h"
@@ -370,7 +371,10 @@ int ui_app_run(const ui_app_config *config)
     code = a->exit_code;
     const char *saved = ui_session_saved_path(a->session);
     if (saved) {
-        printf("glmchat: conversation saved in %s\n", saved);
+        sbuf name = {0}; /* a file name: from a directory listing (--resume), inert */
+        tsafe_one_line(&name, saved, strlen(saved));
+        printf("glmchat: conversation saved in %s\n", sbuf_str(&name));
+        sbuf_free(&name);
     } else if (ui_session_unsaved(a->session)) {
         chat_error("the conversation could not be saved");
         code = code ? code : 1;

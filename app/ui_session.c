@@ -68,17 +68,6 @@ void ui_session_free(ui_session *s)
 
 /* ---- answers --------------------------------------------------------------------------------- */
 
-/* Tokens of the context kept free for the answer: its n-predict when that
- * is smaller, else a quarter of the context (at most 1024), so a long
- * conversation still leaves room to answer. */
-static uint32_t answer_reserve(uint32_t n_ctx, int n_predict)
-{
-    uint32_t r = n_ctx / 4 < 1024 ? n_ctx / 4 : 1024;
-    if (n_predict > 0 && (uint32_t)n_predict < r)
-        r = (uint32_t)n_predict;
-    return r ? r : 1;
-}
-
 void uis_context_reset(ui_session *s)
 {
     s->ctx_dropped = s->ctx_dropped_noted = 0;
@@ -105,7 +94,7 @@ int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind)
     err_t err;
     chat_fit fit;
     uint32_t n_ctx = decoder_n_ctx(s->dec);
-    uint32_t reserve = answer_reserve(n_ctx, s->cfg.n_predict);
+    uint32_t reserve = chat_answer_reserve(n_ctx, s->cfg.n_predict);
     /* What the last prompt left out stays out: its start, and so the KV
      * cache, stays the same from one answer to the next. */
     size_t kept_out = kind == GEN_CHAT ? s->ctx_dropped : 0;
@@ -283,6 +272,23 @@ static void give_back_stopped(ui_session *s)
     sbuf_free(&text);
 }
 
+/* A failed answer keeps what it said before the failure, marked with why
+ * (conv_set_error): the user's message keeps its answer, so the file stays
+ * a conversation of turns and /retry has an answer to replace. */
+static void record_failed(ui_session *s, const char *why)
+{
+    chat_stream *st = &s->stream;
+    chat_stream_finish(st);
+    conversation *c = &s->chat.conv;
+    if (!c->n || strcmp(c->msgs[c->n - 1].role, "user") != 0)
+        return;
+    conv_msg *m = conv_add(c, "assistant", sbuf_str(&st->content), st->reasoning.len ? sbuf_str(&st->reasoning) : NULL);
+    m->time = conv_now();
+    m->prefill_tps = s->gen_prefill_tps;
+    conv_set_error(m, why ? why : "unknown error");
+    s->changed |= UI_CHANGED_CONVERSATION;
+}
+
 static void finish_chat(ui_session *s, const dec_event *ev)
 {
     chat_stream *st = &s->stream;
@@ -388,9 +394,11 @@ static void handle_event(ui_session *s, const dec_event *ev)
         }
         if (ev->job != (uint32_t)s->job)
             break;
-        ui_note(s->fe, UI_ERROR, "The answer failed: %s", ev->text);
+        ui_note(s->fe, UI_ERROR, "The answer failed: %s (/retry tries again)", ev->text);
         if (s->gen == GEN_REPLAY)
             uis_replay_end(s);
+        else
+            record_failed(s, ev->text);
         uis_end_generation(s);
         uis_autosave(s);
         break;
@@ -730,7 +738,7 @@ static uint32_t ctx_for_prompt(uint32_t prompt, int n_predict)
     uint32_t lo = 16, hi = 1u << 24;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (mid - answer_reserve(mid, n_predict) >= prompt)
+        if (mid - chat_answer_reserve(mid, n_predict) >= prompt)
             hi = mid;
         else
             lo = mid + 1;
@@ -752,7 +760,7 @@ static bool ctx_holds_conversation(ui_session *s, uint32_t n_ctx)
     bool answered = !strcmp(c->msgs[c->n - 1].role, "assistant");
     bool trim = s->cfg.ctx_overflow == CHAT_CTX_TRIM;
     size_t n_msgs = trim && answered ? (has_system(c) ? 1 : 0) : c->n;
-    uint32_t reserve = answer_reserve(n_ctx, s->cfg.n_predict);
+    uint32_t reserve = chat_answer_reserve(n_ctx, s->cfg.n_predict);
     chat_fit fit;
     err_t err;
     if (chat_prompt_fit(&s->chat, n_msgs, n_ctx, reserve, s->cfg.ctx_overflow, &fit, &err) != 0) {

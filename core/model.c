@@ -46,13 +46,9 @@ static int read_arch(kv_reader *r, model_config *c)
     if (gguf_get_str(r->g, "general.architecture", &s, r->err) < 0)
         return -1;
     if (s.len != strlen("deepseek2") || memcmp(s.ptr, "deepseek2", s.len) != 0) {
-        char seen[65]; /* from the file: control bytes would break the one-line error */
-        size_t n = s.len > 64 ? 64 : (size_t)s.len;
-        for (size_t i = 0; i < n; i++)
-            seen[i] = (unsigned char)s.ptr[i] < 0x20 || s.ptr[i] == 0x7f ? '?' : s.ptr[i];
-        seen[n] = 0;
-        return err_set(r->err, "%s: general.architecture is '%s'; glmchat runs 'deepseek2' models "
-                       "(GLM-4.7-Flash, DeepSeek-V2)", r->path, seen);
+        /* from the file: err_set shows control characters inert */
+        return err_set(r->err, "%s: general.architecture is '%.*s'; glmchat runs 'deepseek2' models "
+                       "(GLM-4.7-Flash, DeepSeek-V2)", r->path, (int)(s.len > 64 ? 64 : s.len), s.ptr);
     }
     snprintf(c->arch, sizeof c->arch, "deepseek2");
     if (gguf_has_key(r->g, "general.name")) {

@@ -16,6 +16,8 @@
  * (shaders/sample_select.comp); both add integers, so they agree exactly. */
 #include "sampler.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,53 @@ void sampler_params_default(sampler_params *p)
         .presence_penalty = 0.0f, .frequency_penalty = 0.0f, .penalty_window = 64, .seed = 0x5EED,
     };
 }
+
+/* ---- the settings people and files give ------------------------------------------------- */
+
+typedef struct {
+    double lo, hi;
+    bool integer;
+    const char *range; /* as the message says it */
+} setting_range;
+
+static const setting_range ranges[] = {
+    [SAMPLER_TEMP] = {0, 100, false, "[0.001, 100] (or 0: greedy)"},
+    [SAMPLER_TOP_K] = {0, 1000000, true, "[0, 1000000]"},
+    [SAMPLER_TOP_P] = {0, 1, false, "[0, 1]"},
+    [SAMPLER_MIN_P] = {0, 1, false, "[0, 1]"},
+    [SAMPLER_REPEAT_PENALTY] = {0.1, 10, false, "[0.1, 10]"},
+    [SAMPLER_PRESENCE_PENALTY] = {-2, 2, false, "[-2, 2]"},
+    [SAMPLER_FREQUENCY_PENALTY] = {-2, 2, false, "[-2, 2]"},
+};
+
+int sampler_check(sampler_setting which, const char *name, double v, err_t *err)
+{
+    if ((unsigned)which >= sizeof ranges / sizeof ranges[0])
+        return err_set(err, "%s: not a sampler setting", name);
+    const setting_range *r = &ranges[which];
+    if (!isfinite(v))
+        return err_set(err, "%s: %.10g is not a number", name, v);
+    if (v < r->lo || v > r->hi || (which == SAMPLER_TEMP && v > 0 && v < SAMPLER_TEMP_MIN))
+        return err_set(err, "%s: %.10g is out of range %s", name, v, r->range);
+    if (v != 0 && fabs(v) < FLT_MIN)
+        return err_set(err, "%s: %.10g is too close to 0 (0, or at least %.2g)", name, v, (double)FLT_MIN);
+    if (r->integer && v != floor(v))
+        return err_set(err, "%s: %.10g is not an integer", name, v);
+    return 0;
+}
+
+int sampler_params_check(const sampler_params *p, err_t *err)
+{
+    if (sampler_check(SAMPLER_TEMP, "temp", p->temp, err) || sampler_check(SAMPLER_TOP_K, "top-k", p->top_k, err) ||
+        sampler_check(SAMPLER_TOP_P, "top-p", p->top_p, err) || sampler_check(SAMPLER_MIN_P, "min-p", p->min_p, err) ||
+        sampler_check(SAMPLER_REPEAT_PENALTY, "repeat-penalty", p->repeat_penalty, err) ||
+        sampler_check(SAMPLER_PRESENCE_PENALTY, "presence-penalty", p->presence_penalty, err) ||
+        sampler_check(SAMPLER_FREQUENCY_PENALTY, "frequency-penalty", p->frequency_penalty, err))
+        return -1;
+    return 0;
+}
+
+/* ---- the sampler's state ----------------------------------------------------------------- */
 
 static int set_window(sampler *s, int n)
 {
@@ -229,8 +278,10 @@ static void prepare_into(sampler *s, sampler_request *rq, int32_t *ids, uint32_t
 {
     const sampler_params *p = &s->p;
     memset(rq, 0, sizeof *rq);
-    rq->greedy = p->temp <= 0.0f;
-    rq->inv_temp = rq->greedy ? 1.0f : 1.0f / p->temp;
+    float inv_t = 1.0f / p->temp;
+    /* NaN, 0 and negative temperatures, and those whose inverse overflows */
+    rq->greedy = !(p->temp > 0.0f) || !isfinite(inv_t);
+    rq->inv_temp = rq->greedy ? 1.0f : inv_t;
     rq->top_k = p->top_k > 0 && (uint32_t)p->top_k < s->n_vocab ? (uint32_t)p->top_k : 0;
     rq->top_p_on = p->top_p < 1.0f;
     double q = p->top_p > 0 ? (double)p->top_p * 4294967296.0 : 0;
@@ -297,6 +348,11 @@ void sampler_prepare_ahead(sampler *s, const int32_t *extra, uint32_t n_extra, u
         window_pop(s, extra[i], out[i]);
     if (!rq->greedy)
         rq->uniform = sampler_uniform(s);
+}
+
+bool sampler_request_draws(const sampler_request *rq)
+{
+    return !rq->greedy && rq->inv_temp >= 0.0f && rq->inv_temp <= FLT_MAX;
 }
 
 /* ---- the weighted selection ---------------------------------------------------------- */
@@ -409,7 +465,7 @@ static bool kept_tokens(sampler *s, const sampler_request *rq, float *l, uint32_
         for (uint32_t i = 0; i < rq->n_pen; i++)
             if (rq->pen_ids[i] >= 0 && (uint32_t)rq->pen_ids[i] < n)
                 l[rq->pen_ids[i]] = penalized(rq, l[rq->pen_ids[i]], rq->pen_counts[i]);
-    if (rq->greedy) {
+    if (!sampler_request_draws(rq)) {
         s->k.best(l, n, &first);
         *only = (int32_t)first;
         return false;

@@ -479,8 +479,9 @@ static void test_cleanup_tmp(void)
     char dead[600], live[600];
     snprintf(dead, sizeof dead, "%.200s/.x.json.tmp.%ld.0", tmpdir, (long)child);
     snprintf(live, sizeof live, "%.200s/.x.json.tmp.%ld.0", tmpdir, (long)getpid());
-    write_text(dead, "{");
-    write_text(live, "{");
+    /* what a save's temporary holds: the start of a conversation file */
+    write_text(dead, CONV_FILE_HEAD ",\n");
+    write_text(live, CONV_FILE_HEAD ",\n");
     conv_cleanup_tmp(tmpdir);
     CHECK(access(dead, F_OK) != 0, "a dead writer's temporary file was kept");
     CHECK(access(live, F_OK) == 0, "a live writer's temporary file was removed");
@@ -661,8 +662,8 @@ static void test_save_removes_stale_temporaries(void)
     snprintf(dead, sizeof dead, "%.200s/.temps.json.tmp.%ld.0", tmpdir, (long)child);
     snprintf(other, sizeof other, "%.200s/.other.json.tmp.%ld.0", tmpdir, (long)child);
     path_in_tmp(path, sizeof path, "temps.json");
-    write_text(dead, "{");
-    write_text(other, "{");
+    write_text(dead, CONV_FILE_HEAD ",\n");
+    write_text(other, CONV_FILE_HEAD ",\n");
     conversation c;
     conv_init(&c);
     conv_add(&c, "user", "x", NULL);

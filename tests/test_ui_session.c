@@ -21,6 +21,7 @@
 static model m;
 static tokenizer *tok;
 static uint32_t open_n_ctx; /* the next session's context, 0: the default */
+static const engine_backend *open_be; /* the next session's backend, NULL: the CPU reference */
 static char tmpdir[256];
 
 /* ---- a frontend that records what the session tells the user ------------------------ */
@@ -127,7 +128,7 @@ static bool open_session(fixture *f, int n_predict, conversation *initial)
     c.m = &m;
     c.tok = tok;
     c.tmpl = tmpl_find("chatml");
-    c.be = &ref_engine_backend;
+    c.be = open_be ? open_be : &ref_engine_backend;
     engine_params_default(&c.params);
     c.params.n_threads = 2;
     if (open_n_ctx)
@@ -930,6 +931,81 @@ static void test_commands_drive_the_session(void)
     close_session(&f);
 }
 
+/* ---- issue 28 ------------------------------------------------------------------------------ */
+
+/* A backend whose single-token evals fail after a few: a device error in
+ * the middle of an answer (injected at the backend interface). */
+static engine_backend failing;
+static int evals_left;
+
+static int failing_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_t pos, const engine_output *out,
+                        err_t *err)
+{
+    if (n_tokens == 1 && evals_left-- <= 0)
+        return err_set(err, "injected: the device was lost at position %u", pos);
+    return ref_engine_backend.eval(impl, tokens, n_tokens, pos, out, err);
+}
+
+/* 28.6d: the failed answer is kept with what it said and why, in the
+ * conversation and its file; the user's message is not left without an
+ * answer, and /retry replaces it. */
+static void test_failed_answer_is_recorded(void)
+{
+    failing = ref_engine_backend;
+    failing.name = "cpu-failing";
+    failing.eval = failing_eval;
+    open_be = &failing;
+    evals_left = 1000; /* the session's start evaluates nothing, but be safe */
+    fixture f;
+    bool started = start_ready(&f, 12);
+    open_be = NULL;
+    CHECK(started, "the session did not start");
+    if (!f.s)
+        return;
+    evals_left = 3;
+    CHECK(chat(&f, "hello"), "no end to the answer");
+    CHECK(!strcmp(roles(f.s), "ua"), "roles %s", roles(f.s));
+    CHECK(noted(&f.rec, "The answer failed: injected: the device was lost"), "no note of the failure");
+    const conversation *c = ui_session_conv(f.s);
+    CHECK(c->n == 2 && c->msgs[1].error && strstr(c->msgs[1].error, "injected") && c->msgs[1].stopped &&
+              c->msgs[1].content[0],
+          "the failed answer is not recorded");
+    conversation saved;
+    err_t err = {{0}};
+    CHECK(conv_load(&saved, ui_session_autosave_path(f.s), &err) == 0 && saved.n == 2 && saved.msgs[1].error,
+          "the file: %.200s", err.msg);
+    conv_free(&saved);
+    evals_left = 1000;
+    f.changed |= ui_session_retry(f.s);
+    CHECK(wait_idle(&f), "the retry did not end");
+    c = ui_session_conv(f.s);
+    CHECK(!strcmp(roles(f.s), "ua") && c->n == 2 && !c->msgs[1].error, "/retry did not replace the failed answer: %s",
+          roles(f.s));
+    close_session(&f);
+}
+
+/* 28.2: /set refuses absurd sampler values (the check every entry path
+ * calls) and leaves the setting as it was. */
+static void test_set_refuses_absurd_sampling(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    static const char *const bad[][2] = {{"temp", "1e-39"}, {"temp", "nan"},     {"temp", "-1"},
+                                         {"top-p", "1e-40"}, {"min-p", "inf"},   {"top-k", "2000000"},
+                                         {"repeat-penalty", "1e30"}, {"seed", " -5"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err_t err = {{0}};
+        CHECK(ui_session_set(f.s, bad[i][0], bad[i][1], &err) != 0 && !strncmp(err.msg, bad[i][0], strlen(bad[i][0])),
+              "/set %s %s: '%.200s'", bad[i][0], bad[i][1], err.msg);
+    }
+    err_t err = {{0}};
+    CHECK(ui_session_set(f.s, "temp", "0.001", &err) == 0, "/set temp 0.001: %.200s", err.msg);
+    CHECK(chat(&f, "hi") && !strcmp(roles(f.s), "ua"), "an answer after the refusals");
+    close_session(&f);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/glmchat-test-session-XXXXXX");
@@ -959,6 +1035,8 @@ int main(void)
     RUN(test_copy_sends_osc52);
     RUN(test_replay_compares_answers);
     RUN(test_commands_drive_the_session);
+    RUN(test_failed_answer_is_recorded);
+    RUN(test_set_refuses_absurd_sampling);
     tok_free(tok);
     model_free(&m);
     char cmd[300];

@@ -391,6 +391,51 @@ static void test_greedy_ties(void)
     gpu_close(&g);
 }
 
+/* Issue 28.2: a temperature whose inverse overflows (below ~3e-39) made
+ * the GPU sampler fail ("internal: returned token 15").  Such a
+ * temperature, and any request whose inverse temperature is not a finite
+ * number >= 0, is greedy on the GPU as on the CPU. */
+static void test_absurd_temperature_is_greedy(void)
+{
+    enum { N = 5000 };
+    gpu_sampler g;
+    if (gpu_open(&g, N)) {
+        CHECK(0, "setup");
+        return;
+    }
+    float *l = malloc(N * sizeof *l);
+    uint64_t x = 3;
+    make_logits(l, N, D_LM, &x);
+    l[4321] = 60.0f;
+    static const float temps[] = {1e-39f, 1e-45f, NAN};
+    for (size_t t = 0; t < sizeof temps / sizeof temps[0]; t++) {
+        combo cb = combos[0];
+        cb.temp = temps[t];
+        sampler_params p = params_of(&cb, 5);
+        sampler *s = sampler_new(&p, N);
+        sampler_request rq;
+        sampler_prepare(s, &rq);
+        bool sel;
+        int32_t got = gpu_pick(&g, &rq, l, 0, &sel);
+        CHECK(got == 4321, "temp %g: the GPU picked %d, expected the greedy 4321", (double)temps[t], got);
+        sampler_free(s);
+    }
+    /* Hand-made requests: no filter that would leave the best token alone
+     * (top-k 50 keeps the draw among the candidates; top-k 0 sends it over
+     * the whole vocabulary). */
+    static const float inv_ts[] = {INFINITY, NAN, -1.0f, -INFINITY};
+    for (size_t i = 0; i < sizeof inv_ts / sizeof inv_ts[0]; i++)
+        for (uint32_t k = 0; k <= 50; k += 50) {
+            sampler_request rq = {.inv_temp = inv_ts[i], .top_k = k, .rp = 1, .inv_rp = 1, .uniform = 0x12345678u};
+            bool sel;
+            int32_t got = gpu_pick(&g, &rq, l, 0, &sel);
+            CHECK(got == 4321, "inv_t %g, top-k %u: the GPU picked %d, expected the greedy 4321", (double)inv_ts[i], k,
+                  got);
+        }
+    free(l);
+    gpu_close(&g);
+}
+
 /* The host's top-K (ids, values, descending, lowest id on ties) and the
  * logsumexp (the GPU's exp: within 1e-5 relative). */
 static void test_host_topk(void)
@@ -508,6 +553,7 @@ int main(void)
     vk_tuning_default(&TUNE);
     KB = (vk_kb){&G.c, &G.pipes, &TUNE, &KERR};
     RUN(test_greedy_ties);
+    RUN(test_absurd_temperature_is_greedy);
     RUN(test_host_topk);
     RUN(test_draw_boundaries);
     RUN(test_small_vocabularies);
