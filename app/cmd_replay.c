@@ -208,7 +208,9 @@ static bool output_ok(void)
 static int replay(const chat_args *a, chat_model *cm, conversation *c)
 {
     chat_session chat;
-    chat_init(&chat, cm->tok, cm->tmpl, a->s.think);
+    /* the recording's thinking (follow_recording), else the user's, else the model's default */
+    bool think = settings_given(&a->s, "think") || c->thinking >= 0 ? a->s.think : cm->think_default;
+    chat_init(&chat, cm->tok, cm->tmpl, think);
     conv_free(&chat.conv);
     chat.conv = *c;
     conv_init(c);

@@ -240,6 +240,8 @@ static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, c
      * the file records one set of settings, and a replay of every turn of
      * it uses them. */
     settings set = a->s;
+    if (!settings_given(&set, "think"))
+        set.think = cm->think_default;
     settings_follow_recording(&set, conv);
     chat_session chat;
     chat_init(&chat, cm->tok, recorded_template(a, cm, conv), set.think);

@@ -195,6 +195,15 @@ const tmpl_preset *tmpl_detect(const gguf_ctx *ctx)
     return tmpl_find("glm47"); /* the models this program is built for */
 }
 
+bool tmpl_thinking_default(const gguf_ctx *ctx)
+{
+    bool on = true;
+    err_t err;
+    if (gguf_has_key(ctx, "glmchat.thinking") && gguf_get_bool_or(ctx, "glmchat.thinking", true, &on, &err) != 0)
+        return true; /* not a bool: ignored, as an unknown key would be */
+    return on;
+}
+
 /* ---- Python string helpers the template relies on --------------------------------- */
 
 /* A view of bytes (not NUL-terminated). */

@@ -26,6 +26,12 @@ const char *tmpl_name(const tmpl_preset *p);
  * (tokenizer.chat_template text, architecture, name); never NULL. */
 const tmpl_preset *tmpl_detect(const gguf_ctx *ctx);
 
+/* Whether the model thinks before answering by default: false when its
+ * file sets glmchat.thinking = false (a model not trained to think, such as
+ * the built-in demo), else true (GLM-4.7's own default).  The user's
+ * --think / settings file / a conversation's recording outrank it. */
+bool tmpl_thinking_default(const gguf_ctx *ctx);
+
 /* Texts of the tokens that end an assistant turn for this preset
  * (GLM: "<|user|>", "<|observation|>", "<|endoftext|>"); NULL-terminated. */
 const char *const *tmpl_stop_texts(const tmpl_preset *p);

@@ -45,6 +45,13 @@ int rf_eval(rf_state *s, const int32_t *tokens, uint32_t n, uint32_t pos, float 
 
 int rf_threads(const rf_state *s);
 
+/* Records the router's choices of the following rf_eval calls (NULL stops):
+ * the chosen experts of MoE layer il for the call's token t, best first, at
+ * sel[((il * n_batch) + t) * n_expert_used + k]; rows of dense layers are
+ * left as they were.  `sel` holds n_layer * n_batch * n_expert_used ids.
+ * For `bench --routing`: reading the choices costs one copy per layer. */
+void rf_record_routing(rf_state *s, int32_t *sel);
+
 /* Where the time goes, by stage, since rf_new. */
 enum {
     RF_ST_EMBED, RF_ST_ATTN_PROJ, RF_ST_ROPE_ABSORB, RF_ST_ATTENTION, RF_ST_ATTN_OUT,

@@ -141,7 +141,9 @@ class Block(nn.Module):
         latent = rmsnorm(kv[..., :c.kv_lora], self.attn_kv_a_norm, c.rms_eps)   # (B, T, lora)
         k_rope = rope_apply(kv[..., c.kv_lora:], cos, sin)                        # (B, T, rope)
         q_rope = rope_apply(q_rope, cos, sin)                                     # (B, h, T, rope)
-        q_abs = torch.einsum("bhtn,hln->bhtl", q_nope, self.attn_k_b)             # (B, h, T, lora)
+        # per head: kv_lora x nope matrices; one mm per head (small batched
+        # products are slow on the CPU)
+        q_abs = torch.stack([q_nope[:, h] @ self.attn_k_b[h].t() for h in range(c.n_head)], 1)  # (B, h, T, lora)
         qq = torch.cat((q_abs, q_rope), -1)
         kk = torch.cat((latent, k_rope), -1)                                      # (B, T, lora + rope)
         # one key row per position, shared by every head (MQA): the heads
@@ -151,7 +153,7 @@ class Block(nn.Module):
         mask = torch.ones(T, T, dtype=torch.bool).triu(1)
         p = torch.softmax(score.masked_fill(mask, float("-inf")), -1)
         ctx = (p.view(B, hd * T, T) @ latent).view(B, hd, T, c.kv_lora)             # (B, h, T, lora)
-        heads = torch.einsum("bhtl,hvl->bthv", ctx, self.attn_v_b).reshape(B, T, c.n_head * c.v_head)
+        heads = torch.cat([ctx[:, h] @ self.attn_v_b[h].t() for h in range(c.n_head)], -1)  # (B, T, h*v_head)
         return heads @ self.attn_output.t()
 
     # ---- feed-forward ----

@@ -13,7 +13,7 @@ Deterministic for a given seed and thread count; resumable: a checkpoint
 (model, optimizer, step) every few minutes and at the end, and --resume
 continues from it.  Logs one line per LOG_EVERY steps on stdout.
 
-Usage: train.py DATA_DIR OUT_DIR [--steps N] [--resume] [--config JSON]
+Usage: train.py DATA_DIR OUT_DIR [--steps N [--decay-from M] | --minutes W] [--resume] [--config JSON]
 """
 import argparse
 import json
@@ -40,24 +40,35 @@ def masked_ce(logits, targets, mask):
     return (ce * m).sum() / m.sum().clamp(min=1)
 
 
-def losses(model, tokens, mask):
+def losses(model, tokens, mask, mtp_rows=None):
+    """Main and NextN losses; the NextN block sees the first mtp_rows
+    sequences of the batch (all by default): on a CPU the second pass and
+    head cost nearly as much as the main model, half a batch keeps its
+    objective at a third of the cost."""
     logits, h = model(tokens)
     main = masked_ce(logits[:, :-1], tokens[:, 1:], mask[:, 1:])
-    mtp_logits, _ = model.nextn_forward(h[:, :-2], tokens[:, 1:-1])
-    mtp = masked_ce(mtp_logits, tokens[:, 2:], mask[:, 2:])
+    r = mtp_rows or tokens.shape[0]
+    mtp_logits, _ = model.nextn_forward(h[:r, :-2], tokens[:r, 1:-1])
+    mtp = masked_ce(mtp_logits, tokens[:r, 2:], mask[:r, 2:])
     return main, mtp
 
 
-def lr_at(step, steps, peak, warmup):
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    p = (step - warmup) / max(1, steps - warmup)
-    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, p))))
+def lr_at(step, sched, peak):
+    """Warmup, a constant stretch, then a linear decay to 0.1 x peak over the
+    last steps (warmup-stable-decay): the decay can be placed when a wall
+    budget runs out, and --steps N --decay-from M repeats a run exactly."""
+    if step < sched["warmup"]:
+        return peak * (step + 1) / sched["warmup"]
+    if sched["decay_from"] is None or step < sched["decay_from"]:
+        return peak
+    p = (step - sched["decay_from"]) / max(1, sched["steps"] - sched["decay_from"])
+    return peak * (1.0 - 0.9 * min(1.0, p))
 
 
-def save(path, model, opt, step, cfg):
+def save(path, model, opt, step, cfg, sched):
     tmp = path + ".tmp"
-    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "config": cfg.to_dict()}, tmp)
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "config": cfg.to_dict(),
+                "sched": sched}, tmp)
     os.replace(tmp, path)
 
 
@@ -82,7 +93,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("data")
     ap.add_argument("out")
-    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--decay-from", type=int, default=None,
+                    help="first step of the LR decay (default: the last fifth of --steps, or where --minutes puts it)")
+    ap.add_argument("--minutes", type=float, default=None,
+                    help="wall budget: the decay starts at 80%% of it, sized at the measured speed, and the run "
+                         "stops at the end of the decay (the log and checkpoint record --steps / --decay-from)")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--warmup", type=int, default=50)
@@ -107,27 +123,38 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
     step = 0
+    sched = {"warmup": args.warmup, "steps": args.steps,
+             "decay_from": args.decay_from if args.decay_from is not None or args.minutes
+             else args.steps - args.steps // 5}
     if args.resume and os.path.exists(ckpt):
         st = torch.load(ckpt)
         model.load_state_dict(st["model"])
         opt.load_state_dict(st["opt"])
         step = st["step"]
-        print("resumed at step %d" % step, flush=True)
+        sched = st["sched"]
+        print("resumed at step %d (schedule %s)" % (step, json.dumps(sched)), flush=True)
     n_params = sum(p.numel() for p in model.parameters())
     print("config %s; %.2fM parameters; %d sequences of %d" % (json.dumps(cfg.to_dict()), n_params / 1e6,
           len(train["tokens"]), train["tokens"].shape[1]), flush=True)
 
     t_ckpt = time.time()
     t_log, tok_log = time.time(), 0
-    while step < args.steps:
+    t_start, step_start = time.time(), step
+    while step < sched["steps"]:
+        if args.minutes and sched["decay_from"] is None and time.time() - t_start > 0.8 * 60 * args.minutes:
+            rate = (step - step_start) / (time.time() - t_start)
+            sched["decay_from"] = step
+            sched["steps"] = step + max(1, int(rate * 0.2 * 60 * args.minutes))
+            print("decay from step %d to step %d (repeat with --steps %d --decay-from %d)"
+                  % (step, sched["steps"], sched["steps"], step), flush=True)
         # the batch of this step: fixed by the step number (so a resumed run
         # sees the same batches)
         i0 = (step * args.batch) % (len(train["tokens"]) - args.batch)
         tokens = torch.from_numpy(train["tokens"][i0:i0 + args.batch].astype(np.int64))
         mask = torch.from_numpy(train["mask"][i0:i0 + args.batch])
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
-        main, mtp = losses(model, tokens, mask)
+            g["lr"] = lr_at(step, sched, args.lr)
+        main, mtp = losses(model, tokens, mask, max(1, args.batch // 2))
         loss = main + MTP_WEIGHT * mtp
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -139,19 +166,20 @@ def main():
                 b.exp_probs_b += BIAS_RATE * torch.sign(load.mean() - load)
         step += 1
         tok_log += int(mask.sum())
-        if step % LOG_EVERY == 0 or step == args.steps:
+        if step % LOG_EVERY == 0 or step == sched["steps"]:
             dt = time.time() - t_log
             print("step %d loss %.4f mtp %.4f lr %.2e %.0f tok/s" % (step, float(main), float(mtp),
                   opt.param_groups[0]["lr"], tok_log / max(dt, 1e-9)), flush=True)
             t_log, tok_log = time.time(), 0
         if time.time() - t_ckpt > CKPT_SECONDS:
-            save(ckpt, model, opt, step, cfg)
+            save(ckpt, model, opt, step, cfg, sched)
             t_ckpt = time.time()
-    save(ckpt, model, opt, step, cfg)
-    ev = evaluate(model, test)
-    print("held-out: loss %.4f (perplexity %.2f), mtp loss %.4f" % (ev["main"], math.exp(ev["main"]), ev["mtp"]),
+    save(ckpt, model, opt, step, cfg, sched)
+    ev = evaluate(model, {k: v[:256] for k, v in test.items()})  # evaluate.py measures all of it
+    print("held-out (256 conversations): loss %.4f (perplexity %.2f), mtp loss %.4f" % (ev["main"], math.exp(ev["main"]), ev["mtp"]),
           flush=True)
-    torch.save({"model": model.state_dict(), "config": cfg.to_dict()}, os.path.join(args.out, "final.pt"))
+    torch.save({"model": model.state_dict(), "config": cfg.to_dict(), "sched": sched, "held_out": ev},
+               os.path.join(args.out, "final.pt"))
 
 
 if __name__ == "__main__":
