@@ -154,7 +154,7 @@ def main():
     ap.add_argument("--questions", type=int, default=40)
     ap.add_argument("--seed", type=int, default=4747)
     args = ap.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)  # see README.md, "Threads"
     st = torch.load(args.checkpoint)
     cfg = Config(**st["config"])
     model = GLMDemo(cfg)

@@ -10,7 +10,8 @@ since this model was not trained to think; and glmchat.thinking = false,
 which glmchat reads for its default (core/chat_template.c).
 
 Usage: export.py CHECKPOINT PREP_DIR SOURCES_JSON OUT_DIR [--type F16|F32]
-Writes OUT_DIR/manifest.json and OUT_DIR/tensors.f32.
+Writes OUT_DIR/manifest.json, OUT_DIR/tensors.f32 and OUT_DIR/DATA-SOURCES.md
+(the note that travels with the file: app/demo/DATA-SOURCES.md).
 """
 import argparse
 import json
@@ -134,6 +135,38 @@ def metadata(cfg, tok, sources, ftype):
     return md
 
 
+WORDNET_NOTICE = """WordNet 3.0 Copyright 2006 by Princeton University.  All rights reserved.
+
+THIS SOFTWARE AND DATABASE IS PROVIDED "AS IS" AND PRINCETON UNIVERSITY MAKES NO
+REPRESENTATIONS OR WARRANTIES, EXPRESS OR IMPLIED.  BY WAY OF EXAMPLE, BUT NOT
+LIMITATION, PRINCETON UNIVERSITY MAKES NO REPRESENTATIONS OR WARRANTIES OF
+MERCHANTABILITY OR FITNESS FOR ANY PARTICULAR PURPOSE OR THAT THE USE OF THE
+LICENSED SOFTWARE, DATABASE OR DOCUMENTATION WILL NOT INFRINGE ANY THIRD PARTY
+PATENTS, COPYRIGHTS, TRADEMARKS OR OTHER RIGHTS."""
+
+
+def data_sources(sources):
+    """app/demo/DATA-SOURCES.md: what the model was trained on, under which licences."""
+    out = ["# The built-in demo model: data sources and licences", "",
+           "`glm-demo.gguf` is a small model of the GLM-4.7-Flash architecture that glmchat's recipe "
+           "(`app/tools/demo_train/`, `make demo-model`) trained on chat turns made from text that "
+           "Debian packages ship. Its weights are derived from that text, and its answers quote it, so "
+           "the file is distributed under **%s**: the manual pages' licences (GPL-3+, GPL-2+, LGPL, BSD, "
+           "ISC and alike; packages with GPL-2-only parts were left out) combine under it, and WordNet's "
+           "licence (permissive, with the notice below) allows it. The GGUF says the same in "
+           "`general.license` and `general.dataset.N.*`." % LICENSE, "",
+           "| package | version | licences (its copyright file) | what was used |", "|---|---|---|---|"]
+    for s in sources["sources"]:
+        out.append("| %s | %s | %s | %s |" % (s["package"], s["version"], ", ".join(s["licences"]), s["used"]))
+    out += ["", "Turns about the demo itself (\"Hello\", \"Who are you?\") were written for it in "
+            "`build_corpus.py`.", "", "## WordNet's notice", "",
+            "WordNet's licence asks for this notice on every copy, including derived works:", "", "```",
+            WORDNET_NOTICE, "```", "",
+            "The name of Princeton University or Princeton may not be used in advertising or publicity "
+            "pertaining to distribution of the software and/or database.", ""]
+    return "\n".join(out)
+
+
 def tensor_type(name, ne, want):
     """Vectors, the router and the selection bias stay F32 (as in real files);
     matrices take the requested type where their rows fit its blocks."""
@@ -176,6 +209,8 @@ def main():
             off += a.nbytes
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(man, f)
+    with open(os.path.join(args.out, "DATA-SOURCES.md"), "w") as f:
+        f.write(data_sources(sources))
     print("export: %d tensors, %.2fM parameters, %s" % (len(tensors), cd["n_params"] / 1e6, args.type))
 
 

@@ -51,7 +51,7 @@ def main():
     ap.add_argument("glmchat")
     ap.add_argument("--tol", type=float, default=1e-4)
     args = ap.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)  # see README.md, "Threads"
     st = torch.load(args.checkpoint)
     cfg = Config(**st["config"])
     model = GLMDemo(cfg)

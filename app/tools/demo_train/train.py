@@ -103,7 +103,8 @@ def main():
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--seed", type=int, default=4747)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (1: on a machine shared with other jobs, OpenMP threads wait on each other)")
     ap.add_argument("--config", default="{}", help="JSON: model.Config fields to override")
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args()
