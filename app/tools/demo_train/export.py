@@ -197,6 +197,10 @@ def main():
     tensors = gguf_tensors(model)
     cd = cfg.to_dict()
     cd["n_params"] = sum(int(t.numel()) for _, t in tensors)
+    # the context: twice the conversations training saw (128 tokens), so that
+    # a few exchanges fit; glmchat leaves the oldest out beyond it.  Distances
+    # past the trained ones make later answers of a long chat weaker.
+    cd["n_ctx"] = 2 * int(np.load(os.path.join(args.prep, "test.npz"))["tokens"].shape[1])
     ftype = {"F32": 0, "F16": 1, "Q8_0": 7}[args.type]
     man = {"metadata": metadata(cd, tok, sources, ftype), "tensors": []}
     off = 0
