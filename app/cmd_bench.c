@@ -504,11 +504,13 @@ int cmd_bench(int argc, char **argv)
     tokenizer *tok = be ? tok_load(m.gguf, &err) : NULL;
     decoder *dec = tok ? open_decoder(be, &m, tok, &p, &err) : NULL;
     if (dec) {
-        /* the chat's sampling: the template preset's defaults (as the chat's
-         * settings_to_sampler without user settings), a fixed seed */
+        /* the chat's sampling: the template preset's defaults and the file's
+         * recommendation (as the chat's settings_to_sampler without user
+         * settings), a fixed seed */
         const tmpl_preset *tp = tmpl_detect(m.gguf);
         sampler_params_default(&cs.sampling);
         tmpl_sampling_defaults(tp, &cs.sampling.temp, &cs.sampling.top_p, &cs.sampling.min_p, &cs.sampling.top_k);
+        tmpl_model_sampling(m.gguf, &cs.sampling.temp, &cs.sampling.top_p, &cs.sampling.min_p, &cs.sampling.top_k);
         cs.sampling.seed = 1;
         cs.greedy = cs.sampling;
         cs.greedy.temp = 0;

@@ -266,7 +266,7 @@ static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, c
     catch_signals();
     dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = set.n_predict, .stop = chat.stop,
                    .n_stop = set.ignore_eos ? 0 : chat.n_stop};
-    settings_to_sampler(&set, chat.tmpl, settings_random_seed(), &job.sampling);
+    settings_to_sampler(&set, chat.tmpl, cm->m.gguf, settings_random_seed(), &job.sampling);
     if (decoder_submit(dec, &job, &err) < 0) {
         chat_error("%s", err.msg);
         goto out;

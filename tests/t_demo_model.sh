@@ -2,11 +2,12 @@
 # t_demo_model.sh: the built-in demo model (app/demo/glm-demo.gguf, trained
 # by app/tools/demo_train) as a new user meets it.
 #  - Plain questions with the default settings (`glmchat -p`, no model given,
-#    the chat's default sampling; fixed seeds so a run is repeatable) get
+#    the model's default sampling; fixed seeds so a run is repeatable) get
 #    answers of at least 5 words, at least 90 % of them English words (the
 #    answers' frequent words of the training corpus: tests/data/demo/words.txt).
 #  - Thinking is off by default for it (its file sets glmchat.thinking = false)
-#    and --think on still turns it on.
+#    and --think on still turns it on; its sampling is the file's recommended
+#    temperature (general.sampling.temp) unless --temp says otherwise.
 #  - A fixed conversation replays to the recorded transcript (greedy, CPU
 #    reference): `glmchat replay`'s diff recipe as the regression check.
 #  - glmchat's tokenizer gives held-out text the ids training used.
@@ -52,6 +53,12 @@ if grep -q '"thinking": false' "$TMP/off.json"; then ok thinking_off_by_default;
     fail thinking_off_by_default "$(grep thinking "$TMP/off.json")"; fi
 if grep -q '"thinking": true' "$TMP/on.json"; then ok think_on_overrides; else
     fail think_on_overrides "$(grep thinking "$TMP/on.json")"; fi
+"$GLMCHAT" -p "What is a river?" --seed 1 -n 8 --temp 1 -C "$TMP/t1.json" >/dev/null 2>&1
+if grep -q '"temperature": 0\.3' "$TMP/off.json" && grep -q '"temperature": 1' "$TMP/t1.json"; then
+    ok sampling_file_recommends_temp_user_overrides
+else
+    fail sampling_file_recommends_temp_user_overrides "$(grep temperature "$TMP/off.json" "$TMP/t1.json")"
+fi
 
 # ---- the replay regression check
 "$GLMCHAT" replay "$D/replay.json" --backend cpu 2>"$TMP/err" | grep -v '^#' >"$TMP/replay.txt"

@@ -64,7 +64,7 @@ def gguf_string_key(path, want):
     raise KeyError(want)
 
 
-def metadata(cfg, tok, sources, ftype):
+def metadata(cfg, tok, sources, ftype, temp):
     md = []
 
     def k(key, ty, v):
@@ -79,6 +79,10 @@ def metadata(cfg, tok, sources, ftype):
       "A small GLM-4.7-Flash-architecture model trained by glmchat's recipe (app/tools/demo_train) on "
       "WordNet 3.0 definitions and the NAME lines of Debian manual pages, as chat turns; "
       "app/demo/DATA-SOURCES.md in glmchat's source lists the packages and their licences.")
+    # the sampling this model is meant for (llama.cpp's keys; glmchat reads
+    # them over its template's defaults): a model this small says English
+    # words at a low temperature and invents words at GLM-4.7's 1.0
+    k("general.sampling.temp", "f32", temp)
     srcs = sources["sources"]
     k("general.dataset.count", "u32", len(srcs))
     for i, s in enumerate(srcs):
@@ -184,6 +188,7 @@ def main():
     ap.add_argument("sources")
     ap.add_argument("out")
     ap.add_argument("--type", default="F16", choices=["F32", "F16", "Q8_0"])
+    ap.add_argument("--temp", type=float, default=0.3, help="the recommended temperature (general.sampling.temp)")
     args = ap.parse_args()
     st = torch.load(args.checkpoint)
     cfg = Config(**st["config"])
@@ -202,7 +207,7 @@ def main():
     # past the trained ones make later answers of a long chat weaker.
     cd["n_ctx"] = 2 * int(np.load(os.path.join(args.prep, "test.npz"))["tokens"].shape[1])
     ftype = {"F32": 0, "F16": 1, "Q8_0": 7}[args.type]
-    man = {"metadata": metadata(cd, tok, sources, ftype), "tensors": []}
+    man = {"metadata": metadata(cd, tok, sources, ftype, args.temp), "tensors": []}
     off = 0
     with open(os.path.join(args.out, "tensors.f32"), "wb") as f:
         for name, t in tensors:
