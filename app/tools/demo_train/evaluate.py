@@ -6,8 +6,9 @@
    on the training conversations, all on the same tokenization (the
    unigram add-one smoothed, the bigram interpolated with it, Witten-Bell).
 2. The NextN head's acceptance at k = 1, 2, 3 drafts, in Python on held-out
-   questions: the main model answers each (greedily, or with the default
-   sampling: temperature 1, top-p 0.95, min-p 0.01); at every position of an
+   questions: the main model answers each (greedily; with GLM-4.7's default
+   sampling: temperature 1, top-p 0.95, min-p 0.01; with the demo's own
+   temperature, the same top-p and min-p); at every position of an
    answer the NextN block drafts k tokens chained on its own output (input:
    the main model's final hidden state at t and token t+1; then its own
    normed output and its draft), and the drafts are checked as speculative
@@ -74,14 +75,14 @@ def model_ppl(model, test):
     return {k: math.exp(np.concatenate(v).mean()) for k, v in nll.items()}
 
 
-def sampler_probs(logits, greedy):
-    """The chat's default sampler as a distribution: temperature 1, min-p
-    0.01, top-p 0.95 (greedy: one-hot on the argmax)."""
-    if greedy:
+def sampler_probs(logits, temp):
+    """glmchat's sampler as a distribution: temperature, min-p 0.01, top-p
+    0.95 (temp 0: greedy, one-hot on the argmax)."""
+    if temp == 0:
         p = torch.zeros_like(logits)
         p[logits.argmax()] = 1.0
         return p
-    p = torch.softmax(logits, -1)
+    p = torch.softmax(logits / temp, -1)
     p = torch.where(p >= 0.01 * p.max(), p, torch.zeros_like(p))
     sp, idx = torch.sort(p, descending=True)
     keep = torch.cumsum(sp, 0) - sp < 0.95 * sp.sum()
@@ -94,19 +95,19 @@ def draw(p, rng):
     return int(torch.multinomial(p, 1, generator=rng))
 
 
-def answer(model, prompt, greedy, rng, end_id, max_new=48):
+def answer(model, prompt, temp, rng, end_id, max_new=48):
     ids = list(prompt)
     with torch.no_grad():
         for _ in range(max_new):
             logits, _ = model(torch.tensor([ids]))
-            x = draw(sampler_probs(logits[0, -1], greedy), rng)
+            x = draw(sampler_probs(logits[0, -1], temp), rng)
             ids.append(x)
             if x == end_id:
                 break
     return ids
 
 
-def drafts_accepted(model, ids, t, k, greedy, rng):
+def drafts_accepted(model, ids, t, k, temp, rng):
     """Accepted drafts (0..k) at position t of ids: the main model has
     produced ids[t+1]; the NextN block drafts ids[t+2..t+1+k]."""
     with torch.no_grad():
@@ -115,11 +116,11 @@ def drafts_accepted(model, ids, t, k, greedy, rng):
         ctx = list(ids[:t + 2])
         for j in range(k):
             lq, hn = model.nextn_forward(hs[None], torch.tensor([toks]))
-            q = sampler_probs(lq[0, -1], greedy)
+            q = sampler_probs(lq[0, -1], temp)
             d = draw(q, rng)
             lp, _ = model(torch.tensor([ctx]))
-            p = sampler_probs(lp[0, -1], greedy)
-            if greedy:
+            p = sampler_probs(lp[0, -1], temp)
+            if temp == 0:
                 ok = d == int(p.argmax())
             else:
                 ok = float(torch.rand(1, generator=rng)) < min(1.0, float(p[d] / q[d]))
@@ -131,16 +132,16 @@ def drafts_accepted(model, ids, t, k, greedy, rng):
     return k
 
 
-def acceptance(model, tok, questions, greedy, seed, k_max=3):
+def acceptance(model, tok, questions, temp, seed, k_max=3):
     rng = torch.Generator().manual_seed(seed)
     sp = tok.special
     acc = [0.0] * (k_max + 1)
     steps = 0
     for q in questions:
         prompt = [sp["[gMASK]"], sp["<sop>"], sp["<|user|>"]] + tok.encode(q) + [sp["<|assistant|>"], sp["</think>"]]
-        ids = answer(model, prompt, greedy, rng, sp["<|user|>"])
+        ids = answer(model, prompt, temp, rng, sp["<|user|>"])
         for t in range(len(prompt) - 1, len(ids) - 2):
-            a = drafts_accepted(model, ids, t, k_max, greedy, rng)  # k drafts accept min(a, k)
+            a = drafts_accepted(model, ids, t, k_max, temp, rng)  # k drafts accept min(a, k)
             for k in range(1, k_max + 1):
                 acc[k] += min(a, k) / k
             steps += 1
@@ -151,7 +152,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("checkpoint")
     ap.add_argument("prep")
-    ap.add_argument("--questions", type=int, default=40)
+    ap.add_argument("--questions", type=int, default=30)
+    ap.add_argument("--demo-temp", type=float, default=0.3, help="the temperature the file recommends")
     ap.add_argument("--seed", type=int, default=4747)
     args = ap.parse_args()
     torch.set_num_threads(1)  # see README.md, "Threads"
@@ -172,8 +174,9 @@ def main():
     questions = lines[0:-1:2]
     random.Random(args.seed).shuffle(questions)
     questions = questions[:args.questions]
-    g, ng = acceptance(model, tok, questions, True, args.seed)
-    s, ns = acceptance(model, tok, questions, False, args.seed)
+    rows = [("greedy", 0.0), ("GLM-4.7's default (temperature 1, top-p 0.95, min-p 0.01)", 1.0),
+            ("the demo's default (temperature %g, top-p 0.95, min-p 0.01)" % args.demo_temp, args.demo_temp)]
+    acc = [(name, acceptance(model, tok, questions, t, args.seed)) for name, t in rows]
 
     sched = st.get("sched", {})
     print("# The demo model, measured (evaluate.py)\n")
@@ -192,8 +195,8 @@ def main():
           "main model's own answer: accepted drafts per step divided by k (glmchat's speculative decoding "
           "is another issue).\n" % len(questions))
     print("| sampling | positions | k = 1 | k = 2 | k = 3 |\n|---|---|---|---|---|")
-    print("| greedy | %d | %.3f | %.3f | %.3f |" % (ng, g[1], g[2], g[3]))
-    print("| default (temp 1, top-p 0.95, min-p 0.01) | %d | %.3f | %.3f | %.3f |" % (ns, s[1], s[2], s[3]))
+    for name, (a, n) in acc:
+        print("| %s | %d | %.3f | %.3f | %.3f |" % (name, n, a[1], a[2], a[3]))
 
 
 if __name__ == "__main__":
