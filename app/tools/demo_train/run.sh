@@ -22,8 +22,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-build/rel}
 WORK=${DEMO_WORK:-build/demo_train}
 PY=/usr/bin/python3 # Debian's, where python3-torch is installed
-STEPS=${DEMO_STEPS:-0}
-DECAY=${DEMO_DECAY_FROM:-0}
+STEPS=${DEMO_STEPS:-13502}
+DECAY=${DEMO_DECAY_FROM:-10802}
 THREADS=${DEMO_THREADS:-1}
 # glibc returns big blocks to the kernel at every free; torch's temporaries
 # then cost a page fault per 4 KiB

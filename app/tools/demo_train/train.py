@@ -99,9 +99,9 @@ def main():
     ap.add_argument("--minutes", type=float, default=None,
                     help="wall budget: the decay starts at 80%% of it, sized at the measured speed, and the run "
                          "stops at the end of the decay (the log and checkpoint record --steps / --decay-from)")
-    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--seed", type=int, default=4747)
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads (1: on a machine shared with other jobs, OpenMP threads wait on each other)")
