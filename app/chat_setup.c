@@ -33,7 +33,8 @@ const char *chat_args_help(void)
            "                         penalties on the last 64 tokens (default 1, 0, 0: off)\n"
            "      --seed S           sampling seed (default: random, recorded)\n"
            "      --template NAME    chat template (default: from the model)\n"
-           "      --think on|off     reasoning before the answer (GLM-4.7; default on)\n"
+           "      --think on|off     reasoning before the answer (GLM-4.7; default on, off for\n"
+           "                         models whose file says so, such as the built-in demo)\n"
            "      --ignore-eos       do not stop at the end of the turn (only -n or the context)\n"
            "      --draft K|auto|off speculative decoding with the model's NextN block: K drafts\n"
            "                         per step (1-4), auto (default: by the acceptance) or off\n"
@@ -180,8 +181,9 @@ static bool find_in_data_dir(char *out, size_t cap)
 }
 
 static const char demo_note[] =
-    "This is the built-in demo model: a tiny model with random weights in the real GLM-4.7-Flash "
-    "layout, so its answers are noise. Point glmchat at a real GGUF with -m FILE or $GLMCHAT_MODEL, "
+    "This is the built-in demo model: a tiny model of the GLM-4.7-Flash architecture trained on "
+    "dictionary definitions and manual pages -- ask it what a word means or what a command does; "
+    "it knows little else. Point glmchat at a real GGUF with -m FILE or $GLMCHAT_MODEL, "
     "or put one in ~/.local/share/glmchat/models/.";
 
 static int resolve_path(chat_model *cm, const chat_args *a, err_t *err)
@@ -252,6 +254,7 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
         return -1;
     }
     cm->tmpl = a->s.tmpl[0] ? tmpl_find(a->s.tmpl) : tmpl_detect(cm->m.gguf);
+    cm->think_default = tmpl_thinking_default(cm->m.gguf);
     const char *slash = strrchr(cm->path, '/');
     snprintf(cm->name, sizeof cm->name, "%.127s", cm->m.cfg.name[0] ? cm->m.cfg.name : slash ? slash + 1 : cm->path);
     engine_params_default(&cm->params);

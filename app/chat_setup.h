@@ -43,6 +43,7 @@ typedef struct {
     bool loaded;
     tokenizer *tok;
     const tmpl_preset *tmpl;
+    bool think_default;             /* the model's default for thinking (tmpl_thinking_default) */
     const engine_backend *be;       /* the backend to start */
     const engine_backend *fallback; /* the CPU backend when `be` is auto's first choice */
     engine_params params;

@@ -18,9 +18,10 @@
  * the chat's sampling (the real acceptance: low on random weights), and the
  * same with forced acceptance -- greedy, the drafts being the answer's own
  * greedy continuation computed ahead (the greedy run's tokens), so every
- * draft is kept: the ceiling of the mechanics.  --routing runs
- * a 64-token prompt and reports how many distinct experts each MoE layer
- * used.  --tune overrides a field of the Vulkan core's tuning table for an
+ * draft is kept: the ceiling of the mechanics.  --routing
+ * reports how many distinct experts each MoE layer used: on the Vulkan core
+ * for a 64-token prompt of random ids, on the CPU reference for an English
+ * prompt, with the top experts' shares of the router's choices.  --tune overrides a field of the Vulkan core's tuning table for an
  * A/B run (`--tune help` lists them; the backend line names the fields
  * changed).  Logits must stay finite throughout; a non-finite value fails
  * the run. */
@@ -36,6 +37,7 @@
 #include "commands.h"
 #include "decoder.h"
 #include "text_safe.h"
+#include "ref_forward.h"
 #include "vk.h"
 
 #define MAX_DEPTHS 8
@@ -63,7 +65,8 @@ static void usage(FILE *f)
                "  -d, --depth LIST     context lengths before decoding, e.g. 0,4096 (default 0)\n"
                "  -r, --repeat R       prefill repetitions, the best is reported (default 2)\n"
                "      --profile        per-kernel table (every dispatch timed)\n"
-               "      --routing        distinct experts per layer over a 64-token prompt\n"
+               "      --routing        per MoE layer, the distinct experts a prompt reached (Vulkan: 64\n"
+               "                       random ids; CPU: an English prompt, with the top experts' shares)\n"
                "      --draft off      leave out the speculative decoding lines (NextN models)\n"
                "      --tune help      the Vulkan tuning knobs: key, default, range, the gpu/PERF.md run\n"
                "KV cache: f16 unless --kv-type f32.  Backend: auto unless --backend.\n%s",
@@ -209,10 +212,10 @@ static void print_profile(engine *e, double roof_bytes)
     print_table(st, roof_bytes, "token");
 }
 
-static int routing(engine *e, uint32_t n_vocab, err_t *err)
+/* The Vulkan core: distinct experts per layer for a 64-token prompt of
+ * random ids, read back from the GPU's routing buffers. */
+static int routing_vulkan(engine *e, uint32_t n_vocab, err_t *err)
 {
-    if (e->be != &vk_engine_backend)
-        return err_set(err, "--routing needs the Vulkan backend");
     uint32_t n = 64;
     engine_rewind(e, 0);
     double s;
@@ -230,6 +233,86 @@ static int routing(engine *e, uint32_t n_vocab, err_t *err)
     }
     printf("\n  min %u, mean %.1f of %u experts\n", lo, n_layers ? (double)sum / n_layers : 0.0, n_expert);
     return 0;
+}
+
+/* A prompt in English for the CPU report: on a trained model routing
+ * depends on the text, so the figure is for words, not random ids. */
+static const char routing_text[] =
+    "What is a river? A river is a large natural stream of water that flows into the sea. "
+    "What does the ls command do? The ls command is used to list directory contents.";
+
+/* One MoE layer's line: distinct experts and the three largest shares of
+ * the layer's n * k choices. */
+static void print_layer_routing(uint32_t il, const int32_t *sel, uint32_t n, uint32_t k, uint32_t n_expert,
+                                uint32_t *count)
+{
+    memset(count, 0, n_expert * sizeof *count);
+    for (uint64_t i = 0; i < (uint64_t)n * k; i++)
+        count[sel[i]]++;
+    uint32_t distinct = 0;
+    for (uint32_t e = 0; e < n_expert; e++)
+        distinct += count[e] > 0;
+    printf("  layer %u: %u distinct;", il, distinct);
+    for (int top = 0; top < 3 && top < (int)n_expert; top++) {
+        uint32_t best = 0;
+        for (uint32_t e = 1; e < n_expert; e++)
+            if (count[e] > count[best])
+                best = e;
+        if (!count[best])
+            break;
+        printf("%s expert %u %.1f%%", top ? "," : "", best, 100.0 * count[best] / ((double)n * k));
+        count[best] = 0;
+    }
+    printf("\n");
+}
+
+/* The CPU reference: the router's own choices for an English prompt, per
+ * MoE layer the distinct experts reached and the top experts' shares. */
+static int routing_cpu(const model *m, err_t *err)
+{
+    const model_config *c = &m->cfg;
+    tokenizer *tok = tok_load(m->gguf, err);
+    if (!tok)
+        return -1;
+    int32_t ids[512];
+    int64_t n = tok_encode(tok, routing_text, strlen(routing_text), false, ids, 512, err);
+    tok_free(tok);
+    if (n < 0)
+        return -1;
+    if (n > 512)
+        n = 512;
+    if (n == 0 || c->n_expert == 0)
+        return err_set(err, "--routing: %s", c->n_expert ? "the prompt has no tokens" : "the model has no experts");
+    rf_params rp = {.n_ctx = (uint32_t)n, .n_batch = (uint32_t)n, .kv_f16 = false, .n_threads = 0};
+    rf_state *rf = rf_new(m, &rp, err);
+    uint64_t per_layer = (uint64_t)n * c->n_expert_used;
+    int32_t *sel = malloc(c->n_layer * per_layer * sizeof *sel);
+    uint32_t *count = malloc(c->n_expert * sizeof *count);
+    int rc = -1;
+    if (!rf || !sel || !count) {
+        if (rf)
+            err_set(err, "out of memory");
+        goto out;
+    }
+    rf_record_routing(rf, sel);
+    if (rf_eval(rf, ids, (uint32_t)n, 0, NULL, false, err))
+        goto out;
+    printf("routing (CPU reference): a %d-token English prompt; per MoE layer, the distinct experts of %u it "
+           "reached (%u per token) and the largest shares of its %llu choices:\n",
+           (int)n, c->n_expert, c->n_expert_used, (unsigned long long)per_layer);
+    for (uint32_t il = c->n_dense_lead; il < c->n_layer; il++)
+        print_layer_routing(il, sel + il * per_layer, (uint32_t)n, c->n_expert_used, c->n_expert, count);
+    rc = 0;
+out:
+    rf_free(rf);
+    free(sel);
+    free(count);
+    return rc;
+}
+
+static int routing(engine *e, const model *m, uint32_t n_vocab, err_t *err)
+{
+    return e->be == &vk_engine_backend ? routing_vulkan(e, n_vocab, err) : routing_cpu(m, err);
 }
 
 /* The sampling of the two decode figures. */
@@ -427,7 +510,7 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         print_profile(e, (double)cen.active_bytes);
         vk_engine_set_profile(e->impl, PROFILE_SAMPLED);
     }
-    if (b->routing && routing(e, V, err))
+    if (b->routing && routing(e, m, V, err))
         return -1;
     return 0;
 }
@@ -517,11 +600,13 @@ int cmd_bench(int argc, char **argv)
     tokenizer *tok = be ? tok_load(m.gguf, &err) : NULL;
     decoder *dec = tok ? open_decoder(be, &m, tok, &p, &err) : NULL;
     if (dec) {
-        /* the chat's sampling: the template preset's defaults (as the chat's
-         * settings_to_sampler without user settings), a fixed seed */
+        /* the chat's sampling: the template preset's defaults and the file's
+         * recommendation (as the chat's settings_to_sampler without user
+         * settings), a fixed seed */
         const tmpl_preset *tp = tmpl_detect(m.gguf);
         sampler_params_default(&cs.sampling);
         tmpl_sampling_defaults(tp, &cs.sampling.temp, &cs.sampling.top_p, &cs.sampling.min_p, &cs.sampling.top_k);
+        tmpl_model_sampling(m.gguf, &cs.sampling.temp, &cs.sampling.top_p, &cs.sampling.min_p, &cs.sampling.top_k);
         cs.sampling.seed = 1;
         cs.greedy = cs.sampling;
         cs.greedy.temp = 0;

@@ -65,6 +65,8 @@ static int run_ui(const chat_args *a, chat_model *cm, conversation *initial)
         c.model_lines[i] = cm->lines[i];
     c.n_model_lines = 4;
     sc->cfg = a->s;
+    if (!settings_given(&sc->cfg, "think"))
+        sc->cfg.think = cm->think_default;
     sc->m = &cm->m;
     sc->tok = cm->tok;
     sc->tmpl = cm->tmpl;

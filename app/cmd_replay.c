@@ -105,8 +105,8 @@ static const char *stop_name(dec_stop s)
 }
 
 /* One answer to the first n_msgs messages; -1 with err on failure. */
-static int generate(decoder *dec, chat_session *chat, size_t n_msgs, const chat_args *a, uint64_t seed,
-                    answer *ans, err_t *err)
+static int generate(decoder *dec, chat_session *chat, size_t n_msgs, const chat_args *a, const gguf_ctx *meta,
+                    uint64_t seed, answer *ans, err_t *err)
 {
     int32_t *ids = NULL;
     uint32_t n = 0;
@@ -115,7 +115,7 @@ static int generate(decoder *dec, chat_session *chat, size_t n_msgs, const chat_
         return -1;
     dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = a->s.n_predict, .stop = chat->stop,
                    .n_stop = a->s.ignore_eos ? 0 : chat->n_stop};
-    settings_to_sampler(&a->s, chat->tmpl, seed, &job.sampling);
+    settings_to_sampler(&a->s, chat->tmpl, meta, seed, &job.sampling);
     int id = decoder_submit(dec, &job, err);
     free(ids);
     if (id < 0)
@@ -152,7 +152,7 @@ static void header(const char *file, const conversation *c, const chat_model *cm
                    const chat_args *a, uint64_t seed)
 {
     sampler_params sp;
-    settings_to_sampler(&a->s, chat->tmpl, seed, &sp);
+    settings_to_sampler(&a->s, chat->tmpl, cm->m.gguf, seed, &sp);
     fputs("# glmchat replay of ", stdout);
     put_meta(file);
     fputs("\n# model: ", stdout);
@@ -208,7 +208,9 @@ static bool output_ok(void)
 static int replay(const chat_args *a, chat_model *cm, conversation *c)
 {
     chat_session chat;
-    chat_init(&chat, cm->tok, cm->tmpl, a->s.think);
+    /* the recording's thinking (follow_recording), else the user's, else the model's default */
+    bool think = settings_given(&a->s, "think") || c->thinking >= 0 ? a->s.think : cm->think_default;
+    chat_init(&chat, cm->tok, cm->tmpl, think);
     conv_free(&chat.conv);
     chat.conv = *c;
     conv_init(c);
@@ -266,7 +268,7 @@ static int replay(const chat_args *a, chat_model *cm, conversation *c)
             break;
         }
         answer ans = {0};
-        if (generate(dec, &chat, u + 1, a, seed, &ans, &err) != 0) {
+        if (generate(dec, &chat, u + 1, a, cm->m.gguf, seed, &ans, &err) != 0) {
             chat_error("turn %d: %s", turns, err.msg);
             chat_stream_free(&ans.st);
             rc = 1;

@@ -312,6 +312,8 @@ int oneshot_answer(const chat_args *a, chat_model *cm, conversation *conv, const
      * the file records one set of settings, and a replay of every turn of
      * it uses them. */
     settings set = a->s;
+    if (!settings_given(&set, "think"))
+        set.think = cm->think_default;
     settings_follow_recording(&set, conv);
     chat_session chat;
     chat_init(&chat, cm->tok, recorded_template(a, cm, conv), set.think);
@@ -336,7 +338,7 @@ int oneshot_answer(const chat_args *a, chat_model *cm, conversation *conv, const
     answering = 1;
     dec_job job = {.prompt = fit.ids, .n_prompt = fit.n_ids, .n_predict = set.n_predict, .stop = chat.stop,
                    .n_stop = set.ignore_eos ? 0 : chat.n_stop};
-    settings_to_sampler(&set, chat.tmpl, settings_random_seed(), &job.sampling);
+    settings_to_sampler(&set, chat.tmpl, cm->m.gguf, settings_random_seed(), &job.sampling);
     if (decoder_submit(dec, &job, &err) < 0) {
         chat_error("%s", err.msg);
         goto out;

@@ -378,13 +378,15 @@ int settings_load(settings *s, const char *path, bool missing_ok, err_t *err)
 
 /* ---- sampling -------------------------------------------------------------------- */
 
-void settings_to_sampler(const settings *s, const tmpl_preset *tmpl, uint64_t seed, sampler_params *sp)
+void settings_to_sampler(const settings *s, const tmpl_preset *tmpl, const gguf_ctx *meta, uint64_t seed,
+                         sampler_params *sp)
 {
     sampler_params_default(sp);
     float temp = sp->temp, top_p = sp->top_p, min_p = sp->min_p;
     int top_k = sp->top_k;
     if (tmpl)
         tmpl_sampling_defaults(tmpl, &temp, &top_p, &min_p, &top_k);
+    tmpl_model_sampling(meta, &temp, &top_p, &min_p, &top_k);
     sp->temp = s->has_temp ? s->temp : temp;
     sp->top_p = s->has_top_p ? s->top_p : top_p;
     sp->min_p = s->has_min_p ? s->min_p : min_p;

@@ -69,8 +69,11 @@ const char *settings_keys(void);
 void settings_format_sampling(const settings *s, char *buf, size_t cap);
 
 /* The sampler settings for an answer: the template family's defaults, then
- * whatever the settings give; `seed` when the settings give none. */
-void settings_to_sampler(const settings *s, const tmpl_preset *tmpl, uint64_t seed, sampler_params *sp);
+ * the model file's recommendation (general.sampling.*; `meta`, the model
+ * file's metadata, may be NULL),
+ * then whatever the settings give; `seed` when the settings give none. */
+void settings_to_sampler(const settings *s, const tmpl_preset *tmpl, const gguf_ctx *meta, uint64_t seed,
+                         sampler_params *sp);
 /* A recording's settings -- a conversation file's thinking and sampling
  * (penalties, seed and n-predict included) -- replace the settings file's
  * and the defaults, but not those given explicitly: replay and -C go on as

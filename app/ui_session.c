@@ -614,7 +614,7 @@ bool ui_session_thinking(const ui_session *s)
 
 void ui_session_sampling(const ui_session *s, sampler_params *sp)
 {
-    settings_to_sampler(&s->cfg, s->chat.tmpl, s->c.seed, sp);
+    settings_to_sampler(&s->cfg, s->chat.tmpl, s->c.m->gguf, s->c.seed, sp);
 }
 
 /* ---- /edit, the system prompt, /clear ----------------------------------------------------------- */

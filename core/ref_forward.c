@@ -103,6 +103,7 @@ struct rf_state {
 
     stage_acc stages[RF_ST_COUNT];
     uint64_t n_tokens_done;
+    int32_t *route_log;       /* (n_layer, n_batch, n_used) or NULL: rf_record_routing */
 };
 
 static const char *const stage_names[RF_ST_COUNT] = {
@@ -508,7 +509,7 @@ static void route_token(const model_config *c, const float *bias, float *logit, 
             w[k] *= c->expert_weights_scale;
 }
 
-static void moe_route(rf_state *s, const model_layer *L, const layer_vecs *v, uint32_t n)
+static void moe_route(rf_state *s, uint32_t il, const model_layer *L, const layer_vecs *v, uint32_t n)
 {
     const model_config *c = s->c;
     double t0 = now_seconds();
@@ -518,6 +519,8 @@ static void moe_route(rf_state *s, const model_layer *L, const layer_vecs *v, ui
     for (uint32_t t = 0; t < n; t++)
         route_token(c, v->exp_probs_b, s->router + (uint64_t)t * c->n_expert, s->sel_score,
                     s->sel + (uint64_t)t * K, s->sel_w + (uint64_t)t * K);
+    if (s->route_log)
+        memcpy(s->route_log + (uint64_t)il * s->n_batch * K, s->sel, (uint64_t)n * K * sizeof *s->sel);
     /* Group the (token, slot) pairs by expert: each expert's rows are then
      * read once for all the tokens that chose it. */
     memset(s->exp_start, 0, (c->n_expert + 1) * sizeof *s->exp_start);
@@ -594,7 +597,7 @@ static void ffn(rf_state *s, uint32_t il, uint32_t n)
         stage_add(s, RF_ST_FFN_DENSE, t0, bytes);
         return;
     }
-    moe_route(s, L, v, n);
+    moe_route(s, il, L, v, n);
     moe_experts(s, L, n);
     /* x += routed + shared, in llama.cpp's order; the shared expert (not
      * weighted) reuses tmp, so the routed sum moves to moe_u, which is
@@ -985,6 +988,11 @@ void rf_free(rf_state *s)
 int rf_threads(const rf_state *s)
 {
     return s->n_threads;
+}
+
+void rf_record_routing(rf_state *s, int32_t *sel)
+{
+    s->route_log = sel;
 }
 
 uint64_t rf_stage_stats(const rf_state *s, rf_stage_stat *out)

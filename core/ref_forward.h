@@ -76,6 +76,13 @@ const float *rf_nextn_out(const rf_state *s);
 /* The kept hidden state of position pos (n_embd floats into out). */
 int rf_hidden(const rf_state *s, uint32_t pos, float *out, err_t *err);
 
+/* Records the router's choices of the following rf_eval calls (NULL stops):
+ * the chosen experts of MoE layer il for the call's token t, best first, at
+ * sel[((il * n_batch) + t) * n_expert_used + k]; rows of dense layers are
+ * left as they were.  `sel` holds n_layer * n_batch * n_expert_used ids.
+ * For `bench --routing`: reading the choices costs one copy per layer. */
+void rf_record_routing(rf_state *s, int32_t *sel);
+
 /* Where the time goes, by stage, since rf_new. */
 enum {
     RF_ST_EMBED, RF_ST_ATTN_PROJ, RF_ST_ROPE_ABSORB, RF_ST_ATTENTION, RF_ST_ATTN_OUT,

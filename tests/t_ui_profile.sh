@@ -24,11 +24,17 @@ APP="$PWD/$GLMCHAT"
 [ "${GLMCHAT#/}" != "$GLMCHAT" ] && APP="$GLMCHAT"
 T=90 # seconds any single step may take (sanitizer builds on lavapipe are slow)
 
-# The built-in demo model (glm47 template), the Vulkan core forced; answers
+# mkmodel's demo preset (the random model that was built in before the
+# trained demo: glm47 template, 8192-token context, slow enough on lavapipe
+# for a long prompt to be seen being read), the Vulkan core forced; answers
 # long enough to be seen streaming.
+if ! "$GLMCHAT" mkmodel --preset demo --type Q4_K_M --seed 4747 --quiet -o "$TMP/demo.gguf" >/dev/null; then
+    fail ui_profile "mkmodel failed"
+    done_tests
+fi
 start_app() {
     tm_start 150 50 env XDG_CONFIG_HOME="$XDG_CONFIG_HOME" XDG_DATA_HOME="$XDG_DATA_HOME" \
-        XDG_STATE_HOME="$XDG_STATE_HOME" "$APP" --backend vulkan --ignore-eos -n 100000 "$@"
+        XDG_STATE_HOME="$XDG_STATE_HOME" "$APP" -m "$TMP/demo.gguf" --backend vulkan --ignore-eos -n 100000 "$@"
 }
 
 # Rows of the pane's kernel table with numbers in every column:
