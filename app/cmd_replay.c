@@ -326,6 +326,8 @@ int cmd_replay(int argc, char **argv)
         chat_args_free(&a);
         return 1;
     }
+    if (cm.pick_note[0])
+        chat_error("note: %s", cm.pick_note);
     if (cm.demo_note)
         chat_error("no model given: replaying on the built-in demo model");
     int rc = replay(&a, &cm, &c);

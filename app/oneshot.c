@@ -230,6 +230,27 @@ static const tmpl_preset *recorded_template(const chat_args *a, const chat_model
     return t && same_model && !settings_given(&a->s, "template") ? t : cm->tmpl;
 }
 
+/* An answer that is all reasoning: what ended it says what helps (raising
+ * -n only helps when -n is what ended it). */
+static void note_reasoning_only(const dec_event *done, int n_predict, uint32_t n_ctx)
+{
+    unsigned n = done->n_gen;
+    switch (done->stop) {
+    case DEC_STOP_LIMIT:
+        chat_error("note: the answer is empty: all %u generated tokens went into the reasoning and -n %d ended it "
+                   "(raise -n, or use --think off)", n, n_predict);
+        break;
+    case DEC_STOP_CTX:
+        chat_error("note: the answer is empty: all %u generated tokens went into the reasoning until the context "
+                   "(%u tokens) was full (a larger -c, or --think off)", n, n_ctx);
+        break;
+    default:
+        chat_error("note: the answer is empty: the model ended its turn while still reasoning (%u tokens; "
+                   "--think off asks for the answer without it)", n);
+        break;
+    }
+}
+
 /* The answer to conversation `conv` + the prompt; saves to -C when given.
  * Returns the exit status. */
 static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, const char *prompt)
@@ -278,8 +299,7 @@ static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, c
     if (!ans.failed) {
         record_answer(&chat, &ans);
         if (!caught && !pr.out_errno && ans.st.content.len == 0 && ans.st.reasoning.len > 0)
-            chat_error("note: the answer is empty: all %u generated tokens went into the reasoning "
-                       "(raise -n, or use --think off)", ans.done.n_gen);
+            note_reasoning_only(&ans.done, set.n_predict, decoder_n_ctx(dec));
     }
     chat_stream_free(&ans.st);
     /* A closed pipe is the reader's choice, not an error to report. */
@@ -347,6 +367,8 @@ int oneshot_run(const chat_args *a)
     }
     if (cm.demo_note)
         chat_error("note: %s", cm.demo_note);
+    if (cm.pick_note[0])
+        chat_error("note: %s", cm.pick_note);
     if (cm.backend_note[0])
         chat_error("note: %s", cm.backend_note);
     rc = answer_once(a, &cm, &conv, sbuf_str(&prompt));

@@ -137,8 +137,19 @@ static void show_live(ui_app *a)
     ui_screen_dirty(&a->screen, UI_SLOT_CHAT);
 }
 
+/* The model's summary and its file (/model changes them). */
+static void show_model(ui_app *a)
+{
+    int n;
+    const char *const *lines = ui_session_model_lines(a->session, &n);
+    const char *path = ui_session_model_path(a->session);
+    const char *slash = strrchr(path, '/');
+    ui_sidepane_set_model(&a->screen.pane, lines, n, slash ? slash + 1 : path);
+}
+
 static void show_engine(ui_app *a)
 {
+    show_model(a);
     const char *stage;
     double frac;
     bool loading = ui_session_loading(a->session, &stage, &frac);
@@ -303,10 +314,14 @@ static void start(ui_app *a)
 {
     const ui_session_config *sc = &a->c.session;
     const conversation *conv = ui_session_conv(a->session);
-    ui_sidepane_set_model(&a->screen.pane, a->c.model_lines, a->c.n_model_lines);
+    show_model(a);
     ui_sidepane_set_backend(&a->screen.pane, ui_session_backend(a->session));
     if (sc->demo_note)
         ui_note(&a->fe, UI_INFO, "%s", sc->demo_note);
+    if (sc->pick_note) {
+        ui_note(&a->fe, UI_INFO, "%s", sc->pick_note);
+        ui_status(&a->fe, UI_INFO, "%s", sc->pick_note);
+    }
     if (sc->backend_note)
         ui_note(&a->fe, UI_INFO, "%s", sc->backend_note);
     if (sc->conversation_file && conv->n)

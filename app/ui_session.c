@@ -58,6 +58,10 @@ void ui_session_free(ui_session *s)
     if (!s)
         return;
     decoder_free(s->dec);
+    if (s->own_model) {
+        chat_model_close(s->own_model);
+        free(s->own_model);
+    }
     chat_free(&s->chat);
     if (s->replay_active)
         chat_free(&s->replay);

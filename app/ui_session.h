@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "chat.h"
+#include "chat_setup.h"
 #include "conversation.h"
 #include "decoder.h"
 #include "engine.h"
@@ -58,11 +59,25 @@ typedef struct {
     uint64_t model_size;
     const char *demo_note;          /* non-NULL: running the built-in demo model */
     const char *backend_note;       /* non-NULL: why backend auto picked the one it did */
+    const char *pick_note;          /* non-NULL: which of several files in the models directory was taken */
     uint64_t seed;                  /* the session's seed (given or random) */
     const char *conversation_file;  /* -C FILE: autosave into it */
     conversation *initial;          /* moved into the session (left empty), or NULL */
     char conv_dir[PATH_MAX];        /* where autosaves go */
+    const char *model_lines[4];     /* the model's summary for the side pane */
+    int n_model_lines;
+    /* /model FILE: opens another model as the command line would with
+     * -m FILE (its header, tokenizer and template, on the UI thread; the
+     * weights then load on the decode thread, as at start); NULL: /model
+     * only lists. */
+    int (*open_model)(void *user, const char *path, chat_model *out, err_t *err);
+    void *open_model_user;
 } ui_session_config;
+
+/* Points the model fields of c (model, tokenizer, template, backends,
+ * engine parameters, path, name, fingerprint, size, notes, summary) at cm,
+ * which must outlive the session (or the next /model). */
+void ui_session_config_set_model(ui_session_config *c, const chat_model *cm);
 
 typedef struct ui_session ui_session;
 
@@ -200,6 +215,21 @@ unsigned ui_session_load(ui_session *s, conversation *c, const char *name);
 /* /resume: continues a saved conversation in its own file (taken over; c
  * is left empty): new turns are saved into path. */
 unsigned ui_session_resume(ui_session *s, conversation *c, const char *path);
+/* ---- the model ------------------------------------------------------------------------ */
+
+/* The model file in use ("(built-in demo model)" for the demo) and its
+ * summary for the side pane. */
+const char *ui_session_model_path(const ui_session *s);
+const char *const *ui_session_model_lines(const ui_session *s, int *n);
+/* /model FILE: unloads the model and loads FILE (opened on this thread,
+ * its weights on the decode thread with progress, as at start).  The
+ * conversation goes on when the new model's template is the one it is
+ * rendered with now (another file of the same model); else a new
+ * conversation begins, the old one staying in its file.  Refused while an
+ * answer runs; a file that does not open leaves everything as it was
+ * (noted). */
+unsigned ui_session_switch_model(ui_session *s, const char *path);
+
 /* The directory autosaves go into (/list). */
 const char *ui_session_conv_dir(const ui_session *s);
 /* Re-runs the user messages of a loaded conversation with the current model

@@ -54,6 +54,8 @@ struct ui_session {
     char autosave_path[PATH_MAX];
     bool autosave_ours;             /* made by this session: it goes when nothing is left to keep */
     bool unsaved;                   /* changes not on disk (a save failed) */
+    /* the model */
+    chat_model *own_model;          /* opened by /model (the first is the caller's), NULL */
 };
 
 /* What changed since the last public call returned (and forgets it). */

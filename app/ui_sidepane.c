@@ -17,8 +17,9 @@ void ui_sidepane_init(ui_sidepane *p, int want)
     snprintf(p->backend, sizeof p->backend, "starting...");
 }
 
-void ui_sidepane_set_model(ui_sidepane *p, const char *const *lines, int n)
+void ui_sidepane_set_model(ui_sidepane *p, const char *const *lines, int n, const char *file)
 {
+    snprintf(p->model_file, sizeof p->model_file, "%s", file ? file : "");
     p->n_model_lines = n < 4 ? n : 4;
     for (int i = 0; i < p->n_model_lines; i++)
         snprintf(p->model_lines[i], sizeof p->model_lines[i], "%s", lines[i]);
@@ -256,7 +257,8 @@ static void sidepane_draw(void *self, WINDOW *w)
     wbkgdset(w, (chtype)theme_attr(TH_PANE));
     werase(w);
     char buf[160];
-    title(&p, "Model");
+    snprintf(buf, sizeof buf, "Model%s%s", sp->model_file[0] ? ": " : "", sp->model_file);
+    title(&p, buf);
     for (int i = 0; i < sp->n_model_lines; i++) {
         text_at(&p, 1, TH_PANE_VALUE, sp->model_lines[i]);
         p.y++;

@@ -28,6 +28,7 @@ void ui_ring_add(ui_ring *r, double v);
 typedef struct {
     char model_lines[4][96];   /* summary of the model file */
     int n_model_lines;
+    char model_file[128];      /* its file name (the title says which file runs) */
     char backend[160];
     dec_stats st;              /* the latest snapshot */
     bool have_stats;
@@ -45,7 +46,7 @@ typedef struct {
 extern const ui_panel ui_sidepane_panel;
 
 void ui_sidepane_init(ui_sidepane *p, int want);
-void ui_sidepane_set_model(ui_sidepane *p, const char *const *lines, int n);
+void ui_sidepane_set_model(ui_sidepane *p, const char *const *lines, int n, const char *file);
 void ui_sidepane_set_backend(ui_sidepane *p, const char *desc);
 /* A new statistics snapshot; `sample` adds its decode rate to the sparkline. */
 void ui_sidepane_add_prefill(ui_sidepane *p, double tps);
