@@ -197,7 +197,7 @@ static void stream_answer(decoder *dec, printer *pr, answer *ans)
     }
 }
 
-static void record_answer(chat_session *chat, const answer *ans)
+static void record_answer(chat_session *chat, const answer *ans, uint64_t seed)
 {
     const chat_stream *st = &ans->st;
     conv_msg *m = conv_add(&chat->conv, "assistant", sbuf_str(&st->content),
@@ -207,6 +207,8 @@ static void record_answer(chat_session *chat, const answer *ans)
     m->tps = ans->done.decode_tps;
     m->prefill_tps = ans->prefill_tps;
     m->stopped = ans->done.stop == DEC_STOP_CANCEL;
+    m->has_seed = true;
+    m->seed = seed;
 }
 
 static void fill_metadata(conversation *c, const chat_model *cm, const chat_session *chat, const dec_job *job)
@@ -297,7 +299,7 @@ static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, c
     stream_answer(dec, &pr, &ans);
     chat.conv.msgs[user_index].n_tokens = ans.n_prompt_evaluated;
     if (!ans.failed) {
-        record_answer(&chat, &ans);
+        record_answer(&chat, &ans, job.sampling.seed);
         if (!caught && !pr.out_errno && ans.st.content.len == 0 && ans.st.reasoning.len > 0)
             note_reasoning_only(&ans.done, set.n_predict, decoder_n_ctx(dec));
     }

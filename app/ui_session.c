@@ -104,7 +104,12 @@ static void note_context(ui_session *s, const chat_fit *fit)
     s->ctx_dropped_noted = s->ctx_dropped;
 }
 
-int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind)
+uint64_t uis_answer_seed(const ui_session *s)
+{
+    return s->cfg.has_seed ? s->cfg.seed : settings_random_seed();
+}
+
+int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind, uint64_t seed)
 {
     err_t err;
     chat_fit fit;
@@ -148,6 +153,7 @@ int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind)
     dec_job job = {.prompt = fit.ids, .n_prompt = fit.n_ids, .n_predict = s->cfg.n_predict, .stop = s->chat.stop,
                    .n_stop = s->cfg.ignore_eos ? 0 : s->chat.n_stop};
     ui_session_sampling(s, &job.sampling);
+    job.sampling.seed = seed;
     int id = decoder_submit(s->dec, &job, &err);
     uint32_t n = fit.n_ids;
     bool opens = fit.opens_think;
@@ -158,6 +164,9 @@ int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind)
     }
     s->job = id;
     s->gen = kind;
+    s->gen_seed = seed;
+    if (kind == GEN_CHAT)
+        s->c.seed = seed; /* the conversation's record: its latest answer's */
     if (s->have_stats) {
         s->stats.decode_tps = 0; /* the last answer's rate is not this one's */
         s->changed |= UI_CHANGED_STATS;
@@ -187,7 +196,7 @@ static void answer(ui_session *s)
                                  : "The model is still loading; try again in a moment");
         return;
     }
-    uis_submit(s, &s->chat, s->chat.conv.n, GEN_CHAT);
+    uis_submit(s, &s->chat, s->chat.conv.n, GEN_CHAT, uis_answer_seed(s));
 }
 
 static void send_message(ui_session *s, const char *text);
@@ -309,6 +318,8 @@ static void finish_chat(ui_session *s, const dec_event *ev)
         m->tps = ev->decode_tps;
         m->prefill_tps = s->gen_prefill_tps;
         m->stopped = ev->stop == DEC_STOP_CANCEL;
+        m->has_seed = true;
+        m->seed = s->gen_seed;
     }
     uis_end_generation(s);
     if (ev->stop == DEC_STOP_CANCEL && empty && asked && !s->closing) {
@@ -503,7 +514,10 @@ void ui_session_wind_down(ui_session *s)
     if (s->job)
         uis_end_generation(s); /* it did not stop in time: what it said is lost */
     send_queued(s);            /* kept, unanswered: nothing the user wrote is lost */
-    if (s->unsaved || uis_worth_saving(&s->chat.conv))
+    /* Every change was saved as it happened; a conversation without a file
+     * of its own yet (/load, nothing new since) is in the file it came
+     * from, and quitting must not leave a copy of it (issue 28.8). */
+    if (s->unsaved || (s->autosave_path[0] && uis_worth_saving(&s->chat.conv)))
         uis_autosave(s);
     s->changed = 0;
 }

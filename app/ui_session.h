@@ -204,9 +204,10 @@ bool ui_session_autosave(ui_session *s);
  * file that is not a conversation is replaced only when `replace`; one that
  * is not a regular file (a device, a FIFO, a directory) never. */
 int ui_session_save_copy(ui_session *s, const char *path, bool replace, err_t *err);
-/* Writes the conversation as Markdown (0600).  An existing file that is not
- * an export of glmchat is replaced only when `replace`; one that is not a
- * regular file never. */
+/* Writes the conversation as Markdown, atomically, 0600 (also where it
+ * replaces a file).  An existing file that is not an export of glmchat is
+ * replaced only when `replace`; a symbolic link, a directory, a device, a
+ * FIFO or a socket never. */
 int ui_session_export(ui_session *s, const char *path, bool replace, err_t *err);
 /* Continues a loaded conversation (taken over; c is left empty); `name`
  * for the note.  New turns go to a new file: the loaded one is never

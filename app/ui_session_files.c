@@ -177,20 +177,47 @@ int ui_session_save_copy(ui_session *s, const char *path, bool replace, err_t *e
     return conv_save(&s->chat.conv, path, err);
 }
 
+/* What a path is, in words, for a refusal. */
+static const char *kind_of(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
+           : S_ISCHR(m) || S_ISBLK(m) ? "a device" : "not a regular file";
+}
+
+/* What /export may replace: nothing (a new file), a regular file glmchat
+ * exported (its first bytes say so), and with `replace` any other regular
+ * file; never a symbolic link (the export would land elsewhere than the
+ * name says, or replace the link), a directory, a device, a FIFO or a
+ * socket.  The file is written atomically and is 0600 whether new or
+ * replacing (what was there, even a 0644 file, does not make the
+ * conversation readable by others). */
 int ui_session_export(ui_session *s, const char *path, bool replace, err_t *err)
 {
-    char head[64];
-    size_t n;
-    target_kind k = probe_target(path, head, sizeof head, &n);
-    if (k == TARGET_OTHER)
-        return err_set(err, "%s is not a regular file; not replacing it", path);
-    bool ours = n >= sizeof export_head - 1 && !memcmp(head, export_head, sizeof export_head - 1);
-    if (k == TARGET_FILE && !ours && !replace)
-        return err_set(err, "%s exists and was not written by glmchat; /export! replaces it", path);
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+            char to[PATH_MAX];
+            ssize_t n = readlink(path, to, sizeof to - 1);
+            to[n > 0 ? n : 0] = 0;
+            return err_set(err, "%s is a symbolic link%s%s; not replacing it (export to the file itself)", path,
+                           n > 0 ? " to " : "", to);
+        }
+        if (!S_ISREG(st.st_mode))
+            return err_set(err, "%s is %s; not replacing it", path, kind_of(st.st_mode));
+        char head[64];
+        size_t n;
+        if (probe_target(path, head, sizeof head, &n) != TARGET_FILE)
+            return err_set(err, "%s cannot be read; not replacing it", path);
+        bool ours = n >= sizeof export_head - 1 && !memcmp(head, export_head, sizeof export_head - 1);
+        if (!ours && !replace)
+            return err_set(err, "%s exists and was not written by glmchat; /export! replaces it", path);
+    } else if (errno != ENOENT) {
+        return err_set(err, "%s: %s", path, strerror(errno));
+    }
     sbuf md = {0};
     ui_session_fill_metadata(s, &s->chat.conv);
     conv_to_markdown(&s->chat.conv, &md);
-    /* 0600: the conversation is nobody else\'s business (issue 17.8). */
+    /* 0600: the conversation is nobody else's business (issue 17.8). */
     int rc = conv_write_private(path, md.s, md.len, err);
     sbuf_free(&md);
     return rc;
