@@ -68,11 +68,11 @@ static void fe_set_input(void *user, const char *text)
     ui_input_set_line(text);
 }
 
-static void fe_restore_input(void *user, const char *text)
+static void fe_restore_input(void *user, const char *text, const char *why)
 {
     ui_app *a = user;
     ui_input_restore(text);
-    ui_status(&a->fe, UI_INFO, "Stopped before the answer began: your message is back in the input line (Enter sends it)");
+    ui_status(&a->fe, UI_INFO, "%s: your message is back in the input line", why);
 }
 
 static bool fe_write_terminal(void *user, const char *bytes, size_t n)
@@ -172,6 +172,10 @@ static void show_state(ui_app *a)
         snprintf(buf, sizeof buf, "Loading the model...");
     else if (busy && ui_session_replaying(s, &turn, &turns))
         snprintf(buf, sizeof buf, "Replaying turn %d of %d | Esc stops", turn, turns);
+    else if (busy && st && st->prompt_total)
+        /* The prompt is being read: how far, how fast (not "0 tok/s"). */
+        snprintf(buf, sizeof buf, "Answering | reading the prompt: %u / %u tokens, %.0f tok/s | Esc stops",
+                 st->prompt_done, st->prompt_total, st->prefill_tps);
     else if (busy)
         snprintf(buf, sizeof buf, "Answering | %.1f tok/s | Esc stops", st ? st->decode_tps : 0.0);
     else if (ui_session_edit_text(s))

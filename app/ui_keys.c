@@ -24,6 +24,8 @@ void ui_keys_init(ui_keys *k, ui_session *s, ui_screen *scr, chatcmd_ctx *comman
 void ui_keys_free(ui_keys *k)
 {
     sbuf_free(&k->paste);
+    free(k->cleared);
+    k->cleared = NULL;
 }
 
 /* ---- lines ------------------------------------------------------------------------------- */
@@ -92,9 +94,13 @@ unsigned ui_keys_ctrl_c(ui_keys *k)
         changed |= ui_session_cancel(k->session);
         ui_status(k->fe, UI_INFO, "Stopping the answer (Ctrl-C again quits)");
     } else if (!ui_input_empty()) {
+        /* Kept for Ctrl-Y: a long paste or a message that came back is not
+         * lost to one key (issue 28.11). */
+        free(k->cleared);
+        k->cleared = strdup(ui_input_text());
         ui_input_clear();
         changed |= ui_session_edit_cancel(k->session);
-        ui_status(k->fe, UI_INFO, "Line cleared (Ctrl-C again quits)");
+        ui_status(k->fe, UI_INFO, "Line cleared: Ctrl-Y brings it back (Ctrl-C again quits)");
     } else {
         ui_status(k->fe, UI_INFO, "Press Ctrl-C again to quit");
     }
@@ -149,7 +155,10 @@ static void handle_escape(ui_keys *k)
     WINDOW *w = ui_screen_input_window(k->screen);
     int r = w ? wget_wch(w, &next) : ERR;
     if (r == ERR) {
-        /* A lone Esc: stop the answer, or leave /edit; else it is readline's (vi mode). */
+        /* A lone Esc: stop the answer, or leave /edit; in vi mode it is
+         * readline's.  In Emacs mode readline would take it as the Meta
+         * prefix of the next key, typed maybe much later, which it would
+         * then eat (issue 28.11): it goes no further. */
         if (ui_session_busy(k->session)) {
             k->changed |= ui_session_cancel(k->session);
             if (ui_session_replaying(k->session, NULL, NULL))
@@ -158,8 +167,10 @@ static void handle_escape(ui_keys *k)
             k->changed |= ui_session_edit_cancel(k->session);
             ui_input_clear();
             ui_status(k->fe, UI_INFO, "Edit cancelled");
-        } else {
+        } else if (ui_input_vi_mode()) {
             ui_input_feed("\033", 1);
+        } else {
+            ui_status(k->fe, UI_INFO, "Esc stops an answer or leaves /edit: nothing to stop now");
         }
         return;
     }
@@ -192,6 +203,12 @@ unsigned ui_keys_handle(ui_keys *k, int r, wint_t ch)
         handle_escape(k);
     } else if (ch == 3) {
         k->changed |= ui_keys_ctrl_c(k);
+    } else if (ch == 25 && k->cleared && ui_input_empty()) {
+        /* Ctrl-Y on the line Ctrl-C emptied: what it cleared comes back
+         * (elsewhere Ctrl-Y is readline's yank). */
+        ui_input_set_line(k->cleared);
+        free(k->cleared);
+        k->cleared = NULL;
     } else {
         feed_wchar(ch);
     }

@@ -22,6 +22,7 @@ typedef struct {
     bool in_paste;      /* between bracketed paste's begin and end */
     sbuf paste;
     double ctrl_c_at;   /* ui_term_now() of the last Ctrl-C */
+    char *cleared;      /* the line Ctrl-C cleared, for Ctrl-Y on the empty line after it; NULL */
     unsigned changed;   /* from the line handler, which readline calls inside a key */
 } ui_keys;
 

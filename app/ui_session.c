@@ -104,6 +104,32 @@ static void note_context(ui_session *s, const chat_fit *fit)
     s->ctx_dropped_noted = s->ctx_dropped;
 }
 
+/* A prompt that does not fit: is the last message (with the system prompt)
+ * too large for the context on its own?  Then no policy helps, and it is
+ * given back instead of staying unanswered in the conversation (noted). */
+static bool last_message_too_large(ui_session *s, chat_session *chat, size_t n_msgs, uint32_t n_ctx,
+                                   uint32_t reserve, const chat_fit *fit)
+{
+    uint32_t least = fit->n_least;
+    if (fit->policy != CHAT_CTX_TRIM || !least) {
+        chat_fit alone;
+        err_t err;
+        if (chat_prompt_fit(chat, n_msgs, n_ctx, reserve, CHAT_CTX_TRIM, &alone, &err) != 0)
+            return false;
+        bool fits = alone.fits;
+        least = alone.n_least ? alone.n_least : alone.n_full;
+        chat_fit_free(&alone);
+        if (fits)
+            return false;
+    }
+    ui_note(s->fe, UI_ERROR,
+            "Not sent: your message is too large for the context: with the system prompt it is %u tokens, and "
+            "the context holds %u with %u kept for the answer. Shorten it, or make the context larger "
+            "(/set ctx N).",
+            least, n_ctx, reserve);
+    return true;
+}
+
 uint64_t uis_answer_seed(const ui_session *s)
 {
     return s->cfg.has_seed ? s->cfg.seed : settings_random_seed();
@@ -139,12 +165,15 @@ int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind, u
         }
     }
     if (!fit.fits) {
-        sbuf why = {0};
-        chat_fit_describe(&fit, &why);
-        ui_note(s->fe, UI_ERROR, "Not answered: %s", sbuf_str(&why));
-        sbuf_free(&why);
+        int rc = kind == GEN_CHAT && last_message_too_large(s, chat, n_msgs, n_ctx, reserve, &fit) ? -2 : -1;
+        if (rc == -1) {
+            sbuf why = {0};
+            chat_fit_describe(&fit, &why);
+            ui_note(s->fe, UI_ERROR, "Not answered: %s", sbuf_str(&why));
+            sbuf_free(&why);
+        }
         chat_fit_free(&fit);
-        return -1;
+        return rc;
     }
     if (kind == GEN_CHAT) {
         note_context(s, &fit);
@@ -188,15 +217,35 @@ void uis_end_generation(ui_session *s)
     s->changed |= UI_CHANGED_LIVE | UI_CHANGED_STATE;
 }
 
-static void answer(ui_session *s)
+/* 0, or what uis_submit returned. */
+static int answer(ui_session *s)
 {
     if (!s->ready) {
         ui_status(s->fe, UI_ERROR, "%s",
                   s->load_failed ? "The model is not available (see the error above)"
                                  : "The model is still loading; try again in a moment");
-        return;
+        return -1;
     }
-    uis_submit(s, &s->chat, s->chat.conv.n, GEN_CHAT, uis_answer_seed(s));
+    return uis_submit(s, &s->chat, s->chat.conv.n, GEN_CHAT, uis_answer_seed(s));
+}
+
+/* The last message leaves the conversation (and its file) and goes back
+ * to the input line, with a message queued after it. */
+static void give_back_last(ui_session *s, const char *why)
+{
+    conversation *c = &s->chat.conv;
+    sbuf text = {0};
+    sbuf_adds(&text, c->msgs[c->n - 1].content);
+    if (s->queued) {
+        sbuf_adds(&text, "\n\n");
+        sbuf_adds(&text, s->queued);
+        free(s->queued);
+        s->queued = NULL;
+    }
+    conv_truncate(c, c->n - 1);
+    uis_conversation_changed(s);
+    s->fe->restore_input(s->fe->user, sbuf_str(&text), why);
+    sbuf_free(&text);
 }
 
 static void send_message(ui_session *s, const char *text);
@@ -232,8 +281,10 @@ static void send_message(ui_session *s, const char *text)
     conv_msg *m = conv_add(&s->chat.conv, "user", text, NULL);
     m->time = conv_now();
     uis_conversation_changed(s);
-    if (!s->closing) /* on the way out the message is kept, not answered */
-        answer(s);
+    /* (On the way out the message is kept, not answered.)  One larger than
+     * the context comes back: it can never be answered as it is. */
+    if (!s->closing && answer(s) == -2)
+        give_back_last(s, "Too large for the context");
 }
 
 unsigned ui_session_send(ui_session *s, const char *text)
@@ -244,7 +295,8 @@ unsigned ui_session_send(ui_session *s, const char *text)
 
 unsigned ui_session_answer(ui_session *s)
 {
-    answer(s);
+    if (answer(s) == -2)
+        give_back_last(s, "Too large for the context");
     return uis_take_changes(s);
 }
 
@@ -260,7 +312,8 @@ unsigned ui_session_retry(ui_session *s)
     }
     conv_truncate(c, n);
     uis_conversation_changed(s);
-    answer(s);
+    if (answer(s) == -2)
+        give_back_last(s, "Too large for the context");
     return uis_take_changes(s);
 }
 
@@ -275,26 +328,6 @@ unsigned ui_session_cancel(ui_session *s)
 
 /* ---- the decode thread's events --------------------------------------------------------------- */
 
-/* Stopped before a word of the answer: the message was not really sent.
- * It leaves the conversation (and its file) and comes back to the input
- * line, with a message queued after it, for the user to send again, change
- * or drop. */
-static void give_back_stopped(ui_session *s)
-{
-    conversation *c = &s->chat.conv;
-    sbuf text = {0};
-    sbuf_adds(&text, c->msgs[c->n - 1].content);
-    if (s->queued) {
-        sbuf_adds(&text, "\n\n");
-        sbuf_adds(&text, s->queued);
-        free(s->queued);
-        s->queued = NULL;
-    }
-    conv_truncate(c, c->n - 1);
-    uis_conversation_changed(s);
-    s->fe->restore_input(s->fe->user, sbuf_str(&text)); /* which tells the user */
-    sbuf_free(&text);
-}
 
 static void finish_chat(ui_session *s, const dec_event *ev)
 {
@@ -323,7 +356,9 @@ static void finish_chat(ui_session *s, const dec_event *ev)
     }
     uis_end_generation(s);
     if (ev->stop == DEC_STOP_CANCEL && empty && asked && !s->closing) {
-        give_back_stopped(s);
+        /* Stopped before a word of the answer: the message was not really
+         * sent; it comes back for the user to send again, change or drop. */
+        give_back_last(s, "Stopped before the answer began");
         send_queued(s);
         return;
     }

@@ -19,7 +19,8 @@
  *    at all, as the context-overflow setting says; the conversation itself
  *    keeps everything;
  *  - a message stopped before a word of its answer leaves the conversation
- *    and comes back through ui_frontend.restore_input;
+ *    and comes back through ui_frontend.restore_input, and so does one
+ *    that is larger than the context on its own (noted);
  *  - /edit keeps pointing at the message it brought back while messages
  *    before it come and go (a system prompt set or removed).
  *

@@ -58,8 +58,9 @@ static void rec_set_input(void *user, const char *text)
     snprintf(r->input, sizeof r->input, "%s", text);
 }
 
-static void rec_restore_input(void *user, const char *text)
+static void rec_restore_input(void *user, const char *text, const char *why)
 {
+    (void)why;
     recorder *r = user;
     snprintf(r->input, sizeof r->input, "%s", text);
     r->restored++;
