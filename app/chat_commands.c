@@ -20,6 +20,7 @@
 #include "paths.h"
 #include "sbuf.h"
 #include "text_safe.h"
+#include "ui_sidepane.h"
 
 typedef enum { ARG_NONE, ARG_TEXT, ARG_PATH, ARG_SETKEY, ARG_TEMPLATE, ARG_ONOFF, ARG_THEME, ARG_COPY, ARG_MODEL } arg_kind;
 
@@ -344,10 +345,11 @@ static unsigned cmd_stats(chatcmd_ctx *c, const char *arg)
     const engine_stats *e = &st.engine;
     sbuf_printf(&s, "Backend: %s\n", decoder_describe(dec));
     sbuf_printf(&s, "Context: %u of %u tokens\n", st.n_past, st.n_ctx);
-    sbuf_printf(&s, "Prefill: %llu tokens in %.2f s (last %.1f tok/s)\n", (unsigned long long)e->n_prefill_tokens,
-                e->prefill_seconds, st.prefill_tps);
-    sbuf_printf(&s, "Decode: %llu tokens in %.2f s (last answer %.1f tok/s)", (unsigned long long)e->n_decode_tokens,
-                e->decode_seconds, st.decode_tps);
+    /* The decoder's counts: the answers' headers add up to "generated". */
+    sbuf_printf(&s, "Prompts: %llu tokens read in %.2f s (the last at %.1f tok/s)\n",
+                (unsigned long long)st.n_prompt_tokens, st.prompt_seconds, st.prefill_tps);
+    sbuf_printf(&s, "Answers: %llu tokens generated in %.2f s (the last at %.1f tok/s)",
+                (unsigned long long)st.n_gen_tokens, st.gen_seconds, st.decode_tps);
     if (e->dispatches_per_token)
         sbuf_printf(&s, "\nDispatches per token: %u; GPU time per token: %.0f us", e->dispatches_per_token,
                     e->us_per_token_measured);
@@ -356,9 +358,14 @@ static unsigned cmd_stats(chatcmd_ctx *c, const char *arg)
         engine_kernel_stat ks[ENGINE_MAX_KERNEL_STATS];
         memcpy(ks, e->kernels, n * sizeof *ks);
         qsort(ks, n, sizeof *ks, cmp_us);
-        sbuf_adds(&s, "\nSlowest kernels (us per token, GB/s):");
-        for (uint32_t i = 0; i < n && i < 8; i++)
-            sbuf_printf(&s, "\n  %-28.48s %9.1f %8.1f", ks[i].name, ks[i].us_per_token, ks[i].gbps);
+        bool calls, gbps;
+        ui_sidepane_columns(e, &calls, &gbps);
+        sbuf_printf(&s, "\nSlowest kernels (us per token%s):", gbps ? ", GB/s" : "");
+        for (uint32_t i = 0; i < n && i < 8; i++) {
+            sbuf_printf(&s, "\n  %-28.48s %9.1f", ks[i].name, ks[i].us_per_token);
+            if (gbps)
+                sbuf_printf(&s, " %8.1f", ks[i].gbps);
+        }
     }
     ui_note(c->fe, UI_INFO, "%s", sbuf_str(&s));
     sbuf_free(&s);

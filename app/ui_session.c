@@ -409,6 +409,26 @@ static void on_load_error(ui_session *s, const char *msg)
     s->changed |= UI_CHANGED_ENGINE | UI_CHANGED_STATE;
 }
 
+/* Takes the decoder's latest statistics when they are new. */
+static void take_stats(ui_session *s)
+{
+    if (!s->dec || !s->ready)
+        return;
+    dec_stats st;
+    decoder_get_stats(s->dec, &st);
+    if (st.seq == s->last_seq)
+        return;
+    s->last_seq = st.seq;
+    s->stats = st;
+    s->have_stats = true;
+    s->changed |= UI_CHANGED_STATS | UI_CHANGED_STATE;
+    if (s->job && s->gen == GEN_CHAT && st.busy && st.decode_tps > 0) {
+        /* The live header shows the rate so far. */
+        snprintf(s->live_meta, sizeof s->live_meta, "%.1f tok/s", st.decode_tps);
+        s->changed |= UI_CHANGED_LIVE;
+    }
+}
+
 static void handle_event(ui_session *s, const dec_event *ev)
 {
     switch (ev->type) {
@@ -466,6 +486,9 @@ static void handle_event(ui_session *s, const dec_event *ev)
     case DEC_EV_DONE:
         if (ev->job != (uint32_t)s->job)
             break;
+        /* The job's final figures came before its DONE: shown with the
+         * answer, not at the next poll or turn. */
+        take_stats(s);
         if (s->gen == GEN_REPLAY)
             uis_replay_done(s, ev);
         else
@@ -514,21 +537,7 @@ bool ui_session_wait(ui_session *s, int timeout_ms, unsigned *changed)
 
 unsigned ui_session_poll_stats(ui_session *s)
 {
-    if (!s->dec || !s->ready)
-        return uis_take_changes(s);
-    dec_stats st;
-    decoder_get_stats(s->dec, &st);
-    if (st.seq == s->last_seq)
-        return uis_take_changes(s);
-    s->last_seq = st.seq;
-    s->stats = st;
-    s->have_stats = true;
-    s->changed |= UI_CHANGED_STATS | UI_CHANGED_STATE;
-    if (s->job && s->gen == GEN_CHAT && st.busy && st.decode_tps > 0) {
-        /* The live header shows the rate so far. */
-        snprintf(s->live_meta, sizeof s->live_meta, "%.1f tok/s", st.decode_tps);
-        s->changed |= UI_CHANGED_LIVE;
-    }
+    take_stats(s);
     return uis_take_changes(s);
 }
 

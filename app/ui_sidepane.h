@@ -29,7 +29,7 @@ typedef struct {
     char model_lines[4][96];   /* summary of the model file */
     int n_model_lines;
     char model_file[128];      /* its file name (the title says which file runs) */
-    char backend[160];
+    char backend[256];         /* the backend's description (decoder_describe: up to 255 bytes) */
     dec_stats st;              /* the latest snapshot */
     bool have_stats;
     ui_ring decode, prefill;   /* tokens/s over the session, for the sparklines */
@@ -56,5 +56,8 @@ void ui_sidepane_set_loading(ui_sidepane *p, bool loading, const char *stage, do
  * oldest exchanges the last prompt left out; false when nothing changed. */
 bool ui_sidepane_set_context(ui_sidepane *p, uint32_t n_ctx, size_t dropped);
 const char *ui_sidepane_sort_name(ui_kernel_sort s);
+/* Which of the optional kernel columns the backend fills (calls per token,
+ * GB/s): a column no kernel has a value for is not shown, nor sorted by. */
+void ui_sidepane_columns(const engine_stats *es, bool *calls, bool *gbps);
 
 #endif

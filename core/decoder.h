@@ -20,7 +20,8 @@
  *    done of total, tokens/s);
  *  - per-token statistics are published at most every 50 ms (so reading
  *    them never slows decoding) and read without blocking the thread for
- *    longer than a copy. */
+ *    longer than a copy; a job's last snapshot (not busy, every count
+ *    final) is published before its DONE or ERROR is posted. */
 #ifndef GLM_DECODER_H
 #define GLM_DECODER_H
 
@@ -82,6 +83,13 @@ typedef struct {
     double prefill_tps;     /* the last prompt's, or the running one's so far */
     uint32_t prompt_done;   /* the prompt being evaluated: tokens done of its */
     uint32_t prompt_total;  /* ... new tokens (both 0 when none is) */
+    /* Over the decoder's life, counted as the answers count them (the one
+     * source of the chat's figures: an answer's header says n_gen of its
+     * DONE, and these are their sums): */
+    uint64_t n_prompt_tokens;  /* prompt tokens evaluated (the cache's reuse not counted) */
+    uint64_t n_gen_tokens;     /* tokens generated, the first of each answer included */
+    double prompt_seconds;     /* time reading prompts */
+    double gen_seconds;        /* time generating after them */
     uint64_t seq;           /* increments with every published snapshot */
 } dec_stats;
 

@@ -2,7 +2,8 @@
 # t_ui_commands.sh: commands of the chat in tmux (issue 28): /exit and /bye
 # quit; /retry draws a new seed for every answer unless one was set, records
 # it with the answer, and `glmchat replay` reproduces the answer from it;
-# /set lists, completes and shows the penalties; /model lists the models
+# an answer's tokens are counted once (header, side pane, /stats); /set
+# lists, completes and shows the penalties; /model lists the models
 # directory, says which of several files runs, and switches (the
 # conversation goes on with the same template, else a new one begins);
 # /copy inside tmux says when tmux lets no clipboard request through.
@@ -93,6 +94,28 @@ if until_true retried && tm_gone $T "Answering" && [ "$("$J" "$f" messages.1.con
 else
     fail ui_retry_set_seed_kept "'$a1' became '$("$J" "$f" messages.1.content)', seed $("$J" "$f" turns.1.seed 2>&1)"
 fi
+
+quit_app
+
+# ---- one answer, one count: its header, the side pane and /stats agree
+# (issue 28.12: 16, 15 and 15), and the pane shows the answer as over
+# ("(last)") once it is, not at the next turn
+start_app --side-pane on
+app_ready
+answered "count my tokens"
+if tm_wait 10 "^Assistant .*· 16 tokens, " && tm_wait 10 "│ session +[0-9]+ prompt, 16 generated" &&
+   tm_wait 10 "│ decode +[0-9.]+ \(last\)"; then
+    tm_line "/stats"
+    if tm_wait 10 "^Answers: 16 tokens generated in"; then
+        ok ui_one_token_count
+    else
+        fail ui_one_token_count "/stats: $(tm_screen | grep -E '^(Answers|Decode|Prompts|Prefill)')"
+    fi
+else
+    fail ui_one_token_count "$(tm_screen | grep -E '^Assistant|session|decode' | sed 's/^.*│//' | head -3)"
+fi
+tm_snap counts
+a1=$("$J" "$(newest)" messages.1.content) # the answer /copy copies below
 
 # ---- /set and the penalties (issue 28.13: neither /set nor its Tab knew them)
 tm_line "/set"
