@@ -619,7 +619,8 @@ static const command commands[] = {
     /* llama-cli's and ollama's words for it */
     {"exit", ARG_NONE, true, false, cmd_quit, TOPIC_NONE, NULL, NULL},
     {"bye", ARG_NONE, true, false, cmd_quit, TOPIC_NONE, NULL, NULL},
-    {"retry", ARG_NONE, false, false, cmd_retry, TOPIC_CHAT, "/retry", "regenerate the last answer"},
+    {"retry", ARG_NONE, false, false, cmd_retry, TOPIC_CHAT, "/retry",
+     "regenerate the last answer (a new seed unless you set one)"},
     {"edit", ARG_NONE, false, false, cmd_edit, TOPIC_CHAT, "/edit", "edit your last message, then Enter regenerates"},
     {"copy", ARG_COPY, true, false, cmd_copy, TOPIC_CHAT, "/copy [code [N]]",
      "the last answer, or its code block N, to the clipboard"},
@@ -655,7 +656,8 @@ static const struct {
 } topics[TOPIC_COUNT] = {
     [TOPIC_CHAT] = {"Chatting",
                     "  Enter sends, Alt-Enter starts a new line (pastes keep their lines)\n"
-                    "  Esc or Ctrl-C stops the answer; Ctrl-C twice quits\n",
+                    "  Esc or Ctrl-C stops the answer; Ctrl-C twice quits\n"
+                    "  Ctrl-C on a line clears it (Ctrl-Y right after brings it back)\n",
                     NULL},
     [TOPIC_MODEL] = {"Model and sampling", NULL, NULL},
     [TOPIC_FILES] = {"Conversations (saved after every turn)", NULL, NULL},
