@@ -217,7 +217,7 @@ void uis_end_generation(ui_session *s)
     s->changed |= UI_CHANGED_LIVE | UI_CHANGED_STATE;
 }
 
-/* 0, or what uis_submit returned. */
+/* 0 when the answer started; -1 when it could not (told), -2 as uis_submit. */
 static int answer(ui_session *s)
 {
     if (!s->ready) {

@@ -15,7 +15,9 @@
 #   LOAD_S=300: seconds the model may take to load
 #
 # Output: one line per EVERY turns,
-#   turn  rss_kb  fds  threads  tok/s  seconds
+#   turn  rss_kb  anon_kb  fds  threads  tok/s  seconds
+# (anon_kb: RssAnon, the part of RSS that is the process's own memory --
+# heap, device memory on lavapipe -- rather than mapped files)
 # then the growth of RSS over the second half of the run (a leak keeps
 # growing there; caches that fill level out before it).
 set -u
@@ -79,7 +81,7 @@ if ! wait_for "$LOAD_S" '^ Ready'; then
 fi
 PID=$(cat "$TMP/pid")
 echo "soak: backend $BACKEND, ${MODEL:-the built-in demo model}, $TURNS turns of $N tokens, pid $PID $EXTRA"
-printf '%6s %9s %5s %8s %8s %8s\n' turn rss_kb fds threads tok/s seconds
+printf '%6s %9s %9s %5s %8s %8s %8s\n' turn rss_kb anon_kb fds threads tok/s seconds
 t0=$(date +%s)
 half_rss=
 turn=1
@@ -100,7 +102,7 @@ while [ "$turn" -le "$TURNS" ]; do
     wait_for 60 '^ Ready' >/dev/null
     if [ $((turn % EVERY)) -eq 0 ] || [ "$turn" -eq "$TURNS" ]; then
         rss=$(field "$PID" VmRSS)
-        printf '%6d %9s %5s %8s %8s %8d\n' "$turn" "$rss" "$(ls "/proc/$PID/fd" | wc -l)" \
+        printf '%6d %9s %9s %5s %8s %8s %8d\n' "$turn" "$rss" "$(field "$PID" RssAnon)" "$(ls "/proc/$PID/fd" | wc -l)" \
             "$(field "$PID" Threads)" "$(rate)" $(($(date +%s) - t0))
         [ -z "$half_rss" ] && [ "$turn" -ge $((TURNS / 2)) ] && half_rss=$rss
     fi
