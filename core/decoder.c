@@ -2,6 +2,9 @@
 #include "decoder.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -362,6 +365,21 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
 
 /* ---- the thread ------------------------------------------------------------------------ */
 
+/* Between answers: memory freed during one goes back to the system.  A
+ * chat's temporaries grow with its conversation (the prompt's tokens and
+ * text, the file saved each turn), and glibc keeps what they freed in its
+ * arenas: a soak on lavapipe grew 1-2 MB at a time over 170 turns while
+ * the live heap stayed flat (heaptrack, turns 15 to 60: +99 KB, all of it
+ * the conversation; malloc_trim then gave back 3.3 MB of 187).  One trim
+ * per answer, on this thread after its end is told, costs the UI nothing. */
+static void give_back_free_memory(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+
 /* After each prompt chunk (on this thread, inside engine_eval). */
 static void on_prompt_progress(void *user, uint32_t done, uint32_t total, double seconds)
 {
@@ -461,6 +479,7 @@ static void *thread_main(void *arg)
         publish_stats(d, true, -1, -1);
         /* After `running` is cleared: whoever sees DONE may submit at once. */
         post(d, &d->final);
+        give_back_free_memory();
     }
     return NULL;
 }

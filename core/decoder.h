@@ -21,7 +21,9 @@
  *  - per-token statistics are published at most every 50 ms (so reading
  *    them never slows decoding) and read without blocking the thread for
  *    longer than a copy; a job's last snapshot (not busy, every count
- *    final) is published before its DONE or ERROR is posted. */
+ *    final) is published before its DONE or ERROR is posted;
+ *  - between jobs the memory freed during one goes back to the system
+ *    (glibc keeps it otherwise: a long chat's RSS crept up, see decoder.c). */
 #ifndef GLM_DECODER_H
 #define GLM_DECODER_H
 
