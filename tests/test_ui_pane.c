@@ -137,10 +137,10 @@ static void test_cpu_columns_hidden(void)
     char t[1024] = "";
     if (head >= 0)
         row_text(w, head, t, sizeof t);
-    CHECK(head >= 0 && strstr(t, "us/t") && !strstr(t, "c/t") && !strstr(t, "GB/s"), "header '%s'", t);
+    CHECK(head >= 0 && strstr(t, "us/t") && !strstr(t, "c/t") && !strstr(t, "GB/s"), "header '%.200s'", t);
     if (head >= 0) {
         row_text(w, head + 1, t, sizeof t);
-        CHECK(strstr(t, "moe experts") && count_fields(t) == 4 /* "moe", "experts", us, % */, "row '%s'", t);
+        CHECK(strstr(t, "moe experts") && count_fields(t) == 4 /* "moe", "experts", us, % */, "row '%.200s'", t);
     }
     /* F4 sorts only by what is shown: time, then name, then time. */
     CHECK(p.sort == SORT_TIME, "sort %d", p.sort);
