@@ -274,6 +274,9 @@ static int loop_timeout(ui_app *a, double now)
         t = a->screen.last_draw + FRAME_S - now;
     if ((ui_session_busy(a->session) || !ui_session_ready(a->session)) && t > STATS_S)
         t = STATS_S;
+    double esc = ui_keys_wait_s(&a->keys, now); /* a lone Esc waits for its key */
+    if (esc >= 0 && esc < t)
+        t = esc + 0.005;
     double until = ui_statusline_until(&a->screen.status);
     if (until > now && until - now < t)
         t = until - now + 0.01;
@@ -303,6 +306,7 @@ static void run_loop(ui_app *a)
             apply(a, ui_keys_handle(&a->keys, r, ch));
         apply(a, ui_session_pump(a->session));
         now = ui_term_now();
+        apply(a, ui_keys_tick(&a->keys, now));
         if (now - a->last_stats >= STATS_S) {
             a->last_stats = now;
             apply(a, ui_session_poll_stats(a->session));

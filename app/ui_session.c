@@ -741,6 +741,7 @@ unsigned ui_session_clear(ui_session *s)
     /* The next turn starts a new file (also after -C FILE: the old
      * conversation stays in its file). */
     s->autosave_path[0] = 0;
+    s->loaded_from[0] = 0;
     s->autosave_ours = false;
     s->edit_index = -1;
     uis_context_reset(s);

@@ -144,8 +144,9 @@ void ui_session_sampling(const ui_session *s, sampler_params *sp);
 const char *ui_session_autosave_path(const ui_session *s);
 /* Changes not on disk (the last save failed). */
 bool ui_session_unsaved(const ui_session *s);
-/* At the end: the file that holds the conversation, NULL when there was
- * nothing worth saving or the last save failed. */
+/* At the end: the file that holds the conversation (after /load and
+ * nothing new, the file it came from), NULL when there was nothing worth
+ * saving or the last save failed. */
 const char *ui_session_saved_path(const ui_session *s);
 
 /* ---- chatting -------------------------------------------------------------------------- */

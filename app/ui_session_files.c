@@ -62,6 +62,7 @@ bool uis_autosave(ui_session *s)
     int rc = first ? conv_save_new(&s->chat.conv, s->c.conv_dir, s->autosave_path, sizeof s->autosave_path, &err)
                    : conv_save(&s->chat.conv, s->autosave_path, &err);
     if (first && rc == 0) {
+        s->loaded_from[0] = 0; /* a loaded conversation has a file of its own now */
         s->autosave_ours = true;
         s->changed |= UI_CHANGED_SETTINGS; /* the file's name is shown */
     }
@@ -112,7 +113,10 @@ bool ui_session_unsaved(const ui_session *s)
 
 const char *ui_session_saved_path(const ui_session *s)
 {
-    return s->autosave_path[0] && !s->unsaved && uis_worth_saving(&s->chat.conv) ? s->autosave_path : NULL;
+    if (s->unsaved || !uis_worth_saving(&s->chat.conv))
+        return NULL;
+    /* Loaded and nothing new since: it is in the file it came from. */
+    return s->autosave_path[0] ? s->autosave_path : s->loaded_from[0] ? s->loaded_from : NULL;
 }
 
 /* ---- writing other files: /save FILE, /export ---------------------------------------- */
@@ -234,6 +238,7 @@ static void take_conversation(ui_session *s, conversation *c, const char *into)
     s->chat.conv = *c;
     conv_init(c); /* moved */
     snprintf(s->autosave_path, sizeof s->autosave_path, "%s", into);
+    s->loaded_from[0] = 0;
     s->autosave_ours = false;
     s->edit_index = -1;
     uis_context_reset(s);
@@ -261,6 +266,7 @@ unsigned ui_session_load(ui_session *s, conversation *c, const char *name)
     size_t n = c->n;
     /* New turns go to a new file: the loaded one is never written to. */
     take_conversation(s, c, "");
+    snprintf(s->loaded_from, sizeof s->loaded_from, "%s", name);
     ui_note(s->fe, UI_INFO, "Loaded %zu messages from %s. New turns are saved to a new file.%s", n, name, extra);
     return uis_take_changes(s);
 }

@@ -55,6 +55,7 @@ struct ui_session {
     char autosave_path[PATH_MAX];
     bool autosave_ours;             /* made by this session: it goes when nothing is left to keep */
     bool unsaved;                   /* changes not on disk (a save failed) */
+    char loaded_from[PATH_MAX];     /* /load's file while nothing new was added ("" otherwise) */
     /* the model */
     chat_model *own_model;          /* opened by /model (the first is the caller's), NULL */
 };

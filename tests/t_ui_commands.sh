@@ -196,7 +196,6 @@ fi
 old=$(newest)
 tm_line "/model 2"
 if tm_wait $T "Loading .*beta.gguf" && tm_wait 10 "a new conversation begins; the old one stays in" &&
-   tm_wait 10 "$(basename "$old")" &&
    app_ready && tm_wait 10 "│ Model: beta.gguf" && ! grep -q "^hello alpha" "$TMP/screen" && answered "hello beta" &&
    [ "$("$BUILD/tools/conv_stress" count "$old")" = 4 ]; then
     ok ui_model_switch_new_template
@@ -205,7 +204,7 @@ else
 fi
 tm_snap model-switched
 tm_line "/model nosuch"
-if tm_wait 10 "/model: no model 'nosuch' in .*models"; then ok ui_model_unknown; else fail ui_model_unknown "$(tm_screen | tail -3)"; fi
+if tm_wait 10 "/model: no model 'nosuch' in "; then ok ui_model_unknown; else fail ui_model_unknown "$(tm_screen | tail -3)"; fi
 quit_app
 tm_stop
 done_tests

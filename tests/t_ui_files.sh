@@ -79,7 +79,7 @@ else
 fi
 mkdir "$TMP/adir.md"
 tm_line "/export! $TMP/adir.md"
-if tm_wait 10 "adir.md is a directory; not replacing it" && [ -d "$TMP/adir.md" ]; then
+if tm_wait 10 "adir.md is a directory" && [ -d "$TMP/adir.md" ]; then
     ok ui_export_refuses_directory
 else
     fail ui_export_refuses_directory "$(tm_screen | grep -v '^ *│\? *$' | tail -2)"
