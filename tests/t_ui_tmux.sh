@@ -141,6 +141,7 @@ fi
 # reasoning folds, code blocks kept verbatim, wide characters, scrolling,
 # /stats, /theme, NO_COLOR
 R="$TMP/render.json"
+LONG=$((T * 5)) # an answer to a long prompt (below)
 printf '%s' '{"messages": [
  {"role": "user", "content": "show me code"},
  {"role": "assistant", "reasoning_content": "secret plan: answer with code", "content": "Here:\n```\n    for (int i = 0; i < n; i++) total += weights[i] * values[i]; /* one long verbatim line that must not be reflowed */\n```\n漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字 end"}]}' >"$R"
@@ -176,7 +177,8 @@ tm set-buffer -b p "$(cat "$TMP/lines")"
 tm paste-buffer -p -b p -t ui
 tm_keys Enter
 # One message of 32 lines: Alt-Enter's and the paste's line breaks kept.
-if tm_wait $T "^line 30" && tm_wait $T "^Assistant .*16 tokens" && [ "$("$BUILD/tools/json_get" "$R" messages.2.content)" = \
+# (Its prompt is ~670 tokens: on lavapipe under load it takes minutes.)
+if tm_wait $T "^line 30" && tm_wait $LONG "^Assistant .*16 tokens" && [ "$("$BUILD/tools/json_get" "$R" messages.2.content)" = \
    "$(printf 'first line\nsecond line\n'; cat "$TMP/lines")" ]; then
     ok ui_multiline_paste
 else
@@ -200,7 +202,7 @@ if tm_wait 10 "^  line 30 +(│|$)" && tm_wait 5 "Editing your last message"; th
     tm_keys C-e End
     tm_keys -l " (edited)"
     tm_keys Enter
-    if tm_wait $T "^line 30 \(edited\)" && tm_wait $T "^Assistant .*16 tokens" && [ "$(tm_screen | grep -c '^You ')" -le 2 ]; then
+    if tm_wait $T "^line 30 \(edited\)" && tm_wait $LONG "^Assistant .*16 tokens" && [ "$(tm_screen | grep -c '^You ')" -le 2 ]; then
         ok ui_edit
     else
         fail ui_edit "$(tm_screen | grep -v '^ *│\? *$' | tail -6)"
