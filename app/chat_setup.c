@@ -45,7 +45,9 @@ const char *chat_args_help(void)
            "      --device N         Vulkan device index (see `glmchat devices`)\n"
            "      --kv-type TYPE     KV cache: f32 or f16 (default: f16 on Vulkan, f32 on cpu)\n"
            "  -t, --threads N        CPU threads (default: all cores)\n"
-           "  -b, --batch N          prompt tokens per backend call\n";
+           "  -b, --batch N          prompt tokens per backend call\n"
+           "      --tune KEY=VALUE   a Vulkan tuning knob for this run (repeatable;\n"
+           "                         `glmchat bench --tune help` lists them)\n";
 }
 
 static bool is(const char *a, const char *s, const char *l)
@@ -150,33 +152,81 @@ static int cmp_str(const void *x, const void *y)
     return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* The first .gguf (by name) in the XDG models directory. */
-static bool find_in_data_dir(char *out, size_t cap)
+void chat_models_free(chat_models *l)
 {
-    char dir[PATH_MAX];
-    if (paths_dir(PATHS_DATA, "models", dir, sizeof dir, NULL) != 0)
-        return false;
-    DIR *d = opendir(dir);
+    for (size_t i = 0; i < l->n; i++)
+        free(l->names[i]);
+    free(l->names);
+    memset(l, 0, sizeof *l);
+}
+
+int chat_models_scan(chat_models *l, err_t *err)
+{
+    memset(l, 0, sizeof *l);
+    if (paths_dir(PATHS_DATA, "models", l->dir, sizeof l->dir, err) != 0)
+        return -1;
+    DIR *d = opendir(l->dir);
     if (!d)
-        return false;
-    char *names[256];
-    size_t n = 0;
+        return 0; /* no directory: no models (not an error) */
+    size_t cap = 0;
     struct dirent *de;
-    while ((de = readdir(d)) && n < 256) {
-        size_t l = strlen(de->d_name);
-        if (l > 5 && !strcmp(de->d_name + l - 5, ".gguf") && de->d_name[0] != '.')
-            names[n++] = strdup(de->d_name);
+    int rc = 0;
+    while ((de = readdir(d)) && l->n < CHAT_MODELS_MAX) {
+        size_t len = strlen(de->d_name);
+        char path[PATH_MAX];
+        if (len <= 5 || strcmp(de->d_name + len - 5, ".gguf") != 0 || de->d_name[0] == '.')
+            continue;
+        int k = snprintf(path, sizeof path, "%s/%s", l->dir, de->d_name);
+        if (k <= 0 || (size_t)k >= sizeof path || !paths_is_file(path))
+            continue;
+        if (l->n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            char **grown = realloc(l->names, ncap * sizeof *grown);
+            if (!grown) {
+                rc = err_set(err, "out of memory listing %s", l->dir);
+                break;
+            }
+            l->names = grown;
+            cap = ncap;
+        }
+        if (!(l->names[l->n] = strdup(de->d_name))) {
+            rc = err_set(err, "out of memory listing %s", l->dir);
+            break;
+        }
+        l->n++;
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp_str);
-    bool found = false;
-    for (size_t i = 0; i < n; i++) {
-        if (!found && names[i]) {
-            int k = snprintf(out, cap, "%s/%s", dir, names[i]);
-            found = k > 0 && (size_t)k < cap && paths_is_file(out);
-        }
-        free(names[i]);
+    if (rc != 0) {
+        chat_models_free(l);
+        return -1;
     }
+    qsort(l->names, l->n, sizeof *l->names, cmp_str);
+    return 0;
+}
+
+int chat_models_path(const chat_models *l, size_t i, char *out, size_t cap)
+{
+    int k = snprintf(out, cap, "%s/%s", l->dir, l->names[i]);
+    return k > 0 && (size_t)k < cap ? 0 : -1;
+}
+
+/* The first .gguf (by name) in the XDG models directory; when it holds
+ * more than one, a note says which was taken (the choice must not be silent). */
+static bool find_in_data_dir(chat_model *cm)
+{
+    chat_models l;
+    if (chat_models_scan(&l, NULL) != 0 || l.n == 0) {
+        chat_models_free(&l);
+        return false;
+    }
+    bool found = chat_models_path(&l, 0, cm->path, sizeof cm->path) == 0;
+    if (found && l.n > 1 &&
+        snprintf(cm->pick_note, sizeof cm->pick_note,
+                 "Model: %.200s, the first by name of the %zu .gguf files in %.500s (-m FILE, or /model in the chat, "
+                 "picks another).",
+                 l.names[0], l.n, l.dir) < 0)
+        cm->pick_note[0] = 0;
+    chat_models_free(&l);
     return found;
 }
 
@@ -197,7 +247,7 @@ static int resolve_path(chat_model *cm, const chat_args *a, err_t *err)
         given = a->s.model;
     if (given)
         return paths_expand_user(given, cm->path, sizeof cm->path, err);
-    if (find_in_data_dir(cm->path, sizeof cm->path))
+    if (find_in_data_dir(cm))
         return 0;
     snprintf(cm->path, sizeof cm->path, "%s", DEMO_MODEL_NAME);
     cm->demo_note = demo_note;

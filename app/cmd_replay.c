@@ -104,9 +104,12 @@ static const char *stop_name(dec_stop s)
     }
 }
 
-/* One answer to the first n_msgs messages; -1 with err on failure. */
+/* One answer to the first n_msgs messages; -1 with err on failure.
+ * turn_seed (non-NULL): the recorded answer's own seed, which replaces the
+ * settings' (the chat draws a new seed for every answer). */
 static int generate(decoder *dec, chat_session *chat, size_t n_msgs, const chat_args *a, const gguf_ctx *meta,
-                    uint64_t seed, answer *ans, err_t *err)
+                    uint64_t seed,
+                    const uint64_t *turn_seed, answer *ans, err_t *err)
 {
     int32_t *ids = NULL;
     uint32_t n = 0;
@@ -116,6 +119,8 @@ static int generate(decoder *dec, chat_session *chat, size_t n_msgs, const chat_
     dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = a->s.n_predict, .stop = chat->stop,
                    .n_stop = a->s.ignore_eos ? 0 : chat->n_stop};
     settings_to_sampler(&a->s, chat->tmpl, meta, seed, &job.sampling);
+    if (turn_seed)
+        job.sampling.seed = *turn_seed;
     int id = decoder_submit(dec, &job, err);
     free(ids);
     if (id < 0)
@@ -268,7 +273,11 @@ static int replay(const chat_args *a, chat_model *cm, conversation *c)
             break;
         }
         answer ans = {0};
-        if (generate(dec, &chat, u + 1, a, cm->m.gguf, seed, &ans, &err) != 0) {
+        /* The answer's own recorded seed, unless --seed says otherwise. */
+        bool own_seed = old && old->has_seed && !settings_given(&a->s, "seed");
+        if (own_seed)
+            printf("# seed %llu (recorded with this answer)\n", (unsigned long long)old->seed);
+        if (generate(dec, &chat, u + 1, a, cm->m.gguf, seed, own_seed ? &old->seed : NULL, &ans, &err) != 0) {
             chat_error("turn %d: %s", turns, err.msg);
             chat_stream_free(&ans.st);
             rc = 1;
@@ -332,6 +341,8 @@ int cmd_replay(int argc, char **argv)
         chat_args_free(&a);
         return 1;
     }
+    if (cm.pick_note[0])
+        chat_error("note: %s", cm.pick_note);
     if (cm.demo_note)
         chat_error("no model given: replaying on the built-in demo model");
     int rc = replay(&a, &cm, &c);

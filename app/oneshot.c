@@ -234,7 +234,7 @@ static void stream_answer(decoder *dec, printer *pr, answer *ans)
  * with why (conv_set_error), so the file keeps the user's message and stays
  * a conversation of turns (a message left without its answer made the next
  * -C run two user messages in a row). */
-static void record_answer(chat_session *chat, const answer *ans)
+static void record_answer(chat_session *chat, const answer *ans, uint64_t seed)
 {
     const chat_stream *st = &ans->st;
     conv_msg *m = conv_add(&chat->conv, "assistant", sbuf_str(&st->content),
@@ -246,6 +246,8 @@ static void record_answer(chat_session *chat, const answer *ans)
     m->stopped = ans->done.stop == DEC_STOP_CANCEL;
     if (ans->failed)
         conv_set_error(m, ans->why);
+    m->has_seed = true;
+    m->seed = seed;
 }
 
 static void fill_metadata(conversation *c, const chat_model *cm, const chat_session *chat, const dec_job *job)
@@ -302,6 +304,27 @@ static int fit_prompt(const chat_args *a, const settings *set, const chat_sessio
     return 0;
 }
 
+/* An answer that is all reasoning: what ended it says what helps (raising
+ * -n only helps when -n is what ended it). */
+static void note_reasoning_only(const dec_event *done, int n_predict, uint32_t n_ctx)
+{
+    unsigned n = done->n_gen;
+    switch (done->stop) {
+    case DEC_STOP_LIMIT:
+        chat_error("note: the answer is empty: all %u generated tokens went into the reasoning and -n %d ended it "
+                   "(raise -n, or use --think off)", n, n_predict);
+        break;
+    case DEC_STOP_CTX:
+        chat_error("note: the answer is empty: all %u generated tokens went into the reasoning until the context "
+                   "(%u tokens) was full (a larger -c, or --think off)", n, n_ctx);
+        break;
+    default:
+        chat_error("note: the answer is empty: the model ended its turn while still reasoning (%u tokens; "
+                   "--think off asks for the answer without it)", n);
+        break;
+    }
+}
+
 /* The answer to conversation `conv` + the prompt; saves to -C when given.
  * Returns the exit status. */
 int oneshot_answer(const chat_args *a, chat_model *cm, conversation *conv, const char *prompt)
@@ -349,10 +372,9 @@ int oneshot_answer(const chat_args *a, chat_model *cm, conversation *conv, const
     chat_stream_init(&ans.st, fit.opens_think);
     stream_answer(dec, &pr, &ans);
     chat.conv.msgs[user_index].n_tokens = ans.n_prompt_evaluated;
-    record_answer(&chat, &ans);
+    record_answer(&chat, &ans, job.sampling.seed);
     if (!ans.failed && !caught && !pr.out_errno && ans.st.content.len == 0 && ans.st.reasoning.len > 0)
-        chat_error("note: the answer is empty: all %u generated tokens went into the reasoning "
-                   "(raise -n, or use --think off)", ans.done.n_gen);
+        note_reasoning_only(&ans.done, set.n_predict, decoder_n_ctx(dec));
     chat_stream_free(&ans.st);
     /* A closed pipe is the reader's choice, not an error to report. */
     if (pr.out_errno && !(pr.out_errno == EPIPE && caught == SIGPIPE))
@@ -424,6 +446,8 @@ int oneshot_run(const chat_args *a)
     }
     if (cm.demo_note)
         chat_error("note: %s", cm.demo_note);
+    if (cm.pick_note[0])
+        chat_error("note: %s", cm.pick_note);
     if (cm.backend_note[0])
         chat_error("note: %s", cm.backend_note);
     rc = oneshot_answer(a, &cm, &conv, sbuf_str(&prompt));

@@ -302,8 +302,11 @@ void settings_format_sampling(const settings *s, char *buf, size_t cap)
         snprintf(sd, sizeof sd, "%llu", (unsigned long long)s->seed);
     else
         snprintf(sd, sizeof sd, "random");
-    snprintf(buf, cap, "temp = %s, top-k = %s, top-p = %s, min-p = %s, seed = %s, n-predict = %d", t, k,
-             p, m, sd, s->n_predict);
+    snprintf(buf, cap,
+             "temp = %s, top-k = %s, top-p = %s, min-p = %s, repeat-penalty = %g, presence-penalty = %g, "
+             "frequency-penalty = %g, seed = %s, n-predict = %d",
+             t, k, p, m, (double)s->repeat_penalty, (double)s->presence_penalty, (double)s->frequency_penalty, sd,
+             s->n_predict);
 }
 
 /* ---- the file ---------------------------------------------------------------- */

@@ -502,13 +502,14 @@ static void remove_stale_temps(const char *dir, const char *base)
 
 /* ---- writing --------------------------------------------------------------------------- */
 
-int conv_write_atomic(const char *path, const void *data, size_t len, unsigned mode, err_t *err)
+/* keep_mode: an existing file keeps its mode; else the result has `mode`. */
+static int write_atomic(const char *path, const void *data, size_t len, unsigned mode, bool keep_mode, err_t *err)
 {
     char target[PATH_MAX];
     if (target_of(path, target, sizeof target, err) != 0)
         return -1;
     struct stat st;
-    if (stat(target, &st) == 0)
+    if (keep_mode && stat(target, &st) == 0)
         mode = st.st_mode & 07777;
     temp_file t;
     if (temp_write(&t, target, data, len, mode, err) != 0)
@@ -526,12 +527,19 @@ int conv_write_atomic(const char *path, const void *data, size_t len, unsigned m
     return 0;
 }
 
+int conv_write_atomic(const char *path, const void *data, size_t len, unsigned mode, err_t *err)
+{
+    return write_atomic(path, data, len, mode, true, err);
+}
+
 int conv_write_private(const char *path, const void *data, size_t len, err_t *err)
 {
     conv_lock l;
     if (conv_lock_acquire(&l, path, SAVE_LOCK_WAIT_MS, err) != 0)
         return -1;
-    int rc = conv_write_atomic(path, data, len, 0600, err);
+    /* 0600 also where it replaces a file: what a conversation says does not
+     * become readable by others because an older file at its path was. */
+    int rc = write_atomic(path, data, len, 0600, false, err);
     conv_lock_release(&l);
     return rc;
 }

@@ -347,6 +347,35 @@ static int parse_message(pctx *p, conversation *c, json_t *m, size_t i)
     return 0;
 }
 
+/* A seed (sampling.seed, turns[i].seed): a JSON integer (below 2^63: what
+ * JSON parsers keep exactly), or for larger seeds the unsigned decimal as a
+ * string; *present (when given) says whether the file had one. */
+static int get_opt_seed(pctx *p, json_t *s, const char *field, uint64_t *out, bool *present)
+{
+    json_t *v = json_object_get(s, "seed");
+    if (present)
+        *present = false;
+    if (!v || json_is_null(v))
+        return 0;
+    if (present)
+        *present = true;
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        *out = (uint64_t)json_integer_value(v);
+        return 0;
+    }
+    if (json_is_string(v)) {
+        const char *d = json_string_value(v);
+        char *end;
+        errno = 0;
+        unsigned long long u = strtoull(d, &end, 10);
+        if (d[0] >= '0' && d[0] <= '9' && !*end && errno == 0 && json_string_length(v) <= 20) {
+            *out = u;
+            return 0;
+        }
+    }
+    return perr(p, field, "expected an integer from 0 to 18446744073709551615 (as a number or a string)");
+}
+
 /* A turn's metadata belongs to one message: "message" is required and must
  * be the index of a message of this file (null is not "absent" here: an
  * index the file does not name would point outside the messages). */
@@ -396,7 +425,8 @@ static int parse_turn(pctx *p, conversation *c, json_t *t, size_t i)
         return -1;
     if (why)
         conv_set_error(m, why);
-    return 0;
+    snprintf(field, sizeof field, "turns[%zu].seed", i);
+    return get_opt_seed(p, t, field, &m->seed, &m->has_seed);
 }
 
 static int parse_header(pctx *p, conversation *c, json_t *root)
@@ -444,30 +474,6 @@ static int parse_model(pctx *p, conversation *c, json_t *root)
     conv_set_str(&c->model_fingerprint, fp);
     c->model_size = (uint64_t)size;
     return 0;
-}
-
-/* sampling.seed: a JSON integer (below 2^63: what JSON parsers keep
- * exactly), or for larger seeds the unsigned decimal as a string. */
-static int get_opt_seed(pctx *p, json_t *s, uint64_t *out)
-{
-    json_t *v = json_object_get(s, "seed");
-    if (!v || json_is_null(v))
-        return 0;
-    if (json_is_integer(v) && json_integer_value(v) >= 0) {
-        *out = (uint64_t)json_integer_value(v);
-        return 0;
-    }
-    if (json_is_string(v)) {
-        const char *d = json_string_value(v);
-        char *end;
-        errno = 0;
-        unsigned long long u = strtoull(d, &end, 10);
-        if (d[0] >= '0' && d[0] <= '9' && !*end && errno == 0 && json_string_length(v) <= 20) {
-            *out = u;
-            return 0;
-        }
-    }
-    return perr(p, "sampling.seed", "expected an integer from 0 to 18446744073709551615 (as a number or a string)");
 }
 
 static int check_top_k(pctx *p, long long top_k)
@@ -529,7 +535,7 @@ static int parse_settings(pctx *p, conversation *c, json_t *root)
                         &sp->frequency_penalty) ||
         get_opt_int(p, s, "top_k", "sampling.top_k", 0, INT_MAX, &top_k) ||
         check_top_k(p, top_k) ||
-        get_opt_seed(p, s, &sp->seed) ||
+        get_opt_seed(p, s, "sampling.seed", &sp->seed, NULL) ||
         get_opt_int(p, s, "n_predict", "sampling.n_predict", -1, INT_MAX, &n_predict))
         return -1;
     sp->top_k = (int)top_k;
@@ -640,7 +646,7 @@ static json_t *seed_json(uint64_t seed)
 
 static bool has_meta(const conv_msg *m)
 {
-    return m->time > 0 || m->n_tokens || m->tps > 0 || m->prefill_tps > 0 || m->stopped || m->error;
+    return m->time > 0 || m->n_tokens || m->tps > 0 || m->prefill_tps > 0 || m->stopped || m->error || m->has_seed;
 }
 
 static json_t *turns_json(const conversation *c)
@@ -659,6 +665,8 @@ static json_t *turns_json(const conversation *c)
             json_object_set_new(t, "tokens_per_second", real6(m->tps));
             json_object_set_new(t, "prefill_tokens_per_second", real6(m->prefill_tps));
             json_object_set_new(t, "stopped", json_boolean(m->stopped));
+            if (m->has_seed)
+                json_object_set_new(t, "seed", seed_json(m->seed));
         }
         if (m->error)
             json_object_set_new(t, "error", json_string(m->error));

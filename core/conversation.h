@@ -10,9 +10,11 @@
  *                  a field left out or null was not recorded: see CONV_S_*)
  *    "messages": [{"role", "content", "reasoning_content"?}, ...],   (OpenAI style)
  *    "turns": [{"message": INDEX, "time": ISO-8601, "tokens", "tokens_per_second",
- *               "prefill_tokens_per_second", "stopped", "error"?}, ...]}
+ *               "prefill_tokens_per_second", "stopped", "error"?, "seed"?}, ...]}
  *   ("error": an answer that failed -- a device error, a sampling failure --
- *    keeps what it said before, is "stopped", and says why here.)
+ *    keeps what it said before, is "stopped", and says why here.
+ *    "seed": the one its answer was sampled with, as sampling.seed;
+ *    sampling.seed is the latest answer's)
  * A file holding only {"messages": [...]} (as other tools write) loads too;
  * content may also be null or an array of {"type": "text", "text"} parts.
  *
@@ -54,6 +56,8 @@ typedef struct {
     bool stopped;      /* assistant: generation was stopped by the user */
     char *error;       /* assistant: why the answer failed (its text is what came
                           before the failure), NULL when it did not */
+    bool has_seed;     /* assistant: the seed it was sampled with is known */
+    uint64_t seed;     /* ... (each answer may have its own: /retry draws a new one) */
 } conv_msg;
 
 /* Bits of conversation.sampling_missing: fields a file left out (or null).
@@ -185,8 +189,9 @@ void conv_lock_release(conv_lock *l);
  * rename, fsync the directory).  mode for a new file; an existing file keeps
  * its mode. */
 int conv_write_atomic(const char *path, const void *data, size_t len, unsigned mode, err_t *err);
-/* conv_write_atomic of user content under the file's lock: a new file is
- * 0600 (for exports of a conversation). */
+/* conv_write_atomic of user content under the file's lock, 0600 whether
+ * the file is new or replaces one of another mode (for exports of a
+ * conversation). */
 int conv_write_private(const char *path, const void *data, size_t len, err_t *err);
 /* Removes temporary and lock files left in dir by writers that died (kill -9):
  * only files glmchat made, known by their names and their first bytes (a

@@ -20,7 +20,10 @@
  *    done of total, tokens/s);
  *  - per-token statistics are published at most every 50 ms (so reading
  *    them never slows decoding) and read without blocking the thread for
- *    longer than a copy;
+ *    longer than a copy; a job's last snapshot (not busy, every count
+ *    final) is published before its DONE or ERROR is posted;
+ *  - between jobs the memory freed during one goes back to the system
+ *    (glibc keeps it otherwise: a long chat's RSS crept up, see decoder.c);
  *  - drafting (engine.h, NextN speculative decoding) where the engine can:
  *    each step drafts k tokens and verifies them in one batched pass, keeps
  *    the accepted ones and forgets the rest; greedy answers are token for
@@ -108,6 +111,13 @@ typedef struct {
     bool draft_on;          /* the job drafts (block, backend and setting allow it) */
     uint32_t draft_k;       /* drafts per step now (0: paused, or not drafting) */
     uint32_t spec_steps, spec_drafted, spec_accepted;
+    /* Over the decoder's life, counted as the answers count them (the one
+     * source of the chat's figures: an answer's header says n_gen of its
+     * DONE, and these are their sums): */
+    uint64_t n_prompt_tokens;  /* prompt tokens evaluated (the cache's reuse not counted) */
+    uint64_t n_gen_tokens;     /* tokens generated, the first of each answer included */
+    double prompt_seconds;     /* time reading prompts */
+    double gen_seconds;        /* time generating after them */
     uint64_t seq;           /* increments with every published snapshot */
 } dec_stats;
 

@@ -356,6 +356,7 @@ typedef struct {
     model *m;
     const char *path;
     err_t *err;
+    unsigned flags; /* MODEL_LOAD_* */
 } binder;
 
 static void shape_str(const uint64_t *ne, int n, char *buf, size_t len)
@@ -385,6 +386,8 @@ static int check_type(binder *b, const gguf_tensor *t, tensor_kind kind)
                            t->name, quant_type_name(t->type));
         return 0;
     }
+    if (q && !q->can_dequant && (b->flags & MODEL_LOAD_ANY_TYPE))
+        return 0; /* known by size: `info` counts it */
     if (!q || !q->can_dequant) {
         char known[320];
         size_t o = 0;
@@ -593,7 +596,7 @@ int model_load_gguf_ex(model *m, gguf_ctx *ctx, unsigned flags, err_t *err)
     memset(m, 0, sizeof *m);
     m->gguf = ctx;
     const char *path = gguf_path(ctx);
-    binder b = {m, path, err};
+    binder b = {m, path, err, flags};
     if (read_config(ctx, path, &m->cfg, err) < 0)
         goto fail;
     if (m->cfg.n_layer_file > gguf_n_tensors(ctx)) { /* each block has tensors: bounds the allocation below */

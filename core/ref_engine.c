@@ -189,10 +189,13 @@ static void ref_get_stats(void *impl, engine_stats *st)
             continue;
         engine_kernel_stat *k = &st->kernels[st->n_kernels++];
         snprintf(k->name, sizeof k->name, "%s", s[i].name);
-        k->calls_per_token = (double)s[i].calls / (double)tokens;
+        /* A stage runs once per layer for a decoded token and once per
+         * layer for a whole prompt chunk, and its bytes are read once per
+         * call: calls and GB/s over both would mean nothing, so they stay
+         * 0, which the side pane takes for "not given" (bytes stay: tools
+         * subtract a prompt's share, tests/tools/cpu_bench.c). */
         k->us_per_token = s[i].seconds * 1e6 / (double)tokens;
         k->bytes_per_token = s[i].bytes / (double)tokens;
-        k->gbps = s[i].seconds > 0 ? s[i].bytes / s[i].seconds / 1e9 : 0;
     }
 }
 

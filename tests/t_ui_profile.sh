@@ -5,8 +5,8 @@
 # streams, the side pane's kernel table has at least 5 rows with numbers
 # (the decode graph is timed by the sampled profiler on every path); the
 # same with penalties on; /stats then lists the same kernels and a GPU
-# time per token.  A long prompt shows its progress in the pane (tokens
-# done of total) and Esc stops it.
+# time per token.  A long prompt shows its progress in the pane and the
+# status line (tokens done of total, tokens/s) and Esc stops it.
 # Screens are kept in build/artifacts/t_ui_profile-*/.
 . tests/lib.sh
 if ! command -v tmux >/dev/null 2>&1; then
@@ -107,6 +107,12 @@ if tm_wait $T '^ Ready'; then
         ok pane_prompt_progress
     else
         fail pane_prompt_progress "$(tm_screen | tail -30 | cut -c90- | tr -s ' ' | head -c 400)"
+    fi
+    # ... and in the status line, not "Answering | 0.0 tok/s" (issue 28.10)
+    if tm_wait $T '^ Answering \| reading the prompt: [1-9][0-9]* / [0-9]+ tokens, [0-9]+ tok/s \| Esc stops'; then
+        ok status_prompt_progress
+    else
+        fail status_prompt_progress "$(tm_screen | tail -1)"
     fi
     tm_snap prompt_progress
     tm_keys Escape

@@ -31,13 +31,14 @@ APP="$PWD/$GLMCHAT"
 T=60   # seconds any single step may take (sanitizer builds are slow)
 
 # start_app_size COLS ROWS [OPTIONS...]: the chat on the test model, with
-# fixed-length answers (16 tokens unless OPTIONS say otherwise).
+# fixed-length answers (16 tokens unless OPTIONS say otherwise) and seed 11
+# (UI_SEED= for none: a new seed for every answer).
 start_app_size() {
     _c=$1 _r=$2
     shift 2
     tm_start "$_c" "$_r" env XDG_CONFIG_HOME="$XDG_CONFIG_HOME" XDG_DATA_HOME="$XDG_DATA_HOME" \
         XDG_STATE_HOME="$XDG_STATE_HOME" "$APP" --backend "$BACKEND" $MODEL_ARGS --template chatml \
-        --temp 2 --seed 11 --ignore-eos -n 16 "$@"
+        --temp 2 ${UI_SEED---seed 11} --ignore-eos -n 16 "$@"
 }
 start_app() { start_app_size 120 40 "$@"; }
 
