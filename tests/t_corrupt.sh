@@ -48,13 +48,13 @@ done <"$CORPUS/cases.txt"
 # the type, then refuses (issue 28.13: it only refused); running it is refused.
 $GLMCHAT info -m "$CORPUS/model_type_not_computable.gguf" >"$TMP/out" 2>"$TMP/err"
 rc=$?
-if [ $rc -eq 1 ] && grep -qE '^  Q2_K +1 ' "$TMP/out" && grep -qE '^  output\.weight +Q2_K$' "$TMP/out" &&
-   grep -q "has type Q2_K, which glmchat cannot compute with" "$TMP/err"; then
+if [ $rc -eq 1 ] && grep -qE '^  TQ2_0 +1 ' "$TMP/out" && grep -qE '^  output\.weight +TQ2_0$' "$TMP/out" &&
+   grep -q "has type TQ2_0, which glmchat cannot compute with" "$TMP/err"; then
     ok info_census_of_uncomputable_type
 else
-    fail info_census_of_uncomputable_type "exit $rc: $(grep -E 'Q2_K|total' "$TMP/out" | head -3); $(head -c 200 "$TMP/err")"
+    fail info_census_of_uncomputable_type "exit $rc: $(grep -E 'TQ2_0|total' "$TMP/out" | head -3); $(head -c 200 "$TMP/err")"
 fi
-expect_fail uncomputable_type_not_run "has type Q2_K, which glmchat cannot compute with" \
+expect_fail uncomputable_type_not_run "has type TQ2_0, which glmchat cannot compute with" \
     "$GLMCHAT" -m "$CORPUS/model_type_not_computable.gguf" --backend cpu -p hi
 
 done_tests
