@@ -7,10 +7,10 @@
  * The form of every 32-element kernel: the weight block's levels unpacked
  * once into 32 bytes (unsigned where the format allows, so a u8 x s8
  * product needs no sign trick), then per token one integer dot product of
- * 8 lanes, converted and scaled by d_w * d_x; offsets and mins come from
- * the activation's s = d_x * sum(q) per block:
- *   Q4_0: d_w * (d_x * sum(lv q) - 8 s)      Q4_1: d_w d_x sum(lv q) + m_w s
- *   Q5_0: d_w * (d_x * sum(lv q) - 16 s)     Q5_1: as Q4_1
+ * 8 lanes, converted and scaled by d_w * d_x -- llama.cpp's expressions:
+ *   Q4_0, Q5_0: levels offset by 8 / 16, taken off the integer sum through
+ *     the activation's sum(q): d_w d_x (lv . q - off sum(q)), exact;
+ *   Q4_1, Q5_1: d_w d_x (lv . q) + m_w s, with q8_1's s;
  *   Q8_0: signed levels, |lv| x sign(q, lv).
  * The K-quants follow ggml's own layout of the work: per 32 (Q4_K, Q5_K) or
  * 16 (Q6_K) elements a vpmaddubsw into 16-bit pairs, vpmaddwd with the
@@ -93,6 +93,7 @@ INL __m256i fifth_bits(const uint8_t *qh_bytes)
 typedef struct {
     const int8_t *q[CPU_TILE_TOK];
     const float *d[CPU_TILE_TOK], *s[CPU_TILE_TOK];
+    const int32_t *sum[CPU_TILE_TOK];
 } act32;
 
 INL void act32_init(act32 *a, const void *const *x, int nt, uint64_t n)
@@ -101,6 +102,7 @@ INL void act32_init(act32 *a, const void *const *x, int nt, uint64_t n)
         a->q[t] = cpu_act_q(x[t]);
         a->d[t] = cpu_act_d(x[t], n);
         a->s[t] = cpu_act_s(x[t], n);
+        a->sum[t] = cpu_act_sum(x[t], n);
     }
 }
 
@@ -110,14 +112,27 @@ typedef struct {
     float c[CPU_TILE_TOK];
 } sums;
 
-/* acc += d_w d_x * (lv . q) and c += coef_w * s for block b of every token. */
-INL void block32(const act32 *a, int nt, uint64_t b, __m256i lv, float dw, float cw, sums *acc)
+/* Levels lv - off (off 8 or 16, lv unsigned) of block b against every
+ * token: the offset leaves the integer sum as off/8 * sum(q) from each of
+ * the 8 lanes, so acc += d_w d_x * (exact integer dot). */
+INL void block32_offset(const act32 *a, int nt, uint64_t b, __m256i lv, int off, float dw, sums *acc)
+{
+    for (int t = 0; t < nt; t++) {
+        const __m256i y = load256(a->q[t] + 32 * b);
+        const __m256i p = _mm256_sub_epi32(dot_u8s8(lv, y), _mm256_set1_epi32(off / 8 * a->sum[t][b]));
+        acc->v[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a->d[t][b]), _mm256_cvtepi32_ps(p), acc->v[t]);
+    }
+}
+
+/* Levels lv with a min m (value d_w lv + m): acc += d_w d_x (lv . q), and
+ * c += m s for block b of every token. */
+INL void block32_min(const act32 *a, int nt, uint64_t b, __m256i lv, float dw, float m, sums *acc)
 {
     for (int t = 0; t < nt; t++) {
         const __m256i y = load256(a->q[t] + 32 * b);
         const __m256 p = _mm256_cvtepi32_ps(dot_u8s8(lv, y));
         acc->v[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a->d[t][b]), p, acc->v[t]);
-        acc->c[t] += cw * a->s[t][b];
+        acc->c[t] += m * a->s[t][b];
     }
 }
 
@@ -140,11 +155,11 @@ INL void sums_zero(sums *s, int nt)
     }
 }
 
-/* out[t] = hsum(v) + coef * c over both sets. */
-INL void sums_out(const sums *s0, const sums *s1, int nt, float coef, float *out)
+/* out[t] = hsum(v) + c over both sets. */
+INL void sums_out(const sums *s0, const sums *s1, int nt, float *out)
 {
     for (int t = 0; t < nt; t++)
-        out[t] = hsum8(_mm256_add_ps(s0->v[t], s1->v[t])) + coef * (s0->c[t] + s1->c[t]);
+        out[t] = hsum8(_mm256_add_ps(s0->v[t], s1->v[t])) + (s0->c[t] + s1->c[t]);
 }
 
 /* Calls fn_nt(row, x, NT, n, out) with a constant NT (the inlined body is
@@ -184,10 +199,10 @@ INL void q4_0_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
     const block_q4_0 *w = row;
     act32 a;
     act32_init(&a, x, nt, n);
-#define STEP(b, acc) block32(&a, nt, b, nibbles32(w[b].qs), half(&w[b].d), half(&w[b].d), acc)
+#define STEP(b, acc) block32_offset(&a, nt, b, nibbles32(w[b].qs), 8, half(&w[b].d), acc)
     LOOP32(nt, n / 32, STEP);
 #undef STEP
-    sums_out(&s0_, &s1_, nt, -8.f, out);
+    sums_out(&s0_, &s1_, nt, out);
 }
 TILE_DISPATCH(x_dot_q4_0, q4_0_nt)
 
@@ -196,10 +211,10 @@ INL void q4_1_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
     const block_q4_1 *w = row;
     act32 a;
     act32_init(&a, x, nt, n);
-#define STEP(b, acc) block32(&a, nt, b, nibbles32(w[b].qs), half(&w[b].d), half(&w[b].m), acc)
+#define STEP(b, acc) block32_min(&a, nt, b, nibbles32(w[b].qs), half(&w[b].d), half(&w[b].m), acc)
     LOOP32(nt, n / 32, STEP);
 #undef STEP
-    sums_out(&s0_, &s1_, nt, 1.f, out);
+    sums_out(&s0_, &s1_, nt, out);
 }
 TILE_DISPATCH(x_dot_q4_1, q4_1_nt)
 
@@ -208,12 +223,11 @@ INL void q5_0_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
     const block_q5_0 *w = row;
     act32 a;
     act32_init(&a, x, nt, n);
-#define STEP(b, acc)                                                                                 \
-    block32(&a, nt, b, _mm256_or_si256(nibbles32(w[b].qs), fifth_bits(w[b].qh)), half(&w[b].d), \
-            half(&w[b].d), acc)
+#define STEP(b, acc) \
+    block32_offset(&a, nt, b, _mm256_or_si256(nibbles32(w[b].qs), fifth_bits(w[b].qh)), 16, half(&w[b].d), acc)
     LOOP32(nt, n / 32, STEP);
 #undef STEP
-    sums_out(&s0_, &s1_, nt, -16.f, out);
+    sums_out(&s0_, &s1_, nt, out);
 }
 TILE_DISPATCH(x_dot_q5_0, q5_0_nt)
 
@@ -222,12 +236,11 @@ INL void q5_1_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
     const block_q5_1 *w = row;
     act32 a;
     act32_init(&a, x, nt, n);
-#define STEP(b, acc)                                                                                 \
-    block32(&a, nt, b, _mm256_or_si256(nibbles32(w[b].qs), fifth_bits(w[b].qh)), half(&w[b].d), \
-            half(&w[b].m), acc)
+#define STEP(b, acc) \
+    block32_min(&a, nt, b, _mm256_or_si256(nibbles32(w[b].qs), fifth_bits(w[b].qh)), half(&w[b].d), half(&w[b].m), acc)
     LOOP32(nt, n / 32, STEP);
 #undef STEP
-    sums_out(&s0_, &s1_, nt, 1.f, out);
+    sums_out(&s0_, &s1_, nt, out);
 }
 TILE_DISPATCH(x_dot_q5_1, q5_1_nt)
 
@@ -239,7 +252,7 @@ INL void q8_0_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
 #define STEP(b, acc) block32_signed(&a, nt, b, load256(w[b].qs), half(&w[b].d), acc)
     LOOP32(nt, n / 32, STEP);
 #undef STEP
-    sums_out(&s0_, &s1_, nt, 0.f, out);
+    sums_out(&s0_, &s1_, nt, out);
 }
 TILE_DISPATCH(x_dot_q8_0, q8_0_nt)
 
@@ -561,27 +574,31 @@ INL __m256 abs8(const float *x)
     return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_loadu_ps(x));
 }
 
-TGT static void x_prepare_q8_32(const float *x, uint64_t n, void *dst)
+TGT static void x_prepare_q8_32(const float *x, uint64_t n, uint64_t from, uint64_t to, void *row)
 {
-    int8_t *q = dst;
-    float *d = (float *)((char *)dst + n), *s = d + n / 32;
-    for (uint64_t b = 0; b < n / 32; b++, x += 32, q += 32) {
+    int8_t *q = (int8_t *)row + from;
+    float *d = (float *)((char *)row + n), *s = d + n / 32;
+    int32_t *qsum = (int32_t *)(s + n / 32);
+    x += from;
+    for (uint64_t b = from / 32; b < to / 32; b++, x += 32, q += 32) {
         __m256 m = _mm256_max_ps(_mm256_max_ps(abs8(x), abs8(x + 8)), _mm256_max_ps(abs8(x + 16), abs8(x + 24)));
-        const float amax = hmax8(m);
-        const float db = _cvtsh_ss(_cvtss_sh(amax / 127.f, _MM_FROUND_TO_NEAREST_INT));
+        const float amax = hmax8(m), dr = amax / 127.f;
         __m256i i[4];
         quantize32(x, _mm256_set1_ps(amax != 0 ? 127.f / amax : 0.f), q, i);
-        d[b] = db;
-        s[b] = db * (float)hsum8i(_mm256_add_epi32(_mm256_add_epi32(i[0], i[1]), _mm256_add_epi32(i[2], i[3])));
+        const int sum = hsum8i(_mm256_add_epi32(_mm256_add_epi32(i[0], i[1]), _mm256_add_epi32(i[2], i[3])));
+        d[b] = _cvtsh_ss(_cvtss_sh(dr, _MM_FROUND_TO_NEAREST_INT));
+        s[b] = _cvtsh_ss(_cvtss_sh(dr * (float)sum, _MM_FROUND_TO_NEAREST_INT));
+        qsum[b] = sum;
     }
 }
 
-TGT static void x_prepare_q8_K(const float *x, uint64_t n, void *dst)
+TGT static void x_prepare_q8_K(const float *x, uint64_t n, uint64_t from, uint64_t to, void *row)
 {
-    int8_t *q = dst;
-    float *d = (float *)((char *)dst + n);
+    int8_t *q = (int8_t *)row + from;
+    float *d = (float *)((char *)row + n);
     int16_t *bsum = (int16_t *)(d + n / 256);
-    for (uint64_t b = 0; b < n / 256; b++, x += 256, q += 256) {
+    x += from;
+    for (uint64_t b = from / 256; b < to / 256; b++, x += 256, q += 256) {
         __m256 m = abs8(x);
         for (int k = 8; k < 256; k += 8)
             m = _mm256_max_ps(m, abs8(x + k));

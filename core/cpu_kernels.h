@@ -56,7 +56,8 @@ typedef void (*cpu_dot_fn)(const void *row, const void *const *x, int nt, uint64
 /* The same for types with no kernel of their own: the type is an argument. */
 typedef void (*cpu_dot_any_fn)(uint32_t type, const void *row, const void *const *x, int nt, uint64_t n,
                                float *out);
-typedef void (*cpu_prepare_fn)(const float *x, uint64_t n, void *dst);
+/* cpu_q8.h's preparers: elements [from, to) of the row x of n elements. */
+typedef void (*cpu_prepare_fn)(const float *x, uint64_t n, uint64_t from, uint64_t to, void *row);
 
 typedef struct {
     cpu_act_kind act; /* the activation form of this weight type */

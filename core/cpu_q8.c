@@ -15,13 +15,14 @@ uint32_t cpu_act_block(cpu_act_kind k)
 
 uint64_t cpu_act_row_bytes(cpu_act_kind k, uint64_t n)
 {
-    uint64_t b = k == CPU_ACT_Q8_32 ? n + 8 * (n / 32) : k == CPU_ACT_Q8_K ? n + 4 * (n / 256) + 2 * (n / 16) : 4 * n;
+    uint64_t b = k == CPU_ACT_Q8_32 ? n + 12 * (n / 32) : k == CPU_ACT_Q8_K ? n + 4 * (n / 256) + 2 * (n / 16) : 4 * n;
     return (b + 63) / 64 * 64;
 }
 
-void cpu_act_prepare_f32(const float *x, uint64_t n, void *dst)
+void cpu_act_prepare_f32(const float *x, uint64_t n, uint64_t from, uint64_t to, void *row)
 {
-    memcpy(dst, x, n * sizeof(float));
+    (void)n;
+    memcpy((float *)row + from, x + from, (to - from) * sizeof(float));
 }
 
 /* |v| <= 127 for finite v scaled by 127 / amax; NaN (and what overflowed)
@@ -33,32 +34,36 @@ static int clamp_round(float v)
     return cpu_round_even(v);
 }
 
-void cpu_act_prepare_q8_32(const float *x, uint64_t n, void *dst)
+void cpu_act_prepare_q8_32(const float *x, uint64_t n, uint64_t from, uint64_t to, void *row)
 {
-    int8_t *q = dst;
-    float *d = (float *)((char *)dst + n), *s = d + n / 32;
-    for (uint64_t b = 0; b < n / 32; b++, x += 32, q += 32) {
+    int8_t *q = (int8_t *)row + from;
+    float *d = (float *)((char *)row + n), *s = d + n / 32;
+    int32_t *qsum = (int32_t *)(s + n / 32);
+    x += from;
+    for (uint64_t b = from / 32; b < to / 32; b++, x += 32, q += 32) {
         float amax = 0;
         for (int j = 0; j < 32; j++)
             amax = fmaxf(amax, fabsf(x[j]));
-        const float db = quant_f16_to_f32(quant_f32_to_f16(amax / 127.f));
+        const float dr = amax / 127.f;
         const float id = amax != 0 ? 127.f / amax : 0.f;
         int sum = 0;
         for (int j = 0; j < 32; j++) {
             q[j] = (int8_t)clamp_round(x[j] * id);
             sum += q[j];
         }
-        d[b] = db;
-        s[b] = db * (float)sum;
+        d[b] = quant_f16_to_f32(quant_f32_to_f16(dr));
+        s[b] = quant_f16_to_f32(quant_f32_to_f16(dr * (float)sum));
+        qsum[b] = sum;
     }
 }
 
-void cpu_act_prepare_q8_K(const float *x, uint64_t n, void *dst)
+void cpu_act_prepare_q8_K(const float *x, uint64_t n, uint64_t from, uint64_t to, void *row)
 {
-    int8_t *q = dst;
-    float *d = (float *)((char *)dst + n);
+    int8_t *q = (int8_t *)row + from;
+    float *d = (float *)((char *)row + n);
     int16_t *bsum = (int16_t *)(d + n / 256);
-    for (uint64_t b = 0; b < n / 256; b++, x += 256, q += 256) {
+    x += from;
+    for (uint64_t b = from / 256; b < to / 256; b++, x += 256, q += 256) {
         float amax = 0;
         for (int j = 0; j < 256; j++)
             amax = fmaxf(amax, fabsf(x[j]));

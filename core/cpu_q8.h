@@ -5,7 +5,10 @@
  *  - CPU_ACT_Q8_32: blocks of 32 quantized to int8 with one scale each, as
  *    ggml's q8_0 / q8_1 (the 32-element weight types: Q4_0, Q4_1, Q5_0,
  *    Q5_1, Q8_0): scale d = f16(amax / 127), q = round-half-even(x * 127 /
- *    amax); plus s = d * sum(q) per block (q8_1's second half, exact here);
+ *    amax); plus, per block, the sum of q (the offset of Q4_0 / Q5_0 levels,
+ *    exact) and q8_1's s = f16((amax / 127) * sum(q)) for the mins of Q4_1 /
+ *    Q5_1, rounded as llama.cpp rounds it (an exact s moved the fixtures'
+ *    logits 1.7 % away from llama.cpp's, all through the Q5_1 attn_output);
  *  - CPU_ACT_Q8_K: blocks of 256 with one f32 scale, as ggml's q8_K (the
  *    K-quants): q = round-half-even(x * 127 / amax), d = amax / 127 computed
  *    as 1 / (127 / amax), and the sum of q per 16 elements;
@@ -13,7 +16,7 @@
  *    types without an integer kernel).
  *
  * A prepared row of n elements is laid out as (n a multiple of the block):
- *   Q8_32: int8 q[n] | float d[n/32] | float s[n/32]
+ *   Q8_32: int8 q[n] | float d[n/32] | float s[n/32] | int32 sum[n/32]
  *   Q8_K:  int8 q[n] | float d[n/256] | int16 bsum[n/16]
  *   F32:   float x[n]
  * and rows are cpu_act_row_bytes() apart (a multiple of 64 bytes).
@@ -35,10 +38,12 @@ uint32_t cpu_act_block(cpu_act_kind k);
 /* Bytes of one prepared row of n elements, rounded up to 64. */
 uint64_t cpu_act_row_bytes(cpu_act_kind k, uint64_t n);
 
-/* The portable preparers (the kernel table holds the fastest ones). */
-void cpu_act_prepare_f32(const float *x, uint64_t n, void *dst);
-void cpu_act_prepare_q8_32(const float *x, uint64_t n, void *dst);
-void cpu_act_prepare_q8_K(const float *x, uint64_t n, void *dst);
+/* The portable preparers (the kernel table holds the fastest ones): elements
+ * [from, to) -- whole blocks -- of the row x of n elements into the prepared
+ * row `row` (a row may be prepared piece by piece, by different threads). */
+void cpu_act_prepare_f32(const float *x, uint64_t n, uint64_t from, uint64_t to, void *row);
+void cpu_act_prepare_q8_32(const float *x, uint64_t n, uint64_t from, uint64_t to, void *row);
+void cpu_act_prepare_q8_K(const float *x, uint64_t n, uint64_t from, uint64_t to, void *row);
 
 /* Where the parts of a prepared row of n elements lie. */
 static inline const int8_t *cpu_act_q(const void *row)
@@ -49,10 +54,15 @@ static inline const float *cpu_act_d(const void *row, uint64_t n)
 {
     return (const float *)((const char *)row + n);
 }
-/* Q8_32: d * sum(q) per block. */
+/* Q8_32: q8_1's s per block. */
 static inline const float *cpu_act_s(const void *row, uint64_t n)
 {
     return cpu_act_d(row, n) + n / 32;
+}
+/* Q8_32: the sum of q per block. */
+static inline const int32_t *cpu_act_sum(const void *row, uint64_t n)
+{
+    return (const int32_t *)(cpu_act_d(row, n) + 2 * (n / 32));
 }
 /* Q8_K: sum(q) per 16 elements. */
 static inline const int16_t *cpu_act_bsum(const void *row, uint64_t n)

@@ -166,7 +166,10 @@ void engine_get_stats(engine *e, engine_stats *st);
  * the prompt figure). */
 void engine_set_chunk_seconds(engine *e, double seconds);
 
-/* The CPU reference backend (core/ref_engine.c). */
+/* The CPU reference backend (core/ref_engine.c): the oracle ("ref"). */
 extern const engine_backend ref_engine_backend;
+/* The fast CPU backend (core/cpu_engine.c): 8-bit activations, integer
+ * kernels ("cpu"). */
+extern const engine_backend cpu_engine_backend;
 
 #endif

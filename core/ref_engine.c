@@ -1,5 +1,5 @@
 /* ref_engine.c: the CPU reference forward pass as an engine backend
- * ("cpu"): logits, the top candidates and logsumexp of the last position,
+ * ("ref"): logits, the top candidates and logsumexp of the last position,
  * and a per-stage timing table for the side pane. */
 #include <math.h>
 #include <stdio.h>
@@ -161,7 +161,7 @@ static const char *ref_describe(void *impl)
 }
 
 const engine_backend ref_engine_backend = {
-    .name = "cpu",
+    .name = "ref",
     .create = ref_create,
     .destroy = ref_destroy,
     .eval = ref_eval,

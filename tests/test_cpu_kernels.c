@@ -22,8 +22,10 @@
  *  - kernel vs the reference's f32 activations (quant_dot_row): the
  *    activation quantization error, element by element at most half a step
  *    (d/2) plus, for q8_32, the f16 rounding of d (|q| <= 127 steps of a
- *    relative 2^-11): |got - ref| <= sum_i |w_i| e_i + 1e-5 sum |w_i x_i|,
- *    with e_i that bound -- llama.cpp's q8_0 / q8_K precision, no worse.
+ *    relative 2^-11), and for Q4_1 / Q5_1 the f16 rounding of q8_1's s
+ *    times the block's min: |got - ref| <= sum_i |w_i| e_i + sum_b |m_b|
+ *    |s_b - d_b sum_b| + 1e-5 sum |w_i x_i| -- llama.cpp's q8_0 / q8_1 /
+ *    q8_K precision, no worse.  (The exact check above counts that s.)
  *  - one token's result is bit-identical whatever tile it shares (nt 1-4).
  *  - the vectorized preparers write the portable ones' bytes exactly. */
 #include <math.h>
@@ -122,7 +124,7 @@ static void test_prepare_precision(void)
         float x[2048];
         activations(x, n);
         _Alignas(64) uint8_t row[4096];
-        p->prepare[k](x, n, row);
+        p->prepare[k](x, n, 0, n, row);
         double worst = 0;
         for (uint64_t i = 0; i < n; i++) {
             double deq = (double)cpu_act_q(row)[i] * cpu_act_d(row, n)[i / cpu_act_block(k)];
@@ -134,7 +136,11 @@ static void test_prepare_precision(void)
             int sum = 0;
             for (int j = 0; j < 32; j++)
                 sum += cpu_act_q(row)[32 * b + j];
-            CHECK(cpu_act_s(row, n)[b] == cpu_act_d(row, n)[b] * (float)sum, "q8_32 block %llu: s", (unsigned long long)b);
+            double ds = (double)cpu_act_d(row, n)[b] * sum, sv = cpu_act_s(row, n)[b];
+            CHECK(cpu_act_sum(row, n)[b] == sum, "q8_32 block %llu: sum", (unsigned long long)b);
+            /* q8_1's s: d before its f16 rounding times the sum, rounded to f16 */
+            CHECK(fabs(sv - ds) <= ldexp(fabs(ds), -10), "q8_32 block %llu: s %g, d * sum %g", (unsigned long long)b,
+                  sv, ds);
         }
         for (uint64_t g = 0; k == CPU_ACT_Q8_K && g < n / 16; g++) {
             int sum = 0;
@@ -160,9 +166,11 @@ static void test_prepare_same_bytes(void)
             _Alignas(64) uint8_t a[4096], b[4096];
             memset(a, 0xAA, sizeof a);
             memset(b, 0xAA, sizeof b);
-            p->prepare[k](x, n, a);
-            sets[s]->prepare[k](x, n, b);
-            uint64_t used = k == CPU_ACT_Q8_32 ? n + 8 * (n / 32) : n + 4 * (n / 256) + 2 * (n / 16);
+            p->prepare[k](x, n, 0, n, a);
+            /* in two pieces, as threads do */
+            sets[s]->prepare[k](x, n, 0, 512, b);
+            sets[s]->prepare[k](x, n, 512, n, b);
+            uint64_t used = k == CPU_ACT_Q8_32 ? n + 12 * (n / 32) : n + 4 * (n / 256) + 2 * (n / 16);
             CHECK(memcmp(a, b, used) == 0, "%s: kind %d differs from portable", sets[s]->name, k);
         }
     }
@@ -200,7 +208,7 @@ static void check_type(const cpu_kernels *k, uint32_t type, uint64_t n, kernel_r
     const void *xp[NT];
     for (int i = 0; i < NT; i++) {
         activations(x + i * n, n);
-        k->prepare[ak](x + i * n, n, act + i * ab);
+        k->prepare[ak](x + i * n, n, 0, n, act + i * ab);
         xp[i] = act + i * ab;
     }
     for (int row = 0; row < ROWS; row++) {
@@ -227,6 +235,16 @@ static void check_type(const cpu_kernels *k, uint32_t type, uint64_t n, kernel_r
                 mag += fabs((double)wf[j] * xq[j]);
                 magx += fabs((double)wf[j] * x[i * n + j]);
                 qerr += fabs((double)wf[j]) * act_error_bound(ak, xp[i], n, j);
+            }
+            /* Q4_1 / Q5_1: the min times q8_1's s (llama.cpp's f16 rounding of
+             * d * sum(q)) instead of times d * sum(q) */
+            for (uint64_t b = 0; ak == CPU_ACT_Q8_32 && (type == QT_Q4_1 || type == QT_Q5_1) && b < n / 32; b++) {
+                uint16_t mh;
+                memcpy(&mh, wr + b * t->block_bytes + 2, 2);
+                double m = quant_f16_to_f32(mh);
+                double ds = (double)cpu_act_d(xp[i], n)[b] * cpu_act_sum(xp[i], n)[b];
+                exact += m * (cpu_act_s(xp[i], n)[b] - ds);
+                qerr += fabs(m * (cpu_act_s(xp[i], n)[b] - ds));
             }
             double e1 = fabs(all[i] - exact) / (1e-5 * mag + 1e-30);
             float ref = quant_dot_row(type, wr, x + i * n, n);
