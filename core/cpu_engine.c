@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpu_engine.h"
 #include "cpu_forward.h"
-#include "engine.h"
 
 typedef struct {
     const model *m;
@@ -136,13 +136,9 @@ static int cpu_eval(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos,
     return 0;
 }
 
-static void cpu_get_stats(void *impl, engine_stats *st)
+static void stats_of(const cf_profile *pp, engine_stats *st)
 {
-    cpu_engine *r = impl;
-    cf_profile p;
-    cf_profile_get(r->cf, true, &p);
-    if (p.tokens == 0)
-        cf_profile_get(r->cf, false, &p);
+    const cf_profile p = *pp;
     st->n_kernels = 0;
     if (p.tokens == 0)
         return;
@@ -158,8 +154,31 @@ static void cpu_get_stats(void *impl, engine_stats *st)
         k->bytes_per_token = s->bytes / tok;
         k->gbps = s->seconds > 0 ? s->bytes / s->seconds / 1e9 : 0;
     }
-    st->dispatches_per_token = (uint32_t)((double)p.steps / tok + 0.5);
+    st->dispatches_per_token = (uint32_t)((double)p.steps / (double)p.evals + 0.5);
     st->us_per_token_measured = p.seconds * 1e6 / tok;
+}
+
+static void cpu_get_stats(void *impl, engine_stats *st)
+{
+    cpu_engine *r = impl;
+    cf_profile p;
+    cf_profile_get(r->cf, true, &p);
+    if (p.tokens == 0)
+        cf_profile_get(r->cf, false, &p);
+    stats_of(&p, st);
+}
+
+void cpu_engine_prompt_stats(void *impl, engine_stats *st)
+{
+    cf_profile p;
+    cf_profile_get(((cpu_engine *)impl)->cf, false, &p);
+    memset(st, 0, sizeof *st);
+    stats_of(&p, st);
+}
+
+void cpu_engine_reset_profile(void *impl)
+{
+    cf_profile_reset(((cpu_engine *)impl)->cf);
 }
 
 static const char *cpu_describe(void *impl)

@@ -506,9 +506,7 @@ cf_state *cf_new(const model *m, const cf_params *p, err_t *err)
     s->n_batch = p->n_batch;
     s->kv_f16 = p->kv_f16;
     s->kv_row = m->cfg.kv_lora_rank + m->cfg.qk_rope;
-    for (int i = 0; i < 2; i++)
-        for (int st = 0; st < CF_ST_COUNT; st++)
-            s->prof[i].step[st].name = step_names[st];
+    cf_profile_reset(s);
     s->pool = cpu_pool_new(p->n_threads, err);
     if (!s->pool) {
         free(s);
@@ -567,4 +565,13 @@ const cpu_kernels *cf_kernels(const cf_state *s)
 void cf_profile_get(const cf_state *s, bool decode, cf_profile *out)
 {
     *out = s->prof[decode ? 1 : 0];
+}
+
+void cf_profile_reset(cf_state *s)
+{
+    for (int i = 0; i < 2; i++) {
+        memset(&s->prof[i], 0, sizeof s->prof[i]);
+        for (int st = 0; st < CF_ST_COUNT; st++)
+            s->prof[i].step[st].name = step_names[st];
+    }
 }

@@ -86,5 +86,7 @@ typedef struct {
 /* The profile of one-token evals (decode) or of the longer ones (prompt),
  * since cf_new. */
 void cf_profile_get(const cf_state *s, bool decode, cf_profile *out);
+/* Starts both profiles afresh. */
+void cf_profile_reset(cf_state *s);
 
 #endif
