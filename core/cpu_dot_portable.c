@@ -327,7 +327,7 @@ static void dot_bf16_rows(const void *row, const void *const *x, int nt, uint64_
 }
 
 /* Any type quant.c decodes: 256 elements (whole blocks) at a time. */
-static void dot_fallback(uint32_t type, const void *row, const void *const *x, int nt, uint64_t n, float *out)
+static void dot_fallback_row(uint32_t type, const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {
     const quant_traits *tr = quant_traits_of(type);
     float w[256];
@@ -343,23 +343,62 @@ static void dot_fallback(uint32_t type, const void *row, const void *const *x, i
         out[t] = per ? acc[t] : NAN;
 }
 
+/* ======================================================================
+ * Rows (cpu_rows_fn) over the one-row kernels above
+ * ====================================================================== */
+
+#define ROWS_OF(name, dot1)                                                                                   \
+    static void name(const void *w, uint64_t row_bytes, uint64_t n_rows, const void *const *x, int nt,         \
+                     uint64_t n, float *const *y, bool accumulate)                                             \
+    {                                                                                                         \
+        for (uint64_t r = 0; r < n_rows; r++) {                                                               \
+            float o[CPU_TILE_TOK];                                                                            \
+            dot1((const char *)w + r * row_bytes, x, nt, n, o);                                               \
+            for (int t = 0; t < nt; t++)                                                                      \
+                y[t][r] = accumulate ? y[t][r] + o[t] : o[t];                                                 \
+        }                                                                                                     \
+    }
+
+ROWS_OF(rows_q4_0, dot_q4_0)
+ROWS_OF(rows_q4_1, dot_q4_1)
+ROWS_OF(rows_q5_0, dot_q5_0)
+ROWS_OF(rows_q5_1, dot_q5_1)
+ROWS_OF(rows_q8_0, dot_q8_0)
+ROWS_OF(rows_q4_K, dot_q4_K)
+ROWS_OF(rows_q5_K, dot_q5_K)
+ROWS_OF(rows_q6_K, dot_q6_K)
+ROWS_OF(rows_f32, dot_f32_rows)
+ROWS_OF(rows_f16, dot_f16_rows)
+ROWS_OF(rows_bf16, dot_bf16_rows)
+
+static void rows_fallback(uint32_t type, const void *w, uint64_t row_bytes, uint64_t n_rows, const void *const *x,
+                          int nt, uint64_t n, float *const *y, bool accumulate)
+{
+    for (uint64_t r = 0; r < n_rows; r++) {
+        float o[CPU_TILE_TOK];
+        dot_fallback_row(type, (const char *)w + r * row_bytes, x, nt, n, o);
+        for (int t = 0; t < nt; t++)
+            y[t][r] = accumulate ? y[t][r] + o[t] : o[t];
+    }
+}
+
 void cpu_kernels_fill_portable(cpu_kernels *k)
 {
-    k->type[QT_F32] = (cpu_type_kernel){CPU_ACT_F32, dot_f32_rows};
-    k->type[QT_F16] = (cpu_type_kernel){CPU_ACT_F32, dot_f16_rows};
-    k->type[QT_BF16] = (cpu_type_kernel){CPU_ACT_F32, dot_bf16_rows};
-    k->type[QT_Q4_0] = (cpu_type_kernel){CPU_ACT_Q8_32, dot_q4_0};
-    k->type[QT_Q4_1] = (cpu_type_kernel){CPU_ACT_Q8_32, dot_q4_1};
-    k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, dot_q5_0};
-    k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, dot_q5_1};
-    k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, dot_q8_0};
-    k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, dot_q4_K};
-    k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, dot_q5_K};
-    k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, dot_q6_K};
+    k->type[QT_F32] = (cpu_type_kernel){CPU_ACT_F32, rows_f32};
+    k->type[QT_F16] = (cpu_type_kernel){CPU_ACT_F32, rows_f16};
+    k->type[QT_BF16] = (cpu_type_kernel){CPU_ACT_F32, rows_bf16};
+    k->type[QT_Q4_0] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_q4_0};
+    k->type[QT_Q4_1] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_q4_1};
+    k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_q5_0};
+    k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_q5_1};
+    k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_q8_0};
+    k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q4_K};
+    k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q5_K};
+    k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q6_K};
     k->prepare[CPU_ACT_F32] = cpu_act_prepare_f32;
     k->prepare[CPU_ACT_Q8_32] = cpu_act_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = cpu_act_prepare_q8_K;
-    k->dot_fallback = dot_fallback;
+    k->rows_fallback = rows_fallback;
     k->dot_f32 = dot_f32;
     k->dot_f16 = dot_f16;
     k->axpy_f32 = axpy_f32;

@@ -162,17 +162,26 @@ INL void sums_out(const sums *s0, const sums *s1, int nt, float *out)
         out[t] = hsum8(_mm256_add_ps(s0->v[t], s1->v[t])) + (s0->c[t] + s1->c[t]);
 }
 
-/* Calls fn_nt(row, x, NT, n, out) with a constant NT (the inlined body is
- * then specialized: the token loops unrolled, the sums in registers). */
-#define TILE_DISPATCH(name, fn_nt)                                                        \
-    TGT static void name(const void *row, const void *const *x, int nt, uint64_t n, float *out) \
-    {                                                                                     \
-        switch (nt) {                                                                     \
-        case 1: fn_nt(row, x, 1, n, out); break;                                          \
-        case 2: fn_nt(row, x, 2, n, out); break;                                          \
-        case 3: fn_nt(row, x, 3, n, out); break;                                          \
-        default: fn_nt(row, x, 4, n, out); break;                                         \
-        }                                                                                 \
+/* A cpu_rows_fn over fn_nt(row, x, NT, n, out), called with a constant NT
+ * (the inlined body is then specialized: the token loops unrolled, the
+ * sums in registers). */
+#define ROWS_NT(fn_nt, NT)                                                                   \
+    for (uint64_t r = 0; r < n_rows; r++) {                                                  \
+        float o_[CPU_TILE_TOK];                                                              \
+        fn_nt((const char *)w + r * row_bytes, x, NT, n, o_);                                \
+        for (int t = 0; t < NT; t++)                                                         \
+            y[t][r] = accumulate ? y[t][r] + o_[t] : o_[t];                                  \
+    }
+#define TILE_DISPATCH(name, fn_nt)                                                                        \
+    TGT static void name(const void *w, uint64_t row_bytes, uint64_t n_rows, const void *const *x, int nt, \
+                         uint64_t n, float *const *y, bool accumulate)                                     \
+    {                                                                                                     \
+        switch (nt) {                                                                                     \
+        case 1: ROWS_NT(fn_nt, 1) break;                                                                  \
+        case 2: ROWS_NT(fn_nt, 2) break;                                                                  \
+        case 3: ROWS_NT(fn_nt, 3) break;                                                                  \
+        default: ROWS_NT(fn_nt, 4) break;                                                                 \
+        }                                                                                                 \
     }
 
 /* The loop over 32-element blocks shared by the five formats: STEP(b, acc)
@@ -266,12 +275,17 @@ TILE_DISPATCH(x_dot_q8_0, q8_0_nt)
  * the top bits of bytes 0-7. */
 INL void kq_scales_mins(const uint8_t *s, uint8_t *sm)
 {
-    for (int j = 0; j < 4; j++) {
-        sm[j] = s[j] & 63;
-        sm[8 + j] = s[j + 4] & 63;
-        sm[4 + j] = (uint8_t)((s[j + 8] & 0xF) | ((s[j] >> 6) << 4));
-        sm[12 + j] = (uint8_t)((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
-    }
+    /* four bytes at a time: scales 0-3 and mins 0-3 are the low 6 bits of
+     * words 0 and 1; 4-7 take word 2's nibbles and the top 2 bits of words
+     * 0 and 1 (shifted within each byte: the masks drop what a neighbour
+     * byte shifted in) */
+    uint32_t u[3], o[4];
+    memcpy(u, s, 12);
+    o[0] = u[0] & 0x3f3f3f3f;
+    o[1] = (u[2] & 0x0f0f0f0f) | ((u[0] >> 6) & 0x03030303) << 4;
+    o[2] = u[1] & 0x3f3f3f3f;
+    o[3] = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 6) & 0x03030303) << 4;
+    memcpy(sm, o, 16);
 }
 
 typedef struct {

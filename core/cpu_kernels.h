@@ -50,18 +50,22 @@ typedef enum {
     CPU_ISA_COUNT
 } cpu_isa;
 
-/* out[t] = dot(row, activation row x[t]) for t < nt (1..CPU_TILE_TOK); n
- * elements, a multiple of the type's block. */
-typedef void (*cpu_dot_fn)(const void *row, const void *const *x, int nt, uint64_t n, float *out);
+/* For rows r < n_rows of w (row_bytes apart) and tokens t < nt
+ * (1..CPU_TILE_TOK): y[t][r] = dot(row r, activation row x[t]), or
+ * y[t][r] += that when `accumulate`; n elements, a multiple of the type's
+ * block.  One call per group of rows keeps the call and the tile's set-up
+ * off the per-row path. */
+typedef void (*cpu_rows_fn)(const void *w, uint64_t row_bytes, uint64_t n_rows, const void *const *x, int nt,
+                            uint64_t n, float *const *y, bool accumulate);
 /* The same for types with no kernel of their own: the type is an argument. */
-typedef void (*cpu_dot_any_fn)(uint32_t type, const void *row, const void *const *x, int nt, uint64_t n,
-                               float *out);
+typedef void (*cpu_rows_any_fn)(uint32_t type, const void *w, uint64_t row_bytes, uint64_t n_rows,
+                                const void *const *x, int nt, uint64_t n, float *const *y, bool accumulate);
 /* cpu_q8.h's preparers: elements [from, to) of the row x of n elements. */
 typedef void (*cpu_prepare_fn)(const float *x, uint64_t n, uint64_t from, uint64_t to, void *row);
 
 typedef struct {
     cpu_act_kind act; /* the activation form of this weight type */
-    cpu_dot_fn dot;   /* NULL: the dequantizing fallback (act is then F32) */
+    cpu_rows_fn rows; /* NULL: the dequantizing fallback (act is then F32) */
 } cpu_type_kernel;
 
 typedef struct cpu_kernels {
@@ -69,7 +73,7 @@ typedef struct cpu_kernels {
     cpu_isa isa;
     cpu_type_kernel type[QT_COUNT];
     cpu_prepare_fn prepare[CPU_ACT_KINDS];
-    cpu_dot_any_fn dot_fallback;
+    cpu_rows_any_fn rows_fallback;
     /* attention over the latent cache (f32 or f16 rows) */
     float (*dot_f32)(const float *a, const float *b, uint64_t n);
     float (*dot_f16)(const uint16_t *a, const float *b, uint64_t n);
@@ -87,18 +91,28 @@ const char *cpu_isa_name(cpu_isa isa);
 /* The activation form weights of `type` multiply with under set k. */
 static inline cpu_act_kind cpu_kernels_act(const cpu_kernels *k, uint32_t type)
 {
-    return type < QT_COUNT && k->type[type].dot ? k->type[type].act : CPU_ACT_F32;
+    return type < QT_COUNT && k->type[type].rows ? k->type[type].act : CPU_ACT_F32;
 }
 
-/* out[t] = dot(row of `type`, x[t]) through the type's kernel or the
- * fallback. */
+/* cpu_rows_fn through the type's kernel or the fallback. */
+static inline void cpu_kernels_rows(const cpu_kernels *k, uint32_t type, const void *w, uint64_t row_bytes,
+                                    uint64_t n_rows, const void *const *x, int nt, uint64_t n, float *const *y,
+                                    bool accumulate)
+{
+    if (type < QT_COUNT && k->type[type].rows)
+        k->type[type].rows(w, row_bytes, n_rows, x, nt, n, y, accumulate);
+    else
+        k->rows_fallback(type, w, row_bytes, n_rows, x, nt, n, y, accumulate);
+}
+
+/* out[t] = dot(one row of `type`, x[t]). */
 static inline void cpu_kernels_dot(const cpu_kernels *k, uint32_t type, const void *row, const void *const *x,
                                    int nt, uint64_t n, float *out)
 {
-    if (type < QT_COUNT && k->type[type].dot)
-        k->type[type].dot(row, x, nt, n, out);
-    else
-        k->dot_fallback(type, row, x, nt, n, out);
+    float *y[CPU_TILE_TOK];
+    for (int t = 0; t < nt; t++)
+        y[t] = out + t;
+    cpu_kernels_rows(k, type, row, 0, 1, x, nt, n, y, false);
 }
 
 /* ---- filled by the per-instruction-set files ---------------------------- */

@@ -22,12 +22,9 @@ void cpu_mm_rows(const cpu_kernels *k, const cpu_mm *job, uint64_t r0, uint64_t 
                 x[i] = job->x + (uint64_t)(job->xrow ? job->xrow[t] : t) * job->xs;
                 y[i] = job->y + (uint64_t)(job->yrow ? job->yrow[t] : t) * job->ys;
             }
-            for (uint64_t r = g; r < ge; r++) {
-                float out[CPU_TILE_TOK];
-                cpu_kernels_dot(k, w->type, base + r * w->nb1, x, nt, n, out);
-                for (int i = 0; i < nt; i++)
-                    y[i][r] = job->accumulate ? y[i][r] + out[i] : out[i];
-            }
+            for (int i = 0; i < nt; i++)
+                y[i] += g;
+            cpu_kernels_rows(k, w->type, base + g * w->nb1, w->nb1, ge - g, x, nt, n, y, job->accumulate);
         }
     }
 }
