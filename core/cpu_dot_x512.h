@@ -16,11 +16,13 @@
  * Then one conversion and one FMA with the two blocks' d_w d_x spread over
  * their halves (a permute of the two products).
  *
- * K-quants take 64 elements per vector: Q4_K / Q5_K a pair of sub-blocks
- * (their 32 low nibbles then 32 high ones, which is the element order),
- * Q6_K four sub-blocks of 16; vpmaddubsw into 16-bit pairs, then the
- * sub-blocks' scales by vpdpwssd (VNNI) or vpmaddwd + add, one conversion
- * per super-block, as the 256-bit kernels. */
+ * Q6_K takes 64 elements (four sub-blocks of 16) per vector: vpmaddubsw
+ * into 16-bit pairs, vpmaddwd with the sub-blocks' scales, one conversion
+ * per super-block, as the 256-bit kernel.  Q4_K and Q5_K keep their
+ * 256-bit kernels: the 512-bit form (a pair of sub-blocks per vector,
+ * vpdpwssd) measured slower on a Zen 4 (32 against 44 GMAC/s for a 4-token
+ * tile, 13.0 against 14.0 GB/s for one token; cpu_kernel_bench); its last
+ * version is in commit dd277a1. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -335,88 +337,6 @@ INL void actK_init(actK *a, const void *const *x, int nt, uint64_t n)
     }
 }
 
-/* The 8 six-bit scales (sm[0..7]) and mins (sm[8..15]) of a Q4_K/Q5_K block. */
-INL void kq_scales_mins(const uint8_t *s, uint8_t *sm)
-{
-    /* four bytes at a time: scales 0-3 and mins 0-3 are the low 6 bits of
-     * words 0 and 1; 4-7 take word 2's nibbles and the top 2 bits of words
-     * 0 and 1 (shifted within each byte: the masks drop what a neighbour
-     * byte shifted in) */
-    uint32_t u[3], o[4];
-    memcpy(u, s, 12);
-    o[0] = u[0] & 0x3f3f3f3f;
-    o[1] = (u[2] & 0x0f0f0f0f) | ((u[0] >> 6) & 0x03030303) << 4;
-    o[2] = u[1] & 0x3f3f3f3f;
-    o[3] = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 6) & 0x03030303) << 4;
-    memcpy(sm, o, 16);
-}
-
-/* Q4_K (five 0) and Q5_K (five 1). */
-INL void kq_nt(const void *row, int five, const void *const *x, int nt, uint64_t n, float *out)
-{
-    actK a;
-    actK_init(&a, x, nt, n);
-    __m512 acc[CPU_TILE_TOK];
-    __m128 accm[CPU_TILE_TOK];
-    for (int t = 0; t < nt; t++) {
-        acc[t] = _mm512_setzero_ps();
-        accm[t] = _mm_setzero_ps();
-    }
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    for (uint64_t b = 0; b < n / 256; b++) {
-        const block_q4_K *w4 = (const block_q4_K *)row + b;
-        const block_q5_K *w5 = (const block_q5_K *)row + b;
-        uint8_t sm[16];
-        kq_scales_mins(five ? w5->scales : w4->scales, sm);
-        const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm + 8)));
-        const float dw = half(five ? &w5->d : &w4->d), dmw = half(five ? &w5->dmin : &w4->dmin);
-        const __m256i h = five ? load256(w5->qh) : _mm256_setzero_si256();
-        __m512i isum[CPU_TILE_TOK];
-        for (int t = 0; t < nt; t++)
-            isum[t] = _mm512_setzero_si512();
-        for (int p = 0; p < 4; p++) {
-            const __m256i raw = load256((five ? w5->qs : w4->qs) + 32 * p);
-            __m512i lv = _mm512_and_si512(join256(raw, _mm256_srli_epi16(raw, 4)), m4);
-            if (five) {
-                const __m256i one = _mm256_set1_epi8(1);
-                const __m256i hl = _mm256_and_si256(_mm256_srli_epi16(h, 2 * p), one);
-                const __m256i hh = _mm256_and_si256(_mm256_srli_epi16(h, 2 * p + 1), one);
-                lv = _mm512_or_si512(lv, _mm512_slli_epi16(join256(hl, hh), 4));
-            }
-            const __m512i sc = join256(_mm256_set1_epi16(sm[2 * p]), _mm256_set1_epi16(sm[2 * p + 1]));
-            for (int t = 0; t < nt; t++) {
-                const __m512i pr = _mm512_maddubs_epi16(lv, load512(a.q[t] + 256 * b + 64 * p));
-                isum[t] = add_scaled(isum[t], pr, sc);
-            }
-        }
-        for (int t = 0; t < nt; t++) {
-            const float dx = a.d[t][b];
-            const __m256i bs = load256(a.bs[t] + 16 * b);
-            const __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-            const __m128i pm = _mm_madd_epi16(mins, pairs);
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dx * dw), _mm512_cvtepi32_ps(isum[t]), acc[t]);
-            accm[t] = _mm_fmadd_ps(_mm_set1_ps(dx * dmw), _mm_cvtepi32_ps(pm), accm[t]);
-        }
-    }
-    for (int t = 0; t < nt; t++) {
-        __m128 m = _mm_add_ps(accm[t], _mm_movehl_ps(accm[t], accm[t]));
-        m = _mm_add_ss(m, _mm_movehdup_ps(m));
-        out[t] = hsum16(acc[t]) - _mm_cvtss_f32(m);
-    }
-}
-
-INL void q4_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
-{
-    kq_nt(row, 0, x, nt, n, out);
-}
-TILE_DISPATCH(z_dot_q4_K, q4_K_nt)
-
-INL void q5_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
-{
-    kq_nt(row, 1, x, nt, n, out);
-}
-TILE_DISPATCH(z_dot_q5_K, q5_K_nt)
-
 /* Q6_K: levels 0..63 of 16-element sub-blocks with int8 scales; the offset
  * of 32 from the activation's sums per 16. */
 INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
@@ -434,8 +354,10 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
     for (uint64_t b = 0; b < n / 256; b++) {
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[b].scales));
         __m512i isum[CPU_TILE_TOK];
-        for (int t = 0; t < nt; t++) /* 32 * sum_j sc_j bsum_j, taken off at the end */
-            isum[t] = _mm512_zextsi256_si512(_mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(a.bs[t] + 16 * b)), 5));
+        for (int t = 0; t < nt; t++) /* - 32 * sum_j sc_j bsum_j: the levels' offset */
+            isum[t] = _mm512_zextsi256_si512(
+                _mm256_sub_epi32(_mm256_setzero_si256(),
+                                 _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(a.bs[t] + 16 * b)), 5)));
         const __m512i sc512 = _mm512_zextsi256_si512(sc16);
         for (int hf = 0; hf < 2; hf++) {
             const __m512i ql = load512(w[b].ql + 64 * hf);
@@ -450,13 +372,13 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
                 _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * hf + 4))), sc512);
             for (int t = 0; t < nt; t++) {
                 const int8_t *q = a.q[t] + 256 * b + 128 * hf;
-                isum[t] = _mm512_sub_epi32(isum[t], _mm512_madd_epi16(_mm512_maddubs_epi16(lv0, load512(q)), s0));
-                isum[t] = _mm512_sub_epi32(isum[t], _mm512_madd_epi16(_mm512_maddubs_epi16(lv1, load512(q + 64)), s1));
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv0, load512(q)), s0);
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv1, load512(q + 64)), s1);
             }
         }
         const float dw = half(&w[b].d);
-        for (int t = 0; t < nt; t++) /* isum holds -(sum): hence the minus */
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(-dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
     }
     for (int t = 0; t < nt; t++)
         out[t] = hsum16(acc[t]);
@@ -474,7 +396,5 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_0};
     k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_1};
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q8_0};
-    k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q4_K};
-    k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q6_K};
 }
