@@ -237,16 +237,12 @@ void cf_ffn(cf_state *s, uint32_t il, int tid)
     const model_config *c = s->c;
     const model_layer *L = &s->m->layers[il];
     const cf_layer_vecs *v = &s->vecs[il];
-    const uint64_t H = c->n_embd;
     const int nth = s->n_threads;
     /* ffn norm; the normalized x prepared for what reads it */
     unsigned mask = L->is_moe ? cf_kinds(s, &L->gate_inp, &L->gate_exps, &L->up_exps, &L->gate_shexp) |
                                     cf_kinds(s, &L->up_shexp, NULL, NULL, NULL)
                               : cf_kinds(s, &L->ffn_gate, &L->ffn_up, NULL, NULL);
-    for (uint32_t t = (uint32_t)tid; t < s->n; t += (uint32_t)nth) {
-        cf_rmsnorm(s->xn + t * H, s->x + t * H, v->ffn_norm, H, c->rms_eps);
-        cf_prepare(s, &s->xn_a, s->xn + t * H, t, H, 0, H, mask);
-    }
+    cf_norm_prepare(s, &s->xn_a, s->xn, s->x, v->ffn_norm, 0, s->n, mask, tid, nth);
     if (!L->is_moe) {
         if (tid == 0) {
             s->units[0] = (cf_ffn_unit){.gate = &L->ffn_gate, .up = &L->ffn_up, .down = &L->ffn_down,

@@ -11,7 +11,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rope.h"
 
@@ -49,15 +51,53 @@ void cf_step_end(cf_state *s, int tid, cf_step st, double bytes, bool count)
  * Building blocks
  * ====================================================================== */
 
-/* RMSNorm as ggml (and the reference): mean of squares summed in double. */
+/* RMSNorm's scale: the mean of squares summed in double as ggml does, in
+ * four partial sums (a single chain of dependent double adds would take
+ * 4 cycles an element, a few microseconds a row on one thread while the
+ * others wait). */
+static float rms_scale(const float *x, uint64_t n, float eps)
+{
+    double p[4] = {0, 0, 0, 0};
+    uint64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++)
+            p[k] += (double)(x[i + k] * x[i + k]);
+    for (; i < n; i++)
+        p[0] += (double)(x[i] * x[i]);
+    double sum = (p[0] + p[1]) + (p[2] + p[3]);
+    return 1.0f / sqrtf((float)(sum / (double)n) + eps);
+}
+
 void cf_rmsnorm(float *out, const float *x, const float *w, uint64_t n, float eps)
 {
-    double sum = 0.0;
-    for (uint64_t i = 0; i < n; i++)
-        sum += (double)(x[i] * x[i]);
-    float scale = 1.0f / sqrtf((float)(sum / (double)n) + eps);
+    float scale = rms_scale(x, n, eps);
     for (uint64_t i = 0; i < n; i++)
         out[i] = (x[i] * scale) * w[i];
+}
+
+void cf_norm_prepare(const cf_state *s, const cf_act *a, float *dst, const float *src, const float *w,
+                     uint32_t first, uint32_t end, unsigned mask, int tid, int nth)
+{
+    const uint32_t rows = end - first;
+    const uint64_t n = a->n;
+    /* pieces of whole 256-element blocks when there are fewer rows than
+     * threads (one token: each thread takes a piece of its row) */
+    uint64_t per = n, segs = 1;
+    if (rows < (uint32_t)nth && n % 256 == 0) {
+        segs = ((uint64_t)nth + rows - 1) / rows;
+        segs = segs < n / 256 ? segs : n / 256;
+        per = (n / 256 + segs - 1) / segs * 256;
+        segs = (n + per - 1) / per;
+    }
+    for (uint64_t it = (uint64_t)tid; it < rows * segs; it += (uint64_t)nth) {
+        const uint64_t r = first + it / segs, from = it % segs * per, to = from + per < n ? from + per : n;
+        const float *x = src + r * n;
+        float *o = dst + r * n;
+        const float scale = rms_scale(x, n, s->c->rms_eps);
+        for (uint64_t i = from; i < to; i++)
+            o[i] = (x[i] * scale) * w[i];
+        cf_prepare(s, a, o, r, n, from, to, mask);
+    }
 }
 
 /* In-place softmax; the sum in double as ggml does. */
@@ -150,10 +190,7 @@ static void attention_block(cf_state *s, uint32_t il, int tid, int nth)
 
     /* attn norm; the normalized x prepared for q_a (or q) and kv_a_mqa */
     unsigned mask = cf_kinds(s, wq, &L->kv_a_mqa, NULL, NULL);
-    for (uint32_t t = (uint32_t)tid; t < n; t += (uint32_t)nth) {
-        cf_rmsnorm(s->xn + (uint64_t)t * H, s->x + (uint64_t)t * H, v->attn_norm, H, c->rms_eps);
-        cf_prepare(s, &s->xn_a, s->xn + (uint64_t)t * H, t, H, 0, H, mask);
-    }
+    cf_norm_prepare(s, &s->xn_a, s->xn, s->x, v->attn_norm, 0, n, mask, tid, nth);
     cf_step_end(s, tid, CF_ST_QKV_A, 0, false);
 
     /* q_a (or q) and kv_a_mqa = [latent | k_rope] */
@@ -192,14 +229,13 @@ static void attention_block(cf_state *s, uint32_t il, int tid, int nth)
 
     /* q_rope's RoPE into q_mla's tail; q_nope prepared for attn_k_b */
     mask = cf_kinds(s, &L->k_b, NULL, NULL, NULL);
-    for (uint32_t t = (uint32_t)tid; t < n; t += (uint32_t)nth)
-        for (uint32_t h = 0; h < nh; h++) {
-            float *qh = s->q + ((uint64_t)t * nh + h) * hd;
-            float *dst = s->q_mla + ((uint64_t)t * nh + h) * s->kv_row + c->kv_lora_rank;
-            memcpy(dst, qh + c->qk_nope, c->qk_rope * sizeof(float));
-            rope_apply(dst, s->rope_cs + (uint64_t)t * c->qk_rope, c->qk_rope);
-            cf_prepare(s, &s->qn_a, qh, (uint64_t)t * nh + h, c->qk_nope, 0, c->qk_nope, mask);
-        }
+    for (uint64_t i = (uint64_t)tid; i < (uint64_t)n * nh; i += (uint64_t)nth) {
+        const uint64_t t = i / nh;
+        float *qh = s->q + i * hd, *dst = s->q_mla + i * s->kv_row + c->kv_lora_rank;
+        memcpy(dst, qh + c->qk_nope, c->qk_rope * sizeof(float));
+        rope_apply(dst, s->rope_cs + t * c->qk_rope, c->qk_rope);
+        cf_prepare(s, &s->qn_a, qh, i, c->qk_nope, 0, c->qk_nope, mask);
+    }
     cf_step_end(s, tid, CF_ST_K_B, 0, false);
 
     /* absorption: q_mla[t][h] head = attn_k_b[h] . q_nope[t][h] */
@@ -254,8 +290,14 @@ static void attention_block(cf_state *s, uint32_t il, int tid, int nth)
     /* x += attn_output . heads */
     const uint64_t hv = (uint64_t)nh * c->v_head;
     mask = cf_kinds(s, &L->attn_out, NULL, NULL, NULL);
-    for (uint32_t t = (uint32_t)tid; t < n; t += (uint32_t)nth)
-        cf_prepare(s, &s->heads_a, s->heads + t * hv, t, hv, 0, hv, mask);
+    {
+        /* pieces of whole 256-element blocks, spread over threads */
+        const uint64_t segs = hv % 256 == 0 && n < (uint32_t)nth ? hv / 256 : 1, per = hv / segs;
+        for (uint64_t it = (uint64_t)tid; it < n * segs; it += (uint64_t)nth) {
+            const uint64_t t = it / segs, from = it % segs * per;
+            cf_prepare(s, &s->heads_a, s->heads + t * hv, t, hv, from, from + per, mask);
+        }
+    }
     cf_step_end(s, tid, CF_ST_ATTN_OUT, 0, false);
     jobs[0] = job_of(s, &L->attn_out, &s->heads_a, 0, s->x, H, n);
     jobs[0].accumulate = true;
@@ -266,13 +308,9 @@ static void attention_block(cf_state *s, uint32_t il, int tid, int nth)
 static void head(cf_state *s, int tid, int nth)
 {
     const model_config *c = s->c;
-    const uint64_t H = c->n_embd;
     uint32_t first = s->all_logits ? 0 : s->n - 1;
     unsigned mask = cf_kinds(s, &s->m->output, NULL, NULL, NULL);
-    for (uint32_t t = first + (uint32_t)tid; t < s->n; t += (uint32_t)nth) {
-        cf_rmsnorm(s->xn + t * H, s->x + t * H, s->output_norm, H, c->rms_eps);
-        cf_prepare(s, &s->xn_a, s->xn + t * H, t, H, 0, H, mask);
-    }
+    cf_norm_prepare(s, &s->xn_a, s->xn, s->x, s->output_norm, first, s->n, mask, tid, nth);
     cf_step_end(s, tid, CF_ST_HEAD, 0, false);
     cpu_mm job = job_of(s, &s->m->output, &s->xn_a, first, s->logits, c->n_vocab, s->n - first);
     double bytes = cpu_mm_step(s->pool, s->k, &job, 1, s->n_threads);
@@ -481,6 +519,47 @@ static int alloc_cache(cf_state *s, err_t *err)
     return 0;
 }
 
+/* Maps every page of the file's weights in now, each thread a slice, as
+ * llama.cpp's MAP_POPULATE does: a page first touched during a token costs
+ * a fault (a microsecond or so per 4 KiB), which on a MoE model whose
+ * experts come into use one by one would blur the first hundreds of
+ * tokens.  Pages not in the page cache are read now instead of then. */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+typedef struct {
+    const uint8_t *start;
+    uint64_t len;
+} populate_job;
+
+static void populate_slice(void *arg, int tid, int nth)
+{
+    const populate_job *j = arg;
+    const uint64_t page = 4096, per = (j->len / page + (uint64_t)nth - 1) / (uint64_t)nth * page;
+    const uint64_t a = (uint64_t)tid * per, b = a + per < j->len ? a + per : j->len;
+    if (a >= b)
+        return;
+    if (madvise((void *)(j->start + a), b - a, MADV_POPULATE_READ) == 0)
+        return;
+    /* older kernels (before 5.14): read a byte of every page */
+    volatile uint8_t sink = 0;
+    for (uint64_t o = a; o < b; o += page)
+        sink ^= j->start[o];
+    (void)sink;
+}
+
+static void populate_weights(cf_state *s)
+{
+    const gguf_ctx *g = s->m->gguf;
+    const uint64_t page = 4096;
+    uintptr_t from = (uintptr_t)gguf_file_data(g) + gguf_data_offset(g), to = (uintptr_t)gguf_file_data(g) + gguf_file_size(g);
+    from = from / page * page;
+    if (!gguf_file_data(g) || to <= from)
+        return;
+    populate_job j = {(const uint8_t *)from, to - from};
+    cpu_pool_run(s->pool, populate_slice, &j);
+}
+
 cf_state *cf_new(const model *m, const cf_params *p, err_t *err)
 {
     if (p->n_ctx == 0 || p->n_batch == 0) {
@@ -517,6 +596,7 @@ cf_state *cf_new(const model *m, const cf_params *p, err_t *err)
         cf_free(s);
         return NULL;
     }
+    populate_weights(s);
     return s;
 }
 

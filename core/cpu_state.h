@@ -112,6 +112,12 @@ void cf_prepare(const cf_state *s, const cf_act *a, const float *src_row, uint64
 /* The job fields x, xs for weights w reading activation a. */
 void cf_job_input(const cf_state *s, cpu_mm *job, const cf_act *a, const mtensor *w);
 void cf_rmsnorm(float *out, const float *x, const float *w, uint64_t n, float eps);
+/* Every thread: rows [first, end) of dst = rmsnorm(src) (rows of a->n,
+ * norm weights w), then prepared into the same rows of a in the kinds of
+ * `mask`; with fewer rows than threads each row is split into pieces of
+ * whole blocks. */
+void cf_norm_prepare(const cf_state *s, const cf_act *a, float *dst, const float *src, const float *w,
+                     uint32_t first, uint32_t end, unsigned mask, int tid, int nth);
 
 /* ---- cpu_ffn.c ----------------------------------------------------------- */
 
