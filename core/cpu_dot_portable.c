@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cpu_iq4.h"
 #include "cpu_kernels.h"
 
 /* ======================================================================
@@ -280,6 +281,34 @@ static void dot_q6_K(const void *row, const void *const *x, int nt, uint64_t n, 
     memcpy(out, acc, (size_t)nt * sizeof *out);
 }
 
+/* IQ4_XS: table levels of 8 sub-blocks of 32, each with a 6-bit scale
+ * (offset 32) under the block's f16 d. */
+static void dot_iq4_xs(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const cpu_iq4_xs_block *w = row;
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        int ls[8];
+        for (int ib = 0; ib < 8; ib++) {
+            ls[ib] = cpu_iq4_xs_scale(&w[b], ib) - 32;
+            for (int j = 0; j < 16; j++) {
+                lv[32 * ib + j] = cpu_iq4_levels[w[b].qs[16 * ib + j] & 0xf];
+                lv[32 * ib + 16 + j] = cpu_iq4_levels[w[b].qs[16 * ib + j] >> 4];
+            }
+        }
+        const float d = f16(w[b].d);
+        for (int i = 0; i < nt; i++) {
+            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+            int32_t sumi = 0;
+            for (int ib = 0; ib < 8; ib++)
+                sumi += ls[ib] * idot(lv + 32 * ib, q + 32 * ib, 32);
+            acc[i] += d * cpu_act_d(x[i], n)[b] * (float)sumi;
+        }
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
 /* ======================================================================
  * Float weights (f32 activations)
  * ====================================================================== */
@@ -367,6 +396,7 @@ ROWS_OF(rows_q8_0, dot_q8_0)
 ROWS_OF(rows_q4_K, dot_q4_K)
 ROWS_OF(rows_q5_K, dot_q5_K)
 ROWS_OF(rows_q6_K, dot_q6_K)
+ROWS_OF(rows_iq4_xs, dot_iq4_xs)
 ROWS_OF(rows_f32, dot_f32_rows)
 ROWS_OF(rows_f16, dot_f16_rows)
 ROWS_OF(rows_bf16, dot_bf16_rows)
@@ -395,6 +425,7 @@ void cpu_kernels_fill_portable(cpu_kernels *k)
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q4_K};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q6_K};
+    k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq4_xs};
     k->prepare[CPU_ACT_F32] = cpu_act_prepare_f32;
     k->prepare[CPU_ACT_Q8_32] = cpu_act_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = cpu_act_prepare_q8_K;

@@ -23,6 +23,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "cpu_iq4.h"
 #include "cpu_kernels.h"
 
 #define TGT __attribute__((target(CPU_X86_TARGET)))
@@ -431,6 +432,42 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
 }
 TILE_DISPATCH(x_dot_q6_K, q6_K_nt)
 
+/* IQ4_XS: the table's levels by one byte shuffle per 16 indices, then per
+ * sub-block |lv| . sign(q, lv) into 16-bit pairs (|lv| <= 127: no
+ * saturation) and the sub-block's scale (ls - 32) by vpmaddwd, as ggml. */
+INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const cpu_iq4_xs_block *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m256 acc[CPU_TILE_TOK];
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm256_setzero_ps();
+    const __m128i table = _mm_loadu_si128((const __m128i *)cpu_iq4_levels), m4 = _mm_set1_epi8(0x0F);
+    for (uint64_t b = 0; b < n / 256; b++) {
+        __m256i isum[CPU_TILE_TOK];
+        for (int t = 0; t < nt; t++)
+            isum[t] = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            const __m128i raw = _mm_loadu_si128((const __m128i *)(w[b].qs + 16 * ib));
+            const __m256i lv = _mm256_set_m128i(_mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(raw, 4), m4)),
+                                                _mm_shuffle_epi8(table, _mm_and_si128(raw, m4)));
+            const __m256i au = _mm256_sign_epi8(lv, lv);
+            const __m256i ls = _mm256_set1_epi16((short)(cpu_iq4_xs_scale(&w[b], ib) - 32));
+            for (int t = 0; t < nt; t++) {
+                const __m256i y = _mm256_sign_epi8(load256(a.q[t] + 256 * b + 32 * ib), lv);
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(au, y), ls));
+            }
+        }
+        const float dw = half(&w[b].d);
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum8(acc[t]);
+}
+TILE_DISPATCH(x_dot_iq4_xs, iq4_xs_nt)
+
 /* ======================================================================
  * Float weights against f32 activations
  * ====================================================================== */
@@ -645,6 +682,7 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q4_K};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q6_K};
+    k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq4_xs};
     k->prepare[CPU_ACT_Q8_32] = x_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = x_prepare_q8_K;
     k->dot_f32 = x_dot_f32;

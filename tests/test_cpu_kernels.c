@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_iq4.h"
 #include "cpu_kernels.h"
 #include "quant.h"
 #include "synth.h"
@@ -291,17 +292,25 @@ static void test_kernels_avx512(void) { kernels_of(CPU_ISA_AVX512); }
 static void test_kernels_avx512vnni(void) { kernels_of(CPU_ISA_AVX512VNNI); }
 
 /* The dequantizing fallback (what a type without a kernel of its own runs)
- * on every type quant.c decodes: within f32 rounding of quant_dot_row. */
+ * on every type quant.c both decodes and quantizes (the data: random
+ * floats through the type's quantizer): within f32 rounding of
+ * quant_dot_row. */
 static void test_fallback_every_decodable_type(void)
 {
     const cpu_kernels *k = sets[CPU_ISA_PORTABLE];
     int n_types = 0;
     for (uint32_t type = 0; type < QT_COUNT; type++) {
         const quant_traits *t = quant_traits_of(type);
-        if (!t || !t->can_dequant)
+        if (!t || !t->can_dequant || !t->can_quantize)
             continue;
-        uint64_t n = t->block_elems == 1 ? 1000 : 7 * t->block_elems, rb;
-        uint8_t *w = weights(type, n, 1, &rb);
+        uint64_t n = t->block_elems == 1 ? 1000 : 7 * t->block_elems, rb = 0;
+        uint8_t *w = quant_row_bytes(type, n, &rb) ? malloc(rb) : NULL;
+        float *src = malloc(n * sizeof(float));
+        if (w && src) {
+            activations(src, n);
+            quant_quantize_row(type, src, w, n);
+        }
+        free(src);
         float *x = malloc(n * sizeof(float)), *wf = malloc(n * sizeof(float));
         if (!w || !x || !wf) {
             CHECK(0, "out of memory");
@@ -324,6 +333,81 @@ static void test_fallback_every_decodable_type(void)
         free(wf);
     }
     CHECK(n_types >= 11, "only %d decodable types", n_types);
+}
+
+/* ---- IQ4_XS, from ggml's layout (cpu_iq4.h) ---- */
+
+/* Element j of an IQ4_XS row, decoded as ggml's dequantize_row_iq4_xs. */
+static double iq4_xs_value(const cpu_iq4_xs_block *w, uint64_t j)
+{
+    const cpu_iq4_xs_block *b = &w[j / 256];
+    int ib = (int)(j % 256 / 32), e = (int)(j % 32);
+    uint8_t q = b->qs[16 * ib + e % 16];
+    int idx = e < 16 ? q & 0xf : q >> 4;
+    float dl = quant_f16_to_f32(b->d) * (float)(cpu_iq4_xs_scale(b, ib) - 32);
+    return (double)(dl * cpu_iq4_levels[idx]);
+}
+
+/* Random IQ4_XS blocks (every index, every scale), the kernel of every set
+ * against the exact product with the activations as quantized (the bound of
+ * the other kinds); and the decoder above against quant.c's where quant.c
+ * knows the type. */
+static void test_iq4_xs_every_set(void)
+{
+    enum { NT = CPU_TILE_TOK };
+    static const uint64_t ns[] = {256, 768, 2048, 1536};
+    for (size_t li = 0; li < sizeof ns / sizeof ns[0]; li++) {
+        uint64_t n = ns[li], nb = n / 256;
+        cpu_iq4_xs_block *w = malloc(nb * sizeof *w);
+        float *x = malloc(NT * n * sizeof(float)), *wf = malloc(n * sizeof(float));
+        uint64_t ab = cpu_act_row_bytes(CPU_ACT_Q8_K, n);
+        uint8_t *act = aligned_alloc(64, NT * ab);
+        if (!w || !x || !wf || !act) {
+            CHECK(0, "out of memory");
+            return;
+        }
+        for (uint64_t b = 0; b < nb; b++) {
+            w[b].d = quant_f32_to_f16(unit() * 0.01f);
+            w[b].scales_h = (uint16_t)next_u64();
+            for (int i = 0; i < 4; i++)
+                w[b].scales_l[i] = (uint8_t)next_u64();
+            for (int i = 0; i < 128; i++)
+                w[b].qs[i] = (uint8_t)next_u64();
+        }
+        const void *xp[NT];
+        for (int i = 0; i < NT; i++) {
+            activations(x + i * n, n);
+            cpu_act_prepare_q8_K(x + i * n, n, 0, n, act + i * ab);
+            xp[i] = act + i * ab;
+        }
+        if (quant_traits_of(QT_IQ4_XS)->can_dequant) {
+            quant_dequant_row(QT_IQ4_XS, w, wf, n);
+            for (uint64_t j = 0; j < n; j++)
+                CHECK(wf[j] == (float)iq4_xs_value(w, j), "n=%llu element %llu: quant.c %g, ggml's layout %g",
+                      (unsigned long long)n, (unsigned long long)j, wf[j], iq4_xs_value(w, j));
+        }
+        for (int s = 0; s < CPU_ISA_COUNT; s++) {
+            if (!sets[s])
+                continue;
+            CHECK(cpu_kernels_act(sets[s], QT_IQ4_XS) == CPU_ACT_Q8_K, "%s: IQ4_XS has no q8_K kernel", sets[s]->name);
+            float got[NT];
+            cpu_kernels_dot(sets[s], QT_IQ4_XS, w, xp, NT, n, got);
+            for (int i = 0; i < NT; i++) {
+                double exact = 0, mag = 0;
+                for (uint64_t j = 0; j < n; j++) {
+                    double xq = (double)cpu_act_q(xp[i])[j] * cpu_act_d(xp[i], n)[j / 256];
+                    exact += iq4_xs_value(w, j) * xq;
+                    mag += fabs(iq4_xs_value(w, j) * xq);
+                }
+                CHECK(fabs(got[i] - exact) <= 1e-5 * mag, "%s IQ4_XS n=%llu token %d: %.9g, exact %.9g", sets[s]->name,
+                      (unsigned long long)n, i, got[i], exact);
+            }
+        }
+        free(w);
+        free(x);
+        free(wf);
+        free(act);
+    }
 }
 
 /* GLMCHAT_CPU_KERNELS picks a set; an unknown name or a set the CPU lacks
@@ -364,5 +448,6 @@ int main(void)
     RUN(test_kernels_avxvnni);
     RUN(test_kernels_avx512);
     RUN(test_kernels_avx512vnni);
+    RUN(test_iq4_xs_every_set);
     TESTS_DONE();
 }
