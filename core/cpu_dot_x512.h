@@ -108,9 +108,10 @@ INL __m512 spread2(__m128 v)
     return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v));
 }
 
+/* Two floats at p (4-byte aligned only: through the unaligned 64-bit load). */
 INL __m128 load2f(const float *p)
 {
-    return _mm_castpd_ps(_mm_load_sd((const double *)p));
+    return _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)p));
 }
 
 /* The f16 scales at p0 and p1 as floats in lanes 0 and 1. */
