@@ -17,9 +17,10 @@
 
 #include "rope.h"
 
+/* at most 14 characters: the side pane's column */
 static const char *const step_names[CF_ST_COUNT] = {
-    "embedding", "attn norm+q_a/kv_a", "q_b", "rope+k_b absorb", "attention", "v_b",
-    "attn out", "router", "experts gate/up", "experts down", "dense gate/up", "dense down", "head",
+    "embedding", "q_a+kv_a", "q_b", "k_b absorb", "attention", "v_b", "attn out",
+    "router", "exp gate/up", "exp down", "dense gate/up", "dense down", "head",
 };
 
 /* ======================================================================
@@ -100,22 +101,6 @@ void cf_norm_prepare(const cf_state *s, const cf_act *a, float *dst, const float
     }
 }
 
-/* In-place softmax; the sum in double as ggml does. */
-static void softmax(float *x, uint64_t n)
-{
-    float mx = -INFINITY;
-    for (uint64_t i = 0; i < n; i++)
-        mx = x[i] > mx ? x[i] : mx;
-    double sum = 0.0;
-    for (uint64_t i = 0; i < n; i++) {
-        x[i] = expf(x[i] - mx);
-        sum += x[i];
-    }
-    float inv = (float)(1.0 / sum);
-    for (uint64_t i = 0; i < n; i++)
-        x[i] *= inv;
-}
-
 /* RoPE, ggml mode NORM (adjacent pairs), angles from rope.h. */
 static void rope_apply(float *v, const float *cs, uint32_t n_dims)
 {
@@ -173,6 +158,60 @@ static void embed(cf_state *s, int tid, int nth)
         quant_dequant_row(te->type, (const char *)te->data + (uint64_t)s->tokens[t] * te->nb1,
                           s->x + (uint64_t)t * s->c->n_embd, s->c->n_embd);
     cf_step_end(s, tid, CF_ST_EMBED, (double)s->n * (double)te->nb1, true);
+}
+
+/* Attention runs over chunks of ATT_CHUNK cached positions: for each, the
+ * scores' max m, the sum l of exp(score - m) and the latents weighted by
+ * those exponentials; chunks merge in order (the online softmax of flash
+ * attention).  A (token, head) done in one go and one done chunk by chunk
+ * on different threads then merged execute the same operations in the same
+ * order -- the same bits either way, so the choice may follow the shape. */
+enum { ATT_CHUNK = 256 };
+
+/* The partial of query q over cached positions [j0, j1) of layer il. */
+static void attend_chunk(const cf_state *s, uint32_t il, const float *q, uint32_t j0, uint32_t j1, float *score,
+                         float *m_out, float *l_out, float *acc)
+{
+    const uint64_t w = s->kv_row, lora = s->c->kv_lora_rank;
+    const void *kv = s->kv[il];
+    float m = -INFINITY, l = 0;
+    for (uint32_t j = j0; j < j1; j++) {
+        float sc = s->c->kq_scale * (s->kv_f16 ? s->k->dot_f16((const uint16_t *)kv + (uint64_t)j * w, q, w)
+                                               : s->k->dot_f32((const float *)kv + (uint64_t)j * w, q, w));
+        score[j - j0] = sc;
+        m = sc > m ? sc : m;
+    }
+    memset(acc, 0, lora * sizeof(float));
+    for (uint32_t j = j0; j < j1; j++) {
+        float p = expf(score[j - j0] - m);
+        l += p;
+        if (s->kv_f16)
+            s->k->axpy_f16(acc, p, (const uint16_t *)kv + (uint64_t)j * w, lora);
+        else
+            s->k->axpy_f32(acc, p, (const float *)kv + (uint64_t)j * w, lora);
+    }
+    *m_out = m;
+    *l_out = l;
+}
+
+/* (m, l, acc) and a later chunk's (mc, lc, accc) into (m, l, acc). */
+static void merge_chunk(float *m, float *l, float *acc, float mc, float lc, const float *accc, uint64_t lora)
+{
+    const float mn = *m > mc ? *m : mc, a = expf(*m - mn), b = expf(mc - mn);
+    *l = *l * a + lc * b;
+    for (uint64_t k = 0; k < lora; k++)
+        acc[k] = acc[k] * a + accc[k] * b;
+    *m = mn;
+}
+
+/* ctx row i = acc / l, prepared for attn_v_b. */
+static void finish_head(const cf_state *s, float *acc, float l, uint64_t i, unsigned mask)
+{
+    const uint64_t lora = s->c->kv_lora_rank;
+    const float inv = 1.0f / l;
+    for (uint64_t k = 0; k < lora; k++)
+        acc[k] *= inv;
+    cf_prepare(s, &s->ctx_a, acc, i, lora, 0, lora, mask);
 }
 
 /* The attention half of block il: x += W_o (attention of the token over
@@ -247,36 +286,49 @@ static void attention_block(cf_state *s, uint32_t il, int tid, int nth)
     bytes = cpu_mm_step(s->pool, s->k, jobs, nh, s->n_threads);
     cf_step_end(s, tid, CF_ST_K_B, bytes, true);
 
-    /* attention, one (token, head) at a time: softmax(kq_scale q . K) . latent */
-    const uint64_t lora_n = c->kv_lora_rank, w = s->kv_row;
-    float *score = s->scores + (uint64_t)tid * s->n_ctx;
+    /* attention: softmax(kq_scale q . K) . latent per (token, head), over
+     * chunks of positions (see attend_chunk); one token at depth: every
+     * (chunk, head) on its own, then a step that merges the chunks */
+    const uint64_t lora_n = c->kv_lora_rank;
+    const uint32_t n_kv_max = s->pos + n, chunks = (n_kv_max + ATT_CHUNK - 1) / ATT_CHUNK;
     mask = cf_kinds(s, &L->v_b, NULL, NULL, NULL);
-    for (uint64_t i = cpu_pool_take(s->pool, 1); i < (uint64_t)n * nh; i = cpu_pool_take(s->pool, 1)) {
-        uint32_t t = (uint32_t)(i / nh), h = (uint32_t)(i % nh), n_kv = s->pos + t + 1;
-        const float *q = s->q_mla + i * w;
-        if (s->kv_f16) {
-            const uint16_t *kv = s->kv[il];
-            for (uint32_t j = 0; j < n_kv; j++)
-                score[j] = c->kq_scale * s->k->dot_f16(kv + (uint64_t)j * w, q, w);
-        } else {
-            const float *kv = s->kv[il];
-            for (uint32_t j = 0; j < n_kv; j++)
-                score[j] = c->kq_scale * s->k->dot_f32(kv + (uint64_t)j * w, q, w);
+    float *scratch = s->scores + (uint64_t)tid * (ATT_CHUNK + lora_n);
+    double kv_bytes = (double)n_kv_max * (double)s->kv_row * (s->kv_f16 ? 2 : 4);
+    if (n == 1 && chunks > 1) {
+        for (uint64_t i = cpu_pool_take(s->pool, 1); i < (uint64_t)chunks * nh; i = cpu_pool_take(s->pool, 1)) {
+            const uint32_t ch = (uint32_t)(i / nh), h = (uint32_t)(i % nh);
+            float *part = s->att_part + i * (lora_n + 2);
+            attend_chunk(s, il, s->q_mla + (uint64_t)h * s->kv_row, ch * ATT_CHUNK,
+                         ch + 1 < chunks ? (ch + 1) * ATT_CHUNK : n_kv_max, scratch, part, part + 1, part + 2);
         }
-        softmax(score, n_kv);
-        float *out = s->ctx + i * lora_n;
-        memset(out, 0, lora_n * sizeof(float));
-        for (uint32_t j = 0; j < n_kv; j++) {
-            if (s->kv_f16)
-                s->k->axpy_f16(out, score[j], (const uint16_t *)s->kv[il] + (uint64_t)j * w, lora_n);
-            else
-                s->k->axpy_f32(out, score[j], (const float *)s->kv[il] + (uint64_t)j * w, lora_n);
+        cf_step_end(s, tid, CF_ST_ATTENTION, kv_bytes, false);
+        for (uint32_t h = (uint32_t)tid; h < nh; h += (uint32_t)nth) {
+            float *out = s->ctx + (uint64_t)h * lora_n, m, l;
+            const float *p0 = s->att_part + (uint64_t)h * (lora_n + 2);
+            m = p0[0];
+            l = p0[1];
+            memcpy(out, p0 + 2, lora_n * sizeof(float));
+            for (uint32_t ch = 1; ch < chunks; ch++) {
+                const float *pc = s->att_part + ((uint64_t)ch * nh + h) * (lora_n + 2);
+                merge_chunk(&m, &l, out, pc[0], pc[1], pc + 2, lora_n);
+            }
+            finish_head(s, out, l, h, mask);
         }
-        cf_prepare(s, &s->ctx_a, out, i, lora_n, 0, lora_n, mask);
-        (void)h;
+    } else {
+        for (uint64_t i = cpu_pool_take(s->pool, 1); i < (uint64_t)n * nh; i = cpu_pool_take(s->pool, 1)) {
+            const uint32_t t = (uint32_t)(i / nh), n_kv = s->pos + t + 1;
+            const float *q = s->q_mla + i * s->kv_row;
+            float *out = s->ctx + i * lora_n, m, l;
+            attend_chunk(s, il, q, 0, n_kv < ATT_CHUNK ? n_kv : ATT_CHUNK, scratch, &m, &l, out);
+            for (uint32_t j0 = ATT_CHUNK; j0 < n_kv; j0 += ATT_CHUNK) {
+                float mc, lc, *acc = scratch + ATT_CHUNK;
+                attend_chunk(s, il, q, j0, j0 + ATT_CHUNK < n_kv ? j0 + ATT_CHUNK : n_kv, scratch, &mc, &lc, acc);
+                merge_chunk(&m, &l, out, mc, lc, acc, lora_n);
+            }
+            finish_head(s, out, l, i, mask);
+        }
     }
-    double kv_bytes = (double)(s->pos + n) * (double)w * (s->kv_f16 ? 2 : 4);
-    cf_step_end(s, tid, CF_ST_ATTENTION, kv_bytes, true);
+    cf_step_end(s, tid, CF_ST_ATTENTION, n == 1 && chunks > 1 ? 0 : kv_bytes, true);
 
     /* heads[t][h] = attn_v_b[h] . ctx[t][h] */
     for (uint32_t h = 0; h < nh; h++) {
@@ -513,8 +565,12 @@ static int alloc_cache(cf_state *s, err_t *err)
         if (!(s->kv[il] = malloc(per_layer)))
             return err_set(err, "cannot allocate the KV cache: %u layers x %.1f MiB for %u tokens", c->n_layer,
                            (double)per_layer / 1048576.0, s->n_ctx);
-    s->scores = malloc((uint64_t)s->n_threads * s->n_ctx * sizeof(float));
-    if (!s->scores)
+    /* per thread: a chunk's scores and a chunk's weighted latents; the
+     * chunks' partials of one token (a merge step's inputs) */
+    s->scores = malloc((uint64_t)s->n_threads * (ATT_CHUNK + c->kv_lora_rank) * sizeof(float));
+    uint64_t chunks = (s->n_ctx + ATT_CHUNK - 1) / ATT_CHUNK;
+    s->att_part = malloc(chunks * c->n_head * (c->kv_lora_rank + 2) * sizeof(float));
+    if (!s->scores || !s->att_part)
         return err_set(err, "out of memory for thread scratch");
     return 0;
 }
@@ -626,7 +682,7 @@ void cf_free(cf_state *s)
         act_free(acts[i]);
     void *bufs[] = {s->output_norm, s->x, s->xn, s->q_a, s->q, s->kv_a, s->q_mla, s->ctx, s->heads, s->rope_cs,
                     s->router, s->sel_score, s->sel, s->sel_w, s->pair_tok, s->pair_at, s->exp_start, s->cursor,
-                    s->hg[0], s->hu[0], s->hg[1], s->hu[1], s->moe_out, s->units, s->jobs, s->scores};
+                    s->hg[0], s->hu[0], s->hg[1], s->hu[1], s->moe_out, s->units, s->jobs, s->scores, s->att_part};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(s);

@@ -82,7 +82,8 @@ struct cf_state {
     uint32_t n_units;
 
     void **kv;                /* per layer (n_ctx, kv_row), f32 or f16 */
-    float *scores;            /* (n_threads, n_ctx) */
+    float *scores;            /* (n_threads, ATT_CHUNK + kv_lora) a chunk's scores, weighted latents */
+    float *att_part;          /* (chunks of n_ctx, n_head, 2 + kv_lora) one token's partials: m, l, latents */
     cpu_mm *jobs;             /* (n_threads, n_head + 4): each thread's job lists */
 
     /* the current eval */

@@ -9,11 +9,10 @@
  *    the bound is llama.cpp's: rel-L2 to the float64 reference on the
  *    file's exact weights <= max(1.5 x llama.cpp's own, 1e-3), argmax
  *    agreement >= llama.cpp's.  Reproducing llama.cpp's expressions, the
- *    logits come within ~1e-7 of llama.cpp's own, so its greedy
- *    continuations are the criterion (the fixture's, exactly); a kernel set
- *    that rounds differently may still flip a near tie, which the shell
- *    criteria (the exact reference's continuation where the top-2 margin is
- *    >= 1e-3) would catch too.
+ *    logits come within ~1e-7 of llama.cpp's own (printed) on the vector
+ *    sets.  Greedy continuations: the fixture criteria of oracle_lib.sh
+ *    (F32: llama.cpp's; Q8_0: the first 8 an oracle's; the others: the
+ *    exact reference's where its top-2 margins are >= 1e-3).
  *  - Against the reference backend on a GLM-4.7-Flash-shaped file (hidden
  *    2048, q_lora 768, kv_lora 512, nope 192, rope 64, v_head 256, 20 heads,
  *    expert ffn 1536, dense ffn 10240; 2 blocks, 8 experts, vocabulary 512;
@@ -196,18 +195,34 @@ static void oracles_with(cpu_isa isa)
                 printf("#   %s %s %s: vs f64 rel-L2 %.2e argmax %u/%u; vs llama.cpp rel-L2 %.2e\n", cpu_isa_name(isa),
                        f->name, var, d.rel_l2, d.argmax_agree, n, dl.rel_l2);
             }
-            /* greedy: llama.cpp's continuation */
+            /* greedy, the fixture criteria (tests/oracle_lib.sh): F32 llama.cpp's
+             * continuation; Q8_0 the first 8 an oracle's; the others the exact
+             * reference's where its top-2 margins (>= 1e-3) leave no near tie */
             char key[64];
             snprintf(key, sizeof key, "greedy.%s", var);
-            int32_t *want;
+            int32_t *want, *exact = NULL;
             uint32_t n_want = json_ids(f->json, key, &want);
-            if (n_want) {
+            uint32_t n_exact = json_ids(side, "greedy_continuation", &exact);
+            double margin = json_number_value(json_at(side, "greedy_min_top2_margin"));
+            if (n_want >= 8) {
                 int32_t gen[64];
                 uint32_t g = n_want < 64 ? n_want : 64;
                 run_greedy(&m, tok, n, g, gen);
-                CHECK(memcmp(gen, want, g * sizeof *gen) == 0, "%s %s %s: greedy differs from llama.cpp's",
-                      cpu_isa_name(isa), f->name, var);
+                bool same_l = memcmp(gen, want, g * sizeof *gen) == 0;
+                bool same_r = n_exact >= g && memcmp(gen, exact, g * sizeof *gen) == 0;
+                if (f32)
+                    CHECK(same_l, "%s %s f32: greedy differs from llama.cpp's", cpu_isa_name(isa), f->name);
+                else if (strcmp(var, "q8_0") == 0)
+                    CHECK(memcmp(gen, want, 8 * sizeof *gen) == 0 ||
+                              (n_exact >= 8 && memcmp(gen, exact, 8 * sizeof *gen) == 0),
+                          "%s %s q8_0: the first 8 greedy tokens match neither oracle", cpu_isa_name(isa), f->name);
+                else if (n_exact && margin >= 1e-3)
+                    CHECK(same_r, "%s %s %s: greedy differs from the exact reference (margin %.3g)", cpu_isa_name(isa),
+                          f->name, var, margin);
+                printf("#   %s %s %s: greedy = llama.cpp %s, = exact reference %s\n", cpu_isa_name(isa), f->name, var,
+                       same_l ? "yes" : "no", n_exact ? (same_r ? "yes" : "no") : "n/a");
             }
+            free(exact);
             free(want);
             free(got);
             free(ref);
@@ -304,6 +319,37 @@ static void test_splits_and_threads_change_no_bit(void)
     }
 }
 
+/* Past one chunk of attention positions (256): a decoded token's chunks
+ * run on different threads and merge in a step of their own, the same bits
+ * as a prompt's (token, head) done in one go; the F32 file within f32
+ * rounding of the reference backend there too. */
+static void test_long_context_decode_equals_prompt(void)
+{
+    const fixture_model *f = &fx[0];
+    model m;
+    if (!n_fx || load(f, "f32", &m) < 0)
+        return;
+    enum { N = 600 };
+    int32_t tok[N];
+    for (uint32_t i = 0; i < N; i++)
+        tok[i] = (int32_t)((i * 7919u + 13u) % m.cfg.n_vocab);
+    uint32_t V = m.cfg.n_vocab;
+    size_t bytes = (uint64_t)N * V * 4;
+    float *one = run_logits(&m, tok, N, KV_F16, 2, N);
+    float *each = run_logits(&m, tok, N, KV_F16, 3, 1);
+    float *ref = run_logits_be(&ref_engine_backend, &m, tok, N, KV_F16, 0, N);
+    CHECK(one && each && memcmp(one, each, bytes) == 0, "token by token (chunks merged) differs from one call");
+    if (one && ref) {
+        diff d = compare(one, ref, N, V);
+        CHECK(d.rel_l2 <= 1e-5 && d.argmax_agree >= N - 1, "vs the reference backend: rel-L2 %.3g, argmax %u/%u",
+              d.rel_l2, d.argmax_agree, N);
+    }
+    free(one);
+    free(each);
+    free(ref);
+    model_free(&m);
+}
+
 /* Rewind and re-evaluate gives the fresh result; last-position outputs
  * agree with the full logits; the step table has real calls per token. */
 static void test_rewind_outputs_and_stats(void)
@@ -350,7 +396,7 @@ static void test_rewind_outputs_and_stats(void)
     for (uint32_t k = 0; k < st.n_kernels; k++) {
         const engine_kernel_stat *ks = &st.kernels[k];
         CHECK(ks->us_per_token >= 0 && ks->calls_per_token >= 0, "%s: negative figures", ks->name);
-        if (strcmp(ks->name, "experts gate/up") == 0)
+        if (strcmp(ks->name, "exp gate/up") == 0)
             saw_experts = ks->calls_per_token == m.cfg.n_layer - m.cfg.n_dense_lead && ks->bytes_per_token > 0;
         if (strcmp(ks->name, "attention") == 0)
             saw_attention = ks->calls_per_token == m.cfg.n_layer;
@@ -533,6 +579,7 @@ int main(void)
     RUN(test_oracles_avx512vnni);
     RUN(test_f32_file_equals_reference_backend);
     RUN(test_splits_and_threads_change_no_bit);
+    RUN(test_long_context_decode_equals_prompt);
     RUN(test_rewind_outputs_and_stats);
     RUN(test_kv_f16_within_tolerance);
     RUN(test_legacy_kv_b_same_logits);
