@@ -7,8 +7,10 @@
 # time -- the files are 17-32 GB:
 #   - the file: glmchat mkmodel --preset glm47-flash --type F into $BENCH_DIR;
 #     for a type mkmodel cannot write (IQ4_XS until the quant types land),
-#     llama-quantize ($LLAMA_QUANTIZE) from a Q8_0 that mkmodel writes first
-#     (~4 minutes on 16 cores: give that format a call of its own);
+#     llama-quantize ($LLAMA_QUANTIZE) from a Q8_0 -- the one this run
+#     benched, when Q8_0 came earlier in $FORMATS, else one mkmodel writes
+#     first (llama-quantize takes ~4 minutes on 16 cores: give that format a
+#     call of its own);
 #   - for each thread count of $THREADS (default "16 8"):
 #       glmchat bench --backend cpu -t T -p $P -n $N (default 64 and 32;
 #       greedy decode is the figure compared: llama-bench samples nothing);
@@ -21,12 +23,14 @@
 # glmchat's per-step tables into the log.  PRESET (default glm47-flash):
 # another mkmodel preset, to try the script on a small machine.
 #
-# The call on the GPU machine (see ../shared/peer/README.md for .peer and
-# ../shared/device/README.md for carrying the build), two calls of at most
-# 540 s each:
+# The calls on the GPU machine (see ../shared/peer/README.md for .peer and
+# ../shared/device/README.md for carrying the build), each at most 540 s,
+# chained without pause (the llama.cpp build stays in /tmp while the machine
+# is held):
 #   bash .peer/build-llama-bench.sh; LLAMA_WAIT=.peer/build-llama-bench.sh FORMATS="Q4_0 Q4_K_M" \
 #       timeout 540 bash tests/bench/cpu_bench.sh
-#   FORMATS="Q8_0 IQ4_XS" timeout 540 bash tests/bench/cpu_bench.sh
+#   FORMATS=Q8_0 timeout 540 bash tests/bench/cpu_bench.sh
+#   FORMATS=IQ4_XS timeout 540 bash tests/bench/cpu_bench.sh
 # Figures only: nothing here passes or fails on speed.  Needs ~35 GB of disk
 # in $BENCH_DIR and as much memory.
 GLMCHAT=${GLMCHAT:-./glmchat}
@@ -72,9 +76,9 @@ make_file() {
     fi
     if [ -x "$LLAMA_QUANTIZE" ]; then
         echo "$1: mkmodel cannot write it ($(head -c 200 "$DIR/mk.err")); llama-quantize from Q8_0"
-        rm -f "$2" "$DIR/q8.gguf"
-        timeout "$T" $GLMCHAT mkmodel --preset "$PRESET" --type Q8_0 -o "$DIR/q8.gguf" --quiet &&
-            timeout "$T" "$LLAMA_QUANTIZE" --allow-requantize "$DIR/q8.gguf" "$2" "$1" "$(nproc)" >"$DIR/q.log" 2>&1
+        rm -f "$2"
+        [ -f "$DIR/q8.gguf" ] || timeout "$T" $GLMCHAT mkmodel --preset "$PRESET" --type Q8_0 -o "$DIR/q8.gguf" --quiet
+        timeout "$T" "$LLAMA_QUANTIZE" --allow-requantize "$DIR/q8.gguf" "$2" "$1" "$(nproc)" >"$DIR/q.log" 2>&1
         rc=$?
         rm -f "$DIR/q8.gguf"
         [ $rc = 0 ] || tail -n 3 "$DIR/q.log"
@@ -124,7 +128,12 @@ for f in $FORMATS; do
         done
         echo "$f $t ${gpp:--} ${lpp:--} ${gtg:--} ${ltg:--}$extra" >>"$SUM"
     done
-    rm -f "$m"
+    # a Q8_0 with formats still to come: kept as llama-quantize's source
+    if [ "$f" = Q8_0 ] && [ "$f" != "$(echo $FORMATS | awk '{ print $NF }')" ]; then
+        mv "$m" "$DIR/q8.gguf"
+    else
+        rm -f "$m"
+    fi
 done
 
 echo
