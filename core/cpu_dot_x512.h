@@ -245,6 +245,7 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
     act32 a;
     __m512 acc[CPU_TILE_TOK];
     __m128 accm[CPU_TILE_TOK];
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++) {
         a.q[t] = cpu_act_q(x[t]);
         a.d[t] = cpu_act_d(x[t], n);
@@ -256,6 +257,7 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
     for (; b + 2 <= nb; b += 2) {
         __m128 dw, mw = _mm_setzero_ps();
         const lv_pair lp = pair_of(levels2(f, row, b, &dw, &mw));
+        #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
             const __m512i p = pair_dot(&lp, load512(a.q[t] + 32 * b));
             const __m512 sc = spread2(_mm_mul_ps(dw, load2f(a.d[t] + b)));
@@ -267,6 +269,7 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
     if (b < nb) {
         __m128 dw, mw = _mm_setzero_ps();
         const lv_pair lp = pair_of(levels1(f, row, b, &dw, &mw));
+        #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
             const __m512i y = _mm512_castsi256_si512(load256(a.q[t] + 32 * b));
             const __m512i p = pair_dot(&lp, y);
@@ -276,6 +279,7 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
                 accm[t] = _mm_fmadd_ps(mw, _mm_load_ss(a.s[t] + b), accm[t]);
         }
     }
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++) {
         float m = 0;
         if (mins) {
@@ -291,7 +295,7 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
     for (uint64_t r = 0; r < n_rows; r++) {                                                  \
         float o_[CPU_TILE_TOK];                                                              \
         body((const char *)w + r * row_bytes, x, NT, n, o_);                                 \
-        for (int t = 0; t < NT; t++)                                                         \
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)                                                         \
             y[t][r] = accumulate ? y[t][r] + o_[t] : o_[t];                                  \
     }
 #define TILE_DISPATCH(name, body)                                                                         \
@@ -331,6 +335,7 @@ typedef struct {
 
 INL void actK_init(actK *a, const void *const *x, int nt, uint64_t n)
 {
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++) {
         a->q[t] = cpu_act_q(x[t]);
         a->d[t] = cpu_act_d(x[t], n);
@@ -346,6 +351,7 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
     actK a;
     actK_init(&a, x, nt, n);
     __m512 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++)
         acc[t] = _mm512_setzero_ps();
     const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
@@ -355,6 +361,7 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
     for (uint64_t b = 0; b < n / 256; b++) {
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[b].scales));
         __m512i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) /* - 32 * sum_j sc_j bsum_j: the levels' offset */
             isum[t] = _mm512_zextsi256_si512(
                 _mm256_sub_epi32(_mm256_setzero_si256(),
@@ -371,6 +378,7 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
             const __m512i s0 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * hf))), sc512);
             const __m512i s1 =
                 _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * hf + 4))), sc512);
+            #pragma GCC unroll 8
             for (int t = 0; t < nt; t++) {
                 const int8_t *q = a.q[t] + 256 * b + 128 * hf;
                 isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv0, load512(q)), s0);
@@ -378,9 +386,11 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
             }
         }
         const float dw = half(&w[b].d);
+        #pragma GCC unroll 8
         for (int t = 0; t < nt; t++)
             acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
     }
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++)
         out[t] = hsum16(acc[t]);
 }

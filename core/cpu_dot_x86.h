@@ -99,6 +99,7 @@ typedef struct {
 
 INL void act32_init(act32 *a, const void *const *x, int nt, uint64_t n)
 {
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++) {
         a->q[t] = cpu_act_q(x[t]);
         a->d[t] = cpu_act_d(x[t], n);
@@ -118,6 +119,7 @@ typedef struct {
  * the 8 lanes, so acc += d_w d_x * (exact integer dot). */
 INL void block32_offset(const act32 *a, int nt, uint64_t b, __m256i lv, int off, float dw, sums *acc)
 {
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++) {
         const __m256i y = load256(a->q[t] + 32 * b);
         const __m256i p = _mm256_sub_epi32(dot_u8s8(lv, y), _mm256_set1_epi32(off / 8 * a->sum[t][b]));
@@ -129,6 +131,7 @@ INL void block32_offset(const act32 *a, int nt, uint64_t b, __m256i lv, int off,
  * c += m s for block b of every token. */
 INL void block32_min(const act32 *a, int nt, uint64_t b, __m256i lv, float dw, float m, sums *acc)
 {
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++) {
         const __m256i y = load256(a->q[t] + 32 * b);
         const __m256 p = _mm256_cvtepi32_ps(dot_u8s8(lv, y));
@@ -141,6 +144,7 @@ INL void block32_min(const act32 *a, int nt, uint64_t b, __m256i lv, float dw, f
 INL void block32_signed(const act32 *a, int nt, uint64_t b, __m256i lv, float dw, sums *acc)
 {
     const __m256i au = _mm256_sign_epi8(lv, lv);
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++) {
         const __m256i y = _mm256_sign_epi8(load256(a->q[t] + 32 * b), lv);
         const __m256 p = _mm256_cvtepi32_ps(dot_u8s8(au, y));
@@ -150,6 +154,7 @@ INL void block32_signed(const act32 *a, int nt, uint64_t b, __m256i lv, float dw
 
 INL void sums_zero(sums *s, int nt)
 {
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++) {
         s->v[t] = _mm256_setzero_ps();
         s->c[t] = 0;
@@ -159,6 +164,7 @@ INL void sums_zero(sums *s, int nt)
 /* out[t] = hsum(v) + c over both sets. */
 INL void sums_out(const sums *s0, const sums *s1, int nt, float *out)
 {
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++)
         out[t] = hsum8(_mm256_add_ps(s0->v[t], s1->v[t])) + (s0->c[t] + s1->c[t]);
 }
@@ -170,7 +176,7 @@ INL void sums_out(const sums *s0, const sums *s1, int nt, float *out)
     for (uint64_t r = 0; r < n_rows; r++) {                                                  \
         float o_[CPU_TILE_TOK];                                                              \
         fn_nt((const char *)w + r * row_bytes, x, NT, n, o_);                                \
-        for (int t = 0; t < NT; t++)                                                         \
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)                                                         \
             y[t][r] = accumulate ? y[t][r] + o_[t] : o_[t];                                  \
     }
 #define TILE_DISPATCH(name, fn_nt)                                                                        \
@@ -297,6 +303,7 @@ typedef struct {
 
 INL void actK_init(actK *a, const void *const *x, int nt, uint64_t n)
 {
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++) {
         a->q[t] = cpu_act_q(x[t]);
         a->d[t] = cpu_act_d(x[t], n);
@@ -333,6 +340,7 @@ INL void kq_nt(const void *row, int five, const void *const *x, int nt, uint64_t
     actK_init(&a, x, nt, n);
     __m256 acc[CPU_TILE_TOK];
     __m128 accm[CPU_TILE_TOK];
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++) {
         acc[t] = _mm256_setzero_ps();
         accm[t] = _mm_setzero_ps();
@@ -345,6 +353,7 @@ INL void kq_nt(const void *row, int five, const void *const *x, int nt, uint64_t
         const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm + 8)));
         const float dw = half(five ? &w5->d : &w4->d), dmw = half(five ? &w5->dmin : &w4->dmin);
         __m256i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
         for (int t = 0; t < nt; t++)
             isum[t] = _mm256_setzero_si256();
         for (int p = 0; p < 4; p++) {
@@ -354,6 +363,7 @@ INL void kq_nt(const void *row, int five, const void *const *x, int nt, uint64_t
             else
                 q4k_levels(w4, p, &lo, &hi);
             const __m256i s_lo = _mm256_set1_epi16(sm[2 * p]), s_hi = _mm256_set1_epi16(sm[2 * p + 1]);
+            #pragma GCC unroll 8
             for (int t = 0; t < nt; t++) {
                 const int8_t *q = a.q[t] + 256 * b + 64 * p;
                 const __m256i pl = _mm256_madd_epi16(s_lo, _mm256_maddubs_epi16(lo, load256(q)));
@@ -361,6 +371,7 @@ INL void kq_nt(const void *row, int five, const void *const *x, int nt, uint64_t
                 isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(pl, ph));
             }
         }
+        #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
             const float dx = a.d[t][b];
             const __m256i bs = load256(a.bs[t] + 16 * b);
@@ -370,6 +381,7 @@ INL void kq_nt(const void *row, int five, const void *const *x, int nt, uint64_t
             accm[t] = _mm_fmadd_ps(_mm_set1_ps(dx * dmw), _mm_cvtepi32_ps(pm), accm[t]);
         }
     }
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++)
         out[t] = hsum8(acc[t]) - hsum4(accm[t]);
 }
@@ -394,6 +406,7 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
     actK a;
     actK_init(&a, x, nt, n);
     __m256 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++)
         acc[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
@@ -401,6 +414,7 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
         const int8_t *sc = w[b].scales;
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
         __m256i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) /* - 32 * sum_j sc_j bsum_j */
             isum[t] = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(a.bs[t] + 16 * b)), 5);
         for (int h = 0; h < 2; h++) {
@@ -417,6 +431,7 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
             for (int g = 0; g < 4; g++) {
                 const int k = 8 * h + 2 * g; /* the scales of the group's two sub-blocks */
                 const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[k + 1]), _mm_set1_epi16(sc[k]));
+                #pragma GCC unroll 8
                 for (int t = 0; t < nt; t++) {
                     const __m256i y = load256(a.q[t] + 256 * b + 128 * h + 32 * g);
                     isum[t] = _mm256_sub_epi32(isum[t], _mm256_madd_epi16(s, _mm256_maddubs_epi16(lv[g], y)));
@@ -424,9 +439,11 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
             }
         }
         const float dw = half(&w[b].d);
+        #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) /* isum holds -(sum): hence the minus */
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
     }
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++)
         out[t] = hsum8(acc[t]);
 }
@@ -441,11 +458,13 @@ INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, fl
     actK a;
     actK_init(&a, x, nt, n);
     __m256 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++)
         acc[t] = _mm256_setzero_ps();
     const __m128i table = _mm_loadu_si128((const __m128i *)cpu_iq4_levels), m4 = _mm_set1_epi8(0x0F);
     for (uint64_t b = 0; b < n / 256; b++) {
         __m256i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
         for (int t = 0; t < nt; t++)
             isum[t] = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
@@ -454,15 +473,18 @@ INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, fl
                                                 _mm_shuffle_epi8(table, _mm_and_si128(raw, m4)));
             const __m256i au = _mm256_sign_epi8(lv, lv);
             const __m256i ls = _mm256_set1_epi16((short)(cpu_iq4_xs_scale(&w[b], ib) - 32));
+            #pragma GCC unroll 8
             for (int t = 0; t < nt; t++) {
                 const __m256i y = _mm256_sign_epi8(load256(a.q[t] + 256 * b + 32 * ib), lv);
                 isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(au, y), ls));
             }
         }
         const float dw = half(&w[b].d);
+        #pragma GCC unroll 8
         for (int t = 0; t < nt; t++)
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
     }
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++)
         out[t] = hsum8(acc[t]);
 }
@@ -500,17 +522,20 @@ INL void float_nt(int kind, const void *row, const void *const *x, int nt, uint6
     const uint8_t *w = row;
     const int es = kind == 0 ? 4 : 2;
     __m256 a0[CPU_TILE_TOK], a1[CPU_TILE_TOK];
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++)
         a0[t] = a1[t] = _mm256_setzero_ps();
     uint64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const __m256 w0 = load8w(kind, w + es * i), w1 = load8w(kind, w + es * (i + 8));
+        #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
             const float *xt = (const float *)x[t] + i;
             a0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xt), a0[t]);
             a1[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xt + 8), a1[t]);
         }
     }
+    #pragma GCC unroll 8
     for (int t = 0; t < nt; t++) {
         float tail = 0;
         for (uint64_t j = i; j < n; j++)
