@@ -306,7 +306,11 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
         case 1: ROWS_NT(body, 1) break;                                                                   \
         case 2: ROWS_NT(body, 2) break;                                                                   \
         case 3: ROWS_NT(body, 3) break;                                                                   \
-        default: ROWS_NT(body, 4) break;                                                                  \
+        case 4: ROWS_NT(body, 4) break;                                                                   \
+        case 5: ROWS_NT(body, 5) break;                                                                   \
+        case 6: ROWS_NT(body, 6) break;                                                                   \
+        case 7: ROWS_NT(body, 7) break;                                                                   \
+        default: ROWS_NT(body, 8) break;                                                                  \
         }                                                                                                 \
     }
 

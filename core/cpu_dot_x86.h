@@ -179,6 +179,16 @@ INL void sums_out(const sums *s0, const sums *s1, int nt, float *out)
         _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)                                                         \
             y[t][r] = accumulate ? y[t][r] + o_[t] : o_[t];                                  \
     }
+/* More than 4 tokens: two passes over the row (4, then the rest), the
+ * second from the L1 cache -- 16 registers hold the sums of 4 tokens, not 8. */
+#define ROWS_NT_SPLIT(fn_nt, NT2)                                                            \
+    for (uint64_t r = 0; r < n_rows; r++) {                                                  \
+        float o_[CPU_TILE_TOK];                                                              \
+        fn_nt((const char *)w + r * row_bytes, x, 4, n, o_);                                 \
+        fn_nt((const char *)w + r * row_bytes, x + 4, NT2, n, o_ + 4);                       \
+        _Pragma("GCC unroll 8") for (int t = 0; t < 4 + NT2; t++)                            \
+            y[t][r] = accumulate ? y[t][r] + o_[t] : o_[t];                                  \
+    }
 #define TILE_DISPATCH(name, fn_nt)                                                                        \
     TGT static void name(const void *w, uint64_t row_bytes, uint64_t n_rows, const void *const *x, int nt, \
                          uint64_t n, float *const *y, bool accumulate)                                     \
@@ -187,7 +197,11 @@ INL void sums_out(const sums *s0, const sums *s1, int nt, float *out)
         case 1: ROWS_NT(fn_nt, 1) break;                                                                  \
         case 2: ROWS_NT(fn_nt, 2) break;                                                                  \
         case 3: ROWS_NT(fn_nt, 3) break;                                                                  \
-        default: ROWS_NT(fn_nt, 4) break;                                                                 \
+        case 4: ROWS_NT(fn_nt, 4) break;                                                                  \
+        case 5: ROWS_NT_SPLIT(fn_nt, 1) break;                                                            \
+        case 6: ROWS_NT_SPLIT(fn_nt, 2) break;                                                            \
+        case 7: ROWS_NT_SPLIT(fn_nt, 3) break;                                                            \
+        default: ROWS_NT_SPLIT(fn_nt, 4) break;                                                           \
         }                                                                                                 \
     }
 

@@ -39,7 +39,7 @@
 #include "error.h"
 #include "quant.h"
 
-#define CPU_TILE_TOK 4
+#define CPU_TILE_TOK 8
 
 typedef enum {
     CPU_ISA_PORTABLE = 0,

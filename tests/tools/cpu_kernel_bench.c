@@ -86,7 +86,7 @@ int main(int argc, char **argv)
     if (n == 0 || n % 256 || mib <= 0)
         return usage();
     static const uint32_t all[] = {QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_F16, QT_BF16, QT_F32};
-    float sink[64] = {0}; /* 16 rows x 4 tokens of outputs */
+    float sink[16 * CPU_TILE_TOK] = {0}; /* 16 rows x the tile of outputs */
     printf("%-10s %-6s %9s %9s %10s\n", "set", "type", "mv GB/s", "mv ns/row", "mm GMAC/s");
     for (int s = 0; s < CPU_ISA_COUNT; s++) {
         const cpu_kernels *k = cpu_kernels_get((cpu_isa)s);
