@@ -16,8 +16,9 @@
 
 #include "vk.h"
 
-/* The fast CPU backend's weight streaming per core, GB/s (2-core x86-64,
- * demo and mid-size models, glmchat bench: see README "Speed"). */
+/* The fast CPU backend's weight streaming per core, GB/s (a 2-core x86-64:
+ * 10.8 on one core for a mid-size Q4_0 model, README "CPU speed"; half of
+ * that, for cores that share memory bandwidth). */
 #define CPU_GBS_PER_CORE 5.0
 
 typedef struct {

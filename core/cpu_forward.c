@@ -591,13 +591,17 @@ typedef struct {
 static void populate_slice(void *arg, int tid, int nth)
 {
     const populate_job *j = arg;
-    const uint64_t page = 4096, per = (j->len / page + (uint64_t)nth - 1) / (uint64_t)nth * page;
+    const uint64_t page = 4096, per = (j->len / (uint64_t)nth + page - 1) / page * page;
     const uint64_t a = (uint64_t)tid * per, b = a + per < j->len ? a + per : j->len;
     if (a >= b)
         return;
-    if (madvise((void *)(j->start + a), b - a, MADV_POPULATE_READ) == 0)
+    /* madvise wants a page-aligned start: the slice's page, which a mapping
+     * of the file always holds; where it fails (kernels before 5.14, memory
+     * that is no mapping of ours), a read of a byte of every page of the
+     * slice itself */
+    const uintptr_t first = (uintptr_t)(j->start + a), aligned = first / page * page;
+    if (madvise((void *)aligned, (uintptr_t)(j->start + b) - aligned, MADV_POPULATE_READ) == 0)
         return;
-    /* older kernels (before 5.14): read a byte of every page */
     volatile uint8_t sink = 0;
     for (uint64_t o = a; o < b; o += page)
         sink ^= j->start[o];
@@ -607,12 +611,11 @@ static void populate_slice(void *arg, int tid, int nth)
 static void populate_weights(cf_state *s)
 {
     const gguf_ctx *g = s->m->gguf;
-    const uint64_t page = 4096;
-    uintptr_t from = (uintptr_t)gguf_file_data(g) + gguf_data_offset(g), to = (uintptr_t)gguf_file_data(g) + gguf_file_size(g);
-    from = from / page * page;
-    if (!gguf_file_data(g) || to <= from)
+    const uint8_t *base = gguf_file_data(g);
+    const uint64_t off = gguf_data_offset(g), size = gguf_file_size(g);
+    if (!base || size <= off)
         return;
-    populate_job j = {(const uint8_t *)from, to - from};
+    populate_job j = {base + off, size - off};
     cpu_pool_run(s->pool, populate_slice, &j);
 }
 
