@@ -296,8 +296,8 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
         chat_model_close(cm);
         return -1;
     }
-    if (!strcmp(a->s.backend, "auto") && cm->be != &ref_engine_backend)
-        cm->fallback = &ref_engine_backend;
+    if (!strcmp(a->s.backend, "auto") && cm->be != &cpu_engine_backend)
+        cm->fallback = &cpu_engine_backend;
     cm->tok = tok_load(cm->m.gguf, err);
     if (!cm->tok) {
         chat_model_close(cm);

@@ -30,8 +30,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backends.h"
+#include "cpu_engine.h"
+#include "cpu_kernels.h"
 #include "chat_template.h"
 #include "cli_common.h"
 #include "commands.h"
@@ -175,7 +178,10 @@ static int cmp_time(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static void print_table(engine_stats st, double roof_bytes, const char *per)
+/* The per-kernel (per-step, on the CPU backend) table; `per` "token" or
+ * "batch", `cpu`: the CPU backend's wording (steps end in barriers, the
+ * time is thread 0's clock). */
+static void print_table(engine_stats st, double roof_bytes, const char *per, bool cpu)
 {
     if (!st.n_kernels) {
         printf("  (no per-kernel timings from this backend)\n");
@@ -196,7 +202,11 @@ static void print_table(engine_stats st, double roof_bytes, const char *per)
     }
     printf("  %-16s %9s %10.1f %7.1f%% %10.2f %8.0f\n", "sum", "", total, 100.0, bytes / 1e6,
            total > 0 ? bytes / (total * 1e3) : 0);
-    if (per[0] == 't')
+    if (cpu)
+        printf("  CPU time of a %s: %.1f us (per token); %u steps (barriers) per token; bytes %.3f GB/token%s%.3f%s\n",
+               per, st.us_per_token_measured, st.dispatches_per_token, bytes / 1e9,
+               per[0] == 't' ? " (the file's active weights: " : "", roof_bytes / 1e9, per[0] == 't' ? " GB)" : "");
+    else if (per[0] == 't')
         printf("  GPU time of a timed token: %.1f us; %u dependent dispatches per token; bytes %.3f GB/token "
                "(the file's active weights: %.3f GB)\n",
                st.us_per_token_measured, st.dispatches_per_token, bytes / 1e9, roof_bytes / 1e9);
@@ -209,7 +219,7 @@ static void print_profile(engine *e, double roof_bytes)
 {
     engine_stats st;
     engine_get_stats(e, &st);
-    print_table(st, roof_bytes, "token");
+    print_table(st, roof_bytes, "token", e->be == &cpu_engine_backend);
 }
 
 /* The Vulkan core: distinct experts per layer for a 64-token prompt of
@@ -473,7 +483,13 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
             printf("  prompt batch with every dispatch timed: %.1f ms\n", s * 1e3);
             engine_stats st;
             vk_engine_prefill_stats(e->impl, &st);
-            print_table(st, 0, "batch");
+            print_table(st, 0, "batch", false);
+        }
+        if (b->profile && e->be == &cpu_engine_backend) { /* every step is timed: the prompt's own steps */
+            engine_stats st;
+            cpu_engine_prompt_stats(e->impl, &st);
+            printf("  the prompt's steps (every step timed; per prompt token):\n");
+            print_table(st, 0, "token", true);
         }
     }
     engine_set_chunk_seconds(e, DECODER_CHUNK_S); /* the chat's again */
@@ -483,6 +499,8 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         double chat, greedy;
         if (vk)
             vk_engine_set_profile(e->impl, PROFILE_SAMPLED); /* the chat's */
+        if (e->be == &cpu_engine_backend)
+            cpu_engine_reset_profile(e->impl); /* this depth's table */
         if (chat_decode(dec, D, b->n, &cs->sampling, &chat, err) || chat_decode(dec, D, b->n, &cs->greedy, &greedy, err))
             return -1;
         if (D == 0 || tg0 == 0)
@@ -496,6 +514,10 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         printf("\n");
         if (drafts && spec_lines(dec, D, b->n, cs, err))
             return -1;
+        if (b->profile && e->be == &cpu_engine_backend) { /* every step is timed, always: the chat's tokens */
+            printf("  the decoded tokens' steps (both runs above):\n");
+            print_profile(e, (double)cen.active_bytes);
+        }
         if (!vk || !b->profile)
             continue;
         engine_rewind(e, 0);
@@ -640,13 +662,52 @@ usage_err:
 
 /* ---- devices ------------------------------------------------------------------------ */
 
+/* What `--backend auto` takes, and why: for MODEL when given (the estimate
+ * of backends.h), else the rule. */
+static void print_auto_choice(const char *model_path, bool have_device, const vk_device_info *best)
+{
+    err_t err;
+    const cpu_kernels *k = cpu_kernels_best(&err);
+    char cpu[128];
+    snprintf(cpu, sizeof cpu, "the CPU backend (%s kernels, %ld threads)", k ? k->name : "no usable",
+             sysconf(_SC_NPROCESSORS_ONLN));
+    if (model_path) {
+        model m;
+        char why[512];
+        if (model_load_ex(&m, model_path, MODEL_LOAD_NO_CONVERT, &err) < 0) {
+            printf("auto: cannot weigh %s: %s\n", model_path, err.msg);
+            return;
+        }
+        if (app_choose_backend("auto", &m, why, sizeof why, &err))
+            printf("auto, for %s: %s\n", model_path, why);
+        else
+            printf("auto: %s\n", err.msg);
+        model_free(&m);
+        return;
+    }
+    if (!have_device)
+        printf("auto: %s -- no usable Vulkan device\n", cpu);
+    else if (strcmp(best->kind, "cpu") != 0)
+        printf("auto: Vulkan on %s (a %s GPU)\n", best->name, best->kind);
+    else
+        printf("auto: whichever of %s and Vulkan on %s (which runs on the CPU) an estimate for the model says is "
+               "faster (`glmchat devices -m MODEL` shows the choice)\n",
+               cpu, best->name);
+}
+
 int cmd_devices(int argc, char **argv)
 {
+    const char *model_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("usage: glmchat devices\nLists the Vulkan devices (the index is what --device takes) and "
-                   "whether each can run glmchat.\n");
+            printf("usage: glmchat devices [-m MODEL]\nLists the Vulkan devices (the index is what --device takes), "
+                   "whether each can run glmchat,\nand which backend --backend auto takes (for MODEL: the faster "
+                   "one for it) and why.\n");
             return 0;
+        }
+        if ((strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0) && i + 1 < argc) {
+            model_path = argv[++i];
+            continue;
         }
         fprintf(stderr, "glmchat: devices: unknown option '%s'\n(see `glmchat devices --help`)\n", argv[i]);
         return 2;
@@ -656,10 +717,12 @@ int cmd_devices(int argc, char **argv)
     int best;
     err_t err;
     if (vk_list_devices(d, &n, &best, &err)) {
+        print_auto_choice(model_path, false, NULL);
         fprintf(stderr, "glmchat: %s\n", err.msg);
         return 1;
     }
     if (n == 0) {
+        print_auto_choice(model_path, false, NULL);
         fprintf(stderr, "glmchat: no Vulkan device found (install a driver, e.g. mesa-vulkan-drivers)\n");
         return 1;
     }
@@ -673,6 +736,7 @@ int cmd_devices(int argc, char **argv)
         if (!v->usable)
             printf("   unusable: lacks %s\n", v->missing);
     }
+    print_auto_choice(model_path, best >= 0, best >= 0 ? &d[best] : NULL);
     if (best < 0) {
         fprintf(stderr, "glmchat: no Vulkan device can run glmchat\n");
         return 1;

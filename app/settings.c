@@ -204,7 +204,7 @@ static int set_key(settings *s, const char *key, const char *v, err_t *err)
     /* Names are checked here, so a bad one is a usage error on the command
      * line (status 2) and FILE:LINE in the settings file. */
     if (!strcmp(key, "backend")) {
-        if (strcmp(v, "cpu") && strcmp(v, "vulkan") && strcmp(v, "auto"))
+        if (strcmp(v, "cpu") && strcmp(v, "ref") && strcmp(v, "vulkan") && strcmp(v, "auto"))
             return err_set(err, "unknown backend '%s' (choose from: %s)", v, APP_BACKEND_NAMES);
         return copy_str(key, v, s->backend, sizeof s->backend, err);
     }

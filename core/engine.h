@@ -278,7 +278,10 @@ int engine_verify(engine *e, const int32_t *tokens, const engine_verify_req *req
 int engine_spec_step(engine *e, sampler *smp, int32_t last, uint32_t k, const int32_t *forced, int32_t *out,
                      uint32_t *n_out, err_t *err);
 
-/* The CPU reference backend (core/ref_engine.c). */
+/* The CPU reference backend (core/ref_engine.c): the oracle ("ref"). */
 extern const engine_backend ref_engine_backend;
+/* The fast CPU backend (core/cpu_engine.c): 8-bit activations, integer
+ * kernels ("cpu"). */
+extern const engine_backend cpu_engine_backend;
 
 #endif

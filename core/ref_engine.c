@@ -1,5 +1,5 @@
 /* ref_engine.c: the CPU reference forward pass as an engine backend
- * ("cpu"): logits, the top candidates and logsumexp of the last position,
+ * ("ref"): logits, the top candidates and logsumexp of the last position,
  * a per-stage timing table for the side pane, and drafting with the NextN
  * block (the reference of engine.h's draft and verify). */
 #include <math.h>
@@ -267,7 +267,7 @@ static const char *ref_describe(void *impl)
 }
 
 const engine_backend ref_engine_backend = {
-    .name = "cpu",
+    .name = "ref",
     .create = ref_create,
     .destroy = ref_destroy,
     .eval = ref_eval,

@@ -130,12 +130,12 @@ for dir in "$ROOT"/*/; do
     else
         fail "vulkan $name: a tagged-word poll that gives up" "$(head -c 300 "$TMP/err")"
     fi
-    # Vulkan and CPU agree on the F32 file to float rounding
-    if $GLMCHAT logits -m "$f32" --backend cpu --tokens "$tokens" -o "$TMP/cpu.bin" 2>"$TMP/err" &&
+    # Vulkan and the CPU reference agree on the F32 file to float rounding
+    if $GLMCHAT logits -m "$f32" --backend ref --tokens "$tokens" -o "$TMP/cpu.bin" 2>"$TMP/err" &&
         out=$($CMP --vocab "$vocab" --max-rel-l2 1e-5 --min-argmax "$n_tok" "$TMP/$name.f32.bin" "$TMP/cpu.bin"); then
-        ok "vulkan $name: = cpu backend ($out)"
+        ok "vulkan $name: = cpu reference ($out)"
     else
-        fail "vulkan $name: = cpu backend" "${out:-$(head -c 300 "$TMP/err")}"
+        fail "vulkan $name: = cpu reference" "${out:-$(head -c 300 "$TMP/err")}"
     fi
 done
 
