@@ -6,7 +6,7 @@
 # `bench` prints its drafting lines with every forced draft kept.
 . tests/lib.sh
 
-BACKEND=${GLMCHAT_TEST_BACKEND:-cpu}
+BACKEND=${GLMCHAT_TEST_BACKEND:-ref} # the backends that draft: ref (vulkan to come)
 export XDG_CONFIG_HOME="$TMP/config" XDG_DATA_HOME="$TMP/data" XDG_STATE_HOME="$TMP/state"
 unset GLMCHAT_MODEL
 MODEL="$TMP/nextn.gguf"
