@@ -190,7 +190,7 @@ uint32_t vk_attn_part_heads(const vk_attn_geom *g)
     return g->fd ? 16 * g->fd_mt * g->fd_hg : g->n_head;
 }
 
-bool vk_attn_deps(const vk_kb *k, const vk_attn_args *a)
+bool vk_attn_deps(const vk_attn_args *a)
 {
     return a->g->fd && !a->prefill;
 }
