@@ -269,17 +269,20 @@ static void set_ends(plan *p, uint32_t s, uint32_t i)
         vk_node_wait_early(n, &p->st[p->early[i]].word, p->st[p->early[i]].groups);
 }
 
-/* The listing's line after a call: what it waits for, signals, polls. */
+/* The listing's line after a call: what its arguments say it waits for,
+ * signals, polls. */
 static void annotate(const plan *p, uint32_t i, FILE *f)
 {
     vk_node *n = &p->g->nodes[i];
     const vk_dep *d = vk_node_dep(n);
-    if (!d || !(d->signal || d->wait || d->ll_in || d->ll_out || p->early[i] >= 0))
+    const vk_moe_down_args *md = n->k.op == VK_OP_MOE_DOWN ? &n->k.a.moe_down : NULL;
+    bool early = md && md->ids_wait;
+    if (!d || !(d->signal || d->wait || d->ll_in || d->ll_out || early))
         return;
     fprintf(f, "    #");
-    if (p->early[i] >= 0)
-        fprintf(f, " waits for word %u (%u workgroups) before its early reads;", p->st[p->early[i]].word.off,
-                p->st[p->early[i]].groups);
+    if (early)
+        fprintf(f, " waits for word %u to reach %u workgroups a token before its early reads;", md->ids_wait->off,
+                md->ids_wait_n);
     if (d->wait && d->wait_n)
         fprintf(f, " waits for word %u to reach %u workgroups a token;", d->wait->off, d->wait_n);
     else if (d->wait)
