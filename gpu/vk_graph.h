@@ -26,12 +26,6 @@
 #include "vk_kernels.h"
 #include "vk_sample.h"
 
-#define TRY(x)               \
-    do {                     \
-        if ((x) < 0)         \
-            return -1;       \
-    } while (0)
-
 /* An f32 operand: buffer b from float `off` on. */
 static inline vk_vec V(vk_buf b, uint32_t off)
 {
