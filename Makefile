@@ -56,7 +56,9 @@ APP_OBJ += $(BUILD)/gen/demo_model.o
 APP_LIB_OBJ := $(filter-out $(BUILD)/app/main.o,$(APP_OBJ))
 SPV := $(SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
 # the kernels that read or write decode's tagged qkv and q (shaders/dep_flag.glsl "LL"),
-# built a second time with -DLL as <name>_ll
+# built a second time with -DLL as <name>_ll: one build with LL behind a specialization
+# constant would hand the driver `coherent volatile` views of the plain kernels' buffers
+# too, a form run 30 measured 1.2-3 % slower with LL off (gpu/perf/runs: 30, 32, 34)
 LL_SHADERS := mv_xs kv_store
 SPV += $(LL_SHADERS:%=$(BUILD)/spv/%_ll.spv)
 SPV_BENCH := $(BENCH_SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)

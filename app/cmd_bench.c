@@ -2,7 +2,7 @@
  * profile) and `glmchat devices` (the Vulkan devices).
  *
  *   glmchat bench -m MODEL [-p 512] [-n 128] [--depth 0,4096] [--profile] [--routing]
- *                 [--tune KEY=VALUE ...]
+ *                 [--plan] [--tune KEY=VALUE ...]
  *
  * Loads the model the way the chat does -- a decoder (core/decoder.h) owns
  * the engine on its thread, the sampled profiler on -- warms up, then
@@ -21,7 +21,10 @@
  * draft is kept: the ceiling of the mechanics.  --routing
  * reports how many distinct experts each MoE layer used: on the Vulkan core
  * for a 64-token prompt of random ids, on the CPU reference for an English
- * prompt, with the top experts' shares of the router's choices.  --tune overrides a field of the Vulkan core's tuning table for an
+ * prompt, with the top experts' shares of the router's choices.  --plan
+ * prints the backend's recorded programs, every dispatch and what joins it
+ * to the next, instead of measuring.  The backend's optional entries
+ * (core/engine.h) do the backend's part.  --tune overrides a field of the Vulkan core's tuning table for an
  * A/B run (`--tune help` lists them; the backend line names the fields
  * changed).  Logits must stay finite throughout; a non-finite value fails
  * the run. */
@@ -48,7 +51,7 @@
 typedef struct {
     uint32_t p, n, reps;
     uint32_t depth[MAX_DEPTHS], n_depth;
-    bool profile, routing, no_draft;
+    bool profile, routing, no_draft, plan;
 } bench_opts;
 
 static double now_s(void)
@@ -60,7 +63,7 @@ static double now_s(void)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: glmchat bench -m MODEL [-p 512] [-n 128] [--depth D[,D...]] [--profile] [--routing]\n"
+    fprintf(f, "usage: glmchat bench -m MODEL [-p 512] [-n 128] [--depth D[,D...]] [--profile] [--routing] [--plan]\n"
                "Prefill tokens/s for a P-token prompt, decode tokens/s for N tokens after D\n"
                "tokens of context, and (--profile) where a decoded token's GPU time goes.\n\noptions:\n"
                "  -p, --prompt N       prompt tokens for the prefill figure (default 512; 0: skip)\n"
@@ -71,6 +74,7 @@ static void usage(FILE *f)
                "      --routing        per MoE layer, the distinct experts a prompt reached (Vulkan: 64\n"
                "                       random ids; CPU: an English prompt, with the top experts' shares)\n"
                "      --draft off      leave out the speculative decoding lines (NextN models)\n"
+               "      --plan           the recorded GPU programs, dispatch by dispatch (no measurement)\n"
                "      --tune help      the Vulkan tuning knobs: key, default, range, the gpu/PERF.md run\n"
                "KV cache: f16 unless --kv-type f32.  Backend: auto unless --backend.\n%s",
                cli_common_help());
@@ -232,7 +236,7 @@ static int routing_vulkan(engine *e, uint32_t n_vocab, err_t *err)
     if (prefill(e, n, n_vocab, &s, err))
         return -1;
     uint32_t distinct[1024], n_layers = 0, n_expert = 0;
-    if (vk_engine_routing(e->impl, n, distinct, 1024, &n_layers, &n_expert, err))
+    if (e->be->routing(e->impl, n, distinct, 1024, &n_layers, &n_expert, err))
         return -1;
     uint32_t lo = n_expert, sum = 0;
     printf("routing: distinct experts chosen by a %u-token prompt, per MoE layer (of %u):\n ", n, n_expert);
@@ -322,7 +326,18 @@ out:
 
 static int routing(engine *e, const model *m, uint32_t n_vocab, err_t *err)
 {
-    return e->be == &vk_engine_backend ? routing_vulkan(e, n_vocab, err) : routing_cpu(m, err);
+    return e->be->routing ? routing_vulkan(e, n_vocab, err) : routing_cpu(m, err);
+}
+
+/* --plan: the backend's recorded programs. */
+static int print_plan(decoder *dec, err_t *err)
+{
+    engine *e = decoder_engine(dec);
+    if (!e)
+        return err_set(err, "internal: the decoder's engine is busy");
+    if (!e->be->print_plan)
+        return err_set(err, "--plan needs the Vulkan backend");
+    return e->be->print_plan(e->impl, stdout, err);
 }
 
 /* The sampling of the two decode figures. */
@@ -453,7 +468,8 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
     uint32_t V = m->cfg.n_vocab;
     model_census cen;
     model_census_compute(m, &cen);
-    bool vk = e->be == &vk_engine_backend;
+    void (*set_profile)(void *, profile_mode) = e->be->set_profile;
+    bool vk = set_profile && e->be->prefill_stats; /* the per-kernel tables */
     double s;
     /* warm-up: pipelines, caches, clocks; both samplers */
     double warm;
@@ -463,7 +479,7 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
     e = decoder_engine(dec);
     engine_rewind(e, 0);
     if (vk)
-        vk_engine_set_profile(e->impl, PROFILE_OFF);
+        set_profile(e->impl, PROFILE_OFF);
     engine_set_chunk_seconds(e, 0); /* the prompt figure: whole chunks of n_batch */
     if (b->p) {
         double best = 1e30;
@@ -476,13 +492,13 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         printf("pp%u: %.1f tokens/s (%.1f ms, best of %u)\n", b->p, b->p / best, best * 1e3, b->reps);
         if (b->profile && vk) {
             engine_rewind(e, 0);
-            vk_engine_set_profile(e->impl, PROFILE_FULL);
+            set_profile(e->impl, PROFILE_FULL);
             if (prefill(e, b->p, V, &s, err))
                 return -1;
-            vk_engine_set_profile(e->impl, PROFILE_OFF);
+            set_profile(e->impl, PROFILE_OFF);
             printf("  prompt batch with every dispatch timed: %.1f ms\n", s * 1e3);
             engine_stats st;
-            vk_engine_prefill_stats(e->impl, &st);
+            e->be->prefill_stats(e->impl, &st);
             print_table(st, 0, "batch", false);
         }
         if (b->profile && e->be == &cpu_engine_backend) { /* every step is timed: the prompt's own steps */
@@ -498,7 +514,7 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         uint32_t D = b->depth[d];
         double chat, greedy;
         if (vk)
-            vk_engine_set_profile(e->impl, PROFILE_SAMPLED); /* the chat's */
+            set_profile(e->impl, PROFILE_SAMPLED); /* the chat's */
         if (e->be == &cpu_engine_backend)
             cpu_engine_reset_profile(e->impl); /* this depth's table */
         if (chat_decode(dec, D, b->n, &cs->sampling, &chat, err) || chat_decode(dec, D, b->n, &cs->greedy, &greedy, err))
@@ -523,14 +539,14 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         engine_rewind(e, 0);
         if (D && prefill(e, D, V, &s, err))
             return -1;
-        vk_engine_set_profile(e->impl, PROFILE_FULL);
+        set_profile(e->impl, PROFILE_FULL);
         uint32_t nf = 8;
         double s2;
         if (decode(e, nf, V, &s2, err))
             return -1;
         printf("  every dispatch timed: %.1f tokens/s (serialized; for the table only)\n", nf / s2);
         print_profile(e, (double)cen.active_bytes);
-        vk_engine_set_profile(e->impl, PROFILE_SAMPLED);
+        set_profile(e->impl, PROFILE_SAMPLED);
     }
     if (b->routing && routing(e, m, V, err))
         return -1;
@@ -575,6 +591,8 @@ int cmd_bench(int argc, char **argv)
             b.profile = true;
         } else if (strcmp(a, "--routing") == 0) {
             b.routing = true;
+        } else if (strcmp(a, "--plan") == 0) {
+            b.plan = true;
         } else if (strcmp(a, "--draft") == 0 && i + 1 < argc && strcmp(argv[i + 1], "off") == 0) {
             b.no_draft = true;
             i++;
@@ -643,7 +661,7 @@ int cmd_bench(int argc, char **argv)
         printf("backend: %s\nload: %.1f s; context %u tokens, prompt chunks of %u, KV cache %s\n", decoder_describe(dec),
                now_s() - t0, p.n_ctx, p.n_batch, p.kv == KV_F16 ? "f16" : "f32");
         fflush(stdout);
-        rc = run(dec, &m, &b, &cs, &err) ? 1 : 0;
+        rc = (b.plan ? print_plan(dec, &err) : run(dec, &m, &b, &cs, &err)) ? 1 : 0;
         decoder_free(dec);
     }
     tok_free(tok);

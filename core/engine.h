@@ -61,6 +61,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "error.h"
 #include "model.h"
@@ -201,6 +202,20 @@ typedef struct engine_backend {
     int (*draft)(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_draft_req *req,
                  err_t *err);
     int (*verify)(void *impl, const int32_t *tokens, uint32_t pos, const engine_verify_req *req, err_t *err);
+    /* Optional (NULL where the backend has none), for `glmchat bench`: */
+    /* The profile mode from now on (bench times the prompt untimed, then
+     * every dispatch). */
+    void (*set_profile)(void *impl, profile_mode mode);
+    /* Per-kernel figures of the last fully timed prompt batch (per batch,
+     * not per token). */
+    void (*prefill_stats)(void *impl, engine_stats *st);
+    /* After one eval of n_tokens (<= the prefill batch): per MoE layer, how
+     * many distinct experts those tokens chose. */
+    int (*routing)(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_t cap, uint32_t *n_layers,
+                   uint32_t *n_expert, err_t *err);
+    /* The recorded programs as text, every dispatch and what stands between
+     * it and the next (bench --plan). */
+    int (*print_plan)(void *impl, FILE *f, err_t *err);
 } engine_backend;
 
 #define ENGINE_CHUNK_HISTORY 8
