@@ -42,6 +42,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (strchr(line, '\n'))
         abort();
     sampler_params sp;
-    settings_to_sampler(&s, NULL, 7, &sp);
+    settings_to_sampler(&s, NULL, NULL, 7, &sp);
     return 0;
 }
