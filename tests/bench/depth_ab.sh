@@ -46,7 +46,8 @@ run_setting() {
     [ "$s" = base ] && bin=$R/$D/base/glmchat
     case $s in default | base) ;; *) tunes=$(echo "$s" | tr ',' '\n' | sed 's/^/--tune /' | tr '\n' ' ') ;; esac
     # shellcheck disable=SC2086
-    timeout "${BENCH_T:-90}" "$bin" bench -m "$M" --backend vulkan $tunes "$@" 2>&1 | tr '\r' '\n' | grep -v '^uploading'
+    # line-buffered: a bench its timeout kills still leaves what it printed
+    timeout "${BENCH_T:-90}" stdbuf -oL "$bin" bench -m "$M" --backend vulkan $tunes "$@" 2>&1 | tr '\r' '\n' | grep -v '^uploading'
 }
 # greedy tokens/s of the line "tgN @ depth D: ..."
 greedy() { sed -n "s/^tg[0-9]* @ depth $1: .*, \([0-9.]*\) greedy.*/\1/p" | head -n 1; }
