@@ -1,8 +1,9 @@
 /* cpu_engine.c: the fast CPU forward pass (cpu_forward.h) as an engine
  * backend ("cpu"): logits, the top candidates and logsumexp of the last
- * position, and the per-step table for the side pane and `bench
- * --profile` -- the single-token evals' once there are some (what a chat
- * spends its time on), the prompt's before. */
+ * position, the per-step table for the side pane and `bench --profile` --
+ * the single-token evals' once there are some (what a chat spends its time
+ * on), the prompt's before -- and drafting with the NextN block (engine.h's
+ * draft and verify, decided in spec_host.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,11 +12,13 @@
 
 #include "cpu_engine.h"
 #include "cpu_forward.h"
+#include "spec_host.h"
 
 typedef struct {
     const model *m;
     cf_state *cf;
     float *last;        /* (n_vocab) last position's logits when the caller wants no logits */
+    spec_host *spec;    /* drafting (when cf_has_nextn) */
     char description[160];
 } cpu_engine;
 
@@ -47,10 +50,11 @@ static int cpu_create(void **impl, const model *m, engine_params *p, err_t *err)
     if (!r)
         return err_set(err, "out of memory");
     r->m = m;
-    cf_params cp = {.n_ctx = p->n_ctx, .n_batch = p->n_batch, .kv_f16 = p->kv == KV_F16, .n_threads = p->n_threads};
+    cf_params cp = {.n_ctx = p->n_ctx, .n_batch = p->n_batch, .kv_f16 = p->kv == KV_F16, .n_threads = p->n_threads,
+                    .nextn = p->draft != ENGINE_DRAFT_OFF};
     r->cf = cf_new(m, &cp, err);
     r->last = malloc(m->cfg.n_vocab * sizeof(float));
-    if (!r->cf || !r->last) {
+    if (!r->cf || !r->last || (cf_has_nextn(r->cf) && !(r->spec = spec_host_new(m->cfg.n_vocab, err)))) {
         if (r->cf && !r->last)
             err_set(err, "out of memory");
         cf_free(r->cf);
@@ -59,8 +63,9 @@ static int cpu_create(void **impl, const model *m, engine_params *p, err_t *err)
         return -1;
     }
     int nt = cf_threads(r->cf);
-    snprintf(r->description, sizeof r->description, "CPU (8-bit activations, %s kernels), %d thread%s, KV %s",
-             cf_kernels(r->cf)->name, nt, nt == 1 ? "" : "s", p->kv == KV_F16 ? "f16" : "f32");
+    snprintf(r->description, sizeof r->description, "CPU (8-bit activations, %s kernels), %d thread%s, KV %s%s",
+             cf_kernels(r->cf)->name, nt, nt == 1 ? "" : "s", p->kv == KV_F16 ? "f16" : "f32",
+             r->spec ? ", NextN drafting" : "");
     *impl = r;
     return 0;
 }
@@ -70,6 +75,7 @@ static void cpu_destroy(void *impl)
     cpu_engine *r = impl;
     cf_free(r->cf);
     free(r->last);
+    spec_host_free(r->spec);
     free(r);
 }
 
@@ -186,6 +192,46 @@ static const char *cpu_describe(void *impl)
     return ((cpu_engine *)impl)->description;
 }
 
+/* ---- drafting (engine.h's draft and verify) ------------------------------------ */
+
+/* The fast forward pass as spec_host.h calls it. */
+static int fwd_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
+                          err_t *err)
+{
+    return cf_nextn_eval(fwd, tokens, n, pos, h, logits, false, err);
+}
+
+static const float *fwd_nextn_out(void *fwd)
+{
+    return cf_nextn_out(fwd);
+}
+
+/* cf_eval_verify: every position's logits, bit for bit the single-token
+ * evals' (cpu_forward.h's batch independence). */
+static int fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, err_t *err)
+{
+    return cf_eval_verify(fwd, tokens, n, pos, logits, err);
+}
+
+static const spec_host_fwd cpu_fwd = {fwd_nextn_rows, fwd_nextn_out, fwd_eval_all};
+
+static int cpu_draft(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_draft_req *req,
+                     err_t *err)
+{
+    cpu_engine *r = impl;
+    if (!r->spec)
+        return err_set(err, "this engine keeps no NextN state");
+    return spec_host_draft(r->spec, &cpu_fwd, r->cf, tokens, n, pos, req, err);
+}
+
+static int cpu_verify(void *impl, const int32_t *tokens, uint32_t pos, const engine_verify_req *req, err_t *err)
+{
+    cpu_engine *r = impl;
+    if (!r->spec)
+        return err_set(err, "this engine keeps no NextN state");
+    return spec_host_verify(r->spec, &cpu_fwd, r->cf, tokens, pos, req, err);
+}
+
 const engine_backend cpu_engine_backend = {
     .name = "cpu",
     .create = cpu_create,
@@ -193,4 +239,7 @@ const engine_backend cpu_engine_backend = {
     .eval = cpu_eval,
     .get_stats = cpu_get_stats,
     .describe = cpu_describe,
+    .draft_pays = false,
+    .draft = cpu_draft,
+    .verify = cpu_verify,
 };
