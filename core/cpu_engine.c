@@ -239,6 +239,13 @@ const engine_backend cpu_engine_backend = {
     .eval = cpu_eval,
     .get_stats = cpu_get_stats,
     .describe = cpu_describe,
+    /* A decoded token streams the weights it uses; checking k + 1 tokens at
+     * once saves the reads they share (attention, shared expert, dense
+     * block, head) but not their routed experts, which differ per token,
+     * nor the multiply-adds -- and each draft costs a NextN block and a
+     * head.  Measured (README, "CPU speed": cpu_bench --draft): even with
+     * every draft kept a step gains at most ~10 %, at real acceptance it
+     * loses, so auto does not draft here; --draft K still does. */
     .draft_pays = false,
     .draft = cpu_draft,
     .verify = cpu_verify,
