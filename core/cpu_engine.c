@@ -23,13 +23,16 @@ typedef struct {
 } cpu_engine;
 
 /* The context when none is given: the model's trained one, at most
- * ENGINE_AUTO_CTX_CAP, and a KV cache within half the memory available now
+ * ENGINE_AUTO_CTX_CAP, and a KV cache (with drafting, the NextN block's
+ * and the kept hidden states too) within half the memory available now
  * (in steps of 256 tokens). */
-static uint32_t auto_ctx(const model *m, bool kv_f16)
+static uint32_t auto_ctx(const model *m, bool kv_f16, bool nextn)
 {
     const model_config *c = &m->cfg;
     uint32_t n = c->n_ctx_train && c->n_ctx_train < ENGINE_AUTO_CTX_CAP ? c->n_ctx_train : ENGINE_AUTO_CTX_CAP;
-    double per_token = (double)c->n_layer * (c->kv_lora_rank + c->qk_rope) * (kv_f16 ? 2 : 4);
+    nextn = nextn && c->n_nextn > 0;
+    double per_token = ((double)(c->n_layer + nextn) * (c->kv_lora_rank + c->qk_rope) + (nextn ? c->n_embd : 0)) *
+                       (kv_f16 ? 2 : 4);
     long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0 && per_token > 0) {
         double fit = 0.5 * (double)pages * (double)page / per_token;
@@ -42,7 +45,7 @@ static uint32_t auto_ctx(const model *m, bool kv_f16)
 static int cpu_create(void **impl, const model *m, engine_params *p, err_t *err)
 {
     if (p->n_ctx == 0) {
-        p->n_ctx = auto_ctx(m, p->kv == KV_F16);
+        p->n_ctx = auto_ctx(m, p->kv == KV_F16, p->draft != ENGINE_DRAFT_OFF);
         if (p->n_batch > p->n_ctx)
             p->n_batch = p->n_ctx;
     }
