@@ -80,7 +80,7 @@ static void print_shape(const model *m)
     uint32_t n_moe = c->n_expert ? c->n_layer - c->n_dense_lead : 0;
     printf("blocks        %u run (%u dense + %u MoE)", c->n_layer, c->n_layer - n_moe, n_moe);
     if (c->n_nextn)
-        printf(" + %u NextN/MTP (loaded, not run)", c->n_nextn);
+        printf(" + %u NextN/MTP (run only to draft: --draft)", c->n_nextn);
     printf("\nembedding     %u\n", c->n_embd);
     printf("attention     MLA, %u heads; ", c->n_head);
     if (c->q_lora_rank)

@@ -5,7 +5,8 @@
  * ends with cf_step_end() (a barrier).  Per-token work (norms, RoPE, the
  * cache write, preparing activations) is split over threads by token;
  * matrices by rows (cpu_mm_step); attention by (token, head).  The FFN
- * half of a block is cpu_ffn.c. */
+ * half of a block is cpu_ffn.c.  The NextN block (drafting) runs as a
+ * block n_layer between its own input and head (nextn_forward()). */
 #include "cpu_state.h"
 
 #include <math.h>
@@ -20,7 +21,7 @@
 /* at most 14 characters: the side pane's column */
 static const char *const step_names[CF_ST_COUNT] = {
     "embedding", "q_a+kv_a", "q_b", "k_b absorb", "attention", "v_b", "attn out",
-    "router", "exp gate/up", "exp down", "dense gate/up", "dense down", "head",
+    "router", "exp gate/up", "exp down", "dense gate/up", "dense down", "head", "nextn in/head",
 };
 
 /* ======================================================================
@@ -357,16 +358,53 @@ static void attention_block(cf_state *s, uint32_t il, int tid, int nth)
     cf_step_end(s, tid, CF_ST_ATTN_OUT, bytes, true);
 }
 
+/* Row p of the kept hidden states, stored as the KV cache is (f32 / f16). */
+static void hidden_write(const cf_state *s, uint32_t p, const float *src)
+{
+    const uint64_t H = s->c->n_embd;
+    if (s->kv_f16) {
+        uint16_t *dst = (uint16_t *)s->hidden + (uint64_t)p * H;
+        for (uint64_t i = 0; i < H; i++)
+            dst[i] = quant_f32_to_f16(src[i]);
+    } else {
+        memcpy((float *)s->hidden + (uint64_t)p * H, src, H * sizeof(float));
+    }
+}
+
+static void hidden_read(const cf_state *s, uint32_t p, float *dst)
+{
+    const uint64_t H = s->c->n_embd;
+    if (s->kv_f16) {
+        const uint16_t *src = (const uint16_t *)s->hidden + (uint64_t)p * H;
+        for (uint64_t i = 0; i < H; i++)
+            dst[i] = quant_f16_to_f32(src[i]);
+    } else {
+        memcpy(dst, (const float *)s->hidden + (uint64_t)p * H, H * sizeof(float));
+    }
+}
+
+/* Output norm h = output_norm(x) of the rows the head reads -- of every
+ * row when the NextN block keeps them (the pairs (h_p, x_{p+1}) of its
+ * rows) -- then the states kept and the logits. */
 static void head(cf_state *s, int tid, int nth)
 {
     const model_config *c = s->c;
-    uint32_t first = s->all_logits ? 0 : s->n - 1;
-    unsigned mask = cf_kinds(s, &s->m->output, NULL, NULL, NULL);
+    const uint64_t H = c->n_embd;
+    const uint32_t first = s->all_logits ? 0 : s->n - 1;
+    unsigned mask = s->logits ? cf_kinds(s, &s->m->output, NULL, NULL, NULL) : 0;
+    if (s->hidden && first > 0) /* rows kept, not multiplied: normed only */
+        cf_norm_prepare(s, &s->xn_a, s->xn, s->x, s->output_norm, 0, first, 0, tid, nth);
     cf_norm_prepare(s, &s->xn_a, s->xn, s->x, s->output_norm, first, s->n, mask, tid, nth);
     cf_step_end(s, tid, CF_ST_HEAD, 0, false);
-    cpu_mm job = job_of(s, &s->m->output, &s->xn_a, first, s->logits, c->n_vocab, s->n - first);
-    double bytes = cpu_mm_step(s->pool, s->k, &job, 1, s->n_threads);
-    cf_step_end(s, tid, CF_ST_HEAD, bytes, true);
+    if (s->hidden)
+        for (uint32_t t = (uint32_t)tid; t < s->n; t += (uint32_t)nth)
+            hidden_write(s, s->pos + t, s->xn + t * H);
+    double bytes = 0;
+    if (s->logits) {
+        cpu_mm job = job_of(s, &s->m->output, &s->xn_a, first, s->logits, c->n_vocab, s->n - first);
+        bytes = cpu_mm_step(s->pool, s->k, &job, 1, s->n_threads);
+    }
+    cf_step_end(s, tid, CF_ST_HEAD, bytes, s->logits != NULL);
 }
 
 /* One eval: every thread, the model in order. */
@@ -378,35 +416,165 @@ static void forward(void *arg, int tid, int nth)
         attention_block(s, il, tid, nth);
         cf_ffn(s, il, tid);
     }
-    if (s->logits)
+    if (s->logits || s->hidden)
         head(s, tid, nth);
 }
 
-int cf_eval(cf_state *s, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, bool all_positions,
-            err_t *err)
+/* ======================================================================
+ * The NextN (MTP) block, for drafting (cf_has_nextn)
+ * ====================================================================== */
+
+/* x = eh_proj . [enorm(embedding of x_p) | hnorm(h_{p-1})] for each row. */
+static void nextn_input(cf_state *s, int tid, int nth)
 {
     const model_config *c = s->c;
+    const model_layer *L = &s->m->layers[c->n_layer];
+    const uint64_t H = c->n_embd;
+    const mtensor *te = L->nextn_embed_tokens.data ? &L->nextn_embed_tokens : &s->m->tok_embd;
+    unsigned mask = cf_kinds(s, &L->nextn_eh_proj, NULL, NULL, NULL);
+    for (uint32_t t = (uint32_t)tid; t < s->n; t += (uint32_t)nth) {
+        float *cat = s->nx_cat + t * 2 * H, *e = s->xn + t * H, *h = s->nx_h + t * H;
+        quant_dequant_row(te->type, (const char *)te->data + (uint64_t)s->tokens[t] * te->nb1, e, H);
+        cf_rmsnorm(cat, e, s->nx_enorm, H, c->rms_eps);
+        if (s->nx_hin)
+            memcpy(h, s->nx_hin + t * H, H * sizeof(float));
+        else if (s->pos + t == 0)
+            memset(h, 0, H * sizeof(float)); /* no position before the first: h = 0 (llama.cpp) */
+        else
+            hidden_read(s, s->pos + t - 1, h);
+        cf_rmsnorm(cat + H, h, s->nx_hnorm, H, c->rms_eps);
+        cf_prepare(s, &s->nx_cat_a, cat, t, 2 * H, 0, 2 * H, mask);
+    }
+    cf_step_end(s, tid, CF_ST_NEXTN, (double)s->n * (double)te->nb1, false);
+    cpu_mm job = job_of(s, &L->nextn_eh_proj, &s->nx_cat_a, 0, s->x, H, s->n);
+    double bytes = cpu_mm_step(s->pool, s->k, &job, 1, s->n_threads);
+    cf_step_end(s, tid, CF_ST_NEXTN, bytes, false);
+}
+
+/* out = head_norm(x) (the last row's kept for a chained step), logits =
+ * head . out. */
+static void nextn_head(cf_state *s, int tid, int nth)
+{
+    const model_config *c = s->c;
+    const model_layer *L = &s->m->layers[c->n_layer];
+    const uint64_t H = c->n_embd;
+    const mtensor *w = L->nextn_shared_head_head.data ? &L->nextn_shared_head_head : &s->m->output;
+    const uint32_t first = s->all_logits ? 0 : s->n - 1;
+    unsigned mask = s->logits ? cf_kinds(s, w, NULL, NULL, NULL) : 0;
+    cf_norm_prepare(s, &s->xn_a, s->xn, s->x, s->nx_head_norm, first, s->n, mask, tid, nth);
+    cf_step_end(s, tid, CF_ST_NEXTN, 0, false);
+    if (tid == 0)
+        memcpy(s->nx_out, s->xn + (uint64_t)(s->n - 1) * H, H * sizeof(float));
+    double bytes = 0;
+    if (s->logits) {
+        cpu_mm job = job_of(s, w, &s->xn_a, first, s->logits, c->n_vocab, s->n - first);
+        bytes = cpu_mm_step(s->pool, s->k, &job, 1, s->n_threads);
+    }
+    cf_step_end(s, tid, CF_ST_NEXTN, bytes, true);
+}
+
+/* One NextN run: every thread, the block in order. */
+static void nextn_forward(void *arg, int tid, int nth)
+{
+    cf_state *s = arg;
+    nextn_input(s, tid, nth);
+    attention_block(s, s->c->n_layer, tid, nth);
+    cf_ffn(s, s->c->n_layer, tid);
+    nextn_head(s, tid, nth);
+}
+
+/* The checks every run makes; 0 when the tokens fit at pos. */
+static int check_run(const cf_state *s, const int32_t *tokens, uint32_t n, uint32_t pos, const char *what, err_t *err)
+{
+    if (n > s->n_batch)
+        return err_set(err, "%u %s in one call, at most %u (n_batch)", n, what, s->n_batch);
+    if ((uint64_t)pos + n > s->n_ctx)
+        return err_set(err, "context full: %u + %u %s exceed the %u-token context", pos, n, what, s->n_ctx);
+    for (uint32_t t = 0; t < n; t++)
+        if (tokens[t] < 0 || (uint32_t)tokens[t] >= s->c->n_vocab)
+            return err_set(err, "token id %d is out of range (vocabulary of %u)", tokens[t], s->c->n_vocab);
+    return 0;
+}
+
+/* One pool run of fn over the current eval's fields, its time booked in
+ * s->cur (tokens: the main model's tokens it evaluates). */
+static void run_booked(cf_state *s, cpu_pool_fn fn, uint32_t tokens)
+{
+    double t0 = now_seconds();
+    s->t_step = t0;
+    cpu_pool_run(s->pool, fn, s);
+    s->cur->seconds += now_seconds() - t0;
+    if (tokens) {
+        s->cur->evals++;
+        s->cur->tokens += tokens;
+    }
+}
+
+static int eval_main(cf_state *s, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, bool all_positions,
+                     bool decode, err_t *err)
+{
     if (n == 0)
         return 0;
-    if (n > s->n_batch)
-        return err_set(err, "%u tokens in one call, at most %u (n_batch)", n, s->n_batch);
-    if ((uint64_t)pos + n > s->n_ctx)
-        return err_set(err, "context full: %u + %u tokens exceed the %u-token context", pos, n, s->n_ctx);
-    for (uint32_t t = 0; t < n; t++)
-        if (tokens[t] < 0 || (uint32_t)tokens[t] >= c->n_vocab)
-            return err_set(err, "token id %d is out of range (vocabulary of %u)", tokens[t], c->n_vocab);
+    if (check_run(s, tokens, n, pos, "tokens", err) < 0)
+        return -1;
     s->tokens = tokens;
     s->n = n;
     s->pos = pos;
     s->logits = logits;
     s->all_logits = all_positions;
-    s->cur = &s->prof[n == 1];
-    double t0 = now_seconds();
-    s->t_step = t0;
-    cpu_pool_run(s->pool, forward, s);
-    s->cur->seconds += now_seconds() - t0;
-    s->cur->evals++;
-    s->cur->tokens += n;
+    s->cur = &s->prof[decode];
+    run_booked(s, forward, n);
+    return 0;
+}
+
+int cf_eval(cf_state *s, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, bool all_positions,
+            err_t *err)
+{
+    return eval_main(s, tokens, n, pos, logits, all_positions, n == 1, err);
+}
+
+int cf_eval_verify(cf_state *s, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, err_t *err)
+{
+    return eval_main(s, tokens, n, pos, logits, true, true, err);
+}
+
+bool cf_has_nextn(const cf_state *s)
+{
+    return s->hidden != NULL;
+}
+
+int cf_nextn_eval(cf_state *s, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
+                  bool all, err_t *err)
+{
+    if (!s->hidden)
+        return err_set(err, "the model has no NextN block, or it was not enabled");
+    if (n == 0)
+        return 0;
+    if (check_run(s, tokens, n, pos, "NextN rows", err) < 0)
+        return -1;
+    s->tokens = tokens;
+    s->n = n;
+    s->pos = pos;
+    s->logits = logits;
+    s->all_logits = all;
+    s->nx_hin = h;
+    run_booked(s, nextn_forward, 0);
+    s->nx_hin = NULL;
+    return 0;
+}
+
+const float *cf_nextn_out(const cf_state *s)
+{
+    return s->nx_out;
+}
+
+int cf_hidden(const cf_state *s, uint32_t pos, float *out, err_t *err)
+{
+    if (!s->hidden)
+        return err_set(err, "no hidden states kept (no NextN block, or not enabled)");
+    if (pos >= s->n_ctx)
+        return err_set(err, "position %u is outside the %u-token context", pos, s->n_ctx);
+    hidden_read(s, pos, out);
     return 0;
 }
 
@@ -427,11 +595,11 @@ static float *vec_f32(const mtensor *t)
 static int alloc_vectors(cf_state *s, err_t *err)
 {
     const model *m = s->m;
-    s->vecs = calloc(s->c->n_layer, sizeof *s->vecs);
+    s->vecs = calloc(s->n_blocks, sizeof *s->vecs);
     if (!s->vecs)
         return err_set(err, "out of memory");
     bool ok = (s->output_norm = vec_f32(&m->output_norm)) != NULL;
-    for (uint32_t il = 0; il < s->c->n_layer && ok; il++) {
+    for (uint32_t il = 0; il < s->n_blocks && ok; il++) {
         const model_layer *L = &m->layers[il];
         cf_layer_vecs *v = &s->vecs[il];
         v->attn_norm = vec_f32(&L->attn_norm);
@@ -464,12 +632,12 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
     return a > b ? a : b;
 }
 
-/* The kinds weights of every layer's tensor named by `off` (an offset into
- * model_layer; the output head when off is -1) multiply with. */
+/* The kinds weights of every block's tensor named by `off` (an offset into
+ * model_layer) multiply with. */
 static unsigned kinds_of(const cf_state *s, long off)
 {
     unsigned mask = 0;
-    for (uint32_t il = 0; il < s->c->n_layer; il++) {
+    for (uint32_t il = 0; il < s->n_blocks; il++) {
         const mtensor *w = (const mtensor *)((const char *)&s->m->layers[il] + off);
         if (w->data)
             mask |= 1u << cpu_kernels_act(s->k, w->type);
@@ -516,7 +684,8 @@ static int alloc_activations(cf_state *s, err_t *err)
     unsigned xn_kinds = kinds_of(s, OFF(q_a)) | kinds_of(s, OFF(q)) | kinds_of(s, OFF(kv_a_mqa)) |
                         kinds_of(s, OFF(gate_inp)) | kinds_of(s, OFF(gate_exps)) | kinds_of(s, OFF(up_exps)) |
                         kinds_of(s, OFF(gate_shexp)) | kinds_of(s, OFF(up_shexp)) | kinds_of(s, OFF(ffn_gate)) |
-                        kinds_of(s, OFF(ffn_up)) | 1u << cpu_kernels_act(s->k, s->m->output.type);
+                        kinds_of(s, OFF(ffn_up)) | kinds_of(s, OFF(nextn_shared_head_head)) |
+                        1u << cpu_kernels_act(s->k, s->m->output.type);
     act_init(&s->xn_a, B, H, s->xn, H, xn_kinds, &ok);
     s->q_a = alloc_floats(B * c->q_lora_rank, &ok);
     act_init(&s->q_a_a, B, c->q_lora_rank, s->q_a, c->q_lora_rank, kinds_of(s, OFF(q_b)), &ok);
@@ -558,12 +727,12 @@ static int alloc_cache(cf_state *s, err_t *err)
 {
     const model_config *c = s->c;
     uint64_t per_layer = (uint64_t)s->n_ctx * s->kv_row * (s->kv_f16 ? 2 : 4);
-    s->kv = calloc(c->n_layer, sizeof *s->kv);
+    s->kv = calloc(s->n_blocks, sizeof *s->kv);
     if (!s->kv)
         return err_set(err, "out of memory");
-    for (uint32_t il = 0; il < c->n_layer; il++)
+    for (uint32_t il = 0; il < s->n_blocks; il++)
         if (!(s->kv[il] = malloc(per_layer)))
-            return err_set(err, "cannot allocate the KV cache: %u layers x %.1f MiB for %u tokens", c->n_layer,
+            return err_set(err, "cannot allocate the KV cache: %u layers x %.1f MiB for %u tokens", s->n_blocks,
                            (double)per_layer / 1048576.0, s->n_ctx);
     /* per thread: a chunk's scores and a chunk's weighted latents; the
      * chunks' partials of one token (a merge step's inputs) */
@@ -572,6 +741,30 @@ static int alloc_cache(cf_state *s, err_t *err)
     s->att_part = malloc(chunks * c->n_head * (c->kv_lora_rank + 2) * sizeof(float));
     if (!s->scores || !s->att_part)
         return err_set(err, "out of memory for thread scratch");
+    return 0;
+}
+
+/* The NextN block's vectors, the kept hidden states and its input rows
+ * (its cache and block vectors come with the others: n_blocks). */
+static int alloc_nextn(cf_state *s, err_t *err)
+{
+    const model_layer *L = &s->m->layers[s->c->n_layer];
+    const uint64_t H = s->c->n_embd, B = s->n_batch;
+    bool ok = true;
+    s->nx_enorm = vec_f32(&L->nextn_enorm);
+    s->nx_hnorm = vec_f32(&L->nextn_hnorm);
+    s->nx_head_norm = vec_f32(L->nextn_shared_head_norm.data ? &L->nextn_shared_head_norm : &s->m->output_norm);
+    s->nx_cat = alloc_floats(B * 2 * H, &ok);
+    act_init(&s->nx_cat_a, B, 2 * H, s->nx_cat, 2 * H, kinds_of(s, OFF(nextn_eh_proj)), &ok);
+    s->nx_h = alloc_floats(B * H, &ok);
+    s->nx_out = alloc_floats(H, &ok);
+    if (!ok || !s->nx_enorm || !s->nx_hnorm || !s->nx_head_norm)
+        return err_set(err, "out of memory for the NextN block");
+    memset(s->nx_out, 0, H * sizeof(float));
+    uint64_t bytes = (uint64_t)s->n_ctx * H * (s->kv_f16 ? 2 : 4);
+    if (!(s->hidden = malloc(bytes)))
+        return err_set(err, "cannot allocate the NextN block's hidden states: %.1f MiB for %u tokens",
+                       (double)bytes / 1048576.0, s->n_ctx);
     return 0;
 }
 
@@ -644,14 +837,18 @@ cf_state *cf_new(const model *m, const cf_params *p, err_t *err)
     s->n_batch = p->n_batch;
     s->kv_f16 = p->kv_f16;
     s->kv_row = m->cfg.kv_lora_rank + m->cfg.qk_rope;
+    const bool nextn = p->nextn && m->cfg.n_nextn > 0;
+    s->n_blocks = m->cfg.n_layer + (nextn ? 1 : 0);
     cf_profile_reset(s);
+    s->cur = &s->prof[0];
     s->pool = cpu_pool_new(p->n_threads, err);
     if (!s->pool) {
         free(s);
         return NULL;
     }
     s->n_threads = cpu_pool_size(s->pool);
-    if (alloc_vectors(s, err) < 0 || alloc_activations(s, err) < 0 || alloc_cache(s, err) < 0) {
+    if (alloc_vectors(s, err) < 0 || alloc_activations(s, err) < 0 || alloc_cache(s, err) < 0 ||
+        (nextn && alloc_nextn(s, err) < 0)) {
         cf_free(s);
         return NULL;
     }
@@ -665,7 +862,7 @@ void cf_free(cf_state *s)
         return;
     cpu_pool_free(s->pool);
     if (s->vecs) {
-        for (uint32_t il = 0; il < s->c->n_layer; il++) {
+        for (uint32_t il = 0; il < s->n_blocks; il++) {
             cf_layer_vecs *v = &s->vecs[il];
             free(v->attn_norm);
             free(v->q_a_norm);
@@ -676,16 +873,17 @@ void cf_free(cf_state *s)
         free(s->vecs);
     }
     if (s->kv) {
-        for (uint32_t il = 0; il < s->c->n_layer; il++)
+        for (uint32_t il = 0; il < s->n_blocks; il++)
             free(s->kv[il]);
         free(s->kv);
     }
-    cf_act *acts[] = {&s->xn_a, &s->q_a_a, &s->qn_a, &s->ctx_a, &s->heads_a, &s->h_a[0], &s->h_a[1]};
+    cf_act *acts[] = {&s->xn_a, &s->q_a_a, &s->qn_a, &s->ctx_a, &s->heads_a, &s->h_a[0], &s->h_a[1], &s->nx_cat_a};
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
         act_free(acts[i]);
     void *bufs[] = {s->output_norm, s->x, s->xn, s->q_a, s->q, s->kv_a, s->q_mla, s->ctx, s->heads, s->rope_cs,
                     s->router, s->sel_score, s->sel, s->sel_w, s->pair_tok, s->pair_at, s->exp_start, s->cursor,
-                    s->hg[0], s->hu[0], s->hg[1], s->hu[1], s->moe_out, s->units, s->jobs, s->scores, s->att_part};
+                    s->hg[0], s->hu[0], s->hg[1], s->hu[1], s->moe_out, s->units, s->jobs, s->scores, s->att_part,
+                    s->hidden, s->nx_cat, s->nx_h, s->nx_out, s->nx_enorm, s->nx_hnorm, s->nx_head_norm};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(s);

@@ -49,7 +49,8 @@ struct cf_state {
     uint32_t kv_row;          /* kv_lora + rope: one cached position */
     uint32_t ff_sd;           /* hidden width of the shared experts / dense FFN (the larger) */
 
-    cf_layer_vecs *vecs;      /* (n_layer) */
+    uint32_t n_blocks;        /* blocks with a cache and vectors: n_layer, + 1 with the NextN block */
+    cf_layer_vecs *vecs;      /* (n_blocks) */
     float *output_norm;       /* (n_embd) */
 
     /* activations for n_batch tokens */
@@ -81,10 +82,19 @@ struct cf_state {
     cf_ffn_unit *units;       /* (n_expert + 1) this layer's FFNs */
     uint32_t n_units;
 
-    void **kv;                /* per layer (n_ctx, kv_row), f32 or f16 */
+    void **kv;                /* per block (n_ctx, kv_row), f32 or f16 */
     float *scores;            /* (n_threads, ATT_CHUNK + kv_lora) a chunk's scores, weighted latents */
     float *att_part;          /* (chunks of n_ctx, n_head, 2 + kv_lora) one token's partials: m, l, latents */
     cpu_mm *jobs;             /* (n_threads, n_head + 4): each thread's job lists */
+
+    /* the NextN block (cf_params.nextn on a model that has it), block n_layer */
+    void *hidden;             /* (n_ctx, n_embd) f32/f16 as the cache: each position's final hidden state */
+    float *nx_cat;            /* (B, 2 n_embd) [enorm(embedding) | hnorm(h)] */
+    cf_act nx_cat_a;
+    float *nx_h;              /* (B, n_embd) the rows' h */
+    float *nx_out;            /* (n_embd) the last row's normed output of the latest NextN run */
+    float *nx_enorm, *nx_hnorm, *nx_head_norm; /* (n_embd) */
+    const float *nx_hin;      /* the current NextN run's given h rows, or NULL */
 
     /* the current eval */
     const int32_t *tokens;

@@ -687,7 +687,7 @@ static uint64_t n_elements(const gguf_tensor *t)
 /* What a decoded token reads: every tensor of the blocks that run, routed
  * experts only n_expert_used of n_expert (the three expert tensors are
  * n_expert equal slices), one row of token_embd (plus the whole table when
- * it doubles as the output head).  NextN blocks are loaded, not run. */
+ * it doubles as the output head).  NextN blocks run only to draft: not counted. */
 void model_census_add(model_census *out, const model_config *c, const gguf_tensor *t, bool tied_output)
 {
     uint64_t ne = n_elements(t);

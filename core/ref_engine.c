@@ -10,51 +10,15 @@
 
 #include "engine.h"
 #include "ref_forward.h"
-#include "sampler_spec.h"
-
-/* What drafting needs (allocated when rf_has_nextn). */
-typedef struct {
-    sampler *scratch;   /* sampler_probs / sampler_pick work space (requests carry the settings) */
-    float *logits;      /* (ENGINE_MAX_DRAFT + 1, n_vocab) NextN logits, then the verified positions' */
-    float *work;        /* (n_vocab) logits as the sampler penalises them */
-    uint32_t *q;        /* (ENGINE_MAX_DRAFT, n_vocab) the last draft call's q_i (sampler_probs) */
-    uint32_t *p;        /* (n_vocab) */
-    uint32_t n_q;       /* drafts of the last draft call */
-} ref_drafting;
+#include "spec_host.h"
 
 typedef struct {
     const model *m;
     rf_state *rf;
     float *last;        /* (n_vocab) last position's logits when the caller wants no logits */
-    ref_drafting dr;
+    spec_host *spec;    /* drafting (when rf_has_nextn) */
     char description[160];
 } ref_engine;
-
-static void drafting_free(ref_drafting *d)
-{
-    sampler_free(d->scratch);
-    free(d->logits);
-    free(d->work);
-    free(d->q);
-    free(d->p);
-    memset(d, 0, sizeof *d);
-}
-
-static int drafting_alloc(ref_drafting *d, uint32_t V, err_t *err)
-{
-    sampler_params sp;
-    sampler_params_default(&sp);
-    d->scratch = sampler_new(&sp, V);
-    d->logits = malloc((size_t)(ENGINE_MAX_DRAFT + 1) * V * sizeof *d->logits);
-    d->work = malloc((size_t)V * sizeof *d->work);
-    d->q = malloc((size_t)ENGINE_MAX_DRAFT * V * sizeof *d->q);
-    d->p = malloc((size_t)V * sizeof *d->p);
-    if (!d->scratch || !d->logits || !d->work || !d->q || !d->p) {
-        drafting_free(d);
-        return err_set(err, "out of memory for drafting (vocabulary of %u)", V);
-    }
-    return 0;
-}
 
 /* The context when none is given: the model's trained one, at most
  * ENGINE_AUTO_CTX_CAP, and a KV cache within half the memory available now
@@ -88,7 +52,7 @@ static int ref_create(void **impl, const model *m, engine_params *p, err_t *err)
                     .n_threads = p->n_threads, .nextn = p->draft != ENGINE_DRAFT_OFF};
     r->rf = rf_new(m, &rp, err);
     r->last = malloc(m->cfg.n_vocab * sizeof(float));
-    if (!r->rf || !r->last || (rf_has_nextn(r->rf) && drafting_alloc(&r->dr, m->cfg.n_vocab, err) < 0)) {
+    if (!r->rf || !r->last || (rf_has_nextn(r->rf) && !(r->spec = spec_host_new(m->cfg.n_vocab, err)))) {
         if (r->rf && !r->last)
             err_set(err, "out of memory");
         rf_free(r->rf);
@@ -108,7 +72,7 @@ static void ref_destroy(void *impl)
     ref_engine *r = impl;
     rf_free(r->rf);
     free(r->last);
-    drafting_free(&r->dr);
+    spec_host_free(r->spec);
     free(r);
 }
 
@@ -201,64 +165,40 @@ static void ref_get_stats(void *impl, engine_stats *st)
 
 /* ---- drafting (engine.h's draft and verify) ------------------------------------ */
 
-/* q_i = the draft request's distribution of the NextN logits in
- * dr->logits, and d_i drawn from it by the sampler's own draw. */
-static int32_t draw_draft(ref_drafting *d, const sampler_request *rq, uint32_t V, uint32_t *q)
+/* The reference forward pass as spec_host.h calls it. */
+static int fwd_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
+                          err_t *err)
 {
-    memcpy(d->work, d->logits, (size_t)V * sizeof *d->work);
-    sampler_probs(d->scratch, rq, d->work, q);
-    memcpy(d->work, d->logits, (size_t)V * sizeof *d->work);
-    return sampler_pick(d->scratch, rq, d->work, NULL);
+    return rf_nextn_eval(fwd, tokens, n, pos, h, logits, false, err);
 }
+
+static const float *fwd_nextn_out(void *fwd)
+{
+    return rf_nextn_out(fwd);
+}
+
+static int fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, err_t *err)
+{
+    return rf_eval(fwd, tokens, n, pos, logits, true, err);
+}
+
+static const spec_host_fwd ref_fwd = {fwd_nextn_rows, fwd_nextn_out, fwd_eval_all};
 
 static int ref_draft(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_draft_req *req,
                      err_t *err)
 {
     ref_engine *r = impl;
-    ref_drafting *d = &r->dr;
-    uint32_t V = r->m->cfg.n_vocab, k = req->k;
-    if (!rf_has_nextn(r->rf))
+    if (!r->spec)
         return err_set(err, "this engine keeps no NextN state");
-    d->n_q = 0;
-    if (rf_nextn_eval(r->rf, tokens, n, pos, NULL, k ? d->logits : NULL, false, err) < 0)
-        return -1;
-    for (uint32_t i = 0; i < k; i++) {
-        /* the next row: (the previous row's output, the draft just made) */
-        if (i > 0 && rf_nextn_eval(r->rf, &req->ids[i - 1], 1, pos + n - 1 + i, rf_nextn_out(r->rf), d->logits,
-                                   false, err) < 0)
-            return -1;
-        req->ids[i] = draw_draft(d, &req->rq[i], V, d->q + (size_t)i * V);
-    }
-    d->n_q = k;
-    return 0;
+    return spec_host_draft(r->spec, &ref_fwd, r->rf, tokens, n, pos, req, err);
 }
 
 static int ref_verify(void *impl, const int32_t *tokens, uint32_t pos, const engine_verify_req *req, err_t *err)
 {
     ref_engine *r = impl;
-    ref_drafting *d = &r->dr;
-    uint32_t V = r->m->cfg.n_vocab, k = req->k;
-    if (!rf_has_nextn(r->rf))
+    if (!r->spec)
         return err_set(err, "this engine keeps no NextN state");
-    if (req->own_drafts && d->n_q != k)
-        return err_set(err, "verify: %u drafts, the draft call made %u", k, d->n_q);
-    if (rf_eval(r->rf, tokens, k + 1, pos, d->logits, true, err) < 0)
-        return -1;
-    for (uint32_t i = 0; i < k; i++) {
-        int32_t draft = tokens[i + 1];
-        const uint32_t *q = req->own_drafts ? d->q + (size_t)i * V : NULL;
-        sampler_probs(d->scratch, &req->rq[i], d->logits + (size_t)i * V, d->p);
-        if (!sampler_spec_accept(d->p[draft], q ? q[draft] : SAMPLER_PROB_ONE, req->accept_u[i])) {
-            *req->n_accepted = i;
-            *req->token = sampler_spec_residual(d->p, q, draft, V, req->rq[i].uniform);
-            d->n_q = 0;
-            return 0;
-        }
-    }
-    *req->n_accepted = k;
-    *req->token = sampler_pick(d->scratch, &req->rq[k], d->logits + (size_t)k * V, NULL);
-    d->n_q = 0;
-    return 0;
+    return spec_host_verify(r->spec, &ref_fwd, r->rf, tokens, pos, req, err);
 }
 
 static const char *ref_describe(void *impl)

@@ -1,6 +1,9 @@
 /* test_spec.c: speculative decoding with the NextN block (engine.h's draft
  * and verify, sampler_spec.h's rule, the decoder's drafting) on tiny random
- * models made with and without a NextN block, on the CPU reference.
+ * models made with and without a NextN block, on the tiny fixtures with a
+ * NextN block added and on the demo model (whose NextN head is trained), on
+ * both CPU backends: the reference ("ref") and the fast one ("cpu"); the
+ * engine and decoder cases run once per backend (named _ref / _cpu).
  *
  *  - the acceptance rule: its thresholds, and that the output distribution
  *    it gives is P exactly (enumerated, not sampled);
@@ -35,6 +38,8 @@
 
 #include "decoder.h"
 #include "engine.h"
+#include "fixtures.h"
+#include "model_variants.h"
 #include "sampler.h"
 #include "sampler_spec.h"
 #include "synth.h"
@@ -52,6 +57,14 @@ static char tmpdir[256];
 static model mnx, mplain;    /* tiny-glm F32 with / without a NextN block */
 static model msmall;         /* a smaller one with the block (the distribution test) */
 static tokenizer *tok;
+static const engine_backend *be; /* the backend the engine and decoder cases run on */
+
+/* The fast backend on two threads (its pool's splits in play), the
+ * reference on one. */
+static int threads_of(const engine_backend *b)
+{
+    return b == &cpu_engine_backend ? 2 : 1;
+}
 
 /* tiny-glm with or without a NextN block; `small`: a smaller one still
  * (one block of width 64, 48 tokens, no tokenizer) for the thousands of
@@ -95,10 +108,10 @@ static int open_engine(engine *e, const model *m, uint32_t n_ctx, uint32_t n_bat
     engine_params_default(&p);
     p.n_ctx = n_ctx;
     p.n_batch = n_batch;
-    p.n_threads = 1;
+    p.n_threads = threads_of(be);
     p.draft = draft;
     err_t err;
-    if (engine_open(e, &ref_engine_backend, m, &p, &err) < 0) {
+    if (engine_open(e, be, m, &p, &err) < 0) {
         CHECK(0, "engine_open: %s", M(err));
         return -1;
     }
@@ -402,6 +415,97 @@ static void test_forced_drafts_all_accepted(void)
     engine_close(&e);
 }
 
+/* The fixtures with a NextN block added (as real files carry it: random
+ * weights, drafts mostly rejected, every rollback path taken) and the demo
+ * model (a trained NextN head: drafts mostly kept): greedy decoding with
+ * k = 1..3 drafts per step is token for token decoding without them; the
+ * chat's default sampling (temperature, top-p, min-p, no penalties) with
+ * drafting gives the same answer twice from one seed. */
+static void greedy_and_seeded(const char *what, const model *m, const int32_t *prompt, uint32_t np)
+{
+    enum { N = 48 };
+    engine e;
+    if (open_engine(&e, m, np + N + 8, 16, ENGINE_MAX_DRAFT) < 0)
+        return;
+    CHECK(engine_can_draft(&e), "%s: cannot draft", what);
+    sampler_params sp;
+    sampler_params_default(&sp);
+    sp.temp = 0;
+    sampler *smp = sampler_new(&sp, m->cfg.n_vocab);
+    int32_t want[N], got[N], again[N];
+    uint32_t kept, drafted;
+    if (plain_decode(&e, smp, prompt, np, N, want) == 0)
+        for (uint32_t k = 1; k <= 3; k++) {
+            int steps = spec_decode(&e, smp, prompt, np, N, k, NULL, got, &kept, &drafted);
+            CHECK(steps > 0 && memcmp(want, got, sizeof want) == 0, "%s k=%u: greedy differs from no drafting", what,
+                  k);
+            printf("# %s (%s) greedy k=%u: %d steps, %u of %u drafts kept\n", what, be->name, k, steps, kept, drafted);
+        }
+    sampler_params_default(&sp);
+    sp.seed = 1234;
+    sampler_set_params(smp, &sp);
+    for (uint32_t k = 1; k <= 3; k++) {
+        int s1 = spec_decode(&e, smp, prompt, np, N, k, NULL, got, &kept, &drafted);
+        int s2 = spec_decode(&e, smp, prompt, np, N, k, NULL, again, &kept, &drafted);
+        CHECK(s1 > 0 && s1 == s2 && memcmp(got, again, sizeof got) == 0, "%s k=%u: one seed, two sampled answers",
+              what, k);
+    }
+    sampler_free(smp);
+    engine_close(&e);
+}
+
+static void test_greedy_same_on_fixtures_and_demo(void)
+{
+    fixture_model fx[FIXTURE_MAX];
+    int n_fx = fixtures_list(fx, FIXTURE_MAX);
+    CHECK(n_fx > 0, "no fixture models under %s", FIXTURE_ROOT);
+    for (int i = 0; i < n_fx; i++) {
+        int32_t *prompt;
+        uint32_t np = json_ids(fx[i].json, "prompt.tokens", &prompt);
+        CHECK(np > 0, "%s: no prompt", fx[i].name);
+        for (int v = 0; v < fx[i].n_variants && np; v++) {
+            char src[512], out[512], what[96];
+            err_t err;
+            model plain, m;
+            fixture_path(&fx[i], fx[i].variants[v], src, sizeof src);
+            snprintf(out, sizeof out, "%s/fixture-nextn.gguf", tmpdir);
+            if (model_load(&plain, src, &err) < 0) {
+                CHECK(0, "%s", M(err));
+                continue;
+            }
+            int rc = mv_nextn(&plain.cfg, src, out, &err);
+            model_free(&plain);
+            if (rc < 0 || model_load(&m, out, &err) < 0) {
+                CHECK(0, "%s %s with a NextN block: %s", fx[i].name, fx[i].variants[v], M(err));
+                continue;
+            }
+            unlink(out);
+            snprintf(what, sizeof what, "%s %s + NextN", fx[i].name, fx[i].variants[v]);
+            greedy_and_seeded(what, &m, prompt, np);
+            model_free(&m);
+        }
+        free(prompt);
+    }
+    fixtures_free(fx, n_fx);
+    model demo;
+    err_t err;
+    if (model_load(&demo, "app/demo/glm-demo.gguf", &err) < 0) {
+        CHECK(0, "the demo model: %s", M(err));
+        return;
+    }
+    /* ordinary text (its kind of training data) */
+    tokenizer *dt = tok_load(demo.gguf, &err);
+    CHECK(dt != NULL, "the demo model's tokenizer: %s", M(err));
+    static const char text[] = "The quick brown fox jumps over the lazy dog. Tell me a story about it.";
+    int32_t prompt[64];
+    int64_t np = dt ? tok_encode(dt, text, sizeof text - 1, false, prompt, 64, &err) : -1;
+    CHECK(np > 0 && np <= 64, "tokenize: %s", M(err));
+    if (np > 0 && np <= 64)
+        greedy_and_seeded("demo model", &demo, prompt, (uint32_t)np);
+    tok_free(dt);
+    model_free(&demo);
+}
+
 /* The API refuses what it cannot do, with a clear message. */
 static void test_errors(void)
 {
@@ -425,10 +529,14 @@ static void test_errors(void)
         CHECK(!engine_can_draft(&e) && !e.tokens, "drafting off still drafts");
         engine_close(&e);
     }
-    /* auto on the CPU reference, where drafting does not pay: off */
+    /* auto: drafting where it pays (engine_backend.draft_pays), else off */
     if (open_engine(&e, &mnx, 32, 8, ENGINE_DRAFT_AUTO) == 0) {
-        CHECK(!engine_can_draft(&e) && !e.tokens && e.params.draft == ENGINE_DRAFT_OFF,
-              "auto drafts on a backend where it does not pay");
+        if (be->draft_pays)
+            CHECK(engine_can_draft(&e) && e.tokens && e.params.draft == ENGINE_DRAFT_AUTO,
+                  "auto does not draft on a backend where it pays");
+        else
+            CHECK(!engine_can_draft(&e) && !e.tokens && e.params.draft == ENGINE_DRAFT_OFF,
+                  "auto drafts on a backend where it does not pay");
         engine_close(&e);
     }
     if (open_engine(&e, &mnx, 8, 4, 2) == 0) {
@@ -463,11 +571,11 @@ static decoder *start(const model *m, uint32_t n_ctx, int draft)
     engine_params p;
     engine_params_default(&p);
     p.n_ctx = n_ctx;
-    p.n_threads = 1;
+    p.n_threads = threads_of(be);
     p.n_batch = 8;
     p.draft = draft;
     err_t err;
-    decoder *d = decoder_start(&ref_engine_backend, m, tok, &p, &err);
+    decoder *d = decoder_start(be, m, tok, &p, &err);
     if (!d)
         return NULL;
     dec_event ev;
@@ -602,10 +710,10 @@ static void test_decoder_greedy_same_with_and_without_drafting(void)
 }
 
 /* A model without the block runs as without drafting, whatever the
- * setting; so does `auto` on the CPU reference (drafting does not pay). */
+ * setting; so does `auto` on a backend where drafting does not pay. */
 static void test_decoder_without_block_does_not_draft(void)
 {
-    decoder *d = start(&mnx, 128, ENGINE_DRAFT_AUTO);
+    decoder *d = be->draft_pays ? NULL : start(&mnx, 128, ENGINE_DRAFT_AUTO);
     if (d) {
         int32_t prompt[8];
         random_tokens(prompt, 8, mnx.cfg.n_vocab, 3);
@@ -902,13 +1010,24 @@ int main(void)
     RUN(test_accept_thresholds);
     RUN(test_rule_output_is_p);
     RUN(test_prepare_ahead_is_accepting);
-    RUN(test_greedy_steps_equal_single_tokens);
-    RUN(test_forced_drafts_all_accepted);
-    RUN(test_errors);
-    RUN(test_decoder_greedy_same_with_and_without_drafting);
-    RUN(test_decoder_without_block_does_not_draft);
-    RUN(test_decoder_sampling_reproducible_and_cancel);
-    RUN(test_sampling_distribution_unchanged);
+    const engine_backend *backends[] = {&ref_engine_backend, &cpu_engine_backend};
+    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
+        be = backends[b];
+        char name[96];
+#define RUN_BE(fn)                                                                                             \
+    do {                                                                                                       \
+        snprintf(name, sizeof name, "%s_%s", #fn, be->name);                                                   \
+        RUN_NAMED(fn, name);                                                                                   \
+    } while (0)
+        RUN_BE(test_greedy_steps_equal_single_tokens);
+        RUN_BE(test_forced_drafts_all_accepted);
+        RUN_BE(test_greedy_same_on_fixtures_and_demo);
+        RUN_BE(test_errors);
+        RUN_BE(test_decoder_greedy_same_with_and_without_drafting);
+        RUN_BE(test_decoder_without_block_does_not_draft);
+        RUN_BE(test_decoder_sampling_reproducible_and_cancel);
+        RUN_BE(test_sampling_distribution_unchanged);
+    }
     tok_free(tok);
     model_free(&mnx);
     model_free(&mplain);
