@@ -164,15 +164,6 @@ static void remember_file(conversation *c, const char *path, const struct stat *
     state_from_stat(f, st);
 }
 
-void conv_forget_files(conversation *c)
-{
-    for (size_t i = 0; i < c->n_files; i++)
-        free(c->files[i].path);
-    free(c->files);
-    c->files = NULL;
-    c->n_files = 0;
-}
-
 int conv_load(conversation *c, const char *path, err_t *err)
 {
     char *data = NULL;

@@ -66,6 +66,18 @@ void conv_clear(conversation *c)
     c->n = 0;
 }
 
+/* The list is conv_store.c's record of the files on disk, but only memory
+ * is freed here: conv_free needs it, and the store calls down into this
+ * file, never the other way (tests/t_layers.sh). */
+void conv_forget_files(conversation *c)
+{
+    for (size_t i = 0; i < c->n_files; i++)
+        free(c->files[i].path);
+    free(c->files);
+    c->files = NULL;
+    c->n_files = 0;
+}
+
 void conv_free(conversation *c)
 {
     conv_clear(c);

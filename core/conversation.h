@@ -167,7 +167,8 @@ int conv_save_locked(conversation *c, const char *path, err_t *err);
  * writers in the same second never share a name; the name goes to path. */
 int conv_save_new(conversation *c, const char *dir, char *path, size_t cap, err_t *err);
 /* Forgets the files c was read from or saved to (a later save treats them
- * like any other file). */
+ * like any other file).  Only memory: defined in conversation.c, which
+ * conv_free needs it in. */
 void conv_forget_files(conversation *c);
 
 /* The writers' lock of a conversation file: a hidden ".NAME.lock" beside
