@@ -1,6 +1,8 @@
 /* ui_session_internal.h: the session's state, shared by the files that make
- * up the module (ui_session.c: the engine, answers and chatting;
- * ui_session_files.c: saving and loading; ui_session_replay.c: /replay).
+ * up the module (ui_session.c: the engine's events and chatting;
+ * ui_session_answer.c: starting and ending answers;
+ * ui_session_files.c: saving and loading; ui_session_replay.c: /replay;
+ * ui_session_model.c: /model).
  * Nothing outside those files includes this. */
 #ifndef GLM_UI_SESSION_INTERNAL_H
 #define GLM_UI_SESSION_INTERNAL_H
