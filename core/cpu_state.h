@@ -1,5 +1,6 @@
 /* cpu_state.h: the fast CPU forward pass's run state, shared by its parts
- * (cpu_forward.c: set-up, attention, head; cpu_ffn.c: dense and MoE FFN).
+ * (cpu_forward.c: set-up, attention, head; cpu_ffn.c: dense and MoE FFN;
+ * cpu_steps.c: what both use).
  * Internal to them; the interface is cpu_forward.h. */
 #ifndef GLM_CPU_STATE_H
 #define GLM_CPU_STATE_H
@@ -98,7 +99,7 @@ struct cf_state {
     double t_step;
 };
 
-/* ---- shared by the parts (cpu_forward.c) -------------------------------- */
+/* ---- shared by the parts (cpu_steps.c) ---------------------------------- */
 
 /* Barrier ending a step of kind st; thread 0 books its time (and `bytes`
  * read, and a call when `count`). */
