@@ -272,17 +272,6 @@ static int build_sampling(vk_engine *e, err_t *err)
     return 0;
 }
 
-vk_sample_bufs vk_engine_sample_bufs(const vk_engine *e)
-{
-    vk_buf ind = e->b.smp_words;
-    ind.off += SMP_PICK_IND * 4;
-    ind.size = 12;
-    return (vk_sample_bufs){.g = &e->b.sg, .logits = {e->b.logits, 0}, .smp = e->b.smp_words, .cand_v = e->b.smp_cand_v,
-                            .cand_i = e->b.smp_cand_i, .ms = e->b.smp_ms, .part = e->b.smp_part, .counter = e->b.smp_count,
-                            .result = e->b.smp_result, .state = e->b.smp_state, .hist = e->b.smp_hist,
-                            .pick_ind = ind, .out_ids = e->b.out_ids, .out_vals = e->b.out_vals};
-}
-
 /* Counters of the router and top-K kernels start at zero (they reset
  * themselves after each use); so do the KV caches. */
 static int zero_counters(vk_engine *e, err_t *err)
