@@ -1,6 +1,6 @@
 #!/bin/sh
-# t_layers.sh: the folders depend one way (app -> gpu -> core; core on
-# neither), and no files use each other in a circle.
+# t_layers.sh: the layers depend one way (app -> gpu -> core; core on
+# neither), no files use each other in a circle, and no folders either.
 #
 # Uses are read from what was built, not guessed from the text: a call (or a
 # use of a global) is an undefined symbol in one object that another object
@@ -88,6 +88,20 @@ for kind in calls includes; do
 $(cat "$TMP/$kind.cycles")"
     fi
 done
+
+# --- and the folders (core/text, app/ui, ...) use each other one way: the
+# same uses, each file taken as its folder
+cat "$TMP/calls.checked" "$TMP/includes" |
+    awk '{ a = $1; b = $2; sub(/\/[^\/]*$/, "", a); sub(/\/[^\/]*$/, "", b); print a, b, $1 "->" $2 }' \
+    >"$TMP/folders"
+"$BUILD/tools/dep_cycles" <"$TMP/folders" >"$TMP/folders.cycles" 2>&1
+rc=$?
+if [ $rc -eq 0 ]; then
+    ok layers_no_folder_cycles
+else
+    fail layers_no_folder_cycles "exit $rc:
+$(cat "$TMP/folders.cycles")"
+fi
 
 # --- the checker itself finds a circle and a clean graph passes (so the
 # cases above cannot pass by reading nothing)
