@@ -28,7 +28,7 @@
 #include <vulkan/vulkan.h>
 
 #include "error.h"
-#include "shaders/pc_common.h"
+#include "pc_common.h"
 #include "vk.h"
 #include "vk_spv.h"
 

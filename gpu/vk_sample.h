@@ -13,7 +13,7 @@
 #define GLM_VK_SAMPLE_H
 
 #include "sampler.h"
-#include "shaders/pc_sample.h"
+#include "pc_sample.h"
 #include "vk_kernels.h"
 
 /* How the vocabulary is cut: n_slices workgroups of `slice` = 256 * per
