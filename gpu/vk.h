@@ -24,8 +24,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "engine.h"
-#include "error.h"
+#include "engine/engine.h"
+#include "base/error.h"
 
 #define VK_MAX_DEVICES 16
 

@@ -27,7 +27,7 @@
 #include <string.h>
 #include <vulkan/vulkan.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "pc_common.h"
 #include "vk.h"
 #include "vk_spv.h"

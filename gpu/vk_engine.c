@@ -5,7 +5,7 @@
  * variant per layer, fully timed; sampling alone; the full-vocabulary
  * selection; prefill) and a copy of the logits to host memory.
  * eval: the host writes the params buffer (position, chunking, tokens) and
- * the sampling words (the request: core/sampler.h), submits one command
+ * the sampling words (the request: core/sample/sampler.h), submits one command
  * buffer, waits on its fence and reads back the token (rarely after a
  * second program, the selection over the whole vocabulary), the top-K
  * candidates (+ logsumexp) or, when asked, the logits.  Every program is
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant.h"
-#include "rope.h"
+#include "format/quant.h"
+#include "model/rope.h"
 #include "vk.h"
 #include "vk_engine.h"
 
@@ -40,7 +40,7 @@ static int check_model(const vk_engine *e, err_t *err)
 
 /* ---- the RoPE table ------------------------------------------------------------------ */
 
-/* (cos, sin) per position and pair: the reference's own rows (core/rope.h). */
+/* (cos, sin) per position and pair: the reference's own rows (core/model/rope.h). */
 static int upload_rope(vk_engine *e, err_t *err)
 {
     const model_config *c = &e->m->cfg;

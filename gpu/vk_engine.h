@@ -16,8 +16,8 @@
 #ifndef GLM_VK_ENGINE_H
 #define GLM_VK_ENGINE_H
 
-#include "engine.h"
-#include "model.h"
+#include "engine/engine.h"
+#include "model/model.h"
 #include "vk_kernels.h"
 #include "vk_sample.h"
 #include "vk_sync.h"

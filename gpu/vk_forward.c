@@ -245,7 +245,7 @@ static vk_sample_bufs sample_bufs(const vk_engine *e)
 }
 
 /* ---- the token out ------------------------------------------------------------------
- * Sampling (core/sampler.h's definition) on the logits buffer: the
+ * Sampling (core/sample/sampler.h's definition) on the logits buffer: the
  * penalties and the K best tokens (sample_cand), then the token or the
  * verdict that the candidates cannot hold the kept tokens (sample_pick,
  * its grid from the sampling words).  The host reads back a few words. */

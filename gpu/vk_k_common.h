@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "quant.h"
+#include "format/quant.h"
 #include "pc_matvec.h"
 #include "spv_table.h"
 #include "vk_kernels.h"

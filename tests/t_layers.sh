@@ -68,7 +68,7 @@ fi
 # and md_table.c call each other (issue 27 item 7 leaves it to the parser's
 # rework in issue 28).  Calls inside that group are left out below, and the
 # group must still be a circle: when it is not, drop it from this list.
-known_calls="app/md_render.c app/md_lines.c app/md_table.c"
+known_calls="app/md/md_render.c app/md/md_lines.c app/md/md_table.c"
 awk -v known="$known_calls" '
     BEGIN { n = split(known, k, " "); for (i = 1; i <= n; i++) in_known[k[i]] = 1 }
     { if (($1 in in_known) && ($2 in in_known)) print >known_out; else print }

@@ -13,7 +13,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 static int usage(void)
 {
