@@ -1,5 +1,7 @@
 /* vk_forward.c: the decode graph -- one token through the whole model,
- * recorded once into a command buffer and replayed for every token -- and
+ * recorded at start-up into each command buffer of its family (plain,
+ * fully timed, one per layer: vk_profiler.c), again with barriers only if
+ * a dependency wait gives up (vk_engine.c), and replayed for every token -- and
  * the sampling programs.  Each NODE line below is one kernel call of the
  * table the planner records (vk_sync.h), with what it reads and writes.
  * Per layer (GLM-4.7-Flash), each line one dependent step; calls joined by

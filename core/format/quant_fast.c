@@ -17,7 +17,7 @@
  *
  * Both differ from the oracle only in summation order (and, for the avx2
  * path, in factoring the block scale out of the sum), i.e. within f32
- * rounding; tests/test_quant.c checks that bound on random data.
+ * rounding; tests/test_quant_dot.c checks that bound on random data.
  */
 #include <math.h>
 #include <stdatomic.h>
