@@ -11,7 +11,12 @@
 #
 # Layout: core/ (no deps on gpu/ or app/), gpu/ (Vulkan backend, uses core/),
 # app/ (CLI + UI), shaders/*.comp (GLSL -> SPIR-V, embedded; shaders/bench/*.comp
-# only into the microbenchmark), tests/.
+# only into the microbenchmark), tests/.  Sources are found by folder (a
+# layer's files and those of its subfolders, core/text/ and so on): a new or
+# moved file needs no edit here.  Each layer is compiled with the include
+# paths of the layers it may use and no others, so an #include against the
+# direction (core -> gpu, gpu -> app) does not compile; includes name the
+# subfolder from the layer's root ("text/tokenizer.h", "ui/ui_session.h").
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
@@ -36,13 +41,21 @@ PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CFLAGS ?= $(OPT) -g
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS) \
-              -I. -Icore -Igpu -Iapp -I$(BUILD)/gen -MMD -MP
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS) -MMD -MP
 LDLIBS := $(PKG_LIBS) -lreadline -lm -pthread
 
-CORE_SRC := $(sort $(wildcard core/*.c))
-GPU_SRC := $(sort $(wildcard gpu/*.c))
-APP_SRC := $(sort $(wildcard app/*.c))
+# What each layer may include: core itself; gpu core and itself (with the
+# shaders' push-constant headers and the generated SPIR-V table); app all
+# three; tests and their tools everything, the tree's root included.
+CORE_INC := -Icore
+GPU_INC := $(CORE_INC) -Igpu -Ishaders -I$(BUILD)/gen
+APP_INC := $(GPU_INC) -Iapp
+TEST_INC := $(APP_INC) -Itests -I.
+
+CORE_SRC := $(sort $(wildcard core/*.c core/*/*.c))
+GPU_SRC := $(sort $(wildcard gpu/*.c gpu/*/*.c))
+# app/tools/ holds programs of their own (the demo model's recipe)
+APP_SRC := $(sort $(filter-out app/tools/%,$(wildcard app/*.c app/*/*.c)))
 SHADERS := $(sort $(wildcard shaders/*.comp))
 BENCH_SHADERS := $(sort $(wildcard shaders/bench/*.comp))
 SHADER_INC := $(wildcard shaders/*.glsl shaders/*.h shaders/bench/*.h)
@@ -83,9 +96,17 @@ $(LIB): $(CORE_OBJ) $(GPU_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/%.o: %.c
+$(BUILD)/core/%.o: core/%.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(CORE_INC) -c -o $@ $<
+
+$(BUILD)/gpu/%.o: gpu/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(GPU_INC) -c -o $@ $<
+
+$(BUILD)/app/%.o: app/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(APP_INC) -c -o $@ $<
 
 # GPU sources include the generated SPIR-V table header.
 $(GPU_SRC:%.c=$(BUILD)/%.o): $(BUILD)/gen/spv_table.h
@@ -108,7 +129,7 @@ $(BUILD)/gen/spv_table.c $(BUILD)/gen/spv_table.h: $(SPV) $(BUILD)/embed_spv
 	$(BUILD)/embed_spv $(BUILD)/gen/spv_table spv $(SPV)
 
 $(BUILD)/gen/spv_table.o: $(BUILD)/gen/spv_table.c
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(GPU_INC) -c -o $@ $<
 
 # the microbenchmark's own shaders (shaders/bench/): a second table, linked
 # into vk_microbench only
@@ -117,37 +138,38 @@ $(BUILD)/gen/spv_tool_table.c $(BUILD)/gen/spv_tool_table.h: $(SPV_BENCH) $(BUIL
 	$(BUILD)/embed_spv $(BUILD)/gen/spv_tool_table spv_tool $(SPV_BENCH)
 
 $(BUILD)/gen/spv_tool_table.o: $(BUILD)/gen/spv_tool_table.c
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(GPU_INC) -c -o $@ $<
 
 # ---- tests ---------------------------------------------------------------
 $(BUILD)/tests/%: tests/%.c $(LIB) $(APP_LIB_OBJ) tests/testlib.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(APP_LIB_OBJ) $(LIB) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(TEST_INC) -o $@ $< $(APP_LIB_OBJ) $(LIB) $(LDLIBS)
 
 $(BUILD)/tools/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(LIB) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(TEST_INC) -o $@ $< $(LIB) $(LDLIBS)
 
-# the Markdown renderer's benchmark: app/md_*.c with what they use
+# the Markdown renderer's benchmark: the renderer (app/md/) with what it uses
 $(BUILD)/tools/md_bench: tests/tools/md_bench.c $(LIB) $(APP_LIB_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(APP_LIB_OBJ) $(LIB) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(TEST_INC) -o $@ $< $(APP_LIB_OBJ) $(LIB) $(LDLIBS)
 
 $(BUILD)/tools/vk_microbench: tests/tools/vk_microbench.c $(LIB) $(BUILD)/gen/spv_tool_table.o
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/gen/spv_tool_table.o $(LIB) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(TEST_INC) -o $@ $< $(BUILD)/gen/spv_tool_table.o $(LIB) $(LDLIBS)
 
 # ---- the built-in demo model: trained by app/tools/demo_train (`make demo-model`),
 # committed as app/demo/glm-demo.gguf, embedded by .incbin ----
 DEMO_GGUF := app/demo/glm-demo.gguf
-$(BUILD)/gen/demo_model.o: app/demo_model.S $(DEMO_GGUF)
+DEMO_S := $(firstword $(wildcard app/demo_model.S app/*/demo_model.S))
+$(BUILD)/gen/demo_model.o: $(DEMO_S) $(DEMO_GGUF)
 	@mkdir -p $(@D)
 	$(CC) -c -DDEMO_GGUF='"$(DEMO_GGUF)"' -o $@ $<
 
-# the recipe's GGUF writer (raw tensors + manifest -> GGUF through core/gguf_write.c)
+# the recipe's GGUF writer (raw tensors + manifest -> GGUF through core's writer)
 $(BUILD)/gen/demo_gguf: app/tools/demo_train/demo_gguf.c $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(CORE_INC) -o $@ $< $(LIB) $(LDLIBS)
 
 demo-model: glmchat $(BUILD)/gen/demo_gguf
 	BUILD=$(BUILD) sh app/tools/demo_train/run.sh
@@ -169,18 +191,23 @@ bench: glmchat
 # a time.
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=address,undefined $(PKG_CFLAGS) -I. -Icore -Iapp -Itests
-FUZZ_APP_SRC := $(wildcard app/md_*.c) app/ui_text.c app/settings.c app/theme.c app/paths.c
+# Layer by layer as above, without gpu/ (no target reaches the GPU): core
+# with core's include path only, the app's readers with core's and the app's.
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=address,undefined $(PKG_CFLAGS)
+FUZZ_APP_INC := $(CORE_INC) -Iapp
+FUZZ_TEST_INC := $(FUZZ_APP_INC) -Itests
+FUZZ_APP_SRC := $(sort $(wildcard app/md_*.c app/*/md_*.c) \
+                $(foreach n,ui_text settings theme paths,$(wildcard app/$(n).c app/*/$(n).c)))
 FUZZ_OBJ := $(CORE_SRC:%.c=build/fuzz/%.o) $(FUZZ_APP_SRC:%.c=build/fuzz/%.o)
 build/fuzz/core/%.o: core/%.c
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+	clang $(FUZZ_CFLAGS) $(CORE_INC) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 build/fuzz/app/%.o: app/%.c
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+	clang $(FUZZ_CFLAGS) $(FUZZ_APP_INC) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 build/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< $(FUZZ_OBJ) $(PKG_LIBS) -lm -pthread
+	clang $(FUZZ_CFLAGS) $(FUZZ_TEST_INC) -fsanitize=fuzzer -MMD -MP -o $@ $< $(FUZZ_OBJ) $(PKG_LIBS) -lm -pthread
 fuzz: $(FUZZ_BIN:build/fuzz/%=fuzz-run-%)
 fuzz-run-%: build/fuzz/%
 	@n=$*; mkdir -p build/fuzz/corpus-$$n; \

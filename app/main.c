@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
-#include "version.h"
+#include "cmd/commands.h"
+#include "common/version.h"
 
 typedef struct {
     const char *name;

@@ -10,8 +10,9 @@
  *    family: a plain command buffer, one fully timed, one per layer timed
  *    for the sampled profiler -- 49 for GLM-4.7-Flash's 47 layers) and
  *    recorded again with barriers only if a dependency wait gives up; one
- *    submit per token (a second, the selection over the whole vocabulary,
- *    where a flat distribution needs it); MoE routing on the GPU; top-K +
+ *    submit per token, and a second where a flat distribution keeps more
+ *    tokens than the candidates hold (the selection over the whole
+ *    vocabulary); MoE routing on the GPU; top-K +
  *    logsumexp read back instead of the logits unless the logits are asked
  *    for.
  *  - Every failure (no device, missing feature, out of device memory, device
@@ -24,8 +25,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "engine.h"
-#include "error.h"
+#include "engine/engine.h"
+#include "base/error.h"
 
 #define VK_MAX_DEVICES 16
 

@@ -27,8 +27,8 @@
 #include <string.h>
 #include <vulkan/vulkan.h>
 
-#include "error.h"
-#include "shaders/pc_common.h"
+#include "base/error.h"
+#include "pc_common.h"
 #include "vk.h"
 #include "vk_spv.h"
 

@@ -5,7 +5,7 @@
  * variant per layer, fully timed; sampling alone; the full-vocabulary
  * selection; prefill) and a copy of the logits to host memory.
  * eval: the host writes the params buffer (position, chunking, tokens) and
- * the sampling words (the request: core/sampler.h), submits one command
+ * the sampling words (the request: core/sample/sampler.h), submits one command
  * buffer, waits on its fence and reads back the token (rarely after a
  * second program, the selection over the whole vocabulary), the top-K
  * candidates (+ logsumexp) or, when asked, the logits.  Every program is
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant.h"
-#include "rope.h"
+#include "format/quant.h"
+#include "model/rope.h"
 #include "vk.h"
 #include "vk_engine.h"
 
@@ -40,7 +40,7 @@ static int check_model(const vk_engine *e, err_t *err)
 
 /* ---- the RoPE table ------------------------------------------------------------------ */
 
-/* (cos, sin) per position and pair: the reference's own rows (core/rope.h). */
+/* (cos, sin) per position and pair: the reference's own rows (core/model/rope.h). */
 static int upload_rope(vk_engine *e, err_t *err)
 {
     const model_config *c = &e->m->cfg;
@@ -270,17 +270,6 @@ static int build_sampling(vk_engine *e, err_t *err)
     if ((res = vkEndCommandBuffer(e->rec.copy_logits)) != VK_SUCCESS)
         return vk_fail(&e->c, err, res, "vkEndCommandBuffer");
     return 0;
-}
-
-vk_sample_bufs vk_engine_sample_bufs(const vk_engine *e)
-{
-    vk_buf ind = e->b.smp_words;
-    ind.off += SMP_PICK_IND * 4;
-    ind.size = 12;
-    return (vk_sample_bufs){.g = &e->b.sg, .logits = {e->b.logits, 0}, .smp = e->b.smp_words, .cand_v = e->b.smp_cand_v,
-                            .cand_i = e->b.smp_cand_i, .ms = e->b.smp_ms, .part = e->b.smp_part, .counter = e->b.smp_count,
-                            .result = e->b.smp_result, .state = e->b.smp_state, .hist = e->b.smp_hist,
-                            .pick_ind = ind, .out_ids = e->b.out_ids, .out_vals = e->b.out_vals};
 }
 
 /* Counters of the router and top-K kernels start at zero (they reset

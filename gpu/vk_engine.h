@@ -16,8 +16,8 @@
 #ifndef GLM_VK_ENGINE_H
 #define GLM_VK_ENGINE_H
 
-#include "engine.h"
-#include "model.h"
+#include "engine/engine.h"
+#include "model/model.h"
 #include "vk_kernels.h"
 #include "vk_sample.h"
 #include "vk_sync.h"
@@ -143,8 +143,6 @@ typedef struct {
  * `set`: the selection's VK_SEL_* set (VK_PROGRAM_SELECT). */
 int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set);
 int vk_fwd_record_prefill(vk_engine *e, vk_rec *r, bool logits_to_host);
-/* The sampling kernels' operands. */
-vk_sample_bufs vk_engine_sample_bufs(const vk_engine *e);
 
 /* Profiler (vk_profiler.c).  Variants: plain only; + fully timed; + one
  * sampled variant per layer. */

@@ -1,5 +1,7 @@
 /* vk_forward.c: the decode graph -- one token through the whole model,
- * recorded once into a command buffer and replayed for every token -- and
+ * recorded at start-up into each command buffer of its family (plain,
+ * fully timed, one per layer: vk_profiler.c), again with barriers only if
+ * a dependency wait gives up (vk_engine.c), and replayed for every token -- and
  * the sampling programs.  Each NODE line below is one kernel call of the
  * table the planner records (vk_sync.h), with what it reads and writes.
  * Per layer (GLM-4.7-Flash), each line one dependent step; calls joined by
@@ -232,14 +234,26 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il)
          .dep_bit = DEP_GU);
 }
 
+/* The sampling kernels' operands, in the engine's buffers. */
+static vk_sample_bufs sample_bufs(const vk_engine *e)
+{
+    vk_buf ind = e->b.smp_words;
+    ind.off += SMP_PICK_IND * 4;
+    ind.size = 12;
+    return (vk_sample_bufs){.g = &e->b.sg, .logits = {e->b.logits, 0}, .smp = e->b.smp_words, .cand_v = e->b.smp_cand_v,
+                            .cand_i = e->b.smp_cand_i, .ms = e->b.smp_ms, .part = e->b.smp_part, .counter = e->b.smp_count,
+                            .result = e->b.smp_result, .state = e->b.smp_state, .hist = e->b.smp_hist,
+                            .pick_ind = ind, .out_ids = e->b.out_ids, .out_vals = e->b.out_vals};
+}
+
 /* ---- the token out ------------------------------------------------------------------
- * Sampling (core/sampler.h's definition) on the logits buffer: the
+ * Sampling (core/sample/sampler.h's definition) on the logits buffer: the
  * penalties and the K best tokens (sample_cand), then the token or the
  * verdict that the candidates cannot hold the kept tokens (sample_pick,
  * its grid from the sampling words).  The host reads back a few words. */
 static void sample(vk_graph *g, const vk_engine *e)
 {
-    vk_sample_bufs sb = vk_engine_sample_bufs(e);
+    vk_sample_bufs sb = sample_bufs(e);
     NODE(g, SAMPLE_CAND(sb), .reads = R_LOGITS, .writes = R_LOGITS | R_CAND);
     NODE(g, SAMPLE_PICK(sb), .reads = R_LOGITS | R_CAND, .writes = R_TOKEN);
 }
@@ -292,7 +306,7 @@ static bool tagged_layout(const vk_engine *e)
  * passes each (shaders/sample_select.comp). */
 static void select_all(vk_graph *g, const vk_engine *e, uint32_t set)
 {
-    vk_sample_bufs sb = vk_engine_sample_bufs(e);
+    vk_sample_bufs sb = sample_bufs(e);
     for (uint32_t sel = 0; sel < 3; sel++) {
         if ((sel == 0 && !(set & VK_SEL_TOPK)) || (sel == 1 && !(set & VK_SEL_TOPP)))
             continue;

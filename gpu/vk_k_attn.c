@@ -2,7 +2,7 @@
  * chunking, the cache row, the chunk partials (attn, attn_fd), their
  * combine with v_b (decode) or alone (prefill).  Their interfaces:
  * shaders/pc_attn.h. */
-#include "shaders/pc_attn.h"
+#include "pc_attn.h"
 #include "vk_k_common.h"
 
 /* attn_fd (decode on tensor cores): needs the f16 cache and cooperative

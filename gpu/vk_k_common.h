@@ -8,8 +8,8 @@
 
 #include <string.h>
 
-#include "quant.h"
-#include "shaders/pc_matvec.h"
+#include "format/quant.h"
+#include "pc_matvec.h"
 #include "spv_table.h"
 #include "vk_kernels.h"
 

@@ -1,7 +1,7 @@
 /* vk_k_prefill.c: the prompt graph's own builders (vk_kernels.h): rmsnorm,
  * the tiled mat-mat (fp32 or tensor cores), the expert grouping and
  * combine.  Their interfaces: shaders/pc_prefill.h. */
-#include "shaders/pc_prefill.h"
+#include "pc_prefill.h"
 #include "vk_k_common.h"
 
 int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)

@@ -1,7 +1,7 @@
 /* vk_k_token.c: the token in and out (vk_kernels.h): the embedding rows
  * and the top-K + logsumexp of the logits.  Their interfaces:
  * shaders/pc_token.h. */
-#include "shaders/pc_token.h"
+#include "pc_token.h"
 #include "vk_k_common.h"
 
 int vk_k_embed(const vk_kb *k, const vk_embed_args *a, vk_call *out)

@@ -6,7 +6,7 @@
 #ifndef GLM_VK_KERNELS_H
 #define GLM_VK_KERNELS_H
 
-#include "shaders/params.h"
+#include "params.h"
 #include "vk_core.h"
 #include "vk_tuning.h"
 

@@ -34,7 +34,7 @@
  * is a one-time change; the bytes read per token stay those of the file. */
 #include <string.h>
 
-#include "quant.h"
+#include "format/quant.h"
 #include "vk_core.h"
 
 typedef struct {

@@ -1,4 +1,4 @@
-/* vk_sample.h: sampling on the GPU (core/sampler.h's definition): the
+/* vk_sample.h: sampling on the GPU (core/sample/sampler.h's definition): the
  * builders of sample_cand, sample_pick and sample_select
  * (gpu/vk_k_sample.c, shaders/sample_*.comp, interfaces in
  * shaders/pc_sample.h) and the host's half -- the sampling words written
@@ -12,8 +12,8 @@
 #ifndef GLM_VK_SAMPLE_H
 #define GLM_VK_SAMPLE_H
 
-#include "sampler.h"
-#include "shaders/pc_sample.h"
+#include "sample/sampler.h"
+#include "pc_sample.h"
 #include "vk_kernels.h"
 
 /* How the vocabulary is cut: n_slices workgroups of `slice` = 256 * per

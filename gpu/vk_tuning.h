@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "base/error.h"
 
 /* dep_flags' and ll's default: by device (all nine boundaries, and tagged
  * words, where the device is known to run them, none elsewhere; vk_sync.c;

@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant.h"
-#include "threadpool.h"
+#include "format/quant.h"
+#include "base/threadpool.h"
 #include "vk_weights.h"
 
 /* ---- the list of tensors, in upload order ---------------------------------------- */

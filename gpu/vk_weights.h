@@ -7,7 +7,7 @@
 #ifndef GLM_VK_WEIGHTS_H
 #define GLM_VK_WEIGHTS_H
 
-#include "model.h"
+#include "model/model.h"
 #include "vk_kernels.h"
 
 typedef struct {

@@ -1,4 +1,4 @@
-/* pc_sample.h: sampling on the GPU (core/sampler.h's definition; the
+/* pc_sample.h: sampling on the GPU (core/sample/sampler.h's definition; the
  * kernels sample_cand, sample_pick and sample_select, gpu/vk_k_sample.c):
  * the words of the sampling buffer the host writes per token, the result
  * the host reads, the state of the full-vocabulary selection, and each

@@ -1,6 +1,6 @@
 #version 450
 // sample_cand: the penalties, then the K best tokens of the order
-// (core/sampler.h: canonical logit descending, lower id first), the first
+// (core/sample/sampler.h: canonical logit descending, lower id first), the first
 // step of sampling on the GPU.  Grid: one workgroup per slice of the
 // vocabulary (at most SMP_MAX_SLICES); the last workgroup to finish
 // (atomic counter) merges the slices' lists.  Output: the merged list at
@@ -44,7 +44,7 @@ shared uint sh_i[SMP_MAX_SLICES * SMP_KMAX];
 shared float red[64];
 shared bool s_last;
 
-// pen(canon(x)) of core/sampler.h
+// pen(canon(x)) of core/sample/sampler.h
 float penalized(float xin, uint c)
 {
     float x = sk_canon(xin);

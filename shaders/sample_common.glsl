@@ -1,5 +1,5 @@
 // sample_common.glsl: the arithmetic of the sampling definition
-// (core/sampler.h), operation for operation as core/sampler_kernels.h
+// (core/sample/sampler.h), operation for operation as core/sample/sampler_kernels.h
 // writes it, and the 64-bit integer sums the weights need.
 //
 // Why exact: the CPU reference and these kernels must pick the same token

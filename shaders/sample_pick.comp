@@ -1,5 +1,5 @@
 #version 450
-// sample_pick: the token, from sample_cand's K candidates (core/sampler.h,
+// sample_pick: the token, from sample_cand's K candidates (core/sample/sampler.h,
 // steps 3-9).  With SMP_F_MASS every workgroup first sums the top-p weight
 // m over its slice of the vocabulary (the top-p total Z when top-k is off);
 // the last workgroup to finish (atomic counter) decides.  Without it the

@@ -1,4 +1,4 @@
-/* md_check.h: md_render's promises (app/md_render.h), checked on one
+/* md_check.h: md_render's promises (app/md/md_render.h), checked on one
  * rendering -- shared by tests/test_markdown.c and tests/fuzz/fuzz_markdown.c.
  *
  * md_check_doc() returns 0 when the doc keeps them, else -1 with the first
@@ -17,9 +17,9 @@
 
 #include <string.h>
 
-#include "md_render.h"
-#include "text_safe.h"
-#include "ui_text.h"
+#include "md/md_render.h"
+#include "base/text_safe.h"
+#include "common/ui_text.h"
 
 static void md_check_count_unit(void *user, ui_span sp)
 {

@@ -7,7 +7,7 @@
 #ifndef GLM_TESTS_MODEL_VARIANTS_H
 #define GLM_TESTS_MODEL_VARIANTS_H
 
-#include "model.h"
+#include "model/model.h"
 #include "model_edit.h"
 
 static inline const gguf_tensor *mv_src(model_edit *e, const char *fmt, uint32_t il)

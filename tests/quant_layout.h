@@ -1,6 +1,6 @@
 /* quant_layout.h: the legacy (Q4_0 .. Q8_0) and K-quant (Q2_K .. Q6_K) block
  * layouts, written from ggml-common.h's description independently of
- * core/quant*.c: "levels" are the unsigned stored integers; these helpers
+ * core/format/quant*.c: "levels" are the unsigned stored integers; these helpers
  * put them where the layout says and read them back, give the value each
  * element must decode to, and check a quantized block's per-element error
  * bound.  Shared by test_quant_legacy.c and test_quant_kquant.c (the

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant.h"
+#include "format/quant.h"
 #include "testlib.h"
 
 /* A header of helpers: not every program uses all of them. */

@@ -1,6 +1,6 @@
-/* sampler_ref.h: the sampling definition of core/sampler.h written out as
+/* sampler_ref.h: the sampling definition of core/sample/sampler.h written out as
  * plainly as it reads -- sort the whole vocabulary, walk prefix sums --
- * as the oracle the fast sampler (core/sampler.c) and the GPU kernels
+ * as the oracle the fast sampler (core/sample/sampler.c) and the GPU kernels
  * must match token for token.  Names carry ref_; the arithmetic helpers
  * (sk_fast_exp, sk_canon, sk_key, sk_q31, sk_mulhi) are the definition's
  * own, from sampler_kernels.h.  Slow on purpose: O(n log n) per token. */
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sampler.h"
-#include "sampler_kernels.h"
+#include "sample/sampler.h"
+#include "sample/sampler_kernels.h"
 
 #define REF_FN static __attribute__((unused))
 

@@ -15,10 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chat_setup.h"
-#include "conversation.h"
-#include "engine.h"
-#include "oneshot.h"
+#include "common/chat_setup.h"
+#include "chat/conversation.h"
+#include "engine/engine.h"
+#include "cmd/oneshot.h"
 #include "testlib.h"
 
 #define MODEL "tests/data/models/tiny-glm-a/tiny-glm-a.f32.gguf"

@@ -5,8 +5,8 @@
  * context by leaving out the fewest oldest exchanges. */
 #include <jansson.h>
 
-#include "chat.h"
-#include "model.h"
+#include "chat/chat.h"
+#include "model/model.h"
 #include "testlib.h"
 
 #define MODEL "tests/data/models/tiny-glm-a/tiny-glm-a.f32.gguf"

@@ -1,8 +1,8 @@
-/* test_clipboard.c: OSC 52 clipboard sequences (app/clipboard.h) byte for
+/* test_clipboard.c: OSC 52 clipboard sequences (app/ui/clipboard.h) byte for
  * byte, plain and wrapped for tmux and GNU screen; the size cap; which
  * wrapping and which notes the environment calls for; picking an answer's
  * code blocks for /copy code [N]. */
-#include "clipboard.h"
+#include "ui/clipboard.h"
 #include "testlib.h"
 
 static sbuf out;

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat.h"
-#include "gguf.h"
+#include "chat/chat.h"
+#include "format/gguf.h"
 #include "testlib.h"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 #define MODEL "tests/data/models/tiny-glm-a/tiny-glm-a.f32.gguf"
 #define HUGE_BYTES (24u << 20)

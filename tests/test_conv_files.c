@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "conversation.h"
+#include "chat/conversation.h"
 #include "testlib.h"
 
 static char tmpdir[256];

@@ -1,4 +1,4 @@
-/* test_conv_list.c: listing saved conversations (app/conv_list.h) from a
+/* test_conv_list.c: listing saved conversations (app/ui/conv_list.h) from a
  * temporary directory of real files written with conv_save(): order, titles,
  * models, turns, broken and foreign files, names that are not ours, the cap
  * on files read, picking by number or name, and the one-line format. */
@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "conv_list.h"
-#include "conversation.h"
+#include "ui/conv_list.h"
+#include "chat/conversation.h"
 #include "testlib.h"
 
 static char dir[256];

@@ -9,10 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "conversation.h"
-#include "sha256.h"
+#include "chat/conversation.h"
+#include "base/sha256.h"
 #include "testlib.h"
-#include "text_safe.h"
+#include "base/text_safe.h"
 
 static char tmpdir[256];
 

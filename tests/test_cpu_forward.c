@@ -1,4 +1,4 @@
-/* test_cpu_forward.c: the fast CPU backend ("cpu", core/cpu_engine.c)
+/* test_cpu_forward.c: the fast CPU backend ("cpu", core/cpu/cpu_engine.c)
  * against the oracles, on every kernel set this CPU runs (forced through
  * GLMCHAT_CPU_KERNELS), and the engine's promises.
  *
@@ -24,12 +24,12 @@
  *  - Threads and prompt splits change no bit. */
 #include <unistd.h>
 
-#include "cpu_kernels.h"
-#include "engine.h"
+#include "cpu/cpu_kernels.h"
+#include "engine/engine.h"
 #include "fixtures.h"
-#include "model.h"
+#include "model/model.h"
 #include "model_variants.h"
-#include "synth.h"
+#include "model/synth.h"
 #include "testlib.h"
 
 static fixture_model fx[FIXTURE_MAX];

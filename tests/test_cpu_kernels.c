@@ -1,10 +1,10 @@
-/* test_cpu_kernels.c: the fast CPU backend's kernels (core/cpu_kernels.h)
+/* test_cpu_kernels.c: the fast CPU backend's kernels (core/cpu/cpu_kernels.h)
  * against the reference, for every weight type, on every kernel set this
  * CPU runs (portable always; on x86-64 avx2, avxvnni, avx512, avx512vnni as
  * the CPU has them -- the cases of a set the CPU lacks say so and skip).
  *
  * Data: random weight blocks (every code value, random-sign scales, as
- * core/synth.c writes them) and random activations that are never zero,
+ * core/model/synth.c writes them) and random activations that are never zero,
  * with magnitudes varying by block; row lengths odd (3, 5 blocks) and
  * GLM-4.7-Flash's own (192 nope, 512 kv_lora, 768 q_lora, 1536 expert ffn,
  * 2048 hidden, 5120 heads x v_head, 10240 dense ffn).
@@ -33,10 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_iq4.h"
-#include "cpu_kernels.h"
-#include "quant.h"
-#include "synth.h"
+#include "cpu/cpu_iq4.h"
+#include "cpu/cpu_kernels.h"
+#include "format/quant.h"
+#include "model/synth.h"
 #include "testlib.h"
 
 /* ======================================================================

@@ -1,4 +1,4 @@
-/* test_cpu_pool.c: the fast CPU backend's threads (core/cpu_pool.h): every
+/* test_cpu_pool.c: the fast CPU backend's threads (core/cpu/cpu_pool.h): every
  * thread runs the body, barriers order the steps (what one thread wrote
  * before a barrier every thread reads after it), cpu_pool_take hands out
  * each index of a step exactly once and starts afresh after every barrier,
@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "cpu_pool.h"
+#include "cpu/cpu_pool.h"
 #include "testlib.h"
 
 enum { MAX_T = 16, STEPS = 40, ITEMS = 1000 };

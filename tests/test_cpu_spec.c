@@ -24,13 +24,13 @@
  *    GLM-4.7-Flash's shapes. */
 #include <unistd.h>
 
-#include "cpu_forward.h"
-#include "engine.h"
+#include "cpu/cpu_forward.h"
+#include "engine/engine.h"
 #include "fixtures.h"
-#include "model.h"
+#include "model/model.h"
 #include "model_variants.h"
-#include "ref_forward.h"
-#include "synth.h"
+#include "ref/ref_forward.h"
+#include "model/synth.h"
 #include "testlib.h"
 
 __attribute__((noinline)) static const char *msg_of(const err_t *e) { return e->msg; }

@@ -8,8 +8,8 @@
 
 #include <time.h>
 
-#include "decoder.h"
-#include "sbuf.h"
+#include "engine/decoder.h"
+#include "base/sbuf.h"
 #include "vk.h"
 #include "testlib.h"
 

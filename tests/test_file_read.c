@@ -1,4 +1,4 @@
-/* test_file_read.c: core/file_read.h's tail read on random bytes -- the last
+/* test_file_read.c: core/base/file_read.h's tail read on random bytes -- the last
  * `max` bytes exactly and the offset they start at, a small file whole, a
  * missing file (errno ENOENT), a FIFO and a directory refused with their
  * one-line errors and without blocking. */
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "file_read.h"
+#include "base/file_read.h"
 #include "testlib.h"
 
 static char tmpdir[256];

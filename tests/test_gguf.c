@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "gguf.h"
-#include "quant.h"
+#include "format/gguf.h"
+#include "format/quant.h"
 #include "testlib.h"
 
 /* err_t messages as printf arguments (keeps -Wformat-truncation quiet about

@@ -1,4 +1,4 @@
-/* test_markdown.c: Markdown for the chat view (app/md_render.h): inline
+/* test_markdown.c: Markdown for the chat view (app/md/md_render.h): inline
  * styles, headings, lists, quotes, fenced code, tables, wrapping by display
  * cells, streaming text, raw mode, the code blocks /copy code takes, and two
  * randomized runs (random bytes, Markdown-ish token soup) that check the
@@ -7,10 +7,10 @@
 #include <stdint.h>
 
 #include "md_check.h"
-#include "md_render.h"
+#include "md/md_render.h"
 #include "testlib.h"
-#include "text_safe.h"
-#include "ui_text.h"
+#include "base/text_safe.h"
+#include "common/ui_text.h"
 
 static md_doc doc;
 static sbuf out;

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "fixtures.h"
-#include "model.h"
+#include "model/model.h"
 #include "model_variants.h"
 #include "testlib.h"
 

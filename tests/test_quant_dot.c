@@ -1,10 +1,10 @@
 /* test_quant_dot.c: the dot products and matrix-vector products over every
- * type with codecs (core/quant.c's oracle dot, core/quant_fast.c's kernel
+ * type with codecs (core/format/quant.c's oracle dot, core/format/quant_fast.c's kernel
  * sets), against a float64 dot of the exactly dequantized weights, within a
  * stated f32 bound; rows longer than the kernels' column chunk; a row's
  * result independent of how rows are split between calls.
  */
-#include "quant_fast.h"
+#include "format/quant_fast.h"
 #include "quant_testlib.h"
 
 /* ======================================================================

@@ -1,4 +1,4 @@
-/* test_quant_float.c: the type table and the float formats (core/quant.h).
+/* test_quant_float.c: the type table and the float formats (core/format/quant.h).
  *
  * What is checked, and against what:
  *  - type table: block geometry of every ggml type id, names, families,
@@ -12,7 +12,7 @@
  * test_quant_iq.c; dot products and matvec: test_quant_dot.c.
  */
 #include "quant_layout.h"
-#include "quant_fast.h"
+#include "format/quant_fast.h"
 
 /* ======================================================================
  * Type table

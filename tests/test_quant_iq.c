@@ -1,6 +1,6 @@
-/* test_quant_iq.c: the table formats IQ4_NL, IQ4_XS, MXFP4 (core/quant_iq4.c)
+/* test_quant_iq.c: the table formats IQ4_NL, IQ4_XS, MXFP4 (core/format/quant_iq4.c)
  * and the grid formats IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M
- * (core/quant_iq.c, core/quant_iq_quantize.c, core/quant_grids.c).
+ * (core/format/quant_iq.c, core/format/quant_iq_quantize.c, core/format/quant_grids.c).
  *
  * What is checked, and against what:
  *  - every type's blocks decoded bit for bit as llama.cpp's gguf-py decodes
@@ -8,7 +8,7 @@
  *    scales), which also pins the grids (generated from gguf-py) down;
  *  - known-value blocks: fields written here from ggml-common.h's layout,
  *    grid rows taken as literals from ggml-common.h's tables (not from
- *    core/quant_grids.c), decoded values compared bit for bit;
+ *    core/format/quant_grids.c), decoded values compared bit for bit;
  *  - IQ4_NL, IQ4_XS, MXFP4 quantizers: ggml's bytes on the reference inputs
  *    (quant_testlib.h), every element on the level nearest to it at its
  *    stored scale, the RMS error on N(0,1) under a ceiling;
@@ -19,7 +19,7 @@
  *    where the format wants an even count); constants nearly exact; zeros,
  *    non-finite values.
  */
-#include "quant_grids.h"
+#include "format/quant_grids.h"
 #include "quant_testlib.h"
 
 static const uint32_t iq4_types[] = {QT_IQ4_NL, QT_IQ4_XS, QT_MXFP4};

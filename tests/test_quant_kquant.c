@@ -1,5 +1,5 @@
 /* test_quant_kquant.c: the K-quant formats Q2_K, Q3_K, Q4_K, Q5_K, Q6_K
- * (core/quant_kquant.c).
+ * (core/format/quant_kquant.c).
  *
  * What is checked, and against what:
  *  - known-value blocks: bytes assembled bit by bit from the layout in

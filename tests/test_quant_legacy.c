@@ -1,5 +1,5 @@
 /* test_quant_legacy.c: the legacy formats Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
- * (core/quant.c), and agreement with llama-quantize's fixture files.
+ * (core/format/quant.c), and agreement with llama-quantize's fixture files.
  *
  * What is checked, and against what:
  *  - known-value blocks: bytes assembled bit by bit from the layout in
@@ -14,9 +14,9 @@
  *    tensor of the .f32.gguf reproduces the stored bytes of the
  *    .q8_0/.q4_0/.q4_k_m.gguf files exactly (legacy and K-quant tensors
  *    alike), and the stored values are within the type's error bound of the
- *    F32 values (files read with core/gguf.h).
+ *    F32 values (files read with core/format/gguf.h).
  */
-#include "gguf.h"
+#include "format/gguf.h"
 #include "quant_layout.h"
 
 static const uint32_t legacy_types[] = {QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0};
@@ -194,7 +194,7 @@ static void test_reference_vectors(void)
 
 /* ======================================================================
  * Agreement with llama-quantize on the fixture models (read with
- * core/gguf.h; tensor data points into the mapping).
+ * core/format/gguf.h; tensor data points into the mapping).
  * ====================================================================== */
 
 typedef struct {

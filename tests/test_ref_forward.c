@@ -15,9 +15,9 @@
  *    that much: rel-L2 <= 2e-3 to the f32-cache logits, same argmax. */
 #include <unistd.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "fixtures.h"
-#include "model.h"
+#include "model/model.h"
 #include "model_variants.h"
 #include "testlib.h"
 

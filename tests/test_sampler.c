@@ -7,7 +7,7 @@
  * and the bound (the 0.1% critical value) still catches a wrong
  * distribution, which moves the statistic by orders of magnitude.
  *
- * The oracle (sampler_ref.h) is the definition of core/sampler.h written
+ * The oracle (sampler_ref.h) is the definition of core/sample/sampler.h written
  * out with a full sort; the sampler must pick exactly the same token for
  * the same seed, on every vector level the CPU has, so those comparisons
  * demand equality, not closeness.  (The GPU kernels are held to the same
@@ -17,8 +17,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "sampler.h"
-#include "sampler_kernels.h"
+#include "sample/sampler.h"
+#include "sample/sampler_kernels.h"
 #include "sampler_ref.h"
 #include "logit_rng.h"
 #include "testlib.h"

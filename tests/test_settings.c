@@ -12,11 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chat_setup.h"
-#include "conversation.h"
-#include "settings.h"
+#include "common/chat_setup.h"
+#include "chat/conversation.h"
+#include "common/settings.h"
 #include "testlib.h"
-#include "theme.h"
+#include "ui/theme.h"
 
 static char tmpdir[256];
 

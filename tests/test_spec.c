@@ -36,13 +36,13 @@
 #include <math.h>
 #include <unistd.h>
 
-#include "decoder.h"
-#include "engine.h"
+#include "engine/decoder.h"
+#include "engine/engine.h"
 #include "fixtures.h"
 #include "model_variants.h"
-#include "sampler.h"
-#include "sampler_spec.h"
-#include "synth.h"
+#include "sample/sampler.h"
+#include "sample/sampler_spec.h"
+#include "model/synth.h"
 #include "testlib.h"
 
 __attribute__((noinline)) static const char *msg_of(const err_t *e) { return e->msg; }

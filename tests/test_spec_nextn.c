@@ -19,11 +19,11 @@
 #include <math.h>
 #include <unistd.h>
 
-#include "model.h"
-#include "quant.h"
-#include "ref_forward.h"
-#include "rope.h"
-#include "synth.h"
+#include "model/model.h"
+#include "format/quant.h"
+#include "ref/ref_forward.h"
+#include "model/rope.h"
+#include "model/synth.h"
 #include "testlib.h"
 
 /* M(err) through a call, so that the compiler does not check its 1 KiB

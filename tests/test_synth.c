@@ -1,4 +1,4 @@
-/* test_synth.c: the synthetic-model generator (core/synth.c).
+/* test_synth.c: the synthetic-model generator (core/model/synth.c).
  *
  *  - The tiny presets rebuild the fixtures' files byte for byte up to the
  *    tensor data: same header (keys, values, order; tensor names, shapes,
@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "gguf.h"
-#include "quant.h"
-#include "synth.h"
+#include "format/gguf.h"
+#include "format/quant.h"
+#include "model/synth.h"
 #include "testlib.h"
 
 __attribute__((noinline)) static const char *msg_of(const err_t *e) { return e->msg; }

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat_template.h"
-#include "gguf.h"
-#include "json_dump.h"
+#include "text/chat_template.h"
+#include "format/gguf.h"
+#include "text/json_dump.h"
 #include "testlib.h"
 
 static void check_file(const char *path, int min_cases)

@@ -1,13 +1,13 @@
-/* test_text_safe.c: the one sanitiser (core/text_safe.h) and the error
- * messages it keeps inert (core/error.c): C0 and C1 controls (encoded, and
+/* test_text_safe.c: the one sanitiser (core/base/text_safe.h) and the error
+ * messages it keeps inert (core/base/error.c): C0 and C1 controls (encoded, and
  * raw 0x9b bytes in invalid UTF-8), bidi controls, the one-line form, the
  * fixed-buffer form's cut at whole pieces, and that sanitized text is a
  * fixed point (issue 28.3). */
 #include <stdint.h>
 #include <string.h>
 
-#include "error.h"
-#include "text_safe.h"
+#include "base/error.h"
+#include "base/text_safe.h"
 #include "testlib.h"
 
 /* True when s holds a byte a terminal could obey: C0 but \n and \t (when

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "threadpool.h"
+#include "base/threadpool.h"
 
 typedef struct {
     atomic_int *hits;

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "pretokenizer.h"
+#include "format/gguf.h"
+#include "text/pretokenizer.h"
 #include "testlib.h"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 static tokenizer *load(const char *path)
 {

@@ -8,15 +8,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "chat_commands.h"
-#include "paths.h"
-#include "settings.h"
+#include "ui/chat_commands.h"
+#include "common/paths.h"
+#include "common/settings.h"
 #include "testlib.h"
-#include "theme.h"
-#include "ui_layout.h"
-#include "ui_screen.h"
-#include "ui_statusline.h"
-#include "ui_text.h"
+#include "ui/theme.h"
+#include "ui/ui_layout.h"
+#include "ui/ui_screen.h"
+#include "ui/ui_statusline.h"
+#include "common/ui_text.h"
 
 static char tmpdir[256];
 

@@ -1,4 +1,4 @@
-/* test_ui_history.c: the input history file (app/ui_history.h): entries
+/* test_ui_history.c: the input history file (app/ui/ui_history.h): entries
  * written and read back whole (multi-line ones, ones that look like
  * timestamps), files of earlier versions read one entry per line, a file
  * mixing both, trimming to the newest entries, a FIFO refused. */
@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "ui_history.h"
+#include "ui/ui_history.h"
 
 static char tmpdir[256];
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "testlib.h"
-#include "ui_sidepane.h"
+#include "ui/ui_sidepane.h"
 
 /* The text of row y of w (cells read back; trailing blanks cut). */
 static void row_text(WINDOW *w, int y, char *out, size_t cap)

@@ -1,4 +1,4 @@
-/* test_ui_session.c: the chat session without a screen (app/ui_session.h)
+/* test_ui_session.c: the chat session without a screen (app/ui/ui_session.h)
  * and the /commands on it, against a real engine: the CPU reference on the
  * tiny-glm-a fixture, greedy, answers of a fixed length (--ignore-eos).
  * A recording frontend stands where the screen would be.  Covers sending,
@@ -10,10 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "chat_commands.h"
-#include "clipboard.h"
+#include "ui/chat_commands.h"
+#include "ui/clipboard.h"
 #include "testlib.h"
-#include "ui_session.h"
+#include "ui/ui_session.h"
 
 #define MODEL "tests/data/models/tiny-glm-a/tiny-glm-a.f32.gguf"
 #define WAIT_S 60.0 /* a guard against a hang, not a timing: the tiny model answers in milliseconds */

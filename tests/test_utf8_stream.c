@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "format/gguf.h"
 #include "testlib.h"
-#include "tokenizer.h"
-#include "utf8.h"
+#include "text/tokenizer.h"
+#include "base/utf8.h"
 
 static tokenizer *tok;
 

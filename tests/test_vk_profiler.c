@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "engine.h"
-#include "model.h"
+#include "engine/engine.h"
+#include "model/model.h"
 #include "testlib.h"
 #include "vk.h"
 

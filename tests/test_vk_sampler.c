@@ -1,5 +1,5 @@
 /* test_vk_sampler.c: sampling on the GPU (shaders/sample_*.comp) against
- * the CPU reference (core/sampler.c): the same request and logits must
+ * the CPU reference (core/sample/sampler.c): the same request and logits must
  * give the same token, every time -- on random logits with ties, masks,
  * NaN, flat and peaked distributions, every setting, vocabularies from 1
  * token to the real 154880, and uniforms placed at the draw's boundaries
@@ -13,10 +13,10 @@
 #include <math.h>
 #include <stdbool.h>
 
-#include "engine.h"
-#include "model.h"
-#include "sampler.h"
-#include "sampler_kernels.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "sample/sampler.h"
+#include "sample/sampler_kernels.h"
 #include "logit_rng.h"
 #include "testlib.h"
 #include "vk.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant.h"
+#include "format/quant.h"
 #include "testlib.h"
 #include "vk_kernels.h"
 

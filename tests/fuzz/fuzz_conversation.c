@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conversation.h"
+#include "chat/conversation.h"
 
 static bool near(double a, double b)
 {

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "model.h"
+#include "format/gguf.h"
+#include "model/model.h"
 
 #define REQUIRE(cond)                                                              \
     do {                                                                           \

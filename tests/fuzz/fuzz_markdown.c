@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "md_check.h"
-#include "md_internal.h"
+#include "md/md_internal.h"
 
 #define GUARDED_MAX (1u << 20) /* inputs up to this size get the guard-page parse */
 

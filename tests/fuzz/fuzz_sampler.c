@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "../sampler_ref.h"
-#include "sampler.h"
+#include "sample/sampler.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

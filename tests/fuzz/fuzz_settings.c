@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "settings.h"
+#include "common/settings.h"
 
 static bool in(float v, float lo, float hi)
 {

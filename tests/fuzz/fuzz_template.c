@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat_template.h"
+#include "text/chat_template.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "theme.h"
+#include "ui/theme.h"
 
 static bool color_ok(int c)
 {

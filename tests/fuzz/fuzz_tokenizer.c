@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "tokenizer.h"
-#include "utf8.h"
+#include "format/gguf.h"
+#include "text/tokenizer.h"
+#include "base/utf8.h"
 
 static tokenizer *tok;
 

@@ -18,9 +18,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "gguf.h"
-#include "sampler.h"
-#include "tokenizer.h"
+#include "format/gguf.h"
+#include "sample/sampler.h"
+#include "text/tokenizer.h"
 #include "../sampler_ref.h"
 
 static double now(void)

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conversation.h"
+#include "chat/conversation.h"
 
 static void fill(conversation *c, char version, int n)
 {

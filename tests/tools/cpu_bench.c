@@ -19,8 +19,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "engine.h"
-#include "sampler.h"
+#include "engine/engine.h"
+#include "sample/sampler.h"
 
 static int usage(void)
 {

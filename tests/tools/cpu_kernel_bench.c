@@ -1,5 +1,5 @@
 /* cpu_kernel_bench: one thread's speed of the fast CPU kernels, per weight
- * type and kernel set (core/cpu_kernels.h).
+ * type and kernel set (core/cpu/cpu_kernels.h).
  *
  *   cpu_kernel_bench [-n ROW_LENGTH] [-m MIB] [-t TYPES] [-s SETS] [-r SECONDS]
  *
@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cpu_kernels.h"
-#include "synth.h"
+#include "cpu/cpu_kernels.h"
+#include "model/synth.h"
 
 static double now_s(void)
 {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes core/quant_grids.c: the lookup tables of ggml's non-linear formats.
+"""Writes core/format/quant_grids.c: the lookup tables of ggml's non-linear formats.
 
 The tables are data that must be bit-identical to llama.cpp's (ggml-common.h:
 iq2xxs_grid, iq2xs_grid, iq2s_grid, iq3xxs_grid, iq3s_grid, iq1s_grid,
@@ -10,7 +10,7 @@ grid row is written as the bytes of ggml's uint64_t / uint32_t entry in memory
 order (element j of a grid point is byte j), so C code indexes grid[i][j] on
 any host.
 
-    /usr/bin/python3 tests/tools/gen_quant_grids.py GGUF_PY_DIR > core/quant_grids.c
+    /usr/bin/python3 tests/tools/gen_quant_grids.py GGUF_PY_DIR > core/format/quant_grids.c
 
 GGUF_PY_DIR: llama.cpp's gguf-py folder (../shared/peer/llama-src.tar.xz,
 llama/gguf-py).  Needs python3-numpy.

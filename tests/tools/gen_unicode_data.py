@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes core/unicode_data.c: the code point classes the pre-tokenizer needs.
+"""Writes core/base/unicode_data.c: the code point classes the pre-tokenizer needs.
 
 Each code point gets one class, in this order of precedence: white space
 (Unicode White_Space), number (\\p{N}), letter (\\p{L}), punctuation (\\p{P}),
@@ -38,5 +38,5 @@ for start, k in ranges:
     out.append("    {0x%06X, UNI_%s}," % (start, k))
 out.append("};")
 out.append("const unsigned uni_n_ranges = sizeof uni_ranges / sizeof uni_ranges[0];")
-open("core/unicode_data.c", "w").write("\n".join(out) + "\n")
+open("core/base/unicode_data.c", "w").write("\n".join(out) + "\n")
 print(len(ranges), "ranges")

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "md_render.h"
+#include "md/md_render.h"
 
 static double now(void)
 {

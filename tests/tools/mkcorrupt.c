@@ -21,9 +21,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gguf.h"
-#include "quant.h"
-#include "synth.h"
+#include "format/gguf.h"
+#include "format/quant.h"
+#include "model/synth.h"
 
 static const char *outdir;
 static FILE *manifest;

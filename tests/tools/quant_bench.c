@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "quant.h"
-#include "quant_fast.h"
+#include "format/quant.h"
+#include "format/quant_fast.h"
 
 static double now_s(void)
 {

@@ -1,7 +1,7 @@
 /* requant: quantizes a float GGUF (the fixtures' F32 files) into a file
- * type with our own quantizer (core/quant.c, ggml's reference quantizers)
+ * type with our own quantizer (core/format/quant.c, ggml's reference quantizers)
  * and the per-tensor types llama-quantize would pick for that file type and
- * shape (the generator's rules, core/synth.c, for the shape read from the
+ * shape (the generator's rules, core/model/synth.c, for the shape read from the
  * file), for the fidelity tests of file types the fixtures do not ship
  * (Q5_K_M, the dynamic mix Q4_K_XL).
  *
@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "model_edit.h"
-#include "quant.h"
-#include "synth.h"
+#include "format/quant.h"
+#include "model/synth.h"
 
 /* The generator's configuration of a loaded model's shape and flavour. */
 static void config_of(const model_config *m, uint32_t ftype, synth_config *c)

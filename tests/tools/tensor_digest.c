@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "sha256.h"
+#include "format/gguf.h"
+#include "base/sha256.h"
 
 static int by_name(const void *a, const void *b)
 {

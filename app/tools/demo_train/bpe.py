@@ -1,9 +1,9 @@
 """bpe.py: byte-level BPE (GPT-2 style) trained here, split as glmchat splits.
 
-The pre-tokenizer is glmchat's "glm4" (core/pretokenizer.c: the Llama-3
+The pre-tokenizer is glmchat's "glm4" (core/text/pretokenizer.c: the Llama-3
 regex, which is what GLM-4.x files name), run with the `regex` module's
 Unicode classes; words are then GPT-2 byte symbols merged by rank, the lowest
-rank first and the leftmost on a tie, as core/tokenizer.c does.  So the ids
+rank first and the leftmost on a tie, as core/text/tokenizer.c does.  So the ids
 this module gives a text are the ids `glmchat tokenize` gives it, which the
 recipe checks on the held-out text.
 

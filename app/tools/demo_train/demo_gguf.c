@@ -9,9 +9,9 @@
  *                                                 str, u32, f32, bool, arr_str, arr_i32
  *    "tensors": [{"name", "ne": [..], "type": "F32"|"F16"|"Q8_0", "offset": bytes}, ...]}
  *
- * and this tool converts each tensor to its type (core/quant.c's
+ * and this tool converts each tensor to its type (core/format/quant.c's
  * quantizers: the same rounding glmchat's own writers use) and writes the
- * file through core/gguf_write.c.  Every value is checked; a bad manifest
+ * file through core/format/gguf_write.c.  Every value is checked; a bad manifest
  * gets one line naming the entry and a non-zero exit, and no partial file
  * is left (gguf_writer removes it). */
 #include <jansson.h>
@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "quant.h"
+#include "format/gguf.h"
+#include "format/quant.h"
 
 static int fail(const char *fmt, const char *what)
 {

@@ -2,12 +2,12 @@
 """export.py: the trained model as raw f32 tensors + a JSON manifest for demo_gguf.
 
 Keys in the order llama.cpp's converter writes a GLM-4.7-Flash file (as
-core/synth.c does), the tokenizer in the same tokenizer.ggml.* fields real
+core/model/synth.c does), the tokenizer in the same tokenizer.ggml.* fields real
 GLM files use, GLM-4.7-Flash's chat template (read from the fixture model in
 tests/data, as its GGUFs carry it) with one change: the generation prompt's
 default is thinking off (`</think>` unless enable_thinking is given and true),
 since this model was not trained to think; and glmchat.thinking = false,
-which glmchat reads for its default (core/chat_template.c).
+which glmchat reads for its default (core/text/chat_template.c).
 
 Usage: export.py CHECKPOINT PREP_DIR SOURCES_JSON OUT_DIR [--type F16|F32]
 Writes OUT_DIR/manifest.json, OUT_DIR/tensors.f32 and OUT_DIR/DATA-SOURCES.md

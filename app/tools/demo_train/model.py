@@ -1,6 +1,6 @@
 """model.py: deepseek2 (GLM-4.7-Flash flavour) in PyTorch, as glmchat computes it.
 
-Mirrors core/ref_forward.c step for step, with parameters named and laid out
+Mirrors core/ref/ref_forward.c step for step, with parameters named and laid out
 as the GGUF tensors (a torch weight [out][in] is a GGUF matrix of ne (in,
 out), byte for byte), so export is a dump:
 
@@ -54,7 +54,7 @@ class Config:
 
     @property
     def kq_scale(self):
-        # no rope scaling: mscale 1 (core/model.c read_rope)
+        # no rope scaling: mscale 1 (core/model/model.c read_rope)
         return 1.0 / math.sqrt(self.qk_nope + self.qk_rope)
 
 
@@ -63,7 +63,7 @@ def rmsnorm(x, w, eps):
 
 
 def rope_cos_sin(c, n_pos, device=None):
-    """(n_pos, rope/2) cos and sin as core/rope.c: ggml's rope_yarn without
+    """(n_pos, rope/2) cos and sin as core/model/rope.c: ggml's rope_yarn without
     scaling (freq_scale 1, ext_factor 0, attn_factor 1): theta_i = pos *
     base^(-2i/n_dims), stepped by repeated multiplication in float there;
     the same angles in float64 here (differences ~1e-7 relative)."""

@@ -3,7 +3,7 @@
 
 Trains the byte-level BPE (bpe.py) on the training pairs' text, then turns
 the pairs into conversations rendered with GLM-4.7's chat template exactly as
-glmchat renders it with thinking off (core/chat_template.c, preset glm47,
+glmchat renders it with thinking off (core/text/chat_template.c, preset glm47,
 enable_thinking false):
 
   [gMASK]<sop><|user|>QUESTION<|assistant|></think>ANSWER<|user|>QUESTION...

@@ -3,7 +3,7 @@
 #
 #   corpus (build_corpus.py) -> tokenizer + conversations (prepare.py) ->
 #   training (train.py, nice 19, resumable) -> raw tensors + manifest
-#   (export.py) -> GGUF through core/gguf_write.c (demo_gguf) -> checks:
+#   (export.py) -> GGUF through core/format/gguf_write.c (demo_gguf) -> checks:
 #   glmchat's tokenizer gives the training ids (tokcheck.py), the C
 #   reference's logits match torch's (parity.py) -> measurements
 #   (evaluate.py) -> app/demo/glm-demo.gguf and app/demo/EVAL.md.

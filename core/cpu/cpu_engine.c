@@ -1,0 +1,255 @@
+/* cpu_engine.c: the fast CPU forward pass (cpu_forward.h) as an engine
+ * backend ("cpu"): logits, the top candidates and logsumexp of the last
+ * position, the per-step table for the side pane and `bench --profile` --
+ * the single-token evals' once there are some (what a chat spends its time
+ * on), the prompt's before -- and drafting with the NextN block (engine.h's
+ * draft and verify, decided in spec_host.c). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_engine.h"
+#include "cpu_forward.h"
+#include "engine/spec_host.h"
+
+typedef struct {
+    const model *m;
+    cf_state *cf;
+    float *last;        /* (n_vocab) last position's logits when the caller wants no logits */
+    spec_host *spec;    /* drafting (when cf_has_nextn) */
+    char description[160];
+} cpu_engine;
+
+/* The context when none is given: the model's trained one, at most
+ * ENGINE_AUTO_CTX_CAP, and a KV cache (with drafting, the NextN block's
+ * and the kept hidden states too) within half the memory available now
+ * (in steps of 256 tokens). */
+static uint32_t auto_ctx(const model *m, bool kv_f16, bool nextn)
+{
+    const model_config *c = &m->cfg;
+    uint32_t n = c->n_ctx_train && c->n_ctx_train < ENGINE_AUTO_CTX_CAP ? c->n_ctx_train : ENGINE_AUTO_CTX_CAP;
+    nextn = nextn && c->n_nextn > 0;
+    double per_token = ((double)(c->n_layer + nextn) * (c->kv_lora_rank + c->qk_rope) + (nextn ? c->n_embd : 0)) *
+                       (kv_f16 ? 2 : 4);
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && per_token > 0) {
+        double fit = 0.5 * (double)pages * (double)page / per_token;
+        if (fit < n)
+            n = fit < 256 ? 256 : (uint32_t)fit / 256 * 256;
+    }
+    return n ? n : 1;
+}
+
+static int cpu_create(void **impl, const model *m, engine_params *p, err_t *err)
+{
+    if (p->n_ctx == 0) {
+        p->n_ctx = auto_ctx(m, p->kv == KV_F16, p->draft != ENGINE_DRAFT_OFF);
+        if (p->n_batch > p->n_ctx)
+            p->n_batch = p->n_ctx;
+    }
+    cpu_engine *r = calloc(1, sizeof *r);
+    if (!r)
+        return err_set(err, "out of memory");
+    r->m = m;
+    cf_params cp = {.n_ctx = p->n_ctx, .n_batch = p->n_batch, .kv_f16 = p->kv == KV_F16, .n_threads = p->n_threads,
+                    .nextn = p->draft != ENGINE_DRAFT_OFF};
+    r->cf = cf_new(m, &cp, err);
+    r->last = malloc(m->cfg.n_vocab * sizeof(float));
+    if (!r->cf || !r->last || (cf_has_nextn(r->cf) && !(r->spec = spec_host_new(m->cfg.n_vocab, err)))) {
+        if (r->cf && !r->last)
+            err_set(err, "out of memory");
+        cf_free(r->cf);
+        free(r->last);
+        free(r);
+        return -1;
+    }
+    int nt = cf_threads(r->cf);
+    snprintf(r->description, sizeof r->description, "CPU (8-bit activations, %s kernels), %d thread%s, KV %s%s",
+             cf_kernels(r->cf)->name, nt, nt == 1 ? "" : "s", p->kv == KV_F16 ? "f16" : "f32",
+             r->spec ? ", NextN drafting" : "");
+    *impl = r;
+    return 0;
+}
+
+static void cpu_destroy(void *impl)
+{
+    cpu_engine *r = impl;
+    cf_free(r->cf);
+    free(r->last);
+    spec_host_free(r->spec);
+    free(r);
+}
+
+/* "a ranks before b": higher logit, then lower id. */
+static bool ranks_before(float la, int32_t ia, float lb, int32_t ib)
+{
+    return la > lb || (la == lb && ia < ib);
+}
+
+/* The k best of n logits, best first. */
+static void top_k(const float *logits, uint32_t n, uint32_t k, int32_t *ids, float *vals)
+{
+    uint32_t have = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        float v = logits[i];
+        if (have == k && !ranks_before(v, (int32_t)i, vals[k - 1], ids[k - 1]))
+            continue;
+        uint32_t at = have < k ? have++ : k - 1;
+        while (at > 0 && ranks_before(v, (int32_t)i, vals[at - 1], ids[at - 1])) {
+            vals[at] = vals[at - 1];
+            ids[at] = ids[at - 1];
+            at--;
+        }
+        vals[at] = v;
+        ids[at] = (int32_t)i;
+    }
+}
+
+static float log_sum_exp(const float *x, uint32_t n)
+{
+    float mx = -INFINITY;
+    for (uint32_t i = 0; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    double s = 0;
+    for (uint32_t i = 0; i < n; i++)
+        s += exp((double)x[i] - mx);
+    return (float)(mx + log(s));
+}
+
+static int cpu_eval(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_output *out,
+                    err_t *err)
+{
+    cpu_engine *r = impl;
+    uint32_t V = r->m->cfg.n_vocab;
+    bool want_last = out->top_k > 0 || out->log_z;
+    float *logits = out->logits;
+    if (!logits && want_last)
+        logits = r->last;
+    if (cf_eval(r->cf, tokens, n, pos, logits, out->all_positions && out->logits, err) < 0)
+        return -1;
+    if (!want_last)
+        return 0;
+    const float *last = logits + (out->all_positions && out->logits ? (uint64_t)(n - 1) * V : 0);
+    if (out->top_k > 0) {
+        uint32_t k = out->top_k < V ? out->top_k : V;
+        top_k(last, V, k, out->top_ids, out->top_logits);
+        for (uint32_t i = k; i < out->top_k; i++) {
+            out->top_ids[i] = -1;
+            out->top_logits[i] = -INFINITY;
+        }
+    }
+    if (out->log_z)
+        *out->log_z = log_sum_exp(last, V);
+    return 0;
+}
+
+static void stats_of(const cf_profile *pp, engine_stats *st)
+{
+    const cf_profile p = *pp;
+    st->n_kernels = 0;
+    if (p.tokens == 0)
+        return;
+    double tok = (double)p.tokens;
+    for (int i = 0; i < CF_ST_COUNT && st->n_kernels < ENGINE_MAX_KERNEL_STATS; i++) {
+        const cf_step_stat *s = &p.step[i];
+        if (s->calls == 0 && s->seconds == 0)
+            continue;
+        engine_kernel_stat *k = &st->kernels[st->n_kernels++];
+        snprintf(k->name, sizeof k->name, "%s", s->name);
+        k->calls_per_token = (double)s->calls / tok;
+        k->us_per_token = s->seconds * 1e6 / tok;
+        k->bytes_per_token = s->bytes / tok;
+        k->gbps = s->seconds > 0 ? s->bytes / s->seconds / 1e9 : 0;
+    }
+    st->dispatches_per_token = (uint32_t)((double)p.steps / (double)p.evals + 0.5);
+    st->us_per_token_measured = p.seconds * 1e6 / tok;
+}
+
+static void cpu_get_stats(void *impl, engine_stats *st)
+{
+    cpu_engine *r = impl;
+    cf_profile p;
+    cf_profile_get(r->cf, true, &p);
+    if (p.tokens == 0)
+        cf_profile_get(r->cf, false, &p);
+    stats_of(&p, st);
+}
+
+void cpu_engine_prompt_stats(void *impl, engine_stats *st)
+{
+    cf_profile p;
+    cf_profile_get(((cpu_engine *)impl)->cf, false, &p);
+    memset(st, 0, sizeof *st);
+    stats_of(&p, st);
+}
+
+void cpu_engine_reset_profile(void *impl)
+{
+    cf_profile_reset(((cpu_engine *)impl)->cf);
+}
+
+static const char *cpu_describe(void *impl)
+{
+    return ((cpu_engine *)impl)->description;
+}
+
+/* ---- drafting (engine.h's draft and verify) ------------------------------------ */
+
+/* The fast forward pass as spec_host.h calls it. */
+static int fwd_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
+                          err_t *err)
+{
+    return cf_nextn_eval(fwd, tokens, n, pos, h, logits, false, err);
+}
+
+static const float *fwd_nextn_out(void *fwd)
+{
+    return cf_nextn_out(fwd);
+}
+
+/* cf_eval_verify: every position's logits, bit for bit the single-token
+ * evals' (cpu_forward.h's batch independence). */
+static int fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, err_t *err)
+{
+    return cf_eval_verify(fwd, tokens, n, pos, logits, err);
+}
+
+static const spec_host_fwd cpu_fwd = {fwd_nextn_rows, fwd_nextn_out, fwd_eval_all};
+
+static int cpu_draft(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_draft_req *req,
+                     err_t *err)
+{
+    cpu_engine *r = impl;
+    if (!r->spec)
+        return err_set(err, "this engine keeps no NextN state");
+    return spec_host_draft(r->spec, &cpu_fwd, r->cf, tokens, n, pos, req, err);
+}
+
+static int cpu_verify(void *impl, const int32_t *tokens, uint32_t pos, const engine_verify_req *req, err_t *err)
+{
+    cpu_engine *r = impl;
+    if (!r->spec)
+        return err_set(err, "this engine keeps no NextN state");
+    return spec_host_verify(r->spec, &cpu_fwd, r->cf, tokens, pos, req, err);
+}
+
+const engine_backend cpu_engine_backend = {
+    .name = "cpu",
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .eval = cpu_eval,
+    .get_stats = cpu_get_stats,
+    .describe = cpu_describe,
+    /* A decoded token streams the weights it uses; checking k + 1 tokens at
+     * once saves the reads they share (attention, shared expert, dense
+     * block, head) but not their routed experts, which differ per token,
+     * nor the multiply-adds -- and each draft costs a NextN block and a
+     * head.  Measured (README, "CPU speed": cpu_bench --draft): even with
+     * every draft kept a step gains at most ~10 %, at real acceptance it
+     * loses, so auto does not draft here; --draft K still does. */
+    .draft_pays = false,
+    .draft = cpu_draft,
+    .verify = cpu_verify,
+};
