@@ -267,8 +267,11 @@ static int print_placement(const char *path, const cli_options *o)
     if (!be) {
         rc = 1;
     } else if (be != &vk_engine_backend) {
+        char kv[64];
+        snprintf(kv, sizeof kv, o->n_ctx ? "for %u tokens" : "for the largest context half the free memory holds",
+                 o->n_ctx);
         printf("\nplacement     the %s backend: weights in host memory (the mapped file), KV cache %s\n", be->name,
-               o->n_ctx ? "for -c tokens" : "for the largest context half the free memory holds");
+               kv);
     } else {
         engine_params p;
         engine_params_default(&p);
