@@ -65,7 +65,9 @@ extern const engine_backend vk_engine_backend;
 
 /* Where the Vulkan backend would place model m under params p, worked out
  * as engine creation does (the same fit check, the same context chosen when
- * p->n_ctx is 0) but with nothing uploaded: for `info`. */
+ * p->n_ctx is 0) but with nothing uploaded: for `info`.  When it does not
+ * fit: -1, err the line engine creation gives, out the figures that did
+ * not fit. */
 typedef struct {
     char device[256];
     uint64_t available;      /* device memory the fit was checked against */

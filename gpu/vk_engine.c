@@ -460,20 +460,28 @@ static int zero_counters(vk_engine *e, err_t *err)
 
 static void vk_destroy(void *impl);
 
-static int setup(vk_engine *e, err_t *err)
+/* The device, and the plan for e->p on it (the context chosen when none
+ * was given); a plan that does not fit says what would. */
+static int open_and_plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
 {
     if (vk_tuning_fill(&e->tune, e->p.tune, e->p.n_tune, err) || vk_ctx_create(&e->c, e->p.device_index, false, err) ||
         check_model(e, err))
         return -1;
     e->kb = (vk_kb){&e->c, &e->pipes, &e->tune, &e->kerr};
-    buf_req req[56];
-    uint32_t n;
-    bool auto_ctx = e->p.n_ctx == 0;
-    if ((auto_ctx ? plan_auto_ctx(e, req, &n, err) : plan(e, req, &n, err)) != 0) {
+    if ((e->p.n_ctx ? plan(e, req, n, err) : plan_auto_ctx(e, req, n, err)) != 0) {
         if (e->fit_short)
-            suggest_fit(e, req, &n, err);
+            suggest_fit(e, req, n, err);
         return -1;
     }
+    return 0;
+}
+
+static int setup(vk_engine *e, err_t *err)
+{
+    buf_req req[56];
+    uint32_t n;
+    if (open_and_plan(e, req, &n, err))
+        return -1;
     /* the plan's figures are a promise: no block past them (vk_memory.c) */
     if (e->p.gpu_mem)
         e->c.dev_cap = e->p.gpu_mem;
@@ -518,17 +526,9 @@ int vk_plan_placement(const model *m, const engine_params *p, vk_placement *out,
     e->p = *p;
     buf_req req[56];
     uint32_t n;
-    int rc = vk_tuning_fill(&e->tune, e->p.tune, e->p.n_tune, err) ||
-                     vk_ctx_create(&e->c, e->p.device_index, false, err) || check_model(e, err)
-                 ? -1
-                 : 0;
-    if (!rc) {
-        e->kb = (vk_kb){&e->c, &e->pipes, &e->tune, &e->kerr};
-        rc = e->p.n_ctx ? plan(e, req, &n, err) : plan_auto_ctx(e, req, &n, err);
-        if (rc && e->fit_short)
-            suggest_fit(e, req, &n, err);
+    int rc = open_and_plan(e, req, &n, err);
+    if (rc == 0 || e->fit_short)
         *out = e->place;
-    }
     vk_destroy(e);
     return rc;
 }
