@@ -34,7 +34,13 @@ typedef struct {
     char name[256];
     const char *kind;        /* "discrete", "integrated", "virtual", "cpu", "other" */
     uint32_t api_major, api_minor;
-    uint64_t device_local_bytes;
+    uint64_t device_local_bytes;  /* the largest device-local heap */
+    /* What glmchat may take of that heap now: VK_EXT_memory_budget's budget
+     * less what is in use where the device has the extension
+     * (budget_from_ext), else the heap less a margin for the driver and
+     * other programs (vk_budget_margin). */
+    uint64_t budget_bytes;
+    bool budget_from_ext;
     uint32_t subgroup_size;
     uint64_t max_alloc_bytes;     /* maxMemoryAllocationSize */
     uint64_t max_range_bytes;     /* maxStorageBufferRange */
@@ -44,6 +50,11 @@ typedef struct {
     char missing[256];            /* when !usable: what it lacks */
 } vk_device_info;
 
+/* The part of a heap of `heap` bytes left to the driver, the display and
+ * other programs where no budget is reported: 1/32 + 256 MiB (half of a
+ * heap under 512 MiB). */
+uint64_t vk_budget_margin(uint64_t heap);
+
 /* Fills up to VK_MAX_DEVICES entries in enumeration order; *n gets the count.
  * Also reports which index "best" selection would pick (-1: none usable). */
 int vk_list_devices(vk_device_info *out, uint32_t *n, int *best, err_t *err);
@@ -52,6 +63,23 @@ int vk_list_devices(vk_device_info *out, uint32_t *n, int *best, err_t *err);
 bool vk_available(void);
 
 extern const engine_backend vk_engine_backend;
+
+/* Where the Vulkan backend would place model m under params p, worked out
+ * as engine creation does (the same fit check, the same context chosen when
+ * p->n_ctx is 0) but with nothing uploaded: for `info`.  When it does not
+ * fit: -1, err the line engine creation gives, out the figures that did
+ * not fit. */
+typedef struct {
+    char device[256];
+    uint64_t available;      /* device memory the fit was checked against */
+    const char *limit;       /* what set it: "--gpu-mem", "the memory budget", "the heap less a margin" */
+    uint64_t weights, kv, act; /* device bytes of each */
+    uint32_t n_ctx;          /* the KV cache's tokens */
+} vk_placement;
+int vk_plan_placement(const model *m, const engine_params *p, vk_placement *out, err_t *err);
+/* One line: "weights W, KV cache K (N tokens), activations A: T of AVAIL
+ * (LIMIT)" in MiB or GiB. */
+void vk_placement_line(const vk_placement *pl, char *buf, size_t len);
 
 /* `--tune KEY=VALUE`: 0 when the Vulkan core has that knob and the value is
  * in its range, else -1 and one line in err.  The engine applies the

@@ -68,6 +68,10 @@ typedef struct {
     VkDeviceMemory dummy_mem;
     VkFence fence;
     bool lost;                 /* VK_ERROR_DEVICE_LOST seen: refuse further work */
+    /* Device-local memory of VK_MEM_DEVICE arenas: held now, and the most
+     * that may be held (`--gpu-mem`; UINT64_MAX: what the driver gives).
+     * A block past the cap fails as the driver's out-of-memory would. */
+    uint64_t dev_held, dev_cap;
 } vk_ctx;
 
 /* device_index < 0: the best usable device (discrete > integrated > virtual > cpu).
@@ -77,8 +81,12 @@ int vk_ctx_create(vk_ctx *c, int device_index, bool pipe_stats, err_t *err);
 void vk_ctx_destroy(vk_ctx *c);
 
 /* Formats a failed call as one line; returns -1.  Marks the context lost on
- * VK_ERROR_DEVICE_LOST so later calls fail fast. */
+ * VK_ERROR_DEVICE_LOST so later calls fail fast.  Out of device or host
+ * memory is said in words with what would fit (VK_FIT_HINT), never the
+ * driver's code. */
 int vk_fail(vk_ctx *c, err_t *err, VkResult r, const char *what);
+/* What to try when the device's memory is short, for error lines. */
+#define VK_FIT_HINT "try a smaller -c or --gpu-mem, or --backend cpu"
 const char *vk_result_name(VkResult r);
 
 /* Submits one command buffer and waits for it (fence), turning device loss

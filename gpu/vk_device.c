@@ -40,8 +40,10 @@ int vk_fail(vk_ctx *c, err_t *err, VkResult r, const char *what)
         return err_set(err, "Vulkan device lost during %s (driver reset or GPU fault); restart glmchat "
                             "or use --backend cpu", what);
     }
-    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY)
-        return err_set(err, "out of device memory during %s (%s)", what, vk_result_name(r));
+    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY ||
+        r == VK_ERROR_OUT_OF_POOL_MEMORY || r == VK_ERROR_FRAGMENTED_POOL)
+        return err_set(err, "out of %s memory during %s; " VK_FIT_HINT,
+                       r == VK_ERROR_OUT_OF_HOST_MEMORY ? "host" : "device", what);
     return err_set(err, "Vulkan: %s failed: %s", what, vk_result_name(r));
 }
 
@@ -178,6 +180,39 @@ static bool coopmat_fp16_16(VkInstance inst, VkPhysicalDevice pd)
     return ok;
 }
 
+uint64_t vk_budget_margin(uint64_t heap)
+{
+    return heap > (512ull << 20) ? (heap >> 5) + (256ull << 20) : heap / 2;
+}
+
+/* The largest device-local heap and what of it is free to take now: the
+ * driver's budget less its usage (VK_EXT_memory_budget: accounts for other
+ * programs and the display), else the heap less vk_budget_margin. */
+static void query_budget(VkPhysicalDevice pd, vk_device_info *d)
+{
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT bp = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    bool ext = has_ext(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    VkPhysicalDeviceMemoryProperties2 mp2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
+                                             .pNext = ext ? &bp : NULL};
+    vkGetPhysicalDeviceMemoryProperties2(pd, &mp2);
+    const VkPhysicalDeviceMemoryProperties *mp = &mp2.memoryProperties;
+    uint32_t heap = UINT32_MAX;
+    for (uint32_t i = 0; i < mp->memoryHeapCount; i++)
+        if ((mp->memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
+            (heap == UINT32_MAX || mp->memoryHeaps[i].size > mp->memoryHeaps[heap].size))
+            heap = i;
+    d->device_local_bytes = heap == UINT32_MAX ? 0 : mp->memoryHeaps[heap].size;
+    d->budget_bytes = d->device_local_bytes - vk_budget_margin(d->device_local_bytes);
+    d->budget_from_ext = false;
+    /* a budget of 0 or above the heap is a driver that fills the struct
+     * without meaning it: the heap's own figure is safer */
+    if (ext && heap != UINT32_MAX && bp.heapBudget[heap] && bp.heapBudget[heap] <= d->device_local_bytes) {
+        uint64_t b = bp.heapBudget[heap], used = bp.heapUsage[heap];
+        d->budget_bytes = b > used ? b - used : 0;
+        d->budget_from_ext = true;
+    }
+}
+
 static void query_caps(VkInstance inst, VkPhysicalDevice pd, dev_caps *c)
 {
     memset(c, 0, sizeof *c);
@@ -209,12 +244,7 @@ static void query_caps(VkInstance inst, VkPhysicalDevice pd, dev_caps *c)
     d->shared_bytes = p->limits.maxComputeSharedMemorySize;
     c->sm_count = sm_ext ? smp.shaderSMCount : 0;
 
-    VkPhysicalDeviceMemoryProperties mp;
-    vkGetPhysicalDeviceMemoryProperties(pd, &mp);
-    for (uint32_t i = 0; i < mp.memoryHeapCount; i++)
-        if ((mp.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
-            mp.memoryHeaps[i].size > d->device_local_bytes)
-            d->device_local_bytes = mp.memoryHeaps[i].size;
+    query_budget(pd, d);
 
     /* Features (1.1 core structs + extension structs). */
     VkPhysicalDeviceSubgroupSizeControlFeaturesEXT scf = {
@@ -525,6 +555,7 @@ int vk_ctx_create(vk_ctx *c, int device_index, bool pipe_stats, err_t *err)
     vkGetPhysicalDeviceMemoryProperties(c->pdev, &c->mem);
     c->info = caps.info;
     c->subgroup = caps.info.subgroup_size;
+    c->dev_cap = UINT64_MAX;
     c->max_alloc = caps.info.max_alloc_bytes ? caps.info.max_alloc_bytes : (1ull << 30);
     c->max_range = c->props.limits.maxStorageBufferRange;
     c->align = c->props.limits.minStorageBufferOffsetAlignment;

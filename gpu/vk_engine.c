@@ -152,12 +152,34 @@ static uint64_t cache_bytes(const vk_engine *e)
     return ((uint64_t)e->p.n_ctx + VK_CACHE_PAD_ROWS) * e->b.ag.RS * (e->b.ag.kv_f16 ? 2 : 4);
 }
 
+/* The device-local sizes in allocation order (each layer's cache, then
+ * the activations): what alloc_buffers takes from act_arena, so the arena
+ * can be reserved and planned exactly.  sizes: n_layer + n entries. */
+static uint32_t act_sizes(const vk_engine *e, const buf_req *r, uint32_t n, uint64_t *sizes)
+{
+    uint32_t k = 0;
+    for (uint32_t il = 0; il < e->m->cfg.n_layer; il++)
+        sizes[k++] = cache_bytes(e);
+    for (uint32_t i = 0; i < n; i++)
+        if (r[i].where == 0)
+            sizes[k++] = r[i].bytes;
+    return k;
+}
+
 static int alloc_buffers(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 {
     const model_config *c = &e->m->cfg;
     e->b.cache = calloc(c->n_layer ? c->n_layer : 1, sizeof *e->b.cache);
-    if (!e->b.cache)
+    uint64_t *sizes = malloc(((size_t)c->n_layer + n) * sizeof *sizes);
+    if (!e->b.cache || !sizes) {
+        free(sizes);
         return err_set(err, "out of host memory");
+    }
+    /* blocks exactly as large as what they hold: the fit check's figures */
+    int rc = vk_arena_reserve(&e->c, &e->b.act_arena, sizes, act_sizes(e, r, n, sizes), err);
+    free(sizes);
+    if (rc)
+        return -1;
     for (uint32_t il = 0; il < c->n_layer; il++)
         if (vk_arena_alloc(&e->c, &e->b.act_arena, cache_bytes(e), "the KV cache", &e->b.cache[il], err))
             return -1;
@@ -169,23 +191,79 @@ static int alloc_buffers(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
     return 0;
 }
 
-/* Everything the model needs on the device, against the device's memory. */
+/* What the model may take of the device: the memory budget (vk.h), or
+ * --gpu-mem where that is less; *limit says which. */
+static uint64_t available_bytes(const vk_engine *e, const char **limit)
+{
+    uint64_t have = e->c.info.budget_bytes;
+    if (e->p.gpu_mem && e->p.gpu_mem < have) {
+        *limit = "--gpu-mem";
+        return e->p.gpu_mem;
+    }
+    *limit = e->c.info.budget_from_ext ? "the memory budget" : "the heap less a margin";
+    return have;
+}
+
+static const char *mem_str(uint64_t b, char *buf, size_t len)
+{
+    if (b >= (1ull << 30))
+        snprintf(buf, len, "%.2f GiB", b / GiB);
+    else
+        snprintf(buf, len, "%.1f MiB", b / (1024.0 * 1024.0));
+    return buf;
+}
+
+/* b bytes rounded up, as --gpu-mem takes it: "5M", "2.4G". */
+static const char *size_arg(uint64_t b, char *buf, size_t len)
+{
+    uint64_t mib = (b + (1ull << 20) - 1) >> 20;
+    if (mib >= 1024)
+        snprintf(buf, len, "%.1fG", (double)((mib * 10 + 1023) / 1024) / 10.0);
+    else
+        snprintf(buf, len, "%lluM", (unsigned long long)mib);
+    return buf;
+}
+
+void vk_placement_line(const vk_placement *pl, char *buf, size_t len)
+{
+    char w[32], k[32], a[32], t[32], av[32];
+    snprintf(buf, len, "weights %s, KV cache %s (%u tokens), activations %s: %s of %s (%s)",
+             mem_str(pl->weights, w, sizeof w), mem_str(pl->kv, k, sizeof k), pl->n_ctx,
+             mem_str(pl->act, a, sizeof a), mem_str(pl->weights + pl->kv + pl->act, t, sizeof t),
+             mem_str(pl->available, av, sizeof av), pl->limit);
+}
+
+/* Everything the model needs on the device, against what it may take
+ * (e->place gets the figures either way). */
 static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 {
     uint64_t wb;
     if (vk_weights_plan(&e->c, &e->tune, e->m, &wb, err))
         return -1;
-    uint64_t kv = cache_bytes(e) * e->m->cfg.n_layer, act = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (r[i].where == 0)
-            act += r[i].bytes;
-    uint64_t need = wb + kv + act, have = e->c.info.device_local_bytes;
-    /* leave room for the driver and the staging ring */
-    uint64_t usable = have > (512ull << 20) ? have - (have >> 5) - (256ull << 20) : have / 2;
-    if (need > usable)
-        return err_set(err, "the model needs %.2f GiB of device memory (weights %.2f GiB, KV cache %.2f GiB for %u "
-                            "tokens, activations %.2f GiB) but %s has %.2f GiB; try a smaller -c or --backend cpu",
-                       need / GiB, wb / GiB, kv / GiB, e->p.n_ctx, act / GiB, e->c.info.name, have / GiB);
+    uint64_t *sizes = malloc(((size_t)e->m->cfg.n_layer + n) * sizeof *sizes);
+    if (!sizes)
+        return err_set(err, "out of host memory");
+    uint32_t ns = act_sizes(e, r, n, sizes);
+    uint64_t all = vk_arena_plan(&e->c, 1ull << 30, sizes, ns, NULL, NULL, 0);
+    free(sizes);
+    if (all == UINT64_MAX)
+        return err_set(err, "out of host memory");
+    vk_placement *pl = &e->place;
+    snprintf(pl->device, sizeof pl->device, "%s", e->c.info.name);
+    pl->weights = wb;
+    pl->kv = cache_bytes(e) * e->m->cfg.n_layer;
+    pl->act = all > pl->kv ? all - pl->kv : 0; /* the packing's alignment counted with the activations */
+    pl->n_ctx = e->p.n_ctx;
+    pl->available = available_bytes(e, &pl->limit);
+    e->fit_short = wb + all > pl->available;
+    if (e->fit_short) {
+        char need[32], w[32], k[32], a[32], av[32];
+        return err_set(err, "the model needs %s of device memory (weights %s, KV cache %s for %u tokens, "
+                            "activations %s) but %s has %s (%s)",
+                       mem_str(wb + all, need, sizeof need), mem_str(wb, w, sizeof w), mem_str(pl->kv, k, sizeof k),
+                       e->p.n_ctx, mem_str(pl->act, a, sizeof a), e->c.info.name,
+                       mem_str(pl->available, av, sizeof av), pl->limit);
+    }
     return 0;
 }
 
@@ -194,6 +272,7 @@ static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 static int plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
 {
     const model_config *c = &e->m->cfg;
+    e->fit_short = false;
     if (e->p.n_batch > e->p.n_ctx)
         e->p.n_batch = e->p.n_ctx;
     e->b.n_batch = e->p.n_batch ? e->p.n_batch : 1;
@@ -210,6 +289,34 @@ static int plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
     return check_fit(e, req, *n, err);
 }
 
+/* Whether a context of n_ctx tokens (the batch as asked) fits. */
+static bool ctx_fits(vk_engine *e, buf_req *req, uint32_t *n, uint32_t n_ctx, uint32_t batch)
+{
+    err_t scratch;
+    e->p.n_ctx = n_ctx;
+    e->p.n_batch = batch;
+    return plan(e, req, n, &scratch) == 0;
+}
+
+/* The largest context in [lo, hi) that fits, in steps of `step` tokens
+ * (lo and hi multiples of it), or 0 (e->p.n_ctx and n_batch are left
+ * changed). */
+static uint32_t largest_fit(vk_engine *e, buf_req *req, uint32_t *n, uint32_t lo, uint32_t hi, uint32_t step,
+                            uint32_t batch)
+{
+    if (lo >= hi || !ctx_fits(e, req, n, lo, batch))
+        return 0;
+    uint32_t a = lo / step, b = hi / step; /* step * a fits, step * b does not */
+    while (b - a > 1) {
+        uint32_t mid = a + (b - a) / 2;
+        if (ctx_fits(e, req, n, step * mid, batch))
+            a = mid;
+        else
+            b = mid;
+    }
+    return step * a;
+}
+
 /* No context given: the largest that fits, at most ENGINE_AUTO_CTX_CAP and
  * the model's trained context (in steps of 256 tokens). */
 static int plan_auto_ctx(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
@@ -219,19 +326,46 @@ static int plan_auto_ctx(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
     e->p.n_ctx = cap;
     if (plan(e, req, n, err) == 0)
         return 0;
-    uint32_t lo = 0, hi = cap / 256; /* 256 * lo fits (lo > 0), 256 * hi does not */
-    while (hi - lo > 1) {
-        uint32_t mid = (lo + hi) / 2;
-        e->p.n_ctx = 256 * mid;
-        e->p.n_batch = batch;
-        if (plan(e, req, n, err) == 0)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    e->p.n_ctx = lo ? 256 * lo : (cap < 256 ? cap : 256);
+    if (!e->fit_short)
+        return -1;
+    uint32_t lo = largest_fit(e, req, n, 256, cap / 256 * 256, 256, batch);
+    e->p.n_ctx = lo ? lo : (cap < 256 ? cap : 256);
     e->p.n_batch = batch;
     return plan(e, req, n, err); /* the error of the smallest context, when nothing fits */
+}
+
+/* A context that does not fit: err (check_fit's line) gets what would --
+ * the largest context that fits, a larger --gpu-mem where that is what
+ * stands in the way, the CPU backend. */
+static void suggest_fit(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
+{
+    uint32_t asked = e->p.n_ctx, batch = e->p.n_batch;
+    vk_placement short_by = e->place;
+    const char *limit;
+    bool capped = e->p.gpu_mem && e->p.gpu_mem < e->c.info.budget_bytes;
+    (void)available_bytes(e, &limit);
+    /* contexts of whole 256-token steps where one fits, else any from 16 */
+    uint32_t fit = largest_fit(e, req, n, 256, asked / 256 * 256, 256, batch);
+    if (!fit)
+        fit = largest_fit(e, req, n, asked > 16 ? 16 : asked, asked, 1, batch);
+    /* with none, e->place holds the figures of the smallest context tried */
+    uint64_t least = e->place.weights + e->place.kv + e->place.act;
+    uint32_t least_ctx = e->place.n_ctx;
+    char more[32], arg[32], hint[200];
+    if (fit)
+        snprintf(hint, sizeof hint, "-c %u fits%s, or --backend cpu", fit,
+                 capped ? ", or a larger --gpu-mem" : "");
+    else if (capped && least <= e->c.info.budget_bytes)
+        snprintf(hint, sizeof hint, "even -c %u needs %s: --gpu-mem %s or more, or --backend cpu", least_ctx,
+                 mem_str(least, more, sizeof more), size_arg(least, arg, sizeof arg));
+    else
+        snprintf(hint, sizeof hint, "even -c %u needs %s, more than the device has: --backend cpu", least_ctx,
+                 mem_str(least, more, sizeof more));
+    e->p.n_ctx = asked;
+    e->p.n_batch = batch;
+    e->place = short_by;
+    size_t len = strlen(err->msg);
+    snprintf(err->msg + len, sizeof err->msg - len, "; %s", hint);
 }
 
 static int build_decode(vk_engine *e, err_t *err)
@@ -289,7 +423,10 @@ static int zero_counters(vk_engine *e, err_t *err)
         return vk_fail(&e->c, err, res, "vkAllocateCommandBuffers");
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    vkBeginCommandBuffer(cb, &bi);
+    if ((res = vkBeginCommandBuffer(cb, &bi)) != VK_SUCCESS) {
+        vkFreeCommandBuffers(e->c.dev, e->c.cmd_pool, 1, &cb);
+        return vk_fail(&e->c, err, res, "vkBeginCommandBuffer");
+    }
     vkCmdFillBuffer(cb, e->b.counters.buf, e->b.counters.off, (e->b.counters.size + 3) / 4 * 4, 0);
     vkCmdFillBuffer(cb, e->b.topk_cnt.buf, e->b.topk_cnt.off, (e->b.topk_cnt.size + 3) / 4 * 4, 0);
     /* tag 0 is no tag (dep_flag.glsl): nothing left in the buffer may match */
@@ -312,16 +449,31 @@ static int zero_counters(vk_engine *e, err_t *err)
 
 static void vk_destroy(void *impl);
 
-static int setup(vk_engine *e, err_t *err)
+/* The device, and the plan for e->p on it (the context chosen when none
+ * was given); a plan that does not fit says what would. */
+static int open_and_plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
 {
     if (vk_tuning_fill(&e->tune, e->p.tune, e->p.n_tune, err) || vk_ctx_create(&e->c, e->p.device_index, false, err) ||
         check_model(e, err))
         return -1;
     e->kb = (vk_kb){&e->c, &e->pipes, &e->tune, &e->kerr};
+    if ((e->p.n_ctx ? plan(e, req, n, err) : plan_auto_ctx(e, req, n, err)) != 0) {
+        if (e->fit_short)
+            suggest_fit(e, req, n, err);
+        return -1;
+    }
+    return 0;
+}
+
+static int setup(vk_engine *e, err_t *err)
+{
     buf_req req[56];
     uint32_t n;
-    if ((e->p.n_ctx ? plan(e, req, &n, err) : plan_auto_ctx(e, req, &n, err)) != 0)
+    if (open_and_plan(e, req, &n, err))
         return -1;
+    /* the plan's figures are a promise: no block past them (vk_memory.c) */
+    if (e->p.gpu_mem)
+        e->c.dev_cap = e->p.gpu_mem;
     vk_arena_init(&e->c, &e->b.act_arena, VK_MEM_DEVICE, 1ull << 30, "activations and KV cache");
     vk_arena_init(&e->c, &e->b.host_arena, VK_MEM_HOST, 64ull << 20, "host-visible buffers");
     vk_arena_init(&e->c, &e->b.bar_arena, VK_MEM_UPLOAD, 1ull << 20, "params");
@@ -345,12 +497,29 @@ static int setup(vk_engine *e, err_t *err)
     vk_tuning_describe(&e->tune, set, sizeof set);
     if (set[0])
         snprintf(tuned, sizeof tuned, "; tuning: %s", set);
-    snprintf(e->desc, sizeof e->desc, "Vulkan: %s (%s, %.1f GiB, subgroup %u%s), weights %.2f GiB, %u dependent "
+    char placed[256];
+    vk_placement_line(&e->place, placed, sizeof placed);
+    snprintf(e->desc, sizeof e->desc, "Vulkan: %s (%s, %.1f GiB, subgroup %u%s); device memory: %s; %u dependent "
                                       "dispatches per token%s%s",
              e->c.info.name, e->c.info.kind, e->c.info.device_local_bytes / GiB, e->c.subgroup,
-             e->c.coopmat ? ", cooperative matrices" : "", e->w.device_bytes / GiB, e->rec.decode.prog.n_dep + 1, links,
-             tuned);
+             e->c.coopmat ? ", cooperative matrices" : "", placed, e->rec.decode.prog.n_dep + 1, links, tuned);
     return 0;
+}
+
+int vk_plan_placement(const model *m, const engine_params *p, vk_placement *out, err_t *err)
+{
+    vk_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return err_set(err, "out of host memory");
+    e->m = m;
+    e->p = *p;
+    buf_req req[56];
+    uint32_t n;
+    int rc = open_and_plan(e, req, &n, err);
+    if (rc == 0 || e->fit_short)
+        *out = e->place;
+    vk_destroy(e);
+    return rc;
 }
 
 static int vk_create(void **impl, const model *m, engine_params *p, err_t *err)
@@ -674,11 +843,12 @@ static int vk_routing(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_
     if (!rc) {
         VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-        vkBeginCommandBuffer(cb, &bi);
-        VkBufferCopy region = {.srcOffset = e->b.ids.off, .dstOffset = hb.off, .size = e->b.ids.size};
-        vkCmdCopyBuffer(cb, e->b.ids.buf, hb.buf, 1, &region);
-        vkEndCommandBuffer(cb);
-        rc = vk_submit_wait(&e->c, cb, err);
+        if ((res = vkBeginCommandBuffer(cb, &bi)) == VK_SUCCESS) {
+            VkBufferCopy region = {.srcOffset = e->b.ids.off, .dstOffset = hb.off, .size = e->b.ids.size};
+            vkCmdCopyBuffer(cb, e->b.ids.buf, hb.buf, 1, &region);
+            res = vkEndCommandBuffer(cb);
+        }
+        rc = res == VK_SUCCESS ? vk_submit_wait(&e->c, cb, err) : vk_fail(&e->c, err, res, "recording a copy");
         vkFreeCommandBuffers(e->c.dev, e->c.cmd_pool, 1, &cb);
     }
     const int32_t *ids = (const int32_t *)hb.map;

@@ -133,6 +133,8 @@ typedef struct {
     const model *m;
     engine_params p;
     char desc[1024];
+    vk_placement place;      /* the fit check's figures (for desc and `info`) */
+    bool fit_short;          /* the last fit check failed for want of memory */
     vk_weights w;
     vk_bufs b;
     vk_programs rec;

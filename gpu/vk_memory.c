@@ -109,13 +109,22 @@ static int new_block(vk_ctx *c, vk_arena *a, uint64_t size, const char *name, er
     VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                .allocationSize = req.size,
                                .memoryTypeIndex = type};
-    r = vkAllocateMemory(c->dev, &ai, NULL, &b->mem);
+    /* the cap counts what is asked for (the sizes the fit check planned),
+     * not the driver's rounding of it */
+    bool capped = !a->host && c->dev_cap != UINT64_MAX && c->dev_held + size > c->dev_cap;
+    r = capped ? VK_ERROR_OUT_OF_DEVICE_MEMORY : vkAllocateMemory(c->dev, &ai, NULL, &b->mem);
     if (r != VK_SUCCESS) {
         vkDestroyBuffer(c->dev, b->buf, NULL);
-        if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
-            return err_set(err, "out of %s memory: allocating %.1f MiB for %s (%s holds %.1f MiB; device-local heap %.1f MiB)",
-                           a->host ? "host-visible" : "device", size / MiB, name, a->what, a->total / MiB,
+        if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
+            char held[96] = "";
+            if (capped)
+                snprintf(held, sizeof held, ", above --gpu-mem %.1f MiB with %.1f MiB held", c->dev_cap / MiB,
+                         c->dev_held / MiB);
+            return err_set(err, "out of %s memory: allocating %.1f MiB for %s (%s holds %.1f MiB%s; device-local "
+                                "heap %.1f MiB); " VK_FIT_HINT,
+                           a->host ? "host-visible" : "device", size / MiB, name, a->what, a->total / MiB, held,
                            c->info.device_local_bytes / MiB);
+        }
         return vk_fail(c, err, r, "vkAllocateMemory");
     }
     r = vkBindBufferMemory(c->dev, b->buf, b->mem, 0);
@@ -128,6 +137,8 @@ static int new_block(vk_ctx *c, vk_arena *a, uint64_t size, const char *name, er
     }
     b->size = size;
     a->total += req.size;
+    if (!a->host)
+        c->dev_held += size;
     a->n++;
     return 0;
 }
@@ -180,6 +191,8 @@ void vk_arena_release(vk_ctx *c, vk_arena *a)
             vkUnmapMemory(c->dev, a->blocks[i].mem);
         vkDestroyBuffer(c->dev, a->blocks[i].buf, NULL);
         vkFreeMemory(c->dev, a->blocks[i].mem, NULL);
+        if (!a->host)
+            c->dev_held -= a->blocks[i].size < c->dev_held ? a->blocks[i].size : c->dev_held;
     }
     free(a->blocks);
     a->blocks = NULL;

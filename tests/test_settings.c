@@ -33,7 +33,7 @@ static const char *value_for(const char *key)
         {"seed", "42"},               {"n-predict", "64"},         {"ctx", "2048"},
         {"context-overflow", "stop"}, {"theme", "mono"},           {"side-pane", "off"},
         {"side-width", "30"},         {"mouse", "off"},            {"ignore-eos", "on"},
-        {"draft", "2"},
+        {"draft", "2"},               {"gpu-mem", "6G"},
     };
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
         if (!strcmp(values[i].key, key))
@@ -91,6 +91,39 @@ static void write_file(const char *path, const char *text)
     }
 }
 
+/* Sizes in binary units, exactly; "auto" and 0 are no cap; the rest are
+ * refused naming the key. */
+static void test_sizes(void)
+{
+    static const struct {
+        const char *text;
+        uint64_t bytes;
+    } good[] = {
+        {"6G", 6ull << 30},       {"512M", 512ull << 20}, {"1.5G", 3ull << 29},  {"512MiB", 512ull << 20},
+        {"4096k", 4ull << 20},    {"2t", 2ull << 40},     {"0.5GB", 1ull << 29}, {"auto", 0},
+        {"0", 0},                 {"1K", 1024},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        uint64_t v = 12345;
+        err_t err = {{0}};
+        CHECK(settings_parse_size("gpu-mem", good[i].text, &v, &err) == 0 && v == good[i].bytes,
+              "'%s': %llu (%.200s)", good[i].text, (unsigned long long)v, err.msg);
+    }
+    static const char *const bad[] = {"6", "", "G", "-1G", "1.5.5G", "6X", "6GG", "6 G", "0.0001K", "2000T", "1e3M"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t v = 7;
+        err_t err = {{0}};
+        CHECK(settings_parse_size("gpu-mem", bad[i], &v, &err) != 0 && v == 7 && !strncmp(err.msg, "gpu-mem: ", 9),
+              "'%s' taken as %llu (%.200s)", bad[i], (unsigned long long)v, err.msg);
+    }
+    settings s;
+    settings_defaults(&s);
+    err_t err = {{0}};
+    CHECK(s.gpu_mem == 0, "the default is no cap");
+    CHECK(settings_set(&s, "gpu-mem", "3G", &err) == 0 && s.gpu_mem == 3ull << 30 && settings_given(&s, "gpu-mem"),
+          "settings_set gpu-mem 3G: %.200s", err.msg);
+}
+
 static void test_bom_skipped(void)
 {
     char path[512];
@@ -135,6 +168,7 @@ int main(void)
     setenv("XDG_CONFIG_HOME", tmpdir, 1);
     RUN(test_every_key_is_an_option);
     RUN(test_bom_skipped);
+    RUN(test_sizes);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)

@@ -8,16 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/backends.h"
+#include "common/cli_common.h"
 #include "commands.h"
 #include "model/model.h"
 #include "base/text_safe.h"
+#include "vk.h"
 
 static void info_usage(FILE *f)
 {
-    fprintf(f, "usage: glmchat info -m FILE\n"
+    fprintf(f, "usage: glmchat info -m FILE [--backend NAME] [--gpu-mem SIZE] [-c N] [--device N] [--kv-type T]\n"
                "Prints the model's architecture, dimensions, attention and expert shape,\n"
                "RoPE scaling, a census of tensor types, the mix (each tensor kind's types by\n"
-               "layer), and the parameters and bytes read per decoded token.\n");
+               "layer), and the parameters and bytes read per decoded token.\n"
+               "With --backend or --gpu-mem, also what the backend would place where: on\n"
+               "Vulkan the device memory of the weights, of the KV cache for -c N tokens (or\n"
+               "the largest context that fits) and of the activations, against what the\n"
+               "device has free or --gpu-mem allows -- or the one line saying what would fit.\n");
 }
 
 /* Strings from the file (its name, general.name, the architecture): inert
@@ -245,23 +252,86 @@ static int print_mix(const model *m)
     return rc;
 }
 
+/* Where --backend would place the model (the usage text says what);
+ * 0, or 1 with the reason on stderr. */
+static int print_placement(const char *path, const cli_options *o)
+{
+    model m;
+    err_t err = {{0}};
+    if (model_load(&m, path, &err) < 0) {
+        fprintf(stderr, "glmchat: %s\n", err.msg);
+        return 1;
+    }
+    int rc = 0;
+    const engine_backend *be = app_choose_backend(o->backend, &m, NULL, 0, &err);
+    if (!be) {
+        rc = 1;
+    } else if (be != &vk_engine_backend) {
+        char kv[64];
+        snprintf(kv, sizeof kv, o->n_ctx ? "for %u tokens" : "for the largest context half the free memory holds",
+                 o->n_ctx);
+        printf("\nplacement     the %s backend: weights in host memory (the mapped file), KV cache %s\n", be->name,
+               kv);
+    } else {
+        engine_params p;
+        engine_params_default(&p);
+        p.kv = cli_kv_type(o, be);
+        p.device_index = o->device;
+        p.gpu_mem = o->gpu_mem;
+        p.n_ctx = o->n_ctx; /* 0: the largest that fits, as the chat takes it */
+        if (o->n_batch)
+            p.n_batch = o->n_batch;
+        p.tune = o->tune;
+        p.n_tune = o->n_tune;
+        vk_placement pl;
+        if (vk_plan_placement(&m, &p, &pl, &err) == 0) {
+            char line[320];
+            vk_placement_line(&pl, line, sizeof line);
+            printf("\nplacement     Vulkan on %s\n  device      %s\n  host        nothing (the file is read once, "
+                   "at load)\n", pl.device, line);
+        } else {
+            rc = 1;
+        }
+    }
+    if (rc) {
+        fflush(stdout);
+        fprintf(stderr, "glmchat: %s\n", err.msg);
+    }
+    model_free(&m);
+    return rc;
+}
+
 int cmd_info(int argc, char **argv)
 {
     const char *path = NULL;
+    cli_options o;
+    cli_options_init(&o);
+    bool place = false;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+        const char *a = argv[i];
+        err_t perr = {{0}};
+        int r;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             info_usage(stdout);
+            cli_options_free(&o);
             return 0;
-        } else if ((strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0) && i + 1 < argc) {
-            path = argv[++i];
-        } else if (argv[i][0] != '-' && !path) {
-            path = argv[i];
+        } else if (a[0] != '-' && !path) {
+            path = a;
+        } else if ((r = cli_parse_common(&o, argc, argv, &i, &perr)) > 0 && strcmp(a, "--tokens") != 0) {
+            place |= !strcmp(a, "--backend") || !strcmp(a, "--gpu-mem");
         } else {
-            fprintf(stderr, "glmchat: info: unknown option or missing value: '%s'\n", argv[i]);
+            if (r < 0)
+                fprintf(stderr, "glmchat: info: %s\n", perr.msg);
+            else
+                fprintf(stderr, "glmchat: info: unknown option or missing value: '%s'\n", a);
             info_usage(stderr);
+            cli_options_free(&o);
             return 2;
         }
     }
+    cli_options_free(&o);
+    if (o.model_path && !path)
+        path = o.model_path;
     if (!path) {
         fprintf(stderr, "glmchat: info: no model given (-m FILE)\n");
         return 2;
@@ -305,5 +375,7 @@ int cmd_info(int argc, char **argv)
         fprintf(stderr, "glmchat: %s\n", refused.msg);
         return 1;
     }
+    if (!rc && place)
+        rc = print_placement(path, &o);
     return rc ? 1 : 0;
 }

@@ -355,6 +355,8 @@ int oneshot_answer(const chat_args *a, chat_model *cm, conversation *conv, const
         chat_error("%s", err.msg);
         goto out;
     }
+    if (a->s.gpu_mem) /* a cap asked for: say what it left room for */
+        chat_error("note: %s", decoder_describe(dec));
     if (fit_prompt(a, &set, &chat, dec, &fit) != 0)
         goto out; /* nothing answered, nothing saved */
     /* From here a signal ends the answer instead of the process. */

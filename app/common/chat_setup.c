@@ -43,6 +43,8 @@ const char *chat_args_help(void)
            "      --mouse on|off     wheel scrolling (off leaves selection to the terminal)\n"
            "      --backend NAME     cpu, vulkan or auto (default auto)\n"
            "      --device N         Vulkan device index (see `glmchat devices`)\n"
+           "      --gpu-mem SIZE     the most GPU memory to use, e.g. 6G or 512M (default auto:\n"
+           "                         what is free); the context is sized to what it leaves\n"
            "      --kv-type TYPE     KV cache: f32 or f16 (default: f16 on Vulkan, f32 on cpu)\n"
            "  -t, --threads N        CPU threads (default: all cores)\n"
            "  -b, --batch N          prompt tokens per backend call\n"
@@ -316,6 +318,7 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
     cm->params.tune = a->cli.tune;
     cm->params.n_tune = a->cli.n_tune;
     cm->params.n_ctx = a->s.n_ctx; /* 0: the engine takes the largest that fits (engine.h) */
+    cm->params.gpu_mem = a->s.gpu_mem;
     cm->params.draft = a->s.draft; /* drafts where the file has a NextN block and the backend can */
     describe(cm);
     return 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends.h"
+#include "settings.h"
 #include "vk.h"
 
 void cli_options_init(cli_options *o)
@@ -40,6 +41,7 @@ const char *cli_common_help(void)
            "  -b, --batch N        prompt tokens per backend call (default 256)\n"
            "  -t, --threads N      CPU threads (default: all cores)\n"
            "      --device N       Vulkan device index (see `glmchat devices`)\n"
+           "      --gpu-mem SIZE   the most GPU memory to use, e.g. 6G or 512M (default: what is free)\n"
            "      --tokens LIST    prompt as comma-separated token ids, e.g. 1,2,3\n"
            "      --tune KEY=VALUE a Vulkan tuning knob (repeatable; `glmchat bench --tune help` lists them)\n";
 }
@@ -159,6 +161,9 @@ int cli_parse_common(cli_options *o, int argc, char **argv, int *i, err_t *err)
         if (!(v = option_value(argc, argv, i, err)) || cli_parse_u32(v, a, 0, 255, &u, err) < 0)
             return -1;
         o->device = (int)u;
+    } else if (is(a, NULL, "--gpu-mem")) {
+        if (!(v = option_value(argc, argv, i, err)) || settings_parse_size(a, v, &o->gpu_mem, err) < 0)
+            return -1;
     } else if (is(a, NULL, "--tokens")) {
         if (!(v = option_value(argc, argv, i, err)))
             return -1;
@@ -199,6 +204,7 @@ int cli_session_open(cli_session *s, const cli_options *o, uint32_t n_ctx_defaul
     p.kv = cli_kv_type(o, be);
     p.n_threads = o->n_threads;
     p.device_index = o->device;
+    p.gpu_mem = o->gpu_mem;
     if (o->n_batch)
         p.n_batch = o->n_batch;
     if (o->n_ctx)

@@ -9,6 +9,7 @@
  *   -b, --batch N           prompt chunk size (tokens per backend call)
  *   -t, --threads N         CPU threads (0: all cores)
  *   --device N              Vulkan device index
+ *   --gpu-mem SIZE          the most device memory to use (6G, 512M; auto)
  *   --tokens 1,2,3          prompt as token ids
  *   --tune KEY=VALUE        a Vulkan tuning knob (repeatable; gpu/vk_tuning.h)
  */
@@ -33,6 +34,7 @@ typedef struct {
     uint32_t n_batch;    /* 0: the engine's default */
     int n_threads;       /* 0: all cores */
     int device;          /* -1: best available */
+    uint64_t gpu_mem;    /* bytes, 0: what the device has */
     int32_t *tokens;     /* --tokens (owned) */
     uint32_t n_tokens;
     bool have_tokens;

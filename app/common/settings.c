@@ -50,6 +50,45 @@ static int parse_long(const char *key, const char *v, long lo, long hi, long *ou
     return 0;
 }
 
+int settings_parse_size(const char *key, const char *v, uint64_t *out, err_t *err)
+{
+    if (!strcmp(v, "auto") || !strcmp(v, "0")) {
+        *out = 0;
+        return 0;
+    }
+    /* digits, an optional fraction, then K, M, G or T (binary units, any
+     * case, "B" or "iB" after them allowed): 6G, 1.5G, 512MiB */
+    const char *p = v;
+    double x = 0, scale = 1;
+    bool digits = false, point = false;
+    for (; (*p >= '0' && *p <= '9') || (*p == '.' && !point); p++) {
+        if (*p == '.') {
+            point = true;
+            continue;
+        }
+        digits = true;
+        if (point)
+            scale /= 10;
+        x = x * 10 + (*p - '0');
+    }
+    x *= scale;
+    static const char units[] = "KMGT";
+    const char *u = *p ? strchr(units, *p >= 'a' && *p <= 'z' ? *p - 32 : *p) : NULL;
+    if (!digits || !u)
+        return err_set(err, "%s: '%s' is not a size like 6G, 1.5G or 512M (or auto: what the device has)", key, v);
+    p++;
+    if (!strcmp(p, "iB") || !strcmp(p, "B") || !strcmp(p, "ib") || !strcmp(p, "b"))
+        p += strlen(p);
+    if (*p)
+        return err_set(err, "%s: '%s' is not a size like 6G, 1.5G or 512M (or auto: what the device has)", key, v);
+    for (const char *k = units; k <= u; k++)
+        x *= 1024;
+    if (x < 1 || x > (double)(1ull << 50))
+        return err_set(err, "%s: %s is out of range (1K to 1024T)", key, v);
+    *out = (uint64_t)x;
+    return 0;
+}
+
 static int parse_bool(const char *key, const char *v, bool *out, err_t *err)
 {
     if (!strcmp(v, "on") || !strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1")) {
@@ -94,7 +133,7 @@ static const char *const all_keys[] = {
     "model", "backend", "device", "template", "think",
     "temp", "top-k", "top-p", "min-p", "repeat-penalty", "presence-penalty", "frequency-penalty", "seed",
     "n-predict", "ctx", "context-overflow",
-    "theme", "side-pane", "side-width", "mouse", "ignore-eos", "draft",
+    "theme", "side-pane", "side-width", "mouse", "ignore-eos", "draft", "gpu-mem",
 };
 _Static_assert(sizeof all_keys / sizeof all_keys[0] <= 32, "settings.given has a bit per key");
 
@@ -229,6 +268,8 @@ static int set_key(settings *s, const char *key, const char *v, err_t *err)
         s->n_ctx = (uint32_t)x;
         return 0;
     }
+    if (!strcmp(key, "gpu-mem"))
+        return settings_parse_size(key, v, &s->gpu_mem, err);
     if (!strcmp(key, "context-overflow")) {
         if (chat_ctx_policy_parse(v, &s->ctx_overflow) != 0)
             return err_set(err, "context-overflow: '%s' is not trim or stop", v);

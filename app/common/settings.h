@@ -34,6 +34,7 @@ typedef struct {
     uint64_t seed;
     int n_predict;         /* tokens per answer, -1: until the context is full */
     uint32_t n_ctx;        /* context size in tokens, 0: the engine's choice (engine.h) */
+    uint64_t gpu_mem;      /* bytes of device memory glmchat may use, 0: what the device has (engine.h) */
     chat_ctx_policy ctx_overflow; /* a conversation longer than the context: trim (default) or stop */
     char theme[64];
     settings_pane side_pane;
@@ -61,6 +62,9 @@ bool settings_given(const settings *s, const char *key);
  * ignore-eos (their commands parse -m and the flag --ignore-eos), and "-n"
  * and "-c" for n-predict and ctx; NULL when arg is none of these. */
 const char *settings_option_key(const char *arg);
+/* A size of memory ("6G", "1.5G", "512M", "auto" or "0": none) in bytes
+ * into *out; -1 with err naming `key` when it is not one. */
+int settings_parse_size(const char *key, const char *v, uint64_t *out, err_t *err);
 /* True for the keys /set may change at run time. */
 bool settings_is_sampling_key(const char *key);
 /* Space-separated list of every key, for help and errors. */

@@ -21,7 +21,7 @@ struct ui_session {
     bool ready, load_failed;
     bool closing;                   /* winding down: queued messages are kept, not answered */
     /* the engine, as the side pane shows it */
-    char backend[256];              /* as decoder_describe() gives it (up to 255 bytes) */
+    char backend[512];              /* as decoder_describe() gives it (up to 511 bytes) */
     bool loading;
     char load_stage[64];
     double load_frac;

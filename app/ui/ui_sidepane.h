@@ -29,7 +29,7 @@ typedef struct {
     char model_lines[4][96];   /* summary of the model file */
     int n_model_lines;
     char model_file[128];      /* its file name (the title says which file runs) */
-    char backend[256];         /* the backend's description (decoder_describe: up to 255 bytes) */
+    char backend[512];         /* the backend's description (decoder_describe: up to 511 bytes) */
     dec_stats st;              /* the latest snapshot */
     bool have_stats;
     ui_ring decode, prefill;   /* tokens/s over the session, for the sparklines */

@@ -45,7 +45,7 @@ struct decoder {
     int32_t *job_forced;        /* copied, NULL when none */
     uint32_t job_n_forced;
     dec_stats stats;
-    char describe[256];
+    char describe[512];
     uint32_t n_ctx;
 
     atomic_bool cancel;

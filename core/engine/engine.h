@@ -85,6 +85,11 @@ typedef struct {
     uint32_t n_batch;      /* max tokens per backend eval call (prefill chunk) */
     int n_threads;         /* CPU backend threads (0: all cores) */
     int device_index;      /* Vulkan device, -1: best available */
+    /* The most device memory a GPU backend may place the model, its KV
+     * cache and activations in, in bytes (`--gpu-mem`); 0: what the device
+     * has free.  A context left to the engine (n_ctx 0) is the largest
+     * that fits under it; the CPU backends have no use for it. */
+    uint64_t gpu_mem;
     profile_mode profile;
     /* > 0: prompt chunks are cut to take about this long (from the time of
      * earlier chunks, a fixed part and a part per token: where the fixed
