@@ -257,7 +257,7 @@ void vk_prog_free(vk_ctx *c, vk_prog *p);
 typedef struct {
     uint32_t blk;    /* elements per block */
     uint32_t body;   /* bytes of quant data per block (multiple of 16) */
-    uint32_t head;   /* bytes of scales per block (0, 2, 4, 8, 16) */
+    uint32_t head;   /* bytes of scales per block (0, 1, 2, 4, 8, 12, 16) */
     uint32_t unit;   /* elements a matvec thread handles at a time */
 } vk_qlayout;
 

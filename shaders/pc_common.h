@@ -58,4 +58,14 @@ PC_ENUM(PC_S_LL_IN, 14)         /* spec: the input is tagged words, polled (dep_
 PC_ENUM(PC_S_LL_OUT, 15)        /* spec: the output is written as tagged words */
 PC_ENUM_END(pc_common_slot)
 
+/* Words of shared memory the table of a low-bit weight type takes in every
+ * kernel that reads it (shaders/quant_iq.glsl), by ggml type id: the IQ2
+ * grids (IQ2_XXS 16, IQ2_XS 17, IQ2_S 22: two words a point), the IQ3 grids
+ * (IQ3_XXS 18, IQ3_S 21: one), IQ1's grid (IQ1_S 19, IQ1_M 29: two points a
+ * word), the 16 levels (IQ4_NL 20, IQ4_XS 23, MXFP4 39); 0: none.  The
+ * builders add it to their shared-memory budgets. */
+#define PC_IQ_TABLE_WORDS(t)                                                                              \
+    ((t) == 16u ? 512u : (t) == 17u ? 1024u : (t) == 22u ? 2048u : (t) == 18u ? 256u : (t) == 21u ? 512u  \
+     : ((t) == 19u || (t) == 29u) ? 1024u : ((t) == 20u || (t) == 23u || (t) == 39u) ? 16u : 0u)
+
 #endif

@@ -30,7 +30,7 @@ static const char *tu_type_name(uint32_t t)
     case QT_Q4_K: return "Q4_K";
     case QT_Q5_K: return "Q5_K";
     case QT_Q6_K: return "Q6_K";
-    default: return "?";
+    default: return quant_type_name(t); /* the low-bit types (test_vk_types.c) */
     }
 }
 
@@ -133,7 +133,11 @@ static void tu_block(uint32_t t, uint32_t *elems, uint32_t *bytes)
     case QT_Q4_K: *elems = 256, *bytes = 144; break;
     case QT_Q5_K: *elems = 256, *bytes = 176; break;
     case QT_Q6_K: *elems = 256, *bytes = 210; break;
-    default: *elems = 0, *bytes = 0;
+    default: {
+        /* the low-bit types (test_vk_types.c): the core's table */
+        const quant_traits *q = quant_traits_of(t);
+        *elems = q && q->can_dequant ? q->block_elems : 0, *bytes = q && q->can_dequant ? q->block_bytes : 0;
+    }
     }
 }
 
