@@ -88,23 +88,13 @@ $(BUILD)/%.o: %.c
 $(GPU_SRC:%.c=$(BUILD)/%.o): $(BUILD)/gen/spv_table.h
 
 # ---- shaders: GLSL -> SPIR-V -> C table embedded in the binary ----------
-# The grid and level tables of the low-bit types (core/quant_grids.c) as
-# GLSL constants, generated (shaders/quant_iq.glsl includes them).
-GRIDS_GLSL := $(BUILD)/gen/quant_grids.glsl
-$(BUILD)/gen/gen_grids_glsl: shaders/tools/gen_grids_glsl.c core/quant_grids.c core/quant_grids.h
+$(BUILD)/spv/%.spv: shaders/%.comp $(SHADER_INC)
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -Icore -o $@ shaders/tools/gen_grids_glsl.c core/quant_grids.c
+	$(GLSLC) --target-env=vulkan1.2 -O -Ishaders -o $@ $<
 
-$(GRIDS_GLSL): $(BUILD)/gen/gen_grids_glsl
-	$(BUILD)/gen/gen_grids_glsl $@
-
-$(BUILD)/spv/%.spv: shaders/%.comp $(SHADER_INC) $(GRIDS_GLSL)
+$(BUILD)/spv/%_ll.spv: shaders/%.comp $(SHADER_INC)
 	@mkdir -p $(@D)
-	$(GLSLC) --target-env=vulkan1.2 -O -Ishaders -I$(BUILD)/gen -o $@ $<
-
-$(BUILD)/spv/%_ll.spv: shaders/%.comp $(SHADER_INC) $(GRIDS_GLSL)
-	@mkdir -p $(@D)
-	$(GLSLC) --target-env=vulkan1.2 -O -DLL -Ishaders -I$(BUILD)/gen -o $@ $<
+	$(GLSLC) --target-env=vulkan1.2 -O -DLL -Ishaders -o $@ $<
 
 $(BUILD)/embed_spv: shaders/tools/embed_spv.c
 	@mkdir -p $(@D)

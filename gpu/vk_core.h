@@ -64,7 +64,8 @@ typedef struct {
     VkCommandPool cmd_pool;
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipe_layout;
-    VkBuffer dummy_buf;        /* bound to unused bindings */
+    VkBuffer dummy_buf;        /* bound to unused bindings; holds the low-bit types' tables
+                                  (pc_common.h PC_IQ_*: weight slot PC_IQ_TABLES_SLOT) */
     VkDeviceMemory dummy_mem;
     VkFence fence;
     bool lost;                 /* VK_ERROR_DEVICE_LOST seen: refuse further work */
@@ -84,6 +85,10 @@ const char *vk_result_name(VkResult r);
 /* Submits one command buffer and waits for it (fence), turning device loss
  * and timeouts into errors. */
 int vk_submit_wait(vk_ctx *c, VkCommandBuffer cb, err_t *err);
+
+/* The low-bit types' tables in the layout shaders/pc_common.h gives
+ * (PC_IQ_TABLES_WORDS words), from core/quant_grids.c (vk_iq_tables.c). */
+void vk_iq_tables_fill(uint32_t *words);
 
 /* ---- memory --------------------------------------------------------------- */
 

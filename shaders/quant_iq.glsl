@@ -5,52 +5,29 @@
 // Included by every kernel that includes quant.glsl, once its weight types
 // are declared: IQ_T1 (and IQ_T2, a second weight type, e.g. the up matrix
 // of a gate/up kernel; default IQ_T1) name them.  Each type that has a table
-// gets a shared copy of it (PC_IQ_TABLE_WORDS words, 1 for the others), filled
-// by iq_fill() / iq_init() once per workgroup from the generated constants
-// (quant_grids.glsl, made from core/quant_grids.c).
+// gets a shared copy of it (PC_IQ_TABLE_WORDS words, 1 for the others),
+// filled by iq_fill() / iq_init() once per workgroup from the tables buffer
+// at weight slot PC_IQ_TABLES_SLOT (pc_common.h gives its layout).
 //
 // Why shared memory: a lookup per group of 4 or 8 weights (a level per
-// weight) at random indices.  Constant arrays indexed at run time are slow
-// or spilled on many drivers, a storage buffer costs a binding and an L1
-// miss per cold line; a workgroup copies at most 8 KiB once and then reads
-// at shared-memory speed (llama.cpp's Vulkan shaders do the same).  The 16
-// levels are 16 words in 16 banks: any lookup pattern is conflict-free.
+// weight) at random indices, which a workgroup then serves at shared-memory
+// speed after one copy of at most 8 KiB from L2 (llama.cpp's Vulkan shaders
+// copy theirs the same way).  The 16 levels are 16 words in 16 banks: any
+// lookup pattern is conflict-free.  Why a buffer and not GLSL constant
+// arrays: lavapipe took minutes to compile a kernel holding the 1024-point
+// IQ2_S grid as a constant array indexed at run time.
 
 #ifndef IQ_T2
 #define IQ_T2 IQ_T1
 #endif
-#include "quant_grids.glsl"
 
 const uint IQ_W1 = PC_IQ_TABLE_WORDS(IQ_T1);
 const uint IQ_W2 = IQ_T2 == IQ_T1 ? 0u : PC_IQ_TABLE_WORDS(IQ_T2);
 shared uint iq_tab1[IQ_W1 > 0u ? IQ_W1 : 1u];
 shared uint iq_tab2[IQ_W2 > 0u ? IQ_W2 : 1u];
 
-// Word i of type t's table (gen_grids_glsl.c gives the layouts).
-uint iq_table_word(uint t, uint i)
-{
-    if (t == T_IQ2_XXS) {
-        uvec2 p = IQ2XXS_GRID[i >> 1];
-        return (i & 1u) != 0u ? p.y : p.x;
-    }
-    if (t == T_IQ2_XS) {
-        uvec2 p = IQ2XS_GRID[i >> 1];
-        return (i & 1u) != 0u ? p.y : p.x;
-    }
-    if (t == T_IQ2_S) {
-        uvec2 p = IQ2S_GRID[i >> 1];
-        return (i & 1u) != 0u ? p.y : p.x;
-    }
-    if (t == T_IQ3_XXS)
-        return IQ3XXS_GRID[i];
-    if (t == T_IQ3_S)
-        return IQ3S_GRID[i];
-    if (t == T_MXFP4)
-        return floatBitsToUint(MXFP4_LEVELS[i]);
-    if (t == T_IQ4_NL || t == T_IQ4_XS)
-        return floatBitsToUint(IQ4NL_LEVELS[i]);
-    return IQ1S_GRID[i];
-}
+// Word i of type t's table.
+uint iq_table_word(uint t, uint i) { return W[PC_IQ_TABLES_SLOT].w[PC_IQ_TABLE_OFF(t) + i]; }
 
 // Copies the tables this kernel's types read into shared memory; the
 // caller's next barrier() makes them visible.  Call from every invocation.
