@@ -256,12 +256,6 @@ else
     fail "IQ3_XXS with every layout variant" "$(head -c 300 "$TMP/err")"
 fi
 
-# the Vulkan backend cannot read them yet: one line naming the tensor and its type
-if [ -n "$($GLMCHAT devices 2>/dev/null | grep -- '<- default')" ]; then
-    expect_fail "vulkan refuses IQ2_XXS" "^glmchat: tensor '[a-z0-9_.]+' has type [A-Z0-9_]+, which the Vulkan backend cannot read$" \
-        $GLMCHAT -m "$TMP/mk.IQ2_XXS.gguf" --backend vulkan -p hi -n 2
-fi
-
 # ---- errors --------------------------------------------------------------------------
 expect_fail "mkmodel: unknown preset" "^glmchat: mkmodel: unknown preset 'gpt2' \(presets: tiny-glm" \
     $GLMCHAT mkmodel --preset gpt2 --type Q4_0 -o "$TMP/x.gguf"

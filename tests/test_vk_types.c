@@ -44,8 +44,22 @@ static uint32_t blk_of(uint32_t t)
 
 /* ---- random blocks and the reference ------------------------------------------------ */
 
+/* A low-bit type (else vk_testutil.h's table: the K-quants and Q8_0 some
+ * cases mix in). */
+static bool is_low(uint32_t t)
+{
+    for (int i = 0; i < N_TYPES; i++)
+        if (TYPES[i] == t)
+            return true;
+    return false;
+}
+
 static void lt_fill(uint32_t t, uint8_t *dst, uint64_t n)
 {
+    if (!is_low(t)) {
+        tu_fill_random(t, dst, n);
+        return;
+    }
     const quant_traits *q = quant_traits_of(t);
     uint64_t nb = n / q->block_elems;
     for (uint64_t i = 0; i < nb; i++) {
@@ -83,6 +97,10 @@ static void lt_dequant(uint32_t t, const uint8_t *src, float *y, uint64_t n)
 /* The size of what a kernel sums per element (see the header). */
 static void lt_terms(uint32_t t, const uint8_t *src, float *y, uint64_t n)
 {
+    if (!is_low(t)) {
+        tu_dequant_terms(t, src, y, n);
+        return;
+    }
     lt_dequant(t, src, y, n);
     for (uint64_t i = 0; i < n; i++)
         y[i] = fabsf(y[i]) * (t == QT_IQ1_S || t == QT_IQ1_M ? 9.0f / 7.0f : 1.0f);
