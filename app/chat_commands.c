@@ -1,24 +1,28 @@
-/* chat_commands.c: the command table, the commands (/help /quit /retry
- * /edit /copy /system /undo /clear /set /template /think /stats /save /load
- * /list /resume /replay /export /theme), /help made from the table, dispatch, hints,
- * completion. */
+/* chat_commands.c: the command table, the commands (/help /quit (/exit
+ * /bye) /retry /edit /copy /system /undo /clear /set /template /think
+ * /model /stats /save /load /list /resume /replay /export /theme), /help
+ * made from the table, dispatch, hints, completion. */
 #include "chat_commands.h"
 
 #include <ctype.h>
 #include <langinfo.h>
+#include <sys/stat.h>
 #include <readline/readline.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat_setup.h"
+#include "clip_probe.h"
 #include "clipboard.h"
 #include "conv_list.h"
 #include "conversation.h"
 #include "paths.h"
 #include "sbuf.h"
 #include "text_safe.h"
+#include "ui_sidepane.h"
 
-typedef enum { ARG_NONE, ARG_TEXT, ARG_PATH, ARG_SETKEY, ARG_TEMPLATE, ARG_ONOFF, ARG_THEME, ARG_COPY } arg_kind;
+typedef enum { ARG_NONE, ARG_TEXT, ARG_PATH, ARG_SETKEY, ARG_TEMPLATE, ARG_ONOFF, ARG_THEME, ARG_COPY, ARG_MODEL } arg_kind;
 
 /* Where /help lists a command; TOPIC_NONE: only the topic's own text names it. */
 typedef enum { TOPIC_NONE, TOPIC_CHAT, TOPIC_MODEL, TOPIC_FILES, TOPIC_SCREEN, TOPIC_COUNT } help_topic;
@@ -135,13 +139,19 @@ static unsigned cmd_clear(chatcmd_ctx *c, const char *arg)
 
 /* ---- model and sampling ---------------------------------------------------------------------- */
 
-#define SET_KEYS "temp, top-k, top-p, min-p, seed, n-predict, ctx, context-overflow"
-#define SET_KEYS_BAR "temp|top-k|top-p|min-p|seed|n-predict|ctx|context-overflow"
+/* The keys /set takes, as its usage, its error and Tab list them. */
+#define SET_KEY_LIST                                                                                                  \
+    "temp top-k top-p min-p repeat-penalty presence-penalty frequency-penalty seed n-predict ctx context-overflow"
+#define SET_KEYS                                                                                                      \
+    "temp, top-k, top-p, min-p, repeat-penalty, presence-penalty, frequency-penalty, seed, n-predict, ctx, "           \
+    "context-overflow"
+#define SET_KEYS_BAR                                                                                                  \
+    "temp|top-k|top-p|min-p|repeat-penalty|presence-penalty|frequency-penalty|seed|n-predict|ctx|context-overflow"
 
 static unsigned cmd_set(chatcmd_ctx *c, const char *arg)
 {
     ui_session *s = c->session;
-    char buf[256];
+    char buf[512];
     if (!arg[0]) {
         const settings *cfg = ui_session_settings(s);
         settings_format_sampling(cfg, buf, sizeof buf);
@@ -151,11 +161,17 @@ static unsigned cmd_set(chatcmd_ctx *c, const char *arg)
         char ctx[48] = "not known until the model is loaded";
         if (n_ctx)
             snprintf(ctx, sizeof ctx, "%u tokens", n_ctx);
+        char seed[64];
+        if (cfg->has_seed)
+            snprintf(seed, sizeof seed, "seed %llu", (unsigned long long)sp.seed);
+        else
+            snprintf(seed, sizeof seed, "a new seed for every answer");
         ui_note(c->fe, UI_INFO,
-                "%s\nIn use: temp %g, top-k %d, top-p %g, min-p %g, seed %llu (\"default\": the %s template's)\n"
-                "ctx = %s, context-overflow = %s",
-                buf, (double)sp.temp, sp.top_k, (double)sp.top_p, (double)sp.min_p, (unsigned long long)sp.seed,
-                tmpl_name(ui_session_template(s)), ctx, chat_ctx_policy_name(cfg->ctx_overflow));
+                "%s\nIn use: temp %g, top-k %d, top-p %g, min-p %g, repeat-penalty %g, presence-penalty %g, "
+                "frequency-penalty %g, %s (\"default\": the %s template's)\nctx = %s, context-overflow = %s",
+                buf, (double)sp.temp, sp.top_k, (double)sp.top_p, (double)sp.min_p, (double)sp.repeat_penalty,
+                (double)sp.presence_penalty, (double)sp.frequency_penalty, seed, tmpl_name(ui_session_template(s)),
+                ctx, chat_ctx_policy_name(cfg->ctx_overflow));
         return 0;
     }
     char key[32];
@@ -221,6 +237,95 @@ static unsigned cmd_think(chatcmd_ctx *c, const char *arg)
     return 0;
 }
 
+/* A file's size for /model's list. */
+static void file_size_text(const char *path, char *buf, size_t cap)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        snprintf(buf, cap, "?");
+    else if (st.st_size >= 1000000000)
+        snprintf(buf, cap, "%.1f GB", st.st_size / 1e9);
+    else
+        snprintf(buf, cap, "%.1f MB", st.st_size / 1e6);
+}
+
+static bool same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    if (stat(a, &x) != 0 || stat(b, &y) != 0)
+        return !strcmp(a, b);
+    return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* /model's argument: a number of the list, a file name in the models
+ * directory (".gguf" may be left out), or a path; 0, else -1 (noted). */
+static int model_target(chatcmd_ctx *c, const chat_models *l, const char *arg, char *path, size_t cap)
+{
+    char *end;
+    unsigned long k = isdigit((unsigned char)arg[0]) ? strtoul(arg, &end, 10) : 0;
+    if (k && !*end) {
+        if (k > l->n) {
+            ui_note(c->fe, UI_ERROR, "/model: no model %lu: the list has %s%zu (/model lists them)", k,
+                    l->n > 1 ? "1-" : "", l->n);
+            return -1;
+        }
+        return chat_models_path(l, k - 1, path, cap);
+    }
+    if (!strchr(arg, '/') && arg[0] != '~') {
+        for (size_t i = 0; i < l->n; i++) {
+            size_t len = strlen(arg);
+            if (!strcmp(l->names[i], arg) || (!strncmp(l->names[i], arg, len) && !strcmp(l->names[i] + len, ".gguf"))) {
+                return chat_models_path(l, i, path, cap);
+            }
+        }
+        if (!paths_is_file(arg)) {
+            ui_note(c->fe, UI_ERROR, "/model: no model '%s' in %s (/model lists them; a path opens any file)", arg,
+                    l->dir);
+            return -1;
+        }
+    }
+    return expand_path(c, arg, path, cap);
+}
+
+static unsigned cmd_model(chatcmd_ctx *c, const char *arg)
+{
+    chat_models l;
+    err_t err;
+    if (chat_models_scan(&l, &err) != 0) {
+        ui_note(c->fe, UI_ERROR, "/model: %s", err.msg);
+        return 0;
+    }
+    const char *now = ui_session_model_path(c->session);
+    unsigned changed = 0;
+    if (!arg[0]) {
+        sbuf b = {0};
+        sbuf_printf(&b, "Model in use: %s", now);
+        if (l.n == 0)
+            sbuf_printf(&b, "\nNo .gguf files in %s; /model FILE opens one from anywhere.", l.dir);
+        else
+            sbuf_printf(&b, "\nModels in %s (/model N or /model NAME switches):", l.dir);
+        for (size_t i = 0; i < l.n; i++) {
+            char path[PATH_MAX], size[32];
+            if (chat_models_path(&l, i, path, sizeof path) != 0)
+                continue;
+            file_size_text(path, size, sizeof size);
+            sbuf_printf(&b, "\n %2zu  %-40s %9s%s", i + 1, l.names[i], size, same_file(path, now) ? "  (in use)" : "");
+        }
+        ui_note(c->fe, UI_INFO, "%s", sbuf_str(&b));
+        sbuf_free(&b);
+    } else {
+        char path[PATH_MAX];
+        if (model_target(c, &l, arg, path, sizeof path) == 0) {
+            if (same_file(path, now))
+                ui_status(c->fe, UI_INFO, "%s is the model in use", path);
+            else
+                changed = ui_session_switch_model(c->session, path);
+        }
+    }
+    chat_models_free(&l);
+    return changed;
+}
+
 static int cmp_us(const void *x, const void *y)
 {
     const engine_kernel_stat *a = x, *b = y;
@@ -240,10 +345,18 @@ static unsigned cmd_stats(chatcmd_ctx *c, const char *arg)
     const engine_stats *e = &st.engine;
     sbuf_printf(&s, "Backend: %s\n", decoder_describe(dec));
     sbuf_printf(&s, "Context: %u of %u tokens\n", st.n_past, st.n_ctx);
-    sbuf_printf(&s, "Prefill: %llu tokens in %.2f s (last %.1f tok/s)\n", (unsigned long long)e->n_prefill_tokens,
-                e->prefill_seconds, st.prefill_tps);
-    sbuf_printf(&s, "Decode: %llu tokens in %.2f s (last answer %.1f tok/s)", (unsigned long long)e->n_decode_tokens,
-                e->decode_seconds, st.decode_tps);
+    /* The decoder's counts: the answers' headers add up to "generated". */
+    sbuf_printf(&s, "Prompts: %llu tokens read in %.2f s (the last at %.1f tok/s)\n",
+                (unsigned long long)st.n_prompt_tokens, st.prompt_seconds, st.prefill_tps);
+    sbuf_printf(&s, "Answers: %llu tokens generated in %.2f s (the last at %.1f tok/s)",
+                (unsigned long long)st.n_gen_tokens, st.gen_seconds, st.decode_tps);
+    if (e->spec_steps) /* NextN drafting: the session's, then the last answer's */
+        sbuf_printf(&s, "\nDrafting (NextN): %llu steps kept %llu of %llu drafts (%.0f%%), %.2f tokens per step; "
+                    "last answer k=%u, %u of %u kept, %.1f tok/s effective",
+                    (unsigned long long)e->spec_steps, (unsigned long long)e->spec_accepted,
+                    (unsigned long long)e->spec_drafted, 100.0 * e->spec_accepted / (e->spec_drafted ? e->spec_drafted : 1),
+                    (double)e->spec_tokens / e->spec_steps, st.draft_k, st.spec_accepted, st.spec_drafted,
+                    st.decode_tps);
     if (e->dispatches_per_token)
         sbuf_printf(&s, "\nDispatches per token: %u; GPU time per token: %.0f us", e->dispatches_per_token,
                     e->us_per_token_measured);
@@ -252,9 +365,14 @@ static unsigned cmd_stats(chatcmd_ctx *c, const char *arg)
         engine_kernel_stat ks[ENGINE_MAX_KERNEL_STATS];
         memcpy(ks, e->kernels, n * sizeof *ks);
         qsort(ks, n, sizeof *ks, cmp_us);
-        sbuf_adds(&s, "\nSlowest kernels (us per token, GB/s):");
-        for (uint32_t i = 0; i < n && i < 8; i++)
-            sbuf_printf(&s, "\n  %-28.48s %9.1f %8.1f", ks[i].name, ks[i].us_per_token, ks[i].gbps);
+        bool calls, gbps;
+        ui_sidepane_columns(e, &calls, &gbps);
+        sbuf_printf(&s, "\nSlowest kernels (us per token%s):", gbps ? ", GB/s" : "");
+        for (uint32_t i = 0; i < n && i < 8; i++) {
+            sbuf_printf(&s, "\n  %-28.48s %9.1f", ks[i].name, ks[i].us_per_token);
+            if (gbps)
+                sbuf_printf(&s, " %8.1f", ks[i].gbps);
+        }
     }
     ui_note(c->fe, UI_INFO, "%s", sbuf_str(&s));
     sbuf_free(&s);
@@ -463,7 +581,10 @@ static unsigned cmd_copy(chatcmd_ctx *c, const char *arg)
         ui_note(c->fe, UI_ERROR, "/copy: this terminal takes no clipboard escape (line mode); nothing was copied");
     } else {
         const char *doubt = clip_note(&env);
-        if (doubt)
+        char why[256];
+        if (!doubt && wrap == CLIP_WRAP_TMUX && clip_probe_tmux(why, sizeof why) == CLIP_PASS_NO)
+            ui_note(c->fe, UI_ERROR, "/copy: nothing was copied: %s", why);
+        else if (doubt)
             ui_note(c->fe, UI_ERROR, "/copy: sent %s (%zu bytes), but %s", what, text.len, doubt);
         else
             ui_status(c->fe, UI_INFO, "Copied %s (%zu bytes) through the terminal's clipboard (OSC 52)", what,
@@ -502,7 +623,11 @@ static unsigned cmd_theme(chatcmd_ctx *c, const char *arg)
 static const command commands[] = {
     {"help", ARG_NONE, true, false, cmd_help, TOPIC_NONE, NULL, NULL},
     {"quit", ARG_NONE, true, false, cmd_quit, TOPIC_NONE, NULL, NULL},
-    {"retry", ARG_NONE, false, false, cmd_retry, TOPIC_CHAT, "/retry", "regenerate the last answer"},
+    /* llama-cli's and ollama's words for it */
+    {"exit", ARG_NONE, true, false, cmd_quit, TOPIC_NONE, NULL, NULL},
+    {"bye", ARG_NONE, true, false, cmd_quit, TOPIC_NONE, NULL, NULL},
+    {"retry", ARG_NONE, false, false, cmd_retry, TOPIC_CHAT, "/retry",
+     "regenerate the last answer (a new seed unless you set one)"},
     {"edit", ARG_NONE, false, false, cmd_edit, TOPIC_CHAT, "/edit", "edit your last message, then Enter regenerates"},
     {"copy", ARG_COPY, true, false, cmd_copy, TOPIC_CHAT, "/copy [code [N]]",
      "the last answer, or its code block N, to the clipboard"},
@@ -510,10 +635,13 @@ static const command commands[] = {
     {"undo", ARG_NONE, false, false, cmd_undo, TOPIC_CHAT, "/undo", "remove your last exchange (again: the one before)"},
     {"clear", ARG_NONE, false, false, cmd_clear, TOPIC_CHAT, "/clear", "start a new conversation (type it twice)"},
     {"set", ARG_SETKEY, true, false, cmd_set, TOPIC_MODEL, "/set KEY VALUE",
-     "temp top-k top-p min-p seed n-predict ctx context-overflow"},
+     "temp top-k top-p min-p seed n-predict ctx context-overflow;\n"
+     "                     repeat-penalty presence-penalty frequency-penalty"},
     {"template", ARG_TEMPLATE, true, false, cmd_template, TOPIC_MODEL, "/template NAME",
      "the chat template (/template lists them)"},
     {"think", ARG_ONOFF, true, false, cmd_think, TOPIC_MODEL, "/think on|off", "reasoning before the answer (GLM-4.7)"},
+    {"model", ARG_MODEL, true, false, cmd_model, TOPIC_MODEL, "/model [N|FILE]",
+     "the models found, or switch to one (loads it)"},
     {"stats", ARG_NONE, true, false, cmd_stats, TOPIC_MODEL, "/stats", "speed and the slowest kernels so far"},
     {"save", ARG_PATH, true, true, cmd_save, TOPIC_FILES, "/save[!] [FILE]",
      "save now, or a copy to FILE (! to replace a non-conversation)"},
@@ -535,7 +663,8 @@ static const struct {
 } topics[TOPIC_COUNT] = {
     [TOPIC_CHAT] = {"Chatting",
                     "  Enter sends, Alt-Enter starts a new line (pastes keep their lines)\n"
-                    "  Esc or Ctrl-C stops the answer; Ctrl-C twice quits\n",
+                    "  Esc or Ctrl-C stops the answer; Ctrl-C twice quits\n"
+                    "  Ctrl-C on a line clears it (Ctrl-Y right after brings it back)\n",
                     NULL},
     [TOPIC_MODEL] = {"Model and sampling", NULL, NULL},
     [TOPIC_FILES] = {"Conversations (saved after every turn)", NULL, NULL},
@@ -544,7 +673,7 @@ static const struct {
                       "  F5 answers as written or rendered from their Markdown\n"
                       "  PgUp/PgDn or the mouse wheel scroll, /theme NAME changes colours\n"
                       "  Tab completes commands and file names; //text sends \"/text\"\n"
-                      "  /quit leaves (so do Ctrl-D on an empty line and Ctrl-C twice)\n"},
+                      "  /quit (or /exit, /bye) leaves; so do Ctrl-D on an empty line and Ctrl-C twice\n"},
 };
 
 const char *chatcmd_help(void)
@@ -741,7 +870,7 @@ char **chatcmd_complete(const char *text, int start, int end)
         return NULL;
     case ARG_SETKEY:
         if (first_arg)
-            cand_add_list("temp top-k top-p min-p seed n-predict ctx context-overflow", " ");
+            cand_add_list(SET_KEY_LIST, " ");
         break;
     case ARG_TEMPLATE:
         cand_add_list(tmpl_names(), ", ");
@@ -753,6 +882,15 @@ char **chatcmd_complete(const char *text, int start, int end)
         if (first_arg)
             cand_add("code");
         break;
+    case ARG_MODEL: {
+        chat_models l;
+        if (first_arg && chat_models_scan(&l, NULL) == 0) {
+            for (size_t i = 0; i < l.n; i++)
+                cand_add(l.names[i]);
+            chat_models_free(&l);
+        }
+        break;
+    }
     case ARG_THEME: {
         char list[512];
         theme_list(list, sizeof list);

@@ -33,8 +33,11 @@ const char *chat_args_help(void)
            "                         penalties on the last 64 tokens (default 1, 0, 0: off)\n"
            "      --seed S           sampling seed (default: random, recorded)\n"
            "      --template NAME    chat template (default: from the model)\n"
-           "      --think on|off     reasoning before the answer (GLM-4.7; default on)\n"
+           "      --think on|off     reasoning before the answer (GLM-4.7; default on, off for\n"
+           "                         models whose file says so, such as the built-in demo)\n"
            "      --ignore-eos       do not stop at the end of the turn (only -n or the context)\n"
+           "      --draft K|auto|off speculative decoding with the model's NextN block: K drafts\n"
+           "                         per step (1-4), auto (default: by the acceptance) or off\n"
            "      --side-pane on|off|auto  the side pane (default auto: on wide terminals)\n"
            "      --side-width N     side pane columns (0: adapt to the terminal)\n"
            "      --mouse on|off     wheel scrolling (off leaves selection to the terminal)\n"
@@ -42,7 +45,9 @@ const char *chat_args_help(void)
            "      --device N         Vulkan device index (see `glmchat devices`)\n"
            "      --kv-type TYPE     KV cache: f32 or f16 (default: f16 on Vulkan, f32 on cpu)\n"
            "  -t, --threads N        CPU threads (default: all cores)\n"
-           "  -b, --batch N          prompt tokens per backend call\n";
+           "  -b, --batch N          prompt tokens per backend call\n"
+           "      --tune KEY=VALUE   a Vulkan tuning knob for this run (repeatable;\n"
+           "                         `glmchat bench --tune help` lists them)\n";
 }
 
 static bool is(const char *a, const char *s, const char *l)
@@ -147,39 +152,88 @@ static int cmp_str(const void *x, const void *y)
     return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* The first .gguf (by name) in the XDG models directory. */
-static bool find_in_data_dir(char *out, size_t cap)
+void chat_models_free(chat_models *l)
 {
-    char dir[PATH_MAX];
-    if (paths_dir(PATHS_DATA, "models", dir, sizeof dir, NULL) != 0)
-        return false;
-    DIR *d = opendir(dir);
+    for (size_t i = 0; i < l->n; i++)
+        free(l->names[i]);
+    free(l->names);
+    memset(l, 0, sizeof *l);
+}
+
+int chat_models_scan(chat_models *l, err_t *err)
+{
+    memset(l, 0, sizeof *l);
+    if (paths_dir(PATHS_DATA, "models", l->dir, sizeof l->dir, err) != 0)
+        return -1;
+    DIR *d = opendir(l->dir);
     if (!d)
-        return false;
-    char *names[256];
-    size_t n = 0;
+        return 0; /* no directory: no models (not an error) */
+    size_t cap = 0;
     struct dirent *de;
-    while ((de = readdir(d)) && n < 256) {
-        size_t l = strlen(de->d_name);
-        if (l > 5 && !strcmp(de->d_name + l - 5, ".gguf") && de->d_name[0] != '.')
-            names[n++] = strdup(de->d_name);
+    int rc = 0;
+    while ((de = readdir(d)) && l->n < CHAT_MODELS_MAX) {
+        size_t len = strlen(de->d_name);
+        char path[PATH_MAX];
+        if (len <= 5 || strcmp(de->d_name + len - 5, ".gguf") != 0 || de->d_name[0] == '.')
+            continue;
+        int k = snprintf(path, sizeof path, "%s/%s", l->dir, de->d_name);
+        if (k <= 0 || (size_t)k >= sizeof path || !paths_is_file(path))
+            continue;
+        if (l->n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            char **grown = realloc(l->names, ncap * sizeof *grown);
+            if (!grown) {
+                rc = err_set(err, "out of memory listing %s", l->dir);
+                break;
+            }
+            l->names = grown;
+            cap = ncap;
+        }
+        if (!(l->names[l->n] = strdup(de->d_name))) {
+            rc = err_set(err, "out of memory listing %s", l->dir);
+            break;
+        }
+        l->n++;
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp_str);
-    bool found = false;
-    for (size_t i = 0; i < n; i++) {
-        if (!found && names[i]) {
-            int k = snprintf(out, cap, "%s/%s", dir, names[i]);
-            found = k > 0 && (size_t)k < cap && paths_is_file(out);
-        }
-        free(names[i]);
+    if (rc != 0) {
+        chat_models_free(l);
+        return -1;
     }
+    qsort(l->names, l->n, sizeof *l->names, cmp_str);
+    return 0;
+}
+
+int chat_models_path(const chat_models *l, size_t i, char *out, size_t cap)
+{
+    int k = snprintf(out, cap, "%s/%s", l->dir, l->names[i]);
+    return k > 0 && (size_t)k < cap ? 0 : -1;
+}
+
+/* The first .gguf (by name) in the XDG models directory; when it holds
+ * more than one, a note says which was taken (the choice must not be silent). */
+static bool find_in_data_dir(chat_model *cm)
+{
+    chat_models l;
+    if (chat_models_scan(&l, NULL) != 0 || l.n == 0) {
+        chat_models_free(&l);
+        return false;
+    }
+    bool found = chat_models_path(&l, 0, cm->path, sizeof cm->path) == 0;
+    if (found && l.n > 1 &&
+        snprintf(cm->pick_note, sizeof cm->pick_note,
+                 "Model: %.200s, the first by name of the %zu .gguf files in %.500s (-m FILE, or /model in the chat, "
+                 "picks another).",
+                 l.names[0], l.n, l.dir) < 0)
+        cm->pick_note[0] = 0;
+    chat_models_free(&l);
     return found;
 }
 
 static const char demo_note[] =
-    "This is the built-in demo model: a tiny model with random weights in the real GLM-4.7-Flash "
-    "layout, so its answers are noise. Point glmchat at a real GGUF with -m FILE or $GLMCHAT_MODEL, "
+    "This is the built-in demo model: a tiny model of the GLM-4.7-Flash architecture trained on "
+    "dictionary definitions and manual pages -- ask it what a word means or what a command does; "
+    "it knows little else. Point glmchat at a real GGUF with -m FILE or $GLMCHAT_MODEL, "
     "or put one in ~/.local/share/glmchat/models/.";
 
 static int resolve_path(chat_model *cm, const chat_args *a, err_t *err)
@@ -193,7 +247,7 @@ static int resolve_path(chat_model *cm, const chat_args *a, err_t *err)
         given = a->s.model;
     if (given)
         return paths_expand_user(given, cm->path, sizeof cm->path, err);
-    if (find_in_data_dir(cm->path, sizeof cm->path))
+    if (find_in_data_dir(cm))
         return 0;
     snprintf(cm->path, sizeof cm->path, "%s", DEMO_MODEL_NAME);
     cm->demo_note = demo_note;
@@ -242,14 +296,15 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
         chat_model_close(cm);
         return -1;
     }
-    if (!strcmp(a->s.backend, "auto") && cm->be != &ref_engine_backend)
-        cm->fallback = &ref_engine_backend;
+    if (!strcmp(a->s.backend, "auto") && cm->be != &cpu_engine_backend)
+        cm->fallback = &cpu_engine_backend;
     cm->tok = tok_load(cm->m.gguf, err);
     if (!cm->tok) {
         chat_model_close(cm);
         return -1;
     }
     cm->tmpl = a->s.tmpl[0] ? tmpl_find(a->s.tmpl) : tmpl_detect(cm->m.gguf);
+    cm->think_default = tmpl_thinking_default(cm->m.gguf);
     const char *slash = strrchr(cm->path, '/');
     snprintf(cm->name, sizeof cm->name, "%.127s", cm->m.cfg.name[0] ? cm->m.cfg.name : slash ? slash + 1 : cm->path);
     engine_params_default(&cm->params);
@@ -261,6 +316,7 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
     cm->params.tune = a->cli.tune;
     cm->params.n_tune = a->cli.n_tune;
     cm->params.n_ctx = a->s.n_ctx; /* 0: the engine takes the largest that fits (engine.h) */
+    cm->params.draft = a->s.draft; /* drafts where the file has a NextN block and the backend can */
     describe(cm);
     return 0;
 }
@@ -324,11 +380,7 @@ void chat_error(const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     sbuf b = {0};
-    tsafe_sanitize(&b, msg, strlen(msg), false);
-    /* One line: a newline inside a message is a control character too. */
-    for (size_t i = 0; i < b.len; i++)
-        if (b.s[i] == '\n' || b.s[i] == '\t')
-            b.s[i] = ' ';
+    tsafe_one_line(&b, msg, strlen(msg)); /* a newline inside is a control character too */
     fprintf(stderr, "glmchat: %s\n", sbuf_str(&b));
     sbuf_free(&b);
 }

@@ -43,6 +43,7 @@ typedef struct {
     bool loaded;
     tokenizer *tok;
     const tmpl_preset *tmpl;
+    bool think_default;             /* the model's default for thinking (tmpl_thinking_default) */
     const engine_backend *be;       /* the backend to start */
     const engine_backend *fallback; /* the CPU backend when `be` is auto's first choice */
     engine_params params;
@@ -52,8 +53,25 @@ typedef struct {
     uint64_t size;
     const char *demo_note;          /* non-NULL for the built-in demo model */
     char backend_note[320];         /* backend auto: which backend runs and why, else "" */
+    char pick_note[800];            /* taken from a models directory of several files: which one, else "" */
     char lines[4][96];              /* summary for the side pane */
 } chat_model;
+
+/* The .gguf files of the XDG models directory (~/.local/share/glmchat/models),
+ * sorted by name: what the chat takes without -m (the first) and what
+ * /model lists. */
+#define CHAT_MODELS_MAX 1000
+typedef struct {
+    char dir[PATH_MAX];
+    char **names; /* file names in dir */
+    size_t n;
+} chat_models;
+/* A missing directory is an empty list; -1 + err only without a home
+ * directory or memory. */
+int chat_models_scan(chat_models *l, err_t *err);
+void chat_models_free(chat_models *l);
+/* The path of file i of the list; -1 when it does not fit cap. */
+int chat_models_path(const chat_models *l, size_t i, char *out, size_t cap);
 
 /* Finds, loads and checks the model, tokenizer and template.  Errors name
  * the file ("FILE: ..."). */

@@ -34,8 +34,8 @@ void cli_options_free(cli_options *o)
 const char *cli_common_help(void)
 {
     return "  -m, --model FILE     GGUF model (deepseek2: GLM-4.7-Flash, DeepSeek-V2)\n"
-           "      --backend NAME   cpu, vulkan or auto (default: auto)\n"
-           "      --kv-type TYPE   KV cache storage: f32 or f16 (default: f16 on Vulkan, f32 on cpu)\n"
+           "      --backend NAME   cpu, ref (the plain-C reference), vulkan or auto (default: auto)\n"
+           "      --kv-type TYPE   KV cache storage: f32 or f16 (default: f16 on Vulkan, f32 on cpu and ref)\n"
            "  -c, --ctx N          context size in tokens\n"
            "  -b, --batch N        prompt tokens per backend call (default 256)\n"
            "  -t, --threads N      CPU threads (default: all cores)\n"
@@ -60,8 +60,10 @@ int cli_parse_float(const char *s, const char *what, float *out, err_t *err)
     char *end;
     errno = 0;
     float v = strtof(s, &end);
-    if (end == s || *end || errno == ERANGE || !isfinite(v))
+    if (end == s || *end || !isfinite(v))
         return err_set(err, "%s: '%s' is not a number", what, s);
+    if (errno == ERANGE) /* too close to 0 for a float (or 0 only by rounding) */
+        return err_set(err, "%s: %s is out of range", what, s);
     *out = v;
     return 0;
 }
@@ -130,7 +132,7 @@ int cli_parse_common(cli_options *o, int argc, char **argv, int *i, err_t *err)
     } else if (is(a, NULL, "--backend")) {
         if (!(v = option_value(argc, argv, i, err)))
             return -1;
-        if (strcmp(v, "cpu") != 0 && strcmp(v, "vulkan") != 0 && strcmp(v, "auto") != 0)
+        if (!app_backend_known(v))
             return err_set(err, "unknown backend '%s' (choose from: %s)", v, app_backend_names());
         o->backend = v;
     } else if (is(a, NULL, "--kv-type")) {

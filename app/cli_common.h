@@ -2,7 +2,7 @@
  * generate, bench, chat) and the "open model + engine" step they share.
  *
  *   -m, --model FILE        GGUF model
- *   --backend NAME          cpu, vulkan or auto (default auto)
+ *   --backend NAME          cpu, ref, vulkan or auto (default auto)
  *   --kv-type f32|f16       KV cache storage (default: f16 on Vulkan, f32 on the
  *                           CPU reference, whose job is to be exact)
  *   -c, --ctx N             context size in tokens

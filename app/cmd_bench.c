@@ -2,7 +2,7 @@
  * profile) and `glmchat devices` (the Vulkan devices).
  *
  *   glmchat bench -m MODEL [-p 512] [-n 128] [--depth 0,4096] [--profile] [--routing]
- *                 [--tune KEY=VALUE ...]
+ *                 [--plan] [--tune KEY=VALUE ...]
  *
  * Loads the model the way the chat does -- a decoder (core/decoder.h) owns
  * the engine on its thread, the sampled profiler on -- warms up, then
@@ -11,9 +11,20 @@
  * chat's answers run: decoder jobs sampling with the model's preset (its
  * template's defaults, GPU sampling), the figure the status line shows;
  * greedy beside it (the same jobs at temperature 0); and with --profile the
- * per-kernel table from fully timed tokens, sorted by time.  --routing runs
- * a 64-token prompt and reports how many distinct experts each MoE layer
- * used.  --tune overrides a field of the Vulkan core's tuning table for an
+ * per-kernel table from fully timed tokens, sorted by time.  Where the
+ * model has a NextN block and the backend drafts with it, a line per k = 1,
+ * 2, 3 for speculative decoding (engine.h) at each depth: the share of
+ * drafts kept, tokens per verification step and the effective tokens/s with
+ * the chat's sampling (the real acceptance: low on random weights), and the
+ * same with forced acceptance -- greedy, the drafts being the answer's own
+ * greedy continuation computed ahead (the greedy run's tokens), so every
+ * draft is kept: the ceiling of the mechanics.  --routing
+ * reports how many distinct experts each MoE layer used: on the Vulkan core
+ * for a 64-token prompt of random ids, on the CPU reference for an English
+ * prompt, with the top experts' shares of the router's choices.  --plan
+ * prints the backend's recorded programs, every dispatch and what joins it
+ * to the next, instead of measuring.  The backend's optional entries
+ * (core/engine.h) do the backend's part.  --tune overrides a field of the Vulkan core's tuning table for an
  * A/B run (`--tune help` lists them; the backend line names the fields
  * changed).  Logits must stay finite throughout; a non-finite value fails
  * the run. */
@@ -22,12 +33,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backends.h"
+#include "cpu_engine.h"
+#include "cpu_kernels.h"
 #include "chat_template.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "decoder.h"
+#include "text_safe.h"
+#include "ref_forward.h"
 #include "vk.h"
 
 #define MAX_DEPTHS 8
@@ -35,7 +51,7 @@
 typedef struct {
     uint32_t p, n, reps;
     uint32_t depth[MAX_DEPTHS], n_depth;
-    bool profile, routing;
+    bool profile, routing, no_draft, plan;
 } bench_opts;
 
 static double now_s(void)
@@ -47,7 +63,7 @@ static double now_s(void)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: glmchat bench -m MODEL [-p 512] [-n 128] [--depth D[,D...]] [--profile] [--routing]\n"
+    fprintf(f, "usage: glmchat bench -m MODEL [-p 512] [-n 128] [--depth D[,D...]] [--profile] [--routing] [--plan]\n"
                "Prefill tokens/s for a P-token prompt, decode tokens/s for N tokens after D\n"
                "tokens of context, and (--profile) where a decoded token's GPU time goes.\n\noptions:\n"
                "  -p, --prompt N       prompt tokens for the prefill figure (default 512; 0: skip)\n"
@@ -55,7 +71,10 @@ static void usage(FILE *f)
                "  -d, --depth LIST     context lengths before decoding, e.g. 0,4096 (default 0)\n"
                "  -r, --repeat R       prefill repetitions, the best is reported (default 2)\n"
                "      --profile        per-kernel table (every dispatch timed)\n"
-               "      --routing        distinct experts per layer over a 64-token prompt\n"
+               "      --routing        per MoE layer, the distinct experts a prompt reached (Vulkan: 64\n"
+               "                       random ids; CPU: an English prompt, with the top experts' shares)\n"
+               "      --draft off      leave out the speculative decoding lines (NextN models)\n"
+               "      --plan           the recorded GPU programs, dispatch by dispatch (no measurement)\n"
                "      --tune help      the Vulkan tuning knobs: key, default, range, the gpu/PERF.md run\n"
                "KV cache: f16 unless --kv-type f32.  Backend: auto unless --backend.\n%s",
                cli_common_help());
@@ -163,7 +182,10 @@ static int cmp_time(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static void print_table(engine_stats st, double roof_bytes, const char *per)
+/* The per-kernel (per-step, on the CPU backend) table; `per` "token" or
+ * "batch", `cpu`: the CPU backend's wording (steps end in barriers, the
+ * time is thread 0's clock). */
+static void print_table(engine_stats st, double roof_bytes, const char *per, bool cpu)
 {
     if (!st.n_kernels) {
         printf("  (no per-kernel timings from this backend)\n");
@@ -184,7 +206,11 @@ static void print_table(engine_stats st, double roof_bytes, const char *per)
     }
     printf("  %-16s %9s %10.1f %7.1f%% %10.2f %8.0f\n", "sum", "", total, 100.0, bytes / 1e6,
            total > 0 ? bytes / (total * 1e3) : 0);
-    if (per[0] == 't')
+    if (cpu)
+        printf("  CPU time of a %s: %.1f us (per token); %u steps (barriers) per token; bytes %.3f GB/token%s%.3f%s\n",
+               per, st.us_per_token_measured, st.dispatches_per_token, bytes / 1e9,
+               per[0] == 't' ? " (the file's active weights: " : "", roof_bytes / 1e9, per[0] == 't' ? " GB)" : "");
+    else if (per[0] == 't')
         printf("  GPU time of a timed token: %.1f us; %u dependent dispatches per token; bytes %.3f GB/token "
                "(the file's active weights: %.3f GB)\n",
                st.us_per_token_measured, st.dispatches_per_token, bytes / 1e9, roof_bytes / 1e9);
@@ -197,20 +223,20 @@ static void print_profile(engine *e, double roof_bytes)
 {
     engine_stats st;
     engine_get_stats(e, &st);
-    print_table(st, roof_bytes, "token");
+    print_table(st, roof_bytes, "token", e->be == &cpu_engine_backend);
 }
 
-static int routing(engine *e, uint32_t n_vocab, err_t *err)
+/* The Vulkan core: distinct experts per layer for a 64-token prompt of
+ * random ids, read back from the GPU's routing buffers. */
+static int routing_vulkan(engine *e, uint32_t n_vocab, err_t *err)
 {
-    if (e->be != &vk_engine_backend)
-        return err_set(err, "--routing needs the Vulkan backend");
     uint32_t n = 64;
     engine_rewind(e, 0);
     double s;
     if (prefill(e, n, n_vocab, &s, err))
         return -1;
     uint32_t distinct[1024], n_layers = 0, n_expert = 0;
-    if (vk_engine_routing(e->impl, n, distinct, 1024, &n_layers, &n_expert, err))
+    if (e->be->routing(e->impl, n, distinct, 1024, &n_layers, &n_expert, err))
         return -1;
     uint32_t lo = n_expert, sum = 0;
     printf("routing: distinct experts chosen by a %u-token prompt, per MoE layer (of %u):\n ", n, n_expert);
@@ -223,37 +249,149 @@ static int routing(engine *e, uint32_t n_vocab, err_t *err)
     return 0;
 }
 
+/* A prompt in English for the CPU report: on a trained model routing
+ * depends on the text, so the figure is for words, not random ids. */
+static const char routing_text[] =
+    "What is a river? A river is a large natural stream of water that flows into the sea. "
+    "What does the ls command do? The ls command is used to list directory contents.";
+
+/* One MoE layer's line: distinct experts and the three largest shares of
+ * the layer's n * k choices. */
+static void print_layer_routing(uint32_t il, const int32_t *sel, uint32_t n, uint32_t k, uint32_t n_expert,
+                                uint32_t *count)
+{
+    memset(count, 0, n_expert * sizeof *count);
+    for (uint64_t i = 0; i < (uint64_t)n * k; i++)
+        count[sel[i]]++;
+    uint32_t distinct = 0;
+    for (uint32_t e = 0; e < n_expert; e++)
+        distinct += count[e] > 0;
+    printf("  layer %u: %u distinct;", il, distinct);
+    for (int top = 0; top < 3 && top < (int)n_expert; top++) {
+        uint32_t best = 0;
+        for (uint32_t e = 1; e < n_expert; e++)
+            if (count[e] > count[best])
+                best = e;
+        if (!count[best])
+            break;
+        printf("%s expert %u %.1f%%", top ? "," : "", best, 100.0 * count[best] / ((double)n * k));
+        count[best] = 0;
+    }
+    printf("\n");
+}
+
+/* The CPU reference: the router's own choices for an English prompt, per
+ * MoE layer the distinct experts reached and the top experts' shares. */
+static int routing_cpu(const model *m, err_t *err)
+{
+    const model_config *c = &m->cfg;
+    tokenizer *tok = tok_load(m->gguf, err);
+    if (!tok)
+        return -1;
+    int32_t ids[512];
+    int64_t n = tok_encode(tok, routing_text, strlen(routing_text), false, ids, 512, err);
+    tok_free(tok);
+    if (n < 0)
+        return -1;
+    if (n > 512)
+        n = 512;
+    if (n == 0 || c->n_expert == 0)
+        return err_set(err, "--routing: %s", c->n_expert ? "the prompt has no tokens" : "the model has no experts");
+    rf_params rp = {.n_ctx = (uint32_t)n, .n_batch = (uint32_t)n, .kv_f16 = false, .n_threads = 0};
+    rf_state *rf = rf_new(m, &rp, err);
+    uint64_t per_layer = (uint64_t)n * c->n_expert_used;
+    int32_t *sel = malloc(c->n_layer * per_layer * sizeof *sel);
+    uint32_t *count = malloc(c->n_expert * sizeof *count);
+    int rc = -1;
+    if (!rf || !sel || !count) {
+        if (rf)
+            err_set(err, "out of memory");
+        goto out;
+    }
+    rf_record_routing(rf, sel);
+    if (rf_eval(rf, ids, (uint32_t)n, 0, NULL, false, err))
+        goto out;
+    printf("routing (CPU reference): a %d-token English prompt; per MoE layer, the distinct experts of %u it "
+           "reached (%u per token) and the largest shares of its %llu choices:\n",
+           (int)n, c->n_expert, c->n_expert_used, (unsigned long long)per_layer);
+    for (uint32_t il = c->n_dense_lead; il < c->n_layer; il++)
+        print_layer_routing(il, sel + il * per_layer, (uint32_t)n, c->n_expert_used, c->n_expert, count);
+    rc = 0;
+out:
+    rf_free(rf);
+    free(sel);
+    free(count);
+    return rc;
+}
+
+static int routing(engine *e, const model *m, uint32_t n_vocab, err_t *err)
+{
+    return e->be->routing ? routing_vulkan(e, n_vocab, err) : routing_cpu(m, err);
+}
+
+/* --plan: the backend's recorded programs. */
+static int print_plan(decoder *dec, err_t *err)
+{
+    engine *e = decoder_engine(dec);
+    if (!e)
+        return err_set(err, "internal: the decoder's engine is busy");
+    if (!e->be->print_plan)
+        return err_set(err, "--plan needs the Vulkan backend");
+    return e->be->print_plan(e->impl, stdout, err);
+}
+
 /* The sampling of the two decode figures. */
 typedef struct {
     sampler_params sampling, greedy;
     char desc[96];
 } chat_sampling;
 
-/* One chat answer's decode rate: a decoder job of n tokens after a prompt
- * of max(depth, 1) random tokens (no stop token), from an empty cache. */
-static int chat_decode(decoder *dec, uint32_t depth, uint32_t n, const sampler_params *sp, double *tps, err_t *err)
+/* A decoder job: the prompt, how to draft, forced drafts (or NULL); what
+ * it measured, and (record, optional) its n tokens. */
+typedef struct {
+    const int32_t *prompt;
+    uint32_t n_prompt;
+    int draft;                /* dec_job.draft */
+    const int32_t *forced;
+    int32_t *record;
+} decode_run;
+
+typedef struct {
+    double tps;
+    uint32_t steps, drafted, accepted;
+} decode_result;
+
+/* n random tokens (at least 1); NULL when out of memory. */
+static int32_t *random_prompt(uint32_t n, uint32_t n_vocab)
 {
-    uint32_t np = depth ? depth : 1, n_vocab = decoder_n_vocab(dec);
-    int32_t *prompt = malloc(np * sizeof *prompt);
-    if (!prompt)
-        return err_set(err, "out of memory");
-    for (uint32_t i = 0; i < np; i++)
-        prompt[i] = rand_token(n_vocab);
+    int32_t *p = malloc((n ? n : 1) * sizeof *p);
+    for (uint32_t i = 0; p && i < (n ? n : 1); i++)
+        p[i] = rand_token(n_vocab);
+    return p;
+}
+
+/* One chat answer's decode rate: a decoder job of n tokens after the
+ * prompt (no stop token), from an empty cache. */
+static int run_job(decoder *dec, const decode_run *jr, uint32_t n, const sampler_params *sp, decode_result *res,
+                   err_t *err)
+{
     decoder_reset_cache(dec);
-    dec_job job = {.prompt = prompt, .n_prompt = np, .n_predict = (int)n, .sampling = *sp};
-    int id = decoder_submit(dec, &job, err);
-    free(prompt);
-    if (id < 0)
+    dec_job job = {.prompt = jr->prompt, .n_prompt = jr->n_prompt, .n_predict = (int)n, .sampling = *sp,
+                   .draft = jr->draft, .forced = jr->forced, .n_forced = jr->forced ? n : 0};
+    if (decoder_submit(dec, &job, err) < 0)
         return -1;
     dec_event ev;
+    uint32_t got = 0;
     for (;;) {
         if (!decoder_wait(dec, &ev, -1))
             return err_set(err, "the decoder stopped answering");
         dec_ev_type t = ev.type;
+        if (t == DEC_EV_TEXT && jr->record && ev.token >= 0 && got < n)
+            jr->record[got++] = ev.token;
         if (t == DEC_EV_ERROR)
             err_set(err, "%s", ev.text ? ev.text : "decoding failed");
         if (t == DEC_EV_DONE) {
-            *tps = ev.decode_tps;
+            *res = (decode_result){ev.decode_tps, ev.n_steps, ev.n_drafted, ev.n_accepted};
             if (ev.n_gen != n)
                 err_set(err, "the answer stopped after %u of %u tokens", ev.n_gen, n);
         }
@@ -264,15 +402,74 @@ static int chat_decode(decoder *dec, uint32_t depth, uint32_t n, const sampler_p
     }
 }
 
+/* The same after max(depth, 1) random tokens, without drafting. */
+static int chat_decode(decoder *dec, uint32_t depth, uint32_t n, const sampler_params *sp, double *tps, err_t *err)
+{
+    int32_t *prompt = random_prompt(depth, decoder_n_vocab(dec));
+    if (!prompt)
+        return err_set(err, "out of memory");
+    decode_run jr = {.prompt = prompt, .n_prompt = depth ? depth : 1, .draft = DEC_DRAFT_OFF};
+    decode_result r;
+    int rc = run_job(dec, &jr, n, sp, &r, err);
+    free(prompt);
+    *tps = r.tps;
+    return rc;
+}
+
+/* The speculative decoding lines of one depth: k = 1, 2, 3 with the chat's
+ * sampling (real acceptance) and forced (greedy, the drafts being the
+ * greedy answer computed first), against the same runs without drafts. */
+static int spec_lines(decoder *dec, uint32_t depth, uint32_t n, const chat_sampling *cs, err_t *err)
+{
+    uint32_t np = depth ? depth : 1;
+    int32_t *prompt = random_prompt(depth, decoder_n_vocab(dec)), *greedy = malloc(n * sizeof *greedy);
+    int rc = 0;
+    if (!prompt || !greedy) {
+        rc = err_set(err, "out of memory");
+        goto out;
+    }
+    decode_result chat0, greedy0, r, f;
+    decode_run jr = {.prompt = prompt, .n_prompt = np, .draft = DEC_DRAFT_OFF, .record = greedy};
+    if ((rc = run_job(dec, &jr, n, &cs->greedy, &greedy0, err)) != 0)
+        goto out;
+    jr.record = NULL;
+    if ((rc = run_job(dec, &jr, n, &cs->sampling, &chat0, err)) != 0)
+        goto out;
+    for (int k = 1; k <= 3; k++) {
+        jr.draft = k;
+        jr.forced = NULL;
+        if ((rc = run_job(dec, &jr, n, &cs->sampling, &r, err)) != 0)
+            goto out;
+        jr.forced = greedy;
+        if ((rc = run_job(dec, &jr, n, &cs->greedy, &f, err)) != 0)
+            goto out;
+        printf("  drafting k=%d @ depth %u: %.0f%% of drafts kept, %.2f tokens/step, %.1f tokens/s with the chat's "
+               "sampling (%.2fx); forced acceptance %.2f tokens/step, %.1f tokens/s greedy (%.2fx)\n",
+               k, depth, r.drafted ? 100.0 * r.accepted / r.drafted : 0.0,
+               r.steps ? (double)(r.accepted + r.steps) / r.steps : 0.0, r.tps, chat0.tps > 0 ? r.tps / chat0.tps : 0.0,
+               f.steps ? (double)(f.accepted + f.steps) / f.steps : 0.0, f.tps,
+               greedy0.tps > 0 ? f.tps / greedy0.tps : 0.0);
+        if (f.accepted != f.drafted)
+            printf("  (forced drafts rejected: %u of %u -- greedy with drafts should keep every one)\n",
+                   f.drafted - f.accepted, f.drafted);
+    }
+out:
+    free(prompt);
+    free(greedy);
+    return rc;
+}
+
 static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sampling *cs, err_t *err)
 {
     engine *e = decoder_engine(dec);
     if (!e)
         return err_set(err, "internal: the decoder's engine is busy");
+    bool drafts = engine_can_draft(e) && !b->no_draft;
     uint32_t V = m->cfg.n_vocab;
     model_census cen;
     model_census_compute(m, &cen);
-    bool vk = e->be == &vk_engine_backend;
+    void (*set_profile)(void *, profile_mode) = e->be->set_profile;
+    bool vk = set_profile && e->be->prefill_stats; /* the per-kernel tables */
     double s;
     /* warm-up: pipelines, caches, clocks; both samplers */
     double warm;
@@ -282,7 +479,7 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
     e = decoder_engine(dec);
     engine_rewind(e, 0);
     if (vk)
-        vk_engine_set_profile(e->impl, PROFILE_OFF);
+        set_profile(e->impl, PROFILE_OFF);
     engine_set_chunk_seconds(e, 0); /* the prompt figure: whole chunks of n_batch */
     if (b->p) {
         double best = 1e30;
@@ -295,14 +492,20 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         printf("pp%u: %.1f tokens/s (%.1f ms, best of %u)\n", b->p, b->p / best, best * 1e3, b->reps);
         if (b->profile && vk) {
             engine_rewind(e, 0);
-            vk_engine_set_profile(e->impl, PROFILE_FULL);
+            set_profile(e->impl, PROFILE_FULL);
             if (prefill(e, b->p, V, &s, err))
                 return -1;
-            vk_engine_set_profile(e->impl, PROFILE_OFF);
+            set_profile(e->impl, PROFILE_OFF);
             printf("  prompt batch with every dispatch timed: %.1f ms\n", s * 1e3);
             engine_stats st;
-            vk_engine_prefill_stats(e->impl, &st);
-            print_table(st, 0, "batch");
+            e->be->prefill_stats(e->impl, &st);
+            print_table(st, 0, "batch", false);
+        }
+        if (b->profile && e->be == &cpu_engine_backend) { /* every step is timed: the prompt's own steps */
+            engine_stats st;
+            cpu_engine_prompt_stats(e->impl, &st);
+            printf("  the prompt's steps (every step timed; per prompt token):\n");
+            print_table(st, 0, "token", true);
         }
     }
     engine_set_chunk_seconds(e, DECODER_CHUNK_S); /* the chat's again */
@@ -311,7 +514,9 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         uint32_t D = b->depth[d];
         double chat, greedy;
         if (vk)
-            vk_engine_set_profile(e->impl, PROFILE_SAMPLED); /* the chat's */
+            set_profile(e->impl, PROFILE_SAMPLED); /* the chat's */
+        if (e->be == &cpu_engine_backend)
+            cpu_engine_reset_profile(e->impl); /* this depth's table */
         if (chat_decode(dec, D, b->n, &cs->sampling, &chat, err) || chat_decode(dec, D, b->n, &cs->greedy, &greedy, err))
             return -1;
         if (D == 0 || tg0 == 0)
@@ -323,21 +528,27 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         if (D && tg0 > 0 && D != b->depth[0])
             printf(", %.1f%% of the first depth", 100 * chat / tg0);
         printf("\n");
+        if (drafts && spec_lines(dec, D, b->n, cs, err))
+            return -1;
+        if (b->profile && e->be == &cpu_engine_backend) { /* every step is timed, always: the chat's tokens */
+            printf("  the decoded tokens' steps (both runs above):\n");
+            print_profile(e, (double)cen.active_bytes);
+        }
         if (!vk || !b->profile)
             continue;
         engine_rewind(e, 0);
         if (D && prefill(e, D, V, &s, err))
             return -1;
-        vk_engine_set_profile(e->impl, PROFILE_FULL);
+        set_profile(e->impl, PROFILE_FULL);
         uint32_t nf = 8;
         double s2;
         if (decode(e, nf, V, &s2, err))
             return -1;
         printf("  every dispatch timed: %.1f tokens/s (serialized; for the table only)\n", nf / s2);
         print_profile(e, (double)cen.active_bytes);
-        vk_engine_set_profile(e->impl, PROFILE_SAMPLED);
+        set_profile(e->impl, PROFILE_SAMPLED);
     }
-    if (b->routing && routing(e, V, err))
+    if (b->routing && routing(e, m, V, err))
         return -1;
     return 0;
 }
@@ -380,6 +591,11 @@ int cmd_bench(int argc, char **argv)
             b.profile = true;
         } else if (strcmp(a, "--routing") == 0) {
             b.routing = true;
+        } else if (strcmp(a, "--plan") == 0) {
+            b.plan = true;
+        } else if (strcmp(a, "--draft") == 0 && i + 1 < argc && strcmp(argv[i + 1], "off") == 0) {
+            b.no_draft = true;
+            i++;
         } else {
             err_set(&err, "bench: unknown option or missing value: '%s'", a);
             goto usage_err;
@@ -415,33 +631,44 @@ int cmd_bench(int argc, char **argv)
     p.profile = PROFILE_SAMPLED; /* the chat's; the prompt figure turns it off */
     p.tune = o.tune;
     p.n_tune = o.n_tune;
+    /* the NextN state where the model and backend have it, also where auto
+     * would not draft (the drafting lines measure k = 1..3 anyway) */
+    p.draft = b.no_draft ? ENGINE_DRAFT_OFF : 3;
     int rc = 1;
     double t0 = now_s();
     chat_sampling cs;
     tokenizer *tok = be ? tok_load(m.gguf, &err) : NULL;
     decoder *dec = tok ? open_decoder(be, &m, tok, &p, &err) : NULL;
     if (dec) {
-        /* the chat's sampling: the template preset's defaults (as the chat's
-         * settings_to_sampler without user settings), a fixed seed */
+        /* the chat's sampling: the template preset's defaults and the file's
+         * recommendation (as the chat's settings_to_sampler without user
+         * settings), a fixed seed */
         const tmpl_preset *tp = tmpl_detect(m.gguf);
         sampler_params_default(&cs.sampling);
         tmpl_sampling_defaults(tp, &cs.sampling.temp, &cs.sampling.top_p, &cs.sampling.min_p, &cs.sampling.top_k);
+        tmpl_model_sampling(m.gguf, &cs.sampling.temp, &cs.sampling.top_p, &cs.sampling.min_p, &cs.sampling.top_k);
         cs.sampling.seed = 1;
         cs.greedy = cs.sampling;
         cs.greedy.temp = 0;
         snprintf(cs.desc, sizeof cs.desc, "%s: temp %g, top-k %d, top-p %g, min-p %g", tmpl_name(tp),
                  (double)cs.sampling.temp, cs.sampling.top_k, (double)cs.sampling.top_p, (double)cs.sampling.min_p);
-        printf("model: %s (%s, %u layers, %u experts, %.2f GiB)\n", o.model_path, m.cfg.name[0] ? m.cfg.name : m.cfg.arch,
+        char path[1024], name[4 * sizeof m.cfg.name]; /* the file's name and general.name, inert */
+        tsafe_one_line_buf(path, sizeof path, o.model_path, strlen(o.model_path));
+        tsafe_one_line_buf(name, sizeof name, m.cfg.name[0] ? m.cfg.name : m.cfg.arch,
+                           strlen(m.cfg.name[0] ? m.cfg.name : m.cfg.arch));
+        printf("model: %s (%s, %u layers, %u experts, %.2f GiB)\n", path, name,
                m.cfg.n_layer, m.cfg.n_expert, gguf_file_size(m.gguf) / 1073741824.0);
         printf("backend: %s\nload: %.1f s; context %u tokens, prompt chunks of %u, KV cache %s\n", decoder_describe(dec),
                now_s() - t0, p.n_ctx, p.n_batch, p.kv == KV_F16 ? "f16" : "f32");
         fflush(stdout);
-        rc = run(dec, &m, &b, &cs, &err) ? 1 : 0;
+        rc = (b.plan ? print_plan(dec, &err) : run(dec, &m, &b, &cs, &err)) ? 1 : 0;
         decoder_free(dec);
     }
     tok_free(tok);
-    if (rc)
-        fprintf(stderr, "glmchat: %s: %s\n", o.model_path, err.msg);
+    if (rc) {
+        err_prefix(&err, "%s", o.model_path); /* inert, as every message is */
+        fprintf(stderr, "glmchat: %s\n", err.msg);
+    }
     model_free(&m);
     cli_options_free(&o);
     return rc;
@@ -453,13 +680,52 @@ usage_err:
 
 /* ---- devices ------------------------------------------------------------------------ */
 
+/* What `--backend auto` takes, and why: for MODEL when given (the estimate
+ * of backends.h), else the rule. */
+static void print_auto_choice(const char *model_path, bool have_device, const vk_device_info *best)
+{
+    err_t err;
+    const cpu_kernels *k = cpu_kernels_best(&err);
+    char cpu[128];
+    snprintf(cpu, sizeof cpu, "the CPU backend (%s kernels, %ld threads)", k ? k->name : "no usable",
+             sysconf(_SC_NPROCESSORS_ONLN));
+    if (model_path) {
+        model m;
+        char why[512];
+        if (model_load_ex(&m, model_path, MODEL_LOAD_NO_CONVERT, &err) < 0) {
+            printf("auto: cannot weigh %s: %s\n", model_path, err.msg);
+            return;
+        }
+        if (app_choose_backend("auto", &m, why, sizeof why, &err))
+            printf("auto, for %s: %s\n", model_path, why);
+        else
+            printf("auto: %s\n", err.msg);
+        model_free(&m);
+        return;
+    }
+    if (!have_device)
+        printf("auto: %s -- no usable Vulkan device\n", cpu);
+    else if (strcmp(best->kind, "cpu") != 0)
+        printf("auto: Vulkan on %s (a %s GPU)\n", best->name, best->kind);
+    else
+        printf("auto: whichever of %s and Vulkan on %s (which runs on the CPU) an estimate for the model says is "
+               "faster (`glmchat devices -m MODEL` shows the choice)\n",
+               cpu, best->name);
+}
+
 int cmd_devices(int argc, char **argv)
 {
+    const char *model_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("usage: glmchat devices\nLists the Vulkan devices (the index is what --device takes) and "
-                   "whether each can run glmchat.\n");
+            printf("usage: glmchat devices [-m MODEL]\nLists the Vulkan devices (the index is what --device takes), "
+                   "whether each can run glmchat,\nand which backend --backend auto takes (for MODEL: the faster "
+                   "one for it) and why.\n");
             return 0;
+        }
+        if ((strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0) && i + 1 < argc) {
+            model_path = argv[++i];
+            continue;
         }
         fprintf(stderr, "glmchat: devices: unknown option '%s'\n(see `glmchat devices --help`)\n", argv[i]);
         return 2;
@@ -469,10 +735,12 @@ int cmd_devices(int argc, char **argv)
     int best;
     err_t err;
     if (vk_list_devices(d, &n, &best, &err)) {
+        print_auto_choice(model_path, false, NULL);
         fprintf(stderr, "glmchat: %s\n", err.msg);
         return 1;
     }
     if (n == 0) {
+        print_auto_choice(model_path, false, NULL);
         fprintf(stderr, "glmchat: no Vulkan device found (install a driver, e.g. mesa-vulkan-drivers)\n");
         return 1;
     }
@@ -486,6 +754,7 @@ int cmd_devices(int argc, char **argv)
         if (!v->usable)
             printf("   unusable: lacks %s\n", v->missing);
     }
+    print_auto_choice(model_path, best >= 0, best >= 0 ? &d[best] : NULL);
     if (best < 0) {
         fprintf(stderr, "glmchat: no Vulkan device can run glmchat\n");
         return 1;

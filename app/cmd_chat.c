@@ -20,6 +20,29 @@
 #include "ui_app.h"
 #include "version.h"
 
+/* Space-separated words on lines of at most `width` columns, indented. */
+static void put_wrapped(FILE *f, const char *words, int indent, int width)
+{
+    int col = 0;
+    for (const char *p = words; *p;) {
+        size_t n = strcspn(p, " ");
+        if (col && col + 1 + (int)n > width) {
+            fputc('\n', f);
+            col = 0;
+        }
+        if (!col)
+            col = fprintf(f, "%*s", indent, "");
+        else
+            col += fprintf(f, " ");
+        col += fprintf(f, "%.*s", (int)n, p);
+        p += n;
+        while (*p == ' ')
+            p++;
+    }
+    if (col)
+        fputc('\n', f);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -36,12 +59,22 @@ static void usage(FILE *f)
             "      --theme NAME       colour theme: default, light, high-contrast, mono, or a file\n"
             "%s"
             "  -h, --help             this text;  -V, --version  the version\n"
-            "\nSettings: ~/.config/glmchat/settings (key = value, the long option names).\n"
-            "`man glmchat` describes the keys, the commands and the files.\n",
+            "\nSettings: ~/.config/glmchat/settings, lines of `key = value` with these keys\n"
+            "(the long options' names):\n",
             chat_args_help());
+    put_wrapped(f, settings_keys(), 2, 78);
+    fprintf(f, "`man glmchat` describes the keys, the commands and the files.\n");
 }
 
 /* ---- the UI ---------------------------------------------------------------------------- */
+
+/* /model FILE: the model opened as `-m FILE` with the same options would be. */
+static int open_other_model(void *user, const char *path, chat_model *out, err_t *err)
+{
+    chat_args other = *(const chat_args *)user;
+    other.model = path;
+    return chat_model_open(out, &other, err);
+}
 
 static int run_ui(const chat_args *a, chat_model *cm, conversation *initial)
 {
@@ -61,22 +94,12 @@ static int run_ui(const chat_args *a, chat_model *cm, conversation *initial)
     }
     snprintf(hist, sizeof hist, "%s/history", hist_dir);
     c.history_path = hist;
-    for (int i = 0; i < 4; i++)
-        c.model_lines[i] = cm->lines[i];
-    c.n_model_lines = 4;
     sc->cfg = a->s;
-    sc->m = &cm->m;
-    sc->tok = cm->tok;
-    sc->tmpl = cm->tmpl;
-    sc->be = cm->be;
-    sc->fallback = cm->fallback;
-    sc->params = cm->params;
-    snprintf(sc->model_path, sizeof sc->model_path, "%s", cm->path);
-    snprintf(sc->model_name, sizeof sc->model_name, "%s", cm->name);
-    snprintf(sc->fingerprint, sizeof sc->fingerprint, "%s", cm->fingerprint);
-    sc->model_size = cm->size;
-    sc->demo_note = cm->demo_note;
-    sc->backend_note = cm->backend_note[0] ? cm->backend_note : NULL;
+    if (!settings_given(&sc->cfg, "think"))
+        sc->cfg.think = cm->think_default;
+    ui_session_config_set_model(sc, cm);
+    sc->open_model = open_other_model;
+    sc->open_model_user = (void *)a;
     sc->seed = settings_random_seed();
     sc->conversation_file = a->conversation;
     sc->initial = initial;

@@ -3,6 +3,7 @@
  * Reads only the GGUF header and tensor table (mmap; no weight data is
  * touched), so it answers at once even for a 17 GB file. */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,10 +230,12 @@ static int print_mix(const model *m)
             if (!n)
                 continue;
             const char *tn = t == 0xFE ? "?" : quant_type_name(t);
+            char name[4 * sizeof mk->name]; /* a tensor name from the file, inert */
+            tsafe_one_line_buf(name, sizeof name, mk->name, strlen(mk->name));
             if (mk->per_block)
-                printf("  %-26s %-7s %3u: %s\n", first ? mk->name : "", tn, n, ranges);
+                printf("  %-26s %-7s %3u: %s\n", first ? name : "", tn, n, ranges);
             else
-                printf("  %-26s %s\n", mk->name, tn);
+                printf("  %-26s %s\n", name, tn);
             first = false;
         }
     }
@@ -265,7 +268,12 @@ int cmd_info(int argc, char **argv)
     }
     model m;
     err_t err = {{0}};
-    if (model_load_ex(&m, path, MODEL_LOAD_NO_CONVERT, &err) < 0) {
+    /* A file holding a type glmchat cannot compute with is still shown
+     * (its census names the type); the refusal comes last, and the exit
+     * status says the file cannot be run. */
+    err_t refused = {{0}};
+    bool runnable = model_load_ex(&m, path, MODEL_LOAD_NO_CONVERT, &refused) == 0;
+    if (!runnable && model_load_ex(&m, path, MODEL_LOAD_NO_CONVERT | MODEL_LOAD_ANY_TYPE, &err) < 0) {
         fprintf(stderr, "glmchat: %s\n", err.msg);
         return 1;
     }
@@ -292,5 +300,10 @@ int cmd_info(int argc, char **argv)
     if (rc)
         fprintf(stderr, "glmchat: info: out of memory listing the mix\n");
     model_free(&m);
+    if (!runnable) {
+        fflush(stdout);
+        fprintf(stderr, "glmchat: %s\n", refused.msg);
+        return 1;
+    }
     return rc ? 1 : 0;
 }

@@ -104,9 +104,12 @@ static const char *stop_name(dec_stop s)
     }
 }
 
-/* One answer to the first n_msgs messages; -1 with err on failure. */
-static int generate(decoder *dec, chat_session *chat, size_t n_msgs, const chat_args *a, uint64_t seed,
-                    answer *ans, err_t *err)
+/* One answer to the first n_msgs messages; -1 with err on failure.
+ * turn_seed (non-NULL): the recorded answer's own seed, which replaces the
+ * settings' (the chat draws a new seed for every answer). */
+static int generate(decoder *dec, chat_session *chat, size_t n_msgs, const chat_args *a, const gguf_ctx *meta,
+                    uint64_t seed,
+                    const uint64_t *turn_seed, answer *ans, err_t *err)
 {
     int32_t *ids = NULL;
     uint32_t n = 0;
@@ -115,7 +118,9 @@ static int generate(decoder *dec, chat_session *chat, size_t n_msgs, const chat_
         return -1;
     dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = a->s.n_predict, .stop = chat->stop,
                    .n_stop = a->s.ignore_eos ? 0 : chat->n_stop};
-    settings_to_sampler(&a->s, chat->tmpl, seed, &job.sampling);
+    settings_to_sampler(&a->s, chat->tmpl, meta, seed, &job.sampling);
+    if (turn_seed)
+        job.sampling.seed = *turn_seed;
     int id = decoder_submit(dec, &job, err);
     free(ids);
     if (id < 0)
@@ -152,7 +157,7 @@ static void header(const char *file, const conversation *c, const chat_model *cm
                    const chat_args *a, uint64_t seed)
 {
     sampler_params sp;
-    settings_to_sampler(&a->s, chat->tmpl, seed, &sp);
+    settings_to_sampler(&a->s, chat->tmpl, cm->m.gguf, seed, &sp);
     fputs("# glmchat replay of ", stdout);
     put_meta(file);
     fputs("\n# model: ", stdout);
@@ -208,7 +213,9 @@ static bool output_ok(void)
 static int replay(const chat_args *a, chat_model *cm, conversation *c)
 {
     chat_session chat;
-    chat_init(&chat, cm->tok, cm->tmpl, a->s.think);
+    /* the recording's thinking (follow_recording), else the user's, else the model's default */
+    bool think = settings_given(&a->s, "think") || c->thinking >= 0 ? a->s.think : cm->think_default;
+    chat_init(&chat, cm->tok, cm->tmpl, think);
     conv_free(&chat.conv);
     chat.conv = *c;
     conv_init(c);
@@ -253,7 +260,11 @@ static int replay(const chat_args *a, chat_model *cm, conversation *c)
             if (old->reasoning && old->reasoning[0])
                 section("recorded reasoning", old->reasoning, tty);
             section("recorded answer", old->content, tty);
-            printf("# recorded: %u tokens, %.1f tokens/s%s\n", old->n_tokens, old->tps, old->stopped ? ", stopped" : "");
+            printf("# recorded: %u tokens, %.1f tokens/s%s", old->n_tokens, old->tps,
+                   old->error ? ", failed: " : old->stopped ? ", stopped" : "");
+            if (old->error)
+                put_meta(old->error);
+            fputc('\n', stdout);
         } else {
             printf("--- recorded answer\n  (none)\n");
         }
@@ -262,7 +273,11 @@ static int replay(const chat_args *a, chat_model *cm, conversation *c)
             break;
         }
         answer ans = {0};
-        if (generate(dec, &chat, u + 1, a, seed, &ans, &err) != 0) {
+        /* The answer's own recorded seed, unless --seed says otherwise. */
+        bool own_seed = old && old->has_seed && !settings_given(&a->s, "seed");
+        if (own_seed)
+            printf("# seed %llu (recorded with this answer)\n", (unsigned long long)old->seed);
+        if (generate(dec, &chat, u + 1, a, cm->m.gguf, seed, own_seed ? &old->seed : NULL, &ans, &err) != 0) {
             chat_error("turn %d: %s", turns, err.msg);
             chat_stream_free(&ans.st);
             rc = 1;
@@ -326,6 +341,8 @@ int cmd_replay(int argc, char **argv)
         chat_args_free(&a);
         return 1;
     }
+    if (cm.pick_note[0])
+        chat_error("note: %s", cm.pick_note);
     if (cm.demo_note)
         chat_error("no model given: replaying on the built-in demo model");
     int rc = replay(&a, &cm, &c);

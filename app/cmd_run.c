@@ -267,11 +267,9 @@ int cmd_generate(int argc, char **argv)
     }
     if (require_model_tokens(&o, &err) < 0)
         goto usage;
-    if (!(temp >= 0.0f) || !(sp.top_p > 0.0f && sp.top_p <= 1.0f) || !(sp.min_p >= 0.0f && sp.min_p <= 1.0f)) {
-        err_set(&err, "sampling settings out of range (--temp >= 0, 0 < --top-p <= 1, 0 <= --min-p <= 1)");
-        goto usage;
-    }
     sp.temp = temp;
+    if (sampler_params_check(&sp, &err) != 0) /* the check every entry path makes (sampler.h) */
+        goto usage;
     uint64_t need = (uint64_t)o.n_tokens + n_predict;
     if (o.n_ctx && need - 1 > o.n_ctx) {
         err_set(&err, "--ctx %u is too small for %u prompt + %u generated tokens", o.n_ctx, o.n_tokens, n_predict);

@@ -4,6 +4,9 @@
  *   glmchat detokenize -m MODEL                     stdin ids  -> text (raw bytes)
  *   glmchat template --preset NAME                  stdin JSON -> rendered prompt
  *
+ * detokenize and template write exact bytes into a pipe or a file, and the
+ * inert form of text_safe.h on a terminal.
+ *
  * The tokenizer needs only the vocabulary: the GGUF is opened, tok_load()
  * copies what it needs, and the file is closed again. */
 #include <errno.h>
@@ -12,10 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "chat_setup.h"
 #include "chat_template.h"
 #include "commands.h"
 #include "gguf.h"
+#include "text_safe.h"
 #include "tokenizer.h"
 
 /* ---- shared helpers ------------------------------------------------------- */
@@ -110,36 +116,45 @@ static const char tokenize_usage[] =
     "  --special  match special-token text (e.g. <|user|>) as those tokens;\n"
     "             without it such text is tokenized as plain text.\n";
 
-/* Writes a piece readably: valid UTF-8 as is, backslash and control or
- * invalid bytes as escapes. */
+/* Writes a piece readably: backslash, \n, \t and \r as escapes, every byte
+ * of what text_safe.h shows inert (control characters, C1 and bidi
+ * controls) and of invalid UTF-8 as \xNN, the rest as it is. */
 static void print_piece(const char *p, size_t n)
 {
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)p[i];
-        if (c == '\\') {
+        uint32_t cp;
+        size_t len = tsafe_decode(p + i, n - i, &cp);
+        if (c == '\\')
             fputs("\\\\", stdout);
-        } else if (c == '\n') {
+        else if (c == '\n')
             fputs("\\n", stdout);
-        } else if (c == '\t') {
+        else if (c == '\t')
             fputs("\\t", stdout);
-        } else if (c == '\r') {
+        else if (c == '\r')
             fputs("\\r", stdout);
-        } else if (c >= 0x20 && c < 0x7F) {
-            putchar(c);
-        } else {
-            size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-            bool ok = len > 0 && i + len <= n;
-            for (size_t j = 1; ok && j < len; j++)
-                ok = ((unsigned char)p[i + j] & 0xC0) == 0x80;
-            if (ok) {
-                fwrite(p + i, 1, len, stdout);
-                i += len;
-                continue;
-            }
-            printf("\\x%02x", c);
-        }
-        i++;
+        else if (tsafe_is_control(cp) || (cp == 0xfffd && len == 1 && c >= 0x80))
+            for (size_t j = 0; j < len; j++)
+                printf("\\x%02x", (unsigned char)p[i + j]);
+        else
+            fwrite(p + i, 1, len, stdout);
+        i += len;
     }
+}
+
+/* Text for stdout: exact bytes into a pipe or a file (that is the
+ * command's job: `detokenize | cmp`), the inert form of text_safe.h on a
+ * terminal, where a vocabulary entry or a template's text could otherwise
+ * drive it.  False when the write failed. */
+static bool write_out(const char *s, size_t n)
+{
+    if (!isatty(STDOUT_FILENO))
+        return fwrite(s, 1, n, stdout) == n;
+    sbuf b = {0};
+    tsafe_sanitize(&b, s, n, false);
+    bool ok = fwrite(b.s ? b.s : "", 1, b.len, stdout) == b.len;
+    sbuf_free(&b);
+    return ok;
 }
 
 int cmd_tokenize(int argc, char **argv)
@@ -201,7 +216,8 @@ int cmd_tokenize(int argc, char **argv)
 static const char detokenize_usage[] =
     "usage: glmchat detokenize -m MODEL < ids\n"
     "  Reads token ids separated by spaces, commas or newlines (brackets are\n"
-    "  ignored) and writes their text, byte for byte, to stdout.\n";
+    "  ignored) and writes their text, byte for byte, to stdout (on a terminal,\n"
+    "  control characters are shown inert, e.g. ESC as ^[).\n";
 
 static bool is_separator(char c)
 {
@@ -232,8 +248,7 @@ static int64_t parse_ids(const char *s, size_t len, int32_t **out)
         errno = 0;
         long v = strtol(word, &end, 10);
         if (j - i >= sizeof word || *end || end == word || errno || v < 0 || v > INT32_MAX) {
-            fprintf(stderr, "glmchat: stdin: line %zu: '%.*s' is not a token id\n", line,
-                    (int)(j - i < 40 ? j - i : 40), s + i);
+            chat_error("stdin: line %zu: '%.*s' is not a token id", line, (int)(j - i < 40 ? j - i : 40), s + i);
             free(ids);
             return -1;
         }
@@ -284,9 +299,9 @@ int cmd_detokenize(int argc, char **argv)
         fprintf(stderr, "glmchat: stdin: %s\n", err.msg);
         return 1;
     }
-    size_t wrote = fwrite(text, 1, out_len, stdout);
+    bool wrote = write_out(text, out_len);
     free(text);
-    if (wrote != out_len || fflush(stdout) != 0) {
+    if (!wrote || fflush(stdout) != 0) {
         fprintf(stderr, "glmchat: stdout: %s\n", strerror(errno));
         return 1;
     }
@@ -329,7 +344,7 @@ int cmd_template(int argc, char **argv)
     json_error_t jerr;
     json_t *in = json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr);
     if (!in) {
-        fprintf(stderr, "glmchat: stdin: line %d, column %d: %s\n", jerr.line, jerr.column, jerr.text);
+        chat_error("stdin: line %d, column %d: %s", jerr.line, jerr.column, jerr.text); /* it may quote the input */
         return 1;
     }
     err_t err;
@@ -339,10 +354,9 @@ int cmd_template(int argc, char **argv)
         fprintf(stderr, "glmchat: stdin: %s\n", err.msg);
         return 1;
     }
-    size_t n = strlen(out);
-    size_t wrote = fwrite(out, 1, n, stdout);
+    bool wrote = write_out(out, strlen(out));
     free(out);
-    if (wrote != n || fflush(stdout) != 0) {
+    if (!wrote || fflush(stdout) != 0) {
         fprintf(stderr, "glmchat: stdout: %s\n", strerror(errno));
         return 1;
     }

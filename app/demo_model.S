@@ -1,5 +1,5 @@
-/* demo_model.S: the built-in demo model (written at build time by
- * app/tools/gen_demo.c), embedded as read-only data.  DEMO_GGUF is the
+/* demo_model.S: the built-in demo model (app/demo/glm-demo.gguf, trained by
+ * app/tools/demo_train), embedded as read-only data.  DEMO_GGUF is the
  * file's path, given by the Makefile. */
     .section .rodata
     .balign 64

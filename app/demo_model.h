@@ -1,5 +1,7 @@
-/* demo_model.h: the small random model built into glmchat, used when no
- * model is given (its answers are noise; it shows the app working). */
+/* demo_model.h: the small model built into glmchat, used when no model is
+ * given: app/demo/glm-demo.gguf, trained by app/tools/demo_train (a
+ * GLM-4.7-Flash-architecture model that answers questions about words and
+ * commands), embedded by app/demo_model.S. */
 #ifndef GLM_DEMO_MODEL_H
 #define GLM_DEMO_MODEL_H
 

@@ -4,6 +4,8 @@
 #include "oneshot.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,24 +74,53 @@ static int build_prompt(const chat_args *a, sbuf *prompt, err_t *err)
 
 /* ---- signals ------------------------------------------------------------------------------ */
 
-static volatile sig_atomic_t caught; /* the first signal, 0 if none */
+/* Installed before anything else (the -C lock, the model's load, the
+ * engine's start, which take seconds): until the answer starts there is
+ * nothing to save, so a signal ends the process at once -- removing the
+ * -C lock file when one is held, as conv_lock_release would (the lock
+ * itself goes with the process).  Once the answer runs, a signal ends the
+ * answer instead, and the main loop saves it and exits 128+N. */
+static volatile sig_atomic_t caught;    /* the first signal while answering, 0 if none */
+static volatile sig_atomic_t answering; /* the answer has started */
+static char held_lock[PATH_MAX + 16];   /* the -C lock file's path while it is held, else "" */
 
 static void on_signal(int sig)
 {
+    if (!answering) {
+        if (held_lock[0])
+            unlink(held_lock);
+        _exit(128 + sig);
+    }
     if (!caught)
         caught = sig;
 }
 
-/* Each of these ends the answer; the main loop then saves and exits 128+N. */
+static const int handled_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+
 static void catch_signals(void)
 {
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        sigaction(sigs[i], &sa, NULL);
+    for (size_t i = 0; i < sizeof handled_signals / sizeof handled_signals[0]; i++)
+        sigaction(handled_signals[i], &sa, NULL);
+}
+
+/* Records (or forgets, with NULL) the lock file the handler removes; the
+ * signals wait meanwhile, so the handler never sees half a path. */
+static void set_held_lock(const char *path)
+{
+    sigset_t all, old;
+    sigemptyset(&all);
+    for (size_t i = 0; i < sizeof handled_signals / sizeof handled_signals[0]; i++)
+        sigaddset(&all, handled_signals[i]);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    if (path && strlen(path) < sizeof held_lock)
+        memcpy(held_lock, path, strlen(path) + 1);
+    else
+        held_lock[0] = 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* ---- printing ----------------------------------------------------------------------------- */
@@ -157,6 +188,7 @@ typedef struct {
     double prefill_tps;
     uint32_t n_prompt_evaluated;
     bool failed;        /* the decoder reported an error (already printed) */
+    char why[512];      /* that error */
 } answer;
 
 static void stream_answer(decoder *dec, printer *pr, answer *ans)
@@ -178,7 +210,8 @@ static void stream_answer(decoder *dec, printer *pr, answer *ans)
             ans->n_prompt_evaluated = ev.n_prompt - ev.n_reused;
         } else if (ev.type == DEC_EV_ERROR) {
             close_reasoning(pr);
-            chat_error("%s", ev.text);
+            chat_error("the answer failed: %s", ev.text);
+            snprintf(ans->why, sizeof ans->why, "%s", ev.text ? ev.text : "unknown error");
             ans->failed = done = true;
         } else if (ev.type == DEC_EV_DONE) {
             ans->done = ev;
@@ -190,23 +223,31 @@ static void stream_answer(decoder *dec, printer *pr, answer *ans)
     chat_stream_finish(&ans->st);
     print_progress(pr, &ans->st);
     close_reasoning(pr);
-    if (!ans->failed && !pr->out_errno) {
+    if ((!ans->failed || pr->printed_c) && !pr->out_errno) {
         errno = 0;
         if (fputc('\n', stdout) == EOF || fflush(stdout) != 0)
             out_failed(pr);
     }
 }
 
-static void record_answer(chat_session *chat, const answer *ans)
+/* The answer, also a failed one: what it said before the failure, marked
+ * with why (conv_set_error), so the file keeps the user's message and stays
+ * a conversation of turns (a message left without its answer made the next
+ * -C run two user messages in a row). */
+static void record_answer(chat_session *chat, const answer *ans, uint64_t seed)
 {
     const chat_stream *st = &ans->st;
     conv_msg *m = conv_add(&chat->conv, "assistant", sbuf_str(&st->content),
                            st->reasoning.len ? sbuf_str(&st->reasoning) : NULL);
     m->time = conv_now();
-    m->n_tokens = ans->done.n_gen;
+    m->n_tokens = ans->failed ? 0 : ans->done.n_gen;
     m->tps = ans->done.decode_tps;
     m->prefill_tps = ans->prefill_tps;
     m->stopped = ans->done.stop == DEC_STOP_CANCEL;
+    if (ans->failed)
+        conv_set_error(m, ans->why);
+    m->has_seed = true;
+    m->seed = seed;
 }
 
 static void fill_metadata(conversation *c, const chat_model *cm, const chat_session *chat, const dec_job *job)
@@ -230,9 +271,63 @@ static const tmpl_preset *recorded_template(const chat_args *a, const chat_model
     return t && same_model && !settings_given(&a->s, "template") ? t : cm->tmpl;
 }
 
+/* The prompt for the conversation in chat within the decoder's context,
+ * as the context-overflow setting says (the oldest exchanges left out, with
+ * a note, or none and a refusal); -1 after printing why there is none. */
+static int fit_prompt(const chat_args *a, const settings *set, const chat_session *chat, decoder *dec, chat_fit *fit)
+{
+    err_t err;
+    uint32_t n_ctx = decoder_n_ctx(dec), reserve = chat_answer_reserve(n_ctx, set->n_predict);
+    if (chat_prompt_fit(chat, chat->conv.n, n_ctx, reserve, set->ctx_overflow, fit, &err) != 0) {
+        chat_error("%s", err.msg);
+        return -1;
+    }
+    const char *least = fit->bounded ? "at least " : "";
+    const char *file = a->conversation;
+    if (!fit->fits && fit->policy == CHAT_CTX_STOP)
+        chat_error("not answered: the conversation is %s%u tokens; the context holds %u with %u kept for the answer: "
+                   "raise -c, or --context-overflow trim leaves the oldest turns out of the prompt%s%s%s",
+                   least, fit->n_full, n_ctx, reserve, file ? " (" : "", file ? file : "", file ? " is unchanged)" : "");
+    else if (!fit->fits)
+        chat_error("not answered: the system prompt and this message alone are %s%u tokens; the context holds %u with "
+                   "%u kept for the answer: raise -c or shorten the message%s%s%s",
+                   least, fit->n_least ? fit->n_least : fit->n_full, n_ctx, reserve, file ? " (" : "", file ? file : "",
+                   file ? " is unchanged)" : "");
+    if (!fit->fits)
+        return -1;
+    if (fit->n_dropped) {
+        sbuf why = {0};
+        chat_fit_describe(fit, &why);
+        chat_error("note: %s --context-overflow stop refuses instead; -c sets the context size.", sbuf_str(&why));
+        sbuf_free(&why);
+    }
+    return 0;
+}
+
+/* An answer that is all reasoning: what ended it says what helps (raising
+ * -n only helps when -n is what ended it). */
+static void note_reasoning_only(const dec_event *done, int n_predict, uint32_t n_ctx)
+{
+    unsigned n = done->n_gen;
+    switch (done->stop) {
+    case DEC_STOP_LIMIT:
+        chat_error("note: the answer is empty: all %u generated tokens went into the reasoning and -n %d ended it "
+                   "(raise -n, or use --think off)", n, n_predict);
+        break;
+    case DEC_STOP_CTX:
+        chat_error("note: the answer is empty: all %u generated tokens went into the reasoning until the context "
+                   "(%u tokens) was full (a larger -c, or --think off)", n, n_ctx);
+        break;
+    default:
+        chat_error("note: the answer is empty: the model ended its turn while still reasoning (%u tokens; "
+                   "--think off asks for the answer without it)", n);
+        break;
+    }
+}
+
 /* The answer to conversation `conv` + the prompt; saves to -C when given.
  * Returns the exit status. */
-static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, const char *prompt)
+int oneshot_answer(const chat_args *a, chat_model *cm, conversation *conv, const char *prompt)
 {
     err_t err;
     /* A continued conversation keeps the settings it was made with
@@ -240,6 +335,8 @@ static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, c
      * the file records one set of settings, and a replay of every turn of
      * it uses them. */
     settings set = a->s;
+    if (!settings_given(&set, "think"))
+        set.think = cm->think_default;
     settings_follow_recording(&set, conv);
     chat_session chat;
     chat_init(&chat, cm->tok, recorded_template(a, cm, conv), set.think);
@@ -251,20 +348,20 @@ static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, c
     conv_msg *um = conv_add(&chat.conv, "user", prompt, NULL);
     um->time = conv_now();
     size_t user_index = chat.conv.n - 1;
-    int32_t *ids = NULL;
-    uint32_t n = 0;
-    bool opens = false;
+    chat_fit fit = {0};
     decoder *dec = NULL;
     int rc = 1;
-    if (chat_prompt(&chat, chat.conv.n, &ids, &n, &opens, &err) != 0 || chat_start_decoder(cm, &dec, &err) != 0) {
+    if (chat_start_decoder(cm, &dec, &err) != 0) {
         chat_error("%s", err.msg);
         goto out;
     }
+    if (fit_prompt(a, &set, &chat, dec, &fit) != 0)
+        goto out; /* nothing answered, nothing saved */
     /* From here a signal ends the answer instead of the process. */
-    catch_signals();
-    dec_job job = {.prompt = ids, .n_prompt = n, .n_predict = set.n_predict, .stop = chat.stop,
+    answering = 1;
+    dec_job job = {.prompt = fit.ids, .n_prompt = fit.n_ids, .n_predict = set.n_predict, .stop = chat.stop,
                    .n_stop = set.ignore_eos ? 0 : chat.n_stop};
-    settings_to_sampler(&set, chat.tmpl, settings_random_seed(), &job.sampling);
+    settings_to_sampler(&set, chat.tmpl, cm->m.gguf, settings_random_seed(), &job.sampling);
     if (decoder_submit(dec, &job, &err) < 0) {
         chat_error("%s", err.msg);
         goto out;
@@ -272,15 +369,12 @@ static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, c
     printer pr = {0, 0, isatty(STDOUT_FILENO) != 0, isatty(STDERR_FILENO) != 0, false, 0};
     answer ans;
     memset(&ans, 0, sizeof ans);
-    chat_stream_init(&ans.st, opens);
+    chat_stream_init(&ans.st, fit.opens_think);
     stream_answer(dec, &pr, &ans);
     chat.conv.msgs[user_index].n_tokens = ans.n_prompt_evaluated;
-    if (!ans.failed) {
-        record_answer(&chat, &ans);
-        if (!caught && !pr.out_errno && ans.st.content.len == 0 && ans.st.reasoning.len > 0)
-            chat_error("note: the answer is empty: all %u generated tokens went into the reasoning "
-                       "(raise -n, or use --think off)", ans.done.n_gen);
-    }
+    record_answer(&chat, &ans, job.sampling.seed);
+    if (!ans.failed && !caught && !pr.out_errno && ans.st.content.len == 0 && ans.st.reasoning.len > 0)
+        note_reasoning_only(&ans.done, set.n_predict, decoder_n_ctx(dec));
     chat_stream_free(&ans.st);
     /* A closed pipe is the reader's choice, not an error to report. */
     if (pr.out_errno && !(pr.out_errno == EPIPE && caught == SIGPIPE))
@@ -291,10 +385,12 @@ static int answer_once(const chat_args *a, chat_model *cm, conversation *conv, c
         if (conv_save_locked(&chat.conv, a->conversation, &err) != 0) {
             chat_error("%s", err.msg);
             rc = 1;
+        } else if (ans.failed) {
+            chat_error("your message and what was answered before the failure are saved in %s", a->conversation);
         }
     }
 out:
-    free(ids);
+    chat_fit_free(&fit);
     decoder_free(dec);
     chat_free(&chat);
     return rc;
@@ -334,9 +430,12 @@ int oneshot_run(const chat_args *a)
     conv_lock lock = {-1, NULL};
     conversation conv;
     int rc = 1;
+    catch_signals();
     /* The conversation first: a broken file is reported (never replaced)
      * before the slow model load. */
-    if (open_conversation(a, &lock, &conv, &err) != 0) {
+    int opened = open_conversation(a, &lock, &conv, &err);
+    set_held_lock(lock.fd >= 0 ? lock.path : NULL);
+    if (opened != 0) {
         chat_error("%s", err.msg);
         goto done;
     }
@@ -347,11 +446,14 @@ int oneshot_run(const chat_args *a)
     }
     if (cm.demo_note)
         chat_error("note: %s", cm.demo_note);
+    if (cm.pick_note[0])
+        chat_error("note: %s", cm.pick_note);
     if (cm.backend_note[0])
         chat_error("note: %s", cm.backend_note);
-    rc = answer_once(a, &cm, &conv, sbuf_str(&prompt));
+    rc = oneshot_answer(a, &cm, &conv, sbuf_str(&prompt));
     chat_model_close(&cm);
 done:
+    set_held_lock(NULL);
     conv_lock_release(&lock);
     conv_free(&conv);
     sbuf_free(&prompt);

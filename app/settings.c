@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backends.h"
+#include "engine.h"
 #include "file_read.h"
 
 /* Far more than any settings file needs; a bigger one is a mistake. */
@@ -19,18 +20,20 @@
 
 /* ---- value parsers --------------------------------------------------------- */
 
-static int parse_float(const char *key, const char *v, float lo, float hi, float *out, err_t *err)
+/* A sampler setting: a number, then the sampler's one check of it
+ * (sampler_check: the same ranges as conversation files). */
+static int parse_setting(const char *key, const char *v, sampler_setting which, float *out, err_t *err)
 {
     char *end;
     errno = 0;
     double d = strtod(v, &end);
-    if (end == v || *end || errno || !isfinite(d))
+    if (end == v || *end)
         return err_set(err, "%s: '%s' is not a number", key, v);
-    /* Compared as the float it becomes: 0.1 is below 0.1f as a double. */
-    float f = (float)d;
-    if (f < lo || f > hi)
-        return err_set(err, "%s: %s is out of range [%g, %g]", key, v, (double)lo, (double)hi);
-    *out = f;
+    if (errno == ERANGE) /* beyond a double: 1e-400 would read as 0, which means something else */
+        return err_set(err, "%s: %s is out of range", key, v);
+    if (sampler_check(which, key, d, err) != 0)
+        return -1;
+    *out = (float)d;
     return 0;
 }
 
@@ -82,6 +85,7 @@ void settings_defaults(settings *s)
     strcpy(s->theme, "default");
     s->side_pane = SETTINGS_PANE_AUTO;
     s->mouse = true;
+    s->draft = ENGINE_DRAFT_AUTO;
 }
 
 /* Every key, as settings_keys() lists them; a key's bit in settings.given
@@ -90,7 +94,7 @@ static const char *const all_keys[] = {
     "model", "backend", "device", "template", "think",
     "temp", "top-k", "top-p", "min-p", "repeat-penalty", "presence-penalty", "frequency-penalty", "seed",
     "n-predict", "ctx", "context-overflow",
-    "theme", "side-pane", "side-width", "mouse", "ignore-eos",
+    "theme", "side-pane", "side-width", "mouse", "ignore-eos", "draft",
 };
 _Static_assert(sizeof all_keys / sizeof all_keys[0] <= 32, "settings.given has a bit per key");
 
@@ -110,28 +114,29 @@ bool settings_given(const settings *s, const char *key)
 
 const char *settings_keys(void)
 {
-    return "model backend device template think temp top-k top-p min-p repeat-penalty presence-penalty "
-           "frequency-penalty seed n-predict ctx context-overflow theme side-pane side-width mouse ignore-eos";
+    /* The table, joined: one list for help, errors and the tests that walk it. */
+    static char list[512];
+    if (!list[0]) {
+        size_t n = 0;
+        for (size_t i = 0; i < sizeof all_keys / sizeof all_keys[0] && n < sizeof list; i++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? " " : "", all_keys[i]);
+    }
+    return list;
 }
 
 const char *settings_option_key(const char *arg)
 {
-    /* Every key but `model` (-m/--model, which the commands parse: it
-     * outranks $GLMCHAT_MODEL) and `ignore-eos` (the flag --ignore-eos). */
-    static const char *const keys[] = {"backend", "device", "template", "think",     "temp",
-                                       "top-k",   "top-p",  "min-p",    "seed",      "n-predict",
-                                       "ctx",     "theme",  "side-pane", "side-width", "mouse",
-                                       "repeat-penalty", "presence-penalty", "frequency-penalty"};
+    /* Every key is "--KEY" but `model` (-m/--model, which the commands
+     * parse: it outranks $GLMCHAT_MODEL) and `ignore-eos` (the flag
+     * --ignore-eos, which takes no value). */
     if (!strcmp(arg, "-n"))
         return "n-predict";
     if (!strcmp(arg, "-c"))
         return "ctx";
-    if (strncmp(arg, "--", 2) != 0)
+    if (strncmp(arg, "--", 2) != 0 || !strcmp(arg + 2, "model") || !strcmp(arg + 2, "ignore-eos"))
         return NULL;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (!strcmp(arg + 2, keys[i]))
-            return keys[i];
-    return NULL;
+    int i = key_index(arg + 2);
+    return i >= 0 ? all_keys[i] : NULL;
 }
 
 bool settings_is_sampling_key(const char *key)
@@ -147,26 +152,21 @@ bool settings_is_sampling_key(const char *key)
 static int set_sampling(settings *s, const char *key, const char *v, err_t *err)
 {
     long x;
-    if (!strcmp(key, "temp")) {
-        s->has_temp = true;
-        return parse_float(key, v, 0.0f, 100.0f, &s->temp, err);
-    }
-    if (!strcmp(key, "top-p")) {
-        s->has_top_p = true;
-        return parse_float(key, v, 0.0f, 1.0f, &s->top_p, err);
-    }
-    if (!strcmp(key, "min-p")) {
-        s->has_min_p = true;
-        return parse_float(key, v, 0.0f, 1.0f, &s->min_p, err);
-    }
+    /* has_* only once the value is good: a refused /set leaves the setting as it was. */
+    if (!strcmp(key, "temp"))
+        return parse_setting(key, v, SAMPLER_TEMP, &s->temp, err) ? -1 : (s->has_temp = true, 0);
+    if (!strcmp(key, "top-p"))
+        return parse_setting(key, v, SAMPLER_TOP_P, &s->top_p, err) ? -1 : (s->has_top_p = true, 0);
+    if (!strcmp(key, "min-p"))
+        return parse_setting(key, v, SAMPLER_MIN_P, &s->min_p, err) ? -1 : (s->has_min_p = true, 0);
     if (!strcmp(key, "repeat-penalty"))
-        return parse_float(key, v, 0.1f, 10.0f, &s->repeat_penalty, err);
+        return parse_setting(key, v, SAMPLER_REPEAT_PENALTY, &s->repeat_penalty, err);
     if (!strcmp(key, "presence-penalty"))
-        return parse_float(key, v, -2.0f, 2.0f, &s->presence_penalty, err);
+        return parse_setting(key, v, SAMPLER_PRESENCE_PENALTY, &s->presence_penalty, err);
     if (!strcmp(key, "frequency-penalty"))
-        return parse_float(key, v, -2.0f, 2.0f, &s->frequency_penalty, err);
+        return parse_setting(key, v, SAMPLER_FREQUENCY_PENALTY, &s->frequency_penalty, err);
     if (!strcmp(key, "top-k")) {
-        if (parse_long(key, v, 0, 1000000, &x, err) != 0)
+        if (parse_long(key, v, LONG_MIN, LONG_MAX, &x, err) != 0 || sampler_check(SAMPLER_TOP_K, key, (double)x, err))
             return -1;
         s->has_top_k = true;
         s->top_k = (int)x;
@@ -186,7 +186,8 @@ static int set_sampling(settings *s, const char *key, const char *v, err_t *err)
     char *end;
     errno = 0;
     unsigned long long u = strtoull(v, &end, 10);
-    if (end == v || *end || errno || v[0] == '-')
+    /* digits only: strtoull would take " -5" (2^64 - 5) and "+5" */
+    if (end == v || *end || errno || !(v[0] >= '0' && v[0] <= '9'))
         return err_set(err, "seed: '%s' is not a non-negative integer or 'random'", v);
     s->has_seed = true;
     s->seed = u;
@@ -203,8 +204,8 @@ static int set_key(settings *s, const char *key, const char *v, err_t *err)
     /* Names are checked here, so a bad one is a usage error on the command
      * line (status 2) and FILE:LINE in the settings file. */
     if (!strcmp(key, "backend")) {
-        if (strcmp(v, "cpu") && strcmp(v, "vulkan") && strcmp(v, "auto"))
-            return err_set(err, "unknown backend '%s' (choose from: %s)", v, app_backend_names());
+        if (strcmp(v, "cpu") && strcmp(v, "ref") && strcmp(v, "vulkan") && strcmp(v, "auto"))
+            return err_set(err, "unknown backend '%s' (choose from: %s)", v, APP_BACKEND_NAMES);
         return copy_str(key, v, s->backend, sizeof s->backend, err);
     }
     if (!strcmp(key, "template")) {
@@ -242,6 +243,20 @@ static int set_key(settings *s, const char *key, const char *v, err_t *err)
     }
     if (!strcmp(key, "mouse"))
         return parse_bool(key, v, &s->mouse, err);
+    if (!strcmp(key, "draft")) { /* NextN speculative decoding */
+        if (!strcmp(v, "auto")) {
+            s->draft = ENGINE_DRAFT_AUTO;
+            return 0;
+        }
+        if (!strcmp(v, "off") || !strcmp(v, "0")) {
+            s->draft = ENGINE_DRAFT_OFF;
+            return 0;
+        }
+        if (parse_long(key, v, 1, ENGINE_MAX_DRAFT, &x, err) != 0)
+            return err_set(err, "draft: '%s' is not auto, off or 1 to %d drafts per step", v, ENGINE_MAX_DRAFT);
+        s->draft = (int)x;
+        return 0;
+    }
     if (!strcmp(key, "ignore-eos"))
         return parse_bool(key, v, &s->ignore_eos, err);
     if (!strcmp(key, "side-pane")) {
@@ -287,8 +302,11 @@ void settings_format_sampling(const settings *s, char *buf, size_t cap)
         snprintf(sd, sizeof sd, "%llu", (unsigned long long)s->seed);
     else
         snprintf(sd, sizeof sd, "random");
-    snprintf(buf, cap, "temp = %s, top-k = %s, top-p = %s, min-p = %s, seed = %s, n-predict = %d", t, k,
-             p, m, sd, s->n_predict);
+    snprintf(buf, cap,
+             "temp = %s, top-k = %s, top-p = %s, min-p = %s, repeat-penalty = %g, presence-penalty = %g, "
+             "frequency-penalty = %g, seed = %s, n-predict = %d",
+             t, k, p, m, (double)s->repeat_penalty, (double)s->presence_penalty, (double)s->frequency_penalty, sd,
+             s->n_predict);
 }
 
 /* ---- the file ---------------------------------------------------------------- */
@@ -324,18 +342,12 @@ static int parse_line(settings *s, char *line, const char *path, int lineno, err
     return 0;
 }
 
-int settings_load(settings *s, const char *path, bool missing_ok, err_t *err)
+int settings_parse(settings *s, const char *text, size_t len, const char *path, err_t *err)
 {
-    char *text;
-    size_t len;
-    /* The shared reader: only a regular file (a FIFO or /dev/zero behind the
-     * name would block or never end), at most SETTINGS_MAX_FILE bytes. */
-    if (file_read_regular(path, SETTINGS_MAX_FILE, "settings file", &text, &len, err) != 0)
-        return errno == ENOENT && missing_ok ? 0 : -1;
     char line[PATH_MAX + 64];
     int lineno = 0, rc = 0;
     uint32_t given = s->given; /* the file's keys are defaults, not given explicitly */
-    for (size_t pos = 0; pos < len && rc == 0;) {
+    for (size_t pos = file_bom_len(text, len); pos < len && rc == 0;) {
         const char *nl = memchr(text + pos, '\n', len - pos);
         size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
         lineno++;
@@ -350,20 +362,34 @@ int settings_load(settings *s, const char *path, bool missing_ok, err_t *err)
         }
         pos += n + (nl ? 1 : 0);
     }
-    free(text);
     s->given = given;
+    return rc;
+}
+
+int settings_load(settings *s, const char *path, bool missing_ok, err_t *err)
+{
+    char *text;
+    size_t len;
+    /* The shared reader: only a regular file (a FIFO or /dev/zero behind the
+     * name would block or never end), at most SETTINGS_MAX_FILE bytes. */
+    if (file_read_regular(path, SETTINGS_MAX_FILE, "settings file", &text, &len, err) != 0)
+        return errno == ENOENT && missing_ok ? 0 : -1;
+    int rc = settings_parse(s, text, len, path, err);
+    free(text);
     return rc;
 }
 
 /* ---- sampling -------------------------------------------------------------------- */
 
-void settings_to_sampler(const settings *s, const tmpl_preset *tmpl, uint64_t seed, sampler_params *sp)
+void settings_to_sampler(const settings *s, const tmpl_preset *tmpl, const gguf_ctx *meta, uint64_t seed,
+                         sampler_params *sp)
 {
     sampler_params_default(sp);
     float temp = sp->temp, top_p = sp->top_p, min_p = sp->min_p;
     int top_k = sp->top_k;
     if (tmpl)
         tmpl_sampling_defaults(tmpl, &temp, &top_p, &min_p, &top_k);
+    tmpl_model_sampling(meta, &temp, &top_p, &min_p, &top_k);
     sp->temp = s->has_temp ? s->temp : temp;
     sp->top_p = s->has_top_p ? s->top_p : top_p;
     sp->min_p = s->has_min_p ? s->min_p : min_p;

@@ -40,6 +40,7 @@ typedef struct {
     int side_width;        /* columns, 0: adapt to the terminal */
     bool mouse;            /* wheel scrolling (mouse reporting on) */
     bool ignore_eos;       /* answers end only at n-predict or a full context (benchmarks, stress) */
+    int draft;             /* NextN drafting: -1 auto (default), 0 off, 1..4 drafts per step (engine.h) */
     /* The keys given explicitly -- on the command line or by /set, not by
      * the settings file or the defaults -- for settings_given(). */
     uint32_t given;
@@ -49,6 +50,8 @@ void settings_defaults(settings *s);
 /* Reads a settings file into s (over the current values).  A missing file is
  * not an error when `missing_ok`. */
 int settings_load(settings *s, const char *path, bool missing_ok, err_t *err);
+/* The same for the file's text[0..len); `path` names it in errors (PATH:LINE). */
+int settings_parse(settings *s, const char *text, size_t len, const char *path, err_t *err);
 /* Sets one key from text (no FILE:LINE prefix in err); outside
  * settings_load it counts as given explicitly. */
 int settings_set(settings *s, const char *key, const char *value, err_t *err);
@@ -66,8 +69,11 @@ const char *settings_keys(void);
 void settings_format_sampling(const settings *s, char *buf, size_t cap);
 
 /* The sampler settings for an answer: the template family's defaults, then
- * whatever the settings give; `seed` when the settings give none. */
-void settings_to_sampler(const settings *s, const tmpl_preset *tmpl, uint64_t seed, sampler_params *sp);
+ * the model file's recommendation (general.sampling.*; `meta`, the model
+ * file's metadata, may be NULL),
+ * then whatever the settings give; `seed` when the settings give none. */
+void settings_to_sampler(const settings *s, const tmpl_preset *tmpl, const gguf_ctx *meta, uint64_t seed,
+                         sampler_params *sp);
 /* A recording's settings -- a conversation file's thinking and sampling
  * (penalties, seed and n-predict included) -- replace the settings file's
  * and the defaults, but not those given explicitly: replay and -C go on as

@@ -309,7 +309,7 @@ int theme_parse(theme *t, const char *text, size_t len, const char *name, err_t 
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
     bool seen[TH_COUNT] = {0};
-    size_t pos = 0;
+    size_t pos = file_bom_len(text, len);
     int lineno = 0;
     while (pos < len) {
         lineno++;

@@ -20,6 +20,7 @@
 
 #include "chat_commands.h"
 #include "chat_setup.h"
+#include "text_safe.h"
 #include "ui_input.h"
 #include "ui_keys.h"
 #include "ui_linemode.h"
@@ -68,11 +69,11 @@ static void fe_set_input(void *user, const char *text)
     ui_input_set_line(text);
 }
 
-static void fe_restore_input(void *user, const char *text)
+static void fe_restore_input(void *user, const char *text, const char *why)
 {
     ui_app *a = user;
     ui_input_restore(text);
-    ui_status(&a->fe, UI_INFO, "Stopped before the answer began: your message is back in the input line (Enter sends it)");
+    ui_status(&a->fe, UI_INFO, "%s: your message is back in the input line", why);
 }
 
 static bool fe_write_terminal(void *user, const char *bytes, size_t n)
@@ -137,8 +138,19 @@ static void show_live(ui_app *a)
     ui_screen_dirty(&a->screen, UI_SLOT_CHAT);
 }
 
+/* The model's summary and its file (/model changes them). */
+static void show_model(ui_app *a)
+{
+    int n;
+    const char *const *lines = ui_session_model_lines(a->session, &n);
+    const char *path = ui_session_model_path(a->session);
+    const char *slash = strrchr(path, '/');
+    ui_sidepane_set_model(&a->screen.pane, lines, n, slash ? slash + 1 : path);
+}
+
 static void show_engine(ui_app *a)
 {
+    show_model(a);
     const char *stage;
     double frac;
     bool loading = ui_session_loading(a->session, &stage, &frac);
@@ -161,6 +173,10 @@ static void show_state(ui_app *a)
         snprintf(buf, sizeof buf, "Loading the model...");
     else if (busy && ui_session_replaying(s, &turn, &turns))
         snprintf(buf, sizeof buf, "Replaying turn %d of %d | Esc stops", turn, turns);
+    else if (busy && st && st->prompt_total)
+        /* The prompt is being read: how far, how fast (not "0 tok/s"). */
+        snprintf(buf, sizeof buf, "Answering | reading the prompt: %u / %u tokens, %.0f tok/s | Esc stops",
+                 st->prompt_done, st->prompt_total, st->prefill_tps);
     else if (busy)
         snprintf(buf, sizeof buf, "Answering | %.1f tok/s | Esc stops", st ? st->decode_tps : 0.0);
     else if (ui_session_edit_text(s))
@@ -259,6 +275,9 @@ static int loop_timeout(ui_app *a, double now)
         t = a->screen.last_draw + FRAME_S - now;
     if ((ui_session_busy(a->session) || !ui_session_ready(a->session)) && t > STATS_S)
         t = STATS_S;
+    double esc = ui_keys_wait_s(&a->keys, now); /* a lone Esc waits for its key */
+    if (esc >= 0 && esc < t)
+        t = esc + 0.005;
     double until = ui_statusline_until(&a->screen.status);
     if (until > now && until - now < t)
         t = until - now + 0.01;
@@ -288,6 +307,7 @@ static void run_loop(ui_app *a)
             apply(a, ui_keys_handle(&a->keys, r, ch));
         apply(a, ui_session_pump(a->session));
         now = ui_term_now();
+        apply(a, ui_keys_tick(&a->keys, now));
         if (now - a->last_stats >= STATS_S) {
             a->last_stats = now;
             apply(a, ui_session_poll_stats(a->session));
@@ -303,10 +323,14 @@ static void start(ui_app *a)
 {
     const ui_session_config *sc = &a->c.session;
     const conversation *conv = ui_session_conv(a->session);
-    ui_sidepane_set_model(&a->screen.pane, a->c.model_lines, a->c.n_model_lines);
+    show_model(a);
     ui_sidepane_set_backend(&a->screen.pane, ui_session_backend(a->session));
     if (sc->demo_note)
         ui_note(&a->fe, UI_INFO, "%s", sc->demo_note);
+    if (sc->pick_note) {
+        ui_note(&a->fe, UI_INFO, "%s", sc->pick_note);
+        ui_status(&a->fe, UI_INFO, "%s", sc->pick_note);
+    }
     if (sc->backend_note)
         ui_note(&a->fe, UI_INFO, "%s", sc->backend_note);
     if (sc->conversation_file && conv->n)
@@ -370,7 +394,10 @@ int ui_app_run(const ui_app_config *config)
     code = a->exit_code;
     const char *saved = ui_session_saved_path(a->session);
     if (saved) {
-        printf("glmchat: conversation saved in %s\n", saved);
+        sbuf name = {0}; /* a file name: from a directory listing (--resume), inert */
+        tsafe_one_line(&name, saved, strlen(saved));
+        printf("glmchat: conversation saved in %s\n", sbuf_str(&name));
+        sbuf_free(&name);
     } else if (ui_session_unsaved(a->session)) {
         chat_error("the conversation could not be saved");
         code = code ? code : 1;

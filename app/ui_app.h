@@ -12,8 +12,6 @@ typedef struct {
     ui_session_config session;  /* the model, settings, conversation */
     theme th;                   /* checked by the caller */
     const char *history_path;   /* readline's history file */
-    const char *model_lines[4]; /* summary for the side pane */
-    int n_model_lines;
 } ui_app_config;
 
 /* Runs the chat until the user quits; returns the exit status. */

@@ -189,33 +189,33 @@ static theme_el span_style(const md_span *sp, bool in_quote, int *attrs)
 {
     *attrs = 0;
     switch (sp->kind) {
-    case MD_SPAN_BULLET: return TH_MD_BULLET;
-    case MD_SPAN_QUOTE_BAR: return TH_MD_QUOTE;
-    case MD_SPAN_CODE: return TH_CODE;
-    case MD_SPAN_CODE_LANG: return TH_MD_CODE_LANG;
-    case MD_SPAN_TABLE_BORDER: return TH_MD_TABLE;
-    case MD_SPAN_RULE: return TH_MD_RULE;
-    case MD_SPAN_PAD: return in_quote ? TH_MD_QUOTE : TH_ASSISTANT;
+    case MDR_SPAN_BULLET: return TH_MD_BULLET;
+    case MDR_SPAN_QUOTE_BAR: return TH_MD_QUOTE;
+    case MDR_SPAN_CODE: return TH_CODE;
+    case MDR_SPAN_CODE_LANG: return TH_MD_CODE_LANG;
+    case MDR_SPAN_TABLE_BORDER: return TH_MD_TABLE;
+    case MDR_SPAN_RULE: return TH_MD_RULE;
+    case MDR_SPAN_PAD: return in_quote ? TH_MD_QUOTE : TH_ASSISTANT;
     default: break;
     }
     unsigned f = sp->flags;
-    if (f & MD_BOLD)
+    if (f & MDR_BOLD)
         *attrs |= A_BOLD;
-    if (f & MD_ITALIC)
+    if (f & MDR_ITALIC)
         *attrs |= A_ITALIC;
-    if (f & MD_CODE_INLINE)
+    if (f & MDR_CODE_INLINE)
         return TH_MD_CODE;
-    if (f & MD_URL)
+    if (f & MDR_URL)
         return TH_MD_URL;
-    if (f & MD_LINK)
+    if (f & MDR_LINK)
         return TH_MD_LINK;
     if (sp->heading)
         return TH_MD_HEADING;
-    if (f & MD_STRIKE)
+    if (f & MDR_STRIKE)
         return TH_MD_STRIKE;
-    if (f & (MD_BOLD | MD_TABLE_HEAD))
+    if (f & (MDR_BOLD | MDR_TABLE_HEAD))
         return TH_MD_BOLD;
-    if (f & MD_ITALIC)
+    if (f & MDR_ITALIC)
         return TH_MD_ITALIC;
     return in_quote ? TH_MD_QUOTE : TH_ASSISTANT;
 }
@@ -224,8 +224,8 @@ static theme_el span_style(const md_span *sp, bool in_quote, int *attrs)
  * run per span; code blocks fill their rows in the code style. */
 static void push_markdown(ui_chatview *v, ui_block *b, const char *content, int width, bool streaming)
 {
-    unsigned opts = MD_OPT_WRAP_CODE | MD_OPT_CODE_NUMBERS | (streaming ? MD_OPT_STREAMING : 0) |
-                    (ui_utf8_locale() ? 0 : MD_OPT_ASCII);
+    unsigned opts = MDR_OPT_WRAP_CODE | MDR_OPT_CODE_NUMBERS | (streaming ? MDR_OPT_STREAMING : 0) |
+                    (ui_utf8_locale() ? 0 : MDR_OPT_ASCII);
     md_render(&v->md, content, strlen(content), width, opts);
     const md_doc *d = &v->md;
     sbuf text = {0};
@@ -240,7 +240,7 @@ static void push_markdown(ui_chatview *v, ui_block *b, const char *content, int 
         bool in_quote = false;
         for (size_t k = 0; k < ml->n; k++) {
             const md_span *sp = &d->spans[ml->first + k];
-            in_quote |= sp->kind == MD_SPAN_QUOTE_BAR;
+            in_quote |= sp->kind == MDR_SPAN_QUOTE_BAR;
             runs[k].off = (int)text.len;
             runs[k].el = (short)span_style(sp, in_quote, &runs[k].attrs);
             sbuf_add(&text, md_span_text(d, sp), sp->len);
@@ -248,8 +248,8 @@ static void push_markdown(ui_chatview *v, ui_block *b, const char *content, int 
         ui_line *l = push_line(b, sbuf_str(&text), text.len, TH_ASSISTANT, 0);
         l->runs = runs;
         l->n_runs = (int)ml->n;
-        if (ml->kind == MD_LINE_CODE || ml->kind == MD_LINE_CODE_HEADER)
-            l->fill = ml->kind == MD_LINE_CODE ? TH_CODE : TH_MD_CODE_LANG;
+        if (ml->kind == MDR_LINE_CODE || ml->kind == MDR_LINE_CODE_HEADER)
+            l->fill = ml->kind == MDR_LINE_CODE ? TH_CODE : TH_MD_CODE_LANG;
     }
     sbuf_free(&text);
 }

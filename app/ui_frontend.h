@@ -55,9 +55,10 @@ typedef struct {
     /* Replaces the input line (/edit brings a message back). */
     void (*set_input)(void *user, const char *text);
     /* A message that was not answered after all (stopped before its
-     * answer began) goes back to the input line, ahead of whatever was
-     * typed since, which must not be lost. */
-    void (*restore_input)(void *user, const char *text);
+     * answer began, or larger than the context) goes back to the input
+     * line, ahead of whatever was typed since, which must not be lost;
+     * `why` is one line for the user. */
+    void (*restore_input)(void *user, const char *text, const char *why);
     /* A different conversation begins (/clear, /load): the notes and the
      * scroll position of the old one go. */
     void (*new_conversation)(void *user);

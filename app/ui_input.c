@@ -221,6 +221,16 @@ void ui_input_clear(void)
     in.changed = true;
 }
 
+const char *ui_input_text(void)
+{
+    return rl_line_buffer ? rl_line_buffer : "";
+}
+
+bool ui_input_vi_mode(void)
+{
+    return rl_editing_mode == 0; /* readline's vi_mode (emacs_mode is 1; the names are in no public header) */
+}
+
 bool ui_input_empty(void)
 {
     return rl_end == 0;

@@ -33,8 +33,12 @@ void ui_input_insert(const char *text);
 void ui_input_set_line(const char *text);
 /* Puts text back on the line, ahead of what is there (on a line of its own). */
 void ui_input_restore(const char *text);
-/* Clears the line (Ctrl-C). */
+/* Clears the line (leaving /edit). */
 void ui_input_clear(void);
+/* The line as it is now (valid until the next input call). */
+const char *ui_input_text(void);
+/* True in readline's vi editing mode (where Esc is a key of its own). */
+bool ui_input_vi_mode(void);
 bool ui_input_empty(void);
 
 /* Display rows the line needs at `width` columns (for the layout). */

@@ -24,6 +24,8 @@ void ui_keys_init(ui_keys *k, ui_session *s, ui_screen *scr, chatcmd_ctx *comman
 void ui_keys_free(ui_keys *k)
 {
     sbuf_free(&k->paste);
+    free(k->cleared);
+    k->cleared = NULL;
 }
 
 /* ---- lines ------------------------------------------------------------------------------- */
@@ -92,9 +94,13 @@ unsigned ui_keys_ctrl_c(ui_keys *k)
         changed |= ui_session_cancel(k->session);
         ui_status(k->fe, UI_INFO, "Stopping the answer (Ctrl-C again quits)");
     } else if (!ui_input_empty()) {
+        /* Kept for Ctrl-Y: a long paste or a message that came back is not
+         * lost to one key (issue 28.11). */
+        free(k->cleared);
+        k->cleared = strdup(ui_input_text());
         ui_input_clear();
         changed |= ui_session_edit_cancel(k->session);
-        ui_status(k->fe, UI_INFO, "Line cleared (Ctrl-C again quits)");
+        ui_status(k->fe, UI_INFO, "Line cleared: Ctrl-Y brings it back (Ctrl-C again quits)");
     } else {
         ui_status(k->fe, UI_INFO, "Press Ctrl-C again to quit");
     }
@@ -143,26 +149,9 @@ static void end_paste(ui_keys *k)
     sbuf_clear(&k->paste);
 }
 
-static void handle_escape(ui_keys *k)
+/* Alt + a key (Esc and the key after it). */
+static void alt_key(ui_keys *k, int r, wint_t next)
 {
-    wint_t next;
-    WINDOW *w = ui_screen_input_window(k->screen);
-    int r = w ? wget_wch(w, &next) : ERR;
-    if (r == ERR) {
-        /* A lone Esc: stop the answer, or leave /edit; else it is readline's (vi mode). */
-        if (ui_session_busy(k->session)) {
-            k->changed |= ui_session_cancel(k->session);
-            if (ui_session_replaying(k->session, NULL, NULL))
-                ui_status(k->fe, UI_INFO, "Stopping the replay");
-        } else if (ui_session_edit_text(k->session)) {
-            k->changed |= ui_session_edit_cancel(k->session);
-            ui_input_clear();
-            ui_status(k->fe, UI_INFO, "Edit cancelled");
-        } else {
-            ui_input_feed("\033", 1);
-        }
-        return;
-    }
     if (r == KEY_CODE_YES) {
         handle_function_key(k, (int)next); /* Alt + a function key: as the key */
         return;
@@ -179,8 +168,67 @@ static void handle_escape(ui_keys *k)
     sbuf_free(&b);
 }
 
+unsigned ui_keys_tick(ui_keys *k, double now)
+{
+    if (k->esc_at > 0 && now - k->esc_at >= UI_KEYS_ESC_S) {
+        k->esc_at = 0;
+        ui_status(k->fe, UI_INFO, "Esc stops an answer or leaves /edit: nothing to stop now");
+    }
+    unsigned changed = k->changed;
+    k->changed = 0;
+    return changed;
+}
+
+double ui_keys_wait_s(const ui_keys *k, double now)
+{
+    if (k->esc_at <= 0)
+        return -1;
+    double left = k->esc_at + UI_KEYS_ESC_S - now;
+    return left > 0 ? left : 0;
+}
+
+static void handle_escape(ui_keys *k)
+{
+    wint_t next;
+    WINDOW *w = ui_screen_input_window(k->screen);
+    int r = w ? wget_wch(w, &next) : ERR;
+    if (r == ERR) {
+        /* A lone Esc: stop the answer, or leave /edit; in vi mode it is
+         * readline's.  In Emacs mode readline would take it as the Meta
+         * prefix of the next key, typed maybe much later, which it would
+         * then eat (issue 28.11): it goes no further, and only a key
+         * within UI_KEYS_ESC_S makes it Alt. */
+        if (ui_session_busy(k->session)) {
+            k->changed |= ui_session_cancel(k->session);
+            if (ui_session_replaying(k->session, NULL, NULL))
+                ui_status(k->fe, UI_INFO, "Stopping the replay");
+        } else if (ui_session_edit_text(k->session)) {
+            k->changed |= ui_session_edit_cancel(k->session);
+            ui_input_clear();
+            ui_status(k->fe, UI_INFO, "Edit cancelled");
+        } else if (ui_input_vi_mode()) {
+            ui_input_feed("\033", 1);
+        } else {
+            k->esc_at = ui_term_now();
+        }
+        return;
+    }
+    alt_key(k, r, next);
+}
+
 unsigned ui_keys_handle(ui_keys *k, int r, wint_t ch)
 {
+    if (k->esc_at > 0) {
+        /* The key after a lone Esc: Alt + it when soon enough. */
+        bool soon = ui_term_now() - k->esc_at < UI_KEYS_ESC_S;
+        k->esc_at = 0;
+        if (soon && !k->in_paste && ch != 27 && !(r == KEY_CODE_YES && ch == UI_KEY_PASTE_BEGIN)) {
+            alt_key(k, r, ch);
+            unsigned changed = k->changed;
+            k->changed = 0;
+            return changed;
+        }
+    }
     if (k->in_paste) {
         if (r == KEY_CODE_YES && ch == UI_KEY_PASTE_END)
             end_paste(k);
@@ -192,6 +240,12 @@ unsigned ui_keys_handle(ui_keys *k, int r, wint_t ch)
         handle_escape(k);
     } else if (ch == 3) {
         k->changed |= ui_keys_ctrl_c(k);
+    } else if (ch == 25 && k->cleared && ui_input_empty()) {
+        /* Ctrl-Y on the line Ctrl-C emptied: what it cleared comes back
+         * (elsewhere Ctrl-Y is readline's yank). */
+        ui_input_set_line(k->cleared);
+        free(k->cleared);
+        k->cleared = NULL;
     } else {
         feed_wchar(ch);
     }

@@ -124,11 +124,13 @@ static void fe_set_input(void *user, const char *text)
     out_str(l, "\n-- Type it anew (an empty line leaves it as it was).\n");
 }
 
-static void fe_restore_input(void *user, const char *text)
+static void fe_restore_input(void *user, const char *text, const char *why)
 {
     linemode *l = user;
     new_line(l);
-    out_str(l, "-- Stopped before the answer began; this was not sent (type it again to send it):\n");
+    out_str(l, "-- ");
+    out_str(l, why);
+    out_str(l, "; this was not sent (type it again to send it):\n");
     out_safe(l, text, strlen(text));
     out_str(l, "\n");
 }

@@ -58,6 +58,10 @@ void ui_session_free(ui_session *s)
     if (!s)
         return;
     decoder_free(s->dec);
+    if (s->own_model) {
+        chat_model_close(s->own_model);
+        free(s->own_model);
+    }
     chat_free(&s->chat);
     if (s->replay_active)
         chat_free(&s->replay);
@@ -67,17 +71,6 @@ void ui_session_free(ui_session *s)
 }
 
 /* ---- answers --------------------------------------------------------------------------------- */
-
-/* Tokens of the context kept free for the answer: its n-predict when that
- * is smaller, else a quarter of the context (at most 1024), so a long
- * conversation still leaves room to answer. */
-static uint32_t answer_reserve(uint32_t n_ctx, int n_predict)
-{
-    uint32_t r = n_ctx / 4 < 1024 ? n_ctx / 4 : 1024;
-    if (n_predict > 0 && (uint32_t)n_predict < r)
-        r = (uint32_t)n_predict;
-    return r ? r : 1;
-}
 
 void uis_context_reset(ui_session *s)
 {
@@ -100,12 +93,43 @@ static void note_context(ui_session *s, const chat_fit *fit)
     s->ctx_dropped_noted = s->ctx_dropped;
 }
 
-int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind)
+/* A prompt that does not fit: is the last message (with the system prompt)
+ * too large for the context on its own?  Then no policy helps, and it is
+ * given back instead of staying unanswered in the conversation (noted). */
+static bool last_message_too_large(ui_session *s, chat_session *chat, size_t n_msgs, uint32_t n_ctx,
+                                   uint32_t reserve, const chat_fit *fit)
+{
+    uint32_t least = fit->n_least;
+    if (fit->policy != CHAT_CTX_TRIM || !least) {
+        chat_fit alone;
+        err_t err;
+        if (chat_prompt_fit(chat, n_msgs, n_ctx, reserve, CHAT_CTX_TRIM, &alone, &err) != 0)
+            return false;
+        bool fits = alone.fits;
+        least = alone.n_least ? alone.n_least : alone.n_full;
+        chat_fit_free(&alone);
+        if (fits)
+            return false;
+    }
+    ui_note(s->fe, UI_ERROR,
+            "Not sent: your message is too large for the context: with the system prompt it is %u tokens, and "
+            "the context holds %u with %u kept for the answer. Shorten it, or make the context larger "
+            "(/set ctx N).",
+            least, n_ctx, reserve);
+    return true;
+}
+
+uint64_t uis_answer_seed(const ui_session *s)
+{
+    return s->cfg.has_seed ? s->cfg.seed : settings_random_seed();
+}
+
+int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind, uint64_t seed)
 {
     err_t err;
     chat_fit fit;
     uint32_t n_ctx = decoder_n_ctx(s->dec);
-    uint32_t reserve = answer_reserve(n_ctx, s->cfg.n_predict);
+    uint32_t reserve = chat_answer_reserve(n_ctx, s->cfg.n_predict);
     /* What the last prompt left out stays out: its start, and so the KV
      * cache, stays the same from one answer to the next. */
     size_t kept_out = kind == GEN_CHAT ? s->ctx_dropped : 0;
@@ -130,12 +154,15 @@ int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind)
         }
     }
     if (!fit.fits) {
-        sbuf why = {0};
-        chat_fit_describe(&fit, &why);
-        ui_note(s->fe, UI_ERROR, "Not answered: %s", sbuf_str(&why));
-        sbuf_free(&why);
+        int rc = kind == GEN_CHAT && last_message_too_large(s, chat, n_msgs, n_ctx, reserve, &fit) ? -2 : -1;
+        if (rc == -1) {
+            sbuf why = {0};
+            chat_fit_describe(&fit, &why);
+            ui_note(s->fe, UI_ERROR, "Not answered: %s", sbuf_str(&why));
+            sbuf_free(&why);
+        }
         chat_fit_free(&fit);
-        return -1;
+        return rc;
     }
     if (kind == GEN_CHAT) {
         note_context(s, &fit);
@@ -144,6 +171,7 @@ int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind)
     dec_job job = {.prompt = fit.ids, .n_prompt = fit.n_ids, .n_predict = s->cfg.n_predict, .stop = s->chat.stop,
                    .n_stop = s->cfg.ignore_eos ? 0 : s->chat.n_stop};
     ui_session_sampling(s, &job.sampling);
+    job.sampling.seed = seed;
     int id = decoder_submit(s->dec, &job, &err);
     uint32_t n = fit.n_ids;
     bool opens = fit.opens_think;
@@ -154,6 +182,9 @@ int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind)
     }
     s->job = id;
     s->gen = kind;
+    s->gen_seed = seed;
+    if (kind == GEN_CHAT)
+        s->c.seed = seed; /* the conversation's record: its latest answer's */
     if (s->have_stats) {
         s->stats.decode_tps = 0; /* the last answer's rate is not this one's */
         s->changed |= UI_CHANGED_STATS;
@@ -175,15 +206,35 @@ void uis_end_generation(ui_session *s)
     s->changed |= UI_CHANGED_LIVE | UI_CHANGED_STATE;
 }
 
-static void answer(ui_session *s)
+/* 0 when the answer started; -1 when it could not (told), -2 as uis_submit. */
+static int answer(ui_session *s)
 {
     if (!s->ready) {
         ui_status(s->fe, UI_ERROR, "%s",
                   s->load_failed ? "The model is not available (see the error above)"
                                  : "The model is still loading; try again in a moment");
-        return;
+        return -1;
     }
-    uis_submit(s, &s->chat, s->chat.conv.n, GEN_CHAT);
+    return uis_submit(s, &s->chat, s->chat.conv.n, GEN_CHAT, uis_answer_seed(s));
+}
+
+/* The last message leaves the conversation (and its file) and goes back
+ * to the input line, with a message queued after it. */
+static void give_back_last(ui_session *s, const char *why)
+{
+    conversation *c = &s->chat.conv;
+    sbuf text = {0};
+    sbuf_adds(&text, c->msgs[c->n - 1].content);
+    if (s->queued) {
+        sbuf_adds(&text, "\n\n");
+        sbuf_adds(&text, s->queued);
+        free(s->queued);
+        s->queued = NULL;
+    }
+    conv_truncate(c, c->n - 1);
+    uis_conversation_changed(s);
+    s->fe->restore_input(s->fe->user, sbuf_str(&text), why);
+    sbuf_free(&text);
 }
 
 static void send_message(ui_session *s, const char *text);
@@ -219,8 +270,10 @@ static void send_message(ui_session *s, const char *text)
     conv_msg *m = conv_add(&s->chat.conv, "user", text, NULL);
     m->time = conv_now();
     uis_conversation_changed(s);
-    if (!s->closing) /* on the way out the message is kept, not answered */
-        answer(s);
+    /* (On the way out the message is kept, not answered.)  One larger than
+     * the context comes back: it can never be answered as it is. */
+    if (!s->closing && answer(s) == -2)
+        give_back_last(s, "Too large for the context");
 }
 
 unsigned ui_session_send(ui_session *s, const char *text)
@@ -231,7 +284,8 @@ unsigned ui_session_send(ui_session *s, const char *text)
 
 unsigned ui_session_answer(ui_session *s)
 {
-    answer(s);
+    if (answer(s) == -2)
+        give_back_last(s, "Too large for the context");
     return uis_take_changes(s);
 }
 
@@ -247,7 +301,8 @@ unsigned ui_session_retry(ui_session *s)
     }
     conv_truncate(c, n);
     uis_conversation_changed(s);
-    answer(s);
+    if (answer(s) == -2)
+        give_back_last(s, "Too large for the context");
     return uis_take_changes(s);
 }
 
@@ -262,25 +317,22 @@ unsigned ui_session_cancel(ui_session *s)
 
 /* ---- the decode thread's events --------------------------------------------------------------- */
 
-/* Stopped before a word of the answer: the message was not really sent.
- * It leaves the conversation (and its file) and comes back to the input
- * line, with a message queued after it, for the user to send again, change
- * or drop. */
-static void give_back_stopped(ui_session *s)
+
+/* A failed answer keeps what it said before the failure, marked with why
+ * (conv_set_error): the user's message keeps its answer, so the file stays
+ * a conversation of turns and /retry has an answer to replace. */
+static void record_failed(ui_session *s, const char *why)
 {
+    chat_stream *st = &s->stream;
+    chat_stream_finish(st);
     conversation *c = &s->chat.conv;
-    sbuf text = {0};
-    sbuf_adds(&text, c->msgs[c->n - 1].content);
-    if (s->queued) {
-        sbuf_adds(&text, "\n\n");
-        sbuf_adds(&text, s->queued);
-        free(s->queued);
-        s->queued = NULL;
-    }
-    conv_truncate(c, c->n - 1);
-    uis_conversation_changed(s);
-    s->fe->restore_input(s->fe->user, sbuf_str(&text)); /* which tells the user */
-    sbuf_free(&text);
+    if (!c->n || strcmp(c->msgs[c->n - 1].role, "user") != 0)
+        return;
+    conv_msg *m = conv_add(c, "assistant", sbuf_str(&st->content), st->reasoning.len ? sbuf_str(&st->reasoning) : NULL);
+    m->time = conv_now();
+    m->prefill_tps = s->gen_prefill_tps;
+    conv_set_error(m, why ? why : "unknown error");
+    s->changed |= UI_CHANGED_CONVERSATION;
 }
 
 static void finish_chat(ui_session *s, const dec_event *ev)
@@ -305,10 +357,14 @@ static void finish_chat(ui_session *s, const dec_event *ev)
         m->tps = ev->decode_tps;
         m->prefill_tps = s->gen_prefill_tps;
         m->stopped = ev->stop == DEC_STOP_CANCEL;
+        m->has_seed = true;
+        m->seed = s->gen_seed;
     }
     uis_end_generation(s);
     if (ev->stop == DEC_STOP_CANCEL && empty && asked && !s->closing) {
-        give_back_stopped(s);
+        /* Stopped before a word of the answer: the message was not really
+         * sent; it comes back for the user to send again, change or drop. */
+        give_back_last(s, "Stopped before the answer began");
         send_queued(s);
         return;
     }
@@ -359,6 +415,26 @@ static void on_load_error(ui_session *s, const char *msg)
     s->changed |= UI_CHANGED_ENGINE | UI_CHANGED_STATE;
 }
 
+/* Takes the decoder's latest statistics when they are new. */
+static void take_stats(ui_session *s)
+{
+    if (!s->dec || !s->ready)
+        return;
+    dec_stats st;
+    decoder_get_stats(s->dec, &st);
+    if (st.seq == s->last_seq)
+        return;
+    s->last_seq = st.seq;
+    s->stats = st;
+    s->have_stats = true;
+    s->changed |= UI_CHANGED_STATS | UI_CHANGED_STATE;
+    if (s->job && s->gen == GEN_CHAT && st.busy && st.decode_tps > 0) {
+        /* The live header shows the rate so far. */
+        snprintf(s->live_meta, sizeof s->live_meta, "%.1f tok/s", st.decode_tps);
+        s->changed |= UI_CHANGED_LIVE;
+    }
+}
+
 static void handle_event(ui_session *s, const dec_event *ev)
 {
     switch (ev->type) {
@@ -388,9 +464,11 @@ static void handle_event(ui_session *s, const dec_event *ev)
         }
         if (ev->job != (uint32_t)s->job)
             break;
-        ui_note(s->fe, UI_ERROR, "The answer failed: %s", ev->text);
+        ui_note(s->fe, UI_ERROR, "The answer failed: %s (/retry tries again)", ev->text);
         if (s->gen == GEN_REPLAY)
             uis_replay_end(s);
+        else
+            record_failed(s, ev->text);
         uis_end_generation(s);
         uis_autosave(s);
         break;
@@ -416,6 +494,9 @@ static void handle_event(ui_session *s, const dec_event *ev)
     case DEC_EV_DONE:
         if (ev->job != (uint32_t)s->job)
             break;
+        /* The job's final figures came before its DONE: shown with the
+         * answer, not at the next poll or turn. */
+        take_stats(s);
         if (s->gen == GEN_REPLAY)
             uis_replay_done(s, ev);
         else
@@ -464,21 +545,7 @@ bool ui_session_wait(ui_session *s, int timeout_ms, unsigned *changed)
 
 unsigned ui_session_poll_stats(ui_session *s)
 {
-    if (!s->dec || !s->ready)
-        return uis_take_changes(s);
-    dec_stats st;
-    decoder_get_stats(s->dec, &st);
-    if (st.seq == s->last_seq)
-        return uis_take_changes(s);
-    s->last_seq = st.seq;
-    s->stats = st;
-    s->have_stats = true;
-    s->changed |= UI_CHANGED_STATS | UI_CHANGED_STATE;
-    if (s->job && s->gen == GEN_CHAT && st.busy && st.decode_tps > 0) {
-        /* The live header shows the rate so far. */
-        snprintf(s->live_meta, sizeof s->live_meta, "%.1f tok/s", st.decode_tps);
-        s->changed |= UI_CHANGED_LIVE;
-    }
+    take_stats(s);
     return uis_take_changes(s);
 }
 
@@ -499,7 +566,10 @@ void ui_session_wind_down(ui_session *s)
     if (s->job)
         uis_end_generation(s); /* it did not stop in time: what it said is lost */
     send_queued(s);            /* kept, unanswered: nothing the user wrote is lost */
-    if (s->unsaved || uis_worth_saving(&s->chat.conv))
+    /* Every change was saved as it happened; a conversation without a file
+     * of its own yet (/load, nothing new since) is in the file it came
+     * from, and quitting must not leave a copy of it (issue 28.8). */
+    if (s->unsaved || (s->autosave_path[0] && uis_worth_saving(&s->chat.conv)))
         uis_autosave(s);
     s->changed = 0;
 }
@@ -606,7 +676,7 @@ bool ui_session_thinking(const ui_session *s)
 
 void ui_session_sampling(const ui_session *s, sampler_params *sp)
 {
-    settings_to_sampler(&s->cfg, s->chat.tmpl, s->c.seed, sp);
+    settings_to_sampler(&s->cfg, s->chat.tmpl, s->c.m->gguf, s->c.seed, sp);
 }
 
 /* ---- /edit, the system prompt, /clear ----------------------------------------------------------- */
@@ -679,6 +749,7 @@ unsigned ui_session_clear(ui_session *s)
     /* The next turn starts a new file (also after -C FILE: the old
      * conversation stays in its file). */
     s->autosave_path[0] = 0;
+    s->loaded_from[0] = 0;
     s->autosave_ours = false;
     s->edit_index = -1;
     uis_context_reset(s);
@@ -730,7 +801,7 @@ static uint32_t ctx_for_prompt(uint32_t prompt, int n_predict)
     uint32_t lo = 16, hi = 1u << 24;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (mid - answer_reserve(mid, n_predict) >= prompt)
+        if (mid - chat_answer_reserve(mid, n_predict) >= prompt)
             hi = mid;
         else
             lo = mid + 1;
@@ -752,7 +823,7 @@ static bool ctx_holds_conversation(ui_session *s, uint32_t n_ctx)
     bool answered = !strcmp(c->msgs[c->n - 1].role, "assistant");
     bool trim = s->cfg.ctx_overflow == CHAT_CTX_TRIM;
     size_t n_msgs = trim && answered ? (has_system(c) ? 1 : 0) : c->n;
-    uint32_t reserve = answer_reserve(n_ctx, s->cfg.n_predict);
+    uint32_t reserve = chat_answer_reserve(n_ctx, s->cfg.n_predict);
     chat_fit fit;
     err_t err;
     if (chat_prompt_fit(&s->chat, n_msgs, n_ctx, reserve, s->cfg.ctx_overflow, &fit, &err) != 0) {

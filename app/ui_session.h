@@ -19,7 +19,8 @@
  *    at all, as the context-overflow setting says; the conversation itself
  *    keeps everything;
  *  - a message stopped before a word of its answer leaves the conversation
- *    and comes back through ui_frontend.restore_input;
+ *    and comes back through ui_frontend.restore_input, and so does one
+ *    that is larger than the context on its own (noted);
  *  - /edit keeps pointing at the message it brought back while messages
  *    before it come and go (a system prompt set or removed).
  *
@@ -36,6 +37,7 @@
 #include <stdint.h>
 
 #include "chat.h"
+#include "chat_setup.h"
 #include "conversation.h"
 #include "decoder.h"
 #include "engine.h"
@@ -58,11 +60,25 @@ typedef struct {
     uint64_t model_size;
     const char *demo_note;          /* non-NULL: running the built-in demo model */
     const char *backend_note;       /* non-NULL: why backend auto picked the one it did */
+    const char *pick_note;          /* non-NULL: which of several files in the models directory was taken */
     uint64_t seed;                  /* the session's seed (given or random) */
     const char *conversation_file;  /* -C FILE: autosave into it */
     conversation *initial;          /* moved into the session (left empty), or NULL */
     char conv_dir[PATH_MAX];        /* where autosaves go */
+    const char *model_lines[4];     /* the model's summary for the side pane */
+    int n_model_lines;
+    /* /model FILE: opens another model as the command line would with
+     * -m FILE (its header, tokenizer and template, on the UI thread; the
+     * weights then load on the decode thread, as at start); NULL: /model
+     * only lists. */
+    int (*open_model)(void *user, const char *path, chat_model *out, err_t *err);
+    void *open_model_user;
 } ui_session_config;
+
+/* Points the model fields of c (model, tokenizer, template, backends,
+ * engine parameters, path, name, fingerprint, size, notes, summary) at cm,
+ * which must outlive the session (or the next /model). */
+void ui_session_config_set_model(ui_session_config *c, const chat_model *cm);
 
 typedef struct ui_session ui_session;
 
@@ -128,8 +144,9 @@ void ui_session_sampling(const ui_session *s, sampler_params *sp);
 const char *ui_session_autosave_path(const ui_session *s);
 /* Changes not on disk (the last save failed). */
 bool ui_session_unsaved(const ui_session *s);
-/* At the end: the file that holds the conversation, NULL when there was
- * nothing worth saving or the last save failed. */
+/* At the end: the file that holds the conversation (after /load and
+ * nothing new, the file it came from), NULL when there was nothing worth
+ * saving or the last save failed. */
 const char *ui_session_saved_path(const ui_session *s);
 
 /* ---- chatting -------------------------------------------------------------------------- */
@@ -189,9 +206,10 @@ bool ui_session_autosave(ui_session *s);
  * file that is not a conversation is replaced only when `replace`; one that
  * is not a regular file (a device, a FIFO, a directory) never. */
 int ui_session_save_copy(ui_session *s, const char *path, bool replace, err_t *err);
-/* Writes the conversation as Markdown (0600).  An existing file that is not
- * an export of glmchat is replaced only when `replace`; one that is not a
- * regular file never. */
+/* Writes the conversation as Markdown, atomically, 0600 (also where it
+ * replaces a file).  An existing file that is not an export of glmchat is
+ * replaced only when `replace`; a symbolic link, a directory, a device, a
+ * FIFO or a socket never. */
 int ui_session_export(ui_session *s, const char *path, bool replace, err_t *err);
 /* Continues a loaded conversation (taken over; c is left empty); `name`
  * for the note.  New turns go to a new file: the loaded one is never
@@ -200,6 +218,21 @@ unsigned ui_session_load(ui_session *s, conversation *c, const char *name);
 /* /resume: continues a saved conversation in its own file (taken over; c
  * is left empty): new turns are saved into path. */
 unsigned ui_session_resume(ui_session *s, conversation *c, const char *path);
+/* ---- the model ------------------------------------------------------------------------ */
+
+/* The model file in use ("(built-in demo model)" for the demo) and its
+ * summary for the side pane. */
+const char *ui_session_model_path(const ui_session *s);
+const char *const *ui_session_model_lines(const ui_session *s, int *n);
+/* /model FILE: unloads the model and loads FILE (opened on this thread,
+ * its weights on the decode thread with progress, as at start).  The
+ * conversation goes on when the new model's template is the one it is
+ * rendered with now (another file of the same model); else a new
+ * conversation begins, the old one staying in its file.  Refused while an
+ * answer runs; a file that does not open leaves everything as it was
+ * (noted). */
+unsigned ui_session_switch_model(ui_session *s, const char *path);
+
 /* The directory autosaves go into (/list). */
 const char *ui_session_conv_dir(const ui_session *s);
 /* Re-runs the user messages of a loaded conversation with the current model

@@ -62,6 +62,7 @@ bool uis_autosave(ui_session *s)
     int rc = first ? conv_save_new(&s->chat.conv, s->c.conv_dir, s->autosave_path, sizeof s->autosave_path, &err)
                    : conv_save(&s->chat.conv, s->autosave_path, &err);
     if (first && rc == 0) {
+        s->loaded_from[0] = 0; /* a loaded conversation has a file of its own now */
         s->autosave_ours = true;
         s->changed |= UI_CHANGED_SETTINGS; /* the file's name is shown */
     }
@@ -112,7 +113,10 @@ bool ui_session_unsaved(const ui_session *s)
 
 const char *ui_session_saved_path(const ui_session *s)
 {
-    return s->autosave_path[0] && !s->unsaved && uis_worth_saving(&s->chat.conv) ? s->autosave_path : NULL;
+    if (s->unsaved || !uis_worth_saving(&s->chat.conv))
+        return NULL;
+    /* Loaded and nothing new since: it is in the file it came from. */
+    return s->autosave_path[0] ? s->autosave_path : s->loaded_from[0] ? s->loaded_from : NULL;
 }
 
 /* ---- writing other files: /save FILE, /export ---------------------------------------- */
@@ -177,20 +181,47 @@ int ui_session_save_copy(ui_session *s, const char *path, bool replace, err_t *e
     return conv_save(&s->chat.conv, path, err);
 }
 
+/* What a path is, in words, for a refusal. */
+static const char *kind_of(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
+           : S_ISCHR(m) || S_ISBLK(m) ? "a device" : "not a regular file";
+}
+
+/* What /export may replace: nothing (a new file), a regular file glmchat
+ * exported (its first bytes say so), and with `replace` any other regular
+ * file; never a symbolic link (the export would land elsewhere than the
+ * name says, or replace the link), a directory, a device, a FIFO or a
+ * socket.  The file is written atomically and is 0600 whether new or
+ * replacing (what was there, even a 0644 file, does not make the
+ * conversation readable by others). */
 int ui_session_export(ui_session *s, const char *path, bool replace, err_t *err)
 {
-    char head[64];
-    size_t n;
-    target_kind k = probe_target(path, head, sizeof head, &n);
-    if (k == TARGET_OTHER)
-        return err_set(err, "%s is not a regular file; not replacing it", path);
-    bool ours = n >= sizeof export_head - 1 && !memcmp(head, export_head, sizeof export_head - 1);
-    if (k == TARGET_FILE && !ours && !replace)
-        return err_set(err, "%s exists and was not written by glmchat; /export! replaces it", path);
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+            char to[PATH_MAX];
+            ssize_t n = readlink(path, to, sizeof to - 1);
+            to[n > 0 ? n : 0] = 0;
+            return err_set(err, "%s is a symbolic link%s%s; not replacing it (export to the file itself)", path,
+                           n > 0 ? " to " : "", to);
+        }
+        if (!S_ISREG(st.st_mode))
+            return err_set(err, "%s is %s; not replacing it", path, kind_of(st.st_mode));
+        char head[64];
+        size_t n;
+        if (probe_target(path, head, sizeof head, &n) != TARGET_FILE)
+            return err_set(err, "%s cannot be read; not replacing it", path);
+        bool ours = n >= sizeof export_head - 1 && !memcmp(head, export_head, sizeof export_head - 1);
+        if (!ours && !replace)
+            return err_set(err, "%s exists and was not written by glmchat; /export! replaces it", path);
+    } else if (errno != ENOENT) {
+        return err_set(err, "%s: %s", path, strerror(errno));
+    }
     sbuf md = {0};
     ui_session_fill_metadata(s, &s->chat.conv);
     conv_to_markdown(&s->chat.conv, &md);
-    /* 0600: the conversation is nobody else\'s business (issue 17.8). */
+    /* 0600: the conversation is nobody else's business (issue 17.8). */
     int rc = conv_write_private(path, md.s, md.len, err);
     sbuf_free(&md);
     return rc;
@@ -207,6 +238,7 @@ static void take_conversation(ui_session *s, conversation *c, const char *into)
     s->chat.conv = *c;
     conv_init(c); /* moved */
     snprintf(s->autosave_path, sizeof s->autosave_path, "%s", into);
+    s->loaded_from[0] = 0;
     s->autosave_ours = false;
     s->edit_index = -1;
     uis_context_reset(s);
@@ -234,6 +266,7 @@ unsigned ui_session_load(ui_session *s, conversation *c, const char *name)
     size_t n = c->n;
     /* New turns go to a new file: the loaded one is never written to. */
     take_conversation(s, c, "");
+    snprintf(s->loaded_from, sizeof s->loaded_from, "%s", name);
     ui_note(s->fe, UI_INFO, "Loaded %zu messages from %s. New turns are saved to a new file.%s", n, name, extra);
     return uis_take_changes(s);
 }

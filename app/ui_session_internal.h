@@ -19,7 +19,7 @@ struct ui_session {
     bool ready, load_failed;
     bool closing;                   /* winding down: queued messages are kept, not answered */
     /* the engine, as the side pane shows it */
-    char backend[160];
+    char backend[256];              /* as decoder_describe() gives it (up to 255 bytes) */
     bool loading;
     char load_stage[64];
     double load_frac;
@@ -33,6 +33,7 @@ struct ui_session {
     chat_stream stream;
     char live_meta[128];
     uint32_t gen_prompt, gen_reused;
+    uint64_t gen_seed;              /* the seed the answer is sampled with (recorded with it) */
     double gen_prefill_tps;
     char *queued;                   /* a message typed while busy */
     long edit_index;                /* /edit: the message being rewritten, -1 */
@@ -54,14 +55,22 @@ struct ui_session {
     char autosave_path[PATH_MAX];
     bool autosave_ours;             /* made by this session: it goes when nothing is left to keep */
     bool unsaved;                   /* changes not on disk (a save failed) */
+    char loaded_from[PATH_MAX];     /* /load's file while nothing new was added ("" otherwise) */
+    /* the model */
+    chat_model *own_model;          /* opened by /model (the first is the caller's), NULL */
 };
 
 /* What changed since the last public call returned (and forgets it). */
 unsigned uis_take_changes(ui_session *s);
 
-/* Starts an answer to the first n_msgs messages of chat; -1 when it could
- * not start (noted). */
-int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind);
+/* Starts an answer to the first n_msgs messages of chat, sampled with
+ * `seed`; -1 when it could not start (noted), -2 when the last message
+ * alone (with the system prompt) is larger than the context allows. */
+int uis_submit(ui_session *s, chat_session *chat, size_t n_msgs, uis_gen kind, uint64_t seed);
+/* The seed for a new answer: the one the user set (command line, settings
+ * file, /set seed), else a new one for every answer -- so /retry gives
+ * another answer, and each answer records its own. */
+uint64_t uis_answer_seed(const ui_session *s);
 /* The answer is over: forget its stream. */
 void uis_end_generation(ui_session *s);
 

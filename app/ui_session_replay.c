@@ -70,7 +70,11 @@ static void replay_step(ui_session *s)
     s->replay_done = s->replay_stopped = false;
     s->changed |= UI_CHANGED_STATE;
     show_turn(s, true, "");
-    if (uis_submit(s, &s->replay, u + 1, GEN_REPLAY) != 0) {
+    /* The recorded answer's own seed, unless the user set one: with the
+     * same model the replay then reproduces it. */
+    const conv_msg *old = recorded_answer(s);
+    uint64_t seed = old && old->has_seed && !s->cfg.has_seed ? old->seed : uis_answer_seed(s);
+    if (uis_submit(s, &s->replay, u + 1, GEN_REPLAY, seed) != 0) {
         s->replay_done = true;
         show_turn(s, false, "");
         uis_replay_end(s);

@@ -17,8 +17,9 @@ void ui_sidepane_init(ui_sidepane *p, int want)
     snprintf(p->backend, sizeof p->backend, "starting...");
 }
 
-void ui_sidepane_set_model(ui_sidepane *p, const char *const *lines, int n)
+void ui_sidepane_set_model(ui_sidepane *p, const char *const *lines, int n, const char *file)
 {
+    snprintf(p->model_file, sizeof p->model_file, "%s", file ? file : "");
     p->n_model_lines = n < 4 ? n : 4;
     for (int i = 0; i < p->n_model_lines; i++)
         snprintf(p->model_lines[i], sizeof p->model_lines[i], "%s", lines[i]);
@@ -78,6 +79,8 @@ const char *ui_sidepane_sort_name(ui_kernel_sort s)
 }
 
 /* ---- drawing helpers ------------------------------------------------------------ */
+
+#define BACKEND_LINES 3 /* the backend's description at most (/stats shows it whole) */
 
 typedef struct {
     WINDOW *w;
@@ -165,6 +168,52 @@ static void sparkline(pen *p, int x, const ui_ring *r, int width)
     }
 }
 
+/* A long value under its key, wrapped at words over at most max_lines
+ * lines; what does not fit ends in an ellipsis (/stats has it whole). */
+typedef struct {
+    ui_span spans[16];
+    int n;
+} spans;
+
+static void keep_span(void *user, ui_span sp)
+{
+    spans *s = user;
+    if (s->n < 16)
+        s->spans[s->n++] = sp;
+}
+
+static void kv_wrapped(pen *p, const char *key, const char *value, int max_lines)
+{
+    text_at(p, 1, TH_PANE, key);
+    int x = 11, room = p->wd - x - 1;
+    if (room < 8) {
+        text_at(p, x, TH_PANE_VALUE, value);
+        p->y++;
+        return;
+    }
+    sbuf b = {0};
+    tsafe_sanitize(&b, value, strlen(value), false);
+    spans s = {.n = 0};
+    ui_wrap(sbuf_str(&b), b.len, room, UI_WRAP_WORDS, keep_span, &s);
+    for (int i = 0; i < s.n && i < max_lines && p->y < p->h; i++) {
+        char line[512];
+        const ui_span *sp = &s.spans[i];
+        bool cut = i == max_lines - 1 && s.n > max_lines;
+        size_t len = sp->len;
+        if (cut && sp->width + 2 > room) {
+            /* Room for the ellipsis: the last word gives way. */
+            while (len > 0 && b.s[sp->off + len - 1] != ' ')
+                len--;
+            while (len > 0 && b.s[sp->off + len - 1] == ' ')
+                len--;
+        }
+        snprintf(line, sizeof line, "%.*s%s", (int)len, b.s + sp->off, cut ? (ui_utf8_locale() ? " \xe2\x80\xa6" : " ...") : "");
+        text_at(p, x, TH_PANE_VALUE, line);
+        p->y++;
+    }
+    sbuf_free(&b);
+}
+
 /* A value and its sparkline on one line: now, and over the session (one
  * sample per prompt for prefill, about ten a second while decoding). */
 static void kv_spark(pen *p, const char *key, const char *value, const ui_ring *r)
@@ -198,6 +247,51 @@ static int cmp_kernel(const void *a, const void *b)
     return dx < dy ? 1 : dx > dy ? -1 : strcmp(x->name, y->name);
 }
 
+/* A number in at most `width` cells: fewer decimals first, then k, M, G
+ * (a first lavapipe token's microseconds must not push the row out of the
+ * pane, issue 28.12). */
+static void fit_number(char *buf, size_t cap, int width, double v, int decimals)
+{
+    for (int d = decimals; d >= 0; d--)
+        if (snprintf(buf, cap, "%.*f", d, v) <= width)
+            return;
+    static const char *const suffix[] = {"k", "M", "G"};
+    double x = v;
+    for (int i = 0; i < 3; i++) {
+        x /= 1000;
+        for (int d = 1; d >= 0; d--)
+            if (snprintf(buf, cap, "%.*f%s", d, x, suffix[i]) <= width)
+                return;
+    }
+    snprintf(buf, cap, "%.*s", width, "##########");
+}
+
+#define NAME_MIN 8 /* kernel name cells the table keeps */
+
+/* The table's columns after the name, left to right; a column is shown only
+ * when the backend gives it (the CPU reference measures time alone). */
+typedef enum { COL_CALLS, COL_US, COL_PCT, COL_GBPS, COL_COUNT } kernel_col;
+static const struct {
+    const char *head;
+    int width, decimals;
+    ui_kernel_sort sort; /* the sort it shows (SORT_COUNT: none) */
+} cols[COL_COUNT] = {
+    [COL_CALLS] = {"c/t", 4, 0, SORT_CALLS},
+    [COL_US] = {"us/t", 7, 1, SORT_TIME},
+    [COL_PCT] = {"%", 5, 1, SORT_COUNT},
+    [COL_GBPS] = {"GB/s", 5, 0, SORT_GBPS},
+};
+
+void ui_sidepane_columns(const engine_stats *es, bool *calls, bool *gbps)
+{
+    *calls = *gbps = false;
+    uint32_t n = es->n_kernels < ENGINE_MAX_KERNEL_STATS ? es->n_kernels : ENGINE_MAX_KERNEL_STATS;
+    for (uint32_t i = 0; i < n; i++) {
+        *calls |= es->kernels[i].calls_per_token > 0;
+        *gbps |= es->kernels[i].gbps > 0;
+    }
+}
+
 static void kernel_table(pen *p, const ui_sidepane *sp)
 {
     const engine_stats *es = &sp->st.engine;
@@ -209,23 +303,42 @@ static void kernel_table(pen *p, const ui_sidepane *sp)
         p->y++;
         return;
     }
-    /* kernel | calls per token | us per token | % of the token | GB/s */
-    int name_w = p->wd - 2 - 24;
-    if (name_w < 6)
-        name_w = 6;
-    char line[256];
+    bool shown[COL_COUNT] = {true, true, true, true};
+    ui_sidepane_columns(es, &shown[COL_CALLS], &shown[COL_GBPS]);
+    /* kernel | calls per token | us per token | % of the token | GB/s; on a
+     * narrow pane the least telling columns give way to the names. */
+    static const kernel_col give_way[] = {COL_CALLS, COL_GBPS, COL_PCT};
+    int name_w = 0;
+    for (size_t g = 0;; g++) {
+        int cols_w = 0;
+        for (int c = 0; c < COL_COUNT; c++)
+            cols_w += shown[c] ? cols[c].width + 1 : 0;
+        name_w = p->wd - 2 - cols_w;
+        if (name_w >= NAME_MIN || g == sizeof give_way / sizeof give_way[0])
+            break;
+        shown[give_way[g]] = false;
+    }
+    if (name_w < NAME_MIN)
+        name_w = NAME_MIN;
+    char line[256], num[32];
     wattrset(p->w, theme_attr(TH_TABLE_HEAD));
     wmove(p->w, p->y, 0);
     for (int i = 0; i < p->wd; i++)
         waddch(p->w, ' ');
-    snprintf(line, sizeof line, "%-*.*s %4s %6s %5s %5s", name_w, name_w, "kernel", "c/t", "us/t", "%", "GB/s");
+    int at = snprintf(line, sizeof line, "%-*.*s", name_w, name_w, "kernel");
+    int sx = 1, sw = 6; /* the sorted column: the name's unless another is */
+    for (int c = 0; c < COL_COUNT; c++) {
+        if (!shown[c])
+            continue;
+        if (cols[c].sort == sp->sort) {
+            sx = 1 + at + 1;
+            sw = cols[c].width;
+        }
+        at += snprintf(line + at, sizeof line - (size_t)at, " %*s", cols[c].width, cols[c].head);
+    }
     text_at(p, 1, TH_TABLE_HEAD, line);
-    /* The sorted column's header in its own style. */
-    static const int col_x[SORT_COUNT] = {[SORT_TIME] = 6, [SORT_GBPS] = 19, [SORT_CALLS] = 1, [SORT_NAME] = 0};
-    static const int col_w[SORT_COUNT] = {[SORT_TIME] = 6, [SORT_GBPS] = 5, [SORT_CALLS] = 4, [SORT_NAME] = 6};
-    int sx = sp->sort == SORT_NAME ? 1 : 1 + name_w + col_x[sp->sort];
-    if (sx + col_w[sp->sort] <= p->wd)
-        mvwchgat(p->w, p->y, sx, col_w[sp->sort], (attr_t)theme_attr(TH_TABLE_SORT) & ~A_COLOR,
+    if (sx + sw <= p->wd)
+        mvwchgat(p->w, p->y, sx, sw, (attr_t)theme_attr(TH_TABLE_SORT) & ~A_COLOR,
                  (short)PAIR_NUMBER(theme_attr(TH_TABLE_SORT)), NULL);
     p->y++;
     engine_kernel_stat ks[ENGINE_MAX_KERNEL_STATS];
@@ -239,8 +352,15 @@ static void kernel_table(pen *p, const ui_sidepane *sp)
     for (uint32_t i = 0; i < n && p->y < p->h; i++) {
         char name[49];
         snprintf(name, sizeof name, "%.48s", ks[i].name);
-        snprintf(line, sizeof line, "%-*.*s %4.0f %6.1f %5.1f %5.0f", name_w, name_w, name, ks[i].calls_per_token,
-                 ks[i].us_per_token, total > 0 ? 100.0 * ks[i].us_per_token / total : 0.0, ks[i].gbps);
+        at = snprintf(line, sizeof line, "%-*.*s", name_w, name_w, name);
+        double v[COL_COUNT] = {ks[i].calls_per_token, ks[i].us_per_token,
+                               total > 0 ? 100.0 * ks[i].us_per_token / total : 0.0, ks[i].gbps};
+        for (int c = 0; c < COL_COUNT; c++) {
+            if (!shown[c])
+                continue;
+            fit_number(num, sizeof num, cols[c].width, v[c], cols[c].decimals);
+            at += snprintf(line + at, sizeof line - (size_t)at, " %*s", cols[c].width, num);
+        }
         text_at(p, 1, TH_PANE, line);
         p->y++;
     }
@@ -256,12 +376,13 @@ static void sidepane_draw(void *self, WINDOW *w)
     wbkgdset(w, (chtype)theme_attr(TH_PANE));
     werase(w);
     char buf[160];
-    title(&p, "Model");
+    snprintf(buf, sizeof buf, "Model%s%s", sp->model_file[0] ? ": " : "", sp->model_file);
+    title(&p, buf);
     for (int i = 0; i < sp->n_model_lines; i++) {
         text_at(&p, 1, TH_PANE_VALUE, sp->model_lines[i]);
         p.y++;
     }
-    kv(&p, "Backend", sp->backend);
+    kv_wrapped(&p, "Backend", sp->backend, BACKEND_LINES);
     if (sp->loading) {
         snprintf(buf, sizeof buf, "%s %.0f%%", sp->load_stage, sp->load_frac * 100);
         kv(&p, "Loading", buf);
@@ -296,13 +417,21 @@ static void sidepane_draw(void *self, WINDOW *w)
     }
     snprintf(buf, sizeof buf, "%.1f%s", st->decode_tps, st->busy ? "" : " (last)");
     kv_spark(&p, "decode", buf, &sp->decode);
+    if (st->draft_on && st->spec_drafted) { /* NextN drafting: decode above is the effective rate */
+        snprintf(buf, sizeof buf, "k=%u, %.0f%% kept, %.2f tok/step", st->draft_k,
+                 100.0 * st->spec_accepted / st->spec_drafted,
+                 (double)(st->spec_accepted + st->spec_steps) / st->spec_steps);
+        kv(&p, "drafts", buf);
+    }
     if (st->engine.us_per_token_measured > 0) {
         snprintf(buf, sizeof buf, "%.0f us GPU, %u dispatches", st->engine.us_per_token_measured,
                  st->engine.dispatches_per_token);
         kv(&p, "token", buf);
     }
-    snprintf(buf, sizeof buf, "%llu prompt, %llu generated", (unsigned long long)st->engine.n_prefill_tokens,
-             (unsigned long long)st->engine.n_decode_tokens);
+    /* The decoder's counts, as the answers count them (an answer's header
+     * says its share of "generated"). */
+    snprintf(buf, sizeof buf, "%llu prompt, %llu generated", (unsigned long long)st->n_prompt_tokens,
+             (unsigned long long)st->n_gen_tokens);
     kv(&p, "session", buf);
     kernel_table(&p, sp);
 }
@@ -316,7 +445,13 @@ static int sidepane_key(void *self, int key)
         return UI_HANDLED | UI_LAYOUT;
     }
     if (key == KEY_F(4)) {
-        sp->sort = (ui_kernel_sort)((sp->sort + 1) % SORT_COUNT);
+        /* Only by columns that are shown. */
+        bool calls, gbps;
+        ui_sidepane_columns(&sp->st.engine, &calls, &gbps);
+        do
+            sp->sort = (ui_kernel_sort)((sp->sort + 1) % SORT_COUNT);
+        while ((sp->sort == SORT_CALLS && !calls && sp->st.engine.n_kernels) ||
+               (sp->sort == SORT_GBPS && !gbps && sp->st.engine.n_kernels));
         return UI_HANDLED | UI_REDRAW;
     }
     return 0;

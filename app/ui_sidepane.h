@@ -28,7 +28,8 @@ void ui_ring_add(ui_ring *r, double v);
 typedef struct {
     char model_lines[4][96];   /* summary of the model file */
     int n_model_lines;
-    char backend[160];
+    char model_file[128];      /* its file name (the title says which file runs) */
+    char backend[256];         /* the backend's description (decoder_describe: up to 255 bytes) */
     dec_stats st;              /* the latest snapshot */
     bool have_stats;
     ui_ring decode, prefill;   /* tokens/s over the session, for the sparklines */
@@ -45,7 +46,7 @@ typedef struct {
 extern const ui_panel ui_sidepane_panel;
 
 void ui_sidepane_init(ui_sidepane *p, int want);
-void ui_sidepane_set_model(ui_sidepane *p, const char *const *lines, int n);
+void ui_sidepane_set_model(ui_sidepane *p, const char *const *lines, int n, const char *file);
 void ui_sidepane_set_backend(ui_sidepane *p, const char *desc);
 /* A new statistics snapshot; `sample` adds its decode rate to the sparkline. */
 void ui_sidepane_add_prefill(ui_sidepane *p, double tps);
@@ -55,5 +56,8 @@ void ui_sidepane_set_loading(ui_sidepane *p, bool loading, const char *stage, do
  * oldest exchanges the last prompt left out; false when nothing changed. */
 bool ui_sidepane_set_context(ui_sidepane *p, uint32_t n_ctx, size_t dropped);
 const char *ui_sidepane_sort_name(ui_kernel_sort s);
+/* Which of the optional kernel columns the backend fills (calls per token,
+ * GB/s): a column no kernel has a value for is not shown, nor sorted by. */
+void ui_sidepane_columns(const engine_stats *es, bool *calls, bool *gbps);
 
 #endif

@@ -7,6 +7,8 @@
 
 int ui_cp_width(uint32_t cp)
 {
+    if (cp >= 0x20 && cp < 0x7f)
+        return 1; /* printable ASCII, the common case, without wcwidth() */
     int w = wcwidth((wchar_t)cp);
     if (w >= 0)
         return w > 2 ? 2 : w;
@@ -24,6 +26,15 @@ typedef struct {
 static unit next_unit(const char *s, size_t n, size_t pos, int col)
 {
     unit u = {pos, 0, 0};
+    /* Printable ASCII followed by ASCII (no combining mark can follow): the
+     * common case, without decoding. */
+    unsigned char c = (unsigned char)s[pos];
+    if (c >= 0x20 && c < 0x7f && (pos + 1 == n || (unsigned char)s[pos + 1] < 0x80)) {
+        u.end = pos + 1;
+        u.width = 1;
+        u.space = c == ' ';
+        return u;
+    }
     if (s[pos] == TSAFE_MARK_ON) {
         size_t p = pos + 1;
         while (p < n && s[p] != TSAFE_MARK_OFF) {

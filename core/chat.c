@@ -282,6 +282,14 @@ int chat_prompt(const chat_session *s, size_t n_msgs, int32_t **ids_out, uint32_
 
 /* ---- fitting the context -------------------------------------------------------------------- */
 
+uint32_t chat_answer_reserve(uint32_t n_ctx, int n_predict)
+{
+    uint32_t r = n_ctx / 4 < 1024 ? n_ctx / 4 : 1024;
+    if (n_predict > 0 && (uint32_t)n_predict < r)
+        r = (uint32_t)n_predict;
+    return r ? r : 1;
+}
+
 const char *chat_ctx_policy_name(chat_ctx_policy p)
 {
     return p == CHAT_CTX_STOP ? "stop" : "trim";
@@ -333,7 +341,49 @@ typedef struct {
     size_t n_msgs;
     exchanges x;
     size_t *idx;        /* room for the selection */
+    uint64_t *least;    /* least[i]: a lower bound on the tokens of messages i.. (i >= base) */
+    uint64_t least_system;
 } fit_job;
+
+#define FIT_BOUND_FACTOR 2
+
+/* A lower bound on the tokens a message adds to any prompt: the user's
+ * and the system's texts are in every rendering as they are (some
+ * templates trim the ends), and a token stands for at most
+ * tok_max_piece() bytes.  Other roles' texts may be rewritten (an
+ * assistant's reasoning left out): 0 for them. */
+static uint64_t least_tokens(const chat_session *s, const conv_msg *m)
+{
+    if (strcmp(m->role, "user") != 0 && strcmp(m->role, "system") != 0)
+        return 0;
+    size_t off = 0, len = strlen(m->content), piece = tok_max_piece(s->tok);
+    trim_span(m->content, &off, &len);
+    return piece ? (len + piece - 1) / piece : 0;
+}
+
+static int fit_bounds(fit_job *j, err_t *err)
+{
+    j->least = malloc((j->n_msgs + 1) * sizeof *j->least);
+    if (!j->least)
+        return err_set(err, "out of memory");
+    j->least[j->n_msgs] = 0;
+    for (size_t i = j->n_msgs; i-- > j->x.base;)
+        j->least[i] = j->least[i + 1] + least_tokens(j->s, &j->s->conv.msgs[i]);
+    j->least_system = j->x.base ? least_tokens(j->s, &j->s->conv.msgs[0]) : 0;
+    return 0;
+}
+
+/* The bound for the prompt without the first `drop` exchanges. */
+static uint64_t least_without(const fit_job *j, size_t drop)
+{
+    size_t from = drop ? j->x.start[drop] : j->x.base;
+    return j->least_system + j->least[from];
+}
+
+static uint32_t clamp_u32(uint64_t v)
+{
+    return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
 
 typedef struct {
     int32_t *ids;
@@ -372,23 +422,51 @@ static int fit(const fit_job *j, uint32_t room, chat_ctx_policy policy, size_t m
         min_drop = 0;
     if (min_drop > j->x.n_droppable)
         min_drop = j->x.n_droppable;
-    if (try_without(j, 0, &best, err) != 0)
-        return -1;
-    out->n_full = best.n;
-    out->first_kept = j->x.base;
-    if (best.n <= room && min_drop == 0) {
-        take(out, &best, j);
-        return 0;
+    /* What cannot fit by length alone is not tokenized (a 100 MB message
+     * took 44 s): no prompt of it at all, or none before the first
+     * exchange whose prompt may fit.  The bound decides only when it is
+     * over FIT_BOUND_FACTOR times the room: near the edge the count stays
+     * exact (what the user is told the context needs), and what is
+     * tokenized of the user's and system's texts stays under about
+     * FIT_BOUND_FACTOR * room * tok_max_piece() bytes. */
+    uint64_t limit = (uint64_t)room * FIT_BOUND_FACTOR;
+    if (least_without(j, 0) > limit) {
+        out->bounded = true;
+        out->n_full = clamp_u32(least_without(j, 0));
+        out->first_kept = j->x.base;
+        if (policy == CHAT_CTX_STOP || j->x.n_droppable == 0) {
+            out->n_least = out->n_full;
+            return 0;
+        }
+        size_t d = min_drop ? min_drop : 1;
+        while (d < j->x.n_droppable && least_without(j, d) > limit)
+            d++;
+        if (least_without(j, d) > limit) {
+            out->n_least = clamp_u32(least_without(j, d));
+            return 0;
+        }
+        min_drop = d;
     }
-    free(best.ids);
-    if (policy == CHAT_CTX_STOP || j->x.n_droppable == 0)
-        return 0;
+    if (!out->bounded && try_without(j, 0, &best, err) != 0)
+        return -1;
+    if (!out->bounded) {
+        out->n_full = best.n;
+        out->first_kept = j->x.base;
+        if (best.n <= room && min_drop == 0) {
+            take(out, &best, j);
+            return 0;
+        }
+        free(best.ids);
+        if (policy == CHAT_CTX_STOP || j->x.n_droppable == 0)
+            return 0;
+    }
     /* The fewest exchanges left out (at least min_drop) that make it fit,
      * by bisection over min_drop..n_droppable (more left out, fewer
      * tokens); `best` always fits. */
     if (try_without(j, j->x.n_droppable, &best, err) != 0)
         return -1;
     out->n_least = best.n;
+    out->bounded = false; /* what is reported now was counted */
     if (best.n > room) {
         free(best.ids);
         return 0;
@@ -429,12 +507,15 @@ int chat_prompt_fit_from(const chat_session *s, size_t n_msgs, uint32_t n_ctx, u
     if (reserve >= n_ctx)
         return err_set(err, "the %u tokens kept for the answer leave nothing of the %u-token context for the prompt",
                        reserve, n_ctx);
-    fit_job j = {s, n_msgs < s->conv.n ? n_msgs : s->conv.n, {0}, NULL};
+    fit_job j = {s, n_msgs < s->conv.n ? n_msgs : s->conv.n, {0}, NULL, NULL, 0};
     if (find_exchanges(s, j.n_msgs, &j.x, err) != 0)
         return -1;
-    int rc = (j.idx = malloc((j.n_msgs + 1) * sizeof *j.idx)) ? fit(&j, n_ctx - reserve, policy, min_dropped, out, err)
+    int rc = fit_bounds(&j, err);
+    if (rc == 0)
+        rc = (j.idx = malloc((j.n_msgs + 1) * sizeof *j.idx)) ? fit(&j, n_ctx - reserve, policy, min_dropped, out, err)
                                                                : err_set(err, "out of memory");
     free(j.idx);
+    free(j.least);
     free(j.x.start);
     return rc;
 }
@@ -457,16 +538,17 @@ void chat_fit_describe(const chat_fit *f, sbuf *out)
                     f->n_dropped == 1 ? "" : "s", f->n_dropped_exchanges == 1 ? "is" : "are", f->n_ids, f->n_ctx, f->reserve);
         return;
     }
+    const char *least = f->bounded ? "at least " : "";
     if (f->policy == CHAT_CTX_STOP)
         sbuf_printf(out,
-                    "The conversation is %u tokens; the context holds %u with %u kept for the answer. "
+                    "The conversation is %s%u tokens; the context holds %u with %u kept for the answer. "
                     "Make room (a larger context, /undo, /clear) or let the oldest turns go (context policy trim).",
-                    f->n_full, f->n_ctx, f->reserve);
+                    least, f->n_full, f->n_ctx, f->reserve);
     else
         sbuf_printf(out,
-                    "The system prompt and the last message alone are %u tokens; the context holds %u "
+                    "The system prompt and the last message alone are %s%u tokens; the context holds %u "
                     "with %u kept for the answer.",
-                    f->n_least ? f->n_least : f->n_full, f->n_ctx, f->reserve);
+                    least, f->n_least ? f->n_least : f->n_full, f->n_ctx, f->reserve);
 }
 
 /* ---- the streamed answer ---------------------------------------------------------------- */

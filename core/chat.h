@@ -13,7 +13,13 @@
  *    context for the answer by leaving out the fewest oldest whole exchanges
  *    (a user message and what answered it); never the system prompt, never
  *    the exchange of the last user message.  The conversation itself is not
- *    changed: what was left out is only missing from that prompt. */
+ *    changed: what was left out is only missing from that prompt.
+ *  - chat_prompt_fit() tokenizes no message that cannot be in a prompt that
+ *    fits: a text of B bytes is at least B / tok_max_piece() tokens (every
+ *    token stands for at most that many bytes), so a message far too long
+ *    for the context (over twice its room: a 100 MB paste) is judged from
+ *    its length, and the tokens it would take are reported as a lower
+ *    bound (chat_fit.bounded). */
 #ifndef GLM_CHAT_H
 #define GLM_CHAT_H
 
@@ -76,7 +82,14 @@ typedef struct {
                                     prompt and the last exchange); 0 when not measured */
     uint32_t n_ctx, reserve;     /* as asked */
     chat_ctx_policy policy;
+    bool bounded;                /* n_full / n_least are lower bounds from the messages'
+                                    lengths: too long to be worth tokenizing */
 } chat_fit;
+
+/* Tokens of an n_ctx context kept free for the answer: n_predict when that
+ * is smaller, else a quarter of the context (at most 1024), so a long
+ * conversation still leaves room to answer. */
+uint32_t chat_answer_reserve(uint32_t n_ctx, int n_predict);
 
 /* The prompt for an answer to the first n_msgs messages within n_ctx tokens,
  * `reserve` of them kept for the answer.  With CHAT_CTX_STOP nothing is left

@@ -195,6 +195,36 @@ const tmpl_preset *tmpl_detect(const gguf_ctx *ctx)
     return tmpl_find("glm47"); /* the models this program is built for */
 }
 
+void tmpl_model_sampling(const gguf_ctx *ctx, float *temp, float *top_p, float *min_p, int *top_k)
+{
+    if (!ctx)
+        return;
+    err_t err;
+    float v;
+    int32_t k;
+    if (gguf_has_key(ctx, "general.sampling.temp") && gguf_get_f32(ctx, "general.sampling.temp", &v, &err) == 0 &&
+        v >= 0.01f && v <= 100.0f)
+        *temp = v;
+    if (gguf_has_key(ctx, "general.sampling.top_p") && gguf_get_f32(ctx, "general.sampling.top_p", &v, &err) == 0 &&
+        v > 0.0f && v <= 1.0f)
+        *top_p = v;
+    if (gguf_has_key(ctx, "general.sampling.min_p") && gguf_get_f32(ctx, "general.sampling.min_p", &v, &err) == 0 &&
+        v >= 0.0f && v <= 1.0f)
+        *min_p = v;
+    if (gguf_has_key(ctx, "general.sampling.top_k") && gguf_get_i32(ctx, "general.sampling.top_k", &k, &err) == 0 &&
+        k >= 0)
+        *top_k = k;
+}
+
+bool tmpl_thinking_default(const gguf_ctx *ctx)
+{
+    bool on = true;
+    err_t err;
+    if (gguf_has_key(ctx, "glmchat.thinking") && gguf_get_bool_or(ctx, "glmchat.thinking", true, &on, &err) != 0)
+        return true; /* not a bool: ignored, as an unknown key would be */
+    return on;
+}
+
 /* ---- Python string helpers the template relies on --------------------------------- */
 
 /* A view of bytes (not NUL-terminated). */

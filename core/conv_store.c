@@ -7,7 +7,13 @@
  * it the temporary is an unnamed O_TMPFILE inode that gets a name only just
  * before the rename: a writer killed while writing (the long part, for a
  * big conversation) leaves nothing behind.  Named temporaries are
- * ".NAME.tmp.PID.N" so a later writer knows whose they are. */
+ * ".NAME.tmp.PID.N" so a later writer knows whose they are, and begin with
+ * CONV_FILE_HEAD, as lock files begin with LOCK_HEAD: the clean-up removes
+ * a file only when both its name and its first bytes say glmchat made it.
+ *
+ * A path that is a symbolic link is followed to the file it names
+ * (target_of): that file is locked, written and renamed over, in its own
+ * directory, and the link stays a link. */
 #include "conversation.h"
 
 #include <dirent.h>
@@ -29,6 +35,10 @@
 /* How long conv_save waits for another writer: saves take milliseconds, so
  * a longer hold is a one-shot run keeping the file for its whole answer. */
 #define SAVE_LOCK_WAIT_MS 5000
+/* The first line of every lock file (then the holder's pid). */
+#define LOCK_HEAD "glmchat-lock\n"
+/* Links followed before giving up (as the kernel's 40 for a path). */
+#define MAX_LINK_HOPS 40
 
 /* ---- paths -------------------------------------------------------------------------- */
 
@@ -57,6 +67,39 @@ static int hidden_sibling(const char *path, const char *suffix, char *buf, size_
         return err_set(err, "%s: not a file name", path);
     int n = snprintf(buf, cap, "%s/.%s%s", dir, base, suffix);
     if (n < 0 || (size_t)n >= cap)
+        return err_set(err, "%s: path too long", path);
+    return 0;
+}
+
+/* The file a write to path goes to: path itself when it is no symbolic
+ * link (or does not exist), else the end of its chain of links, a relative
+ * target taken from the link's directory.  A dangling link leads to the
+ * file it names, which the write creates (as editors do). */
+static int target_of(const char *path, char *out, size_t cap, err_t *err)
+{
+    char cur[PATH_MAX];
+    if ((size_t)snprintf(cur, sizeof cur, "%s", path) >= sizeof cur)
+        return err_set(err, "%s: path too long", path);
+    for (int hops = 0;; hops++) {
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+            break;
+        if (hops == MAX_LINK_HOPS)
+            return err_set(err, "%s: too many levels of symbolic links", path);
+        char to[PATH_MAX];
+        ssize_t n = readlink(cur, to, sizeof to - 1);
+        if (n < 0)
+            return err_set(err, "%s: cannot read the link %s: %s", path, cur, strerror(errno));
+        to[n] = 0;
+        const char *slash = strrchr(cur, '/');
+        char next[PATH_MAX];
+        int k = to[0] == '/' || !slash ? snprintf(next, sizeof next, "%s", to)
+                                       : snprintf(next, sizeof next, "%.*s/%s", (int)(slash - cur), cur, to);
+        if (k < 0 || (size_t)k >= sizeof next)
+            return err_set(err, "%s: path too long", path);
+        memcpy(cur, next, (size_t)k + 1);
+    }
+    if ((size_t)snprintf(out, cap, "%s", cur) >= cap)
         return err_set(err, "%s: path too long", path);
     return 0;
 }
@@ -151,12 +194,13 @@ int conv_load(conversation *c, const char *path, err_t *err)
 
 static long lock_holder(int fd)
 {
-    char b[32];
+    char b[64];
     ssize_t n = pread(fd, b, sizeof b - 1, 0);
     if (n <= 0)
         return 0;
     b[n] = 0;
-    return strtol(b, NULL, 10);
+    size_t head = strlen(LOCK_HEAD);
+    return strncmp(b, LOCK_HEAD, head) ? strtol(b, NULL, 10) : strtol(b + head, NULL, 10);
 }
 
 static int busy(const char *path, int fd, err_t *err)
@@ -182,10 +226,11 @@ static double now_ms(void)
  * meanwhile protects nothing and is taken again. */
 int conv_lock_acquire(conv_lock *l, const char *path, int wait_ms, err_t *err)
 {
-    char lp[PATH_MAX + 16];
+    char lp[PATH_MAX + 16], target[PATH_MAX];
     l->fd = -1;
     l->path = NULL;
-    if (hidden_sibling(path, ".lock", lp, sizeof lp, err) != 0)
+    /* the target's lock: writers through a link and through the file meet */
+    if (target_of(path, target, sizeof target, err) != 0 || hidden_sibling(target, ".lock", lp, sizeof lp, err) != 0)
         return -1;
     double deadline = now_ms() + (wait_ms > 0 ? wait_ms : 0);
     for (;;) {
@@ -219,9 +264,10 @@ int conv_lock_acquire(conv_lock *l, const char *path, int wait_ms, err_t *err)
             close(fd); /* released and removed meanwhile: take the current one */
             continue;
         }
-        /* The holder's pid, for the message another writer shows. */
-        char b[32];
-        int n = snprintf(b, sizeof b, "%ld\n", (long)getpid());
+        /* What says the file is ours (for the clean-up), and the holder's
+         * pid, for the message another writer shows. */
+        char b[64];
+        int n = snprintf(b, sizeof b, LOCK_HEAD "%ld\n", (long)getpid());
         if (ftruncate(fd, 0) != 0 || pwrite(fd, b, (size_t)n, 0) != n) {
             /* Only the message of a waiting writer loses the pid. */
         }
@@ -389,39 +435,88 @@ static bool is_temp_name(const char *name, const char *base, long *pid)
     return *end == 0;
 }
 
+/* The directory, for readdir and for the *at calls on its entries (which
+ * then act on the directory listed, whatever becomes of its path). */
+static DIR *open_dir(const char *dir, int *dfd)
+{
+    *dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = *dfd >= 0 ? fdopendir(*dfd) : NULL;
+    if (!d && *dfd >= 0)
+        close(*dfd);
+    return d;
+}
+
+/* Opens name in the directory dfd: a regular file (never through a
+ * symlink, never blocking on a FIFO) whose first bytes are head.  -1 when
+ * it is anything else: not ours. */
+static int open_ours(int dfd, const char *name, const char *head, int flags)
+{
+    int fd = openat(dfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    char b[64];
+    size_t n = strlen(head);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || n > sizeof b || pread(fd, b, n, 0) != (ssize_t)n ||
+        memcmp(b, head, n) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Removes name from dfd when it still is the file fd has open. */
+static void unlink_same(int dfd, const char *name, int fd)
+{
+    struct stat held, now;
+    if (fstat(fd, &held) == 0 && fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && held.st_ino == now.st_ino &&
+        held.st_dev == now.st_dev)
+        unlinkat(dfd, name, 0);
+}
+
+/* A temporary of ours (name and first bytes) that its writer left: removed. */
+static void remove_temp(int dfd, const char *name)
+{
+    int fd = open_ours(dfd, name, CONV_FILE_HEAD, O_RDONLY);
+    if (fd < 0)
+        return;
+    unlink_same(dfd, name, fd);
+    close(fd);
+}
+
 /* Under the file's lock every temporary of it is a dead writer's: writers
  * create them only while holding the lock. */
 static void remove_stale_temps(const char *dir, const char *base)
 {
-    DIR *d = opendir(dir);
+    int dfd;
+    DIR *d = open_dir(dir, &dfd);
     if (!d)
         return;
     struct dirent *de;
     long pid;
-    while ((de = readdir(d))) {
-        if (!is_temp_name(de->d_name, base, &pid) || pid == (long)getpid())
-            continue;
-        char p[PATH_MAX + 256];
-        int n = snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-        if (n > 0 && (size_t)n < sizeof p)
-            unlink(p);
-    }
+    while ((de = readdir(d)))
+        if (is_temp_name(de->d_name, base, &pid) && pid != (long)getpid())
+            remove_temp(dfd, de->d_name);
     closedir(d);
 }
 
 /* ---- writing --------------------------------------------------------------------------- */
 
-int conv_write_atomic(const char *path, const void *data, size_t len, unsigned mode, err_t *err)
+/* keep_mode: an existing file keeps its mode; else the result has `mode`. */
+static int write_atomic(const char *path, const void *data, size_t len, unsigned mode, bool keep_mode, err_t *err)
 {
+    char target[PATH_MAX];
+    if (target_of(path, target, sizeof target, err) != 0)
+        return -1;
     struct stat st;
-    if (stat(path, &st) == 0)
+    if (keep_mode && stat(target, &st) == 0)
         mode = st.st_mode & 07777;
     temp_file t;
-    if (temp_write(&t, path, data, len, mode, err) != 0)
+    if (temp_write(&t, target, data, len, mode, err) != 0)
         return -1;
-    if (t.anonymous && temp_name_it(&t, path, data, len, mode, err) != 0)
+    if (t.anonymous && temp_name_it(&t, target, data, len, mode, err) != 0)
         return -1;
-    if (rename(t.name, path) != 0) {
+    if (rename(t.name, target) != 0) {
         int e = errno;
         temp_discard(&t);
         return err_set(err, "%s: rename failed: %s (the previous file, if any, is unchanged)", path, strerror(e));
@@ -432,12 +527,19 @@ int conv_write_atomic(const char *path, const void *data, size_t len, unsigned m
     return 0;
 }
 
+int conv_write_atomic(const char *path, const void *data, size_t len, unsigned mode, err_t *err)
+{
+    return write_atomic(path, data, len, mode, true, err);
+}
+
 int conv_write_private(const char *path, const void *data, size_t len, err_t *err)
 {
     conv_lock l;
     if (conv_lock_acquire(&l, path, SAVE_LOCK_WAIT_MS, err) != 0)
         return -1;
-    int rc = conv_write_atomic(path, data, len, 0600, err);
+    /* 0600 also where it replaces a file: what a conversation says does not
+     * become readable by others because an older file at its path was. */
+    int rc = write_atomic(path, data, len, 0600, false, err);
     conv_lock_release(&l);
     return rc;
 }
@@ -478,9 +580,11 @@ int conv_save_locked(conversation *c, const char *path, err_t *err)
                            path, e2.msg);
         conv_free(&old);
     }
-    char dir[PATH_MAX];
+    char target[PATH_MAX], dir[PATH_MAX];
     const char *base;
-    split_path(path, dir, sizeof dir, &base);
+    if (target_of(path, target, sizeof target, err) != 0)
+        return -1;
+    split_path(target, dir, sizeof dir, &base);
     remove_stale_temps(dir, base);
     size_t len;
     char *text = json_line(c, &len);
@@ -566,52 +670,35 @@ int conv_save_new(conversation *c, const char *dir, char *path, size_t cap, err_
 
 /* ---- clean-up ---------------------------------------------------------------------------- */
 
-/* A lock file nobody holds was left by a writer that died: take it and
- * release it, which removes it (safely: see conv_lock_acquire). */
-static void remove_stale_lock(const char *dir, const char *name)
+/* A lock file of ours that nobody holds was left by a writer that died:
+ * removed, as a release would (see conv_lock_acquire). */
+static void remove_stale_lock(int dfd, const char *name)
 {
     size_t n = strlen(name);
     if (name[0] != '.' || n <= 6 || strcmp(name + n - 5, ".lock") != 0)
         return;
-    char target[PATH_MAX + 256];
-    int k = snprintf(target, sizeof target, "%s/%.*s", dir, (int)(n - 6), name + 1);
-    if (k <= 0 || (size_t)k >= sizeof target)
+    int fd = open_ours(dfd, name, LOCK_HEAD, O_RDWR);
+    if (fd < 0)
         return;
-    /* Ours hold a pid and a newline, or nothing yet: leave other programs' .lock files alone. */
-    char content[32], lp[PATH_MAX + 256];
-    snprintf(lp, sizeof lp, "%s/%s", dir, name);
-    int lfd = open(lp, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-    if (lfd < 0)
-        return;
-    ssize_t got = read(lfd, content, sizeof content - 1);
-    close(lfd);
-    if (got < 0)
-        return;
-    content[got] = 0;
-    if (strspn(content, "0123456789\n") != (size_t)got)
-        return;
-    conv_lock l;
-    if (conv_lock_acquire(&l, target, 0, NULL) == 0)
-        conv_lock_release(&l);
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        unlink_same(dfd, name, fd);
+    close(fd);
 }
 
 void conv_cleanup_tmp(const char *dir)
 {
-    DIR *d = opendir(dir);
+    /* A symlinked directory is followed: what is removed there is ours too. */
+    int dfd;
+    DIR *d = open_dir(dir, &dfd);
     if (!d)
         return;
     struct dirent *de;
     while ((de = readdir(d))) {
         long pid;
-        if (!is_temp_name(de->d_name, NULL, &pid)) {
-            remove_stale_lock(dir, de->d_name);
-            continue;
-        }
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue; /* its writer may still be running */
-        char path[PATH_MAX + 256];
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        unlink(path);
+        if (!is_temp_name(de->d_name, NULL, &pid))
+            remove_stale_lock(dfd, de->d_name);
+        else if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) /* else its writer may still be running */
+            remove_temp(dfd, de->d_name);
     }
     closedir(d);
 }

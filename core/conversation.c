@@ -14,10 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file_read.h"
 #include "sha256.h"
 #include "text_safe.h"
 
-#define CONV_FORMAT_NAME "glmchat-conversation"
+#define CONV_FORMAT_NAME "glmchat-conversation" /* as CONV_FILE_HEAD spells it */
 
 /* ---- messages ---------------------------------------------------------------- */
 
@@ -55,6 +56,7 @@ static void msg_free(conv_msg *m)
     free(m->role);
     free(m->content);
     free(m->reasoning);
+    free(m->error);
 }
 
 void conv_clear(conversation *c)
@@ -94,6 +96,14 @@ conv_msg *conv_add(conversation *c, const char *role, const char *content, const
     m->content = dup_utf8(content ? content : "");
     m->reasoning = reasoning ? dup_utf8(reasoning) : NULL;
     return m;
+}
+
+void conv_set_error(conv_msg *m, const char *why)
+{
+    free(m->error);
+    m->error = why ? dup_utf8(why) : NULL;
+    if (why)
+        m->stopped = true;
 }
 
 void conv_truncate(conversation *c, size_t n)
@@ -247,17 +257,17 @@ static int get_opt_rate(pctx *p, json_t *obj, const char *key, const char *field
 }
 
 /* A number within [lo, hi] (absent or null: *out untouched). */
-static int get_opt_range(pctx *p, json_t *obj, const char *key, const char *field, double lo, double hi,
-                         double *out)
+/* A sampler setting: sampler_check's ranges, the same as the command
+ * line's and the settings file's (a recording is replayed with them). */
+static int get_opt_setting(pctx *p, json_t *obj, const char *key, const char *field, sampler_setting which,
+                           double *out)
 {
     double v = *out;
     if (get_opt_num(p, obj, key, field, &v) != 0)
         return -1;
-    if (v < lo || v > hi) {
-        char what[64];
-        snprintf(what, sizeof what, "%g is out of range [%g, %g]", v, lo, hi);
-        return perr(p, field, what);
-    }
+    err_t why;
+    if (sampler_check(which, field, v, &why) != 0)
+        return err_set(p->err, "%s: %s", p->name, why.msg);
     *out = v;
     return 0;
 }
@@ -337,6 +347,35 @@ static int parse_message(pctx *p, conversation *c, json_t *m, size_t i)
     return 0;
 }
 
+/* A seed (sampling.seed, turns[i].seed): a JSON integer (below 2^63: what
+ * JSON parsers keep exactly), or for larger seeds the unsigned decimal as a
+ * string; *present (when given) says whether the file had one. */
+static int get_opt_seed(pctx *p, json_t *s, const char *field, uint64_t *out, bool *present)
+{
+    json_t *v = json_object_get(s, "seed");
+    if (present)
+        *present = false;
+    if (!v || json_is_null(v))
+        return 0;
+    if (present)
+        *present = true;
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        *out = (uint64_t)json_integer_value(v);
+        return 0;
+    }
+    if (json_is_string(v)) {
+        const char *d = json_string_value(v);
+        char *end;
+        errno = 0;
+        unsigned long long u = strtoull(d, &end, 10);
+        if (d[0] >= '0' && d[0] <= '9' && !*end && errno == 0 && json_string_length(v) <= 20) {
+            *out = u;
+            return 0;
+        }
+    }
+    return perr(p, field, "expected an integer from 0 to 18446744073709551615 (as a number or a string)");
+}
+
 /* A turn's metadata belongs to one message: "message" is required and must
  * be the index of a message of this file (null is not "absent" here: an
  * index the file does not name would point outside the messages). */
@@ -380,7 +419,14 @@ static int parse_turn(pctx *p, conversation *c, json_t *t, size_t i)
         return perr(p, field, "expected true or false");
     }
     m->stopped = stopped && json_is_true(stopped);
-    return 0;
+    const char *why = NULL;
+    snprintf(field, sizeof field, "turns[%zu].error", i);
+    if (get_opt_str(p, t, "error", field, &why) != 0)
+        return -1;
+    if (why)
+        conv_set_error(m, why);
+    snprintf(field, sizeof field, "turns[%zu].seed", i);
+    return get_opt_seed(p, t, field, &m->seed, &m->has_seed);
 }
 
 static int parse_header(pctx *p, conversation *c, json_t *root)
@@ -430,28 +476,12 @@ static int parse_model(pctx *p, conversation *c, json_t *root)
     return 0;
 }
 
-/* sampling.seed: a JSON integer (below 2^63: what JSON parsers keep
- * exactly), or for larger seeds the unsigned decimal as a string. */
-static int get_opt_seed(pctx *p, json_t *s, uint64_t *out)
+static int check_top_k(pctx *p, long long top_k)
 {
-    json_t *v = json_object_get(s, "seed");
-    if (!v || json_is_null(v))
-        return 0;
-    if (json_is_integer(v) && json_integer_value(v) >= 0) {
-        *out = (uint64_t)json_integer_value(v);
-        return 0;
-    }
-    if (json_is_string(v)) {
-        const char *d = json_string_value(v);
-        char *end;
-        errno = 0;
-        unsigned long long u = strtoull(d, &end, 10);
-        if (d[0] >= '0' && d[0] <= '9' && !*end && errno == 0 && json_string_length(v) <= 20) {
-            *out = u;
-            return 0;
-        }
-    }
-    return perr(p, "sampling.seed", "expected an integer from 0 to 18446744073709551615 (as a number or a string)");
+    err_t why;
+    if (sampler_check(SAMPLER_TOP_K, "sampling.top_k", (double)top_k, &why) != 0)
+        return err_set(p->err, "%s: %s", p->name, why.msg);
+    return 0;
 }
 
 static int parse_settings(pctx *p, conversation *c, json_t *root)
@@ -494,14 +524,18 @@ static int parse_settings(pctx *p, conversation *c, json_t *root)
      * A penalty left out is off (files from before they were recorded). */
     sp->repeat_penalty = 1.0;
     sp->presence_penalty = sp->frequency_penalty = 0.0;
-    if (get_opt_range(p, s, "temperature", "sampling.temperature", 0, 100, &sp->temp) ||
-        get_opt_range(p, s, "top_p", "sampling.top_p", 0, 1, &sp->top_p) ||
-        get_opt_range(p, s, "min_p", "sampling.min_p", 0, 1, &sp->min_p) ||
-        get_opt_range(p, s, "repeat_penalty", "sampling.repeat_penalty", 0.1, 10, &sp->repeat_penalty) ||
-        get_opt_range(p, s, "presence_penalty", "sampling.presence_penalty", -2, 2, &sp->presence_penalty) ||
-        get_opt_range(p, s, "frequency_penalty", "sampling.frequency_penalty", -2, 2, &sp->frequency_penalty) ||
+    if (get_opt_setting(p, s, "temperature", "sampling.temperature", SAMPLER_TEMP, &sp->temp) ||
+        get_opt_setting(p, s, "top_p", "sampling.top_p", SAMPLER_TOP_P, &sp->top_p) ||
+        get_opt_setting(p, s, "min_p", "sampling.min_p", SAMPLER_MIN_P, &sp->min_p) ||
+        get_opt_setting(p, s, "repeat_penalty", "sampling.repeat_penalty", SAMPLER_REPEAT_PENALTY,
+                        &sp->repeat_penalty) ||
+        get_opt_setting(p, s, "presence_penalty", "sampling.presence_penalty", SAMPLER_PRESENCE_PENALTY,
+                        &sp->presence_penalty) ||
+        get_opt_setting(p, s, "frequency_penalty", "sampling.frequency_penalty", SAMPLER_FREQUENCY_PENALTY,
+                        &sp->frequency_penalty) ||
         get_opt_int(p, s, "top_k", "sampling.top_k", 0, INT_MAX, &top_k) ||
-        get_opt_seed(p, s, &sp->seed) ||
+        check_top_k(p, top_k) ||
+        get_opt_seed(p, s, "sampling.seed", &sp->seed, NULL) ||
         get_opt_int(p, s, "n_predict", "sampling.n_predict", -1, INT_MAX, &n_predict))
         return -1;
     sp->top_k = (int)top_k;
@@ -544,6 +578,9 @@ static int parse_root(pctx *p, conversation *c, json_t *root)
 int conv_parse(conversation *c, const char *text, size_t len, const char *name, err_t *err)
 {
     conv_init(c);
+    size_t bom = file_bom_len(text, len);
+    text += bom;
+    len -= bom;
     if (len == 0)
         return err_set(err, "%s: empty file", name);
     json_error_t je;
@@ -609,7 +646,7 @@ static json_t *seed_json(uint64_t seed)
 
 static bool has_meta(const conv_msg *m)
 {
-    return m->time > 0 || m->n_tokens || m->tps > 0 || m->prefill_tps > 0 || m->stopped;
+    return m->time > 0 || m->n_tokens || m->tps > 0 || m->prefill_tps > 0 || m->stopped || m->error || m->has_seed;
 }
 
 static json_t *turns_json(const conversation *c)
@@ -628,7 +665,11 @@ static json_t *turns_json(const conversation *c)
             json_object_set_new(t, "tokens_per_second", real6(m->tps));
             json_object_set_new(t, "prefill_tokens_per_second", real6(m->prefill_tps));
             json_object_set_new(t, "stopped", json_boolean(m->stopped));
+            if (m->has_seed)
+                json_object_set_new(t, "seed", seed_json(m->seed));
         }
+        if (m->error)
+            json_object_set_new(t, "error", json_string(m->error));
         json_array_append_new(turns, t);
     }
     return turns;
@@ -726,7 +767,12 @@ void conv_to_markdown(const conversation *c, sbuf *out)
         sbuf_addc(out, '\n');
         if (!strcmp(m->role, "assistant") && (m->tps > 0 || m->stopped))
             sbuf_printf(out, "\n*%u tokens, %.1f tokens/s%s*\n", m->n_tokens, m->tps,
-                        m->stopped ? ", stopped" : "");
+                        m->error ? ", failed" : m->stopped ? ", stopped" : "");
+        if (m->error) {
+            sbuf_adds(out, "\n*The answer failed: ");
+            tsafe_sanitize(out, m->error, strlen(m->error), false);
+            sbuf_adds(out, "*\n");
+        }
     }
 }
 

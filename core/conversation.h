@@ -10,7 +10,11 @@
  *                  a field left out or null was not recorded: see CONV_S_*)
  *    "messages": [{"role", "content", "reasoning_content"?}, ...],   (OpenAI style)
  *    "turns": [{"message": INDEX, "time": ISO-8601, "tokens", "tokens_per_second",
- *               "prefill_tokens_per_second", "stopped"}, ...]}
+ *               "prefill_tokens_per_second", "stopped", "error"?, "seed"?}, ...]}
+ *   ("error": an answer that failed -- a device error, a sampling failure --
+ *    keeps what it said before, is "stopped", and says why here.
+ *    "seed": the one its answer was sampled with, as sampling.seed;
+ *    sampling.seed is the latest answer's)
  * A file holding only {"messages": [...]} (as other tools write) loads too;
  * content may also be null or an array of {"type": "text", "text"} parts.
  *
@@ -36,6 +40,9 @@
 #include "sbuf.h"
 
 #define CONV_FORMAT_VERSION 1
+/* The first bytes of every file conv_to_json() makes (the temporary files
+ * of a save hold them too): what tells the clean-up a temporary is ours. */
+#define CONV_FILE_HEAD "{\n  \"format\": \"glmchat-conversation\""
 
 typedef struct {
     char *role;        /* system | user | assistant | tool */
@@ -47,6 +54,10 @@ typedef struct {
     double tps;        /* assistant: decode tokens/s */
     double prefill_tps;/* assistant: prefill tokens/s of its prompt */
     bool stopped;      /* assistant: generation was stopped by the user */
+    char *error;       /* assistant: why the answer failed (its text is what came
+                          before the failure), NULL when it did not */
+    bool has_seed;     /* assistant: the seed it was sampled with is known */
+    uint64_t seed;     /* ... (each answer may have its own: /retry draws a new one) */
 } conv_msg;
 
 /* Bits of conversation.sampling_missing: fields a file left out (or null).
@@ -112,6 +123,9 @@ void conv_clear(conversation *c);
 /* Appends a message (copies the strings; invalid UTF-8 becomes U+FFFD) and
  * returns it. reasoning may be NULL. */
 conv_msg *conv_add(conversation *c, const char *role, const char *content, const char *reasoning);
+/* Records that the answer m failed, and why (copied; NULL clears): the
+ * answer is then stopped too. */
+void conv_set_error(conv_msg *m, const char *why);
 /* Drops messages n.. (n <= c->n). */
 void conv_truncate(conversation *c, size_t n);
 /* Replaces the system prompt (the first message when it is a system one);
@@ -132,7 +146,14 @@ char *conv_to_json(const conversation *c);
 /* Loads path (a regular file of at most 256 MiB) into c, which is
  * initialised here, and remembers the file as it was.  On failure c is empty. */
 int conv_load(conversation *c, const char *path, err_t *err);
-/* Writes c to path atomically under the file's writers' lock (waiting a few
+/* Saving through a symbolic link (a conversation file linked from
+ * elsewhere) writes the file the link leads to, as editors do: the lock,
+ * the temporary file and the rename are the target's, in the target's
+ * directory, and the link stays a link.  So writers through the link and
+ * through the target take the same lock.  This holds for every writer
+ * below (conv_save*, conv_lock_acquire, conv_write_*).
+ *
+ * Writes c to path atomically under the file's writers' lock (waiting a few
  * seconds at most for another writer).  When the file exists it must parse
  * as a conversation, and when c was read from or saved to path before, the
  * file must be as it was then (else an error and the file is left alone:
@@ -151,7 +172,9 @@ void conv_forget_files(conversation *c);
 
 /* The writers' lock of a conversation file: a hidden ".NAME.lock" beside
  * it (flock), removed again on release.  A writer holding it may run
- * load-modify-save without another glmchat writing the file in between. */
+ * load-modify-save without another glmchat writing the file in between.
+ * The lock file holds "glmchat-lock", a newline, the holder's pid and a
+ * newline: the clean-up removes no other file of that name. */
 typedef struct {
     int fd;
     char *path;
@@ -166,10 +189,15 @@ void conv_lock_release(conv_lock *l);
  * rename, fsync the directory).  mode for a new file; an existing file keeps
  * its mode. */
 int conv_write_atomic(const char *path, const void *data, size_t len, unsigned mode, err_t *err);
-/* conv_write_atomic of user content under the file's lock: a new file is
- * 0600 (for exports of a conversation). */
+/* conv_write_atomic of user content under the file's lock, 0600 whether
+ * the file is new or replaces one of another mode (for exports of a
+ * conversation). */
 int conv_write_private(const char *path, const void *data, size_t len, err_t *err);
-/* Removes temporary and lock files left in dir by writers that died (kill -9). */
+/* Removes temporary and lock files left in dir by writers that died (kill -9):
+ * only files glmchat made, known by their names and their first bytes (a
+ * lock file's "glmchat-lock" line, a temporary's CONV_FILE_HEAD), never a
+ * symlink, whatever else the directory (or the directory a symlinked dir
+ * leads to) holds. */
 void conv_cleanup_tmp(const char *dir);
 
 /* The conversation as Markdown (for /export). */

@@ -1,7 +1,10 @@
-/* decoder.c: the decode thread and its event queue. */
+/* decoder.c: the decode thread, its event queue, and the drafting policy. */
 #include "decoder.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -38,6 +41,9 @@ struct decoder {
     uint32_t job_n_stop;
     int job_n_predict;
     sampler_params job_sampling;
+    int job_draft;
+    int32_t *job_forced;        /* copied, NULL when none */
+    uint32_t job_n_forced;
     dec_stats stats;
     char describe[256];
     uint32_t n_ctx;
@@ -59,8 +65,14 @@ struct decoder {
     size_t piece_cap;
     double last_stats, last_progress;
     uint32_t prompt_done, prompt_total; /* published with the statistics */
+    uint64_t n_prompt_tokens, n_gen_tokens; /* ... and these (dec_stats) */
+    double prompt_seconds, gen_seconds;
+    double gen_t0;              /* when the current job's generation began, 0: not yet */
     dec_event final;            /* the job's last event (DONE or ERROR) */
     engine_stats scratch;
+    /* the job's drafting, published with the statistics */
+    bool draft_on;
+    uint32_t draft_k, spec_steps, spec_drafted, spec_accepted;
 };
 
 static double now_s(void)
@@ -182,6 +194,15 @@ static void publish_stats(decoder *d, bool force, double decode_tps, double pref
     d->stats.n_ctx = d->n_ctx;
     d->stats.prompt_done = d->prompt_done;
     d->stats.prompt_total = d->prompt_total;
+    d->stats.draft_on = d->draft_on;
+    d->stats.draft_k = d->draft_k;
+    d->stats.spec_steps = d->spec_steps;
+    d->stats.spec_drafted = d->spec_drafted;
+    d->stats.spec_accepted = d->spec_accepted;
+    d->stats.n_prompt_tokens = d->n_prompt_tokens;
+    d->stats.n_gen_tokens = d->n_gen_tokens;
+    d->stats.prompt_seconds = d->prompt_seconds;
+    d->stats.gen_seconds = d->gen_seconds;
     d->stats.busy = d->running;
     if (decode_tps >= 0)
         d->stats.decode_tps = decode_tps;
@@ -242,13 +263,17 @@ static uint32_t reuse_prefix(decoder *d, const int32_t *prompt, uint32_t n)
 
 static void finish(decoder *d, uint32_t job, dec_stop stop, uint32_t n_gen, double tps, tok_stream *ts)
 {
+    d->n_gen_tokens += n_gen;
+    if (d->gen_t0 > 0)
+        d->gen_seconds += now_s() - d->gen_t0;
     size_t n = tok_stream_flush(ts, d->piece, d->piece_cap);
     if (n > 0) {
         dec_event t = {.type = DEC_EV_TEXT, .job = job, .text = dupmem(d->piece, n), .len = n, .token = -1};
         post(d, &t);
     }
     publish_stats(d, true, tps, -1);
-    dec_event ev = {.type = DEC_EV_DONE, .job = job, .stop = stop, .n_gen = n_gen, .decode_tps = tps};
+    dec_event ev = {.type = DEC_EV_DONE, .job = job, .stop = stop, .n_gen = n_gen, .decode_tps = tps,
+                    .n_steps = d->spec_steps, .n_drafted = d->spec_drafted, .n_accepted = d->spec_accepted};
     if (stop == DEC_STOP_CANCEL) {
         pthread_mutex_lock(&d->cancel_lock);
         uint32_t at = d->gen_at_cancel;
@@ -279,11 +304,84 @@ static bool count_token(decoder *d, uint32_t n)
     return cancelled;
 }
 
+/* ---- the drafting policy ---------------------------------------------------------------
+ *
+ * Under ENGINE_DRAFT_AUTO the drafts per step follow the acceptance rate a
+ * of the drafts (an average over steps, each step's kept / made weighing
+ * 1/8, starting at 0.6): k = 3 at a >= 0.75, 2 at a >= 0.5, else 1 -- so k
+ * starts at 2 -- and below 0.2 drafting pauses for 32 tokens, then tries
+ * k = 1 again from a = 0.3.  Why these numbers: a step of k drafts costs
+ * about 1 + 0.2 k single-token evals on a GPU (verifying k + 1 tokens is
+ * bound by step latency, not bandwidth: ~8 % more per token; a NextN step
+ * ~12 % of a token) and yields (1 - a^(k+1)) / (1 - a) tokens if each draft
+ * is kept with probability a; the thresholds are where the next k wins,
+ * and at 0.2 one draft only pays for itself.  Acceptance, not the clock,
+ * decides: the same seed and settings then give the same answer. */
+
+#define POLICY_WEIGHT 0.125
+#define POLICY_START 0.6
+#define POLICY_PAUSE_BELOW 0.2
+#define POLICY_PAUSE_TOKENS 32
+#define POLICY_RETRY 0.3
+
+typedef struct {
+    int mode;        /* ENGINE_DRAFT_AUTO, a fixed k, or 0: no drafting */
+    double rate;     /* acceptance average (auto) */
+    uint32_t pause;  /* single tokens left before drafting again (auto) */
+} draft_policy;
+
+static uint32_t policy_k(const draft_policy *p)
+{
+    if (p->mode != ENGINE_DRAFT_AUTO)
+        return p->mode > 0 ? (uint32_t)p->mode : 0;
+    if (p->pause > 0)
+        return 0;
+    return p->rate >= 0.75 ? 3 : p->rate >= 0.5 ? 2 : 1;
+}
+
+static void policy_step(draft_policy *p, uint32_t k, uint32_t kept)
+{
+    if (p->mode != ENGINE_DRAFT_AUTO)
+        return;
+    p->rate += POLICY_WEIGHT * ((double)kept / k - p->rate);
+    if (p->rate < POLICY_PAUSE_BELOW)
+        p->pause = POLICY_PAUSE_TOKENS;
+}
+
+static void policy_single_token(draft_policy *p)
+{
+    if (p->pause > 0 && --p->pause == 0)
+        p->rate = POLICY_RETRY;
+}
+
+/* The drafts of the next step: the policy's, within what is left to
+ * generate, the room in the context and a batch, and the forced drafts. */
+static uint32_t next_k(decoder *d, const draft_policy *pol, int n_predict, uint32_t n_gen, uint32_t n_forced,
+                       bool forced)
+{
+    uint32_t k = policy_k(pol);
+    if (n_predict >= 0)
+        k = (uint32_t)n_predict - n_gen < k ? (uint32_t)n_predict - n_gen : k;
+    uint32_t room = d->n_ctx - d->kv_n - 1; /* the caller checked kv_n + 1 <= n_ctx */
+    k = room < k ? room : k;
+    uint32_t batch = d->eng.params.n_batch - 1;
+    k = batch < k ? batch : k;
+    if (forced)
+        k = n_forced > n_gen ? (n_forced - n_gen < k ? n_forced - n_gen : k) : 0;
+    return k;
+}
+
 static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_prompt, const int32_t *stop,
-                    uint32_t n_stop, int n_predict, const sampler_params *sp)
+                    uint32_t n_stop, int n_predict, const sampler_params *sp, int draft, const int32_t *forced,
+                    uint32_t n_forced)
 {
     err_t err = {{0}};
     uint32_t reused = reuse_prefix(d, prompt, n_prompt);
+    d->spec_steps = d->spec_drafted = d->spec_accepted = 0;
+    d->draft_on = draft != 0 && engine_can_draft(&d->eng);
+    d->draft_k = 0;
+    if (!d->draft_on)
+        draft = 0;
     tok_stream ts;
     tok_stream_init(&ts, d->tok);
     /* the window holds the whole prompt before its first token is drawn */
@@ -304,6 +402,9 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
     int rc = engine_eval(&d->eng, prompt + reused, n_prompt - reused, &o.out, &err);
     double prefill_s = now_s() - t0;
     d->prompt_done = d->prompt_total = 0;
+    d->n_prompt_tokens += d->eng.n_past > reused ? d->eng.n_past - reused : 0; /* the chunks done, when cut short */
+    d->prompt_seconds += prefill_s;
+    d->gen_t0 = 0;
     if (rc < 0)
         return fail_job(d, job, &err);
     memcpy(d->kv_tokens + reused, prompt + reused, (d->eng.n_past - reused) * sizeof *prompt);
@@ -316,30 +417,60 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
     post(d, &pe);
     publish_stats(d, true, -1, prefill_tps);
 
-    uint32_t n_gen = 0;
+    /* Tokens to deliver, in order: one after a single-token eval, the
+     * accepted drafts and the token after them after a speculative step.
+     * Only the last of them is not in the cache yet. */
+    int32_t ready[ENGINE_MAX_DRAFT + 1];
+    uint32_t n_ready = 1, n_gen = 0;
+    ready[0] = o.token;
+    draft_policy pol = {.mode = draft, .rate = POLICY_START};
     double t1 = now_s(), tps = 0;
+    d->gen_t0 = t1;
     for (;;) {
-        int32_t tok = o.token;
-        if (is_stop(stop, n_stop, tok))
-            return finish(d, job, DEC_STOP_EOS, n_gen, tps, &ts);
-        sampler_accept(d->smp, tok);
-        n_gen++;
-        size_t n = tok_stream_feed(&ts, tok, d->piece, d->piece_cap);
-        dec_event te = {.type = DEC_EV_TEXT, .job = job, .text = dupmem(d->piece, n), .len = n, .token = tok};
-        post(d, &te);
-        if (count_token(d, n_gen))
-            return finish(d, job, DEC_STOP_CANCEL, n_gen, tps, &ts);
-        if (n_predict >= 0 && n_gen >= (uint32_t)n_predict)
-            return finish(d, job, DEC_STOP_LIMIT, n_gen, tps, &ts);
+        for (uint32_t i = 0; i < n_ready; i++) {
+            int32_t tok = ready[i];
+            if (is_stop(stop, n_stop, tok))
+                return finish(d, job, DEC_STOP_EOS, n_gen, tps, &ts);
+            sampler_accept(d->smp, tok);
+            n_gen++;
+            size_t n = tok_stream_feed(&ts, tok, d->piece, d->piece_cap);
+            dec_event te = {.type = DEC_EV_TEXT, .job = job, .text = dupmem(d->piece, n), .len = n, .token = tok};
+            post(d, &te);
+            if (count_token(d, n_gen))
+                return finish(d, job, DEC_STOP_CANCEL, n_gen, tps, &ts);
+            if (n_predict >= 0 && n_gen >= (uint32_t)n_predict)
+                return finish(d, job, DEC_STOP_LIMIT, n_gen, tps, &ts);
+        }
+        int32_t last = ready[n_ready - 1];
         if (d->kv_n + 1 > d->n_ctx)
             return finish(d, job, DEC_STOP_CTX, n_gen, tps, &ts);
-        eval_out_prepare(&o, d);
-        rc = engine_eval(&d->eng, &tok, 1, &o.out, &err);
-        if (rc < 0)
-            return fail_job(d, job, &err);
-        if (rc == 1)
-            return finish(d, job, DEC_STOP_CANCEL, n_gen, tps, &ts);
-        d->kv_tokens[d->kv_n++] = tok;
+        uint32_t k = next_k(d, &pol, n_predict, n_gen, n_forced, forced != NULL);
+        d->draft_k = k;
+        if (k == 0) {
+            eval_out_prepare(&o, d);
+            rc = engine_eval(&d->eng, &last, 1, &o.out, &err);
+            if (rc < 0)
+                return fail_job(d, job, &err);
+            if (rc == 1)
+                return finish(d, job, DEC_STOP_CANCEL, n_gen, tps, &ts);
+            d->kv_tokens[d->kv_n++] = last;
+            ready[0] = o.token;
+            n_ready = 1;
+            policy_single_token(&pol);
+        } else {
+            rc = engine_spec_step(&d->eng, d->smp, last, k, forced ? forced + n_gen : NULL, ready, &n_ready, &err);
+            if (rc < 0)
+                return fail_job(d, job, &err);
+            if (rc == 1)
+                return finish(d, job, DEC_STOP_CANCEL, n_gen, tps, &ts);
+            d->kv_tokens[d->kv_n] = last;
+            memcpy(d->kv_tokens + d->kv_n + 1, ready, (n_ready - 1) * sizeof *ready);
+            d->kv_n += n_ready;
+            policy_step(&pol, k, n_ready - 1);
+            d->spec_steps++;
+            d->spec_drafted += k;
+            d->spec_accepted += n_ready - 1;
+        }
         double el = now_s() - t1;
         tps = el > 0 ? n_gen / el : 0;
         publish_stats(d, false, tps, -1);
@@ -347,6 +478,21 @@ static void run_job(decoder *d, uint32_t job, const int32_t *prompt, uint32_t n_
 }
 
 /* ---- the thread ------------------------------------------------------------------------ */
+
+/* Between answers: memory freed during one goes back to the system.  A
+ * chat's temporaries grow with its conversation (the prompt's tokens and
+ * text, the file saved each turn), and glibc keeps what they freed in its
+ * arenas: a soak on lavapipe grew 1-2 MB at a time over 170 turns while
+ * the live heap stayed flat (heaptrack, turns 15 to 60: +99 KB, all of it
+ * the conversation; malloc_trim then gave back 3.3 MB of 187).  One trim
+ * per answer, on this thread after its end is told, costs the UI nothing. */
+static void give_back_free_memory(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
 
 /* After each prompt chunk (on this thread, inside engine_eval). */
 static void on_prompt_progress(void *user, uint32_t done, uint32_t total, double seconds)
@@ -425,7 +571,13 @@ static void *thread_main(void *arg)
         uint32_t n_prompt = d->job_n_prompt, n_stop = d->job_n_stop, job = d->job_id;
         int n_predict = d->job_n_predict;
         sampler_params sp = d->job_sampling;
+        int draft = d->job_draft == DEC_DRAFT_SETTING ? d->eng.params.draft
+                    : d->job_draft == DEC_DRAFT_OFF   ? ENGINE_DRAFT_OFF
+                                                      : d->job_draft;
+        int32_t *forced = d->job_forced;
+        uint32_t n_forced = d->job_n_forced;
         bool reset = d->reset_kv;
+        d->job_forced = NULL;
         d->job_prompt = d->job_stop = NULL;
         d->have_job = false;
         d->reset_kv = false;
@@ -434,15 +586,21 @@ static void *thread_main(void *arg)
 
         if (reset)
             d->kv_n = 0;
-        run_job(d, job, prompt, n_prompt, stop, n_stop, n_predict, &sp);
+        run_job(d, job, prompt, n_prompt, stop, n_stop, n_predict, &sp, draft, forced, n_forced);
         free(prompt);
         free(stop);
+        free(forced);
         pthread_mutex_lock(&d->lock);
         d->running = false;
         d->stats.busy = false;
         pthread_mutex_unlock(&d->lock);
+        /* The job's last snapshot, idle, before its end is told: whoever
+         * handles DONE reads final figures (the side pane was left showing
+         * the last busy one until the next answer, issue 28.12). */
+        publish_stats(d, true, -1, -1);
         /* After `running` is cleared: whoever sees DONE may submit at once. */
         post(d, &d->final);
+        give_back_free_memory();
     }
     return NULL;
 }
@@ -503,6 +661,7 @@ void decoder_free(decoder *d)
     free(d->piece);
     free(d->job_prompt);
     free(d->job_stop);
+    free(d->job_forced);
     for (size_t i = 0; i < d->q_len; i++)
         free(d->queue[(d->q_head + i) % d->q_cap].text);
     free(d->queue);
@@ -528,18 +687,26 @@ int decoder_submit(decoder *d, const dec_job *job, err_t *err)
     else if (job->n_prompt >= d->n_ctx)
         err_set(err, "the conversation is %u tokens, the context holds %u: start a new one (/clear) or raise -c",
                 job->n_prompt, d->n_ctx);
+    else if (job->draft < DEC_DRAFT_OFF || job->draft > ENGINE_MAX_DRAFT)
+        err_set(err, "drafting: %d is not off, auto or 1 to %d drafts per step", job->draft, ENGINE_MAX_DRAFT);
     else {
         d->job_prompt = malloc(job->n_prompt * sizeof *job->prompt);
         d->job_stop = malloc((job->n_stop ? job->n_stop : 1) * sizeof *job->stop);
-        if (!d->job_prompt || !d->job_stop) {
+        d->job_forced = job->n_forced ? malloc(job->n_forced * sizeof *job->forced) : NULL;
+        if (!d->job_prompt || !d->job_stop || (job->n_forced && !d->job_forced)) {
             free(d->job_prompt);
             free(d->job_stop);
-            d->job_prompt = d->job_stop = NULL;
+            free(d->job_forced);
+            d->job_prompt = d->job_stop = d->job_forced = NULL;
             err_set(err, "out of memory");
         } else {
             memcpy(d->job_prompt, job->prompt, job->n_prompt * sizeof *job->prompt);
             if (job->n_stop)
                 memcpy(d->job_stop, job->stop, job->n_stop * sizeof *job->stop);
+            if (job->n_forced)
+                memcpy(d->job_forced, job->forced, job->n_forced * sizeof *job->forced);
+            d->job_n_forced = job->n_forced;
+            d->job_draft = job->draft;
             d->job_n_prompt = job->n_prompt;
             d->job_n_stop = job->n_stop;
             d->job_n_predict = job->n_predict;

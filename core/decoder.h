@@ -20,7 +20,18 @@
  *    done of total, tokens/s);
  *  - per-token statistics are published at most every 50 ms (so reading
  *    them never slows decoding) and read without blocking the thread for
- *    longer than a copy. */
+ *    longer than a copy; a job's last snapshot (not busy, every count
+ *    final) is published before its DONE or ERROR is posted;
+ *  - between jobs the memory freed during one goes back to the system
+ *    (glibc keeps it otherwise: a long chat's RSS crept up, see decoder.c);
+ *  - drafting (engine.h, NextN speculative decoding) where the engine can:
+ *    each step drafts k tokens and verifies them in one batched pass, keeps
+ *    the accepted ones and forgets the rest; greedy answers are token for
+ *    token those without drafting, sampled ones follow the same
+ *    distribution (the random stream is consumed differently: the same
+ *    seed and settings give the same answer).  Under ENGINE_DRAFT_AUTO k
+ *    follows the measured acceptance (decoder.c, "the drafting policy"),
+ *    never the clock, so that this holds. */
 #ifndef GLM_DECODER_H
 #define GLM_DECODER_H
 
@@ -60,6 +71,7 @@ typedef struct {
     uint32_t n_reused;  /* of those, found in the KV cache */
     uint32_t n_gen;     /* tokens generated */
     uint32_t n_after_cancel; /* DONE: tokens generated after decoder_cancel() was called */
+    uint32_t n_steps, n_drafted, n_accepted; /* DONE: speculative steps, drafts made, drafts kept */
     double prefill_tps, decode_tps;
     uint64_t done, total;
 } dec_event;
@@ -71,7 +83,20 @@ typedef struct {
     const int32_t *stop;    /* tokens that end the answer */
     uint32_t n_stop;
     sampler_params sampling;
+    /* Drafting: DEC_DRAFT_SETTING (engine_params.draft of decoder_start),
+     * DEC_DRAFT_OFF, ENGINE_DRAFT_AUTO or 1..ENGINE_MAX_DRAFT drafts per
+     * step (where the engine can draft at all). */
+    int draft;
+    /* Forced acceptance (bench): the drafts are forced[n..], n the tokens
+     * generated so far -- the answer's own greedy continuation, computed
+     * ahead, so that every draft is kept: the ceiling of drafting.  The
+     * NextN block still runs.  Drafting stops where forced runs out. */
+    const int32_t *forced;
+    uint32_t n_forced;
 } dec_job;
+
+#define DEC_DRAFT_SETTING 0
+#define DEC_DRAFT_OFF (-2)
 
 typedef struct {
     engine_stats engine;    /* the backend's view (kernels, tokens/s) */
@@ -82,6 +107,17 @@ typedef struct {
     double prefill_tps;     /* the last prompt's, or the running one's so far */
     uint32_t prompt_done;   /* the prompt being evaluated: tokens done of its */
     uint32_t prompt_total;  /* ... new tokens (both 0 when none is) */
+    /* drafting, the current / last job's */
+    bool draft_on;          /* the job drafts (block, backend and setting allow it) */
+    uint32_t draft_k;       /* drafts per step now (0: paused, or not drafting) */
+    uint32_t spec_steps, spec_drafted, spec_accepted;
+    /* Over the decoder's life, counted as the answers count them (the one
+     * source of the chat's figures: an answer's header says n_gen of its
+     * DONE, and these are their sums): */
+    uint64_t n_prompt_tokens;  /* prompt tokens evaluated (the cache's reuse not counted) */
+    uint64_t n_gen_tokens;     /* tokens generated, the first of each answer included */
+    double prompt_seconds;     /* time reading prompts */
+    double gen_seconds;        /* time generating after them */
     uint64_t seq;           /* increments with every published snapshot */
 } dec_stats;
 

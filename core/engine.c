@@ -1,7 +1,10 @@
 /* engine.c: the backend-neutral half of the engine API: prompt chunking by
  * n_batch, cancellation between chunks, position bookkeeping, tokens/s,
- * and sampling on the CPU for backends that do not sample themselves. */
+ * sampling on the CPU for backends that do not sample themselves, and the
+ * speculative step around a backend's draft and verify. */
 #include "engine.h"
+
+#include <stdint.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +37,8 @@ int engine_open(engine *e, const engine_backend *be, const model *m, const engin
     e->be = be;
     e->m = m;
     e->params = *p;
+    if (e->params.draft == ENGINE_DRAFT_AUTO && !be->draft_pays)
+        e->params.draft = ENGINE_DRAFT_OFF; /* auto drafts only where it speeds decoding up */
     if (e->params.n_ctx && e->params.n_batch > e->params.n_ctx)
         e->params.n_batch = e->params.n_ctx;
     sampler_params sp;
@@ -50,7 +55,17 @@ int engine_open(engine *e, const engine_backend *be, const model *m, const engin
         engine_close(e);
         return -1;
     }
+    e->draft_pos = UINT32_MAX;
+    if (engine_can_draft(e) && !(e->tokens = malloc(((size_t)e->params.n_ctx + 1) * sizeof *e->tokens))) {
+        engine_close(e);
+        return err_set(err, "out of memory for the drafting state (%u tokens)", e->params.n_ctx);
+    }
     return 0;
+}
+
+bool engine_can_draft(const engine *e)
+{
+    return e->be && e->be->draft && e->be->verify && e->params.draft != ENGINE_DRAFT_OFF && e->m->cfg.n_nextn > 0;
 }
 
 void engine_close(engine *e)
@@ -61,8 +76,22 @@ void engine_close(engine *e)
     e->impl = NULL;
     sampler_free(e->pick);
     free(e->pick_logits);
+    free(e->tokens);
     e->pick = NULL;
     e->pick_logits = NULL;
+    e->tokens = NULL;
+}
+
+/* tokens[0..n) are now in the cache at pos: their record, and the NextN
+ * row of `pos` when the draft call before made it from the same token. */
+static void note_cached(engine *e, const int32_t *tokens, uint32_t n, uint32_t pos)
+{
+    if (!e->tokens)
+        return;
+    memcpy(e->tokens + pos, tokens, n * sizeof *tokens);
+    if (e->draft_pos == pos && e->draft_last == tokens[0] && e->nx_past == pos)
+        e->nx_past = pos + 1;
+    e->draft_pos = UINT32_MAX;
 }
 
 /* What chunk [done, done+n) of a call must produce: every position's
@@ -192,6 +221,7 @@ int engine_eval(engine *e, const int32_t *tokens, uint32_t n_tokens, const engin
         double c0 = now_seconds();
         if (e->be->eval(e->impl, tokens + done, n, e->n_past, &o, err) < 0)
             return -1;
+        note_cached(e, tokens + done, n, e->n_past);
         e->n_past += n;
         done += n;
         if (n_tokens > 1) { /* a prompt: the chunk's time for the next ones, and the progress */
@@ -212,6 +242,10 @@ void engine_rewind(engine *e, uint32_t n_past)
 {
     if (n_past < e->n_past)
         e->n_past = n_past;
+    if (e->nx_past > e->n_past)
+        e->nx_past = e->n_past;
+    if (e->draft_pos != UINT32_MAX && e->draft_pos > e->n_past)
+        e->draft_pos = UINT32_MAX;
 }
 
 void engine_request_cancel(engine *e)
@@ -239,9 +273,138 @@ void engine_get_stats(engine *e, engine_stats *st)
     for (uint32_t i = 0; i < c->n_recent; i++)
         recent += c->recent_decode_s[i];
     st->decode_tps = recent > 0 ? c->n_recent / recent : 0;
+    st->spec_steps = c->spec_steps;
+    st->spec_drafted = c->spec_drafted;
+    st->spec_accepted = c->spec_accepted;
+    st->spec_tokens = c->spec_tokens;
+    st->spec_seconds = c->spec_seconds;
 }
 
 void engine_set_chunk_seconds(engine *e, double seconds)
 {
     e->params.chunk_seconds = seconds;
+}
+
+/* ---- speculative decoding ------------------------------------------------------------ */
+
+static int check_token(const engine *e, int32_t t, err_t *err)
+{
+    if (t < 0 || (uint32_t)t >= e->m->cfg.n_vocab)
+        return err_set(err, "token id %d is out of range: the vocabulary has %u tokens", t, e->m->cfg.n_vocab);
+    return 0;
+}
+
+int engine_draft(engine *e, int32_t last, const engine_draft_req *req, err_t *err)
+{
+    if (!e->impl || !engine_can_draft(e))
+        return err_set(err, "drafting is not available (no NextN block, drafting off, or a backend without it)");
+    uint32_t k = req->k;
+    if (k > ENGINE_MAX_DRAFT)
+        return err_set(err, "%u drafts asked for, at most %d", k, ENGINE_MAX_DRAFT);
+    if ((uint64_t)e->n_past + (k ? k : 1) > e->params.n_ctx)
+        return err_set(err, "context full: no room for %u drafts after %u tokens (context %u)", k, e->n_past,
+                       e->params.n_ctx);
+    if (check_token(e, last, err) < 0)
+        return -1;
+    /* the rows the cache's tokens still lack, then the row of `last`
+     * (tokens has a spare slot past n_ctx - 1 for it) */
+    double t0 = now_seconds();
+    e->tokens[e->n_past] = last;
+    e->draft_pos = UINT32_MAX;
+    uint32_t from = e->nx_past, end = e->n_past + 1;
+    while (from < end) {
+        if (atomic_load(&e->cancel))
+            return 1;
+        uint32_t n = end - from < e->params.n_batch ? end - from : e->params.n_batch;
+        bool final = from + n == end;
+        engine_draft_req rows = {0};
+        if (e->be->draft(e->impl, e->tokens + from, n, from, final ? req : &rows, err) < 0)
+            return -1;
+        from += n;
+        e->nx_past = from < e->n_past ? from : e->n_past;
+    }
+    for (uint32_t i = 0; i < k; i++)
+        if (check_token(e, req->ids[i], err) < 0)
+            return err_prefix(err, "draft %u", i + 1);
+    e->draft_pos = e->n_past;
+    e->draft_last = last;
+    e->draft_k = k;
+    memcpy(e->draft_ids, req->ids, k * sizeof *req->ids);
+    double dt = now_seconds() - t0;
+    e->counters.spec_seconds += dt;
+    e->counters.decode_seconds += dt;
+    return 0;
+}
+
+int engine_verify(engine *e, const int32_t *tokens, const engine_verify_req *req, err_t *err)
+{
+    if (!e->impl || !engine_can_draft(e))
+        return err_set(err, "verifying drafts is not available (no NextN block, drafting off, or a backend without it)");
+    uint32_t k = req->k;
+    if (k == 0 || k > ENGINE_MAX_DRAFT)
+        return err_set(err, "%u drafts to verify, expected 1 to %d", k, ENGINE_MAX_DRAFT);
+    if (k + 1 > e->params.n_batch)
+        return err_set(err, "%u drafts need a batch of %u tokens (n_batch %u)", k, k + 1, e->params.n_batch);
+    if ((uint64_t)e->n_past + k + 1 > e->params.n_ctx)
+        return err_set(err, "context full: %u tokens in the cache + %u to verify exceed the %u-token context",
+                       e->n_past, k + 1, e->params.n_ctx);
+    for (uint32_t i = 0; i <= k; i++)
+        if (check_token(e, tokens[i], err) < 0)
+            return -1;
+    if (req->own_drafts && (e->draft_pos != e->n_past || e->draft_last != tokens[0] || e->draft_k != k ||
+                            memcmp(e->draft_ids, tokens + 1, k * sizeof *tokens) != 0))
+        return err_set(err, "verify: these are not the drafts of the draft call just before");
+    double t0 = now_seconds();
+    uint32_t pos = e->n_past;
+    if (e->be->verify(e->impl, tokens, pos, req, err) < 0)
+        return -1;
+    uint32_t j = *req->n_accepted;
+    if (j > k || check_token(e, *req->token, err) < 0)
+        return err_set(err, "verify: the backend kept %u of %u drafts, token %d", j, k, *req->token);
+    note_cached(e, tokens, j + 1, pos);
+    e->n_past = pos + j + 1;
+    /* decoded tokens (the recent single-token rate stays that) */
+    engine_counters *c = &e->counters;
+    double dt = now_seconds() - t0;
+    c->spec_steps++;
+    c->spec_drafted += k;
+    c->spec_accepted += j;
+    c->spec_tokens += j + 1;
+    c->spec_seconds += dt;
+    c->n_decode_tokens += j + 1;
+    c->decode_seconds += dt;
+    return 0;
+}
+
+int engine_spec_step(engine *e, sampler *smp, int32_t last, uint32_t k, const int32_t *forced, int32_t *out,
+                     uint32_t *n_out, err_t *err)
+{
+    if (k == 0 || k > ENGINE_MAX_DRAFT)
+        return err_set(err, "%u drafts per step, expected 1 to %d", k, ENGINE_MAX_DRAFT);
+    sampler_request drq[ENGINE_MAX_DRAFT], vrq[ENGINE_MAX_DRAFT + 1];
+    uint32_t accept_u[ENGINE_MAX_DRAFT];
+    int32_t toks[ENGINE_MAX_DRAFT + 1];
+    for (uint32_t i = 0; i < k; i++)
+        sampler_prepare_draft(smp, &drq[i]);
+    engine_draft_req dr = {.k = k, .rq = drq, .ids = toks + 1};
+    int rc = engine_draft(e, last, &dr, err);
+    if (rc != 0)
+        return rc;
+    if (forced)
+        memcpy(toks + 1, forced, k * sizeof *forced);
+    toks[0] = last;
+    for (uint32_t i = 0; i < k; i++)
+        accept_u[i] = drq[0].greedy ? 0 : sampler_uniform(smp);
+    for (uint32_t i = 0; i <= k; i++)
+        sampler_prepare_ahead(smp, toks + 1, i, i, &vrq[i]);
+    uint32_t j = 0;
+    int32_t next = -1;
+    engine_verify_req vr = {.k = k, .rq = vrq, .accept_u = accept_u, .own_drafts = !forced, .n_accepted = &j,
+                            .token = &next};
+    if (engine_verify(e, toks, &vr, err) < 0)
+        return -1;
+    memcpy(out, toks + 1, j * sizeof *out);
+    out[j] = next;
+    *n_out = j + 1;
+    return 0;
 }

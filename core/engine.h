@@ -16,6 +16,44 @@
  *    timestamp queries).
  *  - With no context size given the backend takes the largest its memory
  *    holds for the model (capped), and params.n_ctx says what it took.
+ *
+ * Speculative decoding with the model's NextN (MTP) block -- optional
+ * entries draft and verify; a backend without them, a model without the
+ * block, or params.draft off means no drafting (engine_can_draft) and no
+ * cost.  Where a backend has them, it promises:
+ *  - NextN state: with params.draft on and the block in the file, eval
+ *    keeps each evaluated position's final hidden state h_p (after
+ *    output_norm, on the device for a GPU); NextN row p is made from
+ *    (h_{p-1}, token x_p), h_{-1} = 0, and has its own latent cache
+ *    (ref_forward.h says what the block computes).  Forgetting positions
+ *    (engine_rewind) forgets its rows too; engine.c keeps the book of which
+ *    rows are made from the cache's own tokens (engine.nx_past).
+ *  - draft(tokens, n, pos, req): makes rows pos..pos+n-1 from tokens[0..n)
+ *    (tokens[n-1] is the newest token, not in the main cache yet), then, if
+ *    req->k > 0, drafts k tokens: d_1 from the NextN logits of row
+ *    pos+n-1, d_i from row pos+n-2+i made from (the previous row's output
+ *    after its head norm, d_{i-1}) -- llama.cpp's MTP draft loop -- each
+ *    drawn by the sampler's definition with req->rq[i] (q_i: no penalties;
+ *    greedy: the best).  Only the k ids come back; the backend keeps q_1..
+ *    q_k for the verify that follows.  The chained rows are scratch.
+ *  - verify(tokens[0..k], pos, req): evaluates the k+1 tokens at pos..pos+k
+ *    as eval does, with each position's distribution p_i (the sampler's
+ *    definition with req->rq[i], penalties included) exactly what eval of
+ *    the same tokens one at a time gives -- bit for bit, or greedy output
+ *    would change with drafting -- and decides on the backend
+ *    (sampler_spec.h): the drafts d_1.. are tested in order against p_0..
+ *    with req->accept_u; at the first rejection the token is the residual
+ *    draw of (p_i, q_{i+1}) with rq[i].uniform; after k acceptances the
+ *    bonus token is sampler_pick of p_k with rq[k].uniform.  It returns only
+ *    j (drafts kept) and that token: no distribution leaves the device.
+ *    own_drafts false (drafts from elsewhere) means q one-hot on them.
+ *    The cache then holds positions pos..pos+k; engine_verify keeps
+ *    pos..pos+j (the last token and the accepted drafts) and forgets the
+ *    rest.
+ *  - Exactness: greedy output is token for token the output without
+ *    drafting; sampled output follows the same distribution (the random
+ *    stream is consumed differently: the same seed and settings give the
+ *    same output, which differs from the output without drafting).
  */
 #ifndef GLM_ENGINE_H
 #define GLM_ENGINE_H
@@ -23,6 +61,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "error.h"
 #include "model.h"
@@ -64,7 +103,38 @@ typedef struct {
      * core's table, gpu/vk_tuning.h), applied when the engine is created. */
     const char *const *tune;
     uint32_t n_tune;
+    /* NextN drafting: ENGINE_DRAFT_OFF (the default: nothing kept for it),
+     * ENGINE_DRAFT_AUTO, or a fixed number of drafts per step (1..
+     * ENGINE_MAX_DRAFT).  Non-zero makes a backend that can draft keep the
+     * NextN state when the model has the block; the number is the
+     * decoder's policy (decoder.h).  engine_open turns AUTO into OFF on a
+     * backend where drafting does not pay (engine_backend.draft_pays). */
+    int draft;
 } engine_params;
+
+#define ENGINE_DRAFT_OFF 0
+#define ENGINE_DRAFT_AUTO (-1)
+#define ENGINE_MAX_DRAFT (SAMPLER_SPEC_SLOTS - 1)
+
+/* What a draft call asks for (engine.h's Promises). */
+typedef struct {
+    uint32_t k;                  /* drafts, 0..ENGINE_MAX_DRAFT (0: the rows only) */
+    const sampler_request *rq;   /* [k] q_i's sampling (sampler_prepare_draft) */
+    int32_t *ids;                /* [k] out: d_1..d_k */
+} engine_draft_req;
+
+/* What a verify call asks for (engine.h's Promises). */
+typedef struct {
+    uint32_t k;                  /* drafts: tokens[1..k] */
+    /* [k+1] rq[i]: the sampler's request for the token after tokens[0..i]
+     * (sampler_prepare_ahead: the window with d_1..d_i); its uniform draws
+     * the residual (i < k) or the bonus token (i = k) */
+    const sampler_request *rq;
+    const uint32_t *accept_u;    /* [k] the acceptance tests' bits */
+    bool own_drafts;             /* the drafts of the draft call just before (else q one-hot) */
+    uint32_t *n_accepted;        /* out: j */
+    int32_t *token;              /* out: the token after d_1..d_j */
+} engine_verify_req;
 
 void engine_params_default(engine_params *p);
 
@@ -104,6 +174,11 @@ typedef struct {
     double us_per_token_measured;  /* GPU time of a token from timestamps (0: n/a) */
     uint32_t n_kernels;
     engine_kernel_stat kernels[ENGINE_MAX_KERNEL_STATS];
+    /* speculative steps over the engine's life (their tokens and time are
+     * also in n_decode_tokens and decode_seconds, not in decode_tps) */
+    uint64_t spec_steps, spec_drafted, spec_accepted;
+    uint64_t spec_tokens;        /* tokens they produced: accepted + one per step */
+    double spec_seconds;         /* drafting and verifying */
 } engine_stats;
 
 typedef struct engine_backend {
@@ -120,6 +195,27 @@ typedef struct engine_backend {
     /* eval honours engine_output.sample itself (the Vulkan core samples on
      * the GPU); otherwise engine.c samples the last logits on the CPU. */
     bool samples;
+    /* NextN drafting (both or neither; see the Promises above). */
+    bool draft_pays; /* ENGINE_DRAFT_AUTO drafts here: verifying k+1 tokens at once costs far
+                      * less than k+1 single-token evals (a GPU, where step latency bounds a
+                      * token); elsewhere auto is off and only a fixed k drafts */
+    int (*draft)(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_draft_req *req,
+                 err_t *err);
+    int (*verify)(void *impl, const int32_t *tokens, uint32_t pos, const engine_verify_req *req, err_t *err);
+    /* Optional (NULL where the backend has none), for `glmchat bench`: */
+    /* The profile mode from now on (bench times the prompt untimed, then
+     * every dispatch). */
+    void (*set_profile)(void *impl, profile_mode mode);
+    /* Per-kernel figures of the last fully timed prompt batch (per batch,
+     * not per token). */
+    void (*prefill_stats)(void *impl, engine_stats *st);
+    /* After one eval of n_tokens (<= the prefill batch): per MoE layer, how
+     * many distinct experts those tokens chose. */
+    int (*routing)(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_t cap, uint32_t *n_layers,
+                   uint32_t *n_expert, err_t *err);
+    /* The recorded programs as text, every dispatch and what stands between
+     * it and the next (bench --plan). */
+    int (*print_plan)(void *impl, FILE *f, err_t *err);
 } engine_backend;
 
 #define ENGINE_CHUNK_HISTORY 8
@@ -132,6 +228,8 @@ typedef struct {
     double prefill_seconds, decode_seconds;
     double recent_decode_s[ENGINE_RECENT_DECODES]; /* ring of single-token eval times */
     uint32_t n_recent, recent_at;
+    uint64_t spec_steps, spec_drafted, spec_accepted, spec_tokens;
+    double spec_seconds;
 } engine_counters;
 
 typedef struct {
@@ -152,6 +250,13 @@ typedef struct {
      * total, seconds since it began), on the caller's thread. */
     void (*prompt_progress)(void *user, uint32_t done, uint32_t total, double seconds);
     void *prompt_progress_user;
+    /* drafting (engine_can_draft): */
+    int32_t *tokens;       /* (n_ctx) what the cache holds, for the NextN rows */
+    uint32_t nx_past;      /* NextN rows 0..nx_past-1 are made from the cache's tokens */
+    uint32_t draft_pos;    /* the row the last draft call made from draft_last (UINT32_MAX: none) */
+    int32_t draft_last;
+    uint32_t draft_k;
+    int32_t draft_ids[ENGINE_MAX_DRAFT];
 } engine;
 
 int engine_open(engine *e, const engine_backend *be, const model *m, const engine_params *p, err_t *err);
@@ -166,7 +271,32 @@ void engine_get_stats(engine *e, engine_stats *st);
  * the prompt figure). */
 void engine_set_chunk_seconds(engine *e, double seconds);
 
-/* The CPU reference backend (core/ref_engine.c). */
+/* ---- speculative decoding (see the Promises) ---- */
+
+/* The backend drafts, the model has a NextN block, params.draft is on. */
+bool engine_can_draft(const engine *e);
+/* Brings the NextN rows up to date with the cache (in chunks of n_batch;
+ * 1 when cancelled between them), then makes the row of `last` -- the
+ * token for position n_past -- and drafts req->k tokens from it. */
+int engine_draft(engine *e, int32_t last, const engine_draft_req *req, err_t *err);
+/* Verifies tokens[0..k] = [last, d_1..d_k] at n_past (k + 1 <= n_batch);
+ * n_past then counts last and the accepted drafts. */
+int engine_verify(engine *e, const int32_t *tokens, const engine_verify_req *req, err_t *err);
+/* One speculative step after `last` (the sampled token for position
+ * n_past; smp holds the window with it): k drafts (or forced[0..k), drafts
+ * from elsewhere: forced acceptance when they are the greedy continuation;
+ * the NextN block still runs, so the cost is the real one), one verify;
+ * out[0..*n_out) = the accepted drafts and the token after them (not yet
+ * evaluated).  Random bits from smp, in this order: the k drafts, the k
+ * acceptance tests, the k + 1 verify requests (none when greedy).
+ * Needs n_past + k + 1 <= n_ctx and k + 1 <= n_batch. */
+int engine_spec_step(engine *e, sampler *smp, int32_t last, uint32_t k, const int32_t *forced, int32_t *out,
+                     uint32_t *n_out, err_t *err);
+
+/* The CPU reference backend (core/ref_engine.c): the oracle ("ref"). */
 extern const engine_backend ref_engine_backend;
+/* The fast CPU backend (core/cpu_engine.c): 8-bit activations, integer
+ * kernels ("cpu"). */
+extern const engine_backend cpu_engine_backend;
 
 #endif

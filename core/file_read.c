@@ -179,3 +179,8 @@ int file_read_tail(const char *path, size_t max, char **data, size_t *len, uint6
     *start = (uint64_t)from;
     return 0;
 }
+
+size_t file_bom_len(const char *text, size_t len)
+{
+    return len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0;
+}

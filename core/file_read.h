@@ -30,4 +30,9 @@ int file_read_regular(const char *path, size_t cap, const char *what, char **dat
  * file_read_regular. */
 int file_read_tail(const char *path, size_t max, char **data, size_t *len, uint64_t *start, err_t *err);
 
+/* 3 when text starts with a UTF-8 byte order mark (EF BB BF), else 0.
+ * Some editors (Notepad among them) start every file with one; the readers
+ * of conversations, settings and themes skip it. */
+size_t file_bom_len(const char *text, size_t len);
+
 #endif

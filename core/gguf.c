@@ -23,6 +23,7 @@
 
 #include "gguf_format.h"
 #include "quant.h"
+#include "text_safe.h"
 
 /* ======================================================================
  * Limits
@@ -150,17 +151,9 @@ typedef struct {
 
 static uint64_t remaining(const cursor *c) { return c->ctx->size - c->pos; }
 
-/* Keys and names come from the file: control bytes (a newline, an escape
- * sequence) in them must not reach the terminal or split the error line. */
-static int one_line(err_t *err)
-{
-    if (err)
-        for (char *p = err->msg; *p; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                *p = '?';
-    return -1;
-}
-
+/* Keys and names come from the file: err_set keeps every message in the
+ * inert one-line form (core/error.c), so a newline or an escape sequence in
+ * them neither splits the error line nor reaches the terminal. */
 /* One error line: "PATH: at byte OFFSET: PROBLEM". */
 static int fail_at(const cursor *c, uint64_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail_at(const cursor *c, uint64_t at, const char *fmt, ...)
@@ -171,7 +164,7 @@ static int fail_at(const cursor *c, uint64_t at, const char *fmt, ...)
     vsnprintf(problem, sizeof problem, fmt, ap);
     va_end(ap);
     err_set(c->err, "%s: at byte %" PRIu64 ": %s", c->ctx->path, at, problem);
-    return one_line(c->err);
+    return -1;
 }
 
 /* Ensures n more bytes exist for `what`. */
@@ -644,7 +637,6 @@ static const kv_entry *get_kv(const gguf_ctx *ctx, const char *key, err_t *err)
     int64_t i = gguf_find_key(ctx, key);
     if (i < 0) {
         err_set(err, "%s: key '%s' not found", ctx->path, key);
-        one_line(err);
         return NULL;
     }
     return &ctx->kvs[i];
@@ -653,7 +645,7 @@ static const kv_entry *get_kv(const gguf_ctx *ctx, const char *key, err_t *err)
 static int wrong_type(const gguf_ctx *ctx, const kv_entry *kv, const char *expected, err_t *err)
 {
     err_set(err, "%s: key '%s' has type %s, expected %s", ctx->path, kv->key, gguf_type_name(kv->type), expected);
-    return one_line(err);
+    return -1;
 }
 
 /* An integer value as sign + magnitude, whatever its stored width. */
@@ -688,7 +680,7 @@ static int get_int(const gguf_ctx *ctx, const char *key, uint64_t neg_max, uint6
     kv_integer(ctx, kv, neg, mag);
     if ((*neg && *mag > neg_max) || (!*neg && *mag > pos_max)) {
         err_set(err, "%s: key '%s' value %s%" PRIu64 " does not fit in %s", ctx->path, key, *neg ? "-" : "", *mag, dst);
-        return one_line(err);
+        return -1;
     }
     return 0;
 }
@@ -816,12 +808,12 @@ int gguf_get_arr_str(const gguf_ctx *ctx, const gguf_arr *arr, uint64_t i, gguf_
     const kv_entry *kv = &ctx->kvs[arr->kv_index];
     if (kv->type != GGUF_TYPE_ARRAY || kv->elem_type != GGUF_TYPE_STRING) {
         err_set(err, "%s: key '%s' is not an array of strings", ctx->path, kv->key);
-        return one_line(err);
+        return -1;
     }
     if (i >= kv->n) {
         err_set(err, "%s: key '%s': index %" PRIu64 " out of range (%" PRIu64 " strings)", ctx->path, kv->key, i,
                 kv->n);
-        return one_line(err);
+        return -1;
     }
     out->len = rd64(ctx->base + kv->str_pos[i]);
     out->ptr = (const char *)ctx->base + kv->str_pos[i] + 8;
@@ -833,10 +825,10 @@ int gguf_get_arr_str(const gguf_ctx *ctx, const gguf_arr *arr, uint64_t i, gguf_
 typedef struct {
     char *buf;
     size_t cap, len;
-} sbuf;
+} listing;
 
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...)
+static void sb_printf(listing *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(listing *b, const char *fmt, ...)
 {
     if (b->len + 1 >= b->cap)
         return;
@@ -848,26 +840,32 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
         b->len = b->len + (size_t)n < b->cap ? b->len + (size_t)n : b->cap - 1;
 }
 
-/* A string, quoted, control bytes escaped, cut after `max` bytes. */
-static void sb_quoted(sbuf *b, const uint8_t *s, uint64_t len, uint64_t max)
+/* A string, quoted, cut after `max` bytes; what text_safe.h shows inert
+ * (control characters, C1 and bidi controls) and invalid UTF-8 as \xNN
+ * escapes of its bytes. */
+static void sb_quoted(listing *b, const uint8_t *s, uint64_t len, uint64_t max)
 {
     sb_printf(b, "\"");
-    for (uint64_t i = 0; i < len && i < max; i++) {
-        uint8_t ch = s[i];
-        if (ch == '"' || ch == '\\')
-            sb_printf(b, "\\%c", ch);
-        else if (ch == '\n')
+    uint64_t end = len < max ? len : max;
+    for (uint64_t i = 0; i < end;) {
+        uint32_t cp;
+        size_t n = tsafe_decode((const char *)s + i, (size_t)(end - i), &cp);
+        if (s[i] == '"' || s[i] == '\\')
+            sb_printf(b, "\\%c", s[i]);
+        else if (s[i] == '\n')
             sb_printf(b, "\\n");
-        else if (ch < 0x20 || ch == 0x7f)
-            sb_printf(b, "\\x%02x", ch);
+        else if (tsafe_is_control(cp) || (cp == 0xfffd && n == 1 && s[i] >= 0x80))
+            for (size_t j = 0; j < n; j++)
+                sb_printf(b, "\\x%02x", s[i + j]);
         else
-            sb_printf(b, "%c", ch);
+            sb_printf(b, "%.*s", (int)n, (const char *)s + i);
+        i += n;
     }
     sb_printf(b, len > max ? "\"... (%" PRIu64 " bytes)" : "\"", len);
 }
 
 /* One fixed-size value at p. */
-static void sb_scalar(sbuf *b, gguf_type t, const uint8_t *p)
+static void sb_scalar(listing *b, gguf_type t, const uint8_t *p)
 {
     switch (t) {
     case GGUF_TYPE_UINT8: sb_printf(b, "%u", p[0]); break;
@@ -899,7 +897,7 @@ static void sb_scalar(sbuf *b, gguf_type t, const uint8_t *p)
 
 const char *gguf_kv_to_string(const gguf_ctx *ctx, size_t i, char *buf, size_t buflen)
 {
-    sbuf b = {buf, buflen, 0};
+    listing b = {buf, buflen, 0};
     if (!buflen)
         return buf;
     buf[0] = 0;

@@ -46,13 +46,9 @@ static int read_arch(kv_reader *r, model_config *c)
     if (gguf_get_str(r->g, "general.architecture", &s, r->err) < 0)
         return -1;
     if (s.len != strlen("deepseek2") || memcmp(s.ptr, "deepseek2", s.len) != 0) {
-        char seen[65]; /* from the file: control bytes would break the one-line error */
-        size_t n = s.len > 64 ? 64 : (size_t)s.len;
-        for (size_t i = 0; i < n; i++)
-            seen[i] = (unsigned char)s.ptr[i] < 0x20 || s.ptr[i] == 0x7f ? '?' : s.ptr[i];
-        seen[n] = 0;
-        return err_set(r->err, "%s: general.architecture is '%s'; glmchat runs 'deepseek2' models "
-                       "(GLM-4.7-Flash, DeepSeek-V2)", r->path, seen);
+        /* from the file: err_set shows control characters inert */
+        return err_set(r->err, "%s: general.architecture is '%.*s'; glmchat runs 'deepseek2' models "
+                       "(GLM-4.7-Flash, DeepSeek-V2)", r->path, (int)(s.len > 64 ? 64 : s.len), s.ptr);
     }
     snprintf(c->arch, sizeof c->arch, "deepseek2");
     if (gguf_has_key(r->g, "general.name")) {
@@ -360,6 +356,7 @@ typedef struct {
     model *m;
     const char *path;
     err_t *err;
+    unsigned flags; /* MODEL_LOAD_* */
 } binder;
 
 static void shape_str(const uint64_t *ne, int n, char *buf, size_t len)
@@ -389,6 +386,8 @@ static int check_type(binder *b, const gguf_tensor *t, tensor_kind kind)
                            t->name, quant_type_name(t->type));
         return 0;
     }
+    if (q && !q->can_dequant && (b->flags & MODEL_LOAD_ANY_TYPE))
+        return 0; /* known by size: `info` counts it */
     if (!q || !q->can_dequant) {
         char known[320];
         size_t o = 0;
@@ -597,7 +596,7 @@ int model_load_gguf_ex(model *m, gguf_ctx *ctx, unsigned flags, err_t *err)
     memset(m, 0, sizeof *m);
     m->gguf = ctx;
     const char *path = gguf_path(ctx);
-    binder b = {m, path, err};
+    binder b = {m, path, err, flags};
     if (read_config(ctx, path, &m->cfg, err) < 0)
         goto fail;
     if (m->cfg.n_layer_file > gguf_n_tensors(ctx)) { /* each block has tensors: bounds the allocation below */

@@ -132,7 +132,11 @@ enum {
     /* Validate and bind, but convert no layout (legacy attn_kv_b stays
      * unsplit: k_b/v_b are left empty).  For `info`, which must not touch
      * weight data; such a model cannot be run. */
-    MODEL_LOAD_NO_CONVERT = 1
+    MODEL_LOAD_NO_CONVERT = 1,
+    /* Bind tensors of types known only by their size (Q2_K, the IQ types),
+     * which glmchat cannot compute with, as well: for `info`'s census of a
+     * file it will not run.  Such a model cannot be run either. */
+    MODEL_LOAD_ANY_TYPE = 2
 };
 int model_load_ex(model *m, const char *path, unsigned flags, err_t *err);
 int model_load_gguf_ex(model *m, gguf_ctx *ctx, unsigned flags, err_t *err);

@@ -1,6 +1,7 @@
 /* ref_engine.c: the CPU reference forward pass as an engine backend
- * ("cpu"): logits, the top candidates and logsumexp of the last position,
- * and a per-stage timing table for the side pane. */
+ * ("ref"): logits, the top candidates and logsumexp of the last position,
+ * a per-stage timing table for the side pane, and drafting with the NextN
+ * block (the reference of engine.h's draft and verify). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,13 +10,51 @@
 
 #include "engine.h"
 #include "ref_forward.h"
+#include "sampler_spec.h"
+
+/* What drafting needs (allocated when rf_has_nextn). */
+typedef struct {
+    sampler *scratch;   /* sampler_probs / sampler_pick work space (requests carry the settings) */
+    float *logits;      /* (ENGINE_MAX_DRAFT + 1, n_vocab) NextN logits, then the verified positions' */
+    float *work;        /* (n_vocab) logits as the sampler penalises them */
+    uint32_t *q;        /* (ENGINE_MAX_DRAFT, n_vocab) the last draft call's q_i (sampler_probs) */
+    uint32_t *p;        /* (n_vocab) */
+    uint32_t n_q;       /* drafts of the last draft call */
+} ref_drafting;
 
 typedef struct {
     const model *m;
     rf_state *rf;
     float *last;        /* (n_vocab) last position's logits when the caller wants no logits */
-    char description[128];
+    ref_drafting dr;
+    char description[160];
 } ref_engine;
+
+static void drafting_free(ref_drafting *d)
+{
+    sampler_free(d->scratch);
+    free(d->logits);
+    free(d->work);
+    free(d->q);
+    free(d->p);
+    memset(d, 0, sizeof *d);
+}
+
+static int drafting_alloc(ref_drafting *d, uint32_t V, err_t *err)
+{
+    sampler_params sp;
+    sampler_params_default(&sp);
+    d->scratch = sampler_new(&sp, V);
+    d->logits = malloc((size_t)(ENGINE_MAX_DRAFT + 1) * V * sizeof *d->logits);
+    d->work = malloc((size_t)V * sizeof *d->work);
+    d->q = malloc((size_t)ENGINE_MAX_DRAFT * V * sizeof *d->q);
+    d->p = malloc((size_t)V * sizeof *d->p);
+    if (!d->scratch || !d->logits || !d->work || !d->q || !d->p) {
+        drafting_free(d);
+        return err_set(err, "out of memory for drafting (vocabulary of %u)", V);
+    }
+    return 0;
+}
 
 /* The context when none is given: the model's trained one, at most
  * ENGINE_AUTO_CTX_CAP, and a KV cache within half the memory available now
@@ -46,10 +85,10 @@ static int ref_create(void **impl, const model *m, engine_params *p, err_t *err)
         return err_set(err, "out of memory");
     r->m = m;
     rf_params rp = {.n_ctx = p->n_ctx, .n_batch = p->n_batch, .kv_f16 = p->kv == KV_F16,
-                    .n_threads = p->n_threads};
+                    .n_threads = p->n_threads, .nextn = p->draft != ENGINE_DRAFT_OFF};
     r->rf = rf_new(m, &rp, err);
     r->last = malloc(m->cfg.n_vocab * sizeof(float));
-    if (!r->rf || !r->last) {
+    if (!r->rf || !r->last || (rf_has_nextn(r->rf) && drafting_alloc(&r->dr, m->cfg.n_vocab, err) < 0)) {
         if (r->rf && !r->last)
             err_set(err, "out of memory");
         rf_free(r->rf);
@@ -57,8 +96,9 @@ static int ref_create(void **impl, const model *m, engine_params *p, err_t *err)
         free(r);
         return -1;
     }
-    snprintf(r->description, sizeof r->description, "CPU reference (f32 activations), %d thread%s, KV %s",
-             rf_threads(r->rf), rf_threads(r->rf) == 1 ? "" : "s", p->kv == KV_F16 ? "f16" : "f32");
+    snprintf(r->description, sizeof r->description, "CPU reference (f32 activations), %d thread%s, KV %s%s",
+             rf_threads(r->rf), rf_threads(r->rf) == 1 ? "" : "s", p->kv == KV_F16 ? "f16" : "f32",
+             rf_has_nextn(r->rf) ? ", NextN drafting" : "");
     *impl = r;
     return 0;
 }
@@ -68,6 +108,7 @@ static void ref_destroy(void *impl)
     ref_engine *r = impl;
     rf_free(r->rf);
     free(r->last);
+    drafting_free(&r->dr);
     free(r);
 }
 
@@ -148,11 +189,76 @@ static void ref_get_stats(void *impl, engine_stats *st)
             continue;
         engine_kernel_stat *k = &st->kernels[st->n_kernels++];
         snprintf(k->name, sizeof k->name, "%s", s[i].name);
-        k->calls_per_token = (double)s[i].calls / (double)tokens;
+        /* A stage runs once per layer for a decoded token and once per
+         * layer for a whole prompt chunk, and its bytes are read once per
+         * call: calls and GB/s over both would mean nothing, so they stay
+         * 0, which the side pane takes for "not given" (bytes stay: tools
+         * subtract a prompt's share, tests/tools/cpu_bench.c). */
         k->us_per_token = s[i].seconds * 1e6 / (double)tokens;
         k->bytes_per_token = s[i].bytes / (double)tokens;
-        k->gbps = s[i].seconds > 0 ? s[i].bytes / s[i].seconds / 1e9 : 0;
     }
+}
+
+/* ---- drafting (engine.h's draft and verify) ------------------------------------ */
+
+/* q_i = the draft request's distribution of the NextN logits in
+ * dr->logits, and d_i drawn from it by the sampler's own draw. */
+static int32_t draw_draft(ref_drafting *d, const sampler_request *rq, uint32_t V, uint32_t *q)
+{
+    memcpy(d->work, d->logits, (size_t)V * sizeof *d->work);
+    sampler_probs(d->scratch, rq, d->work, q);
+    memcpy(d->work, d->logits, (size_t)V * sizeof *d->work);
+    return sampler_pick(d->scratch, rq, d->work, NULL);
+}
+
+static int ref_draft(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_draft_req *req,
+                     err_t *err)
+{
+    ref_engine *r = impl;
+    ref_drafting *d = &r->dr;
+    uint32_t V = r->m->cfg.n_vocab, k = req->k;
+    if (!rf_has_nextn(r->rf))
+        return err_set(err, "this engine keeps no NextN state");
+    d->n_q = 0;
+    if (rf_nextn_eval(r->rf, tokens, n, pos, NULL, k ? d->logits : NULL, false, err) < 0)
+        return -1;
+    for (uint32_t i = 0; i < k; i++) {
+        /* the next row: (the previous row's output, the draft just made) */
+        if (i > 0 && rf_nextn_eval(r->rf, &req->ids[i - 1], 1, pos + n - 1 + i, rf_nextn_out(r->rf), d->logits,
+                                   false, err) < 0)
+            return -1;
+        req->ids[i] = draw_draft(d, &req->rq[i], V, d->q + (size_t)i * V);
+    }
+    d->n_q = k;
+    return 0;
+}
+
+static int ref_verify(void *impl, const int32_t *tokens, uint32_t pos, const engine_verify_req *req, err_t *err)
+{
+    ref_engine *r = impl;
+    ref_drafting *d = &r->dr;
+    uint32_t V = r->m->cfg.n_vocab, k = req->k;
+    if (!rf_has_nextn(r->rf))
+        return err_set(err, "this engine keeps no NextN state");
+    if (req->own_drafts && d->n_q != k)
+        return err_set(err, "verify: %u drafts, the draft call made %u", k, d->n_q);
+    if (rf_eval(r->rf, tokens, k + 1, pos, d->logits, true, err) < 0)
+        return -1;
+    for (uint32_t i = 0; i < k; i++) {
+        int32_t draft = tokens[i + 1];
+        const uint32_t *q = req->own_drafts ? d->q + (size_t)i * V : NULL;
+        sampler_probs(d->scratch, &req->rq[i], d->logits + (size_t)i * V, d->p);
+        if (!sampler_spec_accept(d->p[draft], q ? q[draft] : SAMPLER_PROB_ONE, req->accept_u[i])) {
+            *req->n_accepted = i;
+            *req->token = sampler_spec_residual(d->p, q, draft, V, req->rq[i].uniform);
+            d->n_q = 0;
+            return 0;
+        }
+    }
+    *req->n_accepted = k;
+    *req->token = sampler_pick(d->scratch, &req->rq[k], d->logits + (size_t)k * V, NULL);
+    d->n_q = 0;
+    return 0;
 }
 
 static const char *ref_describe(void *impl)
@@ -161,10 +267,16 @@ static const char *ref_describe(void *impl)
 }
 
 const engine_backend ref_engine_backend = {
-    .name = "cpu",
+    .name = "ref",
     .create = ref_create,
     .destroy = ref_destroy,
     .eval = ref_eval,
     .get_stats = ref_get_stats,
     .describe = ref_describe,
+    /* Its products read each weight row once per token, so k+1 tokens
+     * cost k+1 tokens: drafting only slows it down (bench measures it);
+     * --draft K still drafts, and it is the oracle of both entries. */
+    .draft_pays = false,
+    .draft = ref_draft,
+    .verify = ref_verify,
 };

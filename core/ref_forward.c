@@ -83,8 +83,16 @@ struct rf_state {
     float *moe_g, *moe_u;     /* (n_batch * n_used, n_ff_exp) */
     float *moe_out;           /* (n_batch * n_used, n_embd) */
 
-    /* latent KV cache: per layer (n_ctx, kv_lora + rope), f32 or f16 */
+    /* latent KV cache: per block (n_ctx, kv_lora + rope), f32 or f16 */
     void **kv;
+    uint32_t n_blocks;        /* blocks with a cache and vectors: n_layer, + 1 with the NextN block */
+
+    /* the NextN block (rf_params.nextn on a model that has it), block n_layer */
+    void *hidden;             /* (n_ctx, n_embd) f32/f16 as the cache: each position's final hidden state */
+    float *nx_cat;            /* (n_batch, 2 n_embd) [enorm(embedding) | hnorm(h)] */
+    float *nx_h;              /* (n_batch, n_embd) h rows read from `hidden` */
+    float *nx_out;            /* (n_embd) the last row's normed output of the latest NextN call */
+    float *nx_enorm, *nx_hnorm, *nx_head_norm; /* (n_embd) */
 
     /* per thread: attention scores */
     float *score_scratch;     /* (n_threads, n_ctx) */
@@ -95,11 +103,12 @@ struct rf_state {
 
     stage_acc stages[RF_ST_COUNT];
     uint64_t n_tokens_done;
+    int32_t *route_log;       /* (n_layer, n_batch, n_used) or NULL: rf_record_routing */
 };
 
 static const char *const stage_names[RF_ST_COUNT] = {
     "embedding", "attn q/kv proj", "rope+absorb", "attention", "attn v+out",
-    "ffn dense", "moe router", "moe experts", "moe shared", "output head",
+    "ffn dense", "moe router", "moe experts", "moe shared", "output head", "nextn in+head",
 };
 
 /* ======================================================================
@@ -500,7 +509,7 @@ static void route_token(const model_config *c, const float *bias, float *logit, 
             w[k] *= c->expert_weights_scale;
 }
 
-static void moe_route(rf_state *s, const model_layer *L, const layer_vecs *v, uint32_t n)
+static void moe_route(rf_state *s, uint32_t il, const model_layer *L, const layer_vecs *v, uint32_t n)
 {
     const model_config *c = s->c;
     double t0 = now_seconds();
@@ -510,6 +519,8 @@ static void moe_route(rf_state *s, const model_layer *L, const layer_vecs *v, ui
     for (uint32_t t = 0; t < n; t++)
         route_token(c, v->exp_probs_b, s->router + (uint64_t)t * c->n_expert, s->sel_score,
                     s->sel + (uint64_t)t * K, s->sel_w + (uint64_t)t * K);
+    if (s->route_log)
+        memcpy(s->route_log + (uint64_t)il * s->n_batch * K, s->sel, (uint64_t)n * K * sizeof *s->sel);
     /* Group the (token, slot) pairs by expert: each expert's rows are then
      * read once for all the tokens that chose it. */
     memset(s->exp_start, 0, (c->n_expert + 1) * sizeof *s->exp_start);
@@ -586,7 +597,7 @@ static void ffn(rf_state *s, uint32_t il, uint32_t n)
         stage_add(s, RF_ST_FFN_DENSE, t0, bytes);
         return;
     }
-    moe_route(s, L, v, n);
+    moe_route(s, il, L, v, n);
     moe_experts(s, L, n);
     /* x += routed + shared, in llama.cpp's order; the shared expert (not
      * weighted) reuses tmp, so the routed sum moves to moe_u, which is
@@ -620,6 +631,133 @@ static void head(rf_state *s, uint32_t n, float *logits, bool all)
     stage_add(s, RF_ST_HEAD, t0, bytes);
 }
 
+/* ======================================================================
+ * The NextN (MTP) block, for drafting (rf_has_nextn)
+ * ====================================================================== */
+
+/* Row p of a (n_ctx, n_embd) array stored as the KV cache is (f32 / f16). */
+static void hidden_write(rf_state *s, uint32_t p, const float *src)
+{
+    uint64_t H = s->c->n_embd;
+    if (s->kv_f16) {
+        uint16_t *dst = (uint16_t *)s->hidden + (uint64_t)p * H;
+        for (uint64_t i = 0; i < H; i++)
+            dst[i] = quant_f32_to_f16(src[i]);
+    } else {
+        memcpy((float *)s->hidden + (uint64_t)p * H, src, H * sizeof(float));
+    }
+}
+
+static void hidden_read(const rf_state *s, uint32_t p, float *dst)
+{
+    uint64_t H = s->c->n_embd;
+    if (s->kv_f16) {
+        const uint16_t *src = (const uint16_t *)s->hidden + (uint64_t)p * H;
+        for (uint64_t i = 0; i < H; i++)
+            dst[i] = quant_f16_to_f32(src[i]);
+    } else {
+        memcpy(dst, (const float *)s->hidden + (uint64_t)p * H, H * sizeof(float));
+    }
+}
+
+/* The main model's final hidden states h = output_norm(x) of this call's
+ * positions, for the NextN rows that will pair them with the next tokens. */
+static void nextn_keep_hidden(rf_state *s, uint32_t n, uint32_t pos)
+{
+    uint64_t H = s->c->n_embd;
+    for (uint32_t t = 0; t < n; t++) {
+        rmsnorm(s->xn + t * H, s->x + t * H, s->output_norm, H, s->c->rms_eps);
+        hidden_write(s, pos + t, s->xn + t * H);
+    }
+}
+
+/* x = eh_proj · [enorm(embedding of x_p) | hnorm(h_{p-1})] for each row. */
+static void nextn_input(rf_state *s, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h)
+{
+    const model_config *c = s->c;
+    const model_layer *L = &s->m->layers[c->n_layer];
+    double t0 = now_seconds();
+    uint64_t H = c->n_embd;
+    const mtensor *te = L->nextn_embed_tokens.data ? &L->nextn_embed_tokens : &s->m->tok_embd;
+    for (uint32_t t = 0; t < n; t++) {
+        float *cat = s->nx_cat + t * 2 * H, *hrow = s->nx_h + t * H;
+        quant_dequant_row(te->type, (const char *)te->data + (uint64_t)tokens[t] * te->nb1, s->tmp + t * H, H);
+        rmsnorm(cat, s->tmp + t * H, s->nx_enorm, H, c->rms_eps);
+        if (h)
+            memcpy(hrow, h + t * H, H * sizeof(float));
+        else if (pos + t == 0)
+            memset(hrow, 0, H * sizeof(float)); /* no position before the first: h = 0 (llama.cpp) */
+        else
+            hidden_read(s, pos + t - 1, hrow);
+        rmsnorm(cat + H, hrow, s->nx_hnorm, H, c->rms_eps);
+    }
+    s->jobs[0] = mm_simple(&L->nextn_eh_proj, s->nx_cat, 2 * H, s->x, H, n);
+    double bytes = mm_run(s, 1) + (double)n * (double)te->nb1;
+    stage_add(s, RF_ST_NEXTN, t0, bytes);
+}
+
+/* out = head_norm(x) (kept for a chained step), logits = head · out. */
+static void nextn_head(rf_state *s, uint32_t n, float *logits, bool all)
+{
+    const model_config *c = s->c;
+    const model_layer *L = &s->m->layers[c->n_layer];
+    double t0 = now_seconds();
+    uint64_t H = c->n_embd;
+    uint32_t first = all ? 0 : n - 1, rows = all ? n : 1;
+    for (uint32_t t = first; t < n; t++)
+        rmsnorm(s->xn + t * H, s->x + t * H, s->nx_head_norm, H, c->rms_eps);
+    memcpy(s->nx_out, s->xn + (uint64_t)(n - 1) * H, H * sizeof(float));
+    double bytes = 0;
+    if (logits) {
+        const mtensor *w = L->nextn_shared_head_head.data ? &L->nextn_shared_head_head : &s->m->output;
+        s->jobs[0] = mm_simple(w, s->xn + first * H, H, logits, c->n_vocab, rows);
+        bytes = mm_run(s, 1);
+    }
+    stage_add(s, RF_ST_NEXTN, t0, bytes);
+}
+
+bool rf_has_nextn(const rf_state *s)
+{
+    return s->hidden != NULL;
+}
+
+int rf_nextn_eval(rf_state *s, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
+                  bool all, err_t *err)
+{
+    const model_config *c = s->c;
+    if (!s->hidden)
+        return err_set(err, "the model has no NextN block, or it was not enabled");
+    if (n == 0)
+        return 0;
+    if (n > s->n_batch)
+        return err_set(err, "%u NextN rows in one call, at most %u (n_batch)", n, s->n_batch);
+    if ((uint64_t)pos + n > s->n_ctx)
+        return err_set(err, "context full: NextN rows %u + %u exceed the %u-token context", pos, n, s->n_ctx);
+    for (uint32_t t = 0; t < n; t++)
+        if (tokens[t] < 0 || (uint32_t)tokens[t] >= c->n_vocab)
+            return err_set(err, "token id %d is out of range (vocabulary of %u)", tokens[t], c->n_vocab);
+    nextn_input(s, tokens, n, pos, h);
+    attention(s, c->n_layer, n, pos);
+    ffn(s, c->n_layer, n);
+    nextn_head(s, n, logits, all);
+    return 0;
+}
+
+const float *rf_nextn_out(const rf_state *s)
+{
+    return s->nx_out;
+}
+
+int rf_hidden(const rf_state *s, uint32_t pos, float *out, err_t *err)
+{
+    if (!s->hidden)
+        return err_set(err, "no hidden states kept (no NextN block, or not enabled)");
+    if (pos >= s->n_ctx)
+        return err_set(err, "position %u is outside the %u-token context", pos, s->n_ctx);
+    hidden_read(s, pos, out);
+    return 0;
+}
+
 int rf_eval(rf_state *s, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits,
             bool all_positions, err_t *err)
 {
@@ -638,6 +776,8 @@ int rf_eval(rf_state *s, const int32_t *tokens, uint32_t n, uint32_t pos, float 
         attention(s, il, n, pos);
         ffn(s, il, n);
     }
+    if (s->hidden)
+        nextn_keep_hidden(s, n, pos);
     if (logits)
         head(s, n, logits, all_positions);
     s->n_tokens_done += n;
@@ -680,11 +820,11 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 static int alloc_vectors(rf_state *s, err_t *err)
 {
     const model *m = s->m;
-    s->vecs = calloc(s->c->n_layer, sizeof *s->vecs);
+    s->vecs = calloc(s->n_blocks, sizeof *s->vecs);
     if (!s->vecs)
         return err_set(err, "out of memory");
     bool ok = (s->output_norm = vec_f32(&m->output_norm)) != NULL;
-    for (uint32_t il = 0; il < s->c->n_layer && ok; il++) {
+    for (uint32_t il = 0; il < s->n_blocks && ok; il++) {
         const model_layer *L = &m->layers[il];
         layer_vecs *v = &s->vecs[il];
         v->attn_norm = vec_f32(&L->attn_norm);
@@ -738,18 +878,40 @@ static int alloc_activations(rf_state *s, err_t *err)
 
 static int alloc_cache_scratch(rf_state *s, err_t *err)
 {
-    const model_config *c = s->c;
     uint64_t per_layer = (uint64_t)s->n_ctx * s->kv_row * (s->kv_f16 ? 2 : 4);
-    s->kv = calloc(c->n_layer, sizeof *s->kv);
+    s->kv = calloc(s->n_blocks, sizeof *s->kv);
     if (!s->kv)
         return err_set(err, "out of memory");
-    for (uint32_t il = 0; il < c->n_layer; il++)
+    for (uint32_t il = 0; il < s->n_blocks; il++)
         if (!(s->kv[il] = malloc(per_layer)))
             return err_set(err, "cannot allocate the KV cache: %u layers x %.1f MiB for %u tokens",
-                           c->n_layer, (double)per_layer / 1048576.0, s->n_ctx);
+                           s->n_blocks, (double)per_layer / 1048576.0, s->n_ctx);
     s->score_scratch = malloc((uint64_t)s->n_threads * s->n_ctx * sizeof(float));
     if (!s->score_scratch)
         return err_set(err, "out of memory for thread scratch");
+    return 0;
+}
+
+/* The NextN block's vectors, the kept hidden states and its input rows
+ * (its cache and block vectors come with the others: n_blocks). */
+static int alloc_nextn(rf_state *s, err_t *err)
+{
+    const model_layer *L = &s->m->layers[s->c->n_layer];
+    uint64_t H = s->c->n_embd;
+    bool ok = true;
+    s->nx_enorm = vec_f32(&L->nextn_enorm);
+    s->nx_hnorm = vec_f32(&L->nextn_hnorm);
+    s->nx_head_norm = vec_f32(L->nextn_shared_head_norm.data ? &L->nextn_shared_head_norm : &s->m->output_norm);
+    s->nx_cat = alloc_floats((uint64_t)s->n_batch * 2 * H, &ok);
+    s->nx_h = alloc_floats((uint64_t)s->n_batch * H, &ok);
+    s->nx_out = calloc(H, sizeof(float));
+    uint64_t bytes = (uint64_t)s->n_ctx * H * (s->kv_f16 ? 2 : 4);
+    s->hidden = malloc(bytes);
+    if (!s->hidden)
+        return err_set(err, "cannot allocate the NextN block's hidden states: %.1f MiB for %u tokens",
+                       (double)bytes / 1048576.0, s->n_ctx);
+    if (!ok || !s->nx_enorm || !s->nx_hnorm || !s->nx_head_norm || !s->nx_out)
+        return err_set(err, "out of memory for the NextN block");
     return 0;
 }
 
@@ -774,13 +936,16 @@ rf_state *rf_new(const model *m, const rf_params *p, err_t *err)
     s->n_batch = p->n_batch;
     s->kv_f16 = p->kv_f16;
     s->kv_row = m->cfg.kv_lora_rank + m->cfg.qk_rope;
+    bool nextn = p->nextn && m->cfg.n_nextn > 0;
+    s->n_blocks = m->cfg.n_layer + (nextn ? 1 : 0);
     s->tp = threadpool_new(p->n_threads, err);
     if (!s->tp) {
         free(s);
         return NULL;
     }
     s->n_threads = threadpool_size(s->tp);
-    if (alloc_vectors(s, err) < 0 || alloc_activations(s, err) < 0 || alloc_cache_scratch(s, err) < 0) {
+    if (alloc_vectors(s, err) < 0 || alloc_activations(s, err) < 0 || alloc_cache_scratch(s, err) < 0 ||
+        (nextn && alloc_nextn(s, err) < 0)) {
         rf_free(s);
         return NULL;
     }
@@ -793,7 +958,7 @@ void rf_free(rf_state *s)
         return;
     threadpool_free(s->tp);
     if (s->vecs) {
-        for (uint32_t il = 0; il < s->c->n_layer; il++) {
+        for (uint32_t il = 0; il < s->n_blocks; il++) {
             layer_vecs *v = &s->vecs[il];
             free(v->attn_norm);
             free(v->q_a_norm);
@@ -804,10 +969,13 @@ void rf_free(rf_state *s)
         free(s->vecs);
     }
     if (s->kv) {
-        for (uint32_t il = 0; il < s->c->n_layer; il++)
+        for (uint32_t il = 0; il < s->n_blocks; il++)
             free(s->kv[il]);
         free(s->kv);
     }
+    void *nextn_bufs[] = {s->hidden, s->nx_cat, s->nx_h, s->nx_out, s->nx_enorm, s->nx_hnorm, s->nx_head_norm};
+    for (size_t i = 0; i < sizeof nextn_bufs / sizeof nextn_bufs[0]; i++)
+        free(nextn_bufs[i]);
     void *bufs[] = {s->output_norm, s->x, s->xn, s->tmp, s->q_a, s->q, s->kv_a, s->q_mla, s->ctx,
                     s->heads, s->rope_cs, s->hg, s->hu, s->router, s->sel_score, s->sel, s->sel_w, s->pair_tok,
                     s->pair_at, s->exp_start, s->moe_g, s->moe_u, s->moe_out, s->jobs, s->job_end,
@@ -820,6 +988,11 @@ void rf_free(rf_state *s)
 int rf_threads(const rf_state *s)
 {
     return s->n_threads;
+}
+
+void rf_record_routing(rf_state *s, int32_t *sel)
+{
+    s->route_log = sel;
 }
 
 uint64_t rf_stage_stats(const rf_state *s, rf_stage_stat *out)

@@ -16,6 +16,8 @@
  * (shaders/sample_select.comp); both add integers, so they agree exactly. */
 #include "sampler.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,9 @@ struct sampler {
     int window_cap, window_n, window_pos;
     int32_t pen_ids[SAMPLER_MAX_WINDOW];   /* the request's distinct window tokens */
     uint32_t pen_counts[SAMPLER_MAX_WINDOW];
+    /* the same for the requests of a speculative step (sampler_prepare_ahead) */
+    int32_t *ahead_ids;      /* (SAMPLER_SPEC_SLOTS, SAMPLER_MAX_WINDOW) */
+    uint32_t *ahead_counts;  /* (SAMPLER_SPEC_SLOTS, SAMPLER_MAX_WINDOW) */
 };
 
 /* ---- RNG: xoshiro256**, seeded through splitmix64 ------------------------- */
@@ -85,6 +90,53 @@ void sampler_params_default(sampler_params *p)
     };
 }
 
+/* ---- the settings people and files give ------------------------------------------------- */
+
+typedef struct {
+    double lo, hi;
+    bool integer;
+    const char *range; /* as the message says it */
+} setting_range;
+
+static const setting_range ranges[] = {
+    [SAMPLER_TEMP] = {0, 100, false, "[0.001, 100] (or 0: greedy)"},
+    [SAMPLER_TOP_K] = {0, 1000000, true, "[0, 1000000]"},
+    [SAMPLER_TOP_P] = {0, 1, false, "[0, 1]"},
+    [SAMPLER_MIN_P] = {0, 1, false, "[0, 1]"},
+    [SAMPLER_REPEAT_PENALTY] = {0.1, 10, false, "[0.1, 10]"},
+    [SAMPLER_PRESENCE_PENALTY] = {-2, 2, false, "[-2, 2]"},
+    [SAMPLER_FREQUENCY_PENALTY] = {-2, 2, false, "[-2, 2]"},
+};
+
+int sampler_check(sampler_setting which, const char *name, double v, err_t *err)
+{
+    if ((unsigned)which >= sizeof ranges / sizeof ranges[0])
+        return err_set(err, "%s: not a sampler setting", name);
+    const setting_range *r = &ranges[which];
+    if (!isfinite(v))
+        return err_set(err, "%s: %.10g is not a number", name, v);
+    if (v < r->lo || v > r->hi || (which == SAMPLER_TEMP && v > 0 && v < SAMPLER_TEMP_MIN))
+        return err_set(err, "%s: %.10g is out of range %s", name, v, r->range);
+    if (v != 0 && fabs(v) < FLT_MIN)
+        return err_set(err, "%s: %.10g is too close to 0 (0, or at least %.2g)", name, v, (double)FLT_MIN);
+    if (r->integer && v != floor(v))
+        return err_set(err, "%s: %.10g is not an integer", name, v);
+    return 0;
+}
+
+int sampler_params_check(const sampler_params *p, err_t *err)
+{
+    if (sampler_check(SAMPLER_TEMP, "temp", p->temp, err) || sampler_check(SAMPLER_TOP_K, "top-k", p->top_k, err) ||
+        sampler_check(SAMPLER_TOP_P, "top-p", p->top_p, err) || sampler_check(SAMPLER_MIN_P, "min-p", p->min_p, err) ||
+        sampler_check(SAMPLER_REPEAT_PENALTY, "repeat-penalty", p->repeat_penalty, err) ||
+        sampler_check(SAMPLER_PRESENCE_PENALTY, "presence-penalty", p->presence_penalty, err) ||
+        sampler_check(SAMPLER_FREQUENCY_PENALTY, "frequency-penalty", p->frequency_penalty, err))
+        return -1;
+    return 0;
+}
+
+/* ---- the sampler's state ----------------------------------------------------------------- */
+
 static int set_window(sampler *s, int n)
 {
     n = n < 0 ? 0 : n > SAMPLER_MAX_WINDOW ? SAMPLER_MAX_WINDOW : n;
@@ -114,7 +166,10 @@ sampler *sampler_new(const sampler_params *p, uint32_t n_vocab)
     s->sel = malloc(n_vocab * sizeof *s->sel);
     s->sel_w = malloc(n_vocab * sizeof *s->sel_w);
     s->count = calloc(n_vocab, sizeof *s->count);
-    if (!s->key || !s->list || !s->list_w || !s->sel || !s->sel_w || !s->count ||
+    s->ahead_ids = malloc(SAMPLER_SPEC_SLOTS * SAMPLER_MAX_WINDOW * sizeof *s->ahead_ids);
+    s->ahead_counts = malloc(SAMPLER_SPEC_SLOTS * SAMPLER_MAX_WINDOW * sizeof *s->ahead_counts);
+    if (!s->key || !s->list || !s->list_w || !s->sel || !s->sel_w || !s->count || !s->ahead_ids ||
+        !s->ahead_counts ||
         set_window(s, p->penalty_window) != 0) {
         sampler_free(s);
         return NULL;
@@ -135,6 +190,8 @@ void sampler_free(sampler *s)
     free(s->sel_w);
     free(s->count);
     free(s->window);
+    free(s->ahead_ids);
+    free(s->ahead_counts);
     free(s);
 }
 
@@ -166,18 +223,43 @@ void sampler_reset(sampler *s)
     seed_rng(s, s->p.seed);
 }
 
-void sampler_accept(sampler *s, int32_t id)
+/* Pushes id into the window ring; returns the token that fell out (-1:
+ * none), or -2 when nothing was pushed (no window, an invalid id). */
+static int32_t window_push(sampler *s, int32_t id)
 {
     if (s->window_cap <= 0 || id < 0 || (uint32_t)id >= s->n_vocab)
-        return;
+        return -2;
+    int32_t out = -1;
     if (s->window_n == s->window_cap) {
-        s->count[s->window[s->window_pos]]--;
+        out = s->window[s->window_pos];
+        s->count[out]--;
     } else {
         s->window_n++;
     }
     s->window[s->window_pos] = id;
     s->count[id]++;
     s->window_pos = (s->window_pos + 1) % s->window_cap;
+    return out;
+}
+
+/* Undoes the latest window_push(s, id) that returned `out`. */
+static void window_pop(sampler *s, int32_t id, int32_t out)
+{
+    if (out == -2)
+        return;
+    s->window_pos = (s->window_pos + s->window_cap - 1) % s->window_cap;
+    s->count[id]--;
+    if (out >= 0) {
+        s->window[s->window_pos] = out;
+        s->count[out]++;
+    } else {
+        s->window_n--;
+    }
+}
+
+void sampler_accept(sampler *s, int32_t id)
+{
+    window_push(s, id);
 }
 
 /* ---- the request ------------------------------------------------------------------- */
@@ -191,12 +273,15 @@ static bool penalties_on(const sampler_params *p)
  * (counts never reach 2^31) and the flags are cleared after. */
 #define PENALTY_LISTED 0x80000000u
 
-void sampler_prepare(sampler *s, sampler_request *rq)
+/* The request's settings and its penalty list (into ids / counts). */
+static void prepare_into(sampler *s, sampler_request *rq, int32_t *ids, uint32_t *counts)
 {
     const sampler_params *p = &s->p;
     memset(rq, 0, sizeof *rq);
-    rq->greedy = p->temp <= 0.0f;
-    rq->inv_temp = rq->greedy ? 1.0f : 1.0f / p->temp;
+    float inv_t = 1.0f / p->temp;
+    /* NaN, 0 and negative temperatures, and those whose inverse overflows */
+    rq->greedy = !(p->temp > 0.0f) || !isfinite(inv_t);
+    rq->inv_temp = rq->greedy ? 1.0f : inv_t;
     rq->top_k = p->top_k > 0 && (uint32_t)p->top_k < s->n_vocab ? (uint32_t)p->top_k : 0;
     rq->top_p_on = p->top_p < 1.0f;
     double q = p->top_p > 0 ? (double)p->top_p * 4294967296.0 : 0;
@@ -208,8 +293,8 @@ void sampler_prepare(sampler *s, sampler_request *rq)
     rq->inv_rp = 1.0f / p->repeat_penalty;
     rq->freq = p->frequency_penalty;
     rq->pres = p->presence_penalty;
-    rq->pen_ids = s->pen_ids;
-    rq->pen_counts = s->pen_counts;
+    rq->pen_ids = ids;
+    rq->pen_counts = counts;
     if (rq->penalties_on) {
         uint32_t n = 0;
         for (int i = 0; i < s->window_n; i++) {
@@ -217,16 +302,57 @@ void sampler_prepare(sampler *s, sampler_request *rq)
             uint32_t c = s->count[id];
             if (c == 0 || (c & PENALTY_LISTED))
                 continue;
-            s->pen_ids[n] = id;
-            s->pen_counts[n++] = c;
+            ids[n] = id;
+            counts[n++] = c;
             s->count[id] = c | PENALTY_LISTED;
         }
         for (uint32_t i = 0; i < n; i++)
-            s->count[s->pen_ids[i]] &= ~PENALTY_LISTED;
+            s->count[ids[i]] &= ~PENALTY_LISTED;
         rq->n_pen = n;
     }
+}
+
+void sampler_prepare(sampler *s, sampler_request *rq)
+{
+    prepare_into(s, rq, s->pen_ids, s->pen_counts);
     if (!rq->greedy)
         rq->uniform = (uint32_t)(rng_next(s->rng) >> 32);
+}
+
+/* ---- requests of a speculative step ------------------------------------------------ */
+
+uint32_t sampler_uniform(sampler *s)
+{
+    return (uint32_t)(rng_next(s->rng) >> 32);
+}
+
+void sampler_prepare_draft(sampler *s, sampler_request *rq)
+{
+    prepare_into(s, rq, s->pen_ids, s->pen_counts);
+    rq->penalties_on = 0;
+    rq->n_pen = 0;
+    if (!rq->greedy)
+        rq->uniform = sampler_uniform(s);
+}
+
+void sampler_prepare_ahead(sampler *s, const int32_t *extra, uint32_t n_extra, uint32_t slot, sampler_request *rq)
+{
+    int32_t out[SAMPLER_SPEC_SLOTS];
+    if (slot >= SAMPLER_SPEC_SLOTS || n_extra > SAMPLER_SPEC_SLOTS) /* a caller's bug: a request without penalties */
+        slot = 0, n_extra = 0;
+    for (uint32_t i = 0; i < n_extra; i++)
+        out[i] = window_push(s, extra[i]);
+    prepare_into(s, rq, s->ahead_ids + (size_t)slot * SAMPLER_MAX_WINDOW,
+                 s->ahead_counts + (size_t)slot * SAMPLER_MAX_WINDOW);
+    for (uint32_t i = n_extra; i-- > 0;)
+        window_pop(s, extra[i], out[i]);
+    if (!rq->greedy)
+        rq->uniform = sampler_uniform(s);
+}
+
+bool sampler_request_draws(const sampler_request *rq)
+{
+    return !rq->greedy && rq->inv_temp >= 0.0f && rq->inv_temp <= FLT_MAX;
 }
 
 /* ---- the weighted selection ---------------------------------------------------------- */
@@ -328,24 +454,28 @@ static float penalized(const sampler_request *rq, float x, uint32_t c)
     return x - (float)c * rq->freq - rq->pres;
 }
 
-int32_t sampler_pick(sampler *s, const sampler_request *rq, float *l, float *prob)
+/* Steps 1-8 of the definition: the penalties (in place), then false with
+ * the one token in *only (greedy, or a best logit that is not finite), or
+ * true with the kept tokens in s->list[0..*kept) (ids ascending) and the
+ * best logit in *best. */
+static bool kept_tokens(sampler *s, const sampler_request *rq, float *l, uint32_t *kept, float *best, int32_t *only)
 {
     uint32_t n = s->n_vocab, first;
-    if (prob)
-        *prob = 1.0f;
     if (rq->penalties_on)
         for (uint32_t i = 0; i < rq->n_pen; i++)
             if (rq->pen_ids[i] >= 0 && (uint32_t)rq->pen_ids[i] < n)
                 l[rq->pen_ids[i]] = penalized(rq, l[rq->pen_ids[i]], rq->pen_counts[i]);
-    if (rq->greedy) {
+    if (!sampler_request_draws(rq)) {
         s->k.best(l, n, &first);
-        return (int32_t)first;
+        *only = (int32_t)first;
+        return false;
     }
     uint32_t kbest = s->k.keys(l, s->key, n, &first);
     float max = sk_key_value(kbest);
-    if (!isfinite(max))
-        return (int32_t)first;
-
+    if (!isfinite(max)) {
+        *only = (int32_t)first;
+        return false;
+    }
     /* C: the first top_k tokens (a unit-weight selection over everything) */
     uint32_t ck = UINT32_MAX, cid = UINT32_MAX;
     if (rq->top_k > 0 && rq->top_k < n) {
@@ -375,12 +505,41 @@ int32_t sampler_pick(sampler *s, const sampler_request *rq, float *l, float *pro
             m = cut_list(s, m, s->key[cut], cut);
         }
     }
+    *kept = m;
+    *best = max;
+    return true;
+}
+
+int32_t sampler_pick(sampler *s, const sampler_request *rq, float *l, float *prob)
+{
+    uint32_t m;
+    float max;
+    int32_t only;
+    if (prob)
+        *prob = 1.0f;
+    if (!kept_tokens(s, rq, l, &m, &max, &only))
+        return only;
     /* the draw */
     uint64_t total = list_weights(s, m, l, max, rq->inv_temp);
     int32_t tok = select_in_list(s, m, sk_mulhi(total, rq->uniform) + 1);
     if (prob)
         *prob = (float)((double)sk_weight(l[tok], max, rq->inv_temp) / (double)total);
     return tok;
+}
+
+void sampler_probs(sampler *s, const sampler_request *rq, float *l, uint32_t *P)
+{
+    uint32_t m;
+    float max;
+    int32_t only;
+    memset(P, 0, s->n_vocab * sizeof *P);
+    if (!kept_tokens(s, rq, l, &m, &max, &only)) {
+        P[only] = SAMPLER_PROB_ONE;
+        return;
+    }
+    uint64_t total = list_weights(s, m, l, max, rq->inv_temp); /* >= 2^31: the best token is kept */
+    for (uint32_t i = 0; i < m; i++)
+        P[s->list[i]] = (uint32_t)(((uint64_t)s->list_w[i] << 31) / total);
 }
 
 int32_t sampler_sample(sampler *s, float *logits)

@@ -18,7 +18,8 @@
  *     float, in that order (inv_rp = 1.0f / rp);
  *  2. canon(x): NaN -> -inf, |x| < FLT_MIN (zeros, subnormals) -> +0; the
  *     order of the tokens: higher canon(logit) first, lower id on ties;
- *  3. greedy (temp <= 0), or the best logit M not finite: the first token;
+ *  3. greedy (temp <= 0 or NaN, or 1/temp not finite), or the best logit M
+ *     not finite: the first token;
  *  4. weights: m(i) = q31(e(l[i] - M)), r(i) = q31(e((l[i] - M) * inv_t)),
  *     e = sk_fast_exp, q31(w) = (uint32_t)(w * 2^31), inv_t = 1.0f / temp;
  *  5. C: the first top_k tokens when 0 < top_k < n_vocab, else all;
@@ -32,14 +33,19 @@
  *     for the request's uniform u; the token: the first whose running r-sum
  *     exceeds U.
  * (Weights below 2^-31 of the best token's count as 0: such tokens are never
- * drawn.)  On a 154880 vocabulary a draw takes ~0.3 ms with the GLM
+ * drawn.  The best token always weighs 2^31, so S > 0, as long as inv_t is a
+ * finite number >= 0: a request carrying any other inv_t -- one not made by
+ * sampler_prepare -- is greedy, on every backend: sampler_request_draws.)  On a 154880 vocabulary a draw takes ~0.3 ms with the GLM
  * defaults on LM-like logits, ~2 ms on flat ones, ~0.12 ms greedy, on one
  * AVX-512 core (tests/tools/bench_text; the previous sampler, which the
  * GPU could not reproduce, took ~0.07 ms). */
 #ifndef GLM_SAMPLER_H
 #define GLM_SAMPLER_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "error.h"
 
 typedef struct {
     float temp;            /* 0: greedy (lowest id on ties) */
@@ -56,6 +62,37 @@ typedef struct {
 #define SAMPLER_MAX_WINDOW 4096
 
 void sampler_params_default(sampler_params *p);
+
+/* ---- the settings people and files give ---------------------------------------------- */
+
+typedef enum {
+    SAMPLER_TEMP,
+    SAMPLER_TOP_K,
+    SAMPLER_TOP_P,
+    SAMPLER_MIN_P,
+    SAMPLER_REPEAT_PENALTY,
+    SAMPLER_PRESENCE_PENALTY,
+    SAMPLER_FREQUENCY_PENALTY,
+} sampler_setting;
+
+/* Below this a temperature is greedy in all but name (a logit 0.087 below
+ * the best one already weighs e^-87, which counts as 0), and 1/temp
+ * overflows a float long before 0: such values are refused, not guessed at. */
+#define SAMPLER_TEMP_MIN 0.001
+
+/* The one check of a sampler setting's value, wherever it comes from (the
+ * command line, /set, the settings file, a conversation file), made before
+ * the value becomes a float: 0 when usable, else -1 and one line in err
+ * naming the value `name` (the option, key or field it came from).
+ * Refused: NaN and infinities; nonzero values closer to 0 than FLT_MIN (a
+ * float would hold them subnormal, which a GPU may flush); values outside
+ * the setting's range (temp 0 for greedy or SAMPLER_TEMP_MIN..100; top-k
+ * an integer 0..1000000; top-p and min-p 0..1; repeat-penalty 0.1..10;
+ * presence- and frequency-penalty -2..2).  The seed takes any 64-bit
+ * value, so it has nothing to check here. */
+int sampler_check(sampler_setting which, const char *name, double v, err_t *err);
+/* sampler_check of every setting of p, named as the settings keys are. */
+int sampler_params_check(const sampler_params *p, err_t *err);
 
 /* One token's sampling, everything the definition above needs besides the
  * logits (made by sampler_prepare; the arrays belong to the sampler and
@@ -92,8 +129,14 @@ void sampler_reset(sampler *s);
  * s NULL, only what that level would be. */
 int sampler_set_simd(sampler *s, int level);
 
+/* Whether a request draws (false: greedy): not greedy and an inverse
+ * temperature that is a finite number >= 0.  Every backend decides by this,
+ * so a request with any inv_temp picks a token in range. */
+bool sampler_request_draws(const sampler_request *rq);
+
 /* The request for the next token: the settings, the window, and (unless
- * greedy) the next uniform from the RNG. */
+ * greedy) the next uniform from the RNG.  Greedy also when 1/temp is not a
+ * finite float (a temperature below ~3e-39, or NaN). */
 void sampler_prepare(sampler *s, sampler_request *rq);
 /* The token the definition picks for these logits (n_vocab floats,
  * penalised in place); *prob (optional) gets its share of the kept tokens'
@@ -102,5 +145,32 @@ void sampler_prepare(sampler *s, sampler_request *rq);
 int32_t sampler_pick(sampler *s, const sampler_request *rq, float *logits, float *prob);
 /* sampler_prepare + sampler_pick. */
 int32_t sampler_sample(sampler *s, float *logits);
+
+/* ---- speculative decoding (the acceptance rule: sampler_spec.h) ---------- */
+
+/* Requests alive at once in a speculative step: the token after the last
+ * one and after each of up to SAMPLER_SPEC_SLOTS - 1 drafts. */
+#define SAMPLER_SPEC_SLOTS 5
+/* Probability 1 in the units of sampler_probs. */
+#define SAMPLER_PROB_ONE (1u << 31)
+
+/* The distribution sampler_pick draws from, as integers in units of 2^-31:
+ * P[i] = floor(r(i) * 2^31 / S) for the kept tokens (r, S of step 9), 0 for
+ * the others; greedy (or a best logit that is not finite): SAMPLER_PROB_ONE
+ * for the token picked.  sampler_pick's draw gives token i with
+ * probability r(i) / S to within 2^-32, so P is that to within 2^-31.
+ * logits (n_vocab) are penalised in place as by sampler_pick. */
+void sampler_probs(sampler *s, const sampler_request *rq, float *logits, uint32_t *P);
+/* The drafter's request (its q): the settings without the penalties; the
+ * uniform from the RNG unless greedy. */
+void sampler_prepare_draft(sampler *s, sampler_request *rq);
+/* The request for the token after the window plus extra[0..n_extra) --
+ * drafts not accepted yet (n_extra < SAMPLER_SPEC_SLOTS) -- with its
+ * penalty list in slot `slot` (< SAMPLER_SPEC_SLOTS), valid until the next
+ * call for that slot; the window itself is left as it was.  The uniform
+ * from the RNG unless greedy. */
+void sampler_prepare_ahead(sampler *s, const int32_t *extra, uint32_t n_extra, uint32_t slot, sampler_request *rq);
+/* 32 bits from the RNG (the acceptance tests). */
+uint32_t sampler_uniform(sampler *s);
 
 #endif

@@ -2,6 +2,7 @@
 #include "text_safe.h"
 
 #include <stdio.h>
+#include <string.h>
 
 size_t tsafe_decode(const char *str, size_t n, uint32_t *cp)
 {
@@ -89,43 +90,83 @@ static bool is_bidi_control(uint32_t cp)
            cp == 0x200f || cp == 0x061c;
 }
 
-void tsafe_sanitize(sbuf *out, const char *s, size_t n, bool markers)
+bool tsafe_is_control(uint32_t cp)
 {
+    return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0) || is_bidi_control(cp);
+}
+
+/* Where sanitized text goes: a growing sbuf, or a fixed buffer that takes
+ * whole pieces only (never half a character or half an inert form). */
+typedef struct {
+    sbuf *sb;
+    char *buf;
+    size_t cap, len;
+    bool full;
+} sink;
+
+static void put(sink *k, const char *s, size_t n)
+{
+    if (k->sb) {
+        sbuf_add(k->sb, s, n);
+        return;
+    }
+    if (k->full || k->len + n >= k->cap) {
+        k->full = true;
+        return;
+    }
+    memcpy(k->buf + k->len, s, n);
+    k->len += n;
+    k->buf[k->len] = 0;
+}
+
+/* The one sanitiser (see text_safe.h); one_line: \n and \t inert too. */
+static void sanitize_to(sink *k, const char *s, size_t n, bool markers, bool one_line)
+{
+    static const char fffd[] = "\xef\xbf\xbd";
     size_t i = 0;
     while (i < n) {
         uint32_t cp;
         size_t len = tsafe_decode(s + i, n - i, &cp);
         char form[16];
-        if (cp == '\n' || cp == '\t') {
-            sbuf_addc(out, (char)cp);
-        } else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0) || is_bidi_control(cp)) {
-            if (cp < 0x20 || cp == 0x7f)
-                snprintf(form, sizeof form, "^%c", (char)(cp ^ 0x40));
-            else
-                snprintf(form, sizeof form, "<U+%04X>", (unsigned)cp);
-            if (markers)
-                sbuf_addc(out, TSAFE_MARK_ON);
-            sbuf_adds(out, form);
-            if (markers)
-                sbuf_addc(out, TSAFE_MARK_OFF);
+        if ((cp == '\n' || cp == '\t') && !one_line) {
+            put(k, s + i, 1);
+        } else if (tsafe_is_control(cp)) {
+            int fl = cp < 0x20 || cp == 0x7f ? snprintf(form, sizeof form, "^%c", (char)(cp ^ 0x40))
+                                             : snprintf(form, sizeof form, "<U+%04X>", (unsigned)cp);
+            if (markers) {
+                char marked[sizeof form + 2];
+                marked[0] = TSAFE_MARK_ON;
+                memcpy(marked + 1, form, (size_t)fl);
+                marked[fl + 1] = TSAFE_MARK_OFF;
+                put(k, marked, (size_t)fl + 2);
+            } else {
+                put(k, form, (size_t)fl);
+            }
         } else if (cp == 0xfffd && len == 1) {
-            tsafe_encode(out, 0xfffd);
+            put(k, fffd, 3);
         } else {
-            sbuf_add(out, s + i, len);
+            put(k, s + i, len);
         }
         i += len;
     }
 }
 
+void tsafe_sanitize(sbuf *out, const char *s, size_t n, bool markers)
+{
+    sink k = {.sb = out};
+    sanitize_to(&k, s, n, markers, false);
+}
+
 void tsafe_one_line(sbuf *out, const char *s, size_t n)
 {
-    size_t start = 0;
-    for (size_t i = 0; i <= n; i++) {
-        if (i < n && s[i] != '\n' && s[i] != '\t')
-            continue;
-        tsafe_sanitize(out, s + start, i - start, false);
-        if (i < n)
-            sbuf_adds(out, s[i] == '\n' ? "^J" : "^I");
-        start = i + 1;
-    }
+    sink k = {.sb = out};
+    sanitize_to(&k, s, n, false, true);
+}
+
+size_t tsafe_one_line_buf(char *dst, size_t cap, const char *s, size_t n)
+{
+    sink k = {.buf = dst, .cap = cap};
+    dst[0] = 0;
+    sanitize_to(&k, s, n, false, true);
+    return k.len;
 }

@@ -4,10 +4,16 @@
  *  - vk_list_devices() enumerates the Vulkan devices in the order `--device N`
  *    uses, with what each offers and, when a device cannot run glmchat, one
  *    line saying which required features it lacks.
- *  - vk_engine_backend implements engine.h on the GPU: weights uploaded once
- *    (repacked into a GPU-friendly layout), one recorded command buffer per
- *    token shape, one submit per token, MoE routing on the GPU, top-K +
- *    logsumexp read back instead of the logits unless the logits are asked for.
+ *  - vk_engine_backend implements engine.h on the GPU, with bench's
+ *    optional entries: weights uploaded once (repacked into a GPU-friendly
+ *    layout); each program recorded once (the decode graph, per layer
+ *    family: a plain command buffer, one fully timed, one per layer timed
+ *    for the sampled profiler -- 49 for GLM-4.7-Flash's 47 layers) and
+ *    recorded again with barriers only if a dependency wait gives up; one
+ *    submit per token (a second, the selection over the whole vocabulary,
+ *    where a flat distribution needs it); MoE routing on the GPU; top-K +
+ *    logsumexp read back instead of the logits unless the logits are asked
+ *    for.
  *  - Every failure (no device, missing feature, out of device memory, device
  *    lost) comes back as one err_t line; nothing here exits.
  */
@@ -46,21 +52,11 @@ bool vk_available(void);
 
 extern const engine_backend vk_engine_backend;
 
-/* Hooks for `glmchat bench` on an engine opened on vk_engine_backend
- * (impl = engine.impl). */
-void vk_engine_set_profile(void *impl, profile_mode mode);
-/* Per-kernel figures of the last fully timed prompt batch (per batch, not per token). */
-void vk_engine_prefill_stats(void *impl, engine_stats *st);
 /* `--tune KEY=VALUE`: 0 when the Vulkan core has that knob and the value is
  * in its range, else -1 and one line in err.  The engine applies the
  * overrides when it is created (engine_params.tune). */
 int vk_tune_check(const char *key_value, err_t *err);
 /* The knobs: name, default, range, the gpu/PERF.md run that chose it. */
 void vk_tune_print(FILE *f);
-
-/* After one eval of n_tokens (<= the prefill batch): per MoE layer, how
- * many distinct experts those tokens chose. */
-int vk_engine_routing(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_t cap, uint32_t *n_layers,
-                      uint32_t *n_expert, err_t *err);
 
 #endif

@@ -1,5 +1,5 @@
 /* vk_core.h: the Vulkan core's internal pieces, shared by the gpu/ sources and the
- * kernel test (tests/test_vk_kernels.c).  Not for app/.
+ * kernel tests (tests/test_vk_*.c).  Not for app/.
  *
  *   vk_ctx       one logical device + queue, its limits, the one descriptor
  *                set layout and pipeline layout every kernel uses
@@ -23,9 +23,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <vulkan/vulkan.h>
-
+#include <stdio.h>
 #include <string.h>
+#include <vulkan/vulkan.h>
 
 #include "error.h"
 #include "shaders/pc_common.h"
@@ -208,7 +208,8 @@ enum { VK_PROF_OFF = 0, VK_PROF_SEGMENT = 1, VK_PROF_ALL = 2 };
 typedef struct {
     uint32_t n_disp;               /* dispatches per pass */
     uint32_t n_dep;                /* dependent steps per pass: barriers + links */
-    uint32_t n_link;               /* of which joined by a counter, not a barrier */
+    uint32_t n_link;               /* of which joined by a counter or tagged words, not a barrier */
+    uint32_t n_tagged;             /* of those, by tagged words */
     VkDescriptorSet *sets;
     const char **names;
     uint64_t *bytes;
@@ -218,6 +219,19 @@ typedef struct {
     uint32_t n_pools, pool_left;
     bool defined;                  /* first pass done */
 } vk_prog;
+
+/* A recording as text (`glmchat bench --plan`): every segment, every
+ * dispatch -- its name, shader, specialization, grid, push words and
+ * bindings -- and every barrier and link, one line each; buffers are named
+ * by their order of first appearance (b0, b1, ...), so two recordings of the
+ * same graph print the same text whatever the driver's handles. */
+#define VK_LISTING_BUFS 512
+typedef struct {
+    FILE *f;
+    const vk_pipes *pipes;        /* where the pipelines' shaders and constants are found */
+    VkBuffer bufs[VK_LISTING_BUFS];
+    uint32_t n_bufs;
+} vk_listing;
 
 typedef struct {
     vk_ctx *c;
@@ -234,6 +248,7 @@ typedef struct {
     uint32_t disp;                 /* next dispatch index */
     int status;                    /* first error */
     err_t *err;
+    vk_listing *list;              /* non-NULL: the recording is also printed there */
 } vk_rec;
 
 /* Starts recording into cb (begun by the caller).  For timed modes the
@@ -244,9 +259,10 @@ void vk_rec_segment(vk_rec *r, int segment);
 void vk_rec_call(vk_rec *r, const vk_call *k);
 /* A compute->compute dependency: everything before is visible after. */
 void vk_rec_barrier(vk_rec *r);
-/* A dependent step joined by a counter the consumers wait on instead of a
- * barrier (shaders/dep_flag.glsl): counted, nothing recorded. */
-void vk_rec_link(vk_rec *r);
+/* A dependent step joined by a counter the consumers wait on, or by tagged
+ * words they poll, instead of a barrier (shaders/dep_flag.glsl; vk_sync.h):
+ * counted, nothing recorded. */
+void vk_rec_link(vk_rec *r, bool tagged);
 /* Also makes shader writes visible to indirect-dispatch reads. */
 void vk_rec_barrier_indirect(vk_rec *r);
 /* Writes the last timestamp; returns 0 or -1 (first error of the pass). */

@@ -53,7 +53,7 @@ static int upload_rope(vk_engine *e, err_t *err)
     int rc = 0;
     for (uint32_t p0 = 0; !rc && p0 < n && row; p0 += (uint32_t)per) {
         uint32_t m = n - p0 < per ? n - p0 : (uint32_t)per;
-        float *dst = vk_upload_map(u, &e->rope, p0 * row, m * row, err);
+        float *dst = vk_upload_map(u, &e->b.rope, p0 * row, m * row, err);
         if (!dst) {
             rc = -1;
             break;
@@ -85,84 +85,84 @@ static uint32_t max_u32(uint32_t a, uint32_t b)
 static uint32_t act_requests(vk_engine *e, buf_req *r)
 {
     const model_config *c = &e->m->cfg;
-    uint64_t B = e->n_batch, f = 4;
+    uint64_t B = e->b.n_batch, f = 4;
     uint32_t qw = c->qk_nope + c->qk_rope, K = c->n_expert_used;
     uint32_t fs = c->n_ff_exp * (c->n_expert_shared ? c->n_expert_shared : 1);
-    e->h_z = max_u32(max_u32(c->n_ff_exp, fs), c->n_ff_dense);
+    e->b.h_z = max_u32(max_u32(c->n_ff_exp, fs), c->n_ff_dense);
     uint32_t n = 0;
-    r[n++] = (buf_req){&e->x, B * c->n_embd * f, "x", 0};
-    r[n++] = (buf_req){&e->qkv_ll, ((uint64_t)(c->q_lora_rank ? c->q_lora_rank : c->n_head * qw) + c->kv_lora_rank + c->qk_rope) * 8,
+    r[n++] = (buf_req){&e->b.x, B * c->n_embd * f, "x", 0};
+    r[n++] = (buf_req){&e->b.qkv_ll, ((uint64_t)(c->q_lora_rank ? c->q_lora_rank : c->n_head * qw) + c->kv_lora_rank + c->qk_rope) * 8,
                        "q_a + kv (tagged words)", 0};
-    r[n++] = (buf_req){&e->q_ll, (uint64_t)c->n_head * qw * 8, "q (tagged words)", 0};
-    r[n++] = (buf_req){&e->q_comp, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "compressed query (q_a output)", 0};
-    r[n++] = (buf_req){&e->kv, B * (c->kv_lora_rank + c->qk_rope) * f, "kv", 0};
-    r[n++] = (buf_req){&e->q, B * c->n_head * qw * f, "q", 0};
-    r[n++] = (buf_req){&e->q_abs, B * c->n_head * e->ag.RS * f, "absorbed queries", 0};
-    r[n++] = (buf_req){&e->part, (uint64_t)e->part_cap * vk_attn_part_heads(&e->ag) * (c->kv_lora_rank + VK_PART_HDR) * f, "attention partials", 0};
-    r[n++] = (buf_req){&e->o, B * c->n_head * c->v_head * f, "o", 0};
-    r[n++] = (buf_req){&e->h, B * (K + 1) * e->h_z * f, "h", 0};
-    r[n++] = (buf_req){&e->rlogits, B * (c->n_expert ? c->n_expert : 1) * f, "router logits", 0};
-    r[n++] = (buf_req){&e->qkv, ((uint64_t)(c->q_lora_rank ? c->q_lora_rank : c->n_head * qw) + c->kv_lora_rank + c->qk_rope) * f,
+    r[n++] = (buf_req){&e->b.q_ll, (uint64_t)c->n_head * qw * 8, "q (tagged words)", 0};
+    r[n++] = (buf_req){&e->b.q_comp, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "compressed query (q_a output)", 0};
+    r[n++] = (buf_req){&e->b.kv, B * (c->kv_lora_rank + c->qk_rope) * f, "kv", 0};
+    r[n++] = (buf_req){&e->b.q, B * c->n_head * qw * f, "q", 0};
+    r[n++] = (buf_req){&e->b.q_abs, B * c->n_head * e->b.ag.RS * f, "absorbed queries", 0};
+    r[n++] = (buf_req){&e->b.part, (uint64_t)e->b.part_cap * vk_attn_part_heads(&e->b.ag) * (c->kv_lora_rank + VK_PART_HDR) * f, "attention partials", 0};
+    r[n++] = (buf_req){&e->b.o, B * c->n_head * c->v_head * f, "o", 0};
+    r[n++] = (buf_req){&e->b.h, B * (K + 1) * e->b.h_z * f, "h", 0};
+    r[n++] = (buf_req){&e->b.rlogits, B * (c->n_expert ? c->n_expert : 1) * f, "router logits", 0};
+    r[n++] = (buf_req){&e->b.qkv, ((uint64_t)(c->q_lora_rank ? c->q_lora_rank : c->n_head * qw) + c->kv_lora_rank + c->qk_rope) * f,
                        "q_a + kv", 0};
     /* every layer keeps its choices (routing report, prefill grouping) */
-    r[n++] = (buf_req){&e->ids, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert ids", 0};
-    r[n++] = (buf_req){&e->wts, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert weights", 0};
+    r[n++] = (buf_req){&e->b.ids, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert ids", 0};
+    r[n++] = (buf_req){&e->b.wts, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert weights", 0};
     uint64_t hp = B * K * c->n_ff_exp + B * fs;
     if (hp < B * c->n_ff_dense)
         hp = B * c->n_ff_dense;
-    r[n++] = (buf_req){&e->x_norm, B * c->n_embd * f, "normalized x", 0};
-    r[n++] = (buf_req){&e->q_comp_norm, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "normalized compressed query", 0};
-    r[n++] = (buf_req){&e->hp, hp * f, "expert hidden states", 0};
-    r[n++] = (buf_req){&e->yp, B * (K ? K : 1) * c->n_embd * f, "expert outputs", 0};
+    r[n++] = (buf_req){&e->b.x_norm, B * c->n_embd * f, "normalized x", 0};
+    r[n++] = (buf_req){&e->b.q_comp_norm, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "normalized compressed query", 0};
+    r[n++] = (buf_req){&e->b.hp, hp * f, "expert hidden states", 0};
+    r[n++] = (buf_req){&e->b.yp, B * (K ? K : 1) * c->n_embd * f, "expert outputs", 0};
     /* where the prompt batch's attention writes its latents itself
      * (vk_attn_writes_latents) the partials are bound but never touched:
      * a token's worth keeps the binding valid (was ~36 MB at n_batch 512) */
-    uint64_t pf_rows = vk_attn_writes_latents(&e->ag, e->part_cap_prefill) ? 1 : B;
-    r[n++] = (buf_req){&e->part_pf, pf_rows * vk_attn_part_heads(&e->ag) * (uint64_t)e->part_cap_prefill * (c->kv_lora_rank + VK_PART_HDR) * f,
+    uint64_t pf_rows = vk_attn_writes_latents(&e->b.ag, e->b.part_cap_prefill) ? 1 : B;
+    r[n++] = (buf_req){&e->b.part_pf, pf_rows * vk_attn_part_heads(&e->b.ag) * (uint64_t)e->b.part_cap_prefill * (c->kv_lora_rank + VK_PART_HDR) * f,
                        "prefill attention partials", 0};
-    r[n++] = (buf_req){&e->moe_list, B * (K ? K : 1) * f, "expert work list", 0};
-    r[n++] = (buf_req){&e->moe_tiles, (B * K / 32 + c->n_expert + 1) * 16, "expert tiles", 0};
-    r[n++] = (buf_req){&e->moe_ind, 64, "expert dispatch sizes", 0};
-    r[n++] = (buf_req){&e->counters, B * f + 64, "counters", 0};
-    r[n++] = (buf_req){&e->logits, (uint64_t)c->n_vocab * f, "logits", 0};
-    r[n++] = (buf_req){&e->topk_v, (uint64_t)e->tg.n_slices * TOPK_MAX * f, "top-K candidates", 0};
-    r[n++] = (buf_req){&e->topk_i, (uint64_t)e->tg.n_slices * TOPK_MAX * f, "top-K ids", 0};
-    r[n++] = (buf_req){&e->topk_ms, (uint64_t)e->tg.n_slices * 8, "top-K sums", 0};
-    r[n++] = (buf_req){&e->topk_cnt, 64, "top-K counter", 0};
-    r[n++] = (buf_req){&e->smp_cand_v, vk_sample_bytes(VK_SMP_CAND), "sampling candidates", 0};
-    r[n++] = (buf_req){&e->smp_cand_i, vk_sample_bytes(VK_SMP_CAND), "sampling candidate ids", 0};
-    r[n++] = (buf_req){&e->smp_ms, vk_sample_bytes(VK_SMP_MS), "sampling maxima", 0};
-    r[n++] = (buf_req){&e->smp_part, vk_sample_bytes(VK_SMP_PART), "sampling sums", 0};
-    r[n++] = (buf_req){&e->smp_count, vk_sample_bytes(VK_SMP_COUNT), "sampling counters", 0};
-    r[n++] = (buf_req){&e->smp_state, vk_sample_bytes(VK_SMP_STATE), "sampling state", 0};
-    r[n++] = (buf_req){&e->smp_hist, vk_sample_bytes(VK_SMP_HIST), "sampling histograms", 0};
-    r[n++] = (buf_req){&e->smp_words, vk_sample_bytes(VK_SMP_WORDS), "sampling words", 2};
-    r[n++] = (buf_req){&e->smp_result, vk_sample_bytes(VK_SMP_RESULT), "sampled token", 1};
-    r[n++] = (buf_req){&e->rope, (uint64_t)e->p.n_ctx * c->qk_rope * f + 16, "RoPE table", 0};
-    r[n++] = (buf_req){&e->params, (VKP_TOKENS + B) * 4 + 64, "params", 2};
-    r[n++] = (buf_req){&e->dep, (1ull + (uint64_t)c->n_layer * VK_DEP_PER_LAYER) * 4 + 64, "dependency counters", 2};
-    r[n++] = (buf_req){&e->out_ids, TOPK_MAX * 4, "top-K ids (host)", 1};
-    r[n++] = (buf_req){&e->out_vals, (TOPK_MAX + 1) * 4, "top-K values (host)", 1};
-    r[n++] = (buf_req){&e->host_logits, B * c->n_vocab * f, "logits (host)", 1};
+    r[n++] = (buf_req){&e->b.moe_list, B * (K ? K : 1) * f, "expert work list", 0};
+    r[n++] = (buf_req){&e->b.moe_tiles, (B * K / 32 + c->n_expert + 1) * 16, "expert tiles", 0};
+    r[n++] = (buf_req){&e->b.moe_ind, 64, "expert dispatch sizes", 0};
+    r[n++] = (buf_req){&e->b.counters, B * f + 64, "counters", 0};
+    r[n++] = (buf_req){&e->b.logits, (uint64_t)c->n_vocab * f, "logits", 0};
+    r[n++] = (buf_req){&e->b.topk_v, (uint64_t)e->b.tg.n_slices * TOPK_MAX * f, "top-K candidates", 0};
+    r[n++] = (buf_req){&e->b.topk_i, (uint64_t)e->b.tg.n_slices * TOPK_MAX * f, "top-K ids", 0};
+    r[n++] = (buf_req){&e->b.topk_ms, (uint64_t)e->b.tg.n_slices * 8, "top-K sums", 0};
+    r[n++] = (buf_req){&e->b.topk_cnt, 64, "top-K counter", 0};
+    r[n++] = (buf_req){&e->b.smp_cand_v, vk_sample_bytes(VK_SMP_CAND), "sampling candidates", 0};
+    r[n++] = (buf_req){&e->b.smp_cand_i, vk_sample_bytes(VK_SMP_CAND), "sampling candidate ids", 0};
+    r[n++] = (buf_req){&e->b.smp_ms, vk_sample_bytes(VK_SMP_MS), "sampling maxima", 0};
+    r[n++] = (buf_req){&e->b.smp_part, vk_sample_bytes(VK_SMP_PART), "sampling sums", 0};
+    r[n++] = (buf_req){&e->b.smp_count, vk_sample_bytes(VK_SMP_COUNT), "sampling counters", 0};
+    r[n++] = (buf_req){&e->b.smp_state, vk_sample_bytes(VK_SMP_STATE), "sampling state", 0};
+    r[n++] = (buf_req){&e->b.smp_hist, vk_sample_bytes(VK_SMP_HIST), "sampling histograms", 0};
+    r[n++] = (buf_req){&e->b.smp_words, vk_sample_bytes(VK_SMP_WORDS), "sampling words", 2};
+    r[n++] = (buf_req){&e->b.smp_result, vk_sample_bytes(VK_SMP_RESULT), "sampled token", 1};
+    r[n++] = (buf_req){&e->b.rope, (uint64_t)e->p.n_ctx * c->qk_rope * f + 16, "RoPE table", 0};
+    r[n++] = (buf_req){&e->b.params, (VKP_TOKENS + B) * 4 + 64, "params", 2};
+    r[n++] = (buf_req){&e->b.dep, (1ull + (uint64_t)c->n_layer * VK_DEP_PER_LAYER) * 4 + 64, "dependency counters", 2};
+    r[n++] = (buf_req){&e->b.out_ids, TOPK_MAX * 4, "top-K ids (host)", 1};
+    r[n++] = (buf_req){&e->b.out_vals, (TOPK_MAX + 1) * 4, "top-K values (host)", 1};
+    r[n++] = (buf_req){&e->b.host_logits, B * c->n_vocab * f, "logits (host)", 1};
     return n;
 }
 
 static uint64_t cache_bytes(const vk_engine *e)
 {
-    return ((uint64_t)e->p.n_ctx + VK_CACHE_PAD_ROWS) * e->ag.RS * (e->ag.kv_f16 ? 2 : 4);
+    return ((uint64_t)e->p.n_ctx + VK_CACHE_PAD_ROWS) * e->b.ag.RS * (e->b.ag.kv_f16 ? 2 : 4);
 }
 
 static int alloc_buffers(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 {
     const model_config *c = &e->m->cfg;
-    e->cache = calloc(c->n_layer ? c->n_layer : 1, sizeof *e->cache);
-    if (!e->cache)
+    e->b.cache = calloc(c->n_layer ? c->n_layer : 1, sizeof *e->b.cache);
+    if (!e->b.cache)
         return err_set(err, "out of host memory");
     for (uint32_t il = 0; il < c->n_layer; il++)
-        if (vk_arena_alloc(&e->c, &e->act_arena, cache_bytes(e), "the KV cache", &e->cache[il], err))
+        if (vk_arena_alloc(&e->c, &e->b.act_arena, cache_bytes(e), "the KV cache", &e->b.cache[il], err))
             return -1;
     for (uint32_t i = 0; i < n; i++) {
-        vk_arena *a = r[i].where == 0 ? &e->act_arena : r[i].where == 1 ? &e->host_arena : &e->bar_arena;
+        vk_arena *a = r[i].where == 0 ? &e->b.act_arena : r[i].where == 1 ? &e->b.host_arena : &e->b.bar_arena;
         if (vk_arena_alloc(&e->c, a, r[i].bytes, r[i].name, r[i].dst, err))
             return -1;
     }
@@ -196,16 +196,16 @@ static int plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
     const model_config *c = &e->m->cfg;
     if (e->p.n_batch > e->p.n_ctx)
         e->p.n_batch = e->p.n_ctx;
-    e->n_batch = e->p.n_batch ? e->p.n_batch : 1;
-    if (vk_attn_geom_init(&e->kb, &e->ag, c->n_head, c->kv_lora_rank, c->qk_rope, c->qk_nope, c->v_head,
+    e->b.n_batch = e->p.n_batch ? e->p.n_batch : 1;
+    if (vk_attn_geom_init(&e->kb, &e->b.ag, c->n_head, c->kv_lora_rank, c->qk_rope, c->qk_nope, c->v_head,
                           e->p.kv == KV_F16, e->p.n_ctx, err) ||
-        vk_topk_geom_init(c->n_vocab, c->n_vocab < TOPK_MAX ? c->n_vocab : TOPK_MAX, &e->tg, err) ||
-        vk_sample_geom_init(&e->c, c->n_vocab, &e->sg, err))
+        vk_topk_geom_init(c->n_vocab, c->n_vocab < TOPK_MAX ? c->n_vocab : TOPK_MAX, &e->b.tg, err) ||
+        vk_sample_geom_init(&e->c, c->n_vocab, &e->b.sg, err))
         return -1;
-    e->part_cap = e->ag.max_chunks;
+    e->b.part_cap = e->b.ag.max_chunks;
     /* a prompt batch's attention: one chunk a token (its whole causal row
      * in one workgroup; 2 and 4 chunks were slower, gpu/PERF.md run 24) */
-    e->part_cap_prefill = 1;
+    e->b.part_cap_prefill = 1;
     *n = act_requests(e, req);
     return check_fit(e, req, *n, err);
 }
@@ -236,7 +236,7 @@ static int plan_auto_ctx(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
 
 static int build_decode(vk_engine *e, err_t *err)
 {
-    if (vk_family_build(e, &e->decode, vk_fwd_record_decode, false, VK_FAMILY_SAMPLED, err)) {
+    if (vk_family_build(e, &e->rec.decode, VK_PROGRAM_DECODE, 0, VK_FAMILY_SAMPLED, err)) {
         err_prefix(err, "recording the decode graph");
         return -1;
     }
@@ -247,11 +247,9 @@ static int build_decode(vk_engine *e, err_t *err)
  * rare: timed in full whenever profiling is on) and the logits copy. */
 static int build_sampling(vk_engine *e, err_t *err)
 {
-    int rc = vk_family_build(e, &e->sample, vk_fwd_record_sample, false, VK_FAMILY_FULL, err);
-    for (uint32_t set = 0; set < VK_SEL_SETS && !rc; set++) {
-        e->select_set = set;
-        rc = vk_family_build(e, &e->select[set], vk_fwd_record_select, false, VK_FAMILY_FULL, err);
-    }
+    int rc = vk_family_build(e, &e->rec.sample, VK_PROGRAM_SAMPLE, 0, VK_FAMILY_FULL, err);
+    for (uint32_t set = 0; set < VK_SEL_SETS && !rc; set++)
+        rc = vk_family_build(e, &e->rec.select[set], VK_PROGRAM_SELECT, set, VK_FAMILY_FULL, err);
     if (rc) {
         err_prefix(err, "recording the sampling programs");
         return -1;
@@ -260,38 +258,38 @@ static int build_sampling(vk_engine *e, err_t *err)
                                       .commandPool = e->c.cmd_pool,
                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                       .commandBufferCount = 1};
-    VkResult res = vkAllocateCommandBuffers(e->c.dev, &ai, &e->copy_logits);
+    VkResult res = vkAllocateCommandBuffers(e->c.dev, &ai, &e->rec.copy_logits);
     if (res != VK_SUCCESS)
         return vk_fail(&e->c, err, res, "vkAllocateCommandBuffers");
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    if ((res = vkBeginCommandBuffer(e->copy_logits, &bi)) != VK_SUCCESS)
+    if ((res = vkBeginCommandBuffer(e->rec.copy_logits, &bi)) != VK_SUCCESS)
         return vk_fail(&e->c, err, res, "vkBeginCommandBuffer");
-    VkBufferCopy region = {.srcOffset = e->logits.off, .dstOffset = e->host_logits.off,
+    VkBufferCopy region = {.srcOffset = e->b.logits.off, .dstOffset = e->b.host_logits.off,
                            .size = (uint64_t)e->m->cfg.n_vocab * 4};
-    vkCmdCopyBuffer(e->copy_logits, e->logits.buf, e->host_logits.buf, 1, &region);
-    if ((res = vkEndCommandBuffer(e->copy_logits)) != VK_SUCCESS)
+    vkCmdCopyBuffer(e->rec.copy_logits, e->b.logits.buf, e->b.host_logits.buf, 1, &region);
+    if ((res = vkEndCommandBuffer(e->rec.copy_logits)) != VK_SUCCESS)
         return vk_fail(&e->c, err, res, "vkEndCommandBuffer");
     return 0;
 }
 
 vk_sample_bufs vk_engine_sample_bufs(const vk_engine *e)
 {
-    vk_buf ind = e->smp_words;
+    vk_buf ind = e->b.smp_words;
     ind.off += SMP_PICK_IND * 4;
     ind.size = 12;
-    return (vk_sample_bufs){.g = &e->sg, .logits = {e->logits, 0}, .smp = e->smp_words, .cand_v = e->smp_cand_v,
-                            .cand_i = e->smp_cand_i, .ms = e->smp_ms, .part = e->smp_part, .counter = e->smp_count,
-                            .result = e->smp_result, .state = e->smp_state, .hist = e->smp_hist,
-                            .pick_ind = ind, .out_ids = e->out_ids, .out_vals = e->out_vals};
+    return (vk_sample_bufs){.g = &e->b.sg, .logits = {e->b.logits, 0}, .smp = e->b.smp_words, .cand_v = e->b.smp_cand_v,
+                            .cand_i = e->b.smp_cand_i, .ms = e->b.smp_ms, .part = e->b.smp_part, .counter = e->b.smp_count,
+                            .result = e->b.smp_result, .state = e->b.smp_state, .hist = e->b.smp_hist,
+                            .pick_ind = ind, .out_ids = e->b.out_ids, .out_vals = e->b.out_vals};
 }
 
 /* Counters of the router and top-K kernels start at zero (they reset
  * themselves after each use); so do the KV caches. */
 static int zero_counters(vk_engine *e, err_t *err)
 {
-    memset(e->dep.map, 0, e->dep.size);
-    e->epoch = 0;
-    e->attn_total = 0;
+    memset(e->b.dep.map, 0, e->b.dep.size);
+    e->b.epoch = 0;
+    e->b.attn_total = 0;
     VkCommandBuffer cb;
     VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                       .commandPool = e->c.cmd_pool,
@@ -303,18 +301,18 @@ static int zero_counters(vk_engine *e, err_t *err)
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     vkBeginCommandBuffer(cb, &bi);
-    vkCmdFillBuffer(cb, e->counters.buf, e->counters.off, (e->counters.size + 3) / 4 * 4, 0);
-    vkCmdFillBuffer(cb, e->topk_cnt.buf, e->topk_cnt.off, (e->topk_cnt.size + 3) / 4 * 4, 0);
+    vkCmdFillBuffer(cb, e->b.counters.buf, e->b.counters.off, (e->b.counters.size + 3) / 4 * 4, 0);
+    vkCmdFillBuffer(cb, e->b.topk_cnt.buf, e->b.topk_cnt.off, (e->b.topk_cnt.size + 3) / 4 * 4, 0);
     /* tag 0 is no tag (dep_flag.glsl): nothing left in the buffer may match */
-    vkCmdFillBuffer(cb, e->qkv_ll.buf, e->qkv_ll.off, (e->qkv_ll.size + 3) / 4 * 4, 0);
-    vkCmdFillBuffer(cb, e->q_ll.buf, e->q_ll.off, (e->q_ll.size + 3) / 4 * 4, 0);
-    vkCmdFillBuffer(cb, e->smp_count.buf, e->smp_count.off, (e->smp_count.size + 3) / 4 * 4, 0);
-    vkCmdFillBuffer(cb, e->smp_hist.buf, e->smp_hist.off, (e->smp_hist.size + 3) / 4 * 4, 0);
-    vkCmdFillBuffer(cb, e->smp_state.buf, e->smp_state.off, (e->smp_state.size + 3) / 4 * 4, 0);
+    vkCmdFillBuffer(cb, e->b.qkv_ll.buf, e->b.qkv_ll.off, (e->b.qkv_ll.size + 3) / 4 * 4, 0);
+    vkCmdFillBuffer(cb, e->b.q_ll.buf, e->b.q_ll.off, (e->b.q_ll.size + 3) / 4 * 4, 0);
+    vkCmdFillBuffer(cb, e->b.smp_count.buf, e->b.smp_count.off, (e->b.smp_count.size + 3) / 4 * 4, 0);
+    vkCmdFillBuffer(cb, e->b.smp_hist.buf, e->b.smp_hist.off, (e->b.smp_hist.size + 3) / 4 * 4, 0);
+    vkCmdFillBuffer(cb, e->b.smp_state.buf, e->b.smp_state.off, (e->b.smp_state.size + 3) / 4 * 4, 0);
     /* the caches: attn_fd reads whole tiles past the last position (masked,
      * but 0 * NaN would not be), so rows never written must be finite */
     for (uint32_t il = 0; il < e->m->cfg.n_layer; il++)
-        vkCmdFillBuffer(cb, e->cache[il].buf, e->cache[il].off, (e->cache[il].size + 3) / 4 * 4, 0);
+        vkCmdFillBuffer(cb, e->b.cache[il].buf, e->b.cache[il].off, (e->b.cache[il].size + 3) / 4 * 4, 0);
     res = vkEndCommandBuffer(cb);
     int rc = res == VK_SUCCESS ? vk_submit_wait(&e->c, cb, err) : vk_fail(&e->c, err, res, "vkEndCommandBuffer");
     vkFreeCommandBuffers(e->c.dev, e->c.cmd_pool, 1, &cb);
@@ -335,32 +333,33 @@ static int setup(vk_engine *e, err_t *err)
     uint32_t n;
     if ((e->p.n_ctx ? plan(e, req, &n, err) : plan_auto_ctx(e, req, &n, err)) != 0)
         return -1;
-    vk_arena_init(&e->c, &e->wts_arena, VK_MEM_DEVICE, 1ull << 30, "the weights");
-    vk_arena_init(&e->c, &e->act_arena, VK_MEM_DEVICE, 1ull << 30, "activations and KV cache");
-    vk_arena_init(&e->c, &e->host_arena, VK_MEM_HOST, 64ull << 20, "host-visible buffers");
-    vk_arena_init(&e->c, &e->bar_arena, VK_MEM_UPLOAD, 1ull << 20, "params");
-    if (vk_weights_upload(&e->c, &e->tune, &e->wts_arena, e->m, &e->w, e->p.progress, e->p.progress_user, err))
+    vk_arena_init(&e->c, &e->b.act_arena, VK_MEM_DEVICE, 1ull << 30, "activations and KV cache");
+    vk_arena_init(&e->c, &e->b.host_arena, VK_MEM_HOST, 64ull << 20, "host-visible buffers");
+    vk_arena_init(&e->c, &e->b.bar_arena, VK_MEM_UPLOAD, 1ull << 20, "params");
+    if (vk_weights_upload(&e->c, &e->tune, e->m, &e->w, e->p.progress, e->p.progress_user, err))
         return -1;
     if (alloc_buffers(e, req, n, err) || upload_rope(e, err) || zero_counters(e, err))
         return -1;
+    vk_sync_init(&e->rec.sync, &e->kb, e->b.dep, e->b.params);
     if (build_decode(e, err) || build_sampling(e, err))
         return -1;
-    if (e->n_batch > 1 && (vk_family_build(e, &e->prefill, vk_fwd_record_prefill, false, VK_FAMILY_FULL, err) ||
-                           vk_family_build(e, &e->prefill_logits, vk_fwd_record_prefill, true, VK_FAMILY_FULL, err))) {
+    if (e->b.n_batch > 1 &&
+        (vk_family_build(e, &e->rec.prefill, VK_PROGRAM_PREFILL, 0, VK_FAMILY_FULL, err) ||
+         vk_family_build(e, &e->rec.prefill_logits, VK_PROGRAM_PREFILL_LOGITS, 0, VK_FAMILY_FULL, err))) {
         err_prefix(err, "recording the prefill graph");
         return -1;
     }
     char links[96] = "", tuned[192] = "", set[160];
-    if (e->decode.prog.n_link)
-        snprintf(links, sizeof links, " (%u joined by counters%s, not barriers)", e->decode.prog.n_link,
-                 e->ll ? " or tagged words: qkv q" : "");
+    if (e->rec.decode.prog.n_link)
+        snprintf(links, sizeof links, " (%u joined by counters%s, not barriers)", e->rec.decode.prog.n_link,
+                 e->rec.decode.prog.n_tagged ? " or tagged words: qkv q" : "");
     vk_tuning_describe(&e->tune, set, sizeof set);
     if (set[0])
         snprintf(tuned, sizeof tuned, "; tuning: %s", set);
     snprintf(e->desc, sizeof e->desc, "Vulkan: %s (%s, %.1f GiB, subgroup %u%s), weights %.2f GiB, %u dependent "
                                       "dispatches per token%s%s",
              e->c.info.name, e->c.info.kind, e->c.info.device_local_bytes / GiB, e->c.subgroup,
-             e->c.coopmat ? ", cooperative matrices" : "", e->w.device_bytes / GiB, e->decode.prog.n_dep + 1, links,
+             e->c.coopmat ? ", cooperative matrices" : "", e->w.device_bytes / GiB, e->rec.decode.prog.n_dep + 1, links,
              tuned);
     return 0;
 }
@@ -389,27 +388,26 @@ static void vk_destroy(void *impl)
         return;
     if (e->c.dev) {
         vkDeviceWaitIdle(e->c.dev);
-        vk_family_free(e, &e->decode);
-        vk_family_free(e, &e->sample);
+        vk_family_free(e, &e->rec.decode);
+        vk_family_free(e, &e->rec.sample);
         for (uint32_t set = 0; set < VK_SEL_SETS; set++)
-            vk_family_free(e, &e->select[set]);
-        if (e->copy_logits)
-            vkFreeCommandBuffers(e->c.dev, e->c.cmd_pool, 1, &e->copy_logits);
-        vk_family_free(e, &e->prefill);
-        vk_family_free(e, &e->prefill_logits);
+            vk_family_free(e, &e->rec.select[set]);
+        if (e->rec.copy_logits)
+            vkFreeCommandBuffers(e->c.dev, e->c.cmd_pool, 1, &e->rec.copy_logits);
+        vk_family_free(e, &e->rec.prefill);
+        vk_family_free(e, &e->rec.prefill_logits);
         vk_pipes_free(&e->c, &e->pipes);
-        vk_arena_release(&e->c, &e->wts_arena);
-        vk_arena_release(&e->c, &e->act_arena);
-        vk_arena_release(&e->c, &e->host_arena);
-        vk_arena_release(&e->c, &e->bar_arena);
+        vk_arena_release(&e->c, &e->b.act_arena);
+        vk_arena_release(&e->c, &e->b.host_arena);
+        vk_arena_release(&e->c, &e->b.bar_arena);
     }
-    vk_profile_free(&e->prof_decode);
+    vk_profile_free(&e->prof.decode);
     for (uint32_t set = 0; set < VK_SEL_SETS; set++)
-        vk_profile_free(&e->prof_select[set]);
-    vk_profile_free(&e->prof_sample);
-    vk_profile_free(&e->prof_prefill);
-    vk_weights_free(&e->w);
-    free(e->cache);
+        vk_profile_free(&e->prof.select[set]);
+    vk_profile_free(&e->prof.sample);
+    vk_profile_free(&e->prof.prefill);
+    vk_weights_free(&e->c, &e->w);
+    free(e->b.cache);
     vk_ctx_destroy(&e->c);
     free(e);
 }
@@ -418,9 +416,9 @@ static void vk_destroy(void *impl)
 
 static void write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, uint32_t k)
 {
-    uint32_t *p = (uint32_t *)e->params.map;
+    uint32_t *p = (uint32_t *)e->b.params.map;
     uint32_t n_kv = pos + n, nc, cl;
-    vk_attn_chunks(&e->ag, n_kv, &nc, &cl);
+    vk_attn_chunks(&e->b.ag, n_kv, &nc, &cl);
     p[VKP_POS0] = pos;
     p[VKP_NTOK] = n;
     p[VKP_NKV] = n_kv;
@@ -428,22 +426,22 @@ static void write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32
     p[VKP_CHUNK] = cl;
     p[VKP_TOPK] = k;
     p[VKP_ATTN_IND] = nc;
-    p[VKP_ATTN_IND + 1] = e->ag.dec_groups_y;
+    p[VKP_ATTN_IND + 1] = e->b.ag.dec_groups_y;
     p[VKP_ATTN_IND + 2] = n;
-    vk_attn_chunks_prefill(n_kv, e->part_cap_prefill, &nc, &cl);
+    vk_attn_chunks_prefill(n_kv, e->b.part_cap_prefill, &nc, &cl);
     p[VKP_NCHUNK_PF] = nc;
     p[VKP_CHUNK_PF] = cl;
     p[VKP_ATTN_IND_PF] = nc;
     /* attn_fd's head groups or flat row tiles, or attn.comp's head groups */
-    vk_attn_prefill_grid(&e->ag, n, &p[VKP_ATTN_IND_PF + 1], &p[VKP_ATTN_IND_PF + 2]);
+    vk_attn_prefill_grid(&e->b.ag, n, &p[VKP_ATTN_IND_PF + 1], &p[VKP_ATTN_IND_PF + 2]);
     memcpy(p + VKP_TOKENS, tokens, n * sizeof *tokens);
 }
 
 static void read_topk(vk_engine *e, const engine_output *out)
 {
     uint32_t k = out->top_k;
-    const int32_t *ids = (const int32_t *)e->out_ids.map;
-    const float *v = (const float *)e->out_vals.map;
+    const int32_t *ids = (const int32_t *)e->b.out_ids.map;
+    const float *v = (const float *)e->b.out_vals.map;
     uint32_t kk = k ? k : 1;
     for (uint32_t i = 0; i < k; i++) {
         if (out->top_ids)
@@ -469,14 +467,14 @@ static vk_variant *short_variant(vk_engine *e, vk_family *f, uint64_t runs)
  * it (shaders/sample_pick.comp). */
 static int finish_sample(vk_engine *e, const engine_output *out, err_t *err)
 {
-    const volatile uint32_t *res = (const volatile uint32_t *)e->smp_result.map;
+    const volatile uint32_t *res = (const volatile uint32_t *)e->b.smp_result.map;
     if (res[SMPR_STATUS] == SMP_STATUS_SELECT) {
-        uint32_t set = vk_sample_selections(&e->sg, out->sample);
-        vk_variant *v = short_variant(e, &e->select[set], e->selects[set]);
+        uint32_t set = vk_sample_selections(&e->b.sg, out->sample);
+        vk_variant *v = short_variant(e, &e->rec.select[set], e->prof.selects[set]);
         if (vk_submit_wait(&e->c, v->cb, err))
             return -1;
-        vk_profile_collect(e, &e->select[set], v, &e->prof_select[set]);
-        e->selects[set]++;
+        vk_profile_collect(e, &e->rec.select[set], v, &e->prof.select[set]);
+        e->prof.selects[set]++;
     }
     uint32_t tok = res[SMPR_TOKEN], prob = res[SMPR_PROB];
     if (res[SMPR_STATUS] != SMP_STATUS_DONE || tok >= e->m->cfg.n_vocab)
@@ -501,37 +499,37 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
     if (rq && logits_row) /* the penalties would change the logits returned (engine.c samples those itself) */
         return err_set(err, "internal: logits and a GPU-sampled token from one decode");
     write_params(e, &token, 1, pos, k ? k : 1);
-    vk_sample_write(&e->sg, (uint32_t *)e->smp_words.map, rq, k ? k : out && out->log_z ? 1 : 0);
-    uint32_t *pw = (uint32_t *)e->params.map;
-    pw[VKP_EPOCH] = ++e->epoch;
-    e->attn_total += pw[VKP_ATTN_IND] * pw[VKP_ATTN_IND + 1] * pw[VKP_ATTN_IND + 2];
-    pw[VKP_ATTN_TOTAL] = e->attn_total;
+    vk_sample_write(&e->b.sg, (uint32_t *)e->b.smp_words.map, rq, k ? k : out && out->log_z ? 1 : 0);
+    uint32_t *pw = (uint32_t *)e->b.params.map;
+    pw[VKP_EPOCH] = ++e->b.epoch;
+    e->b.attn_total += pw[VKP_ATTN_IND] * pw[VKP_ATTN_IND + 1] * pw[VKP_ATTN_IND + 2];
+    pw[VKP_ATTN_TOTAL] = e->b.attn_total;
     /* The sampled profiler times one layer of every prof_every'th token (a
      * timestamp serializes the GPU around it). */
     profile_mode mode = e->p.profile;
-    if (mode == PROFILE_SAMPLED && (e->tune.prof_every == 0 || e->decoded % e->tune.prof_every != 0))
+    if (mode == PROFILE_SAMPLED && (e->tune.prof_every == 0 || e->prof.decoded % e->tune.prof_every != 0))
         mode = PROFILE_OFF;
-    vk_variant *v = vk_family_pick(&e->decode, mode);
+    vk_variant *v = vk_family_pick(&e->rec.decode, mode);
     if (vk_submit_wait(&e->c, v->cb, err))
         return -1;
-    if ((e->dep_mask || e->ll) && ((const uint32_t *)e->dep.map)[0] != 0) {
+    if (e->rec.decode.prog.n_link && ((const uint32_t *)e->b.dep.map)[0] != 0) {
         /* a wait or a tagged-word poll gave up (the device did not launch
          * the dispatches in order): this token's results are not to be
-         * trusted.  Record the graph with barriers only (no LL) and decode
-         * the token again (the same position: its cache row is rewritten). */
-        e->dep_off = true;
-        vk_family_free(e, &e->decode);
+         * trusted.  Record the graph with barriers only (no tagged words)
+         * and decode the token again (the same position: its cache row is
+         * rewritten). */
+        vk_sync_give_up(&e->rec.sync);
+        vk_family_free(e, &e->rec.decode);
         if (build_decode(e, err))
             return -1;
-        e->dep_fallbacks++;
         return decode_one(e, token, pos, out, logits_row, err);
     }
-    vk_profile_collect(e, &e->decode, v, &e->prof_decode);
-    e->decoded++;
+    vk_profile_collect(e, &e->rec.decode, v, &e->prof.decode);
+    e->prof.decoded++;
     if (logits_row) {
-        if (vk_submit_wait(&e->c, e->copy_logits, err))
+        if (vk_submit_wait(&e->c, e->rec.copy_logits, err))
             return -1;
-        memcpy(logits_row, e->host_logits.map, (uint64_t)n_vocab * 4);
+        memcpy(logits_row, e->b.host_logits.map, (uint64_t)n_vocab * 4);
     }
     if (out && (out->top_k || out->log_z))
         read_topk(e, out);
@@ -542,11 +540,11 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
  * logits (which the prompt graph leaves in the logits buffer). */
 static int sample_after_prompt(vk_engine *e, const engine_output *out, err_t *err)
 {
-    vk_sample_write(&e->sg, (uint32_t *)e->smp_words.map, out->sample, 0);
-    vk_variant *v = short_variant(e, &e->sample, e->sampled_prompts++);
+    vk_sample_write(&e->b.sg, (uint32_t *)e->b.smp_words.map, out->sample, 0);
+    vk_variant *v = short_variant(e, &e->rec.sample, e->prof.sampled_prompts++);
     if (vk_submit_wait(&e->c, v->cb, err))
         return -1;
-    vk_profile_collect(e, &e->sample, v, &e->prof_sample);
+    vk_profile_collect(e, &e->rec.sample, v, &e->prof.sample);
     return finish_sample(e, out, err);
 }
 
@@ -563,18 +561,18 @@ static int prefill(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos
     bool want_logits = out && out->logits;
     if (want_logits && out->sample)
         return err_set(err, "internal: logits and a GPU-sampled token from one prompt");
-    vk_family *f = want_logits ? &e->prefill_logits : &e->prefill;
+    vk_family *f = want_logits ? &e->rec.prefill_logits : &e->rec.prefill;
     /* every dispatch timed with bench --profile; otherwise (sampled
      * profiling) every PREFILL_TIMED_EVERY'th chunk, so that a long prompt
      * fills the table at a small cost */
-    bool timed = e->p.profile == PROFILE_FULL || (e->p.profile == PROFILE_SAMPLED && e->prefills % PREFILL_TIMED_EVERY == 0);
+    bool timed = e->p.profile == PROFILE_FULL || (e->p.profile == PROFILE_SAMPLED && e->prof.prefills % PREFILL_TIMED_EVERY == 0);
     vk_variant *v = vk_family_pick(f, timed ? PROFILE_FULL : PROFILE_OFF);
     if (vk_submit_wait(&e->c, v->cb, err))
         return -1;
-    vk_profile_collect(e, f, v, &e->prof_prefill);
-    e->prefills++;
+    vk_profile_collect(e, f, v, &e->prof.prefill);
+    e->prof.prefills++;
     if (want_logits) {
-        const float *src = (const float *)e->host_logits.map;
+        const float *src = (const float *)e->b.host_logits.map;
         if (out->all_positions)
             memcpy(out->logits, src, (uint64_t)n * n_vocab * 4);
         else
@@ -620,7 +618,7 @@ static int vk_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_
         return err_set(err, "the Vulkan device was lost earlier; restart glmchat or use --backend cpu");
     if ((uint64_t)pos + n_tokens > e->p.n_ctx)
         return err_set(err, "positions %u..%u are past the %u-token context", pos, pos + n_tokens - 1, e->p.n_ctx);
-    if (n_tokens > 1 && n_tokens <= e->n_batch && e->prefill.plain.cb)
+    if (n_tokens > 1 && n_tokens <= e->b.n_batch && e->rec.prefill.plain.cb)
         return prefill(e, tokens, n_tokens, pos, out, err);
     for (uint32_t i = 0; i < n_tokens; i++) {
         bool last = i + 1 == n_tokens;
@@ -639,26 +637,26 @@ static int vk_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_
 static void vk_get_stats(void *impl, engine_stats *st)
 {
     vk_engine *e = impl;
-    vk_profile_report(e, &e->decode, &e->prof_decode, st);
+    vk_profile_report(&e->rec.decode, &e->prof.decode, st);
     for (uint32_t set = 0; set < VK_SEL_SETS; set++)
-        if (e->selects[set] && e->decoded)
-            vk_profile_add(&e->select[set], &e->prof_select[set], (double)e->selects[set] / (double)e->decoded, st);
+        if (e->prof.selects[set] && e->prof.decoded)
+            vk_profile_add(&e->rec.select[set], &e->prof.select[set], (double)e->prof.selects[set] / (double)e->prof.decoded, st);
 }
 
-void vk_engine_prefill_stats(void *impl, engine_stats *st)
+static void vk_prefill_stats(void *impl, engine_stats *st)
 {
     vk_engine *e = impl;
     memset(st, 0, sizeof *st);
-    vk_profile_report(e, &e->prefill, &e->prof_prefill, st);
-    vk_profile_add(&e->sample, &e->prof_sample, 1.0, st);
+    vk_profile_report(&e->rec.prefill, &e->prof.prefill, st);
+    vk_profile_add(&e->rec.sample, &e->prof.sample, 1.0, st);
 }
 
-void vk_engine_set_profile(void *impl, profile_mode mode)
+static void vk_set_profile(void *impl, profile_mode mode)
 {
     ((vk_engine *)impl)->p.profile = mode;
 }
 
-int vk_engine_routing(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_t cap, uint32_t *n_layers,
+static int vk_routing(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_t cap, uint32_t *n_layers,
                       uint32_t *n_expert, err_t *err)
 {
     vk_engine *e = impl;
@@ -666,14 +664,14 @@ int vk_engine_routing(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_
     uint32_t K = c->n_expert_used;
     *n_layers = 0;
     *n_expert = c->n_expert;
-    if (n_tokens > e->n_batch || !K)
+    if (n_tokens > e->b.n_batch || !K)
         return err_set(err, "routing: %u tokens do not fit one prefill batch of %u (or the model has no experts)",
-                       n_tokens, e->n_batch);
+                       n_tokens, e->b.n_batch);
     /* the ids of every layer, copied once to host memory */
     vk_arena a;
     vk_buf hb;
-    vk_arena_init(&e->c, &a, VK_MEM_HOST, e->ids.size, "routing readback");
-    if (vk_arena_alloc(&e->c, &a, e->ids.size, "routing readback", &hb, err))
+    vk_arena_init(&e->c, &a, VK_MEM_HOST, e->b.ids.size, "routing readback");
+    if (vk_arena_alloc(&e->c, &a, e->b.ids.size, "routing readback", &hb, err))
         return -1;
     VkCommandBuffer cb;
     VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
@@ -688,8 +686,8 @@ int vk_engine_routing(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_
         VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
         vkBeginCommandBuffer(cb, &bi);
-        VkBufferCopy region = {.srcOffset = e->ids.off, .dstOffset = hb.off, .size = e->ids.size};
-        vkCmdCopyBuffer(cb, e->ids.buf, hb.buf, 1, &region);
+        VkBufferCopy region = {.srcOffset = e->b.ids.off, .dstOffset = hb.off, .size = e->b.ids.size};
+        vkCmdCopyBuffer(cb, e->b.ids.buf, hb.buf, 1, &region);
         vkEndCommandBuffer(cb);
         rc = vk_submit_wait(&e->c, cb, err);
         vkFreeCommandBuffers(e->c.dev, e->c.cmd_pool, 1, &cb);
@@ -701,7 +699,7 @@ int vk_engine_routing(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_
         uint32_t seen[512] = {0}, d = 0;
         for (uint32_t t = 0; t < n_tokens; t++)
             for (uint32_t k = 0; k < K; k++) {
-                int32_t x = ids[((uint64_t)il * e->n_batch + t) * K + k];
+                int32_t x = ids[((uint64_t)il * e->b.n_batch + t) * K + k];
                 if (x >= 0 && (uint32_t)x < c->n_expert && x < 512 && !seen[x]++)
                     d++;
             }
@@ -716,6 +714,42 @@ static const char *vk_describe(void *impl)
     return ((vk_engine *)impl)->desc;
 }
 
+/* One program's listing after a line that names it and counts its steps. */
+static int list_program(vk_engine *e, FILE *f, const char *what, const vk_family *fam, vk_program p, uint32_t set,
+                        err_t *err)
+{
+    const vk_prog *pg = &fam->prog;
+    if (!fam->plain.cb)
+        return 0;
+    fprintf(f, "\n# %s: %u dispatches, %u dependent steps, %u joined by counters or tagged words (%u by tagged words)\n",
+            what, pg->n_disp, pg->n_dep + 1, pg->n_link, pg->n_tagged);
+    return vk_program_list(e, p, set, f, err);
+}
+
+static int vk_print_plan(void *impl, FILE *f, err_t *err)
+{
+    vk_engine *e = impl;
+    fprintf(f, "# The recorded programs, each as it is recorded: a line \"segment N\" where the\n"
+               "# profiler's segment N begins (0 the embedding, 1 + i layer i, then the head);\n"
+               "# a line a dispatch: its name, shader, specialization constants, grid (or the\n"
+               "# buffer it takes its grid from), push words in hex and bindings (wN weight\n"
+               "# slots, bN bindings: bK+offset/bytes, buffers numbered as they appear);\n"
+               "# \"| barrier\" or \"~ link\" (a counter or tagged words, gpu/vk_sync.h) between\n"
+               "# dependent steps; \"# ...\" what a dispatch waits for, signals or polls.\n");
+    char name[64];
+    int rc = list_program(e, f, "the decode graph (one token)", &e->rec.decode, VK_PROGRAM_DECODE, 0, err) ||
+             list_program(e, f, "sampling after a prompt", &e->rec.sample, VK_PROGRAM_SAMPLE, 0, err);
+    for (uint32_t set = 0; set < VK_SEL_SETS && !rc; set++) {
+        snprintf(name, sizeof name, "the selection over the whole vocabulary, set %u", set);
+        rc = list_program(e, f, name, &e->rec.select[set], VK_PROGRAM_SELECT, set, err);
+    }
+    if (!rc)
+        rc = list_program(e, f, "the prompt graph (a batch)", &e->rec.prefill, VK_PROGRAM_PREFILL, 0, err) ||
+             list_program(e, f, "the prompt graph with every position's logits", &e->rec.prefill_logits,
+                          VK_PROGRAM_PREFILL_LOGITS, 0, err);
+    return rc ? -1 : 0;
+}
+
 const engine_backend vk_engine_backend = {
     .name = "vulkan",
     .create = vk_create,
@@ -724,4 +758,8 @@ const engine_backend vk_engine_backend = {
     .get_stats = vk_get_stats,
     .describe = vk_describe,
     .samples = true,
+    .set_profile = vk_set_profile,
+    .prefill_stats = vk_prefill_stats,
+    .routing = vk_routing,
+    .print_plan = vk_print_plan,
 };

@@ -1,6 +1,18 @@
-/* vk_engine.h: the Vulkan engine's state, shared by vk_engine.c (the
- * engine_backend), vk_forward.c (the decode graph), vk_prefill.c (the
- * prompt graph) and vk_profiler.c.  Internal to gpu/. */
+/* vk_engine.h: the Vulkan engine's state, by lifetime, shared by
+ * vk_engine.c (the engine_backend), vk_forward.c (the decode graph and the
+ * sampling programs), vk_prefill.c (the prompt graph) and vk_profiler.c.
+ * Internal to gpu/.
+ *
+ *   the device     the context, pipelines, tuning table and kernel builders
+ *                  (the engine's life)
+ *   w              weights and layout: the file's tensors on the device
+ *                  (vk_weights.h; the engine's life)
+ *   b              what a context allocates: activations for n_batch
+ *                  tokens, the KV cache for n_ctx, the host-visible words,
+ *                  and the geometry they were sized by
+ *   rec            the recorded programs and the planner that records them
+ *   prof           the profiler: measurements, and the submits counted
+ */
 #ifndef GLM_VK_ENGINE_H
 #define GLM_VK_ENGINE_H
 
@@ -8,7 +20,55 @@
 #include "model.h"
 #include "vk_kernels.h"
 #include "vk_sample.h"
+#include "vk_sync.h"
 #include "vk_weights.h"
+
+/* What a context allocates (sized for n_ctx tokens of cache, n_batch of
+ * activations: B below), and the host's side of the counters. */
+typedef struct {
+    uint32_t n_batch;        /* tokens per prefill graph */
+    vk_attn_geom ag;         /* the attention kernels for n_ctx on this device */
+    vk_topk_geom tg;
+    vk_sample_geom sg;
+    uint32_t h_z;            /* floats per expert slot of h */
+    uint32_t part_cap, part_cap_prefill; /* attention chunks per (token, head): decode, a prompt batch */
+    vk_arena act_arena, host_arena, bar_arena; /* device, host-visible (read back), host-written */
+
+    /* activations (device) */
+    vk_buf x;                /* (B, n_embd) the residual stream */
+    vk_buf q_comp;           /* (B, q_lora) the compressed query: q_a's output, before attn_q_a_norm */
+    vk_buf kv;               /* (B, kv_lora + rope) kv_a_mqa's output: [latent | k_rope] */
+    vk_buf q;                /* (B, n_head, nope + rope) */
+    vk_buf q_abs;            /* (B, n_head, RS) absorbed queries [k_b . q_nope | rotated q_rope | 0] */
+    vk_buf part;             /* decode attention partials (vk_attn_part_heads, VK_PART_HDR) */
+    vk_buf o;                /* (B, n_head, v_head) attention output */
+    vk_buf h;                /* (B, n_used + 1, h_z) expert hidden states, the shared expert's last */
+    vk_buf rlogits;          /* (B, n_expert) router logits */
+    vk_buf ids, wts;         /* (n_layer, B, n_used) chosen experts and their weights */
+    vk_buf counters;         /* the router's finished-workgroup counters */
+    vk_buf logits;           /* (n_vocab) for the top-K */
+    vk_buf qkv;              /* decode: [q_a or q | kv] of the merged matvec (vk_layer_w.qkv_a) */
+    vk_buf qkv_ll, q_ll;     /* decode: qkv and q as tagged words (value, tag; shaders/dep_flag.glsl) */
+    /* prefill only: normalized inputs, expert hidden states and outputs
+     * per (token, slot) pair, attention partials, the expert work list */
+    vk_buf x_norm, q_comp_norm, hp, yp, part_pf, moe_list, moe_tiles, moe_ind;
+    vk_buf topk_v, topk_i, topk_ms, topk_cnt;
+    /* sampling (vk_sample.h): the K best, the slices' parts, counters, the
+     * state and bins of the full-vocabulary selection */
+    vk_buf smp_cand_v, smp_cand_i, smp_ms, smp_part, smp_count, smp_state, smp_hist;
+    vk_buf *cache;           /* per layer: (n_ctx + VK_CACHE_PAD_ROWS, RS) */
+    vk_buf rope;             /* (n_ctx, rope) (cos, sin) pairs */
+
+    /* host-visible */
+    vk_buf dep;              /* decode: word 0 failed waits, then the counters (vk_sync.h) */
+    vk_buf params;           /* VKP_* words + token ids */
+    vk_buf smp_words;        /* SMP_* words: one token's sampling */
+    vk_buf smp_result;       /* SMPR_* words: the token */
+    vk_buf out_ids, out_vals;  /* top-K read back */
+    vk_buf host_logits;      /* [n_batch][n_vocab] when logits are asked for */
+    uint32_t epoch;          /* decode submits so far (params[VKP_EPOCH]) */
+    uint32_t attn_total;     /* decode attention workgroups so far (params[VKP_ATTN_TOTAL]) */
+} vk_bufs;
 
 /* Profiling state of one recorded command buffer. */
 typedef struct {
@@ -28,6 +88,25 @@ typedef struct {
     uint32_t next_sample;
 } vk_family;
 
+/* What a family records. */
+typedef enum {
+    VK_PROGRAM_DECODE,       /* one token, sampled (or its top-K) */
+    VK_PROGRAM_SAMPLE,       /* sampling alone: the token after a prompt */
+    VK_PROGRAM_SELECT,       /* the full-vocabulary selection of one set (VK_SEL_*) */
+    VK_PROGRAM_PREFILL,      /* n_batch tokens, the last one's top-K */
+    VK_PROGRAM_PREFILL_LOGITS, /* n_batch tokens, every position's logits to host memory */
+} vk_program;
+
+/* The recorded programs, and the planner that recorded them. */
+typedef struct {
+    vk_sync sync;
+    vk_family decode;
+    vk_family sample;
+    vk_family select[VK_SEL_SETS]; /* by VK_SEL_* set */
+    vk_family prefill, prefill_logits;
+    VkCommandBuffer copy_logits; /* the logits to host memory, after a decode */
+} vk_programs;
+
 typedef struct {
     double *last_us;         /* per dispatch: the latest measurement */
     uint32_t *seen;          /* per dispatch: measurements so far */
@@ -36,107 +115,49 @@ typedef struct {
     uint64_t tokens_timed;
 } vk_profile;
 
+/* The profiler's measurements, and the submits they are shares of. */
+typedef struct {
+    vk_profile decode, select[VK_SEL_SETS], sample, prefill;
+    uint64_t decoded;        /* decode submits */
+    uint64_t selects[VK_SEL_SETS]; /* of which needed the full-vocabulary selection, by set */
+    uint64_t prefills;       /* prefill submits (every few are timed) */
+    uint64_t sampled_prompts; /* runs of the sampling program after a prompt */
+} vk_prof_state;
+
 typedef struct {
     vk_ctx c;
     vk_pipes pipes;
     vk_tuning tune;          /* filled once at create (defaults, GLMCHAT_DEP_FLAGS, engine_params.tune) */
     vk_kb kb;
-    err_t kerr;
+    err_t kerr;              /* the builders' errors (the planner copies them to the recording's) */
     const model *m;
     engine_params p;
     char desc[1024];
-
-    vk_arena wts_arena, act_arena, host_arena, bar_arena;
     vk_weights w;
-    vk_attn_geom ag;
-    vk_topk_geom tg;
-    uint32_t n_batch;        /* tokens per prefill graph */
-
-    /* activations (device), sized for n_batch tokens (B) */
-    vk_buf x;                /* (B, n_embd) the residual stream */
-    vk_buf q_comp;           /* (B, q_lora) the compressed query: q_a's output, before attn_q_a_norm */
-    vk_buf kv;               /* (B, kv_lora + rope) kv_a_mqa's output: [latent | k_rope] */
-    vk_buf q;                /* (B, n_head, nope + rope) */
-    vk_buf q_abs;            /* (B, n_head, RS) absorbed queries [k_b . q_nope | rotated q_rope | 0] */
-    vk_buf part;             /* decode attention partials (vk_attn_part_heads, VK_PART_HDR) */
-    vk_buf o;                /* (B, n_head, v_head) attention output */
-    vk_buf h;                /* (B, n_used + 1, h_z) expert hidden states, the shared expert's last */
-    vk_buf rlogits;          /* (B, n_expert) router logits */
-    vk_buf ids, wts;         /* (n_layer, B, n_used) chosen experts and their weights */
-    vk_buf counters;         /* the router's finished-workgroup counters */
-    vk_buf logits;           /* (n_vocab) for the top-K */
-    vk_buf qkv;              /* decode: [q_a or q | kv] of the merged matvec (vk_layer_w.qkv_a) */
-    vk_buf dep;              /* decode: word 0 failed waits, then VK_DEP_PER_LAYER counters per
-                                layer (shaders/dep_flag.glsl); host-visible */
-    uint32_t dep_mask;       /* which barriers of a layer are counters instead (tune.dep_flags) */
-    bool dep_off;            /* a wait gave up once: the graph is recorded with barriers only */
-    uint32_t dep_fallbacks;  /* times that happened (0 or 1) */
-    vk_buf qkv_ll, q_ll;     /* decode with LL: qkv, q as tagged words (value, tag), dep_flag.glsl */
-    bool ll;                 /* the decode graph keeps qkv, q in qkv_ll, q_ll (tune.ll; off with dep_off) */
-    uint32_t epoch;          /* decode submits so far (params[VKP_EPOCH]) */
-    uint32_t attn_total;     /* decode attention workgroups so far (params[VKP_ATTN_TOTAL]) */
-    /* recording: the counter the next dispatches wait on instead of a barrier */
-    vk_vec pend_word;
-    uint32_t pend_n;
-    bool pend;
-    /* prefill only: normalized inputs (x_norm, q_comp_norm), expert hidden
-     * states and outputs per (token, slot) pair (hp, yp), attention partials,
-     * the expert work list */
-    vk_buf x_norm, q_comp_norm, hp, yp, part_pf, moe_list, moe_tiles, moe_ind;
-    vk_buf topk_v, topk_i, topk_ms, topk_cnt;
-    /* sampling (vk_sample.h): the K best, the slices' parts, counters, the
-     * state and bins of the full-vocabulary selection (device) */
-    vk_sample_geom sg;
-    vk_buf smp_cand_v, smp_cand_i, smp_ms, smp_part, smp_count, smp_state, smp_hist;
-    uint32_t h_z, part_cap, part_cap_prefill;
-    vk_buf *cache;           /* per layer */
-    vk_buf rope;             /* (cos, sin) per position and pair */
-    /* host-visible */
-    vk_buf params;           /* VKP_* words + token ids */
-    vk_buf smp_words;        /* SMP_* words: one token's sampling */
-    vk_buf smp_result;       /* SMPR_* words: the token */
-    vk_buf out_ids, out_vals;  /* top-K read back */
-    vk_buf host_logits;      /* [n_batch][n_vocab] when logits are asked for */
-
-    vk_family decode;        /* one token, sampled (or its top-K) */
-    vk_family sample;        /* sampling alone: the token after a prompt */
-    vk_family select[VK_SEL_SETS]; /* the full-vocabulary selection (sample_select's passes), by VK_SEL_* set */
-    uint32_t select_set;     /* recording: the set being recorded */
-    vk_family prefill;       /* n_batch tokens (indirect grids), last token's top-K */
-    vk_family prefill_logits;
-    VkCommandBuffer copy_logits; /* the logits to host memory, after a decode */
-    bool have_prefill;
-
-    vk_profile prof_decode, prof_select[VK_SEL_SETS], prof_sample, prof_prefill;
-    uint64_t decoded;        /* decode submits */
-    uint64_t selects[VK_SEL_SETS]; /* of which needed the full-vocabulary selection, by set */
-    uint64_t prefills;       /* prefill submits (every few are timed) */
-    uint64_t sampled_prompts; /* runs of the sampling program after a prompt */
-    double decode_gpu_us;    /* from timestamps, recent */
+    vk_bufs b;
+    vk_programs rec;
+    vk_prof_state prof;
 } vk_engine;
 
-#define VK_DEP_PER_LAYER 16u
-
-/* Graph recording (vk_forward.c, vk_prefill.c): the token's work into r. */
-int vk_fwd_record_decode(vk_engine *e, vk_rec *r, bool logits_to_host);
+/* Graph recording (vk_forward.c, vk_prefill.c): program `what` into r;
+ * `set`: the selection's VK_SEL_* set (VK_PROGRAM_SELECT). */
+int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set);
 int vk_fwd_record_prefill(vk_engine *e, vk_rec *r, bool logits_to_host);
-/* Sampling of the logits buffer alone (after a prompt), and the
- * full-vocabulary selection (vk_forward.c; the bool is unused). */
-int vk_fwd_record_sample(vk_engine *e, vk_rec *r, bool unused);
-int vk_fwd_record_select(vk_engine *e, vk_rec *r, bool unused);
 /* The sampling kernels' operands. */
 vk_sample_bufs vk_engine_sample_bufs(const vk_engine *e);
 
 /* Profiler (vk_profiler.c).  Variants: plain only; + fully timed; + one
  * sampled variant per layer. */
 enum { VK_FAMILY_PLAIN = 0, VK_FAMILY_FULL = 1, VK_FAMILY_SAMPLED = 2 };
-int vk_family_build(vk_engine *e, vk_family *f, int (*rec)(vk_engine *, vk_rec *, bool), bool logits, int variants,
-                    err_t *err);
+int vk_family_build(vk_engine *e, vk_family *f, vk_program what, uint32_t set, int variants, err_t *err);
 void vk_family_free(vk_engine *e, vk_family *f);
+/* Records program `what` once more, into a scratch command buffer, with
+ * the listing on (bench --plan). */
+int vk_program_list(vk_engine *e, vk_program what, uint32_t set, FILE *f, err_t *err);
 /* The variant to submit for this token under profile mode `mode`. */
 vk_variant *vk_family_pick(vk_family *f, profile_mode mode);
 void vk_profile_collect(vk_engine *e, vk_family *f, vk_variant *v, vk_profile *pr);
-void vk_profile_report(const vk_engine *e, const vk_family *f, const vk_profile *pr, engine_stats *st);
+void vk_profile_report(const vk_family *f, const vk_profile *pr, engine_stats *st);
 /* Adds f's kernels to st's table as run `weight` times per token (a program
  * that runs for some tokens only). */
 void vk_profile_add(const vk_family *f, const vk_profile *pr, double weight, engine_stats *st);

@@ -175,7 +175,7 @@ int vk_k_kv_store(const vk_kb *k, const vk_kv_store_args *a, vk_call *out)
                       .cache_off = a->cache.off, .q_off = a->q.off, .q_z = a->q_z, .q_abs_off = a->q_abs.off,
                       .q_abs_z = a->q_abs_z, .ll_q = a->ll_q};
     VKK_DEP_PUSH(pc, dw);
-    VKK_LL_PUSH(pc, dw);
+    pc.ll_in = dw.ll_in;
     VK_PUSH(out, pc);
     out->groups[0] = 1 + g->n_head;
     out->groups[1] = a->nz ? a->nz : 1;
@@ -190,7 +190,7 @@ uint32_t vk_attn_part_heads(const vk_attn_geom *g)
     return g->fd ? 16 * g->fd_mt * g->fd_hg : g->n_head;
 }
 
-bool vk_attn_deps(const vk_kb *k, const vk_attn_args *a)
+bool vk_attn_deps(const vk_attn_args *a)
 {
     return a->g->fd && !a->prefill;
 }

@@ -130,7 +130,7 @@ void vk_sample_write(const vk_sample_geom *g, uint32_t *w, const sampler_request
     if (rq) {
         flags |= SMP_F_PICK;
         groups = 1;
-        if (rq->greedy) {
+        if (!sampler_request_draws(rq)) { /* greedy, or an inverse temperature the draw cannot use */
             flags |= SMP_F_GREEDY;
         } else {
             /* with top-k <= SMP_KMAX the candidates are C itself */

@@ -210,7 +210,7 @@ typedef struct {
 } vk_attn_args;
 int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out);
 /* Whether vk_k_attn's kernel can signal and wait (attn_fd). */
-bool vk_attn_deps(const vk_kb *k, const vk_attn_args *a);
+bool vk_attn_deps(const vk_attn_args *a);
 
 typedef struct {
     const vk_attn_geom *g;

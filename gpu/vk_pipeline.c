@@ -214,6 +214,45 @@ static int define_call(vk_rec *r, const vk_call *k)
     return 0;
 }
 
+/* ---- the listing (bench --plan) ------------------------------------------------------- */
+
+/* Binding `slot` of a dispatch: its buffer's number in order of first
+ * appearance, offset and range. */
+static void list_buf(vk_listing *l, const char *slot, int i, const vk_buf *b)
+{
+    if (!b->buf)
+        return;
+    uint32_t n = 0;
+    while (n < l->n_bufs && l->bufs[n] != b->buf)
+        n++;
+    if (n == l->n_bufs && n < VK_LISTING_BUFS)
+        l->bufs[l->n_bufs++] = b->buf;
+    fprintf(l->f, " %s%d=b%u+%llu/%llu", slot, i, n, (unsigned long long)b->off, (unsigned long long)b->size);
+}
+
+static void list_call(vk_listing *l, const vk_call *k)
+{
+    const vk_pipe_entry *pe = NULL;
+    for (uint32_t i = 0; l->pipes && i < l->pipes->n && !pe; i++)
+        if (l->pipes->e[i].pipe == k->pipe)
+            pe = &l->pipes->e[i];
+    fprintf(l->f, "  %-16s %s spec=", k->name, pe ? pe->shader->name : "?");
+    for (uint32_t i = 0; pe && i < pe->nspec; i++)
+        fprintf(l->f, "%s%u", i ? "," : "", pe->spec[i]);
+    if (k->indirect)
+        list_buf(l, "grid", 0, k->indirect);
+    else
+        fprintf(l->f, " grid=%u,%u,%u", k->groups[0], k->groups[1], k->groups[2]);
+    fprintf(l->f, " push=");
+    for (uint32_t i = 0; i < k->npush; i++)
+        fprintf(l->f, "%s%x", i ? "," : "", k->push[i]);
+    for (int i = 0; i < VKC_WSLOTS; i++)
+        list_buf(l, "w", i, &k->w[i]);
+    for (int i = 1; i <= VKC_NBIND; i++)
+        list_buf(l, "b", i, &k->b[i]);
+    fputc('\n', l->f);
+}
+
 /* ---- recording ------------------------------------------------------------------ */
 
 static bool timed(const vk_rec *r)
@@ -261,6 +300,8 @@ void vk_rec_begin(vk_rec *r, vk_ctx *c, vk_prog *p, VkCommandBuffer cb, int mode
 void vk_rec_segment(vk_rec *r, int segment)
 {
     r->segment = segment;
+    if (r->list)
+        fprintf(r->list->f, "segment %d\n", segment);
     if (timed(r))
         stamp(r, -1); /* a timed stretch starts here */
 }
@@ -298,6 +339,8 @@ void vk_rec_call(vk_rec *r, const vk_call *k)
         vkCmdDispatch(r->cb, k->groups[0], k->groups[1], k->groups[2]);
     if (timed(r))
         stamp(r, (int32_t)r->disp);
+    if (r->list)
+        list_call(r->list, k);
     r->disp++;
 }
 
@@ -312,6 +355,8 @@ static void barrier(vk_rec *r, bool indirect)
                          1, &mb, 0, NULL, 0, NULL);
     if (!r->p->defined)
         r->p->n_dep++;
+    if (r->list)
+        fprintf(r->list->f, "  | barrier%s\n", indirect ? " (and indirect grids)" : "");
 }
 
 void vk_rec_barrier(vk_rec *r)
@@ -319,12 +364,15 @@ void vk_rec_barrier(vk_rec *r)
     barrier(r, false);
 }
 
-void vk_rec_link(vk_rec *r)
+void vk_rec_link(vk_rec *r, bool tagged)
 {
     if (!r->p->defined) {
         r->p->n_dep++;
         r->p->n_link++;
+        r->p->n_tagged += tagged ? 1 : 0;
     }
+    if (r->list)
+        fprintf(r->list->f, "  ~ link\n");
 }
 
 void vk_rec_barrier_indirect(vk_rec *r)

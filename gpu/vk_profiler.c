@@ -54,8 +54,9 @@ static void variant_free(vk_engine *e, vk_variant *v)
     memset(v, 0, sizeof *v);
 }
 
-static int record(vk_engine *e, vk_family *f, vk_variant *v, int mode, int seg,
-                  int (*rec)(vk_engine *, vk_rec *, bool), bool logits, err_t *err)
+/* Records program `what` into v (listing it to `list` when given). */
+static int record(vk_engine *e, vk_family *f, vk_variant *v, int mode, int seg, vk_program what, uint32_t set,
+                  vk_listing *list, err_t *err)
 {
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     VkResult res = vkBeginCommandBuffer(v->cb, &bi);
@@ -63,10 +64,11 @@ static int record(vk_engine *e, vk_family *f, vk_variant *v, int mode, int seg,
         return vk_fail(&e->c, err, res, "vkBeginCommandBuffer");
     vk_rec r;
     vk_rec_begin(&r, &e->c, &f->prog, v->cb, mode, seg, v->qpool, v->qcap, v->q_disp, err);
+    r.list = list;
     /* the embedding (segment 0) and the head (last segment) in every sample */
     r.always_a = 0;
     r.always_b = (int)e->m->cfg.n_layer + 1;
-    int rc = rec(e, &r, logits);
+    int rc = vk_fwd_record(e, &r, what, set);
     if (vk_rec_end(&r) && !rc)
         rc = -1;
     v->nq = r.nq;
@@ -76,17 +78,16 @@ static int record(vk_engine *e, vk_family *f, vk_variant *v, int mode, int seg,
     return rc;
 }
 
-int vk_family_build(vk_engine *e, vk_family *f, int (*rec)(vk_engine *, vk_rec *, bool), bool logits, int variants,
-                    err_t *err)
+int vk_family_build(vk_engine *e, vk_family *f, vk_program what, uint32_t set, int variants, err_t *err)
 {
     memset(f, 0, sizeof *f);
-    if (variant_init(e, &f->plain, false, 0, err) || record(e, f, &f->plain, VK_PROF_OFF, 0, rec, logits, err))
+    if (variant_init(e, &f->plain, false, 0, err) || record(e, f, &f->plain, VK_PROF_OFF, 0, what, set, NULL, err))
         return -1;
     if (variants == VK_FAMILY_PLAIN)
         return 0;
     /* every dispatch, a start mark per segment, begin and end */
     uint32_t qcap = f->prog.n_disp + e->m->cfg.n_layer + 8;
-    if (variant_init(e, &f->full, true, qcap, err) || record(e, f, &f->full, VK_PROF_ALL, 0, rec, logits, err))
+    if (variant_init(e, &f->full, true, qcap, err) || record(e, f, &f->full, VK_PROF_ALL, 0, what, set, NULL, err))
         return -1;
     if (variants == VK_FAMILY_FULL)
         return 0;
@@ -96,7 +97,7 @@ int vk_family_build(vk_engine *e, vk_family *f, int (*rec)(vk_engine *, vk_rec *
         return err_set(err, "out of host memory");
     for (uint32_t i = 0; i < f->n_sampled; i++)
         if (variant_init(e, &f->sampled[i], true, qcap, err) ||
-            record(e, f, &f->sampled[i], VK_PROF_SEGMENT, (int)i + 1, rec, logits, err))
+            record(e, f, &f->sampled[i], VK_PROF_SEGMENT, (int)i + 1, what, set, NULL, err))
             return -1;
     return 0;
 }
@@ -110,6 +111,23 @@ void vk_family_free(vk_engine *e, vk_family *f)
     free(f->sampled);
     vk_prog_free(&e->c, &f->prog);
     memset(f, 0, sizeof *f);
+}
+
+int vk_program_list(vk_engine *e, vk_program what, uint32_t set, FILE *f, err_t *err)
+{
+    vk_family fam;
+    memset(&fam, 0, sizeof fam);
+    vk_listing *list = calloc(1, sizeof *list);
+    if (!list)
+        return err_set(err, "out of host memory");
+    list->f = f;
+    list->pipes = &e->pipes;
+    int rc = variant_init(e, &fam.plain, false, 0, err);
+    if (!rc)
+        rc = record(e, &fam, &fam.plain, VK_PROF_OFF, 0, what, set, list, err);
+    vk_family_free(e, &fam);
+    free(list);
+    return rc;
 }
 
 vk_variant *vk_family_pick(vk_family *f, profile_mode mode)
@@ -161,7 +179,7 @@ void vk_profile_collect(vk_engine *e, vk_family *f, vk_variant *v, vk_profile *p
 
 /* Per kernel name: calls, time and bytes per token.  Dispatches not yet
  * measured count at the mean of their kernel's measured ones. */
-void vk_profile_report(const vk_engine *e, const vk_family *f, const vk_profile *pr, engine_stats *st)
+void vk_profile_report(const vk_family *f, const vk_profile *pr, engine_stats *st)
 {
     const vk_prog *p = &f->prog;
     st->dispatches_per_token = p->n_dep + 1;

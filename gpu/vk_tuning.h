@@ -24,12 +24,13 @@
 
 #include "error.h"
 
-/* dep_flags' default: by device (all nine boundaries where the device is
- * known to run the counter graph, none elsewhere; vk_forward.c). */
+/* dep_flags' and ll's default: by device (all nine boundaries, and tagged
+ * words, where the device is known to run them, none elsewhere; vk_sync.c;
+ * the boundaries are named in vk_forward.c). */
 #define VK_TUNE_AUTO UINT32_MAX
 
 typedef struct {
-    /* decode matrix-vector products (vk_kernels.c) */
+    /* decode matrix-vector products (vk_k_matvec.c, geometry in vk_k_common.c) */
     uint32_t xs;           /* 1: the x-stationary kernels where they apply; 0: the mv family everywhere */
     uint32_t xs_j;         /* most units of a row per lane */
     uint32_t xs_xreg;      /* a lane keeps its inputs in registers up to this many elements (else shared memory) */

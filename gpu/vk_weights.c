@@ -253,10 +253,12 @@ static void rows_view(const vk_tensor *t, uint32_t r0, uint32_t n, vk_tensor *v)
     v->src_bytes = t->src_bytes / t->N * n;
 }
 
-int vk_weights_upload(vk_ctx *c, const vk_tuning *t, vk_arena *arena, const model *m, vk_weights *w,
+int vk_weights_upload(vk_ctx *c, const vk_tuning *t, const model *m, vk_weights *w,
                       void (*progress)(void *, const char *, uint64_t, uint64_t), void *user, err_t *err)
 {
     memset(w, 0, sizeof *w);
+    vk_arena *arena = &w->arena;
+    vk_arena_init(c, arena, VK_MEM_DEVICE, 1ull << 30, "the weights");
     w->n_layer = m->cfg.n_layer;
     w->layers = calloc(w->n_layer ? w->n_layer : 1, sizeof *w->layers);
     item_list l = {0};
@@ -315,8 +317,10 @@ int vk_weights_upload(vk_ctx *c, const vk_tuning *t, vk_arena *arena, const mode
     return rc;
 }
 
-void vk_weights_free(vk_weights *w)
+void vk_weights_free(vk_ctx *c, vk_weights *w)
 {
+    if (c->dev)
+        vk_arena_release(c, &w->arena);
     free(w->layers);
     memset(w, 0, sizeof *w);
 }

@@ -34,13 +34,16 @@ typedef struct {
     uint32_t n_layer;
     uint64_t device_bytes;  /* GPU bytes of all weights */
     uint64_t file_bytes;    /* the same tensors in the file */
+    vk_arena arena;         /* their device memory */
 } vk_weights;
 
 /* Bytes the weights will take on this device (for the fit check). */
 int vk_weights_plan(const vk_ctx *c, const vk_tuning *t, const model *m, uint64_t *device_bytes, err_t *err);
-/* Uploads everything into `arena` (reserved here). */
-int vk_weights_upload(vk_ctx *c, const vk_tuning *t, vk_arena *arena, const model *m, vk_weights *w,
+/* Uploads everything into device memory of its own (w->arena, reserved
+ * here). */
+int vk_weights_upload(vk_ctx *c, const vk_tuning *t, const model *m, vk_weights *w,
                       void (*progress)(void *, const char *, uint64_t, uint64_t), void *user, err_t *err);
-void vk_weights_free(vk_weights *w);
+/* The host and the device memory of w (the device's when c still has one). */
+void vk_weights_free(vk_ctx *c, vk_weights *w);
 
 #endif

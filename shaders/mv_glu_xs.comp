@@ -51,7 +51,7 @@ void glu()
             // awaited and staged
             if (WAIT == 1u && IDMODE == 0u)
                 dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
-            sc = stage_x(pc.x_off, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps, LL_IN != 0u ? LL_TAG(pc.ll_in) : 0u);
+            sc = stage_x(pc.x_off, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps, 0u);
             load_xr(lane);
         }
         [[unroll]] for (uint r = 0u; r < R; r++) {

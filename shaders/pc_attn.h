@@ -60,7 +60,6 @@ PC_BEGIN(pc_attn_vb)
     PC_U32 passes;          /* attn_vb_xs: row passes per team */
     PC_U32 dep_signal;      /* attn_vb_xs SIGNAL: this dispatch's counter */
     PC_U32 dep_wait, dep_n; /* attn_vb_xs WAIT: the producers' counter and workgroups */
-    PC_U32 ll_in, ll_out, ll_acc; /* unused, 0 (o as tagged words: removed, gpu/PERF.md; kept: the plain SPIR-V unchanged) */
 PC_END(pc_attn_vb)
 #endif
 
@@ -105,8 +104,8 @@ PC_BEGIN(pc_kv_store)
     PC_U32 q_abs_off, q_abs_z; /* absorbed query of token z, head h at q_abs_off + z*q_abs_z + h*RS */
     PC_U32 dep_signal;      /* SIGNAL: this dispatch's counter */
     PC_U32 dep_wait, dep_n; /* WAIT: the producers' counter and workgroups */
-    PC_U32 ll_in, ll_out, ll_acc; /* LL_IN: kv as tagged words of site ll_in (dep_flag.glsl; ll_out, ll_acc: 0) */
-    PC_U32 ll_q;            /* LL_IN: q as tagged words of this site */
+    PC_U32 ll_in;           /* kv_store_ll: kv as tagged words of this site (dep_flag.glsl) */
+    PC_U32 ll_q;            /* kv_store_ll: q as tagged words of this site */
 PC_END(pc_kv_store)
 #endif
 PC_ENUM_BEGIN(pc_kv_store_slot)

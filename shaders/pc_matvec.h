@@ -51,7 +51,7 @@ PC_BEGIN(pc_mv)
     PC_U32 passes;      /* mv_xs: row passes per team */
     PC_U32 dep_signal;  /* mv_xs SIGNAL: this dispatch's counter */
     PC_U32 dep_wait, dep_n; /* mv_xs WAIT: the producers' counter and workgroups */
-    PC_U32 ll_in, ll_out, ll_acc; /* LL: the sites of the input's and the output's tags (dep_flag.glsl); ll_acc 0 */
+    PC_U32 ll_in, ll_out;   /* mv_xs_ll: the sites of the input's and the output's tags (dep_flag.glsl) */
 PC_END(pc_mv)
 #endif
 PC_ENUM_BEGIN(pc_mv_binding)
@@ -87,7 +87,6 @@ PC_BEGIN(pc_glu)
     PC_U32 passes;          /* mv_glu_xs: row passes per team */
     PC_U32 dep_signal;      /* mv_glu_xs SIGNAL: this dispatch's counter */
     PC_U32 dep_wait, dep_n; /* mv_glu_xs WAIT: the producers' counter and workgroups */
-    PC_U32 ll_in, ll_out, ll_acc; /* unused, 0 (h, x as tagged words: removed, gpu/PERF.md; kept: the plain SPIR-V unchanged) */
 PC_END(pc_glu)
 #endif
 PC_ENUM_BEGIN(pc_glu_binding)
@@ -119,7 +118,6 @@ PC_BEGIN(pc_moe_down)
     PC_U32 passes;          /* mv_moe_down_xs: row passes per team */
     PC_U32 dep_signal;      /* mv_moe_down_xs SIGNAL: this dispatch's counter */
     PC_U32 dep_wait, dep_n; /* mv_moe_down_xs WAIT: the producers' counter and workgroups */
-    PC_U32 ll_in, ll_out, ll_acc; /* unused, 0 (h, x as tagged words: removed, gpu/PERF.md; kept: the plain SPIR-V unchanged) */
     PC_U32 ids_wait, ids_n; /* mv_moe_down_xs WAIT with ids_n > 0: the ids' producers (the router), awaited first */
     PC_U32 ysh_off;         /* mv_moe_down_xs HAS_SHARED 2: the shared expert's product */
 PC_END(pc_moe_down)
@@ -161,7 +159,6 @@ PC_BEGIN(pc_router)
     PC_U32 passes;          /* router_xs: row passes per team */
     PC_U32 dep_signal;      /* router_xs SIGNAL: this dispatch's counter */
     PC_U32 dep_wait, dep_n; /* router_xs WAIT: the producers' counter and workgroups */
-    PC_U32 ll_in, ll_out, ll_acc; /* unused, 0 (x as tagged words: removed, gpu/PERF.md; kept: the plain SPIR-V unchanged) */
 PC_END(pc_router)
 #endif
 PC_ENUM_BEGIN(pc_router_binding)

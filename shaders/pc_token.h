@@ -12,7 +12,6 @@ PC_BEGIN(pc_embed)
     PC_U32 x_off, x_z;
     PC_U32 n_vocab;
     PC_U32 check_batch;     /* 1: the token buffer is the params buffer; tokens past params[VKP_NTOK] are skipped */
-    PC_U32 ll_in, ll_out, ll_acc; /* unused, 0 (x as tagged words: removed, gpu/PERF.md; kept: the plain SPIR-V unchanged) */
 PC_END(pc_embed)
 #endif
 PC_ENUM_BEGIN(pc_embed_slot)

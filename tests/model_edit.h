@@ -7,6 +7,7 @@
  *   me_drop_key(&e, "deepseek2.expert_gating_func");
  *   me_set_u32(&e, "deepseek2.block_count", 4);
  *   me_drop_tensor(&e, "blk.1.ffn_gate_inp.weight");
+ *   me_set_token(&e, 42, "\x1b]0;t\x07");   // a vocabulary entry's text
  *   me_add_tensor(&e, "blk.3.nextn.enorm.weight", QT_F32, 1, ne, data, len);
  *   me_write(&e, "out.gguf");
  *   me_close(&e);
@@ -50,6 +51,11 @@ typedef struct {
     int n_set;
     char *dropped_keys[32];
     int n_dropped_keys;
+    struct {
+        uint64_t id;
+        char *text;
+    } token_set[8];       /* tokenizer.ggml.tokens entries replaced */
+    int n_token_set;
     me_tensor *t;
     size_t n, cap;
     err_t err;
@@ -66,9 +72,15 @@ static inline int me_copy_array(model_edit *e, const char *key)
         return gguf_writer_set_arr(e->w, key, a.elem_type, a.data, a.n);
     char **strs = calloc(a.n ? a.n : 1, sizeof *strs);
     int rc = strs ? 0 : -1;
+    bool vocab = strcmp(key, "tokenizer.ggml.tokens") == 0;
     for (uint64_t i = 0; i < a.n && rc == 0; i++) {
         gguf_str s;
         rc = gguf_get_arr_str(e->src, &a, i, &s, &e->err);
+        for (int k = 0; vocab && rc == 0 && k < e->n_token_set; k++)
+            if (e->token_set[k].id == i) {
+                s.ptr = e->token_set[k].text;
+                s.len = strlen(e->token_set[k].text);
+            }
         if (rc == 0 && (strs[i] = malloc(s.len + 1)) != NULL) {
             memcpy(strs[i], s.ptr, s.len);
             strs[i][s.len] = 0;
@@ -143,6 +155,8 @@ static inline void me_close(model_edit *e)
     free(e->t);
     for (int i = 0; i < e->n_dropped_keys; i++)
         free(e->dropped_keys[i]);
+    for (int i = 0; i < e->n_token_set; i++)
+        free(e->token_set[i].text);
     gguf_writer_free(e->w);
     gguf_close(e->src);
     memset(e, 0, sizeof *e);
@@ -204,6 +218,15 @@ static inline void me_set_str(model_edit *e, const char *key, const char *v)
     me_key *k = me_new_key(e, key, GGUF_TYPE_STRING);
     if (k)
         snprintf(k->str, sizeof k->str, "%s", v);
+}
+
+/* Replaces the text of vocabulary entry id (tokenizer.ggml.tokens). */
+static inline void me_set_token(model_edit *e, uint64_t id, const char *text)
+{
+    if (e->n_token_set < 8) {
+        e->token_set[e->n_token_set].id = id;
+        e->token_set[e->n_token_set++].text = strdup(text);
+    }
 }
 
 static inline me_tensor *me_find(model_edit *e, const char *name)

@@ -61,7 +61,7 @@ oracle_generate() {
 
 # oracle_same_file NAME MODEL TOKENS VOCAB N_TOK: a file with no llama.cpp
 # figures (made from a fixture's F32 file by our quantizer) against the CPU
-# reference forward pass on that very file -- the same exactly dequantized
+# reference forward pass (--backend ref) on that very file -- the same exactly dequantized
 # weights, summed in f32: the decode graph (-b 1) and the prompt graph with
 # fp32 mat-mats (--tune coopmat=0) within F32's 1e-4 rel-L2 and every
 # argmax; the default prompt graph (tensor cores where the device has them:
@@ -70,7 +70,7 @@ oracle_generate() {
 # above either bound on the fixtures).  Needs GLMCHAT, CMP, TMP.
 oracle_same_file() {
     _name=$1 _m=$2 _tok=$3 _vocab=$4 _ntok=$5
-    if ! $GLMCHAT logits -m "$_m" --backend cpu --tokens "$_tok" -o "$TMP/same.cpu.bin" 2>"$TMP/err"; then
+    if ! $GLMCHAT logits -m "$_m" --backend ref --tokens "$_tok" -o "$TMP/same.cpu.bin" 2>"$TMP/err"; then
         fail "$_name: cpu reference" "$(head -c 300 "$TMP/err")"
         return
     fi
@@ -87,7 +87,7 @@ oracle_same_file() {
             fail "$_name: $_what = cpu reference on the same file" "${_out:-$(head -c 300 "$TMP/err")}"
         fi
     done
-    _want=$($GLMCHAT generate -m "$_m" --backend cpu --tokens "$_tok" -n 12 --temp 0 --ids 2>"$TMP/err")
+    _want=$($GLMCHAT generate -m "$_m" --backend ref --tokens "$_tok" -n 12 --temp 0 --ids 2>"$TMP/err")
     _got=$($GLMCHAT generate -m "$_m" --backend vulkan --kv-type f32 --tokens "$_tok" -n 12 --temp 0 --ids 2>>"$TMP/err")
     if [ -n "$_want" ] && [ "$_got" = "$_want" ]; then
         ok "$_name: greedy ids = cpu reference's"

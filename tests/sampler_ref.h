@@ -161,8 +161,8 @@ REF_FN int32_t ref_sampler_sample(ref_sampler *s, float *l)
         s->order[i] = (uint64_t)sk_key(sk_canon(l[i])) << 32 | i;
     qsort(s->order, n, sizeof *s->order, ref_cmp_u64);
     int32_t first = (int32_t)(uint32_t)s->order[0];
-    /* 3. greedy (no uniform drawn) */
-    if (p->temp <= 0.0f)
+    /* 3. greedy (no uniform drawn): temp <= 0 or NaN, or 1/temp not finite */
+    if (!(p->temp > 0.0f) || !isfinite(1.0f / p->temp))
         return first;
     uint32_t u = (uint32_t)(ref_rng_next(s->rng) >> 32);
     float max = sk_canon(l[first]);

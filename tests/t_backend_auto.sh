@@ -1,8 +1,9 @@
 #!/bin/sh
 # t_backend_auto.sh: what `--backend auto` picks and says.  Where the only
-# Vulkan device runs on the CPU (lavapipe, as in CI), the CPU reference is
-# estimated faster for every model and is chosen; -p says so on stderr;
-# --backend vulkan still runs the Vulkan core (and says nothing).
+# Vulkan device runs on the CPU (lavapipe, as in CI), the CPU backend is
+# estimated faster for every model and is chosen; -p says so on stderr, and
+# `glmchat devices` names the choice; --backend vulkan still runs the
+# Vulkan core (and says nothing).
 . tests/lib.sh
 export XDG_CONFIG_HOME="$TMP/config" XDG_DATA_HOME="$TMP/data" XDG_STATE_HOME="$TMP/state"
 unset GLMCHAT_MODEL
@@ -19,11 +20,11 @@ else ok auto_note
 fi
 case $kind in
 cpu)
-    if echo "$note" | grep -q "the CPU reference -- the only Vulkan device .* runs on the CPU" &&
+    if echo "$note" | grep -q "backend: the CPU -- the only Vulkan device .* runs on the CPU" &&
         echo "$note" | grep -qE "about [0-9.]+ against [0-9.]+ ms a token"; then
-        ok auto_cpu_device_takes_the_cpu_reference
+        ok auto_cpu_device_takes_the_cpu_backend
     else
-        fail auto_cpu_device_takes_the_cpu_reference "$note"
+        fail auto_cpu_device_takes_the_cpu_backend "$note"
     fi ;;
 "") if echo "$note" | grep -q "no usable Vulkan device"; then ok auto_without_vulkan; else fail auto_without_vulkan "$note"; fi ;;
 *) if echo "$note" | grep -q "Vulkan on"; then ok auto_gpu; else fail auto_gpu "$note"; fi ;;

@@ -1,14 +1,16 @@
 #!/bin/sh
 # t_cli_run.sh: `glmchat logits`, `generate` and `info` on every fixture
-# model, held to the fixture criteria (tests/oracle_lib.sh: the tolerances
-# of tests/test_ref_forward.c), and the commands' error handling; f16 KV
-# within 2e-3 of the f32 KV run.
+# model, on both CPU backends (cpu: the fast one; ref: the plain-C
+# reference), held to the fixture criteria (tests/oracle_lib.sh: the
+# tolerances of tests/test_ref_forward.c and tests/test_cpu_forward.c), and
+# the commands' error handling; f16 KV within 2e-3 of the f32 KV run.
 . tests/lib.sh
 . tests/oracle_lib.sh
 CMP=$BUILD/tools/cmp_logits
 JG=$BUILD/tools/json_get
 ROOT=tests/data/models
 
+for be in cpu ref; do
 for dir in "$ROOT"/*/; do
     [ -f "$dir/fixture.json" ] || continue
     name=$($JG "$dir/fixture.json" name)
@@ -19,48 +21,50 @@ for dir in "$ROOT"/*/; do
         v=${file#"$name".}
         v=${v%.gguf}
         model=$dir/$file
-        case=$name.$v
+        case=$name.$v.$be
         # logits: one eval over the prompt, compared with the f64 reference
-        if ! $GLMCHAT logits -m "$model" --backend cpu --tokens "$tokens" -o "$TMP/$case.bin" 2>"$TMP/err"; then
+        if ! $GLMCHAT logits -m "$model" --backend $be --tokens "$tokens" -o "$TMP/$case.bin" 2>"$TMP/err"; then
             fail "logits $case" "$(head -c 300 "$TMP/err")"
             continue
         fi
-        oracle_logits "logits $case" "$dir" "$v" "$n_tok" "$vocab" "$TMP/$case.bin"
+        oracle_logits "$be logits $case" "$dir" "$v" "$n_tok" "$vocab" "$TMP/$case.bin"
         # generate: greedy ids
         n=$($JG "$dir/fixture.json" "greedy.$v" | wc -w)
-        got=$($GLMCHAT generate -m "$model" --backend cpu --tokens "$tokens" -n "$n" --temp 0 --ids 2>"$TMP/err")
-        oracle_generate "generate $case" "$dir" "$v" "$got" "$TMP/err"
+        got=$($GLMCHAT generate -m "$model" --backend $be --tokens "$tokens" -n "$n" --temp 0 --ids 2>"$TMP/err")
+        oracle_generate "$be generate $case" "$dir" "$v" "$got" "$TMP/err"
     done
 
     # f16 KV cache close to the f32 one
     f32=$dir/$name.f32.gguf
-    if $GLMCHAT logits -m "$f32" --backend cpu --kv-type f16 --tokens "$tokens" -o "$TMP/f16.bin" 2>"$TMP/err" &&
-        out=$($CMP --vocab "$vocab" --max-rel-l2 2e-3 --min-argmax "$n_tok" "$TMP/f16.bin" "$TMP/$name.f32.bin"); then
-        ok "logits $name --kv-type f16 ($out)"
+    if $GLMCHAT logits -m "$f32" --backend $be --kv-type f16 --tokens "$tokens" -o "$TMP/f16.bin" 2>"$TMP/err" &&
+        out=$($CMP --vocab "$vocab" --max-rel-l2 2e-3 --min-argmax "$n_tok" "$TMP/f16.bin" "$TMP/$name.f32.$be.bin"); then
+        ok "$be logits $name --kv-type f16 ($out)"
     else
-        fail "logits $name --kv-type f16" "$out $(head -c 200 "$TMP/err")"
+        fail "$be logits $name --kv-type f16" "$out $(head -c 200 "$TMP/err")"
     fi
-    # the CPU reference's default cache is f32 (the oracle rounds nothing)
-    if $GLMCHAT logits -m "$f32" --backend cpu --kv-type f32 --tokens "$tokens" -o "$TMP/kv32.bin" 2>"$TMP/err" &&
-        cmp -s "$TMP/kv32.bin" "$TMP/$name.f32.bin"; then
-        ok "logits $name: the cpu backend's default KV cache is f32"
+    # the CPU backends' default cache is f32 (the oracle rounds nothing)
+    if $GLMCHAT logits -m "$f32" --backend $be --kv-type f32 --tokens "$tokens" -o "$TMP/kv32.bin" 2>"$TMP/err" &&
+        cmp -s "$TMP/kv32.bin" "$TMP/$name.f32.$be.bin"; then
+        ok "logits $name: the $be backend's default KV cache is f32"
     else
-        fail "logits $name: the cpu backend's default KV cache is f32" "$(head -c 200 "$TMP/err")"
+        fail "logits $name: the $be backend's default KV cache is f32" "$(head -c 200 "$TMP/err")"
     fi
     # small batches and threads give the same file
-    if $GLMCHAT logits -m "$f32" --backend cpu -b 4 -t 1 --tokens "$tokens" -o "$TMP/b4.bin" 2>"$TMP/err" &&
-        cmp -s "$TMP/b4.bin" "$TMP/$name.f32.bin"; then
-        ok "logits $name -b 4 -t 1 identical"
+    if $GLMCHAT logits -m "$f32" --backend $be -b 4 -t 1 --tokens "$tokens" -o "$TMP/b4.bin" 2>"$TMP/err" &&
+        cmp -s "$TMP/b4.bin" "$TMP/$name.f32.$be.bin"; then
+        ok "$be logits $name -b 4 -t 1 identical"
     else
-        fail "logits $name -b 4 -t 1" "differs $(head -c 200 "$TMP/err")"
+        fail "$be logits $name -b 4 -t 1" "differs $(head -c 200 "$TMP/err")"
     fi
-    # info: the summary, quickly
+    # info: the summary, quickly (once)
+    [ "$be" = cpu ] || continue
     if $GLMCHAT info -m "$f32" >"$TMP/info" 2>"$TMP/err" && grep -q '^architecture  deepseek2' "$TMP/info" &&
         grep -q "^vocab         $vocab" "$TMP/info" && grep -q '^active bytes' "$TMP/info"; then
         ok "info $name"
     else
         fail "info $name" "$(head -c 300 "$TMP/info") $(head -c 200 "$TMP/err")"
     fi
+done
 done
 
 # ---- errors: one line, the right exit status -------------------------------
@@ -75,6 +79,8 @@ expect_fail "logits: token out of range" "^glmchat: .*token id 99999 .*out of ra
 expect_fail "generate: --ctx too small" "too small" \
     $GLMCHAT generate -m "$M" --backend cpu --tokens 1,2,3 -n 8 -c 4
 [ -f "$TMP/x.bin" ] && fail "logits: failed run left an output file" "$TMP/x.bin" || ok "logits: failed run left no output"
+expect_fail "GLMCHAT_CPU_KERNELS: an unknown set" "GLMCHAT_CPU_KERNELS: 'sse9' is not one of portable, avx2" \
+    env GLMCHAT_CPU_KERNELS=sse9 $GLMCHAT logits -m "$M" --backend cpu --tokens 1 -o "$TMP/x.bin"
 
 usage_fail() { # NAME PATTERN CMD...: exit status 2 and the pattern on stderr
     name=$1 pat=$2

@@ -44,4 +44,17 @@ while IFS="$tab" read -r name pattern; do
     fi
 done <"$CORPUS/cases.txt"
 
+# A type glmchat cannot compute with: `info` still shows the census, naming
+# the type, then refuses (issue 28.13: it only refused); running it is refused.
+$GLMCHAT info -m "$CORPUS/model_type_not_computable.gguf" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -qE '^  TQ2_0 +1 ' "$TMP/out" && grep -qE '^  output\.weight +TQ2_0$' "$TMP/out" &&
+   grep -q "has type TQ2_0, which glmchat cannot compute with" "$TMP/err"; then
+    ok info_census_of_uncomputable_type
+else
+    fail info_census_of_uncomputable_type "exit $rc: $(grep -E 'TQ2_0|total' "$TMP/out" | head -3); $(head -c 200 "$TMP/err")"
+fi
+expect_fail uncomputable_type_not_run "has type TQ2_0, which glmchat cannot compute with" \
+    "$GLMCHAT" -m "$CORPUS/model_type_not_computable.gguf" --backend cpu -p hi
+
 done_tests

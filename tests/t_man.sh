@@ -46,7 +46,7 @@ if [ -n "$missing" ]; then fail man_commands "not in the man page:$missing"; els
 
 # Every settings key the program knows is documented.
 missing=
-for k in model backend device template think temp top-k top-p min-p seed n-predict ctx theme side-pane side-width mouse ignore-eos; do
+for k in model backend device template think temp top-k top-p min-p seed n-predict ctx theme side-pane side-width mouse ignore-eos draft; do
     grep -qE -- "(^|[ ,(])$k([ ,.)]|$)" "$TMP/page" || missing="$missing $k"
 done
 if [ -n "$missing" ]; then fail man_settings "not in the man page:$missing"; else ok man_settings; fi

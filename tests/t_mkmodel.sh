@@ -194,10 +194,16 @@ for case in Q2_K:87cd965eec3a6de6a0aceeb4d63a6d39073b42412d4ba98060e22b3706ac50a
 done
 
 # Tiny models of each type against a float64 forward pass on their own weights
-# (tests/data/quant/ref; gen_refs.sh there made them with tests/tools/ref_f64.py):
-# CPU logits within the fixtures' bound for float32 activations (1e-3 rel-L2) and
-# every argmax (each reference's smallest top-2 margin is >= 3e-4, far above f32
-# error), the greedy continuation equal to the reference's, `-p hi` answers.
+# (tests/data/quant/ref; gen_refs.sh there made them with tests/tools/ref_f64.py).
+# The reference backend (float32 activations, every type decoded exactly): within
+# the fixtures' bound for float32 activations (1e-3 rel-L2) and every argmax (each
+# reference's smallest top-2 margin is >= 3e-4, far above f32 error), the greedy
+# continuation equal to the reference's.  The fast CPU backend multiplies most
+# types with 8-bit activations, as llama.cpp does: llama.cpp's own logits on the
+# fixture files are 1.5e-2..4.9e-2 rel-L2 from float64 with 24-25/25 argmaxes
+# (tests/data/models/*/logits.ref_f64.*.json), so the bound for it is 0.1 (twice
+# llama.cpp's worst) and 80% of the argmaxes; its greedy run is not compared
+# (a near tie may flip under 8-bit activations) but must produce 12 ids.
 REF=tests/data/quant/ref
 for j in $REF/*.json; do
     id=$(basename "$j" .json) src=${id%%.*} t=${id#*.}
@@ -214,17 +220,28 @@ for j in $REF/*.json; do
     fi
     tokens=$($JSON_GET "$j" tokens --sep ,)
     n_tok=$($JSON_GET "$j" tokens | wc -w)
+    vocab=$($JSON_GET "$j" n_vocab)
+    if $GLMCHAT logits -m "$m" --backend ref --tokens "$tokens" -o "$TMP/l.bin" 2>"$TMP/err" &&
+        out=$($BUILD/tools/cmp_logits --vocab "$vocab" --max-rel-l2 1e-3 --min-argmax "$n_tok" \
+            "$TMP/l.bin" "$REF/$id.bin"); then
+        ok "$id: ref logits vs f64 reference ($out)"
+    else
+        fail "$id: ref logits vs f64 reference" "${out:-$(head -c 200 "$TMP/err")}"
+    fi
+    want=$($JSON_GET "$j" greedy_continuation)
+    got=$($GLMCHAT generate -m "$m" --backend ref --tokens "$tokens" -n 12 --temp 0 --ids 2>"$TMP/err")
+    if [ "$(echo $got)" = "$(echo $want)" ]; then ok "$id: ref greedy ids = reference"; else
+        fail "$id: ref greedy ids" "got '$got', reference '$want' $(head -c 200 "$TMP/err")"; fi
     if $GLMCHAT logits -m "$m" --backend cpu --tokens "$tokens" -o "$TMP/l.bin" 2>"$TMP/err" &&
-        out=$($BUILD/tools/cmp_logits --vocab "$($JSON_GET "$j" n_vocab)" --max-rel-l2 1e-3 --min-argmax "$n_tok" \
+        out=$($BUILD/tools/cmp_logits --vocab "$vocab" --max-rel-l2 0.1 --min-argmax $((n_tok * 4 / 5)) \
             "$TMP/l.bin" "$REF/$id.bin"); then
         ok "$id: cpu logits vs f64 reference ($out)"
     else
         fail "$id: cpu logits vs f64 reference" "${out:-$(head -c 200 "$TMP/err")}"
     fi
-    want=$($JSON_GET "$j" greedy_continuation)
     got=$($GLMCHAT generate -m "$m" --backend cpu --tokens "$tokens" -n 12 --temp 0 --ids 2>"$TMP/err")
-    if [ "$(echo $got)" = "$(echo $want)" ]; then ok "$id: greedy ids = reference"; else
-        fail "$id: greedy ids" "got '$got', reference '$want' $(head -c 200 "$TMP/err")"; fi
+    if [ "$(echo $got | wc -w)" = 12 ]; then ok "$id: cpu greedy run"; else
+        fail "$id: cpu greedy run" "got '$got' $(head -c 200 "$TMP/err")"; fi
     if $GLMCHAT -m "$m" -p hi --backend cpu -n 4 --temp 0 >/dev/null 2>"$TMP/err"; then ok "$id: -p hi answers"; else
         fail "$id: -p hi answers" "$(head -c 200 "$TMP/err")"; fi
 done

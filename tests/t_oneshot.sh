@@ -15,6 +15,12 @@ G() { "$GLMCHAT" --backend "$BACKEND" "$@"; }
 # ---- help and version
 if "$GLMCHAT" --help >"$TMP/out" 2>&1 && grep -q -- '-p, --prompt' "$TMP/out"; then ok help; else fail help "$(head -c 200 "$TMP/out")"; fi
 if "$GLMCHAT" --version | grep -qE '^glmchat [0-9]+\.[0-9]+'; then ok version; else fail version "no version line"; fi
+# --help names --tune and every settings key (issue 28.13: both were missing)
+missing=
+for k in --tune repeat-penalty presence-penalty frequency-penalty context-overflow side-pane ignore-eos; do
+    grep -q -- "$k" "$TMP/out" || missing="$missing $k"
+done
+if [ -z "$missing" ]; then ok help_tune_and_keys; else fail help_tune_and_keys "--help lacks:$missing"; fi
 
 # ---- an answer, the same twice with --temp 0
 G -m "$MODEL" --temp 0 --think off -n 12 -p "hello, the world is 12" >"$TMP/a1" 2>"$TMP/e1"
@@ -199,7 +205,16 @@ mkdir -p "$XDG_DATA_HOME/glmchat/models"
 ln -s "$PWD/$MODEL" "$XDG_DATA_HOME/glmchat/models/tiny.gguf"
 G --temp 0 -n 4 -p hi -C "$TMP/xdg.json" >/dev/null 2>"$TMP/err"
 if ! grep -q demo "$TMP/err" && grep -q "models/tiny.gguf" "$TMP/xdg.json"; then ok xdg_model; else fail xdg_model "$(head -c 200 "$TMP/err")"; fi
-rm "$XDG_DATA_HOME/glmchat/models/tiny.gguf"
+# Several files there: the first by name runs, and stderr says which (issue 28.13: the choice was silent).
+ln -s "$PWD/$MODEL" "$XDG_DATA_HOME/glmchat/models/another.gguf"
+G --temp 0 -n 4 -p hi -C "$TMP/xdg2.json" >/dev/null 2>"$TMP/err"
+if grep -q "models/another.gguf" "$TMP/xdg2.json" &&
+   grep -q "^glmchat: note: Model: another.gguf, the first by name of the 2 .gguf files in .*glmchat/models" "$TMP/err"; then
+    ok xdg_model_choice_said
+else
+    fail xdg_model_choice_said "$(head -c 300 "$TMP/err")"
+fi
+rm "$XDG_DATA_HOME/glmchat/models/tiny.gguf" "$XDG_DATA_HOME/glmchat/models/another.gguf"
 mkdir -p "$XDG_CONFIG_HOME/glmchat"
 echo "model = $PWD/$MODEL" >"$XDG_CONFIG_HOME/glmchat/settings"
 G --temp 0 -n 4 -p hi -C "$TMP/set.json" >/dev/null 2>"$TMP/err"
@@ -336,5 +351,14 @@ G -m "$MODEL" --temp 0 -n 3 -p hi </dev/null >"$TMP/out" 2>"$TMP/err"
 rc=$?
 if [ $rc -eq 0 ] && grep -q "the answer is empty: all 3 generated tokens went into the reasoning" "$TMP/err"; then ok empty_answer_note
 else fail empty_answer_note "exit $rc: $(head -c 200 "$TMP/err")"; fi
+# ... and advises raising -n only when -n ended it (issue 28.13): here the context did.
+G -m "$MODEL" --temp 0 -c 40 --ignore-eos -p hi </dev/null >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "the answer is empty: .*until the context (40 tokens) was full" "$TMP/err" &&
+   ! grep -q -- "-n" "$TMP/err"; then
+    ok empty_answer_advice_without_n
+else
+    fail empty_answer_advice_without_n "exit $rc: $(head -c 300 "$TMP/err")"
+fi
 
 done_tests

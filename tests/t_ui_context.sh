@@ -4,7 +4,8 @@
 # context-overflow stop, is not answered), the side pane shows the context in
 # use, /undo removes exchanges (and the file follows), /set ctx N starts the
 # model again with another size, and a message stopped (Esc) before its
-# answer began comes back to the input line instead of staying.
+# answer began comes back to the input line instead of staying, as does a
+# message larger than the context.
 # Screens are kept in build/artifacts/ (text, not compared).
 . tests/lib.sh
 if ! command -v tmux >/dev/null 2>&1; then
@@ -18,9 +19,26 @@ trap 'tm_stop; rm -rf "$TMP"' EXIT
 msgs() { "$BUILD/tools/conv_stress" count "$(ls "$CONV_DIR"/*.json | tail -n 1)" 2>/dev/null; }
 Q="a question of quite a few words to fill the small context"
 
-# ---- a context of 128 tokens: the second exchange no longer fits whole
+# ---- a context of 128 tokens: a message larger than it comes back to the
+# input line whole, with a note, and stays out of the conversation (issue
+# 28.10: it stayed, unanswerable)
 start_app -c 128
 app_ready
+big=$(awk 'BEGIN { for (i = 1; i <= 40; i++) printf "w%02d ", i; printf "end" }')
+tm_line "$big"
+if tm_wait $T "^Not sent: your message is too large for the context" &&
+   tm_wait 10 "Too large for the context: your message is back in the input line" &&
+   tm_wait 10 "^> w01 w02 w03" && tm_gone $T "Answering" && ! grep -q "^You " "$TMP/screen" &&
+   ! ls "$CONV_DIR"/*.json >/dev/null 2>&1; then
+    ok ui_oversized_message_given_back
+else
+    fail ui_oversized_message_given_back "$(ls "$CONV_DIR" 2>&1); $(tm_screen | grep -v '^ *│\? *$' | tail -5)"
+fi
+tm_snap oversized
+tm_keys C-u
+tm_gone 10 "^> w01"
+
+# ---- the second exchange no longer fits whole
 answered "$Q"
 answered "$Q"
 if tm_wait 10 "^The context is full: the oldest 1 exchange" && tm_wait 10 "/ 128 tokens" &&

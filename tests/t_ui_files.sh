@@ -1,8 +1,9 @@
 #!/bin/sh
 # t_ui_files.sh: the chat's files in tmux: /export and /save never replace
-# a file glmchat did not write unless told with '!' (issue 16.2); /load
-# writes no file until the first new turn (16.6); /list, /resume N and
-# glmchat --resume [N] (16).
+# a file glmchat did not write unless told with '!' (issue 16.2), /export
+# never a symbolic link or a directory, and what it writes is 0600 (28.8);
+# /load writes no file until the first new turn (16.6), nor when quitting
+# right after it (28.8); /list, /resume N and glmchat --resume [N] (16).
 # Screens are kept in build/artifacts/ (text, not compared).
 . tests/lib.sh
 if ! command -v tmux >/dev/null 2>&1; then
@@ -15,6 +16,15 @@ trap 'tm_stop; rm -rf "$TMP"' EXIT
 
 # line_of PATTERN: the number of the first screen line matching PATTERN (0: none).
 line_of() { grep -nE -- "$1" "$TMP/screen" | head -n 1 | cut -d: -f1 | grep . || echo 0; }
+
+# until_true CMD...: until CMD succeeds (T seconds at most).
+until_true() {
+    _end=$(($(date +%s) + T))
+    until "$@"; do
+        [ "$(date +%s)" -ge $_end ] && return 1
+        sleep 0.05
+    done
+}
 
 # until_file FILE PATTERN: until FILE holds a line matching PATTERN (grep -E).
 until_file() {
@@ -47,6 +57,33 @@ fi
 answered "second question"
 tm_line "/export $TMP/notes.txt"
 if until_file "$TMP/notes.txt" "second question"; then ok ui_export_replaces_own; else fail ui_export_replaces_own "$(tail -c 200 "$TMP/notes.txt")"; fi
+# Replacing keeps nothing of the old file: an export is 0600 even over a
+# 0644 one (issue 28.8: the old mode stayed).
+chmod 644 "$TMP/notes.txt"
+tm_line "/export $TMP/notes.txt"
+private() { [ "$(stat -c %a "$TMP/notes.txt")" = 600 ]; }
+if until_true private; then
+    ok ui_export_replaced_is_private
+else
+    fail ui_export_replaced_is_private "mode $(stat -c %a "$TMP/notes.txt")"
+fi
+# Never through a symbolic link, never over a directory, even with '!'.
+printf 'the target\n' >"$TMP/target.md"
+ln -s "$TMP/target.md" "$TMP/link.md"
+tm_line "/export! $TMP/link.md"
+if tm_wait 10 "link.md is a symbolic link" && [ -L "$TMP/link.md" ] &&
+   grep -qx "the target" "$TMP/target.md"; then
+    ok ui_export_refuses_symlink
+else
+    fail ui_export_refuses_symlink "$(ls -l "$TMP/link.md"); $(head -c 100 "$TMP/target.md")"
+fi
+mkdir "$TMP/adir.md"
+tm_line "/export! $TMP/adir.md"
+if tm_wait 10 "adir.md is a directory" && [ -d "$TMP/adir.md" ]; then
+    ok ui_export_refuses_directory
+else
+    fail ui_export_refuses_directory "$(tm_screen | grep -v '^ *│\? *$' | tail -2)"
+fi
 printf 'keep me\n' >"$TMP/other.txt"
 tm_line "/save $TMP/other.txt"
 if tm_wait 10 "exists and is not a conversation|replaces it" && grep -qx "keep me" "$TMP/other.txt"; then
@@ -75,7 +112,17 @@ if tm_wait 10 "Loaded 4 messages from" && [ "$(ls "$CONV_DIR" | grep -c '\.json$
 else
     fail ui_load_no_duplicate "$n0 files before /load, $(ls "$CONV_DIR" | grep -c '\.json$') after"
 fi
+# /load and then quit: nothing new to keep, no copy of the loaded file
+# (issue 28.8: quitting saved one).
+n1=$(ls "$CONV_DIR" | grep -c '\.json$')
+tm_line "/load $TMP/other.txt"
+tm_wait 10 "Loaded 4 messages from"
 quit_app
+if [ "$(ls "$CONV_DIR" | grep -c '\.json$')" -eq "$n1" ]; then
+    ok ui_load_quit_no_duplicate
+else
+    fail ui_load_quit_no_duplicate "$n1 files before /load, $(ls "$CONV_DIR" | grep -c '\.json$') after quitting"
+fi
 
 # ---- /list and /resume: two conversations, newest first; /resume 2 continues
 # the older one in its own file; glmchat --resume [N] at start

@@ -2,7 +2,8 @@
 # t_ui_input.sh: the chat's input line in tmux: history across restarts
 # (Up gives the last entries of the session before, multi-line ones whole;
 # Ctrl-R searches them; a history file of earlier versions loads one entry
-# per line, issue 16.1).
+# per line, issue 16.1); a lone Esc is no Meta prefix, and Ctrl-C keeps
+# the line it clears for Ctrl-Y (issue 28.11).
 # Screens are kept in build/artifacts/ (text, not compared).
 . tests/lib.sh
 if ! command -v tmux >/dev/null 2>&1; then
@@ -76,6 +77,38 @@ else
 fi
 tm_snap history-search
 tm_gone $T "Answering"
+
+# ---- Esc on an idle line is no Meta prefix: the next key is typed as it
+# is (issue 28.11: readline took "Esc, d" as M-d and ate the d)
+tm_keys -l "abc"
+tm_wait 10 "^> abc"
+tm_keys Escape
+if tm_wait 10 "Esc stops an answer or leaves /edit: nothing to stop now"; then
+    tm_keys -l "d"
+    if tm_wait 10 "^> abcd *(│|$)"; then ok ui_esc_idle_no_meta; else fail ui_esc_idle_no_meta "line '$(input_line)'"; fi
+else
+    fail ui_esc_idle_no_meta "no word on the lone Esc: $(tm_screen | tail -1)"
+fi
+tm_keys C-u
+tm_gone 10 "^> abc"
+
+# ---- Ctrl-C on a long pasted message clears it, says so, and Ctrl-Y
+# brings it back (issue 28.11: it went without a word)
+tm set-buffer -b p "$(printf 'first pasted line\nsecond pasted line\nthird pasted line')"
+tm paste-buffer -p -b p -t ui
+tm_wait 10 "^  third pasted line"
+tm_keys C-c
+if tm_wait 10 "Line cleared: Ctrl-Y brings it back" && tm_gone 10 "^> first pasted line"; then
+    tm_keys C-y
+    if tm_wait 10 "^> first pasted line" && tm_wait 10 "^  third pasted line"; then
+        ok ui_ctrl_c_line_recoverable
+    else
+        fail ui_ctrl_c_line_recoverable "Ctrl-Y gave '$(input_line)'"
+    fi
+else
+    fail ui_ctrl_c_line_recoverable "$(tm_screen | grep -E '^> |^  ' | head -3; tm_screen | tail -1)"
+fi
+tm_keys C-u
 quit_app
 tm_stop
 done_tests

@@ -2,7 +2,8 @@
 # t_ui_markdown.sh: answers rendered from their Markdown in tmux (bold,
 # italic, code, headings, lists, quotes, tables, links, fenced code with its
 # number and language), in the theme's styles; F5 shows them as written;
-# /copy and /copy code N reach the terminal's clipboard (tmux's buffer).
+# /copy and /copy code N reach the terminal's clipboard (tmux's buffer);
+# answers that open with emphasis render (they once killed the chat).
 # Screens are kept in build/artifacts/ (text, not compared).
 . tests/lib.sh
 if ! command -v tmux >/dev/null 2>&1; then
@@ -87,5 +88,33 @@ if tm_wait 10 "/copy: the last answer: too large to copy: [0-9]+ KB of text"; th
 tm_line "/help"
 if tm_wait 10 "F5 answers as written or rendered"; then ok ui_markdown_key_in_help; else fail ui_markdown_key_in_help "$(tm_screen | grep F1)"; fi
 quit_app
+
+# ---- answers whose first inline token is emphasis (models open with **...**
+# all the time): the old parser took a pointer into its token array before
+# growing it, so the first such answer killed the chat (exit 139) and a long
+# one wrote through a stale pointer.  Through -C, /load and --resume.
+printf '%s' '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "*hi* there"}]}' >"$TMP/emph.json"
+grow=$(awk 'BEGIN { printf "x _ "; for (i = 0; i < 40; i++) printf "*a"; printf " **end**" }')
+printf '{"messages": [{"role": "user", "content": "grow"}, {"role": "assistant", "content": "%s"}]}' "$grow" >"$TMP/grow.json"
+start_app -C "$TMP/emph.json"
+if app_ready && grep -q '^hi there' "$TMP/screen" && tm capture-pane -p -e -t ui | grep -qE "${esc}\[3m(${esc}\[[0-9;]*m)*hi"; then
+    ok ui_markdown_opening_emphasis
+else
+    fail ui_markdown_opening_emphasis "$(tm_screen | grep -v '^ *│\? *$' | tail -4)"
+fi
+tm_line "/load $TMP/grow.json"
+if tm_wait 10 "Loaded 2 messages" && tm_wait 5 '^x _ (a){40} end' && quit_app ui_markdown_growing_tokens; then
+    ok ui_markdown_growing_tokens
+else
+    fail ui_markdown_growing_tokens "$(tm_screen | grep -v '^ *│\? *$' | tail -4)"
+fi
+mkdir -p "$CONV_DIR"
+cp "$TMP/emph.json" "$CONV_DIR/emph.json"
+start_app --resume
+if app_ready && grep -q '^hi there' "$TMP/screen" && quit_app ui_markdown_opening_emphasis_resume; then
+    ok ui_markdown_opening_emphasis_resume
+else
+    fail ui_markdown_opening_emphasis_resume "$(tm_screen | grep -v '^ *│\? *$' | tail -4)"
+fi
 tm_stop
 done_tests

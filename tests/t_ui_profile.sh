@@ -5,8 +5,8 @@
 # streams, the side pane's kernel table has at least 5 rows with numbers
 # (the decode graph is timed by the sampled profiler on every path); the
 # same with penalties on; /stats then lists the same kernels and a GPU
-# time per token.  A long prompt shows its progress in the pane (tokens
-# done of total) and Esc stops it.
+# time per token.  A long prompt shows its progress in the pane and the
+# status line (tokens done of total, tokens/s) and Esc stops it.
 # Screens are kept in build/artifacts/t_ui_profile-*/.
 . tests/lib.sh
 if ! command -v tmux >/dev/null 2>&1; then
@@ -24,11 +24,17 @@ APP="$PWD/$GLMCHAT"
 [ "${GLMCHAT#/}" != "$GLMCHAT" ] && APP="$GLMCHAT"
 T=90 # seconds any single step may take (sanitizer builds on lavapipe are slow)
 
-# The built-in demo model (glm47 template), the Vulkan core forced; answers
+# mkmodel's demo preset (the random model that was built in before the
+# trained demo: glm47 template, 8192-token context, slow enough on lavapipe
+# for a long prompt to be seen being read), the Vulkan core forced; answers
 # long enough to be seen streaming.
+if ! "$GLMCHAT" mkmodel --preset demo --type Q4_K_M --seed 4747 --quiet -o "$TMP/demo.gguf" >/dev/null; then
+    fail ui_profile "mkmodel failed"
+    done_tests
+fi
 start_app() {
     tm_start 150 50 env XDG_CONFIG_HOME="$XDG_CONFIG_HOME" XDG_DATA_HOME="$XDG_DATA_HOME" \
-        XDG_STATE_HOME="$XDG_STATE_HOME" "$APP" --backend vulkan --ignore-eos -n 100000 "$@"
+        XDG_STATE_HOME="$XDG_STATE_HOME" "$APP" -m "$TMP/demo.gguf" --backend vulkan --ignore-eos -n 100000 "$@"
 }
 
 # Rows of the pane's kernel table with numbers in every column:
@@ -101,6 +107,12 @@ if tm_wait $T '^ Ready'; then
         ok pane_prompt_progress
     else
         fail pane_prompt_progress "$(tm_screen | tail -30 | cut -c90- | tr -s ' ' | head -c 400)"
+    fi
+    # ... and in the status line, not "Answering | 0.0 tok/s" (issue 28.10)
+    if tm_wait $T '^ Answering \| reading the prompt: [1-9][0-9]* / [0-9]+ tokens, [0-9]+ tok/s \| Esc stops'; then
+        ok status_prompt_progress
+    else
+        fail status_prompt_progress "$(tm_screen | tail -1)"
     fi
     tm_snap prompt_progress
     tm_keys Escape

@@ -130,12 +130,12 @@ for dir in "$ROOT"/*/; do
     else
         fail "vulkan $name: a tagged-word poll that gives up" "$(head -c 300 "$TMP/err")"
     fi
-    # Vulkan and CPU agree on the F32 file to float rounding
-    if $GLMCHAT logits -m "$f32" --backend cpu --tokens "$tokens" -o "$TMP/cpu.bin" 2>"$TMP/err" &&
+    # Vulkan and the CPU reference agree on the F32 file to float rounding
+    if $GLMCHAT logits -m "$f32" --backend ref --tokens "$tokens" -o "$TMP/cpu.bin" 2>"$TMP/err" &&
         out=$($CMP --vocab "$vocab" --max-rel-l2 1e-5 --min-argmax "$n_tok" "$TMP/$name.f32.bin" "$TMP/cpu.bin"); then
-        ok "vulkan $name: = cpu backend ($out)"
+        ok "vulkan $name: = cpu reference ($out)"
     else
-        fail "vulkan $name: = cpu backend" "${out:-$(head -c 300 "$TMP/err")}"
+        fail "vulkan $name: = cpu reference" "${out:-$(head -c 300 "$TMP/err")}"
     fi
 done
 
@@ -181,6 +181,20 @@ if $GLMCHAT bench -m "$M" $VK --tune xs=0 --tune fd_chunks=3 -p 16 -n 4 >"$TMP/b
 else
     fail "bench --tune" "$(head -c 400 "$TMP/bench")"
 fi
+# bench --plan: every recorded program, dispatch by dispatch; the decode graph's
+# barriers and links are its dependent steps less one, as many as the backend
+# line counts; a backend without recorded programs says so
+if $GLMCHAT bench -m "$M" $VK --plan >"$TMP/plan" 2>"$TMP/err" &&
+    steps=$(sed -n 's/^backend: .* \([0-9]*\) dependent dispatches per token.*/\1/p' "$TMP/plan") &&
+    head_steps=$(sed -n 's/^# the decode graph (one token): [0-9]* dispatches, \([0-9]*\) dependent steps.*/\1/p' "$TMP/plan") &&
+    joins=$(awk '/^# the decode graph/{on=1; next} /^# /{on=0} on && /^  (\| barrier|~ link)/' "$TMP/plan" | wc -l) &&
+    [ -n "$steps" ] && [ "$steps" = "$head_steps" ] && [ "$joins" -eq $((steps - 1)) ] &&
+    grep -q '^# the prompt graph (a batch): ' "$TMP/plan"; then
+    ok "bench --plan lists the recorded programs ($steps dependent steps a token, $joins barriers and links)"
+else
+    fail "bench --plan" "steps '$steps' / '$head_steps', joins '$joins': $(head -c 300 "$TMP/err")"
+fi
+expect_fail "bench --plan on the cpu backend" "needs the Vulkan backend" $GLMCHAT bench -m "$M" --backend cpu --plan
 # a context that does not fit the device: refused before any upload, with the numbers
 # (the largest context, 16M tokens, needs ~15 GiB with this model: a GPU
 # with more memory cannot be made to refuse it, so there the check is noted)

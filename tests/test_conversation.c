@@ -232,6 +232,44 @@ static void test_big_seeds(void)
     }
 }
 
+/* Each answer's own seed (issue 28.7: /retry draws a new one) goes into its
+ * turn and comes back exactly; a turn without one has none. */
+static void test_turn_seeds(void)
+{
+    char path[512];
+    path_in_tmp(path, sizeof path, "turn_seeds.json");
+    conversation c;
+    conv_init(&c);
+    conv_add(&c, "user", "q1", NULL)->time = 1.0;
+    conv_msg *a = conv_add(&c, "assistant", "a1", NULL);
+    a->has_seed = true;
+    a->seed = 18446744073709551615ull;
+    conv_add(&c, "user", "q2", NULL)->time = 2.0;
+    a = conv_add(&c, "assistant", "a2", NULL);
+    a->has_seed = true;
+    a->seed = 42;
+    conv_add(&c, "user", "q3", NULL);
+    conv_add(&c, "assistant", "a3 (another tool's: no seed)", NULL);
+    err_t err = {{0}};
+    unlink(path);
+    CHECK(conv_save(&c, path, &err) == 0, "save: %.200s", err.msg);
+    conversation d;
+    CHECK(conv_load(&d, path, &err) == 0 && d.n == 6, "load: %.200s", err.msg);
+    if (d.n == 6) {
+        CHECK(d.msgs[1].has_seed && d.msgs[1].seed == 18446744073709551615ull, "a1's seed: %llu",
+              (unsigned long long)d.msgs[1].seed);
+        CHECK(d.msgs[3].has_seed && d.msgs[3].seed == 42, "a2's seed: %llu", (unsigned long long)d.msgs[3].seed);
+        CHECK(!d.msgs[5].has_seed && !d.msgs[0].has_seed, "a seed where none was");
+    }
+    conv_free(&d);
+    conv_free(&c);
+    const char *bad = "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}, "
+                      "{\"role\": \"assistant\", \"content\": \"a\"}], "
+                      "\"turns\": [{\"message\": 1, \"seed\": -3}]}";
+    CHECK(conv_parse(&d, bad, strlen(bad), "t.json", &err) != 0 && strstr(err.msg, "turns[0].seed"),
+          "a negative turn seed: %.200s", err.msg);
+}
+
 /* Optional fields given as null mean "absent" and load; only the turn's
  * message index may not be null. */
 static void test_nulls_are_absent(void)
@@ -479,8 +517,9 @@ static void test_cleanup_tmp(void)
     char dead[600], live[600];
     snprintf(dead, sizeof dead, "%.200s/.x.json.tmp.%ld.0", tmpdir, (long)child);
     snprintf(live, sizeof live, "%.200s/.x.json.tmp.%ld.0", tmpdir, (long)getpid());
-    write_text(dead, "{");
-    write_text(live, "{");
+    /* what a save's temporary holds: the start of a conversation file */
+    write_text(dead, CONV_FILE_HEAD ",\n");
+    write_text(live, CONV_FILE_HEAD ",\n");
     conv_cleanup_tmp(tmpdir);
     CHECK(access(dead, F_OK) != 0, "a dead writer's temporary file was kept");
     CHECK(access(live, F_OK) == 0, "a live writer's temporary file was removed");
@@ -661,8 +700,8 @@ static void test_save_removes_stale_temporaries(void)
     snprintf(dead, sizeof dead, "%.200s/.temps.json.tmp.%ld.0", tmpdir, (long)child);
     snprintf(other, sizeof other, "%.200s/.other.json.tmp.%ld.0", tmpdir, (long)child);
     path_in_tmp(path, sizeof path, "temps.json");
-    write_text(dead, "{");
-    write_text(other, "{");
+    write_text(dead, CONV_FILE_HEAD ",\n");
+    write_text(other, CONV_FILE_HEAD ",\n");
     conversation c;
     conv_init(&c);
     conv_add(&c, "user", "x", NULL);
@@ -913,6 +952,7 @@ int main(void)
     RUN(test_foreign_files);
     RUN(test_nulls_are_absent);
     RUN(test_big_seeds);
+    RUN(test_turn_seeds);
     RUN(test_penalties_absent_mean_off);
     RUN(test_bad_files);
     RUN(test_atomic_save);

@@ -12,6 +12,7 @@
  * the same seed, on every vector level the CPU has, so those comparisons
  * demand equality, not closeness.  (The GPU kernels are held to the same
  * sampler in test_vk_sampler.c.) */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -611,6 +612,118 @@ static void test_request_is_the_whole_input(void)
     free(b);
 }
 
+/* Issue 28.2: a temperature whose inverse overflows a float (below ~3e-39)
+ * made every weight 0, and the draw read past its lists (ASan: pick).
+ * Such a temperature, and NaN, are greedy; on every vector level. */
+static void test_tiny_temperature_is_greedy(void)
+{
+    enum { V = 5000 };
+    float *base = malloc(V * sizeof *base), *a = malloc(V * sizeof *a);
+    uint64_t x = 11;
+    make_logits(base, V, D_LM, &x);
+    base[777] = 40.0f; /* the greedy token */
+    static const float temps[] = {1e-39f, 2.9e-39f, 1e-45f, NAN, -NAN};
+    for (int level = 0; level <= sampler_set_simd(NULL, 99); level++)
+        for (size_t t = 0; t < sizeof temps / sizeof temps[0]; t++) {
+            sampler_params p = plain();
+            p.temp = temps[t];
+            p.top_p = 0.95f;
+            p.min_p = 0.01f;
+            sampler *s = sampler_new(&p, V);
+            sampler_set_simd(s, level);
+            memcpy(a, base, V * sizeof *a);
+            /* as the decoder asks: with the token's probability (main read
+             * logits[-1] for it: ASan's heap-buffer-overflow in pick) */
+            sampler_request rq;
+            sampler_prepare(s, &rq);
+            float prob = 0;
+            int32_t tok = sampler_pick(s, &rq, a, &prob);
+            CHECK(tok == 777 && prob == 1.0f, "level %d, temp %g: token %d (p %g), expected the greedy 777", level,
+                  (double)temps[t], tok, (double)prob);
+            sampler_free(s);
+        }
+    free(base);
+    free(a);
+}
+
+/* Whatever a request says -- one not made by sampler_prepare -- the token
+ * is in range: an inverse temperature that is not a finite number >= 0 is
+ * greedy (it would leave the draw no weight), any other setting is used. */
+static void test_any_request_picks_in_range(void)
+{
+    enum { V = 3000 };
+    float *base = malloc(V * sizeof *base), *a = malloc(V * sizeof *a);
+    uint64_t x = 12;
+    make_logits(base, V, D_LM, &x);
+    base[1234] = 50.0f;
+    sampler_params p = plain();
+    sampler *s = sampler_new(&p, V);
+    static const float inv_ts[] = {INFINITY, -INFINITY, NAN, -1.0f, -0.0f, 0.0f, FLT_MAX, 1e-40f, 3.0f};
+    static const uint32_t top_ks[] = {0, 1, 7, V - 1, V, UINT32_MAX};
+    static const uint32_t top_ps[] = {0, 1, 0xF3333333u, UINT32_MAX};
+    static const float log_min_ps[] = {0.0f, -1e-30f, -4.6f, 5.0f, -INFINITY, INFINITY, NAN};
+    int bad = 0, greedy_bad = 0;
+    for (size_t i = 0; i < sizeof inv_ts / sizeof inv_ts[0]; i++)
+        for (size_t k = 0; k < sizeof top_ks / sizeof top_ks[0]; k++)
+            for (size_t q = 0; q < sizeof top_ps / sizeof top_ps[0]; q++)
+                for (size_t m = 0; m < sizeof log_min_ps / sizeof log_min_ps[0]; m++)
+                    for (uint32_t u = 0; u < 3; u++) {
+                        sampler_request rq = {.inv_temp = inv_ts[i], .top_k = top_ks[k], .top_p_on = q > 0,
+                                              .top_p_q32 = top_ps[q], .min_p_on = m > 0, .log_min_p = log_min_ps[m],
+                                              .rp = 1, .inv_rp = 1, .uniform = u == 0 ? 0 : u == 1 ? 0x80000000u : UINT32_MAX};
+                        memcpy(a, base, V * sizeof *a);
+                        int32_t tok = sampler_pick(s, &rq, a, NULL);
+                        bad += tok < 0 || tok >= V;
+                        bool draws = inv_ts[i] >= 0.0f && inv_ts[i] <= FLT_MAX;
+                        greedy_bad += !draws && tok != 1234;
+                        CHECK(sampler_request_draws(&rq) == draws, "inv_t %g: draws says %d", (double)inv_ts[i],
+                              sampler_request_draws(&rq));
+                    }
+    CHECK(bad == 0, "%d requests picked a token out of range", bad);
+    CHECK(greedy_bad == 0, "%d requests without a usable inverse temperature were not greedy", greedy_bad);
+    sampler_free(s);
+    free(base);
+    free(a);
+}
+
+/* The one check every entry path calls (issue 28.2): NaN, infinities,
+ * subnormals, negative and huge values are refused with one line naming
+ * the value; zero and the documented ranges pass. */
+static void test_settings_check(void)
+{
+    err_t err;
+    struct {
+        sampler_setting which;
+        double v;
+        bool ok;
+    } cases[] = {
+        {SAMPLER_TEMP, 0, true},       {SAMPLER_TEMP, 0.001, true},  {SAMPLER_TEMP, 100, true},
+        {SAMPLER_TEMP, 0.7, true},     {SAMPLER_TEMP, 1e-39, false}, {SAMPLER_TEMP, 2.9e-39, false},
+        {SAMPLER_TEMP, 1e-4, false},   {SAMPLER_TEMP, -1, false},    {SAMPLER_TEMP, 101, false},
+        {SAMPLER_TEMP, NAN, false},    {SAMPLER_TEMP, INFINITY, false}, {SAMPLER_TEMP, 1e300, false},
+        {SAMPLER_TOP_K, 0, true},      {SAMPLER_TOP_K, 40, true},    {SAMPLER_TOP_K, 2.5, false},
+        {SAMPLER_TOP_K, -1, false},    {SAMPLER_TOP_K, 1e7, false},  {SAMPLER_TOP_P, 0, true},
+        {SAMPLER_TOP_P, 1, true},      {SAMPLER_TOP_P, 1e-40, false}, {SAMPLER_TOP_P, 1.5, false},
+        {SAMPLER_TOP_P, -NAN, false},  {SAMPLER_MIN_P, 0.05, true},  {SAMPLER_MIN_P, 1e-39, false},
+        {SAMPLER_MIN_P, -0.1, false},  {SAMPLER_REPEAT_PENALTY, 1, true}, {SAMPLER_REPEAT_PENALTY, 0, false},
+        {SAMPLER_REPEAT_PENALTY, 1e30, false}, {SAMPLER_PRESENCE_PENALTY, -2, true},
+        {SAMPLER_PRESENCE_PENALTY, 1e-41, false}, {SAMPLER_FREQUENCY_PENALTY, 2, true},
+        {SAMPLER_FREQUENCY_PENALTY, -INFINITY, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        err.msg[0] = 0;
+        int rc = sampler_check(cases[i].which, "the-key", cases[i].v, &err);
+        CHECK((rc == 0) == cases[i].ok, "case %zu (%g): rc %d, '%.300s'", i, cases[i].v, rc, err.msg);
+        if (rc)
+            CHECK(!strncmp(err.msg, "the-key: ", 9) && !strchr(err.msg, '\n'), "case %zu: '%.300s'", i, err.msg);
+    }
+    sampler_params p;
+    sampler_params_default(&p);
+    CHECK(sampler_params_check(&p, &err) == 0, "the defaults: %.300s", err.msg);
+    p.temp = 1e-39f;
+    CHECK(sampler_params_check(&p, &err) != 0 && strstr(err.msg, "temp: "), "a subnormal temp passed: '%.300s'", err.msg);
+}
+
 int main(void)
 {
     RUN(test_masked_logits);
@@ -627,5 +740,8 @@ int main(void)
     RUN(test_same_tokens_selection_edges);
     RUN(test_same_tokens_top_k_sweep);
     RUN(test_same_tokens_full_vocab);
+    RUN(test_tiny_temperature_is_greedy);
+    RUN(test_any_request_picks_in_range);
+    RUN(test_settings_check);
     TESTS_DONE();
 }

@@ -338,10 +338,17 @@ static void test_help_from_table(void)
     const char *chatting = strstr(help, "Chatting\n"), *sampling = strstr(help, "Model and sampling\n");
     const char *files = strstr(help, "Conversations (saved after every turn)\n"), *screen = strstr(help, "Screen\n");
     CHECK(chatting == help && sampling > chatting && files > sampling && screen > files, "topics out of order");
-    const char *retry = strstr(help, "  /retry             regenerate the last answer\n");
+    const char *retry = strstr(help, "  /retry             regenerate the last answer (a new seed unless you set one)\n");
     CHECK(retry && retry > chatting && retry < sampling, "/retry's line");
     const char *exp = strstr(help, "  /export[!] FILE.md write it as Markdown (! to replace a file glmchat did not write)\n");
     CHECK(exp && exp > files && exp < screen, "/export's line");
+    /* Issue 28: the ways out llama-cli and ollama users type, the model
+     * list, the penalties among /set's keys, the line Ctrl-C clears. */
+    CHECK(strstr(help, "/quit (or /exit, /bye) leaves"), "/exit and /bye");
+    const char *model_line = strstr(help, "  /model [N|FILE]    ");
+    CHECK(model_line && model_line > sampling && model_line < files, "/model's line");
+    CHECK(strstr(help, "repeat-penalty presence-penalty frequency-penalty"), "/set's penalties");
+    CHECK(strstr(help, "Ctrl-Y right after brings it back"), "Ctrl-C's line");
     size_t n = strlen(help);
     CHECK(n > 0 && help[n - 1] != '\n', "a trailing newline");
     CHECK(chatcmd_help() == help, "built once");

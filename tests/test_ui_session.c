@@ -21,6 +21,7 @@
 static model m;
 static tokenizer *tok;
 static uint32_t open_n_ctx; /* the next session's context, 0: the default */
+static const engine_backend *open_be; /* the next session's backend, NULL: the CPU reference */
 static char tmpdir[256];
 
 /* ---- a frontend that records what the session tells the user ------------------------ */
@@ -58,8 +59,9 @@ static void rec_set_input(void *user, const char *text)
     snprintf(r->input, sizeof r->input, "%s", text);
 }
 
-static void rec_restore_input(void *user, const char *text)
+static void rec_restore_input(void *user, const char *text, const char *why)
 {
+    (void)why;
     recorder *r = user;
     snprintf(r->input, sizeof r->input, "%s", text);
     r->restored++;
@@ -127,7 +129,7 @@ static bool open_session(fixture *f, int n_predict, conversation *initial)
     c.m = &m;
     c.tok = tok;
     c.tmpl = tmpl_find("chatml");
-    c.be = &ref_engine_backend;
+    c.be = open_be ? open_be : &ref_engine_backend;
     engine_params_default(&c.params);
     c.params.n_threads = 2;
     if (open_n_ctx)
@@ -230,7 +232,10 @@ static void test_send_answers_and_saves(void)
     err_t err;
     CHECK(conv_load(&saved, path, &err) == 0 && saved.n == 2 && !strcmp(saved.msgs[1].role, "assistant"),
           "the autosave holds the turn");
-    CHECK(saved.tmpl && !strcmp(saved.tmpl, "chatml") && saved.sampling.set && saved.sampling.seed == 7,
+    /* No seed was set: the answer drew its own, recorded with it and as
+     * the conversation's latest (issue 28.7). */
+    CHECK(saved.tmpl && !strcmp(saved.tmpl, "chatml") && saved.sampling.set && saved.msgs[1].has_seed &&
+              saved.sampling.seed == saved.msgs[1].seed,
           "metadata saved");
     conv_free(&saved);
     CHECK(!ui_session_unsaved(f.s), "nothing unsaved");
@@ -543,6 +548,7 @@ static void test_save_and_export_replace_only_with_bang(void)
     char notes[PATH_MAX], line[PATH_MAX + 32];
     snprintf(notes, sizeof notes, "%.200s/notes.txt", tmpdir);
     write_text(notes, "my notes\n");
+    CHECK(chmod(notes, 0644) == 0, "chmod");
     snprintf(line, sizeof line, "/export %s", notes);
     chatcmd_run(&cmd, line);
     CHECK(noted(&f.rec, "was not written by glmchat; /export! replaces it"), "no refusal noted");
@@ -554,7 +560,8 @@ static void test_save_and_export_replace_only_with_bang(void)
     CHECK(t && !strncmp(t, "# Conversation", 14) && strstr(t, "q1"), "/export! did not replace it: %.100s",
           t ? t : "(gone)");
     struct stat st;
-    CHECK(stat(notes, &st) == 0 && (st.st_mode & 0777) == 0644, "an existing file keeps its mode: %o",
+    /* Private whatever it replaced (issue 28.8: the old 0644 stayed). */
+    CHECK(stat(notes, &st) == 0 && (st.st_mode & 0777) == 0600, "the export took the old file's mode: %o",
           st.st_mode & 0777);
     /* Our own export is ours to replace, without '!'. */
     CHECK(chat(&f, "q2"), "no answer");
@@ -584,7 +591,7 @@ static void test_save_and_export_replace_only_with_bang(void)
     conv_free(&c);
     /* Never a device, '!' or not; a '!' only where a command takes one. */
     chatcmd_run(&cmd, "/export! /dev/null");
-    CHECK(noted(&f.rec, "/dev/null is not a regular file"), "a device was replaced");
+    CHECK(noted(&f.rec, "/dev/null is a device; not replacing it"), "a device was replaced");
     CHECK(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode), "/dev/null is gone");
     chatcmd_run(&cmd, "/clear!");
     CHECK(noted(&f.rec, "/clear takes no '!'"), "/clear! ran");
@@ -930,6 +937,81 @@ static void test_commands_drive_the_session(void)
     close_session(&f);
 }
 
+/* ---- issue 28 ------------------------------------------------------------------------------ */
+
+/* A backend whose single-token evals fail after a few: a device error in
+ * the middle of an answer (injected at the backend interface). */
+static engine_backend failing;
+static int evals_left;
+
+static int failing_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_t pos, const engine_output *out,
+                        err_t *err)
+{
+    if (n_tokens == 1 && evals_left-- <= 0)
+        return err_set(err, "injected: the device was lost at position %u", pos);
+    return ref_engine_backend.eval(impl, tokens, n_tokens, pos, out, err);
+}
+
+/* 28.6d: the failed answer is kept with what it said and why, in the
+ * conversation and its file; the user's message is not left without an
+ * answer, and /retry replaces it. */
+static void test_failed_answer_is_recorded(void)
+{
+    failing = ref_engine_backend;
+    failing.name = "cpu-failing";
+    failing.eval = failing_eval;
+    open_be = &failing;
+    evals_left = 1000; /* the session's start evaluates nothing, but be safe */
+    fixture f;
+    bool started = start_ready(&f, 12);
+    open_be = NULL;
+    CHECK(started, "the session did not start");
+    if (!f.s)
+        return;
+    evals_left = 3;
+    CHECK(chat(&f, "hello"), "no end to the answer");
+    CHECK(!strcmp(roles(f.s), "ua"), "roles %s", roles(f.s));
+    CHECK(noted(&f.rec, "The answer failed: injected: the device was lost"), "no note of the failure");
+    const conversation *c = ui_session_conv(f.s);
+    CHECK(c->n == 2 && c->msgs[1].error && strstr(c->msgs[1].error, "injected") && c->msgs[1].stopped &&
+              c->msgs[1].content[0],
+          "the failed answer is not recorded");
+    conversation saved;
+    err_t err = {{0}};
+    CHECK(conv_load(&saved, ui_session_autosave_path(f.s), &err) == 0 && saved.n == 2 && saved.msgs[1].error,
+          "the file: %.200s", err.msg);
+    conv_free(&saved);
+    evals_left = 1000;
+    f.changed |= ui_session_retry(f.s);
+    CHECK(wait_idle(&f), "the retry did not end");
+    c = ui_session_conv(f.s);
+    CHECK(!strcmp(roles(f.s), "ua") && c->n == 2 && !c->msgs[1].error, "/retry did not replace the failed answer: %s",
+          roles(f.s));
+    close_session(&f);
+}
+
+/* 28.2: /set refuses absurd sampler values (the check every entry path
+ * calls) and leaves the setting as it was. */
+static void test_set_refuses_absurd_sampling(void)
+{
+    fixture f;
+    CHECK(start_ready(&f, 4), "the session did not start");
+    if (!f.s)
+        return;
+    static const char *const bad[][2] = {{"temp", "1e-39"}, {"temp", "nan"},     {"temp", "-1"},
+                                         {"top-p", "1e-40"}, {"min-p", "inf"},   {"top-k", "2000000"},
+                                         {"repeat-penalty", "1e30"}, {"seed", " -5"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err_t err = {{0}};
+        CHECK(ui_session_set(f.s, bad[i][0], bad[i][1], &err) != 0 && !strncmp(err.msg, bad[i][0], strlen(bad[i][0])),
+              "/set %s %s: '%.200s'", bad[i][0], bad[i][1], err.msg);
+    }
+    err_t err = {{0}};
+    CHECK(ui_session_set(f.s, "temp", "0.001", &err) == 0, "/set temp 0.001: %.200s", err.msg);
+    CHECK(chat(&f, "hi") && !strcmp(roles(f.s), "ua"), "an answer after the refusals");
+    close_session(&f);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/glmchat-test-session-XXXXXX");
@@ -959,6 +1041,8 @@ int main(void)
     RUN(test_copy_sends_osc52);
     RUN(test_replay_compares_answers);
     RUN(test_commands_drive_the_session);
+    RUN(test_failed_answer_is_recorded);
+    RUN(test_set_refuses_absurd_sampling);
     tok_free(tok);
     model_free(&m);
     char cmd[300];

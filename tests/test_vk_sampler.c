@@ -7,7 +7,8 @@
  * ways are covered: the candidates (sample_pick) and the whole vocabulary
  * (sample_select); each case counts them.  Then the Vulkan engine itself:
  * the token it samples on the GPU against the CPU's pick from the same
- * position's logits. */
+ * position's logits.  And the prompt graph's top-K + logsumexp (topk.comp)
+ * against the CPU. */
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
@@ -21,10 +22,6 @@
 #include "vk.h"
 #include "vk_sample.h"
 #include "vk_testutil.h"
-
-static vk_tuning TUNE;
-static err_t KERR;
-static vk_kb KB;
 
 /* ---- the kernels, recorded once per vocabulary size ------------------------------- */
 
@@ -391,6 +388,51 @@ static void test_greedy_ties(void)
     gpu_close(&g);
 }
 
+/* Issue 28.2: a temperature whose inverse overflows (below ~3e-39) made
+ * the GPU sampler fail ("internal: returned token 15").  Such a
+ * temperature, and any request whose inverse temperature is not a finite
+ * number >= 0, is greedy on the GPU as on the CPU. */
+static void test_absurd_temperature_is_greedy(void)
+{
+    enum { N = 5000 };
+    gpu_sampler g;
+    if (gpu_open(&g, N)) {
+        CHECK(0, "setup");
+        return;
+    }
+    float *l = malloc(N * sizeof *l);
+    uint64_t x = 3;
+    make_logits(l, N, D_LM, &x);
+    l[4321] = 60.0f;
+    static const float temps[] = {1e-39f, 1e-45f, NAN};
+    for (size_t t = 0; t < sizeof temps / sizeof temps[0]; t++) {
+        combo cb = combos[0];
+        cb.temp = temps[t];
+        sampler_params p = params_of(&cb, 5);
+        sampler *s = sampler_new(&p, N);
+        sampler_request rq;
+        sampler_prepare(s, &rq);
+        bool sel;
+        int32_t got = gpu_pick(&g, &rq, l, 0, &sel);
+        CHECK(got == 4321, "temp %g: the GPU picked %d, expected the greedy 4321", (double)temps[t], got);
+        sampler_free(s);
+    }
+    /* Hand-made requests: no filter that would leave the best token alone
+     * (top-k 50 keeps the draw among the candidates; top-k 0 sends it over
+     * the whole vocabulary). */
+    static const float inv_ts[] = {INFINITY, NAN, -1.0f, -INFINITY};
+    for (size_t i = 0; i < sizeof inv_ts / sizeof inv_ts[0]; i++)
+        for (uint32_t k = 0; k <= 50; k += 50) {
+            sampler_request rq = {.inv_temp = inv_ts[i], .top_k = k, .rp = 1, .inv_rp = 1, .uniform = 0x12345678u};
+            bool sel;
+            int32_t got = gpu_pick(&g, &rq, l, 0, &sel);
+            CHECK(got == 4321, "inv_t %g, top-k %u: the GPU picked %d, expected the greedy 4321", (double)inv_ts[i], k,
+                  got);
+        }
+    free(l);
+    gpu_close(&g);
+}
+
 /* The host's top-K (ids, values, descending, lowest id on ties) and the
  * logsumexp (the GPU's exp: within 1e-5 relative). */
 static void test_host_topk(void)
@@ -498,21 +540,79 @@ static void test_engine_samples_like_cpu(void)
     model_free(&m);
 }
 
+/* ---- top-K + logsumexp ----------------------------------------------------------------- */
+
+static uint32_t TK_N, TK_K;
+
+static void test_topk(void)
+{
+    err_t err;
+    uint32_t N = TK_N, K = TK_K;
+    float *l = random_vec(N, 2.0f);
+    /* ties: the lower id must come first */
+    l[N / 2] = l[N / 3] = l[N - 1] = 9.5f;
+    l[5 % N] = 9.25f;
+    vk_topk_geom g;
+    CHECK(vk_topk_geom_init(N, K, &g, &err) == 0, "%.200s", err.msg);
+    vk_buf bl = host_copy(l, N), cv = tu_host(g.n_slices * K), ci = tu_host(g.n_slices * K),
+           ms = tu_host(2 * g.n_slices), cnt = tu_host(4), oi = tu_host(K), ov = tu_host(K + 1);
+    memset(cnt.map, 0, 16);
+    vk_topk_args a = {.logits = {bl, 0}, .n = N, .k = K, .geom = g, .cand_v = cv, .cand_i = ci, .ms = ms,
+                      .counter = cnt, .out_ids = oi, .out_vals = ov};
+    vk_call call;
+    CHECK(vk_k_topk(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+    CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    CHECK(tu_run(&call, 1, NULL) == 0, "run 2 (counter reset)");
+    double mx = -INFINITY, s = 0;
+    for (uint32_t i = 0; i < N; i++)
+        mx = fmax(mx, l[i]);
+    for (uint32_t i = 0; i < N; i++)
+        s += exp(l[i] - mx);
+    double lz = mx + log(s);
+    const int32_t *gi = (const int32_t *)oi.map;
+    const float *gv = (const float *)ov.map;
+    uint32_t prev = UINT32_MAX;
+    for (uint32_t k = 0; k < K; k++) {
+        /* expected: the best element after prev in (value desc, id asc) */
+        uint32_t b = UINT32_MAX;
+        for (uint32_t i = 0; i < N; i++) {
+            bool after = prev == UINT32_MAX || l[i] < l[prev] || (l[i] == l[prev] && i > prev);
+            if (after && (b == UINT32_MAX || l[i] > l[b] || (l[i] == l[b] && i < b)))
+                b = i;
+        }
+        CHECK(gi[k] == (int32_t)b && gv[k] == l[b], "rank %u: id %d (%g), want %u (%g)", k, gi[k], gv[k], b, l[b]);
+        prev = b;
+    }
+    /* logsumexp: float exp and a sum over N terms: ~(N/256 + 64) ulps of the sum */
+    CHECK(fabs(gv[K] - lz) <= 1e-5 * fabs(lz) + (N / 256.0 + 64) * U24, "logsumexp %.9g, want %.9g", gv[K], lz);
+    free(l);
+    tu_reset_buffers();
+}
+
+static void topk_cases(void)
+{
+    static const uint32_t cases[][2] = {{154880, 1}, {154880, 40}, {324, 64}, {5000, 7}, {2049, 2}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TK_N = cases[i][0];
+        TK_K = cases[i][1];
+        char name[96];
+        snprintf(name, sizeof name, "top-%u + logsumexp over %u logits", TK_K, TK_N);
+        RUN_NAMED(test_topk, name);
+    }
+}
+
 int main(void)
 {
-    if (tu_gpu_open(false)) {
-        /* CI installs lavapipe: no device is a failure, not a skip. */
-        printf("FAIL - vulkan device: none usable\n");
+    if (tu_kernels_open())
         return 1;
-    }
-    vk_tuning_default(&TUNE);
-    KB = (vk_kb){&G.c, &G.pipes, &TUNE, &KERR};
     RUN(test_greedy_ties);
+    RUN(test_absurd_temperature_is_greedy);
     RUN(test_host_topk);
     RUN(test_draw_boundaries);
     RUN(test_small_vocabularies);
     RUN(test_mid_vocabulary);
     RUN(test_full_vocabulary);
+    topk_cases();
     tu_gpu_close();
     RUN(test_engine_samples_like_cpu);
     TESTS_DONE();

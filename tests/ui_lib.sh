@@ -11,13 +11,18 @@ fi
 echo "  (backend: $BACKEND)"
 # --ignore-eos makes every answer exactly -n tokens long, so an answer of
 # 2000 tokens runs long enough to be stopped and resized in the middle.  On
-# the CPU backend a model larger than the built-in demo keeps a token at
-# 5-15 ms on one core; on lavapipe the demo model itself is that slow.
-MODEL_ARGS=
+# the CPU backend a model larger than mkmodel's demo preset keeps a token at
+# 5-15 ms on one core; on lavapipe the demo preset itself is that slow (the
+# random model that was built in before the trained one, which is far
+# smaller and faster).
 if [ "$BACKEND" = cpu ]; then
     "$GLMCHAT" mkmodel --preset demo --type Q8_0 --hidden 768 --layers 4 --experts 8 --ff 2048 --moe-ff 512 \
         --quiet -o "$TMP/ui.gguf" || { fail ui_model "mkmodel failed"; done_tests; }
     MODEL_ARGS="-m $TMP/ui.gguf -t 1"
+else
+    "$GLMCHAT" mkmodel --preset demo --type Q4_K_M --seed 4747 --quiet -o "$TMP/ui.gguf" >/dev/null ||
+        { fail ui_model "mkmodel failed"; done_tests; }
+    MODEL_ARGS="-m $TMP/ui.gguf"
 fi
 export XDG_CONFIG_HOME="$TMP/config" XDG_DATA_HOME="$TMP/data" XDG_STATE_HOME="$TMP/state"
 CONV_DIR="$XDG_DATA_HOME/glmchat/conversations"
@@ -26,13 +31,14 @@ APP="$PWD/$GLMCHAT"
 T=60   # seconds any single step may take (sanitizer builds are slow)
 
 # start_app_size COLS ROWS [OPTIONS...]: the chat on the test model, with
-# fixed-length answers (16 tokens unless OPTIONS say otherwise).
+# fixed-length answers (16 tokens unless OPTIONS say otherwise) and seed 11
+# (UI_SEED= for none: a new seed for every answer).
 start_app_size() {
     _c=$1 _r=$2
     shift 2
     tm_start "$_c" "$_r" env XDG_CONFIG_HOME="$XDG_CONFIG_HOME" XDG_DATA_HOME="$XDG_DATA_HOME" \
         XDG_STATE_HOME="$XDG_STATE_HOME" "$APP" --backend "$BACKEND" $MODEL_ARGS --template chatml \
-        --temp 2 --seed 11 --ignore-eos -n 16 "$@"
+        --temp 2 ${UI_SEED---seed 11} --ignore-eos -n 16 "$@"
 }
 start_app() { start_app_size 120 40 "$@"; }
 

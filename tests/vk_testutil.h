@@ -1,6 +1,7 @@
 /* vk_testutil.h: helpers for the Vulkan kernel tests: a device context,
- * random GGML blocks, a scalar float64 oracle, uploads and one-off runs.
- * Header-only (static functions) so it needs no build rule of its own. */
+ * random GGML blocks, a scalar float64 oracle, uploads and one-off runs;
+ * then what the kernel tests of every family share.  Header-only (static
+ * functions) so it needs no build rule of its own. */
 #ifndef GLM_VK_TESTUTIL_H
 #define GLM_VK_TESTUTIL_H
 
@@ -11,7 +12,8 @@
 #include <string.h>
 
 #include "quant.h"
-#include "vk_core.h"
+#include "testlib.h"
+#include "vk_kernels.h"
 
 /* A header of helpers: not every program uses all of them. */
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -446,6 +448,246 @@ static int tu_run(const vk_call *calls, int n, const bool *barrier_after)
     if (rc)
         printf("# %s\n", err.msg);
     return rc;
+}
+
+/* ---- the kernel tests' shared part -------------------------------------------------------
+ * test_vk_matvec.c, test_vk_attn.c, test_vk_deps.c, test_vk_prefill.c and
+ * test_vk_sampler.c: the builders (KB, with the tuning table TUNE and their
+ * errors in KERR), random operands, the float64 references of a row and a
+ * norm, the tolerances, and the geometry variants a case runs under. */
+
+/* 2^-24: float32's unit roundoff. */
+#define U24 5.9604644775390625e-08
+
+/* The builders' tuning table: the defaults, or a variant's fields. */
+static vk_tuning TUNE;
+static err_t KERR;
+static vk_kb KB;
+
+/* The device (lavapipe in CI: no device is a failure, not a skip) and the
+ * builders on it with the default tuning. */
+static int tu_kernels_open(void)
+{
+    if (tu_gpu_open(false)) {
+        printf("FAIL - vulkan device: none usable\n");
+        return -1;
+    }
+    vk_tuning_default(&TUNE);
+    KB = (vk_kb){&G.c, &G.pipes, &TUNE, &KERR};
+    return 0;
+}
+
+static float *random_vec(uint64_t n, float scale)
+{
+    float *v = malloc(n * sizeof *v);
+    for (uint64_t i = 0; i < n; i++)
+        v[i] = tu_gauss() * scale;
+    return v;
+}
+
+/* Reference y = W[m] . x (double), plus the bound sum|w x| (for the types
+ * with a minimum, the sum of its terms' sizes: tu_dequant_terms). */
+static void ref_dot_rows(uint32_t type, const uint8_t *w, uint32_t K, uint32_t rows, const float *x, double *y,
+                         double *mag)
+{
+    float *row = malloc(K * sizeof *row), *terms = malloc(K * sizeof *terms);
+    uint64_t rb = tu_row_bytes(type, K);
+    for (uint32_t r = 0; r < rows; r++) {
+        tu_dequant(type, w + r * rb, row, K);
+        tu_dequant_terms(type, w + r * rb, terms, K);
+        double s = 0, m = 0;
+        for (uint32_t k = 0; k < K; k++) {
+            s += (double)row[k] * x[k];
+            m += fabs((double)terms[k] * x[k]);
+        }
+        y[r] = s;
+        mag[r] = m;
+    }
+    free(row), free(terms);
+}
+
+static double chain_bound(uint32_t type, uint32_t K)
+{
+    vk_qlayout l;
+    vk_qlayout_of(type, &l);
+    return 2.0 * (K / 4.0 + l.unit + 16) * U24;
+}
+
+static float W_SCALE = 1.0f; /* scales the random values of float tensors */
+
+static uint8_t *rand_tensor(uint32_t type, uint32_t K, uint32_t N, uint32_t nmat, vk_tensor *t)
+{
+    uint64_t bytes = tu_row_bytes(type, K) * N * nmat, n = (uint64_t)K * N * nmat;
+    uint8_t *w = malloc(bytes);
+    tu_fill_random(type, w, n);
+    for (uint64_t i = 0; W_SCALE != 1.0f && type == QT_F16 && i < n; i++)
+        tu_put16(w + 2 * i, tu_f2h(tu_h2f(tu_get16(w + 2 * i)) * W_SCALE));
+    for (uint64_t i = 0; W_SCALE != 1.0f && type == QT_F32 && i < n; i++)
+        ((float *)w)[i] *= W_SCALE;
+    for (uint64_t i = 0; W_SCALE != 1.0f && type == QT_BF16 && i < n; i++) {
+        float f = tu_bf2f(tu_get16(w + 2 * i)) * W_SCALE; /* truncated back: any bf16 is valid data */
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        tu_put16(w + 2 * i, (uint16_t)(u >> 16));
+    }
+    /* Q8_0 / Q4_0: the block scale (first half of each 34 / 18-byte block) */
+    for (uint64_t b = 0, bb = type == QT_Q8_0 ? 34 : 18;
+         W_SCALE != 1.0f && (type == QT_Q8_0 || type == QT_Q4_0) && b < n / 32; b++)
+        tu_put16(w + b * bb, tu_f2h(tu_h2f(tu_get16(w + b * bb)) * W_SCALE));
+    if (tu_tensor(type, K, N, nmat, w, t))
+        memset(t, 0, sizeof *t);
+    return w;
+}
+
+static const uint8_t *mat_of(uint32_t type, const uint8_t *w, uint32_t K, uint32_t N, uint32_t m)
+{
+    return w + tu_row_bytes(type, K) * N * m;
+}
+
+static void rmsnorm_ref(const float *x, const float *nw, uint32_t n, float eps, float *out)
+{
+    double ss = 0;
+    for (uint32_t i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    double sc = 1.0 / sqrt(ss / n + eps);
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = (float)(x[i] * sc * nw[i]);
+}
+
+static float *norm_weights(uint32_t n)
+{
+    float *w = random_vec(n, 0.1f);
+    for (uint32_t i = 0; i < n; i++)
+        w[i] += 1.0f;
+    return w;
+}
+
+static vk_buf host_copy(const void *src, uint64_t words)
+{
+    vk_buf b = tu_host(words + 4);
+    memcpy(b.map, src, words * 4);
+    return b;
+}
+
+static double silu_d(double g)
+{
+    return g / (1.0 + exp(-g));
+}
+
+/* ---- geometry variants ---------------------------------------------------------------------- */
+
+/* Geometry variants of the decode matvecs, set in the tuning table: the
+ * defaults; long rows on the x-stationary kernels too (lavapipe's 8-wide
+ * subgroups need more units per lane than the default allows -- the paths
+ * a 32-wide GPU takes); 8 rows per pass, 3 passes, 64-thread workgroups,
+ * teams up to half padding (short rows only: fully unrolled long ones take
+ * lavapipe minutes to compile); inputs read from shared memory instead of
+ * registers, 2 rows per pass; the mv kernels. */
+static void v_default(vk_tuning *t)
+{
+    (void)t;
+}
+
+static void v_long_rows(vk_tuning *t)
+{
+    t->xs_j = 32;
+}
+
+static void v_rows8(vk_tuning *t)
+{
+    t->xs_r = 8;
+    t->xs_p = 3;
+    t->xs_wgs = 64;
+    t->xs_pad = 50;
+}
+
+static void v_shared_input(vk_tuning *t)
+{
+    t->xs_j = 32;
+    t->xs_xreg = 0;
+    t->xs_r = 2;
+}
+
+static void v_mv(vk_tuning *t)
+{
+    t->xs = 0;
+}
+
+typedef void (*variant_fn)(vk_tuning *t);
+static const variant_fn VARIANTS[] = {v_default, v_long_rows, v_rows8, v_shared_input, v_mv};
+enum { N_VARIANTS = sizeof VARIANTS / sizeof VARIANTS[0] };
+
+/* Runs `fn` as case `name` with the table set by `v`, the fields it
+ * changed in the name; the defaults again afterwards. */
+static void run_tuned(void (*fn)(void), const char *name, variant_fn v)
+{
+    char set[256], full[512];
+    vk_tuning_default(&TUNE);
+    v(&TUNE);
+    vk_tuning_describe(&TUNE, set, sizeof set);
+    snprintf(full, sizeof full, "%s%s%s%s", name, *set ? " [" : "", set, *set ? "]" : "");
+    RUN_NAMED(fn, full);
+    vk_tuning_default(&TUNE);
+}
+
+/* Variant sets: lavapipe compiles every specialization from scratch in CI,
+ * and fully unrolled long rows with many rows per pass take it tens of
+ * seconds each, so the large shapes skip the 8-rows variant. */
+enum { V_ALL = 0x1f, V_LONG = 0x1b, V_GPU = 0x03 };
+
+/* Runs `fn` as case `name` under the variants in mask `vars`. */
+static void run_variants(void (*fn)(void), const char *name, int vars)
+{
+    for (int i = 0; i < N_VARIANTS; i++)
+        if (vars >> i & 1)
+            run_tuned(fn, name, VARIANTS[i]);
+}
+
+/* ---- the mat-mat kernels' tolerances ------------------------------------------------------- */
+
+/* The mat-mat kernels: fp32 SIMT (chain bound as the matvec), or on devices
+ * with cooperative matrices, fp16 operands for quantized weights (mm_coop):
+ * each operand is rounded to fp16, 11 significant bits (unit roundoff
+ * 2^-11), so each product w x is within (1 + 2^-11)^2 - 1 = 2^-10 + 2^-22 of
+ * itself and the fp32-accumulated sum within (2^-10 + 2^-22) sum|w x| plus the
+ * fp32 chain bound: 9.8e-4 covers 2^-10 + 2^-22 = 9.768e-4.  (Activations
+ * below 2^-14 are fp16 subnormals with an absolute error of at most 2^-25 |w|
+ * each: on data of unit size that is far inside the budget; values beyond
+ * 65504 would overflow -- prefill activations are normalized or products of
+ * normalized values.) */
+static double mm_bound(uint32_t type, uint32_t K)
+{
+    bool coop = G.c.coopmat && type != QT_F32;
+    return chain_bound(type, K) + (coop ? 9.8e-4 : 0);
+}
+
+/* The same with split activations (vk_mm_args.x_split, the prefill's k_b /
+ * v_b): each activation goes in as hi (x to 11 significant bits, exact in
+ * fp16) plus lo = fp16(2^11 (x - hi)) / 2^11, within 2^-11 * 2^-11 = 2^-22 of
+ * x (we allow 2^-20 for a device whose fp16 conversion truncates), against
+ * 2^-11 for one fp16.  The weights are still rounded to fp16 (2^-11), except
+ * F16 weights, which fp16 holds exactly: there the whole budget is 2^-20 +
+ * the fp32 chain (~1e-6 of sum|w x|), which a single fp16 rounding of the
+ * activations (~2^-12 per product) would exceed many times over.  The lo
+ * products' own accumulator, added in the epilogue, costs one more fp32
+ * rounding (inside the chain bound's slack). */
+static double mm_bound_split(uint32_t type, uint32_t K)
+{
+    bool coop = G.c.coopmat && type != QT_F32;
+    double ew = type == QT_F16 ? 0 : 0x1p-11, ex = 0x1p-20;
+    return chain_bound(type, K) + (coop ? ew + ex + ew * ex : 0);
+}
+
+/* Which kernel a case runs on, in its name: a device without cooperative
+ * matrices says so and tests the fp32 kernel (never a silent pass). */
+static const char *mm_path(const vk_tensor *w, const vk_tensor *up)
+{
+    const char *k = vk_mm_kernel(&KB, w, up);
+    if (strcmp(k, "mm") != 0)
+        return k;
+    if (!G.c.coopmat)
+        return "mm: device has no cooperative matrices";
+    return w->type == QT_F32 ? "mm: F32 weights" : "mm: coopmat=0";
 }
 
 #endif

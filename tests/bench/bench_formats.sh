@@ -8,10 +8,10 @@
 #     again before the next one);
 #   - glmchat bench: pp512, tg128 at depth 0 and 4096 (--profile for the
 #     formats in $PROFILE: the per-kernel table);
-#   - llama.cpp's llama-bench on the same file, when $LLAMA_BENCH exists
-#     (default /tmp/llama/build/bin/llama-bench; ../shared/peer/ builds it on
-#     the GPU machine): CUDA, all layers on the GPU, flash attention, the same
-#     tests;
+#   - llama.cpp's llama-bench on the same file, when $LLAMA_BENCH names
+#     it (../shared/peer/ builds it on the GPU machine; device_run.sh passes
+#     the path that build's script names): CUDA, all layers on the GPU, flash
+#     attention, the same tests;
 # then one table: both programs' figures, their ratios, each format's tg128
 # after 4096 as a share of its own tg128, and its bandwidth floor: the
 # active bytes of a decoded token (`glmchat info`) over the device's read
@@ -32,12 +32,12 @@
 # Figures only: nothing here passes or fails on speed.  Needs a Vulkan GPU
 # with ~35 GB free and as much disk; without a device it says so and skips.
 GLMCHAT=${GLMCHAT:-./glmchat}
-LLAMA_BENCH=${LLAMA_BENCH:-/tmp/llama/build/bin/llama-bench}
+LLAMA_BENCH=${LLAMA_BENCH:-}
 MICROBENCH=${MICROBENCH:-build/rel/tools/vk_microbench}
 FORMATS=${FORMATS:-Q4_K_M Q5_K_M Q4_K_XL Q4_0 Q6_K Q8_0}
 PROFILE=${PROFILE:-$FORMATS}
 REPS=${REPS:-2}
-DIR=$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/formats.XXXXXX") || exit 1
+if [ -n "${BENCH_DIR:-}" ]; then DIR=$(mktemp -d "$BENCH_DIR/formats.XXXXXX"); else DIR=$(mktemp -d); fi || exit 1
 trap 'rm -rf "$DIR"' EXIT
 T=${STEP_TIMEOUT:-240}
 

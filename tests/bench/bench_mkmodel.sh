@@ -3,13 +3,13 @@
 # generator).  Figures only; nothing here passes or fails on speed.
 #  - generation alone: the full-size GLM-4.7-Flash Q4_0 and Q4_K_M written
 #    to /dev/null, all CPUs and one thread;
-#  - to disk: a 6-layer cut of the full-size shape (about 2.3 GB) in $TMPDIR,
-#    removed afterwards.  Set MKMODEL_FULL=1 to write the full 17 GB file
+#  - to disk: a 6-layer cut of the full-size shape (about 2.3 GB) in a
+#    directory of mktemp's ($TMPDIR), removed afterwards.  Set MKMODEL_FULL=1 to write the full 17 GB file
 #    instead (needs ~17 GB free).
 GLMCHAT=${GLMCHAT:-./glmchat}
-dir=${TMPDIR:-/tmp}
-out=$dir/bench_mkmodel.$$.gguf
-trap 'rm -f "$out"' EXIT
+dir=$(mktemp -d) || exit 1
+out=$dir/bench_mkmodel.gguf
+trap 'rm -rf "$dir"' EXIT
 status=0
 echo "cpus: $(nproc)"
 for t in Q4_0 Q4_K_M; do

@@ -3,8 +3,8 @@
 # real chat UI in tmux on MODEL (side pane open, the model preset's default
 # sampling, --think off so that a random model's tokens are answer text),
 # types a message ANSWERS times, waits for each answer of exactly N tokens
-# (--ignore-eos -n N: done when the pane's generated count has grown by N - 1
-# decoded tokens and the status says Ready), and prints each answer's tok/s
+# (--ignore-eos -n N: done when the pane's generated count has grown by N
+# and the status says Ready), and prints each answer's tok/s
 # (the pane's decode figure, which is the answer header's and the status
 # line's) and the final screen (the kernel table).  Compare with
 # `glmchat bench -m MODEL -n N` (tg N, the chat's sampling) on the same
@@ -42,8 +42,8 @@ wait_for() {
     done
     return 1
 }
-# The pane's counts ("session  P prompt, G generated": tokens the engine
-# evaluated) and the last answer's rate ("decode  R (last)").
+# The pane's counts ("session  P prompt, G generated": prompt tokens read,
+# tokens the answers generated) and the last answer's rate ("decode  R (last)").
 generated() { screen; sed -n 's/.* \([0-9]\{1,\}\) generated.*/\1/p' "$TMP/screen" | head -n 1; }
 rate() { sed -n 's/.*[│x] decode \{1,\}\([0-9.]\{1,\}\) (last).*/\1/p' "$TMP/screen" | head -n 1; }
 
@@ -73,11 +73,11 @@ while [ "$i" -le "$ANSWERS" ]; do
     g0=$(generated)
     tm send-keys -t ui -l "Tell me a long story about the sea, part $i."
     tm send-keys -t ui Enter
-    # an answer of N tokens: N - 1 decoded (the first comes with the prompt)
+    # an answer of N tokens (the pane counts as the answers' headers do)
     end=$(($(date +%s) + 600))
     while [ "$(date +%s)" -lt "$end" ]; do
         g=$(generated)
-        [ -n "$g" ] && [ "$g" -ge $((${g0:-0} + N - 1)) ] && grep -q '^ \(Ready\|Stopped\)' "$TMP/screen" && break
+        [ -n "$g" ] && [ "$g" -ge $((${g0:-0} + N)) ] && grep -q '^ \(Ready\|Stopped\)' "$TMP/screen" && break
         sleep 0.2
     done
     r=$(rate)

@@ -2,13 +2,13 @@
 # device_run.sh: glmchat's Vulkan checks and the formats table on the lent
 # GPU machine, in one call (gpu/PERF.md "How to run").  Run from the
 # checkout's root there, with a bundle made here in $D (default .dev/kquant):
-#   $D/glmchat, $D/build/tests/test_vk_kernels, $D/build/tools/ (cmp_logits,
+#   $D/glmchat, $D/build/tests/test_vk_* (the kernel tests), $D/build/tools/ (cmp_logits,
 #   json_get, requant, vk_microbench), $D/tests/ (the shell tests, lib.sh,
 #   oracle_lib.sh, bench/; data/ is linked to the checkout's), optionally
 #   $D/base/glmchat (an earlier binary for an A/B in the same call) --
 #   tests/bench/device_bundle.sh makes it;
 # carry .gl, .peer (llama-bench) and $D.  Steps, each off with =0:
-#   KERNELS   test_vk_kernels                         -> $OUT/kernels.txt
+#   KERNELS   every test_vk_* of the bundle               -> $OUT/kernels.txt
 #   FIXTURES  tests/t_vk_fixtures.sh                  -> $OUT/fixtures.txt
 #   LLAMA     build llama-bench first (in the background), wait before the table
 #   FORMATS   the formats of tests/bench/bench_formats.sh (default its list)
@@ -29,8 +29,10 @@ ln -sfn "$R/tests/data" "$D/tests/data"
     "$D/glmchat" devices || exit 1
     if [ "${KERNELS:-1}" = 1 ]; then
         echo "== kernel tests"
-        timeout "${KERNELS_T:-200}" "$D/build/tests/test_vk_kernels" >"$OUT/kernels.txt" 2>&1
-        echo "rc=$? ok=$(grep -c '^ok' "$OUT/kernels.txt")"
+        for t in "$D"/build/tests/test_vk_*; do
+            timeout "${KERNELS_T:-200}" "$t" >>"$OUT/kernels.txt" 2>&1
+            echo "$(basename "$t"): rc=$? ok=$(grep -c '^ok' "$OUT/kernels.txt") (so far)"
+        done
         grep -v '^ok' "$OUT/kernels.txt" | head -n 40
         date +%T
     fi
@@ -50,7 +52,9 @@ ln -sfn "$R/tests/data" "$D/tests/data"
         echo "== formats"
         base=
         [ -x "$D/base/glmchat" ] && base=$R/$D/base/glmchat
-        GLMCHAT=$R/$D/glmchat MICROBENCH=$R/$D/build/tools/vk_microbench BASE=$base BENCH_DIR=/tmp \
+        # llama-bench where the peer's build script says it puts it (its "Binaries:" line)
+        llama=$(sed -n 's|^# Binaries: \([^ ,]*/llama-bench\).*|\1|p' .peer/build-llama-bench.sh 2>/dev/null)
+        GLMCHAT=$R/$D/glmchat MICROBENCH=$R/$D/build/tools/vk_microbench BASE=$base LLAMA_BENCH=$llama \
             LLAMA_WAIT="$R/.peer/build-llama-bench.sh" \
             FORMATS=${FORMATS:-Q4_K_M Q5_K_M Q4_K_XL Q4_0 Q6_K Q8_0} \
             bash "$D/tests/bench/bench_formats.sh" >"$OUT/formats.txt" 2>&1

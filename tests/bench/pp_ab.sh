@@ -10,13 +10,17 @@
 #   GLMCHAT=.dev/B/glmchat BASE=.dev/B/base/glmchat FORMATS="Q5_K_M Q8_0" \
 #     SETS="base default coop_x=0" ROUNDS=2 DEADLINE=350 bash tests/bench/pp_ab.sh
 # DEADLINE (seconds since the start): later formats are skipped, so the
-# call ends inside its limit.  Files go to $BENCH_DIR (default /tmp); PRESET
+# call ends inside its limit.  Files go to $BENCH_DIR (default: a directory
+# of mktemp's, removed at the end), the outputs to $OUT (default: there too); PRESET
 # (default glm47-flash) another mkmodel preset, e.g. tiny-glm to try it here.
 GLMCHAT=${GLMCHAT:-./glmchat}
 FORMATS=${FORMATS:-Q5_K_M Q8_0 Q4_K_M Q4_0 Q6_K Q4_K_XL}
 SETS=${SETS:-base default}
 ROUNDS=${ROUNDS:-2}
-OUT=${OUT:-/tmp}
+scratch=$(mktemp -d) || exit 1
+trap 'rm -rf "$scratch"' EXIT
+BENCH_DIR=${BENCH_DIR:-$scratch}
+OUT=${OUT:-$scratch}
 start=$(date +%s)
 elapsed() { echo $(($(date +%s) - start)); }
 pp() { sed -n 's/^pp512: \([0-9.]*\) tokens.*/\1/p' "$1" | head -n 1; }
@@ -26,7 +30,7 @@ for fmt in $FORMATS; do
         echo "$fmt skipped at $(elapsed) s"
         continue
     fi
-    m=${BENCH_DIR:-/tmp}/pp_ab.$fmt.gguf
+    m=$BENCH_DIR/pp_ab.$fmt.gguf
     if ! timeout 90 "$GLMCHAT" mkmodel --preset "${PRESET:-glm47-flash}" --type "$fmt" -o "$m" --quiet --force; then
         echo "$fmt: mkmodel failed"
         rm -f "$m"

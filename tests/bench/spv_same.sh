@@ -16,7 +16,11 @@
 # are not compared, e.g. SKIP=' 1:13( |$)| 2:13( |$)' for Q5_K's).
 #   tests/bench/spv_same.sh SPECS TREE_A TREE_B
 # SPECS can come from tests/bench/spv_specs.c (the specializations a run
-# creates).  Needs glslc, spirv-dis (Debian: spirv-tools) and perl.
+# creates), or from `glmchat bench --plan` listings (their "spec=" fields).
+# SPV_OPT: spirv-opt passes run on both sides' modules before they are
+# compared (e.g. --eliminate-dead-members: push-constant members no code
+# reads go, and the rest are numbered again).  Needs glslc, spirv-dis and
+# spirv-opt (Debian: spirv-tools) and perl.
 set -u
 [ $# = 3 ] || { echo "usage: spv_same.sh SPECS TREE_A TREE_B" >&2; exit 2; }
 specs=$1
@@ -95,6 +99,10 @@ special() {
     case $src in *_ll) src=${src%_ll} ll=-DLL ;; esac
     # shellcheck disable=SC2046
     glslc --target-env=vulkan1.2 -O $ll -I"$tmp/$1" $(defines "$1" "$3") -o "$tmp/$1.spv" "$tmp/$1/$src.comp" &&
+        if [ -n "${SPV_OPT:-}" ]; then
+            # shellcheck disable=SC2086
+            spirv-opt $SPV_OPT "$tmp/$1.spv" -o "$tmp/$1.opt.spv" && mv "$tmp/$1.opt.spv" "$tmp/$1.spv"
+        fi &&
         spirv-dis --raw-id "$tmp/$1.spv" | perl "$tmp/canon.pl"
 }
 same=0 differ=0 skipped=0

@@ -4,9 +4,9 @@
  * its FNV-1a hash) to $SPV_SPECS_LOG: the specializations
  * tests/bench/spv_same.sh compares.  A developer's tool (not built by
  * make):
- *   cc -shared -fPIC -o /tmp/spv_specs.so tests/bench/spv_specs.c -ldl
- *   SPV_SPECS_DIR=build/rel/spv SPV_SPECS_LOG=/tmp/specs.txt \
- *     LD_PRELOAD=/tmp/spv_specs.so build/rel/tests/test_vk_kernels */
+ *   cc -shared -fPIC -o build/spv_specs.so tests/bench/spv_specs.c -ldl
+ *   for t in build/rel/tests/test_vk_*; do SPV_SPECS_DIR=build/rel/spv \
+ *     SPV_SPECS_LOG=build/specs.txt LD_PRELOAD=$PWD/build/spv_specs.so $t; done */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>

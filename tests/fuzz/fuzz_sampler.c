@@ -4,7 +4,8 @@
  * on every vector level the CPU has, over a few steps with the penalty
  * window filling up.
  *
- *   byte 0      temperature: 0 (greedy) or one of a few values
+ *   byte 0      temperature: 0 (greedy) or one of a few values, the absurd
+ *               ones included (1/temp overflowing, NaN, infinity)
  *   byte 1      top-k (0: off)
  *   bytes 2, 3  top-p, min-p (/ 255; 255 top-p is off)
  *   byte 4      penalties on (odd), and the seed
@@ -22,10 +23,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 9)
         return 0;
-    static const float temps[] = {0.0f, 1.0f, 0.3f, 0.7f, 1.5f, 1e-6f, 100.0f, -1.0f};
+    static const float temps[] = {0.0f, 1.0f,    0.3f,   0.7f,     1.5f,      1e-6f,   100.0f, -1.0f,
+                                  1e-39f, 1e-45f, NAN, INFINITY, FLT_MIN, FLT_MAX, 0.001f, 3e-39f};
     sampler_params p;
     sampler_params_default(&p);
-    p.temp = temps[data[0] % 8];
+    p.temp = temps[data[0] % 16];
     p.top_k = data[1] < 128 ? 0 : data[1] - 128;
     p.top_p = data[2] == 255 ? 1.0f : data[2] / 255.0f;
     p.min_p = data[3] / 255.0f;

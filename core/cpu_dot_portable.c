@@ -1,0 +1,437 @@
+/* cpu_dot_portable.c: the kernel set in plain C (cpu_kernels.h).
+ *
+ * Every CPU runs it; on x86-64 it is the second opinion the vector sets
+ * are tested against.  Each kernel decodes a weight block once into small
+ * integer levels (and its scales), then takes every token of the tile:
+ * an exact integer dot product per block, scaled in f32 -- the same
+ * integers the vector kernels form, summed in the order written here. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_iq4.h"
+#include "cpu_kernels.h"
+
+/* ======================================================================
+ * Helpers
+ * ====================================================================== */
+
+static float f16(uint16_t h)
+{
+    return quant_f16_to_f32(h);
+}
+
+static uint16_t load_u16(const void *p)
+{
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static int32_t idot(const int8_t *a, const int8_t *b, int n)
+{
+    int32_t s = 0;
+    for (int i = 0; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+/* 8 partial sums: a fixed order that compilers can vectorize. */
+static float dot_f32(const float *a, const float *b, uint64_t n)
+{
+    float acc[8] = {0}, tail = 0;
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            acc[k] += a[i + k] * b[i + k];
+    for (; i < n; i++)
+        tail += a[i] * b[i];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+}
+
+static float dot_f16(const uint16_t *a, const float *b, uint64_t n)
+{
+    float w[256], sum = 0;
+    for (uint64_t i = 0; i < n; i += 256) {
+        uint64_t m = n - i < 256 ? n - i : 256;
+        for (uint64_t k = 0; k < m; k++)
+            w[k] = f16(a[i + k]);
+        sum += dot_f32(w, b + i, m);
+    }
+    return sum;
+}
+
+static void axpy_f32(float *y, float a, const float *x, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        y[i] += a * x[i];
+}
+
+static void axpy_f16(float *y, float a, const uint16_t *x, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        y[i] += a * f16(x[i]);
+}
+
+/* ---- per-tile bookkeeping for the 32-element formats ---- */
+typedef struct {
+    const int8_t *q[CPU_TILE_TOK];
+    const float *d[CPU_TILE_TOK], *s[CPU_TILE_TOK];
+    float acc[CPU_TILE_TOK];
+} tile32;
+
+static void tile32_init(tile32 *t, const void *const *x, int nt, uint64_t n)
+{
+    for (int i = 0; i < nt; i++) {
+        t->q[i] = cpu_act_q(x[i]);
+        t->d[i] = cpu_act_d(x[i], n);
+        t->s[i] = cpu_act_s(x[i], n);
+        t->acc[i] = 0;
+    }
+}
+
+/* One 32-element block of levels lv (scale dw, min m: value = dw*lv + m)
+ * against every token. */
+static void tile32_block(tile32 *t, int nt, uint64_t b, const int8_t *lv, float dw, float m)
+{
+    for (int i = 0; i < nt; i++) {
+        int32_t s = idot(lv, t->q[i] + 32 * b, 32);
+        t->acc[i] += dw * t->d[i][b] * (float)s + m * t->s[i][b];
+    }
+}
+
+/* ======================================================================
+ * 32-element formats
+ * ====================================================================== */
+
+static void dot_q4_0(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q4_0 *w = row;
+    tile32 t;
+    tile32_init(&t, x, nt, n);
+    int8_t lv[32];
+    for (uint64_t b = 0; b < n / 32; b++) {
+        for (int j = 0; j < 16; j++) {
+            lv[j] = (int8_t)((w[b].qs[j] & 0xF) - 8);
+            lv[j + 16] = (int8_t)((w[b].qs[j] >> 4) - 8);
+        }
+        tile32_block(&t, nt, b, lv, f16(w[b].d), 0);
+    }
+    memcpy(out, t.acc, (size_t)nt * sizeof *out);
+}
+
+static void dot_q4_1(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q4_1 *w = row;
+    tile32 t;
+    tile32_init(&t, x, nt, n);
+    int8_t lv[32];
+    for (uint64_t b = 0; b < n / 32; b++) {
+        for (int j = 0; j < 16; j++) {
+            lv[j] = (int8_t)(w[b].qs[j] & 0xF);
+            lv[j + 16] = (int8_t)(w[b].qs[j] >> 4);
+        }
+        tile32_block(&t, nt, b, lv, f16(w[b].d), f16(w[b].m));
+    }
+    memcpy(out, t.acc, (size_t)nt * sizeof *out);
+}
+
+/* Q5: element j's fifth bit is bit j of qh. */
+static void q5_levels(const uint8_t *qs, const uint8_t *qh_bytes, int offset, int8_t *lv)
+{
+    uint32_t qh;
+    memcpy(&qh, qh_bytes, sizeof qh);
+    for (int j = 0; j < 16; j++) {
+        lv[j] = (int8_t)(((qs[j] & 0xF) | (((qh >> j) & 1) << 4)) - offset);
+        lv[j + 16] = (int8_t)(((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - offset);
+    }
+}
+
+static void dot_q5_0(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q5_0 *w = row;
+    tile32 t;
+    tile32_init(&t, x, nt, n);
+    int8_t lv[32];
+    for (uint64_t b = 0; b < n / 32; b++) {
+        q5_levels(w[b].qs, w[b].qh, 16, lv);
+        tile32_block(&t, nt, b, lv, f16(w[b].d), 0);
+    }
+    memcpy(out, t.acc, (size_t)nt * sizeof *out);
+}
+
+static void dot_q5_1(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q5_1 *w = row;
+    tile32 t;
+    tile32_init(&t, x, nt, n);
+    int8_t lv[32];
+    for (uint64_t b = 0; b < n / 32; b++) {
+        q5_levels(w[b].qs, w[b].qh, 0, lv);
+        tile32_block(&t, nt, b, lv, f16(w[b].d), f16(w[b].m));
+    }
+    memcpy(out, t.acc, (size_t)nt * sizeof *out);
+}
+
+static void dot_q8_0(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q8_0 *w = row;
+    tile32 t;
+    tile32_init(&t, x, nt, n);
+    for (uint64_t b = 0; b < n / 32; b++)
+        tile32_block(&t, nt, b, w[b].qs, f16(w[b].d), 0);
+    memcpy(out, t.acc, (size_t)nt * sizeof *out);
+}
+
+/* ======================================================================
+ * K-quants (super-blocks of 256 against q8_K)
+ * ====================================================================== */
+
+/* The 6-bit scale and min of sub-block j of a Q4_K/Q5_K block. */
+static void kq_scale_min(int j, const uint8_t *s, int *sc, int *mn)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *mn = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        *mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+/* Q4_K / Q5_K: levels lv[256] (unsigned), 8 sub-blocks of 32 with scale and
+ * min: value = d*sc*lv - dmin*mn. */
+static void kq_scaled_min(const int8_t *lv, const uint8_t *scales, float d, float dmin, const void *const *x,
+                          int nt, uint64_t n, uint64_t b, float *acc)
+{
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; j++)
+        kq_scale_min(j, scales, &sc[j], &mn[j]);
+    for (int i = 0; i < nt; i++) {
+        const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+        const int16_t *bs = cpu_act_bsum(x[i], n) + 16 * b;
+        int32_t sumi = 0, summ = 0;
+        for (int j = 0; j < 8; j++) {
+            sumi += sc[j] * idot(lv + 32 * j, q + 32 * j, 32);
+            summ += mn[j] * (bs[2 * j] + bs[2 * j + 1]);
+        }
+        const float dx = cpu_act_d(x[i], n)[b];
+        acc[i] += dx * d * (float)sumi - dx * dmin * (float)summ;
+    }
+}
+
+static void dot_q4_K(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q4_K *w = row;
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        for (int p = 0; p < 4; p++)
+            for (int l = 0; l < 32; l++) {
+                lv[64 * p + l] = (int8_t)(w[b].qs[32 * p + l] & 0xF);
+                lv[64 * p + 32 + l] = (int8_t)(w[b].qs[32 * p + l] >> 4);
+            }
+        kq_scaled_min(lv, w[b].scales, f16(w[b].d), f16(w[b].dmin), x, nt, n, b, acc);
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
+static void dot_q5_K(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q5_K *w = row;
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        for (int p = 0; p < 4; p++)
+            for (int l = 0; l < 32; l++) {
+                uint8_t q = w[b].qs[32 * p + l], h = w[b].qh[l];
+                lv[64 * p + l] = (int8_t)((q & 0xF) | (((h >> (2 * p)) & 1) << 4));
+                lv[64 * p + 32 + l] = (int8_t)((q >> 4) | (((h >> (2 * p + 1)) & 1) << 4));
+            }
+        kq_scaled_min(lv, w[b].scales, f16(w[b].d), f16(w[b].dmin), x, nt, n, b, acc);
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
+/* Q6_K: levels q - 32 in 16 sub-blocks of 16 with int8 scales. */
+static void dot_q6_K(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q6_K *w = row;
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        for (int half = 0; half < 2; half++) {
+            const uint8_t *ql = w[b].ql + 64 * half, *qh = w[b].qh + 32 * half;
+            int8_t *o = lv + 128 * half;
+            for (int l = 0; l < 32; l++) {
+                o[l] = (int8_t)(((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32);
+                o[l + 32] = (int8_t)(((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32);
+                o[l + 64] = (int8_t)(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+                o[l + 96] = (int8_t)(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+            }
+        }
+        const float d = f16(load_u16(&w[b].d));
+        for (int i = 0; i < nt; i++) {
+            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+            int32_t sumi = 0;
+            for (int j = 0; j < 16; j++)
+                sumi += w[b].scales[j] * idot(lv + 16 * j, q + 16 * j, 16);
+            acc[i] += cpu_act_d(x[i], n)[b] * d * (float)sumi;
+        }
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
+/* IQ4_XS: table levels of 8 sub-blocks of 32, each with a 6-bit scale
+ * (offset 32) under the block's f16 d. */
+static void dot_iq4_xs(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const cpu_iq4_xs_block *w = row;
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        int ls[8];
+        for (int ib = 0; ib < 8; ib++) {
+            ls[ib] = cpu_iq4_xs_scale(&w[b], ib) - 32;
+            for (int j = 0; j < 16; j++) {
+                lv[32 * ib + j] = cpu_iq4_levels[w[b].qs[16 * ib + j] & 0xf];
+                lv[32 * ib + 16 + j] = cpu_iq4_levels[w[b].qs[16 * ib + j] >> 4];
+            }
+        }
+        const float d = f16(w[b].d);
+        for (int i = 0; i < nt; i++) {
+            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+            int32_t sumi = 0;
+            for (int ib = 0; ib < 8; ib++)
+                sumi += ls[ib] * idot(lv + 32 * ib, q + 32 * ib, 32);
+            acc[i] += d * cpu_act_d(x[i], n)[b] * (float)sumi;
+        }
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
+/* ======================================================================
+ * Float weights (f32 activations)
+ * ====================================================================== */
+
+static void dot_f32_rows(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    /* a row stride need not keep F32 rows 4-byte aligned: copy through a
+     * buffer, 256 elements at a time */
+    float w[256];
+    float acc[CPU_TILE_TOK] = {0};
+    for (uint64_t i = 0; i < n; i += 256) {
+        uint64_t m = n - i < 256 ? n - i : 256;
+        memcpy(w, (const char *)row + 4 * i, 4 * m);
+        for (int t = 0; t < nt; t++)
+            acc[t] += dot_f32(w, (const float *)x[t] + i, m);
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
+static void dot_half_rows(bool bf16, const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    float w[256];
+    float acc[CPU_TILE_TOK] = {0};
+    const uint8_t *p = row;
+    for (uint64_t i = 0; i < n; i += 256) {
+        uint64_t m = n - i < 256 ? n - i : 256;
+        for (uint64_t k = 0; k < m; k++) {
+            uint16_t h = load_u16(p + 2 * (i + k));
+            w[k] = bf16 ? quant_bf16_to_f32(h) : f16(h);
+        }
+        for (int t = 0; t < nt; t++)
+            acc[t] += dot_f32(w, (const float *)x[t] + i, m);
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
+static void dot_f16_rows(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    dot_half_rows(false, row, x, nt, n, out);
+}
+
+static void dot_bf16_rows(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    dot_half_rows(true, row, x, nt, n, out);
+}
+
+/* Any type quant.c decodes: 256 elements (whole blocks) at a time. */
+static void dot_fallback_row(uint32_t type, const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const quant_traits *tr = quant_traits_of(type);
+    float w[256];
+    float acc[CPU_TILE_TOK] = {0};
+    uint64_t per = tr && tr->block_elems <= 256 ? 256 / tr->block_elems * tr->block_elems : 0;
+    for (uint64_t i = 0; per && i < n; i += per) {
+        uint64_t m = n - i < per ? n - i : per;
+        quant_dequant_row(type, (const uint8_t *)row + i / tr->block_elems * tr->block_bytes, w, m);
+        for (int t = 0; t < nt; t++)
+            acc[t] += dot_f32(w, (const float *)x[t] + i, m);
+    }
+    for (int t = 0; t < nt; t++)
+        out[t] = per ? acc[t] : NAN;
+}
+
+/* ======================================================================
+ * Rows (cpu_rows_fn) over the one-row kernels above
+ * ====================================================================== */
+
+#define ROWS_OF(name, dot1)                                                                                   \
+    static void name(const void *w, uint64_t row_bytes, uint64_t n_rows, const void *const *x, int nt,         \
+                     uint64_t n, float *const *y, bool accumulate)                                             \
+    {                                                                                                         \
+        for (uint64_t r = 0; r < n_rows; r++) {                                                               \
+            float o[CPU_TILE_TOK];                                                                            \
+            dot1((const char *)w + r * row_bytes, x, nt, n, o);                                               \
+            for (int t = 0; t < nt; t++)                                                                      \
+                y[t][r] = accumulate ? y[t][r] + o[t] : o[t];                                                 \
+        }                                                                                                     \
+    }
+
+ROWS_OF(rows_q4_0, dot_q4_0)
+ROWS_OF(rows_q4_1, dot_q4_1)
+ROWS_OF(rows_q5_0, dot_q5_0)
+ROWS_OF(rows_q5_1, dot_q5_1)
+ROWS_OF(rows_q8_0, dot_q8_0)
+ROWS_OF(rows_q4_K, dot_q4_K)
+ROWS_OF(rows_q5_K, dot_q5_K)
+ROWS_OF(rows_q6_K, dot_q6_K)
+ROWS_OF(rows_iq4_xs, dot_iq4_xs)
+ROWS_OF(rows_f32, dot_f32_rows)
+ROWS_OF(rows_f16, dot_f16_rows)
+ROWS_OF(rows_bf16, dot_bf16_rows)
+
+static void rows_fallback(uint32_t type, const void *w, uint64_t row_bytes, uint64_t n_rows, const void *const *x,
+                          int nt, uint64_t n, float *const *y, bool accumulate)
+{
+    for (uint64_t r = 0; r < n_rows; r++) {
+        float o[CPU_TILE_TOK];
+        dot_fallback_row(type, (const char *)w + r * row_bytes, x, nt, n, o);
+        for (int t = 0; t < nt; t++)
+            y[t][r] = accumulate ? y[t][r] + o[t] : o[t];
+    }
+}
+
+void cpu_kernels_fill_portable(cpu_kernels *k)
+{
+    k->type[QT_F32] = (cpu_type_kernel){CPU_ACT_F32, rows_f32};
+    k->type[QT_F16] = (cpu_type_kernel){CPU_ACT_F32, rows_f16};
+    k->type[QT_BF16] = (cpu_type_kernel){CPU_ACT_F32, rows_bf16};
+    k->type[QT_Q4_0] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_q4_0};
+    k->type[QT_Q4_1] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_q4_1};
+    k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_q5_0};
+    k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_q5_1};
+    k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_q8_0};
+    k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q4_K};
+    k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q5_K};
+    k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q6_K};
+    k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq4_xs};
+    k->prepare[CPU_ACT_F32] = cpu_act_prepare_f32;
+    k->prepare[CPU_ACT_Q8_32] = cpu_act_prepare_q8_32;
+    k->prepare[CPU_ACT_Q8_K] = cpu_act_prepare_q8_K;
+    k->rows_fallback = rows_fallback;
+    k->dot_f32 = dot_f32;
+    k->dot_f16 = dot_f16;
+    k->axpy_f32 = axpy_f32;
+    k->axpy_f16 = axpy_f16;
+}

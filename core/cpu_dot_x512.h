@@ -1,0 +1,415 @@
+/* cpu_dot_x512.h: the 512-bit x86 kernels, written once and compiled twice:
+ * by cpu_dot_avx512.c (AVX-512 F/BW/VL/DQ: u8 x s8 through vpmaddubsw +
+ * vpmaddwd) and by cpu_dot_avx512vnni.c (CPU_X86_VNNI: vpdpbusd, vpdpwssd).
+ * The includer defines CPU_X86_TARGET and CPU_X86_FILL; the fill replaces
+ * the block formats' kernels of the 256-bit set it starts from (float rows,
+ * attention and the preparers stay 256-bit: they are not where the time
+ * goes).
+ *
+ * 32-element formats take two blocks per 64-byte vector.  The levels of a
+ * pair of blocks are unpacked once, as signed bytes (Q4_0 - 8, Q5_0 - 16,
+ * Q8_0 as stored; Q4_1 / Q5_1's unsigned levels fit too), then per token:
+ *  - VNNI: vpdpbusd wants its first operand unsigned, so the activations are
+ *    biased by 128 (one xor): (q + 128) . lv = q . lv + 128 sum(lv), and
+ *    128 sum(lv) -- the same for every token -- comes off once per pair;
+ *  - without VNNI: |lv| . sign(q, lv) through vpmaddubsw, as ggml does.
+ * Then one conversion and one FMA with the two blocks' d_w d_x spread over
+ * their halves (a permute of the two products).
+ *
+ * Q6_K takes 64 elements (four sub-blocks of 16) per vector: vpmaddubsw
+ * into 16-bit pairs, vpmaddwd with the sub-blocks' scales, one conversion
+ * per super-block, as the 256-bit kernel.  Q4_K and Q5_K keep their
+ * 256-bit kernels: the 512-bit form (a pair of sub-blocks per vector,
+ * vpdpwssd) measured slower on a Zen 4 (32 against 44 GMAC/s for a 4-token
+ * tile, 13.0 against 14.0 GB/s for one token; cpu_kernel_bench); its last
+ * version is in commit dd277a1. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu_kernels.h"
+
+#define TGT __attribute__((target(CPU_X86_TARGET)))
+#define INL static inline __attribute__((always_inline, target(CPU_X86_TARGET)))
+
+/* ======================================================================
+ * Helpers
+ * ====================================================================== */
+
+INL float half(const void *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+INL __m256i load256(const void *p)
+{
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
+INL __m512i load512(const void *p)
+{
+    return _mm512_loadu_si512(p);
+}
+
+INL __m512i join256(__m256i lo, __m256i hi)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+/* acc (16 int32 lanes) += 16-bit pairs p times 16-bit scales s. */
+INL __m512i add_scaled(__m512i acc, __m512i p, __m512i s)
+{
+#ifdef CPU_X86_VNNI
+    return _mm512_dpwssd_epi32(acc, p, s);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s));
+#endif
+}
+
+/* The signed dot products of a pair of blocks, 8 lanes each.  `pre` is
+ * what the weights contribute once per pair (VNNI: 128 sum(lv) per lane;
+ * else |lv|). */
+typedef struct {
+    __m512i lv, pre;
+} lv_pair;
+
+INL lv_pair pair_of(__m512i lv)
+{
+    lv_pair p = {lv, lv};
+#ifdef CPU_X86_VNNI
+    p.pre = _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), lv), 7);
+#else
+    p.pre = _mm512_abs_epi8(lv);
+#endif
+    return p;
+}
+
+INL __m512i pair_dot(const lv_pair *p, __m512i y)
+{
+#ifdef CPU_X86_VNNI
+    const __m512i yu = _mm512_xor_si512(y, _mm512_set1_epi8((char)0x80));
+    return _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), yu, p->lv), p->pre);
+#else
+    const __m512i sy = _mm512_mask_sub_epi8(y, _mm512_movepi8_mask(p->lv), _mm512_setzero_si512(), y);
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(p->pre, sy), _mm512_set1_epi16(1));
+#endif
+}
+
+INL float hsum16(__m512 v)
+{
+    return _mm512_reduce_add_ps(v);
+}
+
+/* [x0 x 8, x1 x 8] from the two floats in the low lanes of v. */
+INL __m512 spread2(__m128 v)
+{
+    const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v));
+}
+
+/* Two floats at p (4-byte aligned only: through the unaligned 64-bit load). */
+INL __m128 load2f(const float *p)
+{
+    return _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)p));
+}
+
+/* The f16 scales at p0 and p1 as floats in lanes 0 and 1. */
+INL __m128 half2(const void *p0, const void *p1)
+{
+    uint16_t a, b;
+    memcpy(&a, p0, 2);
+    memcpy(&b, p1, 2);
+    return _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)a | (uint32_t)b << 16)));
+}
+
+/* ======================================================================
+ * 32-element formats, two blocks at a time
+ * ====================================================================== */
+
+typedef struct {
+    const int8_t *q[CPU_TILE_TOK];
+    const float *d[CPU_TILE_TOK], *s[CPU_TILE_TOK];
+} act32;
+
+/* 16 packed bytes of two blocks -> their 64 levels (lo nibbles, hi
+ * nibbles, per block). */
+INL __m512i nibbles64(const uint8_t *qs0, const uint8_t *qs1)
+{
+    const __m128i a = _mm_loadu_si128((const __m128i *)qs0), b = _mm_loadu_si128((const __m128i *)qs1);
+    const __m256i x = _mm256_set_m128i(_mm_srli_epi16(a, 4), a), y = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
+    return _mm512_and_si512(join256(x, y), _mm512_set1_epi8(0x0F));
+}
+
+/* A Q5 block's 32 fifth bits as 0 or 16 in byte j (bit j of qh). */
+INL __m256i fifth_bits(const uint8_t *qh_bytes)
+{
+    uint32_t qh;
+    memcpy(&qh, qh_bytes, sizeof qh);
+    const __m256i shuf = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
+    v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+/* Per format: the signed levels of blocks b, b+1, their d_w pair and (Q4_1,
+ * Q5_1) their mins. */
+enum { F_Q4_0, F_Q4_1, F_Q5_0, F_Q5_1, F_Q8_0 };
+
+INL __m512i levels2(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
+{
+    switch (f) {
+    case F_Q4_0: {
+        const block_q4_0 *w = (const block_q4_0 *)row + b;
+        *dw = half2(&w[0].d, &w[1].d);
+        return _mm512_sub_epi8(nibbles64(w[0].qs, w[1].qs), _mm512_set1_epi8(8));
+    }
+    case F_Q4_1: {
+        const block_q4_1 *w = (const block_q4_1 *)row + b;
+        *dw = half2(&w[0].d, &w[1].d);
+        *mw = half2(&w[0].m, &w[1].m);
+        return nibbles64(w[0].qs, w[1].qs);
+    }
+    case F_Q5_0: {
+        const block_q5_0 *w = (const block_q5_0 *)row + b;
+        *dw = half2(&w[0].d, &w[1].d);
+        const __m512i hb = join256(fifth_bits(w[0].qh), fifth_bits(w[1].qh));
+        return _mm512_sub_epi8(_mm512_or_si512(nibbles64(w[0].qs, w[1].qs), hb), _mm512_set1_epi8(16));
+    }
+    case F_Q5_1: {
+        const block_q5_1 *w = (const block_q5_1 *)row + b;
+        *dw = half2(&w[0].d, &w[1].d);
+        *mw = half2(&w[0].m, &w[1].m);
+        const __m512i hb = join256(fifth_bits(w[0].qh), fifth_bits(w[1].qh));
+        return _mm512_or_si512(nibbles64(w[0].qs, w[1].qs), hb);
+    }
+    default: {
+        const block_q8_0 *w = (const block_q8_0 *)row + b;
+        *dw = half2(&w[0].d, &w[1].d);
+        return join256(load256(w[0].qs), load256(w[1].qs));
+    }
+    }
+}
+
+/* One block (the odd last one) as the low half of a pair, the high half
+ * zero. */
+INL __m512i levels1(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
+{
+    __m512i lv;
+    switch (f) {
+    case F_Q4_0: {
+        const block_q4_0 *w = (const block_q4_0 *)row + b;
+        *dw = _mm_setr_ps(half(&w->d), 0, 0, 0);
+        lv = _mm512_sub_epi8(nibbles64(w->qs, w->qs), _mm512_set1_epi8(8));
+        break;
+    }
+    case F_Q4_1: {
+        const block_q4_1 *w = (const block_q4_1 *)row + b;
+        *dw = _mm_setr_ps(half(&w->d), 0, 0, 0);
+        *mw = _mm_setr_ps(half(&w->m), 0, 0, 0);
+        lv = nibbles64(w->qs, w->qs);
+        break;
+    }
+    case F_Q5_0: {
+        const block_q5_0 *w = (const block_q5_0 *)row + b;
+        *dw = _mm_setr_ps(half(&w->d), 0, 0, 0);
+        const __m256i hb = fifth_bits(w->qh);
+        lv = _mm512_sub_epi8(_mm512_or_si512(nibbles64(w->qs, w->qs), join256(hb, hb)), _mm512_set1_epi8(16));
+        break;
+    }
+    case F_Q5_1: {
+        const block_q5_1 *w = (const block_q5_1 *)row + b;
+        *dw = _mm_setr_ps(half(&w->d), 0, 0, 0);
+        *mw = _mm_setr_ps(half(&w->m), 0, 0, 0);
+        const __m256i hb = fifth_bits(w->qh);
+        lv = _mm512_or_si512(nibbles64(w->qs, w->qs), join256(hb, hb));
+        break;
+    }
+    default: {
+        const block_q8_0 *w = (const block_q8_0 *)row + b;
+        *dw = _mm_setr_ps(half(&w->d), 0, 0, 0);
+        lv = _mm512_castsi256_si512(load256(w->qs));
+        break;
+    }
+    }
+    return _mm512_maskz_mov_epi64(0x0F, lv); /* the upper block's lanes zero */
+}
+
+/* Tokens of the tile against the 32-element format f: pairs of blocks into
+ * a 16-lane sum per token; mins (Q4_1, Q5_1) as m_w * s per block. */
+INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const bool mins = f == F_Q4_1 || f == F_Q5_1;
+    const uint64_t nb = n / 32;
+    act32 a;
+    __m512 acc[CPU_TILE_TOK];
+    __m128 accm[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        a.q[t] = cpu_act_q(x[t]);
+        a.d[t] = cpu_act_d(x[t], n);
+        a.s[t] = cpu_act_s(x[t], n);
+        acc[t] = _mm512_setzero_ps();
+        accm[t] = _mm_setzero_ps();
+    }
+    uint64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        __m128 dw, mw = _mm_setzero_ps();
+        const lv_pair lp = pair_of(levels2(f, row, b, &dw, &mw));
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) {
+            const __m512i p = pair_dot(&lp, load512(a.q[t] + 32 * b));
+            const __m512 sc = spread2(_mm_mul_ps(dw, load2f(a.d[t] + b)));
+            acc[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), acc[t]);
+            if (mins)
+                accm[t] = _mm_fmadd_ps(mw, load2f(a.s[t] + b), accm[t]);
+        }
+    }
+    if (b < nb) {
+        __m128 dw, mw = _mm_setzero_ps();
+        const lv_pair lp = pair_of(levels1(f, row, b, &dw, &mw));
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) {
+            const __m512i y = _mm512_castsi256_si512(load256(a.q[t] + 32 * b));
+            const __m512i p = pair_dot(&lp, y);
+            const __m512 sc = spread2(_mm_mul_ps(dw, _mm_load_ss(a.d[t] + b)));
+            acc[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), acc[t]);
+            if (mins)
+                accm[t] = _mm_fmadd_ps(mw, _mm_load_ss(a.s[t] + b), accm[t]);
+        }
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        float m = 0;
+        if (mins) {
+            __m128 s = _mm_add_ps(accm[t], _mm_movehdup_ps(accm[t]));
+            m = _mm_cvtss_f32(s);
+        }
+        out[t] = hsum16(acc[t]) + m;
+    }
+}
+
+/* A cpu_rows_fn over body(row, x, NT, n, out) with a constant NT. */
+#define ROWS_NT(body, NT)                                                                    \
+    for (uint64_t r = 0; r < n_rows; r++) {                                                  \
+        float o_[CPU_TILE_TOK];                                                              \
+        body((const char *)w + r * row_bytes, x, NT, n, o_);                                 \
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)                                                         \
+            y[t][r] = accumulate ? y[t][r] + o_[t] : o_[t];                                  \
+    }
+#define TILE_DISPATCH(name, body)                                                                         \
+    TGT static void name(const void *w, uint64_t row_bytes, uint64_t n_rows, const void *const *x, int nt, \
+                         uint64_t n, float *const *y, bool accumulate)                                     \
+    {                                                                                                     \
+        switch (nt) {                                                                                     \
+        case 1: ROWS_NT(body, 1) break;                                                                   \
+        case 2: ROWS_NT(body, 2) break;                                                                   \
+        case 3: ROWS_NT(body, 3) break;                                                                   \
+        case 4: ROWS_NT(body, 4) break;                                                                   \
+        case 5: ROWS_NT(body, 5) break;                                                                   \
+        case 6: ROWS_NT(body, 6) break;                                                                   \
+        case 7: ROWS_NT(body, 7) break;                                                                   \
+        default: ROWS_NT(body, 8) break;                                                                  \
+        }                                                                                                 \
+    }
+
+#define FORMAT32(fmt, suffix)                                                                      \
+    INL void suffix##_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)    \
+    {                                                                                              \
+        dot32_nt(fmt, row, x, nt, n, out);                                                         \
+    }                                                                                              \
+    TILE_DISPATCH(z_dot_##suffix, suffix##_nt)
+
+FORMAT32(F_Q4_0, q4_0)
+FORMAT32(F_Q4_1, q4_1)
+FORMAT32(F_Q5_0, q5_0)
+FORMAT32(F_Q5_1, q5_1)
+FORMAT32(F_Q8_0, q8_0)
+
+/* ======================================================================
+ * K-quants against q8_K, 64 elements at a time
+ * ====================================================================== */
+
+typedef struct {
+    const int8_t *q[CPU_TILE_TOK];
+    const float *d[CPU_TILE_TOK];
+    const int16_t *bs[CPU_TILE_TOK];
+} actK;
+
+INL void actK_init(actK *a, const void *const *x, int nt, uint64_t n)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        a->q[t] = cpu_act_q(x[t]);
+        a->d[t] = cpu_act_d(x[t], n);
+        a->bs[t] = cpu_act_bsum(x[t], n);
+    }
+}
+
+/* Q6_K: levels 0..63 of 16-element sub-blocks with int8 scales; the offset
+ * of 32 from the activation's sums per 16. */
+INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q6_K *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m512 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm512_setzero_ps();
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
+    /* the 16-bit scale lanes of 64 elements: 4 sub-blocks of 16, 8 pairs each */
+    const __m512i sel = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0,
+                                         0, 0, 0, 0, 0, 0);
+    for (uint64_t b = 0; b < n / 256; b++) {
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[b].scales));
+        __m512i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) /* - 32 * sum_j sc_j bsum_j: the levels' offset */
+            isum[t] = _mm512_zextsi256_si512(
+                _mm256_sub_epi32(_mm256_setzero_si256(),
+                                 _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(a.bs[t] + 16 * b)), 5)));
+        const __m512i sc512 = _mm512_zextsi256_si512(sc16);
+        for (int hf = 0; hf < 2; hf++) {
+            const __m512i ql = load512(w[b].ql + 64 * hf);
+            const __m256i qh = load256(w[b].qh + 32 * hf);
+            const __m512i hq = join256(qh, _mm256_srli_epi16(qh, 2));
+            /* elements 0-63 and 64-127 of this half */
+            const __m512i lv0 = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_slli_epi16(_mm512_and_si512(hq, m2), 4));
+            const __m512i lv1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                                _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hq, 4), m2), 4));
+            const __m512i s0 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * hf))), sc512);
+            const __m512i s1 =
+                _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * hf + 4))), sc512);
+            #pragma GCC unroll 8
+            for (int t = 0; t < nt; t++) {
+                const int8_t *q = a.q[t] + 256 * b + 128 * hf;
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv0, load512(q)), s0);
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv1, load512(q + 64)), s1);
+            }
+        }
+        const float dw = half(&w[b].d);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum16(acc[t]);
+}
+TILE_DISPATCH(z_dot_q6_K, q6_K_nt)
+
+/* ======================================================================
+ * The table
+ * ====================================================================== */
+
+void CPU_X86_FILL(cpu_kernels *k)
+{
+    k->type[QT_Q4_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q4_0};
+    k->type[QT_Q4_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q4_1};
+    k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_0};
+    k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_1};
+    k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q8_0};
+    k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q6_K};
+}

@@ -1,0 +1,731 @@
+/* cpu_dot_x86.h: the 256-bit x86 kernels, written once and compiled twice:
+ * by cpu_dot_avx2.c (u8 x s8 products through vpmaddubsw + vpmaddwd) and by
+ * cpu_dot_avxvnni.c (CPU_X86_VNNI: one vpdpbusd).  The includer defines
+ * CPU_X86_TARGET (the target attribute string) and CPU_X86_FILL (the name
+ * of the function that puts the kernels in a table).
+ *
+ * The form of every 32-element kernel: the weight block's levels unpacked
+ * once into 32 bytes (unsigned where the format allows, so a u8 x s8
+ * product needs no sign trick), then per token one integer dot product of
+ * 8 lanes, converted and scaled by d_w * d_x -- llama.cpp's expressions:
+ *   Q4_0, Q5_0: levels offset by 8 / 16, taken off the integer sum through
+ *     the activation's sum(q): d_w d_x (lv . q - off sum(q)), exact;
+ *   Q4_1, Q5_1: d_w d_x (lv . q) + m_w s, with q8_1's s;
+ *   Q8_0: signed levels, |lv| x sign(q, lv).
+ * The K-quants follow ggml's own layout of the work: per 32 (Q4_K, Q5_K) or
+ * 16 (Q6_K) elements a vpmaddubsw into 16-bit pairs, vpmaddwd with the
+ * sub-block's scale into 32 bits, one conversion per super-block; mins and
+ * Q6_K's offset of 32 from q8_K's sums per 16.
+ *
+ * Why two accumulators per token: a single chain of dependent FMAs (4
+ * cycles each) would bound a mat-vec at one block per 4 cycles, below what
+ * memory delivers. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu_iq4.h"
+#include "cpu_kernels.h"
+
+#define TGT __attribute__((target(CPU_X86_TARGET)))
+#define INL static inline __attribute__((always_inline, target(CPU_X86_TARGET)))
+
+/* ======================================================================
+ * Helpers
+ * ====================================================================== */
+
+/* 8 lanes, each the sum of 4 products of unsigned u and signed s bytes
+ * (|u| <= 128 with |s| <= 127: vpmaddubsw's 16-bit pairs cannot saturate). */
+INL __m256i dot_u8s8(__m256i u, __m256i s)
+{
+#ifdef CPU_X86_VNNI
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+INL float hsum8(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+INL float hsum4(__m128 s)
+{
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+INL float half(const void *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+INL __m256i load256(const void *p)
+{
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* 16 packed bytes -> 32 levels: low nibbles (elements 0-15), high (16-31). */
+INL __m256i nibbles32(const uint8_t *qs)
+{
+    const __m128i raw = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+}
+
+/* A Q5 block's 32 fifth bits as 0 or 16 in byte j (bit j of qh). */
+INL __m256i fifth_bits(const uint8_t *qh_bytes)
+{
+    uint32_t qh;
+    memcpy(&qh, qh_bytes, sizeof qh);
+    const __m256i shuf = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
+    v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+/* The tile's view of q8_32 activations. */
+typedef struct {
+    const int8_t *q[CPU_TILE_TOK];
+    const float *d[CPU_TILE_TOK], *s[CPU_TILE_TOK];
+    const int32_t *sum[CPU_TILE_TOK];
+} act32;
+
+INL void act32_init(act32 *a, const void *const *x, int nt, uint64_t n)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        a->q[t] = cpu_act_q(x[t]);
+        a->d[t] = cpu_act_d(x[t], n);
+        a->s[t] = cpu_act_s(x[t], n);
+        a->sum[t] = cpu_act_sum(x[t], n);
+    }
+}
+
+/* Per-token running sums: two sets (see "Why" above). */
+typedef struct {
+    __m256 v[CPU_TILE_TOK];
+    float c[CPU_TILE_TOK];
+} sums;
+
+/* Levels lv - off (off 8 or 16, lv unsigned) of block b against every
+ * token: the offset leaves the integer sum as off/8 * sum(q) from each of
+ * the 8 lanes, so acc += d_w d_x * (exact integer dot). */
+INL void block32_offset(const act32 *a, int nt, uint64_t b, __m256i lv, int off, float dw, sums *acc)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        const __m256i y = load256(a->q[t] + 32 * b);
+        const __m256i p = _mm256_sub_epi32(dot_u8s8(lv, y), _mm256_set1_epi32(off / 8 * a->sum[t][b]));
+        acc->v[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a->d[t][b]), _mm256_cvtepi32_ps(p), acc->v[t]);
+    }
+}
+
+/* Levels lv with a min m (value d_w lv + m): acc += d_w d_x (lv . q), and
+ * c += m s for block b of every token. */
+INL void block32_min(const act32 *a, int nt, uint64_t b, __m256i lv, float dw, float m, sums *acc)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        const __m256i y = load256(a->q[t] + 32 * b);
+        const __m256 p = _mm256_cvtepi32_ps(dot_u8s8(lv, y));
+        acc->v[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a->d[t][b]), p, acc->v[t]);
+        acc->c[t] += m * a->s[t][b];
+    }
+}
+
+/* Q8_0's signed levels: |lv| against q with lv's signs. */
+INL void block32_signed(const act32 *a, int nt, uint64_t b, __m256i lv, float dw, sums *acc)
+{
+    const __m256i au = _mm256_sign_epi8(lv, lv);
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        const __m256i y = _mm256_sign_epi8(load256(a->q[t] + 32 * b), lv);
+        const __m256 p = _mm256_cvtepi32_ps(dot_u8s8(au, y));
+        acc->v[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a->d[t][b]), p, acc->v[t]);
+    }
+}
+
+INL void sums_zero(sums *s, int nt)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        s->v[t] = _mm256_setzero_ps();
+        s->c[t] = 0;
+    }
+}
+
+/* out[t] = hsum(v) + c over both sets. */
+INL void sums_out(const sums *s0, const sums *s1, int nt, float *out)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum8(_mm256_add_ps(s0->v[t], s1->v[t])) + (s0->c[t] + s1->c[t]);
+}
+
+/* A cpu_rows_fn over fn_nt(row, x, NT, n, out), called with a constant NT
+ * (the inlined body is then specialized: the token loops unrolled, the
+ * sums in registers). */
+#define ROWS_NT(fn_nt, NT)                                                                   \
+    for (uint64_t r = 0; r < n_rows; r++) {                                                  \
+        float o_[CPU_TILE_TOK];                                                              \
+        fn_nt((const char *)w + r * row_bytes, x, NT, n, o_);                                \
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)                                                         \
+            y[t][r] = accumulate ? y[t][r] + o_[t] : o_[t];                                  \
+    }
+/* More than 4 tokens: two passes over the row (4, then the rest), the
+ * second from the L1 cache -- 16 registers hold the sums of 4 tokens, not 8. */
+#define ROWS_NT_SPLIT(fn_nt, NT2)                                                            \
+    for (uint64_t r = 0; r < n_rows; r++) {                                                  \
+        float o_[CPU_TILE_TOK];                                                              \
+        fn_nt((const char *)w + r * row_bytes, x, 4, n, o_);                                 \
+        fn_nt((const char *)w + r * row_bytes, x + 4, NT2, n, o_ + 4);                       \
+        _Pragma("GCC unroll 8") for (int t = 0; t < 4 + NT2; t++)                            \
+            y[t][r] = accumulate ? y[t][r] + o_[t] : o_[t];                                  \
+    }
+#define TILE_DISPATCH(name, fn_nt)                                                                        \
+    TGT static void name(const void *w, uint64_t row_bytes, uint64_t n_rows, const void *const *x, int nt, \
+                         uint64_t n, float *const *y, bool accumulate)                                     \
+    {                                                                                                     \
+        switch (nt) {                                                                                     \
+        case 1: ROWS_NT(fn_nt, 1) break;                                                                  \
+        case 2: ROWS_NT(fn_nt, 2) break;                                                                  \
+        case 3: ROWS_NT(fn_nt, 3) break;                                                                  \
+        case 4: ROWS_NT(fn_nt, 4) break;                                                                  \
+        case 5: ROWS_NT_SPLIT(fn_nt, 1) break;                                                            \
+        case 6: ROWS_NT_SPLIT(fn_nt, 2) break;                                                            \
+        case 7: ROWS_NT_SPLIT(fn_nt, 3) break;                                                            \
+        default: ROWS_NT_SPLIT(fn_nt, 4) break;                                                           \
+        }                                                                                                 \
+    }
+
+/* The loop over 32-element blocks shared by the five formats: STEP(b, acc)
+ * handles block b, even blocks into one set of sums, odd into the other
+ * (for every nt alike: a token's sum must not depend on its tile). */
+#define LOOP32(nt, nb, STEP)                          \
+    sums s0_, s1_;                                    \
+    sums_zero(&s0_, nt);                              \
+    sums_zero(&s1_, nt);                              \
+    uint64_t b_ = 0;                                  \
+    for (; b_ + 2 <= (nb); b_ += 2) {                 \
+        STEP(b_, &s0_);                               \
+        STEP(b_ + 1, &s1_);                           \
+    }                                                 \
+    if (b_ < (nb))                                    \
+        STEP(b_, &s0_)
+
+/* ======================================================================
+ * 32-element formats against q8_32
+ * ====================================================================== */
+
+INL void q4_0_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q4_0 *w = row;
+    act32 a;
+    act32_init(&a, x, nt, n);
+#define STEP(b, acc) block32_offset(&a, nt, b, nibbles32(w[b].qs), 8, half(&w[b].d), acc)
+    LOOP32(nt, n / 32, STEP);
+#undef STEP
+    sums_out(&s0_, &s1_, nt, out);
+}
+TILE_DISPATCH(x_dot_q4_0, q4_0_nt)
+
+INL void q4_1_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q4_1 *w = row;
+    act32 a;
+    act32_init(&a, x, nt, n);
+#define STEP(b, acc) block32_min(&a, nt, b, nibbles32(w[b].qs), half(&w[b].d), half(&w[b].m), acc)
+    LOOP32(nt, n / 32, STEP);
+#undef STEP
+    sums_out(&s0_, &s1_, nt, out);
+}
+TILE_DISPATCH(x_dot_q4_1, q4_1_nt)
+
+INL void q5_0_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q5_0 *w = row;
+    act32 a;
+    act32_init(&a, x, nt, n);
+#define STEP(b, acc) \
+    block32_offset(&a, nt, b, _mm256_or_si256(nibbles32(w[b].qs), fifth_bits(w[b].qh)), 16, half(&w[b].d), acc)
+    LOOP32(nt, n / 32, STEP);
+#undef STEP
+    sums_out(&s0_, &s1_, nt, out);
+}
+TILE_DISPATCH(x_dot_q5_0, q5_0_nt)
+
+INL void q5_1_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q5_1 *w = row;
+    act32 a;
+    act32_init(&a, x, nt, n);
+#define STEP(b, acc) \
+    block32_min(&a, nt, b, _mm256_or_si256(nibbles32(w[b].qs), fifth_bits(w[b].qh)), half(&w[b].d), half(&w[b].m), acc)
+    LOOP32(nt, n / 32, STEP);
+#undef STEP
+    sums_out(&s0_, &s1_, nt, out);
+}
+TILE_DISPATCH(x_dot_q5_1, q5_1_nt)
+
+INL void q8_0_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q8_0 *w = row;
+    act32 a;
+    act32_init(&a, x, nt, n);
+#define STEP(b, acc) block32_signed(&a, nt, b, load256(w[b].qs), half(&w[b].d), acc)
+    LOOP32(nt, n / 32, STEP);
+#undef STEP
+    sums_out(&s0_, &s1_, nt, out);
+}
+TILE_DISPATCH(x_dot_q8_0, q8_0_nt)
+
+/* ======================================================================
+ * K-quants against q8_K
+ * ====================================================================== */
+
+/* The 8 six-bit scales (sm[0..7]) and mins (sm[8..15]) of a Q4_K/Q5_K
+ * block: the first four pairs in the low 6 bits of bytes 0-3 and 4-7, the
+ * last four with their low 4 bits in bytes 8-11 and their high 2 bits in
+ * the top bits of bytes 0-7. */
+INL void kq_scales_mins(const uint8_t *s, uint8_t *sm)
+{
+    /* four bytes at a time: scales 0-3 and mins 0-3 are the low 6 bits of
+     * words 0 and 1; 4-7 take word 2's nibbles and the top 2 bits of words
+     * 0 and 1 (shifted within each byte: the masks drop what a neighbour
+     * byte shifted in) */
+    uint32_t u[3], o[4];
+    memcpy(u, s, 12);
+    o[0] = u[0] & 0x3f3f3f3f;
+    o[1] = (u[2] & 0x0f0f0f0f) | ((u[0] >> 6) & 0x03030303) << 4;
+    o[2] = u[1] & 0x3f3f3f3f;
+    o[3] = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 6) & 0x03030303) << 4;
+    memcpy(sm, o, 16);
+}
+
+typedef struct {
+    const int8_t *q[CPU_TILE_TOK];
+    const float *d[CPU_TILE_TOK];
+    const int16_t *bs[CPU_TILE_TOK];
+} actK;
+
+INL void actK_init(actK *a, const void *const *x, int nt, uint64_t n)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        a->q[t] = cpu_act_q(x[t]);
+        a->d[t] = cpu_act_d(x[t], n);
+        a->bs[t] = cpu_act_bsum(x[t], n);
+    }
+}
+
+/* Pair p of a Q4_K block: the levels of elements 64p..64p+31 (lo) and
+ * 64p+32..64p+63 (hi). */
+INL void q4k_levels(const block_q4_K *w, int p, __m256i *lo, __m256i *hi)
+{
+    const __m256i raw = load256(w->qs + 32 * p), m4 = _mm256_set1_epi8(0x0F);
+    *lo = _mm256_and_si256(raw, m4);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+}
+
+/* Q5_K: bit 2p of qh[l] is the fifth bit of element l of pair p's first
+ * sub-block, bit 2p+1 of its second. */
+INL void q5k_levels(const block_q5_K *w, int p, __m256i *lo, __m256i *hi)
+{
+    const __m256i raw = load256(w->qs + 32 * p), m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m256i h = load256(w->qh);
+    const __m256i hl = _mm256_and_si256(_mm256_srli_epi16(h, 2 * p), one);
+    const __m256i hh = _mm256_and_si256(_mm256_srli_epi16(h, 2 * p + 1), one);
+    *lo = _mm256_or_si256(_mm256_and_si256(raw, m4), _mm256_slli_epi16(hl, 4));
+    *hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), _mm256_slli_epi16(hh, 4));
+}
+
+/* Q4_K (five 0) and Q5_K (five 1): d * sum_j sc_j (lv_j . q_j) - dmin *
+ * sum_j mn_j sum(q_j) over the 8 sub-blocks of each super-block. */
+INL void kq_nt(const void *row, int five, const void *const *x, int nt, uint64_t n, float *out)
+{
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m256 acc[CPU_TILE_TOK];
+    __m128 accm[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        acc[t] = _mm256_setzero_ps();
+        accm[t] = _mm_setzero_ps();
+    }
+    for (uint64_t b = 0; b < n / 256; b++) {
+        const block_q4_K *w4 = (const block_q4_K *)row + b;
+        const block_q5_K *w5 = (const block_q5_K *)row + b;
+        uint8_t sm[16];
+        kq_scales_mins(five ? w5->scales : w4->scales, sm);
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm + 8)));
+        const float dw = half(five ? &w5->d : &w4->d), dmw = half(five ? &w5->dmin : &w4->dmin);
+        __m256i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            isum[t] = _mm256_setzero_si256();
+        for (int p = 0; p < 4; p++) {
+            __m256i lo, hi;
+            if (five)
+                q5k_levels(w5, p, &lo, &hi);
+            else
+                q4k_levels(w4, p, &lo, &hi);
+            const __m256i s_lo = _mm256_set1_epi16(sm[2 * p]), s_hi = _mm256_set1_epi16(sm[2 * p + 1]);
+            #pragma GCC unroll 8
+            for (int t = 0; t < nt; t++) {
+                const int8_t *q = a.q[t] + 256 * b + 64 * p;
+                const __m256i pl = _mm256_madd_epi16(s_lo, _mm256_maddubs_epi16(lo, load256(q)));
+                const __m256i ph = _mm256_madd_epi16(s_hi, _mm256_maddubs_epi16(hi, load256(q + 32)));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(pl, ph));
+            }
+        }
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) {
+            const float dx = a.d[t][b];
+            const __m256i bs = load256(a.bs[t] + 16 * b);
+            const __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            const __m128i pm = _mm_madd_epi16(mins, pairs);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dw), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+            accm[t] = _mm_fmadd_ps(_mm_set1_ps(dx * dmw), _mm_cvtepi32_ps(pm), accm[t]);
+        }
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum8(acc[t]) - hsum4(accm[t]);
+}
+
+INL void q4_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    kq_nt(row, 0, x, nt, n, out);
+}
+TILE_DISPATCH(x_dot_q4_K, q4_K_nt)
+
+INL void q5_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    kq_nt(row, 1, x, nt, n, out);
+}
+TILE_DISPATCH(x_dot_q5_K, q5_K_nt)
+
+/* Q6_K: levels 0..63 (stored q + 32); 16 int8 scales of 16 elements; the
+ * offset of 32 from the activation's sums per 16. */
+INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q6_K *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m256 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    for (uint64_t b = 0; b < n / 256; b++) {
+        const int8_t *sc = w[b].scales;
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        __m256i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) /* - 32 * sum_j sc_j bsum_j */
+            isum[t] = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(a.bs[t] + 16 * b)), 5);
+        for (int h = 0; h < 2; h++) {
+            const __m256i l0 = load256(w[b].ql + 64 * h), l1 = load256(w[b].ql + 64 * h + 32);
+            const __m256i qh = load256(w[b].qh + 32 * h);
+            __m256i lv[4];
+            lv[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+            lv[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+            lv[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+            lv[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+            for (int g = 0; g < 4; g++) {
+                const int k = 8 * h + 2 * g; /* the scales of the group's two sub-blocks */
+                const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[k + 1]), _mm_set1_epi16(sc[k]));
+                #pragma GCC unroll 8
+                for (int t = 0; t < nt; t++) {
+                    const __m256i y = load256(a.q[t] + 256 * b + 128 * h + 32 * g);
+                    isum[t] = _mm256_sub_epi32(isum[t], _mm256_madd_epi16(s, _mm256_maddubs_epi16(lv[g], y)));
+                }
+            }
+        }
+        const float dw = half(&w[b].d);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) /* isum holds -(sum): hence the minus */
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum8(acc[t]);
+}
+TILE_DISPATCH(x_dot_q6_K, q6_K_nt)
+
+/* IQ4_XS: the table's levels by one byte shuffle per 16 indices, then per
+ * sub-block |lv| . sign(q, lv) into 16-bit pairs (|lv| <= 127: no
+ * saturation) and the sub-block's scale (ls - 32) by vpmaddwd, as ggml. */
+INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const cpu_iq4_xs_block *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m256 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm256_setzero_ps();
+    const __m128i table = _mm_loadu_si128((const __m128i *)cpu_iq4_levels), m4 = _mm_set1_epi8(0x0F);
+    for (uint64_t b = 0; b < n / 256; b++) {
+        __m256i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            isum[t] = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            const __m128i raw = _mm_loadu_si128((const __m128i *)(w[b].qs + 16 * ib));
+            const __m256i lv = _mm256_set_m128i(_mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(raw, 4), m4)),
+                                                _mm_shuffle_epi8(table, _mm_and_si128(raw, m4)));
+            const __m256i au = _mm256_sign_epi8(lv, lv);
+            const __m256i ls = _mm256_set1_epi16((short)(cpu_iq4_xs_scale(&w[b], ib) - 32));
+            #pragma GCC unroll 8
+            for (int t = 0; t < nt; t++) {
+                const __m256i y = _mm256_sign_epi8(load256(a.q[t] + 256 * b + 32 * ib), lv);
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(au, y), ls));
+            }
+        }
+        const float dw = half(&w[b].d);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum8(acc[t]);
+}
+TILE_DISPATCH(x_dot_iq4_xs, iq4_xs_nt)
+
+/* ======================================================================
+ * Float weights against f32 activations
+ * ====================================================================== */
+
+/* 8 weights of row type `kind` (0 F32, 1 F16, 2 BF16) from p, as floats. */
+INL __m256 load8w(int kind, const uint8_t *p)
+{
+    if (kind == 0)
+        return _mm256_loadu_ps((const float *)p);
+    const __m128i h = _mm_loadu_si128((const __m128i *)p);
+    if (kind == 1)
+        return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+INL float load1w(int kind, const uint8_t *p)
+{
+    if (kind == 0) {
+        float f;
+        memcpy(&f, p, sizeof f);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return kind == 1 ? _cvtsh_ss(h) : quant_bf16_to_f32(h);
+}
+
+INL void float_nt(int kind, const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const uint8_t *w = row;
+    const int es = kind == 0 ? 4 : 2;
+    __m256 a0[CPU_TILE_TOK], a1[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        a0[t] = a1[t] = _mm256_setzero_ps();
+    uint64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256 w0 = load8w(kind, w + es * i), w1 = load8w(kind, w + es * (i + 8));
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) {
+            const float *xt = (const float *)x[t] + i;
+            a0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xt), a0[t]);
+            a1[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xt + 8), a1[t]);
+        }
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        float tail = 0;
+        for (uint64_t j = i; j < n; j++)
+            tail += load1w(kind, w + es * j) * ((const float *)x[t])[j];
+        out[t] = hsum8(_mm256_add_ps(a0[t], a1[t])) + tail;
+    }
+}
+
+INL void f32_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    float_nt(0, row, x, nt, n, out);
+}
+TILE_DISPATCH(x_dot_f32_rows, f32_nt)
+
+INL void f16_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    float_nt(1, row, x, nt, n, out);
+}
+TILE_DISPATCH(x_dot_f16_rows, f16_nt)
+
+INL void bf16_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    float_nt(2, row, x, nt, n, out);
+}
+TILE_DISPATCH(x_dot_bf16_rows, bf16_nt)
+
+/* ======================================================================
+ * Attention over the latent cache
+ * ====================================================================== */
+
+INL float dot_any(int kind, const void *a, const float *b, uint64_t n)
+{
+    const uint8_t *p = a;
+    const int es = kind == 0 ? 4 : 2;
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    uint64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(load8w(kind, p + es * i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(load8w(kind, p + es * (i + 8)), _mm256_loadu_ps(b + i + 8), s1);
+    }
+    float tail = 0;
+    for (; i < n; i++)
+        tail += load1w(kind, p + es * i) * b[i];
+    return hsum8(_mm256_add_ps(s0, s1)) + tail;
+}
+
+TGT static float x_dot_f32(const float *a, const float *b, uint64_t n)
+{
+    return dot_any(0, a, b, n);
+}
+
+TGT static float x_dot_f16(const uint16_t *a, const float *b, uint64_t n)
+{
+    return dot_any(1, a, b, n);
+}
+
+INL void axpy_any(int kind, float *y, float a, const void *x, uint64_t n)
+{
+    const uint8_t *p = x;
+    const int es = kind == 0 ? 4 : 2;
+    const __m256 va = _mm256_set1_ps(a);
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, load8w(kind, p + es * i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++)
+        y[i] += a * load1w(kind, p + es * i);
+}
+
+TGT static void x_axpy_f32(float *y, float a, const float *x, uint64_t n)
+{
+    axpy_any(0, y, a, x, n);
+}
+
+TGT static void x_axpy_f16(float *y, float a, const uint16_t *x, uint64_t n)
+{
+    axpy_any(1, y, a, x, n);
+}
+
+/* ======================================================================
+ * Activation preparers (the same bytes as cpu_q8.c's)
+ * ====================================================================== */
+
+INL float hmax8(__m256 v)
+{
+    __m128 m = _mm_max_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+INL int hsum8i(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* 32 floats times `scale`, rounded half to even, as bytes at q; the four
+ * int32 vectors in i[] (for sums). */
+INL void quantize32(const float *x, __m256 scale, int8_t *q, __m256i *i)
+{
+    for (int k = 0; k < 4; k++)
+        i[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), scale),
+                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
+    _mm256_storeu_si256((__m256i *)q, _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
+INL __m256 abs8(const float *x)
+{
+    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_loadu_ps(x));
+}
+
+TGT static void x_prepare_q8_32(const float *x, uint64_t n, uint64_t from, uint64_t to, void *row)
+{
+    int8_t *q = (int8_t *)row + from;
+    float *d = (float *)((char *)row + n), *s = d + n / 32;
+    int32_t *qsum = (int32_t *)(s + n / 32);
+    x += from;
+    for (uint64_t b = from / 32; b < to / 32; b++, x += 32, q += 32) {
+        __m256 m = _mm256_max_ps(_mm256_max_ps(abs8(x), abs8(x + 8)), _mm256_max_ps(abs8(x + 16), abs8(x + 24)));
+        const float amax = hmax8(m), dr = amax / 127.f;
+        __m256i i[4];
+        quantize32(x, _mm256_set1_ps(amax != 0 ? 127.f / amax : 0.f), q, i);
+        const int sum = hsum8i(_mm256_add_epi32(_mm256_add_epi32(i[0], i[1]), _mm256_add_epi32(i[2], i[3])));
+        d[b] = _cvtsh_ss(_cvtss_sh(dr, _MM_FROUND_TO_NEAREST_INT));
+        s[b] = _cvtsh_ss(_cvtss_sh(dr * (float)sum, _MM_FROUND_TO_NEAREST_INT));
+        qsum[b] = sum;
+    }
+}
+
+TGT static void x_prepare_q8_K(const float *x, uint64_t n, uint64_t from, uint64_t to, void *row)
+{
+    int8_t *q = (int8_t *)row + from;
+    float *d = (float *)((char *)row + n);
+    int16_t *bsum = (int16_t *)(d + n / 256);
+    x += from;
+    for (uint64_t b = from / 256; b < to / 256; b++, x += 256, q += 256) {
+        __m256 m = abs8(x);
+        for (int k = 8; k < 256; k += 8)
+            m = _mm256_max_ps(m, abs8(x + k));
+        const float amax = hmax8(m);
+        const float iscale = amax != 0 ? 127.f / amax : 0.f;
+        for (int g = 0; g < 8; g++) {
+            __m256i i[4];
+            quantize32(x + 32 * g, _mm256_set1_ps(iscale), q + 32 * g, i);
+            bsum[16 * b + 2 * g] = (int16_t)hsum8i(_mm256_add_epi32(i[0], i[1]));
+            bsum[16 * b + 2 * g + 1] = (int16_t)hsum8i(_mm256_add_epi32(i[2], i[3]));
+        }
+        d[b] = amax != 0 ? 1.f / iscale : 0.f;
+    }
+}
+
+/* ======================================================================
+ * The table
+ * ====================================================================== */
+
+void CPU_X86_FILL(cpu_kernels *k)
+{
+    k->type[QT_F32] = (cpu_type_kernel){CPU_ACT_F32, x_dot_f32_rows};
+    k->type[QT_F16] = (cpu_type_kernel){CPU_ACT_F32, x_dot_f16_rows};
+    k->type[QT_BF16] = (cpu_type_kernel){CPU_ACT_F32, x_dot_bf16_rows};
+    k->type[QT_Q4_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q4_0};
+    k->type[QT_Q4_1] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q4_1};
+    k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q5_0};
+    k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q5_1};
+    k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q8_0};
+    k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q4_K};
+    k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q5_K};
+    k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q6_K};
+    k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq4_xs};
+    k->prepare[CPU_ACT_Q8_32] = x_prepare_q8_32;
+    k->prepare[CPU_ACT_Q8_K] = x_prepare_q8_K;
+    k->dot_f32 = x_dot_f32;
+    k->dot_f16 = x_dot_f16;
+    k->axpy_f32 = x_axpy_f32;
+    k->axpy_f16 = x_axpy_f16;
+}
