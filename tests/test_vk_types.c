@@ -15,7 +15,7 @@
  * values of either sign (an f16 d in [1e-3, 1e-2); MXFP4's E8M0 byte in
  * 118..125), so every output is non-zero and of unit size.
  *
- * Tolerances, as test_vk_kernels.c's (Higham's bound for recursive f32
+ * Tolerances, as test_vk_matvec.c's (Higham's bound for recursive f32
  * summation): a matvec within 2 (K/4 + unit + 16) 2^-24 sum|terms x| -- the
  * terms being |w| except where a kernel sums two parts apart (Q2_K: d sc q
  * and dmin m; IQ1: dl g and dl delta, at most 9/7 |w| for the -1/+1
@@ -27,11 +27,6 @@
 #include "vk_kernels.h"
 #include "vk_testutil.h"
 
-static const double U24 = 5.9604644775390625e-08; /* 2^-24 */
-
-static vk_kb KB;
-static err_t KERR;
-
 static const uint32_t TYPES[] = {QT_Q2_K, QT_Q3_K, QT_IQ4_NL, QT_IQ4_XS, QT_MXFP4, QT_IQ2_XXS,
                                  QT_IQ2_XS, QT_IQ2_S, QT_IQ3_XXS, QT_IQ3_S, QT_IQ1_S, QT_IQ1_M};
 enum { N_TYPES = sizeof TYPES / sizeof TYPES[0] };
@@ -42,226 +37,9 @@ static uint32_t blk_of(uint32_t t)
     return quant_traits_of(t)->block_elems;
 }
 
-/* ---- random blocks and the reference ------------------------------------------------ */
-
-/* A low-bit type (else vk_testutil.h's table: the K-quants and Q8_0 some
- * cases mix in). */
-static bool is_low(uint32_t t)
-{
-    for (int i = 0; i < N_TYPES; i++)
-        if (TYPES[i] == t)
-            return true;
-    return false;
-}
-
-static void lt_fill(uint32_t t, uint8_t *dst, uint64_t n)
-{
-    if (!is_low(t)) {
-        tu_fill_random(t, dst, n);
-        return;
-    }
-    const quant_traits *q = quant_traits_of(t);
-    uint64_t nb = n / q->block_elems;
-    for (uint64_t i = 0; i < nb; i++) {
-        uint8_t *p = dst + i * q->block_bytes;
-        for (uint32_t k = 0; k < q->block_bytes; k++)
-            p[k] = (uint8_t)tu_next();
-        switch (t) {
-        case QT_Q2_K:
-            tu_put16(p + 80, tu_rand_half(0.001f, 0.01f));
-            tu_put16(p + 82, tu_rand_half(0.001f, 0.01f));
-            break;
-        case QT_Q3_K: tu_put16(p + 108, tu_rand_half(0.001f, 0.01f)); break;
-        case QT_MXFP4: p[0] = (uint8_t)(118 + tu_next() % 8); break; /* 2^-10 .. 2^-3 */
-        case QT_IQ1_M: {
-            /* the f16 d lives in the top nibbles of the four scale words */
-            uint16_t d = tu_rand_half(0.001f, 0.01f);
-            for (int j = 0; j < 4; j++) {
-                uint16_t sc = tu_get16(p + 48 + 2 * j);
-                tu_put16(p + 48 + 2 * j, (uint16_t)((sc & 0x0fff) | ((d >> (4 * j)) & 0xf) << 12));
-            }
-            break;
-        }
-        default: tu_put16(p, tu_rand_half(0.001f, 0.01f)); /* d first: IQ4_NL, IQ4_XS, the grids */
-        }
-    }
-}
-
-static void lt_dequant(uint32_t t, const uint8_t *src, float *y, uint64_t n)
-{
-    const quant_traits *q = quant_traits_of(t);
-    for (uint64_t i = 0; i < n / q->block_elems; i++)
-        q->decode_block(src + i * q->block_bytes, y + i * q->block_elems);
-}
-
-/* The size of what a kernel sums per element (see the header). */
-static void lt_terms(uint32_t t, const uint8_t *src, float *y, uint64_t n)
-{
-    if (!is_low(t)) {
-        tu_dequant_terms(t, src, y, n);
-        return;
-    }
-    lt_dequant(t, src, y, n);
-    for (uint64_t i = 0; i < n; i++)
-        y[i] = fabsf(y[i]) * (t == QT_IQ1_S || t == QT_IQ1_M ? 9.0f / 7.0f : 1.0f);
-    if (t != QT_Q2_K)
-        return;
-    for (uint64_t b = 0; b < n / 256; b++, src += 84, y += 256) {
-        float dmin = fabsf(tu_h2f(tu_get16(src + 82)));
-        for (uint32_t e = 0; e < 256; e++)
-            y[e] += 2 * dmin * (float)(src[e / 16] >> 4);
-    }
-}
-
-static float *random_vec(uint64_t n, float scale)
-{
-    float *v = malloc(n * sizeof *v);
-    for (uint64_t i = 0; i < n; i++)
-        v[i] = tu_gauss() * scale;
-    return v;
-}
-
-static float *norm_weights(uint32_t n)
-{
-    float *w = random_vec(n, 0.1f);
-    for (uint32_t i = 0; i < n; i++)
-        w[i] += 1.0f;
-    return w;
-}
-
-static vk_buf host_copy(const void *src, uint64_t words)
-{
-    vk_buf b = tu_host(words + 4);
-    memcpy(b.map, src, words * 4);
-    return b;
-}
-
-static void rmsnorm_ref(const float *x, const float *nw, uint32_t n, float eps, float *out)
-{
-    double ss = 0;
-    for (uint32_t i = 0; i < n; i++)
-        ss += (double)x[i] * x[i];
-    double sc = 1.0 / sqrt(ss / n + eps);
-    for (uint32_t i = 0; i < n; i++)
-        out[i] = (float)(x[i] * sc * nw[i]);
-}
-
-static double silu_d(double g)
-{
-    return g / (1.0 + exp(-g));
-}
-
-/* y = W . x (double) for `rows` rows, and the bound sum|terms x|. */
-static void ref_dot_rows(uint32_t type, const uint8_t *w, uint32_t K, uint32_t rows, const float *x, double *y,
-                         double *mag)
-{
-    float *row = malloc(K * sizeof *row), *terms = malloc(K * sizeof *terms);
-    uint64_t rb = tu_row_bytes(type, K);
-    for (uint32_t r = 0; r < rows; r++) {
-        lt_dequant(type, w + r * rb, row, K);
-        lt_terms(type, w + r * rb, terms, K);
-        double s = 0, m = 0;
-        for (uint32_t k = 0; k < K; k++) {
-            s += (double)row[k] * x[k];
-            m += fabs((double)terms[k] * x[k]);
-        }
-        y[r] = s;
-        mag[r] = m;
-    }
-    free(row), free(terms);
-}
-
-static double chain_bound(uint32_t type, uint32_t K)
-{
-    vk_qlayout l;
-    vk_qlayout_of(type, &l);
-    return 2.0 * (K / 4.0 + l.unit + 16) * U24;
-}
-
-/* The tensor-core mat-mat's fp16 operands (test_vk_kernels.c mm_bound). */
-static double mm_bound(uint32_t type, uint32_t K)
-{
-    return chain_bound(type, K) + (G.c.coopmat ? 9.8e-4 : 0);
-}
-
-/* n_mat random matrices of N rows of K as a GPU tensor; the GGML bytes. */
-static uint8_t *rand_tensor(uint32_t type, uint32_t K, uint32_t N, uint32_t nmat, vk_tensor *t)
-{
-    uint8_t *w = malloc(tu_row_bytes(type, K) * N * nmat);
-    lt_fill(type, w, (uint64_t)K * N * nmat);
-    if (tu_tensor(type, K, N, nmat, w, t))
-        memset(t, 0, sizeof *t);
-    return w;
-}
-
-static const uint8_t *mat_of(uint32_t type, const uint8_t *w, uint32_t K, uint32_t N, uint32_t m)
-{
-    return w + tu_row_bytes(type, K) * N * m;
-}
-
-/* ---- tuning variants (test_vk_kernels.c's) ------------------------------------------ */
-
-static vk_tuning TUNE;
-
-static void v_default(vk_tuning *t)
-{
-    (void)t;
-}
-
-/* long rows on the x-stationary kernels too (lavapipe's 8-wide subgroups
- * need more units per lane than the default allows: the paths a 32-wide GPU
- * takes) */
-static void v_long_rows(vk_tuning *t)
-{
-    t->xs_j = 32;
-}
-
-/* 8 rows per pass, 3 passes, 64-thread workgroups, teams up to half padding */
-static void v_rows8(vk_tuning *t)
-{
-    t->xs_r = 8;
-    t->xs_p = 3;
-    t->xs_wgs = 64;
-    t->xs_pad = 50;
-}
-
-/* inputs read from shared memory instead of registers, 2 rows per pass */
-static void v_shared_input(vk_tuning *t)
-{
-    t->xs_j = 32;
-    t->xs_xreg = 0;
-    t->xs_r = 2;
-}
-
-/* the mv family */
-static void v_mv(vk_tuning *t)
-{
-    t->xs = 0;
-}
-
-typedef void (*variant_fn)(vk_tuning *t);
-static const variant_fn VARIANTS[] = {v_default, v_long_rows, v_rows8, v_shared_input, v_mv};
-enum { N_VARIANTS = sizeof VARIANTS / sizeof VARIANTS[0] };
-/* all; the x-stationary ones a GPU takes and the mv family; the defaults */
-enum { V_ALL = 0x1f, V_GPU_MV = 0x13, V_DEF = 0x01 };
-
-static void run_tuned(void (*fn)(void), const char *name, variant_fn v)
-{
-    char set[256], full[400];
-    vk_tuning_default(&TUNE);
-    v(&TUNE);
-    vk_tuning_describe(&TUNE, set, sizeof set);
-    snprintf(full, sizeof full, "%s%s%s%s", name, *set ? " [" : "", set, *set ? "]" : "");
-    RUN_NAMED(fn, full);
-    vk_tuning_default(&TUNE);
-}
-
-static void run_variants(void (*fn)(void), const char *name, int vars)
-{
-    for (int i = 0; i < N_VARIANTS; i++)
-        if (vars >> i & 1)
-            run_tuned(fn, name, VARIANTS[i]);
-}
+/* Variant sets (vk_testutil.h's VARIANTS): the defaults; the x-stationary
+ * ones a GPU takes and the mv family. */
+enum { V_DEF = 0x01, V_GPU_MV = 0x13 };
 
 /* ---- matrix-vector ------------------------------------------------------------------ */
 
@@ -495,17 +273,20 @@ static void test_moe(void)
 
 static void moe_cases(void)
 {
-    /* GLM-4.7-Flash's experts (H 2048, F 1536, 4 of 64) in the files of
+    /* GLM-4.7-Flash's experts (H 2048, F 1536; 4 of 16 here, not 64: the
+     * count only moves a matrix's offset -- test_vk_matvec.c's cases hold 64
+     * -- and 64 random matrices of each kind cost seconds each to fill and
+     * upload on lavapipe) in the files of
      * the issue's table: Q3_K_M (Q3_K gate/up, Q4_K down), IQ4_XS, MXFP4_MOE
      * (Q8_0 shared expert), Q2_K (Q3_K down), IQ2_XXS (Q2_K shared down in
      * the first layers), the Q2_K_XL mix (Q2_K / Q3_K, Q5_K shared) */
     static const moe_case glm[] = {
-        {QT_Q3_K, QT_Q4_K, QT_Q4_K, 2048, 1536, 1536, 64, 4, "Q3_K_M"},
-        {QT_IQ4_XS, QT_IQ4_XS, QT_IQ4_XS, 2048, 1536, 1536, 64, 4, "IQ4_XS"},
-        {QT_MXFP4, QT_MXFP4, QT_Q8_0, 2048, 1536, 1536, 64, 4, "MXFP4_MOE"},
-        {QT_Q2_K, QT_Q3_K, QT_Q3_K, 2048, 1536, 1536, 64, 4, "Q2_K"},
-        {QT_IQ2_XXS, QT_IQ2_XXS, QT_Q2_K, 2048, 1536, 1536, 64, 4, "IQ2_XXS, a Q2_K shared down"},
-        {QT_Q2_K, QT_Q3_K, QT_Q5_K, 2048, 1536, 1536, 64, 4, "Q2_K_XL"},
+        {QT_Q3_K, QT_Q4_K, QT_Q4_K, 2048, 1536, 1536, 16, 4, "Q3_K_M"},
+        {QT_IQ4_XS, QT_IQ4_XS, QT_IQ4_XS, 2048, 1536, 1536, 16, 4, "IQ4_XS"},
+        {QT_MXFP4, QT_MXFP4, QT_Q8_0, 2048, 1536, 1536, 16, 4, "MXFP4_MOE"},
+        {QT_Q2_K, QT_Q3_K, QT_Q3_K, 2048, 1536, 1536, 16, 4, "Q2_K"},
+        {QT_IQ2_XXS, QT_IQ2_XXS, QT_Q2_K, 2048, 1536, 1536, 16, 4, "IQ2_XXS, a Q2_K shared down"},
+        {QT_Q2_K, QT_Q3_K, QT_Q5_K, 2048, 1536, 1536, 16, 4, "Q2_K_XL"},
     };
     for (size_t i = 0; i < sizeof glm / sizeof glm[0]; i++) {
         MC = glm[i];
@@ -587,7 +368,7 @@ static void test_attn_vb(void)
             const uint8_t *wh = mat_of(AV_TYPE, w, KV, VH, h);
             ref_dot_rows(AV_TYPE, wh, KV, VH, o, ry, mag);
             for (uint32_t r = 0; r < VH; r++) {
-                lt_dequant(AV_TYPE, wh + r * tu_row_bytes(AV_TYPE, KV), row, KV);
+                tu_dequant(AV_TYPE, wh + r * tu_row_bytes(AV_TYPE, KV), row, KV);
                 mag2[r] = 0;
                 for (uint32_t k = 0; k < KV; k++)
                     mag2[r] += fabs((double)row[k]) * oabs[k];
@@ -639,7 +420,7 @@ static void test_embed(void)
     float *row = malloc(EMB_K * sizeof *row);
     uint32_t bad = 0;
     for (uint32_t z = 0; z < nz; z++) {
-        lt_dequant(EMB_TYPE, w + tu_row_bytes(EMB_TYPE, EMB_K) * tok[z], row, EMB_K);
+        tu_dequant(EMB_TYPE, w + tu_row_bytes(EMB_TYPE, EMB_K) * tok[z], row, EMB_K);
         float mx = 0;
         for (uint32_t i = 0; i < EMB_K; i++)
             mx = fmaxf(mx, fabsf(row[i]));
@@ -667,17 +448,6 @@ static void embed_cases(void)
 }
 
 /* ---- prefill: the mat-mats ------------------------------------------------------------- */
-
-/* Which kernel a case runs on, in its name: a device without cooperative
- * matrices says so (the cases then test the fp32 kernel; the lead runs the
- * tensor-core ones on the GPU). */
-static const char *mm_path(const vk_tensor *w, const vk_tensor *up)
-{
-    const char *k = vk_mm_kernel(&KB, w, up);
-    if (strcmp(k, "mm") != 0)
-        return k;
-    return G.c.coopmat ? "mm: coopmat=0" : "mm: device has no cooperative matrices";
-}
 
 typedef struct {
     uint32_t type, K, N, T;
@@ -909,7 +679,7 @@ static void test_expert_prefill(void)
 }
 
 /* mm_coop through an expert work list (K step 32) = as a batch (K step 64),
- * bit for bit (test_vk_kernels.c test_mm_list_steps_agree): devices with
+ * bit for bit (test_vk_prefill.c test_mm_list_steps_agree): devices with
  * cooperative matrices only. */
 static uint32_t ST_TYPE;
 
@@ -1007,12 +777,8 @@ static void prefill_cases(void)
 
 int main(void)
 {
-    if (tu_gpu_open(false)) {
-        printf("FAIL - vulkan device: none usable\n");
+    if (tu_kernels_open())
         return 1;
-    }
-    vk_tuning_default(&TUNE);
-    KB = (vk_kb){&G.c, &G.pipes, &TUNE, &KERR};
     mv_cases();
     moe_cases();
     attn_vb_cases();
