@@ -9,7 +9,7 @@
 #    full-size tables; tiny models of each answer on the CPU backend and match
 #    a float64 forward pass on their own weights (tests/data/quant/ref); our
 #    quantizers write llama-quantize's bytes for the presets it makes without
-#    an importance matrix; the Vulkan backend refuses them in one line.
+#    an importance matrix (t_vk_lowbit.sh: the same models on the Vulkan backend).
 #  - Bad arguments give one clear line and a non-zero exit; nothing is left behind.
 . tests/lib.sh
 

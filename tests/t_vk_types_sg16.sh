@@ -1,0 +1,29 @@
+#!/bin/sh
+# t_vk_types_sg16.sh: a subset of the low-bit types' kernel cases
+# (test_vk_types) once more at subgroup size 16: lavapipe's 512-bit vectors
+# (LP_NATIVE_VECTOR_WIDTH) give other team sizes, other lanes per block and
+# other reductions.  Every type in each kernel family: the odd-row
+# mat-vecs and mat-mats, the expert-id mat-vecs under every geometry
+# variant, the small experts' gate/up/down, v_b after the combine, the
+# embedding rows and the prompt batch's experts.  Its cases, named
+# "... [subgroup 16]".  (A device other than lavapipe keeps its own
+# subgroup size: then it says so and runs them once more there.)
+. tests/lib.sh
+T=$BUILD/tests/test_vk_types
+if [ ! -x "$T" ]; then
+    fail "test_vk_types at subgroup 16" "$T not built"
+    done_tests
+fi
+TEST_ONLY='odd rows|expert ids|(H=|attention combine|embedding|experts of a prompt batch' \
+    LP_NATIVE_VECTOR_WIDTH=512 "$T" >"$TMP/out" 2>&1
+rc=$?
+grep '^# device' "$TMP/out" | grep -q 'subgroup 16' || echo "# not at subgroup 16 here: $(grep '^# device' "$TMP/out")"
+sed -n 's/^\(ok\|FAIL\) - \([^:]*\)\(.*\)$/\1 - \2 [subgroup 16]\3/p' "$TMP/out"
+n=$(grep -c '^ok - ' "$TMP/out")
+if [ "$rc" -ne 0 ] && ! grep -q '^FAIL - ' "$TMP/out"; then
+    fail "test_vk_types at subgroup 16" "exit status $rc: $(tail -c 300 "$TMP/out")"
+elif [ "$n" -lt 60 ]; then
+    fail "test_vk_types at subgroup 16" "only $n cases ran: $(tail -c 300 "$TMP/out")"
+fi
+grep -q '^FAIL - ' "$TMP/out" && _failed=1
+done_tests
