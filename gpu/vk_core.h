@@ -64,7 +64,8 @@ typedef struct {
     VkCommandPool cmd_pool;
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipe_layout;
-    VkBuffer dummy_buf;        /* bound to unused bindings */
+    VkBuffer dummy_buf;        /* bound to unused bindings; holds the low-bit types' tables
+                                  (pc_common.h PC_IQ_*: weight slot PC_IQ_TABLES_SLOT) */
     VkDeviceMemory dummy_mem;
     VkFence fence;
     bool lost;                 /* VK_ERROR_DEVICE_LOST seen: refuse further work */
@@ -92,6 +93,10 @@ const char *vk_result_name(VkResult r);
 /* Submits one command buffer and waits for it (fence), turning device loss
  * and timeouts into errors. */
 int vk_submit_wait(vk_ctx *c, VkCommandBuffer cb, err_t *err);
+
+/* The low-bit types' tables in the layout shaders/pc_common.h gives
+ * (PC_IQ_TABLES_WORDS words), from core/format/quant_grids.c (vk_iq_tables.c). */
+void vk_iq_tables_fill(uint32_t *words);
 
 /* ---- memory --------------------------------------------------------------- */
 
@@ -281,7 +286,7 @@ void vk_prog_free(vk_ctx *c, vk_prog *p);
 typedef struct {
     uint32_t blk;    /* elements per block */
     uint32_t body;   /* bytes of quant data per block (multiple of 16) */
-    uint32_t head;   /* bytes of scales per block (0, 2, 4, 8, 16) */
+    uint32_t head;   /* bytes of scales per block (0, 1, 2, 4, 8, 12, 16) */
     uint32_t unit;   /* elements a matvec thread handles at a time */
 } vk_qlayout;
 

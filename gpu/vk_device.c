@@ -476,6 +476,44 @@ static int make_device(vk_ctx *c, const dev_caps *caps, bool pipe_stats, err_t *
     return 0;
 }
 
+/* The tables into the unused-binding buffer: one vkCmdUpdateBuffer (21 KiB,
+ * within its 64 KiB), made visible to every later compute shader. */
+static int fill_tables(vk_ctx *c, err_t *err)
+{
+    _Static_assert(PC_IQ_TABLES_WORDS * 4 <= 65536, "vkCmdUpdateBuffer takes at most 64 KiB");
+    uint32_t *words = malloc(PC_IQ_TABLES_WORDS * 4);
+    if (!words)
+        return err_set(err, "out of host memory");
+    vk_iq_tables_fill(words);
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = c->cmd_pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    VkCommandBuffer cb;
+    VkResult r = vkAllocateCommandBuffers(c->dev, &ai, &cb);
+    if (r != VK_SUCCESS) {
+        free(words);
+        return vk_fail(c, err, r, "vkAllocateCommandBuffers");
+    }
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    r = vkBeginCommandBuffer(cb, &bi);
+    int rc = r == VK_SUCCESS ? 0 : vk_fail(c, err, r, "vkBeginCommandBuffer");
+    if (!rc) {
+        vkCmdUpdateBuffer(cb, c->dummy_buf, 0, PC_IQ_TABLES_WORDS * 4, words);
+        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                              .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                              .dstAccessMask = VK_ACCESS_SHADER_READ_BIT};
+        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
+                             NULL, 0, NULL);
+        r = vkEndCommandBuffer(cb);
+        rc = r == VK_SUCCESS ? vk_submit_wait(c, cb, err) : vk_fail(c, err, r, "vkEndCommandBuffer");
+    }
+    vkFreeCommandBuffers(c->dev, c->cmd_pool, 1, &cb);
+    free(words);
+    return rc;
+}
+
 static int make_shared_objects(vk_ctx *c, err_t *err)
 {
     VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -515,16 +553,24 @@ static int make_shared_objects(vk_ctx *c, err_t *err)
     if (r != VK_SUCCESS)
         return vk_fail(c, err, r, "vkCreateFence");
 
-    /* A small device buffer bound wherever a kernel leaves a binding unused. */
+    /* A small device buffer bound wherever a kernel leaves a binding unused:
+     * it holds the low-bit types' tables, which kernels read from weight
+     * slot PC_IQ_TABLES_SLOT (no kernel binds a tensor there). */
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                              .size = 256,
-                              .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT};
+                              .size = PC_IQ_TABLES_WORDS * 4,
+                              .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT};
     r = vkCreateBuffer(c->dev, &bci, NULL, &c->dummy_buf);
     if (r != VK_SUCCESS)
         return vk_fail(c, err, r, "vkCreateBuffer");
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(c->dev, c->dummy_buf, &req);
     uint32_t type = UINT32_MAX;
+    /* device-local where there is such a type (every workgroup of a low-bit
+     * kernel reads its table from it) */
+    for (uint32_t i = 0; i < c->mem.memoryTypeCount && type == UINT32_MAX; i++)
+        if ((req.memoryTypeBits & (1u << i)) &&
+            (c->mem.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))
+            type = i;
     for (uint32_t i = 0; i < c->mem.memoryTypeCount && type == UINT32_MAX; i++)
         if (req.memoryTypeBits & (1u << i))
             type = i;
@@ -537,7 +583,7 @@ static int make_shared_objects(vk_ctx *c, err_t *err)
     r = vkBindBufferMemory(c->dev, c->dummy_buf, c->dummy_mem, 0);
     if (r != VK_SUCCESS)
         return vk_fail(c, err, r, "vkBindBufferMemory");
-    return 0;
+    return fill_tables(c, err);
 }
 
 int vk_ctx_create(vk_ctx *c, int device_index, bool pipe_stats, err_t *err)

@@ -277,7 +277,7 @@ static bool attn_vb_x_config(const vk_kb *k, const vk_attn_vb_args *a, vkk_xs_cf
 {
     const vk_tensor *w = a->v_b;
     return vkk_xs_config(k, w->type, w->Kp, w->N, a->g->n_head * (a->nz ? a->nz : 1), 1, 256, x) &&
-           4ull * (x->ksh + a->chunk_cap) + 512 <= k->c->shared_bytes;
+           4ull * (x->ksh + a->chunk_cap + PC_IQ_TABLE_WORDS(w->type)) + 512 <= k->c->shared_bytes;
 }
 
 bool vk_attn_vb_deps(const vk_kb *k, const vk_attn_vb_args *a)
@@ -323,7 +323,7 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
         m.nr = 4;
         m.wgs = 128;
         uint32_t ksh = (w->Kp + 255) / 256 * 256;
-        if (4ull * (ksh + a->chunk_cap) + 512 > k->c->shared_bytes)
+        if (4ull * (ksh + a->chunk_cap + PC_IQ_TABLE_WORDS(w->type)) + 512 > k->c->shared_bytes)
             return err_set(k->err, "attn_vb: %u chunks of a %u-wide latent do not fit in shared memory",
                            a->chunk_cap, w->Kp);
         vkk_mv_spec(k, &m, w->type, spec);

@@ -45,6 +45,10 @@ static uint32_t xs_unit(uint32_t t)
     case QT_F32: case QT_F16: case QT_BF16: return 8;
     case QT_Q4_0: case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_Q8_0: return 32;
     case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: return 64;
+    /* the low-bit types (shaders/xs_low.glsl) */
+    case QT_IQ4_NL: case QT_MXFP4: return 32;
+    case QT_Q2_K: case QT_Q3_K: case QT_IQ4_XS: case QT_IQ2_XXS: case QT_IQ2_XS: case QT_IQ2_S:
+    case QT_IQ3_XXS: case QT_IQ3_S: case QT_IQ1_S: case QT_IQ1_M: return 64;
     default: return 0;
     }
 }
@@ -55,7 +59,8 @@ static uint32_t xs_unit(uint32_t t)
  * lanes of a block's units load the same 16 bytes); scale words of 2-4
  * bytes (Q4_0, Q4_1, Q8_0, Q6_K) as nothing.  The rows per pass keep a
  * lane's loads within 16 (gpu/PERF.md run 6, for Q4_0 / Q8_0 / Q6_K;
- * the K-quants' counting, run 20). */
+ * the K-quants' counting, run 20; the low-bit types counted the same way,
+ * not measured). */
 static uint32_t xs_cost4(uint32_t t)
 {
     switch (t) {
@@ -64,6 +69,11 @@ static uint32_t xs_cost4(uint32_t t)
     case QT_Q4_K: return 9;
     case QT_Q5_K: return 11;
     case QT_Q6_K: return 12;
+    case QT_IQ4_NL: case QT_MXFP4: case QT_Q2_K: case QT_IQ2_XXS: case QT_IQ2_XS: case QT_IQ2_S: return 4;
+    case QT_Q3_K: case QT_IQ3_XXS: case QT_IQ3_S: return 6;
+    case QT_IQ1_S: return 2;
+    case QT_IQ1_M: return 3;
+    case QT_IQ4_XS: return 9;
     default: return 8; /* Q8_0, F32 */
     }
 }
@@ -107,8 +117,9 @@ bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, ui
     if (!best)
         return false;
     m->ksh = best * unit;
-    /* the staged input, its sub-block sums (mv_xs_common.glsl xsub), red[] */
-    if (4ull * m->ksh + m->ksh / 8 + 4 + 512 > c->shared_bytes)
+    /* the staged input, its sub-block sums (mv_xs_common.glsl xsub), red[],
+     * the type's table (quant_iq.glsl) */
+    if (4ull * m->ksh + m->ksh / 8 + 4 + 512 + 4ull * PC_IQ_TABLE_WORDS(type) > c->shared_bytes)
         return false;
     m->xreg = m->j * unit <= t->xs_xreg;
     m->xrn = m->xreg ? m->j * unit / 4 : 1;

@@ -67,6 +67,29 @@ static uint32_t mm_kind(const vk_kb *k, const vk_tensor *w, const vk_tensor *u)
 
 static const enum spv_id MM_SHADER[] = {SPV_MM, SPV_MM_COOP};
 
+/* Shared bytes of the low-bit types' tables the kernel copies for w and up
+ * (shaders/quant_iq.glsl: one for each distinct type that has one). */
+static uint32_t iq_table_bytes(const vk_tensor *w, const vk_tensor *u)
+{
+    uint32_t t2 = u && u->type != w->type ? u->type : 0;
+    return 4u * (PC_IQ_TABLE_WORDS(w->type) + PC_IQ_TABLE_WORDS(t2));
+}
+
+/* Shared bytes of mm.comp's tiles (BK = 32: As, Bs, gate/up's Bs2, the row
+ * maps) for bm tokens x bn rows, and the tables. */
+static uint32_t mm_fp32_shared(uint32_t bm, uint32_t bn, const vk_tensor *w, const vk_tensor *u)
+{
+    return 4u * (32u * bm + 32u * bn + (u ? 32u * bn : 1u) + 2u * bm) + iq_table_bytes(w, u);
+}
+
+/* mm.comp's rows per tile: 64, or 32 where the tiles and a grid type's
+ * table exceed the device's shared memory (lavapipe's 32 KiB: gate/up of
+ * IQ2_S). */
+static uint32_t mm_fp32_bn(const vk_kb *k, const vk_tensor *w, const vk_tensor *u)
+{
+    return mm_fp32_shared(MM_BM, MM_BN, w, u) <= k->c->shared_bytes ? MM_BN : MM_BN / 2;
+}
+
 const char *vk_mm_kernel(const vk_kb *k, const vk_tensor *w, const vk_tensor *up)
 {
     return spv_table[MM_SHADER[mm_kind(k, w, up)]].name;
@@ -82,7 +105,7 @@ uint32_t vk_mm_expert_bm(const vk_kb *k, const vk_tensor *w)
 
 uint32_t vk_mm_bn(const vk_kb *k, const vk_tensor *w, const vk_tensor *up)
 {
-    return mm_kind(k, w, up) == MM_COOP ? MM_COOP_BN : MM_BN;
+    return mm_kind(k, w, up) == MM_COOP ? MM_COOP_BN : mm_fp32_bn(k, w, up);
 }
 
 int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
@@ -98,13 +121,21 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
         return err_set(k->err, "%s: expert tiles of %u pairs do not match the kernel", a->name, a->tile);
     /* mm_coop takes the list's tile size (32 or 64); the fp32 kernel 32 */
     uint32_t bm = list ? (kind == MM_COOP ? a->tile : MM_BM_EXPERT) : MM_BM;
-    uint32_t bn = kind == MM_COOP ? MM_COOP_BN : MM_BN;
+    uint32_t bn = kind == MM_COOP ? MM_COOP_BN : mm_fp32_bn(k, w, u);
     uint32_t grid = ceil_div(w->N, bn) * ceil_div(a->max_tokens, bm) * (a->nz ? a->nz : 1);
     uint32_t bk = kind != MM_COOP ? 0 : !list && grid <= k->c->n_sm_hint ? MM_COOP_BK : MM_COOP_BK_WIDE;
     bool split = kind == MM_COOP && a->x_split;
-    if (kind == MM_COOP && MM_COOP_SHARED_BYTES(bm, bk, u != NULL, split) > k->c->shared_bytes)
+    uint32_t tables = iq_table_bytes(w, u);
+    /* a grid type's table beside the tiles of a step of 64 (gate/up: 46
+     * KiB) may not fit the device's shared memory: steps of 32 */
+    if (kind == MM_COOP && bk == MM_COOP_BK && MM_COOP_SHARED_BYTES(bm, bk, u != NULL, split) + tables > k->c->shared_bytes)
+        bk = MM_COOP_BK_WIDE;
+    if (kind == MM_COOP && MM_COOP_SHARED_BYTES(bm, bk, u != NULL, split) + tables > k->c->shared_bytes)
         return err_set(k->err, "%s: mm_coop needs %u bytes of shared memory (%u tokens, step %u), the device has %u",
-                       a->name, MM_COOP_SHARED_BYTES(bm, bk, u != NULL, split), bm, bk, k->c->shared_bytes);
+                       a->name, MM_COOP_SHARED_BYTES(bm, bk, u != NULL, split) + tables, bm, bk, k->c->shared_bytes);
+    if (kind == MM_FP32 && mm_fp32_shared(bm, bn, w, u) > k->c->shared_bytes)
+        return err_set(k->err, "%s: mm needs %u bytes of shared memory (%u tokens, %u rows), the device has %u", a->name,
+                       mm_fp32_shared(bm, bn, w, u), bm, bn, k->c->shared_bytes);
     uint32_t spec[VKC_MAX_SPEC] = {0};
     spec[PC_S_WGS] = 256;
     spec[MM_S_TYPE] = w->type;

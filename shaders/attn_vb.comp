@@ -24,6 +24,7 @@ shared float red[64];
 
 void main()
 {
+    iq_init();
     uint h = gl_WorkGroupID.y, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
     if (z >= P.p[VKP_NTOK])
         return;  // past the batch

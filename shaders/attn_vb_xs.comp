@@ -45,6 +45,7 @@ void vb()
 
     // Staging: o = sum_c w_c o_c (16 chunks' 16-byte loads in flight: the
     // combine is a chain of L2 round trips), zeros past K.
+    iq_fill();
     for (uint v = tid; v < J * TEAM * GPU; v += WGS) {
         vec4 acc = vec4(0.0);
         if (4u * v < pc.K)

@@ -9,6 +9,8 @@ layout(constant_id = EMBED_S_TYPE) const uint TYPE = 2u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
+#define IQ_T1 TYPE
+#include "quant_iq.glsl"
 #include "dep_flag.glsl"
 
 layout(set = 0, binding = EMBED_B_TOKENS) readonly buffer TokBuf { int tok[]; } T;
@@ -16,6 +18,7 @@ layout(set = 0, binding = EMBED_B_X) writeonly buffer XBuf { float x[]; } X;
 
 void main()
 {
+    iq_init();
     uint z = gl_WorkGroupID.y;
     if (pc.check_batch != 0u && z >= uint(T.tok[1]))
         return;

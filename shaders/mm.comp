@@ -24,6 +24,9 @@ const uint TMT = BM * BN / (WGS * TNT);     // tokens per thread
 const uint NTM = BM / TMT;                  // threads across the tokens
 
 #include "quant.glsl"
+#define IQ_T1 TYPE
+#define IQ_T2 TYPE2
+#include "quant_iq.glsl"
 #include "mm_weights.glsl"
 
 layout(set = 0, binding = MM_B_X) readonly buffer XBuf { float x[]; } X;
@@ -94,6 +97,7 @@ void main()
         xrow[i] = LIST == 1u ? r / pc.x_div : r;
         yrow[i] = r;
     }
+    iq_fill();
     barrier();
 
     uint bpr = pc.Kp / blk_of(TYPE), bpr2 = pc.Kp / blk_of(TYPE2);

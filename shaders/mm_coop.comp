@@ -60,6 +60,9 @@ const uint FM = BM / 32u;                       // token fragments per subgroup
 const uint SEGS = BK / 32u;                     // a thread's weight segments (16) and activation groups (8) a step
 
 #include "quant.glsl"
+#define IQ_T1 TYPE
+#define IQ_T2 TYPE2
+#include "quant_iq.glsl"
 
 layout(set = 0, binding = MM_B_X) readonly buffer XBuf { float x[]; } X;
 layout(set = 0, binding = MM_B_X) readonly buffer XBuf4 { vec4 x[]; } X4;
@@ -253,6 +256,7 @@ void main()
         xrow[i] = LIST == 1u ? r / pc.x_div : r;
         yrow[i] = r;
     }
+    iq_fill();
     barrier();
 
     // this thread's loads: weight row wn, its group at k0 + wk, segment wh

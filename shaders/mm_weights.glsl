@@ -14,6 +14,9 @@ struct WRaw {
 // fresh false: the scale words that serve more than one group (Q4_0 /
 // Q8_0's head word, the K-quants' head; Q6_K: its d word) are hd0's, from
 // the same thread's previous group of the block, instead of loaded again.
+// (The low-bit types always load theirs: mm_weights_low.glsl.)
+#include "mm_weights_low.glsl"
+
 WRaw w_fetch(uint t, uint s, uint rb, uint hbase, bool row_in, uint k0, uint h, uvec4 hd0, bool fresh)
 {
     WRaw r;
@@ -23,6 +26,8 @@ WRaw w_fetch(uint t, uint s, uint rb, uint hbase, bool row_in, uint k0, uint h, 
     uint k = k0 + 16u * h;
     if (!row_in || k >= pc.Kp)
         return r;
+    if (is_low_type(t))
+        return w_fetch_low(t, s, rb, hbase, k0, h);
     if (t == T_F16 || t == T_BF16) {
         // 8 elements per 16-byte block; rows end on a multiple of 8
         r.lo = W4[s].w[rb + k / 8u];
@@ -76,6 +81,8 @@ WRaw w_fetch_second(uint t, uint s, uint rb, uint hbase, bool row_in, uint k0, W
 {
     if (t == T_Q4_0 || t == T_Q4_1 || t == T_Q5_0 || t == T_Q5_1)
         return r0;
+    if (is_low_type(t))
+        return w_fetch(t, s, rb, hbase, row_in, k0, 1u, uvec4(0u), true);
     WRaw r;
     r.lo = uvec4(0u);
     r.hi = uvec4(0u);
@@ -187,6 +194,10 @@ vec4 byte_f(uint n)
 // as ggml's dequantization up to one fp32 rounding of a * code + b.
 void w_values(uint t, uint rb, uint k0, uint h, WRaw r, out vec4 v[4])
 {
+    if (is_low_type(t)) {
+        w_values_low(t, rb, k0, h, r, v);
+        return;
+    }
     if (t == T_F16 || t == T_BF16) {
         uvec4 w[2] = uvec4[2](r.lo, r.hi);
         [[unroll]] for (uint k = 0u; k < 4u; k++) {

@@ -28,6 +28,7 @@ layout(set = 0, binding = MV_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 void main()
 {
+    iq_init();
     uint z = gl_WorkGroupID.y;
     uint mat = IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
     uint xb = pc.x_off + z * pc.x_z;

@@ -17,7 +17,8 @@
 //
 // Declared here: the family's spec constants TYPE, TEAM, NR, SG
 // (pc_matvec.h); the including shader declares WGS (local_size_x_id), UPT
-// and KSH (shared floats, >= 4).
+// and KSH (shared floats, >= 4), and calls iq_init() first (quant_iq.glsl:
+// the low-bit types' tables).
 
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_shuffle : enable
@@ -28,6 +29,10 @@ layout(constant_id = MVF_S_TYPE) const uint TYPE = 2u;
 layout(constant_id = MVF_S_TEAM) const uint TEAM = 16u;
 layout(constant_id = MVF_S_NR) const uint NR = 2u;
 layout(constant_id = MVF_S_SG) const uint SG = 32u;
+
+// the low-bit types' tables (TYPE, and IQ_T2 where the shader has a second type)
+#define IQ_T1 TYPE
+#include "quant_iq.glsl"
 
 layout(set = 0, binding = MATVEC_B_X) readonly buffer XBuf { float x[]; } X;
 layout(set = 0, binding = MATVEC_B_X) readonly buffer XBuf4 { vec4 x[]; } X4;

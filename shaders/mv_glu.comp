@@ -15,6 +15,7 @@ layout(constant_id = GLU_S_UPT) const uint UPT = 4u;
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
+#define IQ_T2 TYPE2
 #include "mv_common.glsl"
 
 layout(set = 0, binding = GLU_B_H) writeonly buffer HBuf { float h[]; } H;
@@ -22,6 +23,7 @@ layout(set = 0, binding = GLU_B_IDS) readonly buffer IdBuf { int ids[]; } ID;
 
 void main()
 {
+    iq_init();
     uint z = gl_WorkGroupID.y;
     uint mat = IDMODE == 1u ? uint(ID.ids[pc.ids_off + z]) : z;
     xsrc a = xsrc(true, pc.x_off, pc.K, NORM == 1u, pc.nw_off);

@@ -16,6 +16,7 @@ layout(constant_id = DOWN_S_NSLOT) const uint NSLOT = 5u;   // routed experts + 
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"
+#define IQ_T2 TYPE2
 #include "mv_common.glsl"
 
 const uint NTEAM = WGS / TEAM;
@@ -29,6 +30,7 @@ shared float part[RG * NR * NSLOT];
 
 void main()
 {
+    iq_init();
     uint lid = lin_id(), team = lid / TEAM, lane = lid % TEAM;
     uint slot = team % NSLOT, rg = team / NSLOT;
     uint row0 = (gl_WorkGroupID.x * RG + min(rg, RG - 1u)) * NR;

@@ -78,6 +78,7 @@ void down()
 
     // stage [wt[z] * h[z] ...| h_s] (zeros past the end)
     uint nr = pc.nz * pc.Kp;
+    iq_fill();
     for (uint v = x_first(); v < XEND; v += WGS) {
         uint e = 4u * v;
         vec4 a = vec4(0.0);

@@ -43,6 +43,10 @@
 // lanes of a subgroup reading the same g of consecutive units hit different
 // banks.  Units past the row (padding up to J*TEAM units) are zero.
 //
+// The low-bit types' units are in xs_low.glsl; their tables (quant_iq.glsl)
+// are copied into shared memory by every staging step (stage_x, or a
+// kernel's own loop calling iq_fill before its barrier).
+//
 // Declared here: the family's spec constants TYPE, TEAM, J, R, SG, KSH
 // (staged floats, >= J*TEAM*UNIT), XREG, XRN (= J*GPU with XREG, else 1)
 // (pc_matvec.h); the including shader declares WGS (local_size_x_id) and
@@ -62,21 +66,37 @@ layout(constant_id = XS_S_KSH) const uint KSH = 2048u;
 layout(constant_id = XS_S_XREG) const uint XREG = 1u;
 layout(constant_id = XS_S_XRN) const uint XRN = 16u;
 
+#define IQ_T1 TYPE
+#include "quant_iq.glsl"
+
 // Elements per unit, vec4s of input per unit, uvec4s of weights per unit.
-const bool K_UNIT = TYPE == T_Q4_K || TYPE == T_Q5_K || TYPE == T_Q6_K;
+const bool LOW = TYPE == T_Q2_K || TYPE == T_Q3_K || TYPE == T_IQ4_NL || TYPE == T_IQ4_XS || TYPE == T_MXFP4 ||
+                 TYPE == T_IQ2_XXS || TYPE == T_IQ2_XS || TYPE == T_IQ2_S || TYPE == T_IQ3_XXS || TYPE == T_IQ3_S ||
+                 TYPE == T_IQ1_S || TYPE == T_IQ1_M;
+const bool K_UNIT = TYPE == T_Q4_K || TYPE == T_Q5_K || TYPE == T_Q6_K || TYPE == T_Q2_K || TYPE == T_Q3_K ||
+                    TYPE == T_IQ4_XS || TYPE == T_IQ2_XXS || TYPE == T_IQ2_XS || TYPE == T_IQ2_S || TYPE == T_IQ3_XXS ||
+                    TYPE == T_IQ3_S || TYPE == T_IQ1_S || TYPE == T_IQ1_M;
 const uint UNIT = (TYPE == T_F32 || TYPE == T_F16 || TYPE == T_BF16) ? 8u : K_UNIT ? 64u : 32u;
 const uint GPU = UNIT / 4u;
+// (glslang turns a spec-constant && nested in || into a branch the
+// optimizer cannot place: these stay plain || lists)
 const uint QW = (TYPE == T_Q4_0 || TYPE == T_Q4_1 || TYPE == T_Q5_0 || TYPE == T_Q5_1 || TYPE == T_F16 ||
-                 TYPE == T_BF16) ? 1u : TYPE == T_Q6_K ? 3u : 2u;
-// Units per block (the K-quants: four 64-element units per 256-element block).
+                 TYPE == T_BF16 || TYPE == T_Q2_K || TYPE == T_Q3_K || TYPE == T_IQ4_NL || TYPE == T_MXFP4 ||
+                 TYPE == T_IQ2_XXS || TYPE == T_IQ2_XS || TYPE == T_IQ2_S || TYPE == T_IQ3_XXS || TYPE == T_IQ3_S ||
+                 TYPE == T_IQ1_S || TYPE == T_IQ1_M) ? 1u : TYPE == T_Q6_K ? 3u : 2u;
+// Units per block (the 256-element types: four 64-element units per block).
 const uint UPB = K_UNIT ? 4u : 1u;
 // Head words a unit needs (scales): Q6_K its d and two words of scales;
 // Q4_K/Q5_K the block's d, dmin and 12 scale bytes (Q5_K: and its two qh'
-// words); Q5_0/Q5_1 d (and m) and qh'.
+// words); Q5_0/Q5_1 d (and m) and qh'; the low-bit types' (xs_low.glsl).
 const uint HW = TYPE == T_Q6_K ? 3u : TYPE == T_Q4_K ? 4u : TYPE == T_Q5_K ? 6u
-              : (TYPE == T_Q5_0 || TYPE == T_Q5_1) ? 2u : 1u;
-// Input sums a unit needs (types with a minimum): one per sub-block.
-const uint NS = (TYPE == T_Q4_K || TYPE == T_Q5_K) ? 2u : (TYPE == T_Q4_1 || TYPE == T_Q5_1) ? 1u : 0u;
+              : (TYPE == T_Q5_0 || TYPE == T_Q5_1) ? 2u
+              : (TYPE == T_Q3_K || TYPE == T_IQ3_S) ? 4u : (TYPE == T_IQ3_XXS || TYPE == T_IQ1_M) ? 3u
+              : (TYPE == T_Q2_K || TYPE == T_IQ4_XS || TYPE == T_IQ2_XS || TYPE == T_IQ2_S || TYPE == T_IQ1_S) ? 2u : 1u;
+// Input sums a unit needs (types with a minimum or a shift): one per
+// sub-block; Q2_K's per row of 16 of its unit, IQ1_S's per 32, IQ1_M's per 8.
+const uint NS = (TYPE == T_Q4_K || TYPE == T_Q5_K) ? 2u : (TYPE == T_Q4_1 || TYPE == T_Q5_1) ? 1u
+              : TYPE == T_Q2_K ? 4u : TYPE == T_IQ1_S ? 2u : TYPE == T_IQ1_M ? 8u : 0u;
 
 // coherent: the input may come from a dispatch that ran beside this one
 // with no barrier between them (WAIT, dep_flag.glsl), so no stale L1 line
@@ -96,8 +116,9 @@ shared vec4 xs[KSH / 4u];
 shared float red[64];
 #ifdef XS_STAGED_SUMS
 // xsub[2u + h] (K-quants) or xsub[u] (Q4_1, Q5_1): unit u's sub-block sums;
-// the eight lanes of a sub-block must share a subgroup.
-const bool XSUB = NS > 0u && SG >= 8u;
+// the eight lanes of a sub-block must share a subgroup (the low-bit types'
+// sums are of other shapes: load_xr adds them up).
+const bool XSUB = NS > 0u && SG >= 8u && !LOW;
 shared float xsub[XSUB ? (KSH + 31u) / 32u : 1u];
 #else
 const bool XSUB = false;
@@ -130,6 +151,11 @@ float team_sum(float v)
 // row; Q6_K's units are not contiguous (see unit_q6_k).
 uvec2 x_unit(uint v)
 {
+    if (TYPE == T_Q2_K || TYPE == T_Q3_K) {
+        // unit (n, h) of its block, vec4 4j + k (xs_low.glsl, k2_place)
+        uvec4 p = k2_place((4u * v) & 255u);
+        return uvec2((v >> 6) * 4u + 2u * p.x + p.z, 4u * p.y + p.w);
+    }
     if (TYPE == T_Q6_K) {
         uint e = 4u * v, w = e & 255u;
         return uvec2((e >> 8) * 4u + (w >> 7) * 2u + ((w >> 4) & 1u), ((w >> 5) & 3u) * 4u + ((w >> 2) & 3u));
@@ -142,9 +168,14 @@ uint x_slot(uint u, uint g) { return u * GPU + ((g + u) & (GPU - 1u)); }
 // The power-of-two factors the conversions need for vec4 g of a unit (see
 // nib_dot, byte_dot and unit_q8_0): nibbles' low and high halves, bytes.
 const bool NIB = TYPE == T_Q4_0 || TYPE == T_Q4_1 || TYPE == T_Q4_K;
-const bool BYTES = TYPE == T_Q5_0 || TYPE == T_Q5_1 || TYPE == T_Q5_K || TYPE == T_Q6_K;
+const bool BYTES = TYPE == T_Q5_0 || TYPE == T_Q5_1 || TYPE == T_Q5_K || TYPE == T_Q6_K || TYPE == T_Q2_K ||
+                   TYPE == T_Q3_K || TYPE == T_IQ2_XXS || TYPE == T_IQ2_XS || TYPE == T_IQ2_S || TYPE == T_IQ3_XXS ||
+                   TYPE == T_IQ3_S;
 vec4 x_pre(uint g)
 {
+    if (TYPE == T_IQ1_S || TYPE == T_IQ1_M)  // 2-bit codes at bits 2j of a group of 8
+        return (g & 1u) == 0u ? vec4(1.0, 0.25, 0.0625, 0.015625)
+                              : vec4(1.0 / 256.0, 1.0 / 1024.0, 1.0 / 4096.0, 1.0 / 16384.0);
     if (NIB)
         return g < GPU / 2u ? vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 4096.0)
                             : vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 256.0, 1.0 / 65536.0);
@@ -252,6 +283,7 @@ float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps, uint tag
         subgroupBarrier();
     }
 #endif
+    iq_fill();
     for (uint v = x_first(); v < XEND; v += WGS) {
         vec4 a = vec4(0.0);
         if (4u * v < kp) {
@@ -301,9 +333,12 @@ void load_xr(uint lane)
                 xsum[j * NS + h] = xsub[(lane + j * TEAM) * NS + h];
     else if (NS > 0u)
         [[unroll]] for (uint j = 0u; j < J; j++) {
-            vec4 s[2] = vec4[2](vec4(0.0), vec4(0.0));
+            // sub-block h: vec4s h * GPU/NS .. of the unit
+            vec4 s[NS > 0u ? NS : 1u];
+            [[unroll]] for (uint h = 0u; h < NS; h++)
+                s[h] = vec4(0.0);
             [[unroll]] for (uint g = 0u; g < GPU; g++)
-                s[NS == 2u && g >= GPU / 2u ? 1u : 0u] += xs[x_slot(lane + j * TEAM, g)] / x_pre(g);
+                s[g / (GPU / max(NS, 1u))] += xs[x_slot(lane + j * TEAM, g)] / x_pre(g);
             [[unroll]] for (uint h = 0u; h < NS; h++)
                 xsum[j * NS + h] = s[h].x + s[h].y + s[h].z + s[h].w;
         }
@@ -319,11 +354,15 @@ vec4 xv(uint j, uint g, uint u)
 
 // ---- weights ------------------------------------------------------------------------
 
+void load_unit_low(uint s, uint blk, uint sub, uint hbase, uint i);   // xs_low.glsl
+
 // Loads unit `sub` (< UPB) of block `blk` of the tensor in weight slot s
 // into register set i (i = row * J + j).  s must be a constant at the call.
 void load_unit(uint s, uint blk, uint sub, uint hbase, uint i)
 {
-    if (TYPE == T_Q4_0 || TYPE == T_F16 || TYPE == T_BF16) {
+    if (LOW) {
+        load_unit_low(s, blk, sub, hbase, i);
+    } else if (TYPE == T_Q4_0 || TYPE == T_F16 || TYPE == T_BF16) {
         qv[i] = W4[s].w[blk];
         hv[i] = TYPE == T_Q4_0 ? W[s].w[(hbase >> 2) + (blk >> 1)] : 0u;
     } else if (TYPE == T_Q4_1) {
@@ -500,9 +539,13 @@ float unit_q6_k(uint i, uint blk, uint sub, uint j, uint u)
     return d * s;
 }
 
+#include "xs_low.glsl"
+
 // Dot of register set i (block blk, unit sub of it) with this lane's unit j.
 float unit_dot(uint i, uint blk, uint sub, uint j, uint u)
 {
+    if (LOW)
+        return unit_dot_low(i, blk, sub, j, u);
     if (TYPE == T_Q4_0)
         return half_of(hv[i], blk) * unit_q4_0(i, j, u);
     if (TYPE == T_Q4_1) {

@@ -58,4 +58,36 @@ PC_ENUM(PC_S_LL_IN, 14)         /* spec: the input is tagged words, polled (dep_
 PC_ENUM(PC_S_LL_OUT, 15)        /* spec: the output is written as tagged words */
 PC_ENUM_END(pc_common_slot)
 
+/* The low-bit types' tables (shaders/quant_iq.glsl): the grids of IQ2_XXS
+ * (16), IQ2_XS (17), IQ2_S (22) -- two words a point, its bytes 0-3 and 4-7
+ * --, of IQ3_XXS (18), IQ3_S (21) -- a word a point --, IQ1_S / IQ1_M's (19,
+ * 29) -- two points a word (bits 0-15, 16-31), element j of a point as its
+ * value + 1 at bits 2j --, and the 16 levels of IQ4_NL / IQ4_XS (20, 23) and
+ * MXFP4 (39) as float bits (ggml type ids).  They live in the buffer the
+ * device context binds wherever a kernel leaves a binding unused
+ * (gpu/vk_device.c, filled by gpu/vk_iq_tables.c), at these word offsets;
+ * no kernel binds a tensor to weight slot PC_IQ_TABLES_SLOT, so they are
+ * always there.  Each kernel copies the ones its types read into shared
+ * memory (PC_IQ_TABLE_WORDS words each), which the builders add to their
+ * shared-memory budgets. */
+PC_ENUM_BEGIN(pc_iq_tables)
+PC_ENUM(PC_IQ_TABLES_SLOT, 3)
+PC_ENUM(PC_IQ_OFF_IQ4NL, 0)
+PC_ENUM(PC_IQ_OFF_MXFP4, 16)
+PC_ENUM(PC_IQ_OFF_IQ2XXS, 32)
+PC_ENUM(PC_IQ_OFF_IQ2XS, 544)
+PC_ENUM(PC_IQ_OFF_IQ2S, 1568)
+PC_ENUM(PC_IQ_OFF_IQ3XXS, 3616)
+PC_ENUM(PC_IQ_OFF_IQ3S, 3872)
+PC_ENUM(PC_IQ_OFF_IQ1S, 4384)
+PC_ENUM(PC_IQ_TABLES_WORDS, 5408)
+PC_ENUM_END(pc_iq_tables)
+#define PC_IQ_TABLE_WORDS(t)                                                                              \
+    ((t) == 16u ? 512u : (t) == 17u ? 1024u : (t) == 22u ? 2048u : (t) == 18u ? 256u : (t) == 21u ? 512u  \
+     : ((t) == 19u || (t) == 29u) ? 1024u : ((t) == 20u || (t) == 23u || (t) == 39u) ? 16u : 0u)
+#define PC_IQ_TABLE_OFF(t)                                                                                \
+    ((t) == 16u ? PC_IQ_OFF_IQ2XXS : (t) == 17u ? PC_IQ_OFF_IQ2XS : (t) == 22u ? PC_IQ_OFF_IQ2S           \
+     : (t) == 18u ? PC_IQ_OFF_IQ3XXS : (t) == 21u ? PC_IQ_OFF_IQ3S : (t) == 39u ? PC_IQ_OFF_MXFP4          \
+     : ((t) == 20u || (t) == 23u) ? PC_IQ_OFF_IQ4NL : PC_IQ_OFF_IQ1S)
+
 #endif

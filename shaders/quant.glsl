@@ -8,6 +8,10 @@
 //
 // deq4(t, s, blk, g, hbase) returns elements 4g..4g+3 of block `blk` of the
 // tensor in weight slot s, exactly as ggml's reference dequantization does.
+// The low-bit types' (Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4, the grid types) are
+// in quant_low.glsl; their tables are read through the iq_* functions that
+// quant_iq.glsl defines (every kernel includes it once its weight types are
+// declared).
 
 #extension GL_EXT_control_flow_attributes : enable
 #include "pc_common.h"
@@ -23,30 +27,73 @@ const uint T_Q4_1 = 3u;
 const uint T_Q5_0 = 6u;
 const uint T_Q5_1 = 7u;
 const uint T_Q8_0 = 8u;
+const uint T_Q2_K = 10u;
+const uint T_Q3_K = 11u;
 const uint T_Q4_K = 12u;
 const uint T_Q5_K = 13u;
 const uint T_Q6_K = 14u;
+const uint T_IQ2_XXS = 16u;
+const uint T_IQ2_XS = 17u;
+const uint T_IQ3_XXS = 18u;
+const uint T_IQ1_S = 19u;
+const uint T_IQ4_NL = 20u;
+const uint T_IQ3_S = 21u;
+const uint T_IQ2_S = 22u;
+const uint T_IQ4_XS = 23u;
+const uint T_IQ1_M = 29u;
 const uint T_BF16 = 30u;
+const uint T_MXFP4 = 39u;
 
 bool is_float_type(uint t) { return t == T_F32 || t == T_F16 || t == T_BF16; }
 bool is_k_type(uint t) { return t == T_Q4_K || t == T_Q5_K || t == T_Q6_K; }
+// The grid types: magnitudes of groups of 8 (IQ2, IQ1) or 4 (IQ3) from a table.
+bool is_grid_type(uint t)
+{
+    return t == T_IQ2_XXS || t == T_IQ2_XS || t == T_IQ2_S || t == T_IQ3_XXS || t == T_IQ3_S || t == T_IQ1_S ||
+           t == T_IQ1_M;
+}
+// The 16-level types: a 4-bit index into a table of levels.
+bool is_level_type(uint t) { return t == T_IQ4_NL || t == T_IQ4_XS || t == T_MXFP4; }
+// The low-bit types of quant_low.glsl.
+bool is_low_type(uint t) { return t == T_Q2_K || t == T_Q3_K || is_level_type(t) || is_grid_type(t); }
 
 // Elements per block.
-uint blk_of(uint t) { return is_float_type(t) ? 8u : is_k_type(t) ? 256u : 32u; }
-// Body bytes per block.
+uint blk_of(uint t)
+{
+    return is_float_type(t) ? 8u : t == T_Q4_0 || t == T_Q4_1 || t == T_Q5_0 || t == T_Q5_1 || t == T_Q8_0 ||
+                                   t == T_IQ4_NL || t == T_MXFP4 ? 32u : 256u;
+}
+// Body bytes per block (gpu/vk_layout.c's table).
 uint body_of(uint t)
 {
     return t == T_F32 ? 32u : (t == T_F16 || t == T_BF16) ? 16u : t == T_Q8_0 ? 32u
-         : t == T_Q4_K ? 128u : t == T_Q5_K ? 160u : t == T_Q6_K ? 208u : 16u;
+         : t == T_Q4_K ? 128u : t == T_Q5_K ? 160u : t == T_Q6_K ? 208u
+         : t == T_Q2_K ? 80u : t == T_Q3_K ? 112u : t == T_IQ4_XS ? 128u : t == T_IQ2_XXS ? 64u
+         : t == T_IQ2_XS ? 64u : t == T_IQ2_S ? 80u : t == T_IQ3_XXS ? 96u : t == T_IQ3_S ? 112u
+         : t == T_IQ1_S ? 48u : t == T_IQ1_M ? 48u : 16u;
 }
 // Head bytes per block.
 uint head_of(uint t)
 {
-    return is_float_type(t) ? 0u : (t == T_Q4_0 || t == T_Q8_0 || t == T_Q6_K) ? 2u
-         : t == T_Q4_1 ? 4u : (t == T_Q5_0 || t == T_Q5_1) ? 8u : 16u;
+    return is_float_type(t) ? 0u : t == T_MXFP4 ? 1u
+         : (t == T_Q4_0 || t == T_Q8_0 || t == T_Q6_K || t == T_Q3_K || t == T_IQ4_NL || t == T_IQ2_XXS ||
+            t == T_IQ2_S || t == T_IQ3_XXS || t == T_IQ3_S || t == T_IQ1_S) ? 2u
+         : t == T_Q4_1 || t == T_Q2_K ? 4u : (t == T_Q5_0 || t == T_Q5_1 || t == T_IQ4_XS || t == T_IQ1_M) ? 8u
+         : t == T_IQ2_XS ? 12u : 16u;
 }
 // Elements one matvec thread handles per step (a contiguous run).
-uint unit_of(uint t) { return is_float_type(t) ? 8u : (t == T_Q4_K || t == T_Q5_K) ? 64u : 32u; }
+uint unit_of(uint t)
+{
+    return is_float_type(t) ? 8u : (t == T_Q4_K || t == T_Q5_K || (is_low_type(t) && blk_of(t) == 256u)) ? 64u : 32u;
+}
+
+// The low-bit types' tables (quant_iq.glsl): a grid point of 8 magnitudes
+// as bytes (IQ2), of 4 (IQ3), of 8 2-bit codes (IQ1: value + 1 at bit 2j),
+// a level (IQ4_NL, IQ4_XS, MXFP4) -- of the table of weight type t.
+uvec2 iq_grid8(uint t, uint i);
+uint iq_grid4(uint t, uint i);
+uint iq_grid1(uint t, uint i);
+float iq_level(uint t, uint q);
 
 float head_half(uint s, uint hb)
 {
@@ -74,10 +121,14 @@ vec2 k_scale_min(uint s, uint hw, uint j)
     return vec2((a & 15u) | ((kbyte(s, hw, j - 4u) >> 6) << 4), (a >> 4) | ((kbyte(s, hw, j) >> 6) << 4));
 }
 
+#include "quant_low.glsl"
+
 vec4 deq4(uint t, uint s, uint blk, uint g, uint hbase)
 {
     uint bw = blk * (body_of(t) >> 2);        // body word of the block
     uint hb = hbase + blk * head_of(t);       // head byte of the block
+    if (is_low_type(t))
+        return deq4_low(t, s, bw, hb, g);
     if (t == T_F32)
         return uintBitsToFloat(W4[s].w[(bw >> 2) + g]);
     if (t == T_F16) {

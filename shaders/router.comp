@@ -22,6 +22,7 @@ layout(set = 0, binding = ROUTER_B_PARAMS) readonly buffer Params { uint p[]; } 
 
 void main()
 {
+    iq_init();
     uint z = gl_WorkGroupID.y;
     if (pc.check_batch != 0u && z >= P.p[VKP_NTOK])
         return;

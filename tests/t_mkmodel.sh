@@ -9,7 +9,7 @@
 #    full-size tables; tiny models of each answer on the CPU backend and match
 #    a float64 forward pass on their own weights (tests/data/quant/ref); our
 #    quantizers write llama-quantize's bytes for the presets it makes without
-#    an importance matrix; the Vulkan backend refuses them in one line.
+#    an importance matrix (t_vk_lowbit.sh: the same models on the Vulkan backend).
 #  - Bad arguments give one clear line and a non-zero exit; nothing is left behind.
 . tests/lib.sh
 
@@ -271,12 +271,6 @@ if $GLMCHAT mkmodel --preset tiny-glm --type IQ3_XXS --merged-gate-up --legacy-k
     ok "IQ3_XXS with every layout variant: loads and runs"
 else
     fail "IQ3_XXS with every layout variant" "$(head -c 300 "$TMP/err")"
-fi
-
-# the Vulkan backend cannot read them yet: one line naming the tensor and its type
-if [ -n "$($GLMCHAT devices 2>/dev/null | grep -- '<- default')" ]; then
-    expect_fail "vulkan refuses IQ2_XXS" "^glmchat: tensor '[a-z0-9_.]+' has type [A-Z0-9_]+, which the Vulkan backend cannot read$" \
-        $GLMCHAT -m "$TMP/mk.IQ2_XXS.gguf" --backend vulkan -p hi -n 2
 fi
 
 # ---- errors --------------------------------------------------------------------------

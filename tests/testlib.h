@@ -40,11 +40,30 @@ static char tl_first_msg[512];
     CHECK(fabs((double)(a) - (double)(b)) <= (tol), "%s = %g, expected %g (tol %g)",  \
           #a, (double)(a), (double)(b), (double)(tol))
 
-/* TEST_ONLY=substring runs only the cases whose names contain it (for a
- * quick look at one kernel family; the suites themselves always run all). */
+/* TEST_ONLY=substring runs only the cases whose names contain it, and
+ * TEST_ONLY='a|b|c' those that contain any of a, b, c (for a quick look at
+ * one kernel family, or a chosen subset: tests/t_vk_subgroups.sh). */
+static inline int tl_wanted(const char *name)
+{
+    const char *only = getenv("TEST_ONLY");
+    if (!only || !*only)
+        return 1;
+    while (*only) {
+        const char *bar = strchr(only, '|');
+        size_t n = bar ? (size_t)(bar - only) : strlen(only);
+        for (const char *p = name; n && *p; p++)
+            if (strncmp(p, only, n) == 0)
+                return 1;
+        if (!bar)
+            break;
+        only = bar + 1;
+    }
+    return 0;
+}
+
 #define RUN_NAMED(fn, name)                                                           \
     do {                                                                              \
-        if (getenv("TEST_ONLY") && !strstr((name), getenv("TEST_ONLY")))              \
+        if (!tl_wanted(name))                                                         \
             break;                                                                    \
         tl_case_failed = 0;                                                           \
         tl_first_msg[0] = 0;                                                          \

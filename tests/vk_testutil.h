@@ -32,7 +32,7 @@ static const char *tu_type_name(uint32_t t)
     case QT_Q4_K: return "Q4_K";
     case QT_Q5_K: return "Q5_K";
     case QT_Q6_K: return "Q6_K";
-    default: return "?";
+    default: return quant_type_name(t); /* the low-bit types (test_vk_types.c) */
     }
 }
 
@@ -135,7 +135,11 @@ static void tu_block(uint32_t t, uint32_t *elems, uint32_t *bytes)
     case QT_Q4_K: *elems = 256, *bytes = 144; break;
     case QT_Q5_K: *elems = 256, *bytes = 176; break;
     case QT_Q6_K: *elems = 256, *bytes = 210; break;
-    default: *elems = 0, *bytes = 0;
+    default: {
+        /* the low-bit types (test_vk_types.c): the core's table */
+        const quant_traits *q = quant_traits_of(t);
+        *elems = q && q->can_dequant ? q->block_elems : 0, *bytes = q && q->can_dequant ? q->block_bytes : 0;
+    }
     }
 }
 
@@ -181,6 +185,28 @@ static void tu_fill_random(uint32_t t, uint8_t *dst, uint64_t n)
             tu_put16(p + 2, tu_rand_half(0.001f, 0.01f));
             break;
         case QT_Q6_K: tu_put16(p + 208, tu_rand_half(0.001f, 0.01f)); break;
+        /* the low-bit types (test_vk_types.c): every byte random (every
+         * code, grid index, sign and sub-scale pattern), the block scales
+         * random finite values of either sign */
+        case QT_Q2_K:
+            tu_put16(p + 80, tu_rand_half(0.001f, 0.01f));
+            tu_put16(p + 82, tu_rand_half(0.001f, 0.01f));
+            break;
+        case QT_Q3_K: tu_put16(p + 108, tu_rand_half(0.001f, 0.01f)); break;
+        case QT_MXFP4: p[0] = (uint8_t)(118 + tu_next() % 8); break; /* E8M0, halved as ggml does: 2^-10 .. 2^-3 */
+        case QT_IQ1_M: {
+            /* the f16 d lives in the top nibbles of the four scale words */
+            uint16_t d = tu_rand_half(0.001f, 0.01f);
+            for (int j = 0; j < 4; j++) {
+                uint16_t sc = tu_get16(p + 48 + 2 * j);
+                tu_put16(p + 48 + 2 * j, (uint16_t)((sc & 0x0fff) | ((d >> (4 * j)) & 0xf) << 12));
+            }
+            break;
+        }
+        case QT_IQ4_NL: case QT_IQ4_XS: case QT_IQ2_XXS: case QT_IQ2_XS: case QT_IQ2_S: case QT_IQ3_XXS:
+        case QT_IQ3_S: case QT_IQ1_S:
+            tu_put16(p, tu_rand_half(0.001f, 0.01f)); /* the f16 d comes first */
+            break;
         }
     }
 }
@@ -278,6 +304,8 @@ static void tu_dequant(uint32_t t, const uint8_t *src, float *y, uint64_t n)
                 }
             break;
         }
+        default: /* the low-bit types: the core's decoders (bit-exact with gguf-py, tests/test_quant_*.c) */
+            quant_traits_of(t)->decode_block(src, y);
         }
     }
 }
@@ -292,8 +320,21 @@ static void tu_dequant_terms(uint32_t t, const uint8_t *src, float *y, uint64_t 
     uint32_t e, b;
     tu_block(t, &e, &b);
     tu_dequant(t, src, y, n);
+    /* IQ1_S / IQ1_M: the kernels sum dl * g and dl * delta apart (g in
+     * {-1, 0, 1}, delta +-1/8): where they differ in sign |w| = 7/8 dl
+     * against terms of 9/8 dl, so 9/7 |w| bounds them */
+    float f = t == QT_IQ1_S || t == QT_IQ1_M ? 9.0f / 7.0f : 1.0f;
     for (uint64_t i = 0; i < n; i++)
-        y[i] = fabsf(y[i]);
+        y[i] = fabsf(y[i]) * f;
+    if (t == QT_Q2_K) {
+        /* d sc q and dmin m summed apart: |w| + 2 dmin m bounds their sizes */
+        for (uint64_t i = 0; i < n / 256; i++, src += 84, y += 256) {
+            float dmin = fabsf(tu_h2f(tu_get16(src + 82)));
+            for (uint32_t j = 0; j < 256; j++)
+                y[j] += 2 * dmin * (float)(src[j / 16] >> 4);
+        }
+        return;
+    }
     if (t != QT_Q4_1 && t != QT_Q5_1 && t != QT_Q4_K && t != QT_Q5_K)
         return;
     for (uint64_t i = 0; i < n / e; i++, src += b, y += e) {

@@ -15,10 +15,10 @@ mkdir -p "$dest/build/tests" "$dest/build/tools" "$dest/tests"
 cp glmchat "$dest/"
 # the kernel families' tests and the planner's ($TESTS; each ~6 MB, and a
 # call carries 64 MiB in all)
-for t in ${TESTS:-test_vk_sync test_vk_deps test_vk_matvec test_vk_attn test_vk_prefill}; do
+for t in ${TESTS:-test_vk_sync test_vk_deps test_vk_matvec test_vk_attn test_vk_prefill test_vk_types}; do
     cp "$B/tests/$t" "$dest/build/tests/"
 done
-for t in cmp_logits json_get requant vk_microbench fixture_cmp; do cp "$B/tools/$t" "$dest/build/tools/"; done
+for t in cmp_logits json_get requant vk_microbench fixture_cmp tensor_digest; do cp "$B/tools/$t" "$dest/build/tools/"; done
 cp tests/*.sh "$dest/tests/"
 cp -r tests/bench "$dest/tests/"
 if [ -n "$2" ]; then

@@ -10,6 +10,8 @@
 # carry .gl, .peer (llama-bench) and $D.  Steps, each off with =0:
 #   KERNELS   every test_vk_* of the bundle               -> $OUT/kernels.txt
 #   FIXTURES  tests/t_vk_fixtures.sh                  -> $OUT/fixtures.txt
+#   LOWBIT    tests/t_vk_lowbit.sh (tiny models of the low-bit types against
+#             their float64 references)                   -> $OUT/lowbit.txt
 #   LLAMA     build llama-bench first (in the background), wait before the table
 #   FORMATS   the formats of tests/bench/bench_formats.sh (default its list)
 #             with BASE_FORMATS for the earlier binary, AB / AB_FORMATS for
@@ -43,6 +45,14 @@ ln -sfn "$R/tests/data" "$D/tests/data"
         echo "rc=$? ok=$(grep -c '^ok' "$OUT/fixtures.txt")"
         grep -v '^ok' "$OUT/fixtures.txt" | head -n 20
         grep 'same file\|vs f64' "$OUT/fixtures.txt" | sed 's/^ok - //' | head -n 40
+        date +%T
+    fi
+    if [ "${LOWBIT:-1}" = 1 ]; then
+        echo "== low-bit types"
+        (cd "$D" && BUILD=build GLMCHAT=./glmchat timeout "${LOWBIT_T:-200}" sh tests/t_vk_lowbit.sh) \
+            >"$OUT/lowbit.txt" 2>&1
+        echo "rc=$? ok=$(grep -c '^ok' "$OUT/lowbit.txt")"
+        grep -v '^ok' "$OUT/lowbit.txt" | head -n 20
         date +%T
     fi
     if [ "${FORMATS:-}" != 0 ]; then

@@ -1,0 +1,77 @@
+#!/bin/sh
+# t_vk_lowbit.sh: tiny models of each low-bit type (Q2_K, Q3_K_M, IQ4_NL,
+# IQ4_XS, MXFP4_MOE, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M) on
+# the Vulkan backend (lavapipe in CI), held to the float64 forward passes on
+# their own weights in tests/data/quant/ref (gen_refs.sh there made them;
+# t_mkmodel.sh holds the CPU backend to the same references):
+#   - logits of the prompt through the prompt graph (the mat-mats) within
+#     the fixtures' bound for float32 activations, 1e-3 rel-L2, and every
+#     argmax (each reference's smallest top-2 margin is >= 3e-4);
+#   - every second file also token by token (-b 1: the decode graph, the
+#     x-stationary mat-vecs), same bound;
+#   - the greedy continuation (prompt graph, then the decode graph) equal to
+#     the reference's;
+#   - `-p hi` answers on the Vulkan backend.
+# The models are made as t_mkmodel.sh makes them and checked by their tensor
+# digest first, so a failure here is the Vulkan backend's.
+. tests/lib.sh
+JG=$BUILD/tools/json_get
+CMP=$BUILD/tools/cmp_logits
+REF=tests/data/quant/ref
+VK="--backend vulkan --kv-type f32"
+
+if ! $GLMCHAT devices >/dev/null 2>&1; then
+    fail "vulkan device" "none usable ($($GLMCHAT devices 2>&1 | head -c 300))"
+    done_tests
+fi
+
+i=0
+for j in $REF/*.json; do
+    id=$(basename "$j" .json) src=${id%%.*} t=${id#*.}
+    m=$TMP/$id.gguf
+    if [ "$src" = rq ]; then
+        $BUILD/tools/requant tests/data/models/tiny-glm-a/tiny-glm-a.f32.gguf "$m" "$t" 2>"$TMP/err"
+    else
+        $GLMCHAT mkmodel --preset tiny-glm --seed 7 --type "$t" --quiet -o "$m" >/dev/null 2>"$TMP/err"
+    fi || { fail "vulkan $id: make the model" "$(head -c 200 "$TMP/err")"; continue; }
+    digest=$($BUILD/tools/tensor_digest "$m")
+    if [ "$digest" != "$($JG "$j" tensor_digest)" ]; then
+        fail "vulkan $id: weights" "tensor digest $digest is not the reference's (see t_mkmodel.sh)"
+        continue
+    fi
+    tokens=$($JG "$j" tokens --sep ,)
+    n_tok=$($JG "$j" tokens | wc -w)
+    vocab=$($JG "$j" n_vocab)
+    i=$((i + 1))
+    batches=64
+    [ $((i % 2)) = 0 ] && batches="64 1"
+    for b in $batches; do
+        what="prompt graph"
+        [ "$b" = 1 ] && what="decode graph"
+        # shellcheck disable=SC2086
+        if $GLMCHAT logits -m "$m" $VK -b "$b" --tokens "$tokens" -o "$TMP/l.bin" 2>"$TMP/err" &&
+            out=$($CMP --vocab "$vocab" --max-rel-l2 1e-3 --min-argmax "$n_tok" "$TMP/l.bin" "$REF/$id.bin"); then
+            ok "vulkan $id: $what logits vs f64 reference ($out)"
+        else
+            fail "vulkan $id: $what logits vs f64 reference" "${out:-$(head -c 200 "$TMP/err")}"
+        fi
+    done
+    want=$($JG "$j" greedy_continuation)
+    # shellcheck disable=SC2086
+    got=$($GLMCHAT generate -m "$m" $VK --tokens "$tokens" -n 12 --temp 0 --ids 2>"$TMP/err")
+    # shellcheck disable=SC2086
+    if [ "$(echo $got)" = "$(echo $want)" ]; then ok "vulkan $id: greedy ids = reference"; else
+        fail "vulkan $id: greedy ids" "got '$got', reference '$want' $(head -c 200 "$TMP/err")"; fi
+done
+if [ "$i" -lt 14 ]; then fail "vulkan low-bit references" "found $i of 14 in $REF"; fi
+
+# the one-shot prompt answers on the Vulkan backend (a grid type and a 16-level one)
+for id in mk.IQ2_XXS rq.IQ4_XS; do
+    if $GLMCHAT -m "$TMP/$id.gguf" -p hi --backend vulkan -n 4 --temp 0 >"$TMP/out" 2>"$TMP/err" && [ -s "$TMP/out" ]; then
+        ok "vulkan $id: -p hi answers"
+    else
+        fail "vulkan $id: -p hi answers" "$(head -c 200 "$TMP/err")"
+    fi
+done
+
+done_tests
