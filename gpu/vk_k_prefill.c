@@ -58,20 +58,9 @@ _Static_assert(MM_COOP_B_VECS(MM_COOP_BK_WIDE) >= MM_COOP_STAGE_VECS, "mm_coop's
  * e.g. for activations beyond fp16's range. */
 enum { MM_FP32, MM_COOP };
 
-/* IQ4_XS and IQ1_S keep the fp32 kernel on tensor cores too: on the H200
- * (gpu/perf/runs/36-lowbit.md) mm_coop gave IQ4_XS's expert down of a
- * prompt batch wrong values (166 of test_vk_types' outputs, up to 8 % off)
- * and an IQ1_S model's prompt logits 3.3e-2 rel-L2 from float64 (the other
- * types: 6.6e-4..1.0e-3), while the fp32 kernel is exact on both.  Until
- * the cause is found on a GPU, a slower prompt is the price of a right one. */
-static bool coop_trusted(const vk_tensor *t)
-{
-    return t->type != QT_F32 && t->type != QT_IQ4_XS && t->type != QT_IQ1_S;
-}
-
 static uint32_t mm_kind(const vk_kb *k, const vk_tensor *w, const vk_tensor *u)
 {
-    if (!k->c->coopmat || !k->tune->coopmat || !coop_trusted(w) || (u && !coop_trusted(u)))
+    if (!k->c->coopmat || !k->tune->coopmat || w->type == QT_F32 || (u && u->type == QT_F32))
         return MM_FP32;
     return MM_COOP;
 }

@@ -203,7 +203,14 @@ static void tu_fill_random(uint32_t t, uint8_t *dst, uint64_t n)
             }
             break;
         }
-        case QT_IQ4_NL: case QT_IQ4_XS: case QT_IQ2_XXS: case QT_IQ2_XS: case QT_IQ2_S: case QT_IQ3_XXS:
+        case QT_IQ4_XS:
+            /* its 6-bit sub-scales (ls - 32, up to 32) multiply d: a d 32x
+             * smaller keeps its weights the size of the other types' (a
+             * prompt batch's gate * up then stays inside fp16, which the
+             * tensor-core kernels convert it to; gpu/perf/runs/36-lowbit.md) */
+            tu_put16(p, tu_rand_half(0.00003f, 0.0003f));
+            break;
+        case QT_IQ4_NL: case QT_IQ2_XXS: case QT_IQ2_XS: case QT_IQ2_S: case QT_IQ3_XXS:
         case QT_IQ3_S: case QT_IQ1_S:
             tu_put16(p, tu_rand_half(0.001f, 0.01f)); /* the f16 d comes first */
             break;
