@@ -36,7 +36,6 @@
 #include <unistd.h>
 
 #include "common/backends.h"
-#include "cpu/cpu_engine.h"
 #include "cpu/cpu_kernels.h"
 #include "text/chat_template.h"
 #include "common/cli_common.h"
@@ -223,7 +222,7 @@ static void print_profile(engine *e, double roof_bytes)
 {
     engine_stats st;
     engine_get_stats(e, &st);
-    print_table(st, roof_bytes, "token", e->be == &cpu_engine_backend);
+    print_table(st, roof_bytes, "token", e->be->prompt_stats != NULL);
 }
 
 /* The Vulkan core: distinct experts per layer for a 64-token prompt of
@@ -501,9 +500,9 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
             e->be->prefill_stats(e->impl, &st);
             print_table(st, 0, "batch", false);
         }
-        if (b->profile && e->be == &cpu_engine_backend) { /* every step is timed: the prompt's own steps */
+        if (b->profile && e->be->prompt_stats) { /* every step is timed: the prompt's own steps */
             engine_stats st;
-            cpu_engine_prompt_stats(e->impl, &st);
+            e->be->prompt_stats(e->impl, &st);
             printf("  the prompt's steps (every step timed; per prompt token):\n");
             print_table(st, 0, "token", true);
         }
@@ -515,8 +514,8 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         double chat, greedy;
         if (vk)
             set_profile(e->impl, PROFILE_SAMPLED); /* the chat's */
-        if (e->be == &cpu_engine_backend)
-            cpu_engine_reset_profile(e->impl); /* this depth's table */
+        if (e->be->reset_profile)
+            e->be->reset_profile(e->impl); /* this depth's table */
         if (chat_decode(dec, D, b->n, &cs->sampling, &chat, err) || chat_decode(dec, D, b->n, &cs->greedy, &greedy, err))
             return -1;
         if (D == 0 || tg0 == 0)
@@ -530,7 +529,7 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         printf("\n");
         if (drafts && spec_lines(dec, D, b->n, cs, err))
             return -1;
-        if (b->profile && e->be == &cpu_engine_backend) { /* every step is timed, always: the chat's tokens */
+        if (b->profile && e->be->prompt_stats) { /* every step is timed, always: the chat's tokens */
             printf("  the decoded tokens' steps (both runs above):\n");
             print_profile(e, (double)cen.active_bytes);
         }

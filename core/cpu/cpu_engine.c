@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cpu_engine.h"
+#include "engine/engine.h"
 #include "cpu_forward.h"
 #include "engine/spec_host.h"
 
@@ -177,7 +177,7 @@ static void cpu_get_stats(void *impl, engine_stats *st)
     stats_of(&p, st);
 }
 
-void cpu_engine_prompt_stats(void *impl, engine_stats *st)
+static void cpu_prompt_stats(void *impl, engine_stats *st)
 {
     cf_profile p;
     cf_profile_get(((cpu_engine *)impl)->cf, false, &p);
@@ -185,7 +185,7 @@ void cpu_engine_prompt_stats(void *impl, engine_stats *st)
     stats_of(&p, st);
 }
 
-void cpu_engine_reset_profile(void *impl)
+static void cpu_reset_profile(void *impl)
 {
     cf_profile_reset(((cpu_engine *)impl)->cf);
 }
@@ -252,4 +252,6 @@ const engine_backend cpu_engine_backend = {
     .draft_pays = false,
     .draft = cpu_draft,
     .verify = cpu_verify,
+    .prompt_stats = cpu_prompt_stats,
+    .reset_profile = cpu_reset_profile,
 };

@@ -221,6 +221,11 @@ typedef struct engine_backend {
     /* The recorded programs as text, every dispatch and what stands between
      * it and the next (bench --plan). */
     int (*print_plan)(void *impl, FILE *f, err_t *err);
+    /* Backends that time every step of every eval (the CPU backends): the
+     * per-step figures of the prompt tokens evaluated since the last
+     * reset_profile (per prompt token), and the start of a new table. */
+    void (*prompt_stats)(void *impl, engine_stats *st);
+    void (*reset_profile)(void *impl);
 } engine_backend;
 
 #define ENGINE_CHUNK_HISTORY 8
