@@ -62,27 +62,8 @@ else
 fi
 
 # --- circles: among the calls, and among the includes
-#
-# One circle is known and left for its own change: the Markdown renderer's
-# table cells are rendered as docs of their own, so md_render.c, md_lines.c
-# and md_table.c call each other (issue 27 item 7 leaves it to the parser's
-# rework in issue 28).  Calls inside that group are left out below, and the
-# group must still be a circle: when it is not, drop it from this list.
-known_calls="app/md/md_render.c app/md/md_lines.c app/md/md_table.c"
-awk -v known="$known_calls" '
-    BEGIN { n = split(known, k, " "); for (i = 1; i <= n; i++) in_known[k[i]] = 1 }
-    { if (($1 in in_known) && ($2 in in_known)) print >known_out; else print }
-' known_out="$TMP/calls.known" "$TMP/calls" >"$TMP/calls.rest"
-touch "$TMP/calls.known"
-if "$BUILD/tools/dep_cycles" <"$TMP/calls.known" >/dev/null 2>&1; then
-    fail layers_known_cycle_still_there "$known_calls no longer call each other in a circle: drop them from known_calls in tests/t_layers.sh"
-else
-    ok layers_known_cycle_still_there
-fi
-mv "$TMP/calls.rest" "$TMP/calls.checked"
-cp "$TMP/includes" "$TMP/includes.checked"
 for kind in calls includes; do
-    "$BUILD/tools/dep_cycles" <"$TMP/$kind.checked" >"$TMP/$kind.cycles" 2>&1
+    "$BUILD/tools/dep_cycles" <"$TMP/$kind" >"$TMP/$kind.cycles" 2>&1
     rc=$?
     if [ $rc -eq 0 ]; then
         ok "layers_no_${kind}_cycles"
@@ -94,7 +75,7 @@ done
 
 # --- and the folders (core/text, app/ui, ...) use each other one way: the
 # same uses, each file taken as its folder
-cat "$TMP/calls.checked" "$TMP/includes" |
+cat "$TMP/calls" "$TMP/includes" |
     awk '{ a = $1; b = $2; sub(/\/[^\/]*$/, "", a); sub(/\/[^\/]*$/, "", b); print a, b, $1 "->" $2 }' \
     >"$TMP/folders"
 "$BUILD/tools/dep_cycles" <"$TMP/folders" >"$TMP/folders.cycles" 2>&1

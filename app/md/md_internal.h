@@ -6,8 +6,14 @@
  *                drawn as they end; md_code_blocks() on the same walk
  *   md_source.c  what md4c does not report, read from the source
  *   md_runs.c    styled runs of sanitized text; HTML entities
- *   md_lines.c   the doc's lines and spans: prefixes, wrapping runs, code
+ *   md_lines.c   the doc's lines and spans (md_span_text, md_line_str
+ *                too): prefixes, wrapping runs, code
  *   md_table.c   a table's cells -> aligned rows, or "header: value" records
+ *
+ * The files call one way, none back up (tests/t_layers.sh keeps it):
+ * md_render -> md_table -> md_lines -> md_runs, md_render also using
+ * md_lines, md_runs and md_source, md_table also md_runs.  A table's cells
+ * are wrapped into a doc of their own with md_lines alone.
  *
  * md_render.h's constants are MDR_: md4c's are MD_. */
 #ifndef GLM_MD_INTERNAL_H
@@ -99,6 +105,10 @@ void mdp_trim(md_prefix *p);
 /* Keeps the bars only, the last one without its space (a blank line's). */
 void mdp_bars_only(md_prefix *p);
 
+/* Frees the doc's text, spans and lines and zeroes it, but for its scratch
+ * (md_render's walker state, which md_doc_free() frees): a table's cell
+ * doc, which has none, is freed here without calling back into md_render. */
+void mdo_free_lines(md_doc *d);
 void mdo_line_begin(md_doc *d, md_line_kind kind);
 void mdo_span(md_doc *d, md_span_kind kind, uint8_t flags, uint8_t heading, const char *s, size_t n);
 /* n cells of MDR_SPAN_PAD. */

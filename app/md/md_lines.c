@@ -12,6 +12,29 @@
 
 /* ---- lines and spans -------------------------------------------------------------------- */
 
+void mdo_free_lines(md_doc *d)
+{
+    sbuf_free(&d->text);
+    free(d->spans);
+    free(d->lines);
+    md_scratch *scratch = d->scratch; /* md_doc_free()'s to free */
+    memset(d, 0, sizeof *d);
+    d->scratch = scratch;
+}
+
+const char *md_span_text(const md_doc *d, const md_span *s)
+{
+    return sbuf_str(&d->text) + s->off;
+}
+
+void md_line_str(const md_doc *d, const md_line *l, sbuf *out)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        const md_span *s = &d->spans[l->first + i];
+        sbuf_add(out, md_span_text(d, s), s->len);
+    }
+}
+
 void mdo_line_begin(md_doc *d, md_line_kind kind)
 {
     d->lines = md_grow(d->lines, &d->cap_lines, d->n_lines + 1, sizeof *d->lines);

@@ -118,24 +118,9 @@ void md_scratch_free(md_scratch *s)
 
 void md_doc_free(md_doc *d)
 {
-    sbuf_free(&d->text);
-    free(d->spans);
-    free(d->lines);
     md_scratch_free(d->scratch);
-    memset(d, 0, sizeof *d);
-}
-
-const char *md_span_text(const md_doc *d, const md_span *s)
-{
-    return sbuf_str(&d->text) + s->off;
-}
-
-void md_line_str(const md_doc *d, const md_line *l, sbuf *out)
-{
-    for (size_t i = 0; i < l->n; i++) {
-        const md_span *s = &d->spans[l->first + i];
-        sbuf_add(out, md_span_text(d, s), s->len);
-    }
+    d->scratch = NULL;
+    mdo_free_lines(d);
 }
 
 /* ---- prefixes --------------------------------------------------------------------------- */

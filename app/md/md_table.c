@@ -43,7 +43,7 @@ void mdt_free(md_table *t)
         return;
     mdr_free(&t->runs);
     free(t->cells);
-    md_doc_free(&t->sub);
+    mdo_free_lines(&t->sub);
     mdr_free(&t->rec);
     free(t);
 }
