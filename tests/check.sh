@@ -2,7 +2,7 @@
 # make check: the whole suite as CI runs it -- the tests in a normal build,
 # the same tests under ASan+UBSan, and a short run of every fuzz target --
 # with one combined "N passed, N failed" as the last line.
-FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 pass=0
 fail=0
