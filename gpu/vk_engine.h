@@ -16,6 +16,7 @@
 #ifndef GLM_VK_ENGINE_H
 #define GLM_VK_ENGINE_H
 
+#include "cpu/cpu_moe_host.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "vk_kernels.h"
@@ -95,6 +96,7 @@ typedef enum {
     VK_PROGRAM_SELECT,       /* the full-vocabulary selection of one set (VK_SEL_*) */
     VK_PROGRAM_PREFILL,      /* n_batch tokens, the last one's top-K */
     VK_PROGRAM_PREFILL_LOGITS, /* n_batch tokens, every position's logits to host memory */
+    VK_PROGRAM_DECODE_PART,  /* one token, part `set` of the decode graph cut at the host layers (vk_hostmoe.c) */
 } vk_program;
 
 /* The recorded programs, and the planner that recorded them. */
@@ -124,6 +126,24 @@ typedef struct {
     uint64_t sampled_prompts; /* runs of the sampling program after a prompt */
 } vk_prof_state;
 
+/* Routed experts in host memory (vk_hostmoe.c): the layers whose experts
+ * the CPU computes, the buffers the two sides hand each other, and the
+ * decode graph cut into parts at those layers. */
+typedef struct {
+    bool *host;              /* (n_layer) its routed experts stay in the mapped file */
+    uint32_t n_blocks;       /* blocks 0..n_blocks-1 asked for (--n-cpu-moe, or chosen) */
+    uint32_t n_layers;       /* of which MoE layers: the host layers */
+    uint32_t *layer;         /* (n_layers) their indices, in order */
+    bool no_auto;            /* planning: take e->p.n_cpu_moe or none, never choose */
+    cpu_moe_host *cpu;
+    /* host-visible, written by the GPU: a host layer's ffn-normed x, ids, weights */
+    vk_buf xn, ids, wts;
+    /* host-written, read by the GPU: the routed experts' sum; 1.0 (moe_combine's weight) */
+    vk_buf y, one;
+    vk_family *parts;        /* (n_layers + 1) the decode graph up to each host layer's router, then the rest */
+    uint32_t n_parts;
+} vk_hostmoe;
+
 typedef struct {
     vk_ctx c;
     vk_pipes pipes;
@@ -139,12 +159,28 @@ typedef struct {
     vk_bufs b;
     vk_programs rec;
     vk_prof_state prof;
+    vk_hostmoe hx;
 } vk_engine;
 
 /* Graph recording (vk_forward.c, vk_prefill.c): program `what` into r;
  * `set`: the selection's VK_SEL_* set (VK_PROGRAM_SELECT). */
 int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set);
 int vk_fwd_record_prefill(vk_engine *e, vk_rec *r, bool logits_to_host);
+
+/* Routed experts in host memory (vk_hostmoe.c).  vk_hostmoe_select marks
+ * the host layers of blocks 0..n_blocks-1 (0 on success; -1 and err: no
+ * memory); vk_hostmoe_start, after the buffers, starts the CPU side and
+ * records the decode parts; vk_hostmoe_decode runs one token's parts (the
+ * params written), the CPU's between them; vk_hostmoe_free releases all. */
+int vk_hostmoe_select(vk_engine *e, uint32_t n_blocks, err_t *err);
+int vk_hostmoe_start(vk_engine *e, err_t *err);
+/* The parts recorded (again, after vk_hostmoe_unrecord: a wait gave up). */
+int vk_hostmoe_record(vk_engine *e, err_t *err);
+void vk_hostmoe_unrecord(vk_engine *e);
+int vk_hostmoe_decode(vk_engine *e, err_t *err);
+/* Parts joined by counters or tagged words, over all parts. */
+uint32_t vk_hostmoe_links(const vk_engine *e);
+void vk_hostmoe_free(vk_engine *e);
 
 /* Profiler (vk_profiler.c).  Variants: plain only; + fully timed; + one
  * sampled variant per layer. */
