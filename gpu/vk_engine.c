@@ -596,14 +596,14 @@ static int setup(vk_engine *e, err_t *err)
         snprintf(tuned, sizeof tuned, "; tuning: %s", set);
     char placed[256], host[160] = "";
     placement_line(&e->place, false, placed, sizeof placed);
-    if (e->place.host_layers) { /* early in the line: the side pane shows its first lines */
-        strcpy(host, "; ");
-        host_line(&e->place, host + 2, sizeof host - 2);
+    if (e->place.host_layers) { /* first: the side pane shows the line's first three rows */
+        host_line(&e->place, host, sizeof host - 2);
+        strcat(host, "; ");
     }
-    snprintf(e->desc, sizeof e->desc, "Vulkan: %s (%s, %.1f GiB, subgroup %u%s)%s; device memory: %s; %u dependent "
+    snprintf(e->desc, sizeof e->desc, "Vulkan: %s%s (%s, %.1f GiB, subgroup %u%s); device memory: %s; %u dependent "
                                       "dispatches per token%s%s",
-             e->c.info.name, e->c.info.kind, e->c.info.device_local_bytes / GiB, e->c.subgroup,
-             e->c.coopmat ? ", cooperative matrices" : "", host, placed, n_dep, links, tuned);
+             host, e->c.info.name, e->c.info.kind, e->c.info.device_local_bytes / GiB, e->c.subgroup,
+             e->c.coopmat ? ", cooperative matrices" : "", placed, n_dep, links, tuned);
     return 0;
 }
 
