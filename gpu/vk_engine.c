@@ -149,7 +149,7 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
         r[n++] = (buf_req){&e->hx.ids, B * K * f, "expert ids (host)", 1};
         r[n++] = (buf_req){&e->hx.wts, B * K * f, "expert weights (host)", 1};
         r[n++] = (buf_req){&e->hx.y, B * c->n_embd * f, "routed experts' sum (host)", 2};
-        r[n++] = (buf_req){&e->hx.one, 16, "one", 2};
+        r[n++] = (buf_req){&e->hx.one, B * f, "ones", 2};
     }
     return n;
 }
@@ -317,8 +317,7 @@ static int plan_with(vk_engine *e, buf_req *req, uint32_t *n, uint32_t n_blocks,
         return -1;
     if (e->p.n_batch > e->p.n_ctx)
         e->p.n_batch = e->p.n_ctx;
-    /* with host layers prompts run token by token (vk_hostmoe.c) */
-    e->b.n_batch = e->p.n_batch && !e->hx.n_layers ? e->p.n_batch : 1;
+    e->b.n_batch = e->p.n_batch ? e->p.n_batch : 1;
     if (vk_attn_geom_init(&e->kb, &e->b.ag, c->n_head, c->kv_lora_rank, c->qk_rope, c->qk_nope, c->v_head,
                           e->p.kv == KV_F16, e->p.n_ctx, err) ||
         vk_topk_geom_init(c->n_vocab, c->n_vocab < TOPK_MAX ? c->n_vocab : TOPK_MAX, &e->b.tg, err) ||
@@ -577,7 +576,7 @@ static int setup(vk_engine *e, err_t *err)
     vk_sync_init(&e->rec.sync, &e->kb, e->b.dep, e->b.params);
     if ((e->hx.n_layers ? vk_hostmoe_start(e, err) : build_decode(e, err)) || build_sampling(e, err))
         return -1;
-    if (e->b.n_batch > 1 &&
+    if (e->b.n_batch > 1 && !e->hx.n_layers && /* host layers: vk_hostmoe_start records parts */
         (vk_family_build(e, &e->rec.prefill, VK_PROGRAM_PREFILL, 0, VK_FAMILY_FULL, err) ||
          vk_family_build(e, &e->rec.prefill_logits, VK_PROGRAM_PREFILL_LOGITS, 0, VK_FAMILY_FULL, err))) {
         err_prefix(err, "recording the prefill graph");
@@ -832,10 +831,15 @@ static int prefill(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos
      * profiling) every PREFILL_TIMED_EVERY'th chunk, so that a long prompt
      * fills the table at a small cost */
     bool timed = e->p.profile == PROFILE_FULL || (e->p.profile == PROFILE_SAMPLED && e->prof.prefills % PREFILL_TIMED_EVERY == 0);
-    vk_variant *v = vk_family_pick(f, timed ? PROFILE_FULL : PROFILE_OFF);
-    if (vk_submit_wait(&e->c, v->cb, err))
-        return -1;
-    vk_profile_collect(e, f, v, &e->prof.prefill);
+    if (e->hx.pf_parts) { /* host layers: the parts, untimed */
+        if (vk_hostmoe_prefill(e, n, want_logits, err))
+            return -1;
+    } else {
+        vk_variant *v = vk_family_pick(f, timed ? PROFILE_FULL : PROFILE_OFF);
+        if (vk_submit_wait(&e->c, v->cb, err))
+            return -1;
+        vk_profile_collect(e, f, v, &e->prof.prefill);
+    }
     e->prof.prefills++;
     if (want_logits) {
         const float *src = (const float *)e->b.host_logits.map;
@@ -884,7 +888,7 @@ static int vk_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_
         return err_set(err, "the Vulkan device was lost earlier; restart glmchat or use --backend cpu");
     if ((uint64_t)pos + n_tokens > e->p.n_ctx)
         return err_set(err, "positions %u..%u are past the %u-token context", pos, pos + n_tokens - 1, e->p.n_ctx);
-    if (n_tokens > 1 && n_tokens <= e->b.n_batch && e->rec.prefill.plain.cb)
+    if (n_tokens > 1 && n_tokens <= e->b.n_batch && (e->rec.prefill.plain.cb || e->hx.pf_parts))
         return prefill(e, tokens, n_tokens, pos, out, err);
     for (uint32_t i = 0; i < n_tokens; i++) {
         bool last = i + 1 == n_tokens;

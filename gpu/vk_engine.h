@@ -97,6 +97,8 @@ typedef enum {
     VK_PROGRAM_PREFILL,      /* n_batch tokens, the last one's top-K */
     VK_PROGRAM_PREFILL_LOGITS, /* n_batch tokens, every position's logits to host memory */
     VK_PROGRAM_DECODE_PART,  /* one token, part `set` of the decode graph cut at the host layers (vk_hostmoe.c) */
+    VK_PROGRAM_PREFILL_PART, /* n_batch tokens, part `set` of the prompt graph so cut */
+    VK_PROGRAM_PREFILL_LOGITS_PART, /* the same with every position's logits to host memory */
 } vk_program;
 
 /* The recorded programs, and the planner that recorded them. */
@@ -136,12 +138,16 @@ typedef struct {
     uint32_t *layer;         /* (n_layers) their indices, in order */
     bool no_auto;            /* planning: take e->p.n_cpu_moe or none, never choose */
     cpu_moe_host *cpu;
-    /* host-visible, written by the GPU: a host layer's ffn-normed x, ids, weights */
+    /* host-visible, written by the GPU: a host layer's ffn-normed x, ids,
+     * weights ([n_batch] tokens) */
     vk_buf xn, ids, wts;
-    /* host-written, read by the GPU: the routed experts' sum; 1.0 (moe_combine's weight) */
+    /* host-written, read by the GPU: the routed experts' sums; [n_batch]
+     * 1.0s (moe_combine's weights) */
     vk_buf y, one;
-    vk_family *parts;        /* (n_layers + 1) the decode graph up to each host layer's router, then the rest */
-    uint32_t n_parts;
+    vk_family *parts;        /* (n_parts) the decode graph up to each host layer's router, then the rest */
+    vk_family *pf_parts;     /* (n_parts) the same of the prompt graph (n_batch > 1) */
+    vk_family pf_last_logits; /* its last part with every position's logits to host memory */
+    uint32_t n_parts;        /* n_layers + 1 */
 } vk_hostmoe;
 
 typedef struct {
@@ -166,6 +172,8 @@ typedef struct {
  * `set`: the selection's VK_SEL_* set (VK_PROGRAM_SELECT). */
 int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set);
 int vk_fwd_record_prefill(vk_engine *e, vk_rec *r, bool logits_to_host);
+/* Part `part` of the prompt graph cut at the host layers (vk_hostmoe.c). */
+int vk_fwd_record_prefill_part(vk_engine *e, vk_rec *r, bool logits_to_host, int part);
 
 /* Routed experts in host memory (vk_hostmoe.c).  vk_hostmoe_select marks
  * the host layers of blocks 0..n_blocks-1 (0 on success; -1 and err: no
@@ -178,6 +186,14 @@ int vk_hostmoe_start(vk_engine *e, err_t *err);
 int vk_hostmoe_record(vk_engine *e, err_t *err);
 void vk_hostmoe_unrecord(vk_engine *e);
 int vk_hostmoe_decode(vk_engine *e, err_t *err);
+/* Records part `part` of the whole table g (cut[i]: where the part after
+ * host layer i begins) into r: its nodes as a graph of their own, then,
+ * before a host layer, a barrier that makes the writes visible to the host. */
+int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uint32_t *cut, uint32_t part);
+/* A prompt batch of n tokens through the prompt graph's parts (the params
+ * written), the CPU's experts between them; `logits`: the last part with
+ * every position's logits to host memory. */
+int vk_hostmoe_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err);
 /* Parts joined by counters or tagged words, over all parts. */
 uint32_t vk_hostmoe_links(const vk_engine *e);
 void vk_hostmoe_free(vk_engine *e);

@@ -361,34 +361,15 @@ static void select_all(vk_graph *g, const vk_engine *e, uint32_t set)
     }
 }
 
-/* Nodes [from, to) of the whole decode table g as a graph of their own
- * (pointing into g's operands) into r; a part that hands work to the host
- * ends with its writes made visible to it. */
-static int record_part(vk_engine *e, vk_rec *r, const vk_graph *g, uint32_t from, uint32_t to, bool to_host)
-{
-    vk_graph part;
-    if (vk_graph_init(&part, to - from + 1, r->err))
-        return r->status = -1;
-    for (uint32_t i = from; i < to; i++)
-        vk_graph_add(&part, &g->nodes[i]);
-    int rc = part.status ? -1 : vk_sync_record(&e->rec.sync, &part, r);
-    vk_graph_free(&part);
-    if (rc == 0 && to_host) {
-        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
-                              .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
-        vkCmdPipelineBarrier(r->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
-                             NULL, 0, NULL);
-    }
-    return rc;
-}
-
 int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
 {
     if (what == VK_PROGRAM_PREFILL || what == VK_PROGRAM_PREFILL_LOGITS)
         return vk_fwd_record_prefill(e, r, what == VK_PROGRAM_PREFILL_LOGITS);
+    if (what == VK_PROGRAM_PREFILL_PART || what == VK_PROGRAM_PREFILL_LOGITS_PART)
+        return vk_fwd_record_prefill_part(e, r, what == VK_PROGRAM_PREFILL_LOGITS_PART, (int)set);
     if (what == VK_PROGRAM_DECODE_PART) {
-        /* the whole table, cut where each host layer hands over (no
-         * tagged words: a part's poll could not see a write of another) */
+        /* the whole table, cut where each host layer hands over (without
+         * tagged words: kept simple, the counters within a part stay) */
         vk_graph g;
         uint32_t *cut = calloc(e->hx.n_layers + 1, sizeof *cut);
         if (!cut || vk_graph_init(&g, 8 + 12 * e->m->cfg.n_layer, r->err)) {
@@ -397,15 +378,11 @@ int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
                 err_set(r->err, "out of host memory");
             return r->status = -1;
         }
-        g.segment = -1;
         decode(&g, e, false, cut);
-        int rc = g.status ? -1 : 0;
-        if (!rc && set <= e->hx.n_layers)
-            rc = record_part(e, r, &g, set ? cut[set - 1] : 0, set < e->hx.n_layers ? cut[set] : g.n,
-                             set < e->hx.n_layers);
+        int rc = g.status ? -1 : vk_hostmoe_record_part(e, r, &g, cut, set);
         vk_graph_free(&g);
         free(cut);
-        return rc < 0 ? (r->status ? r->status : -1) : r->status;
+        return rc < 0 ? -1 : r->status;
     }
     vk_graph g;
     bool tagged = what == VK_PROGRAM_DECODE && vk_sync_tagged(&e->rec.sync) && tagged_layout(e);

@@ -12,9 +12,8 @@
  * Each part is recorded once (its steps planned as the whole graph's are:
  * counters or barriers within a part; a part starts after a fence, which
  * orders it after everything before) and replayed for every token; nothing
- * is allocated per token.  Prompts run token by token through the same
- * parts (the prompt graph is not recorded: its expert kernels would need
- * the experts on the device).
+ * is allocated per token.  The prompt graph (vk_prefill.c) is cut the same
+ * way, the CPU taking the batch's tokens at once.
  *
  * Why these layers: the first blocks, as llama.cpp's flag takes them, so a
  * run of ours and `llama-bench -ncmoe N` split the model the same way.
@@ -54,12 +53,35 @@ int vk_hostmoe_start(vk_engine *e, err_t *err)
         return 0;
     const model_config *c = &e->m->cfg;
     cpu_moe_host_params cp = {.n_embd = c->n_embd, .n_ff = c->n_ff_exp, .n_expert = c->n_expert,
-                              .n_used = c->n_expert_used, .n_batch = 1, .n_threads = e->p.n_threads};
+                              .n_used = c->n_expert_used, .n_batch = e->b.n_batch, .n_threads = e->p.n_threads};
     if (!(hx->cpu = cpu_moe_host_new(&cp, err)))
         return err_prefix(err, "the CPU's experts");
-    const float one = 1.0f;
-    memcpy(hx->one.map, &one, sizeof one);
+    float *one = (float *)hx->one.map;
+    for (uint32_t t = 0; t < e->b.n_batch; t++)
+        one[t] = 1.0f;
     return vk_hostmoe_record(e, err);
+}
+
+int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uint32_t *cut, uint32_t part)
+{
+    const uint32_t n_layers = e->hx.n_layers;
+    if (part > n_layers)
+        return r->status = err_set(r->err, "internal: part %u of %u", part, n_layers + 1);
+    uint32_t from = part ? cut[part - 1] : 0, to = part < n_layers ? cut[part] : g->n;
+    vk_graph pg;
+    if (vk_graph_init(&pg, to - from + 1, r->err))
+        return r->status = -1;
+    for (uint32_t i = from; i < to; i++) /* copies pointing into g's operands, which outlive pg */
+        vk_graph_add(&pg, &g->nodes[i]);
+    int rc = pg.status ? -1 : vk_sync_record(&e->rec.sync, &pg, r);
+    vk_graph_free(&pg);
+    if (rc == 0 && part < n_layers) {
+        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                              .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+        vkCmdPipelineBarrier(r->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
+                             NULL, 0, NULL);
+    }
+    return rc;
 }
 
 int vk_hostmoe_record(vk_engine *e, err_t *err)
@@ -72,33 +94,63 @@ int vk_hostmoe_record(vk_engine *e, err_t *err)
     for (uint32_t p = 0; p < hx->n_parts; p++)
         if (vk_family_build(e, &hx->parts[p], VK_PROGRAM_DECODE_PART, p, VK_FAMILY_PLAIN, err))
             return err_prefix(err, "recording part %u of the decode graph", p);
+    if (e->b.n_batch <= 1)
+        return 0;
+    hx->pf_parts = calloc(hx->n_parts, sizeof *hx->pf_parts);
+    if (!hx->pf_parts)
+        return err_set(err, "out of host memory");
+    for (uint32_t p = 0; p < hx->n_parts; p++)
+        if (vk_family_build(e, &hx->pf_parts[p], VK_PROGRAM_PREFILL_PART, p, VK_FAMILY_PLAIN, err))
+            return err_prefix(err, "recording part %u of the prompt graph", p);
+    if (vk_family_build(e, &hx->pf_last_logits, VK_PROGRAM_PREFILL_LOGITS_PART, hx->n_layers, VK_FAMILY_PLAIN, err))
+        return err_prefix(err, "recording the prompt graph's last part");
     return 0;
 }
 
 void vk_hostmoe_unrecord(vk_engine *e)
 {
     vk_hostmoe *hx = &e->hx;
-    for (uint32_t p = 0; hx->parts && p < hx->n_parts; p++)
-        vk_family_free(e, &hx->parts[p]);
+    for (uint32_t p = 0; p < hx->n_parts; p++) {
+        if (hx->parts)
+            vk_family_free(e, &hx->parts[p]);
+        if (hx->pf_parts)
+            vk_family_free(e, &hx->pf_parts[p]);
+    }
+    if (hx->pf_last_logits.plain.cb)
+        vk_family_free(e, &hx->pf_last_logits);
     free(hx->parts);
-    hx->parts = NULL;
+    free(hx->pf_parts);
+    hx->parts = hx->pf_parts = NULL;
     hx->n_parts = 0;
 }
 
-int vk_hostmoe_decode(vk_engine *e, err_t *err)
+/* The parts of a graph (the last one `last`) for n tokens, the CPU's
+ * experts between them. */
+static int run_parts(vk_engine *e, const vk_family *parts, const vk_family *last, uint32_t n, err_t *err)
 {
     vk_hostmoe *hx = &e->hx;
     for (uint32_t p = 0; p < hx->n_parts; p++) {
-        if (vk_submit_wait(&e->c, hx->parts[p].plain.cb, err))
+        if (vk_submit_wait(&e->c, (p == hx->n_layers ? last : &parts[p])->plain.cb, err))
             return -1;
         if (p == hx->n_layers)
             break;
         uint32_t il = hx->layer[p];
         if (cpu_moe_host_eval(hx->cpu, &e->m->layers[il], (const float *)hx->xn.map, (const int32_t *)hx->ids.map,
-                              (const float *)hx->wts.map, 1, (float *)hx->y.map, err))
+                              (const float *)hx->wts.map, n, (float *)hx->y.map, err))
             return err_prefix(err, "layer %u's routed experts on the CPU", il);
     }
     return 0;
+}
+
+int vk_hostmoe_decode(vk_engine *e, err_t *err)
+{
+    return run_parts(e, e->hx.parts, &e->hx.parts[e->hx.n_layers], 1, err);
+}
+
+int vk_hostmoe_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err)
+{
+    const vk_hostmoe *hx = &e->hx;
+    return run_parts(e, hx->pf_parts, logits ? &hx->pf_last_logits : &hx->pf_parts[hx->n_layers], n, err);
 }
 
 uint32_t vk_hostmoe_links(const vk_engine *e)

@@ -5,9 +5,13 @@
 #  - every fixture model and file with all its MoE layers' experts on the
 #    CPU, and the GLM model with one of two, held to the fixture criteria
 #    the unsplit Vulkan run is held to (tests/oracle_lib.sh: logits against
-#    the float64 reference of the file, greedy continuations), and within
-#    1e-2 rel-L2 of the unsplit run (the CPU's 8-bit activations against
-#    the GPU's: ~4e-3 on the Q8_0 file); the same at subgroup 16;
+#    the float64 reference of the file, greedy continuations), the prompt
+#    as one batch (the prompt graph's parts) and a token at a time (the
+#    decode graph's), and within 1e-2 rel-L2 of the unsplit run (the CPU's
+#    8-bit activations against the GPU's: ~6e-3 on the Q8_0 file); the same
+#    at subgroup 16; the prompt in chunks of 3 within 1e-5 of one batch (as
+#    t_vk_fixtures.sh holds the unsplit run: the attention's splits follow
+#    the chunk; the CPU's sums do not depend on it);
 #  - --n-cpu-moe 1 on a model whose block 0 is dense moves nothing: the
 #    unsplit run's bits;
 #  - a --gpu-mem too small for every expert splits by itself (info, -p's
@@ -41,6 +45,11 @@ split_case() {
         return
     fi
     oracle_logits "$_c logits" "$_d" "$_v" "$_ntok" "$_vocab" "$TMP/$_c.bin"
+    if $GLMCHAT logits -m "$_m" $VK --n-cpu-moe "$_n" -b 1 --tokens "$_tokens" -o "$TMP/$_c.b1.bin" 2>"$TMP/err"; then
+        oracle_logits "$_c logits a token at a time" "$_d" "$_v" "$_ntok" "$_vocab" "$TMP/$_c.b1.bin"
+    else
+        fail "$_c logits a token at a time" "$(head -c 300 "$TMP/err")"
+    fi
     if $GLMCHAT logits -m "$_m" $VK --n-cpu-moe 0 -b 1 --tokens "$_tokens" -o "$TMP/$_c.whole.bin" 2>"$TMP/err" &&
         _out=$($CMP --vocab "$_vocab" --max-rel-l2 1e-2 --min-argmax "$_ntok" "$TMP/$_c.bin" "$TMP/$_c.whole.bin"); then
         ok "$_c logits vs every expert on the device ($_out)"
@@ -71,6 +80,17 @@ done
 
 # ---- subgroup 16 (lavapipe's 512-bit vectors) ----------------------------------------
 LP_NATIVE_VECTOR_WIDTH=512 split_case "host experts tiny-glm-a.q8_0 [subgroup 16]" "$G" q8_0 3
+
+# ---- the prompt in chunks of 3 ------------------------------------------------------------
+tokens=$($JG "$G/fixture.json" prompt.tokens --sep ,)
+vocab=$($JG "$G/logits.ref_f64.f32.json" shape.1)
+if $GLMCHAT logits -m "$G/tiny-glm-a.q8_0.gguf" $VK --n-cpu-moe 3 --tokens "$tokens" -o "$TMP/one.bin" 2>"$TMP/err" &&
+    $GLMCHAT logits -m "$G/tiny-glm-a.q8_0.gguf" $VK --n-cpu-moe 3 -b 3 --tokens "$tokens" -o "$TMP/b3.bin" 2>>"$TMP/err" &&
+    out=$($CMP --vocab "$vocab" --max-rel-l2 1e-5 "$TMP/b3.bin" "$TMP/one.bin"); then
+    ok "host experts: the prompt in chunks of 3 = one batch ($out)"
+else
+    fail "host experts: the prompt in chunks of 3" "${out:-$(head -c 300 "$TMP/err")}"
+fi
 
 # ---- block 0 is dense: --n-cpu-moe 1 moves nothing --------------------------------------
 M=$G/tiny-glm-a.q8_0.gguf
