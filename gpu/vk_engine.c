@@ -965,7 +965,7 @@ static int vk_routing(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_
     }
     const int32_t *ids = (const int32_t *)hb.map;
     for (uint32_t il = 0; !rc && il < c->n_layer && *n_layers < cap; il++) {
-        if (!e->w.layers[il].is_moe)
+        if (!e->w.layers[il].is_moe || e->w.layers[il].host_exps) /* a host layer's ids go to the CPU */
             continue;
         uint32_t seen[512] = {0}, d = 0;
         for (uint32_t t = 0; t < n_tokens; t++)

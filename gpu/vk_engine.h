@@ -158,7 +158,7 @@ typedef struct {
     err_t kerr;              /* the builders' errors (the planner copies them to the recording's) */
     const model *m;
     engine_params p;
-    char desc[1024];
+    char desc[1536];
     vk_placement place;      /* the fit check's figures (for desc and `info`) */
     bool fit_short;          /* the last fit check failed for want of memory */
     vk_weights w;
