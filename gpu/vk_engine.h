@@ -97,6 +97,7 @@ typedef enum {
     VK_PROGRAM_PREFILL,      /* n_batch tokens, the last one's top-K */
     VK_PROGRAM_PREFILL_LOGITS, /* n_batch tokens, every position's logits to host memory */
     VK_PROGRAM_DECODE_PART,  /* one token, part `set` of the decode graph cut at the host layers (vk_hostmoe.c) */
+    VK_PROGRAM_DECODE_SIDE,  /* one token, host layer `set`'s side part: what the GPU runs during the CPU's turn */
     VK_PROGRAM_PREFILL_PART, /* n_batch tokens, part `set` of the prompt graph so cut */
     VK_PROGRAM_PREFILL_LOGITS_PART, /* the same with every position's logits to host memory */
 } vk_program;
@@ -145,6 +146,7 @@ typedef struct {
      * 1.0s (moe_combine's weights) */
     vk_buf y, one;
     vk_family *parts;        /* (n_parts) the decode graph up to each host layer's router, then the rest */
+    vk_family *sides;        /* (n_layers) each host layer's shared expert, run during the CPU's turn */
     vk_family *pf_parts;     /* (n_parts) the same of the prompt graph (n_batch > 1) */
     vk_family pf_last_logits; /* its last part with every position's logits to host memory */
     uint32_t n_parts;        /* n_layers + 1 */
@@ -186,10 +188,14 @@ int vk_hostmoe_start(vk_engine *e, err_t *err);
 int vk_hostmoe_record(vk_engine *e, err_t *err);
 void vk_hostmoe_unrecord(vk_engine *e);
 int vk_hostmoe_decode(vk_engine *e, err_t *err);
-/* Records part `part` of the whole table g (cut[i]: where the part after
- * host layer i begins) into r: its nodes as a graph of their own, then,
- * before a host layer, a barrier that makes the writes visible to the host. */
-int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uint32_t *cut, uint32_t part);
+/* Records part `part` of the whole table g into r, or (`side`) host layer
+ * `part`'s side part: host layer i's nodes end part i at cut[2i], its side
+ * part runs to cut[2i + 1], where part i + 1 begins.  A part or side part
+ * after the first begins with a barrier (it follows another command
+ * buffer), a part before a host layer ends with one that makes its writes
+ * visible to the host. */
+int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uint32_t *cut, uint32_t part,
+                           bool side);
 /* A prompt batch of n tokens through the prompt graph's parts (the params
  * written), the CPU's experts between them; `logits`: the last part with
  * every position's logits to host memory. */

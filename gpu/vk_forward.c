@@ -240,9 +240,10 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il)
 
 /* The MoE FFN of layer il whose routed experts are in host memory
  * (vk_hostmoe.c): router + top-k (into host-visible ids and weights) ||
- * the ffn-normed x for the CPU || the shared expert's gate/up; the part
- * ends there (*cut), the CPU computes the routed sum, and the next part
- * adds it and the shared expert's down into x. */
+ * the ffn-normed x for the CPU, where the part ends (cut[0]); then the
+ * shared expert, x += down_s . h_s, which the GPU runs while the CPU
+ * computes the routed sum (a side part, up to cut[1]); then the next part
+ * adds that sum into x. */
 static void ffn_moe_host(vk_graph *g, const vk_engine *e, uint32_t il, uint32_t *cut)
 {
     const model_config *c = &e->m->cfg;
@@ -259,21 +260,20 @@ static void ffn_moe_host(vk_graph *g, const vk_engine *e, uint32_t il, uint32_t 
     vk_rmsnorm_args xn = {.x = x, .y = V(hx->xn, 0), .w = L->ffn_norm, .n = c->n_embd, .x_z = c->n_embd,
                           .y_z = c->n_embd, .nz = 1, .eps = c->rms_eps, .params = b->params};
     NODE(g, RMSNORM(xn), .reads = R_X, .writes = R_XN_HOST);
+    cut[0] = g->n;
     vk_vec h_sh = V(b->h, c->n_expert_used * b->h_z);
     if (L->has_shared) {
         vk_glu_args gs = {.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = x, .norm = &L->ffn_norm,
                           .eps = c->rms_eps, .h = h_sh, .h_z = b->h_z, .nz = 1};
-        NODE(g, GLU(gs), .reads = R_X, .writes = R_H_SH, .dep_bit = DEP_OUT);
-    }
-    *cut = g->n;
-    /* x += y (moe_combine with one slot of weight 1: exact) + down_s . h_s */
-    vk_moe_combine_args add = {.y = V(hx->y, 0), .x = x, .wts = V(hx->one, 0), .H = c->n_embd, .K = 1,
-                               .max_tokens = 1, .params = b->params};
-    NODE(g, MOE_COMBINE(add), .reads = R_Y_HOST | R_X, .writes = R_X);
-    if (L->has_shared) {
+        NODE(g, GLU(gs), .reads = R_X, .writes = R_H_SH);
         vk_mv_args sd = {.name = "shexp_down", .w = &L->down_sh, .x = h_sh, .y = x, .nz = 1, .accumulate = true};
         NODE(g, MV(sd), .reads = R_H_SH | R_X, .writes = R_X);
     }
+    cut[1] = g->n;
+    /* x += y: moe_combine with one slot of weight 1 (exact) */
+    vk_moe_combine_args add = {.y = V(hx->y, 0), .x = x, .wts = V(hx->one, 0), .H = c->n_embd, .K = 1,
+                               .max_tokens = 1, .params = b->params};
+    NODE(g, MOE_COMBINE(add), .reads = R_Y_HOST | R_X, .writes = R_X);
 }
 
 /* The sampling kernels' operands, in the engine's buffers. */
@@ -310,11 +310,12 @@ static void head(vk_graph *g, const vk_engine *e)
     sample(g, e);
 }
 
-/* The decode graph's table; `tagged`: qkv and q as tagged words; cut[i]
- * (when given) gets the node where the part after host layer i begins. */
+/* The decode graph's table; `tagged`: qkv and q as tagged words; cut[2i],
+ * cut[2i + 1] (when given) get where host layer i's side part begins and
+ * ends (vk_hostmoe.h). */
 static void decode(vk_graph *g, const vk_engine *e, bool tagged, uint32_t *cut)
 {
-    uint32_t n_cut = 0, scratch;
+    uint32_t n_cut = 0, scratch[2];
     const model_config *c = &e->m->cfg;
     g->segment = 0;
     vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(e->b.params, VKP_TOKENS), .x = V(e->b.x, 0), .nz = 1};
@@ -323,7 +324,7 @@ static void decode(vk_graph *g, const vk_engine *e, bool tagged, uint32_t *cut)
         g->segment = (int)il + 1;
         attention(g, e, il, tagged);
         if (e->w.layers[il].host_exps)
-            ffn_moe_host(g, e, il, cut ? &cut[n_cut++] : &scratch);
+            ffn_moe_host(g, e, il, cut ? &cut[2 * n_cut++] : scratch);
         else if (e->w.layers[il].is_moe)
             ffn_moe(g, e, il);
         else
@@ -367,11 +368,11 @@ int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
         return vk_fwd_record_prefill(e, r, what == VK_PROGRAM_PREFILL_LOGITS);
     if (what == VK_PROGRAM_PREFILL_PART || what == VK_PROGRAM_PREFILL_LOGITS_PART)
         return vk_fwd_record_prefill_part(e, r, what == VK_PROGRAM_PREFILL_LOGITS_PART, (int)set);
-    if (what == VK_PROGRAM_DECODE_PART) {
+    if (what == VK_PROGRAM_DECODE_PART || what == VK_PROGRAM_DECODE_SIDE) {
         /* the whole table, cut where each host layer hands over (without
          * tagged words: kept simple, the counters within a part stay) */
         vk_graph g;
-        uint32_t *cut = calloc(e->hx.n_layers + 1, sizeof *cut);
+        uint32_t *cut = calloc(2 * e->hx.n_layers + 1, sizeof *cut);
         if (!cut || vk_graph_init(&g, 8 + 12 * e->m->cfg.n_layer, r->err)) {
             free(cut);
             if (!cut)
@@ -379,7 +380,7 @@ int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
             return r->status = -1;
         }
         decode(&g, e, false, cut);
-        int rc = g.status ? -1 : vk_hostmoe_record_part(e, r, &g, cut, set);
+        int rc = g.status ? -1 : vk_hostmoe_record_part(e, r, &g, cut, set, what == VK_PROGRAM_DECODE_SIDE);
         vk_graph_free(&g);
         free(cut);
         return rc < 0 ? -1 : r->status;

@@ -5,10 +5,11 @@
  *
  * Decode is the usual graph cut into parts (vk_forward.c ffn_moe_host): a
  * part runs up to a host layer's router + top-k, writing the expert ids and
- * weights and the ffn-normed x into host-visible memory (and computes the
- * shared expert's gate/up); the host waits for it, the CPU computes the
- * routed experts' weighted sum into a host-written buffer, and the next
- * part begins by adding that sum and the shared expert's down into x.
+ * weights and the ffn-normed x into host-visible memory; the host waits for
+ * it, submits the layer's side part (the shared expert, x += its down) and
+ * does not wait for that: the GPU runs it while the CPU computes the routed
+ * experts' weighted sum into a host-written buffer; the next part begins
+ * (behind a barrier, after the side part) by adding that sum into x.
  * Each part is recorded once (its steps planned as the whole graph's are:
  * counters or barriers within a part; a part starts after a fence, which
  * orders it after everything before) and replayed for every token; nothing
@@ -62,12 +63,21 @@ int vk_hostmoe_start(vk_engine *e, err_t *err)
     return vk_hostmoe_record(e, err);
 }
 
-int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uint32_t *cut, uint32_t part)
+int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uint32_t *cut, uint32_t part, bool side)
 {
     const uint32_t n_layers = e->hx.n_layers;
-    if (part > n_layers)
+    if (part > n_layers || (side && part == n_layers))
         return r->status = err_set(r->err, "internal: part %u of %u", part, n_layers + 1);
-    uint32_t from = part ? cut[part - 1] : 0, to = part < n_layers ? cut[part] : g->n;
+    uint32_t from = side ? cut[2 * part] : part ? cut[2 * part - 1] : 0;
+    uint32_t to = side ? cut[2 * part + 1] : part < n_layers ? cut[2 * part] : g->n;
+    if (side || part > 0) {
+        /* the command buffers before it on the queue (a part, a side part
+         * submitted without a wait) finish their writes first */
+        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                              .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+        vkCmdPipelineBarrier(r->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                             &mb, 0, NULL, 0, NULL);
+    }
     vk_graph pg;
     if (vk_graph_init(&pg, to - from + 1, r->err))
         return r->status = -1;
@@ -75,7 +85,7 @@ int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uin
         vk_graph_add(&pg, &g->nodes[i]);
     int rc = pg.status ? -1 : vk_sync_record(&e->rec.sync, &pg, r);
     vk_graph_free(&pg);
-    if (rc == 0 && part < n_layers) {
+    if (rc == 0 && !side && part < n_layers) {
         VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
                               .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
         vkCmdPipelineBarrier(r->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
@@ -94,6 +104,13 @@ int vk_hostmoe_record(vk_engine *e, err_t *err)
     for (uint32_t p = 0; p < hx->n_parts; p++)
         if (vk_family_build(e, &hx->parts[p], VK_PROGRAM_DECODE_PART, p, VK_FAMILY_PLAIN, err))
             return err_prefix(err, "recording part %u of the decode graph", p);
+    hx->sides = calloc(hx->n_layers, sizeof *hx->sides);
+    if (!hx->sides)
+        return err_set(err, "out of host memory");
+    for (uint32_t i = 0; i < hx->n_layers; i++)
+        if (e->m->layers[hx->layer[i]].gate_shexp.data &&
+            vk_family_build(e, &hx->sides[i], VK_PROGRAM_DECODE_SIDE, i, VK_FAMILY_PLAIN, err))
+            return err_prefix(err, "recording host layer %u's shared expert", hx->layer[i]);
     if (e->b.n_batch <= 1)
         return 0;
     hx->pf_parts = calloc(hx->n_parts, sizeof *hx->pf_parts);
@@ -115,7 +132,11 @@ void vk_hostmoe_unrecord(vk_engine *e)
             vk_family_free(e, &hx->parts[p]);
         if (hx->pf_parts)
             vk_family_free(e, &hx->pf_parts[p]);
+        if (hx->sides && p < hx->n_layers && hx->sides[p].plain.cb)
+            vk_family_free(e, &hx->sides[p]);
     }
+    free(hx->sides);
+    hx->sides = NULL;
     if (hx->pf_last_logits.plain.cb)
         vk_family_free(e, &hx->pf_last_logits);
     free(hx->parts);
@@ -125,8 +146,10 @@ void vk_hostmoe_unrecord(vk_engine *e)
 }
 
 /* The parts of a graph (the last one `last`) for n tokens, the CPU's
- * experts between them. */
-static int run_parts(vk_engine *e, const vk_family *parts, const vk_family *last, uint32_t n, err_t *err)
+ * experts between them, the side parts (`sides`, where recorded) during
+ * the CPU's turns. */
+static int run_parts(vk_engine *e, const vk_family *parts, const vk_family *last, const vk_family *sides, uint32_t n,
+                     err_t *err)
 {
     vk_hostmoe *hx = &e->hx;
     for (uint32_t p = 0; p < hx->n_parts; p++) {
@@ -134,6 +157,8 @@ static int run_parts(vk_engine *e, const vk_family *parts, const vk_family *last
             return -1;
         if (p == hx->n_layers)
             break;
+        if (sides && sides[p].plain.cb && vk_submit(&e->c, sides[p].plain.cb, err))
+            return -1;
         uint32_t il = hx->layer[p];
         if (cpu_moe_host_eval(hx->cpu, &e->m->layers[il], (const float *)hx->xn.map, (const int32_t *)hx->ids.map,
                               (const float *)hx->wts.map, n, (float *)hx->y.map, err))
@@ -144,13 +169,13 @@ static int run_parts(vk_engine *e, const vk_family *parts, const vk_family *last
 
 int vk_hostmoe_decode(vk_engine *e, err_t *err)
 {
-    return run_parts(e, e->hx.parts, &e->hx.parts[e->hx.n_layers], 1, err);
+    return run_parts(e, e->hx.parts, &e->hx.parts[e->hx.n_layers], e->hx.sides, 1, err);
 }
 
 int vk_hostmoe_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err)
 {
     const vk_hostmoe *hx = &e->hx;
-    return run_parts(e, hx->pf_parts, logits ? &hx->pf_last_logits : &hx->pf_parts[hx->n_layers], n, err);
+    return run_parts(e, hx->pf_parts, logits ? &hx->pf_last_logits : &hx->pf_parts[hx->n_layers], NULL, n, err);
 }
 
 uint32_t vk_hostmoe_links(const vk_engine *e)

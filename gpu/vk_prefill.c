@@ -215,8 +215,9 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il)
 /* The MoE FFN of layer il whose routed experts are in host memory
  * (vk_hostmoe.c): the ffn-normed x (for the shared expert, and into host
  * memory for the CPU), router + top-k into host memory, the shared
- * expert's gate/up; the part ends there (*cut); the next one adds the
- * CPU's sums (moe_combine, one slot of weight 1) and the shared down. */
+ * expert's gate/up; the part ends there (cut[0], cut[1]: no side part);
+ * the next one adds the CPU's sums (moe_combine, one slot of weight 1) and
+ * the shared down. */
 static void ffn_moe_host(vk_graph *g, const vk_engine *e, uint32_t il, uint32_t *cut)
 {
     const model_config *c = &e->m->cfg;
@@ -241,7 +242,7 @@ static void ffn_moe_host(vk_graph *g, const vk_engine *e, uint32_t il, uint32_t 
                          .params = b->params};
         NODE(g, MM(sg), .reads = R_X_NORM, .writes = R_HP_SH);
     }
-    *cut = g->n;
+    cut[0] = cut[1] = g->n;
     vk_moe_combine_args add = {.y = V(hx->y, 0), .x = V(b->x, 0), .wts = V(hx->one, 0), .H = H, .K = 1,
                                .max_tokens = b->n_batch, .params = b->params};
     NODE(g, MOE_COMBINE(add), .reads = R_Y_HOST | R_X, .writes = R_X);
@@ -273,12 +274,12 @@ static void head(vk_graph *g, const vk_engine *e, bool logits_to_host)
     NODE(g, TOPK(tk), .reads = R_LOGITS, .writes = R_TOPK);
 }
 
-/* The prompt graph's table; cut[i] (when given) gets the node where the
- * part after host layer i begins. */
+/* The prompt graph's table; cut[2i], cut[2i + 1] (when given) get where
+ * host layer i's part ends (vk_hostmoe.h). */
 static void prefill(vk_graph *g, vk_engine *e, bool logits_to_host, uint32_t *cut)
 {
     const model_config *c = &e->m->cfg;
-    uint32_t n_cut = 0, scratch;
+    uint32_t n_cut = 0, scratch[2];
     g->segment = 0;
     vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(e->b.params, VKP_TOKENS), .x = V(e->b.x, 0),
                         .x_z = c->n_embd, .nz = e->b.n_batch, .check_batch = true};
@@ -287,7 +288,7 @@ static void prefill(vk_graph *g, vk_engine *e, bool logits_to_host, uint32_t *cu
         g->segment = (int)il + 1;
         attention(g, e, il);
         if (e->w.layers[il].host_exps)
-            ffn_moe_host(g, e, il, cut ? &cut[n_cut++] : &scratch);
+            ffn_moe_host(g, e, il, cut ? &cut[2 * n_cut++] : scratch);
         else if (e->w.layers[il].is_moe)
             ffn_moe(g, e, il);
         else
@@ -300,7 +301,7 @@ static void prefill(vk_graph *g, vk_engine *e, bool logits_to_host, uint32_t *cu
 int vk_fwd_record_prefill_part(vk_engine *e, vk_rec *r, bool logits_to_host, int part)
 {
     vk_graph g;
-    uint32_t *cut = calloc(e->hx.n_layers + 1, sizeof *cut);
+    uint32_t *cut = calloc(2 * e->hx.n_layers + 1, sizeof *cut);
     if (!cut || vk_graph_init(&g, 8 + 22 * e->m->cfg.n_layer, r->err)) {
         free(cut);
         if (!cut)
@@ -308,7 +309,7 @@ int vk_fwd_record_prefill_part(vk_engine *e, vk_rec *r, bool logits_to_host, int
         return r->status = -1;
     }
     prefill(&g, e, logits_to_host, cut);
-    int rc = g.status ? -1 : vk_hostmoe_record_part(e, r, &g, cut, (uint32_t)part);
+    int rc = g.status ? -1 : vk_hostmoe_record_part(e, r, &g, cut, (uint32_t)part, false);
     vk_graph_free(&g);
     free(cut);
     return rc < 0 ? -1 : r->status;
