@@ -18,7 +18,10 @@
  *   x += sum_k w_k down_k . h_k + down_s . h_s
  *
  * Without q compression (DeepSeek-V2-Lite) q comes from q_a's step and k_b
- * runs beside kv_store; dense layers have gate/up then down.  The position,
+ * runs beside kv_store; dense layers have gate/up then down; a layer whose
+ * routed experts are in host memory (vk_hostmoe.c) has router + top-k ||
+ * norm(x) for the CPU, the shared expert during the CPU's turn, then
+ * x += the CPU's sum.  The position,
  * the token and the chunking live in the params buffer the host writes
  * before each submit.
  *
@@ -312,7 +315,7 @@ static void head(vk_graph *g, const vk_engine *e)
 
 /* The decode graph's table; `tagged`: qkv and q as tagged words; cut[2i],
  * cut[2i + 1] (when given) get where host layer i's side part begins and
- * ends (vk_hostmoe.h). */
+ * ends (vk_engine.h: vk_hostmoe_record_part). */
 static void decode(vk_graph *g, const vk_engine *e, bool tagged, uint32_t *cut)
 {
     uint32_t n_cut = 0, scratch[2];

@@ -275,7 +275,7 @@ static void head(vk_graph *g, const vk_engine *e, bool logits_to_host)
 }
 
 /* The prompt graph's table; cut[2i], cut[2i + 1] (when given) get where
- * host layer i's part ends (vk_hostmoe.h). */
+ * host layer i's part ends (vk_engine.h: vk_hostmoe_record_part). */
 static void prefill(vk_graph *g, vk_engine *e, bool logits_to_host, uint32_t *cut)
 {
     const model_config *c = &e->m->cfg;
