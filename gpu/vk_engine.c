@@ -634,7 +634,7 @@ static int vk_create(void **impl, const model *m, engine_params *p, err_t *err)
         return -1;
     }
     p->n_ctx = e->p.n_ctx; /* the context taken (chosen when none was given) */
-    p->n_batch = e->b.n_batch < e->p.n_batch ? e->b.n_batch : e->p.n_batch;
+    p->n_batch = e->p.n_batch;
     *impl = e;
     return 0;
 }

@@ -188,9 +188,9 @@ int vk_hostmoe_start(vk_engine *e, err_t *err);
 int vk_hostmoe_record(vk_engine *e, err_t *err);
 void vk_hostmoe_unrecord(vk_engine *e);
 int vk_hostmoe_decode(vk_engine *e, err_t *err);
-/* Records part `part` of the whole table g into r, or (`side`) host layer
- * `part`'s side part: host layer i's nodes end part i at cut[2i], its side
- * part runs to cut[2i + 1], where part i + 1 begins.  A part or side part
+/* (vk_hostmoe_cut.c) Records part `part` of the whole table g into r, or
+ * (`side`) host layer `part`'s side part: host layer i's nodes end part i
+ * at cut[2i], its side part runs to cut[2i + 1], where part i + 1 begins.  A part or side part
  * after the first begins with a barrier (it follows another command
  * buffer), a part before a host layer ends with one that makes its writes
  * visible to the host. */
