@@ -75,10 +75,16 @@ typedef struct {
     const char *limit;       /* what set it: "--gpu-mem", "the memory budget", "the heap less a margin" */
     uint64_t weights, kv, act; /* device bytes of each */
     uint32_t n_ctx;          /* the KV cache's tokens */
+    /* routed experts left in host memory (--n-cpu-moe, or what the device
+     * lacks): of host_layers MoE layers, host_first..host_last; their bytes
+     * in the file */
+    uint32_t host_layers, host_first, host_last;
+    uint64_t host_bytes;
 } vk_placement;
 int vk_plan_placement(const model *m, const engine_params *p, vk_placement *out, err_t *err);
 /* One line: "weights W, KV cache K (N tokens), activations A: T of AVAIL
- * (LIMIT)" in MiB or GiB. */
+ * (LIMIT)" in MiB or GiB, then "; routed experts of layers a..b in host
+ * memory (X)" where there are any. */
 void vk_placement_line(const vk_placement *pl, char *buf, size_t len);
 
 /* `--tune KEY=VALUE`: 0 when the Vulkan core has that knob and the value is

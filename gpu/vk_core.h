@@ -93,6 +93,10 @@ const char *vk_result_name(VkResult r);
 /* Submits one command buffer and waits for it (fence), turning device loss
  * and timeouts into errors. */
 int vk_submit_wait(vk_ctx *c, VkCommandBuffer cb, err_t *err);
+/* Submits one command buffer without a fence: what a later vk_submit_wait
+ * on the queue waits for too (the queue runs them in order only where the
+ * later one's barriers say so). */
+int vk_submit(vk_ctx *c, VkCommandBuffer cb, err_t *err);
 
 /* The low-bit types' tables in the layout shaders/pc_common.h gives
  * (PC_IQ_TABLES_WORDS words), from core/format/quant_grids.c (vk_iq_tables.c). */

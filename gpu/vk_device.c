@@ -645,6 +645,15 @@ void vk_ctx_destroy(vk_ctx *c)
     memset(c, 0, sizeof *c);
 }
 
+int vk_submit(vk_ctx *c, VkCommandBuffer cb, err_t *err)
+{
+    if (c->lost)
+        return err_set(err, "the Vulkan device was lost earlier; restart glmchat or use --backend cpu");
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
+    VkResult r = vkQueueSubmit(c->queue, 1, &si, VK_NULL_HANDLE);
+    return r == VK_SUCCESS ? 0 : vk_fail(c, err, r, "vkQueueSubmit");
+}
+
 int vk_submit_wait(vk_ctx *c, VkCommandBuffer cb, err_t *err)
 {
     if (c->lost)

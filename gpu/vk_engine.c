@@ -144,6 +144,13 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->b.out_ids, TOPK_MAX * 4, "top-K ids (host)", 1};
     r[n++] = (buf_req){&e->b.out_vals, (TOPK_MAX + 1) * 4, "top-K values (host)", 1};
     r[n++] = (buf_req){&e->b.host_logits, B * c->n_vocab * f, "logits (host)", 1};
+    if (e->hx.n_layers) { /* what the GPU and the CPU's experts hand each other (vk_hostmoe.c) */
+        r[n++] = (buf_req){&e->hx.xn, B * c->n_embd * f, "ffn-normed x (host)", 1};
+        r[n++] = (buf_req){&e->hx.ids, B * K * f, "expert ids (host)", 1};
+        r[n++] = (buf_req){&e->hx.wts, B * K * f, "expert weights (host)", 1};
+        r[n++] = (buf_req){&e->hx.y, B * c->n_embd * f, "routed experts' sum (host)", 2};
+        r[n++] = (buf_req){&e->hx.one, B * f, "ones", 2};
+    }
     return n;
 }
 
@@ -224,13 +231,32 @@ static const char *size_arg(uint64_t b, char *buf, size_t len)
     return buf;
 }
 
-void vk_placement_line(const vk_placement *pl, char *buf, size_t len)
+/* "routed experts of layers a..b in host memory (X)" (len > 0). */
+static void host_line(const vk_placement *pl, char *buf, size_t len)
 {
-    char w[32], k[32], a[32], t[32], av[32];
-    snprintf(buf, len, "weights %s, KV cache %s (%u tokens), activations %s: %s of %s (%s)",
+    char hb[32];
+    snprintf(buf, len, "routed experts of %s %u%s%.0u in host memory (%s)", pl->host_layers > 1 ? "layers" : "layer",
+             pl->host_first, pl->host_layers > 1 ? ".." : "", pl->host_layers > 1 ? pl->host_last : 0,
+             mem_str(pl->host_bytes, hb, sizeof hb));
+}
+
+/* vk_placement_line, with the host's clause or without */
+static void placement_line(const vk_placement *pl, bool with_host, char *buf, size_t len)
+{
+    char w[32], k[32], a[32], t[32], av[32], host[128] = "";
+    if (pl->host_layers && with_host) {
+        strcpy(host, "; ");
+        host_line(pl, host + 2, sizeof host - 2);
+    }
+    snprintf(buf, len, "weights %s, KV cache %s (%u tokens), activations %s: %s of %s (%s)%s",
              mem_str(pl->weights, w, sizeof w), mem_str(pl->kv, k, sizeof k), pl->n_ctx,
              mem_str(pl->act, a, sizeof a), mem_str(pl->weights + pl->kv + pl->act, t, sizeof t),
-             mem_str(pl->available, av, sizeof av), pl->limit);
+             mem_str(pl->available, av, sizeof av), pl->limit, host);
+}
+
+void vk_placement_line(const vk_placement *pl, char *buf, size_t len)
+{
+    placement_line(pl, true, buf, len);
 }
 
 /* Everything the model needs on the device, against what it may take
@@ -238,7 +264,7 @@ void vk_placement_line(const vk_placement *pl, char *buf, size_t len)
 static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 {
     uint64_t wb;
-    if (vk_weights_plan(&e->c, &e->tune, e->m, &wb, err))
+    if (vk_weights_plan(&e->c, &e->tune, e->m, e->hx.host, &wb, err))
         return -1;
     uint64_t *sizes = malloc(((size_t)e->m->cfg.n_layer + n) * sizeof *sizes);
     if (!sizes)
@@ -255,24 +281,40 @@ static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
     pl->act = all > pl->kv ? all - pl->kv : 0; /* the packing's alignment counted with the activations */
     pl->n_ctx = e->p.n_ctx;
     pl->available = available_bytes(e, &pl->limit);
+    pl->host_layers = e->hx.n_layers;
+    pl->host_first = pl->host_last = 0;
+    pl->host_bytes = 0;
+    for (uint32_t i = 0; i < e->hx.n_layers; i++) {
+        const model_layer *L = &e->m->layers[e->hx.layer[i]];
+        pl->host_bytes += L->gate_exps.nbytes + L->up_exps.nbytes + L->down_exps.nbytes;
+        pl->host_first = i ? pl->host_first : e->hx.layer[i];
+        pl->host_last = e->hx.layer[i];
+    }
     e->fit_short = wb + all > pl->available;
     if (e->fit_short) {
-        char need[32], w[32], k[32], a[32], av[32];
+        char need[32], w[32], k[32], a[32], av[32], host[160] = "";
+        if (pl->host_layers) {
+            strcpy(host, ", with the ");
+            host_line(pl, host + 11, sizeof host - 11);
+        }
         return err_set(err, "the model needs %s of device memory (weights %s, KV cache %s for %u tokens, "
-                            "activations %s) but %s has %s (%s)",
+                            "activations %s%s) but %s has %s (%s)",
                        mem_str(wb + all, need, sizeof need), mem_str(wb, w, sizeof w), mem_str(pl->kv, k, sizeof k),
-                       e->p.n_ctx, mem_str(pl->act, a, sizeof a), e->c.info.name,
+                       e->p.n_ctx, mem_str(pl->act, a, sizeof a), host, e->c.info.name,
                        mem_str(pl->available, av, sizeof av), pl->limit);
     }
     return 0;
 }
 
-/* The geometry and buffers for a context of e->p.n_ctx tokens, and whether
- * they fit the device (err says by how much not). */
-static int plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
+/* The geometry and buffers for a context of e->p.n_ctx tokens with the
+ * routed experts of blocks 0..n_blocks-1 in host memory, and whether they
+ * fit the device (err says by how much not). */
+static int plan_with(vk_engine *e, buf_req *req, uint32_t *n, uint32_t n_blocks, err_t *err)
 {
     const model_config *c = &e->m->cfg;
     e->fit_short = false;
+    if (vk_hostmoe_select(e, n_blocks, err))
+        return -1;
     if (e->p.n_batch > e->p.n_ctx)
         e->p.n_batch = e->p.n_ctx;
     e->b.n_batch = e->p.n_batch ? e->p.n_batch : 1;
@@ -287,6 +329,33 @@ static int plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
     e->b.part_cap_prefill = 1;
     *n = act_requests(e, req);
     return check_fit(e, req, *n, err);
+}
+
+/* plan_with the blocks --n-cpu-moe names; left to the engine (and not
+ * held back, hx.no_auto), none when everything fits, else the fewest first
+ * blocks whose experts in host memory make it fit (the error: with all of
+ * them there). */
+static int plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
+{
+    const uint32_t n_layer = e->m->cfg.n_layer;
+    if (e->p.n_cpu_moe >= 0 || e->hx.no_auto)
+        return plan_with(e, req, n, e->p.n_cpu_moe > 0 ? (uint32_t)e->p.n_cpu_moe : 0, err);
+    int rc0 = plan_with(e, req, n, 0, err);
+    if (rc0 == 0 || !e->fit_short)
+        return rc0;
+    err_t scratch;
+    for (uint32_t nb = 1; nb < n_layer; nb++) {
+        if (!e->m->layers[nb - 1].is_moe)
+            continue;
+        int rc = plan_with(e, req, n, nb, &scratch);
+        if (rc == 0)
+            return 0;
+        if (!e->fit_short) {
+            *err = scratch;
+            return -1;
+        }
+    }
+    return plan_with(e, req, n, n_layer, err);
 }
 
 /* Whether a context of n_ctx tokens (the batch as asked) fits. */
@@ -317,18 +386,39 @@ static uint32_t largest_fit(vk_engine *e, buf_req *req, uint32_t *n, uint32_t lo
     return step * a;
 }
 
+/* No context given and the model does not fit with the longest: the
+ * shortest context kept before experts go to host memory. */
+#define AUTO_SPLIT_CTX 4096u
+
 /* No context given: the largest that fits, at most ENGINE_AUTO_CTX_CAP and
  * the model's trained context (in steps of 256 tokens). */
 static int plan_auto_ctx(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
 {
     uint32_t train = e->m->cfg.n_ctx_train, cap = train && train < ENGINE_AUTO_CTX_CAP ? train : ENGINE_AUTO_CTX_CAP;
     uint32_t batch = e->p.n_batch;
+    /* first with every expert where --n-cpu-moe puts it (none unless given) */
+    e->hx.no_auto = true;
     e->p.n_ctx = cap;
-    if (plan(e, req, n, err) == 0)
+    int rc = plan(e, req, n, err);
+    e->hx.no_auto = false;
+    if (rc == 0)
         return 0;
     if (!e->fit_short)
         return -1;
+    e->hx.no_auto = true;
     uint32_t lo = largest_fit(e, req, n, 256, cap / 256 * 256, 256, batch);
+    e->hx.no_auto = false;
+    /* a context shorter than AUTO_SPLIT_CTX: experts to the host instead
+     * (where the engine may choose), as many as that context needs */
+    uint32_t want = cap < AUTO_SPLIT_CTX ? cap : AUTO_SPLIT_CTX;
+    if (lo < want && e->p.n_cpu_moe < 0) {
+        err_t scratch;
+        e->p.n_ctx = want;
+        e->p.n_batch = batch;
+        if (plan(e, req, n, &scratch) == 0)
+            return 0;
+        lo = largest_fit(e, req, n, 256, want / 256 * 256, 256, batch);
+    }
     e->p.n_ctx = lo ? lo : (cap < 256 ? cap : 256);
     e->p.n_batch = batch;
     return plan(e, req, n, err); /* the error of the smallest context, when nothing fits */
@@ -457,6 +547,8 @@ static int open_and_plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
         check_model(e, err))
         return -1;
     e->kb = (vk_kb){&e->c, &e->pipes, &e->tune, &e->kerr};
+    if (e->p.n_cpu_moe > (int)e->m->cfg.n_layer)
+        return err_set(err, "--n-cpu-moe %d: the model has %u layers", e->p.n_cpu_moe, e->m->cfg.n_layer);
     if ((e->p.n_ctx ? plan(e, req, n, err) : plan_auto_ctx(e, req, n, err)) != 0) {
         if (e->fit_short)
             suggest_fit(e, req, n, err);
@@ -467,7 +559,7 @@ static int open_and_plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
 
 static int setup(vk_engine *e, err_t *err)
 {
-    buf_req req[56];
+    buf_req req[64];
     uint32_t n;
     if (open_and_plan(e, req, &n, err))
         return -1;
@@ -477,32 +569,40 @@ static int setup(vk_engine *e, err_t *err)
     vk_arena_init(&e->c, &e->b.act_arena, VK_MEM_DEVICE, 1ull << 30, "activations and KV cache");
     vk_arena_init(&e->c, &e->b.host_arena, VK_MEM_HOST, 64ull << 20, "host-visible buffers");
     vk_arena_init(&e->c, &e->b.bar_arena, VK_MEM_UPLOAD, 1ull << 20, "params");
-    if (vk_weights_upload(&e->c, &e->tune, e->m, &e->w, e->p.progress, e->p.progress_user, err))
+    if (vk_weights_upload(&e->c, &e->tune, e->m, e->hx.host, &e->w, e->p.progress, e->p.progress_user, err))
         return -1;
     if (alloc_buffers(e, req, n, err) || upload_rope(e, err) || zero_counters(e, err))
         return -1;
     vk_sync_init(&e->rec.sync, &e->kb, e->b.dep, e->b.params);
-    if (build_decode(e, err) || build_sampling(e, err))
+    if ((e->hx.n_layers ? vk_hostmoe_start(e, err) : build_decode(e, err)) || build_sampling(e, err))
         return -1;
-    if (e->b.n_batch > 1 &&
+    if (e->b.n_batch > 1 && !e->hx.n_layers && /* host layers: vk_hostmoe_start records parts */
         (vk_family_build(e, &e->rec.prefill, VK_PROGRAM_PREFILL, 0, VK_FAMILY_FULL, err) ||
          vk_family_build(e, &e->rec.prefill_logits, VK_PROGRAM_PREFILL_LOGITS, 0, VK_FAMILY_FULL, err))) {
         err_prefix(err, "recording the prefill graph");
         return -1;
     }
     char links[96] = "", tuned[192] = "", set[160];
-    if (e->rec.decode.prog.n_link)
-        snprintf(links, sizeof links, " (%u joined by counters%s, not barriers)", e->rec.decode.prog.n_link,
+    uint32_t n_dep = e->hx.n_parts ? 0 : e->rec.decode.prog.n_dep + 1, n_link = e->rec.decode.prog.n_link;
+    for (uint32_t p = 0; p < e->hx.n_parts; p++) /* host layers: the parts between the CPU's turns */
+        n_dep += e->hx.parts[p].prog.n_dep + 1;
+    n_link += vk_hostmoe_links(e);
+    if (n_link)
+        snprintf(links, sizeof links, " (%u joined by counters%s, not barriers)", n_link,
                  e->rec.decode.prog.n_tagged ? " or tagged words: qkv q" : "");
     vk_tuning_describe(&e->tune, set, sizeof set);
     if (set[0])
         snprintf(tuned, sizeof tuned, "; tuning: %s", set);
-    char placed[256];
-    vk_placement_line(&e->place, placed, sizeof placed);
-    snprintf(e->desc, sizeof e->desc, "Vulkan: %s (%s, %.1f GiB, subgroup %u%s); device memory: %s; %u dependent "
+    char placed[256], host[160] = "";
+    placement_line(&e->place, false, placed, sizeof placed);
+    if (e->place.host_layers) { /* first: the side pane shows the line's first three rows */
+        host_line(&e->place, host, sizeof host - 2);
+        strcat(host, "; ");
+    }
+    snprintf(e->desc, sizeof e->desc, "Vulkan: %s%s (%s, %.1f GiB, subgroup %u%s); device memory: %s; %u dependent "
                                       "dispatches per token%s%s",
-             e->c.info.name, e->c.info.kind, e->c.info.device_local_bytes / GiB, e->c.subgroup,
-             e->c.coopmat ? ", cooperative matrices" : "", placed, e->rec.decode.prog.n_dep + 1, links, tuned);
+             host, e->c.info.name, e->c.info.kind, e->c.info.device_local_bytes / GiB, e->c.subgroup,
+             e->c.coopmat ? ", cooperative matrices" : "", placed, n_dep, links, tuned);
     return 0;
 }
 
@@ -513,7 +613,7 @@ int vk_plan_placement(const model *m, const engine_params *p, vk_placement *out,
         return err_set(err, "out of host memory");
     e->m = m;
     e->p = *p;
-    buf_req req[56];
+    buf_req req[64];
     uint32_t n;
     int rc = open_and_plan(e, req, &n, err);
     if (rc == 0 || e->fit_short)
@@ -564,6 +664,7 @@ static void vk_destroy(void *impl)
         vk_profile_free(&e->prof.select[set]);
     vk_profile_free(&e->prof.sample);
     vk_profile_free(&e->prof.prefill);
+    vk_hostmoe_free(e); /* the parts before the device goes */
     vk_weights_free(&e->c, &e->w);
     free(e->b.cache);
     vk_ctx_destroy(&e->c);
@@ -667,10 +768,10 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
     profile_mode mode = e->p.profile;
     if (mode == PROFILE_SAMPLED && (e->tune.prof_every == 0 || e->prof.decoded % e->tune.prof_every != 0))
         mode = PROFILE_OFF;
-    vk_variant *v = vk_family_pick(&e->rec.decode, mode);
-    if (vk_submit_wait(&e->c, v->cb, err))
+    vk_variant *v = e->hx.n_parts ? NULL : vk_family_pick(&e->rec.decode, mode);
+    if (v ? vk_submit_wait(&e->c, v->cb, err) : vk_hostmoe_decode(e, err))
         return -1;
-    if (e->rec.decode.prog.n_link && ((const uint32_t *)e->b.dep.map)[0] != 0) {
+    if ((e->rec.decode.prog.n_link || vk_hostmoe_links(e)) && ((const uint32_t *)e->b.dep.map)[0] != 0) {
         /* a wait or a tagged-word poll gave up (the device did not launch
          * the dispatches in order): this token's results are not to be
          * trusted.  Record the graph with barriers only (no tagged words)
@@ -678,11 +779,17 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
          * rewritten). */
         vk_sync_give_up(&e->rec.sync);
         vk_family_free(e, &e->rec.decode);
-        if (build_decode(e, err))
+        if (e->hx.n_parts) {
+            vk_hostmoe_unrecord(e);
+            if (vk_hostmoe_record(e, err))
+                return -1;
+        } else if (build_decode(e, err)) {
             return -1;
+        }
         return decode_one(e, token, pos, out, logits_row, err);
     }
-    vk_profile_collect(e, &e->rec.decode, v, &e->prof.decode);
+    if (v) /* the parts are recorded plain: nothing timed */
+        vk_profile_collect(e, &e->rec.decode, v, &e->prof.decode);
     e->prof.decoded++;
     if (logits_row) {
         if (vk_submit_wait(&e->c, e->rec.copy_logits, err))
@@ -724,10 +831,15 @@ static int prefill(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos
      * profiling) every PREFILL_TIMED_EVERY'th chunk, so that a long prompt
      * fills the table at a small cost */
     bool timed = e->p.profile == PROFILE_FULL || (e->p.profile == PROFILE_SAMPLED && e->prof.prefills % PREFILL_TIMED_EVERY == 0);
-    vk_variant *v = vk_family_pick(f, timed ? PROFILE_FULL : PROFILE_OFF);
-    if (vk_submit_wait(&e->c, v->cb, err))
-        return -1;
-    vk_profile_collect(e, f, v, &e->prof.prefill);
+    if (e->hx.pf_parts) { /* host layers: the parts, untimed */
+        if (vk_hostmoe_prefill(e, n, want_logits, err))
+            return -1;
+    } else {
+        vk_variant *v = vk_family_pick(f, timed ? PROFILE_FULL : PROFILE_OFF);
+        if (vk_submit_wait(&e->c, v->cb, err))
+            return -1;
+        vk_profile_collect(e, f, v, &e->prof.prefill);
+    }
     e->prof.prefills++;
     if (want_logits) {
         const float *src = (const float *)e->b.host_logits.map;
@@ -776,7 +888,7 @@ static int vk_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_
         return err_set(err, "the Vulkan device was lost earlier; restart glmchat or use --backend cpu");
     if ((uint64_t)pos + n_tokens > e->p.n_ctx)
         return err_set(err, "positions %u..%u are past the %u-token context", pos, pos + n_tokens - 1, e->p.n_ctx);
-    if (n_tokens > 1 && n_tokens <= e->b.n_batch && e->rec.prefill.plain.cb)
+    if (n_tokens > 1 && n_tokens <= e->b.n_batch && (e->rec.prefill.plain.cb || e->hx.pf_parts))
         return prefill(e, tokens, n_tokens, pos, out, err);
     for (uint32_t i = 0; i < n_tokens; i++) {
         bool last = i + 1 == n_tokens;
@@ -853,7 +965,7 @@ static int vk_routing(void *impl, uint32_t n_tokens, uint32_t *distinct, uint32_
     }
     const int32_t *ids = (const int32_t *)hb.map;
     for (uint32_t il = 0; !rc && il < c->n_layer && *n_layers < cap; il++) {
-        if (!e->w.layers[il].is_moe)
+        if (!e->w.layers[il].is_moe || e->w.layers[il].host_exps) /* a host layer's ids go to the CPU */
             continue;
         uint32_t seen[512] = {0}, d = 0;
         for (uint32_t t = 0; t < n_tokens; t++)

@@ -16,6 +16,7 @@
 #ifndef GLM_VK_ENGINE_H
 #define GLM_VK_ENGINE_H
 
+#include "cpu/cpu_moe_host.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "vk_kernels.h"
@@ -95,6 +96,10 @@ typedef enum {
     VK_PROGRAM_SELECT,       /* the full-vocabulary selection of one set (VK_SEL_*) */
     VK_PROGRAM_PREFILL,      /* n_batch tokens, the last one's top-K */
     VK_PROGRAM_PREFILL_LOGITS, /* n_batch tokens, every position's logits to host memory */
+    VK_PROGRAM_DECODE_PART,  /* one token, part `set` of the decode graph cut at the host layers (vk_hostmoe.c) */
+    VK_PROGRAM_DECODE_SIDE,  /* one token, host layer `set`'s side part: what the GPU runs during the CPU's turn */
+    VK_PROGRAM_PREFILL_PART, /* n_batch tokens, part `set` of the prompt graph so cut */
+    VK_PROGRAM_PREFILL_LOGITS_PART, /* the same with every position's logits to host memory */
 } vk_program;
 
 /* The recorded programs, and the planner that recorded them. */
@@ -124,6 +129,29 @@ typedef struct {
     uint64_t sampled_prompts; /* runs of the sampling program after a prompt */
 } vk_prof_state;
 
+/* Routed experts in host memory (vk_hostmoe.c): the layers whose experts
+ * the CPU computes, the buffers the two sides hand each other, and the
+ * decode graph cut into parts at those layers. */
+typedef struct {
+    bool *host;              /* (n_layer) its routed experts stay in the mapped file */
+    uint32_t n_blocks;       /* blocks 0..n_blocks-1 asked for (--n-cpu-moe, or chosen) */
+    uint32_t n_layers;       /* of which MoE layers: the host layers */
+    uint32_t *layer;         /* (n_layers) their indices, in order */
+    bool no_auto;            /* planning: take e->p.n_cpu_moe or none, never choose */
+    cpu_moe_host *cpu;
+    /* host-visible, written by the GPU: a host layer's ffn-normed x, ids,
+     * weights ([n_batch] tokens) */
+    vk_buf xn, ids, wts;
+    /* host-written, read by the GPU: the routed experts' sums; [n_batch]
+     * 1.0s (moe_combine's weights) */
+    vk_buf y, one;
+    vk_family *parts;        /* (n_parts) the decode graph up to each host layer's router, then the rest */
+    vk_family *sides;        /* (n_layers) each host layer's shared expert, run during the CPU's turn */
+    vk_family *pf_parts;     /* (n_parts) the same of the prompt graph (n_batch > 1) */
+    vk_family pf_last_logits; /* its last part with every position's logits to host memory */
+    uint32_t n_parts;        /* n_layers + 1 */
+} vk_hostmoe;
+
 typedef struct {
     vk_ctx c;
     vk_pipes pipes;
@@ -132,19 +160,49 @@ typedef struct {
     err_t kerr;              /* the builders' errors (the planner copies them to the recording's) */
     const model *m;
     engine_params p;
-    char desc[1024];
+    char desc[1536];
     vk_placement place;      /* the fit check's figures (for desc and `info`) */
     bool fit_short;          /* the last fit check failed for want of memory */
     vk_weights w;
     vk_bufs b;
     vk_programs rec;
     vk_prof_state prof;
+    vk_hostmoe hx;
 } vk_engine;
 
 /* Graph recording (vk_forward.c, vk_prefill.c): program `what` into r;
  * `set`: the selection's VK_SEL_* set (VK_PROGRAM_SELECT). */
 int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set);
 int vk_fwd_record_prefill(vk_engine *e, vk_rec *r, bool logits_to_host);
+/* Part `part` of the prompt graph cut at the host layers (vk_hostmoe.c). */
+int vk_fwd_record_prefill_part(vk_engine *e, vk_rec *r, bool logits_to_host, int part);
+
+/* Routed experts in host memory (vk_hostmoe.c).  vk_hostmoe_select marks
+ * the host layers of blocks 0..n_blocks-1 (0 on success; -1 and err: no
+ * memory); vk_hostmoe_start, after the buffers, starts the CPU side and
+ * records the decode parts; vk_hostmoe_decode runs one token's parts (the
+ * params written), the CPU's between them; vk_hostmoe_free releases all. */
+int vk_hostmoe_select(vk_engine *e, uint32_t n_blocks, err_t *err);
+int vk_hostmoe_start(vk_engine *e, err_t *err);
+/* The parts recorded (again, after vk_hostmoe_unrecord: a wait gave up). */
+int vk_hostmoe_record(vk_engine *e, err_t *err);
+void vk_hostmoe_unrecord(vk_engine *e);
+int vk_hostmoe_decode(vk_engine *e, err_t *err);
+/* (vk_hostmoe_cut.c) Records part `part` of the whole table g into r, or
+ * (`side`) host layer `part`'s side part: host layer i's nodes end part i
+ * at cut[2i], its side part runs to cut[2i + 1], where part i + 1 begins.  A part or side part
+ * after the first begins with a barrier (it follows another command
+ * buffer), a part before a host layer ends with one that makes its writes
+ * visible to the host. */
+int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uint32_t *cut, uint32_t part,
+                           bool side);
+/* A prompt batch of n tokens through the prompt graph's parts (the params
+ * written), the CPU's experts between them; `logits`: the last part with
+ * every position's logits to host memory. */
+int vk_hostmoe_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err);
+/* Parts joined by counters or tagged words, over all parts. */
+uint32_t vk_hostmoe_links(const vk_engine *e);
+void vk_hostmoe_free(vk_engine *e);
 
 /* Profiler (vk_profiler.c).  Variants: plain only; + fully timed; + one
  * sampled variant per layer. */

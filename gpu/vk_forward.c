@@ -18,7 +18,10 @@
  *   x += sum_k w_k down_k . h_k + down_s . h_s
  *
  * Without q compression (DeepSeek-V2-Lite) q comes from q_a's step and k_b
- * runs beside kv_store; dense layers have gate/up then down.  The position,
+ * runs beside kv_store; dense layers have gate/up then down; a layer whose
+ * routed experts are in host memory (vk_hostmoe.c) has router + top-k ||
+ * norm(x) for the CPU, the shared expert during the CPU's turn, then
+ * x += the CPU's sum.  The position,
  * the token and the chunking live in the params buffer the host writes
  * before each submit.
  *
@@ -30,6 +33,8 @@
  * q_b and k_b || kv_store poll the words they read for their writer's tag,
  * so nothing else stands between those three steps (gpu/PERF.md run 30; x,
  * o and h as tagged words measured slower and were removed). */
+#include <stdlib.h>
+
 #include "vk_engine.h"
 
 /* ---- the boundaries of a layer ---------------------------------------------------------
@@ -66,6 +71,8 @@ enum {
     R_LOGITS = 1u << 14,
     R_CAND = 1u << 15,      /* sampling: the candidates, the host's top-K */
     R_TOKEN = 1u << 16,     /* sampling: the token, the selection's state */
+    R_XN_HOST = 1u << 17,   /* a host layer's ffn-normed x, for the CPU (vk_hostmoe.c) */
+    R_Y_HOST = 1u << 18,    /* the CPU's routed experts' sum */
 };
 
 /* Q: both parts of q. */
@@ -234,6 +241,44 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il)
          .dep_bit = DEP_GU);
 }
 
+/* The MoE FFN of layer il whose routed experts are in host memory
+ * (vk_hostmoe.c): router + top-k (into host-visible ids and weights) ||
+ * the ffn-normed x for the CPU, where the part ends (cut[0]); then the
+ * shared expert, x += down_s . h_s, which the GPU runs while the CPU
+ * computes the routed sum (a side part, up to cut[1]); then the next part
+ * adds that sum into x. */
+static void ffn_moe_host(vk_graph *g, const vk_engine *e, uint32_t il, uint32_t *cut)
+{
+    const model_config *c = &e->m->cfg;
+    const vk_layer_w *L = &e->w.layers[il];
+    const vk_bufs *b = &e->b;
+    const vk_hostmoe *hx = &e->hx;
+    vk_vec x = V(b->x, 0);
+    vk_router_args ra = {.w = &L->router, .x = x, .norm = L->ffn_norm, .eps = c->rms_eps, .logits = V(b->rlogits, 0),
+                         .ids = V(hx->ids, 0), .wts = V(hx->wts, 0), .bias = L->has_bias ? &L->exp_probs_b : NULL,
+                         .counter = V(b->counters, 0), .n_used = c->n_expert_used, .gating = c->gating, .nz = 1,
+                         .norm_w = c->expert_weights_norm,
+                         .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale};
+    NODE(g, ROUTER(ra), .reads = R_X, .writes = R_ROUTE, .dep_bit = DEP_OUT);
+    vk_rmsnorm_args xn = {.x = x, .y = V(hx->xn, 0), .w = L->ffn_norm, .n = c->n_embd, .x_z = c->n_embd,
+                          .y_z = c->n_embd, .nz = 1, .eps = c->rms_eps, .params = b->params};
+    NODE(g, RMSNORM(xn), .reads = R_X, .writes = R_XN_HOST);
+    cut[0] = g->n;
+    vk_vec h_sh = V(b->h, c->n_expert_used * b->h_z);
+    if (L->has_shared) {
+        vk_glu_args gs = {.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = x, .norm = &L->ffn_norm,
+                          .eps = c->rms_eps, .h = h_sh, .h_z = b->h_z, .nz = 1};
+        NODE(g, GLU(gs), .reads = R_X, .writes = R_H_SH);
+        vk_mv_args sd = {.name = "shexp_down", .w = &L->down_sh, .x = h_sh, .y = x, .nz = 1, .accumulate = true};
+        NODE(g, MV(sd), .reads = R_H_SH | R_X, .writes = R_X);
+    }
+    cut[1] = g->n;
+    /* x += y: moe_combine with one slot of weight 1 (exact) */
+    vk_moe_combine_args add = {.y = V(hx->y, 0), .x = x, .wts = V(hx->one, 0), .H = c->n_embd, .K = 1,
+                               .max_tokens = 1, .params = b->params};
+    NODE(g, MOE_COMBINE(add), .reads = R_Y_HOST | R_X, .writes = R_X);
+}
+
 /* The sampling kernels' operands, in the engine's buffers. */
 static vk_sample_bufs sample_bufs(const vk_engine *e)
 {
@@ -268,9 +313,12 @@ static void head(vk_graph *g, const vk_engine *e)
     sample(g, e);
 }
 
-/* The decode graph's table; `tagged`: qkv and q as tagged words. */
-static void decode(vk_graph *g, const vk_engine *e, bool tagged)
+/* The decode graph's table; `tagged`: qkv and q as tagged words; cut[2i],
+ * cut[2i + 1] (when given) get where host layer i's side part begins and
+ * ends (vk_engine.h: vk_hostmoe_record_part). */
+static void decode(vk_graph *g, const vk_engine *e, bool tagged, uint32_t *cut)
 {
+    uint32_t n_cut = 0, scratch[2];
     const model_config *c = &e->m->cfg;
     g->segment = 0;
     vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(e->b.params, VKP_TOKENS), .x = V(e->b.x, 0), .nz = 1};
@@ -278,7 +326,9 @@ static void decode(vk_graph *g, const vk_engine *e, bool tagged)
     for (uint32_t il = 0; il < c->n_layer; il++) {
         g->segment = (int)il + 1;
         attention(g, e, il, tagged);
-        if (e->w.layers[il].is_moe)
+        if (e->w.layers[il].host_exps)
+            ffn_moe_host(g, e, il, cut ? &cut[2 * n_cut++] : scratch);
+        else if (e->w.layers[il].is_moe)
             ffn_moe(g, e, il);
         else
             ffn_dense(g, e, il);
@@ -319,6 +369,25 @@ int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
 {
     if (what == VK_PROGRAM_PREFILL || what == VK_PROGRAM_PREFILL_LOGITS)
         return vk_fwd_record_prefill(e, r, what == VK_PROGRAM_PREFILL_LOGITS);
+    if (what == VK_PROGRAM_PREFILL_PART || what == VK_PROGRAM_PREFILL_LOGITS_PART)
+        return vk_fwd_record_prefill_part(e, r, what == VK_PROGRAM_PREFILL_LOGITS_PART, (int)set);
+    if (what == VK_PROGRAM_DECODE_PART || what == VK_PROGRAM_DECODE_SIDE) {
+        /* the whole table, cut where each host layer hands over (without
+         * tagged words: kept simple, the counters within a part stay) */
+        vk_graph g;
+        uint32_t *cut = calloc(2 * e->hx.n_layers + 1, sizeof *cut);
+        if (!cut || vk_graph_init(&g, 8 + 12 * e->m->cfg.n_layer, r->err)) {
+            free(cut);
+            if (!cut)
+                err_set(r->err, "out of host memory");
+            return r->status = -1;
+        }
+        decode(&g, e, false, cut);
+        int rc = g.status ? -1 : vk_hostmoe_record_part(e, r, &g, cut, set, what == VK_PROGRAM_DECODE_SIDE);
+        vk_graph_free(&g);
+        free(cut);
+        return rc < 0 ? -1 : r->status;
+    }
     vk_graph g;
     bool tagged = what == VK_PROGRAM_DECODE && vk_sync_tagged(&e->rec.sync) && tagged_layout(e);
     for (;;) {
@@ -326,7 +395,7 @@ int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
             return r->status = -1;
         g.segment = -1; /* the sampling programs: timed whole (vk_profiler.c) */
         if (what == VK_PROGRAM_DECODE)
-            decode(&g, e, tagged);
+            decode(&g, e, tagged, NULL);
         else if (what == VK_PROGRAM_SAMPLE)
             sample(&g, e);
         else

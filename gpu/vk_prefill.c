@@ -21,6 +21,8 @@
  *   x += sum_k w_k y_k
  * MoE works on (token, slot) pairs grouped by expert, so each expert's
  * weights are read once per batch, never copied. */
+#include <stdlib.h>
+
 #include "vk_engine.h"
 
 /* What the calls read and write. */
@@ -44,6 +46,8 @@ enum {
     R_YP = 1u << 16,        /* the pairs' outputs */
     R_LOGITS = 1u << 17,
     R_TOPK = 1u << 18,
+    R_XN_HOST = 1u << 19,   /* a host layer's ffn-normed x, for the CPU (vk_hostmoe.c) */
+    R_Y_HOST = 1u << 20,    /* the CPU's routed experts' sums */
 };
 
 static uint32_t ceil_bn(uint32_t n, uint32_t bn)
@@ -208,6 +212,48 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il)
     NODE(g, MOE_COMBINE(cb), .reads = R_YP | R_ROUTE | R_X, .writes = R_X);
 }
 
+/* The MoE FFN of layer il whose routed experts are in host memory
+ * (vk_hostmoe.c): the ffn-normed x (for the shared expert, and into host
+ * memory for the CPU), router + top-k into host memory, the shared
+ * expert's gate/up; the part ends there (cut[0], cut[1]: no side part);
+ * the next one adds the CPU's sums (moe_combine, one slot of weight 1) and
+ * the shared down. */
+static void ffn_moe_host(vk_graph *g, const vk_engine *e, uint32_t il, uint32_t *cut)
+{
+    const model_config *c = &e->m->cfg;
+    const vk_layer_w *L = &e->w.layers[il];
+    const vk_bufs *b = &e->b;
+    const vk_hostmoe *hx = &e->hx;
+    uint32_t H = c->n_embd, K = c->n_expert_used;
+    uint32_t fs = L->has_shared ? L->gate_sh.N : 0, hs_off = b->n_batch * K * c->n_ff_exp;
+
+    NODE(g, RMSNORM(norm(e, b->x, b->x_norm, L->ffn_norm, H)), .reads = R_X, .writes = R_X_NORM);
+    NODE(g, RMSNORM(norm(e, b->x, hx->xn, L->ffn_norm, H)), .reads = R_X, .writes = R_XN_HOST);
+    vk_router_args ra = {.w = &L->router, .x = V(b->x, 0), .x_z = H, .norm = L->ffn_norm, .eps = c->rms_eps,
+                         .logits = V(b->rlogits, 0), .ids = V(hx->ids, 0), .wts = V(hx->wts, 0),
+                         .bias = L->has_bias ? &L->exp_probs_b : NULL, .counter = V(b->counters, 0), .n_used = K,
+                         .gating = c->gating, .nz = b->n_batch, .norm_w = c->expert_weights_norm,
+                         .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale,
+                         .params = b->params};
+    NODE(g, ROUTER(ra), .reads = R_X, .writes = R_ROUTE);
+    if (L->has_shared) {
+        vk_mm_args sg = {.name = "shexp_gate_up", .w = &L->gate_sh, .up = &L->up_sh, .x = V(b->x_norm, 0),
+                         .x_stride = H, .y = V(b->hp, hs_off), .y_stride = fs, .nz = 1, .max_tokens = b->n_batch,
+                         .params = b->params};
+        NODE(g, MM(sg), .reads = R_X_NORM, .writes = R_HP_SH);
+    }
+    cut[0] = cut[1] = g->n;
+    vk_moe_combine_args add = {.y = V(hx->y, 0), .x = V(b->x, 0), .wts = V(hx->one, 0), .H = H, .K = 1,
+                               .max_tokens = b->n_batch, .params = b->params};
+    NODE(g, MOE_COMBINE(add), .reads = R_Y_HOST | R_X, .writes = R_X);
+    if (L->has_shared) {
+        vk_mm_args sd = {.name = "shexp_down", .w = &L->down_sh, .x = V(b->hp, hs_off), .x_stride = fs,
+                         .y = V(b->x, 0), .y_stride = H, .nz = 1, .max_tokens = b->n_batch, .accumulate = true,
+                         .params = b->params};
+        NODE(g, MM(sd), .reads = R_HP_SH | R_X, .writes = R_X);
+    }
+}
+
 static void head(vk_graph *g, const vk_engine *e, bool logits_to_host)
 {
     const model_config *c = &e->m->cfg;
@@ -228,26 +274,54 @@ static void head(vk_graph *g, const vk_engine *e, bool logits_to_host)
     NODE(g, TOPK(tk), .reads = R_LOGITS, .writes = R_TOPK);
 }
 
+/* The prompt graph's table; cut[2i], cut[2i + 1] (when given) get where
+ * host layer i's part ends (vk_engine.h: vk_hostmoe_record_part). */
+static void prefill(vk_graph *g, vk_engine *e, bool logits_to_host, uint32_t *cut)
+{
+    const model_config *c = &e->m->cfg;
+    uint32_t n_cut = 0, scratch[2];
+    g->segment = 0;
+    vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(e->b.params, VKP_TOKENS), .x = V(e->b.x, 0),
+                        .x_z = c->n_embd, .nz = e->b.n_batch, .check_batch = true};
+    NODE(g, EMBED(em), .writes = R_X);
+    for (uint32_t il = 0; il < c->n_layer; il++) {
+        g->segment = (int)il + 1;
+        attention(g, e, il);
+        if (e->w.layers[il].host_exps)
+            ffn_moe_host(g, e, il, cut ? &cut[2 * n_cut++] : scratch);
+        else if (e->w.layers[il].is_moe)
+            ffn_moe(g, e, il);
+        else
+            ffn_dense(g, e, il);
+    }
+    g->segment = (int)c->n_layer + 1;
+    head(g, e, logits_to_host);
+}
+
+int vk_fwd_record_prefill_part(vk_engine *e, vk_rec *r, bool logits_to_host, int part)
+{
+    vk_graph g;
+    uint32_t *cut = calloc(2 * e->hx.n_layers + 1, sizeof *cut);
+    if (!cut || vk_graph_init(&g, 8 + 22 * e->m->cfg.n_layer, r->err)) {
+        free(cut);
+        if (!cut)
+            err_set(r->err, "out of host memory");
+        return r->status = -1;
+    }
+    prefill(&g, e, logits_to_host, cut);
+    int rc = g.status ? -1 : vk_hostmoe_record_part(e, r, &g, cut, (uint32_t)part, false);
+    vk_graph_free(&g);
+    free(cut);
+    return rc < 0 ? -1 : r->status;
+}
+
 int vk_fwd_record_prefill(vk_engine *e, vk_rec *r, bool logits_to_host)
 {
     const model_config *c = &e->m->cfg;
     vk_graph g;
     if (vk_graph_init(&g, 8 + 20 * c->n_layer, r->err))
         return r->status = -1;
-    g.segment = 0;
-    vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(e->b.params, VKP_TOKENS), .x = V(e->b.x, 0),
-                        .x_z = c->n_embd, .nz = e->b.n_batch, .check_batch = true};
-    NODE(&g, EMBED(em), .writes = R_X);
-    for (uint32_t il = 0; il < c->n_layer; il++) {
-        g.segment = (int)il + 1;
-        attention(&g, e, il);
-        if (e->w.layers[il].is_moe)
-            ffn_moe(&g, e, il);
-        else
-            ffn_dense(&g, e, il);
-    }
-    g.segment = (int)c->n_layer + 1;
-    head(&g, e, logits_to_host);
+    prefill(&g, e, logits_to_host, NULL);
     int rc = vk_sync_record(&e->rec.sync, &g, r);
     vk_graph_free(&g);
     return rc < 0 ? -1 : r->status;

@@ -58,7 +58,8 @@ static bool merge_qkv(const vk_ctx *c, const vk_tuning *t, const mtensor *q, con
            kv->ne[2] * kv->ne[3] == 1 && row_view_ok(c, q->type, q->ne[0], q->ne[1]) && t->qkv_merge;
 }
 
-static int collect(const vk_ctx *vc, const vk_tuning *t, const model *m, vk_weights *w, item_list *l)
+static int collect(const vk_ctx *vc, const vk_tuning *t, const model *m, const bool *host_exps, vk_weights *w,
+                   item_list *l)
 {
     const model_config *c = &m->cfg;
     l->ok = true;
@@ -99,9 +100,12 @@ static int collect(const vk_ctx *vc, const vk_tuning *t, const model *m, vk_weig
         d->has_bias = s->exp_probs_b.data != NULL;
         if (d->has_bias)
             add(l, &s->exp_probs_b, NULL, &d->exp_probs_b);
-        add(l, &s->gate_exps, &d->gate_exps, NULL);
-        add(l, &s->up_exps, &d->up_exps, NULL);
-        add(l, &s->down_exps, &d->down_exps, NULL);
+        d->host_exps = host_exps && host_exps[il];
+        if (!d->host_exps) {
+            add(l, &s->gate_exps, &d->gate_exps, NULL);
+            add(l, &s->up_exps, &d->up_exps, NULL);
+            add(l, &s->down_exps, &d->down_exps, NULL);
+        }
         d->has_shared = s->gate_shexp.data != NULL;
         if (d->has_shared) {
             add(l, &s->gate_shexp, &d->gate_sh, NULL);
@@ -133,12 +137,13 @@ static int item_bytes(const vk_ctx *c, upload_item *it, err_t *err)
     return 0;
 }
 
-int vk_weights_plan(const vk_ctx *c, const vk_tuning *t, const model *m, uint64_t *device_bytes, err_t *err)
+int vk_weights_plan(const vk_ctx *c, const vk_tuning *t, const model *m, const bool *host_exps, uint64_t *device_bytes,
+                    err_t *err)
 {
     vk_weights w = {0};
     w.layers = calloc(m->cfg.n_layer ? m->cfg.n_layer : 1, sizeof *w.layers);
     item_list l = {0};
-    int rc = w.layers && collect(c, t, m, &w, &l) == 0 ? 0 : err_set(err, "out of host memory");
+    int rc = w.layers && collect(c, t, m, host_exps, &w, &l) == 0 ? 0 : err_set(err, "out of host memory");
     uint64_t *sizes = rc ? NULL : malloc((l.n ? l.n : 1) * sizeof *sizes);
     if (!rc && !sizes)
         rc = err_set(err, "out of host memory");
@@ -253,7 +258,7 @@ static void rows_view(const vk_tensor *t, uint32_t r0, uint32_t n, vk_tensor *v)
     v->src_bytes = t->src_bytes / t->N * n;
 }
 
-int vk_weights_upload(vk_ctx *c, const vk_tuning *t, const model *m, vk_weights *w,
+int vk_weights_upload(vk_ctx *c, const vk_tuning *t, const model *m, const bool *host_exps, vk_weights *w,
                       void (*progress)(void *, const char *, uint64_t, uint64_t), void *user, err_t *err)
 {
     memset(w, 0, sizeof *w);
@@ -262,7 +267,7 @@ int vk_weights_upload(vk_ctx *c, const vk_tuning *t, const model *m, vk_weights 
     w->n_layer = m->cfg.n_layer;
     w->layers = calloc(w->n_layer ? w->n_layer : 1, sizeof *w->layers);
     item_list l = {0};
-    if (!w->layers || collect(c, t, m, w, &l))
+    if (!w->layers || collect(c, t, m, host_exps, w, &l))
         return err_set(err, "out of host memory");
     int rc = 0;
     uint64_t *sizes = malloc((l.n ? l.n : 1) * sizeof *sizes), total = 0, done = 0;

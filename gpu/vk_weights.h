@@ -3,7 +3,9 @@
  * Every matrix is uploaded once from the mapped file through the staging
  * ring, repacked into the GPU layout (vk_layout.c); vectors (norms, biases)
  * become f32.  Sizes are planned first so a model that does not fit is
- * refused, with the numbers, before anything is uploaded. */
+ * refused, with the numbers, before anything is uploaded.  The routed
+ * experts of the layers host_exps marks (NULL: none) are left out: they
+ * stay in the mapped file, for the CPU (vk_hostmoe.c). */
 #ifndef GLM_VK_WEIGHTS_H
 #define GLM_VK_WEIGHTS_H
 
@@ -18,6 +20,7 @@ typedef struct {
     vk_tensor router, gate_exps, up_exps, down_exps;        /* MoE */
     vk_tensor gate_sh, up_sh, down_sh;                      /* shared expert(s), may be absent */
     bool has_shared;
+    bool host_exps;         /* gate/up/down_exps stay in host memory (not uploaded) */
     /* q_a (or q, without q compression) and kv_a_mqa read the same input:
      * where their types and row lengths match they are uploaded as one
      * matrix, qkv_a (q's rows first), and q_a / q and kv_a are views of its
@@ -38,10 +41,11 @@ typedef struct {
 } vk_weights;
 
 /* Bytes the weights will take on this device (for the fit check). */
-int vk_weights_plan(const vk_ctx *c, const vk_tuning *t, const model *m, uint64_t *device_bytes, err_t *err);
+int vk_weights_plan(const vk_ctx *c, const vk_tuning *t, const model *m, const bool *host_exps, uint64_t *device_bytes,
+                    err_t *err);
 /* Uploads everything into device memory of its own (w->arena, reserved
  * here). */
-int vk_weights_upload(vk_ctx *c, const vk_tuning *t, const model *m, vk_weights *w,
+int vk_weights_upload(vk_ctx *c, const vk_tuning *t, const model *m, const bool *host_exps, vk_weights *w,
                       void (*progress)(void *, const char *, uint64_t, uint64_t), void *user, err_t *err);
 /* The host and the device memory of w (the device's when c still has one). */
 void vk_weights_free(vk_ctx *c, vk_weights *w);

@@ -4,11 +4,13 @@
 # naming what would fit and a non-zero exit, never a crash or the driver's
 # text; a cap that fits runs and gives the logits it gives without one; the
 # default context shrinks to what the weights leave; `info` and -p's note
-# say what is placed where; bad sizes are usage errors.
+# say what is placed where; bad sizes are usage errors.  Every expert on
+# the device (--n-cpu-moe 0): what a cap does once the routed experts may go
+# to host memory is t_vk_hostmoe.sh's.
 . tests/lib.sh
 M=tests/data/models/tiny-glm-a/tiny-glm-a.q8_0.gguf
 TOK=1,2,3,4,5,6,7,8
-VK="--backend vulkan"
+VK="--backend vulkan --n-cpu-moe 0"
 
 if ! $GLMCHAT devices >/dev/null 2>&1; then
     fail "vulkan device" "none usable ($($GLMCHAT devices 2>&1 | head -c 300))"
@@ -91,7 +93,7 @@ one_line "-p: --gpu-mem 2M, one line"
 
 # ---- the settings key --------------------------------------------------------------
 mkdir -p "$TMP/cfg/glmchat"
-echo "gpu-mem = 1M" >"$TMP/cfg/glmchat/settings"
+printf 'gpu-mem = 1M\nn-cpu-moe = 0\n' >"$TMP/cfg/glmchat/settings"
 XDG_CONFIG_HOME=$TMP/cfg expect_fail "settings: gpu-mem = 1M" 'has 1\.0 MiB \(--gpu-mem\)' \
     $GLMCHAT -m "$M" $VK -p hello -n 2 </dev/null
 echo "gpu-mem = 6X" >"$TMP/cfg/glmchat/settings"

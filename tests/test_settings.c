@@ -33,7 +33,7 @@ static const char *value_for(const char *key)
         {"seed", "42"},               {"n-predict", "64"},         {"ctx", "2048"},
         {"context-overflow", "stop"}, {"theme", "mono"},           {"side-pane", "off"},
         {"side-width", "30"},         {"mouse", "off"},            {"ignore-eos", "on"},
-        {"draft", "2"},               {"gpu-mem", "6G"},
+        {"draft", "2"},               {"gpu-mem", "6G"},           {"n-cpu-moe", "2"},
     };
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
         if (!strcmp(values[i].key, key))

@@ -626,6 +626,7 @@ int cmd_bench(int argc, char **argv)
     p.n_threads = o.n_threads;
     p.device_index = o.device;
     p.gpu_mem = o.gpu_mem;
+    p.n_cpu_moe = o.n_cpu_moe;
     p.n_ctx = o.n_ctx ? o.n_ctx : maxd + span + 16;
     p.n_batch = o.n_batch ? o.n_batch : (b.p > 512 ? 512 : b.p > 64 ? b.p : 64);
     p.profile = PROFILE_SAMPLED; /* the chat's; the prompt figure turns it off */

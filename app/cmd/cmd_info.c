@@ -17,14 +17,17 @@
 
 static void info_usage(FILE *f)
 {
-    fprintf(f, "usage: glmchat info -m FILE [--backend NAME] [--gpu-mem SIZE] [-c N] [--device N] [--kv-type T]\n"
+    fprintf(f, "usage: glmchat info -m FILE [--backend NAME] [--gpu-mem SIZE] [--n-cpu-moe N] [-c N] [--device N]\n"
+               "                   [--kv-type T]\n"
                "Prints the model's architecture, dimensions, attention and expert shape,\n"
                "RoPE scaling, a census of tensor types, the mix (each tensor kind's types by\n"
                "layer), and the parameters and bytes read per decoded token.\n"
                "With --backend or --gpu-mem, also what the backend would place where: on\n"
                "Vulkan the device memory of the weights, of the KV cache for -c N tokens (or\n"
                "the largest context that fits) and of the activations, against what the\n"
-               "device has free or --gpu-mem allows -- or the one line saying what would fit.\n");
+               "device has free or --gpu-mem allows, and the layers whose routed experts stay\n"
+               "in host memory (--n-cpu-moe N, or as many as the device's memory needs) -- or\n"
+               "the one line saying what would fit.\n");
 }
 
 /* Strings from the file (its name, general.name, the architecture): inert
@@ -278,6 +281,7 @@ static int print_placement(const char *path, const cli_options *o)
         p.kv = cli_kv_type(o, be);
         p.device_index = o->device;
         p.gpu_mem = o->gpu_mem;
+        p.n_cpu_moe = o->n_cpu_moe;
         p.n_ctx = o->n_ctx; /* 0: the largest that fits, as the chat takes it */
         if (o->n_batch)
             p.n_batch = o->n_batch;
@@ -285,10 +289,13 @@ static int print_placement(const char *path, const cli_options *o)
         p.n_tune = o->n_tune;
         vk_placement pl;
         if (vk_plan_placement(&m, &p, &pl, &err) == 0) {
-            char line[320];
+            char line[480], host[160] = "nothing (the file is read once, at load)";
             vk_placement_line(&pl, line, sizeof line);
-            printf("\nplacement     Vulkan on %s\n  device      %s\n  host        nothing (the file is read once, "
-                   "at load)\n", pl.device, line);
+            if (pl.host_layers) /* the line's last clause says which */
+                snprintf(host, sizeof host, "the routed experts of %u MoE layer%s (%.1f MiB, read from the mapped "
+                         "file, computed by the CPU)", pl.host_layers, pl.host_layers > 1 ? "s" : "",
+                         (double)pl.host_bytes / (1024.0 * 1024.0));
+            printf("\nplacement     Vulkan on %s\n  device      %s\n  host        %s\n", pl.device, line, host);
         } else {
             rc = 1;
         }
@@ -318,7 +325,7 @@ int cmd_info(int argc, char **argv)
         } else if (a[0] != '-' && !path) {
             path = a;
         } else if ((r = cli_parse_common(&o, argc, argv, &i, &perr)) > 0 && strcmp(a, "--tokens") != 0) {
-            place |= !strcmp(a, "--backend") || !strcmp(a, "--gpu-mem");
+            place |= !strcmp(a, "--backend") || !strcmp(a, "--gpu-mem") || !strcmp(a, "--n-cpu-moe");
         } else {
             if (r < 0)
                 fprintf(stderr, "glmchat: info: %s\n", perr.msg);

@@ -355,7 +355,9 @@ int oneshot_answer(const chat_args *a, chat_model *cm, conversation *conv, const
         chat_error("%s", err.msg);
         goto out;
     }
-    if (a->s.gpu_mem) /* a cap asked for: say what it left room for */
+    /* a cap asked for, or experts left in host memory (the backend's
+     * description names them): say what went where */
+    if (a->s.gpu_mem || strstr(decoder_describe(dec), " in host memory"))
         chat_error("note: %s", decoder_describe(dec));
     if (fit_prompt(a, &set, &chat, dec, &fit) != 0)
         goto out; /* nothing answered, nothing saved */

@@ -45,6 +45,9 @@ const char *chat_args_help(void)
            "      --device N         Vulkan device index (see `glmchat devices`)\n"
            "      --gpu-mem SIZE     the most GPU memory to use, e.g. 6G or 512M (default auto:\n"
            "                         what is free); the context is sized to what it leaves\n"
+           "      --n-cpu-moe N|auto the routed experts of the first N layers in host memory,\n"
+           "                         computed by the CPU (default auto: as many as the GPU's\n"
+           "                         memory needs)\n"
            "      --kv-type TYPE     KV cache: f32 or f16 (default: f16 on Vulkan, f32 on cpu)\n"
            "  -t, --threads N        CPU threads (default: all cores)\n"
            "  -b, --batch N          prompt tokens per backend call\n"
@@ -319,6 +322,7 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
     cm->params.n_tune = a->cli.n_tune;
     cm->params.n_ctx = a->s.n_ctx; /* 0: the engine takes the largest that fits (engine.h) */
     cm->params.gpu_mem = a->s.gpu_mem;
+    cm->params.n_cpu_moe = a->s.n_cpu_moe;
     cm->params.draft = a->s.draft; /* drafts where the file has a NextN block and the backend can */
     describe(cm);
     return 0;

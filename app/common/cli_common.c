@@ -16,6 +16,7 @@ void cli_options_init(cli_options *o)
     o->backend = "auto";
     o->kv = KV_F32;
     o->device = -1;
+    o->n_cpu_moe = ENGINE_CPU_MOE_AUTO;
 }
 
 kv_type cli_kv_type(const cli_options *o, const engine_backend *be)
@@ -42,6 +43,8 @@ const char *cli_common_help(void)
            "  -t, --threads N      CPU threads (default: all cores)\n"
            "      --device N       Vulkan device index (see `glmchat devices`)\n"
            "      --gpu-mem SIZE   the most GPU memory to use, e.g. 6G or 512M (default: what is free)\n"
+           "      --n-cpu-moe N|auto  the routed experts of the first N layers in host memory, computed\n"
+           "                       by the CPU (default auto: as many as the GPU's memory needs)\n"
            "      --tokens LIST    prompt as comma-separated token ids, e.g. 1,2,3\n"
            "      --tune KEY=VALUE a Vulkan tuning knob (repeatable; `glmchat bench --tune help` lists them)\n";
 }
@@ -164,6 +167,9 @@ int cli_parse_common(cli_options *o, int argc, char **argv, int *i, err_t *err)
     } else if (is(a, NULL, "--gpu-mem")) {
         if (!(v = option_value(argc, argv, i, err)) || settings_parse_size(a, v, &o->gpu_mem, err) < 0)
             return -1;
+    } else if (is(a, NULL, "--n-cpu-moe")) {
+        if (!(v = option_value(argc, argv, i, err)) || settings_parse_cpu_moe(a, v, &o->n_cpu_moe, err) < 0)
+            return -1;
     } else if (is(a, NULL, "--tokens")) {
         if (!(v = option_value(argc, argv, i, err)))
             return -1;
@@ -205,6 +211,7 @@ int cli_session_open(cli_session *s, const cli_options *o, uint32_t n_ctx_defaul
     p.n_threads = o->n_threads;
     p.device_index = o->device;
     p.gpu_mem = o->gpu_mem;
+    p.n_cpu_moe = o->n_cpu_moe;
     if (o->n_batch)
         p.n_batch = o->n_batch;
     if (o->n_ctx)

@@ -10,6 +10,7 @@
  *   -t, --threads N         CPU threads (0: all cores)
  *   --device N              Vulkan device index
  *   --gpu-mem SIZE          the most device memory to use (6G, 512M; auto)
+ *   --n-cpu-moe N|auto      routed experts of blocks 0..N-1 in host memory (auto)
  *   --tokens 1,2,3          prompt as token ids
  *   --tune KEY=VALUE        a Vulkan tuning knob (repeatable; gpu/vk_tuning.h)
  */
@@ -35,6 +36,7 @@ typedef struct {
     int n_threads;       /* 0: all cores */
     int device;          /* -1: best available */
     uint64_t gpu_mem;    /* bytes, 0: what the device has */
+    int n_cpu_moe;       /* ENGINE_CPU_MOE_AUTO, or blocks whose routed experts stay in host memory */
     int32_t *tokens;     /* --tokens (owned) */
     uint32_t n_tokens;
     bool have_tokens;

@@ -50,6 +50,19 @@ static int parse_long(const char *key, const char *v, long lo, long hi, long *ou
     return 0;
 }
 
+int settings_parse_cpu_moe(const char *key, const char *v, int *out, err_t *err)
+{
+    long x;
+    if (!strcmp(v, "auto")) {
+        *out = ENGINE_CPU_MOE_AUTO;
+        return 0;
+    }
+    if (parse_long(key, v, 0, 4096, &x, err) != 0)
+        return err_set(err, "%s: '%s' is not auto or a number of layers from 0 to 4096", key, v);
+    *out = (int)x;
+    return 0;
+}
+
 int settings_parse_size(const char *key, const char *v, uint64_t *out, err_t *err)
 {
     if (!strcmp(v, "auto") || !strcmp(v, "0")) {
@@ -125,6 +138,7 @@ void settings_defaults(settings *s)
     s->side_pane = SETTINGS_PANE_AUTO;
     s->mouse = true;
     s->draft = ENGINE_DRAFT_AUTO;
+    s->n_cpu_moe = ENGINE_CPU_MOE_AUTO;
 }
 
 /* Every key, as settings_keys() lists them; a key's bit in settings.given
@@ -133,7 +147,7 @@ static const char *const all_keys[] = {
     "model", "backend", "device", "template", "think",
     "temp", "top-k", "top-p", "min-p", "repeat-penalty", "presence-penalty", "frequency-penalty", "seed",
     "n-predict", "ctx", "context-overflow",
-    "theme", "side-pane", "side-width", "mouse", "ignore-eos", "draft", "gpu-mem",
+    "theme", "side-pane", "side-width", "mouse", "ignore-eos", "draft", "gpu-mem", "n-cpu-moe",
 };
 _Static_assert(sizeof all_keys / sizeof all_keys[0] <= 32, "settings.given has a bit per key");
 
@@ -270,6 +284,8 @@ static int set_key(settings *s, const char *key, const char *v, err_t *err)
     }
     if (!strcmp(key, "gpu-mem"))
         return settings_parse_size(key, v, &s->gpu_mem, err);
+    if (!strcmp(key, "n-cpu-moe"))
+        return settings_parse_cpu_moe(key, v, &s->n_cpu_moe, err);
     if (!strcmp(key, "context-overflow")) {
         if (chat_ctx_policy_parse(v, &s->ctx_overflow) != 0)
             return err_set(err, "context-overflow: '%s' is not trim or stop", v);

@@ -42,6 +42,7 @@ typedef struct {
     bool mouse;            /* wheel scrolling (mouse reporting on) */
     bool ignore_eos;       /* answers end only at n-predict or a full context (benchmarks, stress) */
     int draft;             /* NextN drafting: -1 auto (default), 0 off, 1..4 drafts per step (engine.h) */
+    int n_cpu_moe;         /* routed experts of blocks 0..N-1 in host memory, -1 auto (default; engine.h) */
     /* The keys given explicitly -- on the command line or by /set, not by
      * the settings file or the defaults -- for settings_given(). */
     uint32_t given;
@@ -65,6 +66,9 @@ const char *settings_option_key(const char *arg);
 /* A size of memory ("6G", "1.5G", "512M", "auto" or "0": none) in bytes
  * into *out; -1 with err naming `key` when it is not one. */
 int settings_parse_size(const char *key, const char *v, uint64_t *out, err_t *err);
+/* The routed experts of how many first blocks stay in host memory
+ * (n-cpu-moe, --n-cpu-moe): "auto" -> ENGINE_CPU_MOE_AUTO, or 0 to 4096. */
+int settings_parse_cpu_moe(const char *key, const char *v, int *out, err_t *err);
 /* True for the keys /set may change at run time. */
 bool settings_is_sampling_key(const char *key);
 /* Space-separated list of every key, for help and errors. */

@@ -19,6 +19,7 @@ void engine_params_default(engine_params *p)
     p->n_threads = 0;
     p->device_index = -1;
     p->profile = PROFILE_SAMPLED;
+    p->n_cpu_moe = ENGINE_CPU_MOE_AUTO;
 }
 
 static double now_seconds(void)

@@ -115,7 +115,15 @@ typedef struct {
      * decoder's policy (decoder.h).  engine_open turns AUTO into OFF on a
      * backend where drafting does not pay (engine_backend.draft_pays). */
     int draft;
+    /* A GPU backend's routed experts in host memory (llama.cpp's
+     * --n-cpu-moe): N keeps those of blocks 0..N-1 in the mapped file,
+     * computed by the CPU, and the rest of the model on the device (0:
+     * none); ENGINE_CPU_MOE_AUTO (engine_params_default) as many of the
+     * first blocks as the device's memory needs, none when all fits. */
+    int n_cpu_moe;
 } engine_params;
+
+#define ENGINE_CPU_MOE_AUTO (-1)
 
 #define ENGINE_DRAFT_OFF 0
 #define ENGINE_DRAFT_AUTO (-1)

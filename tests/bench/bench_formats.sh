@@ -29,6 +29,10 @@
 # mkmodel preset and its needs, to try the script on a small device.
 # SPLIT=1: all of glmchat's figures first, then llama-bench's (each file made
 # again, the same bytes) -- so llama-bench's build can finish meanwhile.
+# NCMOE=N: both programs with the routed experts of the first N blocks in
+# host memory, computed by the CPU (glmchat --n-cpu-moe N, llama-bench
+# -ncmoe N: the same blocks); depth 0 only unless NCMOE_DEPTHS says more
+# (glmchat then reads a prompt a token at a time).
 # Figures only: nothing here passes or fails on speed.  Needs a Vulkan GPU
 # with ~35 GB free and as much disk; without a device it says so and skips.
 GLMCHAT=${GLMCHAT:-./glmchat}
@@ -40,6 +44,11 @@ REPS=${REPS:-2}
 if [ -n "${BENCH_DIR:-}" ]; then DIR=$(mktemp -d "$BENCH_DIR/formats.XXXXXX"); else DIR=$(mktemp -d); fi || exit 1
 trap 'rm -rf "$DIR"' EXIT
 T=${STEP_TIMEOUT:-240}
+GL_SPLIT= LL_SPLIT= DEPTHS=0,4096
+if [ -n "${NCMOE:-}" ]; then
+    GL_SPLIT="--n-cpu-moe $NCMOE" LL_SPLIT="-ncmoe $NCMOE" DEPTHS=${NCMOE_DEPTHS:-0}
+    echo "routed experts of blocks 0..$((NCMOE - 1)) in host memory (--n-cpu-moe / -ncmoe $NCMOE)"
+fi
 
 dev=$($GLMCHAT devices 2>/dev/null | grep -- '<- default')
 dev_gib=$(echo "$dev" | sed -n 's/.* \([0-9.]*\) GiB device-local.*/\1/p')
@@ -91,7 +100,7 @@ for f in $FORMATS; do
         continue
     fi
     if [ "$pass" = ll ]; then
-        timeout "$T" "$LLAMA_BENCH" -m "$m" -ngl 99 -fa 1 -p 512 -n 128 -d 0,4096 -r "$REPS" -o csv \
+        timeout "$T" "$LLAMA_BENCH" -m "$m" -ngl 99 $LL_SPLIT -fa 1 -p 512 -n 128 -d "$DEPTHS" -r "$REPS" -o csv \
             >"$DIR/ll.$f.csv" 2>"$DIR/ll.err" || tail -n 3 "$DIR/ll.err"
         cat "$DIR/ll.$f.csv"
         rm -f "$m"
@@ -102,7 +111,7 @@ for f in $FORMATS; do
     case " $PROFILE " in *" $f "*) prof=--profile ;; esac
     : >"$DIR/gl.txt"
     [ "${MAIN:-1}" = 0 ] ||
-        timeout "$T" $GLMCHAT bench -m "$m" --backend vulkan -p 512 -n 128 -d 0,4096 -r "$REPS" $prof 2>&1 |
+        timeout "$T" $GLMCHAT bench -m "$m" --backend vulkan $GL_SPLIT -p 512 -n 128 -d "$DEPTHS" -r "$REPS" $prof 2>&1 |
         tr '\r' '\n' | grep -v '^uploading' >"$DIR/gl.txt"
     cat "$DIR/gl.txt"
     pp=$(gl_fig pp512 "$DIR/gl.txt")
@@ -134,7 +143,7 @@ for f in $FORMATS; do
     esac
     lpp=- ltg=- ltgd=-
     if [ -x "$LLAMA_BENCH" ] && [ "$pass" = both ] && [ "${MAIN:-1}" != 0 ]; then
-        timeout "$T" "$LLAMA_BENCH" -m "$m" -ngl 99 -fa 1 -p 512 -n 128 -d 0,4096 -r "$REPS" -o csv \
+        timeout "$T" "$LLAMA_BENCH" -m "$m" -ngl 99 $LL_SPLIT -fa 1 -p 512 -n 128 -d "$DEPTHS" -r "$REPS" -o csv \
             >"$DIR/ll.csv" 2>"$DIR/ll.err" || tail -n 3 "$DIR/ll.err"
         cat "$DIR/ll.csv"
         lpp=$(ll_fig 512 0 0 "$DIR/ll.csv")

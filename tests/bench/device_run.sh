@@ -15,7 +15,8 @@
 #   LLAMA     build llama-bench first (in the background), wait before the table
 #   FORMATS   the formats of tests/bench/bench_formats.sh (default its list)
 #             with BASE_FORMATS for the earlier binary, AB / AB_FORMATS for
-#             tuning A/Bs (bench_formats.sh)                 -> $OUT/formats.txt
+#             tuning A/Bs (bench_formats.sh), NCMOE=N for both programs
+#             with the routed experts of blocks 0..N-1 on the CPU -> $OUT/formats.txt
 # A summary goes to stdout (the call's output) and $OUT/log.txt.
 D=${D:-.dev/kquant}
 R=$PWD

@@ -1,0 +1,187 @@
+#!/bin/sh
+# t_vk_hostmoe.sh: routed experts in host memory on the Vulkan backend
+# (lavapipe in CI; gpu/vk_hostmoe.c): the experts of the first N blocks
+# computed by the CPU, the rest of the model on the device.
+#  - every fixture model and file with all its MoE layers' experts on the
+#    CPU, and the GLM model with one of two, held to the fixture criteria
+#    the unsplit Vulkan run is held to (tests/oracle_lib.sh: logits against
+#    the float64 reference of the file, greedy continuations), the prompt
+#    as one batch (the prompt graph's parts) and a token at a time (the
+#    decode graph's), and within 1e-2 rel-L2 of the unsplit run (the CPU's
+#    8-bit activations against the GPU's: ~6e-3 on the Q8_0 file); the same
+#    at subgroup 16; the prompt in chunks of 3 within 1e-5 of one batch (as
+#    t_vk_fixtures.sh holds the unsplit run: the attention's splits follow
+#    the chunk; the CPU's sums do not depend on it);
+#  - --n-cpu-moe 1 on a model whose block 0 is dense moves nothing: the
+#    unsplit run's bits;
+#  - a --gpu-mem too small for every expert splits by itself (info, -p's
+#    note and the logits say so), one too small even then is one line;
+#  - bad values of the flag and the settings key are one-line errors.
+. tests/lib.sh
+. tests/oracle_lib.sh
+CMP=$BUILD/tools/cmp_logits
+JG=$BUILD/tools/json_get
+ROOT=tests/data/models
+VK="--backend vulkan --kv-type f32"
+
+if ! $GLMCHAT devices >/dev/null 2>&1; then
+    fail "vulkan device" "none usable ($($GLMCHAT devices 2>&1 | head -c 300))"
+    done_tests
+fi
+
+# blocks MODEL: how many blocks the model runs (info's "blocks N run")
+blocks() { $GLMCHAT info -m "$1" | sed -n 's/^blocks *\([0-9]*\) run.*/\1/p'; }
+
+# split_case NAME DIR VARIANT N: logits and greedy ids with the experts of
+# blocks 0..N-1 in host memory, against the oracles and the unsplit run
+split_case() {
+    _c=$1 _d=$2 _v=$3 _n=$4
+    _m=$_d/$(basename "$_d").$_v.gguf
+    _tokens=$($JG "$_d/fixture.json" prompt.tokens --sep ,)
+    _vocab=$($JG "$_d/logits.ref_f64.f32.json" shape.1)
+    _ntok=$(echo "$_tokens" | tr ',' '\n' | wc -l)
+    if ! $GLMCHAT logits -m "$_m" $VK --n-cpu-moe "$_n" --tokens "$_tokens" -o "$TMP/$_c.bin" 2>"$TMP/err"; then
+        fail "$_c logits" "$(head -c 300 "$TMP/err")"
+        return
+    fi
+    oracle_logits "$_c logits" "$_d" "$_v" "$_ntok" "$_vocab" "$TMP/$_c.bin"
+    if $GLMCHAT logits -m "$_m" $VK --n-cpu-moe "$_n" -b 1 --tokens "$_tokens" -o "$TMP/$_c.b1.bin" 2>"$TMP/err"; then
+        oracle_logits "$_c logits a token at a time" "$_d" "$_v" "$_ntok" "$_vocab" "$TMP/$_c.b1.bin"
+    else
+        fail "$_c logits a token at a time" "$(head -c 300 "$TMP/err")"
+    fi
+    if $GLMCHAT logits -m "$_m" $VK --n-cpu-moe 0 -b 1 --tokens "$_tokens" -o "$TMP/$_c.whole.bin" 2>"$TMP/err" &&
+        _out=$($CMP --vocab "$_vocab" --max-rel-l2 1e-2 --min-argmax "$_ntok" "$TMP/$_c.bin" "$TMP/$_c.whole.bin"); then
+        ok "$_c logits vs every expert on the device ($_out)"
+    else
+        fail "$_c logits vs every expert on the device" "${_out:-$(head -c 300 "$TMP/err")}"
+    fi
+    _k=$($JG "$_d/fixture.json" "greedy.$_v" | wc -w)
+    _got=$($GLMCHAT generate -m "$_m" $VK --n-cpu-moe "$_n" --tokens "$_tokens" -n "$_k" --temp 0 --ids 2>"$TMP/err")
+    oracle_generate "$_c generate" "$_d" "$_v" "$_got" "$TMP/err"
+}
+
+# ---- every fixture file, every MoE layer's experts on the CPU ------------------------
+for dir in "$ROOT"/*/; do
+    [ -f "$dir/fixture.json" ] || continue
+    dir=${dir%/}
+    name=$(basename "$dir")
+    nb=$(blocks "$dir/$name.f32.gguf")
+    for v in f32 q8_0 q4_0 q4_k_m; do
+        [ -f "$dir/$name.$v.gguf" ] && split_case "host experts $name.$v (all $nb blocks)" "$dir" "$v" "$nb"
+    done
+done
+
+# ---- some layers: the GLM model's first MoE layer (block 1) ---------------------------
+G=$ROOT/tiny-glm-a
+for v in f32 q4_k_m; do
+    split_case "host experts tiny-glm-a.$v (blocks 0..1)" "$G" "$v" 2
+done
+
+# ---- subgroup 16 (lavapipe's 512-bit vectors) ----------------------------------------
+LP_NATIVE_VECTOR_WIDTH=512 split_case "host experts tiny-glm-a.q8_0 [subgroup 16]" "$G" q8_0 3
+
+# ---- the prompt in chunks of 3 ------------------------------------------------------------
+tokens=$($JG "$G/fixture.json" prompt.tokens --sep ,)
+vocab=$($JG "$G/logits.ref_f64.f32.json" shape.1)
+if $GLMCHAT logits -m "$G/tiny-glm-a.q8_0.gguf" $VK --n-cpu-moe 3 --tokens "$tokens" -o "$TMP/one.bin" 2>"$TMP/err" &&
+    $GLMCHAT logits -m "$G/tiny-glm-a.q8_0.gguf" $VK --n-cpu-moe 3 -b 3 --tokens "$tokens" -o "$TMP/b3.bin" 2>>"$TMP/err" &&
+    out=$($CMP --vocab "$vocab" --max-rel-l2 1e-5 "$TMP/b3.bin" "$TMP/one.bin"); then
+    ok "host experts: the prompt in chunks of 3 = one batch ($out)"
+else
+    fail "host experts: the prompt in chunks of 3" "${out:-$(head -c 300 "$TMP/err")}"
+fi
+
+# ---- block 0 is dense: --n-cpu-moe 1 moves nothing --------------------------------------
+M=$G/tiny-glm-a.q8_0.gguf
+TOK=1,2,3,4,5,6,7,8
+if $GLMCHAT logits -m "$M" $VK --n-cpu-moe 1 --tokens $TOK -o "$TMP/n1.bin" 2>"$TMP/err" &&
+    $GLMCHAT logits -m "$M" $VK --n-cpu-moe 0 --tokens $TOK -o "$TMP/n0.bin" 2>>"$TMP/err" &&
+    cmp -s "$TMP/n1.bin" "$TMP/n0.bin" &&
+    ! $GLMCHAT info -m "$M" --backend vulkan --n-cpu-moe 1 | grep -q 'in host memory'; then
+    ok "--n-cpu-moe 1 (block 0 dense): nothing moved, the same bits"
+else
+    fail "--n-cpu-moe 1 (block 0 dense)" "$(head -c 300 "$TMP/err")"
+fi
+
+# ---- what goes where: info, -p's note ------------------------------------------------
+if $GLMCHAT info -m "$M" --backend vulkan --n-cpu-moe 3 >"$TMP/info" 2>"$TMP/err" &&
+    grep -qE '^  device      weights .*; routed experts of layers 1\.\.2 in host memory \([0-9.]+ MiB\)$' "$TMP/info" &&
+    grep -qE '^  host        the routed experts of 2 MoE layers \([0-9.]+ MiB, read from the mapped file' "$TMP/info"; then
+    ok "info --n-cpu-moe 3: layers 1..2 in host memory"
+else
+    fail "info --n-cpu-moe 3" "$(tail -3 "$TMP/info") $(head -c 300 "$TMP/err")"
+fi
+if $GLMCHAT -m "$M" --backend vulkan --n-cpu-moe 2 -p hello -n 2 --temp 0 --think off >/dev/null 2>"$TMP/err" </dev/null &&
+    grep -q '^glmchat: note: Vulkan: routed experts of layer 1 in host memory ([0-9.]* MiB); ' "$TMP/err"; then
+    ok "-p --n-cpu-moe 2: the note names layer 1"
+else
+    fail "-p --n-cpu-moe 2: the note" "$(head -c 300 "$TMP/err")"
+fi
+
+# ---- a cap too small for every expert on the device: the split by itself ---------------
+# the device memory of the whole model and of the model without its routed
+# experts, at -c 256 (MiB, as info prints them)
+total() { $GLMCHAT info -m "$M" $VK -c 256 "$@" | sed -n 's/.*: \([0-9.]*\) MiB of .*/\1/p'; }
+whole=$(total --n-cpu-moe 0)
+least=$(total --n-cpu-moe 3)
+capm=$(awk -v l="$least" 'BEGIN { printf "%.1f", l + 0.1 }')
+cap=${capm}M
+if [ -z "$whole" ] || [ -z "$least" ] || ! awk -v w="$whole" -v l="$least" 'BEGIN { exit !(l + 0.1 < w) }'; then
+    fail "the cap between" "whole '$whole' MiB, without the experts '$least' MiB"
+else
+    if $GLMCHAT info -m "$M" $VK -c 256 --gpu-mem "$cap" >"$TMP/info" 2>"$TMP/err" &&
+        grep -qE "^  device      .* of $capm MiB \(--gpu-mem\); routed experts of layers? [0-9.]+ in host memory" "$TMP/info"; then
+        ok "info --gpu-mem $cap (the model needs ${whole} MiB): experts in host memory"
+    else
+        fail "info --gpu-mem $cap: experts in host memory" "$(tail -2 "$TMP/info") $(head -c 300 "$TMP/err")"
+    fi
+    tokens=$($JG "$G/fixture.json" prompt.tokens --sep ,)
+    vocab=$($JG "$G/logits.ref_f64.f32.json" shape.1)
+    ntok=$(echo "$tokens" | tr ',' '\n' | wc -l)
+    if $GLMCHAT logits -m "$M" $VK -c 256 --gpu-mem "$cap" --tokens "$tokens" -o "$TMP/cap.bin" 2>"$TMP/err"; then
+        oracle_logits "logits under --gpu-mem $cap" "$G" q8_0 "$ntok" "$vocab" "$TMP/cap.bin"
+    else
+        fail "logits under --gpu-mem $cap" "$(head -c 300 "$TMP/err")"
+    fi
+    if $GLMCHAT -m "$M" $VK -c 256 --gpu-mem "$cap" -p hello -n 2 --temp 0 --think off >/dev/null \
+        2>"$TMP/err" </dev/null && grep -q '^glmchat: note: .*routed experts of layers\? [0-9.]* in host memory' "$TMP/err"; then
+        ok "-p under --gpu-mem $cap: the note names the host layers"
+    else
+        fail "-p under --gpu-mem $cap: the note" "$(head -c 300 "$TMP/err")"
+    fi
+fi
+# too small even with every expert in host memory: one line, non-zero
+expect_fail "--gpu-mem 0.3M: too small even so" \
+    'with the routed experts of layers 1\.\.2 in host memory \([0-9.]+ MiB\)\) but .* has 0\.3 MiB \(--gpu-mem\); even -c [0-9]+ needs' \
+    $GLMCHAT logits -m "$M" $VK -c 256 --gpu-mem 0.3M --tokens $TOK -o "$TMP/x.bin"
+if [ "$(wc -l <"$TMP/err")" -eq 1 ]; then ok "--gpu-mem 0.3M: one line"; else fail "--gpu-mem 0.3M: one line" "$(head -c 300 "$TMP/err")"; fi
+expect_fail "--n-cpu-moe 2 under --gpu-mem 0.9M: too small" 'routed experts of layer 1 in host memory \([0-9.]+ MiB\)\) but .* has 0\.9 MiB \(--gpu-mem\)' \
+    $GLMCHAT logits -m "$M" $VK -c 256 --n-cpu-moe 2 --gpu-mem 0.9M --tokens $TOK -o "$TMP/x.bin"
+
+# ---- bad values --------------------------------------------------------------------------
+for v in -1 x 2.5 "" 4097; do
+    $GLMCHAT logits -m "$M" $VK --n-cpu-moe "$v" --tokens $TOK -o "$TMP/x.bin" >/dev/null 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q -- "^glmchat: --n-cpu-moe: '$v' is not auto or a number of layers from 0 to 4096" "$TMP/err" &&
+        [ "$(wc -l <"$TMP/err")" -le 2 ]; then
+        ok "--n-cpu-moe '$v' is refused"
+    else
+        fail "--n-cpu-moe '$v' is refused" "status $rc: $(head -c 300 "$TMP/err")"
+    fi
+done
+expect_fail "--n-cpu-moe 4: more than the model's 3 blocks" '^glmchat: .*--n-cpu-moe 4: the model has 3 layers$' \
+    $GLMCHAT logits -m "$M" $VK --n-cpu-moe 4 --tokens $TOK -o "$TMP/x.bin"
+mkdir -p "$TMP/cfg/glmchat"
+echo "n-cpu-moe = two" >"$TMP/cfg/glmchat/settings"
+XDG_CONFIG_HOME=$TMP/cfg expect_fail "settings: n-cpu-moe = two" "n-cpu-moe: 'two' is not auto or a number of layers" \
+    $GLMCHAT -m "$M" --backend vulkan -p hello -n 2 </dev/null
+echo "n-cpu-moe = 3" >"$TMP/cfg/glmchat/settings"
+if XDG_CONFIG_HOME=$TMP/cfg $GLMCHAT -m "$M" --backend vulkan -p hello -n 2 --think off >/dev/null 2>"$TMP/err" </dev/null &&
+    grep -q 'routed experts of layers 1\.\.2 in host memory' "$TMP/err"; then
+    ok "settings: n-cpu-moe = 3"
+else
+    fail "settings: n-cpu-moe = 3" "$(head -c 300 "$TMP/err")"
+fi
+
+done_tests
