@@ -8,7 +8,8 @@
  *
  * 32-element formats take two blocks per 64-byte vector.  The levels of a
  * pair of blocks are unpacked once, as signed bytes (Q4_0 - 8, Q5_0 - 16,
- * Q8_0 as stored; Q4_1 / Q5_1's unsigned levels fit too), then per token:
+ * Q8_0 as stored, IQ4_NL through its table; Q4_1 / Q5_1's unsigned levels
+ * fit too), then per token:
  *  - VNNI: vpdpbusd wants its first operand unsigned, so the activations are
  *    biased by 128 (one xor): (q + 128) . lv = q . lv + 128 sum(lv), and
  *    128 sum(lv) -- the same for every token -- comes off once per pair;
@@ -26,6 +27,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "cpu_iq4.h"
 #include "cpu_kernels.h"
 
 #define TGT __attribute__((target(CPU_X86_TARGET)))
@@ -155,7 +157,13 @@ INL __m256i fifth_bits(const uint8_t *qh_bytes)
 
 /* Per format: the signed levels of blocks b, b+1, their d_w pair and (Q4_1,
  * Q5_1) their mins. */
-enum { F_Q4_0, F_Q4_1, F_Q5_0, F_Q5_1, F_Q8_0 };
+enum { F_Q4_0, F_Q4_1, F_Q5_0, F_Q5_1, F_Q8_0, F_IQ4_NL };
+
+/* IQ4_NL's 16 levels in each 128-bit lane, for a byte shuffle of nibbles. */
+INL __m512i iq4_table(void)
+{
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)cpu_iq4_levels));
+}
 
 INL __m512i levels2(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
 {
@@ -183,6 +191,11 @@ INL __m512i levels2(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
         *mw = half2(&w[0].m, &w[1].m);
         const __m512i hb = join256(fifth_bits(w[0].qh), fifth_bits(w[1].qh));
         return _mm512_or_si512(nibbles64(w[0].qs, w[1].qs), hb);
+    }
+    case F_IQ4_NL: {
+        const block_iq4_nl *w = (const block_iq4_nl *)row + b;
+        *dw = half2(&w[0].d, &w[1].d);
+        return _mm512_shuffle_epi8(iq4_table(), nibbles64(w[0].qs, w[1].qs));
     }
     default: {
         const block_q8_0 *w = (const block_q8_0 *)row + b;
@@ -224,6 +237,12 @@ INL __m512i levels1(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
         *mw = _mm_setr_ps(half(&w->m), 0, 0, 0);
         const __m256i hb = fifth_bits(w->qh);
         lv = _mm512_or_si512(nibbles64(w->qs, w->qs), join256(hb, hb));
+        break;
+    }
+    case F_IQ4_NL: {
+        const block_iq4_nl *w = (const block_iq4_nl *)row + b;
+        *dw = _mm_setr_ps(half(&w->d), 0, 0, 0);
+        lv = _mm512_shuffle_epi8(iq4_table(), nibbles64(w->qs, w->qs));
         break;
     }
     default: {
@@ -326,6 +345,7 @@ FORMAT32(F_Q4_1, q4_1)
 FORMAT32(F_Q5_0, q5_0)
 FORMAT32(F_Q5_1, q5_1)
 FORMAT32(F_Q8_0, q8_0)
+FORMAT32(F_IQ4_NL, iq4_nl)
 
 /* ======================================================================
  * K-quants against q8_K, 64 elements at a time
@@ -411,5 +431,6 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_0};
     k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_1};
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q8_0};
+    k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_iq4_nl};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q6_K};
 }

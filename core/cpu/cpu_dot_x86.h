@@ -11,7 +11,7 @@
  *   Q4_0, Q5_0: levels offset by 8 / 16, taken off the integer sum through
  *     the activation's sum(q): d_w d_x (lv . q - off sum(q)), exact;
  *   Q4_1, Q5_1: d_w d_x (lv . q) + m_w s, with q8_1's s;
- *   Q8_0: signed levels, |lv| x sign(q, lv).
+ *   Q8_0, IQ4_NL (levels from its table): signed levels, |lv| x sign(q, lv).
  * The K-quants follow ggml's own layout of the work: per 32 (Q4_K, Q5_K) or
  * 16 (Q6_K) elements a vpmaddubsw into 16-bit pairs, vpmaddwd with the
  * sub-block's scale into 32 bits, one conversion per super-block; mins and
@@ -285,6 +285,21 @@ INL void q8_0_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
     sums_out(&s0_, &s1_, nt, out);
 }
 TILE_DISPATCH(x_dot_q8_0, q8_0_nt)
+
+/* IQ4_NL: the table's signed levels by one byte shuffle of the nibbles
+ * (the 16 levels in both 128-bit lanes), then as Q8_0. */
+INL void iq4_nl_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_iq4_nl *w = row;
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cpu_iq4_levels));
+    act32 a;
+    act32_init(&a, x, nt, n);
+#define STEP(b, acc) block32_signed(&a, nt, b, _mm256_shuffle_epi8(table, nibbles32(w[b].qs)), half(&w[b].d), acc)
+    LOOP32(nt, n / 32, STEP);
+#undef STEP
+    sums_out(&s0_, &s1_, nt, out);
+}
+TILE_DISPATCH(x_dot_iq4_nl, iq4_nl_nt)
 
 /* ======================================================================
  * K-quants against q8_K
@@ -718,6 +733,7 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q5_0};
     k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q5_1};
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q8_0};
+    k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_iq4_nl};
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q4_K};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q6_K};
