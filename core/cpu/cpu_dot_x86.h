@@ -478,9 +478,37 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
 }
 TILE_DISPATCH(x_dot_q6_K, q6_K_nt)
 
-/* IQ4_XS: the table's levels by one byte shuffle per 16 indices, then per
- * sub-block |lv| . sign(q, lv) into 16-bit pairs (|lv| <= 127: no
- * saturation) and the sub-block's scale (ls - 32) by vpmaddwd, as ggml. */
+/* The 8 scales (ls - 32) of an IQ4_XS block as 16-bit lanes: the low 4
+ * bits two per byte of scales_l, the high 2 bits of sub-block ib at bit 2ib
+ * of scales_h -- brought to the top of each lane by a multiply by
+ * 2^(14 - 2ib) (a per-lane left shift, which AVX2 has only for 32 bits). */
+INL __m128i iq4_xs_scales(const cpu_iq4_xs_block *w)
+{
+    uint32_t sl;
+    memcpy(&sl, w->scales_l, sizeof sl);
+    const __m128i v = _mm_cvtsi32_si128((int)sl), m4 = _mm_set1_epi8(0x0F);
+    const __m128i lo = _mm_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4)));
+    const __m128i top = _mm_mullo_epi16(_mm_set1_epi16((short)w->scales_h),
+                                        _mm_setr_epi16(1 << 14, 1 << 12, 1 << 10, 1 << 8, 1 << 6, 1 << 4, 1 << 2, 1));
+    const __m128i hb = _mm_and_si128(_mm_srli_epi16(top, 10), _mm_set1_epi16(0x30));
+    return _mm_sub_epi16(_mm_or_si128(lo, hb), _mm_set1_epi16(32));
+}
+
+/* IQ4_XS: two sub-blocks per 32-byte load of indices; the table's levels by
+ * one byte shuffle per 32 indices (the 16 levels in both 128-bit lanes) and
+ * a lane exchange into sub-block order; then per sub-block |lv| . sign(q,
+ * lv) into 16-bit pairs (|lv| <= 127: no saturation) and the sub-block's
+ * scale (ls - 32), taken from one register by a byte shuffle, by vpmaddwd
+ * (vpdpwssd with VNNI), as ggml's expression. */
+INL __m256i add_scaled16(__m256i acc, __m256i p, __m256i s)
+{
+#ifdef CPU_X86_VNNI
+    return _mm256_dpwssd_avx_epi32(acc, p, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
+#endif
+}
+
 INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {
     const cpu_iq4_xs_block *w = row;
@@ -490,22 +518,30 @@ INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, fl
     #pragma GCC unroll 8
     for (int t = 0; t < nt; t++)
         acc[t] = _mm256_setzero_ps();
-    const __m128i table = _mm_loadu_si128((const __m128i *)cpu_iq4_levels), m4 = _mm_set1_epi8(0x0F);
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cpu_iq4_levels));
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (uint64_t b = 0; b < n / 256; b++) {
+        const __m256i sc = _mm256_broadcastsi128_si256(iq4_xs_scales(&w[b]));
         __m256i isum[CPU_TILE_TOK];
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++)
             isum[t] = _mm256_setzero_si256();
-        for (int ib = 0; ib < 8; ib++) {
-            const __m128i raw = _mm_loadu_si128((const __m128i *)(w[b].qs + 16 * ib));
-            const __m256i lv = _mm256_set_m128i(_mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(raw, 4), m4)),
-                                                _mm_shuffle_epi8(table, _mm_and_si128(raw, m4)));
-            const __m256i au = _mm256_sign_epi8(lv, lv);
-            const __m256i ls = _mm256_set1_epi16((short)(cpu_iq4_xs_scale(&w[b], ib) - 32));
-            #pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const __m256i y = _mm256_sign_epi8(load256(a.q[t] + 256 * b + 32 * ib), lv);
-                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(au, y), ls));
+        #pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const __m256i raw = load256(w[b].qs + 32 * k);
+            const __m256i lo = _mm256_shuffle_epi8(table, _mm256_and_si256(raw, m4));
+            const __m256i hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+            const __m256i lv[2] = {_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31)};
+            #pragma GCC unroll 2
+            for (int g = 0; g < 2; g++) {
+                const int ib = 2 * k + g;
+                const __m256i ls = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 + 0x0202 * ib)));
+                const __m256i au = _mm256_sign_epi8(lv[g], lv[g]);
+                #pragma GCC unroll 8
+                for (int t = 0; t < nt; t++) {
+                    const __m256i y = _mm256_sign_epi8(load256(a.q[t] + 256 * b + 32 * ib), lv[g]);
+                    isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(au, y), ls);
+                }
             }
         }
         const float dw = half(&w[b].d);
