@@ -13,8 +13,10 @@
  *   Q4_1, Q5_1: d_w d_x (lv . q) + m_w s, with q8_1's s;
  *   Q8_0, IQ4_NL (levels from its table): signed levels, |lv| x sign(q, lv).
  * The K-quants follow ggml's own layout of the work: per 32 (Q4_K, Q5_K) or
- * 16 (Q6_K) elements a vpmaddubsw into 16-bit pairs, vpmaddwd with the
- * sub-block's scale into 32 bits, one conversion per super-block; mins and
+ * 16 (Q6_K) elements a vpmaddubsw into 16-bit pairs, vpmaddwd (Q4_K, Q5_K:
+ * vpdpwssd with VNNI) with the sub-block's scale into 32 bits -- the scales
+ * unpacked into one register and routed to their lanes by a byte shuffle --
+ * one conversion per super-block; mins and
  * Q6_K's offset of 32 from q8_K's sums per 16.
  *
  * Why two accumulators per token: a single chain of dependent FMAs (4
@@ -42,6 +44,23 @@ INL __m256i dot_u8s8(__m256i u, __m256i s)
 #else
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 #endif
+}
+
+/* acc (8 int32 lanes) += 16-bit pairs p times 16-bit scales s. */
+INL __m256i add_scaled16(__m256i acc, __m256i p, __m256i s)
+{
+#ifdef CPU_X86_VNNI
+    return _mm256_dpwssd_avx_epi32(acc, p, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
+#endif
+}
+
+/* The 16-bit lanes of register sc (its 8 words in both 128-bit lanes) all
+ * set to word i: one byte shuffle. */
+INL __m256i word_of(__m256i sc, int i)
+{
+    return _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 + 0x0202 * i)));
 }
 
 INL float hsum8(__m256 v)
@@ -379,7 +398,9 @@ INL void kq_nt(const void *row, int five, const void *const *x, int nt, uint64_t
         const block_q5_K *w5 = (const block_q5_K *)row + b;
         uint8_t sm[16];
         kq_scales_mins(five ? w5->scales : w4->scales, sm);
-        const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm + 8)));
+        const __m128i smv = _mm_loadu_si128((const __m128i *)sm);
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(smv, 8));
+        const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(smv));
         const float dw = half(five ? &w5->d : &w4->d), dmw = half(five ? &w5->dmin : &w4->dmin);
         __m256i isum[CPU_TILE_TOK];
         #pragma GCC unroll 8
@@ -391,13 +412,12 @@ INL void kq_nt(const void *row, int five, const void *const *x, int nt, uint64_t
                 q5k_levels(w5, p, &lo, &hi);
             else
                 q4k_levels(w4, p, &lo, &hi);
-            const __m256i s_lo = _mm256_set1_epi16(sm[2 * p]), s_hi = _mm256_set1_epi16(sm[2 * p + 1]);
+            const __m256i s_lo = word_of(sc, 2 * p), s_hi = word_of(sc, 2 * p + 1);
             #pragma GCC unroll 8
             for (int t = 0; t < nt; t++) {
                 const int8_t *q = a.q[t] + 256 * b + 64 * p;
-                const __m256i pl = _mm256_madd_epi16(s_lo, _mm256_maddubs_epi16(lo, load256(q)));
-                const __m256i ph = _mm256_madd_epi16(s_hi, _mm256_maddubs_epi16(hi, load256(q + 32)));
-                isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(pl, ph));
+                isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(lo, load256(q)), s_lo);
+                isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(hi, load256(q + 32)), s_hi);
             }
         }
         #pragma GCC unroll 8
@@ -500,15 +520,6 @@ INL __m128i iq4_xs_scales(const cpu_iq4_xs_block *w)
  * lv) into 16-bit pairs (|lv| <= 127: no saturation) and the sub-block's
  * scale (ls - 32), taken from one register by a byte shuffle, by vpmaddwd
  * (vpdpwssd with VNNI), as ggml's expression. */
-INL __m256i add_scaled16(__m256i acc, __m256i p, __m256i s)
-{
-#ifdef CPU_X86_VNNI
-    return _mm256_dpwssd_avx_epi32(acc, p, s);
-#else
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
-#endif
-}
-
 INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {
     const cpu_iq4_xs_block *w = row;
@@ -535,7 +546,7 @@ INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, fl
             #pragma GCC unroll 2
             for (int g = 0; g < 2; g++) {
                 const int ib = 2 * k + g;
-                const __m256i ls = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 + 0x0202 * ib)));
+                const __m256i ls = word_of(sc, ib);
                 const __m256i au = _mm256_sign_epi8(lv[g], lv[g]);
                 #pragma GCC unroll 8
                 for (int t = 0; t < nt; t++) {
