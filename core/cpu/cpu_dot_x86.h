@@ -459,9 +459,12 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
     for (int t = 0; t < nt; t++)
         acc[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(0x0302), _mm_set1_epi16(0x0100)); /* word 0 | word 1 */
     for (uint64_t b = 0; b < n / 256; b++) {
         const int8_t *sc = w[b].scales;
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        /* scales 0-7 and 8-15, each in both 128-bit lanes */
+        const __m256i sc_lo = _mm256_permute2x128_si256(sc16, sc16, 0x00), sc_hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
         __m256i isum[CPU_TILE_TOK];
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) /* - 32 * sum_j sc_j bsum_j */
@@ -479,7 +482,9 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
                                     _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
             for (int g = 0; g < 4; g++) {
                 const int k = 8 * h + 2 * g; /* the scales of the group's two sub-blocks */
-                const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[k + 1]), _mm_set1_epi16(sc[k]));
+                const __m256i half_sc = h ? sc_hi : sc_lo, k8 = _mm256_set1_epi16((short)(0x0202 * (k % 8)));
+                /* low lane: scale k's word; high lane: k + 1's (a byte shuffle) */
+                const __m256i s = _mm256_shuffle_epi8(half_sc, _mm256_add_epi16(k8, pick));
                 #pragma GCC unroll 8
                 for (int t = 0; t < nt; t++) {
                     const __m256i y = load256(a.q[t] + 256 * b + 128 * h + 32 * g);
