@@ -7,9 +7,11 @@
  * goes).
  *
  * 32-element formats take two blocks per 64-byte vector.  The levels of a
- * pair of blocks are unpacked once, as signed bytes (Q4_0 - 8, Q5_0 - 16,
- * Q8_0 as stored, IQ4_NL through its table; Q4_1 / Q5_1's unsigned levels
- * fit too), then per token:
+ * pair of blocks are unpacked once.  Unsigned ones (Q4_0, Q5_0 before their
+ * offset, Q4_1, Q5_1) are vpdpbusd's (vpmaddubsw's) unsigned operand
+ * directly; Q4_0 / Q5_0's offset comes off the integer sums through the
+ * activation's sum(q).  Signed ones (Q8_0 as stored, IQ4_NL through its
+ * table), per token:
  *  - VNNI: vpdpbusd wants its first operand unsigned, so the activations are
  *    biased by 128 (one xor): (q + 128) . lv = q . lv + 128 sum(lv), and
  *    128 sum(lv) -- the same for every token -- comes off once per pair;
@@ -134,7 +136,20 @@ INL __m128 half2(const void *p0, const void *p1)
 typedef struct {
     const int8_t *q[CPU_TILE_TOK];
     const float *d[CPU_TILE_TOK], *s[CPU_TILE_TOK];
+    const int32_t *sum[CPU_TILE_TOK];
 } act32;
+
+/* The dot products of a pair of blocks of unsigned levels (Q4_0 / Q5_0
+ * before their offset, Q4_1, Q5_1): no sign trick, the levels are the
+ * unsigned operand. */
+INL __m512i pair_dot_unsigned(__m512i lv, __m512i y)
+{
+#ifdef CPU_X86_VNNI
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), lv, y);
+#else
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(lv, y), _mm512_set1_epi16(1));
+#endif
+}
 
 /* 16 packed bytes of two blocks -> their 64 levels (lo nibbles, hi
  * nibbles, per block). */
@@ -173,7 +188,7 @@ INL __m512i levels2(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
     case F_Q4_0: {
         const block_q4_0 *w = (const block_q4_0 *)row + b;
         *dw = half2(&w[0].d, &w[1].d);
-        return _mm512_sub_epi8(nibbles64(w[0].qs, w[1].qs), _mm512_set1_epi8(8));
+        return nibbles64(w[0].qs, w[1].qs);
     }
     case F_Q4_1: {
         const block_q4_1 *w = (const block_q4_1 *)row + b;
@@ -185,7 +200,7 @@ INL __m512i levels2(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
         const block_q5_0 *w = (const block_q5_0 *)row + b;
         *dw = half2(&w[0].d, &w[1].d);
         const __m512i hb = join256(fifth_bits(w[0].qh), fifth_bits(w[1].qh));
-        return _mm512_sub_epi8(_mm512_or_si512(nibbles64(w[0].qs, w[1].qs), hb), _mm512_set1_epi8(16));
+        return _mm512_or_si512(nibbles64(w[0].qs, w[1].qs), hb);
     }
     case F_Q5_1: {
         const block_q5_1 *w = (const block_q5_1 *)row + b;
@@ -216,7 +231,7 @@ INL __m512i levels1(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
     case F_Q4_0: {
         const block_q4_0 *w = (const block_q4_0 *)row + b;
         *dw = _mm_setr_ps(half(&w->d), 0, 0, 0);
-        lv = _mm512_sub_epi8(nibbles64(w->qs, w->qs), _mm512_set1_epi8(8));
+        lv = nibbles64(w->qs, w->qs);
         break;
     }
     case F_Q4_1: {
@@ -230,7 +245,7 @@ INL __m512i levels1(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
         const block_q5_0 *w = (const block_q5_0 *)row + b;
         *dw = _mm_setr_ps(half(&w->d), 0, 0, 0);
         const __m256i hb = fifth_bits(w->qh);
-        lv = _mm512_sub_epi8(_mm512_or_si512(nibbles64(w->qs, w->qs), join256(hb, hb)), _mm512_set1_epi8(16));
+        lv = _mm512_or_si512(nibbles64(w->qs, w->qs), join256(hb, hb));
         break;
     }
     case F_Q5_1: {
@@ -257,11 +272,25 @@ INL __m512i levels1(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
     return _mm512_maskz_mov_epi64(0x0F, lv); /* the upper block's lanes zero */
 }
 
+/* [v0 x 8, v1 x 8] from the two int32 in the low lanes of v. */
+INL __m512i spread2i(__m128i v)
+{
+    const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_permutexvar_epi32(idx, _mm512_castsi128_si512(v));
+}
+
 /* Tokens of the tile against the 32-element format f: pairs of blocks into
- * a 16-lane sum per token; mins (Q4_1, Q5_1) as m_w * s per block. */
+ * a 16-lane sum per token; mins (Q4_1, Q5_1) as m_w * s per block.  Q4_0 /
+ * Q5_0 keep their levels unsigned (one vpdpbusd a pair, no sign trick) and
+ * take their offset of 8 / 16 off the integer sums through the
+ * activation's sum(q) per block -- off/8 sum(q) from each of the block's 8
+ * lanes -- so each block's integer dot product stays exact, as llama.cpp's
+ * (an f32 correction instead moved a fixture's greedy tokens). */
 INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {
     const bool mins = f == F_Q4_1 || f == F_Q5_1;
+    const int off = f == F_Q4_0 ? 8 : f == F_Q5_0 ? 16 : 0;
+    const bool is_unsigned = mins || off;
     const uint64_t nb = n / 32;
     act32 a;
     __m512 acc[CPU_TILE_TOK];
@@ -271,31 +300,40 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
         a.q[t] = cpu_act_q(x[t]);
         a.d[t] = cpu_act_d(x[t], n);
         a.s[t] = cpu_act_s(x[t], n);
+        a.sum[t] = cpu_act_sum(x[t], n);
         acc[t] = _mm512_setzero_ps();
         accm[t] = _mm_setzero_ps();
     }
     uint64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
         __m128 dw, mw = _mm_setzero_ps();
-        const lv_pair lp = pair_of(levels2(f, row, b, &dw, &mw));
+        const __m512i lv = levels2(f, row, b, &dw, &mw);
+        const lv_pair lp = pair_of(is_unsigned ? _mm512_setzero_si512() : lv);
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
-            const __m512i p = pair_dot(&lp, load512(a.q[t] + 32 * b));
-            const __m512 sc = spread2(_mm_mul_ps(dw, load2f(a.d[t] + b)));
-            acc[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), acc[t]);
+            const __m512i y = load512(a.q[t] + 32 * b);
+            __m512i p = is_unsigned ? pair_dot_unsigned(lv, y) : pair_dot(&lp, y);
+            if (off)
+                p = _mm512_sub_epi32(p, _mm512_slli_epi32(spread2i(_mm_loadl_epi64((const __m128i *)(a.sum[t] + b))),
+                                                          off == 16 ? 1 : 0));
+            const __m128 dd = _mm_mul_ps(dw, load2f(a.d[t] + b));
+            acc[t] = _mm512_fmadd_ps(spread2(dd), _mm512_cvtepi32_ps(p), acc[t]);
             if (mins)
                 accm[t] = _mm_fmadd_ps(mw, load2f(a.s[t] + b), accm[t]);
         }
     }
     if (b < nb) {
         __m128 dw, mw = _mm_setzero_ps();
-        const lv_pair lp = pair_of(levels1(f, row, b, &dw, &mw));
+        const __m512i lv = levels1(f, row, b, &dw, &mw);
+        const lv_pair lp = pair_of(is_unsigned ? _mm512_setzero_si512() : lv);
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
             const __m512i y = _mm512_castsi256_si512(load256(a.q[t] + 32 * b));
-            const __m512i p = pair_dot(&lp, y);
-            const __m512 sc = spread2(_mm_mul_ps(dw, _mm_load_ss(a.d[t] + b)));
-            acc[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), acc[t]);
+            __m512i p = is_unsigned ? pair_dot_unsigned(lv, y) : pair_dot(&lp, y);
+            if (off) /* the upper block's lanes are zero: no sum for them */
+                p = _mm512_sub_epi32(p, _mm512_slli_epi32(spread2i(_mm_cvtsi32_si128(a.sum[t][b])), off == 16 ? 1 : 0));
+            const __m128 dd = _mm_mul_ps(dw, _mm_load_ss(a.d[t] + b));
+            acc[t] = _mm512_fmadd_ps(spread2(dd), _mm512_cvtepi32_ps(p), acc[t]);
             if (mins)
                 accm[t] = _mm_fmadd_ps(mw, _mm_load_ss(a.s[t] + b), accm[t]);
         }
