@@ -492,23 +492,27 @@ static void test_nextn_block_same_logits(void)
 
 /* ---- GLM-4.7-Flash's own shapes -------------------------------------------- */
 
-static void test_glm_shapes_against_reference(void)
+/* A 2-block GLM-4.7-Flash-shaped file of file type ft (block 0 dense, ffn
+ * 10240; block 1 MoE): the fast backend against the reference within the
+ * 8-bit activations' bound, and token by token (the decode path) bit for
+ * bit equal to one call. */
+static void glm_shapes_against_reference(uint32_t ft, const char *name)
 {
     synth_config c;
     err_t err;
     CHECK(synth_preset("glm47-flash", &c, &err) == 0, "%s", err.msg);
-    c.layers = 2;          /* block 0 dense (ffn 10240), block 1 MoE */
+    c.layers = 2;
     c.experts = 8;
     c.vocab = 512;
     c.ctx = 4096;
     c.no_tokenizer = true;
-    c.ftype = SYNTH_FT_Q4_K_M;
+    c.ftype = ft;
     char path[512];
     snprintf(path, sizeof path, "%s/glm-shapes.gguf", tmpdir);
     synth_options so = {.n_threads = 0};
     model m;
     if (synth_write(&c, path, &so, NULL, &err) < 0 || model_load(&m, path, &err) < 0) {
-        CHECK(0, "%s", err.msg);
+        CHECK(0, "%s: %s", name, err.msg);
         return;
     }
     uint32_t n = 8, V = m.cfg.n_vocab;
@@ -518,9 +522,10 @@ static void test_glm_shapes_against_reference(void)
     float *c1 = run_logits(&m, tok, n, KV_F32, 0, 1); /* token by token: the decode path */
     if (a && b && c1) {
         diff d = compare(a, b, n, V);
-        CHECK(d.rel_l2 <= 0.06 && d.argmax_agree >= n - 1, "rel-L2 %.3g, argmax %u/%u", d.rel_l2, d.argmax_agree, n);
-        CHECK(memcmp(a, c1, (uint64_t)n * V * 4) == 0, "token by token differs from one call");
-        printf("# GLM shapes, Q4_K_M mix: vs reference backend rel-L2 %.3g, argmax %u/%u\n", d.rel_l2,
+        CHECK(d.rel_l2 <= 0.06 && d.argmax_agree >= n - 1, "%s: rel-L2 %.3g, argmax %u/%u", name, d.rel_l2,
+              d.argmax_agree, n);
+        CHECK(memcmp(a, c1, (uint64_t)n * V * 4) == 0, "%s: token by token differs from one call", name);
+        printf("# GLM shapes, %s mix: vs reference backend rel-L2 %.3g, argmax %u/%u\n", name, d.rel_l2,
                d.argmax_agree, n);
     }
     free(a);
@@ -528,6 +533,14 @@ static void test_glm_shapes_against_reference(void)
     free(c1);
     model_free(&m);
     unlink(path);
+}
+
+/* Q4_K_M (Q4_K, Q6_K, Q5_0 attn_k_b) and IQ4_XS (IQ4_XS, IQ4_NL attn_k_b:
+ * rows of 192) -- the kernels of the chosen set on GLM's own shapes. */
+static void test_glm_shapes_against_reference(void)
+{
+    glm_shapes_against_reference(SYNTH_FT_Q4_K_M, "Q4_K_M");
+    glm_shapes_against_reference(SYNTH_FT_IQ4_XS, "IQ4_XS");
 }
 
 /* ---- errors and cancellation ----------------------------------------------- */

@@ -181,8 +181,8 @@ static void test_prepare_same_bytes(void)
  * The kernels
  * ====================================================================== */
 
-static const uint32_t types[] = {QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0, QT_Q4_K,
-                                 QT_Q5_K, QT_Q6_K, QT_F32,  QT_F16,  QT_BF16};
+static const uint32_t types[] = {QT_Q4_0, QT_Q4_1, QT_Q5_0,   QT_Q5_1,   QT_Q8_0, QT_Q4_K, QT_Q5_K,
+                                 QT_Q6_K, QT_F32,  QT_F16,    QT_BF16,   QT_IQ4_NL, QT_IQ4_XS};
 static const uint64_t lengths[] = {96, 160, 192, 512, 768, 1536, 2048, 5120, 10240, 768 + 256 * 2, 17};
 
 typedef struct {
@@ -280,7 +280,7 @@ static void kernels_of(cpu_isa isa)
         for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
             if (lengths[li] % t->block_elems == 0 && lengths[li] % cpu_act_block(cpu_kernels_act(k, types[ti])) == 0)
                 check_type(k, types[ti], lengths[li], &r);
-        printf("#   %s %-5s %3d rows: worst %.3f of the exact bound, %.3f of the q8 bound\n", k->name, t->name, r.cases,
+        printf("#   %s %-6s %3d rows: worst %.3f of the exact bound, %.3f of the q8 bound\n", k->name, t->name, r.cases,
                r.worst_exact, r.worst_ref);
     }
 }

@@ -7,8 +7,11 @@
  * goes).
  *
  * 32-element formats take two blocks per 64-byte vector.  The levels of a
- * pair of blocks are unpacked once, as signed bytes (Q4_0 - 8, Q5_0 - 16,
- * Q8_0 as stored; Q4_1 / Q5_1's unsigned levels fit too), then per token:
+ * pair of blocks are unpacked once.  Unsigned ones (Q4_0, Q5_0 before their
+ * offset, Q4_1, Q5_1) are vpdpbusd's (vpmaddubsw's) unsigned operand
+ * directly; Q4_0 / Q5_0's offset comes off the integer sums through the
+ * activation's sum(q).  Signed ones (Q8_0 as stored, IQ4_NL through its
+ * table), per token:
  *  - VNNI: vpdpbusd wants its first operand unsigned, so the activations are
  *    biased by 128 (one xor): (q + 128) . lv = q . lv + 128 sum(lv), and
  *    128 sum(lv) -- the same for every token -- comes off once per pair;
@@ -18,14 +21,17 @@
  *
  * Q6_K takes 64 elements (four sub-blocks of 16) per vector: vpmaddubsw
  * into 16-bit pairs, vpmaddwd with the sub-blocks' scales, one conversion
- * per super-block, as the 256-bit kernel.  Q4_K and Q5_K keep their
- * 256-bit kernels: the 512-bit form (a pair of sub-blocks per vector,
- * vpdpwssd) measured slower on a Zen 4 (32 against 44 GMAC/s for a 4-token
- * tile, 13.0 against 14.0 GB/s for one token; cpu_kernel_bench); its last
- * version is in commit dd277a1. */
+ * per super-block, as the 256-bit kernel; IQ4_XS, Q4_K and Q5_K the same
+ * way, 64 elements (two sub-blocks of 32) per vector.  (An earlier 512-bit
+ * Q4_K / Q5_K, commit dd277a1, measured slower than the 256-bit one on a
+ * Zen 4; the present one decodes a whole 64-byte load of codes per step --
+ * four sub-blocks -- and unpacks the scales in vector registers, and
+ * measured 1.65x the 256-bit kernel's GB/s from the L2 cache on the same
+ * Zen 4: cpu_kernel_bench -m 0.5.) */
 #include <immintrin.h>
 #include <string.h>
 
+#include "cpu_iq4.h"
 #include "cpu_kernels.h"
 
 #define TGT __attribute__((target(CPU_X86_TARGET)))
@@ -130,7 +136,20 @@ INL __m128 half2(const void *p0, const void *p1)
 typedef struct {
     const int8_t *q[CPU_TILE_TOK];
     const float *d[CPU_TILE_TOK], *s[CPU_TILE_TOK];
+    const int32_t *sum[CPU_TILE_TOK];
 } act32;
+
+/* The dot products of a pair of blocks of unsigned levels (Q4_0 / Q5_0
+ * before their offset, Q4_1, Q5_1): no sign trick, the levels are the
+ * unsigned operand. */
+INL __m512i pair_dot_unsigned(__m512i lv, __m512i y)
+{
+#ifdef CPU_X86_VNNI
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), lv, y);
+#else
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(lv, y), _mm512_set1_epi16(1));
+#endif
+}
 
 /* 16 packed bytes of two blocks -> their 64 levels (lo nibbles, hi
  * nibbles, per block). */
@@ -155,7 +174,13 @@ INL __m256i fifth_bits(const uint8_t *qh_bytes)
 
 /* Per format: the signed levels of blocks b, b+1, their d_w pair and (Q4_1,
  * Q5_1) their mins. */
-enum { F_Q4_0, F_Q4_1, F_Q5_0, F_Q5_1, F_Q8_0 };
+enum { F_Q4_0, F_Q4_1, F_Q5_0, F_Q5_1, F_Q8_0, F_IQ4_NL };
+
+/* IQ4_NL's 16 levels in each 128-bit lane, for a byte shuffle of nibbles. */
+INL __m512i iq4_table(void)
+{
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)cpu_iq4_levels));
+}
 
 INL __m512i levels2(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
 {
@@ -163,7 +188,7 @@ INL __m512i levels2(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
     case F_Q4_0: {
         const block_q4_0 *w = (const block_q4_0 *)row + b;
         *dw = half2(&w[0].d, &w[1].d);
-        return _mm512_sub_epi8(nibbles64(w[0].qs, w[1].qs), _mm512_set1_epi8(8));
+        return nibbles64(w[0].qs, w[1].qs);
     }
     case F_Q4_1: {
         const block_q4_1 *w = (const block_q4_1 *)row + b;
@@ -175,7 +200,7 @@ INL __m512i levels2(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
         const block_q5_0 *w = (const block_q5_0 *)row + b;
         *dw = half2(&w[0].d, &w[1].d);
         const __m512i hb = join256(fifth_bits(w[0].qh), fifth_bits(w[1].qh));
-        return _mm512_sub_epi8(_mm512_or_si512(nibbles64(w[0].qs, w[1].qs), hb), _mm512_set1_epi8(16));
+        return _mm512_or_si512(nibbles64(w[0].qs, w[1].qs), hb);
     }
     case F_Q5_1: {
         const block_q5_1 *w = (const block_q5_1 *)row + b;
@@ -183,6 +208,11 @@ INL __m512i levels2(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
         *mw = half2(&w[0].m, &w[1].m);
         const __m512i hb = join256(fifth_bits(w[0].qh), fifth_bits(w[1].qh));
         return _mm512_or_si512(nibbles64(w[0].qs, w[1].qs), hb);
+    }
+    case F_IQ4_NL: {
+        const block_iq4_nl *w = (const block_iq4_nl *)row + b;
+        *dw = half2(&w[0].d, &w[1].d);
+        return _mm512_shuffle_epi8(iq4_table(), nibbles64(w[0].qs, w[1].qs));
     }
     default: {
         const block_q8_0 *w = (const block_q8_0 *)row + b;
@@ -201,7 +231,7 @@ INL __m512i levels1(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
     case F_Q4_0: {
         const block_q4_0 *w = (const block_q4_0 *)row + b;
         *dw = _mm_setr_ps(half(&w->d), 0, 0, 0);
-        lv = _mm512_sub_epi8(nibbles64(w->qs, w->qs), _mm512_set1_epi8(8));
+        lv = nibbles64(w->qs, w->qs);
         break;
     }
     case F_Q4_1: {
@@ -215,7 +245,7 @@ INL __m512i levels1(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
         const block_q5_0 *w = (const block_q5_0 *)row + b;
         *dw = _mm_setr_ps(half(&w->d), 0, 0, 0);
         const __m256i hb = fifth_bits(w->qh);
-        lv = _mm512_sub_epi8(_mm512_or_si512(nibbles64(w->qs, w->qs), join256(hb, hb)), _mm512_set1_epi8(16));
+        lv = _mm512_or_si512(nibbles64(w->qs, w->qs), join256(hb, hb));
         break;
     }
     case F_Q5_1: {
@@ -224,6 +254,12 @@ INL __m512i levels1(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
         *mw = _mm_setr_ps(half(&w->m), 0, 0, 0);
         const __m256i hb = fifth_bits(w->qh);
         lv = _mm512_or_si512(nibbles64(w->qs, w->qs), join256(hb, hb));
+        break;
+    }
+    case F_IQ4_NL: {
+        const block_iq4_nl *w = (const block_iq4_nl *)row + b;
+        *dw = _mm_setr_ps(half(&w->d), 0, 0, 0);
+        lv = _mm512_shuffle_epi8(iq4_table(), nibbles64(w->qs, w->qs));
         break;
     }
     default: {
@@ -236,11 +272,25 @@ INL __m512i levels1(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
     return _mm512_maskz_mov_epi64(0x0F, lv); /* the upper block's lanes zero */
 }
 
+/* [v0 x 8, v1 x 8] from the two int32 in the low lanes of v. */
+INL __m512i spread2i(__m128i v)
+{
+    const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_permutexvar_epi32(idx, _mm512_castsi128_si512(v));
+}
+
 /* Tokens of the tile against the 32-element format f: pairs of blocks into
- * a 16-lane sum per token; mins (Q4_1, Q5_1) as m_w * s per block. */
+ * a 16-lane sum per token; mins (Q4_1, Q5_1) as m_w * s per block.  Q4_0 /
+ * Q5_0 keep their levels unsigned (one vpdpbusd a pair, no sign trick) and
+ * take their offset of 8 / 16 off the integer sums through the
+ * activation's sum(q) per block -- off/8 sum(q) from each of the block's 8
+ * lanes -- so each block's integer dot product stays exact, as llama.cpp's
+ * (an f32 correction instead moved a fixture's greedy tokens). */
 INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {
     const bool mins = f == F_Q4_1 || f == F_Q5_1;
+    const int off = f == F_Q4_0 ? 8 : f == F_Q5_0 ? 16 : 0;
+    const bool is_unsigned = mins || off;
     const uint64_t nb = n / 32;
     act32 a;
     __m512 acc[CPU_TILE_TOK];
@@ -250,31 +300,40 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
         a.q[t] = cpu_act_q(x[t]);
         a.d[t] = cpu_act_d(x[t], n);
         a.s[t] = cpu_act_s(x[t], n);
+        a.sum[t] = cpu_act_sum(x[t], n);
         acc[t] = _mm512_setzero_ps();
         accm[t] = _mm_setzero_ps();
     }
     uint64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
         __m128 dw, mw = _mm_setzero_ps();
-        const lv_pair lp = pair_of(levels2(f, row, b, &dw, &mw));
+        const __m512i lv = levels2(f, row, b, &dw, &mw);
+        const lv_pair lp = pair_of(is_unsigned ? _mm512_setzero_si512() : lv);
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
-            const __m512i p = pair_dot(&lp, load512(a.q[t] + 32 * b));
-            const __m512 sc = spread2(_mm_mul_ps(dw, load2f(a.d[t] + b)));
-            acc[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), acc[t]);
+            const __m512i y = load512(a.q[t] + 32 * b);
+            __m512i p = is_unsigned ? pair_dot_unsigned(lv, y) : pair_dot(&lp, y);
+            if (off)
+                p = _mm512_sub_epi32(p, _mm512_slli_epi32(spread2i(_mm_loadl_epi64((const __m128i *)(a.sum[t] + b))),
+                                                          off == 16 ? 1 : 0));
+            const __m128 dd = _mm_mul_ps(dw, load2f(a.d[t] + b));
+            acc[t] = _mm512_fmadd_ps(spread2(dd), _mm512_cvtepi32_ps(p), acc[t]);
             if (mins)
                 accm[t] = _mm_fmadd_ps(mw, load2f(a.s[t] + b), accm[t]);
         }
     }
     if (b < nb) {
         __m128 dw, mw = _mm_setzero_ps();
-        const lv_pair lp = pair_of(levels1(f, row, b, &dw, &mw));
+        const __m512i lv = levels1(f, row, b, &dw, &mw);
+        const lv_pair lp = pair_of(is_unsigned ? _mm512_setzero_si512() : lv);
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
             const __m512i y = _mm512_castsi256_si512(load256(a.q[t] + 32 * b));
-            const __m512i p = pair_dot(&lp, y);
-            const __m512 sc = spread2(_mm_mul_ps(dw, _mm_load_ss(a.d[t] + b)));
-            acc[t] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), acc[t]);
+            __m512i p = is_unsigned ? pair_dot_unsigned(lv, y) : pair_dot(&lp, y);
+            if (off) /* the upper block's lanes are zero: no sum for them */
+                p = _mm512_sub_epi32(p, _mm512_slli_epi32(spread2i(_mm_cvtsi32_si128(a.sum[t][b])), off == 16 ? 1 : 0));
+            const __m128 dd = _mm_mul_ps(dw, _mm_load_ss(a.d[t] + b));
+            acc[t] = _mm512_fmadd_ps(spread2(dd), _mm512_cvtepi32_ps(p), acc[t]);
             if (mins)
                 accm[t] = _mm_fmadd_ps(mw, _mm_load_ss(a.s[t] + b), accm[t]);
         }
@@ -326,6 +385,7 @@ FORMAT32(F_Q4_1, q4_1)
 FORMAT32(F_Q5_0, q5_0)
 FORMAT32(F_Q5_1, q5_1)
 FORMAT32(F_Q8_0, q8_0)
+FORMAT32(F_IQ4_NL, iq4_nl)
 
 /* ======================================================================
  * K-quants against q8_K, 64 elements at a time
@@ -346,6 +406,113 @@ INL void actK_init(actK *a, const void *const *x, int nt, uint64_t n)
         a->bs[t] = cpu_act_bsum(x[t], n);
     }
 }
+
+/* The 8 six-bit scales (bytes 0-7) and mins (8-15) of a Q4_K/Q5_K block:
+ * the first four of each in the low 6 bits of bytes 0-3 and 4-7, the last
+ * four with their low 4 bits in bytes 8-11 and their high 2 bits in the top
+ * bits of bytes 0-7 (four bytes at a time; the masks drop what a neighbour
+ * byte shifted in). */
+INL __m128i kq_scales_mins(const uint8_t *s)
+{
+    uint32_t u[3];
+    memcpy(u, s, 12);
+    return _mm_setr_epi32((int)(u[0] & 0x3f3f3f3f), (int)((u[2] & 0x0f0f0f0f) | ((u[0] >> 6) & 0x03030303) << 4),
+                          (int)(u[1] & 0x3f3f3f3f),
+                          (int)(((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 6) & 0x03030303) << 4));
+}
+
+INL float hsum8(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Q4_K (five 0) and Q5_K (five 1): d * sum_j sc_j (lv_j . q_j) - dmin *
+ * sum_j mn_j sum(q_j) over the 8 sub-blocks of 32 of each super-block, 128
+ * elements per 64-byte load of the 4-bit codes: its low nibbles are
+ * sub-blocks 4h and 4h+2, its high ones 4h+1 and 4h+3, regrouped by two
+ * 256-bit lane shuffles into [4h 4h+1] and [4h+2 4h+3] (the activations'
+ * order); Q5_K's fifth bits by a byte bit-test and a masked add of 16.  Unsigned
+ * levels (<= 31) need no sign trick: vpmaddubsw into 16-bit pairs, the
+ * scales by vpmaddwd / vpdpwssd, one conversion per super-block; the mins
+ * against q8_K's sums per 16 (each min twice), as ggml. */
+INL void kq_nt(const void *row, int five, const void *const *x, int nt, uint64_t n, float *out)
+{
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m512 acc[CPU_TILE_TOK];
+    __m256 accm[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        acc[t] = _mm512_setzero_ps();
+        accm[t] = _mm256_setzero_ps();
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0F), b16 = _mm512_set1_epi8(0x10);
+    /* the 16-bit scale lanes of two sub-blocks: 16 pairs each */
+    const __m512i sel = _mm512_set_epi16(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                         0, 0, 0, 0, 0, 0);
+    for (uint64_t b = 0; b < n / 256; b++) {
+        const block_q4_K *w4 = (const block_q4_K *)row + b;
+        const block_q5_K *w5 = (const block_q5_K *)row + b;
+        const __m128i sm = kq_scales_mins(five ? w5->scales : w4->scales);
+        const __m512i sc = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));
+        const __m128i m8 = _mm_srli_si128(sm, 8);
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8)); /* min j at 2j, 2j+1 */
+        const float dw = half(five ? &w5->d : &w4->d), dmw = half(five ? &w5->dmin : &w4->dmin);
+        const uint8_t *qs = five ? w5->qs : w4->qs;
+        __m512i qh2 = _mm512_setzero_si512();
+        if (five) { /* bit 2p / 2p+1 of qh[l]: element l of sub-blocks 2p, 2p+1; lanes 2-3 one pair on */
+            const __m256i qh = load256(w5->qh);
+            qh2 = join256(qh, _mm256_srli_epi16(qh, 2));
+        }
+        __m512i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            isum[t] = _mm512_setzero_si512();
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m512i raw = load512(qs + 64 * h);
+            __m512i lo = _mm512_and_si512(raw, m4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+            if (five) {
+                lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh2, _mm512_set1_epi8((char)(1 << 4 * h))), lo, b16);
+                hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh2, _mm512_set1_epi8((char)(2 << 4 * h))), hi, b16);
+            }
+            const __m512i lv0 = _mm512_shuffle_i64x2(lo, hi, 0x44), lv1 = _mm512_shuffle_i64x2(lo, hi, 0xEE);
+            const __m512i s0 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(4 * h))), sc);
+            const __m512i s1 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(4 * h + 2))), sc);
+            #pragma GCC unroll 8
+            for (int t = 0; t < nt; t++) {
+                const int8_t *q = a.q[t] + 256 * b + 128 * h;
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv0, load512(q)), s0);
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv1, load512(q + 64)), s1);
+            }
+        }
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) {
+            const float dx = a.d[t][b];
+            const __m256i pm = _mm256_madd_epi16(mins, load256(a.bs[t] + 16 * b));
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dx * dw), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dmw), _mm256_cvtepi32_ps(pm), accm[t]);
+        }
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum16(acc[t]) - hsum8(accm[t]);
+}
+
+INL void q4_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    kq_nt(row, 0, x, nt, n, out);
+}
+TILE_DISPATCH(z_dot_q4_K, q4_K_nt)
+
+INL void q5_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    kq_nt(row, 1, x, nt, n, out);
+}
+TILE_DISPATCH(z_dot_q5_K, q5_K_nt)
 
 /* Q6_K: levels 0..63 of 16-element sub-blocks with int8 scales; the offset
  * of 32 from the activation's sums per 16. */
@@ -400,6 +567,80 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
 }
 TILE_DISPATCH(z_dot_q6_K, q6_K_nt)
 
+/* IQ4_XS: 128 elements (four sub-blocks of 32) per pair of 512-bit levels
+ * vectors.  One 64-byte load holds the indices of four sub-blocks; their
+ * low and high nibbles are regrouped by two two-source permutes into
+ * sub-block order (lo, hi of one sub-block, then the next), looked up in the
+ * table by one byte shuffle, then per token |lv| . sign(q, lv) into 16-bit
+ * pairs (|lv| <= 127: no saturation) and the sub-blocks' scales (ls - 32)
+ * by vpmaddwd / vpdpwssd: one conversion per super-block, as ggml's
+ * expression.  The 8 scales are unpacked together (a variable shift of the
+ * high bits), not one by one. */
+INL __m512i iq4_xs_scales(const cpu_iq4_xs_block *w)
+{
+    uint32_t sl;
+    memcpy(&sl, w->scales_l, sizeof sl);
+    const __m128i v = _mm_cvtsi32_si128((int)sl), m4 = _mm_set1_epi8(0x0F);
+    /* byte i of scales_l: sub-block 2i in the low nibble, 2i+1 in the high */
+    const __m128i lo = _mm_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4)));
+    const __m128i hb = _mm_and_si128(_mm_srlv_epi16(_mm_set1_epi16((short)w->scales_h), _mm_setr_epi16(0, 2, 4, 6, 8, 10, 12, 14)),
+                                     _mm_set1_epi16(3));
+    const __m128i sc = _mm_sub_epi16(_mm_or_si128(lo, _mm_slli_epi16(hb, 4)), _mm_set1_epi16(32));
+    return _mm512_castsi128_si512(sc);
+}
+
+INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const cpu_iq4_xs_block *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m512 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm512_setzero_ps();
+    const __m512i table = iq4_table(), m4 = _mm512_set1_epi8(0x0F);
+    /* 64-bit lanes: [lo0 hi0 lo1 hi1] and [lo2 hi2 lo3 hi3] of sub-blocks 0-3
+     * from lo = [lo0 lo1 lo2 lo3], hi = [hi0 hi1 hi2 hi3] (128 bits each) */
+    const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    /* the 16-bit scale lanes of two sub-blocks: 16 pairs each */
+    const __m512i sel = _mm512_set_epi16(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                         0, 0, 0, 0, 0, 0);
+    for (uint64_t b = 0; b < n / 256; b++) {
+        const __m512i sc = iq4_xs_scales(&w[b]);
+        __m512i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            isum[t] = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            const __m512i raw = load512(w[b].qs + 64 * h);
+            const __m512i lo = _mm512_and_si512(raw, m4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+            const __m512i lv[2] = {_mm512_shuffle_epi8(table, _mm512_permutex2var_epi64(lo, first, hi)),
+                                   _mm512_shuffle_epi8(table, _mm512_permutex2var_epi64(lo, second, hi))};
+            #pragma GCC unroll 2
+            for (int g = 0; g < 2; g++) {
+                const int sb = 4 * h + 2 * g; /* the vector's first sub-block */
+                const __m512i s = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)sb)), sc);
+                const __m512i au = _mm512_abs_epi8(lv[g]);
+                const __mmask64 neg = _mm512_movepi8_mask(lv[g]);
+                #pragma GCC unroll 8
+                for (int t = 0; t < nt; t++) {
+                    const __m512i y = load512(a.q[t] + 256 * b + 32 * sb);
+                    const __m512i sy = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
+                    isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(au, sy), s);
+                }
+            }
+        }
+        const float dw = half(&w[b].d);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum16(acc[t]);
+}
+TILE_DISPATCH(z_dot_iq4_xs, iq4_xs_nt)
+
 /* ======================================================================
  * The table
  * ====================================================================== */
@@ -411,5 +652,9 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_0};
     k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_1};
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q8_0};
+    k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_iq4_nl};
+    k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q4_K};
+    k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q6_K};
+    k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq4_xs};
 }

@@ -11,10 +11,12 @@
  *   Q4_0, Q5_0: levels offset by 8 / 16, taken off the integer sum through
  *     the activation's sum(q): d_w d_x (lv . q - off sum(q)), exact;
  *   Q4_1, Q5_1: d_w d_x (lv . q) + m_w s, with q8_1's s;
- *   Q8_0: signed levels, |lv| x sign(q, lv).
+ *   Q8_0, IQ4_NL (levels from its table): signed levels, |lv| x sign(q, lv).
  * The K-quants follow ggml's own layout of the work: per 32 (Q4_K, Q5_K) or
- * 16 (Q6_K) elements a vpmaddubsw into 16-bit pairs, vpmaddwd with the
- * sub-block's scale into 32 bits, one conversion per super-block; mins and
+ * 16 (Q6_K) elements a vpmaddubsw into 16-bit pairs, vpmaddwd (Q4_K, Q5_K:
+ * vpdpwssd with VNNI) with the sub-block's scale into 32 bits -- the scales
+ * unpacked into one register and routed to their lanes by a byte shuffle --
+ * one conversion per super-block; mins and
  * Q6_K's offset of 32 from q8_K's sums per 16.
  *
  * Why two accumulators per token: a single chain of dependent FMAs (4
@@ -42,6 +44,23 @@ INL __m256i dot_u8s8(__m256i u, __m256i s)
 #else
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 #endif
+}
+
+/* acc (8 int32 lanes) += 16-bit pairs p times 16-bit scales s. */
+INL __m256i add_scaled16(__m256i acc, __m256i p, __m256i s)
+{
+#ifdef CPU_X86_VNNI
+    return _mm256_dpwssd_avx_epi32(acc, p, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
+#endif
+}
+
+/* The 16-bit lanes of register sc (its 8 words in both 128-bit lanes) all
+ * set to word i: one byte shuffle. */
+INL __m256i word_of(__m256i sc, int i)
+{
+    return _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 + 0x0202 * i)));
 }
 
 INL float hsum8(__m256 v)
@@ -286,6 +305,21 @@ INL void q8_0_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
 }
 TILE_DISPATCH(x_dot_q8_0, q8_0_nt)
 
+/* IQ4_NL: the table's signed levels by one byte shuffle of the nibbles
+ * (the 16 levels in both 128-bit lanes), then as Q8_0. */
+INL void iq4_nl_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_iq4_nl *w = row;
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cpu_iq4_levels));
+    act32 a;
+    act32_init(&a, x, nt, n);
+#define STEP(b, acc) block32_signed(&a, nt, b, _mm256_shuffle_epi8(table, nibbles32(w[b].qs)), half(&w[b].d), acc)
+    LOOP32(nt, n / 32, STEP);
+#undef STEP
+    sums_out(&s0_, &s1_, nt, out);
+}
+TILE_DISPATCH(x_dot_iq4_nl, iq4_nl_nt)
+
 /* ======================================================================
  * K-quants against q8_K
  * ====================================================================== */
@@ -364,7 +398,9 @@ INL void kq_nt(const void *row, int five, const void *const *x, int nt, uint64_t
         const block_q5_K *w5 = (const block_q5_K *)row + b;
         uint8_t sm[16];
         kq_scales_mins(five ? w5->scales : w4->scales, sm);
-        const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm + 8)));
+        const __m128i smv = _mm_loadu_si128((const __m128i *)sm);
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(smv, 8));
+        const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(smv));
         const float dw = half(five ? &w5->d : &w4->d), dmw = half(five ? &w5->dmin : &w4->dmin);
         __m256i isum[CPU_TILE_TOK];
         #pragma GCC unroll 8
@@ -376,13 +412,12 @@ INL void kq_nt(const void *row, int five, const void *const *x, int nt, uint64_t
                 q5k_levels(w5, p, &lo, &hi);
             else
                 q4k_levels(w4, p, &lo, &hi);
-            const __m256i s_lo = _mm256_set1_epi16(sm[2 * p]), s_hi = _mm256_set1_epi16(sm[2 * p + 1]);
+            const __m256i s_lo = word_of(sc, 2 * p), s_hi = word_of(sc, 2 * p + 1);
             #pragma GCC unroll 8
             for (int t = 0; t < nt; t++) {
                 const int8_t *q = a.q[t] + 256 * b + 64 * p;
-                const __m256i pl = _mm256_madd_epi16(s_lo, _mm256_maddubs_epi16(lo, load256(q)));
-                const __m256i ph = _mm256_madd_epi16(s_hi, _mm256_maddubs_epi16(hi, load256(q + 32)));
-                isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(pl, ph));
+                isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(lo, load256(q)), s_lo);
+                isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(hi, load256(q + 32)), s_hi);
             }
         }
         #pragma GCC unroll 8
@@ -424,9 +459,12 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
     for (int t = 0; t < nt; t++)
         acc[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(0x0302), _mm_set1_epi16(0x0100)); /* word 0 | word 1 */
     for (uint64_t b = 0; b < n / 256; b++) {
         const int8_t *sc = w[b].scales;
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+        /* scales 0-7 and 8-15, each in both 128-bit lanes */
+        const __m256i sc_lo = _mm256_permute2x128_si256(sc16, sc16, 0x00), sc_hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
         __m256i isum[CPU_TILE_TOK];
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) /* - 32 * sum_j sc_j bsum_j */
@@ -444,7 +482,9 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
                                     _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
             for (int g = 0; g < 4; g++) {
                 const int k = 8 * h + 2 * g; /* the scales of the group's two sub-blocks */
-                const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[k + 1]), _mm_set1_epi16(sc[k]));
+                const __m256i half_sc = h ? sc_hi : sc_lo, k8 = _mm256_set1_epi16((short)(0x0202 * (k % 8)));
+                /* low lane: scale k's word; high lane: k + 1's (a byte shuffle) */
+                const __m256i s = _mm256_shuffle_epi8(half_sc, _mm256_add_epi16(k8, pick));
                 #pragma GCC unroll 8
                 for (int t = 0; t < nt; t++) {
                     const __m256i y = load256(a.q[t] + 256 * b + 128 * h + 32 * g);
@@ -463,9 +503,28 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
 }
 TILE_DISPATCH(x_dot_q6_K, q6_K_nt)
 
-/* IQ4_XS: the table's levels by one byte shuffle per 16 indices, then per
- * sub-block |lv| . sign(q, lv) into 16-bit pairs (|lv| <= 127: no
- * saturation) and the sub-block's scale (ls - 32) by vpmaddwd, as ggml. */
+/* The 8 scales (ls - 32) of an IQ4_XS block as 16-bit lanes: the low 4
+ * bits two per byte of scales_l, the high 2 bits of sub-block ib at bit 2ib
+ * of scales_h -- brought to the top of each lane by a multiply by
+ * 2^(14 - 2ib) (a per-lane left shift, which AVX2 has only for 32 bits). */
+INL __m128i iq4_xs_scales(const cpu_iq4_xs_block *w)
+{
+    uint32_t sl;
+    memcpy(&sl, w->scales_l, sizeof sl);
+    const __m128i v = _mm_cvtsi32_si128((int)sl), m4 = _mm_set1_epi8(0x0F);
+    const __m128i lo = _mm_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4)));
+    const __m128i top = _mm_mullo_epi16(_mm_set1_epi16((short)w->scales_h),
+                                        _mm_setr_epi16(1 << 14, 1 << 12, 1 << 10, 1 << 8, 1 << 6, 1 << 4, 1 << 2, 1));
+    const __m128i hb = _mm_and_si128(_mm_srli_epi16(top, 10), _mm_set1_epi16(0x30));
+    return _mm_sub_epi16(_mm_or_si128(lo, hb), _mm_set1_epi16(32));
+}
+
+/* IQ4_XS: two sub-blocks per 32-byte load of indices; the table's levels by
+ * one byte shuffle per 32 indices (the 16 levels in both 128-bit lanes) and
+ * a lane exchange into sub-block order; then per sub-block |lv| . sign(q,
+ * lv) into 16-bit pairs (|lv| <= 127: no saturation) and the sub-block's
+ * scale (ls - 32), taken from one register by a byte shuffle, by vpmaddwd
+ * (vpdpwssd with VNNI), as ggml's expression. */
 INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {
     const cpu_iq4_xs_block *w = row;
@@ -475,22 +534,30 @@ INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, fl
     #pragma GCC unroll 8
     for (int t = 0; t < nt; t++)
         acc[t] = _mm256_setzero_ps();
-    const __m128i table = _mm_loadu_si128((const __m128i *)cpu_iq4_levels), m4 = _mm_set1_epi8(0x0F);
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cpu_iq4_levels));
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (uint64_t b = 0; b < n / 256; b++) {
+        const __m256i sc = _mm256_broadcastsi128_si256(iq4_xs_scales(&w[b]));
         __m256i isum[CPU_TILE_TOK];
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++)
             isum[t] = _mm256_setzero_si256();
-        for (int ib = 0; ib < 8; ib++) {
-            const __m128i raw = _mm_loadu_si128((const __m128i *)(w[b].qs + 16 * ib));
-            const __m256i lv = _mm256_set_m128i(_mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(raw, 4), m4)),
-                                                _mm_shuffle_epi8(table, _mm_and_si128(raw, m4)));
-            const __m256i au = _mm256_sign_epi8(lv, lv);
-            const __m256i ls = _mm256_set1_epi16((short)(cpu_iq4_xs_scale(&w[b], ib) - 32));
-            #pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const __m256i y = _mm256_sign_epi8(load256(a.q[t] + 256 * b + 32 * ib), lv);
-                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(au, y), ls));
+        #pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const __m256i raw = load256(w[b].qs + 32 * k);
+            const __m256i lo = _mm256_shuffle_epi8(table, _mm256_and_si256(raw, m4));
+            const __m256i hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+            const __m256i lv[2] = {_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31)};
+            #pragma GCC unroll 2
+            for (int g = 0; g < 2; g++) {
+                const int ib = 2 * k + g;
+                const __m256i ls = word_of(sc, ib);
+                const __m256i au = _mm256_sign_epi8(lv[g], lv[g]);
+                #pragma GCC unroll 8
+                for (int t = 0; t < nt; t++) {
+                    const __m256i y = _mm256_sign_epi8(load256(a.q[t] + 256 * b + 32 * ib), lv[g]);
+                    isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(au, y), ls);
+                }
             }
         }
         const float dw = half(&w[b].d);
@@ -718,6 +785,7 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q5_0};
     k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q5_1};
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q8_0};
+    k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_iq4_nl};
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q4_K};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q6_K};

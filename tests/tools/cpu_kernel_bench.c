@@ -85,7 +85,8 @@ int main(int argc, char **argv)
     }
     if (n == 0 || n % 256 || mib <= 0)
         return usage();
-    static const uint32_t all[] = {QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_F16, QT_BF16, QT_F32};
+    static const uint32_t all[] = {QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_XS, QT_IQ4_NL,
+                                   QT_F16, QT_BF16, QT_F32};
     float sink[16 * CPU_TILE_TOK] = {0}; /* 16 rows x the tile of outputs */
     printf("%-10s %-6s %9s %9s %10s\n", "set", "type", "mv GB/s", "mv ns/row", "mm GMAC/s");
     for (int s = 0; s < CPU_ISA_COUNT; s++) {
