@@ -105,8 +105,9 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->b.qkv, ((uint64_t)(c->q_lora_rank ? c->q_lora_rank : c->n_head * qw) + c->kv_lora_rank + c->qk_rope) * f,
                        "q_a + kv", 0};
     /* every layer keeps its choices (routing report, prefill grouping) */
-    r[n++] = (buf_req){&e->b.ids, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert ids", 0};
-    r[n++] = (buf_req){&e->b.wts, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert weights", 0};
+    uint64_t n_blocks = c->n_layer + e->nextn; /* the NextN block's layer keeps its choices too */
+    r[n++] = (buf_req){&e->b.ids, n_blocks * B * (K ? K : 1) * f, "expert ids", 0};
+    r[n++] = (buf_req){&e->b.wts, n_blocks * B * (K ? K : 1) * f, "expert weights", 0};
     uint64_t hp = B * K * c->n_ff_exp + B * fs;
     if (hp < B * c->n_ff_dense)
         hp = B * c->n_ff_dense;
@@ -144,6 +145,13 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->b.out_ids, TOPK_MAX * 4, "top-K ids (host)", 1};
     r[n++] = (buf_req){&e->b.out_vals, (TOPK_MAX + 1) * 4, "top-K values (host)", 1};
     r[n++] = (buf_req){&e->b.host_logits, B * c->n_vocab * f, "logits (host)", 1};
+    if (e->nextn) {
+        r[n++] = (buf_req){&e->b.hid, (uint64_t)e->p.n_ctx * c->n_embd * f, "kept hidden states (NextN)", 0};
+        r[n++] = (buf_req){&e->b.nx_e, (uint64_t)c->n_embd * f, "NextN embedding", 0};
+        r[n++] = (buf_req){&e->b.nx_cat, 2ull * c->n_embd * f, "NextN input", 0};
+        r[n++] = (buf_req){&e->b.nx_hin, (uint64_t)c->n_embd * f, "NextN given h", 2};
+        r[n++] = (buf_req){&e->b.nx_out, (uint64_t)c->n_embd * f, "NextN output (host)", 1};
+    }
     return n;
 }
 
@@ -158,7 +166,7 @@ static uint64_t cache_bytes(const vk_engine *e)
 static uint32_t act_sizes(const vk_engine *e, const buf_req *r, uint32_t n, uint64_t *sizes)
 {
     uint32_t k = 0;
-    for (uint32_t il = 0; il < e->m->cfg.n_layer; il++)
+    for (uint32_t il = 0; il < e->m->cfg.n_layer + e->nextn; il++)
         sizes[k++] = cache_bytes(e);
     for (uint32_t i = 0; i < n; i++)
         if (r[i].where == 0)
@@ -169,8 +177,8 @@ static uint32_t act_sizes(const vk_engine *e, const buf_req *r, uint32_t n, uint
 static int alloc_buffers(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 {
     const model_config *c = &e->m->cfg;
-    e->b.cache = calloc(c->n_layer ? c->n_layer : 1, sizeof *e->b.cache);
-    uint64_t *sizes = malloc(((size_t)c->n_layer + n) * sizeof *sizes);
+    e->b.cache = calloc(c->n_layer + 1, sizeof *e->b.cache);
+    uint64_t *sizes = malloc(((size_t)c->n_layer + 1 + n) * sizeof *sizes);
     if (!e->b.cache || !sizes) {
         free(sizes);
         return err_set(err, "out of host memory");
@@ -180,7 +188,7 @@ static int alloc_buffers(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
     free(sizes);
     if (rc)
         return -1;
-    for (uint32_t il = 0; il < c->n_layer; il++)
+    for (uint32_t il = 0; il < c->n_layer + e->nextn; il++)
         if (vk_arena_alloc(&e->c, &e->b.act_arena, cache_bytes(e), "the KV cache", &e->b.cache[il], err))
             return -1;
     for (uint32_t i = 0; i < n; i++) {
@@ -238,9 +246,9 @@ void vk_placement_line(const vk_placement *pl, char *buf, size_t len)
 static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 {
     uint64_t wb;
-    if (vk_weights_plan(&e->c, &e->tune, e->m, &wb, err))
+    if (vk_weights_plan(&e->c, &e->tune, e->m, e->nextn, &wb, err))
         return -1;
-    uint64_t *sizes = malloc(((size_t)e->m->cfg.n_layer + n) * sizeof *sizes);
+    uint64_t *sizes = malloc(((size_t)e->m->cfg.n_layer + 1 + n) * sizeof *sizes);
     if (!sizes)
         return err_set(err, "out of host memory");
     uint32_t ns = act_sizes(e, r, n, sizes);
@@ -251,7 +259,7 @@ static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
     vk_placement *pl = &e->place;
     snprintf(pl->device, sizeof pl->device, "%s", e->c.info.name);
     pl->weights = wb;
-    pl->kv = cache_bytes(e) * e->m->cfg.n_layer;
+    pl->kv = cache_bytes(e) * (e->m->cfg.n_layer + e->nextn);
     pl->act = all > pl->kv ? all - pl->kv : 0; /* the packing's alignment counted with the activations */
     pl->n_ctx = e->p.n_ctx;
     pl->available = available_bytes(e, &pl->limit);
@@ -437,7 +445,7 @@ static int zero_counters(vk_engine *e, err_t *err)
     vkCmdFillBuffer(cb, e->b.smp_state.buf, e->b.smp_state.off, (e->b.smp_state.size + 3) / 4 * 4, 0);
     /* the caches: attn_fd reads whole tiles past the last position (masked,
      * but 0 * NaN would not be), so rows never written must be finite */
-    for (uint32_t il = 0; il < e->m->cfg.n_layer; il++)
+    for (uint32_t il = 0; il < e->m->cfg.n_layer + e->nextn; il++)
         vkCmdFillBuffer(cb, e->b.cache[il].buf, e->b.cache[il].off, (e->b.cache[il].size + 3) / 4 * 4, 0);
     res = vkEndCommandBuffer(cb);
     int rc = res == VK_SUCCESS ? vk_submit_wait(&e->c, cb, err) : vk_fail(&e->c, err, res, "vkEndCommandBuffer");
@@ -457,6 +465,7 @@ static int open_and_plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
         check_model(e, err))
         return -1;
     e->kb = (vk_kb){&e->c, &e->pipes, &e->tune, &e->kerr};
+    e->nextn = e->p.draft != ENGINE_DRAFT_OFF && e->m->cfg.n_nextn > 0;
     if ((e->p.n_ctx ? plan(e, req, n, err) : plan_auto_ctx(e, req, n, err)) != 0) {
         if (e->fit_short)
             suggest_fit(e, req, n, err);
@@ -477,7 +486,7 @@ static int setup(vk_engine *e, err_t *err)
     vk_arena_init(&e->c, &e->b.act_arena, VK_MEM_DEVICE, 1ull << 30, "activations and KV cache");
     vk_arena_init(&e->c, &e->b.host_arena, VK_MEM_HOST, 64ull << 20, "host-visible buffers");
     vk_arena_init(&e->c, &e->b.bar_arena, VK_MEM_UPLOAD, 1ull << 20, "params");
-    if (vk_weights_upload(&e->c, &e->tune, e->m, &e->w, e->p.progress, e->p.progress_user, err))
+    if (vk_weights_upload(&e->c, &e->tune, e->m, e->nextn, &e->w, e->p.progress, e->p.progress_user, err))
         return -1;
     if (alloc_buffers(e, req, n, err) || upload_rope(e, err) || zero_counters(e, err))
         return -1;
@@ -490,6 +499,8 @@ static int setup(vk_engine *e, err_t *err)
         err_prefix(err, "recording the prefill graph");
         return -1;
     }
+    if (e->nextn && vk_spec_build(e, err))
+        return -1;
     char links[96] = "", tuned[192] = "", set[160];
     if (e->rec.decode.prog.n_link)
         snprintf(links, sizeof links, " (%u joined by counters%s, not barriers)", e->rec.decode.prog.n_link,
@@ -500,9 +511,10 @@ static int setup(vk_engine *e, err_t *err)
     char placed[256];
     vk_placement_line(&e->place, placed, sizeof placed);
     snprintf(e->desc, sizeof e->desc, "Vulkan: %s (%s, %.1f GiB, subgroup %u%s); device memory: %s; %u dependent "
-                                      "dispatches per token%s%s",
+                                      "dispatches per token%s%s%s",
              e->c.info.name, e->c.info.kind, e->c.info.device_local_bytes / GiB, e->c.subgroup,
-             e->c.coopmat ? ", cooperative matrices" : "", placed, e->rec.decode.prog.n_dep + 1, links, tuned);
+             e->c.coopmat ? ", cooperative matrices" : "", placed, e->rec.decode.prog.n_dep + 1, links, tuned,
+             e->nextn ? "; NextN drafting" : "");
     return 0;
 }
 
@@ -554,6 +566,7 @@ static void vk_destroy(void *impl)
             vkFreeCommandBuffers(e->c.dev, e->c.cmd_pool, 1, &e->rec.copy_logits);
         vk_family_free(e, &e->rec.prefill);
         vk_family_free(e, &e->rec.prefill_logits);
+        vk_spec_free(e);
         vk_pipes_free(&e->c, &e->pipes);
         vk_arena_release(&e->c, &e->b.act_arena);
         vk_arena_release(&e->c, &e->b.host_arena);
@@ -791,6 +804,18 @@ static int vk_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_
     return 0;
 }
 
+/* ---- for drafting (vk_spec.c) --------------------------------------------------------- */
+
+int vk_decode_logits(vk_engine *e, int32_t token, uint32_t pos, float *row, err_t *err)
+{
+    return decode_one(e, token, pos, NULL, row, err);
+}
+
+void vk_write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos)
+{
+    write_params(e, tokens, n, pos, 1);
+}
+
 /* The decode graph's kernels, and the selection's as often as it ran. */
 static void vk_get_stats(void *impl, engine_stats *st)
 {
@@ -921,4 +946,11 @@ const engine_backend vk_engine_backend = {
     .prefill_stats = vk_prefill_stats,
     .routing = vk_routing,
     .print_plan = vk_print_plan,
+    /* Not yet: the verify replays the single-token decode graph once per
+     * position (exact by construction, vk_spec.c), so a step costs k + 1
+     * decodes and k NextN rows; auto drafts only once a verify reads the
+     * weights once for its k + 1 columns.  --draft K still drafts. */
+    .draft_pays = false,
+    .draft = vk_spec_draft,
+    .verify = vk_spec_verify,
 };

@@ -66,6 +66,11 @@ typedef struct {
     vk_buf smp_result;       /* SMPR_* words: the token */
     vk_buf out_ids, out_vals;  /* top-K read back */
     vk_buf host_logits;      /* [n_batch][n_vocab] when logits are asked for */
+    /* drafting (vk_weights.has_nextn; vk_forward.c's NextN block) */
+    vk_buf hid;              /* (n_ctx, n_embd) output_norm(x) per cache position: h_p */
+    vk_buf nx_e, nx_cat;     /* (n_embd) the row's token embedding; (2 n_embd) [enorm(e) | hnorm(h)] */
+    vk_buf nx_hin;           /* host-written (n_embd): a given h (a chained draft row) */
+    vk_buf nx_out;           /* host-visible (n_embd): head_norm(x) of the latest row */
     uint32_t epoch;          /* decode submits so far (params[VKP_EPOCH]) */
     uint32_t attn_total;     /* decode attention workgroups so far (params[VKP_ATTN_TOTAL]) */
 } vk_bufs;
@@ -95,6 +100,8 @@ typedef enum {
     VK_PROGRAM_SELECT,       /* the full-vocabulary selection of one set (VK_SEL_*) */
     VK_PROGRAM_PREFILL,      /* n_batch tokens, the last one's top-K */
     VK_PROGRAM_PREFILL_LOGITS, /* n_batch tokens, every position's logits to host memory */
+    VK_PROGRAM_NEXTN,        /* one NextN row from the kept h of the position before */
+    VK_PROGRAM_NEXTN_GIVEN,  /* ... from the h the host wrote (nx_hin) */
 } vk_program;
 
 /* The recorded programs, and the planner that recorded them. */
@@ -105,6 +112,7 @@ typedef struct {
     vk_family select[VK_SEL_SETS]; /* by VK_SEL_* set */
     vk_family prefill, prefill_logits;
     VkCommandBuffer copy_logits; /* the logits to host memory, after a decode */
+    vk_family nextn[2];      /* drafting: VK_PROGRAM_NEXTN, VK_PROGRAM_NEXTN_GIVEN */
 } vk_programs;
 
 typedef struct {
@@ -139,6 +147,8 @@ typedef struct {
     vk_bufs b;
     vk_programs rec;
     vk_prof_state prof;
+    bool nextn;              /* drafting asked for and the file has the block (set before the plan) */
+    struct spec_host *spec;  /* drafting's host side (vk_spec.c) */
 } vk_engine;
 
 /* Graph recording (vk_forward.c, vk_prefill.c): program `what` into r;
@@ -162,5 +172,19 @@ void vk_profile_report(const vk_family *f, const vk_profile *pr, engine_stats *s
  * that runs for some tokens only). */
 void vk_profile_add(const vk_family *f, const vk_profile *pr, double weight, engine_stats *st);
 void vk_profile_free(vk_profile *pr);
+
+/* vk_engine.c, for vk_spec.c: one token through the decode graph at pos,
+ * its logits into row (n_vocab) -- what eval gives for that token; and the
+ * params buffer for n tokens at pos. */
+int vk_decode_logits(vk_engine *e, int32_t token, uint32_t pos, float *row, err_t *err);
+void vk_write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos);
+
+/* Drafting (vk_spec.c): engine_backend's draft and verify, and the NextN
+ * programs recorded / freed with the engine. */
+int vk_spec_build(vk_engine *e, err_t *err);
+void vk_spec_free(vk_engine *e);
+int vk_spec_draft(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_draft_req *req,
+                  err_t *err);
+int vk_spec_verify(void *impl, const int32_t *tokens, uint32_t pos, const engine_verify_req *req, err_t *err);
 
 #endif
