@@ -186,5 +186,12 @@ void vk_spec_free(vk_engine *e);
 int vk_spec_draft(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_draft_req *req,
                   err_t *err);
 int vk_spec_verify(void *impl, const int32_t *tokens, uint32_t pos, const engine_verify_req *req, err_t *err);
+/* NextN rows pos..pos+n-1 of tokens (h NULL: from the kept h_{p-1}, else
+ * [n][n_embd] given), the last row's logits (optional) read back; and that
+ * row's head_norm(x) (n_embd, host memory) -- spec_host.h's nextn_rows and
+ * nextn_out (impl: the vk_engine). */
+int vk_spec_nextn_rows(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
+                       err_t *err);
+const float *vk_spec_nextn_out(void *impl);
 
 #endif

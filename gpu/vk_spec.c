@@ -52,7 +52,7 @@ void vk_spec_free(vk_engine *e)
 /* ---- the forward pass as spec_host.h calls it ------------------------------------------- */
 
 /* NextN rows pos..pos+n-1, one submit each (h NULL: from the kept rows). */
-static int fwd_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
+int vk_spec_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
                           err_t *err)
 {
     vk_engine *e = fwd;
@@ -76,7 +76,7 @@ static int fwd_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t
     return 0;
 }
 
-static const float *fwd_nextn_out(void *fwd)
+const float *vk_spec_nextn_out(void *fwd)
 {
     return (const float *)((vk_engine *)fwd)->b.nx_out.map;
 }
@@ -94,7 +94,7 @@ static int fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t p
     return 0;
 }
 
-static const spec_host_fwd vk_fwd = {fwd_nextn_rows, fwd_nextn_out, fwd_eval_all};
+static const spec_host_fwd vk_fwd = {vk_spec_nextn_rows, vk_spec_nextn_out, fwd_eval_all};
 
 /* ---- engine_backend.draft / verify ------------------------------------------------------ */
 
