@@ -465,7 +465,11 @@ static int open_and_plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
         check_model(e, err))
         return -1;
     e->kb = (vk_kb){&e->c, &e->pipes, &e->tune, &e->kerr};
-    e->nextn = e->p.draft != ENGINE_DRAFT_OFF && e->m->cfg.n_nextn > 0;
+    /* the NextN state only where drafting will run: a number of drafts, or
+     * auto where it pays (engine_open turns auto off otherwise; `info`'s
+     * placement gets the setting as it is) */
+    bool drafts = e->p.draft > 0 || (e->p.draft == ENGINE_DRAFT_AUTO && vk_engine_backend.draft_pays);
+    e->nextn = drafts && e->m->cfg.n_nextn > 0;
     if ((e->p.n_ctx ? plan(e, req, n, err) : plan_auto_ctx(e, req, n, err)) != 0) {
         if (e->fit_short)
             suggest_fit(e, req, n, err);

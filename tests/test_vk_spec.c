@@ -395,7 +395,7 @@ static void test_verify_equals_single_decodes_past_one_chunk(void)
     }
 }
 
-/* No NextN state without drafting or without the block. */
+/* No NextN state without drafting, nor with auto where it does not pay. */
 static void test_nextn_absent_costs_nothing(void)
 {
     model with;
@@ -415,6 +415,18 @@ static void test_nextn_absent_costs_nothing(void)
         CHECK(vk_engine_backend.draft(e.impl, &t, 1, 0, &(engine_draft_req){0}, &err) < 0 && strstr(err.msg, "NextN"),
               "a draft without the state: %s", M(err));
         engine_close(&e);
+    } else {
+        CHECK(0, "%s", M(err));
+    }
+    /* auto, as `info`'s placement passes it: no state while auto does not
+     * draft here (draft_pays) */
+    p.draft = ENGINE_DRAFT_AUTO;
+    void *impl = NULL;
+    if (vk_engine_backend.create(&impl, &with, &p, &err) == 0) {
+        vk_engine *v = impl;
+        CHECK(v->nextn == vk_engine_backend.draft_pays, "auto: NextN state %d, draft_pays %d", v->nextn,
+              vk_engine_backend.draft_pays);
+        vk_engine_backend.destroy(impl);
     } else {
         CHECK(0, "%s", M(err));
     }
