@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/spec_host.h"
 #include "format/quant.h"
 #include "model/rope.h"
 #include "vk.h"
@@ -808,16 +809,76 @@ static int vk_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_
     return 0;
 }
 
-/* ---- for drafting (vk_spec.c) --------------------------------------------------------- */
+/* ---- drafting (engine.h's draft and verify; gpu/vk_spec.c) -------------------------------- */
 
-int vk_decode_logits(vk_engine *e, int32_t token, uint32_t pos, float *row, err_t *err)
+int vk_nextn_rows(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
+                  err_t *err)
 {
-    return decode_one(e, token, pos, NULL, row, err);
+    const uint32_t H = e->m->cfg.n_embd, V = e->m->cfg.n_vocab;
+    if ((uint64_t)pos + n > e->p.n_ctx)
+        return err_set(err, "NextN rows %u..%u are past the %u-token context", pos, pos + n - 1, e->p.n_ctx);
+    for (uint32_t i = 0; i < n; i++) {
+        if ((uint32_t)tokens[i] >= V)
+            return err_set(err, "token id %d is outside the vocabulary (%u)", tokens[i], V);
+        write_params(e, &tokens[i], 1, pos + i, 1);
+        if (vk_spec_nextn_submit(e, h ? h + (size_t)i * H : NULL, err))
+            return -1;
+    }
+    if (logits && n) {
+        if (vk_submit_wait(&e->c, e->rec.copy_logits, err))
+            return -1;
+        memcpy(logits, e->b.host_logits.map, (size_t)V * sizeof *logits);
+    }
+    return 0;
 }
 
-void vk_write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos)
+static int fwd_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
+                          err_t *err)
 {
-    write_params(e, tokens, n, pos, 1);
+    return vk_nextn_rows(fwd, tokens, n, pos, h, logits, err);
+}
+
+static const float *fwd_nextn_out(void *fwd)
+{
+    return vk_spec_nextn_out(fwd);
+}
+
+/* Every position's logits: the decode graph once per token, as eval runs
+ * it -- bit for bit single-token decodes (gpu/vk_spec.c says why). */
+static int fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, err_t *err)
+{
+    vk_engine *e = fwd;
+    const uint32_t V = e->m->cfg.n_vocab;
+    if ((uint64_t)pos + n > e->p.n_ctx)
+        return err_set(err, "positions %u..%u are past the %u-token context", pos, pos + n - 1, e->p.n_ctx);
+    for (uint32_t i = 0; i < n; i++)
+        if (decode_one(e, tokens[i], pos + i, NULL, logits + (size_t)i * V, err))
+            return -1;
+    return 0;
+}
+
+static const spec_host_fwd vk_fwd = {fwd_nextn_rows, fwd_nextn_out, fwd_eval_all};
+
+static int spec_usable(const vk_engine *e, err_t *err)
+{
+    if (e->c.lost)
+        return err_set(err, "the Vulkan device was lost earlier; restart glmchat or use --backend cpu");
+    if (!e->spec)
+        return err_set(err, "this engine keeps no NextN state");
+    return 0;
+}
+
+static int vk_draft(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_draft_req *req,
+                    err_t *err)
+{
+    vk_engine *e = impl;
+    return spec_usable(e, err) ? -1 : spec_host_draft(e->spec, &vk_fwd, e, tokens, n, pos, req, err);
+}
+
+static int vk_verify(void *impl, const int32_t *tokens, uint32_t pos, const engine_verify_req *req, err_t *err)
+{
+    vk_engine *e = impl;
+    return spec_usable(e, err) ? -1 : spec_host_verify(e->spec, &vk_fwd, e, tokens, pos, req, err);
 }
 
 /* The decode graph's kernels, and the selection's as often as it ran. */
@@ -955,6 +1016,6 @@ const engine_backend vk_engine_backend = {
      * decodes and k NextN rows; auto drafts only once a verify reads the
      * weights once for its k + 1 columns.  --draft K still drafts. */
     .draft_pays = false,
-    .draft = vk_spec_draft,
-    .verify = vk_spec_verify,
+    .draft = vk_draft,
+    .verify = vk_verify,
 };

@@ -173,25 +173,18 @@ void vk_profile_report(const vk_family *f, const vk_profile *pr, engine_stats *s
 void vk_profile_add(const vk_family *f, const vk_profile *pr, double weight, engine_stats *st);
 void vk_profile_free(vk_profile *pr);
 
-/* vk_engine.c, for vk_spec.c: one token through the decode graph at pos,
- * its logits into row (n_vocab) -- what eval gives for that token; and the
- * params buffer for n tokens at pos. */
-int vk_decode_logits(vk_engine *e, int32_t token, uint32_t pos, float *row, err_t *err);
-void vk_write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos);
-
-/* Drafting (vk_spec.c): engine_backend's draft and verify, and the NextN
- * programs recorded / freed with the engine. */
+/* Drafting (vk_spec.c): the NextN programs recorded / freed with the
+ * engine; one row at the position the params buffer holds (h NULL: from
+ * the kept h_{p-1}, else that h, n_embd floats); the latest row's
+ * head_norm(x) (n_embd, host memory). */
 int vk_spec_build(vk_engine *e, err_t *err);
 void vk_spec_free(vk_engine *e);
-int vk_spec_draft(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_draft_req *req,
+int vk_spec_nextn_submit(vk_engine *e, const float *h, err_t *err);
+const float *vk_spec_nextn_out(const vk_engine *e);
+/* vk_engine.c: NextN rows pos..pos+n-1 of tokens (h NULL: from the kept
+ * rows, else [n][n_embd] given), the last row's logits (optional) read
+ * back -- spec_host.h's nextn_rows. */
+int vk_nextn_rows(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
                   err_t *err);
-int vk_spec_verify(void *impl, const int32_t *tokens, uint32_t pos, const engine_verify_req *req, err_t *err);
-/* NextN rows pos..pos+n-1 of tokens (h NULL: from the kept h_{p-1}, else
- * [n][n_embd] given), the last row's logits (optional) read back; and that
- * row's head_norm(x) (n_embd, host memory) -- spec_host.h's nextn_rows and
- * nextn_out (impl: the vk_engine). */
-int vk_spec_nextn_rows(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
-                       err_t *err);
-const float *vk_spec_nextn_out(void *impl);
 
 #endif

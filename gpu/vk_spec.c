@@ -1,5 +1,6 @@
-/* vk_spec.c: NextN drafting on the Vulkan backend -- engine.h's draft and
- * verify entries, decided on the host by spec_host.h from logits read back.
+/* vk_spec.c: NextN drafting on the Vulkan backend -- its programs and one
+ * row's submit here; engine.h's draft and verify entries in vk_engine.c
+ * ("drafting"), decided on the host by spec_host.h from logits read back.
  *
  * Where the parts run:
  *  - the kept hidden states h_p: on the device, one row per cache position
@@ -49,77 +50,16 @@ void vk_spec_free(vk_engine *e)
     e->spec = NULL;
 }
 
-/* ---- the forward pass as spec_host.h calls it ------------------------------------------- */
+/* ---- one NextN row ------------------------------------------------------------------------ */
 
-/* NextN rows pos..pos+n-1, one submit each (h NULL: from the kept rows). */
-int vk_spec_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
-                          err_t *err)
+int vk_spec_nextn_submit(vk_engine *e, const float *h, err_t *err)
 {
-    vk_engine *e = fwd;
-    const uint32_t H = e->m->cfg.n_embd, V = e->m->cfg.n_vocab;
-    if ((uint64_t)pos + n > e->p.n_ctx)
-        return err_set(err, "NextN rows %u..%u are past the %u-token context", pos, pos + n - 1, e->p.n_ctx);
-    for (uint32_t i = 0; i < n; i++) {
-        if ((uint32_t)tokens[i] >= V)
-            return err_set(err, "token id %d is outside the vocabulary (%u)", tokens[i], V);
-        vk_write_params(e, &tokens[i], 1, pos + i);
-        if (h)
-            memcpy(e->b.nx_hin.map, h + (size_t)i * H, (size_t)H * sizeof *h);
-        if (vk_submit_wait(&e->c, e->rec.nextn[h != NULL].plain.cb, err))
-            return -1;
-    }
-    if (logits && n) {
-        if (vk_submit_wait(&e->c, e->rec.copy_logits, err))
-            return -1;
-        memcpy(logits, e->b.host_logits.map, (size_t)V * sizeof *logits);
-    }
-    return 0;
+    if (h)
+        memcpy(e->b.nx_hin.map, h, (size_t)e->m->cfg.n_embd * sizeof *h);
+    return vk_submit_wait(&e->c, e->rec.nextn[h != NULL].plain.cb, err);
 }
 
-const float *vk_spec_nextn_out(void *fwd)
+const float *vk_spec_nextn_out(const vk_engine *e)
 {
-    return (const float *)((vk_engine *)fwd)->b.nx_out.map;
-}
-
-/* Every position's logits: the decode graph once per token, as eval runs it. */
-static int fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, err_t *err)
-{
-    vk_engine *e = fwd;
-    const uint32_t V = e->m->cfg.n_vocab;
-    if ((uint64_t)pos + n > e->p.n_ctx)
-        return err_set(err, "positions %u..%u are past the %u-token context", pos, pos + n - 1, e->p.n_ctx);
-    for (uint32_t i = 0; i < n; i++)
-        if (vk_decode_logits(e, tokens[i], pos + i, logits + (size_t)i * V, err))
-            return -1;
-    return 0;
-}
-
-static const spec_host_fwd vk_fwd = {vk_spec_nextn_rows, vk_spec_nextn_out, fwd_eval_all};
-
-/* ---- engine_backend.draft / verify ------------------------------------------------------ */
-
-static int usable(const vk_engine *e, err_t *err)
-{
-    if (e->c.lost)
-        return err_set(err, "the Vulkan device was lost earlier; restart glmchat or use --backend cpu");
-    if (!e->spec)
-        return err_set(err, "this engine keeps no NextN state");
-    return 0;
-}
-
-int vk_spec_draft(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_draft_req *req,
-                  err_t *err)
-{
-    vk_engine *e = impl;
-    if (usable(e, err))
-        return -1;
-    return spec_host_draft(e->spec, &vk_fwd, e, tokens, n, pos, req, err);
-}
-
-int vk_spec_verify(void *impl, const int32_t *tokens, uint32_t pos, const engine_verify_req *req, err_t *err)
-{
-    vk_engine *e = impl;
-    if (usable(e, err))
-        return -1;
-    return spec_host_verify(e->spec, &vk_fwd, e, tokens, pos, req, err);
+    return (const float *)e->b.nx_out.map;
 }

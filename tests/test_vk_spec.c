@@ -153,9 +153,9 @@ static void vk_rows(const model *m, uint32_t n_batch, const int32_t *tok, uint32
     err_t err;
     CHECK(vk_engine_backend.eval(e, tok, n, 0, NULL, &err) == 0, "%s", M(err));
     for (uint32_t p = 0; p < n; p++)
-        CHECK(vk_spec_nextn_rows(e, &tok[p], 1, p, NULL, b + (size_t)p * V, &err) == 0, "%s", M(err));
+        CHECK(vk_nextn_rows(e, &tok[p], 1, p, NULL, b + (size_t)p * V, &err) == 0, "%s", M(err));
     for (uint32_t i = 0; i < chain; i++)
-        CHECK(vk_spec_nextn_rows(e, &tok[n + i], 1, n + i, hs + (size_t)i * H, b + (size_t)(n + i) * V, &err) == 0,
+        CHECK(vk_nextn_rows(e, &tok[n + i], 1, n + i, hs + (size_t)i * H, b + (size_t)(n + i) * V, &err) == 0,
               "%s", M(err));
     memcpy(out, vk_spec_nextn_out(e), H * sizeof *out);
     vk_engine_backend.destroy(e);
