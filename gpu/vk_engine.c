@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/spec_host.h"
 #include "format/quant.h"
 #include "model/rope.h"
 #include "vk.h"
@@ -105,8 +106,9 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->b.qkv, ((uint64_t)(c->q_lora_rank ? c->q_lora_rank : c->n_head * qw) + c->kv_lora_rank + c->qk_rope) * f,
                        "q_a + kv", 0};
     /* every layer keeps its choices (routing report, prefill grouping) */
-    r[n++] = (buf_req){&e->b.ids, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert ids", 0};
-    r[n++] = (buf_req){&e->b.wts, (uint64_t)c->n_layer * B * (K ? K : 1) * f, "expert weights", 0};
+    uint64_t n_blocks = c->n_layer + e->nextn; /* the NextN block's layer keeps its choices too */
+    r[n++] = (buf_req){&e->b.ids, n_blocks * B * (K ? K : 1) * f, "expert ids", 0};
+    r[n++] = (buf_req){&e->b.wts, n_blocks * B * (K ? K : 1) * f, "expert weights", 0};
     uint64_t hp = B * K * c->n_ff_exp + B * fs;
     if (hp < B * c->n_ff_dense)
         hp = B * c->n_ff_dense;
@@ -151,6 +153,13 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
         r[n++] = (buf_req){&e->hx.y, B * c->n_embd * f, "routed experts' sum (host)", 2};
         r[n++] = (buf_req){&e->hx.one, B * f, "ones", 2};
     }
+    if (e->nextn) {
+        r[n++] = (buf_req){&e->b.hid, (uint64_t)e->p.n_ctx * c->n_embd * f, "kept hidden states (NextN)", 0};
+        r[n++] = (buf_req){&e->b.nx_e, (uint64_t)c->n_embd * f, "NextN embedding", 0};
+        r[n++] = (buf_req){&e->b.nx_cat, 2ull * c->n_embd * f, "NextN input", 0};
+        r[n++] = (buf_req){&e->b.nx_hin, (uint64_t)c->n_embd * f, "NextN given h", 2};
+        r[n++] = (buf_req){&e->b.nx_out, (uint64_t)c->n_embd * f, "NextN output (host)", 1};
+    }
     return n;
 }
 
@@ -165,7 +174,7 @@ static uint64_t cache_bytes(const vk_engine *e)
 static uint32_t act_sizes(const vk_engine *e, const buf_req *r, uint32_t n, uint64_t *sizes)
 {
     uint32_t k = 0;
-    for (uint32_t il = 0; il < e->m->cfg.n_layer; il++)
+    for (uint32_t il = 0; il < e->m->cfg.n_layer + e->nextn; il++)
         sizes[k++] = cache_bytes(e);
     for (uint32_t i = 0; i < n; i++)
         if (r[i].where == 0)
@@ -176,8 +185,8 @@ static uint32_t act_sizes(const vk_engine *e, const buf_req *r, uint32_t n, uint
 static int alloc_buffers(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 {
     const model_config *c = &e->m->cfg;
-    e->b.cache = calloc(c->n_layer ? c->n_layer : 1, sizeof *e->b.cache);
-    uint64_t *sizes = malloc(((size_t)c->n_layer + n) * sizeof *sizes);
+    e->b.cache = calloc(c->n_layer + 1, sizeof *e->b.cache);
+    uint64_t *sizes = malloc(((size_t)c->n_layer + 1 + n) * sizeof *sizes);
     if (!e->b.cache || !sizes) {
         free(sizes);
         return err_set(err, "out of host memory");
@@ -187,7 +196,7 @@ static int alloc_buffers(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
     free(sizes);
     if (rc)
         return -1;
-    for (uint32_t il = 0; il < c->n_layer; il++)
+    for (uint32_t il = 0; il < c->n_layer + e->nextn; il++)
         if (vk_arena_alloc(&e->c, &e->b.act_arena, cache_bytes(e), "the KV cache", &e->b.cache[il], err))
             return -1;
     for (uint32_t i = 0; i < n; i++) {
@@ -264,9 +273,9 @@ void vk_placement_line(const vk_placement *pl, char *buf, size_t len)
 static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 {
     uint64_t wb;
-    if (vk_weights_plan(&e->c, &e->tune, e->m, e->hx.host, &wb, err))
+    if (vk_weights_plan(&e->c, &e->tune, e->m, e->hx.host, e->nextn, &wb, err))
         return -1;
-    uint64_t *sizes = malloc(((size_t)e->m->cfg.n_layer + n) * sizeof *sizes);
+    uint64_t *sizes = malloc(((size_t)e->m->cfg.n_layer + 1 + n) * sizeof *sizes);
     if (!sizes)
         return err_set(err, "out of host memory");
     uint32_t ns = act_sizes(e, r, n, sizes);
@@ -277,7 +286,7 @@ static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
     vk_placement *pl = &e->place;
     snprintf(pl->device, sizeof pl->device, "%s", e->c.info.name);
     pl->weights = wb;
-    pl->kv = cache_bytes(e) * e->m->cfg.n_layer;
+    pl->kv = cache_bytes(e) * (e->m->cfg.n_layer + e->nextn);
     pl->act = all > pl->kv ? all - pl->kv : 0; /* the packing's alignment counted with the activations */
     pl->n_ctx = e->p.n_ctx;
     pl->available = available_bytes(e, &pl->limit);
@@ -527,7 +536,7 @@ static int zero_counters(vk_engine *e, err_t *err)
     vkCmdFillBuffer(cb, e->b.smp_state.buf, e->b.smp_state.off, (e->b.smp_state.size + 3) / 4 * 4, 0);
     /* the caches: attn_fd reads whole tiles past the last position (masked,
      * but 0 * NaN would not be), so rows never written must be finite */
-    for (uint32_t il = 0; il < e->m->cfg.n_layer; il++)
+    for (uint32_t il = 0; il < e->m->cfg.n_layer + e->nextn; il++)
         vkCmdFillBuffer(cb, e->b.cache[il].buf, e->b.cache[il].off, (e->b.cache[il].size + 3) / 4 * 4, 0);
     res = vkEndCommandBuffer(cb);
     int rc = res == VK_SUCCESS ? vk_submit_wait(&e->c, cb, err) : vk_fail(&e->c, err, res, "vkEndCommandBuffer");
@@ -549,6 +558,11 @@ static int open_and_plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
     e->kb = (vk_kb){&e->c, &e->pipes, &e->tune, &e->kerr};
     if (e->p.n_cpu_moe > (int)e->m->cfg.n_layer)
         return err_set(err, "--n-cpu-moe %d: the model has %u layers", e->p.n_cpu_moe, e->m->cfg.n_layer);
+    /* the NextN state only where drafting will run: a number of drafts, or
+     * auto where it pays (engine_open turns auto off otherwise; `info`'s
+     * placement gets the setting as it is) */
+    bool drafts = e->p.draft > 0 || (e->p.draft == ENGINE_DRAFT_AUTO && vk_engine_backend.draft_pays);
+    e->nextn = drafts && e->m->cfg.n_nextn > 0;
     if ((e->p.n_ctx ? plan(e, req, n, err) : plan_auto_ctx(e, req, n, err)) != 0) {
         if (e->fit_short)
             suggest_fit(e, req, n, err);
@@ -569,7 +583,8 @@ static int setup(vk_engine *e, err_t *err)
     vk_arena_init(&e->c, &e->b.act_arena, VK_MEM_DEVICE, 1ull << 30, "activations and KV cache");
     vk_arena_init(&e->c, &e->b.host_arena, VK_MEM_HOST, 64ull << 20, "host-visible buffers");
     vk_arena_init(&e->c, &e->b.bar_arena, VK_MEM_UPLOAD, 1ull << 20, "params");
-    if (vk_weights_upload(&e->c, &e->tune, e->m, e->hx.host, &e->w, e->p.progress, e->p.progress_user, err))
+    if (vk_weights_upload(&e->c, &e->tune, e->m, e->hx.host, e->nextn, &e->w, e->p.progress, e->p.progress_user,
+                          err))
         return -1;
     if (alloc_buffers(e, req, n, err) || upload_rope(e, err) || zero_counters(e, err))
         return -1;
@@ -582,6 +597,8 @@ static int setup(vk_engine *e, err_t *err)
         err_prefix(err, "recording the prefill graph");
         return -1;
     }
+    if (e->nextn && vk_spec_build(e, err))
+        return -1;
     char links[96] = "", tuned[192] = "", set[160];
     uint32_t n_dep = e->hx.n_parts ? 0 : e->rec.decode.prog.n_dep + 1, n_link = e->rec.decode.prog.n_link;
     for (uint32_t p = 0; p < e->hx.n_parts; p++) /* host layers: the parts between the CPU's turns */
@@ -600,9 +617,10 @@ static int setup(vk_engine *e, err_t *err)
         strcat(host, "; ");
     }
     snprintf(e->desc, sizeof e->desc, "Vulkan: %s%s (%s, %.1f GiB, subgroup %u%s); device memory: %s; %u dependent "
-                                      "dispatches per token%s%s",
+                                      "dispatches per token%s%s%s",
              host, e->c.info.name, e->c.info.kind, e->c.info.device_local_bytes / GiB, e->c.subgroup,
-             e->c.coopmat ? ", cooperative matrices" : "", placed, n_dep, links, tuned);
+             e->c.coopmat ? ", cooperative matrices" : "", placed, n_dep, links, tuned,
+             e->nextn ? "; NextN drafting" : "");
     return 0;
 }
 
@@ -654,6 +672,7 @@ static void vk_destroy(void *impl)
             vkFreeCommandBuffers(e->c.dev, e->c.cmd_pool, 1, &e->rec.copy_logits);
         vk_family_free(e, &e->rec.prefill);
         vk_family_free(e, &e->rec.prefill_logits);
+        vk_spec_free(e);
         vk_pipes_free(&e->c, &e->pipes);
         vk_arena_release(&e->c, &e->b.act_arena);
         vk_arena_release(&e->c, &e->b.host_arena);
@@ -903,6 +922,78 @@ static int vk_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_
     return 0;
 }
 
+/* ---- drafting (engine.h's draft and verify; gpu/vk_spec.c) -------------------------------- */
+
+int vk_nextn_rows(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
+                  err_t *err)
+{
+    const uint32_t H = e->m->cfg.n_embd, V = e->m->cfg.n_vocab;
+    if ((uint64_t)pos + n > e->p.n_ctx)
+        return err_set(err, "NextN rows %u..%u are past the %u-token context", pos, pos + n - 1, e->p.n_ctx);
+    for (uint32_t i = 0; i < n; i++) {
+        if ((uint32_t)tokens[i] >= V)
+            return err_set(err, "token id %d is outside the vocabulary (%u)", tokens[i], V);
+        write_params(e, &tokens[i], 1, pos + i, 1);
+        if (vk_spec_nextn_submit(e, h ? h + (size_t)i * H : NULL, err))
+            return -1;
+    }
+    if (logits && n) {
+        if (vk_submit_wait(&e->c, e->rec.copy_logits, err))
+            return -1;
+        memcpy(logits, e->b.host_logits.map, (size_t)V * sizeof *logits);
+    }
+    return 0;
+}
+
+static int fwd_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
+                          err_t *err)
+{
+    return vk_nextn_rows(fwd, tokens, n, pos, h, logits, err);
+}
+
+static const float *fwd_nextn_out(void *fwd)
+{
+    return vk_spec_nextn_out(fwd);
+}
+
+/* Every position's logits: the decode graph once per token, as eval runs
+ * it -- bit for bit single-token decodes (gpu/vk_spec.c says why). */
+static int fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, err_t *err)
+{
+    vk_engine *e = fwd;
+    const uint32_t V = e->m->cfg.n_vocab;
+    if ((uint64_t)pos + n > e->p.n_ctx)
+        return err_set(err, "positions %u..%u are past the %u-token context", pos, pos + n - 1, e->p.n_ctx);
+    for (uint32_t i = 0; i < n; i++)
+        if (decode_one(e, tokens[i], pos + i, NULL, logits + (size_t)i * V, err))
+            return -1;
+    return 0;
+}
+
+static const spec_host_fwd vk_fwd = {fwd_nextn_rows, fwd_nextn_out, fwd_eval_all};
+
+static int spec_usable(const vk_engine *e, err_t *err)
+{
+    if (e->c.lost)
+        return err_set(err, "the Vulkan device was lost earlier; restart glmchat or use --backend cpu");
+    if (!e->spec)
+        return err_set(err, "this engine keeps no NextN state");
+    return 0;
+}
+
+static int vk_draft(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_draft_req *req,
+                    err_t *err)
+{
+    vk_engine *e = impl;
+    return spec_usable(e, err) ? -1 : spec_host_draft(e->spec, &vk_fwd, e, tokens, n, pos, req, err);
+}
+
+static int vk_verify(void *impl, const int32_t *tokens, uint32_t pos, const engine_verify_req *req, err_t *err)
+{
+    vk_engine *e = impl;
+    return spec_usable(e, err) ? -1 : spec_host_verify(e->spec, &vk_fwd, e, tokens, pos, req, err);
+}
+
 /* The decode graph's kernels, and the selection's as often as it ran. */
 static void vk_get_stats(void *impl, engine_stats *st)
 {
@@ -1033,4 +1124,11 @@ const engine_backend vk_engine_backend = {
     .prefill_stats = vk_prefill_stats,
     .routing = vk_routing,
     .print_plan = vk_print_plan,
+    /* Not yet: the verify replays the single-token decode graph once per
+     * position (exact by construction, vk_spec.c), so a step costs k + 1
+     * decodes and k NextN rows; auto drafts only once a verify reads the
+     * weights once for its k + 1 columns.  --draft K still drafts. */
+    .draft_pays = false,
+    .draft = vk_draft,
+    .verify = vk_verify,
 };

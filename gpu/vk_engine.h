@@ -67,6 +67,11 @@ typedef struct {
     vk_buf smp_result;       /* SMPR_* words: the token */
     vk_buf out_ids, out_vals;  /* top-K read back */
     vk_buf host_logits;      /* [n_batch][n_vocab] when logits are asked for */
+    /* drafting (vk_weights.has_nextn; vk_forward.c's NextN block) */
+    vk_buf hid;              /* (n_ctx, n_embd) output_norm(x) per cache position: h_p */
+    vk_buf nx_e, nx_cat;     /* (n_embd) the row's token embedding; (2 n_embd) [enorm(e) | hnorm(h)] */
+    vk_buf nx_hin;           /* host-written (n_embd): a given h (a chained draft row) */
+    vk_buf nx_out;           /* host-visible (n_embd): head_norm(x) of the latest row */
     uint32_t epoch;          /* decode submits so far (params[VKP_EPOCH]) */
     uint32_t attn_total;     /* decode attention workgroups so far (params[VKP_ATTN_TOTAL]) */
 } vk_bufs;
@@ -100,6 +105,8 @@ typedef enum {
     VK_PROGRAM_DECODE_SIDE,  /* one token, host layer `set`'s side part: what the GPU runs during the CPU's turn */
     VK_PROGRAM_PREFILL_PART, /* n_batch tokens, part `set` of the prompt graph so cut */
     VK_PROGRAM_PREFILL_LOGITS_PART, /* the same with every position's logits to host memory */
+    VK_PROGRAM_NEXTN,        /* one NextN row from the kept h of the position before */
+    VK_PROGRAM_NEXTN_GIVEN,  /* ... from the h the host wrote (nx_hin) */
 } vk_program;
 
 /* The recorded programs, and the planner that recorded them. */
@@ -110,6 +117,7 @@ typedef struct {
     vk_family select[VK_SEL_SETS]; /* by VK_SEL_* set */
     vk_family prefill, prefill_logits;
     VkCommandBuffer copy_logits; /* the logits to host memory, after a decode */
+    vk_family nextn[2];      /* drafting: VK_PROGRAM_NEXTN, VK_PROGRAM_NEXTN_GIVEN */
 } vk_programs;
 
 typedef struct {
@@ -168,6 +176,8 @@ typedef struct {
     vk_programs rec;
     vk_prof_state prof;
     vk_hostmoe hx;
+    bool nextn;              /* drafting asked for and the file has the block (set before the plan) */
+    struct spec_host *spec;  /* drafting's host side (vk_spec.c) */
 } vk_engine;
 
 /* Graph recording (vk_forward.c, vk_prefill.c): program `what` into r;
@@ -220,5 +230,19 @@ void vk_profile_report(const vk_family *f, const vk_profile *pr, engine_stats *s
  * that runs for some tokens only). */
 void vk_profile_add(const vk_family *f, const vk_profile *pr, double weight, engine_stats *st);
 void vk_profile_free(vk_profile *pr);
+
+/* Drafting (vk_spec.c): the NextN programs recorded / freed with the
+ * engine; one row at the position the params buffer holds (h NULL: from
+ * the kept h_{p-1}, else that h, n_embd floats); the latest row's
+ * head_norm(x) (n_embd, host memory). */
+int vk_spec_build(vk_engine *e, err_t *err);
+void vk_spec_free(vk_engine *e);
+int vk_spec_nextn_submit(vk_engine *e, const float *h, err_t *err);
+const float *vk_spec_nextn_out(const vk_engine *e);
+/* vk_engine.c: NextN rows pos..pos+n-1 of tokens (h NULL: from the kept
+ * rows, else [n][n_embd] given), the last row's logits (optional) read
+ * back -- spec_host.h's nextn_rows. */
+int vk_nextn_rows(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
+                  err_t *err);
 
 #endif

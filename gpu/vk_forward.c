@@ -73,6 +73,11 @@ enum {
     R_TOKEN = 1u << 16,     /* sampling: the token, the selection's state */
     R_XN_HOST = 1u << 17,   /* a host layer's ffn-normed x, for the CPU (vk_hostmoe.c) */
     R_Y_HOST = 1u << 18,    /* the CPU's routed experts' sum */
+    R_HID = 1u << 19,       /* drafting: the kept hidden states (output_norm(x) per position) */
+    R_NX_E = 1u << 20,      /* the NextN block's token embedding */
+    R_NX_CAT_E = 1u << 21,  /* its input's halves: enorm(e) */
+    R_NX_CAT_H = 1u << 22,  /* ... hnorm(h) */
+    R_NX_OUT = 1u << 23,    /* head_norm(x) of its row, to the host */
 };
 
 /* Q: both parts of q. */
@@ -279,6 +284,72 @@ static void ffn_moe_host(vk_graph *g, const vk_engine *e, uint32_t il, uint32_t 
     NODE(g, MOE_COMBINE(add), .reads = R_Y_HOST | R_X, .writes = R_X);
 }
 
+/* ---- the NextN block (drafting) --------------------------------------------------------
+ * Only where engine_params.draft is on and the file has the block
+ * (vk_weights.has_nextn).  Its rows, one token a submit, as
+ * core/ref/ref_forward.h defines them:
+ *
+ *   e = enorm(embedding of x_p)  ||  hn = hnorm(h_{p-1})  (kept row, or given)
+ *   x = eh_proj . [e | hn]
+ *   its own layer (n_layer): attention over its own latent cache, its FFN
+ *   out = head_norm(x) (to the host)  ||  logits = head . head_norm(x)
+ *
+ * All behind barriers: its steps share no counters with the decode graph's
+ * (whose words count per decode submit). */
+
+/* h_p = output_norm(x) into the kept row of the decode's position. */
+static void keep_hidden(vk_graph *g, const vk_engine *e)
+{
+    const model_config *c = &e->m->cfg;
+    vk_rmsnorm_args kh = {.x = V(e->b.x, 0), .y = V(e->b.hid, 0), .w = e->w.output_norm, .n = c->n_embd,
+                          .x_z = c->n_embd, .y_z = c->n_embd, .nz = 1, .eps = c->rms_eps, .params = e->b.params,
+                          .y_at_pos = true};
+    NODE(g, RMSNORM(kh), .reads = R_X, .writes = R_HID);
+}
+
+/* One NextN row at params' position; `given`: h from the host (nx_hin, a
+ * chained draft's row) instead of the kept row before the position. */
+static void nextn(vk_graph *g, const vk_engine *e, bool given)
+{
+    const model_config *c = &e->m->cfg;
+    const vk_nextn_w *nw = &e->w.nextn;
+    const vk_bufs *b = &e->b;
+    uint32_t H = c->n_embd, il = c->n_layer;
+    g->segment = 0;
+    vk_embed_args em = {.w = nw->own_embed ? &nw->embed : &e->w.tok_embd, .tokens = V(b->params, VKP_TOKENS),
+                        .x = V(b->nx_e, 0), .nz = 1};
+    NODE(g, EMBED(em), .writes = R_NX_E);
+    /* [enorm(e) | hnorm(h)] */
+    vk_rmsnorm_args en = {.x = V(b->nx_e, 0), .y = V(b->nx_cat, 0), .w = nw->enorm, .n = H, .x_z = H, .y_z = H,
+                          .nz = 1, .eps = c->rms_eps, .params = b->params};
+    vk_rmsnorm_args hn = {.x = V(given ? b->nx_hin : b->hid, 0), .y = V(b->nx_cat, H), .w = nw->hnorm, .n = H,
+                          .x_z = H, .y_z = H, .nz = 1, .eps = c->rms_eps, .params = b->params,
+                          .x_prev_pos = !given};
+    NODE(g, RMSNORM(en), .reads = R_NX_E, .writes = R_NX_CAT_E);
+    NODE(g, RMSNORM(hn), .reads = given ? 0 : R_HID, .writes = R_NX_CAT_H);
+    /* x = eh_proj . [e | hn] */
+    vk_mv_args ep = {.name = "nextn_eh_proj", .w = &nw->eh_proj, .x = V(b->nx_cat, 0), .y = V(b->x, 0), .nz = 1};
+    NODE(g, MV(ep), .reads = R_NX_CAT_E | R_NX_CAT_H, .writes = R_X);
+    /* its layer */
+    g->segment = 1;
+    attention(g, e, il, false);
+    if (e->w.layers[il].is_moe)
+        ffn_moe(g, e, il);
+    else
+        ffn_dense(g, e, il);
+    /* out = head_norm(x) || logits = head . head_norm(x) */
+    g->segment = 2;
+    const vk_vec *hnw = nw->own_head_norm ? &nw->head_norm : &e->w.output_norm;
+    vk_rmsnorm_args on = {.x = V(b->x, 0), .y = V(b->nx_out, 0), .w = *hnw, .n = H, .x_z = H, .y_z = H, .nz = 1,
+                          .eps = c->rms_eps, .params = b->params};
+    NODE(g, RMSNORM(on), .reads = R_X, .writes = R_NX_OUT);
+    vk_mv_args hd = {.name = "nextn_head", .w = nw->own_head ? &nw->head : &e->w.output, .x = V(b->x, 0),
+                     .y = V(b->logits, 0), .nz = 1, .norm = hnw, .eps = c->rms_eps};
+    NODE(g, MV(hd), .reads = R_X, .writes = R_LOGITS);
+    for (uint32_t i = 0; i < g->n; i++)
+        g->nodes[i].dep_bit = 0; /* barriers only (see above) */
+}
+
 /* The sampling kernels' operands, in the engine's buffers. */
 static vk_sample_bufs sample_bufs(const vk_engine *e)
 {
@@ -303,13 +374,16 @@ static void sample(vk_graph *g, const vk_engine *e)
     NODE(g, SAMPLE_PICK(sb), .reads = R_LOGITS | R_CAND, .writes = R_TOKEN);
 }
 
-/* Output norm + head, then sampling. */
+/* Output norm + head, then sampling (beside the head, with drafting on:
+ * the position's hidden state kept for the NextN block). */
 static void head(vk_graph *g, const vk_engine *e)
 {
     const model_config *c = &e->m->cfg;
     vk_mv_args hd = {.name = "output", .w = &e->w.output, .x = V(e->b.x, 0), .y = V(e->b.logits, 0), .nz = 1,
                      .norm = &e->w.output_norm, .eps = c->rms_eps};
     NODE(g, MV(hd), .reads = R_X, .writes = R_LOGITS);
+    if (e->w.has_nextn)
+        keep_hidden(g, e);
     sample(g, e);
 }
 
@@ -396,6 +470,8 @@ int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
         g.segment = -1; /* the sampling programs: timed whole (vk_profiler.c) */
         if (what == VK_PROGRAM_DECODE)
             decode(&g, e, tagged, NULL);
+        else if (what == VK_PROGRAM_NEXTN || what == VK_PROGRAM_NEXTN_GIVEN)
+            nextn(&g, e, what == VK_PROGRAM_NEXTN_GIVEN);
         else if (what == VK_PROGRAM_SAMPLE)
             sample(&g, e);
         else

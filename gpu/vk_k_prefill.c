@@ -18,7 +18,7 @@ int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
     out->b[RMSNORM_B_W] = a->w.b;
     out->b[RMSNORM_B_PARAMS] = a->params;
     pc_rmsnorm pc = {.n = a->n, .x_off = a->x.off, .x_z = a->x_z, .y_off = a->y.off, .y_z = a->y_z,
-                     .w_off = a->w.off, .eps = a->eps};
+                     .w_off = a->w.off, .eps = a->eps, .y_at_pos = a->y_at_pos, .x_prev_pos = a->x_prev_pos};
     VK_PUSH(out, pc);
     out->groups[0] = a->nz;
     out->groups[1] = out->groups[2] = 1;

@@ -292,6 +292,8 @@ typedef struct {
     uint32_t n, x_z, y_z, nz;
     float eps;
     vk_buf params;
+    /* rows by cache position (pc_prefill.h): y row pos0 + t; x row pos0 + t - 1 */
+    bool y_at_pos, x_prev_pos;
 } vk_rmsnorm_args;
 int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out);
 

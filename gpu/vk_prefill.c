@@ -48,6 +48,7 @@ enum {
     R_TOPK = 1u << 18,
     R_XN_HOST = 1u << 19,   /* a host layer's ffn-normed x, for the CPU (vk_hostmoe.c) */
     R_Y_HOST = 1u << 20,    /* the CPU's routed experts' sums */
+    R_HID = 1u << 21,       /* drafting: the kept hidden states (output_norm(x) per position) */
 };
 
 static uint32_t ceil_bn(uint32_t n, uint32_t bn)
@@ -258,6 +259,12 @@ static void head(vk_graph *g, const vk_engine *e, bool logits_to_host)
 {
     const model_config *c = &e->m->cfg;
     const vk_bufs *b = &e->b;
+    if (e->w.has_nextn) {
+        /* drafting: every position's h_p = output_norm(x) kept for the NextN block */
+        vk_rmsnorm_args kh = norm(e, b->x, b->hid, e->w.output_norm, c->n_embd);
+        kh.y_at_pos = true;
+        NODE(g, RMSNORM(kh), .reads = R_X, .writes = R_HID);
+    }
     if (logits_to_host) {
         /* every position's logits, straight into host memory */
         NODE(g, RMSNORM(norm(e, b->x, b->x_norm, e->w.output_norm, c->n_embd)), .reads = R_X, .writes = R_X_NORM);

@@ -58,61 +58,89 @@ static bool merge_qkv(const vk_ctx *c, const vk_tuning *t, const mtensor *q, con
            kv->ne[2] * kv->ne[3] == 1 && row_view_ok(c, q->type, q->ne[0], q->ne[1]) && t->qkv_merge;
 }
 
+/* Layer il's tensors (the NextN block's layer too); `host_exps`: its routed
+ * experts stay in host memory (vk_hostmoe.c), not uploaded. */
+static void collect_layer(const vk_ctx *vc, const vk_tuning *t, const model *m, uint32_t il, bool host_exps,
+                          vk_layer_w *d, item_list *l)
+{
+    const model_config *c = &m->cfg;
+    const model_layer *s = &m->layers[il];
+    d->is_moe = s->is_moe;
+    add(l, &s->attn_norm, NULL, &d->attn_norm);
+    add(l, &s->kv_a_norm, NULL, &d->kv_a_norm);
+    const mtensor *qin = c->q_lora_rank > 0 ? &s->q_a : &s->q;
+    d->qkv_merged = merge_qkv(vc, t, qin, &s->kv_a_mqa);
+    if (d->qkv_merged) {
+        add(l, qin, &d->qkv_a, NULL);
+        if (l->ok)
+            l->it[l->n - 1].src2 = &s->kv_a_mqa;
+    } else {
+        add(l, qin, c->q_lora_rank > 0 ? &d->q_a : &d->q, NULL);
+        add(l, &s->kv_a_mqa, &d->kv_a, NULL);
+    }
+    if (c->q_lora_rank > 0) {
+        add(l, &s->q_a_norm, NULL, &d->q_a_norm);
+        add(l, &s->q_b, &d->q_b, NULL);
+    }
+    add(l, &s->k_b, &d->k_b, NULL);
+    add(l, &s->v_b, &d->v_b, NULL);
+    add(l, &s->attn_out, &d->attn_out, NULL);
+    add(l, &s->ffn_norm, NULL, &d->ffn_norm);
+    if (!s->is_moe) {
+        add(l, &s->ffn_gate, &d->ffn_gate, NULL);
+        add(l, &s->ffn_up, &d->ffn_up, NULL);
+        add(l, &s->ffn_down, &d->ffn_down, NULL);
+        return;
+    }
+    add(l, &s->gate_inp, &d->router, NULL);
+    d->has_bias = s->exp_probs_b.data != NULL;
+    if (d->has_bias)
+        add(l, &s->exp_probs_b, NULL, &d->exp_probs_b);
+    d->host_exps = host_exps;
+    if (!d->host_exps) {
+        add(l, &s->gate_exps, &d->gate_exps, NULL);
+        add(l, &s->up_exps, &d->up_exps, NULL);
+        add(l, &s->down_exps, &d->down_exps, NULL);
+    }
+    d->has_shared = s->gate_shexp.data != NULL;
+    if (d->has_shared) {
+        add(l, &s->gate_shexp, &d->gate_sh, NULL);
+        add(l, &s->up_shexp, &d->up_sh, NULL);
+        add(l, &s->down_shexp, &d->down_sh, NULL);
+    }
+}
+
+/* The NextN block's own tensors after its layer's (vk_nextn_w). */
+static void collect_nextn(const vk_ctx *vc, const vk_tuning *t, const model *m, vk_weights *w, item_list *l)
+{
+    const model_layer *s = &m->layers[m->cfg.n_layer];
+    vk_nextn_w *x = &w->nextn;
+    collect_layer(vc, t, m, m->cfg.n_layer, false, &w->layers[m->cfg.n_layer], l);
+    add(l, &s->nextn_eh_proj, &x->eh_proj, NULL);
+    add(l, &s->nextn_enorm, NULL, &x->enorm);
+    add(l, &s->nextn_hnorm, NULL, &x->hnorm);
+    x->own_head_norm = s->nextn_shared_head_norm.data != NULL;
+    x->own_embed = s->nextn_embed_tokens.data != NULL;
+    x->own_head = s->nextn_shared_head_head.data != NULL;
+    if (x->own_head_norm)
+        add(l, &s->nextn_shared_head_norm, NULL, &x->head_norm);
+    if (x->own_embed)
+        add(l, &s->nextn_embed_tokens, &x->embed, NULL);
+    if (x->own_head)
+        add(l, &s->nextn_shared_head_head, &x->head, NULL);
+}
+
 static int collect(const vk_ctx *vc, const vk_tuning *t, const model *m, const bool *host_exps, vk_weights *w,
                    item_list *l)
 {
-    const model_config *c = &m->cfg;
     l->ok = true;
     add(l, &m->tok_embd, &w->tok_embd, NULL);
     add(l, &m->output_norm, NULL, &w->output_norm);
     add(l, &m->output, &w->output, NULL);
-    for (uint32_t il = 0; il < c->n_layer; il++) {
-        const model_layer *s = &m->layers[il];
-        vk_layer_w *d = &w->layers[il];
-        d->is_moe = s->is_moe;
-        add(l, &s->attn_norm, NULL, &d->attn_norm);
-        add(l, &s->kv_a_norm, NULL, &d->kv_a_norm);
-        const mtensor *qin = c->q_lora_rank > 0 ? &s->q_a : &s->q;
-        d->qkv_merged = merge_qkv(vc, t, qin, &s->kv_a_mqa);
-        if (d->qkv_merged) {
-            add(l, qin, &d->qkv_a, NULL);
-            if (l->ok)
-                l->it[l->n - 1].src2 = &s->kv_a_mqa;
-        } else {
-            add(l, qin, c->q_lora_rank > 0 ? &d->q_a : &d->q, NULL);
-            add(l, &s->kv_a_mqa, &d->kv_a, NULL);
-        }
-        if (c->q_lora_rank > 0) {
-            add(l, &s->q_a_norm, NULL, &d->q_a_norm);
-            add(l, &s->q_b, &d->q_b, NULL);
-        }
-        add(l, &s->k_b, &d->k_b, NULL);
-        add(l, &s->v_b, &d->v_b, NULL);
-        add(l, &s->attn_out, &d->attn_out, NULL);
-        add(l, &s->ffn_norm, NULL, &d->ffn_norm);
-        if (!s->is_moe) {
-            add(l, &s->ffn_gate, &d->ffn_gate, NULL);
-            add(l, &s->ffn_up, &d->ffn_up, NULL);
-            add(l, &s->ffn_down, &d->ffn_down, NULL);
-            continue;
-        }
-        add(l, &s->gate_inp, &d->router, NULL);
-        d->has_bias = s->exp_probs_b.data != NULL;
-        if (d->has_bias)
-            add(l, &s->exp_probs_b, NULL, &d->exp_probs_b);
-        d->host_exps = host_exps && host_exps[il];
-        if (!d->host_exps) {
-            add(l, &s->gate_exps, &d->gate_exps, NULL);
-            add(l, &s->up_exps, &d->up_exps, NULL);
-            add(l, &s->down_exps, &d->down_exps, NULL);
-        }
-        d->has_shared = s->gate_shexp.data != NULL;
-        if (d->has_shared) {
-            add(l, &s->gate_shexp, &d->gate_sh, NULL);
-            add(l, &s->up_shexp, &d->up_sh, NULL);
-            add(l, &s->down_shexp, &d->down_sh, NULL);
-        }
-    }
+    for (uint32_t il = 0; il < m->cfg.n_layer; il++)
+        collect_layer(vc, t, m, il, host_exps && host_exps[il], &w->layers[il], l);
+    if (w->has_nextn)
+        collect_nextn(vc, t, m, w, l);
     return l->ok ? 0 : -1;
 }
 
@@ -137,11 +165,12 @@ static int item_bytes(const vk_ctx *c, upload_item *it, err_t *err)
     return 0;
 }
 
-int vk_weights_plan(const vk_ctx *c, const vk_tuning *t, const model *m, const bool *host_exps, uint64_t *device_bytes,
-                    err_t *err)
+int vk_weights_plan(const vk_ctx *c, const vk_tuning *t, const model *m, const bool *host_exps, bool nextn,
+                    uint64_t *device_bytes, err_t *err)
 {
     vk_weights w = {0};
-    w.layers = calloc(m->cfg.n_layer ? m->cfg.n_layer : 1, sizeof *w.layers);
+    w.has_nextn = nextn && m->cfg.n_nextn > 0;
+    w.layers = calloc(m->cfg.n_layer + w.has_nextn + 1, sizeof *w.layers);
     item_list l = {0};
     int rc = w.layers && collect(c, t, m, host_exps, &w, &l) == 0 ? 0 : err_set(err, "out of host memory");
     uint64_t *sizes = rc ? NULL : malloc((l.n ? l.n : 1) * sizeof *sizes);
@@ -258,14 +287,15 @@ static void rows_view(const vk_tensor *t, uint32_t r0, uint32_t n, vk_tensor *v)
     v->src_bytes = t->src_bytes / t->N * n;
 }
 
-int vk_weights_upload(vk_ctx *c, const vk_tuning *t, const model *m, const bool *host_exps, vk_weights *w,
+int vk_weights_upload(vk_ctx *c, const vk_tuning *t, const model *m, const bool *host_exps, bool nextn, vk_weights *w,
                       void (*progress)(void *, const char *, uint64_t, uint64_t), void *user, err_t *err)
 {
     memset(w, 0, sizeof *w);
     vk_arena *arena = &w->arena;
     vk_arena_init(c, arena, VK_MEM_DEVICE, 1ull << 30, "the weights");
     w->n_layer = m->cfg.n_layer;
-    w->layers = calloc(w->n_layer ? w->n_layer : 1, sizeof *w->layers);
+    w->has_nextn = nextn && m->cfg.n_nextn > 0;
+    w->layers = calloc(w->n_layer + w->has_nextn + 1, sizeof *w->layers);
     item_list l = {0};
     if (!w->layers || collect(c, t, m, host_exps, w, &l))
         return err_set(err, "out of host memory");
@@ -304,7 +334,7 @@ int vk_weights_upload(vk_ctx *c, const vk_tuning *t, const model *m, const bool 
         if (progress && (i % 16 == 15 || i + 1 == l.n))
             progress(user, "uploading weights", done, total);
     }
-    for (uint32_t il = 0; !rc && il < w->n_layer; il++) {
+    for (uint32_t il = 0; !rc && il < w->n_layer + w->has_nextn; il++) {
         vk_layer_w *d = &w->layers[il];
         if (!d->qkv_merged)
             continue;

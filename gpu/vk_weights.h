@@ -30,22 +30,35 @@ typedef struct {
     bool qkv_merged;
 } vk_layer_w;
 
+/* The NextN (MTP) block's own tensors (its layer is layers[n_layer]);
+ * where the file has no embedding, head norm or head of its own the main
+ * model's are used (core/ref/ref_forward.h). */
+typedef struct {
+    vk_tensor eh_proj;      /* (2 n_embd -> n_embd) */
+    vk_vec enorm, hnorm, head_norm;
+    vk_tensor embed, head;
+    bool own_embed, own_head_norm, own_head;
+} vk_nextn_w;
+
 typedef struct {
     vk_tensor tok_embd, output;
     vk_vec output_norm;
-    vk_layer_w *layers;     /* cfg.n_layer */
+    vk_layer_w *layers;     /* cfg.n_layer, then the NextN block's layer where has_nextn */
     uint32_t n_layer;
+    bool has_nextn;         /* asked for (drafting) and in the file */
+    vk_nextn_w nextn;
     uint64_t device_bytes;  /* GPU bytes of all weights */
     uint64_t file_bytes;    /* the same tensors in the file */
     vk_arena arena;         /* their device memory */
 } vk_weights;
 
 /* Bytes the weights will take on this device (for the fit check). */
-int vk_weights_plan(const vk_ctx *c, const vk_tuning *t, const model *m, const bool *host_exps, uint64_t *device_bytes,
-                    err_t *err);
+int vk_weights_plan(const vk_ctx *c, const vk_tuning *t, const model *m, const bool *host_exps, bool nextn,
+                    uint64_t *device_bytes, err_t *err);
 /* Uploads everything into device memory of its own (w->arena, reserved
- * here). */
-int vk_weights_upload(vk_ctx *c, const vk_tuning *t, const model *m, const bool *host_exps, vk_weights *w,
+ * here): `host_exps[il]` (NULL: none) leaves layer il's routed experts in
+ * the mapped file; `nextn`: the NextN block too, where the file has one. */
+int vk_weights_upload(vk_ctx *c, const vk_tuning *t, const model *m, const bool *host_exps, bool nextn, vk_weights *w,
                       void (*progress)(void *, const char *, uint64_t, uint64_t), void *user, err_t *err);
 /* The host and the device memory of w (the device's when c still has one). */
 void vk_weights_free(vk_ctx *c, vk_weights *w);

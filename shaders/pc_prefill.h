@@ -59,6 +59,10 @@ PC_BEGIN(pc_rmsnorm)
     PC_U32 n;
     PC_U32 x_off, x_z, y_off, y_z, w_off;
     PC_F32 eps;
+    /* rows by position (the NextN block's kept hidden states, one row per
+     * cache position): y_at_pos, token t writes row params[VKP_POS0] + t;
+     * x_prev_pos, it reads row params[VKP_POS0] + t - 1, zeros before 0 */
+    PC_U32 y_at_pos, x_prev_pos;
 PC_END(pc_rmsnorm)
 #endif
 PC_ENUM_BEGIN(pc_rmsnorm_slot)

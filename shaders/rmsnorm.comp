@@ -1,6 +1,8 @@
 #version 450
 // rmsnorm: y[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w for the tokens of a
 // prefill batch (one workgroup per token; tokens past the batch do nothing).
+// With pc.y_at_pos / pc.x_prev_pos the rows are cache positions instead
+// (pc_prefill.h): the NextN block's kept hidden states.
 
 #define PC_USE_RMSNORM
 #include "pc_prefill.h"
@@ -23,9 +25,12 @@ void main()
     uint t = gl_WorkGroupID.x, tid = gl_LocalInvocationIndex;
     if (t >= P.p[VKP_NTOK])
         return;
-    uint xb = pc.x_off + t * pc.x_z, yb = pc.y_off + t * pc.y_z;
+    uint pos = P.p[VKP_POS0] + t;
+    uint xr = pc.x_prev_pos != 0u ? pos - 1u : t, yr = pc.y_at_pos != 0u ? pos : t;
+    uint xb = pc.x_off + xr * pc.x_z, yb = pc.y_off + yr * pc.y_z;
+    bool zero = pc.x_prev_pos != 0u && pos == 0u; /* no state before the first position: h = 0 */
     float ss = 0.0;
-    for (uint i = tid; i < pc.n; i += WGS)
+    for (uint i = tid; i < pc.n && !zero; i += WGS)
         ss += X.x[xb + i] * X.x[xb + i];
     ss = subgroupAdd(ss);
     if (subgroupElect())
@@ -36,5 +41,5 @@ void main()
         s += red[i];
     float sc = inversesqrt(s / float(pc.n) + pc.eps);
     for (uint i = tid; i < pc.n; i += WGS)
-        Y.y[yb + i] = X.x[xb + i] * sc * NW.w[pc.w_off + i];
+        Y.y[yb + i] = zero ? 0.0 : X.x[xb + i] * sc * NW.w[pc.w_off + i];
 }

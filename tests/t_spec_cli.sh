@@ -8,7 +8,7 @@
 # errors, and `bench` prints its drafting lines with every forced draft kept.
 . tests/lib.sh
 
-BACKENDS=${GLMCHAT_TEST_BACKEND:-ref cpu} # the backends that draft (vulkan to come)
+BACKENDS=${GLMCHAT_TEST_BACKEND:-ref cpu vulkan} # the backends that draft
 export XDG_CONFIG_HOME="$TMP/config" XDG_DATA_HOME="$TMP/data" XDG_STATE_HOME="$TMP/state"
 unset GLMCHAT_MODEL
 MODEL="$TMP/nextn.gguf"

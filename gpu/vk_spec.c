@@ -1,0 +1,65 @@
+/* vk_spec.c: NextN drafting on the Vulkan backend -- its programs and one
+ * row's submit here; engine.h's draft and verify entries in vk_engine.c
+ * ("drafting"), decided on the host by spec_host.h from logits read back.
+ *
+ * Where the parts run:
+ *  - the kept hidden states h_p: on the device, one row per cache position
+ *    (vk_bufs.hid), written by the decode and prompt graphs beside their
+ *    head (vk_forward.c keep_hidden, vk_prefill.c head);
+ *  - a NextN row: one submit of the NextN program (vk_forward.c nextn) at
+ *    the row's position, its h from the kept row before it or, for a
+ *    chained draft row, the previous row's output the host writes back
+ *    (nx_hin); its output (nx_out) and, for the last row, its logits are
+ *    read back, and spec_host draws the draft from them;
+ *  - the verify: the single-token decode graph replayed once per position,
+ *    each position's logits read back -- the very programs eval runs, so
+ *    every row is bit for bit what k + 1 single-token evals give (the
+ *    exactness engine.h asks for), and spec_host decides from them.
+ * So a step costs k + 1 decodes, k NextN rows and their host round trips:
+ * exact, not yet faster (engine_backend.draft_pays false, vk_engine.c).
+ *
+ * KV after a rejection: the main cache and the kept h rows hold
+ * pos..pos+k; rows past what engine.c keeps are rewritten before anything
+ * reads them (a row attends only to rows before it, made again in order
+ * from engine.nx_past), as on the CPU backends.  The NextN cache's chained
+ * rows are scratch in the same way. */
+#include <string.h>
+
+#include "engine/spec_host.h"
+#include "vk.h"
+#include "vk_engine.h"
+
+int vk_spec_build(vk_engine *e, err_t *err)
+{
+    if (!(e->spec = spec_host_new(e->m->cfg.n_vocab, err)))
+        return -1;
+    for (int given = 0; given < 2; given++)
+        if (vk_family_build(e, &e->rec.nextn[given], given ? VK_PROGRAM_NEXTN_GIVEN : VK_PROGRAM_NEXTN, 0,
+                            VK_FAMILY_PLAIN, err)) {
+            err_prefix(err, "recording the NextN block");
+            return -1;
+        }
+    return 0;
+}
+
+void vk_spec_free(vk_engine *e)
+{
+    for (int given = 0; given < 2; given++)
+        vk_family_free(e, &e->rec.nextn[given]);
+    spec_host_free(e->spec);
+    e->spec = NULL;
+}
+
+/* ---- one NextN row ------------------------------------------------------------------------ */
+
+int vk_spec_nextn_submit(vk_engine *e, const float *h, err_t *err)
+{
+    if (h)
+        memcpy(e->b.nx_hin.map, h, (size_t)e->m->cfg.n_embd * sizeof *h);
+    return vk_submit_wait(&e->c, e->rec.nextn[h != NULL].plain.cb, err);
+}
+
+const float *vk_spec_nextn_out(const vk_engine *e)
+{
+    return (const float *)e->b.nx_out.map;
+}

@@ -1,0 +1,463 @@
+/* test_vk_spec.c: the Vulkan backend's drafting parts (gpu/vk_spec.c): the
+ * NextN block on the device against the CPU reference's (ref_forward.h,
+ * itself checked against a float64 oracle in test_spec_nextn.c), and the
+ * verify's decisions and cache after a rejection against single-token
+ * decodes.
+ *
+ * The NextN block (tolerances): its rows made from the hidden states the
+ * prompt graph kept and from those the decode graph kept (a prompt fed one
+ * token a call), then three chained rows from a given h (the reference's
+ * previous output on both sides), logits and the last row's output:
+ * rel-L2 <= 2e-5 and every argmax, on every weight type: both sides
+ * multiply f32 activations by the exactly dequantized weights, only in
+ * other orders (0.3-1.7e-6 measured on lavapipe at subgroup 8).
+ *
+ * The verify (exact): after `depth` context tokens, a step with k = 1..3
+ * forced drafts that are the greedy continuation keeps all of them and
+ * gives the greedy token after them; a step whose draft m is wrong keeps
+ * m drafts and gives the greedy token in its place; the step after that
+ * rejection continues the greedy output -- every token compared with
+ * single-token decodes (the GPU's own sampler), so any difference in a
+ * verified position's logits or in the cache left behind shows.  On the
+ * fixtures with a NextN block added (F32 / Q8_0 / Q4_0 / Q4_K_M), the KV
+ * cache types in turn, and past one decode attention chunk (depth 300 and
+ * 520).  t_vk_spec_sg16.sh runs the block and the deep cases again at
+ * subgroup size 16. */
+#include <math.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "fixtures.h"
+#include "model/model.h"
+#include "model/synth.h"
+#include "model_variants.h"
+#include "ref/ref_forward.h"
+#include "sample/sampler.h"
+#include "testlib.h"
+#include "vk.h"
+#include "vk_engine.h"
+
+__attribute__((noinline)) static const char *msg_of(const err_t *e) { return e->msg; }
+#define M(e) msg_of(&(e))
+
+static fixture_model fx[FIXTURE_MAX];
+static int n_fx;
+static char tmpdir[256];
+
+static void random_tokens(int32_t *t, uint32_t n, uint32_t V, uint64_t seed)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        t[i] = (int32_t)((seed >> 33) % V);
+    }
+}
+
+/* ---- models ---------------------------------------------------------------------- */
+
+/* Fixture f's variant with a NextN block added (model_variants.h). */
+static int load_fixture_nextn(const fixture_model *f, const char *var, model *m)
+{
+    char src[512], out[512];
+    err_t err;
+    model plain;
+    fixture_path(f, var, src, sizeof src);
+    if (model_load(&plain, src, &err) < 0) {
+        CHECK(0, "%s", M(err));
+        return -1;
+    }
+    snprintf(out, sizeof out, "%s/%s-%s-nextn.gguf", tmpdir, f->name, var);
+    int rc = mv_nextn(&plain.cfg, src, out, &err);
+    model_free(&plain);
+    if (rc < 0 || model_load(m, out, &err) < 0) {
+        CHECK(0, "%s %s with a NextN block: %s", f->name, var, M(err));
+        return -1;
+    }
+    unlink(out); /* the mapping stays valid */
+    return 0;
+}
+
+/* A synthetic model of file type ftype with a NextN block. */
+static int make_synth(const char *preset, uint32_t ftype, uint64_t seed, model *m)
+{
+    synth_config c;
+    err_t err;
+    if (synth_preset(preset, &c, &err) < 0) {
+        CHECK(0, "%s", M(err));
+        return -1;
+    }
+    c.nextn = 1;
+    c.ftype = ftype;
+    c.seed = seed;
+    char path[512];
+    snprintf(path, sizeof path, "%s/synth-%u.gguf", tmpdir, ftype);
+    synth_options opt = {.n_threads = 1};
+    synth_stats st;
+    if (synth_write(&c, path, &opt, &st, &err) < 0 || model_load(m, path, &err) < 0) {
+        CHECK(0, "%s type %u: %s", preset, ftype, M(err));
+        return -1;
+    }
+    unlink(path);
+    return 0;
+}
+
+/* The Vulkan backend itself (not through engine.c), drafting on. */
+static vk_engine *open_vk(const model *m, uint32_t n_ctx, uint32_t n_batch)
+{
+    engine_params p;
+    engine_params_default(&p);
+    p.n_ctx = n_ctx;
+    p.n_batch = n_batch;
+    p.draft = 2;
+    void *impl = NULL;
+    err_t err;
+    if (vk_engine_backend.create(&impl, m, &p, &err) < 0) {
+        CHECK(0, "the Vulkan backend: %s", M(err));
+        return NULL;
+    }
+    return impl;
+}
+
+/* ---- the NextN block against the reference's ----------------------------------------------- */
+
+static double rel_l2(const float *got, const float *ref, uint64_t n)
+{
+    double num = 0, den = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        double e = (double)got[i] - ref[i];
+        num += e * e;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static uint32_t argmax_row(const float *v, uint32_t n)
+{
+    uint32_t b = 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (v[i] > v[b])
+            b = i;
+    return b;
+}
+
+/* The Vulkan rows of a prompt of n tokens (kept by the prompt graph with
+ * n_batch 64, by the decode graph with n_batch 1), then `chain` rows from
+ * the given hs ([chain][n_embd]); logits into b, the last row's output
+ * into out. */
+static void vk_rows(const model *m, uint32_t n_batch, const int32_t *tok, uint32_t n, uint32_t chain, const float *hs,
+                    float *b, float *out)
+{
+    const uint32_t V = m->cfg.n_vocab, H = m->cfg.n_embd;
+    vk_engine *e = open_vk(m, n + chain + 1, n_batch);
+    if (!e)
+        return;
+    err_t err;
+    CHECK(vk_engine_backend.eval(e, tok, n, 0, NULL, &err) == 0, "%s", M(err));
+    for (uint32_t p = 0; p < n; p++)
+        CHECK(vk_nextn_rows(e, &tok[p], 1, p, NULL, b + (size_t)p * V, &err) == 0, "%s", M(err));
+    for (uint32_t i = 0; i < chain; i++)
+        CHECK(vk_nextn_rows(e, &tok[n + i], 1, n + i, hs + (size_t)i * H, b + (size_t)(n + i) * V, &err) == 0,
+              "%s", M(err));
+    memcpy(out, vk_spec_nextn_out(e), H * sizeof *out);
+    vk_engine_backend.destroy(e);
+}
+
+#define NEXTN_TOL 2e-5
+
+static void nextn_vs_reference(const char *what, const model *m, uint32_t n)
+{
+    const double tol = NEXTN_TOL;
+    const uint32_t V = m->cfg.n_vocab, H = m->cfg.n_embd, chain = 3, rows = n + chain;
+    int32_t *tok = malloc(rows * sizeof *tok);
+    random_tokens(tok, rows, V, n * 13 + 5);
+    rf_params rp = {.n_ctx = rows + 1, .n_batch = 64, .n_threads = 2, .nextn = true};
+    err_t err;
+    rf_state *r = rf_new(m, &rp, &err);
+    CHECK(r != NULL, "rf_new: %s", M(err));
+    size_t bytes = (size_t)rows * V * sizeof(float);
+    float *a = malloc(bytes), *b = calloc(1, bytes), *hs = malloc((size_t)chain * H * sizeof(float));
+    float *ref_out = malloc(H * sizeof(float)), *out = calloc(H, sizeof(float));
+    if (r) {
+        CHECK(rf_eval(r, tok, n, 0, NULL, false, &err) == 0, "%s", M(err));
+        CHECK(rf_nextn_eval(r, tok, n, 0, NULL, a, true, &err) == 0, "%s", M(err));
+        for (uint32_t i = 0; i < chain; i++) {
+            memcpy(hs + (size_t)i * H, rf_nextn_out(r), H * sizeof(float));
+            CHECK(rf_nextn_eval(r, tok + n + i, 1, n + i, hs + (size_t)i * H, a + (size_t)(n + i) * V, true, &err) == 0,
+                  "%s", M(err));
+        }
+        memcpy(ref_out, rf_nextn_out(r), H * sizeof(float));
+        static const uint32_t batches[] = {64, 1};
+        for (int bi = 0; bi < 2; bi++) {
+            memset(b, 0, bytes);
+            vk_rows(m, batches[bi], tok, n, chain, hs, b, out);
+            double d = rel_l2(b, a, (uint64_t)rows * V), dout = rel_l2(out, ref_out, H);
+            uint32_t agree = 0;
+            for (uint32_t p = 0; p < rows; p++)
+                agree += argmax_row(a + (size_t)p * V, V) == argmax_row(b + (size_t)p * V, V);
+            const char *kept = batches[bi] > 1 ? "prompt graph" : "decode graph";
+            printf("# %s, h kept by the %s: NextN logits vs the reference rel-L2 %.2e, output %.2e, argmax %u/%u "
+                   "rows (%u chained)\n",
+                   what, kept, d, dout, agree, rows, chain);
+            CHECK(d <= tol && dout <= tol, "%s (%s): NextN logits rel-L2 %.3g, output %.3g to the reference (bound %g)",
+                  what, kept, d, dout, tol);
+            CHECK(agree == rows, "%s (%s): argmax agrees on %u of %u rows", what, kept, agree, rows);
+        }
+    }
+    rf_free(r);
+    free(tok);
+    free(a);
+    free(b);
+    free(hs);
+    free(ref_out);
+    free(out);
+}
+
+static void test_nextn_block_matches_reference(void)
+{
+    model m;
+    if (make_synth("tiny-glm", SYNTH_FT_F32, 11, &m) == 0) {
+        nextn_vs_reference("tiny-glm F32", &m, 9);
+        model_free(&m);
+    }
+    if (model_load(&m, "app/demo/glm-demo.gguf", &(err_t){0}) == 0) {
+        nextn_vs_reference("demo model (F16, trained NextN head)", &m, 20);
+        model_free(&m);
+    } else {
+        CHECK(0, "the demo model app/demo/glm-demo.gguf does not load");
+    }
+    if (make_synth("tiny-glm", SYNTH_FT_Q4_K_M, 12, &m) == 0) {
+        nextn_vs_reference("tiny-glm Q4_K_M", &m, 7);
+        model_free(&m);
+    }
+    if (make_synth("tiny-dsv2lite", SYNTH_FT_Q8_0, 13, &m) == 0) {
+        nextn_vs_reference("tiny-dsv2lite Q8_0 (no q-lora, softmax gating)", &m, 6);
+        model_free(&m);
+    }
+    for (int i = 0; i < n_fx; i++)
+        for (int v = 0; v < fx[i].n_variants; v++) {
+            if (load_fixture_nextn(&fx[i], fx[i].variants[v], &m) < 0)
+                continue;
+            char what[128];
+            snprintf(what, sizeof what, "%s %s", fx[i].name, fx[i].variants[v]);
+            nextn_vs_reference(what, &m, 8);
+            model_free(&m);
+        }
+}
+
+/* ---- the verify: its decisions and the cache after a rejection ----------------------------- */
+
+#define N_GREEDY 8 /* the most a case needs: 1 + 3 + 3 + 1 */
+
+/* engine e after `depth` tokens of ctx: g[0..N_GREEDY) the greedy tokens
+ * after it by single-token decodes (g[0] from the prompt's eval). */
+static int greedy_singles(engine *e, sampler *smp, const int32_t *ctx, uint32_t depth, int32_t *g)
+{
+    err_t err;
+    sampler_request rq;
+    engine_rewind(e, 0);
+    sampler_reset(smp);
+    for (uint32_t i = 0; i < depth; i++)
+        sampler_accept(smp, ctx[i]);
+    sampler_prepare(smp, &rq);
+    int32_t t = -1;
+    engine_output o = {.sample = &rq, .token = &t};
+    for (uint32_t p = 0; p < depth; p += 64) {
+        uint32_t n = depth - p < 64 ? depth - p : 64;
+        if (engine_eval(e, ctx + p, n, p + n == depth ? &o : NULL, &err) != 0) {
+            CHECK(0, "%s", M(err));
+            return -1;
+        }
+    }
+    for (uint32_t i = 0; i < N_GREEDY; i++) {
+        g[i] = t;
+        sampler_accept(smp, t);
+        sampler_prepare(smp, &rq);
+        if (i + 1 < N_GREEDY && engine_eval(e, &g[i], 1, &o, &err) != 0) {
+            CHECK(0, "%s", M(err));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Back to `depth` with g[0] the token for position depth (the sampler's
+ * window as it was there). */
+static void back_to(engine *e, sampler *smp, const int32_t *ctx, uint32_t depth, int32_t g0)
+{
+    engine_rewind(e, depth);
+    sampler_reset(smp);
+    for (uint32_t i = 0; i < depth; i++)
+        sampler_accept(smp, ctx[i]);
+    sampler_accept(smp, g0);
+}
+
+/* One step of k forced drafts from `last` (the token for position n_past):
+ * the tokens it gives must be want[0..n_want) and n_past move by n_want. */
+static int step_gives(const char *what, engine *e, sampler *smp, int32_t last, uint32_t k, const int32_t *forced,
+                      const int32_t *want, uint32_t n_want)
+{
+    int32_t out[ENGINE_MAX_DRAFT + 1];
+    uint32_t ng = 0, before = e->n_past;
+    err_t err;
+    if (engine_spec_step(e, smp, last, k, forced, out, &ng, &err) != 0) {
+        CHECK(0, "%s: %s", what, M(err));
+        return 1;
+    }
+    for (uint32_t i = 0; i < ng; i++)
+        sampler_accept(smp, out[i]);
+    bool same = ng == n_want && memcmp(out, want, n_want * sizeof *out) == 0 && e->n_past == before + n_want;
+    CHECK(same, "%s: %u tokens (want %u), first %d (want %d), n_past %u (want %u)", what, ng, n_want, out[0],
+          want[0], e->n_past, before + n_want);
+    return same ? 0 : 1;
+}
+
+/* After `depth` tokens: for k = 1..3, forced drafts all kept; each draft
+ * m wrong in turn: m kept, then the next step from the cache the
+ * rejection left continues the greedy output.  Returns the failures. */
+static int verify_vs_singles(const char *what, const model *m, bool kv_f16, uint32_t depth)
+{
+    engine e;
+    engine_params p;
+    engine_params_default(&p);
+    p.n_ctx = depth + N_GREEDY + 4;
+    p.n_batch = 64;
+    p.kv = kv_f16 ? KV_F16 : KV_F32;
+    p.draft = 3;
+    err_t err;
+    if (engine_open(&e, &vk_engine_backend, m, &p, &err) < 0) {
+        CHECK(0, "engine_open: %s", M(err));
+        return 1;
+    }
+    CHECK(engine_can_draft(&e), "%s: the Vulkan backend does not draft", what);
+    sampler_params sp;
+    sampler_params_default(&sp);
+    sp.temp = 0;
+    sampler *smp = sampler_new(&sp, m->cfg.n_vocab);
+    int32_t *ctx = malloc(depth * sizeof *ctx), g[N_GREEDY];
+    random_tokens(ctx, depth, m->cfg.n_vocab, depth * 7 + 1);
+    int bad = greedy_singles(&e, smp, ctx, depth, g) ? 1 : 0;
+    char name[200];
+    for (uint32_t k = 1; k <= 3 && !bad; k++) {
+        snprintf(name, sizeof name, "%s, depth %u, KV %s, k=%u all kept", what, depth, kv_f16 ? "f16" : "f32", k);
+        back_to(&e, smp, ctx, depth, g[0]);
+        bad += step_gives(name, &e, smp, g[0], k, &g[1], &g[1], k + 1);
+        for (uint32_t wrong = 0; wrong < k; wrong++) {
+            int32_t forced[3];
+            memcpy(forced, &g[1], k * sizeof *forced);
+            forced[wrong] = (g[1 + wrong] + 1) % (int32_t)m->cfg.n_vocab;
+            snprintf(name, sizeof name, "%s, depth %u, KV %s, k=%u draft %u wrong", what, depth,
+                     kv_f16 ? "f16" : "f32", k, wrong + 1);
+            back_to(&e, smp, ctx, depth, g[0]);
+            bad += step_gives(name, &e, smp, g[0], k, forced, &g[1], wrong + 1);
+            /* from the cache the rejection left: the greedy continuation */
+            uint32_t have = wrong + 2; /* g[0..have) given; k more drafts and the token after them */
+            snprintf(name, sizeof name, "%s, depth %u, KV %s, k=%u after draft %u was rejected", what, depth,
+                     kv_f16 ? "f16" : "f32", k, wrong + 1);
+            bad += step_gives(name, &e, smp, g[have - 1], k, &g[have], &g[have], k + 1);
+        }
+    }
+    free(ctx);
+    sampler_free(smp);
+    engine_close(&e);
+    return bad;
+}
+
+static void test_verify_equals_single_decodes_fixtures(void)
+{
+    CHECK(n_fx > 0, "no fixture models under %s", FIXTURE_ROOT);
+    int runs = 0;
+    for (int i = 0; i < n_fx; i++)
+        for (int v = 0; v < fx[i].n_variants; v++) {
+            model m;
+            if (load_fixture_nextn(&fx[i], fx[i].variants[v], &m) < 0)
+                continue;
+            char what[128];
+            snprintf(what, sizeof what, "%s %s", fx[i].name, fx[i].variants[v]);
+            verify_vs_singles(what, &m, v % 2 == 1, 9); /* the KV types in turn */
+            runs++;
+            model_free(&m);
+        }
+    printf("# %d (fixture, type) cases, k = 1..3, KV f32 and f16 in turn\n", runs);
+}
+
+/* Past one decode attention chunk: its partials over several chunks. */
+static void test_verify_equals_single_decodes_past_one_chunk(void)
+{
+    for (int i = 0; i < n_fx; i++) {
+        model m;
+        const char *var = fx[i].variants[fx[i].n_variants - 1];
+        if (load_fixture_nextn(&fx[i], var, &m) < 0)
+            continue;
+        char what[128];
+        snprintf(what, sizeof what, "%s %s", fx[i].name, var);
+        verify_vs_singles(what, &m, false, 300);
+        verify_vs_singles(what, &m, true, 520);
+        model_free(&m);
+    }
+}
+
+/* No NextN state without drafting, nor with auto where it does not pay. */
+static void test_nextn_absent_costs_nothing(void)
+{
+    model with;
+    if (make_synth("tiny-glm", SYNTH_FT_Q8_0, 15, &with) != 0)
+        return;
+    engine e;
+    engine_params p;
+    engine_params_default(&p);
+    p.n_ctx = 32;
+    p.draft = ENGINE_DRAFT_OFF;
+    err_t err;
+    if (engine_open(&e, &vk_engine_backend, &with, &p, &err) == 0) {
+        vk_engine *v = e.impl;
+        CHECK(!engine_can_draft(&e) && !v->spec && !v->b.hid.size && !v->w.has_nextn,
+              "drafting off still keeps NextN state");
+        int32_t t = 1;
+        CHECK(vk_engine_backend.draft(e.impl, &t, 1, 0, &(engine_draft_req){0}, &err) < 0 && strstr(err.msg, "NextN"),
+              "a draft without the state: %s", M(err));
+        engine_close(&e);
+    } else {
+        CHECK(0, "%s", M(err));
+    }
+    /* auto, as `info`'s placement passes it: no state while auto does not
+     * draft here (draft_pays) */
+    p.draft = ENGINE_DRAFT_AUTO;
+    void *impl = NULL;
+    if (vk_engine_backend.create(&impl, &with, &p, &err) == 0) {
+        vk_engine *v = impl;
+        CHECK(v->nextn == vk_engine_backend.draft_pays, "auto: NextN state %d, draft_pays %d", v->nextn,
+              vk_engine_backend.draft_pays);
+        vk_engine_backend.destroy(impl);
+    } else {
+        CHECK(0, "%s", M(err));
+    }
+    model_free(&with);
+}
+
+int main(void)
+{
+    n_fx = fixtures_list(fx, FIXTURE_MAX);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/glmchat-test-vk-spec-XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    vk_engine *probe = NULL;
+    {
+        model m;
+        if (make_synth("tiny-glm", SYNTH_FT_F32, 1, &m) == 0) {
+            probe = open_vk(&m, 16, 8);
+            if (probe) {
+                printf("# device: %s\n", vk_engine_backend.describe(probe));
+                vk_engine_backend.destroy(probe);
+            }
+            model_free(&m);
+        }
+    }
+    RUN(test_nextn_block_matches_reference);
+    RUN(test_verify_equals_single_decodes_fixtures);
+    RUN(test_verify_equals_single_decodes_past_one_chunk);
+    RUN(test_nextn_absent_costs_nothing);
+    rmdir(tmpdir);
+    fixtures_free(fx, n_fx);
+    TESTS_DONE();
+}
