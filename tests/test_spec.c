@@ -467,6 +467,11 @@ static void test_greedy_same_on_fixtures_and_demo(void)
         uint32_t np = json_ids(fx[i].json, "prompt.tokens", &prompt);
         CHECK(np > 0, "%s: no prompt", fx[i].name);
         for (int v = 0; v < fx[i].n_variants && np; v++) {
+            /* on lavapipe a variant takes ~12 s: there the F32 file and the
+             * last quantised one (test_vk_spec checks every variant's verify
+             * against single-token decodes) */
+            if (be == &vk_engine_backend && v > 0 && v < fx[i].n_variants - 1)
+                continue;
             char src[512], out[512], what[96];
             err_t err;
             model plain, m;
@@ -1022,11 +1027,17 @@ int main(void)
         snprintf(name, sizeof name, "%s_%s", #fn, be->name);                                                   \
         RUN_NAMED(fn, name);                                                                                   \
     } while (0)
+        /* the sanitizer run (TEST_QUICK, tests/run.sh) leaves out the two
+         * long Vulkan cases (minutes there on lavapipe): the host code they
+         * go through is the other cases' */
+        bool long_ok = be != &vk_engine_backend || !getenv("TEST_QUICK") || strcmp(getenv("TEST_QUICK"), "1") != 0;
         RUN_BE(test_greedy_steps_equal_single_tokens);
         RUN_BE(test_forced_drafts_all_accepted);
-        RUN_BE(test_greedy_same_on_fixtures_and_demo);
+        if (long_ok)
+            RUN_BE(test_greedy_same_on_fixtures_and_demo);
         RUN_BE(test_errors);
-        RUN_BE(test_decoder_greedy_same_with_and_without_drafting);
+        if (long_ok)
+            RUN_BE(test_decoder_greedy_same_with_and_without_drafting);
         RUN_BE(test_decoder_without_block_does_not_draft);
         RUN_BE(test_decoder_sampling_reproducible_and_cancel);
         /* thousands of steps: on lavapipe minutes; the rule is spec_host.c's on
