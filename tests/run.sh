@@ -107,7 +107,7 @@ done
 for t in tests/t_*.sh; do
     [ -f "$t" ] && tests+=("$t")
 done
-slow="test_spec test_vk_spec t_vk_spec_sg16 test_vk_matvec test_vk_types t_vk_fixtures t_vk_lowbit test_vk_prefill t_vk_types_sg16 test_vk_attn test_vk_sampler test_vk_sync t_vk_sync_sg16 test_vk_deps t_ui_files t_ui_tmux t_crash_safety test_sampler t_ui_context t_ui_screen test_decoder"
+slow="test_spec test_vk_spec t_vk_spec_sg16 t_vk_hostmoe t_spec_cli test_vk_matvec test_vk_types t_vk_fixtures t_vk_lowbit test_vk_prefill t_vk_types_sg16 test_vk_attn test_vk_sampler test_vk_sync t_vk_sync_sg16 test_vk_deps t_ui_files t_ui_tmux t_crash_safety test_sampler t_ui_context t_ui_screen test_decoder"
 ordered=()
 for s in $slow; do
     for t in "${tests[@]}"; do
