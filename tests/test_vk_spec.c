@@ -144,12 +144,13 @@ static uint32_t argmax_row(const float *v, uint32_t n)
  * the given hs ([chain][n_embd]); logits into b, the last row's output
  * into out. */
 static void vk_rows(const model *m, uint32_t n_batch, const int32_t *tok, uint32_t n, uint32_t chain, const float *hs,
-                    float *b, float *out)
+                    float *b, float *out, bool *coop)
 {
     const uint32_t V = m->cfg.n_vocab, H = m->cfg.n_embd;
     vk_engine *e = open_vk(m, n + chain + 1, n_batch);
     if (!e)
         return;
+    *coop = e->c.coopmat;
     err_t err;
     CHECK(vk_engine_backend.eval(e, tok, n, 0, NULL, &err) == 0, "%s", M(err));
     for (uint32_t p = 0; p < n; p++)
@@ -161,11 +162,17 @@ static void vk_rows(const model *m, uint32_t n_batch, const int32_t *tok, uint32
     vk_engine_backend.destroy(e);
 }
 
+/* fp32 everywhere: the reference's float64 sums against the device's f32
+ * ones over a few layers (lavapipe, and every decode graph) */
 #define NEXTN_TOL 2e-5
+/* the prompt graph on a device with cooperative matrices multiplies fp16
+ * operands (2^-11 relative rounding each): the fixtures' bound for that
+ * graph (tests/oracle_lib.sh); the H200 showed 6e-7 (F32 files, no
+ * tensor cores) to 1e-3 (run 38) */
+#define NEXTN_TOL_FP16 1e-2
 
 static void nextn_vs_reference(const char *what, const model *m, uint32_t n)
 {
-    const double tol = NEXTN_TOL;
     const uint32_t V = m->cfg.n_vocab, H = m->cfg.n_embd, chain = 3, rows = n + chain;
     int32_t *tok = malloc(rows * sizeof *tok);
     random_tokens(tok, rows, V, n * 13 + 5);
@@ -188,7 +195,9 @@ static void nextn_vs_reference(const char *what, const model *m, uint32_t n)
         static const uint32_t batches[] = {64, 1};
         for (int bi = 0; bi < 2; bi++) {
             memset(b, 0, bytes);
-            vk_rows(m, batches[bi], tok, n, chain, hs, b, out);
+            bool coop = false;
+            vk_rows(m, batches[bi], tok, n, chain, hs, b, out, &coop);
+            const double tol = coop && batches[bi] > 1 ? NEXTN_TOL_FP16 : NEXTN_TOL;
             double d = rel_l2(b, a, (uint64_t)rows * V), dout = rel_l2(out, ref_out, H);
             uint32_t agree = 0;
             for (uint32_t p = 0; p < rows; p++)
