@@ -174,8 +174,7 @@ int vkk_dep_bind(const vk_kb *k, const char *name, const vk_dep *d, bool ll_ok, 
         return err_set(k->err, "%s: tagged words need the counters' buffer (word 0: give-ups)", name);
     spec[PC_S_SIGNAL] = d->signal ? 1 : 0;
     spec[PC_S_WAIT] = d->wait ? 1 : 0;
-    /* LL_IN 2 (tune.ll 2, and by default): one lane of a subgroup polls first */
-    spec[PC_S_LL_IN] = d->ll_in ? (k->tune->ll == 1 ? 1 : 2) : 0;
+    spec[PC_S_LL_IN] = d->ll_in ? 1 : 0;
     spec[PC_S_LL_OUT] = d->ll_out ? 1 : 0;
     *words = (vkk_dep_words){d->signal ? d->signal->off : 0, d->wait ? d->wait->off : 0, d->wait_n,
                              d->ll_in, d->ll_out};

@@ -35,9 +35,7 @@ static const knob KNOBS[] = {
     KNOB(qkv_merge, 1, 0, 1, "run 16", "q_a and kv_a_mqa as one matrix where they can be"),
     KNOB(dep_flags, VK_TUNE_AUTO, 0, 511, "run 17", "decode steps joined by counters (bitmask; GLMCHAT_DEP_FLAGS)"),
     KNOB(dep_stall, 0, 0, 1, "runs 17, 30", "fault injection: every counter wait and tagged-word poll gives up"),
-    /* ll stays a knob: 1 against 2 was measured only with x as tagged words (run 30), not with qkv and q
-       (the A/B is in run 34's call) */
-    KNOB(ll, VK_TUNE_AUTO, 0, 2, "runs 30, 32", "decode qkv and q as tagged words (LL; 2: one lane a subgroup polls first)"),
+    KNOB(ll, VK_TUNE_AUTO, 0, 1, "runs 30, 32, 39", "decode qkv and q as tagged words (LL)"),
     KNOB(prof_every, 4, 0, 1000, "run 23a", "sampled profiler: a decoded token in this many times one layer (0: none)"),
 };
 enum { N_KNOBS = sizeof KNOBS / sizeof KNOBS[0] };

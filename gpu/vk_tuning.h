@@ -53,8 +53,8 @@ typedef struct {
     uint32_t dep_flags;     /* boundaries joined by counters (a bitmask of nine); VK_TUNE_AUTO: by device */
     uint32_t dep_stall;     /* fault injection: every counter wait and tagged-word poll gives up (tests the fall-back) */
     uint32_t ll;            /* 1: decode's qkv and q as tagged words (LL), read with no counter or barrier,
-                               every lane polling its words; 2: one lane of a subgroup polls first;
-                               VK_TUNE_AUTO: by device (2 where the counters are on, else off) */
+                               every lane polling its words; VK_TUNE_AUTO: by device (on where the
+                               counters are, else off) */
     /* the sampled profiler (vk_profiler.c) */
     uint32_t prof_every;    /* decode: one layer's dispatches timed every this many tokens (0: none) */
 } vk_tuning;

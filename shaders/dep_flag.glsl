@@ -73,9 +73,7 @@ void dep_wait(uint word, uint want)
 // The buffers of tagged words are read through `coherent volatile` views
 // (no L1 line, no load hoisted out of the poll).  Spec constants PC_S_LL_IN
 // and PC_S_LL_OUT turn tagged input and output on in a kernel; the counters'
-// binding is bound whenever either is (word 0).  LL_IN 2: one lane of a
-// subgroup polls one word before the others load theirs (mv_xs_common.glsl
-// stage_x).  The kernels that can are built twice (Makefile LL_SHADERS):
+// binding is bound whenever either is (word 0).  The kernels that can are built twice (Makefile LL_SHADERS):
 // plain, and with -DLL (`<name>_ll`, the spec constants and the tagged views
 // of the buffers), so that the plain kernels' code stays what it was before
 // LL, with no volatile views of their buffers (gpu/PERF.md run 30).

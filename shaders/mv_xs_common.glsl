@@ -262,27 +262,12 @@ void x_stage(uint v, vec4 a)
 
 // Stages one input of k elements (a row of kp, padded with zeros to all
 // J*TEAM units); with norm, times the norm weight.  Returns 1/rms (norm) or
-// 1.  LL_IN: the input's words are polled for tag `tag` (2: one lane of a
-// subgroup first).  Call from
+// 1.  LL_IN: the input's words are polled for tag `tag`.  Call from
 // uniform control flow (barrier).
 float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps, uint tag)
 {
     float ss = 0.0;
     bool failed = false;
-#ifdef LL
-    if (LL_IN == 2u) {
-        // one lane of the subgroup polls the last word of the subgroup's
-        // first round before every lane loads (and polls) its own: a
-        // waiting subgroup costs the producers' memory system one 8-byte
-        // load per round trip instead of 32 x 32 bytes (gpu/PERF.md run 30)
-        uint last = min(4u * (x_first() - gl_SubgroupInvocationID + gl_SubgroupSize) - 1u, k - 1u);
-        if (subgroupElect()) {
-            uvec2 w;
-            LL_POLL2(XL2, xb + last, tag, w, failed);
-        }
-        subgroupBarrier();
-    }
-#endif
     iq_fill();
     for (uint v = x_first(); v < XEND; v += WGS) {
         vec4 a = vec4(0.0);
