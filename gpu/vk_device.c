@@ -1,6 +1,7 @@
 /* vk_device.c: instance, device choice, required features, the logical
  * device and the objects every kernel shares (descriptor set layout,
  * pipeline layout, a dummy buffer for unused bindings). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,30 @@ static int make_instance(VkInstance *out, uint32_t *api, err_t *err)
     if (r != VK_SUCCESS)
         return vk_fail(NULL, err, r, "vkCreateInstance");
     return 0;
+}
+
+/* One VkInstance for the whole process, made on first use and kept until
+ * the process ends.  The loader loads the driver with each instance and
+ * unloads it with the last one, and NVIDIA's driver (580.159) refused a new
+ * instance (VK_ERROR_INCOMPATIBLE_DRIVER) after some two dozen such cycles
+ * in one process (gpu/perf/runs/39: every case of test_vk_spec passed
+ * alone, the 25th engine of one run could not start) -- a chat that opens
+ * one model after another would get there.  Not destroyed at exit: an
+ * engine another thread still holds then would lose its instance under it. */
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static VkInstance shared_instance;
+static uint32_t shared_api;
+
+static int get_instance(VkInstance *out, uint32_t *api, err_t *err)
+{
+    pthread_mutex_lock(&shared_lock);
+    int rc = shared_instance ? 0 : make_instance(&shared_instance, &shared_api, err);
+    if (rc)
+        shared_instance = VK_NULL_HANDLE;
+    *out = shared_instance;
+    *api = shared_api;
+    pthread_mutex_unlock(&shared_lock);
+    return rc;
 }
 
 /* ---- capabilities --------------------------------------------------------- */
@@ -315,7 +340,7 @@ int vk_list_devices(vk_device_info *out, uint32_t *n, int *best, err_t *err)
     uint32_t api;
     *n = 0;
     *best = -1;
-    if (make_instance(&inst, &api, err))
+    if (get_instance(&inst, &api, err))
         return -1;
     uint32_t count = 0;
     VkResult r = vkEnumeratePhysicalDevices(inst, &count, NULL);
@@ -324,10 +349,8 @@ int vk_list_devices(vk_device_info *out, uint32_t *n, int *best, err_t *err)
         count = VK_MAX_DEVICES;
     if (r == VK_SUCCESS && count)
         r = vkEnumeratePhysicalDevices(inst, &count, pds);
-    if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
-        vkDestroyInstance(inst, NULL);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE)
         return vk_fail(NULL, err, r, "vkEnumeratePhysicalDevices");
-    }
     int best_rank = 99;
     for (uint32_t i = 0; i < count; i++) {
         dev_caps c;
@@ -341,7 +364,6 @@ int vk_list_devices(vk_device_info *out, uint32_t *n, int *best, err_t *err)
         }
     }
     *n = count;
-    vkDestroyInstance(inst, NULL);
     return 0;
 }
 
@@ -590,7 +612,7 @@ int vk_ctx_create(vk_ctx *c, int device_index, bool pipe_stats, err_t *err)
 {
     memset(c, 0, sizeof *c);
     uint32_t api;
-    if (make_instance(&c->instance, &api, err))
+    if (get_instance(&c->instance, &api, err))
         return -1;
     dev_caps caps;
     if (pick_device(c, device_index, &caps, err) || make_device(c, &caps, pipe_stats, err)) {
@@ -640,8 +662,7 @@ void vk_ctx_destroy(vk_ctx *c)
             vkDestroyCommandPool(c->dev, c->cmd_pool, NULL);
         vkDestroyDevice(c->dev, NULL);
     }
-    if (c->instance)
-        vkDestroyInstance(c->instance, NULL);
+    /* c->instance is the process's (get_instance): kept */
     memset(c, 0, sizeof *c);
 }
 
