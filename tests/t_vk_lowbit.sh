@@ -54,9 +54,21 @@ for j in $REF/*.json; do
     # the default prompt graph (tensor cores where the device has them: fp16
     # operands) within the fixtures' 1e-2 for it (oracle_lib.sh), where the
     # device has them (elsewhere, as on lavapipe, it is the first case again)
+    # -- except where the reference's routing has a near-tie.  fp16 operands
+    # alone move these models' logits by ~1e-3 and their router scores by
+    # up to 6.6e-4 (tests/tools/ref_f64.py with REF_F16_OPERANDS=1 against
+    # without, run 40), so a gap below 1e-3 between the last chosen and the
+    # first rejected expert may flip, and a flip moves the logits past 1e-2:
+    # mk.IQ1_S's gap of 1.3e-5 (layer 2, position 3) flipped on the H200,
+    # rel-L2 3.255e-2, exactly what ref_f64.py gives with
+    # REF_SWAP_EXPERT=2:3.  Such a model's tensor-core case is held to 5e-2
+    # and every argmax; its fp32 and decode cases keep 1e-3.
+    coop_tol=1e-2
+    gap=$($JG "$j" min_expert_margin_prompt)
+    awk -v g="$gap" 'BEGIN { exit !(g < 1e-3) }' && coop_tol=5e-2
     cases="prompt graph, fp32 mat-mats|-b 64 --tune coopmat=0|1e-3"
     [ -n "$COOP" ] && cases="$cases
-prompt graph|-b 64|1e-2"
+prompt graph|-b 64|$coop_tol"
     [ $((i % 2)) = 0 ] && cases="$cases
 decode graph|-b 1|1e-3"
     while IFS='|' read -r what opts tol; do

@@ -14,9 +14,18 @@ smallest top-2 logit margin over the prompt and the continuation, and the
 smallest gap between the last chosen and the first rejected expert score.
 Checked against the fixtures' own float64 logits (logits.ref_f64.*.bin):
 see tests/data/quant/README.md.  Needs python3-numpy.
+
+Two probes of how far a correct backend may be from the reference (not
+used for the stored references): REF_F16_OPERANDS=1 rounds both operands
+of every weight product to float16 (a tensor-core mat-mat's inputs;
+REF_F16_ROUTER=0 keeps the router exact), and REF_SWAP_EXPERT=LAYER:POS
+takes the first rejected expert instead of the last chosen one there (a
+near-tie flipped by rounding; "min_expert_margin_at" says where the
+smallest gap is).
 """
 import json
 import math
+import os
 import sys
 
 import numpy as np
@@ -40,11 +49,32 @@ def meta(key, default=None):
     return v
 
 
+
+class F16Operands(np.ndarray):
+    """A weight matrix whose products round both operands to float16 first:
+    what a tensor-core mat-mat (fp16 operands, fp32 sums) computes, summed
+    here in float64.  Only with REF_F16_OPERANDS=1 (set REF_F16_ROUTER=0 to
+    keep the router exact): it measures how far a model's logits move from
+    operand rounding alone, the error a correct tensor-core prompt graph
+    has (tests/t_vk_lowbit.sh)."""
+
+    def __matmul__(self, other):
+        a = np.asarray(self).astype(np.float16).astype(np.float64)
+        return a @ np.asarray(other).astype(np.float16).astype(np.float64)
+
+
+F16_OPERANDS = os.environ.get("REF_F16_OPERANDS") == "1"
+F16_ROUTER = os.environ.get("REF_F16_ROUTER", "1") == "1"
+
 tensors = {}
 for t in r.tensors:
     ne = [int(x) for x in t.shape]
     w = dequantize(t.data, t.tensor_type).astype(np.float64)
-    tensors[t.name] = w.reshape(list(reversed(ne)))
+    w = w.reshape(list(reversed(ne)))
+    if (F16_OPERANDS and w.ndim >= 2 and t.name != "token_embd.weight"
+            and (F16_ROUTER or not t.name.endswith("ffn_gate_inp.weight"))):
+        w = w.view(F16Operands)
+    tensors[t.name] = w
 
 
 def W(name):
@@ -108,18 +138,27 @@ def silu(x):
     return x / (1 + np.exp(-x))
 
 
-margins = {"expert": math.inf}
+margins = {"expert": math.inf, "at": None}
+# REF_SWAP_EXPERT=LAYER:POS (e.g. 2:3): at that layer and prompt position,
+# take the first rejected expert instead of the last chosen one -- what a
+# backend whose rounding flips a near-tie computes (see t_vk_lowbit.sh).
+SWAP = tuple(int(v) for v in os.environ["REF_SWAP_EXPERT"].split(":")) if os.environ.get("REF_SWAP_EXPERT") else None
 
 
-def moe(L, x):
+def moe(L, x, il, pos):
     logits = W(L + "ffn_gate_inp.weight") @ x
     probs = 1 / (1 + np.exp(-logits)) if gating == 2 else np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
     bias = W(L + "exp_probs_b.bias")
     sel_score = probs + (bias if bias is not None else 0)
     order = np.argsort(-sel_score, kind="stable")
-    chosen = order[:n_used]
     if len(order) > n_used:
-        margins["expert"] = min(margins["expert"], sel_score[order[n_used - 1]] - sel_score[order[n_used]])
+        gap = sel_score[order[n_used - 1]] - sel_score[order[n_used]]
+        if gap < margins["expert"]:
+            margins["expert"], margins["at"] = gap, (il, pos)
+        if SWAP == (il, pos):
+            order = order.copy()
+            order[n_used - 1], order[n_used] = order[n_used], order[n_used - 1]
+    chosen = order[:n_used]
     wts = probs[chosen]
     if w_norm:
         wts = wts / max(wts.sum(), 6.103515625e-5)
@@ -160,7 +199,7 @@ def forward(tokens):
             qs.append(q)
         kb, vb = W(L + "attn_k_b.weight"), W(L + "attn_v_b.weight")  # (head, kv_lora, nope), (head, v_head, kv_lora)
         lat = np.stack(latents)                       # (T, kv_lora)
-        k_nope = np.einsum("hln,tl->htn", kb, lat)    # (head, T, nope)
+        k_nope = np.einsum("hln,tl->htn", np.asarray(kb), lat)  # (head, T, nope)
         kr = np.stack(krs)                            # (T, rope)
         outs = []
         for p in range(T):
@@ -178,7 +217,7 @@ def forward(tokens):
             if il < n_dense:
                 f = W(L + "ffn_down.weight") @ (silu(W(L + "ffn_gate.weight") @ h) * (W(L + "ffn_up.weight") @ h))
             else:
-                f = moe(L, h)
+                f = moe(L, h, il, p)
             xs[p] = xs[p] + f
     return np.stack([W("output.weight") @ rmsnorm(x, W("output_norm.weight")) for x in xs])
 
@@ -191,7 +230,7 @@ def top2_margin(row):
 prompt_logits = forward(TOKENS)
 prompt_logits.astype("<f4").tofile(OUT)
 margin = min(top2_margin(r_) for r_ in prompt_logits)
-expert_margin_prompt = margins["expert"]
+expert_margin_prompt, expert_margin_at = margins["expert"], margins["at"]
 seq, greedy = list(TOKENS), []
 last = prompt_logits[-1]
 for _ in range(N_GREEDY):
@@ -203,6 +242,7 @@ for _ in range(N_GREEDY):
         last = forward(seq)[-1]
 json.dump({"tokens": TOKENS, "n_vocab": int(prompt_logits.shape[1]), "greedy_continuation": greedy,
            "min_top2_margin": margin, "min_expert_margin_prompt": float(expert_margin_prompt),
+           "min_expert_margin_at": expert_margin_at,
            "produced_by": "tests/tools/ref_f64.py (float64 NumPy, weights dequantized by gguf-py)"},
           sys.stdout, indent=1)
 print()
