@@ -7,7 +7,7 @@
  * the caches, so a mat-vec streams it from memory as decode does; -m 0.25
  * keeps it in L2 to see the kernel's own limit) times prepared activations:
  *   mv  one token (decode): weight GB/s;
- *   mm  tiles of 4 tokens (prompt): GMAC/s (multiply-adds per second).
+ *   mm  tiles of CPU_TILE_TOK tokens (8; prompt): GMAC/s (multiply-adds per second).
  * Best of repeated passes over about -r seconds (default 0.3).  Figures
  * only, for tuning and the performance log; nothing passes or fails. */
 #include <math.h>
