@@ -807,7 +807,7 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
         }
         return decode_one(e, token, pos, out, logits_row, err);
     }
-    if (v) /* the parts are recorded plain: nothing timed */
+    if (v) /* (the parts time themselves: vk_hostmoe_decode) */
         vk_profile_collect(e, &e->rec.decode, v, &e->prof.decode);
     e->prof.decoded++;
     if (logits_row) {
@@ -999,8 +999,10 @@ static void vk_get_stats(void *impl, engine_stats *st)
 {
     vk_engine *e = impl;
     vk_profile_report(&e->rec.decode, &e->prof.decode, st);
-    if (e->hx.n_layers)
+    if (e->hx.n_layers) {
+        vk_hostmoe_kernel_stats(e, st);
         vk_hostmoe_split_stat(e, &st->split);
+    }
     for (uint32_t set = 0; set < VK_SEL_SETS; set++)
         if (e->prof.selects[set] && e->prof.decoded)
             vk_profile_add(&e->rec.select[set], &e->prof.select[set], (double)e->prof.selects[set] / (double)e->prof.decoded, st);

@@ -43,7 +43,12 @@
  * host writes made before it visible to the device (the spec's "host write
  * ordering guarantee"); vk_hostmoe_linked.c says how it gets there with 2.
  *
- * The breakdown (engine_split_stat; bench --profile, the side pane): each
+ * The kernel table: each part and side part is also recorded with every
+ * dispatch timed, replayed on one in PARTS_TIMED_EVERY of the tokens the
+ * sampled profiler times (every token with bench --profile), the parts'
+ * tables summed (vk_hostmoe_kernel_stats).
+ *
+ * The breakdown (engine_split_stat; bench, the side pane, /stats): each
  * decode part and side part carries begin and end timestamps (the part's
  * begin and end already wait for the queue, so they cost next to nothing)
  * and the host reads its clock around the submits, the waits and the
@@ -96,7 +101,7 @@ int vk_hostmoe_start(vk_engine *e, err_t *err)
     VkResult r = vkCreateQueryPool(e->c.dev, &qi, NULL, &hx->qpool);
     if (r != VK_SUCCESS)
         return vk_fail(&e->c, err, r, "vkCreateQueryPool");
-    if (!(hx->ts = calloc(nq, sizeof *hx->ts)))
+    if (!(hx->ts = calloc(nq, sizeof *hx->ts)) || !(hx->prof = calloc(2 * hx->n_layers + 1, sizeof *hx->prof)))
         return err_set(err, "out of host memory");
     if (e->tune.hx == 2 && e->c.timeline) { /* else hx=1's hand-over */
         VkSemaphoreTypeCreateInfo ti = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
@@ -117,14 +122,14 @@ int vk_hostmoe_record(vk_engine *e, err_t *err)
     if (!hx->parts)
         return err_set(err, "out of host memory");
     for (uint32_t p = 0; p < hx->n_parts; p++)
-        if (vk_family_build(e, &hx->parts[p], VK_PROGRAM_DECODE_PART, p, VK_FAMILY_PLAIN, err))
+        if (vk_family_build(e, &hx->parts[p], VK_PROGRAM_DECODE_PART, p, VK_FAMILY_FULL, err))
             return err_prefix(err, "recording part %u of the decode graph", p);
     hx->sides = calloc(hx->n_layers, sizeof *hx->sides);
     if (!hx->sides)
         return err_set(err, "out of host memory");
     for (uint32_t i = 0; i < hx->n_layers; i++)
         if (e->m->layers[hx->layer[i]].gate_shexp.data &&
-            vk_family_build(e, &hx->sides[i], VK_PROGRAM_DECODE_SIDE, i, VK_FAMILY_PLAIN, err))
+            vk_family_build(e, &hx->sides[i], VK_PROGRAM_DECODE_SIDE, i, VK_FAMILY_FULL, err))
             return err_prefix(err, "recording host layer %u's shared expert", hx->layer[i]);
     if (e->b.n_batch <= 1)
         return 0;
@@ -164,7 +169,7 @@ void vk_hostmoe_unrecord(vk_engine *e)
  * experts between them, the side parts (`sides`, where recorded) during
  * the CPU's turns; the host's marks into hm. */
 static int run_parts(vk_engine *e, const vk_family *parts, const vk_family *last, const vk_family *sides, uint32_t n,
-                     vk_host_marks *hm, err_t *err)
+                     bool timed, vk_host_marks *hm, err_t *err)
 {
     vk_hostmoe *hx = &e->hx;
     bool side_early = e->tune.hx >= 1; /* hx=2 without timeline semaphores: hx=1 */
@@ -172,10 +177,12 @@ static int run_parts(vk_engine *e, const vk_family *parts, const vk_family *last
     memset(hm, 0, sizeof *hm);
     for (uint32_t p = 0; p < hx->n_parts; p++) {
         double t0 = vk_hostmoe_now_us();
-        if (vk_submit_fenced(&e->c, (p == hx->n_layers ? last : &parts[p])->plain.cb, err))
+        const vk_family *f = p == hx->n_layers ? last : &parts[p];
+        if (vk_submit_fenced(&e->c, (timed ? &f->full : &f->plain)->cb, err))
             return -1;
         const vk_family *side = p < hx->n_layers && sides && sides[p].plain.cb ? &sides[p] : NULL;
-        if (side && side_early && vk_submit(&e->c, side->plain.cb, err))
+        VkCommandBuffer side_cb = side ? (timed ? &side->full : &side->plain)->cb : VK_NULL_HANDLE;
+        if (side && side_early && vk_submit(&e->c, side_cb, err))
             return -1;
         if (vk_fence_wait(&e->c, spin, err))
             return -1;
@@ -188,7 +195,7 @@ static int run_parts(vk_engine *e, const vk_family *parts, const vk_family *last
         hm->seen = t1;
         if (p == hx->n_layers)
             break;
-        if (side && !side_early && vk_submit(&e->c, side->plain.cb, err))
+        if (side && !side_early && vk_submit(&e->c, side_cb, err))
             return -1;
         uint32_t il = hx->layer[p];
         double c0 = vk_hostmoe_now_us();
@@ -255,15 +262,46 @@ static void add_token(vk_engine *e, const vk_host_marks *hm)
     sum->side_us += side;
 }
 
+/* Of the tokens the sampled profiler times, one in this many has every
+ * dispatch of its parts timed (the kernel table) instead of its breakdown
+ * measured: a timestamp serializes the GPU (~4 us a dispatch on the H200,
+ * ~6 ms over a GLM-4.7-Flash token), so with prof_every 4 this costs about
+ * 1 % of decode. */
+#define PARTS_TIMED_EVERY 8
+
 int vk_hostmoe_decode(vk_engine *e, bool measure, err_t *err)
 {
     vk_host_marks hm;
     vk_hostmoe *hx = &e->hx;
-    if ((hx->sem_gpu ? vk_hostmoe_run_linked : run_parts)(e, hx->parts, &hx->parts[hx->n_layers], hx->sides, 1, &hm, err))
+    bool full = e->p.profile == PROFILE_FULL ||
+                (measure && (hx->measured++ % PARTS_TIMED_EVERY) == 0);
+    if ((hx->sem_gpu ? vk_hostmoe_run_linked : run_parts)(e, hx->parts, &hx->parts[hx->n_layers], hx->sides, 1,
+                                                          full, &hm, err))
         return -1;
-    if (measure)
+    if (measure && !full) /* a fully timed token runs slower: not the breakdown's */
         add_token(e, &hm);
+    for (uint32_t p = 0; full && p < hx->n_parts; p++) {
+        vk_profile_collect(e, &hx->parts[p], &hx->parts[p].full, &hx->prof[p]);
+        if (p < hx->n_layers && hx->sides[p].plain.cb)
+            vk_profile_collect(e, &hx->sides[p], &hx->sides[p].full, &hx->prof[hx->n_parts + p]);
+    }
     return 0;
+}
+
+void vk_hostmoe_kernel_stats(const vk_engine *e, engine_stats *st)
+{
+    const vk_hostmoe *hx = &e->hx;
+    st->n_kernels = 0;
+    st->dispatches_per_token = 0;
+    st->us_per_token_measured = 0;
+    for (uint32_t i = 0; i < hx->n_parts + hx->n_layers; i++) {
+        const vk_family *f = i < hx->n_parts ? &hx->parts[i] : &hx->sides[i - hx->n_parts];
+        if (!f->plain.cb)
+            continue;
+        vk_profile_add(f, &hx->prof[i], 1.0, st);
+        st->dispatches_per_token += f->prog.n_dep + 1;
+        st->us_per_token_measured += hx->prof[i].token_us;
+    }
 }
 
 void vk_hostmoe_split_stat(const vk_engine *e, engine_split_stat *st)
@@ -290,7 +328,7 @@ int vk_hostmoe_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err)
     vk_host_marks hm;
     return (hx->sem_gpu ? vk_hostmoe_run_linked : run_parts)(e, hx->pf_parts,
                                                              logits ? &hx->pf_last_logits : &hx->pf_parts[hx->n_layers],
-                                                             NULL, n, &hm, err);
+                                                             NULL, n, false, &hm, err);
 }
 
 uint32_t vk_hostmoe_links(const vk_engine *e)
@@ -312,6 +350,9 @@ void vk_hostmoe_free(vk_engine *e)
     if (hx->sem_host)
         vkDestroySemaphore(e->c.dev, hx->sem_host, NULL);
     free(hx->ts);
+    for (uint32_t i = 0; hx->prof && i < 2 * hx->n_layers + 1; i++)
+        vk_profile_free(&hx->prof[i]);
+    free(hx->prof);
     cpu_moe_host_free(hx->cpu);
     free(hx->host);
     free(hx->layer);

@@ -127,7 +127,7 @@ static int signal_host(vk_engine *e, uint64_t v, err_t *err)
  * error the host still signals the last value, so the queue drains, and
  * waits for it before returning. */
 int vk_hostmoe_run_linked(vk_engine *e, const vk_family *parts, const vk_family *last, const vk_family *sides,
-                          uint32_t n, vk_host_marks *hm, err_t *err)
+                          uint32_t n, bool timed, vk_host_marks *hm, err_t *err)
 {
     vk_hostmoe *hx = &e->hx;
     uint64_t spin = vk_hostmoe_poll_ns(e), g0 = hx->val_gpu, h0 = hx->val_host;
@@ -137,11 +137,12 @@ int vk_hostmoe_run_linked(vk_engine *e, const vk_family *parts, const vk_family 
     int rc = 0;
     for (uint32_t p = 0; p < hx->n_parts && !rc; p++) {
         const vk_family *f = p == hx->n_layers ? last : &parts[p];
-        rc = submit_linked(e, f->plain.cb, p ? h0 + p : 0, p < hx->n_layers ? g0 + p + 1 : 0, p == hx->n_layers, err);
+        rc = submit_linked(e, (timed ? &f->full : &f->plain)->cb, p ? h0 + p : 0, p < hx->n_layers ? g0 + p + 1 : 0,
+                           p == hx->n_layers, err);
         if (!rc)
             submitted = p + 1;
         if (!rc && p < hx->n_layers && sides && sides[p].plain.cb)
-            rc = vk_submit(&e->c, sides[p].plain.cb, err);
+            rc = vk_submit(&e->c, (timed ? &sides[p].full : &sides[p].plain)->cb, err);
     }
     double t0 = hm->first;
     for (uint32_t p = 0; p < hx->n_layers && !rc; p++) {

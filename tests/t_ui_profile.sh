@@ -7,8 +7,8 @@
 # same with penalties on; /stats then lists the same kernels and a GPU
 # time per token.  With the routed experts of blocks 0..3 in host memory
 # (--n-cpu-moe 4) the pane shows a host layer's breakdown (GPU part, CPU
-# experts, hand-over, in us) while the answer streams, and /stats says it
-# in words.  A long prompt shows its progress in the pane and the status
+# experts, hand-over, in us) and the kernel table (the parts' dispatches)
+# while the answer streams, and /stats says the breakdown in words.  A long prompt shows its progress in the pane and the status
 # line (tokens done of total, tokens/s) and Esc stops it.
 # Screens are kept in build/artifacts/t_ui_profile-*/.
 . tests/lib.sh
@@ -109,6 +109,12 @@ if tm_wait $T '^ Ready'; then
         ok pane_host_moe
     else
         fail pane_host_moe "$(tail -25 "$TMP/screen" | cut -c90- | tr -s ' ' | head -c 600)"
+    fi
+    # the kernel table too: the parts' dispatches, timed on some tokens
+    if rows_while_streaming; then
+        ok pane_host_moe_kernels
+    else
+        fail pane_host_moe_kernels "$(kernel_rows) kernel rows: $(tail -25 "$TMP/screen" | cut -c90- | tr -s ' ' | head -c 600)"
     fi
     tm_snap host_moe
     tm_keys Escape
