@@ -51,6 +51,10 @@ typedef struct {
     uint32_t subgroup;         /* the size kernels are specialized for */
     bool size_control;         /* pipelines pin subgroup size + full subgroups */
     bool coopmat;              /* VK_NV_cooperative_matrix fp16 16x16x16 enabled */
+    bool timeline;             /* timeline semaphores enabled (Vulkan 1.2), and their host calls: */
+    PFN_vkSignalSemaphore signal_semaphore;
+    PFN_vkGetSemaphoreCounterValue semaphore_value;
+    PFN_vkWaitSemaphores wait_semaphores;
     bool pipe_stats;           /* asked for at create and the device has
                                   VK_KHR_pipeline_executable_properties:
                                   pipelines keep the compiler's statistics */
@@ -93,6 +97,11 @@ const char *vk_result_name(VkResult r);
 /* Submits one command buffer and waits for it (fence), turning device loss
  * and timeouts into errors. */
 int vk_submit_wait(vk_ctx *c, VkCommandBuffer cb, err_t *err);
+/* The two halves of vk_submit_wait: the submit with the context's fence,
+ * and the wait for it, polling the fence up to spin_ns first (0: a
+ * blocking wait at once). */
+int vk_submit_fenced(vk_ctx *c, VkCommandBuffer cb, err_t *err);
+int vk_fence_wait(vk_ctx *c, uint64_t spin_ns, err_t *err);
 /* Submits one command buffer without a fence: what a later vk_submit_wait
  * on the queue waits for too (the queue runs them in order only where the
  * later one's barriers say so). */

@@ -2,9 +2,11 @@
  * device and the objects every kernel shares (descriptor set layout,
  * pipeline layout, a dummy buffer for unused bindings). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "vk_core.h"
 
@@ -167,6 +169,7 @@ typedef struct {
     uint32_t family;
     bool size_control_ext, size_control_core;
     bool coopmat_ext;
+    bool timeline;             /* Vulkan 1.2's timelineSemaphore feature */
     bool dyn_index;
     bool float16, storage16, vmm;
     uint32_t sm_count;
@@ -289,8 +292,14 @@ static void query_caps(VkInstance inst, VkPhysicalDevice pd, dev_caps *c)
         else
             vmm.pNext = &cmf;
     }
-    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f16};
+    /* timeline semaphores (core 1.2; the struct is chained only where the
+     * device knows it) */
+    VkPhysicalDeviceTimelineSemaphoreFeatures tsf = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES,
+                                                     .pNext = &f16};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                    .pNext = d->api_minor >= 2 || d->api_major > 1 ? (void *)&tsf : (void *)&f16};
     vkGetPhysicalDeviceFeatures2(pd, &f2);
+    c->timeline = f2.pNext == &tsf && tsf.timelineSemaphore;
     c->dyn_index = f2.features.shaderStorageBufferArrayDynamicIndexing;
     c->float16 = f16.shaderFloat16;
     c->storage16 = s16.storageBuffer16BitAccess;
@@ -473,6 +482,12 @@ static int make_device(vk_ctx *c, const dev_caps *caps, bool pipe_stats, err_t *
         cmf.pNext = chain;
         chain = &f16;
     }
+    VkPhysicalDeviceTimelineSemaphoreFeatures tsf = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES,
+                                                     .timelineSemaphore = VK_TRUE};
+    if (caps->timeline) {
+        tsf.pNext = chain;
+        chain = &tsf;
+    }
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = chain};
     f2.features.shaderStorageBufferArrayDynamicIndexing = VK_TRUE;
 
@@ -493,6 +508,7 @@ static int make_device(vk_ctx *c, const dev_caps *caps, bool pipe_stats, err_t *
     c->size_control = sc;
     c->coopmat = caps->info.coopmat;
     c->pipe_stats = stats;
+    c->timeline = caps->timeline;
     c->queue_family = caps->family;
     vkGetDeviceQueue(c->dev, caps->family, 0, &c->queue);
     return 0;
@@ -615,9 +631,22 @@ int vk_ctx_create(vk_ctx *c, int device_index, bool pipe_stats, err_t *err)
     if (get_instance(&c->instance, &api, err))
         return -1;
     dev_caps caps;
-    if (pick_device(c, device_index, &caps, err) || make_device(c, &caps, pipe_stats, err)) {
+    if (pick_device(c, device_index, &caps, err)) {
         vk_ctx_destroy(c);
         return -1;
+    }
+    if (VK_API_VERSION_MAJOR(api) == 1 && VK_API_VERSION_MINOR(api) < 2)
+        caps.timeline = false; /* the instance's version caps the device's */
+    if (make_device(c, &caps, pipe_stats, err)) {
+        vk_ctx_destroy(c);
+        return -1;
+    }
+    if (c->timeline) {
+        /* by address: a loader older than 1.2 does not export them */
+        c->signal_semaphore = (PFN_vkSignalSemaphore)vkGetDeviceProcAddr(c->dev, "vkSignalSemaphore");
+        c->semaphore_value = (PFN_vkGetSemaphoreCounterValue)vkGetDeviceProcAddr(c->dev, "vkGetSemaphoreCounterValue");
+        c->wait_semaphores = (PFN_vkWaitSemaphores)vkGetDeviceProcAddr(c->dev, "vkWaitSemaphores");
+        c->timeline = c->signal_semaphore && c->semaphore_value && c->wait_semaphores;
     }
     vkGetPhysicalDeviceProperties(c->pdev, &c->props);
     vkGetPhysicalDeviceMemoryProperties(c->pdev, &c->mem);
@@ -675,7 +704,7 @@ int vk_submit(vk_ctx *c, VkCommandBuffer cb, err_t *err)
     return r == VK_SUCCESS ? 0 : vk_fail(c, err, r, "vkQueueSubmit");
 }
 
-int vk_submit_wait(vk_ctx *c, VkCommandBuffer cb, err_t *err)
+int vk_submit_fenced(vk_ctx *c, VkCommandBuffer cb, err_t *err)
 {
     if (c->lost)
         return err_set(err, "the Vulkan device was lost earlier; restart glmchat or use --backend cpu");
@@ -684,19 +713,63 @@ int vk_submit_wait(vk_ctx *c, VkCommandBuffer cb, err_t *err)
     if (r != VK_SUCCESS)
         return vk_fail(c, err, r, "vkResetFences");
     r = vkQueueSubmit(c->queue, 1, &si, c->fence);
-    if (r != VK_SUCCESS)
-        return vk_fail(c, err, r, "vkQueueSubmit");
-    /* A GPU finishes a prompt chunk in well under a second, so two minutes
-     * without completion is a hang; a CPU implementation (lavapipe) may
-     * legitimately take minutes over a long prompt. */
-    uint64_t limit_s = c->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 1800 : 120;
-    r = vkWaitForFences(c->dev, 1, &c->fence, VK_TRUE, limit_s * 1000 * 1000 * 1000);
-    if (r == VK_TIMEOUT) {
-        c->lost = true;
-        return err_set(err, "the Vulkan device did not finish a command buffer within %llu s (GPU hang)",
-                       (unsigned long long)limit_s);
+    return r == VK_SUCCESS ? 0 : vk_fail(c, err, r, "vkQueueSubmit");
+}
+
+static void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int vk_fence_wait(vk_ctx *c, uint64_t spin_ns, err_t *err)
+{
+    VkResult r = VK_NOT_READY;
+    const char *call = "vkGetFenceStatus";
+    if (spin_ns) {
+        /* Polled: a blocking wait returns only after the driver's thread
+         * wakes this one (tens of us on some drivers), on the path of
+         * every host layer (vk_hostmoe.c).  The clock is read every few
+         * hundred polls; a yield now and then keeps a loaded machine going. */
+        uint64_t until = mono_ns() + spin_ns;
+        for (uint32_t i = 1; (r = vkGetFenceStatus(c->dev, c->fence)) == VK_NOT_READY; i++) {
+            spin_pause();
+            if (i % 256 == 0) {
+                if (mono_ns() >= until)
+                    break;
+                sched_yield();
+            }
+        }
+    }
+    if (r == VK_NOT_READY) {
+        /* A GPU finishes a prompt chunk in well under a second, so two
+         * minutes without completion is a hang; a CPU implementation
+         * (lavapipe) may legitimately take minutes over a long prompt. */
+        uint64_t limit_s = c->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 1800 : 120;
+        call = "vkWaitForFences";
+        r = vkWaitForFences(c->dev, 1, &c->fence, VK_TRUE, limit_s * 1000 * 1000 * 1000);
+        if (r == VK_TIMEOUT) {
+            c->lost = true;
+            return err_set(err, "the Vulkan device did not finish a command buffer within %llu s (GPU hang)",
+                           (unsigned long long)limit_s);
+        }
     }
     if (r != VK_SUCCESS)
-        return vk_fail(c, err, r, "vkWaitForFences");
+        return vk_fail(c, err, r, call);
     return 0;
+}
+
+int vk_submit_wait(vk_ctx *c, VkCommandBuffer cb, err_t *err)
+{
+    return vk_submit_fenced(c, cb, err) ? -1 : vk_fence_wait(c, 0, err);
 }

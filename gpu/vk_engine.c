@@ -788,7 +788,7 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
     if (mode == PROFILE_SAMPLED && (e->tune.prof_every == 0 || e->prof.decoded % e->tune.prof_every != 0))
         mode = PROFILE_OFF;
     vk_variant *v = e->hx.n_parts ? NULL : vk_family_pick(&e->rec.decode, mode);
-    if (v ? vk_submit_wait(&e->c, v->cb, err) : vk_hostmoe_decode(e, err))
+    if (v ? vk_submit_wait(&e->c, v->cb, err) : vk_hostmoe_decode(e, mode != PROFILE_OFF, err))
         return -1;
     if ((e->rec.decode.prog.n_link || vk_hostmoe_links(e)) && ((const uint32_t *)e->b.dep.map)[0] != 0) {
         /* a wait or a tagged-word poll gave up (the device did not launch
@@ -807,7 +807,7 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
         }
         return decode_one(e, token, pos, out, logits_row, err);
     }
-    if (v) /* the parts are recorded plain: nothing timed */
+    if (v) /* (the parts time themselves: vk_hostmoe_decode) */
         vk_profile_collect(e, &e->rec.decode, v, &e->prof.decode);
     e->prof.decoded++;
     if (logits_row) {
@@ -999,9 +999,21 @@ static void vk_get_stats(void *impl, engine_stats *st)
 {
     vk_engine *e = impl;
     vk_profile_report(&e->rec.decode, &e->prof.decode, st);
+    if (e->hx.n_layers) {
+        vk_hostmoe_kernel_stats(e, st);
+        vk_hostmoe_split_stat(e, &st->split);
+    }
     for (uint32_t set = 0; set < VK_SEL_SETS; set++)
         if (e->prof.selects[set] && e->prof.decoded)
             vk_profile_add(&e->rec.select[set], &e->prof.select[set], (double)e->prof.selects[set] / (double)e->prof.decoded, st);
+}
+
+/* The host-memory split's breakdown starts anew (the kernel table keeps
+ * each dispatch's latest figure: nothing to reset). */
+static void vk_reset_profile(void *impl)
+{
+    vk_engine *e = impl;
+    memset(&e->hx.sum, 0, sizeof e->hx.sum);
 }
 
 static void vk_prefill_stats(void *impl, engine_stats *st)
@@ -1122,6 +1134,7 @@ const engine_backend vk_engine_backend = {
     .samples = true,
     .set_profile = vk_set_profile,
     .prefill_stats = vk_prefill_stats,
+    .reset_profile = vk_reset_profile,
     .routing = vk_routing,
     .print_plan = vk_print_plan,
     /* Not yet: the verify replays the single-token decode graph once per

@@ -158,6 +158,22 @@ typedef struct {
     vk_family *pf_parts;     /* (n_parts) the same of the prompt graph (n_batch > 1) */
     vk_family pf_last_logits; /* its last part with every position's logits to host memory */
     uint32_t n_parts;        /* n_layers + 1 */
+    /* the decode parts' and side parts' begin and end timestamps (2 per
+     * part, then 2 per side part), and their sums over measured tokens
+     * (engine_split_stat, the means' numerators) */
+    VkQueryPool qpool;
+    uint64_t *ts;            /* the marks read back */
+    /* the kernel table's timings of the parts, then the side parts (each
+     * recorded fully timed too, replayed on the tokens vk_hostmoe_decode
+     * says) */
+    vk_profile *prof;        /* (n_parts + n_layers) */
+    uint64_t measured;       /* tokens the sampled profiler asked to time */
+    /* --tune hx=2 where the device has timeline semaphores: "part done"
+     * (the GPU signals) and "sum written" (the host signals), each one
+     * value further per host layer */
+    VkSemaphore sem_gpu, sem_host;
+    uint64_t val_gpu, val_host;
+    engine_split_stat sum;
 } vk_hostmoe;
 
 typedef struct {
@@ -197,19 +213,44 @@ int vk_hostmoe_start(vk_engine *e, err_t *err);
 /* The parts recorded (again, after vk_hostmoe_unrecord: a wait gave up). */
 int vk_hostmoe_record(vk_engine *e, err_t *err);
 void vk_hostmoe_unrecord(vk_engine *e);
-int vk_hostmoe_decode(vk_engine *e, err_t *err);
+/* `measure`: a token the sampled profiler times: its breakdown added to
+ * hx.sum (vk_hostmoe_split_stat), or on every PARTS_TIMED_EVERY'th of
+ * those (every token with PROFILE_FULL) every dispatch timed instead, for
+ * the kernel table (vk_hostmoe_kernel_stats). */
+int vk_hostmoe_decode(vk_engine *e, bool measure, err_t *err);
+/* The parts' kernels into st's table, their dispatches and GPU time per
+ * token (replacing the whole graph's, which a split engine never runs). */
+void vk_hostmoe_kernel_stats(const vk_engine *e, engine_stats *st);
+/* The breakdown's means per token over the tokens measured (st->split). */
+void vk_hostmoe_split_stat(const vk_engine *e, engine_split_stat *st);
 /* (vk_hostmoe_cut.c) Records part `part` of the whole table g into r, or
  * (`side`) host layer `part`'s side part: host layer i's nodes end part i
  * at cut[2i], its side part runs to cut[2i + 1], where part i + 1 begins.  A part or side part
  * after the first begins with a barrier (it follows another command
  * buffer), a part before a host layer ends with one that makes its writes
- * visible to the host. */
+ * visible to the host.  `timed` (the decode graph's): begin and end
+ * timestamps into hx.qpool for the breakdown (vk_hostmoe.c). */
 int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uint32_t *cut, uint32_t part,
-                           bool side);
+                           bool side, bool timed);
 /* A prompt batch of n tokens through the prompt graph's parts (the params
  * written), the CPU's experts between them; `logits`: the last part with
  * every position's logits to host memory. */
 int vk_hostmoe_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err);
+/* (vk_hostmoe_linked.c) The hand-over.  A token's host-side marks (the
+ * host-clock half of engine_split_stat); the host's clock in us; how long
+ * the host polls for a part before it sleeps (0: it sleeps at once, hx=0);
+ * a graph's parts (the last one `last`) for n tokens linked by the
+ * timeline semaphores hx.sem_gpu and hx.sem_host (hx=2; the device has
+ * them), the CPU's experts between them, the side parts where recorded;
+ * `timed`: the fully timed variants. */
+typedef struct {
+    double first, seen;      /* the first part submitted; the latest part seen finished */
+    double wait, cpu, turn;  /* sums over the token */
+} vk_host_marks;
+double vk_hostmoe_now_us(void);
+uint64_t vk_hostmoe_poll_ns(const vk_engine *e);
+int vk_hostmoe_run_linked(vk_engine *e, const vk_family *parts, const vk_family *last, const vk_family *sides,
+                          uint32_t n, bool timed, vk_host_marks *hm, err_t *err);
 /* Parts joined by counters or tagged words, over all parts. */
 uint32_t vk_hostmoe_links(const vk_engine *e);
 void vk_hostmoe_free(vk_engine *e);

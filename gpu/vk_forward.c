@@ -457,7 +457,7 @@ int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
             return r->status = -1;
         }
         decode(&g, e, false, cut);
-        int rc = g.status ? -1 : vk_hostmoe_record_part(e, r, &g, cut, set, what == VK_PROGRAM_DECODE_SIDE);
+        int rc = g.status ? -1 : vk_hostmoe_record_part(e, r, &g, cut, set, what == VK_PROGRAM_DECODE_SIDE, true);
         vk_graph_free(&g);
         free(cut);
         return rc < 0 ? -1 : r->status;

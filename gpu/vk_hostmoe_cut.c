@@ -6,21 +6,40 @@
  * the calls go one way (tests/t_layers.sh). */
 #include "vk_engine.h"
 
-int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uint32_t *cut, uint32_t part, bool side)
+int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uint32_t *cut, uint32_t part, bool side,
+                           bool timed)
 {
     const uint32_t n_layers = e->hx.n_layers;
     if (part > n_layers || (side && part == n_layers))
         return r->status = err_set(r->err, "internal: part %u of %u", part, n_layers + 1);
     uint32_t from = side ? cut[2 * part] : part ? cut[2 * part - 1] : 0;
     uint32_t to = side ? cut[2 * part + 1] : part < n_layers ? cut[2 * part] : g->n;
+    /* the breakdown's marks (vk_hostmoe.c): a part's begin when the queue
+     * reaches it, a side part's once the part before it has computed (it
+     * is submitted before that part ends); each end when all is done.
+     * A reset orders itself after the earlier uses of its queries. */
+    VkQueryPool qp = timed ? e->hx.qpool : VK_NULL_HANDLE;
+    uint32_t q = side ? 2 * (n_layers + 1 + part) : 2 * part;
+    if (qp) {
+        vkCmdResetQueryPool(r->cb, qp, q, 2);
+        if (!side)
+            vkCmdWriteTimestamp(r->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, qp, q);
+    }
     if (side || part > 0) {
         /* the command buffers before it on the queue (a part, a side part
-         * submitted without a wait) finish their writes first */
-        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+         * submitted without a wait) finish their writes first; a part also
+         * reads the host's sum, which with --tune hx=2 the host writes
+         * after the part was submitted (vk_hostmoe.c): the host stage and
+         * its writes in the first scope make those visible, chained to the
+         * submit's semaphore wait (its stage mask: compute) */
+        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                              .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | (side ? 0 : VK_ACCESS_HOST_WRITE_BIT),
                               .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-        vkCmdPipelineBarrier(r->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
-                             &mb, 0, NULL, 0, NULL);
+        VkPipelineStageFlags src = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | (side ? 0 : VK_PIPELINE_STAGE_HOST_BIT);
+        vkCmdPipelineBarrier(r->cb, src, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
     }
+    if (qp && side)
+        vkCmdWriteTimestamp(r->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, qp, q);
     vk_graph pg;
     if (vk_graph_init(&pg, to - from + 1, r->err))
         return r->status = -1;
@@ -34,5 +53,7 @@ int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uin
         vkCmdPipelineBarrier(r->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
                              NULL, 0, NULL);
     }
+    if (qp)
+        vkCmdWriteTimestamp(r->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qp, q + 1);
     return rc;
 }

@@ -316,7 +316,7 @@ int vk_fwd_record_prefill_part(vk_engine *e, vk_rec *r, bool logits_to_host, int
         return r->status = -1;
     }
     prefill(&g, e, logits_to_host, cut);
-    int rc = g.status ? -1 : vk_hostmoe_record_part(e, r, &g, cut, (uint32_t)part, false);
+    int rc = g.status ? -1 : vk_hostmoe_record_part(e, r, &g, cut, (uint32_t)part, false, false);
     vk_graph_free(&g);
     free(cut);
     return rc < 0 ? -1 : r->status;

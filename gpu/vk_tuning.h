@@ -55,6 +55,11 @@ typedef struct {
     uint32_t ll;            /* 1: decode's qkv and q as tagged words (LL), read with no counter or barrier,
                                every lane polling its words; VK_TUNE_AUTO: by device (on where the
                                counters are, else off) */
+    /* experts in host memory (vk_hostmoe.c) */
+    uint32_t hx;            /* the hand-over: 1: a host layer's side part submitted behind its part, before the
+                               wait, and the part's fence polled; 0: submitted after a blocking wait; 2: every
+                               part submitted at once, linked by timeline semaphores (where the device has them) */
+    uint32_t hx_rows;       /* the CPU's experts: gate/up rows per work item (0: even over the threads) */
     /* the sampled profiler (vk_profiler.c) */
     uint32_t prof_every;    /* decode: one layer's dispatches timed every this many tokens (0: none) */
 } vk_tuning;

@@ -5,8 +5,11 @@
 # streams, the side pane's kernel table has at least 5 rows with numbers
 # (the decode graph is timed by the sampled profiler on every path); the
 # same with penalties on; /stats then lists the same kernels and a GPU
-# time per token.  A long prompt shows its progress in the pane and the
-# status line (tokens done of total, tokens/s) and Esc stops it.
+# time per token.  With the routed experts of blocks 0..3 in host memory
+# (--n-cpu-moe 4) the pane shows a host layer's breakdown (GPU part, CPU
+# experts, hand-over, in us) and the kernel table (the parts' dispatches)
+# while the answer streams, and /stats says the breakdown in words.  A long prompt shows its progress in the pane and the status
+# line (tokens done of total, tokens/s) and Esc stops it.
 # Screens are kept in build/artifacts/t_ui_profile-*/.
 . tests/lib.sh
 if ! command -v tmux >/dev/null 2>&1; then
@@ -96,6 +99,35 @@ tm_stop
 
 # ---- the same with penalties on
 check_streaming_profile pane_kernels_penalties --repeat-penalty 1.3 --presence-penalty 0.5 --frequency-penalty 0.2
+tm_stop
+
+# ---- experts in host memory: the pane's breakdown of a host layer
+start_app --n-cpu-moe 4
+if tm_wait $T '^ Ready'; then
+    tm_line "Tell me about the GPU."
+    if tm_wait $T '│ host MoE +GPU [0-9]+ CPU [0-9]+ over -?[0-9]+ us' && grep -q "Answering" "$TMP/screen"; then
+        ok pane_host_moe
+    else
+        fail pane_host_moe "$(tail -25 "$TMP/screen" | cut -c90- | tr -s ' ' | head -c 600)"
+    fi
+    # the kernel table too: the parts' dispatches, timed on some tokens
+    if rows_while_streaming; then
+        ok pane_host_moe_kernels
+    else
+        fail pane_host_moe_kernels "$(kernel_rows) kernel rows: $(tail -25 "$TMP/screen" | cut -c90- | tr -s ' ' | head -c 600)"
+    fi
+    tm_snap host_moe
+    tm_keys Escape
+    tm_wait $T '^ (Ready|Stopped)' || fail pane_host_moe_esc "the answer did not stop"
+    tm_line "/stats"
+    if tm_wait $T 'Experts in host memory, 3 layers, per host layer of a token: GPU part [0-9]+ us'; then
+        ok stats_host_moe
+    else
+        fail stats_host_moe "$(tm_screen | tail -20 | cut -c1-90)"
+    fi
+else
+    fail pane_host_moe "did not start"
+fi
 tm_stop
 
 # ---- a long prompt: progress in the pane, Esc stops it

@@ -16,6 +16,14 @@
 #    unsplit run's bits;
 #  - a --gpu-mem too small for every expert splits by itself (info, -p's
 #    note and the logits say so), one too small even then is one line;
+#  - the hand-overs of --tune hx=0 (side part after a blocking wait) and
+#    hx=2 (a token's parts submitted at once, linked by timeline semaphores)
+#    held to the same criteria as the default hx=1 (side part before the
+#    wait, the fence polled) on two files, and the three give the same bits;
+#  - bench prints the split's breakdown (engine_split_stat) under each
+#    value: every figure non-negative, the GPU parts and the GPU's idle
+#    time within the token, the CPU's experts within the host's turns, the
+#    host's waits and turns adding up to the token;
 #  - bad values of the flag and the settings key are one-line errors.
 . tests/lib.sh
 . tests/oracle_lib.sh
@@ -34,18 +42,20 @@ blocks() { $GLMCHAT info -m "$1" | sed -n 's/^blocks *\([0-9]*\) run.*/\1/p'; }
 
 # split_case NAME DIR VARIANT N: logits and greedy ids with the experts of
 # blocks 0..N-1 in host memory, against the oracles and the unsplit run
+# ($HX: more flags for the split runs, e.g. a hand-over)
+HX=
 split_case() {
     _c=$1 _d=$2 _v=$3 _n=$4
     _m=$_d/$(basename "$_d").$_v.gguf
     _tokens=$($JG "$_d/fixture.json" prompt.tokens --sep ,)
     _vocab=$($JG "$_d/logits.ref_f64.f32.json" shape.1)
     _ntok=$(echo "$_tokens" | tr ',' '\n' | wc -l)
-    if ! $GLMCHAT logits -m "$_m" $VK --n-cpu-moe "$_n" --tokens "$_tokens" -o "$TMP/$_c.bin" 2>"$TMP/err"; then
+    if ! $GLMCHAT logits -m "$_m" $VK $HX --n-cpu-moe "$_n" --tokens "$_tokens" -o "$TMP/$_c.bin" 2>"$TMP/err"; then
         fail "$_c logits" "$(head -c 300 "$TMP/err")"
         return
     fi
     oracle_logits "$_c logits" "$_d" "$_v" "$_ntok" "$_vocab" "$TMP/$_c.bin"
-    if $GLMCHAT logits -m "$_m" $VK --n-cpu-moe "$_n" -b 1 --tokens "$_tokens" -o "$TMP/$_c.b1.bin" 2>"$TMP/err"; then
+    if $GLMCHAT logits -m "$_m" $VK $HX --n-cpu-moe "$_n" -b 1 --tokens "$_tokens" -o "$TMP/$_c.b1.bin" 2>"$TMP/err"; then
         oracle_logits "$_c logits a token at a time" "$_d" "$_v" "$_ntok" "$_vocab" "$TMP/$_c.b1.bin"
     else
         fail "$_c logits a token at a time" "$(head -c 300 "$TMP/err")"
@@ -57,7 +67,7 @@ split_case() {
         fail "$_c logits vs every expert on the device" "${_out:-$(head -c 300 "$TMP/err")}"
     fi
     _k=$($JG "$_d/fixture.json" "greedy.$_v" | wc -w)
-    _got=$($GLMCHAT generate -m "$_m" $VK --n-cpu-moe "$_n" --tokens "$_tokens" -n "$_k" --temp 0 --ids 2>"$TMP/err")
+    _got=$($GLMCHAT generate -m "$_m" $VK $HX --n-cpu-moe "$_n" --tokens "$_tokens" -n "$_k" --temp 0 --ids 2>"$TMP/err")
     oracle_generate "$_c generate" "$_d" "$_v" "$_got" "$TMP/err"
 }
 
@@ -77,6 +87,68 @@ G=$ROOT/tiny-glm-a
 for v in f32 q4_k_m; do
     split_case "host experts tiny-glm-a.$v (blocks 0..1)" "$G" "$v" 2
 done
+
+# ---- the other hand-overs: blocking waits (0), timeline semaphores (2) -------------------
+for hx in 0 2; do
+    HX="--tune hx=$hx"
+    for v in q8_0 q4_k_m; do
+        split_case "host experts tiny-glm-a.$v (blocks 0..2, hx=$hx)" "$G" "$v" 3
+    done
+done
+HX=
+tokens=$($JG "$G/fixture.json" prompt.tokens --sep ,)
+for hx in 0 1 2; do
+    $GLMCHAT logits -m "$G/tiny-glm-a.q8_0.gguf" $VK --n-cpu-moe 3 --tune hx=$hx -b 1 --tokens "$tokens" \
+        -o "$TMP/hx$hx.bin" 2>"$TMP/err" || fail "logits hx=$hx" "$(head -c 300 "$TMP/err")"
+done
+if cmp -s "$TMP/hx0.bin" "$TMP/hx1.bin" && cmp -s "$TMP/hx0.bin" "$TMP/hx2.bin"; then
+    ok "hand-overs 0, 1, 2: the same bits"
+else
+    fail "hand-overs 0, 1, 2: the same bits" "the logits differ"
+fi
+
+# ---- the breakdown: bench's lines, under both hand-overs ---------------------------------
+# split_sane HX: bench's breakdown with the experts of blocks 0..2 in host
+# memory; its figures as printed (us per token) must be non-negative, the
+# GPU's parts and idle time within the token (timestamps on the device's
+# clock, the token on the host's: 2 % + 20 us for the clocks' drift and
+# rounding), the CPU's experts within the host's turns
+split_sane() {
+    if ! $GLMCHAT bench -m "$G/tiny-glm-a.q8_0.gguf" $VK --n-cpu-moe 3 --tune hx="$1" -p 0 -n 16 --draft off \
+        >"$TMP/bench" 2>&1; then
+        fail "bench hx=$1: the breakdown" "$(head -c 400 "$TMP/bench")"
+        return
+    fi
+    _f=$(awk '
+        /experts in host memory, 2 layers; a decoded token, mean of [0-9]+ sampled/ { hdr = 1 }
+        /^    token \(host clock\) / { tok = $4 }
+        /^    GPU parts \(timestamps\) / { gpu = $4 }
+        /^    GPU idle between parts / { idle = $5 }
+        /^      host.s turn: part seen -> next / { turn = $7 }
+        /^        of which the CPU.s experts / { cpu = $6 }
+        /^      hand-over: idle - turn / { ho = $5 }
+        /^    host waits: part submitted -> seen / { wt = $7 }
+        /^    shared experts \(GPU, in the turns\) / { sd = $7 }
+        END {
+            if (!hdr || tok == "" || gpu == "" || idle == "" || turn == "" || cpu == "" || ho == "" || wt == "" || sd == "")
+                { print "missing lines"; exit 1 }
+            if (tok <= 0 || gpu <= 0 || idle < 0 || turn <= 0 || cpu <= 0 || wt <= 0 || sd < 0)
+                { print "a figure out of range"; exit 1 }
+            if (gpu + idle > tok * 1.02 + 20) { print "GPU " gpu " + idle " idle " > token " tok; exit 1 }
+            if (cpu > turn + 0.2) { print "CPU " cpu " > turn " turn; exit 1 }
+            if (turn + wt > tok * 1.001 + 1 || turn + wt < tok * 0.999 - 1)
+                { print "turn " turn " + waits " wt " != token " tok; exit 1 }
+            printf "token %s us: GPU %s, idle %s (turn %s, CPU %s), waits %s", tok, gpu, idle, turn, cpu, wt
+        }' "$TMP/bench")
+    if [ $? -eq 0 ]; then
+        ok "bench hx=$1: the breakdown is there and sane ($_f)"
+    else
+        fail "bench hx=$1: the breakdown" "$_f: $(grep -A8 'experts in host memory' "$TMP/bench" | head -c 600)"
+    fi
+}
+split_sane 1
+split_sane 0
+split_sane 2
 
 # ---- subgroup 16 (lavapipe's 512-bit vectors) ----------------------------------------
 LP_NATIVE_VECTOR_WIDTH=512 split_case "host experts tiny-glm-a.q8_0 [subgroup 16]" "$G" q8_0 3

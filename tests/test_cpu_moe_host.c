@@ -302,6 +302,52 @@ out:
     free(ids);
 }
 
+/* The rows of gate and up per work item (any multiple of 32, or the even
+ * split) change no bit either: each row is its own dot product, and the
+ * hidden rows are prepared for down by whole blocks in a step of its own. */
+static void test_gate_rows_change_no_bit(void)
+{
+    static const uint32_t types[] = {QT_Q4_K, QT_Q8_0};
+    static const uint32_t rows[] = {0, 32, 64, 96, 128, 256, 512};
+    const shape s = {512, 768, 8, 4, 5};
+    const uint64_t H = s.n_embd, NK = (uint64_t)s.n_tok * s.n_used;
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        layer_data d;
+        memset(&d, 0, sizeof d);
+        float *x = malloc(s.n_tok * H * sizeof *x), *w = malloc(NK * sizeof *w);
+        float *y0 = malloc(s.n_tok * H * sizeof *y0), *y = malloc(s.n_tok * H * sizeof *y);
+        int32_t *ids = malloc(NK * sizeof *ids);
+        err_t err = {0};
+        if (!x || !w || !y0 || !y || !ids || make_layer(&d, &s, types[ti])) {
+            CHECK(0, "out of memory");
+        } else {
+            make_inputs(&s, x, ids, w);
+            for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++) {
+                for (uint32_t tok = 1; tok <= s.n_tok; tok += s.n_tok - 1) { /* one token, the batch */
+                    cpu_moe_host_params p = {.n_embd = s.n_embd, .n_ff = s.n_ff, .n_expert = s.n_expert,
+                                             .n_used = s.n_used, .n_batch = s.n_tok, .n_threads = 3,
+                                             .gate_rows = rows[ri]};
+                    cpu_moe_host *h = cpu_moe_host_new(&p, &err);
+                    CHECK(h, "new: %.300s", err.msg);
+                    if (!h)
+                        continue;
+                    float *out = ri == 0 ? y0 : y;
+                    CHECK(cpu_moe_host_eval(h, &d.L, x, ids, w, tok, out, &err) == 0, "%.300s", err.msg);
+                    CHECK(ri == 0 || memcmp(y0, y, tok * H * sizeof *y) == 0,
+                          "type %u, %u tokens: %u rows per item differ from the even split", types[ti], tok, rows[ri]);
+                    cpu_moe_host_free(h);
+                }
+            }
+        }
+        free_layer(&d);
+        free(x);
+        free(w);
+        free(y0);
+        free(y);
+        free(ids);
+    }
+}
+
 /* Bad input is a one-line error and leaves y alone. */
 static void test_bad_input_is_an_error(void)
 {
@@ -337,6 +383,10 @@ static void test_bad_input_is_an_error(void)
         CHECK(!strchr(err.msg, '\n'), "error of more than one line");
     }
     cpu_moe_host_free(h);
+    p.gate_rows = 48;
+    CHECK(!cpu_moe_host_new(&p, &err) && strstr(err.msg, "multiple of 32"), "48 rows per item accepted: '%.300s'",
+          err.msg);
+    p.gate_rows = 0;
     p.n_used = 5;
     CHECK(!cpu_moe_host_new(&p, &err), "5 of 4 experts accepted");
     free_layer(&d);
@@ -348,6 +398,7 @@ int main(void)
     RUN(test_every_type_portable_set);
     RUN(test_glm_shape);
     RUN(test_batch_and_threads_change_no_bit);
+    RUN(test_gate_rows_change_no_bit);
     RUN(test_bad_input_is_an_error);
     TESTS_DONE();
 }

@@ -225,6 +225,33 @@ static void print_profile(engine *e, double roof_bytes)
     print_table(st, roof_bytes, "token", e->be->prompt_stats != NULL);
 }
 
+/* With experts in host memory: where a decoded token's time went, per
+ * token and per host layer (engine_split_stat). */
+static void print_split(engine *e)
+{
+    engine_stats st;
+    engine_get_stats(e, &st);
+    const engine_split_stat *s = &st.split;
+    if (!s->layers)
+        return;
+    if (!s->tokens) {
+        printf("  experts in host memory, %u layers: no token measured (the sampled profiler is off)\n", s->layers);
+        return;
+    }
+    double L = s->layers;
+    printf("  experts in host memory, %u layers; a decoded token, mean of %llu sampled (per host layer in brackets):\n",
+           s->layers, (unsigned long long)s->tokens);
+    printf("    %-34s %9.1f us\n", "token (host clock)", s->token_us);
+    printf("    %-34s %9.1f us  (%.1f)\n", "GPU parts (timestamps)", s->gpu_us, s->gpu_us / L);
+    printf("    %-34s %9.1f us  (%.1f)\n", "GPU idle between parts", s->idle_us, s->idle_us / L);
+    printf("    %-34s %9.1f us  (%.1f)\n", "  host's turn: part seen -> next", s->turn_us, s->turn_us / L);
+    printf("    %-34s %9.1f us  (%.1f)\n", "    of which the CPU's experts", s->cpu_us, s->cpu_us / L);
+    printf("    %-34s %9.1f us  (%.1f)\n", "  hand-over: idle - turn", s->idle_us - s->turn_us,
+           (s->idle_us - s->turn_us) / L);
+    printf("    %-34s %9.1f us  (%.1f)\n", "host waits: part submitted -> seen", s->wait_us, s->wait_us / L);
+    printf("    %-34s %9.1f us  (%.1f)\n", "shared experts (GPU, in the turns)", s->side_us, s->side_us / L);
+}
+
 /* The Vulkan core: distinct experts per layer for a 64-token prompt of
  * random ids, read back from the GPU's routing buffers. */
 static int routing_vulkan(engine *e, uint32_t n_vocab, err_t *err)
@@ -527,6 +554,7 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         if (D && tg0 > 0 && D != b->depth[0])
             printf(", %.1f%% of the first depth", 100 * chat / tg0);
         printf("\n");
+        print_split(e);
         if (drafts && spec_lines(dec, D, b->n, cs, err))
             return -1;
         if (b->profile && e->be->prompt_stats) { /* every step is timed, always: the chat's tokens */

@@ -360,6 +360,12 @@ static unsigned cmd_stats(chatcmd_ctx *c, const char *arg)
     if (e->dispatches_per_token)
         sbuf_printf(&s, "\nDispatches per token: %u; GPU time per token: %.0f us", e->dispatches_per_token,
                     e->us_per_token_measured);
+    const engine_split_stat *hs = &e->split;
+    if (hs->layers && hs->tokens) /* experts in host memory (engine_split_stat), per host layer */
+        sbuf_printf(&s, "\nExperts in host memory, %u layers, per host layer of a token: GPU part %.0f us, "
+                    "CPU experts %.0f us, hand-over %.0f us (GPU idle %.0f us less the host's turn %.0f us)",
+                    hs->layers, hs->gpu_us / hs->layers, hs->cpu_us / hs->layers,
+                    (hs->idle_us - hs->turn_us) / hs->layers, hs->idle_us / hs->layers, hs->turn_us / hs->layers);
     uint32_t n = e->n_kernels < ENGINE_MAX_KERNEL_STATS ? e->n_kernels : ENGINE_MAX_KERNEL_STATS;
     if (n) {
         engine_kernel_stat ks[ENGINE_MAX_KERNEL_STATS];

@@ -428,6 +428,14 @@ static void sidepane_draw(void *self, WINDOW *w)
                  st->engine.dispatches_per_token);
         kv(&p, "token", buf);
     }
+    const engine_split_stat *hs = &st->engine.split;
+    if (hs->layers && hs->tokens) { /* experts in host memory, per host layer: its GPU part, the CPU's
+                                       experts, the hand-over (engine_split_stat) */
+        double L = hs->layers;
+        snprintf(buf, sizeof buf, "GPU %.0f CPU %.0f over %.0f us", hs->gpu_us / L, hs->cpu_us / L,
+                 (hs->idle_us - hs->turn_us) / L);
+        kv(&p, "host MoE", buf);
+    }
     /* The decoder's counts, as the answers count them (an answer's header
      * says its share of "generated"). */
     snprintf(buf, sizeof buf, "%llu prompt, %llu generated", (unsigned long long)st->n_prompt_tokens,

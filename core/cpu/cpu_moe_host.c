@@ -1,12 +1,16 @@
 /* cpu_moe_host.c: one MoE layer's routed experts on the CPU for n tokens
  * (cpu_moe_host.h).
  *
- * One pool run, three steps split by barriers:
+ * One pool run, four steps split by barriers:
  *  - prepare: every token's x in the activation forms gate and up read;
- *  - gate/up: items are (chosen expert, 128 or 256 rows of its hidden
- *    width): those rows of gate and up for every token that chose the
- *    expert, SwiGLU, and the rows prepared for down (whole blocks of down's
- *    form, hence the item size);
+ *  - gate/up: items are (chosen expert, a few dozen to 256 rows of its
+ *    hidden width): those rows of gate and up for every token that chose
+ *    the expert, SwiGLU;
+ *  - the hidden rows prepared for down, by whole blocks of down's form
+ *    (a step of its own so that gate/up's items need not be whole blocks:
+ *    one token's 4 experts x 1536 rows in 256-row items are 24 items, which
+ *    16 threads take in two rounds, half of them idle in the second; in
+ *    64-row items every thread takes 6);
  *  - down: items are 64 output rows: those rows of every chosen expert's
  *    down for its tokens, then each token's weighted sum over its slots.
  * The (token, slot) pairs are grouped by expert on the caller's thread
@@ -63,6 +67,7 @@ struct cpu_moe_host {
     unsigned x_kinds;             /* forms of x gate/up read (bit per cpu_act_kind) */
     cpu_act_kind h_kind;          /* the form down reads */
     uint32_t item_rows;           /* gate/up rows per item */
+    uint32_t prep_rows;           /* rows per item of the hidden rows' preparation (whole blocks) */
 };
 
 static void *alloc_bytes(uint64_t bytes, bool *ok)
@@ -78,6 +83,10 @@ cpu_moe_host *cpu_moe_host_new(const cpu_moe_host_params *p, err_t *err)
     if (!p->n_embd || !p->n_ff || !p->n_expert || !p->n_used || p->n_used > p->n_expert || !p->n_batch) {
         err_set(err, "cpu_moe_host: bad shape (n_embd %u, n_ff %u, %u of %u experts, batch %u)", p->n_embd, p->n_ff,
                 p->n_used, p->n_expert, p->n_batch);
+        return NULL;
+    }
+    if (p->gate_rows % 32 || p->gate_rows > 4096) {
+        err_set(err, "cpu_moe_host: %u rows per gate/up item: not a multiple of 32 up to 4096", p->gate_rows);
         return NULL;
     }
     cpu_moe_host *h = calloc(1, sizeof *h);
@@ -202,9 +211,19 @@ static void gate_up(cpu_moe_host *h)
             const float *ut = up + t * F;
             for (uint64_t r = r0; r < r1; r++)
                 gt[r] = silu(gt[r]) * ut[r];
-            if (h->h_kind != CPU_ACT_F32)
-                h->k->prepare[h->h_kind](gt, F, r0, r1, h->h_q[h->h_kind] + (u->first + t) * h->h_qs[h->h_kind]);
         }
+    }
+}
+
+/* Items: (pair, prep_rows rows); pairs are grouped by expert as hg is. */
+static void prepare_h(cpu_moe_host *h)
+{
+    const uint64_t F = h->p.n_ff, per = (F + h->prep_rows - 1) / h->prep_rows;
+    const uint64_t total = per * h->n * h->p.n_used;
+    for (uint64_t it = cpu_pool_take(h->pool, 1); it < total; it = cpu_pool_take(h->pool, 1)) {
+        const uint64_t i = it / per, r0 = it % per * h->prep_rows;
+        const uint64_t r1 = r0 + h->prep_rows < F ? r0 + h->prep_rows : F;
+        h->k->prepare[h->h_kind](h->hg + i * F, F, r0, r1, h->h_q[h->h_kind] + i * h->h_qs[h->h_kind]);
     }
 }
 
@@ -244,12 +263,33 @@ static void run(void *ctx, int tid, int nth)
     cpu_pool_barrier(h->pool);
     gate_up(h);
     cpu_pool_barrier(h->pool);
+    if (h->h_kind != CPU_ACT_F32) {
+        prepare_h(h);
+        cpu_pool_barrier(h->pool);
+    }
     down(h);
 }
 
 /* ======================================================================
  * The eval
  * ====================================================================== */
+
+/* Rows per gate/up item for n_units experts of F rows over nth threads:
+ * of 256, 128, 64 and 32, the one whose busiest thread has the fewest rows
+ * (the largest of those tied: fewer items, fewer calls). */
+static uint32_t gate_rows(uint64_t F, uint32_t n_units, uint32_t nth)
+{
+    uint32_t best = 256;
+    uint64_t best_rows = UINT64_MAX;
+    for (uint32_t rows = 256; rows >= 32; rows /= 2) {
+        uint64_t items = (F + rows - 1) / rows * n_units, busiest = (items + nth - 1) / nth * rows;
+        if (busiest < best_rows) {
+            best_rows = busiest;
+            best = rows;
+        }
+    }
+    return best;
+}
 
 static bool shape_is(const mtensor *t, uint64_t cols, uint64_t rows, uint64_t mats)
 {
@@ -310,7 +350,8 @@ int cpu_moe_host_eval(cpu_moe_host *h, const model_layer *L, const float *x, con
     h->y = y;
     h->x_kinds = 1u << cpu_kernels_act(h->k, L->gate_exps.type) | 1u << cpu_kernels_act(h->k, L->up_exps.type);
     h->h_kind = cpu_kernels_act(h->k, L->down_exps.type);
-    h->item_rows = cpu_act_block(h->h_kind) > 128 ? 256 : 128;
+    h->prep_rows = cpu_act_block(h->h_kind) > 128 ? 256 : 128;
+    h->item_rows = p->gate_rows ? p->gate_rows : gate_rows(p->n_ff, h->n_units, (uint32_t)h->n_threads);
     cpu_pool_run(h->pool, run, h);
     return 0;
 }

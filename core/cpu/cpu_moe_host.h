@@ -43,6 +43,8 @@ typedef struct {
     uint32_t n_batch;  /* most tokens per eval */
     int n_threads;     /* <= 0: one per CPU */
     const cpu_kernels *kernels; /* NULL: cpu_kernels_best() */
+    uint32_t gate_rows; /* rows of gate and up per work item: 0: chosen so every thread gets the same
+                           number of rows; else a multiple of 32 (the split never changes the bits) */
 } cpu_moe_host_params;
 
 cpu_moe_host *cpu_moe_host_new(const cpu_moe_host_params *p, err_t *err);

@@ -176,6 +176,23 @@ typedef struct {
 
 #define ENGINE_MAX_KERNEL_STATS 64
 
+/* Where a decoded token's time goes when the routed experts of some layers
+ * are in host memory (the Vulkan core's --n-cpu-moe): means per token over
+ * the tokens measured, each a sum over the token's parts or host layers.
+ * GPU figures are from timestamps, host figures from the host's clock. */
+typedef struct {
+    uint32_t layers;       /* host layers (0: no split, the rest is 0) */
+    uint64_t tokens;       /* tokens measured */
+    double token_us;       /* host: the first part submitted -> the last seen finished */
+    double gpu_us;         /* the GPU parts (layers + 1 of them), first dispatch to last */
+    double idle_us;        /* the GPU between them: a part ended -> the queue reached the next one (a
+                              device that runs one submit at a time counts a side part here too) */
+    double wait_us;        /* host: a part submitted -> seen finished */
+    double cpu_us;         /* the CPU's routed experts */
+    double turn_us;        /* host: a part seen finished -> the next submitted (the CPU's experts and the submits) */
+    double side_us;        /* the shared experts' side parts on the GPU, during the host's turns */
+} engine_split_stat;
+
 typedef struct {
     double prefill_tps;          /* last prefill call */
     double decode_tps;           /* recent single-token evals */
@@ -187,6 +204,7 @@ typedef struct {
     double us_per_token_measured;  /* GPU time of a token from timestamps (0: n/a) */
     uint32_t n_kernels;
     engine_kernel_stat kernels[ENGINE_MAX_KERNEL_STATS];
+    engine_split_stat split;     /* experts in host memory (layers 0: none) */
     /* speculative steps over the engine's life (their tokens and time are
      * also in n_decode_tokens and decode_seconds, not in decode_tps) */
     uint64_t spec_steps, spec_drafted, spec_accepted;
@@ -231,7 +249,8 @@ typedef struct engine_backend {
     int (*print_plan)(void *impl, FILE *f, err_t *err);
     /* Backends that time every step of every eval (the CPU backends): the
      * per-step figures of the prompt tokens evaluated since the last
-     * reset_profile (per prompt token), and the start of a new table. */
+     * reset_profile (per prompt token), and the start of a new table
+     * (which also starts the Vulkan core's engine_split_stat anew). */
     void (*prompt_stats)(void *impl, engine_stats *st);
     void (*reset_profile)(void *impl);
 } engine_backend;

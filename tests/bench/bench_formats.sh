@@ -32,7 +32,8 @@
 # NCMOE=N: both programs with the routed experts of the first N blocks in
 # host memory, computed by the CPU (glmchat --n-cpu-moe N, llama-bench
 # -ncmoe N: the same blocks); depth 0 only unless NCMOE_DEPTHS says more
-# (glmchat then reads a prompt a token at a time).
+# (glmchat then reads a prompt a token at a time); the A/B runs split the
+# same way and log glmchat's breakdown of a decoded token's time.
 # Figures only: nothing here passes or fails on speed.  Needs a Vulkan GPU
 # with ~35 GB free and as much disk; without a device it says so and skips.
 GLMCHAT=${GLMCHAT:-./glmchat}
@@ -134,9 +135,13 @@ for f in $FORMATS; do
             [ "$setting" = base ] && bin=$BASE
             case $setting in default | base) ;; *) tunes=$(echo "$setting" | tr ',' '\n' | sed 's/^/--tune /' | tr '\n' ' ') ;; esac
             # shellcheck disable=SC2086
-            timeout "$T" $bin bench -m "$m" --backend vulkan -p 512 -n 64 -r 2 $tunes $AB_ARGS 2>&1 |
+            timeout "$T" $bin bench -m "$m" --backend vulkan $GL_SPLIT -p 512 -n 64 -r 2 $tunes $AB_ARGS 2>&1 |
                 tr '\r' '\n' | grep -v '^uploading' >"$DIR/ab.txt"
-            [ -n "$AB_ARGS" ] && sed "s/^/ab $f $setting: /" "$DIR/ab.txt"
+            if [ -n "$AB_ARGS" ]; then
+                sed "s/^/ab $f $setting: /" "$DIR/ab.txt"
+            elif [ -n "$NCMOE" ]; then # the split's breakdown (bench prints it under its decode line)
+                grep -A 8 '^  experts in host memory' "$DIR/ab.txt" | sed "s/^/ab $f $setting: /"
+            fi
             echo "ab $f $setting: pp512 $(gl_fig pp512 "$DIR/ab.txt") tg64 $(gl_tg "tg64 @ depth 0" "$DIR/ab.txt")" |
                 tee -a "$DIR/ab_summary"
         done ;;
