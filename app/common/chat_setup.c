@@ -316,8 +316,8 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
     cm->params.kv = cli_kv_type(&a->cli, cm->be);
     cm->params.n_threads = a->cli.n_threads;
     cm->params.device_index = a->s.device >= 0 ? a->s.device : a->cli.device;
-    if (a->cli.n_batch)
-        cm->params.n_batch = a->cli.n_batch;
+    /* -b wins; else the backend's (the Vulkan core's memory plan) */
+    cm->params.n_batch = a->cli.n_batch ? a->cli.n_batch : ENGINE_BATCH_AUTO;
     cm->params.tune = a->cli.tune;
     cm->params.n_tune = a->cli.n_tune;
     cm->params.n_ctx = a->s.n_ctx; /* 0: the engine takes the largest that fits (engine.h) */
