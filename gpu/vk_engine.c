@@ -437,13 +437,18 @@ static int plan_auto_ctx(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
 /* The prompt batches a plan left to choose one tries, largest first.  A
  * larger batch reads the experts' weights once for more tokens (on an
  * H200, Q4_0: pp4096 5,149 tokens/s in batches of 512, 6,260 of 1024;
- * issue 25); past 2048 the activations grow for nothing the chat uses:
- * it cuts chunks by time (DECODER_CHUNK_S), ~900 tokens on that GPU. */
+ * issue 25). */
 static const uint32_t auto_batches[] = {2048, 1024, 512, ENGINE_DEFAULT_BATCH};
 #define N_AUTO_BATCHES (sizeof auto_batches / sizeof auto_batches[0])
+#define GPU_BATCH_CAP 1024u
 
 /* The largest batch a plan left to choose may take: the batch_max knob,
- * by device where it is left to the engine.  A CPU device (lavapipe)
+ * by device where it is left to the engine.  On a GPU 1024: the chat cuts
+ * chunks by time (DECODER_CHUNK_S), ~900 tokens on an H200, so a larger
+ * batch would only cost -- the every-position logits buffer in host
+ * memory (n_batch x n_vocab floats, pinned: 0.63 GB at 1024 for
+ * GLM-4.7-Flash, 1.27 GB at 2048) and grids sized for it; a faster GPU
+ * may want 2048 (batch_max=2048 tries it).  A CPU device (lavapipe)
  * keeps ENGINE_DEFAULT_BATCH: a prompt graph's grid is sized for the
  * batch (tokens past a chunk exit at once, but on a CPU each empty
  * workgroup still costs a call), so there a larger batch made the chat's
@@ -454,7 +459,7 @@ static uint32_t batch_cap(const vk_engine *e)
 {
     if (e->tune.batch_max != VK_TUNE_AUTO)
         return e->tune.batch_max;
-    return e->c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? ENGINE_DEFAULT_BATCH : auto_batches[0];
+    return e->c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? ENGINE_DEFAULT_BATCH : GPU_BATCH_CAP;
 }
 
 /* The batch a plan left to choose starts from: the smallest it tries. */

@@ -51,7 +51,7 @@ const char *chat_args_help(void)
            "      --kv-type TYPE     KV cache: f32 or f16 (default: f16 on Vulkan, f32 on cpu)\n"
            "  -t, --threads N        CPU threads (default: all cores)\n"
            "  -b, --batch N          most prompt tokens per backend call (default: on a GPU\n"
-           "                         the largest up to 2048 that its memory holds, else 256)\n"
+           "                         the largest up to 1024 that its memory holds, else 256)\n"
            "      --tune KEY=VALUE   a Vulkan tuning knob for this run (repeatable;\n"
            "                         `glmchat bench --tune help` lists them)\n";
 }

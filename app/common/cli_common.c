@@ -40,7 +40,7 @@ const char *cli_common_help(void)
            "      --kv-type TYPE   KV cache storage: f32 or f16 (default: f16 on Vulkan, f32 on cpu and ref)\n"
            "  -c, --ctx N          context size in tokens\n"
            "  -b, --batch N        most prompt tokens per backend call (default: on a GPU the largest\n"
-           "                       up to 2048 that its memory holds, else 256)\n"
+           "                       up to 1024 that its memory holds, else 256)\n"
            "  -t, --threads N      CPU threads (default: all cores)\n"
            "      --device N       Vulkan device index (see `glmchat devices`)\n"
            "      --gpu-mem SIZE   the most GPU memory to use, e.g. 6G or 512M (default: what is free)\n"
