@@ -75,6 +75,7 @@ typedef struct {
     const char *limit;       /* what set it: "--gpu-mem", "the memory budget", "the heap less a margin" */
     uint64_t weights, kv, act; /* device bytes of each */
     uint32_t n_ctx;          /* the KV cache's tokens */
+    uint32_t n_batch;        /* the activations' tokens: the largest prompt chunk */
     /* routed experts left in host memory (--n-cpu-moe, or what the device
      * lacks): of host_layers MoE layers, host_first..host_last; their bytes
      * in the file */
@@ -82,7 +83,8 @@ typedef struct {
     uint64_t host_bytes;
 } vk_placement;
 int vk_plan_placement(const model *m, const engine_params *p, vk_placement *out, err_t *err);
-/* One line: "weights W, KV cache K (N tokens), activations A: T of AVAIL
+/* One line: "weights W, KV cache K (N tokens), activations A (batches of
+ * B tokens): T of AVAIL
  * (LIMIT)" in MiB or GiB, then "; routed experts of layers a..b in host
  * memory (X)" where there are any. */
 void vk_placement_line(const vk_placement *pl, char *buf, size_t len);

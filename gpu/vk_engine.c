@@ -257,9 +257,9 @@ static void placement_line(const vk_placement *pl, bool with_host, char *buf, si
         strcpy(host, "; ");
         host_line(pl, host + 2, sizeof host - 2);
     }
-    snprintf(buf, len, "weights %s, KV cache %s (%u tokens), activations %s: %s of %s (%s)%s",
+    snprintf(buf, len, "weights %s, KV cache %s (%u tokens), activations %s (batches of %u tokens): %s of %s (%s)%s",
              mem_str(pl->weights, w, sizeof w), mem_str(pl->kv, k, sizeof k), pl->n_ctx,
-             mem_str(pl->act, a, sizeof a), mem_str(pl->weights + pl->kv + pl->act, t, sizeof t),
+             mem_str(pl->act, a, sizeof a), pl->n_batch, mem_str(pl->weights + pl->kv + pl->act, t, sizeof t),
              mem_str(pl->available, av, sizeof av), pl->limit, host);
 }
 
@@ -289,6 +289,7 @@ static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
     pl->kv = cache_bytes(e) * (e->m->cfg.n_layer + e->nextn);
     pl->act = all > pl->kv ? all - pl->kv : 0; /* the packing's alignment counted with the activations */
     pl->n_ctx = e->p.n_ctx;
+    pl->n_batch = e->b.n_batch;
     pl->available = available_bytes(e, &pl->limit);
     pl->host_layers = e->hx.n_layers;
     pl->host_first = pl->host_last = 0;
@@ -433,6 +434,68 @@ static int plan_auto_ctx(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
     return plan(e, req, n, err); /* the error of the smallest context, when nothing fits */
 }
 
+/* The prompt batches a plan left to choose one tries, largest first.  A
+ * larger batch reads the experts' weights once for more tokens (on an
+ * H200, Q4_0: pp4096 5,149 tokens/s in batches of 512, 6,260 of 1024;
+ * issue 25). */
+static const uint32_t auto_batches[] = {2048, 1024, 512, ENGINE_DEFAULT_BATCH};
+#define N_AUTO_BATCHES (sizeof auto_batches / sizeof auto_batches[0])
+#define GPU_BATCH_CAP 1024u
+
+/* The largest batch a plan left to choose may take: the batch_max knob,
+ * by device where it is left to the engine.  On a GPU 1024: the chat cuts
+ * chunks by time (DECODER_CHUNK_S), ~900 tokens on an H200, so a larger
+ * batch would only cost -- the every-position logits buffer in host
+ * memory (n_batch x n_vocab floats, pinned: 0.63 GB at 1024 for
+ * GLM-4.7-Flash, 1.27 GB at 2048) and grids sized for it; a faster GPU
+ * may want 2048 (batch_max=2048 tries it).  A CPU device (lavapipe)
+ * keeps ENGINE_DEFAULT_BATCH: a prompt graph's grid is sized for the
+ * batch (tokens past a chunk exit at once, but on a CPU each empty
+ * workgroup still costs a call), so there a larger batch made the chat's
+ * time-cut chunks slower and longer -- tiny-glm-a Q4_0, pp1024 as
+ * the chat reads it: batch 256, 97 tokens/s in chunks of ~0.38 s; batch
+ * 1040, 74 tokens/s in chunks of ~2.0 s, past the 0.2 s Esc bound. */
+static uint32_t batch_cap(const vk_engine *e)
+{
+    if (e->tune.batch_max != VK_TUNE_AUTO)
+        return e->tune.batch_max;
+    return e->c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? ENGINE_DEFAULT_BATCH : GPU_BATCH_CAP;
+}
+
+/* The batch a plan left to choose starts from: the smallest it tries. */
+static uint32_t least_batch(const vk_engine *e)
+{
+    uint32_t cap = batch_cap(e), least = auto_batches[N_AUTO_BATCHES - 1];
+    return cap < least ? cap : least;
+}
+
+/* The batch left to the engine, after a plan with least_batch: the
+ * largest of auto_batches (up to batch_cap) that fits beside the weights
+ * and the cache of the context and the host split already chosen -- the
+ * context and the experts on the device come first, the batch shrinks
+ * before they do. */
+static int grow_batch(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
+{
+    uint32_t least = e->p.n_batch, cap = batch_cap(e), n_blocks = e->hx.n_blocks;
+    err_t scratch;
+    for (size_t i = 0; i < N_AUTO_BATCHES; i++) {
+        uint32_t batch = auto_batches[i] < cap ? auto_batches[i] : cap;
+        if (batch <= least || (i > 0 && batch == (auto_batches[i - 1] < cap ? auto_batches[i - 1] : cap)))
+            continue;
+        if (least >= e->p.n_ctx)
+            break; /* clamped to the context already */
+        e->p.n_batch = batch;
+        if (plan_with(e, req, n, n_blocks, &scratch) == 0)
+            return 0;
+        if (!e->fit_short) {
+            *err = scratch;
+            return -1;
+        }
+    }
+    e->p.n_batch = least;
+    return plan_with(e, req, n, n_blocks, err); /* it fitted before: the plan as it was */
+}
+
 /* A context that does not fit: err (check_fit's line) gets what would --
  * the largest context that fits, a larger --gpu-mem where that is what
  * stands in the way, the CPU backend. */
@@ -563,12 +626,15 @@ static int open_and_plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
      * placement gets the setting as it is) */
     bool drafts = e->p.draft > 0 || (e->p.draft == ENGINE_DRAFT_AUTO && vk_engine_backend.draft_pays);
     e->nextn = drafts && e->m->cfg.n_nextn > 0;
+    bool auto_batch = e->p.n_batch == ENGINE_BATCH_AUTO;
+    if (auto_batch)
+        e->p.n_batch = least_batch(e);
     if ((e->p.n_ctx ? plan(e, req, n, err) : plan_auto_ctx(e, req, n, err)) != 0) {
         if (e->fit_short)
             suggest_fit(e, req, n, err);
         return -1;
     }
-    return 0;
+    return auto_batch ? grow_batch(e, req, n, err) : 0;
 }
 
 static int setup(vk_engine *e, err_t *err)
@@ -1132,6 +1198,7 @@ const engine_backend vk_engine_backend = {
     .get_stats = vk_get_stats,
     .describe = vk_describe,
     .samples = true,
+    .plans_batch = true,
     .set_profile = vk_set_profile,
     .prefill_stats = vk_prefill_stats,
     .reset_profile = vk_reset_profile,

@@ -31,6 +31,7 @@ static const knob KNOBS[] = {
     KNOB(attn_pu, 2, 1, 8, "runs 6, 11", "attn.comp: positions a subgroup scores together"),
     KNOB(fd_minchunk, 32, 16, 4096, "runs 14, 17", "attn_fd: shortest chunk (positions)"),
     KNOB(fd_chunks, 64, 1, 1024, "runs 14, 17, 19", "attn_fd: most chunks per token"),
+    KNOB(batch_max, VK_TUNE_AUTO, 1, 2048, "issue 25", "largest prompt batch the memory plan chooses (-b wins)"),
     KNOB(coopmat, 1, 0, 1, "run 10", "prefill mat-mats on tensor cores (0: fp32, no fp16 range limit)"),
     KNOB(qkv_merge, 1, 0, 1, "run 16", "q_a and kv_a_mqa as one matrix where they can be"),
     KNOB(dep_flags, VK_TUNE_AUTO, 0, 511, "run 17", "decode steps joined by counters (bitmask; GLMCHAT_DEP_FLAGS)"),

@@ -46,6 +46,8 @@ typedef struct {
     uint32_t fd_minchunk;   /* attn_fd: shortest chunk (positions, a multiple of 16) */
     uint32_t fd_chunks;     /* attn_fd: most chunks per token */
     /* prefill */
+    uint32_t batch_max;     /* the largest prompt batch a plan left to choose takes (vk_engine.c grow_batch);
+                               VK_TUNE_AUTO: by device (1024 on a GPU, 256 on a CPU device) */
     uint32_t coopmat;       /* 1: mat-mats of quantized weights on tensor cores where the device has them */
     /* weights */
     uint32_t qkv_merge;     /* 1: q_a (or q) and kv_a_mqa uploaded as one matrix where they can be */

@@ -128,7 +128,7 @@ done
 # ---- info: what is placed where, without loading the weights ----------------------
 if $GLMCHAT info -m "$M" $VK --gpu-mem 5M >"$TMP/info" 2>"$TMP/err" &&
     grep -q '^placement     Vulkan on ' "$TMP/info" &&
-    grep -qE '^  device      weights [0-9.]+ MiB, KV cache [0-9.]+ MiB \([0-9]+ tokens\), activations [0-9.]+ MiB: [0-9.]+ MiB of 5\.0 MiB \(--gpu-mem\)$' "$TMP/info" &&
+    grep -qE '^  device      weights [0-9.]+ MiB, KV cache [0-9.]+ MiB \([0-9]+ tokens\), activations [0-9.]+ MiB \(batches of [0-9]+ tokens\): [0-9.]+ MiB of 5\.0 MiB \(--gpu-mem\)$' "$TMP/info" &&
     grep -q '^architecture  deepseek2' "$TMP/info"; then
     ok "info --gpu-mem 5M: the placement"
 else

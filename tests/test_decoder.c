@@ -484,7 +484,7 @@ static void test_load_error(void)
     /* An engine that cannot open is reported as an event, not a crash. */
     engine_params p;
     engine_params_default(&p);
-    p.n_batch = 0;
+    p.draft = ENGINE_MAX_DRAFT + 1; /* engine_open refuses it */
     err_t err;
     decoder *d = decoder_start(&ref_engine_backend, &m, tok, &p, &err);
     CHECK(d != NULL, "decoder_start");

@@ -6,7 +6,8 @@
  *
  * Loads the model the way the chat does -- a decoder (core/engine/decoder.h) owns
  * the engine on its thread, the sampled profiler on -- warms up, then
- * measures: prefill tokens/s for a P-token prompt (random ids); decode
+ * measures: prefill tokens/s for a P-token prompt (random ids), in whole
+ * batches and as the chat reads it (chunks cut by time); decode
  * tokens/s for N tokens after D tokens of context for each depth D, as the
  * chat's answers run: decoder jobs sampling with the model's preset (its
  * template's defaults, GPU sampling), the figure the status line shows;
@@ -69,6 +70,9 @@ static void usage(FILE *f)
                "  -n, --n-gen N        decoded tokens per depth (default 128; 0: skip)\n"
                "  -d, --depth LIST     context lengths before decoding, e.g. 0,4096 (default 0)\n"
                "  -r, --repeat R       prefill repetitions, the best is reported (default 2)\n"
+               "  -b, --batch N        the prompt batch (default: the chat's, which the backend chooses);\n"
+               "                       ppP reads the prompt in whole batches, \"ppP (the chat's chunking)\"\n"
+               "                       in the chunks the chat cuts to stop within a fraction of a second\n"
                "      --profile        per-kernel table (every dispatch timed)\n"
                "      --routing        per MoE layer, the distinct experts a prompt reached (Vulkan: 64\n"
                "                       random ids; CPU: an English prompt, with the top experts' shares)\n"
@@ -485,6 +489,30 @@ out:
     return rc;
 }
 
+/* The prompt as the chat reads it: the engine's batch (the chat's unless
+ * -b), chunks cut to the decoder's DECODER_CHUNK_S from the times of the
+ * chunks before (the pp line's included, as a chat's earlier turns are),
+ * so that Esc stops it within a chunk.  The figure a user gets. */
+static int prompt_as_chat(engine *e, const bench_opts *b, uint32_t n_vocab, err_t *err)
+{
+    double best = 1e30, s;
+    uint32_t best_chunks = 0;
+    for (uint32_t r = 0; r < b->reps; r++) {
+        engine_rewind(e, 0);
+        uint32_t seen = e->chunks_seen;
+        if (prefill(e, b->p, n_vocab, &s, err))
+            return -1;
+        if (s < best) {
+            best = s;
+            best_chunks = e->chunks_seen - seen;
+        }
+    }
+    uint32_t nc = best_chunks ? best_chunks : 1;
+    printf("pp%u (the chat's chunking): %.1f tokens/s (chunks of ~%u tokens, ~%.0f ms each, at most %u; best of %u)\n",
+           b->p, b->p / best, (b->p + nc / 2) / nc, best * 1e3 / nc, e->params.n_batch, b->reps);
+    return 0;
+}
+
 static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sampling *cs, err_t *err)
 {
     engine *e = decoder_engine(dec);
@@ -515,7 +543,8 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
                 return -1;
             best = s < best ? s : best;
         }
-        printf("pp%u: %.1f tokens/s (%.1f ms, best of %u)\n", b->p, b->p / best, best * 1e3, b->reps);
+        printf("pp%u: %.1f tokens/s (%.1f ms, whole chunks of %u, best of %u)\n", b->p, b->p / best, best * 1e3,
+               b->p < e->params.n_batch ? b->p : e->params.n_batch, b->reps);
         if (b->profile && vk) {
             engine_rewind(e, 0);
             set_profile(e->impl, PROFILE_FULL);
@@ -535,6 +564,8 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         }
     }
     engine_set_chunk_seconds(e, DECODER_CHUNK_S); /* the chat's again */
+    if (b->p && prompt_as_chat(e, b, V, err))
+        return -1;
     double tg0 = 0;
     for (uint32_t d = 0; d < b->n_depth && b->n; d++) {
         uint32_t D = b->depth[d];
@@ -656,7 +687,7 @@ int cmd_bench(int argc, char **argv)
     p.gpu_mem = o.gpu_mem;
     p.n_cpu_moe = o.n_cpu_moe;
     p.n_ctx = o.n_ctx ? o.n_ctx : maxd + span + 16;
-    p.n_batch = o.n_batch ? o.n_batch : (b.p > 512 ? 512 : b.p > 64 ? b.p : 64);
+    p.n_batch = o.n_batch ? o.n_batch : ENGINE_BATCH_AUTO; /* the chat's: -b, else the backend's choice */
     p.profile = PROFILE_SAMPLED; /* the chat's; the prompt figure turns it off */
     p.tune = o.tune;
     p.n_tune = o.n_tune;
@@ -687,8 +718,13 @@ int cmd_bench(int argc, char **argv)
                            strlen(m.cfg.name[0] ? m.cfg.name : m.cfg.arch));
         printf("model: %s (%s, %u layers, %u experts, %.2f GiB)\n", path, name,
                m.cfg.n_layer, m.cfg.n_expert, gguf_file_size(m.gguf) / 1073741824.0);
-        printf("backend: %s\nload: %.1f s; context %u tokens, prompt chunks of %u, KV cache %s\n", decoder_describe(dec),
-               now_s() - t0, p.n_ctx, p.n_batch, p.kv == KV_F16 ? "f16" : "f32");
+        /* the engine's figures, not the request's: a batch left to the
+         * backend, or longer than the context, is what the engine made it */
+        const engine *eng = decoder_engine(dec);
+        const engine_params *ep = eng ? &eng->params : &p;
+        printf("backend: %s\nload: %.1f s; context %u tokens, prompt batch %u tokens%s, KV cache %s\n",
+               decoder_describe(dec), now_s() - t0, ep->n_ctx, ep->n_batch, o.n_batch ? " (-b)" : "",
+               p.kv == KV_F16 ? "f16" : "f32");
         fflush(stdout);
         rc = (b.plan ? print_plan(dec, &err) : run(dec, &m, &b, &cs, &err)) ? 1 : 0;
         decoder_free(dec);

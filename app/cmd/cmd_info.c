@@ -283,8 +283,7 @@ static int print_placement(const char *path, const cli_options *o)
         p.gpu_mem = o->gpu_mem;
         p.n_cpu_moe = o->n_cpu_moe;
         p.n_ctx = o->n_ctx; /* 0: the largest that fits, as the chat takes it */
-        if (o->n_batch)
-            p.n_batch = o->n_batch;
+        p.n_batch = o->n_batch ? o->n_batch : ENGINE_BATCH_AUTO; /* as the chat takes it */
         p.tune = o->tune;
         p.n_tune = o->n_tune;
         vk_placement pl;

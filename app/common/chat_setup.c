@@ -50,7 +50,8 @@ const char *chat_args_help(void)
            "                         memory needs)\n"
            "      --kv-type TYPE     KV cache: f32 or f16 (default: f16 on Vulkan, f32 on cpu)\n"
            "  -t, --threads N        CPU threads (default: all cores)\n"
-           "  -b, --batch N          prompt tokens per backend call\n"
+           "  -b, --batch N          most prompt tokens per backend call (default: on a GPU\n"
+           "                         the largest up to 1024 that its memory holds, else 256)\n"
            "      --tune KEY=VALUE   a Vulkan tuning knob for this run (repeatable;\n"
            "                         `glmchat bench --tune help` lists them)\n";
 }
@@ -316,8 +317,8 @@ int chat_model_open(chat_model *cm, const chat_args *a, err_t *err)
     cm->params.kv = cli_kv_type(&a->cli, cm->be);
     cm->params.n_threads = a->cli.n_threads;
     cm->params.device_index = a->s.device >= 0 ? a->s.device : a->cli.device;
-    if (a->cli.n_batch)
-        cm->params.n_batch = a->cli.n_batch;
+    /* -b wins; else the backend's (the Vulkan core's memory plan) */
+    cm->params.n_batch = a->cli.n_batch ? a->cli.n_batch : ENGINE_BATCH_AUTO;
     cm->params.tune = a->cli.tune;
     cm->params.n_tune = a->cli.n_tune;
     cm->params.n_ctx = a->s.n_ctx; /* 0: the engine takes the largest that fits (engine.h) */

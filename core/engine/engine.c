@@ -15,7 +15,7 @@ void engine_params_default(engine_params *p)
     memset(p, 0, sizeof *p);
     p->n_ctx = 4096;
     p->kv = KV_F32;
-    p->n_batch = 256;
+    p->n_batch = ENGINE_DEFAULT_BATCH;
     p->n_threads = 0;
     p->device_index = -1;
     p->profile = PROFILE_SAMPLED;
@@ -33,11 +33,13 @@ int engine_open(engine *e, const engine_backend *be, const model *m, const engin
 {
     memset(e, 0, sizeof *e);
     atomic_init(&e->cancel, false);
-    if (p->n_batch == 0)
-        return err_set(err, "the batch size must be at least 1 token");
+    if (p->draft < ENGINE_DRAFT_AUTO || p->draft > ENGINE_MAX_DRAFT)
+        return err_set(err, "%d drafts per step: 1..%d, or auto", p->draft, ENGINE_MAX_DRAFT);
     e->be = be;
     e->m = m;
     e->params = *p;
+    if (e->params.n_batch == ENGINE_BATCH_AUTO && !be->plans_batch)
+        e->params.n_batch = ENGINE_DEFAULT_BATCH;
     if (e->params.draft == ENGINE_DRAFT_AUTO && !be->draft_pays)
         e->params.draft = ENGINE_DRAFT_OFF; /* auto drafts only where it speeds decoding up */
     if (e->params.n_ctx && e->params.n_batch > e->params.n_ctx)
@@ -143,33 +145,76 @@ static void pick_on_cpu(engine *e, const engine_output *out, uint32_t n_tokens, 
 
 /* The next prompt chunk: n_batch, or what params.chunk_seconds allows.  A
  * chunk takes about a + b * n seconds (a: the submit, the graph's fixed
- * cost -- ~0.2 s on lavapipe, a few ms on a GPU; b: per token), fitted to
- * the latest chunks by least squares (a short first chunk starts it).  The
- * chunk is what fits the target, but at least a / b tokens, so that the
- * fixed part never takes more than half of a chunk's time. */
+ * cost -- ~0.2 s on lavapipe, ~35 ms on an H200 at Q4_0; b: per token).
+ * engine_note_chunk fits the line to the latest chunks by least squares,
+ * but only where their sizes differ by enough to tell a from b (a spread
+ * of CHUNK_SPREAD of their mean): once the chunks have settled at one
+ * size (as they should), a fit of nearly equal sizes is noise, and one of
+ * equal sizes has no slope at all -- the chunks fell to the target / mean
+ * time, then climbed back, over and over (lavapipe: 37 tokens, then 100).
+ * Between fits the last line is scaled to the latest chunks' mean time
+ * (the machine got slower, the prompt deeper).  The chunk is what fits
+ * the target, but at least a / b tokens, so that the fixed part never
+ * takes more than half of a chunk's time, and at most CHUNK_GROWTH times
+ * the largest chunk seen: a line fitted to small chunks is a guess far
+ * past them (a short first chunk, PROBE_CHUNK, starts it). */
 #define PROBE_CHUNK 16
+#define CHUNK_SPREAD 0.1
+#define CHUNK_GROWTH 4
 
-static uint32_t next_chunk(const engine *e, uint32_t left)
+typedef struct {
+    uint32_t k, largest;
+    double mn, mt, vn, cv; /* means of sizes and times; the sizes' variance and covariance (sums) */
+} chunk_sums;
+
+static chunk_sums chunk_history(const engine *e)
+{
+    chunk_sums h = {.k = e->chunks_seen < ENGINE_CHUNK_HISTORY ? e->chunks_seen : ENGINE_CHUNK_HISTORY};
+    for (uint32_t i = 0; i < h.k; i++) {
+        h.mn += e->chunk_n[i] / (double)h.k;
+        h.mt += e->chunk_s[i] / h.k;
+        h.largest = e->chunk_n[i] > h.largest ? e->chunk_n[i] : h.largest;
+    }
+    for (uint32_t i = 0; i < h.k; i++) {
+        h.vn += (e->chunk_n[i] - h.mn) * (e->chunk_n[i] - h.mn);
+        h.cv += (e->chunk_n[i] - h.mn) * (e->chunk_s[i] - h.mt);
+    }
+    return h;
+}
+
+void engine_note_chunk(engine *e, uint32_t n, double seconds)
+{
+    uint32_t at = e->chunks_seen++ % ENGINE_CHUNK_HISTORY;
+    e->chunk_n[at] = n;
+    e->chunk_s[at] = seconds;
+    chunk_sums h = chunk_history(e);
+    double spread = CHUNK_SPREAD * h.mn;
+    if (h.k >= 2 && h.vn >= h.k * spread * spread && h.cv > 0) {
+        e->chunk_b = h.cv / h.vn;
+        e->chunk_a = h.mt - e->chunk_b * h.mn;
+        e->chunk_a = e->chunk_a > 0 ? e->chunk_a : 0;
+        e->chunk_fitted = true;
+    }
+}
+
+uint32_t engine_next_chunk(const engine *e, uint32_t left)
 {
     uint32_t nb = e->params.n_batch, n = nb;
+    chunk_sums h = chunk_history(e);
     if (e->params.chunk_seconds > 0) {
-        uint32_t k = e->chunks_seen < ENGINE_CHUNK_HISTORY ? e->chunks_seen : ENGINE_CHUNK_HISTORY;
         double fit = PROBE_CHUNK;
-        if (k > 0) {
-            double mn = 0, mt = 0, vn = 0, cv = 0;
-            for (uint32_t i = 0; i < k; i++) {
-                mn += e->chunk_n[i] / (double)k;
-                mt += e->chunk_s[i] / k;
+        if (h.k > 0) {
+            double a = 0, b = h.mt / h.mn; /* one size seen: all of it per token, until a line is fitted */
+            if (e->chunk_fitted) {
+                double scale = h.mt / (e->chunk_a + e->chunk_b * h.mn);
+                a = e->chunk_a * scale;
+                b = e->chunk_b * scale;
             }
-            for (uint32_t i = 0; i < k; i++) {
-                vn += (e->chunk_n[i] - mn) * (e->chunk_n[i] - mn);
-                cv += (e->chunk_n[i] - mn) * (e->chunk_s[i] - mt);
-            }
-            double b = vn > 0 && cv > 0 ? cv / vn : mt / mn, a = vn > 0 && cv > 0 ? mt - b * mn : 0;
-            a = a > 0 ? a : 0;
             fit = b > 0 ? (e->params.chunk_seconds - a) / b : nb;
             if (b > 0 && a / b > fit)
                 fit = a / b;
+            if (fit > (double)CHUNK_GROWTH * h.largest)
+                fit = (double)CHUNK_GROWTH * h.largest;
         }
         n = fit < 1 ? 1 : fit > nb ? nb : (uint32_t)fit;
     }
@@ -217,7 +262,7 @@ int engine_eval(engine *e, const int32_t *tokens, uint32_t n_tokens, const engin
                 count_tokens(&e->counters, done, now_seconds() - t0);
             return 1;
         }
-        uint32_t n = n_tokens > 1 ? next_chunk(e, n_tokens - done) : 1;
+        uint32_t n = n_tokens > 1 ? engine_next_chunk(e, n_tokens - done) : 1;
         engine_output o = chunk_output(e, out, done, done + n == n_tokens, n_vocab, cpu_pick);
         double c0 = now_seconds();
         if (e->be->eval(e->impl, tokens + done, n, e->n_past, &o, err) < 0)
@@ -226,9 +271,7 @@ int engine_eval(engine *e, const int32_t *tokens, uint32_t n_tokens, const engin
         e->n_past += n;
         done += n;
         if (n_tokens > 1) { /* a prompt: the chunk's time for the next ones, and the progress */
-            uint32_t at = e->chunks_seen++ % ENGINE_CHUNK_HISTORY;
-            e->chunk_n[at] = n;
-            e->chunk_s[at] = now_seconds() - c0;
+            engine_note_chunk(e, n, now_seconds() - c0);
             if (e->prompt_progress)
                 e->prompt_progress(e->prompt_progress_user, done, n_tokens, now_seconds() - t0);
         }

@@ -82,7 +82,12 @@ typedef enum {
 typedef struct {
     uint32_t n_ctx;        /* KV capacity in tokens; 0: the largest that fits (ENGINE_AUTO_CTX_CAP) */
     kv_type kv;            /* KV cache storage type */
-    uint32_t n_batch;      /* max tokens per backend eval call (prefill chunk) */
+    /* Max tokens per backend eval call (a prompt chunk's ceiling);
+     * ENGINE_BATCH_AUTO: the backend's choice, written back here when the
+     * engine opens -- the Vulkan core the largest its memory plan holds
+     * beside the weights and the cache (vk_engine.c), the others
+     * ENGINE_DEFAULT_BATCH.  engine_params_default sets the default. */
+    uint32_t n_batch;
     int n_threads;         /* CPU backend threads (0: all cores) */
     int device_index;      /* Vulkan device, -1: best available */
     /* The most device memory a GPU backend may place the model, its KV
@@ -124,6 +129,14 @@ typedef struct {
 } engine_params;
 
 #define ENGINE_CPU_MOE_AUTO (-1)
+
+#define ENGINE_BATCH_AUTO 0u
+/* The batch of engine_params_default and of backends that do not plan
+ * one.  On the CPU a larger one did not pay: tiny-glm-a Q4_0, 2 threads,
+ * pp1024 in whole chunks of 256 ~4,500 tokens/s, of 1024 ~4,700-5,400 (a
+ * loaded 2-core machine; within its noise), and the chat cuts chunks by
+ * time anyway.  The tests' chunking stays what it was. */
+#define ENGINE_DEFAULT_BATCH 256u
 
 #define ENGINE_DRAFT_OFF 0
 #define ENGINE_DRAFT_AUTO (-1)
@@ -226,6 +239,10 @@ typedef struct engine_backend {
     /* eval honours engine_output.sample itself (the Vulkan core samples on
      * the GPU); otherwise engine.c samples the last logits on the CPU. */
     bool samples;
+    /* create() chooses n_batch when it is ENGINE_BATCH_AUTO (and writes
+     * it back); otherwise engine_open gives such a backend
+     * ENGINE_DEFAULT_BATCH. */
+    bool plans_batch;
     /* NextN drafting (both or neither; see the Promises above). */
     bool draft_pays; /* ENGINE_DRAFT_AUTO drafts here: verifying k+1 tokens at once costs far
                       * less than k+1 single-token evals (a GPU, where step latency bounds a
@@ -283,6 +300,8 @@ typedef struct {
     uint32_t chunk_n[ENGINE_CHUNK_HISTORY];
     double chunk_s[ENGINE_CHUNK_HISTORY];
     uint32_t chunks_seen;
+    double chunk_a, chunk_b; /* the last line fitted to them: seconds a chunk, a token */
+    bool chunk_fitted;
     /* Called after each chunk of a prompt (tokens done of the call's
      * total, seconds since it began), on the caller's thread. */
     void (*prompt_progress)(void *user, uint32_t done, uint32_t total, double seconds);
@@ -304,6 +323,12 @@ void engine_rewind(engine *e, uint32_t n_past);
 void engine_request_cancel(engine *e);
 void engine_clear_cancel(engine *e);
 void engine_get_stats(engine *e, engine_stats *st);
+/* The next prompt chunk's tokens with `left` to go: n_batch, or what
+ * params.chunk_seconds allows by the chunks before (engine.c); at most
+ * left.  engine_note_chunk records a chunk's size and time (engine_eval
+ * does, for every chunk of a prompt).  Exposed for the tests of the fit. */
+uint32_t engine_next_chunk(const engine *e, uint32_t left);
+void engine_note_chunk(engine *e, uint32_t n, double seconds);
 /* params.chunk_seconds for the calls that follow (bench: whole chunks for
  * the prompt figure). */
 void engine_set_chunk_seconds(engine *e, double seconds);

@@ -1,0 +1,51 @@
+#!/bin/sh
+# t_bench_prompt.sh: `glmchat bench`'s prompt figures on each backend (cpu,
+# vulkan on lavapipe; GLMCHAT_TEST_BACKEND names one): the ppP line (whole
+# batches) and the "ppP (the chat's chunking)" line (the chunks the chat
+# cuts by time, DECODER_CHUNK_S), and a header that says the batch the
+# engine took -- clamped to the context, or chosen by the Vulkan plan --
+# not the one asked for.
+. tests/lib.sh
+
+BACKENDS=${GLMCHAT_TEST_BACKEND:-cpu vulkan}
+M=tests/data/models/tiny-glm-a/tiny-glm-a.q4_0.gguf
+num='[0-9]+(\.[0-9]+)?'
+
+for B in $BACKENDS; do
+    # ---- both prompt lines
+    if "$GLMCHAT" bench -m "$M" --backend "$B" -t 1 -p 64 -n 0 >"$TMP/b" 2>"$TMP/err" &&
+        grep -qE "^pp64: $num tokens/s \($num ms, whole chunks of 64, best of 2\)$" "$TMP/b" &&
+        grep -qE "^pp64 \(the chat's chunking\): $num tokens/s \(chunks of ~[0-9]+ tokens, ~[0-9]+ ms each, at most [0-9]+; best of 2\)$" "$TMP/b"; then
+        ok "bench_prompt_lines_$B"
+    else
+        fail "bench_prompt_lines_$B" "$(grep -E '^pp|^load' "$TMP/b" | head -c 300) $(head -c 300 "$TMP/err")"
+    fi
+    # ---- the header: the engine's batch (-b 100 in a 48-token context: 48)
+    if "$GLMCHAT" bench -m "$M" --backend "$B" -t 1 -c 48 -b 100 -p 32 -n 0 >"$TMP/b" 2>"$TMP/err" &&
+        grep -qE '^load: .*; context 48 tokens, prompt batch 48 tokens \(-b\), ' "$TMP/b"; then
+        ok "bench_header_says_the_engines_batch_$B"
+    else
+        fail "bench_header_says_the_engines_batch_$B" "$(grep '^load' "$TMP/b" | head -c 300) $(head -c 300 "$TMP/err")"
+    fi
+done
+
+case " $BACKENDS " in *" vulkan "*)
+    # the plan's choice where it may grow (batch_max: a CPU device keeps 256
+    # by default), named on the header and in the placement on the backend line
+    if "$GLMCHAT" bench -m "$M" --backend vulkan --tune batch_max=2048 -c 4096 -p 16 -n 0 >"$TMP/b" 2>"$TMP/err" &&
+        grep -qE '^load: .*; context 4096 tokens, prompt batch 2048 tokens, ' "$TMP/b" &&
+        grep -qE '^backend: Vulkan: .*activations [0-9.]+ MiB \(batches of 2048 tokens\)' "$TMP/b"; then
+        ok "bench_vulkan_plan_chooses_the_batch"
+    else
+        fail "bench_vulkan_plan_chooses_the_batch" "$(grep -E '^load|^backend' "$TMP/b" | head -c 400) $(head -c 300 "$TMP/err")"
+    fi
+    if "$GLMCHAT" bench -m "$M" --backend vulkan -c 4096 -p 16 -n 0 >"$TMP/b" 2>"$TMP/err" &&
+        grep -qE '^load: .*; context 4096 tokens, prompt batch 256 tokens, ' "$TMP/b"; then
+        ok "bench_vulkan_cpu_device_keeps_256"
+    else
+        fail "bench_vulkan_cpu_device_keeps_256" "$(grep -E '^load' "$TMP/b" | head -c 300) $(head -c 300 "$TMP/err")"
+    fi
+    ;;
+esac
+
+done_tests

@@ -1,0 +1,297 @@
+/* test_prompt_batch.c: how a prompt is cut -- the batch an engine left to
+ * choose takes, and the chunks the chat's time target makes.
+ *
+ *  - engine_next_chunk's fit (engine.c): with no history a short probe;
+ *    on a simulated GPU (a chunk costs a + b n seconds, a little more the
+ *    deeper it lies) the chunks grow from it by at most 4x, settle at
+ *    DECODER_CHUNK_S, and none after the probe passes the 0.2 s Esc bound,
+ *    also with +-10 % noise on the times; the batch caps them;
+ *    where the fixed part dominates (lavapipe) they stay at a / b tokens
+ *    (half the time on tokens); chunk_seconds 0 gives whole batches.
+ *    Simulated times, not measured ones: the fit is arithmetic, and a test
+ *    that timed real chunks would depend on the machine's load.
+ *  - The Vulkan plan (vk_plan_placement, no weights uploaded), on the
+ *    tiny-glm-a fixture with batch_max=2048 (a CPU device keeps 256 by
+ *    default, which is checked too): the largest batch that fits; under a
+ *    --gpu-mem between two batches' needs the smaller one, the context as
+ *    before; a context left to the engine keeps its length and the batch
+ *    shrinks; with experts in host memory the split is the smallest
+ *    batch's; an explicit batch wins. */
+#include "engine/decoder.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "vk.h"
+#include "testlib.h"
+
+#define FIXTURE "tests/data/models/tiny-glm-a/tiny-glm-a.q4_0.gguf"
+
+static model m;
+
+/* ---- the chunks ------------------------------------------------------------------- */
+
+typedef struct {
+    double a, b;      /* seconds per chunk: a + b * n ... */
+    double depth_b;   /* ... + depth_b * n * (tokens before it) (attention) */
+} chunk_cost;
+
+/* A prompt of n_prompt tokens cut by the engine's fit under `cost`: the
+ * chunks' sizes and times (at most cap of them); returns how many. */
+static uint32_t simulate(engine *e, const chunk_cost *cost, uint32_t n_prompt, uint32_t *sizes, double *secs,
+                         uint32_t cap)
+{
+    uint32_t done = 0, k = 0;
+    while (done < n_prompt && k < cap) {
+        uint32_t n = engine_next_chunk(e, n_prompt - done);
+        double s = cost->a + cost->b * n + cost->depth_b * n * done;
+        engine_note_chunk(e, n, s);
+        sizes[k] = n;
+        secs[k++] = s;
+        done += n;
+    }
+    return k;
+}
+
+static void fresh(engine *e, uint32_t n_batch, double chunk_seconds)
+{
+    memset(e, 0, sizeof *e);
+    e->params.n_batch = n_batch;
+    e->params.chunk_seconds = chunk_seconds;
+}
+
+static void test_first_chunk_is_a_probe_and_left_caps(void)
+{
+    engine e;
+    fresh(&e, 2048, DECODER_CHUNK_S);
+    CHECK(engine_next_chunk(&e, 4096) == 16, "first chunk %u, expected the 16-token probe", engine_next_chunk(&e, 4096));
+    CHECK(engine_next_chunk(&e, 5) == 5, "5 tokens left: chunk %u", engine_next_chunk(&e, 5));
+    fresh(&e, 300, 0);
+    CHECK(engine_next_chunk(&e, 4096) == 300, "no time target: chunk %u, expected the batch (300)",
+          engine_next_chunk(&e, 4096));
+}
+
+/* An H200-like cost (Q4_0: ~35 ms a chunk + ~0.125 ms a token, the issue's
+ * pp4096 figures), with attention growing with depth. */
+static void test_fit_converges_to_the_target_on_a_gpu(void)
+{
+    chunk_cost gpu = {.a = 0.035, .b = 1.25e-4, .depth_b = 2e-9};
+    engine e;
+    fresh(&e, 2048, DECODER_CHUNK_S);
+    uint32_t sizes[64];
+    double secs[64];
+    uint32_t k = simulate(&e, &gpu, 8192, sizes, secs, 64);
+    CHECK(k >= 6, "%u chunks for 8192 tokens", k);
+    double longest = 0;
+    for (uint32_t i = 1; i < k; i++)
+        longest = secs[i] > longest ? secs[i] : longest;
+    CHECK(longest <= 0.2, "a chunk took %.3f s (simulated): past the 0.2 s Esc bound", longest);
+    /* settled from the fourth chunk on (the probe, then growth by at most 4x:
+     * 16, 64, 256): within 10 % of the target, the last (what was left) aside */
+    CHECK(sizes[0] == 16 && sizes[1] == 64 && sizes[2] == 256, "the ramp: %u, %u, %u", sizes[0], sizes[1], sizes[2]);
+    for (uint32_t i = 3; i + 1 < k; i++)
+        CHECK(fabs(secs[i] - DECODER_CHUNK_S) <= 0.1 * DECODER_CHUNK_S, "chunk %u: %u tokens, %.3f s", i, sizes[i],
+              secs[i]);
+    /* large enough for full speed: the fixed part under a quarter of a chunk */
+    CHECK(sizes[3] * gpu.b >= 3 * gpu.a, "chunk 3: %u tokens, the fixed part %.0f%% of it", sizes[3],
+          100 * gpu.a / secs[3]);
+}
+
+/* The same with every chunk's time off by up to +-10 % (a fixed
+ * pseudo-random sequence): no chunk past the probe reaches the Esc bound. */
+static void test_noisy_times_stay_under_the_bound(void)
+{
+    chunk_cost gpu = {.a = 0.035, .b = 1.25e-4, .depth_b = 2e-9};
+    engine e;
+    fresh(&e, 2048, DECODER_CHUNK_S);
+    uint32_t state = 12345, done = 0, n_chunks = 0;
+    double longest = 0;
+    for (int prompt = 0; prompt < 4; prompt++, done = 0)
+        while (done < 4096) {
+            uint32_t n = engine_next_chunk(&e, 4096 - done);
+            state = state * 1664525u + 1013904223u;
+            double jitter = 1 + 0.1 * (2.0 * (state >> 8) / (double)(1u << 24) - 1);
+            double s = (gpu.a + gpu.b * n + gpu.depth_b * n * done) * jitter;
+            engine_note_chunk(&e, n, s);
+            longest = n_chunks++ && s > longest ? s : longest;
+            done += n;
+        }
+    CHECK(longest <= 0.2, "a chunk took %.3f s (simulated, +-10 %%): past the 0.2 s Esc bound", longest);
+}
+
+static void test_batch_caps_the_chunk(void)
+{
+    chunk_cost fast = {.a = 0.002, .b = 2e-5, .depth_b = 0}; /* 0.15 s would be ~7400 tokens */
+    engine e;
+    fresh(&e, 512, DECODER_CHUNK_S);
+    uint32_t sizes[64];
+    double secs[64];
+    uint32_t k = simulate(&e, &fast, 4096, sizes, secs, 64);
+    CHECK(k >= 3 && sizes[k - 2] == 512, "%u chunks, the last full one %u tokens (batch 512)", k, k >= 2 ? sizes[k - 2] : 0);
+    for (uint32_t i = 0; i < k; i++)
+        CHECK(sizes[i] <= 512, "chunk %u: %u tokens past the batch", i, sizes[i]);
+}
+
+/* lavapipe: the submit alone ~0.2 s, tokens ~2 ms each: chunks of a / b
+ * tokens, so that at least half of a chunk's time goes to tokens -- and
+ * they stay there once all are of one size (they fell to 37 tokens, the
+ * target over the mean time per token, whenever the history held one size
+ * only, before the fit kept its line between fits). */
+static void test_fixed_part_dominates(void)
+{
+    chunk_cost lp = {.a = 0.2, .b = 2e-3, .depth_b = 0};
+    engine e;
+    fresh(&e, 256, DECODER_CHUNK_S);
+    uint32_t sizes[64];
+    double secs[64];
+    uint32_t k = simulate(&e, &lp, 2000, sizes, secs, 64);
+    CHECK(k >= 4, "%u chunks", k);
+    for (uint32_t i = 3; i + 1 < k; i++) /* after the probe and the ramp */
+        CHECK(sizes[i] >= 99 && sizes[i] <= 101, "chunk %u: %u tokens, expected a / b = 100", i, sizes[i]);
+}
+
+/* ---- the Vulkan plan's batch --------------------------------------------------------- */
+
+static const char *const BIG_BATCHES[] = {"batch_max=2048"};
+
+static int placement(uint32_t n_ctx, uint32_t n_batch, uint64_t gpu_mem, int n_cpu_moe, bool big, vk_placement *pl,
+                     err_t *err)
+{
+    engine_params p;
+    engine_params_default(&p);
+    p.n_ctx = n_ctx;
+    p.n_batch = n_batch;
+    p.gpu_mem = gpu_mem;
+    p.n_cpu_moe = n_cpu_moe;
+    p.kv = KV_F16;
+    if (big) {
+        p.tune = BIG_BATCHES;
+        p.n_tune = 1;
+    }
+    return vk_plan_placement(&m, &p, pl, err);
+}
+
+static uint64_t total(const vk_placement *pl)
+{
+    return pl->weights + pl->kv + pl->act;
+}
+
+static void test_plan_takes_the_largest_batch_that_fits(void)
+{
+    if (!vk_available())
+        return;
+    vk_placement pl;
+    err_t err = {{0}};
+    CHECK(placement(4096, ENGINE_BATCH_AUTO, 0, ENGINE_CPU_MOE_AUTO, true, &pl, &err) == 0 && pl.n_batch == 2048,
+          "batch %u (%.200s)", pl.n_batch, err.msg);
+    /* a context shorter than the batch: the batch is the context */
+    CHECK(placement(1000, ENGINE_BATCH_AUTO, 0, ENGINE_CPU_MOE_AUTO, true, &pl, &err) == 0 && pl.n_batch == 1000,
+          "-c 1000: batch %u (%.200s)", pl.n_batch, err.msg);
+    /* a CPU device (lavapipe) keeps the default unless the knob says */
+    CHECK(placement(4096, ENGINE_BATCH_AUTO, 0, ENGINE_CPU_MOE_AUTO, false, &pl, &err) == 0 &&
+              pl.n_batch == ENGINE_DEFAULT_BATCH,
+          "CPU device: batch %u (%.200s)", pl.n_batch, err.msg);
+}
+
+static void test_explicit_batch_wins(void)
+{
+    if (!vk_available())
+        return;
+    vk_placement pl;
+    err_t err = {{0}};
+    CHECK(placement(4096, 300, 0, ENGINE_CPU_MOE_AUTO, true, &pl, &err) == 0 && pl.n_batch == 300, "-b 300: batch %u",
+          pl.n_batch);
+    /* -b 2048 under a cap that fits only 1024: an error, not a smaller batch */
+    vk_placement b1024;
+    CHECK(placement(4096, 1024, 0, ENGINE_CPU_MOE_AUTO, true, &b1024, &err) == 0, "-b 1024: %.200s", err.msg);
+    CHECK(placement(4096, 2048, total(&b1024), 0, true, &pl, &err) != 0, "-b 2048 fitted in %llu bytes",
+          (unsigned long long)total(&b1024));
+}
+
+/* --gpu-mem exactly what batches of 1024 need: 1024, not 2048; a byte
+ * less: 512.  The context stays as asked. */
+static void test_batch_shrinks_under_gpu_mem(void)
+{
+    if (!vk_available())
+        return;
+    vk_placement b1024, b512, pl;
+    err_t err = {{0}};
+    if (placement(4096, 1024, 0, 0, true, &b1024, &err) || placement(4096, 512, 0, 0, true, &b512, &err)) {
+        CHECK(0, "explicit batches: %.200s", err.msg);
+        return;
+    }
+    CHECK(total(&b512) < total(&b1024), "batches of 512 need %llu bytes, of 1024 %llu",
+          (unsigned long long)total(&b512), (unsigned long long)total(&b1024));
+    CHECK(placement(4096, ENGINE_BATCH_AUTO, total(&b1024), 0, true, &pl, &err) == 0 && pl.n_batch == 1024 &&
+              pl.n_ctx == 4096,
+          "--gpu-mem %llu: batch %u, context %u (%.200s)", (unsigned long long)total(&b1024), pl.n_batch, pl.n_ctx,
+          err.msg);
+    CHECK(placement(4096, ENGINE_BATCH_AUTO, total(&b1024) - 1, 0, true, &pl, &err) == 0 && pl.n_batch == 512 &&
+              pl.n_ctx == 4096,
+          "--gpu-mem one byte less: batch %u, context %u (%.200s)", pl.n_batch, pl.n_ctx, err.msg);
+}
+
+/* No context given: the context is the one the smallest batch allows (the
+ * model's trained 4096 here, under a cap that holds it with batches of
+ * 256 but not of 2048); the batch takes what is left. */
+static void test_context_keeps_priority_over_the_batch(void)
+{
+    if (!vk_available())
+        return;
+    vk_placement b256, b2048, pl;
+    err_t err = {{0}};
+    if (placement(4096, 256, 0, 0, true, &b256, &err) || placement(4096, 2048, 0, 0, true, &b2048, &err)) {
+        CHECK(0, "explicit batches: %.200s", err.msg);
+        return;
+    }
+    uint64_t cap = (total(&b256) + total(&b2048)) / 2;
+    CHECK(placement(0, ENGINE_BATCH_AUTO, cap, 0, true, &pl, &err) == 0 && pl.n_ctx == 4096 && pl.n_batch >= 256 &&
+              pl.n_batch < 2048 && total(&pl) <= cap,
+          "--gpu-mem %llu, no context: context %u, batch %u, %llu bytes (%.200s)", (unsigned long long)cap, pl.n_ctx,
+          pl.n_batch, (unsigned long long)total(&pl), err.msg);
+}
+
+/* Experts in host memory (left to the engine): the split the smallest
+ * batch needs, never more layers in host memory for a larger batch. */
+static void test_host_split_is_the_smallest_batchs(void)
+{
+    if (!vk_available())
+        return;
+    vk_placement all, pl, b256;
+    err_t err = {{0}};
+    if (placement(4096, 256, 0, 0, true, &all, &err)) {
+        CHECK(0, "no cap: %.200s", err.msg);
+        return;
+    }
+    /* a cap a little short of the whole model with batches of 256: some
+     * experts must go to host memory */
+    uint64_t cap = total(&all) - all.weights / 8;
+    if (placement(4096, 256, cap, ENGINE_CPU_MOE_AUTO, true, &b256, &err)) {
+        CHECK(0, "-b 256 under %llu bytes: %.200s", (unsigned long long)cap, err.msg);
+        return;
+    }
+    CHECK(b256.host_layers > 0, "-b 256 under %llu bytes: no experts in host memory", (unsigned long long)cap);
+    CHECK(placement(4096, ENGINE_BATCH_AUTO, cap, ENGINE_CPU_MOE_AUTO, true, &pl, &err) == 0 &&
+              pl.host_layers == b256.host_layers && pl.n_batch >= 256 && total(&pl) <= cap,
+          "auto batch: %u host layers (-b 256: %u), batch %u (%.200s)", pl.host_layers, b256.host_layers, pl.n_batch,
+          err.msg);
+}
+
+int main(void)
+{
+    err_t err;
+    if (model_load(&m, FIXTURE, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    RUN(test_first_chunk_is_a_probe_and_left_caps);
+    RUN(test_fit_converges_to_the_target_on_a_gpu);
+    RUN(test_noisy_times_stay_under_the_bound);
+    RUN(test_batch_caps_the_chunk);
+    RUN(test_fixed_part_dominates);
+    RUN(test_plan_takes_the_largest_batch_that_fits);
+    RUN(test_explicit_batch_wins);
+    RUN(test_batch_shrinks_under_gpu_mem);
+    RUN(test_context_keeps_priority_over_the_batch);
+    RUN(test_host_split_is_the_smallest_batchs);
+    model_free(&m);
+    TESTS_DONE();
+}
