@@ -37,8 +37,8 @@ static const knob KNOBS[] = {
     KNOB(dep_flags, VK_TUNE_AUTO, 0, 511, "run 17", "decode steps joined by counters (bitmask; GLMCHAT_DEP_FLAGS)"),
     KNOB(dep_stall, 0, 0, 1, "runs 17, 30", "fault injection: every counter wait and tagged-word poll gives up"),
     KNOB(ll, VK_TUNE_AUTO, 0, 1, "runs 30, 32, 39", "decode qkv and q as tagged words (LL)"),
-    KNOB(hx, 1, 0, 2, "none yet", "experts in host memory: hand-over (0 blocking waits, 1 polled, 2 timeline semaphores)"),
-    KNOB(hx_rows, 0, 0, 4096, "none yet", "experts in host memory: CPU gate/up rows per item (0: even over the threads)"),
+    KNOB(hx, 2, 0, 2, "run 40", "experts in host memory: hand-over (0 blocking waits, 1 polled, 2 timeline semaphores)"),
+    KNOB(hx_rows, 0, 0, 4096, "run 40", "experts in host memory: CPU gate/up rows per item (0: even over the threads)"),
     KNOB(prof_every, 4, 0, 1000, "run 23a", "sampled profiler: a decoded token in this many times one layer (0: none)"),
 };
 enum { N_KNOBS = sizeof KNOBS / sizeof KNOBS[0] };

@@ -17,9 +17,9 @@
 #  - a --gpu-mem too small for every expert splits by itself (info, -p's
 #    note and the logits say so), one too small even then is one line;
 #  - the hand-overs of --tune hx=0 (side part after a blocking wait) and
-#    hx=2 (a token's parts submitted at once, linked by timeline semaphores)
-#    held to the same criteria as the default hx=1 (side part before the
-#    wait, the fence polled) on two files, and the three give the same bits;
+#    hx=1 (side part before the wait, the fence polled) held to the same
+#    criteria as the default hx=2 (a token's parts submitted at once, linked
+#    by timeline semaphores) on two files, and the three give the same bits;
 #  - bench prints the split's breakdown (engine_split_stat) under each
 #    value: every figure non-negative, the GPU parts and the GPU's idle
 #    time within the token, the CPU's experts within the host's turns, the
@@ -88,8 +88,8 @@ for v in f32 q4_k_m; do
     split_case "host experts tiny-glm-a.$v (blocks 0..1)" "$G" "$v" 2
 done
 
-# ---- the other hand-overs: blocking waits (0), timeline semaphores (2) -------------------
-for hx in 0 2; do
+# ---- the other hand-overs: blocking waits (0), the fence polled (1) -----------------------
+for hx in 0 1; do
     HX="--tune hx=$hx"
     for v in q8_0 q4_k_m; do
         split_case "host experts tiny-glm-a.$v (blocks 0..2, hx=$hx)" "$G" "$v" 3

@@ -119,7 +119,7 @@ static void test_noisy_times_stay_under_the_bound(void)
 
 static void test_batch_caps_the_chunk(void)
 {
-    chunk_cost fast = {.a = 0.002, .b = 2e-5, .depth_b = 0}; /* 0.15 s would be ~7400 tokens */
+    chunk_cost fast = {.a = 0.002, .b = 2e-5, .depth_b = 0}; /* 0.16 s would be ~8000 tokens */
     engine e;
     fresh(&e, 512, DECODER_CHUNK_S);
     uint32_t sizes[64];
@@ -185,10 +185,19 @@ static void test_plan_takes_the_largest_batch_that_fits(void)
     /* a context shorter than the batch: the batch is the context */
     CHECK(placement(1000, ENGINE_BATCH_AUTO, 0, ENGINE_CPU_MOE_AUTO, true, &pl, &err) == 0 && pl.n_batch == 1000,
           "-c 1000: batch %u (%.200s)", pl.n_batch, err.msg);
-    /* a CPU device (lavapipe) keeps the default unless the knob says */
+    /* without the knob: a CPU device (lavapipe) keeps the default, a GPU
+     * takes up to 1024 (vk_engine.c's GPU_BATCH_CAP) -- whichever the
+     * default device is (the GPU machine runs this test too) */
+    vk_device_info dev[VK_MAX_DEVICES];
+    uint32_t n_dev = 0;
+    int best = -1;
+    CHECK(vk_list_devices(dev, &n_dev, &best, &err) == 0 && best >= 0, "no default device (%.200s)", err.msg);
+    if (best < 0)
+        return;
+    bool cpu = strcmp(dev[best].kind, "cpu") == 0;
     CHECK(placement(4096, ENGINE_BATCH_AUTO, 0, ENGINE_CPU_MOE_AUTO, false, &pl, &err) == 0 &&
-              pl.n_batch == ENGINE_DEFAULT_BATCH,
-          "CPU device: batch %u (%.200s)", pl.n_batch, err.msg);
+              pl.n_batch == (cpu ? ENGINE_DEFAULT_BATCH : 1024u),
+          "%s device: batch %u (%.200s)", dev[best].kind, pl.n_batch, err.msg);
 }
 
 static void test_explicit_batch_wins(void)

@@ -123,14 +123,15 @@ typedef struct {
 
 /* The prompt chunks' target time.  Esc must stop a prompt within 0.2 s
  * (issue 25), and the cancel is seen between chunks, so a chunk may take
- * at most that; 0.15 s leaves a quarter of it for the fit's error (a + b n
+ * at most that; 0.16 s leaves a fifth of it for the fit's error (a + b n
  * from the last chunks, engine.c: a chunk deeper in the prompt attends to
  * more positions than the ones it was fitted on) and the event's way to
- * the UI.  Large enough for full speed: on an H200 (Q4_0) a chunk costs
- * ~35 ms + ~0.125 ms a token (the pp4096 figures of 512- and 1024-token
- * chunks), so 0.15 s is ~900 tokens, the fixed part under a quarter of it
- * -- where 0.12 s gave ~680 and pp4096 read ~1.0x llama.cpp. */
-#define DECODER_CHUNK_S 0.15
+ * the UI.  Large enough for full speed: on an H200 (Q4_0, run 40) a chunk
+ * costs ~30 ms + ~0.12 ms a token (pp4096 in whole chunks of 512, 1024 and
+ * 2048: 90, 151 and 274 ms a chunk), so 0.16 s reaches the GPU's batch cap
+ * of 1024 tokens early in a prompt; 0.15 s settled at ~820 tokens (131 ms)
+ * and read pp4096 at 1.09x llama.cpp, 0.12 s at ~1.0x. */
+#define DECODER_CHUNK_S 0.16
 
 typedef struct decoder decoder;
 
