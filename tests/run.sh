@@ -13,6 +13,8 @@ export BUILD GLMCHAT=./glmchat
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 pass=0
 fail=0
+wall_sum=0
+cpu_sum=0
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
@@ -63,7 +65,16 @@ start_one() {
         # stdin from /dev/null: `glmchat -p` reads piped stdin, and a test
         # must not wait on whatever stdin the runner was started with.
         "$@" </dev/null >"$logs/$name.log" 2>&1
-        echo "$? $(($(date +%s) - start))" >"$logs/$name.rc"
+        rc=$?
+        # the CPU seconds the test and its children used (user + system,
+        # from bash's `times`: a measure that other load on the machine
+        # does not inflate, unlike the wall time)
+        # (into a file: in a pipe or $(...) `times` would run in a fork,
+        # whose counts start at zero)
+        times >"$logs/$name.times"
+        cpu=$(awk 'END { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%d", t + 0.5 }' \
+            "$logs/$name.times")
+        echo "$rc $(($(date +%s) - start)) $cpu" >"$logs/$name.rc"
     ) &
     name_of[$!]=$name
 }
@@ -72,7 +83,7 @@ start_one() {
 finish_one() {
     name=$1
     log="$logs/$name.log"
-    read -r rc secs <"$logs/$name.rc" || { rc=1 secs=0; }
+    read -r rc secs cpu <"$logs/$name.rc" || { rc=1 secs=0 cpu=0; }
     p=$(grep -c '^ok - ' "$log")
     f=$(grep -c '^FAIL - ' "$log")
     grep -E '^(ok|FAIL) - ' "$log" | sed "s|^|[$name] |"
@@ -84,7 +95,9 @@ finish_one() {
         echo "[$name] FAIL - exited with status $rc without reporting a failure"
         f=1
     fi
-    echo "[$name] $p ok, $f failed (${secs}s)"
+    echo "[$name] $p ok, $f failed (${secs}s, CPU ${cpu}s)"
+    wall_sum=$((wall_sum + secs))
+    cpu_sum=$((cpu_sum + cpu))
     pass=$((pass + p))
     fail=$((fail + f))
 }
@@ -129,5 +142,6 @@ done
 while [ "${#name_of[@]}" -gt 0 ]; do
     wait_one
 done
+echo "tests' own seconds: ${wall_sum}s wall, ${cpu_sum}s CPU (${JOBS} at a time)"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
