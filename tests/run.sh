@@ -120,7 +120,7 @@ done
 for t in tests/t_*.sh; do
     [ -f "$t" ] && tests+=("$t")
 done
-slow="test_spec test_vk_spec t_vk_spec_sg16 t_vk_hostmoe t_spec_cli test_vk_matvec test_vk_types t_vk_fixtures t_vk_lowbit test_vk_prefill t_vk_types_sg16 test_vk_attn test_vk_sampler test_vk_sync t_vk_sync_sg16 test_vk_deps t_ui_files t_ui_tmux t_crash_safety test_sampler t_ui_context t_ui_screen test_decoder"
+slow="test_spec t_ui_tmux t_vk_fixtures test_vk_spec t_vk_lowbit test_vk_types t_vk_hostmoe t_spec_cli test_vk_attn test_vk_matvec t_vk_memory test_vk_sampler t_ui_files t_ui_screen test_cpu_moe_host t_ui_context t_ui_input test_vk_prefill t_vk_types_sg16 t_vk_spec_sg16 test_decoder test_sampler t_crash_safety test_cpu_forward t_mkmodel test_vk_sync t_vk_sync_sg16 test_vk_deps"
 ordered=()
 for s in $slow; do
     for t in "${tests[@]}"; do
