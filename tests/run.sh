@@ -68,7 +68,8 @@ start_one() {
         rc=$?
         # the CPU seconds the test and its children used (user + system,
         # from bash's `times`: a measure that other load on the machine
-        # does not inflate, unlike the wall time)
+        # inflates far less than the wall time; it leaves out what runs
+        # under a tmux server, which is no child of the test's)
         # (into a file: in a pipe or $(...) `times` would run in a fork,
         # whose counts start at zero)
         times >"$logs/$name.times"
