@@ -47,7 +47,7 @@ fi
 # keeps every case.  TEST_FULL=1 runs everything under the sanitizers too.
 # (Before the quick forms were trimmed to one model a case, `make check`
 # took 35 minutes on 2 cores: tests' own seconds 1461 normal, 1981 under
-# the sanitizers; the trimmed suite is estimated at ~25 minutes.)
+# the sanitizers; the trimmed suite is estimated at ~26 minutes.)
 QUICK=0
 [ "${SANITIZE:-0}" = 1 ] && [ "${TEST_FULL:-0}" != 1 ] && QUICK=1
 sampled=" test_vk_types test_vk_attn test_vk_matvec test_vk_prefill "
