@@ -67,14 +67,17 @@ GPU_OBJ := $(GPU_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/spv_table.o
 APP_OBJ := $(APP_SRC:%.c=$(BUILD)/%.o)
 APP_OBJ += $(BUILD)/gen/demo_model.o
 APP_LIB_OBJ := $(filter-out $(BUILD)/app/main.o,$(APP_OBJ))
-SPV := $(SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
+# SPIR-V does not depend on the C build's flags: one set of shaders serves
+# the normal and the sanitizer build (no second glslc pass in `make check`)
+SPV_DIR := build/spv
+SPV := $(SHADERS:shaders/%.comp=$(SPV_DIR)/%.spv)
 # the kernels that read or write decode's tagged qkv and q (shaders/dep_flag.glsl "LL"),
 # built a second time with -DLL as <name>_ll: one build with LL behind a specialization
 # constant would hand the driver `coherent volatile` views of the plain kernels' buffers
 # too, a form run 30 measured 1.2-3 % slower with LL off (gpu/perf/runs: 30, 32, 34)
 LL_SHADERS := mv_xs kv_store
-SPV += $(LL_SHADERS:%=$(BUILD)/spv/%_ll.spv)
-SPV_BENCH := $(BENCH_SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
+SPV += $(LL_SHADERS:%=$(SPV_DIR)/%_ll.spv)
+SPV_BENCH := $(BENCH_SHADERS:shaders/%.comp=$(SPV_DIR)/%.spv)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
@@ -112,11 +115,11 @@ $(BUILD)/app/%.o: app/%.c
 $(GPU_SRC:%.c=$(BUILD)/%.o): $(BUILD)/gen/spv_table.h
 
 # ---- shaders: GLSL -> SPIR-V -> C table embedded in the binary ----------
-$(BUILD)/spv/%.spv: shaders/%.comp $(SHADER_INC)
+$(SPV_DIR)/%.spv: shaders/%.comp $(SHADER_INC)
 	@mkdir -p $(@D)
 	$(GLSLC) --target-env=vulkan1.2 -O -Ishaders -o $@ $<
 
-$(BUILD)/spv/%_ll.spv: shaders/%.comp $(SHADER_INC)
+$(SPV_DIR)/%_ll.spv: shaders/%.comp $(SHADER_INC)
 	@mkdir -p $(@D)
 	$(GLSLC) --target-env=vulkan1.2 -O -DLL -Ishaders -o $@ $<
 

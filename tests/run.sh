@@ -13,6 +13,8 @@ export BUILD GLMCHAT=./glmchat
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 pass=0
 fail=0
+wall_sum=0
+cpu_sum=0
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
@@ -43,7 +45,9 @@ fi
 # kernel-case programs run every 4th case (testlib.h's TEST_SAMPLE) and the
 # long shell tests a subset of their models (TEST_QUICK); the normal run
 # keeps every case.  TEST_FULL=1 runs everything under the sanitizers too.
-# (Together this keeps `make check` near 15 minutes on 2 cores.)
+# (Before the quick forms were trimmed to one model a case, `make check`
+# took 35 minutes on 2 cores: tests' own seconds 1461 normal, 1981 under
+# the sanitizers; the trimmed suite is estimated at ~26 minutes.)
 QUICK=0
 [ "${SANITIZE:-0}" = 1 ] && [ "${TEST_FULL:-0}" != 1 ] && QUICK=1
 sampled=" test_vk_types test_vk_attn test_vk_matvec test_vk_prefill "
@@ -63,7 +67,17 @@ start_one() {
         # stdin from /dev/null: `glmchat -p` reads piped stdin, and a test
         # must not wait on whatever stdin the runner was started with.
         "$@" </dev/null >"$logs/$name.log" 2>&1
-        echo "$? $(($(date +%s) - start))" >"$logs/$name.rc"
+        rc=$?
+        # the CPU seconds the test and its children used (user + system,
+        # from bash's `times`: a measure that other load on the machine
+        # inflates far less than the wall time; it leaves out what runs
+        # under a tmux server, which is no child of the test's)
+        # (into a file: in a pipe or $(...) `times` would run in a fork,
+        # whose counts start at zero)
+        times >"$logs/$name.times"
+        cpu=$(awk 'END { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%d", t + 0.5 }' \
+            "$logs/$name.times")
+        echo "$rc $(($(date +%s) - start)) $cpu" >"$logs/$name.rc"
     ) &
     name_of[$!]=$name
 }
@@ -72,7 +86,7 @@ start_one() {
 finish_one() {
     name=$1
     log="$logs/$name.log"
-    read -r rc secs <"$logs/$name.rc" || { rc=1 secs=0; }
+    read -r rc secs cpu <"$logs/$name.rc" || { rc=1 secs=0 cpu=0; }
     p=$(grep -c '^ok - ' "$log")
     f=$(grep -c '^FAIL - ' "$log")
     grep -E '^(ok|FAIL) - ' "$log" | sed "s|^|[$name] |"
@@ -84,7 +98,9 @@ finish_one() {
         echo "[$name] FAIL - exited with status $rc without reporting a failure"
         f=1
     fi
-    echo "[$name] $p ok, $f failed (${secs}s)"
+    echo "[$name] $p ok, $f failed (${secs}s, CPU ${cpu}s)"
+    wall_sum=$((wall_sum + secs))
+    cpu_sum=$((cpu_sum + cpu))
     pass=$((pass + p))
     fail=$((fail + f))
 }
@@ -107,7 +123,7 @@ done
 for t in tests/t_*.sh; do
     [ -f "$t" ] && tests+=("$t")
 done
-slow="test_spec test_vk_spec t_vk_spec_sg16 t_vk_hostmoe t_spec_cli test_vk_matvec test_vk_types t_vk_fixtures t_vk_lowbit test_vk_prefill t_vk_types_sg16 test_vk_attn test_vk_sampler test_vk_sync t_vk_sync_sg16 test_vk_deps t_ui_files t_ui_tmux t_crash_safety test_sampler t_ui_context t_ui_screen test_decoder"
+slow="test_spec t_ui_tmux t_vk_fixtures test_vk_spec t_vk_lowbit test_vk_types t_vk_hostmoe t_spec_cli test_vk_attn test_vk_matvec t_vk_memory test_vk_sampler t_ui_files t_ui_screen test_cpu_moe_host t_ui_context t_ui_input test_vk_prefill t_vk_types_sg16 t_vk_spec_sg16 test_decoder test_sampler t_crash_safety test_cpu_forward t_mkmodel test_vk_sync t_vk_sync_sg16 test_vk_deps"
 ordered=()
 for s in $slow; do
     for t in "${tests[@]}"; do
@@ -129,5 +145,6 @@ done
 while [ "${#name_of[@]}" -gt 0 ]; do
     wait_one
 done
+echo "tests' own seconds: ${wall_sum}s wall, ${cpu_sum}s CPU (${JOBS} at a time)"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

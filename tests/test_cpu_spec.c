@@ -31,70 +31,8 @@
 #include "model_variants.h"
 #include "ref/ref_forward.h"
 #include "model/synth.h"
+#include "spec_testlib.h"
 #include "testlib.h"
-
-__attribute__((noinline)) static const char *msg_of(const err_t *e) { return e->msg; }
-#define M(e) msg_of(&(e))
-
-static fixture_model fx[FIXTURE_MAX];
-static int n_fx;
-static char tmpdir[256];
-
-static void random_tokens(int32_t *t, uint32_t n, uint32_t V, uint64_t seed)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        t[i] = (int32_t)((seed >> 33) % V);
-    }
-}
-
-/* ---- models ---------------------------------------------------------------------- */
-
-/* Fixture f's variant with a NextN block added (model_variants.h). */
-static int load_fixture_nextn(const fixture_model *f, const char *var, model *m)
-{
-    char src[512], out[512];
-    err_t err;
-    model plain;
-    fixture_path(f, var, src, sizeof src);
-    if (model_load(&plain, src, &err) < 0) {
-        CHECK(0, "%s", M(err));
-        return -1;
-    }
-    snprintf(out, sizeof out, "%s/%s-%s-nextn.gguf", tmpdir, f->name, var);
-    int rc = mv_nextn(&plain.cfg, src, out, &err);
-    model_free(&plain);
-    if (rc < 0 || model_load(m, out, &err) < 0) {
-        CHECK(0, "%s %s with a NextN block: %s", f->name, var, M(err));
-        return -1;
-    }
-    unlink(out); /* the mapping stays valid */
-    return 0;
-}
-
-/* A synthetic tiny-glm of file type ftype with a NextN block. */
-static int make_synth(const char *preset, uint32_t ftype, uint64_t seed, model *m)
-{
-    synth_config c;
-    err_t err;
-    if (synth_preset(preset, &c, &err) < 0) {
-        CHECK(0, "%s", M(err));
-        return -1;
-    }
-    c.nextn = 1;
-    c.ftype = ftype;
-    c.seed = seed;
-    char path[512];
-    snprintf(path, sizeof path, "%s/synth-%u.gguf", tmpdir, ftype);
-    synth_options opt = {.n_threads = 1};
-    synth_stats st;
-    if (synth_write(&c, path, &opt, &st, &err) < 0 || model_load(m, path, &err) < 0) {
-        CHECK(0, "%s type %u: %s", preset, ftype, M(err));
-        return -1;
-    }
-    unlink(path);
-    return 0;
-}
 
 static cf_state *open_cf(const model *m, uint32_t n_ctx, uint32_t n_batch, bool kv_f16, int threads,
                          const cpu_kernels *k, bool nextn)

@@ -20,9 +20,11 @@
  * single-token decodes (the GPU's own sampler), so any difference in a
  * verified position's logits or in the cache left behind shows.  On the
  * fixtures with a NextN block added (F32 / Q8_0 / Q4_0 / Q4_K_M), the KV
- * cache types in turn, and past one decode attention chunk (depth 300 and
- * 520).  t_vk_spec_sg16.sh runs the block and the deep cases again at
- * subgroup size 16. */
+ * cache types in turn (each type on one of the two fixture models: every
+ * file opens an engine, seconds on lavapipe; test_cpu_spec.c runs every
+ * file), and past one decode attention chunk (depth 300 and 520).
+ * t_vk_spec_sg16.sh runs a block case and a deep case again at subgroup
+ * size 16.  The sanitizer run (TEST_QUICK) runs each case on one model (below). */
 #include <math.h>
 #include <unistd.h>
 
@@ -33,72 +35,10 @@
 #include "model_variants.h"
 #include "ref/ref_forward.h"
 #include "sample/sampler.h"
+#include "spec_testlib.h"
 #include "testlib.h"
 #include "vk.h"
 #include "vk_engine.h"
-
-__attribute__((noinline)) static const char *msg_of(const err_t *e) { return e->msg; }
-#define M(e) msg_of(&(e))
-
-static fixture_model fx[FIXTURE_MAX];
-static int n_fx;
-static char tmpdir[256];
-
-static void random_tokens(int32_t *t, uint32_t n, uint32_t V, uint64_t seed)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        t[i] = (int32_t)((seed >> 33) % V);
-    }
-}
-
-/* ---- models ---------------------------------------------------------------------- */
-
-/* Fixture f's variant with a NextN block added (model_variants.h). */
-static int load_fixture_nextn(const fixture_model *f, const char *var, model *m)
-{
-    char src[512], out[512];
-    err_t err;
-    model plain;
-    fixture_path(f, var, src, sizeof src);
-    if (model_load(&plain, src, &err) < 0) {
-        CHECK(0, "%s", M(err));
-        return -1;
-    }
-    snprintf(out, sizeof out, "%s/%s-%s-nextn.gguf", tmpdir, f->name, var);
-    int rc = mv_nextn(&plain.cfg, src, out, &err);
-    model_free(&plain);
-    if (rc < 0 || model_load(m, out, &err) < 0) {
-        CHECK(0, "%s %s with a NextN block: %s", f->name, var, M(err));
-        return -1;
-    }
-    unlink(out); /* the mapping stays valid */
-    return 0;
-}
-
-/* A synthetic model of file type ftype with a NextN block. */
-static int make_synth(const char *preset, uint32_t ftype, uint64_t seed, model *m)
-{
-    synth_config c;
-    err_t err;
-    if (synth_preset(preset, &c, &err) < 0) {
-        CHECK(0, "%s", M(err));
-        return -1;
-    }
-    c.nextn = 1;
-    c.ftype = ftype;
-    c.seed = seed;
-    char path[512];
-    snprintf(path, sizeof path, "%s/synth-%u.gguf", tmpdir, ftype);
-    synth_options opt = {.n_threads = 1};
-    synth_stats st;
-    if (synth_write(&c, path, &opt, &st, &err) < 0 || model_load(m, path, &err) < 0) {
-        CHECK(0, "%s type %u: %s", preset, ftype, M(err));
-        return -1;
-    }
-    unlink(path);
-    return 0;
-}
 
 /* The Vulkan backend itself (not through engine.c), drafting on. */
 static vk_engine *open_vk(const model *m, uint32_t n_ctx, uint32_t n_batch)
@@ -220,15 +160,41 @@ static void nextn_vs_reference(const char *what, const model *m, uint32_t n)
     free(out);
 }
 
-/* The sanitizer run (TEST_QUICK, tests/run.sh): of each fixture model the
- * F32 file and one quantised file (v 0 and 1: both KV types), one depth
- * past a chunk; the normal run takes every variant and both depths. */
-static bool quick_skip(int v)
+/* The sanitizer run (TEST_QUICK, tests/run.sh) looks for memory and
+ * undefined-behaviour errors in our host code, which one model of each
+ * case reaches: there each case runs its first model only, and the
+ * block's fixture case not at all (the reference's pass over a quantised
+ * file takes minutes under ASan; the host code is the synthetic case's).
+ * TEST_VK_SPEC_ONE=1 runs each case on one model too (t_vk_spec_sg16.sh). */
+static bool env_is_1(const char *name)
 {
-    const char *q = getenv("TEST_QUICK");
-    return q && strcmp(q, "1") == 0 && v > 1;
+    const char *v = getenv(name);
+    return v && strcmp(v, "1") == 0;
 }
 
+static bool quick(void)
+{
+    return env_is_1("TEST_QUICK");
+}
+
+static bool one_model(void)
+{
+    return quick() || env_is_1("TEST_VK_SPEC_ONE");
+}
+
+/* The fixture files the verify case covers: every weight type once over
+ * the two fixture models (fixture i takes the variants v with (v + i)
+ * even: F32 and Q4_0 of the first, Q8_0 and Q4_K_M of the second) -- each
+ * file opens an engine, seconds on lavapipe, and the verify does not
+ * depend on which architecture carries which type (test_cpu_spec.c runs
+ * every file on the CPU). */
+static bool fixture_file_wanted(int i, int v)
+{
+    return (v + i) % 2 == 0;
+}
+
+/* The block on synthetic models of several weight types and shapes, and
+ * on the demo model (a trained head); the sanitizer run: tiny-glm F32. */
 static void test_nextn_block_matches_reference(void)
 {
     model m;
@@ -236,6 +202,8 @@ static void test_nextn_block_matches_reference(void)
         nextn_vs_reference("tiny-glm F32", &m, 9);
         model_free(&m);
     }
+    if (quick())
+        return;
     if (model_load(&m, "app/demo/glm-demo.gguf", &(err_t){0}) == 0) {
         nextn_vs_reference("demo model (F16, trained NextN head)", &m, 20);
         model_free(&m);
@@ -250,14 +218,25 @@ static void test_nextn_block_matches_reference(void)
         nextn_vs_reference("tiny-dsv2lite Q8_0 (no q-lora, softmax gating)", &m, 6);
         model_free(&m);
     }
+}
+
+/* The block on the fixtures' shapes: a quantised file of each, the last of
+ * the first fixture (Q4_K_M) and the one before of the second (Q4_0, a
+ * type the synthetic models above leave out). */
+static void test_nextn_block_matches_reference_fixtures(void)
+{
+    CHECK(n_fx > 0, "no fixture models under %s", FIXTURE_ROOT);
     for (int i = 0; i < n_fx; i++)
         for (int v = 0; v < fx[i].n_variants; v++) {
-            if (quick_skip(v) || load_fixture_nextn(&fx[i], fx[i].variants[v], &m) < 0)
+            model m;
+            if (v != fx[i].n_variants - 1 - i % 2 || load_fixture_nextn(&fx[i], fx[i].variants[v], &m) < 0)
                 continue;
             char what[128];
             snprintf(what, sizeof what, "%s %s", fx[i].name, fx[i].variants[v]);
             nextn_vs_reference(what, &m, 8);
             model_free(&m);
+            if (one_model())
+                return;
         }
 }
 
@@ -383,31 +362,33 @@ static void test_verify_equals_single_decodes_fixtures(void)
 {
     CHECK(n_fx > 0, "no fixture models under %s", FIXTURE_ROOT);
     int runs = 0;
-    for (int i = 0; i < n_fx; i++)
-        for (int v = 0; v < fx[i].n_variants; v++) {
+    for (int i = 0; i < n_fx && !(one_model() && runs); i++)
+        for (int v = 0; v < fx[i].n_variants && !(one_model() && runs); v++) {
             model m;
-            if (quick_skip(v) || load_fixture_nextn(&fx[i], fx[i].variants[v], &m) < 0)
+            if (!fixture_file_wanted(i, v) || load_fixture_nextn(&fx[i], fx[i].variants[v], &m) < 0)
                 continue;
             char what[128];
             snprintf(what, sizeof what, "%s %s", fx[i].name, fx[i].variants[v]);
-            verify_vs_singles(what, &m, v % 2 == 1, 9); /* the KV types in turn */
+            verify_vs_singles(what, &m, runs % 2 == 1, 9); /* the KV types in turn */
             runs++;
             model_free(&m);
         }
     printf("# %d (fixture, type) cases, k = 1..3, KV f32 and f16 in turn\n", runs);
 }
 
-/* Past one decode attention chunk: its partials over several chunks. */
+/* Past one decode attention chunk: its partials over several chunks (the
+ * last file of each fixture; the sanitizer run: the first fixture's, one
+ * depth). */
 static void test_verify_equals_single_decodes_past_one_chunk(void)
 {
-    for (int i = 0; i < n_fx; i++) {
+    for (int i = 0; i < n_fx && !(one_model() && i > 0); i++) {
         model m;
         const char *var = fx[i].variants[fx[i].n_variants - 1];
         if (load_fixture_nextn(&fx[i], var, &m) < 0)
             continue;
         char what[128];
         snprintf(what, sizeof what, "%s %s", fx[i].name, var);
-        if (!quick_skip(2))
+        if (!one_model())
             verify_vs_singles(what, &m, false, 300);
         verify_vs_singles(what, &m, true, 520);
         model_free(&m);
@@ -473,6 +454,8 @@ int main(void)
         }
     }
     RUN(test_nextn_block_matches_reference);
+    if (!quick())
+        RUN(test_nextn_block_matches_reference_fixtures);
     RUN(test_verify_equals_single_decodes_fixtures);
     RUN(test_verify_equals_single_decodes_past_one_chunk);
     RUN(test_nextn_absent_costs_nothing);

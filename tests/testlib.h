@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int tl_case_failed;
 static int tl_total_failed;
@@ -74,13 +75,31 @@ static inline int tl_sampled(void)
     return n <= 1 || seen++ % n == 0;
 }
 
+/* TEST_TIMES=1 prints each case's wall time ("# NAME: 1.23 s") to stderr:
+ * for finding where a slow program spends its time. */
+static inline double tl_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static inline void tl_report_time(const char *name, double t0)
+{
+    const char *on = getenv("TEST_TIMES");
+    if (on && strcmp(on, "1") == 0)
+        fprintf(stderr, "# %s: %.2f s\n", name, tl_now() - t0);
+}
+
 #define RUN_NAMED(fn, name)                                                           \
     do {                                                                              \
         if (!tl_wanted(name) || !tl_sampled())                                        \
             break;                                                                    \
         tl_case_failed = 0;                                                           \
         tl_first_msg[0] = 0;                                                          \
+        double tl_t0 = tl_now();                                                      \
         fn();                                                                         \
+        tl_report_time(name, tl_t0);                                                  \
         if (tl_case_failed) {                                                         \
             printf("FAIL - %s: %s\n", name, tl_first_msg);                            \
             tl_total_failed++;                                                        \

@@ -5,7 +5,7 @@
  * tests/bench/spv_same.sh compares.  A developer's tool (not built by
  * make):
  *   cc -shared -fPIC -o build/spv_specs.so tests/bench/spv_specs.c -ldl
- *   for t in build/rel/tests/test_vk_*; do SPV_SPECS_DIR=build/rel/spv \
+ *   for t in build/rel/tests/test_vk_*; do SPV_SPECS_DIR=build/spv \
  *     SPV_SPECS_LOG=build/specs.txt LD_PRELOAD=$PWD/build/spv_specs.so $t; done */
 #define _GNU_SOURCE
 #include <dirent.h>
