@@ -576,6 +576,50 @@ static void test_eval_errors_and_cancel(void)
     model_free(&m);
 }
 
+/* A cancel seen inside a prompt chunk (cpu_engine_backend.set_cancel):
+ * the CPU backend stops between layers with 1 and keeps nothing of the
+ * chunk, and the same prompt evaluated afterwards gives the logits of an
+ * engine that was never stopped (the half-written cache rows are
+ * overwritten).  The flag is set before the eval, so the stop is at the
+ * first layer -- the same path as at any other, without a timing race. */
+static void test_cancel_inside_a_chunk(void)
+{
+    model m;
+    CHECK(n_fx > 0, "fixtures found");
+    if (!n_fx || load(&fx[0], "q8_0", &m) < 0) {
+        CHECK(0, "load %s's q8_0 file", fx[0].name);
+        return;
+    }
+    int32_t *tok;
+    uint32_t n = prompt(&fx[0], &tok);
+    uint32_t V = m.cfg.n_vocab;
+    float *want = run_logits(&m, tok, n, KV_F32, 2, 256);
+    float *got = malloc((uint64_t)n * V * sizeof(float));
+    engine_params p;
+    engine_params_default(&p);
+    p.n_ctx = n + 8;
+    p.n_threads = 2;
+    engine e;
+    err_t err;
+    CHECK(cpu_engine_backend.set_cancel != NULL, "the CPU backend takes the cancel flag");
+    CHECK(engine_open(&e, &cpu_engine_backend, &m, &p, &err) == 0, "%s", err.msg);
+    engine_output o = {.logits = got, .all_positions = true};
+    atomic_store(&e.cancel, true); /* as engine_request_cancel, but past engine_eval's own check: */
+    CHECK(e.be->eval(e.impl, tok, n, 0, &o, &err) == 1, "a multi-token eval with the flag set returns 1");
+    err_t e2 = {{0}};
+    CHECK(e.be->eval(e.impl, tok, 1, 0, &o, &e2) == 0, "a single token is not stopped (%s)", e2.msg);
+    engine_clear_cancel(&e);
+    CHECK(engine_eval(&e, tok, n, &o, &err) == 0 && e.n_past == n, "after the stop: %s", err.msg);
+    if (want)
+        CHECK(memcmp(want, got, (uint64_t)n * V * sizeof(float)) == 0,
+              "the prompt's logits after a stopped chunk equal an unstopped engine's, bit for bit");
+    engine_close(&e);
+    free(want);
+    free(got);
+    free(tok);
+    model_free(&m);
+}
+
 int main(void)
 {
     n_fx = fixtures_list(fx, FIXTURE_MAX);
@@ -600,6 +644,7 @@ int main(void)
     RUN(test_nextn_block_same_logits);
     RUN(test_glm_shapes_against_reference);
     RUN(test_eval_errors_and_cancel);
+    RUN(test_cancel_inside_a_chunk);
     rmdir(tmpdir);
     fixtures_free(fx, n_fx);
     TESTS_DONE();

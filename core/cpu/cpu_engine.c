@@ -127,8 +127,9 @@ static int cpu_eval(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos,
     float *logits = out->logits;
     if (!logits && want_last)
         logits = r->last;
-    if (cf_eval(r->cf, tokens, n, pos, logits, out->all_positions && out->logits, err) < 0)
-        return -1;
+    int rc = cf_eval(r->cf, tokens, n, pos, logits, out->all_positions && out->logits, err);
+    if (rc != 0)
+        return rc; /* -1, or 1: stopped by the cancel flag (cpu_set_cancel) */
     if (!want_last)
         return 0;
     const float *last = logits + (out->all_positions && out->logits ? (uint64_t)(n - 1) * V : 0);
@@ -143,6 +144,11 @@ static int cpu_eval(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos,
     if (out->log_z)
         *out->log_z = log_sum_exp(last, V);
     return 0;
+}
+
+static void cpu_set_cancel(void *impl, const atomic_bool *flag)
+{
+    cf_set_cancel(((cpu_engine *)impl)->cf, flag);
 }
 
 static void stats_of(const cf_profile *pp, engine_stats *st)
@@ -250,6 +256,7 @@ const engine_backend cpu_engine_backend = {
      * every draft kept a step gains at most ~10 %, at real acceptance it
      * loses, so auto does not draft here; --draft K still does. */
     .draft_pays = false,
+    .set_cancel = cpu_set_cancel,
     .draft = cpu_draft,
     .verify = cpu_verify,
     .prompt_stats = cpu_prompt_stats,

@@ -322,6 +322,13 @@ static void forward(void *arg, int tid, int nth)
     cf_state *s = arg;
     embed(s, tid, nth);
     for (uint32_t il = 0; il < s->c->n_layer; il++) {
+        if (s->may_stop) { /* a prompt: every thread stops at the same layer */
+            if (tid == 0)
+                s->stopped = atomic_load_explicit(s->cancel, memory_order_relaxed);
+            cpu_pool_barrier(s->pool);
+            if (s->stopped)
+                return;
+        }
         attention_block(s, il, tid, nth);
         cf_ffn(s, il, tid);
     }
@@ -432,14 +439,21 @@ static int eval_main(cf_state *s, const int32_t *tokens, uint32_t n, uint32_t po
     s->logits = logits;
     s->all_logits = all_positions;
     s->cur = &s->prof[decode];
+    s->stopped = false;
+    s->may_stop = s->cancel && !decode && n > 1; /* not a verify: its caller keeps every row */
     run_booked(s, forward, n);
-    return 0;
+    return s->stopped ? 1 : 0;
 }
 
 int cf_eval(cf_state *s, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, bool all_positions,
             err_t *err)
 {
     return eval_main(s, tokens, n, pos, logits, all_positions, n == 1, err);
+}
+
+void cf_set_cancel(cf_state *s, const atomic_bool *flag)
+{
+    s->cancel = flag;
 }
 
 int cf_eval_verify(cf_state *s, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, err_t *err)

@@ -30,6 +30,7 @@
 #ifndef GLM_CPU_FORWARD_H
 #define GLM_CPU_FORWARD_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -52,9 +53,16 @@ cf_state *cf_new(const model *m, const cf_params *p, err_t *err);
 void cf_free(cf_state *s);
 
 /* Evaluates tokens[0..n) at positions pos..pos+n-1; `logits` (optional)
- * receives [n][n_vocab] (all_positions) or [1][n_vocab]. */
+ * receives [n][n_vocab] (all_positions) or [1][n_vocab].  Returns 0, -1
+ * on error, 1 when stopped by cf_set_cancel's flag. */
 int cf_eval(cf_state *s, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, bool all_positions,
             err_t *err);
+
+/* A flag cf_eval then checks between the layers of a multi-token eval
+ * (NULL: none): seen set, the eval stops there and returns 1, having
+ * written part of the KV cache at pos.. (positions the caller does not
+ * count as written, so a later eval overwrites them). */
+void cf_set_cancel(cf_state *s, const atomic_bool *flag);
 
 /* cf_eval of every position's logits, booked as decoding (the verify of
  * drafts: its figures go with the single-token evals', not the prompt's). */

@@ -5,6 +5,9 @@
 #ifndef GLM_CPU_STATE_H
 #define GLM_CPU_STATE_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+
 #include "cpu_forward.h"
 #include "cpu_matmul.h"
 #include "cpu_pool.h"
@@ -41,6 +44,9 @@ typedef struct {
 
 struct cf_state {
     const model *m;
+    const atomic_bool *cancel; /* cf_set_cancel: checked between layers of a multi-token eval */
+    bool may_stop;            /* this eval checks it */
+    bool stopped;             /* this eval saw it set (written by thread 0 between barriers) */
     const model_config *c;
     const cpu_kernels *k;
     cpu_pool *pool;

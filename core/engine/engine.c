@@ -58,6 +58,8 @@ int engine_open(engine *e, const engine_backend *be, const model *m, const engin
         engine_close(e);
         return -1;
     }
+    if (be->set_cancel)
+        be->set_cancel(e->impl, &e->cancel);
     e->draft_pos = UINT32_MAX;
     if (engine_can_draft(e) && !(e->tokens = malloc(((size_t)e->params.n_ctx + 1) * sizeof *e->tokens))) {
         engine_close(e);
@@ -201,7 +203,10 @@ uint32_t engine_next_chunk(const engine *e, uint32_t left)
 {
     uint32_t nb = e->params.n_batch, n = nb;
     chunk_sums h = chunk_history(e);
-    if (e->params.chunk_seconds > 0) {
+    double target = e->params.chunk_seconds;
+    if (target > 0 && e->be && e->be->set_cancel && target < ENGINE_CHUNK_S_CANCELLABLE)
+        target = ENGINE_CHUNK_S_CANCELLABLE;
+    if (target > 0) {
         double fit = PROBE_CHUNK;
         if (h.k > 0) {
             double a = 0, b = h.mt / h.mn; /* one size seen: all of it per token, until a line is fitted */
@@ -210,7 +215,7 @@ uint32_t engine_next_chunk(const engine *e, uint32_t left)
                 a = e->chunk_a * scale;
                 b = e->chunk_b * scale;
             }
-            fit = b > 0 ? (e->params.chunk_seconds - a) / b : nb;
+            fit = b > 0 ? (target - a) / b : nb;
             if (b > 0 && a / b > fit)
                 fit = a / b;
             if (fit > (double)CHUNK_GROWTH * h.largest)
@@ -265,8 +270,14 @@ int engine_eval(engine *e, const int32_t *tokens, uint32_t n_tokens, const engin
         uint32_t n = n_tokens > 1 ? engine_next_chunk(e, n_tokens - done) : 1;
         engine_output o = chunk_output(e, out, done, done + n == n_tokens, n_vocab, cpu_pick);
         double c0 = now_seconds();
-        if (e->be->eval(e->impl, tokens + done, n, e->n_past, &o, err) < 0)
+        int rc = e->be->eval(e->impl, tokens + done, n, e->n_past, &o, err);
+        if (rc < 0)
             return -1;
+        if (rc == 1) { /* cancelled inside the chunk (set_cancel): nothing of it kept */
+            if (done > 0)
+                count_tokens(&e->counters, done, now_seconds() - t0);
+            return 1;
+        }
         note_cached(e, tokens + done, n, e->n_past);
         e->n_past += n;
         done += n;

@@ -225,6 +225,15 @@ typedef struct {
     double spec_seconds;         /* drafting and verifying */
 } engine_stats;
 
+/* The prompt chunks' target time on a backend that honours a cancel
+ * within an eval (engine_backend.set_cancel; the CPU backend, between
+ * layers): there Esc stops a prompt within a layer's time whatever the
+ * chunk, so chunks are cut for throughput and the progress line instead --
+ * about a second, where the CPU backend reads a prompt near its whole-chunk
+ * speed (run 40: 0.16 s chunks of 4-7 tokens read Q4_0 at 47 against 77
+ * tokens/s on 16 threads) and the progress moves every second. */
+#define ENGINE_CHUNK_S_CANCELLABLE 1.0
+
 typedef struct engine_backend {
     const char *name; /* "cpu", "vulkan" */
     /* With p->n_ctx 0 it chooses the context (and writes it to p->n_ctx). */
@@ -239,6 +248,12 @@ typedef struct engine_backend {
     /* eval honours engine_output.sample itself (the Vulkan core samples on
      * the GPU); otherwise engine.c samples the last logits on the CPU. */
     bool samples;
+    /* Optional: the engine's cancel flag, which eval then also checks
+     * within a multi-token eval (between layers) and returns 1 when it saw
+     * it set, keeping nothing of that eval (its positions count as not
+     * written).  Such a backend's prompt chunks need not be short for Esc
+     * to stop them at once, so they are cut to ENGINE_CHUNK_S_CANCELLABLE. */
+    void (*set_cancel)(void *impl, const atomic_bool *flag);
     /* create() chooses n_batch when it is ENGINE_BATCH_AUTO (and writes
      * it back); otherwise engine_open gives such a backend
      * ENGINE_DEFAULT_BATCH. */
