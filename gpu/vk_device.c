@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "vk_core.h"
+#include "base/spin.h"
 
 /* ---- results -------------------------------------------------------------- */
 
@@ -714,22 +715,6 @@ int vk_submit_fenced(vk_ctx *c, VkCommandBuffer cb, err_t *err)
         return vk_fail(c, err, r, "vkResetFences");
     r = vkQueueSubmit(c->queue, 1, &si, c->fence);
     return r == VK_SUCCESS ? 0 : vk_fail(c, err, r, "vkQueueSubmit");
-}
-
-static void spin_pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield");
-#endif
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 int vk_fence_wait(vk_ctx *c, uint64_t spin_ns, err_t *err)

@@ -23,13 +23,12 @@
 #include <time.h>
 
 #include "vk_engine.h"
+#include "base/spin.h"
 
 /* The host's clock, in us. */
 double vk_hostmoe_now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+    return (double)mono_ns() * 1e-3;
 }
 
 /* How long the host polls a part's fence before sleeping on it: beyond
@@ -91,9 +90,7 @@ static int wait_gpu(vk_engine *e, uint64_t v, uint64_t spin_ns, err_t *err)
                 break;
             sched_yield();
         }
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        spin_pause();
     }
     uint64_t limit_s = c->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 1800 : 120;
     VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,

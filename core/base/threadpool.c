@@ -9,6 +9,7 @@
  * themselves, while the serial work between two loops of a token is shorter
  * than the spin. */
 #include "threadpool.h"
+#include "base/spin.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -20,22 +21,6 @@
 #include <unistd.h>
 
 #define SPIN_NS 200000 /* then sleep */
-
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield");
-#endif
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 typedef struct {
     threadpool *tp;
@@ -74,15 +59,15 @@ static void run_chunks(threadpool *tp, int tid)
 static unsigned wait_generation(threadpool *tp, unsigned seen)
 {
     unsigned g;
-    uint64_t start = now_ns();
+    uint64_t start = mono_ns();
     for (unsigned i = 1;; i++) {
         g = atomic_load(&tp->generation);
         if (g != seen || atomic_load(&tp->quit))
             return g;
-        cpu_relax();
+        spin_pause();
         if (i % 256 == 0) { /* more threads than cores: let others run */
             sched_yield();
-            if (now_ns() - start > SPIN_NS)
+            if (mono_ns() - start > SPIN_NS)
                 break;
         }
     }
@@ -213,7 +198,7 @@ void threadpool_for(threadpool *tp, uint64_t n, uint64_t grain, threadpool_fn fn
     pthread_mutex_unlock(&tp->mu);
     run_chunks(tp, 0);
     for (unsigned i = 1; atomic_load(&tp->pending) > 0; i++) {
-        cpu_relax();
+        spin_pause();
         if (i % 256 == 0)
             sched_yield();
     }

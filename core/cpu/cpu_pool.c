@@ -11,6 +11,7 @@
  * arrival count and the work counter, and none of them should drag the
  * read-mostly fields (fn, ctx, sizes) along from core to core. */
 #include "cpu_pool.h"
+#include "base/spin.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -48,22 +49,6 @@ struct cpu_pool {
     alignas(64) atomic_uint_fast64_t next;
 };
 
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield");
-#endif
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void cpu_pool_barrier(cpu_pool *p)
 {
     if (p->n_threads == 1) {
@@ -78,7 +63,7 @@ void cpu_pool_barrier(cpu_pool *p)
         return;
     }
     for (unsigned i = 1; atomic_load_explicit(&p->bar_gen, memory_order_acquire) == gen; i++) {
-        cpu_relax();
+        spin_pause();
         if (i % SPINS_PER_YIELD == 0)
             sched_yield();
     }
@@ -92,15 +77,15 @@ uint64_t cpu_pool_take(cpu_pool *p, uint64_t chunk)
 /* Waits for a run newer than `seen`; returns its generation. */
 static unsigned wait_run(cpu_pool *p, unsigned seen)
 {
-    uint64_t start = now_ns();
+    uint64_t start = mono_ns();
     for (unsigned i = 1;; i++) {
         unsigned g = atomic_load_explicit(&p->run_gen, memory_order_acquire);
         if (g != seen || atomic_load(&p->quit))
             return g;
-        cpu_relax();
+        spin_pause();
         if (i % SPINS_PER_YIELD == 0) {
             sched_yield();
-            if (now_ns() - start > IDLE_SPIN_NS)
+            if (mono_ns() - start > IDLE_SPIN_NS)
                 break;
         }
     }
