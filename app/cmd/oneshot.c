@@ -107,20 +107,43 @@ static void catch_signals(void)
         sigaction(handled_signals[i], &sa, NULL);
 }
 
+/* The handled signals wait while the mask holds them (old gets the mask
+ * before). */
+static void hold_signals(sigset_t *old)
+{
+    sigset_t all;
+    sigemptyset(&all);
+    for (size_t i = 0; i < sizeof handled_signals / sizeof handled_signals[0]; i++)
+        sigaddset(&all, handled_signals[i]);
+    pthread_sigmask(SIG_BLOCK, &all, old);
+}
+
 /* Records (or forgets, with NULL) the lock file the handler removes; the
  * signals wait meanwhile, so the handler never sees half a path. */
 static void set_held_lock(const char *path)
 {
-    sigset_t all, old;
-    sigemptyset(&all);
-    for (size_t i = 0; i < sizeof handled_signals / sizeof handled_signals[0]; i++)
-        sigaddset(&all, handled_signals[i]);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
+    sigset_t old;
+    hold_signals(&old);
     if (path && strlen(path) < sizeof held_lock)
         memcpy(held_lock, path, strlen(path) + 1);
     else
         held_lock[0] = 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* One try at the -C lock (0 taken, 1 another run holds it, -1 error).  The
+ * signals wait from before the lock file may be created until the handler
+ * knows its path: one in between used to end the run with the file left
+ * behind. */
+static int try_lock(const char *path, conv_lock *lock, err_t *err)
+{
+    sigset_t old;
+    hold_signals(&old);
+    int r = conv_lock_acquire(lock, path, 0, err);
+    if (r == 0)
+        set_held_lock(lock->path);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r;
 }
 
 /* ---- printing ----------------------------------------------------------------------------- */
@@ -409,10 +432,15 @@ static int open_conversation(const chat_args *a, conv_lock *lock, conversation *
     conv_init(conv);
     if (!a->conversation)
         return 0;
-    int r = conv_lock_acquire(lock, a->conversation, 0, err);
-    if (r == 1) {
+    int r = try_lock(a->conversation, lock, err);
+    if (r == 1)
         chat_error("waiting: %s", err->msg);
-        r = conv_lock_acquire(lock, a->conversation, -1, err);
+    /* Polled, not a blocking flock: a signal while waiting ends the run
+     * between two tries, where no lock of ours exists. */
+    while (r == 1) {
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        r = try_lock(a->conversation, lock, err);
     }
     if (r != 0)
         return -1;
@@ -438,7 +466,6 @@ int oneshot_run(const chat_args *a)
     /* The conversation first: a broken file is reported (never replaced)
      * before the slow model load. */
     int opened = open_conversation(a, &lock, &conv, &err);
-    set_held_lock(lock.fd >= 0 ? lock.path : NULL);
     if (opened != 0) {
         chat_error("%s", err.msg);
         goto done;
