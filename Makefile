@@ -77,6 +77,15 @@ SPV := $(SHADERS:shaders/%.comp=$(SPV_DIR)/%.spv)
 # too, a form run 30 measured 1.2-3 % slower with LL off (gpu/perf/runs: 30, 32, 34)
 LL_SHADERS := mv_xs kv_store
 SPV += $(LL_SHADERS:%=$(SPV_DIR)/%_ll.spv)
+# The kernels whose code branches on a weight type, compiled once more per
+# type as <name>.t<T> (-DFIXED_TYPE=T; gpu/vk_spv.h): the generic module is
+# 250-450 KB, which lavapipe parses whole for every pipeline (~0.3 s), a
+# copy 15-30 KB.  The types are quant.glsl's.  mm_coop and the mv family stay
+# generic: no CPU implementation has cooperative matrices, and the mv family
+# is the fallback where the x-stationary kernels do not apply.
+TYPED_SHADERS := mv_xs mv_xs_ll mv_glu_xs mv_moe_down_xs router_xs attn_vb_xs mm embed
+WEIGHT_TYPES := $(shell sed -n 's/^const uint T_[A-Z0-9_]* = \([0-9]*\)u;$$/\1/p' shaders/quant.glsl)
+SPV_TYPED := $(foreach s,$(TYPED_SHADERS),$(foreach t,$(WEIGHT_TYPES),$(SPV_DIR)/typed/$(s).t$(t).spv))
 SPV_BENCH := $(BENCH_SHADERS:shaders/%.comp=$(SPV_DIR)/%.spv)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
@@ -123,13 +132,22 @@ $(SPV_DIR)/%_ll.spv: shaders/%.comp $(SHADER_INC)
 	@mkdir -p $(@D)
 	$(GLSLC) --target-env=vulkan1.2 -O -DLL -Ishaders -o $@ $<
 
+# typed/<name>.t<T>.spv; a name ending in _ll is <name>.comp with -DLL
+define typed_rule
+$(SPV_DIR)/typed/$(1).t$(2).spv: shaders/$(patsubst %_ll,%,$(1)).comp $(SHADER_INC)
+	@mkdir -p $$(@D)
+	@$(GLSLC) --target-env=vulkan1.2 -O $(if $(filter %_ll,$(1)),-DLL) -DFIXED_TYPE=$(2) -Ishaders -o $$@ $$<
+endef
+$(foreach s,$(TYPED_SHADERS),$(foreach t,$(WEIGHT_TYPES),$(eval $(call typed_rule,$(s),$(t)))))
+
 $(BUILD)/embed_spv: shaders/tools/embed_spv.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
 
-$(BUILD)/gen/spv_table.c $(BUILD)/gen/spv_table.h: $(SPV) $(BUILD)/embed_spv
+$(BUILD)/gen/spv_table.c $(BUILD)/gen/spv_table.h &: $(SPV) $(SPV_TYPED) $(BUILD)/embed_spv
 	@mkdir -p $(BUILD)/gen
-	$(BUILD)/embed_spv $(BUILD)/gen/spv_table spv $(SPV)
+	@echo "embed_spv: $(words $(SPV)) shaders, $(words $(SPV_TYPED)) typed copies"
+	@$(BUILD)/embed_spv $(BUILD)/gen/spv_table spv $(SPV) $(SPV_TYPED)
 
 $(BUILD)/gen/spv_table.o: $(BUILD)/gen/spv_table.c
 	$(CC) $(ALL_CFLAGS) $(GPU_INC) -c -o $@ $<

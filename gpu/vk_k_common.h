@@ -29,10 +29,13 @@ static inline uint32_t pow2_ceil(uint32_t v)
     return p;
 }
 
-/* The pipeline of embedded shader `shader` with spec[0..n). */
+/* The pipeline of embedded shader `shader` with spec[0..n): from its copy
+ * for the weight type in spec where the build made one (vk_spv.h), unless
+ * the typed_spv knob is 0. */
 static inline VkPipeline pipe(const vk_kb *k, enum spv_id shader, const uint32_t *spec, uint32_t n)
 {
-    return vk_pipe_get(k->c, k->pipes, &spv_table[shader], spec, n, k->err);
+    const vk_spv *s = &spv_table[shader];
+    return vk_pipe_get(k->c, k->pipes, k->tune->typed_spv ? vk_spv_for(s, spec, n) : s, spec, n, k->err);
 }
 
 /* ---- the mv kernels --------------------------------------------------------------------- */

@@ -62,6 +62,8 @@ typedef struct {
                                wait, and the part's fence polled; 0: submitted after a blocking wait; 2: every
                                part submitted at once, linked by timeline semaphores (where the device has them) */
     uint32_t hx_rows;       /* the CPU's experts: gate/up rows per work item (0: even over the threads) */
+    /* pipelines (vk_k_common.h) */
+    uint32_t typed_spv;     /* pipelines from the per-weight-type SPIR-V copies (vk_spv.h) */
     /* the sampled profiler (vk_profiler.c) */
     uint32_t prof_every;    /* decode: one layer's dispatches timed every this many tokens (0: none) */
 } vk_tuning;

@@ -5,7 +5,7 @@
 #define PC_USE_EMBED
 #include "pc_token.h"
 layout(local_size_x_id = PC_S_WGS) in;
-layout(constant_id = EMBED_S_TYPE) const uint TYPE = 2u;
+WEIGHT_TYPE(EMBED_S_TYPE, TYPE);
 const uint WGS = gl_WorkGroupSize.x;
 
 #include "quant.glsl"

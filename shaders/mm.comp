@@ -11,8 +11,8 @@
 #define PC_USE_MM
 #include "pc_prefill.h"
 layout(local_size_x_id = PC_S_WGS) in;
-layout(constant_id = MM_S_TYPE) const uint TYPE = 2u;
-layout(constant_id = MM_S_TYPE2) const uint TYPE2 = 2u;
+WEIGHT_TYPE(MM_S_TYPE, TYPE);
+WEIGHT_TYPE(MM_S_TYPE2, TYPE2);
 layout(constant_id = MM_S_BM) const uint BM = 64u;
 layout(constant_id = MM_S_BN) const uint BN = 64u;
 layout(constant_id = MM_S_MODE) const uint MODE = 0u;

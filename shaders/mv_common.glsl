@@ -25,7 +25,7 @@
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "pc_matvec.h"
 
-layout(constant_id = MVF_S_TYPE) const uint TYPE = 2u;
+WEIGHT_TYPE(MVF_S_TYPE, TYPE);
 layout(constant_id = MVF_S_TEAM) const uint TEAM = 16u;
 layout(constant_id = MVF_S_NR) const uint NR = 2u;
 layout(constant_id = MVF_S_SG) const uint SG = 32u;

@@ -8,7 +8,7 @@
 #include "pc_matvec.h"
 layout(local_size_x_id = PC_S_WGS) in;
 layout(constant_id = GLU_S_NORM) const uint NORM = 1u;
-layout(constant_id = GLU_S_TYPE2) const uint TYPE2 = 2u;   // up
+WEIGHT_TYPE(GLU_S_TYPE2, TYPE2);   // up
 layout(constant_id = GLU_S_KSH) const uint KSH = 4u;
 layout(constant_id = GLU_S_IDMODE) const uint IDMODE = 0u;
 layout(constant_id = GLU_S_UPT) const uint UPT = 4u;

@@ -9,7 +9,7 @@
 #include "pc_matvec.h"
 layout(local_size_x_id = PC_S_WGS) in;
 layout(constant_id = DOWN_S_HAS_SHARED) const uint HAS_SHARED = 1u;
-layout(constant_id = DOWN_S_TYPE2) const uint TYPE2 = 2u;   // shared down
+WEIGHT_TYPE(DOWN_S_TYPE2, TYPE2);   // shared down
 layout(constant_id = DOWN_S_KSH) const uint KSH = 4u;
 layout(constant_id = DOWN_S_UPT) const uint UPT = 4u;
 layout(constant_id = DOWN_S_NSLOT) const uint NSLOT = 5u;   // routed experts + shared

@@ -57,7 +57,7 @@
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "pc_matvec.h"
 
-layout(constant_id = XS_S_TYPE) const uint TYPE = 2u;
+WEIGHT_TYPE(XS_S_TYPE, TYPE);
 layout(constant_id = XS_S_TEAM) const uint TEAM = 32u;
 layout(constant_id = XS_S_J) const uint J = 2u;
 layout(constant_id = XS_S_R) const uint R = 4u;

@@ -23,6 +23,15 @@
 #define PC_ENUM_BEGIN(name)
 #define PC_ENUM(name, value) const uint name = uint(value);
 #define PC_ENUM_END(name)
+/* WEIGHT_TYPE(ID, NAME): a kernel's weight type, specialization constant ID
+ * -- or, in the copies the build makes per type (-DFIXED_TYPE=T, the
+ * Makefile's TYPED_SHADERS), the constant T, so that copy's SPIR-V holds
+ * the code of type T alone (gpu/vk_spv.h says why). */
+#ifdef FIXED_TYPE
+#define WEIGHT_TYPE(id, name) const uint name = uint(FIXED_TYPE)
+#else
+#define WEIGHT_TYPE(id, name) layout(constant_id = id) const uint name = 2u
+#endif
 #else
 #include <stdint.h>
 #define PC_HOST 1
