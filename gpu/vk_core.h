@@ -55,6 +55,9 @@ typedef struct {
     PFN_vkSignalSemaphore signal_semaphore;
     PFN_vkGetSemaphoreCounterValue semaphore_value;
     PFN_vkWaitSemaphores wait_semaphores;
+    bool mesa_driver;          /* one of Mesa's drivers: their SPIR-V front end parses a
+                                  whole module before specializing it, so kernels are
+                                  built from their per-type copies (vk_spv.h) */
     bool pipe_stats;           /* asked for at create and the device has
                                   VK_KHR_pipeline_executable_properties:
                                   pipelines keep the compiler's statistics */

@@ -174,7 +174,26 @@ typedef struct {
     bool dyn_index;
     bool float16, storage16, vmm;
     uint32_t sm_count;
+    bool mesa;                 /* a Mesa driver (VkPhysicalDeviceDriverProperties) */
 } dev_caps;
+
+/* Mesa's drivers, which share one SPIR-V front end (vk_core.h: mesa_driver). */
+static bool is_mesa_driver(VkDriverId id)
+{
+    switch (id) {
+    case VK_DRIVER_ID_MESA_RADV:
+    case VK_DRIVER_ID_INTEL_OPEN_SOURCE_MESA:
+    case VK_DRIVER_ID_MESA_LLVMPIPE:
+    case VK_DRIVER_ID_MESA_TURNIP:
+    case VK_DRIVER_ID_MESA_V3DV:
+    case VK_DRIVER_ID_MESA_PANVK:
+    case VK_DRIVER_ID_MESA_VENUS:
+    case VK_DRIVER_ID_MESA_DOZEN:
+    case VK_DRIVER_ID_MESA_NVK:
+    case VK_DRIVER_ID_IMAGINATION_OPEN_SOURCE_MESA: return true;
+    default: return false;
+    }
+}
 
 static void add_missing(vk_device_info *d, const char *what)
 {
@@ -259,9 +278,22 @@ static void query_caps(VkInstance inst, VkPhysicalDevice pd, dev_caps *c)
     sg.pNext = &m3;
     m3.pNext = &scp;
     scp.pNext = sm_ext ? &smp : NULL;
+    VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceProperties base;
+    vkGetPhysicalDeviceProperties(pd, &base);
+    /* the driver's identity: core in 1.2, else its extension */
+    bool driver_props = VK_API_VERSION_MINOR(base.apiVersion) >= 2 || VK_API_VERSION_MAJOR(base.apiVersion) > 1 ||
+                        has_ext(pd, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+    if (driver_props) { /* at the chain's end: after smp where it is chained */
+        if (sm_ext)
+            smp.pNext = &drv;
+        else
+            scp.pNext = &drv;
+    }
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
     vkGetPhysicalDeviceProperties2(pd, &p2);
     const VkPhysicalDeviceProperties *p = &p2.properties;
+    c->mesa = driver_props && is_mesa_driver(drv.driverID);
 
     snprintf(d->name, sizeof d->name, "%s", p->deviceName);
     d->kind = kind_name(p->deviceType);
@@ -510,6 +542,7 @@ static int make_device(vk_ctx *c, const dev_caps *caps, bool pipe_stats, err_t *
     c->coopmat = caps->info.coopmat;
     c->pipe_stats = stats;
     c->timeline = caps->timeline;
+    c->mesa_driver = caps->mesa;
     c->queue_family = caps->family;
     vkGetDeviceQueue(c->dev, caps->family, 0, &c->queue);
     return 0;

@@ -30,12 +30,16 @@ static inline uint32_t pow2_ceil(uint32_t v)
 }
 
 /* The pipeline of embedded shader `shader` with spec[0..n): from its copy
- * for the weight type in spec where the build made one (vk_spv.h), unless
- * the typed_spv knob is 0. */
+ * for the weight type in spec where the build made one (vk_spv.h) when the
+ * typed_spv knob says so -- by default on Mesa's drivers, where the copies
+ * cut the parse (measured on lavapipe); elsewhere the generic modules,
+ * which every GPU measurement so far ran, until the copies are measured
+ * there. */
 static inline VkPipeline pipe(const vk_kb *k, enum spv_id shader, const uint32_t *spec, uint32_t n)
 {
     const vk_spv *s = &spv_table[shader];
-    return vk_pipe_get(k->c, k->pipes, k->tune->typed_spv ? vk_spv_for(s, spec, n) : s, spec, n, k->err);
+    bool typed = k->tune->typed_spv == VK_TUNE_AUTO ? k->c->mesa_driver : k->tune->typed_spv != 0;
+    return vk_pipe_get(k->c, k->pipes, typed ? vk_spv_for(s, spec, n) : s, spec, n, k->err);
 }
 
 /* ---- the mv kernels --------------------------------------------------------------------- */
