@@ -917,8 +917,9 @@ static int prefill(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos
      * fills the table at a small cost */
     bool timed = e->p.profile == PROFILE_FULL || (e->p.profile == PROFILE_SAMPLED && e->prof.prefills % PREFILL_TIMED_EVERY == 0);
     if (e->hx.pf_parts) { /* host layers: the parts, untimed */
-        if (vk_hostmoe_prefill(e, n, want_logits, err))
-            return -1;
+        int rc = vk_hostmoe_prefill(e, n, want_logits, err);
+        if (rc)
+            return rc; /* -1, or 1: cancelled between host layers (nothing of the batch kept) */
     } else {
         vk_variant *v = vk_family_pick(f, timed ? PROFILE_FULL : PROFILE_OFF);
         if (vk_submit_wait(&e->c, v->cb, err))
@@ -1190,6 +1191,16 @@ static int vk_print_plan(void *impl, FILE *f, err_t *err)
     return rc ? -1 : 0;
 }
 
+/* A prompt batch stops between host layers (vk_hostmoe_prefill): only with
+ * experts in host memory, where a chunk's fixed part makes chunks long;
+ * elsewhere a chunk is ~0.16 s and Esc waits for it. */
+static bool vk_set_cancel(void *impl, const atomic_bool *flag)
+{
+    vk_engine *e = impl;
+    e->cancel = flag;
+    return e->hx.n_layers > 0;
+}
+
 const engine_backend vk_engine_backend = {
     .name = "vulkan",
     .create = vk_create,
@@ -1199,6 +1210,7 @@ const engine_backend vk_engine_backend = {
     .describe = vk_describe,
     .samples = true,
     .plans_batch = true,
+    .set_cancel = vk_set_cancel,
     .set_profile = vk_set_profile,
     .prefill_stats = vk_prefill_stats,
     .reset_profile = vk_reset_profile,

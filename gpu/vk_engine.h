@@ -192,6 +192,9 @@ typedef struct {
     vk_programs rec;
     vk_prof_state prof;
     vk_hostmoe hx;
+    /* the engine's cancel flag (set_cancel), which a prompt batch with
+     * experts in host memory checks between host layers; NULL: none */
+    const atomic_bool *cancel;
     bool nextn;              /* drafting asked for and the file has the block (set before the plan) */
     struct spec_host *spec;  /* drafting's host side (vk_spec.c) */
 } vk_engine;
@@ -234,7 +237,9 @@ int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uin
                            bool side, bool timed);
 /* A prompt batch of n tokens through the prompt graph's parts (the params
  * written), the CPU's experts between them; `logits`: the last part with
- * every position's logits to host memory. */
+ * every position's logits to host memory.  Returns 1, with nothing in
+ * flight, where it saw e->cancel set between two host layers (the batch's
+ * positions are then half written: the caller keeps nothing of it). */
 int vk_hostmoe_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err);
 /* (vk_hostmoe_linked.c) The hand-over.  A token's host-side marks (the
  * host-clock half of engine_split_stat); the host's clock in us; how long

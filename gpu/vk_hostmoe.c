@@ -167,15 +167,20 @@ void vk_hostmoe_unrecord(vk_engine *e)
 
 /* The parts of a graph (the last one `last`) for n tokens, the CPU's
  * experts between them, the side parts (`sides`, where recorded) during
- * the CPU's turns; the host's marks into hm. */
+ * the CPU's turns; the host's marks into hm.  With `cancel`, 1 where the
+ * flag was seen set after a host layer's turn, before the next part is
+ * submitted: nothing is in flight then (every part was waited for; no side
+ * parts run with it). */
 static int run_parts(vk_engine *e, const vk_family *parts, const vk_family *last, const vk_family *sides, uint32_t n,
-                     bool timed, vk_host_marks *hm, err_t *err)
+                     bool timed, vk_host_marks *hm, const atomic_bool *cancel, err_t *err)
 {
     vk_hostmoe *hx = &e->hx;
     bool side_early = e->tune.hx >= 1; /* hx=2 without timeline semaphores: hx=1 */
     uint64_t spin = vk_hostmoe_poll_ns(e);
     memset(hm, 0, sizeof *hm);
     for (uint32_t p = 0; p < hx->n_parts; p++) {
+        if (cancel && p > 0 && atomic_load(cancel))
+            return 1;
         double t0 = vk_hostmoe_now_us();
         const vk_family *f = p == hx->n_layers ? last : &parts[p];
         if (vk_submit_fenced(&e->c, (timed ? &f->full : &f->plain)->cb, err))
@@ -275,8 +280,9 @@ int vk_hostmoe_decode(vk_engine *e, bool measure, err_t *err)
     vk_hostmoe *hx = &e->hx;
     bool full = e->p.profile == PROFILE_FULL ||
                 (measure && (hx->measured++ % PARTS_TIMED_EVERY) == 0);
-    if ((hx->sem_gpu ? vk_hostmoe_run_linked : run_parts)(e, hx->parts, &hx->parts[hx->n_layers], hx->sides, 1,
-                                                          full, &hm, err))
+    const vk_family *last = &hx->parts[hx->n_layers];
+    if (hx->sem_gpu ? vk_hostmoe_run_linked(e, hx->parts, last, hx->sides, 1, full, &hm, err)
+                    : run_parts(e, hx->parts, last, hx->sides, 1, full, &hm, NULL, err))
         return -1;
     if (measure && !full) /* a fully timed token runs slower: not the breakdown's */
         add_token(e, &hm);
@@ -322,13 +328,20 @@ void vk_hostmoe_split_stat(const vk_engine *e, engine_split_stat *st)
     st->side_us = s->side_us * k;
 }
 
+/* A part at a time, whatever the hand-over (--tune hx): a prompt chunk
+ * stops between host layers when Esc sets the engine's cancel flag, so the
+ * chat cuts its chunks for throughput (engine.h's
+ * ENGINE_CHUNK_S_CANCELLABLE) -- the linked hand-over submits every part
+ * at once, which would leave the rest of the batch's layers to run after
+ * a cancel.  What the part-by-part hand-over costs, ~10 us a host layer
+ * against hx=2's (run 40), is nothing beside a chunk's CPU experts
+ * (~0.4 s a chunk at N = 47 on the H200's host, ~36 ms a layer). */
 int vk_hostmoe_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err)
 {
     const vk_hostmoe *hx = &e->hx;
     vk_host_marks hm;
-    return (hx->sem_gpu ? vk_hostmoe_run_linked : run_parts)(e, hx->pf_parts,
-                                                             logits ? &hx->pf_last_logits : &hx->pf_parts[hx->n_layers],
-                                                             NULL, n, false, &hm, err);
+    return run_parts(e, hx->pf_parts, logits ? &hx->pf_last_logits : &hx->pf_parts[hx->n_layers], NULL, n, false,
+                     &hm, e->cancel, err);
 }
 
 uint32_t vk_hostmoe_links(const vk_engine *e)

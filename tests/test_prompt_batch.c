@@ -7,7 +7,8 @@
  *    DECODER_CHUNK_S, and none after the probe passes the 0.2 s Esc bound,
  *    also with +-10 % noise on the times; the batch caps them;
  *    where the fixed part dominates (lavapipe) they stay at a / b tokens
- *    (half the time on tokens); chunk_seconds 0 gives whole batches.
+ *    (half the time on tokens), 3 a / b where the backend stops inside a
+ *    chunk (experts in host memory); chunk_seconds 0 gives whole batches.
  *    Simulated times, not measured ones: the fit is arithmetic, and a test
  *    that timed real chunks would depend on the machine's load.
  *  - The Vulkan plan (vk_plan_placement, no weights uploaded), on the
@@ -146,6 +147,30 @@ static void test_fixed_part_dominates(void)
     CHECK(k >= 4, "%u chunks", k);
     for (uint32_t i = 3; i + 1 < k; i++) /* after the probe and the ramp */
         CHECK(sizes[i] >= 99 && sizes[i] <= 101, "chunk %u: %u tokens, expected a / b = 100", i, sizes[i]);
+}
+
+/* Experts of all 47 layers in host memory on the H200 (run 40): every
+ * chunk reads them once (~0.4 s), tokens ~2.6 ms each.  Where the backend
+ * stops inside a chunk (cancel_within_eval: the Vulkan backend between
+ * host layers) the chunks aim at ENGINE_CHUNK_S_CANCELLABLE and hold the
+ * fixed part to a quarter of their time: 3 a / b tokens; where it does not,
+ * at half: a / b (which read pp512 at half the whole-batch speed). */
+static void test_host_experts_chunks(void)
+{
+    chunk_cost hx = {.a = 0.4, .b = 2.6e-3, .depth_b = 0};
+    for (int within = 0; within < 2; within++) {
+        engine e;
+        fresh(&e, 1024, DECODER_CHUNK_S);
+        e.cancel_within_eval = within;
+        uint32_t sizes[64];
+        double secs[64];
+        uint32_t k = simulate(&e, &hx, 8192, sizes, secs, 64);
+        double want = within ? 3 * hx.a / hx.b : hx.a / hx.b;
+        CHECK(k >= 5, "%u chunks", k);
+        for (uint32_t i = 4; i + 1 < k; i++)
+            CHECK(fabs(sizes[i] - want) <= 0.02 * want, "%s: chunk %u of %u tokens, expected %.0f",
+                  within ? "cancel within a chunk" : "cancel between chunks", i, sizes[i], want);
+    }
 }
 
 /* ---- the Vulkan plan's batch --------------------------------------------------------- */
@@ -296,6 +321,7 @@ int main(void)
     RUN(test_noisy_times_stay_under_the_bound);
     RUN(test_batch_caps_the_chunk);
     RUN(test_fixed_part_dominates);
+    RUN(test_host_experts_chunks);
     RUN(test_plan_takes_the_largest_batch_that_fits);
     RUN(test_explicit_batch_wins);
     RUN(test_batch_shrinks_under_gpu_mem);

@@ -146,9 +146,10 @@ static int cpu_eval(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos,
     return 0;
 }
 
-static void cpu_set_cancel(void *impl, const atomic_bool *flag)
+static bool cpu_set_cancel(void *impl, const atomic_bool *flag)
 {
     cf_set_cancel(((cpu_engine *)impl)->cf, flag);
+    return true;
 }
 
 static void stats_of(const cf_profile *pp, engine_stats *st)

@@ -58,8 +58,7 @@ int engine_open(engine *e, const engine_backend *be, const model *m, const engin
         engine_close(e);
         return -1;
     }
-    if (be->set_cancel)
-        be->set_cancel(e->impl, &e->cancel);
+    e->cancel_within_eval = be->set_cancel && be->set_cancel(e->impl, &e->cancel);
     e->draft_pos = UINT32_MAX;
     if (engine_can_draft(e) && !(e->tokens = malloc(((size_t)e->params.n_ctx + 1) * sizeof *e->tokens))) {
         engine_close(e);
@@ -157,7 +156,8 @@ static void pick_on_cpu(engine *e, const engine_output *out, uint32_t n_tokens, 
  * Between fits the last line is scaled to the latest chunks' mean time
  * (the machine got slower, the prompt deeper).  The chunk is what fits
  * the target, but at least a / b tokens, so that the fixed part never
- * takes more than half of a chunk's time, and at most CHUNK_GROWTH times
+ * takes more than half of a chunk's time (a quarter, 3 a / b tokens, where
+ * the backend stops within a chunk: engine.h), and at most CHUNK_GROWTH times
  * the largest chunk seen: a line fitted to small chunks is a guess far
  * past them (a short first chunk, PROBE_CHUNK, starts it). */
 #define PROBE_CHUNK 16
@@ -204,8 +204,10 @@ uint32_t engine_next_chunk(const engine *e, uint32_t left)
     uint32_t nb = e->params.n_batch, n = nb;
     chunk_sums h = chunk_history(e);
     double target = e->params.chunk_seconds;
-    if (target > 0 && e->be && e->be->set_cancel && target < ENGINE_CHUNK_S_CANCELLABLE)
+    if (target > 0 && e->cancel_within_eval && target < ENGINE_CHUNK_S_CANCELLABLE)
         target = ENGINE_CHUNK_S_CANCELLABLE;
+    /* the fixed part's largest share of a chunk, as a floor on its tokens */
+    double fixed_share = e->cancel_within_eval ? ENGINE_CHUNK_FIXED_SHARE_CANCELLABLE : 0.5;
     if (target > 0) {
         double fit = PROBE_CHUNK;
         if (h.k > 0) {
@@ -216,8 +218,9 @@ uint32_t engine_next_chunk(const engine *e, uint32_t left)
                 b = e->chunk_b * scale;
             }
             fit = b > 0 ? (target - a) / b : nb;
-            if (b > 0 && a / b > fit)
-                fit = a / b;
+            double floor_n = b > 0 ? a * (1 - fixed_share) / fixed_share / b : 0;
+            if (floor_n > fit)
+                fit = floor_n;
             if (fit > (double)CHUNK_GROWTH * h.largest)
                 fit = (double)CHUNK_GROWTH * h.largest;
         }

@@ -227,12 +227,17 @@ typedef struct {
 
 /* The prompt chunks' target time on a backend that honours a cancel
  * within an eval (engine_backend.set_cancel; the CPU backend, between
+ * layers; the Vulkan backend with experts in host memory, between host
  * layers): there Esc stops a prompt within a layer's time whatever the
  * chunk, so chunks are cut for throughput and the progress line instead --
  * about a second, where the CPU backend reads a prompt near its whole-chunk
  * speed (run 40: 0.16 s chunks of 4-7 tokens read Q4_0 at 47 against 77
- * tokens/s on 16 threads) and the progress moves every second. */
+ * tokens/s on 16 threads) and the progress moves every second.  There a
+ * chunk's fixed part (the host experts' weights read once a chunk: ~0.4 s
+ * on the H200's host at N = 47) is also held to a quarter of the chunk
+ * (ENGINE_CHUNK_FIXED_SHARE_CANCELLABLE) instead of half. */
 #define ENGINE_CHUNK_S_CANCELLABLE 1.0
+#define ENGINE_CHUNK_FIXED_SHARE_CANCELLABLE 0.25
 
 typedef struct engine_backend {
     const char *name; /* "cpu", "vulkan" */
@@ -251,9 +256,11 @@ typedef struct engine_backend {
     /* Optional: the engine's cancel flag, which eval then also checks
      * within a multi-token eval (between layers) and returns 1 when it saw
      * it set, keeping nothing of that eval (its positions count as not
-     * written).  Such a backend's prompt chunks need not be short for Esc
-     * to stop them at once, so they are cut to ENGINE_CHUNK_S_CANCELLABLE. */
-    void (*set_cancel)(void *impl, const atomic_bool *flag);
+     * written).  Returns whether this instance does (the Vulkan backend
+     * only with experts in host memory).  Such an instance's prompt chunks
+     * need not be short for Esc to stop them at once, so they are cut to
+     * ENGINE_CHUNK_S_CANCELLABLE. */
+    bool (*set_cancel)(void *impl, const atomic_bool *flag);
     /* create() chooses n_batch when it is ENGINE_BATCH_AUTO (and writes
      * it back); otherwise engine_open gives such a backend
      * ENGINE_DEFAULT_BATCH. */
@@ -308,6 +315,7 @@ typedef struct {
     engine_params params;
     uint32_t n_past;
     atomic_bool cancel;
+    bool cancel_within_eval; /* the backend checks cancel inside an eval (set_cancel) */
     engine_counters counters;
     sampler *pick;         /* sampling on the CPU: scratch */
     float *pick_logits;    /* (n_vocab) */

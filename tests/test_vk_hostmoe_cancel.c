@@ -1,0 +1,87 @@
+/* test_vk_hostmoe_cancel.c: a prompt batch with experts in host memory
+ * stops between host layers (vk_hostmoe_prefill, engine_backend.set_cancel):
+ *  - the Vulkan backend says it stops inside an eval only with a split
+ *    (engine.cancel_within_eval), so only then are the chat's chunks cut
+ *    for throughput instead of for Esc;
+ *  - with the flag set, a multi-token eval returns 1 after the first host
+ *    layer's turn, a single token is not stopped, and the same prompt
+ *    evaluated afterwards gives the logits of an engine that was never
+ *    stopped, bit for bit (the half-written cache rows are overwritten).
+ * The flag is set before the eval, so the stop comes at the first host
+ * layer -- the path of any other, without a timing race. */
+#include "engine/engine.h"
+#include "model/model.h"
+#include "vk.h"
+#include "testlib.h"
+
+#define FIXTURE "tests/data/models/tiny-glm-a/tiny-glm-a.q8_0.gguf"
+
+static model m;
+
+static int open_vk(engine *e, int n_cpu_moe, err_t *err)
+{
+    engine_params p;
+    engine_params_default(&p);
+    p.n_ctx = 256;
+    p.n_batch = 64;
+    p.n_cpu_moe = n_cpu_moe;
+    p.kv = KV_F32;
+    return engine_open(e, &vk_engine_backend, &m, &p, err);
+}
+
+static void test_only_a_split_stops_inside_an_eval(void)
+{
+    engine e;
+    err_t err = {{0}};
+    CHECK(open_vk(&e, 0, &err) == 0, "%.200s", err.msg);
+    CHECK(!e.cancel_within_eval, "without experts in host memory the Vulkan backend stops between chunks only");
+    engine_close(&e);
+    CHECK(open_vk(&e, (int)m.cfg.n_layer, &err) == 0, "%.200s", err.msg);
+    CHECK(e.cancel_within_eval, "with experts in host memory it stops between host layers");
+    engine_close(&e);
+}
+
+static void test_cancel_between_host_layers(void)
+{
+    const uint32_t n = 40, V = m.cfg.n_vocab;
+    int32_t tok[40];
+    for (uint32_t i = 0; i < n; i++)
+        tok[i] = (int32_t)((i * 7919u + 13u) % V);
+    float *want = malloc((uint64_t)n * V * sizeof(float)), *got = malloc((uint64_t)n * V * sizeof(float));
+    engine e;
+    err_t err = {{0}};
+    engine_output o = {.logits = want, .all_positions = true};
+    CHECK(open_vk(&e, (int)m.cfg.n_layer, &err) == 0 && engine_eval(&e, tok, n, &o, &err) == 0, "unstopped: %.200s",
+          err.msg);
+    engine_close(&e);
+    CHECK(open_vk(&e, (int)m.cfg.n_layer, &err) == 0, "%.200s", err.msg);
+    o.logits = got;
+    atomic_store(&e.cancel, true); /* as engine_request_cancel, but past engine_eval's own check: */
+    CHECK(e.be->eval(e.impl, tok, n, 0, &o, &err) == 1, "a multi-token eval with the flag set returns 1 (%.200s)", err.msg);
+    err_t e2 = {{0}};
+    CHECK(e.be->eval(e.impl, tok, 1, 0, &o, &e2) == 0, "a single token is not stopped (%.200s)", e2.msg);
+    engine_clear_cancel(&e);
+    CHECK(engine_eval(&e, tok, n, &o, &err) == 0 && e.n_past == n, "after the stop: %.200s", err.msg);
+    CHECK(memcmp(want, got, (uint64_t)n * V * sizeof(float)) == 0,
+          "the prompt's logits after a stopped batch equal an unstopped engine's, bit for bit");
+    engine_close(&e);
+    free(want);
+    free(got);
+}
+
+int main(void)
+{
+    err_t err;
+    if (!vk_available()) {
+        printf("FAIL - vulkan device: none usable\n");
+        return 1;
+    }
+    if (model_load(&m, FIXTURE, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    RUN(test_only_a_split_stops_inside_an_eval);
+    RUN(test_cancel_between_host_layers);
+    model_free(&m);
+    TESTS_DONE();
+}
