@@ -4,7 +4,6 @@
  * the single-token evals' once there are some (what a chat spends its time
  * on), the prompt's before -- and drafting with the NextN block (engine.h's
  * draft and verify, decided in spec_host.c). */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,42 +81,6 @@ static void cpu_destroy(void *impl)
     free(r);
 }
 
-/* "a ranks before b": higher logit, then lower id. */
-static bool ranks_before(float la, int32_t ia, float lb, int32_t ib)
-{
-    return la > lb || (la == lb && ia < ib);
-}
-
-/* The k best of n logits, best first. */
-static void top_k(const float *logits, uint32_t n, uint32_t k, int32_t *ids, float *vals)
-{
-    uint32_t have = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        float v = logits[i];
-        if (have == k && !ranks_before(v, (int32_t)i, vals[k - 1], ids[k - 1]))
-            continue;
-        uint32_t at = have < k ? have++ : k - 1;
-        while (at > 0 && ranks_before(v, (int32_t)i, vals[at - 1], ids[at - 1])) {
-            vals[at] = vals[at - 1];
-            ids[at] = ids[at - 1];
-            at--;
-        }
-        vals[at] = v;
-        ids[at] = (int32_t)i;
-    }
-}
-
-static float log_sum_exp(const float *x, uint32_t n)
-{
-    float mx = -INFINITY;
-    for (uint32_t i = 0; i < n; i++)
-        mx = x[i] > mx ? x[i] : mx;
-    double s = 0;
-    for (uint32_t i = 0; i < n; i++)
-        s += exp((double)x[i] - mx);
-    return (float)(mx + log(s));
-}
-
 static int cpu_eval(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos, const engine_output *out,
                     err_t *err)
 {
@@ -132,17 +95,7 @@ static int cpu_eval(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos,
         return rc; /* -1, or 1: stopped by the cancel flag (cpu_set_cancel) */
     if (!want_last)
         return 0;
-    const float *last = logits + (out->all_positions && out->logits ? (uint64_t)(n - 1) * V : 0);
-    if (out->top_k > 0) {
-        uint32_t k = out->top_k < V ? out->top_k : V;
-        top_k(last, V, k, out->top_ids, out->top_logits);
-        for (uint32_t i = k; i < out->top_k; i++) {
-            out->top_ids[i] = -1;
-            out->top_logits[i] = -INFINITY;
-        }
-    }
-    if (out->log_z)
-        *out->log_z = log_sum_exp(last, V);
+    engine_last_row_outputs(logits + (out->all_positions && out->logits ? (uint64_t)(n - 1) * V : 0), V, out);
     return 0;
 }
 

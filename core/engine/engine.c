@@ -4,6 +4,7 @@
  * speculative step around a backend's draft and verify. */
 #include "engine.h"
 
+#include <math.h>
 #include <stdint.h>
 
 #include <stdlib.h>
@@ -142,6 +143,57 @@ static void pick_on_cpu(engine *e, const engine_output *out, uint32_t n_tokens, 
     int32_t tok = sampler_pick(e->pick, out->sample, e->pick_logits, out->token_prob);
     if (out->token)
         *out->token = tok;
+}
+
+/* "a ranks before b": higher logit, then lower id. */
+static bool ranks_before(float la, int32_t ia, float lb, int32_t ib)
+{
+    return la > lb || (la == lb && ia < ib);
+}
+
+/* The k best of n logits, best first (insertion into a sorted list of k:
+ * k is small next to the vocabulary). */
+static void top_k(const float *logits, uint32_t n, uint32_t k, int32_t *ids, float *vals)
+{
+    uint32_t have = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        float v = logits[i];
+        if (have == k && !ranks_before(v, (int32_t)i, vals[k - 1], ids[k - 1]))
+            continue;
+        uint32_t at = have < k ? have++ : k - 1;
+        while (at > 0 && ranks_before(v, (int32_t)i, vals[at - 1], ids[at - 1])) {
+            vals[at] = vals[at - 1];
+            ids[at] = ids[at - 1];
+            at--;
+        }
+        vals[at] = v;
+        ids[at] = (int32_t)i;
+    }
+}
+
+static float log_sum_exp(const float *x, uint32_t n)
+{
+    float mx = -INFINITY;
+    for (uint32_t i = 0; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    double s = 0;
+    for (uint32_t i = 0; i < n; i++)
+        s += exp((double)x[i] - mx);
+    return (float)(mx + log(s));
+}
+
+void engine_last_row_outputs(const float *last, uint32_t n_vocab, const engine_output *out)
+{
+    if (out->top_k > 0) {
+        uint32_t k = out->top_k < n_vocab ? out->top_k : n_vocab;
+        top_k(last, n_vocab, k, out->top_ids, out->top_logits);
+        for (uint32_t i = k; i < out->top_k; i++) {
+            out->top_ids[i] = -1;
+            out->top_logits[i] = -INFINITY;
+        }
+    }
+    if (out->log_z)
+        *out->log_z = log_sum_exp(last, n_vocab);
 }
 
 /* The next prompt chunk: n_batch, or what params.chunk_seconds allows.  A

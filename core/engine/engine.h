@@ -179,6 +179,11 @@ typedef struct {
     float *token_prob;     /* its share of the kept tokens' weight (display) */
 } engine_output;
 
+/* For backends: out's top_k (best first: higher logit, then lower id;
+ * -1 / -inf past the vocabulary) and log_z from the last position's
+ * logits `last` (n_vocab of them), where out asks for them. */
+void engine_last_row_outputs(const float *last, uint32_t n_vocab, const engine_output *out);
+
 typedef struct {
     char name[48];
     double calls_per_token;
