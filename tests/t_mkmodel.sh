@@ -7,9 +7,11 @@
 #  - The demo preset and the layout variants load and run.
 #  - The low-bit and non-linear types (Q2_K .. IQ1_M, the UD-style mixes):
 #    full-size tables; tiny models of each answer on the CPU backend and match
-#    a float64 forward pass on their own weights (tests/data/quant/ref); our
-#    quantizers write llama-quantize's bytes for the presets it makes without
-#    an importance matrix (t_vk_lowbit.sh: the same models on the Vulkan backend).
+#    a float64 forward pass on their own weights (tests/data/quant/ref), as do
+#    files llama-quantize made (tests/data/quant/lq: IQ2_XXS, IQ3_XXS, IQ1_S,
+#    IQ2_M, IQ3_M, its own mixes); our quantizers write llama-quantize's bytes
+#    for the 13 presets it makes without an importance matrix (t_vk_lowbit.sh:
+#    the same models on the Vulkan backend).
 #  - Bad arguments give one clear line and a non-zero exit; nothing is left behind.
 . tests/lib.sh
 
@@ -175,23 +177,19 @@ else
 fi
 
 # llama-quantize's bytes: requantizing the tiny-glm-a fixture's F32 file gives the
-# tensors llama-quantize (d32676d7, no importance matrix) writes -- digests of its
-# files, made outside the repo (the Q4_K_M case above checks the same for 4 bits)
-for case in Q2_K:87cd965eec3a6de6a0aceeb4d63a6d39073b42412d4ba98060e22b3706ac50ad \
-    Q3_K_S:fb692ee032fdc64079d0921c15961563e014073af75c170cc0bddf2c67f189dc \
-    Q3_K_M:ae1fc62d6e10c745daef88ad9afb4e6863fb58bc8a96dd6074304588938474c6 \
-    Q3_K_L:8a33b226c1a924e0d991e504b6c504ac2b093f5241bb4e149f5899affdf271a8 \
-    IQ4_XS:83dc53ac04a4b9119d52054c2b9a8604583bf0e03b1ae2cea4f0e44976edd2fc \
-    IQ4_NL:9cabaa70e9fd8335c324b9cdd45ef31eeecf714d9f335d96df577f7cf8eeaaa6 \
-    MXFP4_MOE:9836f33ab85575d83391023dd857f187945ccbb8f598ee1e83b5f0fed6caa77a; do
-    t=${case%%:*} want=${case#*:}
+# tensors llama-quantize (d32676d7, no importance matrix) writes for each of its
+# presets in tests/data/quant/lq/llama_quantize_digests.txt (lq/make.sh made it)
+n_lq=0
+while read -r t want; do
+    n_lq=$((n_lq + 1))
     if $BUILD/tools/requant tests/data/models/tiny-glm-a/tiny-glm-a.f32.gguf "$TMP/lq.gguf" "$t" 2>"$TMP/err" &&
         [ "$($BUILD/tools/tensor_digest "$TMP/lq.gguf")" = "$want" ]; then
         ok "requant tiny-glm-a F32 -> $t = llama-quantize's tensors"
     else
         fail "requant tiny-glm-a F32 -> $t = llama-quantize's tensors" "$(head -c 200 "$TMP/err")"
     fi
-done
+done <tests/data/quant/lq/llama_quantize_digests.txt
+[ "$n_lq" -ge 13 ] || fail "llama-quantize digests" "$n_lq presets in tests/data/quant/lq/llama_quantize_digests.txt"
 
 # Tiny models of each type against a float64 forward pass on their own weights
 # (tests/data/quant/ref; gen_refs.sh there made them with tests/tools/ref_f64.py).
@@ -210,6 +208,8 @@ for j in $REF/*.json; do
     m=$TMP/$id.gguf
     if [ "$src" = rq ]; then
         $BUILD/tools/requant tests/data/models/tiny-glm-a/tiny-glm-a.f32.gguf "$m" "$t" 2>"$TMP/err"
+    elif [ "$src" = lq ]; then
+        cp "tests/data/quant/lq/$t.gguf" "$m" 2>"$TMP/err"
     else
         $GLMCHAT mkmodel --preset tiny-glm --seed 7 --type "$t" --quiet -o "$m" >/dev/null 2>"$TMP/err"
     fi || { fail "$id: make the model" "$(head -c 200 "$TMP/err")"; continue; }
