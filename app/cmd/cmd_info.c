@@ -295,6 +295,9 @@ static int print_placement(const char *path, const cli_options *o)
                          "file, computed by the CPU)", pl.host_layers, pl.host_layers > 1 ? "s" : "",
                          (double)pl.host_bytes / (1024.0 * 1024.0));
             printf("\nplacement     Vulkan on %s\n  device      %s\n  host        %s\n", pl.device, line, host);
+            char pinned[32];
+            printf("  pinned      %s of host-visible buffers (read-backs, the params and sampling words)\n",
+                   human_bytes((double)pl.host_visible, pinned, sizeof pinned));
         } else {
             rc = 1;
         }
