@@ -485,10 +485,11 @@ static const uint32_t auto_batches[] = {2048, 1024, 512, ENGINE_DEFAULT_BATCH};
 /* The largest batch a plan left to choose may take: the batch_max knob,
  * by device where it is left to the engine.  On a GPU 1024: the chat cuts
  * chunks by time (DECODER_CHUNK_S), ~900 tokens on an H200, so a larger
- * batch would only cost -- the every-position logits buffer in host
- * memory (n_batch x n_vocab floats, pinned: 0.63 GB at 1024 for
- * GLM-4.7-Flash, 1.27 GB at 2048) and grids sized for it; a faster GPU
- * may want 2048 (batch_max=2048 tries it).  A CPU device (lavapipe)
+ * batch would only cost -- grids sized for it, and where every position's
+ * logits are asked for (engine_params.all_logits: `glmchat logits`) their
+ * buffer in host memory (n_batch x n_vocab floats, pinned: 0.63 GB at
+ * 1024 for GLM-4.7-Flash, 1.27 GB at 2048); a faster GPU may want 2048
+ * (batch_max=2048 tries it).  A CPU device (lavapipe)
  * keeps ENGINE_DEFAULT_BATCH: a prompt graph's grid is sized for the
  * batch (tokens past a chunk exit at once, but on a CPU each empty
  * workgroup still costs a call), so there a larger batch made the chat's
