@@ -76,6 +76,9 @@ typedef struct {
     uint64_t weights, kv, act; /* device bytes of each */
     uint32_t n_ctx;          /* the KV cache's tokens */
     uint32_t n_batch;        /* the activations' tokens: the largest prompt chunk */
+    /* host-visible (pinned) bytes: read-backs, the params and sampling
+     * words, every position's logits where engine_params.all_logits */
+    uint64_t host_visible;
     /* routed experts left in host memory (--n-cpu-moe, or what the device
      * lacks): of host_layers MoE layers, host_first..host_last; their bytes
      * in the file */

@@ -10,7 +10,6 @@
  * second program, the selection over the whole vocabulary), the top-K
  * candidates (+ logsumexp) or, when asked, the logits.  Every program is
  * timed by the sampled profiler (vk_profiler.c). */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +144,11 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->b.dep, (1ull + (uint64_t)c->n_layer * VK_DEP_PER_LAYER) * 4 + 64, "dependency counters", 2};
     r[n++] = (buf_req){&e->b.out_ids, TOPK_MAX * 4, "top-K ids (host)", 1};
     r[n++] = (buf_req){&e->b.out_vals, (TOPK_MAX + 1) * 4, "top-K values (host)", 1};
-    r[n++] = (buf_req){&e->b.host_logits, B * c->n_vocab * f, "logits (host)", 1};
+    /* every position's logits of a prompt batch only where they will be
+     * asked for (engine_params.all_logits); otherwise the one row a decode
+     * or a prompt's last position copies there */
+    uint64_t logit_rows = e->p.all_logits ? B : 1;
+    r[n++] = (buf_req){&e->b.host_logits, logit_rows * c->n_vocab * f, "logits (host)", 1};
     if (e->hx.n_layers) { /* what the GPU and the CPU's experts hand each other (vk_hostmoe.c) */
         r[n++] = (buf_req){&e->hx.xn, B * c->n_embd * f, "ffn-normed x (host)", 1};
         r[n++] = (buf_req){&e->hx.ids, B * K * f, "expert ids (host)", 1};
@@ -182,6 +185,36 @@ static uint32_t act_sizes(const vk_engine *e, const buf_req *r, uint32_t n, uint
     return k;
 }
 
+/* The sizes of the host-visible requests of kind `where` (1 host, 2
+ * host-written) in allocation order: n entries at most. */
+static uint32_t host_sizes(const buf_req *r, uint32_t n, int where, uint64_t *sizes)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (r[i].where == where)
+            sizes[k++] = r[i].bytes;
+    return k;
+}
+
+/* The host-visible arenas' block sizes (vk_arena_init in setup) */
+#define HOST_BLOCK (64ull << 20)
+#define BAR_BLOCK (1ull << 20)
+
+/* Host-visible bytes the buffers take, packed as alloc_buffers reserves
+ * them (UINT64_MAX: out of host memory). */
+static uint64_t host_visible_bytes(const vk_engine *e, const buf_req *r, uint32_t n)
+{
+    uint64_t *sizes = malloc((n ? n : 1) * sizeof *sizes);
+    if (!sizes)
+        return UINT64_MAX;
+    uint64_t host = vk_arena_plan(&e->c, HOST_BLOCK, sizes, host_sizes(r, n, 1, sizes), NULL, NULL, 0);
+    uint64_t bar = vk_arena_plan(&e->c, BAR_BLOCK, sizes, host_sizes(r, n, 2, sizes), NULL, NULL, 0);
+    free(sizes);
+    if (host == UINT64_MAX || bar == UINT64_MAX)
+        return UINT64_MAX;
+    return host + bar;
+}
+
 static int alloc_buffers(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
 {
     const model_config *c = &e->m->cfg;
@@ -191,8 +224,12 @@ static int alloc_buffers(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
         free(sizes);
         return err_set(err, "out of host memory");
     }
-    /* blocks exactly as large as what they hold: the fit check's figures */
-    int rc = vk_arena_reserve(&e->c, &e->b.act_arena, sizes, act_sizes(e, r, n, sizes), err);
+    /* blocks exactly as large as what they hold: the fit check's figures
+     * (and the placement's host-visible bytes: an arena's first block
+     * would otherwise be at least its block size) */
+    int rc = vk_arena_reserve(&e->c, &e->b.act_arena, sizes, act_sizes(e, r, n, sizes), err) ||
+             vk_arena_reserve(&e->c, &e->b.host_arena, sizes, host_sizes(r, n, 1, sizes), err) ||
+             vk_arena_reserve(&e->c, &e->b.bar_arena, sizes, host_sizes(r, n, 2, sizes), err);
     free(sizes);
     if (rc)
         return -1;
@@ -291,6 +328,8 @@ static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
     pl->n_ctx = e->p.n_ctx;
     pl->n_batch = e->b.n_batch;
     pl->available = available_bytes(e, &pl->limit);
+    if ((pl->host_visible = host_visible_bytes(e, r, n)) == UINT64_MAX)
+        return err_set(err, "out of host memory");
     pl->host_layers = e->hx.n_layers;
     pl->host_first = pl->host_last = 0;
     pl->host_bytes = 0;
@@ -445,10 +484,11 @@ static const uint32_t auto_batches[] = {2048, 1024, 512, ENGINE_DEFAULT_BATCH};
 /* The largest batch a plan left to choose may take: the batch_max knob,
  * by device where it is left to the engine.  On a GPU 1024: the chat cuts
  * chunks by time (DECODER_CHUNK_S), ~900 tokens on an H200, so a larger
- * batch would only cost -- the every-position logits buffer in host
- * memory (n_batch x n_vocab floats, pinned: 0.63 GB at 1024 for
- * GLM-4.7-Flash, 1.27 GB at 2048) and grids sized for it; a faster GPU
- * may want 2048 (batch_max=2048 tries it).  A CPU device (lavapipe)
+ * batch would only cost -- grids sized for it, and where every position's
+ * logits are asked for (engine_params.all_logits: `glmchat logits`) their
+ * buffer in host memory (n_batch x n_vocab floats, pinned: 0.63 GB at
+ * 1024 for GLM-4.7-Flash, 1.27 GB at 2048); a faster GPU may want 2048
+ * (batch_max=2048 tries it).  A CPU device (lavapipe)
  * keeps ENGINE_DEFAULT_BATCH: a prompt graph's grid is sized for the
  * batch (tokens past a chunk exit at once, but on a CPU each empty
  * workgroup still costs a call), so there a larger batch made the chat's
@@ -647,8 +687,8 @@ static int setup(vk_engine *e, err_t *err)
     if (e->p.gpu_mem)
         e->c.dev_cap = e->p.gpu_mem;
     vk_arena_init(&e->c, &e->b.act_arena, VK_MEM_DEVICE, 1ull << 30, "activations and KV cache");
-    vk_arena_init(&e->c, &e->b.host_arena, VK_MEM_HOST, 64ull << 20, "host-visible buffers");
-    vk_arena_init(&e->c, &e->b.bar_arena, VK_MEM_UPLOAD, 1ull << 20, "params");
+    vk_arena_init(&e->c, &e->b.host_arena, VK_MEM_HOST, HOST_BLOCK, "host-visible buffers");
+    vk_arena_init(&e->c, &e->b.bar_arena, VK_MEM_UPLOAD, BAR_BLOCK, "params");
     if (vk_weights_upload(&e->c, &e->tune, e->m, e->hx.host, e->nextn, &e->w, e->p.progress, e->p.progress_user,
                           err))
         return -1;
@@ -657,9 +697,12 @@ static int setup(vk_engine *e, err_t *err)
     vk_sync_init(&e->rec.sync, &e->kb, e->b.dep, e->b.params);
     if ((e->hx.n_layers ? vk_hostmoe_start(e, err) : build_decode(e, err)) || build_sampling(e, err))
         return -1;
+    /* the prompt graph that writes every position's logits to host memory
+     * only where its n_batch rows are there (engine_params.all_logits) */
     if (e->b.n_batch > 1 && !e->hx.n_layers && /* host layers: vk_hostmoe_start records parts */
         (vk_family_build(e, &e->rec.prefill, VK_PROGRAM_PREFILL, 0, VK_FAMILY_FULL, err) ||
-         vk_family_build(e, &e->rec.prefill_logits, VK_PROGRAM_PREFILL_LOGITS, 0, VK_FAMILY_FULL, err))) {
+         (e->p.all_logits &&
+          vk_family_build(e, &e->rec.prefill_logits, VK_PROGRAM_PREFILL_LOGITS, 0, VK_FAMILY_FULL, err)))) {
         err_prefix(err, "recording the prefill graph");
         return -1;
     }
@@ -907,17 +950,24 @@ static int prefill(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos
     if (k > TOPK_MAX || k > n_vocab)
         return err_set(err, "top-K of %u candidates: the Vulkan backend returns at most %u", k,
                        n_vocab < TOPK_MAX ? n_vocab : TOPK_MAX);
-    write_params(e, tokens, n, pos, k);
-    bool want_logits = out && out->logits;
-    if (want_logits && out->sample)
+    /* every position's logits: the graph that writes them to host memory
+     * (the engine opened for it); the last one's: the plain graph's head,
+     * which leaves them in the logits buffer as a decode does */
+    bool all_logits = out && out->logits && out->all_positions;
+    bool last_logits = out && out->logits && !out->all_positions;
+    if (out && out->logits && out->sample)
         return err_set(err, "internal: logits and a GPU-sampled token from one prompt");
-    vk_family *f = want_logits ? &e->rec.prefill_logits : &e->rec.prefill;
+    if (all_logits && !e->p.all_logits)
+        return err_set(err, "internal: every position's logits of a prompt batch from a Vulkan engine opened "
+                            "without engine_params.all_logits");
+    write_params(e, tokens, n, pos, k);
+    vk_family *f = all_logits ? &e->rec.prefill_logits : &e->rec.prefill;
     /* every dispatch timed with bench --profile; otherwise (sampled
      * profiling) every PREFILL_TIMED_EVERY'th chunk, so that a long prompt
      * fills the table at a small cost */
     bool timed = e->p.profile == PROFILE_FULL || (e->p.profile == PROFILE_SAMPLED && e->prof.prefills % PREFILL_TIMED_EVERY == 0);
     if (e->hx.pf_parts) { /* host layers: the parts, untimed */
-        int rc = vk_hostmoe_prefill(e, n, want_logits, err);
+        int rc = vk_hostmoe_prefill(e, n, all_logits, err);
         if (rc)
             return rc; /* -1, or 1: cancelled between host layers (nothing of the batch kept) */
     } else {
@@ -927,37 +977,16 @@ static int prefill(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos
         vk_profile_collect(e, f, v, &e->prof.prefill);
     }
     e->prof.prefills++;
-    if (want_logits) {
+    if (last_logits) {
+        if (vk_submit_wait(&e->c, e->rec.copy_logits, err))
+            return -1;
+        memcpy(out->logits, e->b.host_logits.map, (uint64_t)n_vocab * 4);
+    }
+    if (all_logits) {
         const float *src = (const float *)e->b.host_logits.map;
-        if (out->all_positions)
-            memcpy(out->logits, src, (uint64_t)n * n_vocab * 4);
-        else
-            memcpy(out->logits, src + (uint64_t)(n - 1) * n_vocab, (uint64_t)n_vocab * 4);
-        /* the logits graph has no top-K: derive it on the host (rare path) */
-        if (out->top_k || out->log_z) {
-            const float *row = src + (uint64_t)(n - 1) * n_vocab;
-            double mx = -INFINITY, s = 0;
-            for (uint32_t i = 0; i < n_vocab; i++)
-                mx = row[i] > mx ? row[i] : mx;
-            for (uint32_t i = 0; i < n_vocab; i++)
-                s += exp(row[i] - mx);
-            if (out->log_z)
-                *out->log_z = (float)(mx + log(s));
-            for (uint32_t j = 0; j < out->top_k; j++) {
-                int32_t best = -1;
-                for (uint32_t i = 0; i < n_vocab; i++) {
-                    bool taken = false;
-                    for (uint32_t q = 0; q < j && !taken; q++)
-                        taken = out->top_ids && out->top_ids[q] == (int32_t)i;
-                    if (!taken && (best < 0 || row[i] > row[best]))
-                        best = (int32_t)i;
-                }
-                if (out->top_ids)
-                    out->top_ids[j] = best;
-                if (out->top_logits)
-                    out->top_logits[j] = row[best];
-            }
-        }
+        memcpy(out->logits, src, (uint64_t)n * n_vocab * 4);
+        /* the logits graph has no top-K: derived on the host (rare path) */
+        engine_last_row_outputs(src + (uint64_t)(n - 1) * n_vocab, n_vocab, out);
         return 0;
     }
     if (out && (out->top_k || out->log_z))

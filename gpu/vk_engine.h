@@ -66,7 +66,7 @@ typedef struct {
     vk_buf smp_words;        /* SMP_* words: one token's sampling */
     vk_buf smp_result;       /* SMPR_* words: the token */
     vk_buf out_ids, out_vals;  /* top-K read back */
-    vk_buf host_logits;      /* [n_batch][n_vocab] when logits are asked for */
+    vk_buf host_logits;      /* [n_batch][n_vocab] with engine_params.all_logits, else [1][n_vocab] */
     /* drafting (vk_weights.has_nextn; vk_forward.c's NextN block) */
     vk_buf hid;              /* (n_ctx, n_embd) output_norm(x) per cache position: h_p */
     vk_buf nx_e, nx_cat;     /* (n_embd) the row's token embedding; (2 n_embd) [enorm(e) | hnorm(h)] */
@@ -100,7 +100,7 @@ typedef enum {
     VK_PROGRAM_SAMPLE,       /* sampling alone: the token after a prompt */
     VK_PROGRAM_SELECT,       /* the full-vocabulary selection of one set (VK_SEL_*) */
     VK_PROGRAM_PREFILL,      /* n_batch tokens, the last one's top-K */
-    VK_PROGRAM_PREFILL_LOGITS, /* n_batch tokens, every position's logits to host memory */
+    VK_PROGRAM_PREFILL_LOGITS, /* n_batch tokens, every position's logits to host memory (all_logits only) */
     VK_PROGRAM_DECODE_PART,  /* one token, part `set` of the decode graph cut at the host layers (vk_hostmoe.c) */
     VK_PROGRAM_DECODE_SIDE,  /* one token, host layer `set`'s side part: what the GPU runs during the CPU's turn */
     VK_PROGRAM_PREFILL_PART, /* n_batch tokens, part `set` of the prompt graph so cut */
@@ -237,9 +237,10 @@ int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uin
                            bool side, bool timed);
 /* A prompt batch of n tokens through the prompt graph's parts (the params
  * written), the CPU's experts between them; `logits`: the last part with
- * every position's logits to host memory.  Returns 1, with nothing in
- * flight, where it saw e->cancel set between two host layers (the batch's
- * positions are then half written: the caller keeps nothing of it). */
+ * every position's logits to host memory (recorded only where
+ * engine_params.all_logits).  Returns 1, with nothing in flight, where it
+ * saw e->cancel set between two host layers (the batch's positions are
+ * then half written: the caller keeps nothing of it). */
 int vk_hostmoe_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err);
 /* (vk_hostmoe_linked.c) The hand-over.  A token's host-side marks (the
  * host-clock half of engine_split_stat); the host's clock in us; how long

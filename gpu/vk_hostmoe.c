@@ -139,7 +139,9 @@ int vk_hostmoe_record(vk_engine *e, err_t *err)
     for (uint32_t p = 0; p < hx->n_parts; p++)
         if (vk_family_build(e, &hx->pf_parts[p], VK_PROGRAM_PREFILL_PART, p, VK_FAMILY_PLAIN, err))
             return err_prefix(err, "recording part %u of the prompt graph", p);
-    if (vk_family_build(e, &hx->pf_last_logits, VK_PROGRAM_PREFILL_LOGITS_PART, hx->n_layers, VK_FAMILY_PLAIN, err))
+    /* every position's logits only where the engine keeps their rows (engine_params.all_logits) */
+    if (e->p.all_logits &&
+        vk_family_build(e, &hx->pf_last_logits, VK_PROGRAM_PREFILL_LOGITS_PART, hx->n_layers, VK_FAMILY_PLAIN, err))
         return err_prefix(err, "recording the prompt graph's last part");
     return 0;
 }

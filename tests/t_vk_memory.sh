@@ -134,6 +134,17 @@ if $GLMCHAT info -m "$M" $VK --gpu-mem 5M >"$TMP/info" 2>"$TMP/err" &&
 else
     fail "info --gpu-mem 5M: the placement" "$(tail -3 "$TMP/info") $(head -c 300 "$TMP/err")"
 fi
+# the pinned host memory: the chat's engine keeps one row of logits there,
+# not n_batch rows of them (test_vk_logits.c checks the bytes on a large
+# vocabulary)
+kib=$(sed -n 's/^  pinned      \([0-9]*\)\.[0-9]* KiB of host-visible buffers.*/\1/p' "$TMP/info")
+batch=$(sed -n 's/.*(batches of \([0-9]*\) tokens).*/\1/p' "$TMP/info")
+vocab=$(sed -n 's/^vocab  *\([0-9]*\)$/\1/p' "$TMP/info")
+if [ -n "$kib" ] && [ -n "$batch" ] && [ -n "$vocab" ] && [ "$kib" -lt $((batch * vocab * 4 / 1024)) ]; then
+    ok "info: the pinned host memory ($kib KiB) holds less than a batch of logits"
+else
+    fail "info: the pinned host memory" "'$kib' KiB, batch '$batch', vocab '$vocab': $(grep '^  pinned' "$TMP/info")"
+fi
 n_info=$(sed -n 's/.*KV cache [0-9.]* MiB (\([0-9]*\) tokens).*/\1/p' "$TMP/info")
 if [ -n "$n_info" ] && [ "$n_info" = "${n:-x}" ]; then
     ok "info: the context -p takes under the same cap ($n_info)"

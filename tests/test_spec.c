@@ -113,6 +113,7 @@ static int open_engine_threads(engine *e, const model *m, uint32_t n_ctx, uint32
     p.n_batch = n_batch;
     p.n_threads = threads;
     p.draft = draft;
+    p.all_logits = true; /* the distribution test reads every position's logits of a prompt batch */
     err_t err;
     if (engine_open(e, be, m, &p, &err) < 0) {
         CHECK(0, "engine_open: %s", M(err));

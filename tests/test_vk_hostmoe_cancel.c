@@ -26,6 +26,7 @@ static int open_vk(engine *e, int n_cpu_moe, err_t *err)
     p.n_batch = 64;
     p.n_cpu_moe = n_cpu_moe;
     p.kv = KV_F32;
+    p.all_logits = true; /* every position's logits, to compare */
     return engine_open(e, &vk_engine_backend, &m, &p, err);
 }
 

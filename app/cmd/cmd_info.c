@@ -26,8 +26,9 @@ static void info_usage(FILE *f)
                "Vulkan the device memory of the weights, of the KV cache for -c N tokens (or\n"
                "the largest context that fits) and of the activations, against what the\n"
                "device has free or --gpu-mem allows, and the layers whose routed experts stay\n"
-               "in host memory (--n-cpu-moe N, or as many as the device's memory needs) -- or\n"
-               "the one line saying what would fit.\n");
+               "in host memory (--n-cpu-moe N, or as many as the device's memory needs), and\n"
+               "the pinned host memory the chat's engine reserves -- or the one line saying\n"
+               "what would fit.\n");
 }
 
 /* Strings from the file (its name, general.name, the architecture): inert
@@ -295,6 +296,9 @@ static int print_placement(const char *path, const cli_options *o)
                          "file, computed by the CPU)", pl.host_layers, pl.host_layers > 1 ? "s" : "",
                          (double)pl.host_bytes / (1024.0 * 1024.0));
             printf("\nplacement     Vulkan on %s\n  device      %s\n  host        %s\n", pl.device, line, host);
+            char pinned[32];
+            printf("  pinned      %s of host-visible buffers (read-backs, the params and sampling words)\n",
+                   human_bytes((double)pl.host_visible, pinned, sizeof pinned));
         } else {
             rc = 1;
         }

@@ -125,7 +125,7 @@ int cmd_logits(int argc, char **argv)
         goto usage;
     }
     cli_session s;
-    if (cli_session_open(&s, &o, o.n_tokens, &err) < 0) {
+    if (cli_session_open(&s, &o, o.n_tokens, true /* every position's logits */, &err) < 0) {
         cli_options_free(&o);
         return runtime_error(&err);
     }
@@ -276,7 +276,7 @@ int cmd_generate(int argc, char **argv)
         goto usage;
     }
     cli_session s;
-    if (cli_session_open(&s, &o, need > UINT32_MAX ? UINT32_MAX : (uint32_t)need, &err) < 0) {
+    if (cli_session_open(&s, &o, need > UINT32_MAX ? UINT32_MAX : (uint32_t)need, false, &err) < 0) {
         cli_options_free(&o);
         return runtime_error(&err);
     }

@@ -197,7 +197,7 @@ int cli_check_tune(const cli_options *o, const engine_backend *be, err_t *err)
     return 0;
 }
 
-int cli_session_open(cli_session *s, const cli_options *o, uint32_t n_ctx_default, err_t *err)
+int cli_session_open(cli_session *s, const cli_options *o, uint32_t n_ctx_default, bool all_logits, err_t *err)
 {
     memset(s, 0, sizeof *s);
     const engine_backend *be = app_find_backend(o->backend, err);
@@ -223,6 +223,7 @@ int cli_session_open(cli_session *s, const cli_options *o, uint32_t n_ctx_defaul
         p.n_ctx = s->m.cfg.n_ctx_train < 4096 ? s->m.cfg.n_ctx_train : 4096;
     p.tune = o->tune;
     p.n_tune = o->n_tune;
+    p.all_logits = all_logits;
     if (engine_open(&s->eng, be, &s->m, &p, err) < 0) {
         err_prefix(err, "%s", o->model_path);
         cli_session_close(s);

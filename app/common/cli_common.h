@@ -78,8 +78,10 @@ typedef struct {
 
 /* Loads -m and opens the engine of --backend.  The context is -c when
  * given, else `n_ctx_default` (0: the smaller of the trained context and
- * 4096).  Errors carry the model path where the problem is the file. */
-int cli_session_open(cli_session *s, const cli_options *o, uint32_t n_ctx_default, err_t *err);
+ * 4096); all_logits: every position's logits will be asked for
+ * (engine_params.all_logits).  Errors carry the model path where the
+ * problem is the file. */
+int cli_session_open(cli_session *s, const cli_options *o, uint32_t n_ctx_default, bool all_logits, err_t *err);
 void cli_session_close(cli_session *s);
 
 #endif

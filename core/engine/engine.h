@@ -126,6 +126,16 @@ typedef struct {
      * none); ENGINE_CPU_MOE_AUTO (engine_params_default) as many of the
      * first blocks as the device's memory needs, none when all fits. */
     int n_cpu_moe;
+    /* Every position's logits of a multi-token eval will be asked for
+     * (engine_output.all_positions: `glmchat logits`, the oracle checks).
+     * A GPU backend then keeps n_batch rows of them in host memory and
+     * records the prompt graph that writes them there; without it that
+     * memory is one row (the chat, bench and -p never read more: n_batch x
+     * n_vocab floats of pinned memory are 0.63 GB for GLM-4.7-Flash at a
+     * batch of 1024), and such a request of a prompt batch is an error.
+     * The last position's logits need no flag.  The CPU backends write
+     * into the caller's buffer and ignore it. */
+    bool all_logits;
 } engine_params;
 
 #define ENGINE_CPU_MOE_AUTO (-1)
