@@ -94,15 +94,18 @@ void gen_spin_init(gen_spin *s, int n_threads, unsigned min_ns, unsigned max_ns)
     atomic_init(&s->spin_ns, max_ns);
 }
 
-/* Doubles or halves the budget after a wait of wait_ns; stores only on a
- * change, so that steady short waits leave the line shared and clean. */
+unsigned gen_spin_next(const gen_spin *s, unsigned budget, uint64_t wait_ns)
+{
+    if (wait_ns <= s->max_ns)
+        return budget > s->max_ns / 2 ? s->max_ns : budget * 2;
+    return budget / 2 < s->min_ns ? s->min_ns : budget / 2;
+}
+
+/* Stores only on a change, so that steady short waits leave the line
+ * shared and clean. */
 static void adapt(gen_spin *s, unsigned budget, uint64_t wait_ns)
 {
-    unsigned next = budget;
-    if (wait_ns <= s->max_ns)
-        next = budget > s->max_ns / 2 ? s->max_ns : budget * 2;
-    else
-        next = budget / 2 < s->min_ns ? s->min_ns : budget / 2;
+    unsigned next = gen_spin_next(s, budget, wait_ns);
     if (next != budget)
         atomic_store_explicit(&s->spin_ns, next, memory_order_relaxed);
 }

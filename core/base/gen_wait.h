@@ -34,7 +34,7 @@
 #define GLM_GEN_WAIT_H
 
 #include <stdatomic.h>
-#include <stdbool.h>
+#include <stdint.h>
 
 /* The word and its sleepers, on one cache line of their own: waiters read
  * the value, the publisher writes it and reads the sleeper count. */
@@ -53,10 +53,15 @@ typedef struct {
 
 void gen_word_init(gen_word *w, unsigned value);
 
-/* The policy for a pool of n_threads (the caller included): max_ns when
- * the threads fit the CPUs this process may use, min_ns (both bounds) when
- * they do not. */
+/* The policy for a pool of n_threads (the caller included), with
+ * 0 < min_ns <= max_ns: max_ns when the threads fit the CPUs this process
+ * may use, min_ns (both bounds) when they do not. */
 void gen_spin_init(gen_spin *s, int n_threads, unsigned min_ns, unsigned max_ns);
+
+/* The budget after a wait of wait_ns that began with `budget`: doubled
+ * (at most max_ns) when the wait would have fitted in max_ns, halved (at
+ * least min_ns) when it did not. */
+unsigned gen_spin_next(const gen_spin *s, unsigned budget, uint64_t wait_ns);
 
 /* Blocks until w's value differs from `seen`; returns that value. */
 unsigned gen_wait(gen_word *w, unsigned seen, gen_spin *s);
