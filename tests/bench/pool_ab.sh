@@ -2,7 +2,8 @@
 # pool_ab.sh: the CPU thread pools' A/B -- a bundle's glmchat against its
 # base/glmchat (e.g. main's) on one full-size file made there, in $ROUNDS
 # rounds, every other one reversed:
-#   - the CPU backend at each thread count of $THREADS (default "16 8"):
+#   - the CPU backend at each thread count of $THREADS (default "16 8";
+#     THREADS="" skips it):
 #     `bench --backend cpu -t T -p 64 -n 32`;
 #   - routed experts in host memory (unless NCMOE=0): `bench --backend
 #     vulkan --n-cpu-moe $NCMOE -p 512 -n 128` (default 47: every MoE block).
@@ -37,7 +38,7 @@ one() {
 }
 round() {
     for who in "$@"; do
-        for t in ${THREADS:-16 8}; do
+        for t in ${THREADS-16 8}; do
             one "$who" "cpu -t $t" --backend cpu -t "$t" -p 64 -n 32
         done
         [ "${NCMOE:-47}" = 0 ] || one "$who" "ncmoe ${NCMOE:-47}" --backend vulkan --n-cpu-moe "${NCMOE:-47}" -p 512 -n 128
