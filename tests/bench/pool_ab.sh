@@ -6,7 +6,7 @@
 #     THREADS="" skips it):
 #     `bench --backend cpu -t T -p 64 -n 32`;
 #   - routed experts in host memory (unless NCMOE=0): `bench --backend
-#     vulkan --n-cpu-moe $NCMOE -p 512 -n 128` (default 47: every MoE block).
+#     vulkan --n-cpu-moe $NCMOE -p 512 -n 128` (default 47, as in runs 38-40).
 # One line per run: binary, setting, prefill and greedy decode tokens/s
 #                                                     -> $OUT/pool_ab.txt
 # Run from the checkout's root on the GPU machine, with a bundle made here
