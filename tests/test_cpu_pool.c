@@ -111,7 +111,7 @@ static void test_run_after_the_workers_slept(void)
  * runs, so that the workers' wait for the next run (and its sleep) is
  * crossed as often.  Plain (non-atomic) slots: under TSan a missing
  * happens-before is a reported race. */
-enum { STRESS_T = 8, STRESS_STEPS = 4000, STRESS_RUNS = 300, STRESS_RUN_STEPS = 8 };
+enum { STRESS_T = 8, STRESS_STEPS = 2000, STRESS_RUNS = 125, STRESS_RUN_STEPS = 8 };
 
 typedef struct {
     cpu_pool *p;
