@@ -3,9 +3,10 @@
  * before a barrier every thread reads after it), cpu_pool_take hands out
  * each index of a step exactly once and starts afresh after every barrier,
  * and a pool of one thread, more threads than cores, and runs after the
- * workers went to sleep all work.  On a loaded 2-core machine these runs
- * oversubscribe the CPU: the pool must still finish (it yields while it
- * waits). */
+ * workers went to sleep all work; thousands of barriers with more threads
+ * than cores keep every step's writes visible after it.  On a loaded 2-core
+ * machine these runs oversubscribe the CPU: the pool must still finish (its
+ * waits sleep after a short poll). */
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <time.h>
@@ -102,6 +103,57 @@ static void test_run_after_the_workers_slept(void)
     cpu_pool_free(p);
 }
 
+/* Thousands of barriers with more threads than cores (8 on the 2-core CI
+ * machine): each step every thread writes its own slot, and after the
+ * barrier checks every other thread's slot of that step.  Two slot rows
+ * alternate, so a thread that ran ahead would overwrite a row only after
+ * the next barrier, which waits for the slow readers.  Then many short
+ * runs, so that the workers' wait for the next run (and its sleep) is
+ * crossed as often.  Plain (non-atomic) slots: under TSan a missing
+ * happens-before is a reported race. */
+enum { STRESS_T = 8, STRESS_STEPS = 2000, STRESS_RUNS = 125, STRESS_RUN_STEPS = 8 };
+
+typedef struct {
+    cpu_pool *p;
+    int steps;
+    unsigned slot[2][STRESS_T];
+    int stale[STRESS_T]; /* slots seen with another step's value */
+} stress_ctx;
+
+static void stress_body(void *arg, int tid, int nth)
+{
+    stress_ctx *c = arg;
+    for (int s = 0; s < c->steps; s++) {
+        c->slot[s & 1][tid] = (unsigned)s * 64u + (unsigned)tid;
+        cpu_pool_barrier(c->p);
+        for (int t = 0; t < nth; t++)
+            c->stale[tid] += c->slot[s & 1][t] != (unsigned)s * 64u + (unsigned)t;
+    }
+}
+
+static void test_barrier_stress_more_threads_than_cores(void)
+{
+    err_t err;
+    cpu_pool *p = cpu_pool_new(STRESS_T, &err);
+    CHECK(p != NULL, "%.200s", err.msg);
+    if (!p)
+        return;
+    static stress_ctx c;
+    for (int r = 0; r <= STRESS_RUNS; r++) {
+        memset(&c, 0, sizeof c);
+        c.p = p;
+        c.steps = r == 0 ? STRESS_STEPS : STRESS_RUN_STEPS;
+        cpu_pool_run(p, stress_body, &c);
+        for (int t = 0; t < STRESS_T; t++)
+            if (c.stale[t]) {
+                CHECK(0, "run %d: thread %d saw %d slots of another step", r, t, c.stale[t]);
+                r = STRESS_RUNS;
+                break;
+            }
+    }
+    cpu_pool_free(p);
+}
+
 static void test_bad_thread_count(void)
 {
     err_t err;
@@ -117,6 +169,7 @@ int main(void)
     RUN(test_two_threads_many_runs);
     RUN(test_more_threads_than_cores);
     RUN(test_run_after_the_workers_slept);
+    RUN(test_barrier_stress_more_threads_than_cores);
     RUN(test_bad_thread_count);
     TESTS_DONE();
 }

@@ -1,8 +1,8 @@
 /* spin.h: what a thread that spins on a shared word needs -- the CPU's
  * pause hint between polls and a monotonic clock in nanoseconds to bound
- * the spin.  Shared by the thread pools (core/base/threadpool.c,
- * core/cpu/cpu_pool.c) and the Vulkan host's fence and semaphore polls
- * (gpu/vk_device.c, gpu/vk_hostmoe_linked.c).
+ * the spin.  Shared by the thread pools' waits (core/base/gen_wait.c: the
+ * clock) and the Vulkan host's fence and semaphore polls (gpu/vk_device.c,
+ * gpu/vk_hostmoe_linked.c).
  *
  * Promises:
  *  - spin_pause() only hints the core (x86 pause, arm64 yield; nothing

@@ -1,26 +1,28 @@
 /* threadpool.c: persistent workers behind a parallel-for.
  *
- * A call publishes the loop (body, range, grain) and bumps a generation
- * counter; workers notice it, take chunks from a shared atomic cursor, and
- * decrement a pending count when the cursor runs out.  The forward pass makes
- * hundreds of short calls per token, so workers spin (then yield) for about
- * SPIN_NS before they block on the condition variable: a wake-up through the
- * kernel (50-100 us on a VM) would cost more than many of the loops
- * themselves, while the serial work between two loops of a token is shorter
- * than the spin. */
+ * A call publishes the loop (body, range, grain) and the next generation;
+ * workers notice it, take chunks from a shared atomic cursor, and count
+ * themselves out of `pending` when the cursor runs out; the last one
+ * publishes the loop's generation on `done`, which the caller waits for.
+ * The forward pass makes hundreds of short calls per token, so the waits
+ * poll a while (yielding the core) before they sleep on a futex:
+ * core/base/gen_wait.h says why and how long. */
 #include "threadpool.h"
-#include "base/spin.h"
+#include "base/gen_wait.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#define SPIN_NS 200000 /* then sleep */
+/* Poll budgets (gen_wait.h): workers between loops poll up to
+ * IDLE_SPIN_MAX_NS, the caller waiting for a loop's end up to
+ * DONE_SPIN_MAX_NS, both down to SPIN_MIN_NS when waits run long or the
+ * pool has more threads than the process has CPUs. */
+#define IDLE_SPIN_MAX_NS 200000
+#define DONE_SPIN_MAX_NS 100000
+#define SPIN_MIN_NS 2000
 
 typedef struct {
     threadpool *tp;
@@ -31,11 +33,10 @@ struct threadpool {
     int n_threads; /* including the caller */
     pthread_t *threads;
     worker_arg *args;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int n_sleeping;      /* guarded by mu */
-    atomic_uint generation;
     atomic_bool quit;
+    gen_spin idle_spin, done_spin;
+    gen_word generation; /* the loop being run */
+    gen_word done;       /* the last loop every worker finished */
     /* the current loop */
     threadpool_fn fn;
     void *ctx;
@@ -55,55 +56,25 @@ static void run_chunks(threadpool *tp, int tid)
     }
 }
 
-/* Waits until the generation differs from `seen`; returns the new one. */
-static unsigned wait_generation(threadpool *tp, unsigned seen)
-{
-    unsigned g;
-    uint64_t start = mono_ns();
-    for (unsigned i = 1;; i++) {
-        g = atomic_load(&tp->generation);
-        if (g != seen || atomic_load(&tp->quit))
-            return g;
-        spin_pause();
-        if (i % 256 == 0) { /* more threads than cores: let others run */
-            sched_yield();
-            if (mono_ns() - start > SPIN_NS)
-                break;
-        }
-    }
-    pthread_mutex_lock(&tp->mu);
-    tp->n_sleeping++;
-    while ((g = atomic_load(&tp->generation)) == seen && !atomic_load(&tp->quit))
-        pthread_cond_wait(&tp->cv, &tp->mu);
-    tp->n_sleeping--;
-    pthread_mutex_unlock(&tp->mu);
-    return g;
-}
-
 static void *worker_main(void *p)
 {
     worker_arg *a = p;
     threadpool *tp = a->tp;
     unsigned seen = 0;
     for (;;) {
-        seen = wait_generation(tp, seen);
+        seen = gen_wait(&tp->generation, seen, &tp->idle_spin);
         if (atomic_load(&tp->quit))
             return NULL;
         run_chunks(tp, a->tid);
-        atomic_fetch_sub(&tp->pending, 1);
+        if (atomic_fetch_sub(&tp->pending, 1) == 1)
+            gen_publish(&tp->done, seen);
     }
-}
-
-static int online_cpus(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 && n < 1024 ? (int)n : 1;
 }
 
 threadpool *threadpool_new(int n_threads, err_t *err)
 {
     if (n_threads <= 0)
-        n_threads = online_cpus();
+        n_threads = gen_usable_cpus();
     if (n_threads > 512) {
         err_set(err, "%d threads is too many (at most 512)", n_threads);
         return NULL;
@@ -114,18 +85,13 @@ threadpool *threadpool_new(int n_threads, err_t *err)
         return NULL;
     }
     tp->n_threads = n_threads;
-    atomic_init(&tp->generation, 0);
     atomic_init(&tp->quit, false);
+    gen_spin_init(&tp->idle_spin, n_threads, SPIN_MIN_NS, IDLE_SPIN_MAX_NS);
+    gen_spin_init(&tp->done_spin, n_threads, SPIN_MIN_NS, DONE_SPIN_MAX_NS);
+    gen_word_init(&tp->generation, 0);
+    gen_word_init(&tp->done, 0);
     atomic_init(&tp->next, 0);
     atomic_init(&tp->pending, 0);
-    int rc = pthread_mutex_init(&tp->mu, NULL);
-    if (rc == 0 && (rc = pthread_cond_init(&tp->cv, NULL)) != 0)
-        pthread_mutex_destroy(&tp->mu);
-    if (rc != 0) {
-        free(tp);
-        err_set(err, "cannot create the thread pool: %s", strerror(rc));
-        return NULL;
-    }
     int n_workers = n_threads - 1;
     tp->threads = calloc((size_t)n_workers + 1, sizeof *tp->threads);
     tp->args = calloc((size_t)n_workers + 1, sizeof *tp->args);
@@ -137,7 +103,7 @@ threadpool *threadpool_new(int n_threads, err_t *err)
     }
     for (int i = 0; i < n_workers; i++) {
         tp->args[i] = (worker_arg){tp, i + 1};
-        rc = pthread_create(&tp->threads[i], NULL, worker_main, &tp->args[i]);
+        int rc = pthread_create(&tp->threads[i], NULL, worker_main, &tp->args[i]);
         if (rc != 0) {
             tp->n_threads = i + 1; /* the ones that did start */
             threadpool_free(tp);
@@ -152,14 +118,10 @@ void threadpool_free(threadpool *tp)
 {
     if (!tp)
         return;
-    pthread_mutex_lock(&tp->mu);
     atomic_store(&tp->quit, true);
-    pthread_cond_broadcast(&tp->cv);
-    pthread_mutex_unlock(&tp->mu);
+    gen_publish(&tp->generation, atomic_load_explicit(&tp->generation.value, memory_order_relaxed) + 1);
     for (int i = 0; i < tp->n_threads - 1; i++)
         pthread_join(tp->threads[i], NULL);
-    pthread_cond_destroy(&tp->cv);
-    pthread_mutex_destroy(&tp->mu);
     free(tp->threads);
     free(tp->args);
     free(tp);
@@ -191,15 +153,10 @@ void threadpool_for(threadpool *tp, uint64_t n, uint64_t grain, threadpool_fn fn
     tp->grain = grain;
     atomic_store(&tp->next, 0);
     atomic_store(&tp->pending, nt - 1);
-    pthread_mutex_lock(&tp->mu);
-    atomic_fetch_add(&tp->generation, 1);
-    if (tp->n_sleeping > 0)
-        pthread_cond_broadcast(&tp->cv);
-    pthread_mutex_unlock(&tp->mu);
+    /* the loop's fields reach the workers through the release of the publish */
+    unsigned gen = atomic_load_explicit(&tp->generation.value, memory_order_relaxed) + 1;
+    gen_publish(&tp->generation, gen);
     run_chunks(tp, 0);
-    for (unsigned i = 1; atomic_load(&tp->pending) > 0; i++) {
-        spin_pause();
-        if (i % 256 == 0)
-            sched_yield();
-    }
+    /* done holds gen - 1 until the last worker is out of this loop */
+    gen_wait(&tp->done, gen - 1, &tp->done_spin);
 }

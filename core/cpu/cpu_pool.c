@@ -1,32 +1,36 @@
 /* cpu_pool.c: persistent threads running one function per forward pass,
- * with spinning barriers between its steps (cpu_pool.h).
+ * with barriers between its steps (cpu_pool.h).
  *
  * The barrier: each thread reads the generation, then adds one to the
  * arrival count; the last to arrive resets the count and the step's work
- * counter and bumps the generation, which the others spin on.  Reading the
- * generation before arriving is what makes it safe: it cannot change until
- * this thread has arrived.
+ * counter and publishes the next generation, which the others wait for.
+ * Reading the generation before arriving is what makes it safe: it cannot
+ * change until this thread has arrived.  The waits (here and for the next
+ * run) poll briefly, yielding the core, then sleep on a futex
+ * (core/base/gen_wait.h says why and how long).
  *
  * Why the counters sit on their own cache lines: every thread writes the
  * arrival count and the work counter, and none of them should drag the
  * read-mostly fields (fn, ctx, sizes) along from core to core. */
 #include "cpu_pool.h"
-#include "base/spin.h"
+#include "base/gen_wait.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-/* Between runs: spin this long for the next one, then sleep. */
-#define IDLE_SPIN_NS 300000
-/* Spins between yields of the CPU while waiting. */
-#define SPINS_PER_YIELD 256
+/* Poll budgets (gen_wait.h): a barrier's normal wait on an idle machine is
+ * microseconds and a futex wake-up tens of them, so a barrier polls up to
+ * BARRIER_SPIN_MAX_NS; between runs (the engine's work between tokens) the
+ * workers poll longer before they sleep.  SPIN_MIN_NS is what is left when
+ * waits run long, and all there is when the pool has more threads than the
+ * process has CPUs. */
+#define BARRIER_SPIN_MAX_NS 100000
+#define IDLE_SPIN_MAX_NS 300000
+#define SPIN_MIN_NS 2000
 
 typedef struct {
     cpu_pool *p;
@@ -39,13 +43,12 @@ struct cpu_pool {
     worker_arg *args;
     cpu_pool_fn fn;
     void *ctx;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int n_sleeping; /* guarded by mu */
-    alignas(64) atomic_uint run_gen;
     atomic_bool quit;
+    alignas(64) gen_spin run_spin;
+    gen_spin bar_spin;
+    gen_word run_gen;
+    gen_word bar_gen;
     alignas(64) atomic_uint bar_count;
-    alignas(64) atomic_uint bar_gen;
     alignas(64) atomic_uint_fast64_t next;
 };
 
@@ -55,48 +58,19 @@ void cpu_pool_barrier(cpu_pool *p)
         atomic_store_explicit(&p->next, 0, memory_order_relaxed);
         return;
     }
-    unsigned gen = atomic_load_explicit(&p->bar_gen, memory_order_acquire);
+    unsigned gen = atomic_load_explicit(&p->bar_gen.value, memory_order_acquire);
     if (atomic_fetch_add_explicit(&p->bar_count, 1, memory_order_acq_rel) == (unsigned)p->n_threads - 1) {
         atomic_store_explicit(&p->bar_count, 0, memory_order_relaxed);
         atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-        atomic_store_explicit(&p->bar_gen, gen + 1, memory_order_release);
+        gen_publish(&p->bar_gen, gen + 1);
         return;
     }
-    for (unsigned i = 1; atomic_load_explicit(&p->bar_gen, memory_order_acquire) == gen; i++) {
-        spin_pause();
-        if (i % SPINS_PER_YIELD == 0)
-            sched_yield();
-    }
+    gen_wait(&p->bar_gen, gen, &p->bar_spin);
 }
 
 uint64_t cpu_pool_take(cpu_pool *p, uint64_t chunk)
 {
     return atomic_fetch_add_explicit(&p->next, chunk, memory_order_relaxed);
-}
-
-/* Waits for a run newer than `seen`; returns its generation. */
-static unsigned wait_run(cpu_pool *p, unsigned seen)
-{
-    uint64_t start = mono_ns();
-    for (unsigned i = 1;; i++) {
-        unsigned g = atomic_load_explicit(&p->run_gen, memory_order_acquire);
-        if (g != seen || atomic_load(&p->quit))
-            return g;
-        spin_pause();
-        if (i % SPINS_PER_YIELD == 0) {
-            sched_yield();
-            if (mono_ns() - start > IDLE_SPIN_NS)
-                break;
-        }
-    }
-    unsigned g;
-    pthread_mutex_lock(&p->mu);
-    p->n_sleeping++;
-    while ((g = atomic_load(&p->run_gen)) == seen && !atomic_load(&p->quit))
-        pthread_cond_wait(&p->cv, &p->mu);
-    p->n_sleeping--;
-    pthread_mutex_unlock(&p->mu);
-    return g;
 }
 
 static void *worker_main(void *arg)
@@ -105,7 +79,7 @@ static void *worker_main(void *arg)
     cpu_pool *p = a->p;
     unsigned seen = 0;
     for (;;) {
-        seen = wait_run(p, seen);
+        seen = gen_wait(&p->run_gen, seen, &p->run_spin);
         if (atomic_load(&p->quit))
             return NULL;
         p->fn(p->ctx, a->tid, p->n_threads);
@@ -122,25 +96,16 @@ void cpu_pool_run(cpu_pool *p, cpu_pool_fn fn, void *ctx)
     }
     p->fn = fn;
     p->ctx = ctx;
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->run_gen, 1, memory_order_release);
-    if (p->n_sleeping > 0)
-        pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
+    /* fn and ctx reach the workers through the release of the publish */
+    gen_publish(&p->run_gen, atomic_load_explicit(&p->run_gen.value, memory_order_relaxed) + 1);
     fn(ctx, 0, p->n_threads);
     cpu_pool_barrier(p);
-}
-
-static int online_cpus(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 && n < 1024 ? (int)n : 1;
 }
 
 cpu_pool *cpu_pool_new(int n_threads, err_t *err)
 {
     if (n_threads <= 0)
-        n_threads = online_cpus();
+        n_threads = gen_usable_cpus();
     if (n_threads > 512) {
         err_set(err, "%d threads is too many (at most 512)", n_threads);
         return NULL;
@@ -152,19 +117,13 @@ cpu_pool *cpu_pool_new(int n_threads, err_t *err)
     }
     memset(p, 0, sizeof *p);
     p->n_threads = 1; /* until the workers run */
-    atomic_init(&p->run_gen, 0);
     atomic_init(&p->quit, false);
+    gen_spin_init(&p->run_spin, n_threads, SPIN_MIN_NS, IDLE_SPIN_MAX_NS);
+    gen_spin_init(&p->bar_spin, n_threads, SPIN_MIN_NS, BARRIER_SPIN_MAX_NS);
+    gen_word_init(&p->run_gen, 0);
+    gen_word_init(&p->bar_gen, 0);
     atomic_init(&p->bar_count, 0);
-    atomic_init(&p->bar_gen, 0);
     atomic_init(&p->next, 0);
-    int rc = pthread_mutex_init(&p->mu, NULL);
-    if (rc == 0 && (rc = pthread_cond_init(&p->cv, NULL)) != 0)
-        pthread_mutex_destroy(&p->mu);
-    if (rc != 0) {
-        free(p);
-        err_set(err, "cannot create the thread pool: %s", strerror(rc));
-        return NULL;
-    }
     p->threads = calloc((size_t)n_threads, sizeof *p->threads);
     p->args = calloc((size_t)n_threads, sizeof *p->args);
     if (!p->threads || !p->args) {
@@ -174,7 +133,7 @@ cpu_pool *cpu_pool_new(int n_threads, err_t *err)
     }
     for (int i = 1; i < n_threads; i++) {
         p->args[i] = (worker_arg){p, i};
-        rc = pthread_create(&p->threads[i], NULL, worker_main, &p->args[i]);
+        int rc = pthread_create(&p->threads[i], NULL, worker_main, &p->args[i]);
         if (rc != 0) {
             cpu_pool_free(p);
             err_set(err, "cannot start thread %d of %d: %s", i + 1, n_threads, strerror(rc));
@@ -189,14 +148,10 @@ void cpu_pool_free(cpu_pool *p)
 {
     if (!p)
         return;
-    pthread_mutex_lock(&p->mu);
     atomic_store(&p->quit, true);
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
+    gen_publish(&p->run_gen, atomic_load_explicit(&p->run_gen.value, memory_order_relaxed) + 1);
     for (int i = 1; i < p->n_threads; i++)
         pthread_join(p->threads[i], NULL);
-    pthread_cond_destroy(&p->cv);
-    pthread_mutex_destroy(&p->mu);
     free(p->threads);
     free(p->args);
     free(p);
