@@ -22,13 +22,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Poll budgets (gen_wait.h): a barrier's normal wait on an idle machine is
- * microseconds and a futex wake-up tens of them, so a barrier polls up to
- * BARRIER_SPIN_MAX_NS; between runs (the engine's work between tokens) the
- * workers poll longer before they sleep.  SPIN_MIN_NS is what is left when
- * waits run long, and all there is when the pool has more threads than the
- * process has CPUs. */
-#define BARRIER_SPIN_MAX_NS 100000
+/* Poll budgets (gen_wait.h).  Where the pool's threads fit the CPUs the
+ * process may use, the budgets are fixed, long enough that an idle
+ * machine's waits stay polls as they were before the pool could sleep: a
+ * barrier polls up to BARRIER_SPIN_MAX_NS (a step's imbalance among 16
+ * threads, the CPU's experts of a host layer included, is well under it),
+ * a worker between runs IDLE_SPIN_MAX_NS (the spin the pool had before it
+ * slept on a condition variable: with experts in host memory the GPU's
+ * part of a layer runs meanwhile).  Only a pool with more threads than
+ * CPUs starts at SPIN_MIN_NS and adapts (gen_wait.h): that is where a
+ * straggler is descheduled for whole time slices.  Both fixed budgets are
+ * what the 16-core host measured before (runs 37-40) until an A/B there
+ * (tests/bench/pool_ab.sh) shows that shorter ones cost nothing. */
+#define BARRIER_SPIN_MAX_NS 1000000
 #define IDLE_SPIN_MAX_NS 300000
 #define SPIN_MIN_NS 2000
 
@@ -118,8 +124,9 @@ cpu_pool *cpu_pool_new(int n_threads, err_t *err)
     memset(p, 0, sizeof *p);
     p->n_threads = 1; /* until the workers run */
     atomic_init(&p->quit, false);
-    gen_spin_init(&p->run_spin, n_threads, SPIN_MIN_NS, IDLE_SPIN_MAX_NS);
-    gen_spin_init(&p->bar_spin, n_threads, SPIN_MIN_NS, BARRIER_SPIN_MAX_NS);
+    bool fits = n_threads <= gen_usable_cpus();
+    gen_spin_init(&p->run_spin, n_threads, fits ? IDLE_SPIN_MAX_NS : SPIN_MIN_NS, IDLE_SPIN_MAX_NS);
+    gen_spin_init(&p->bar_spin, n_threads, fits ? BARRIER_SPIN_MAX_NS : SPIN_MIN_NS, BARRIER_SPIN_MAX_NS);
     gen_word_init(&p->run_gen, 0);
     gen_word_init(&p->bar_gen, 0);
     atomic_init(&p->bar_count, 0);
