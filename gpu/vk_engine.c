@@ -1222,12 +1222,14 @@ static int vk_print_plan(void *impl, FILE *f, err_t *err)
 
 /* A prompt batch stops between host layers (vk_hostmoe_prefill): only with
  * experts in host memory, where a chunk's fixed part makes chunks long;
- * elsewhere a chunk is ~0.16 s and Esc waits for it. */
-static bool vk_set_cancel(void *impl, const atomic_bool *flag)
+ * elsewhere a chunk is ~0.16 s and Esc waits for it.  Not between every
+ * layer: the GPU's stretch after the last host layer (all the rest of the
+ * model where few layers are in host memory) runs to its end. */
+static engine_cancel_reach vk_set_cancel(void *impl, const atomic_bool *flag)
 {
     vk_engine *e = impl;
     e->cancel = flag;
-    return e->hx.n_layers > 0;
+    return e->hx.n_layers > 0 ? ENGINE_CANCEL_HOST_LAYERS : ENGINE_CANCEL_BETWEEN_EVALS;
 }
 
 const engine_backend vk_engine_backend = {

@@ -7,8 +7,10 @@
  *    DECODER_CHUNK_S, and none after the probe passes the 0.2 s Esc bound,
  *    also with +-10 % noise on the times; the batch caps them;
  *    where the fixed part dominates (lavapipe) they stay at a / b tokens
- *    (half the time on tokens), 3 a / b where the backend stops inside a
- *    chunk (experts in host memory); chunk_seconds 0 gives whole batches.
+ *    (half the time on tokens), 3 a / b where the backend stops between
+ *    host layers (experts in host memory), the time target kept; a backend
+ *    that stops between every layer aims at ~1 s; chunk_seconds 0 gives
+ *    whole batches.
  *    Simulated times, not measured ones: the fit is arithmetic, and a test
  *    that timed real chunks would depend on the machine's load.
  *  - The Vulkan plan (vk_plan_placement, no weights uploaded), on the
@@ -151,26 +153,45 @@ static void test_fixed_part_dominates(void)
 
 /* Experts of all 47 layers in host memory on the H200 (run 40): every
  * chunk reads them once (~0.4 s), tokens ~2.6 ms each.  Where the backend
- * stops inside a chunk (cancel_within_eval: the Vulkan backend between
- * host layers) the chunks aim at ENGINE_CHUNK_S_CANCELLABLE and hold the
- * fixed part to a quarter of their time: 3 a / b tokens; where it does not,
- * at half: a / b (which read pp512 at half the whole-batch speed). */
+ * stops between host layers (cancel_reach ENGINE_CANCEL_HOST_LAYERS: the
+ * Vulkan backend's split) the chunks hold the fixed part to a quarter of
+ * their time: 3 a / b tokens; where it does not, to half: a / b (which read
+ * pp512 at half the whole-batch speed).  With few host layers (a small
+ * fixed part) the stretch after the last one cannot be stopped, so the
+ * chunks keep the 0.16 s target and the Esc bound -- only a backend that
+ * stops between every layer aims at ENGINE_CHUNK_S_CANCELLABLE. */
 static void test_host_experts_chunks(void)
 {
     chunk_cost hx = {.a = 0.4, .b = 2.6e-3, .depth_b = 0};
-    for (int within = 0; within < 2; within++) {
+    for (int reach = ENGINE_CANCEL_BETWEEN_EVALS; reach <= ENGINE_CANCEL_HOST_LAYERS; reach++) {
         engine e;
         fresh(&e, 1024, DECODER_CHUNK_S);
-        e.cancel_within_eval = within;
+        e.cancel_reach = (engine_cancel_reach)reach;
         uint32_t sizes[64];
         double secs[64];
         uint32_t k = simulate(&e, &hx, 8192, sizes, secs, 64);
-        double want = within ? 3 * hx.a / hx.b : hx.a / hx.b;
+        double want = reach ? 3 * hx.a / hx.b : hx.a / hx.b;
         CHECK(k >= 5, "%u chunks", k);
         for (uint32_t i = 4; i + 1 < k; i++)
             CHECK(fabs(sizes[i] - want) <= 0.02 * want, "%s: chunk %u of %u tokens, expected %.0f",
-                  within ? "cancel within a chunk" : "cancel between chunks", i, sizes[i], want);
+                  reach ? "cancel between host layers" : "cancel between chunks", i, sizes[i], want);
     }
+    chunk_cost few = {.a = 0.01, .b = 1.5e-4, .depth_b = 0}; /* a host layer or two */
+    engine e;
+    fresh(&e, 1024, DECODER_CHUNK_S);
+    e.cancel_reach = ENGINE_CANCEL_HOST_LAYERS;
+    uint32_t sizes[64];
+    double secs[64];
+    uint32_t k = simulate(&e, &few, 8192, sizes, secs, 64);
+    for (uint32_t i = 1; i < k; i++)
+        CHECK(secs[i] <= 0.2, "few host layers: chunk %u took %.3f s (simulated), past the 0.2 s Esc bound", i,
+              secs[i]);
+    /* the CPU backend stops between every layer: chunks of about a second */
+    fresh(&e, 1024, DECODER_CHUNK_S);
+    e.cancel_reach = ENGINE_CANCEL_EVERY_LAYER;
+    chunk_cost cpu = {.a = 0.002, .b = 0.013, .depth_b = 0}; /* 16 threads, Q4_0: ~77 tokens/s */
+    k = simulate(&e, &cpu, 1024, sizes, secs, 64);
+    CHECK(k >= 4 && fabs(secs[k - 2] - ENGINE_CHUNK_S_CANCELLABLE) <= 0.1, "the CPU backend's chunk %.3f s", secs[k - 2]);
 }
 
 /* ---- the Vulkan plan's batch --------------------------------------------------------- */

@@ -1,8 +1,8 @@
 /* test_vk_hostmoe_cancel.c: a prompt batch with experts in host memory
  * stops between host layers (vk_hostmoe_prefill, engine_backend.set_cancel):
- *  - the Vulkan backend says it stops inside an eval only with a split
- *    (engine.cancel_within_eval), so only then are the chat's chunks cut
- *    for throughput instead of for Esc;
+ *  - the Vulkan backend says it stops inside an eval only with a split,
+ *    and there only between host layers (engine.cancel_reach), so only
+ *    then is a chunk's fixed part held to a quarter of it;
  *  - with the flag set, a multi-token eval returns 1 after the first host
  *    layer's turn, a single token is not stopped, and the same prompt
  *    evaluated afterwards gives the logits of an engine that was never
@@ -35,10 +35,11 @@ static void test_only_a_split_stops_inside_an_eval(void)
     engine e;
     err_t err = {{0}};
     CHECK(open_vk(&e, 0, &err) == 0, "%.200s", err.msg);
-    CHECK(!e.cancel_within_eval, "without experts in host memory the Vulkan backend stops between chunks only");
+    CHECK(e.cancel_reach == ENGINE_CANCEL_BETWEEN_EVALS,
+          "without experts in host memory the Vulkan backend stops between chunks only");
     engine_close(&e);
     CHECK(open_vk(&e, (int)m.cfg.n_layer, &err) == 0, "%.200s", err.msg);
-    CHECK(e.cancel_within_eval, "with experts in host memory it stops between host layers");
+    CHECK(e.cancel_reach == ENGINE_CANCEL_HOST_LAYERS, "with experts in host memory it stops between host layers");
     engine_close(&e);
 }
 

@@ -99,10 +99,10 @@ static int cpu_eval(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos,
     return 0;
 }
 
-static bool cpu_set_cancel(void *impl, const atomic_bool *flag)
+static engine_cancel_reach cpu_set_cancel(void *impl, const atomic_bool *flag)
 {
     cf_set_cancel(((cpu_engine *)impl)->cf, flag);
-    return true;
+    return ENGINE_CANCEL_EVERY_LAYER;
 }
 
 static void stats_of(const cf_profile *pp, engine_stats *st)

@@ -59,7 +59,7 @@ int engine_open(engine *e, const engine_backend *be, const model *m, const engin
         engine_close(e);
         return -1;
     }
-    e->cancel_within_eval = be->set_cancel && be->set_cancel(e->impl, &e->cancel);
+    e->cancel_reach = be->set_cancel ? be->set_cancel(e->impl, &e->cancel) : ENGINE_CANCEL_BETWEEN_EVALS;
     e->draft_pos = UINT32_MAX;
     if (engine_can_draft(e) && !(e->tokens = malloc(((size_t)e->params.n_ctx + 1) * sizeof *e->tokens))) {
         engine_close(e);
@@ -256,10 +256,10 @@ uint32_t engine_next_chunk(const engine *e, uint32_t left)
     uint32_t nb = e->params.n_batch, n = nb;
     chunk_sums h = chunk_history(e);
     double target = e->params.chunk_seconds;
-    if (target > 0 && e->cancel_within_eval && target < ENGINE_CHUNK_S_CANCELLABLE)
+    if (target > 0 && e->cancel_reach == ENGINE_CANCEL_EVERY_LAYER && target < ENGINE_CHUNK_S_CANCELLABLE)
         target = ENGINE_CHUNK_S_CANCELLABLE;
     /* the fixed part's largest share of a chunk, as a floor on its tokens */
-    double fixed_share = e->cancel_within_eval ? ENGINE_CHUNK_FIXED_SHARE_CANCELLABLE : 0.5;
+    double fixed_share = e->cancel_reach != ENGINE_CANCEL_BETWEEN_EVALS ? ENGINE_CHUNK_FIXED_SHARE_CANCELLABLE : 0.5;
     if (target > 0) {
         double fit = PROBE_CHUNK;
         if (h.k > 0) {

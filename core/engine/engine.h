@@ -240,17 +240,24 @@ typedef struct {
     double spec_seconds;         /* drafting and verifying */
 } engine_stats;
 
-/* The prompt chunks' target time on a backend that honours a cancel
- * within an eval (engine_backend.set_cancel; the CPU backend, between
- * layers; the Vulkan backend with experts in host memory, between host
- * layers): there Esc stops a prompt within a layer's time whatever the
- * chunk, so chunks are cut for throughput and the progress line instead --
- * about a second, where the CPU backend reads a prompt near its whole-chunk
- * speed (run 40: 0.16 s chunks of 4-7 tokens read Q4_0 at 47 against 77
- * tokens/s on 16 threads) and the progress moves every second.  There a
- * chunk's fixed part (the host experts' weights read once a chunk: ~0.4 s
- * on the H200's host at N = 47) is also held to a quarter of the chunk
- * (ENGINE_CHUNK_FIXED_SHARE_CANCELLABLE) instead of half. */
+/* How far inside an eval a backend honours the cancel flag
+ * (engine_backend.set_cancel). */
+typedef enum {
+    ENGINE_CANCEL_BETWEEN_EVALS = 0, /* only between chunks */
+    /* between the layers whose routed experts are in host memory (the
+     * Vulkan backend's split): a chunk's fixed part, those experts' weights
+     * read once a chunk (~0.4 s on the H200's host at N = 47), is held to a
+     * quarter of a chunk (ENGINE_CHUNK_FIXED_SHARE_CANCELLABLE) instead of
+     * half, since Esc no longer waits for the chunk; the time target stays,
+     * for the stretch after the last host layer cannot be stopped */
+    ENGINE_CANCEL_HOST_LAYERS = 1,
+    /* between every layer (the CPU backend): chunks are also cut to
+     * ENGINE_CHUNK_S_CANCELLABLE -- about a second, where the CPU backend
+     * reads a prompt near its whole-chunk speed (run 40: 0.16 s chunks of
+     * 4-7 tokens read Q4_0 at 47 against 77 tokens/s on 16 threads) and
+     * the progress line still moves every second */
+    ENGINE_CANCEL_EVERY_LAYER = 2,
+} engine_cancel_reach;
 #define ENGINE_CHUNK_S_CANCELLABLE 1.0
 #define ENGINE_CHUNK_FIXED_SHARE_CANCELLABLE 0.25
 
@@ -271,11 +278,10 @@ typedef struct engine_backend {
     /* Optional: the engine's cancel flag, which eval then also checks
      * within a multi-token eval (between layers) and returns 1 when it saw
      * it set, keeping nothing of that eval (its positions count as not
-     * written).  Returns whether this instance does (the Vulkan backend
-     * only with experts in host memory).  Such an instance's prompt chunks
-     * need not be short for Esc to stop them at once, so they are cut to
-     * ENGINE_CHUNK_S_CANCELLABLE. */
-    bool (*set_cancel)(void *impl, const atomic_bool *flag);
+     * written).  Returns how far in this instance does (the Vulkan backend
+     * only with experts in host memory), which sets how the prompt's
+     * chunks are cut (engine_cancel_reach). */
+    engine_cancel_reach (*set_cancel)(void *impl, const atomic_bool *flag);
     /* create() chooses n_batch when it is ENGINE_BATCH_AUTO (and writes
      * it back); otherwise engine_open gives such a backend
      * ENGINE_DEFAULT_BATCH. */
@@ -330,7 +336,7 @@ typedef struct {
     engine_params params;
     uint32_t n_past;
     atomic_bool cancel;
-    bool cancel_within_eval; /* the backend checks cancel inside an eval (set_cancel) */
+    engine_cancel_reach cancel_reach; /* how far inside an eval the backend checks cancel (set_cancel) */
     engine_counters counters;
     sampler *pick;         /* sampling on the CPU: scratch */
     float *pick_logits;    /* (n_vocab) */
