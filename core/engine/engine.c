@@ -1,7 +1,8 @@
 /* engine.c: the backend-neutral half of the engine API: prompt chunking by
  * n_batch, cancellation between chunks, position bookkeeping, tokens/s,
  * sampling on the CPU for backends that do not sample themselves, and the
- * speculative step around a backend's draft and verify. */
+ * speculative step around a backend's draft and verify; for backends, the
+ * last position's top-K and logsumexp (engine_last_row_outputs). */
 #include "engine.h"
 
 #include <math.h>
