@@ -966,6 +966,7 @@ static int prefill(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos
      * profiling) every PREFILL_TIMED_EVERY'th chunk, so that a long prompt
      * fills the table at a small cost */
     bool timed = e->p.profile == PROFILE_FULL || (e->p.profile == PROFILE_SAMPLED && e->prof.prefills % PREFILL_TIMED_EVERY == 0);
+    e->hx.pf_stretch_s = 0; /* the whole batch, unless the parts measure it */
     if (e->hx.pf_parts) { /* host layers: the parts, untimed */
         int rc = vk_hostmoe_prefill(e, n, all_logits, err);
         if (rc)
@@ -1224,12 +1225,18 @@ static int vk_print_plan(void *impl, FILE *f, err_t *err)
  * experts in host memory, where a chunk's fixed part makes chunks long;
  * elsewhere a chunk is ~0.16 s and Esc waits for it.  Not between every
  * layer: the GPU's stretch after the last host layer (all the rest of the
- * model where few layers are in host memory) runs to its end. */
+ * model where few layers are in host memory) runs to its end; the longest
+ * stretch is measured (vk_eval_stretch) and the chunks cut to it. */
 static engine_cancel_reach vk_set_cancel(void *impl, const atomic_bool *flag)
 {
     vk_engine *e = impl;
     e->cancel = flag;
     return e->hx.n_layers > 0 ? ENGINE_CANCEL_HOST_LAYERS : ENGINE_CANCEL_BETWEEN_EVALS;
+}
+
+static double vk_eval_stretch(void *impl)
+{
+    return ((const vk_engine *)impl)->hx.pf_stretch_s;
 }
 
 const engine_backend vk_engine_backend = {
@@ -1242,6 +1249,7 @@ const engine_backend vk_engine_backend = {
     .samples = true,
     .plans_batch = true,
     .set_cancel = vk_set_cancel,
+    .eval_stretch = vk_eval_stretch,
     .set_profile = vk_set_profile,
     .prefill_stats = vk_prefill_stats,
     .reset_profile = vk_reset_profile,

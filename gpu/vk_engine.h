@@ -174,6 +174,10 @@ typedef struct {
     VkSemaphore sem_gpu, sem_host;
     uint64_t val_gpu, val_host;
     engine_split_stat sum;
+    /* the last prompt batch's longest stretch between two looks at the
+     * cancel flag, seconds (engine_backend.eval_stretch; 0 after any other
+     * eval) */
+    double pf_stretch_s;
 } vk_hostmoe;
 
 typedef struct {
@@ -240,7 +244,8 @@ int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uin
  * every position's logits to host memory (recorded only where
  * engine_params.all_logits).  Returns 1, with nothing in flight, where it
  * saw e->cancel set between two host layers (the batch's positions are
- * then half written: the caller keeps nothing of it). */
+ * then half written: the caller keeps nothing of it).  Sets
+ * e->hx.pf_stretch_s. */
 int vk_hostmoe_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err);
 /* (vk_hostmoe_linked.c) The hand-over.  A token's host-side marks (the
  * host-clock half of engine_split_stat); the host's clock in us; how long

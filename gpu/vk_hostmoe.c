@@ -172,17 +172,25 @@ void vk_hostmoe_unrecord(vk_engine *e)
  * the CPU's turns; the host's marks into hm.  With `cancel`, 1 where the
  * flag was seen set after a host layer's turn, before the next part is
  * submitted: nothing is in flight then (every part was waited for; no side
- * parts run with it). */
+ * parts run with it); and the longest stretch between two looks at it
+ * into *stretch_us (the run's start and end count as looks). */
 static int run_parts(vk_engine *e, const vk_family *parts, const vk_family *last, const vk_family *sides, uint32_t n,
-                     bool timed, vk_host_marks *hm, const atomic_bool *cancel, err_t *err)
+                     bool timed, vk_host_marks *hm, const atomic_bool *cancel, double *stretch_us, err_t *err)
 {
     vk_hostmoe *hx = &e->hx;
     bool side_early = e->tune.hx >= 1; /* hx=2 without timeline semaphores: hx=1 */
     uint64_t spin = vk_hostmoe_poll_ns(e);
     memset(hm, 0, sizeof *hm);
+    double looked = vk_hostmoe_now_us();
     for (uint32_t p = 0; p < hx->n_parts; p++) {
-        if (cancel && p > 0 && atomic_load(cancel))
-            return 1;
+        if (cancel && p > 0) {
+            double now = vk_hostmoe_now_us();
+            if (stretch_us && now - looked > *stretch_us)
+                *stretch_us = now - looked;
+            looked = now;
+            if (atomic_load(cancel))
+                return 1;
+        }
         double t0 = vk_hostmoe_now_us();
         const vk_family *f = p == hx->n_layers ? last : &parts[p];
         if (vk_submit_fenced(&e->c, (timed ? &f->full : &f->plain)->cb, err))
@@ -211,6 +219,9 @@ static int run_parts(vk_engine *e, const vk_family *parts, const vk_family *last
             return err_prefix(err, "layer %u's routed experts on the CPU", il);
         hm->cpu += vk_hostmoe_now_us() - c0;
     }
+    double end = vk_hostmoe_now_us();
+    if (stretch_us && end - looked > *stretch_us)
+        *stretch_us = end - looked;
     return 0;
 }
 
@@ -284,7 +295,7 @@ int vk_hostmoe_decode(vk_engine *e, bool measure, err_t *err)
                 (measure && (hx->measured++ % PARTS_TIMED_EVERY) == 0);
     const vk_family *last = &hx->parts[hx->n_layers];
     if (hx->sem_gpu ? vk_hostmoe_run_linked(e, hx->parts, last, hx->sides, 1, full, &hm, err)
-                    : run_parts(e, hx->parts, last, hx->sides, 1, full, &hm, NULL, err))
+                    : run_parts(e, hx->parts, last, hx->sides, 1, full, &hm, NULL, NULL, err))
         return -1;
     if (measure && !full) /* a fully timed token runs slower: not the breakdown's */
         add_token(e, &hm);
@@ -340,10 +351,13 @@ void vk_hostmoe_split_stat(const vk_engine *e, engine_split_stat *st)
  * (~0.4 s a chunk at N = 47 on the H200's host, ~36 ms a layer). */
 int vk_hostmoe_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err)
 {
-    const vk_hostmoe *hx = &e->hx;
+    vk_hostmoe *hx = &e->hx;
     vk_host_marks hm;
-    return run_parts(e, hx->pf_parts, logits ? &hx->pf_last_logits : &hx->pf_parts[hx->n_layers], NULL, n, false,
-                     &hm, e->cancel, err);
+    double stretch_us = 0;
+    int rc = run_parts(e, hx->pf_parts, logits ? &hx->pf_last_logits : &hx->pf_parts[hx->n_layers], NULL, n, false,
+                       &hm, e->cancel, &stretch_us, err);
+    hx->pf_stretch_s = e->cancel ? stretch_us * 1e-6 : 0;
+    return rc;
 }
 
 uint32_t vk_hostmoe_links(const vk_engine *e)

@@ -10,7 +10,11 @@
  *    (half the time on tokens), 3 a / b where the backend stops between
  *    host layers (experts in host memory), the time target kept; a backend
  *    that stops between every layer aims at ~1 s; chunk_seconds 0 gives
- *    whole batches.
+ *    whole batches; where the backend says how long its longest stretch
+ *    without a look at the cancel flag was (a share of the chunk), that
+ *    stretch keeps the target and the chunks grow to the batch.  An
+ *    engine's first eval (the reference backend, a real prompt) stays out
+ *    of the history.
  *    Simulated times, not measured ones: the fit is arithmetic, and a test
  *    that timed real chunks would depend on the machine's load.
  *  - The Vulkan plan (vk_plan_placement, no weights uploaded), on the
@@ -194,6 +198,87 @@ static void test_host_experts_chunks(void)
     CHECK(k >= 4 && fabs(secs[k - 2] - ENGINE_CHUNK_S_CANCELLABLE) <= 0.1, "the CPU backend's chunk %.3f s", secs[k - 2]);
 }
 
+/* All 47 layers' experts in host memory, as measured on the H200 (run 42,
+ * Q4_0: a chunk ~0.135 s + 5.65 ms a token; Esc is seen between host
+ * layers, so the longest stretch without a look is ~1/47 of a chunk).  The
+ * chunks are cut so that the stretch, not the chunk, keeps the target:
+ * after the ramp they are whole batches (528), and no stretch reaches the
+ * 0.2 s Esc bound.  The same costs with the share unknown (0) keep the
+ * chunk itself to the fixed part's floor, 3 a / b tokens. */
+static void test_stretch_share_lengthens_host_chunks(void)
+{
+    const double a = 0.135, b = 5.65e-3, share = 1.0 / 47 + 0.002;
+    for (int known = 0; known <= 1; known++) {
+        engine e;
+        fresh(&e, 528, DECODER_CHUNK_S);
+        e.cancel_reach = ENGINE_CANCEL_HOST_LAYERS;
+        uint32_t sizes[64], k = 0, done = 0;
+        double longest_stretch = 0;
+        while (done < 4096 && k < 64) {
+            uint32_t n = engine_next_chunk(&e, 4096 - done);
+            double s = a + b * n;
+            engine_note_chunk(&e, n, s);
+            e.chunk_stretch_share = known ? share : 0;
+            if (k > 0 && s * share > longest_stretch)
+                longest_stretch = s * share;
+            sizes[k++] = n;
+            done += n;
+        }
+        if (known) {
+            CHECK(k >= 5 && sizes[k - 2] == 528, "stretch 1/47 of a chunk: %u chunks, the last full one %u tokens", k,
+                  sizes[k - 2]);
+            CHECK(longest_stretch <= 0.2, "a stretch took %.3f s (simulated): past the 0.2 s Esc bound",
+                  longest_stretch);
+        } else {
+            double want = 3 * a / b;
+            CHECK(k >= 5 && fabs(sizes[k - 2] - want) <= 0.02 * want, "share unknown: chunk of %u tokens, expected %.0f",
+                  sizes[k - 2], want);
+        }
+    }
+}
+
+/* A real engine (the reference backend, the fixture): an engine's first
+ * eval pays first-use costs, so its chunk stays out of the history -- the
+ * prompt starts with two probes, and the history holds every chunk but
+ * the first. */
+static uint32_t n_progress;
+static void count_progress(void *user, uint32_t done, uint32_t total, double seconds)
+{
+    (void)user, (void)done, (void)total, (void)seconds;
+    n_progress++;
+}
+
+static void test_first_eval_is_not_in_the_history(void)
+{
+    engine_params p;
+    engine_params_default(&p);
+    p.n_ctx = 256;
+    p.n_batch = 64;
+    p.chunk_seconds = DECODER_CHUNK_S;
+    engine e;
+    err_t err = {{0}};
+    if (engine_open(&e, &ref_engine_backend, &m, &p, &err) != 0) {
+        CHECK(0, "reference engine: %.200s", err.msg);
+        return;
+    }
+    e.prompt_progress = count_progress;
+    int32_t tok[100];
+    for (uint32_t i = 0; i < 100; i++)
+        tok[i] = (int32_t)((i * 7919u + 13u) % m.cfg.n_vocab);
+    n_progress = 0;
+    CHECK(engine_eval(&e, tok, 100, NULL, &err) == 0, "%.200s", err.msg);
+    CHECK(n_progress >= 3 && e.chunks_seen == n_progress - 1 && e.chunk_n[0] == 16,
+          "%u chunks, %u in the history, the first there %u tokens (expected all but the first, then the 16-token probe)",
+          n_progress, e.chunks_seen, e.chunk_n[0]);
+    uint32_t seen = e.chunks_seen;
+    engine_rewind(&e, 0);
+    n_progress = 0;
+    CHECK(engine_eval(&e, tok, 100, NULL, &err) == 0 && e.chunks_seen == seen + n_progress,
+          "a later prompt: every chunk in the history (%u, %u before, %u chunks; %.200s)", e.chunks_seen, seen,
+          n_progress, err.msg);
+    engine_close(&e);
+}
+
 /* ---- the Vulkan plan's batch --------------------------------------------------------- */
 
 static const char *const BIG_BATCHES[] = {"batch_max=2048"};
@@ -343,6 +428,8 @@ int main(void)
     RUN(test_batch_caps_the_chunk);
     RUN(test_fixed_part_dominates);
     RUN(test_host_experts_chunks);
+    RUN(test_stretch_share_lengthens_host_chunks);
+    RUN(test_first_eval_is_not_in_the_history);
     RUN(test_plan_takes_the_largest_batch_that_fits);
     RUN(test_explicit_batch_wins);
     RUN(test_batch_shrinks_under_gpu_mem);

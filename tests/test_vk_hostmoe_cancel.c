@@ -8,7 +8,9 @@
  *    evaluated afterwards gives the logits of an engine that was never
  *    stopped, bit for bit (the half-written cache rows are overwritten).
  * The flag is set before the eval, so the stop comes at the first host
- * layer -- the path of any other, without a timing race. */
+ * layer -- the path of any other, without a timing race.  And the longest
+ * stretch between two looks at the flag, which the chunks are cut to, is
+ * reported: shorter than the eval with a split, unknown (0) without. */
 #include "engine/engine.h"
 #include "model/model.h"
 #include "vk.h"
@@ -71,6 +73,38 @@ static void test_cancel_between_host_layers(void)
     free(got);
 }
 
+/* The longest stretch without a look at the flag (engine_backend
+ * .eval_stretch): with a split, positive and shorter than the eval (there
+ * is a look after every host layer's turn); without one, 0 (unknown: the
+ * whole eval counts). */
+static void test_eval_stretch(void)
+{
+    const uint32_t n = 40;
+    int32_t tok[40];
+    for (uint32_t i = 0; i < n; i++)
+        tok[i] = (int32_t)((i * 104729u + 7u) % m.cfg.n_vocab);
+    for (int split = 0; split <= 1; split++) {
+        engine e;
+        err_t err = {{0}};
+        if (open_vk(&e, split ? (int)m.cfg.n_layer : 0, &err) != 0) {
+            CHECK(0, "%.200s", err.msg);
+            continue;
+        }
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int rc = e.be->eval(e.impl, tok, n, 0, NULL, &err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        double stretch = e.be->eval_stretch(e.impl);
+        if (split)
+            CHECK(rc == 0 && stretch > 0 && stretch < s, "split: the longest stretch %.4f s of a %.4f s eval (%.200s)",
+                  stretch, s, err.msg);
+        else
+            CHECK(rc == 0 && stretch == 0, "no split: stretch %.4f s, expected 0 (unknown) (%.200s)", stretch, err.msg);
+        engine_close(&e);
+    }
+}
+
 int main(void)
 {
     err_t err;
@@ -84,6 +118,7 @@ int main(void)
     }
     RUN(test_only_a_split_stops_inside_an_eval);
     RUN(test_cancel_between_host_layers);
+    RUN(test_eval_stretch);
     model_free(&m);
     TESTS_DONE();
 }

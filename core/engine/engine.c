@@ -259,6 +259,12 @@ uint32_t engine_next_chunk(const engine *e, uint32_t left)
     double target = e->params.chunk_seconds;
     if (target > 0 && e->cancel_reach == ENGINE_CANCEL_EVERY_LAYER && target < ENGINE_CHUNK_S_CANCELLABLE)
         target = ENGINE_CHUNK_S_CANCELLABLE;
+    /* Esc waits for the longest stretch without a look at the flag, not
+     * for the chunk: the chunk may be as much longer as that stretch is a
+     * smaller share of it (a line fitted to small chunks still grows them
+     * by at most CHUNK_GROWTH) */
+    if (target > 0 && e->cancel_reach == ENGINE_CANCEL_HOST_LAYERS && e->chunk_stretch_share > 0)
+        target /= e->chunk_stretch_share;
     /* the fixed part's largest share of a chunk, as a floor on its tokens */
     double fixed_share = e->cancel_reach != ENGINE_CANCEL_BETWEEN_EVALS ? ENGINE_CHUNK_FIXED_SHARE_CANCELLABLE : 0.5;
     if (target > 0) {
@@ -337,8 +343,13 @@ int engine_eval(engine *e, const int32_t *tokens, uint32_t n_tokens, const engin
         note_cached(e, tokens + done, n, e->n_past);
         e->n_past += n;
         done += n;
+        bool first = !e->evaluated;
+        e->evaluated = true;
         if (n_tokens > 1) { /* a prompt: the chunk's time for the next ones, and the progress */
-            engine_note_chunk(e, n, now_seconds() - c0);
+            double s = now_seconds() - c0, stretch = e->be->eval_stretch ? e->be->eval_stretch(e->impl) : 0;
+            if (!first) /* the first eval's first-use costs are no chunk's (engine.h) */
+                engine_note_chunk(e, n, s);
+            e->chunk_stretch_share = stretch > 0 && s > 0 ? (stretch < s ? stretch / s : 1) : 0;
             if (e->prompt_progress)
                 e->prompt_progress(e->prompt_progress_user, done, n_tokens, now_seconds() - t0);
         }

@@ -248,8 +248,10 @@ typedef enum {
      * Vulkan backend's split): a chunk's fixed part, those experts' weights
      * read once a chunk (~0.4 s on the H200's host at N = 47), is held to a
      * quarter of a chunk (ENGINE_CHUNK_FIXED_SHARE_CANCELLABLE) instead of
-     * half, since Esc no longer waits for the chunk; the time target stays,
-     * for the stretch after the last host layer cannot be stopped */
+     * half, since Esc no longer waits for the chunk; the time target holds
+     * for the longest stretch between two looks at the flag (eval_stretch:
+     * one host layer's turn where all are in host memory, the GPU's rest of
+     * the model after the last host layer where few are) */
     ENGINE_CANCEL_HOST_LAYERS = 1,
     /* between every layer (the CPU backend): chunks are also cut to
      * ENGINE_CHUNK_S_CANCELLABLE -- about a second, where the CPU backend
@@ -282,6 +284,13 @@ typedef struct engine_backend {
      * only with experts in host memory), which sets how the prompt's
      * chunks are cut (engine_cancel_reach). */
     engine_cancel_reach (*set_cancel)(void *impl, const atomic_bool *flag);
+    /* Optional, with set_cancel: of the last multi-token eval, the longest
+     * stretch in seconds during which the cancel flag was not looked at
+     * (from its start to the first look, between two looks, from the last
+     * look to its end); 0 where it is not known (the whole eval counts).
+     * Where it is a small share of a chunk, the chunk may be that much
+     * longer for the same Esc bound (engine_next_chunk). */
+    double (*eval_stretch)(void *impl);
     /* create() chooses n_batch when it is ENGINE_BATCH_AUTO (and writes
      * it back); otherwise engine_open gives such a backend
      * ENGINE_DEFAULT_BATCH. */
@@ -346,6 +355,15 @@ typedef struct {
     uint32_t chunks_seen;
     double chunk_a, chunk_b; /* the last line fitted to them: seconds a chunk, a token */
     bool chunk_fitted;
+    /* the latest chunk's longest stretch without a look at the cancel flag,
+     * as a share of its time (backend eval_stretch; 0: unknown) */
+    double chunk_stretch_share;
+    /* an eval has run: the first pays first-use costs (the driver's lazy
+     * work, cold caches; 0.19-0.23 s for a 16-token chunk on the H200 that
+     * then reads 512 tokens in 0.073-0.087 s), so its time is left out of
+     * the chunk history, where it made the line's slope negative and the
+     * next chunks half the batch (run 42) */
+    bool evaluated;
     /* Called after each chunk of a prompt (tokens done of the call's
      * total, seconds since it began), on the caller's thread. */
     void (*prompt_progress)(void *user, uint32_t done, uint32_t total, double seconds);
