@@ -32,9 +32,9 @@ static inline uint32_t pow2_ceil(uint32_t v)
 /* The pipeline of embedded shader `shader` with spec[0..n): from its copy
  * for the weight type in spec where the build made one (vk_spv.h) when the
  * typed_spv knob says so -- by default on Mesa's drivers, where the copies
- * cut the parse (measured on lavapipe); elsewhere the generic modules,
- * which every GPU measurement so far ran, until the copies are measured
- * there. */
+ * cut the parse (measured on lavapipe); elsewhere the generic modules:
+ * on NVIDIA the copies changed neither speed nor start-up (gpu/PERF.md run
+ * 42), only some decode bits. */
 static inline VkPipeline pipe(const vk_kb *k, enum spv_id shader, const uint32_t *spec, uint32_t n)
 {
     const vk_spv *s = &spv_table[shader];
