@@ -541,6 +541,7 @@ static void test_glm_shapes_against_reference(void)
 {
     glm_shapes_against_reference(SYNTH_FT_Q4_K_M, "Q4_K_M");
     glm_shapes_against_reference(SYNTH_FT_IQ4_XS, "IQ4_XS");
+    glm_shapes_against_reference(SYNTH_FT_Q3_K_M, "Q3_K_M");
 }
 
 /* ---- errors and cancellation ----------------------------------------------- */

@@ -10,6 +10,7 @@
 
 #include "cpu_iq4.h"
 #include "cpu_kernels.h"
+#include "cpu_lowbit.h"
 
 /* ======================================================================
  * Helpers
@@ -299,6 +300,39 @@ static void dot_q6_K(const void *row, const void *const *x, int nt, uint64_t n, 
     memcpy(out, acc, (size_t)nt * sizeof *out);
 }
 
+/* Q2_K / Q3_K element order (quant_kquant.c): half e/128, row (e%128)/32
+ * of that half takes bit pair 2*row of the half's 32 bytes of qs, byte e%32;
+ * sub-blocks of 16 elements. */
+static int lowbit_pair(const uint8_t *qs, int e)
+{
+    return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+}
+
+/* Q3_K: levels -4..3 (the 2-bit code, less 4 where the hmask bit is
+ * clear) in 16 sub-blocks of 16 with 6-bit scales less 32: d * sum_j sc_j
+ * (lv_j . q_j). */
+static void dot_q3_K(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q3_K *w = row;
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        int8_t sc[16];
+        cpu_q3_K_scales(w[b].scales, sc);
+        for (int e = 0; e < 256; e++)
+            lv[e] = (int8_t)(lowbit_pair(w[b].qs, e) - ((w[b].hmask[e % 32] >> (e / 32)) & 1 ? 0 : 4));
+        const float d = f16(load_u16(&w[b].d));
+        for (int i = 0; i < nt; i++) {
+            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+            int32_t sumi = 0;
+            for (int j = 0; j < 16; j++)
+                sumi += sc[j] * idot(lv + 16 * j, q + 16 * j, 16);
+            acc[i] += cpu_act_d(x[i], n)[b] * d * (float)sumi;
+        }
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
 /* IQ4_XS: table levels of 8 sub-blocks of 32, each with a 6-bit scale
  * (offset 32) under the block's f16 d. */
 static void dot_iq4_xs(const void *row, const void *const *x, int nt, uint64_t n, float *out)
@@ -415,6 +449,7 @@ ROWS_OF(rows_iq4_nl, dot_iq4_nl)
 ROWS_OF(rows_q4_K, dot_q4_K)
 ROWS_OF(rows_q5_K, dot_q5_K)
 ROWS_OF(rows_q6_K, dot_q6_K)
+ROWS_OF(rows_q3_K, dot_q3_K)
 ROWS_OF(rows_iq4_xs, dot_iq4_xs)
 ROWS_OF(rows_f32, dot_f32_rows)
 ROWS_OF(rows_f16, dot_f16_rows)
@@ -445,6 +480,7 @@ void cpu_kernels_fill_portable(cpu_kernels *k)
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q4_K};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q6_K};
+    k->type[QT_Q3_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q3_K};
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq4_xs};
     k->prepare[CPU_ACT_F32] = cpu_act_prepare_f32;
     k->prepare[CPU_ACT_Q8_32] = cpu_act_prepare_q8_32;

@@ -33,6 +33,7 @@
 
 #include "cpu_iq4.h"
 #include "cpu_kernels.h"
+#include "cpu_lowbit.h"
 
 #define TGT __attribute__((target(CPU_X86_TARGET)))
 #define INL static inline __attribute__((always_inline, target(CPU_X86_TARGET)))
@@ -567,6 +568,66 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
 }
 TILE_DISPATCH(z_dot_q6_K, q6_K_nt)
 
+/* Q3_K: levels as lv + 4 = code | hbit << 2 (0..7, unsigned), 64 elements
+ * (four sub-blocks of 16: rows 2g, 2g + 1 of a half) per vector -- the
+ * half's 32 bytes of codes twice, the second copy shifted by one bit pair,
+ * so one shift and mask give two rows; the third bits by a byte bit-test
+ * of hmask (and hmask >> 1 for the second row) and a masked add of 4.
+ * Then as Q6_K: vpmaddubsw, the sub-blocks' scales by vpmaddwd /
+ * vpdpwssd, the offset of 4 from q8_K's sums per 16. */
+INL void q3_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q3_K *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m512 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm512_setzero_ps();
+    const __m512i m3 = _mm512_set1_epi8(0x03), four = _mm512_set1_epi8(4);
+    /* the 16-bit scale lanes of 64 elements: 4 sub-blocks of 16, 8 pairs each */
+    const __m512i sel = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0,
+                                         0, 0, 0, 0, 0, 0);
+    for (uint64_t b = 0; b < n / 256; b++) {
+        uint32_t sw[4]; /* in registers: a store and a 16-byte reload would stall */
+        cpu_q3_K_scale_words(w[b].scales, sw);
+        const __m128i sc8 = _mm_sub_epi8(_mm_setr_epi32((int)sw[0], (int)sw[1], (int)sw[2], (int)sw[3]), _mm_set1_epi8(32));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        __m512i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) /* - 4 * sum_j sc_j bsum_j: the levels' offset */
+            isum[t] = _mm512_zextsi256_si512(
+                _mm256_sub_epi32(_mm256_setzero_si256(),
+                                 _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(a.bs[t] + 16 * b)), 2)));
+        const __m512i sc512 = _mm512_zextsi256_si512(sc16);
+        const __m256i hm = load256(w[b].hmask);
+        const __m512i hm2 = join256(hm, _mm256_srli_epi16(hm, 1)); /* row r + 1's bit where row r's is */
+        for (int h = 0; h < 2; h++) {
+            const __m256i qs = load256(w[b].qs + 32 * h);
+            const __m512i q2 = join256(qs, _mm256_srli_epi16(qs, 2)); /* rows 0, 1 at shift 0; 2, 3 at 4 */
+            __m512i lv0 = _mm512_and_si512(q2, m3), lv1 = _mm512_and_si512(_mm512_srli_epi16(q2, 4), m3);
+            lv0 = _mm512_mask_add_epi8(lv0, _mm512_test_epi8_mask(hm2, _mm512_set1_epi8((char)(1 << 4 * h))), lv0, four);
+            lv1 = _mm512_mask_add_epi8(lv1, _mm512_test_epi8_mask(hm2, _mm512_set1_epi8((char)(4 << 4 * h))), lv1, four);
+            const __m512i s0 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * h))), sc512);
+            const __m512i s1 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * h + 4))), sc512);
+            #pragma GCC unroll 8
+            for (int t = 0; t < nt; t++) {
+                const int8_t *q = a.q[t] + 256 * b + 128 * h;
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv0, load512(q)), s0);
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv1, load512(q + 64)), s1);
+            }
+        }
+        const float dw = half(&w[b].d);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum16(acc[t]);
+}
+TILE_DISPATCH(z_dot_q3_K, q3_K_nt)
+
 /* IQ4_XS: 128 elements (four sub-blocks of 32) per pair of 512-bit levels
  * vectors.  One 64-byte load holds the indices of four sub-blocks; their
  * low and high nibbles are regrouped by two two-source permutes into
@@ -656,5 +717,6 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q4_K};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q6_K};
+    k->type[QT_Q3_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q3_K};
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq4_xs};
 }

@@ -27,6 +27,7 @@
 
 #include "cpu_iq4.h"
 #include "cpu_kernels.h"
+#include "cpu_lowbit.h"
 
 #define TGT __attribute__((target(CPU_X86_TARGET)))
 #define INL static inline __attribute__((always_inline, target(CPU_X86_TARGET)))
@@ -503,6 +504,65 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
 }
 TILE_DISPATCH(x_dot_q6_K, q6_K_nt)
 
+/* Q3_K: levels stored as lv + 4 = code | hbit << 2 (0..7, unsigned: no
+ * sign trick) in 16 sub-blocks of 16 with scales -32..31, as Q6_K's
+ * layout of the work: per 32 elements (one row of a half: sub-blocks k,
+ * k + 1) a vpmaddubsw into 16-bit pairs and a vpmaddwd with the two
+ * scales; the offset of 4 from q8_K's sums per 16 (- 4 sum_j sc_j bsum_j,
+ * exact), one conversion per super-block. */
+INL void q3_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q3_K *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m256 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm256_setzero_ps();
+    const __m256i m3 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1);
+    const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(0x0302), _mm_set1_epi16(0x0100)); /* word 0 | word 1 */
+    for (uint64_t b = 0; b < n / 256; b++) {
+        uint32_t sw[4]; /* in registers: a store and a 16-byte reload would stall */
+        cpu_q3_K_scale_words(w[b].scales, sw);
+        const __m128i sc8 = _mm_sub_epi8(_mm_setr_epi32((int)sw[0], (int)sw[1], (int)sw[2], (int)sw[3]), _mm_set1_epi8(32));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        /* scales 0-7 and 8-15, each in both 128-bit lanes */
+        const __m256i sc_lo = _mm256_permute2x128_si256(sc16, sc16, 0x00), sc_hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+        __m256i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) /* - 4 * sum_j sc_j bsum_j: the levels' offset */
+            isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                       _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(a.bs[t] + 16 * b)), 2));
+        const __m256i hm = load256(w[b].hmask);
+        for (int h = 0; h < 2; h++) {
+            const __m256i qs = load256(w[b].qs + 32 * h);
+            #pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+                const int k = 8 * h + 2 * r; /* the row's two sub-blocks: k, k + 1 */
+                const __m256i code = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * r), m3);
+                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + r), one);
+                const __m256i lv = _mm256_or_si256(code, _mm256_slli_epi16(hb, 2));
+                const __m256i half_sc = h ? sc_hi : sc_lo, k8 = _mm256_set1_epi16((short)(0x0202 * (k % 8)));
+                /* low lane: scale k's word; high lane: k + 1's (a byte shuffle) */
+                const __m256i s = _mm256_shuffle_epi8(half_sc, _mm256_add_epi16(k8, pick));
+                #pragma GCC unroll 8
+                for (int t = 0; t < nt; t++) {
+                    const __m256i y = load256(a.q[t] + 256 * b + 128 * h + 32 * r);
+                    isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(lv, y), s);
+                }
+            }
+        }
+        const float dw = half(&w[b].d);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum8(acc[t]);
+}
+TILE_DISPATCH(x_dot_q3_K, q3_K_nt)
+
 /* The 8 scales (ls - 32) of an IQ4_XS block as 16-bit lanes: the low 4
  * bits two per byte of scales_l, the high 2 bits of sub-block ib at bit 2ib
  * of scales_h -- brought to the top of each lane by a multiply by
@@ -789,6 +849,7 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q4_K};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q6_K};
+    k->type[QT_Q3_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q3_K};
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq4_xs};
     k->prepare[CPU_ACT_Q8_32] = x_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = x_prepare_q8_K;
