@@ -628,6 +628,61 @@ INL void q3_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
 }
 TILE_DISPATCH(z_dot_q3_K, q3_K_nt)
 
+/* Q2_K: levels 0..3 with 4-bit scales and mins per 16, 64 elements per
+ * vector as Q3_K's (no third bit); the mins against q8_K's sums per 16 in
+ * a second f32 sum. */
+INL void q2_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q2_K *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m512 acc[CPU_TILE_TOK];
+    __m256 accm[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        acc[t] = _mm512_setzero_ps();
+        accm[t] = _mm256_setzero_ps();
+    }
+    const __m512i m3 = _mm512_set1_epi8(0x03);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m512i sel = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0,
+                                         0, 0, 0, 0, 0, 0);
+    for (uint64_t b = 0; b < n / 256; b++) {
+        const __m128i raw = _mm_loadu_si128((const __m128i *)w[b].scales);
+        const __m512i sc512 = _mm512_zextsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(raw, m4)));
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
+        __m512i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            isum[t] = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            const __m256i qs = load256(w[b].qs + 32 * h);
+            const __m512i q2 = join256(qs, _mm256_srli_epi16(qs, 2)); /* rows 0, 1 at shift 0; 2, 3 at 4 */
+            const __m512i lv0 = _mm512_and_si512(q2, m3), lv1 = _mm512_and_si512(_mm512_srli_epi16(q2, 4), m3);
+            const __m512i s0 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * h))), sc512);
+            const __m512i s1 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * h + 4))), sc512);
+            #pragma GCC unroll 8
+            for (int t = 0; t < nt; t++) {
+                const int8_t *q = a.q[t] + 256 * b + 128 * h;
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv0, load512(q)), s0);
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv1, load512(q + 64)), s1);
+            }
+        }
+        const float dw = half(&w[b].d), dmw = half(&w[b].dmin);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) {
+            const float dx = a.d[t][b];
+            const __m256i pm = _mm256_madd_epi16(mins, load256(a.bs[t] + 16 * b));
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dx * dw), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dmw), _mm256_cvtepi32_ps(pm), accm[t]);
+        }
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum16(acc[t]) - hsum8(accm[t]);
+}
+TILE_DISPATCH(z_dot_q2_K, q2_K_nt)
+
 /* IQ4_XS: 128 elements (four sub-blocks of 32) per pair of 512-bit levels
  * vectors.  One 64-byte load holds the indices of four sub-blocks; their
  * low and high nibbles are regrouped by two two-source permutes into
@@ -718,5 +773,6 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q6_K};
     k->type[QT_Q3_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q3_K};
+    k->type[QT_Q2_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q2_K};
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq4_xs};
 }

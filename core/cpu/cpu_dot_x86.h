@@ -563,6 +563,60 @@ INL void q3_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
 }
 TILE_DISPATCH(x_dot_q3_K, q3_K_nt)
 
+/* Q2_K: levels 0..3 with 4-bit scales and mins per 16, the work laid out
+ * as Q3_K's (vpmaddubsw, vpmaddwd / vpdpwssd with the two scales of each
+ * 32); the mins against q8_K's sums per 16 in a second f32 sum. */
+INL void q2_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q2_K *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m256 acc[CPU_TILE_TOK], accm[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = accm[t] = _mm256_setzero_ps();
+    const __m256i m3 = _mm256_set1_epi8(0x03);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(0x0302), _mm_set1_epi16(0x0100)); /* word 0 | word 1 */
+    for (uint64_t b = 0; b < n / 256; b++) {
+        const __m128i raw = _mm_loadu_si128((const __m128i *)w[b].scales);
+        const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
+        const __m256i sc_lo = _mm256_permute2x128_si256(sc16, sc16, 0x00), sc_hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+        __m256i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            isum[t] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i qs = load256(w[b].qs + 32 * h);
+            #pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+                const int k = 8 * h + 2 * r; /* the row's two sub-blocks: k, k + 1 */
+                const __m256i lv = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * r), m3);
+                const __m256i half_sc = h ? sc_hi : sc_lo, k8 = _mm256_set1_epi16((short)(0x0202 * (k % 8)));
+                const __m256i s = _mm256_shuffle_epi8(half_sc, _mm256_add_epi16(k8, pick));
+                #pragma GCC unroll 8
+                for (int t = 0; t < nt; t++) {
+                    const __m256i y = load256(a.q[t] + 256 * b + 128 * h + 32 * r);
+                    isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(lv, y), s);
+                }
+            }
+        }
+        const float dw = half(&w[b].d), dmw = half(&w[b].dmin);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) {
+            const float dx = a.d[t][b];
+            const __m256i pm = _mm256_madd_epi16(mins, load256(a.bs[t] + 16 * b));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dw), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dmw), _mm256_cvtepi32_ps(pm), accm[t]);
+        }
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum8(acc[t]) - hsum8(accm[t]);
+}
+TILE_DISPATCH(x_dot_q2_K, q2_K_nt)
+
 /* The 8 scales (ls - 32) of an IQ4_XS block as 16-bit lanes: the low 4
  * bits two per byte of scales_l, the high 2 bits of sub-block ib at bit 2ib
  * of scales_h -- brought to the top of each lane by a multiply by
@@ -850,6 +904,7 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q6_K};
     k->type[QT_Q3_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q3_K};
+    k->type[QT_Q2_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q2_K};
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq4_xs};
     k->prepare[CPU_ACT_Q8_32] = x_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = x_prepare_q8_K;
