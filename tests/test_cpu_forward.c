@@ -16,7 +16,7 @@
  *  - Against the reference backend on a GLM-4.7-Flash-shaped file (hidden
  *    2048, q_lora 768, kv_lora 512, nope 192, rope 64, v_head 256, 20 heads,
  *    expert ffn 1536, dense ffn 10240; 2 blocks, 8 experts, vocabulary 512;
- *    the Q4_K_M, IQ4_XS, Q3_K_M and Q2_K type mixes): rel-L2 <= 0.06 (Q2_K:
+ *    the Q4_K_M, IQ4_XS, Q3_K_M, Q2_K, MXFP4_MOE mixes): rel-L2 <= 0.06 (Q2_K:
  *    0.08, see test_glm_shapes_against_reference) and top-1 agreement on
  *    >= 7 of 8 positions -- 8-bit activations on random weights move logits
  *    by 1.5-5 % (llama.cpp's own distance on the fixtures), and one
@@ -538,9 +538,9 @@ static void glm_shapes_against_reference(uint32_t ft, const char *name, double t
 }
 
 /* Q4_K_M (Q4_K, Q6_K, Q5_0 attn_k_b), IQ4_XS (IQ4_XS, IQ4_NL attn_k_b:
- * rows of 192), Q3_K_M (Q3_K experts) and Q2_K (Q2_K almost everywhere) --
- * the kernels of the chosen set on GLM's own shapes.  The Q2_K mix lands
- * at 0.056 (the others at 0.020): every Q2_K tensor reads 8-bit
+ * rows of 192), Q3_K_M (Q3_K experts), Q2_K (Q2_K almost everywhere) and
+ * MXFP4_MOE (MXFP4 experts) -- the kernels of the chosen set on GLM's own
+ * shapes.  The Q2_K mix lands at 0.056 (the others at 0.014-0.020): every Q2_K tensor reads 8-bit
  * activations, and llama-quantize's own tiny Q2_K file moves as much under
  * them (3.8e-2 -> 4.5e-2 rel-L2 to float64, t_mkmodel.sh); its bound is
  * 0.08, still below t_mkmodel.sh's 0.1 for such files.  A wrong level or
@@ -551,6 +551,7 @@ static void test_glm_shapes_against_reference(void)
     glm_shapes_against_reference(SYNTH_FT_IQ4_XS, "IQ4_XS", 0.06);
     glm_shapes_against_reference(SYNTH_FT_Q3_K_M, "Q3_K_M", 0.06);
     glm_shapes_against_reference(SYNTH_FT_Q2_K, "Q2_K", 0.08);
+    glm_shapes_against_reference(SYNTH_FT_MXFP4_MOE, "MXFP4_MOE", 0.06);
 }
 
 /* ---- errors and cancellation ----------------------------------------------- */

@@ -201,6 +201,24 @@ static void dot_iq4_nl(const void *row, const void *const *x, int nt, uint64_t n
     memcpy(out, t.acc, (size_t)nt * sizeof *out);
 }
 
+/* MXFP4: table levels under 2^(e - 128) (q8_32 activations, as llama.cpp's
+ * q8_0). */
+static void dot_mxfp4(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_mxfp4 *w = row;
+    tile32 t;
+    tile32_init(&t, x, nt, n);
+    int8_t lv[32];
+    for (uint64_t b = 0; b < n / 32; b++) {
+        for (int j = 0; j < 16; j++) {
+            lv[j] = cpu_mxfp4_levels[w[b].qs[j] & 0xF];
+            lv[j + 16] = cpu_mxfp4_levels[w[b].qs[j] >> 4];
+        }
+        tile32_block(&t, nt, b, lv, cpu_mxfp4_scale(w[b].e), 0);
+    }
+    memcpy(out, t.acc, (size_t)nt * sizeof *out);
+}
+
 /* ======================================================================
  * K-quants (super-blocks of 256 against q8_K)
  * ====================================================================== */
@@ -493,6 +511,7 @@ ROWS_OF(rows_q5_0, dot_q5_0)
 ROWS_OF(rows_q5_1, dot_q5_1)
 ROWS_OF(rows_q8_0, dot_q8_0)
 ROWS_OF(rows_iq4_nl, dot_iq4_nl)
+ROWS_OF(rows_mxfp4, dot_mxfp4)
 ROWS_OF(rows_q4_K, dot_q4_K)
 ROWS_OF(rows_q5_K, dot_q5_K)
 ROWS_OF(rows_q6_K, dot_q6_K)
@@ -525,6 +544,7 @@ void cpu_kernels_fill_portable(cpu_kernels *k)
     k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_q5_1};
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_q8_0};
     k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_iq4_nl};
+    k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_mxfp4};
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q4_K};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q6_K};

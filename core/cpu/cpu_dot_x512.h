@@ -175,12 +175,18 @@ INL __m256i fifth_bits(const uint8_t *qh_bytes)
 
 /* Per format: the signed levels of blocks b, b+1, their d_w pair and (Q4_1,
  * Q5_1) their mins. */
-enum { F_Q4_0, F_Q4_1, F_Q5_0, F_Q5_1, F_Q8_0, F_IQ4_NL };
+enum { F_Q4_0, F_Q4_1, F_Q5_0, F_Q5_1, F_Q8_0, F_IQ4_NL, F_MXFP4 };
 
 /* IQ4_NL's 16 levels in each 128-bit lane, for a byte shuffle of nibbles. */
 INL __m512i iq4_table(void)
 {
     return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)cpu_iq4_levels));
+}
+
+/* MXFP4's 16 levels the same way. */
+INL __m512i mxfp4_table(void)
+{
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)cpu_mxfp4_levels));
 }
 
 INL __m512i levels2(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
@@ -214,6 +220,11 @@ INL __m512i levels2(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
         const block_iq4_nl *w = (const block_iq4_nl *)row + b;
         *dw = half2(&w[0].d, &w[1].d);
         return _mm512_shuffle_epi8(iq4_table(), nibbles64(w[0].qs, w[1].qs));
+    }
+    case F_MXFP4: {
+        const block_mxfp4 *w = (const block_mxfp4 *)row + b;
+        *dw = _mm_setr_ps(cpu_mxfp4_scale(w[0].e), cpu_mxfp4_scale(w[1].e), 0, 0);
+        return _mm512_shuffle_epi8(mxfp4_table(), nibbles64(w[0].qs, w[1].qs));
     }
     default: {
         const block_q8_0 *w = (const block_q8_0 *)row + b;
@@ -261,6 +272,12 @@ INL __m512i levels1(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
         const block_iq4_nl *w = (const block_iq4_nl *)row + b;
         *dw = _mm_setr_ps(half(&w->d), 0, 0, 0);
         lv = _mm512_shuffle_epi8(iq4_table(), nibbles64(w->qs, w->qs));
+        break;
+    }
+    case F_MXFP4: {
+        const block_mxfp4 *w = (const block_mxfp4 *)row + b;
+        *dw = _mm_setr_ps(cpu_mxfp4_scale(w->e), 0, 0, 0);
+        lv = _mm512_shuffle_epi8(mxfp4_table(), nibbles64(w->qs, w->qs));
         break;
     }
     default: {
@@ -387,6 +404,7 @@ FORMAT32(F_Q5_0, q5_0)
 FORMAT32(F_Q5_1, q5_1)
 FORMAT32(F_Q8_0, q8_0)
 FORMAT32(F_IQ4_NL, iq4_nl)
+FORMAT32(F_MXFP4, mxfp4)
 
 /* ======================================================================
  * K-quants against q8_K, 64 elements at a time
@@ -769,6 +787,7 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_1};
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q8_0};
     k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_iq4_nl};
+    k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_mxfp4};
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q4_K};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q6_K};

@@ -321,6 +321,21 @@ INL void iq4_nl_nt(const void *row, const void *const *x, int nt, uint64_t n, fl
 }
 TILE_DISPATCH(x_dot_iq4_nl, iq4_nl_nt)
 
+/* MXFP4: IQ4_NL's form with its own table and the power-of-two scale. */
+INL void mxfp4_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_mxfp4 *w = row;
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cpu_mxfp4_levels));
+    act32 a;
+    act32_init(&a, x, nt, n);
+#define STEP(b, acc) \
+    block32_signed(&a, nt, b, _mm256_shuffle_epi8(table, nibbles32(w[b].qs)), cpu_mxfp4_scale(w[b].e), acc)
+    LOOP32(nt, n / 32, STEP);
+#undef STEP
+    sums_out(&s0_, &s1_, nt, out);
+}
+TILE_DISPATCH(x_dot_mxfp4, mxfp4_nt)
+
 /* ======================================================================
  * K-quants against q8_K
  * ====================================================================== */
@@ -900,6 +915,7 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q5_1};
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q8_0};
     k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_iq4_nl};
+    k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_mxfp4};
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q4_K};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q6_K};
