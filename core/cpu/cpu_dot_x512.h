@@ -10,8 +10,8 @@
  * pair of blocks are unpacked once.  Unsigned ones (Q4_0, Q5_0 before their
  * offset, Q4_1, Q5_1) are vpdpbusd's (vpmaddubsw's) unsigned operand
  * directly; Q4_0 / Q5_0's offset comes off the integer sums through the
- * activation's sum(q).  Signed ones (Q8_0 as stored, IQ4_NL through its
- * table), per token:
+ * activation's sum(q).  Signed ones (Q8_0 as stored, IQ4_NL and MXFP4
+ * through their tables), per token:
  *  - VNNI: vpdpbusd wants its first operand unsigned, so the activations are
  *    biased by 128 (one xor): (q + 128) . lv = q . lv + 128 sum(lv), and
  *    128 sum(lv) -- the same for every token -- comes off once per pair;
@@ -21,8 +21,9 @@
  *
  * Q6_K takes 64 elements (four sub-blocks of 16) per vector: vpmaddubsw
  * into 16-bit pairs, vpmaddwd with the sub-blocks' scales, one conversion
- * per super-block, as the 256-bit kernel; IQ4_XS, Q4_K and Q5_K the same
- * way, 64 elements (two sub-blocks of 32) per vector.  (An earlier 512-bit
+ * per super-block, as the 256-bit kernel (Q3_K and Q2_K the same, with
+ * their 2-bit codes); IQ4_XS, Q4_K and Q5_K the same way, 64 elements (two
+ * sub-blocks of 32) per vector.  (An earlier 512-bit
  * Q4_K / Q5_K, commit dd277a1, measured slower than the 256-bit one on a
  * Zen 4; the present one decodes a whole 64-byte load of codes per step --
  * four sub-blocks -- and unpacks the scales in vector registers, and

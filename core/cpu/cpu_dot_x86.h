@@ -11,13 +11,14 @@
  *   Q4_0, Q5_0: levels offset by 8 / 16, taken off the integer sum through
  *     the activation's sum(q): d_w d_x (lv . q - off sum(q)), exact;
  *   Q4_1, Q5_1: d_w d_x (lv . q) + m_w s, with q8_1's s;
- *   Q8_0, IQ4_NL (levels from its table): signed levels, |lv| x sign(q, lv).
+ *   Q8_0, IQ4_NL and MXFP4 (levels from their tables): signed levels,
+ *     |lv| x sign(q, lv).
  * The K-quants follow ggml's own layout of the work: per 32 (Q4_K, Q5_K) or
- * 16 (Q6_K) elements a vpmaddubsw into 16-bit pairs, vpmaddwd (Q4_K, Q5_K:
+ * 16 (Q6_K, Q3_K, Q2_K) elements a vpmaddubsw into 16-bit pairs, vpmaddwd (Q4_K, Q5_K:
  * vpdpwssd with VNNI) with the sub-block's scale into 32 bits -- the scales
  * unpacked into one register and routed to their lanes by a byte shuffle --
- * one conversion per super-block; mins and
- * Q6_K's offset of 32 from q8_K's sums per 16.
+ * one conversion per super-block; mins (Q4_K, Q5_K, Q2_K) and Q6_K's /
+ * Q3_K's offsets of 32 / 4 from q8_K's sums per 16.
  *
  * Why two accumulators per token: a single chain of dependent FMAs (4
  * cycles each) would bound a mat-vec at one block per 4 cycles, below what
