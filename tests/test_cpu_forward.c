@@ -16,10 +16,11 @@
  *  - Against the reference backend on a GLM-4.7-Flash-shaped file (hidden
  *    2048, q_lora 768, kv_lora 512, nope 192, rope 64, v_head 256, 20 heads,
  *    expert ffn 1536, dense ffn 10240; 2 blocks, 8 experts, vocabulary 512;
- *    Q4_K_M's type mix): rel-L2 <= 0.06 and top-1 agreement on >= 7 of 8
- *    positions -- 8-bit activations on random weights move logits by
- *    1.5-5 % (llama.cpp's own distance on the fixtures), and one position
- *    may sit on a near tie.
+ *    the Q4_K_M, IQ4_XS, Q3_K_M, Q2_K, MXFP4_MOE mixes): rel-L2 <= 0.06 (Q2_K:
+ *    0.08, see test_glm_shapes_against_reference) and top-1 agreement on
+ *    >= 7 of 8 positions -- 8-bit activations on random weights move logits
+ *    by 1.5-5 % (llama.cpp's own distance on the fixtures), and one
+ *    position may sit on a near tie.
  *  - f16 KV cache: rel-L2 <= 2e-3 to the f32 cache (11-bit mantissas).
  *  - Threads and prompt splits change no bit. */
 #include <unistd.h>
@@ -495,8 +496,9 @@ static void test_nextn_block_same_logits(void)
 /* A 2-block GLM-4.7-Flash-shaped file of file type ft (block 0 dense, ffn
  * 10240; block 1 MoE): the fast backend against the reference within the
  * 8-bit activations' bound, and token by token (the decode path) bit for
- * bit equal to one call. */
-static void glm_shapes_against_reference(uint32_t ft, const char *name)
+ * bit equal to one call; tol is the rel-L2 bound (the header's 0.06 but for
+ * Q2_K, below). */
+static void glm_shapes_against_reference(uint32_t ft, const char *name, double tol)
 {
     synth_config c;
     err_t err;
@@ -522,7 +524,7 @@ static void glm_shapes_against_reference(uint32_t ft, const char *name)
     float *c1 = run_logits(&m, tok, n, KV_F32, 0, 1); /* token by token: the decode path */
     if (a && b && c1) {
         diff d = compare(a, b, n, V);
-        CHECK(d.rel_l2 <= 0.06 && d.argmax_agree >= n - 1, "%s: rel-L2 %.3g, argmax %u/%u", name, d.rel_l2,
+        CHECK(d.rel_l2 <= tol && d.argmax_agree >= n - 1, "%s: rel-L2 %.3g, argmax %u/%u", name, d.rel_l2,
               d.argmax_agree, n);
         CHECK(memcmp(a, c1, (uint64_t)n * V * 4) == 0, "%s: token by token differs from one call", name);
         printf("# GLM shapes, %s mix: vs reference backend rel-L2 %.3g, argmax %u/%u\n", name, d.rel_l2,
@@ -535,12 +537,21 @@ static void glm_shapes_against_reference(uint32_t ft, const char *name)
     unlink(path);
 }
 
-/* Q4_K_M (Q4_K, Q6_K, Q5_0 attn_k_b) and IQ4_XS (IQ4_XS, IQ4_NL attn_k_b:
- * rows of 192) -- the kernels of the chosen set on GLM's own shapes. */
+/* Q4_K_M (Q4_K, Q6_K, Q5_0 attn_k_b), IQ4_XS (IQ4_XS, IQ4_NL attn_k_b:
+ * rows of 192), Q3_K_M (Q3_K experts), Q2_K (Q2_K almost everywhere) and
+ * MXFP4_MOE (MXFP4 experts) -- the kernels of the chosen set on GLM's own
+ * shapes.  The Q2_K mix lands at 0.056 (the others at 0.014-0.020): every Q2_K tensor reads 8-bit
+ * activations, and llama-quantize's own tiny Q2_K file moves as much under
+ * them (3.8e-2 -> 4.5e-2 rel-L2 to float64, t_mkmodel.sh); its bound is
+ * 0.08, still below t_mkmodel.sh's 0.1 for such files.  A wrong level or
+ * scale moves these logits by tens of percent. */
 static void test_glm_shapes_against_reference(void)
 {
-    glm_shapes_against_reference(SYNTH_FT_Q4_K_M, "Q4_K_M");
-    glm_shapes_against_reference(SYNTH_FT_IQ4_XS, "IQ4_XS");
+    glm_shapes_against_reference(SYNTH_FT_Q4_K_M, "Q4_K_M", 0.06);
+    glm_shapes_against_reference(SYNTH_FT_IQ4_XS, "IQ4_XS", 0.06);
+    glm_shapes_against_reference(SYNTH_FT_Q3_K_M, "Q3_K_M", 0.06);
+    glm_shapes_against_reference(SYNTH_FT_Q2_K, "Q2_K", 0.08);
+    glm_shapes_against_reference(SYNTH_FT_MXFP4_MOE, "MXFP4_MOE", 0.06);
 }
 
 /* ---- errors and cancellation ----------------------------------------------- */

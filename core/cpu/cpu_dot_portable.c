@@ -10,6 +10,7 @@
 
 #include "cpu_iq4.h"
 #include "cpu_kernels.h"
+#include "cpu_lowbit.h"
 
 /* ======================================================================
  * Helpers
@@ -200,6 +201,24 @@ static void dot_iq4_nl(const void *row, const void *const *x, int nt, uint64_t n
     memcpy(out, t.acc, (size_t)nt * sizeof *out);
 }
 
+/* MXFP4: table levels under 2^(e - 128) (q8_32 activations, as llama.cpp's
+ * q8_0). */
+static void dot_mxfp4(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_mxfp4 *w = row;
+    tile32 t;
+    tile32_init(&t, x, nt, n);
+    int8_t lv[32];
+    for (uint64_t b = 0; b < n / 32; b++) {
+        for (int j = 0; j < 16; j++) {
+            lv[j] = cpu_mxfp4_levels[w[b].qs[j] & 0xF];
+            lv[j + 16] = cpu_mxfp4_levels[w[b].qs[j] >> 4];
+        }
+        tile32_block(&t, nt, b, lv, cpu_mxfp4_scale(w[b].e), 0);
+    }
+    memcpy(out, t.acc, (size_t)nt * sizeof *out);
+}
+
 /* ======================================================================
  * K-quants (super-blocks of 256 against q8_K)
  * ====================================================================== */
@@ -293,6 +312,86 @@ static void dot_q6_K(const void *row, const void *const *x, int nt, uint64_t n, 
             int32_t sumi = 0;
             for (int j = 0; j < 16; j++)
                 sumi += w[b].scales[j] * idot(lv + 16 * j, q + 16 * j, 16);
+            acc[i] += cpu_act_d(x[i], n)[b] * d * (float)sumi;
+        }
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
+/* Q2_K / Q3_K element order (quant_kquant.c): in each half of 128, row r
+ * (32 elements) takes bit pair r of the half's 32 bytes of qs; sub-blocks
+ * of 16 elements.  The levels of a block into lv[256]: the 2-bit codes, and
+ * for Q3_K (hmask not NULL) less 4 where the third bit -- bit 4h + r of
+ * hmask[l] -- is clear. */
+static void lowbit_levels(const uint8_t *restrict qs, const uint8_t *restrict hmask, int8_t *restrict lv)
+{
+    /* one loop of constant shifts per half (restrict: what lets compilers
+     * vectorize it) */
+    for (int h = 0; h < 2; h++) {
+        int8_t *o = lv + 128 * h;
+        for (int l = 0; l < 32; l++) {
+            const uint8_t q = qs[32 * h + l];
+            o[l] = (int8_t)(q & 3);
+            o[l + 32] = (int8_t)((q >> 2) & 3);
+            o[l + 64] = (int8_t)((q >> 4) & 3);
+            o[l + 96] = (int8_t)(q >> 6);
+        }
+        if (hmask)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t m = (uint8_t)(hmask[l] >> (4 * h));
+                o[l] = (int8_t)(o[l] - 4 + 4 * (m & 1));
+                o[l + 32] = (int8_t)(o[l + 32] - 4 + 2 * (m & 2));
+                o[l + 64] = (int8_t)(o[l + 64] - 4 + (m & 4));
+                o[l + 96] = (int8_t)(o[l + 96] - 4 + ((m & 8) >> 1));
+            }
+    }
+}
+
+/* Q2_K: levels 0..3 in 16 sub-blocks of 16, each with a 4-bit scale (low
+ * nibble of scales[j]) and a 4-bit min (high nibble): d * sum_j sc_j
+ * (lv_j . q_j) - dmin * sum_j m_j sum(q_j), the mins against q8_K's sums per
+ * 16. */
+static void dot_q2_K(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q2_K *w = row;
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        lowbit_levels(w[b].qs, NULL, lv);
+        const float d = f16(load_u16(&w[b].d)), dmin = f16(load_u16(&w[b].dmin));
+        for (int i = 0; i < nt; i++) {
+            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+            const int16_t *bs = cpu_act_bsum(x[i], n) + 16 * b;
+            int32_t sumi = 0, summ = 0;
+            for (int j = 0; j < 16; j++) {
+                sumi += (w[b].scales[j] & 0xF) * idot(lv + 16 * j, q + 16 * j, 16);
+                summ += (w[b].scales[j] >> 4) * bs[j];
+            }
+            const float dx = cpu_act_d(x[i], n)[b];
+            acc[i] += dx * d * (float)sumi - dx * dmin * (float)summ;
+        }
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
+/* Q3_K: levels -4..3 (the 2-bit code, less 4 where the hmask bit is
+ * clear) in 16 sub-blocks of 16 with 6-bit scales less 32: d * sum_j sc_j
+ * (lv_j . q_j). */
+static void dot_q3_K(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q3_K *w = row;
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        int8_t sc[16];
+        cpu_q3_K_scales(w[b].scales, sc);
+        lowbit_levels(w[b].qs, w[b].hmask, lv);
+        const float d = f16(load_u16(&w[b].d));
+        for (int i = 0; i < nt; i++) {
+            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+            int32_t sumi = 0;
+            for (int j = 0; j < 16; j++)
+                sumi += sc[j] * idot(lv + 16 * j, q + 16 * j, 16);
             acc[i] += cpu_act_d(x[i], n)[b] * d * (float)sumi;
         }
     }
@@ -412,9 +511,12 @@ ROWS_OF(rows_q5_0, dot_q5_0)
 ROWS_OF(rows_q5_1, dot_q5_1)
 ROWS_OF(rows_q8_0, dot_q8_0)
 ROWS_OF(rows_iq4_nl, dot_iq4_nl)
+ROWS_OF(rows_mxfp4, dot_mxfp4)
 ROWS_OF(rows_q4_K, dot_q4_K)
 ROWS_OF(rows_q5_K, dot_q5_K)
 ROWS_OF(rows_q6_K, dot_q6_K)
+ROWS_OF(rows_q3_K, dot_q3_K)
+ROWS_OF(rows_q2_K, dot_q2_K)
 ROWS_OF(rows_iq4_xs, dot_iq4_xs)
 ROWS_OF(rows_f32, dot_f32_rows)
 ROWS_OF(rows_f16, dot_f16_rows)
@@ -442,9 +544,12 @@ void cpu_kernels_fill_portable(cpu_kernels *k)
     k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_q5_1};
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_q8_0};
     k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_iq4_nl};
+    k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, rows_mxfp4};
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q4_K};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q6_K};
+    k->type[QT_Q3_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q3_K};
+    k->type[QT_Q2_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q2_K};
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq4_xs};
     k->prepare[CPU_ACT_F32] = cpu_act_prepare_f32;
     k->prepare[CPU_ACT_Q8_32] = cpu_act_prepare_q8_32;

@@ -10,8 +10,8 @@
  * pair of blocks are unpacked once.  Unsigned ones (Q4_0, Q5_0 before their
  * offset, Q4_1, Q5_1) are vpdpbusd's (vpmaddubsw's) unsigned operand
  * directly; Q4_0 / Q5_0's offset comes off the integer sums through the
- * activation's sum(q).  Signed ones (Q8_0 as stored, IQ4_NL through its
- * table), per token:
+ * activation's sum(q).  Signed ones (Q8_0 as stored, IQ4_NL and MXFP4
+ * through their tables), per token:
  *  - VNNI: vpdpbusd wants its first operand unsigned, so the activations are
  *    biased by 128 (one xor): (q + 128) . lv = q . lv + 128 sum(lv), and
  *    128 sum(lv) -- the same for every token -- comes off once per pair;
@@ -21,8 +21,9 @@
  *
  * Q6_K takes 64 elements (four sub-blocks of 16) per vector: vpmaddubsw
  * into 16-bit pairs, vpmaddwd with the sub-blocks' scales, one conversion
- * per super-block, as the 256-bit kernel; IQ4_XS, Q4_K and Q5_K the same
- * way, 64 elements (two sub-blocks of 32) per vector.  (An earlier 512-bit
+ * per super-block, as the 256-bit kernel (Q3_K and Q2_K the same, with
+ * their 2-bit codes); IQ4_XS, Q4_K and Q5_K the same way, 64 elements (two
+ * sub-blocks of 32) per vector.  (An earlier 512-bit
  * Q4_K / Q5_K, commit dd277a1, measured slower than the 256-bit one on a
  * Zen 4; the present one decodes a whole 64-byte load of codes per step --
  * four sub-blocks -- and unpacks the scales in vector registers, and
@@ -33,6 +34,7 @@
 
 #include "cpu_iq4.h"
 #include "cpu_kernels.h"
+#include "cpu_lowbit.h"
 
 #define TGT __attribute__((target(CPU_X86_TARGET)))
 #define INL static inline __attribute__((always_inline, target(CPU_X86_TARGET)))
@@ -174,12 +176,18 @@ INL __m256i fifth_bits(const uint8_t *qh_bytes)
 
 /* Per format: the signed levels of blocks b, b+1, their d_w pair and (Q4_1,
  * Q5_1) their mins. */
-enum { F_Q4_0, F_Q4_1, F_Q5_0, F_Q5_1, F_Q8_0, F_IQ4_NL };
+enum { F_Q4_0, F_Q4_1, F_Q5_0, F_Q5_1, F_Q8_0, F_IQ4_NL, F_MXFP4 };
 
 /* IQ4_NL's 16 levels in each 128-bit lane, for a byte shuffle of nibbles. */
 INL __m512i iq4_table(void)
 {
     return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)cpu_iq4_levels));
+}
+
+/* MXFP4's 16 levels the same way. */
+INL __m512i mxfp4_table(void)
+{
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)cpu_mxfp4_levels));
 }
 
 INL __m512i levels2(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
@@ -213,6 +221,11 @@ INL __m512i levels2(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
         const block_iq4_nl *w = (const block_iq4_nl *)row + b;
         *dw = half2(&w[0].d, &w[1].d);
         return _mm512_shuffle_epi8(iq4_table(), nibbles64(w[0].qs, w[1].qs));
+    }
+    case F_MXFP4: {
+        const block_mxfp4 *w = (const block_mxfp4 *)row + b;
+        *dw = _mm_setr_ps(cpu_mxfp4_scale(w[0].e), cpu_mxfp4_scale(w[1].e), 0, 0);
+        return _mm512_shuffle_epi8(mxfp4_table(), nibbles64(w[0].qs, w[1].qs));
     }
     default: {
         const block_q8_0 *w = (const block_q8_0 *)row + b;
@@ -260,6 +273,12 @@ INL __m512i levels1(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
         const block_iq4_nl *w = (const block_iq4_nl *)row + b;
         *dw = _mm_setr_ps(half(&w->d), 0, 0, 0);
         lv = _mm512_shuffle_epi8(iq4_table(), nibbles64(w->qs, w->qs));
+        break;
+    }
+    case F_MXFP4: {
+        const block_mxfp4 *w = (const block_mxfp4 *)row + b;
+        *dw = _mm_setr_ps(cpu_mxfp4_scale(w->e), 0, 0, 0);
+        lv = _mm512_shuffle_epi8(mxfp4_table(), nibbles64(w->qs, w->qs));
         break;
     }
     default: {
@@ -386,6 +405,7 @@ FORMAT32(F_Q5_0, q5_0)
 FORMAT32(F_Q5_1, q5_1)
 FORMAT32(F_Q8_0, q8_0)
 FORMAT32(F_IQ4_NL, iq4_nl)
+FORMAT32(F_MXFP4, mxfp4)
 
 /* ======================================================================
  * K-quants against q8_K, 64 elements at a time
@@ -567,6 +587,121 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
 }
 TILE_DISPATCH(z_dot_q6_K, q6_K_nt)
 
+/* Q3_K: levels as lv + 4 = code | hbit << 2 (0..7, unsigned), 64 elements
+ * (four sub-blocks of 16: rows 2g, 2g + 1 of a half) per vector -- the
+ * half's 32 bytes of codes twice, the second copy shifted by one bit pair,
+ * so one shift and mask give two rows; the third bits by a byte bit-test
+ * of hmask (and hmask >> 1 for the second row) and a masked add of 4.
+ * Then as Q6_K: vpmaddubsw, the sub-blocks' scales by vpmaddwd /
+ * vpdpwssd, the offset of 4 from q8_K's sums per 16. */
+INL void q3_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q3_K *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m512 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm512_setzero_ps();
+    const __m512i m3 = _mm512_set1_epi8(0x03), four = _mm512_set1_epi8(4);
+    /* the 16-bit scale lanes of 64 elements: 4 sub-blocks of 16, 8 pairs each */
+    const __m512i sel = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0,
+                                         0, 0, 0, 0, 0, 0);
+    for (uint64_t b = 0; b < n / 256; b++) {
+        uint32_t sw[4]; /* in registers: a store and a 16-byte reload would stall */
+        cpu_q3_K_scale_words(w[b].scales, sw);
+        const __m128i sc8 = _mm_sub_epi8(_mm_setr_epi32((int)sw[0], (int)sw[1], (int)sw[2], (int)sw[3]), _mm_set1_epi8(32));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        __m512i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) /* - 4 * sum_j sc_j bsum_j: the levels' offset */
+            isum[t] = _mm512_zextsi256_si512(
+                _mm256_sub_epi32(_mm256_setzero_si256(),
+                                 _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(a.bs[t] + 16 * b)), 2)));
+        const __m512i sc512 = _mm512_zextsi256_si512(sc16);
+        const __m256i hm = load256(w[b].hmask);
+        const __m512i hm2 = join256(hm, _mm256_srli_epi16(hm, 1)); /* row r + 1's bit where row r's is */
+        for (int h = 0; h < 2; h++) {
+            const __m256i qs = load256(w[b].qs + 32 * h);
+            const __m512i q2 = join256(qs, _mm256_srli_epi16(qs, 2)); /* rows 0, 1 at shift 0; 2, 3 at 4 */
+            __m512i lv0 = _mm512_and_si512(q2, m3), lv1 = _mm512_and_si512(_mm512_srli_epi16(q2, 4), m3);
+            lv0 = _mm512_mask_add_epi8(lv0, _mm512_test_epi8_mask(hm2, _mm512_set1_epi8((char)(1 << 4 * h))), lv0, four);
+            lv1 = _mm512_mask_add_epi8(lv1, _mm512_test_epi8_mask(hm2, _mm512_set1_epi8((char)(4 << 4 * h))), lv1, four);
+            const __m512i s0 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * h))), sc512);
+            const __m512i s1 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * h + 4))), sc512);
+            #pragma GCC unroll 8
+            for (int t = 0; t < nt; t++) {
+                const int8_t *q = a.q[t] + 256 * b + 128 * h;
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv0, load512(q)), s0);
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv1, load512(q + 64)), s1);
+            }
+        }
+        const float dw = half(&w[b].d);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum16(acc[t]);
+}
+TILE_DISPATCH(z_dot_q3_K, q3_K_nt)
+
+/* Q2_K: levels 0..3 with 4-bit scales and mins per 16, 64 elements per
+ * vector as Q3_K's (no third bit); the mins against q8_K's sums per 16 in
+ * a second f32 sum. */
+INL void q2_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q2_K *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m512 acc[CPU_TILE_TOK];
+    __m256 accm[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        acc[t] = _mm512_setzero_ps();
+        accm[t] = _mm256_setzero_ps();
+    }
+    const __m512i m3 = _mm512_set1_epi8(0x03);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m512i sel = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0,
+                                         0, 0, 0, 0, 0, 0);
+    for (uint64_t b = 0; b < n / 256; b++) {
+        const __m128i raw = _mm_loadu_si128((const __m128i *)w[b].scales);
+        const __m512i sc512 = _mm512_zextsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(raw, m4)));
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
+        __m512i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            isum[t] = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            const __m256i qs = load256(w[b].qs + 32 * h);
+            const __m512i q2 = join256(qs, _mm256_srli_epi16(qs, 2)); /* rows 0, 1 at shift 0; 2, 3 at 4 */
+            const __m512i lv0 = _mm512_and_si512(q2, m3), lv1 = _mm512_and_si512(_mm512_srli_epi16(q2, 4), m3);
+            const __m512i s0 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * h))), sc512);
+            const __m512i s1 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * h + 4))), sc512);
+            #pragma GCC unroll 8
+            for (int t = 0; t < nt; t++) {
+                const int8_t *q = a.q[t] + 256 * b + 128 * h;
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv0, load512(q)), s0);
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv1, load512(q + 64)), s1);
+            }
+        }
+        const float dw = half(&w[b].d), dmw = half(&w[b].dmin);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) {
+            const float dx = a.d[t][b];
+            const __m256i pm = _mm256_madd_epi16(mins, load256(a.bs[t] + 16 * b));
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dx * dw), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dmw), _mm256_cvtepi32_ps(pm), accm[t]);
+        }
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum16(acc[t]) - hsum8(accm[t]);
+}
+TILE_DISPATCH(z_dot_q2_K, q2_K_nt)
+
 /* IQ4_XS: 128 elements (four sub-blocks of 32) per pair of 512-bit levels
  * vectors.  One 64-byte load holds the indices of four sub-blocks; their
  * low and high nibbles are regrouped by two two-source permutes into
@@ -653,8 +788,11 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_1};
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q8_0};
     k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_iq4_nl};
+    k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_mxfp4};
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q4_K};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q6_K};
+    k->type[QT_Q3_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q3_K};
+    k->type[QT_Q2_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q2_K};
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq4_xs};
 }

@@ -11,13 +11,14 @@
  *   Q4_0, Q5_0: levels offset by 8 / 16, taken off the integer sum through
  *     the activation's sum(q): d_w d_x (lv . q - off sum(q)), exact;
  *   Q4_1, Q5_1: d_w d_x (lv . q) + m_w s, with q8_1's s;
- *   Q8_0, IQ4_NL (levels from its table): signed levels, |lv| x sign(q, lv).
+ *   Q8_0, IQ4_NL and MXFP4 (levels from their tables): signed levels,
+ *     |lv| x sign(q, lv).
  * The K-quants follow ggml's own layout of the work: per 32 (Q4_K, Q5_K) or
- * 16 (Q6_K) elements a vpmaddubsw into 16-bit pairs, vpmaddwd (Q4_K, Q5_K:
+ * 16 (Q6_K, Q3_K, Q2_K) elements a vpmaddubsw into 16-bit pairs, vpmaddwd (Q4_K, Q5_K:
  * vpdpwssd with VNNI) with the sub-block's scale into 32 bits -- the scales
  * unpacked into one register and routed to their lanes by a byte shuffle --
- * one conversion per super-block; mins and
- * Q6_K's offset of 32 from q8_K's sums per 16.
+ * one conversion per super-block; mins (Q4_K, Q5_K, Q2_K) and Q6_K's /
+ * Q3_K's offsets of 32 / 4 from q8_K's sums per 16.
  *
  * Why two accumulators per token: a single chain of dependent FMAs (4
  * cycles each) would bound a mat-vec at one block per 4 cycles, below what
@@ -27,6 +28,7 @@
 
 #include "cpu_iq4.h"
 #include "cpu_kernels.h"
+#include "cpu_lowbit.h"
 
 #define TGT __attribute__((target(CPU_X86_TARGET)))
 #define INL static inline __attribute__((always_inline, target(CPU_X86_TARGET)))
@@ -320,6 +322,21 @@ INL void iq4_nl_nt(const void *row, const void *const *x, int nt, uint64_t n, fl
 }
 TILE_DISPATCH(x_dot_iq4_nl, iq4_nl_nt)
 
+/* MXFP4: IQ4_NL's form with its own table and the power-of-two scale. */
+INL void mxfp4_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_mxfp4 *w = row;
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cpu_mxfp4_levels));
+    act32 a;
+    act32_init(&a, x, nt, n);
+#define STEP(b, acc) \
+    block32_signed(&a, nt, b, _mm256_shuffle_epi8(table, nibbles32(w[b].qs)), cpu_mxfp4_scale(w[b].e), acc)
+    LOOP32(nt, n / 32, STEP);
+#undef STEP
+    sums_out(&s0_, &s1_, nt, out);
+}
+TILE_DISPATCH(x_dot_mxfp4, mxfp4_nt)
+
 /* ======================================================================
  * K-quants against q8_K
  * ====================================================================== */
@@ -502,6 +519,119 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
         out[t] = hsum8(acc[t]);
 }
 TILE_DISPATCH(x_dot_q6_K, q6_K_nt)
+
+/* Q3_K: levels stored as lv + 4 = code | hbit << 2 (0..7, unsigned: no
+ * sign trick) in 16 sub-blocks of 16 with scales -32..31, as Q6_K's
+ * layout of the work: per 32 elements (one row of a half: sub-blocks k,
+ * k + 1) a vpmaddubsw into 16-bit pairs and a vpmaddwd with the two
+ * scales; the offset of 4 from q8_K's sums per 16 (- 4 sum_j sc_j bsum_j,
+ * exact), one conversion per super-block. */
+INL void q3_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q3_K *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m256 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm256_setzero_ps();
+    const __m256i m3 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1);
+    const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(0x0302), _mm_set1_epi16(0x0100)); /* word 0 | word 1 */
+    for (uint64_t b = 0; b < n / 256; b++) {
+        uint32_t sw[4]; /* in registers: a store and a 16-byte reload would stall */
+        cpu_q3_K_scale_words(w[b].scales, sw);
+        const __m128i sc8 = _mm_sub_epi8(_mm_setr_epi32((int)sw[0], (int)sw[1], (int)sw[2], (int)sw[3]), _mm_set1_epi8(32));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        /* scales 0-7 and 8-15, each in both 128-bit lanes */
+        const __m256i sc_lo = _mm256_permute2x128_si256(sc16, sc16, 0x00), sc_hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+        __m256i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) /* - 4 * sum_j sc_j bsum_j: the levels' offset */
+            isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                       _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(a.bs[t] + 16 * b)), 2));
+        const __m256i hm = load256(w[b].hmask);
+        for (int h = 0; h < 2; h++) {
+            const __m256i qs = load256(w[b].qs + 32 * h);
+            #pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+                const int k = 8 * h + 2 * r; /* the row's two sub-blocks: k, k + 1 */
+                const __m256i code = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * r), m3);
+                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + r), one);
+                const __m256i lv = _mm256_or_si256(code, _mm256_slli_epi16(hb, 2));
+                const __m256i half_sc = h ? sc_hi : sc_lo, k8 = _mm256_set1_epi16((short)(0x0202 * (k % 8)));
+                /* low lane: scale k's word; high lane: k + 1's (a byte shuffle) */
+                const __m256i s = _mm256_shuffle_epi8(half_sc, _mm256_add_epi16(k8, pick));
+                #pragma GCC unroll 8
+                for (int t = 0; t < nt; t++) {
+                    const __m256i y = load256(a.q[t] + 256 * b + 128 * h + 32 * r);
+                    isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(lv, y), s);
+                }
+            }
+        }
+        const float dw = half(&w[b].d);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum8(acc[t]);
+}
+TILE_DISPATCH(x_dot_q3_K, q3_K_nt)
+
+/* Q2_K: levels 0..3 with 4-bit scales and mins per 16, the work laid out
+ * as Q3_K's (vpmaddubsw, vpmaddwd / vpdpwssd with the two scales of each
+ * 32); the mins against q8_K's sums per 16 in a second f32 sum. */
+INL void q2_K_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_q2_K *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m256 acc[CPU_TILE_TOK], accm[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = accm[t] = _mm256_setzero_ps();
+    const __m256i m3 = _mm256_set1_epi8(0x03);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(0x0302), _mm_set1_epi16(0x0100)); /* word 0 | word 1 */
+    for (uint64_t b = 0; b < n / 256; b++) {
+        const __m128i raw = _mm_loadu_si128((const __m128i *)w[b].scales);
+        const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
+        const __m256i sc_lo = _mm256_permute2x128_si256(sc16, sc16, 0x00), sc_hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+        __m256i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            isum[t] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i qs = load256(w[b].qs + 32 * h);
+            #pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+                const int k = 8 * h + 2 * r; /* the row's two sub-blocks: k, k + 1 */
+                const __m256i lv = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * r), m3);
+                const __m256i half_sc = h ? sc_hi : sc_lo, k8 = _mm256_set1_epi16((short)(0x0202 * (k % 8)));
+                const __m256i s = _mm256_shuffle_epi8(half_sc, _mm256_add_epi16(k8, pick));
+                #pragma GCC unroll 8
+                for (int t = 0; t < nt; t++) {
+                    const __m256i y = load256(a.q[t] + 256 * b + 128 * h + 32 * r);
+                    isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(lv, y), s);
+                }
+            }
+        }
+        const float dw = half(&w[b].d), dmw = half(&w[b].dmin);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) {
+            const float dx = a.d[t][b];
+            const __m256i pm = _mm256_madd_epi16(mins, load256(a.bs[t] + 16 * b));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dw), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dmw), _mm256_cvtepi32_ps(pm), accm[t]);
+        }
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum8(acc[t]) - hsum8(accm[t]);
+}
+TILE_DISPATCH(x_dot_q2_K, q2_K_nt)
 
 /* The 8 scales (ls - 32) of an IQ4_XS block as 16-bit lanes: the low 4
  * bits two per byte of scales_l, the high 2 bits of sub-block ib at bit 2ib
@@ -786,9 +916,12 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q5_1};
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q8_0};
     k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_iq4_nl};
+    k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_mxfp4};
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q4_K};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q5_K};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q6_K};
+    k->type[QT_Q3_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q3_K};
+    k->type[QT_Q2_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q2_K};
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq4_xs};
     k->prepare[CPU_ACT_Q8_32] = x_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = x_prepare_q8_K;
