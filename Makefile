@@ -219,7 +219,10 @@ FUZZ_APP_INC := $(CORE_INC) -Iapp
 FUZZ_TEST_INC := $(FUZZ_APP_INC) -Itests
 FUZZ_APP_SRC := $(sort $(wildcard app/md_*.c app/*/md_*.c) \
                 $(foreach n,ui_text settings theme paths,$(wildcard app/$(n).c app/*/$(n).c)))
-FUZZ_OBJ := $(CORE_SRC:%.c=build/fuzz/%.o) $(FUZZ_APP_SRC:%.c=build/fuzz/%.o)
+# The CPU backend's kernels (core/cpu/) stay out: no target reaches them, and
+# their SIMD files took 4 of the 5 minutes of clang's time for the fuzz build.
+FUZZ_CORE_SRC := $(filter-out core/cpu/%,$(CORE_SRC))
+FUZZ_OBJ := $(FUZZ_CORE_SRC:%.c=build/fuzz/%.o) $(FUZZ_APP_SRC:%.c=build/fuzz/%.o)
 build/fuzz/core/%.o: core/%.c
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $(CORE_INC) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
