@@ -43,8 +43,9 @@ fi
 # The sanitizer run looks for memory and undefined-behaviour errors in our
 # host code, which any case of a kernel family reaches: there the long
 # kernel-case programs run every 4th case (testlib.h's TEST_SAMPLE) and the
-# long shell tests a subset of their models (TEST_QUICK); the normal run
-# keeps every case.  TEST_FULL=1 runs everything under the sanitizers too.
+# other long tests their quick forms (TEST_QUICK: a subset of their models,
+# fewer draws or rounds, the tmux UI tests on the CPU backend); the normal
+# run keeps every case.  TEST_FULL=1 runs everything under the sanitizers too.
 # (Before the quick forms were trimmed to one model a case, `make check`
 # took 35 minutes on 2 cores: tests' own seconds 1461 normal, 1981 under
 # the sanitizers; trimmed, 24 minutes from a clean clone: 1212 wall seconds
