@@ -25,14 +25,20 @@ PREFIX ?= /usr/local
 SANITIZE ?= 0
 FUZZ_SECONDS ?= 60
 
+# The sanitizer build's debug information is line tables (-g1): its reports'
+# stacks keep every frame's file and line, inlined ones too, and the build
+# takes 40 % less of the compiler's time than with -g (157 -> 96 CPU seconds
+# for ./glmchat); no variables for a debugger, which the normal build has.
 ifeq ($(SANITIZE),1)
 BUILD := build/san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 OPT := -O1
+DEBUG := -g1
 else
 BUILD := build/rel
 SANFLAGS :=
 OPT := -O2
+DEBUG := -g
 endif
 
 PKGS := jansson libpcre2-8 md4c ncursesw vulkan
@@ -40,7 +46,7 @@ PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
-CFLAGS ?= $(OPT) -g
+CFLAGS ?= $(OPT) $(DEBUG)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS) -MMD -MP
 LDLIBS := $(PKG_LIBS) -lreadline -lm -pthread
 
@@ -219,7 +225,10 @@ FUZZ_APP_INC := $(CORE_INC) -Iapp
 FUZZ_TEST_INC := $(FUZZ_APP_INC) -Itests
 FUZZ_APP_SRC := $(sort $(wildcard app/md_*.c app/*/md_*.c) \
                 $(foreach n,ui_text settings theme paths,$(wildcard app/$(n).c app/*/$(n).c)))
-FUZZ_OBJ := $(CORE_SRC:%.c=build/fuzz/%.o) $(FUZZ_APP_SRC:%.c=build/fuzz/%.o)
+# The CPU backend's kernels (core/cpu/) stay out: no target reaches them, and
+# their SIMD files took 4 of the 5 minutes of clang's time for the fuzz build.
+FUZZ_CORE_SRC := $(filter-out core/cpu/%,$(CORE_SRC))
+FUZZ_OBJ := $(FUZZ_CORE_SRC:%.c=build/fuzz/%.o) $(FUZZ_APP_SRC:%.c=build/fuzz/%.o)
 build/fuzz/core/%.o: core/%.c
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $(CORE_INC) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<

@@ -43,12 +43,16 @@ fi
 # The sanitizer run looks for memory and undefined-behaviour errors in our
 # host code, which any case of a kernel family reaches: there the long
 # kernel-case programs run every 4th case (testlib.h's TEST_SAMPLE) and the
-# long shell tests a subset of their models (TEST_QUICK); the normal run
-# keeps every case.  TEST_FULL=1 runs everything under the sanitizers too.
+# other long tests their quick forms (TEST_QUICK: a subset of their models,
+# fewer draws or rounds, the tmux UI tests on the CPU backend); the normal
+# run keeps every case.  TEST_FULL=1 runs everything under the sanitizers too.
 # (Before the quick forms were trimmed to one model a case, `make check`
 # took 35 minutes on 2 cores: tests' own seconds 1461 normal, 1981 under
 # the sanitizers; trimmed, 24 minutes from a clean clone: 1212 wall seconds
-# of tests in the normal run.)
+# of tests in the normal run.  With the UI on the CPU backend and the quick
+# forms of t_spec_cli, t_vk_typed_spv, test_cpu_moe_host, test_vk_sampler,
+# test_sampler and t_crash_safety, the sanitizer run's tests took 515 CPU
+# seconds, 686 before; the normal run's 466.)
 QUICK=0
 [ "${SANITIZE:-0}" = 1 ] && [ "${TEST_FULL:-0}" != 1 ] && QUICK=1
 sampled=" test_vk_types test_vk_attn test_vk_matvec test_vk_prefill "
@@ -116,7 +120,9 @@ wait_one() {
 
 # The tests, the longest first (the Vulkan ones on lavapipe, the UI
 # sessions) so that the last to start are short ones; then the rest in
-# name order.
+# name order.  Each run has its own order, from a clean clone's times: in
+# the sanitizer run, with its quick forms and the UI on the CPU backend, the
+# longest are others (the quantizers and the CPU kernels under ASan).
 tests=()
 for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] && tests+=("$t")
@@ -124,7 +130,11 @@ done
 for t in tests/t_*.sh; do
     [ -f "$t" ] && tests+=("$t")
 done
-slow="test_spec t_ui_tmux t_vk_fixtures test_vk_spec t_vk_lowbit test_vk_types t_vk_hostmoe t_spec_cli test_vk_attn test_vk_matvec t_vk_memory test_vk_sampler t_ui_files t_ui_screen test_cpu_moe_host t_ui_context t_ui_input test_vk_prefill t_vk_types_sg16 t_vk_spec_sg16 test_decoder test_sampler t_crash_safety test_cpu_forward t_mkmodel test_vk_sync t_vk_sync_sg16 test_vk_deps"
+if [ $QUICK = 1 ]; then
+    slow="test_spec t_vk_fixtures t_vk_hostmoe t_mkmodel test_vk_attn test_vk_types t_crash_safety test_vk_sampler test_cpu_moe_host test_cpu_forward t_bench_prompt test_vk_matvec t_vk_memory test_vk_spec t_ui_tmux test_sampler t_spec_cli t_vk_lowbit t_vk_typed_spv t_vk_spec_sg16 t_oneshot test_decoder test_vk_deps test_cpu_spec t_cli_run test_ui_session test_vk_prefill test_quant_iq t_vk_types_sg16"
+else
+    slow="test_spec test_vk_attn t_ui_tmux test_vk_types t_vk_lowbit t_vk_hostmoe t_vk_fixtures test_vk_sampler t_spec_cli test_vk_spec test_vk_matvec t_ui_screen t_vk_typed_spv t_ui_files test_cpu_moe_host test_sampler test_vk_prefill t_ui_input t_ui_context t_crash_safety t_ui_profile t_bench_prompt t_vk_spec_sg16 t_vk_memory t_vk_types_sg16 t_mkmodel test_decoder"
+fi
 ordered=()
 for s in $slow; do
     for t in "${tests[@]}"; do

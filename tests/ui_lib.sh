@@ -3,8 +3,16 @@
 # waiting for answers.  Sourced after lib.sh and tmux_lib.sh.
 
 # The UI runs on the Vulkan backend (lavapipe in CI) when a device is
-# there, else on the CPU; GLMCHAT_TEST_BACKEND picks one.
+# there, else on the CPU; GLMCHAT_TEST_BACKEND picks one.  The sanitizer
+# run (TEST_QUICK) looks for memory errors in the UI's host code, which is
+# the same on either backend: there the CPU, whose answers on the model
+# below take milliseconds where lavapipe's under ASan take seconds (a
+# 670-token prompt: 20 s; t_ui_tmux went from 109 s to 15 s).  The Vulkan
+# backend's host code has its own tests under the sanitizers, t_ui_profile
+# keeps the chat on Vulkan there, and the normal run keeps every UI test on
+# lavapipe.
 BACKEND=${GLMCHAT_TEST_BACKEND:-}
+[ -z "$BACKEND" ] && [ "${TEST_QUICK:-0}" = 1 ] && BACKEND=cpu
 if [ -z "$BACKEND" ]; then
     if "$GLMCHAT" devices >/dev/null 2>&1; then BACKEND=vulkan; else BACKEND=cpu; fi
 fi
