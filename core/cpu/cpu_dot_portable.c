@@ -11,6 +11,7 @@
 #include "cpu_iq4.h"
 #include "cpu_kernels.h"
 #include "cpu_lowbit.h"
+#include "format/quant_grids.h"
 
 /* ======================================================================
  * Helpers
@@ -426,6 +427,45 @@ static void dot_iq4_xs(const void *row, const void *const *x, int nt, uint64_t n
     memcpy(out, acc, (size_t)nt * sizeof *out);
 }
 
+/* IQ2_XXS / IQ3_XXS: per sub-block of 32 the signed grid levels (grid
+ * magnitudes <= 62, signs from four 7-bit sign indices) and the odd scale
+ * 2 ls + 1: the dequantizer's d (0.5 + ls) / 4 (IQ2) or / 2 (IQ3) is
+ * d (2 ls + 1) / 8 or / 4, so the integer sum takes 2 ls + 1 and the block
+ * is scaled once by d d_x / 8 (IQ2) or / 4 (IQ3). */
+static void signed_levels(const uint8_t *grid, uint8_t signs, int n, int8_t *lv)
+{
+    for (int j = 0; j < n; j++)
+        lv[j] = (int8_t)(signs & (1u << j) ? -grid[j] : grid[j]);
+}
+
+static void dot_iq2_xxs(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_iq2_xxs *w = row;
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        int ls[8];
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *q = (const uint8_t *)w[b].qs + 8 * ib;
+            uint32_t aux;
+            memcpy(&aux, q + 4, sizeof aux);
+            ls[ib] = 2 * (int)(aux >> 28) + 1;
+            for (int l = 0; l < 4; l++)
+                signed_levels(quant_iq2xxs_grid[q[l]], quant_ksigns_iq2xs[(aux >> (7 * l)) & 127], 8,
+                              lv + 32 * ib + 8 * l);
+        }
+        const float d = f16(load_u16(&w[b].d));
+        for (int i = 0; i < nt; i++) {
+            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+            int32_t sumi = 0;
+            for (int ib = 0; ib < 8; ib++)
+                sumi += ls[ib] * idot(lv + 32 * ib, q + 32 * ib, 32);
+            acc[i] += 0.125f * d * cpu_act_d(x[i], n)[b] * (float)sumi;
+        }
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
 /* ======================================================================
  * Float weights (f32 activations)
  * ====================================================================== */
@@ -518,6 +558,7 @@ ROWS_OF(rows_q6_K, dot_q6_K)
 ROWS_OF(rows_q3_K, dot_q3_K)
 ROWS_OF(rows_q2_K, dot_q2_K)
 ROWS_OF(rows_iq4_xs, dot_iq4_xs)
+ROWS_OF(rows_iq2_xxs, dot_iq2_xxs)
 ROWS_OF(rows_f32, dot_f32_rows)
 ROWS_OF(rows_f16, dot_f16_rows)
 ROWS_OF(rows_bf16, dot_bf16_rows)
@@ -551,6 +592,7 @@ void cpu_kernels_fill_portable(cpu_kernels *k)
     k->type[QT_Q3_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q3_K};
     k->type[QT_Q2_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q2_K};
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq4_xs};
+    k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq2_xxs};
     k->prepare[CPU_ACT_F32] = cpu_act_prepare_f32;
     k->prepare[CPU_ACT_Q8_32] = cpu_act_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = cpu_act_prepare_q8_K;

@@ -29,6 +29,7 @@
 #include "cpu_iq4.h"
 #include "cpu_kernels.h"
 #include "cpu_lowbit.h"
+#include "format/quant_grids.h"
 
 #define TGT __attribute__((target(CPU_X86_TARGET)))
 #define INL static inline __attribute__((always_inline, target(CPU_X86_TARGET)))
@@ -701,6 +702,68 @@ INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, fl
 }
 TILE_DISPATCH(x_dot_iq4_xs, iq4_xs_nt)
 
+/* The 32 sign bytes (0 or -1) of a grid sub-block from its four 7-bit sign
+ * indices (word aux, bits 0-27): the four sign bytes of ksigns in one
+ * word, byte j/8 spread to bytes j, then a bit test of bit j%8. */
+INL __m256i grid_signs(uint32_t aux)
+{
+    const uint32_t s = (uint32_t)quant_ksigns_iq2xs[aux & 127] | (uint32_t)quant_ksigns_iq2xs[(aux >> 7) & 127] << 8 |
+                       (uint32_t)quant_ksigns_iq2xs[(aux >> 14) & 127] << 16 |
+                       (uint32_t)quant_ksigns_iq2xs[(aux >> 21) & 127] << 24;
+    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)s), spread);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+/* IQ2_XXS: per sub-block the four grid rows (8 magnitudes each, one 64-bit
+ * load apiece) and the sign bytes; the magnitudes (<= 43, unsigned) against
+ * the activations with the weights' signs by vpmaddubsw into 16-bit pairs,
+ * times the odd scale 2 ls + 1 by vpmaddwd / vpdpwssd; the block scaled once
+ * by d d_x / 8 (cpu_dot_portable.c says why). */
+INL void iq2_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_iq2_xxs *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m256 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm256_setzero_ps();
+    const __m256i one = _mm256_set1_epi8(1);
+    for (uint64_t b = 0; b < n / 256; b++) {
+        __m256i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            isum[t] = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *q = (const uint8_t *)w[b].qs + 8 * ib;
+            uint32_t aux;
+            memcpy(&aux, q + 4, sizeof aux);
+            uint64_t g[4];
+            for (int l = 0; l < 4; l++)
+                memcpy(&g[l], quant_iq2xxs_grid[q[l]], 8);
+            const __m256i mag = _mm256_setr_epi64x((long long)g[0], (long long)g[1], (long long)g[2], (long long)g[3]);
+            /* +1 or -1 per byte: what vpsignb multiplies the activations by */
+            const __m256i sgn = _mm256_or_si256(grid_signs(aux), one);
+            const __m256i ls = _mm256_set1_epi16((short)(2 * (aux >> 28) + 1));
+            #pragma GCC unroll 8
+            for (int t = 0; t < nt; t++) {
+                const __m256i y = _mm256_sign_epi8(load256(a.q[t] + 256 * b + 32 * ib), sgn);
+                isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(mag, y), ls);
+            }
+        }
+        const float dw = half(&w[b].d);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum8(acc[t]);
+}
+TILE_DISPATCH(x_dot_iq2_xxs, iq2_xxs_nt)
+
 /* ======================================================================
  * Float weights against f32 activations
  * ====================================================================== */
@@ -923,6 +986,7 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q3_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q3_K};
     k->type[QT_Q2_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q2_K};
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq4_xs};
+    k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq2_xxs};
     k->prepare[CPU_ACT_Q8_32] = x_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = x_prepare_q8_K;
     k->dot_f32 = x_dot_f32;
