@@ -438,32 +438,57 @@ static void signed_levels(const uint8_t *grid, uint8_t signs, int n, int8_t *lv)
         lv[j] = (int8_t)(signs & (1u << j) ? -grid[j] : grid[j]);
 }
 
-static void dot_iq2_xxs(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+/* The levels of sub-block ib of an IQ2_XXS / IQ3_XXS block into lv[32];
+ * returns its 2 ls + 1. */
+static int grid_sub_levels(bool three, const void *blk, int ib, int8_t *lv)
 {
-    const block_iq2_xxs *w = row;
+    const uint8_t *qs = (const uint8_t *)blk + 2; /* after the f16 d */
+    const uint8_t *q = qs + 8 * ib;
+    uint32_t aux;
+    memcpy(&aux, three ? qs + QK_K / 4 + 4 * ib : q + 4, sizeof aux);
+    for (int l = 0; l < 4; l++) {
+        const uint8_t signs = quant_ksigns_iq2xs[(aux >> (7 * l)) & 127];
+        if (three) {
+            signed_levels(quant_iq3xxs_grid[q[2 * l]], signs, 4, lv + 8 * l);
+            signed_levels(quant_iq3xxs_grid[q[2 * l + 1]], (uint8_t)(signs >> 4), 4, lv + 8 * l + 4);
+        } else {
+            signed_levels(quant_iq2xxs_grid[q[l]], signs, 8, lv + 8 * l);
+        }
+    }
+    return 2 * (int)(aux >> 28) + 1;
+}
+
+static void dot_grid_xxs(bool three, const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const uint64_t block_bytes = three ? sizeof(block_iq3_xxs) : sizeof(block_iq2_xxs);
+    const float unit = three ? 0.25f : 0.125f;
     float acc[CPU_TILE_TOK] = {0};
     int8_t lv[256];
     for (uint64_t b = 0; b < n / 256; b++) {
+        const uint8_t *blk = (const uint8_t *)row + b * block_bytes;
         int ls[8];
-        for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *q = (const uint8_t *)w[b].qs + 8 * ib;
-            uint32_t aux;
-            memcpy(&aux, q + 4, sizeof aux);
-            ls[ib] = 2 * (int)(aux >> 28) + 1;
-            for (int l = 0; l < 4; l++)
-                signed_levels(quant_iq2xxs_grid[q[l]], quant_ksigns_iq2xs[(aux >> (7 * l)) & 127], 8,
-                              lv + 32 * ib + 8 * l);
-        }
-        const float d = f16(load_u16(&w[b].d));
+        for (int ib = 0; ib < 8; ib++)
+            ls[ib] = grid_sub_levels(three, blk, ib, lv + 32 * ib);
+        const float d = f16(load_u16(blk));
         for (int i = 0; i < nt; i++) {
             const int8_t *q = cpu_act_q(x[i]) + 256 * b;
             int32_t sumi = 0;
             for (int ib = 0; ib < 8; ib++)
                 sumi += ls[ib] * idot(lv + 32 * ib, q + 32 * ib, 32);
-            acc[i] += 0.125f * d * cpu_act_d(x[i], n)[b] * (float)sumi;
+            acc[i] += unit * d * cpu_act_d(x[i], n)[b] * (float)sumi;
         }
     }
     memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
+static void dot_iq2_xxs(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    dot_grid_xxs(false, row, x, nt, n, out);
+}
+
+static void dot_iq3_xxs(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    dot_grid_xxs(true, row, x, nt, n, out);
 }
 
 /* ======================================================================
@@ -559,6 +584,7 @@ ROWS_OF(rows_q3_K, dot_q3_K)
 ROWS_OF(rows_q2_K, dot_q2_K)
 ROWS_OF(rows_iq4_xs, dot_iq4_xs)
 ROWS_OF(rows_iq2_xxs, dot_iq2_xxs)
+ROWS_OF(rows_iq3_xxs, dot_iq3_xxs)
 ROWS_OF(rows_f32, dot_f32_rows)
 ROWS_OF(rows_f16, dot_f16_rows)
 ROWS_OF(rows_bf16, dot_bf16_rows)
@@ -593,6 +619,7 @@ void cpu_kernels_fill_portable(cpu_kernels *k)
     k->type[QT_Q2_K] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_q2_K};
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq4_xs};
     k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq2_xxs};
+    k->type[QT_IQ3_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq3_xxs};
     k->prepare[CPU_ACT_F32] = cpu_act_prepare_f32;
     k->prepare[CPU_ACT_Q8_32] = cpu_act_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = cpu_act_prepare_q8_K;

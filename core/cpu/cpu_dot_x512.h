@@ -777,16 +777,16 @@ INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, fl
 }
 TILE_DISPATCH(z_dot_iq4_xs, iq4_xs_nt)
 
-/* The 32 magnitudes and the sign mask of an IQ2_XXS sub-block: four grid
- * rows of 8 bytes; the sign bytes of the four 7-bit indices in one word,
- * byte j/8 spread to byte j and bit j%8 tested into mask bit j. */
-INL __m256i iq2_xxs_sub(const uint8_t *q, uint32_t *neg, int *ls)
+/* The 32 magnitudes of sub-block ib of an IQ2_XXS block (four grid rows
+ * of 8) or an IQ3_XXS block (eight rows of 4, its index bytes before the
+ * sign / scale words), its sign mask (the four 7-bit sign indices' sign
+ * bytes in one word, byte j/8 spread to byte j, bit j%8 tested into mask
+ * bit j) and its odd scale 2 ls + 1. */
+INL __m256i grid_sub(bool three, const uint8_t *blk, int ib, uint32_t *neg, int *ls)
 {
+    const uint8_t *qs = blk + 2, *q = qs + 8 * ib; /* after the f16 d */
     uint32_t aux;
-    memcpy(&aux, q + 4, sizeof aux);
-    uint64_t g[4];
-    for (int l = 0; l < 4; l++)
-        memcpy(&g[l], quant_iq2xxs_grid[q[l]], 8);
+    memcpy(&aux, three ? qs + QK_K / 4 + 4 * ib : q + 4, sizeof aux);
     const uint32_t s = (uint32_t)quant_ksigns_iq2xs[aux & 127] | (uint32_t)quant_ksigns_iq2xs[(aux >> 7) & 127] << 8 |
                        (uint32_t)quant_ksigns_iq2xs[(aux >> 14) & 127] << 16 |
                        (uint32_t)quant_ksigns_iq2xs[(aux >> 21) & 127] << 24;
@@ -794,17 +794,28 @@ INL __m256i iq2_xxs_sub(const uint8_t *q, uint32_t *neg, int *ls)
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
     *neg = _mm256_test_epi8_mask(_mm256_shuffle_epi8(_mm256_set1_epi32((int)s), spread), bit);
     *ls = 2 * (int)(aux >> 28) + 1;
+    if (three) {
+        uint32_t g[8];
+        for (int l = 0; l < 8; l++)
+            memcpy(&g[l], quant_iq3xxs_grid[q[l]], 4);
+        return _mm256_setr_epi32((int)g[0], (int)g[1], (int)g[2], (int)g[3], (int)g[4], (int)g[5], (int)g[6],
+                                 (int)g[7]);
+    }
+    uint64_t g[4];
+    for (int l = 0; l < 4; l++)
+        memcpy(&g[l], quant_iq2xxs_grid[q[l]], 8);
     return _mm256_setr_epi64x((long long)g[0], (long long)g[1], (long long)g[2], (long long)g[3]);
 }
 
-/* IQ2_XXS: two sub-blocks per 512-bit vector; the magnitudes (<= 43,
- * unsigned) against the activations negated where the weights are, by
- * vpmaddubsw into 16-bit pairs, times the odd scale 2 ls + 1 by vpmaddwd /
- * vpdpwssd; the block scaled once by d d_x / 8 (cpu_dot_portable.c says
- * why). */
-INL void iq2_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+/* IQ2_XXS (three false) / IQ3_XXS: two sub-blocks per 512-bit vector; the
+ * magnitudes (<= 62, unsigned) against the activations negated where the
+ * weights are, by vpmaddubsw into 16-bit pairs, times the odd scale
+ * 2 ls + 1 by vpmaddwd / vpdpwssd; the block scaled once by d d_x / 8 or
+ * / 4 (cpu_dot_portable.c says why). */
+INL void grid_xxs_nt(bool three, const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {
-    const block_iq2_xxs *w = row;
+    const uint64_t block_bytes = three ? sizeof(block_iq3_xxs) : sizeof(block_iq2_xxs);
+    const float unit = three ? 0.25f : 0.125f;
     actK a;
     actK_init(&a, x, nt, n);
     __m512 acc[CPU_TILE_TOK];
@@ -812,15 +823,15 @@ INL void iq2_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, f
     for (int t = 0; t < nt; t++)
         acc[t] = _mm512_setzero_ps();
     for (uint64_t b = 0; b < n / 256; b++) {
+        const uint8_t *blk = (const uint8_t *)row + b * block_bytes;
         __m512i isum[CPU_TILE_TOK];
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++)
             isum[t] = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
-            const uint8_t *q = (const uint8_t *)w[b].qs + 8 * ib;
             uint32_t neg0, neg1;
             int ls0, ls1;
-            const __m256i m0 = iq2_xxs_sub(q, &neg0, &ls0), m1 = iq2_xxs_sub(q + 8, &neg1, &ls1);
+            const __m256i m0 = grid_sub(three, blk, ib, &neg0, &ls0), m1 = grid_sub(three, blk, ib + 1, &neg1, &ls1);
             const __m512i mag = join256(m0, m1);
             const __mmask64 neg = (__mmask64)neg0 | (__mmask64)neg1 << 32;
             const __m512i ls = join256(_mm256_set1_epi16((short)ls0), _mm256_set1_epi16((short)ls1));
@@ -831,16 +842,25 @@ INL void iq2_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, f
                 isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(mag, sy), ls);
             }
         }
-        const float dw = half(&w[b].d);
+        const float dw = half(blk);
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(0.125f * dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(unit * dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
     }
     #pragma GCC unroll 8
     for (int t = 0; t < nt; t++)
         out[t] = hsum16(acc[t]);
 }
+INL void iq2_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    grid_xxs_nt(false, row, x, nt, n, out);
+}
+INL void iq3_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    grid_xxs_nt(true, row, x, nt, n, out);
+}
 TILE_DISPATCH(z_dot_iq2_xxs, iq2_xxs_nt)
+TILE_DISPATCH(z_dot_iq3_xxs, iq3_xxs_nt)
 
 /* ======================================================================
  * The table
@@ -862,4 +882,5 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q2_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q2_K};
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq4_xs};
     k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq2_xxs};
+    k->type[QT_IQ3_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq3_xxs};
 }

@@ -716,14 +716,34 @@ INL __m256i grid_signs(uint32_t aux)
     return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
 
-/* IQ2_XXS: per sub-block the four grid rows (8 magnitudes each, one 64-bit
- * load apiece) and the sign bytes; the magnitudes (<= 43, unsigned) against
- * the activations with the weights' signs by vpmaddubsw into 16-bit pairs,
- * times the odd scale 2 ls + 1 by vpmaddwd / vpdpwssd; the block scaled once
- * by d d_x / 8 (cpu_dot_portable.c says why). */
-INL void iq2_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+/* The 32 grid magnitudes of sub-block ib of an IQ2_XXS block (four rows of
+ * 8, one 64-bit load apiece) or an IQ3_XXS block (eight rows of 4, its
+ * index bytes before the sign / scale words), and that word in *aux. */
+INL __m256i grid_magnitudes(bool three, const uint8_t *blk, int ib, uint32_t *aux)
 {
-    const block_iq2_xxs *w = row;
+    const uint8_t *qs = blk + 2, *q = qs + 8 * ib; /* after the f16 d */
+    memcpy(aux, three ? qs + QK_K / 4 + 4 * ib : q + 4, sizeof *aux);
+    if (three) {
+        uint32_t g[8];
+        for (int l = 0; l < 8; l++)
+            memcpy(&g[l], quant_iq3xxs_grid[q[l]], 4);
+        return _mm256_setr_epi32((int)g[0], (int)g[1], (int)g[2], (int)g[3], (int)g[4], (int)g[5], (int)g[6],
+                                 (int)g[7]);
+    }
+    uint64_t g[4];
+    for (int l = 0; l < 4; l++)
+        memcpy(&g[l], quant_iq2xxs_grid[q[l]], 8);
+    return _mm256_setr_epi64x((long long)g[0], (long long)g[1], (long long)g[2], (long long)g[3]);
+}
+
+/* IQ2_XXS (three false) / IQ3_XXS: per sub-block the magnitudes (<= 62,
+ * unsigned) against the activations with the weights' signs by vpmaddubsw
+ * into 16-bit pairs, times the odd scale 2 ls + 1 by vpmaddwd / vpdpwssd;
+ * the block scaled once by d d_x / 8 or / 4 (cpu_dot_portable.c says why). */
+INL void grid_xxs_nt(bool three, const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const uint64_t block_bytes = three ? sizeof(block_iq3_xxs) : sizeof(block_iq2_xxs);
+    const float unit = three ? 0.25f : 0.125f;
     actK a;
     actK_init(&a, x, nt, n);
     __m256 acc[CPU_TILE_TOK];
@@ -732,18 +752,14 @@ INL void iq2_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, f
         acc[t] = _mm256_setzero_ps();
     const __m256i one = _mm256_set1_epi8(1);
     for (uint64_t b = 0; b < n / 256; b++) {
+        const uint8_t *blk = (const uint8_t *)row + b * block_bytes;
         __m256i isum[CPU_TILE_TOK];
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++)
             isum[t] = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *q = (const uint8_t *)w[b].qs + 8 * ib;
             uint32_t aux;
-            memcpy(&aux, q + 4, sizeof aux);
-            uint64_t g[4];
-            for (int l = 0; l < 4; l++)
-                memcpy(&g[l], quant_iq2xxs_grid[q[l]], 8);
-            const __m256i mag = _mm256_setr_epi64x((long long)g[0], (long long)g[1], (long long)g[2], (long long)g[3]);
+            const __m256i mag = grid_magnitudes(three, blk, ib, &aux);
             /* +1 or -1 per byte: what vpsignb multiplies the activations by */
             const __m256i sgn = _mm256_or_si256(grid_signs(aux), one);
             const __m256i ls = _mm256_set1_epi16((short)(2 * (aux >> 28) + 1));
@@ -753,16 +769,25 @@ INL void iq2_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, f
                 isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(mag, y), ls);
             }
         }
-        const float dw = half(&w[b].d);
+        const float dw = half(blk);
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++)
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(unit * dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
     }
     #pragma GCC unroll 8
     for (int t = 0; t < nt; t++)
         out[t] = hsum8(acc[t]);
 }
+INL void iq2_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    grid_xxs_nt(false, row, x, nt, n, out);
+}
+INL void iq3_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    grid_xxs_nt(true, row, x, nt, n, out);
+}
 TILE_DISPATCH(x_dot_iq2_xxs, iq2_xxs_nt)
+TILE_DISPATCH(x_dot_iq3_xxs, iq3_xxs_nt)
 
 /* ======================================================================
  * Float weights against f32 activations
@@ -987,6 +1012,7 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q2_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q2_K};
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq4_xs};
     k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq2_xxs};
+    k->type[QT_IQ3_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq3_xxs};
     k->prepare[CPU_ACT_Q8_32] = x_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = x_prepare_q8_K;
     k->dot_f32 = x_dot_f32;
