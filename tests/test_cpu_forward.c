@@ -16,8 +16,9 @@
  *  - Against the reference backend on a GLM-4.7-Flash-shaped file (hidden
  *    2048, q_lora 768, kv_lora 512, nope 192, rope 64, v_head 256, 20 heads,
  *    expert ffn 1536, dense ffn 10240; 2 blocks, 8 experts, vocabulary 512;
- *    the Q4_K_M, IQ4_XS, Q3_K_M, Q2_K, MXFP4_MOE mixes): rel-L2 <= 0.06 (Q2_K:
- *    0.08, see test_glm_shapes_against_reference) and top-1 agreement on
+ *    the Q4_K_M, IQ4_XS, Q3_K_M, Q2_K, MXFP4_MOE, IQ2_XXS, IQ3_XXS mixes):
+ *    rel-L2 <= 0.06 (Q2_K, IQ2_XXS, IQ3_XXS: 0.08, see
+ *    test_glm_shapes_against_reference) and top-1 agreement on
  *    >= 7 of 8 positions -- 8-bit activations on random weights move logits
  *    by 1.5-5 % (llama.cpp's own distance on the fixtures), and one
  *    position may sit on a near tie.
@@ -543,8 +544,13 @@ static void glm_shapes_against_reference(uint32_t ft, const char *name, double t
  * shapes.  The Q2_K mix lands at 0.056 (the others at 0.014-0.020): every Q2_K tensor reads 8-bit
  * activations, and llama-quantize's own tiny Q2_K file moves as much under
  * them (3.8e-2 -> 4.5e-2 rel-L2 to float64, t_mkmodel.sh); its bound is
- * 0.08, still below t_mkmodel.sh's 0.1 for such files.  A wrong level or
- * scale moves these logits by tens of percent. */
+ * 0.08, still below t_mkmodel.sh's 0.1 for such files.  The IQ2_XXS and
+ * IQ3_XXS mixes (grid experts and attention, Q2_K / Q3_K / Q5_K beside
+ * them) land at 0.020 and 0.071; the IQ3_XXS mix was at 0.016 while its
+ * grid tensors took f32 activations, and the same switch moves t_mkmodel.sh's
+ * IQ2_XXS / IQ3_XXS files both ways (1.2e-2 -> 5.9e-2, 7.4e-2 -> 5.0e-2 rel-L2
+ * to float64): 8-bit activation noise, not a bias, so their bound is Q2_K's.
+ * A wrong level or scale moves these logits by tens of percent. */
 static void test_glm_shapes_against_reference(void)
 {
     glm_shapes_against_reference(SYNTH_FT_Q4_K_M, "Q4_K_M", 0.06);
@@ -552,6 +558,8 @@ static void test_glm_shapes_against_reference(void)
     glm_shapes_against_reference(SYNTH_FT_Q3_K_M, "Q3_K_M", 0.06);
     glm_shapes_against_reference(SYNTH_FT_Q2_K, "Q2_K", 0.08);
     glm_shapes_against_reference(SYNTH_FT_MXFP4_MOE, "MXFP4_MOE", 0.06);
+    glm_shapes_against_reference(SYNTH_FT_IQ2_XXS, "IQ2_XXS", 0.08);
+    glm_shapes_against_reference(SYNTH_FT_IQ3_XXS, "IQ3_XXS", 0.08);
 }
 
 /* ---- errors and cancellation ----------------------------------------------- */
