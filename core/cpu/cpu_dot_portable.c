@@ -491,6 +491,37 @@ static void dot_iq3_xxs(const void *row, const void *const *x, int nt, uint64_t 
     dot_grid_xxs(true, row, x, nt, n, out);
 }
 
+/* IQ2_XS: per group of 8 a 9-bit grid index and a 7-bit sign index in one
+ * 16-bit word, a 4-bit scale per 16 elements (the dequantizer's
+ * d (0.5 + ls) / 4 again: 2 ls + 1 in the integer sum, d d_x / 8 per
+ * block). */
+static void dot_iq2_xs(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_iq2_xs *w = row;
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        int ls[16];
+        for (int ib = 0; ib < 8; ib++) {
+            ls[2 * ib] = 2 * (w[b].scales[ib] & 0xf) + 1;
+            ls[2 * ib + 1] = 2 * (w[b].scales[ib] >> 4) + 1;
+            for (int l = 0; l < 4; l++) {
+                const uint16_t q = load_u16(&w[b].qs[4 * ib + l]);
+                signed_levels(quant_iq2xs_grid[q & 511], quant_ksigns_iq2xs[q >> 9], 8, lv + 32 * ib + 8 * l);
+            }
+        }
+        const float d = f16(load_u16(&w[b].d));
+        for (int i = 0; i < nt; i++) {
+            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+            int32_t sumi = 0;
+            for (int j = 0; j < 16; j++)
+                sumi += ls[j] * idot(lv + 16 * j, q + 16 * j, 16);
+            acc[i] += 0.125f * d * cpu_act_d(x[i], n)[b] * (float)sumi;
+        }
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
 /* ======================================================================
  * Float weights (f32 activations)
  * ====================================================================== */
@@ -585,6 +616,7 @@ ROWS_OF(rows_q2_K, dot_q2_K)
 ROWS_OF(rows_iq4_xs, dot_iq4_xs)
 ROWS_OF(rows_iq2_xxs, dot_iq2_xxs)
 ROWS_OF(rows_iq3_xxs, dot_iq3_xxs)
+ROWS_OF(rows_iq2_xs, dot_iq2_xs)
 ROWS_OF(rows_f32, dot_f32_rows)
 ROWS_OF(rows_f16, dot_f16_rows)
 ROWS_OF(rows_bf16, dot_bf16_rows)
@@ -620,6 +652,7 @@ void cpu_kernels_fill_portable(cpu_kernels *k)
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq4_xs};
     k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq2_xxs};
     k->type[QT_IQ3_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq3_xxs};
+    k->type[QT_IQ2_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq2_xs};
     k->prepare[CPU_ACT_F32] = cpu_act_prepare_f32;
     k->prepare[CPU_ACT_Q8_32] = cpu_act_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = cpu_act_prepare_q8_K;

@@ -782,17 +782,25 @@ TILE_DISPATCH(z_dot_iq4_xs, iq4_xs_nt)
  * sign / scale words), its sign mask (the four 7-bit sign indices' sign
  * bytes in one word, byte j/8 spread to byte j, bit j%8 tested into mask
  * bit j) and its odd scale 2 ls + 1. */
-INL __m256i grid_sub(bool three, const uint8_t *blk, int ib, uint32_t *neg, int *ls)
+/* The sign mask of 32 elements from four 7-bit sign indices (bits 0-27 of
+ * aux): their ksigns bytes in one word, byte j/8 spread to byte j, bit j%8
+ * tested into mask bit j. */
+INL uint32_t sign_mask(uint32_t aux)
 {
-    const uint8_t *qs = blk + 2, *q = qs + 8 * ib; /* after the f16 d */
-    uint32_t aux;
-    memcpy(&aux, three ? qs + QK_K / 4 + 4 * ib : q + 4, sizeof aux);
     const uint32_t s = (uint32_t)quant_ksigns_iq2xs[aux & 127] | (uint32_t)quant_ksigns_iq2xs[(aux >> 7) & 127] << 8 |
                        (uint32_t)quant_ksigns_iq2xs[(aux >> 14) & 127] << 16 |
                        (uint32_t)quant_ksigns_iq2xs[(aux >> 21) & 127] << 24;
     const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    *neg = _mm256_test_epi8_mask(_mm256_shuffle_epi8(_mm256_set1_epi32((int)s), spread), bit);
+    return _mm256_test_epi8_mask(_mm256_shuffle_epi8(_mm256_set1_epi32((int)s), spread), bit);
+}
+
+INL __m256i grid_sub(bool three, const uint8_t *blk, int ib, uint32_t *neg, int *ls)
+{
+    const uint8_t *qs = blk + 2, *q = qs + 8 * ib; /* after the f16 d */
+    uint32_t aux;
+    memcpy(&aux, three ? qs + QK_K / 4 + 4 * ib : q + 4, sizeof aux);
+    *neg = sign_mask(aux);
     *ls = 2 * (int)(aux >> 28) + 1;
     if (three) {
         uint32_t g[8];
@@ -865,6 +873,63 @@ INL void iq3_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, f
 TILE_DISPATCH(z_dot_iq2_xxs, iq2_xxs_nt)
 TILE_DISPATCH(z_dot_iq3_xxs, iq3_xxs_nt)
 
+/* IQ2_XS: a sub-block's 32 magnitudes (9-bit grid indices), its sign mask
+ * (7-bit sign indices, one per 16-bit word) and its two scales per 16 as
+ * the 16-bit pairs' multipliers (low 128 bits: the low nibble). */
+INL __m256i iq2_xs_sub(const block_iq2_xs *w, int ib, uint32_t *neg, __m256i *ls)
+{
+    uint16_t q[4];
+    memcpy(q, &w->qs[4 * ib], sizeof q);
+    const __m128i lo = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)quant_iq2xs_grid[q[0] & 511]),
+                                          _mm_loadl_epi64((const __m128i *)quant_iq2xs_grid[q[1] & 511]));
+    const __m128i hi = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)quant_iq2xs_grid[q[2] & 511]),
+                                          _mm_loadl_epi64((const __m128i *)quant_iq2xs_grid[q[3] & 511]));
+    *neg = sign_mask((uint32_t)(q[0] >> 9) | (uint32_t)(q[1] >> 9) << 7 | (uint32_t)(q[2] >> 9) << 14 |
+                     (uint32_t)(q[3] >> 9) << 21);
+    const int sc = w->scales[ib];
+    *ls = _mm256_set_m128i(_mm_set1_epi16((short)(2 * (sc >> 4) + 1)), _mm_set1_epi16((short)(2 * (sc & 0xf) + 1)));
+    return _mm256_set_m128i(hi, lo);
+}
+
+/* IQ2_XS: grid_xxs_nt's loop with iq2_xs_sub's parts. */
+INL void iq2_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_iq2_xs *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m512 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm512_setzero_ps();
+    for (uint64_t b = 0; b < n / 256; b++) {
+        __m512i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            isum[t] = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            uint32_t neg0, neg1;
+            __m256i ls0, ls1;
+            const __m256i m0 = iq2_xs_sub(&w[b], ib, &neg0, &ls0), m1 = iq2_xs_sub(&w[b], ib + 1, &neg1, &ls1);
+            const __m512i mag = join256(m0, m1), ls = join256(ls0, ls1);
+            const __mmask64 neg = (__mmask64)neg0 | (__mmask64)neg1 << 32;
+            #pragma GCC unroll 8
+            for (int t = 0; t < nt; t++) {
+                const __m512i y = load512(a.q[t] + 256 * b + 32 * ib);
+                const __m512i sy = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
+                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(mag, sy), ls);
+            }
+        }
+        const float dw = half(&w[b].d);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(0.125f * dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum16(acc[t]);
+}
+TILE_DISPATCH(z_dot_iq2_xs, iq2_xs_nt)
+
 /* ======================================================================
  * The table
  * ====================================================================== */
@@ -886,4 +951,5 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq4_xs};
     k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq2_xxs};
     k->type[QT_IQ3_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq3_xxs};
+    k->type[QT_IQ2_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq2_xs};
 }

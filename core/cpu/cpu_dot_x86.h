@@ -792,6 +792,56 @@ INL void iq3_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, f
 TILE_DISPATCH(x_dot_iq2_xxs, iq2_xxs_nt)
 TILE_DISPATCH(x_dot_iq3_xxs, iq3_xxs_nt)
 
+/* IQ2_XS: grid_xxs_nt's scheme with a 9-bit grid index and a 7-bit sign
+ * index per 16-bit word (the sign indices gathered into grid_signs' word)
+ * and a scale per 16: the low 128-bit lane of the 16-bit pairs takes the
+ * low nibble's 2 ls + 1, the high lane the high nibble's. */
+INL void iq2_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_iq2_xs *w = row;
+    actK a;
+    actK_init(&a, x, nt, n);
+    __m256 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm256_setzero_ps();
+    const __m256i one = _mm256_set1_epi8(1);
+    for (uint64_t b = 0; b < n / 256; b++) {
+        __m256i isum[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            isum[t] = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            uint16_t q[4];
+            memcpy(q, &w[b].qs[4 * ib], sizeof q);
+            const __m128i lo = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)quant_iq2xs_grid[q[0] & 511]),
+                                                  _mm_loadl_epi64((const __m128i *)quant_iq2xs_grid[q[1] & 511]));
+            const __m128i hi = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)quant_iq2xs_grid[q[2] & 511]),
+                                                  _mm_loadl_epi64((const __m128i *)quant_iq2xs_grid[q[3] & 511]));
+            const __m256i mag = _mm256_set_m128i(hi, lo);
+            const uint32_t aux = (uint32_t)(q[0] >> 9) | (uint32_t)(q[1] >> 9) << 7 | (uint32_t)(q[2] >> 9) << 14 |
+                                 (uint32_t)(q[3] >> 9) << 21;
+            const __m256i sgn = _mm256_or_si256(grid_signs(aux), one);
+            const int sc = w[b].scales[ib];
+            const __m256i ls = _mm256_set_m128i(_mm_set1_epi16((short)(2 * (sc >> 4) + 1)),
+                                                _mm_set1_epi16((short)(2 * (sc & 0xf) + 1)));
+            #pragma GCC unroll 8
+            for (int t = 0; t < nt; t++) {
+                const __m256i y = _mm256_sign_epi8(load256(a.q[t] + 256 * b + 32 * ib), sgn);
+                isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(mag, y), ls);
+            }
+        }
+        const float dw = half(&w[b].d);
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum8(acc[t]);
+}
+TILE_DISPATCH(x_dot_iq2_xs, iq2_xs_nt)
+
 /* ======================================================================
  * Float weights against f32 activations
  * ====================================================================== */
@@ -1016,6 +1066,7 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq4_xs};
     k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq2_xxs};
     k->type[QT_IQ3_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq3_xxs};
+    k->type[QT_IQ2_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq2_xs};
     k->prepare[CPU_ACT_Q8_32] = x_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = x_prepare_q8_K;
     k->dot_f32 = x_dot_f32;
