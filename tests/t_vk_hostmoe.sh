@@ -135,25 +135,32 @@ split_sane() {
         return
     fi
     _f=$(awk '
-        /experts in host memory, 2 layers; a decoded token, mean of [0-9]+ sampled/ { hdr = 1 }
-        /^    token \(host clock\) / { tok = $4 }
-        /^    GPU parts \(timestamps\) / { gpu = $4 }
-        /^    GPU idle between parts / { idle = $5 }
-        /^      host.s turn: part seen -> next / { turn = $7 }
-        /^        of which the CPU.s experts / { cpu = $6 }
-        /^      hand-over: idle - turn / { ho = $5 }
-        /^    host waits: part submitted -> seen / { wt = $7 }
-        /^    shared experts \(GPU, in the turns\) / { sd = $7 }
+        # each figure twice: the run with the chat sampler (column 1), greedy (column 2)
+        function two(i) { v[name, 1] = $i; v[name, 2] = $(i + 2) }
+        /experts in host memory, 2 layers; a decoded token, means of [0-9]+ and [0-9]+ sampled/ { hdr = 1 }
+        /^    token \(host clock\) / { name = "tok"; two(4) }
+        /^    GPU parts \(timestamps\) / { name = "gpu"; two(4) }
+        /^    GPU idle between parts / { name = "idle"; two(5) }
+        /^      host.s turn: part seen -> next / { name = "turn"; two(7) }
+        /^        of which the CPU.s experts / { name = "cpu"; two(6) }
+        /^      hand-over: idle - turn / { name = "ho"; two(5) }
+        /^    host waits: part submitted -> seen / { name = "wt"; two(7) }
+        /^    shared experts \(GPU, in the turns\) / { name = "sd"; two(7) }
         END {
-            if (!hdr || tok == "" || gpu == "" || idle == "" || turn == "" || cpu == "" || ho == "" || wt == "" || sd == "")
-                { print "missing lines"; exit 1 }
-            if (tok <= 0 || gpu <= 0 || idle < 0 || turn <= 0 || cpu <= 0 || wt <= 0 || sd < 0)
-                { print "a figure out of range"; exit 1 }
-            if (gpu + idle > tok * 1.02 + 20) { print "GPU " gpu " + idle " idle " > token " tok; exit 1 }
-            if (cpu > turn + 0.2) { print "CPU " cpu " > turn " turn; exit 1 }
-            if (turn + wt > tok * 1.001 + 1 || turn + wt < tok * 0.999 - 1)
-                { print "turn " turn " + waits " wt " != token " tok; exit 1 }
-            printf "token %s us: GPU %s, idle %s (turn %s, CPU %s), waits %s", tok, gpu, idle, turn, cpu, wt
+            if (!hdr) { print "no header"; exit 1 }
+            for (c = 1; c <= 2; c++) {
+                tok = v["tok", c]; gpu = v["gpu", c]; idle = v["idle", c]; turn = v["turn", c]
+                cpu = v["cpu", c]; ho = v["ho", c]; wt = v["wt", c]; sd = v["sd", c]
+                if (tok == "" || gpu == "" || idle == "" || turn == "" || cpu == "" || ho == "" || wt == "" || sd == "")
+                    { print "missing lines (column " c ")"; exit 1 }
+                if (tok <= 0 || gpu <= 0 || idle < 0 || turn <= 0 || cpu <= 0 || wt <= 0 || sd < 0)
+                    { print "a figure out of range (column " c ")"; exit 1 }
+                if (gpu + idle > tok * 1.02 + 20) { print "GPU " gpu " + idle " idle " > token " tok; exit 1 }
+                if (cpu > turn + 0.2) { print "CPU " cpu " > turn " turn; exit 1 }
+                if (turn + wt > tok * 1.001 + 1 || turn + wt < tok * 0.999 - 1)
+                    { print "turn " turn " + waits " wt " != token " tok " (column " c ")"; exit 1 }
+                printf "%s token %s us: GPU %s, idle %s (turn %s, CPU %s), waits %s; ", c == 1 ? "chat" : "greedy", tok, gpu, idle, turn, cpu, wt
+            }
         }' "$TMP/bench")
     if [ $? -eq 0 ]; then
         ok "bench hx=$1: the breakdown is there and sane ($_f)"

@@ -231,29 +231,65 @@ static void print_profile(engine *e, double roof_bytes)
 
 /* With experts in host memory: where a decoded token's time went, per
  * token and per host layer (engine_split_stat). */
-static void print_split(engine *e)
+/* The split's means over the tokens of `all` that are not in `before`
+ * (the stats are means over every token measured since the reset). */
+static engine_split_stat split_since(const engine_split_stat *all, const engine_split_stat *before)
+{
+    engine_split_stat d = *all;
+    double na = (double)all->tokens, nb = (double)before->tokens, n = na - nb;
+    d.tokens = all->tokens - before->tokens;
+    if (n <= 0)
+        return d;
+    d.token_us = (all->token_us * na - before->token_us * nb) / n;
+    d.gpu_us = (all->gpu_us * na - before->gpu_us * nb) / n;
+    d.idle_us = (all->idle_us * na - before->idle_us * nb) / n;
+    d.wait_us = (all->wait_us * na - before->wait_us * nb) / n;
+    d.cpu_us = (all->cpu_us * na - before->cpu_us * nb) / n;
+    d.turn_us = (all->turn_us * na - before->turn_us * nb) / n;
+    d.side_us = (all->side_us * na - before->side_us * nb) / n;
+    return d;
+}
+
+static void split_row(const char *name, double chat, double greedy, double layers)
+{
+    char pc[32], pg[32]; /* one word each: the tests read the columns by field */
+    snprintf(pc, sizeof pc, "(%.1f)", chat / layers);
+    snprintf(pg, sizeof pg, "(%.1f)", greedy / layers);
+    printf("    %-34s %9.1f %-9s %9.1f %s\n", name, chat, pc, greedy, pg);
+}
+
+/* Where a decoded token's time went with experts in host memory: the
+ * chat's sampling run (`chat`: the stats after it) and the greedy run after
+ * it, side by side -- they differ in the tokens (so in the experts routed
+ * to) and in the sampling after the last part. */
+static void print_split(engine *e, const engine_split_stat *chat)
 {
     engine_stats st;
     engine_get_stats(e, &st);
-    const engine_split_stat *s = &st.split;
-    if (!s->layers)
+    const engine_split_stat *all = &st.split;
+    if (!all->layers)
         return;
-    if (!s->tokens) {
-        printf("  experts in host memory, %u layers: no token measured (the sampled profiler is off)\n", s->layers);
+    if (!all->tokens) {
+        printf("  experts in host memory, %u layers: no token measured (the sampled profiler is off)\n", all->layers);
         return;
     }
-    double L = s->layers;
-    printf("  experts in host memory, %u layers; a decoded token, mean of %llu sampled (per host layer in brackets):\n",
-           s->layers, (unsigned long long)s->tokens);
-    printf("    %-34s %9.1f us\n", "token (host clock)", s->token_us);
-    printf("    %-34s %9.1f us  (%.1f)\n", "GPU parts (timestamps)", s->gpu_us, s->gpu_us / L);
-    printf("    %-34s %9.1f us  (%.1f)\n", "GPU idle between parts", s->idle_us, s->idle_us / L);
-    printf("    %-34s %9.1f us  (%.1f)\n", "  host's turn: part seen -> next", s->turn_us, s->turn_us / L);
-    printf("    %-34s %9.1f us  (%.1f)\n", "    of which the CPU's experts", s->cpu_us, s->cpu_us / L);
-    printf("    %-34s %9.1f us  (%.1f)\n", "  hand-over: idle - turn", s->idle_us - s->turn_us,
-           (s->idle_us - s->turn_us) / L);
-    printf("    %-34s %9.1f us  (%.1f)\n", "host waits: part submitted -> seen", s->wait_us, s->wait_us / L);
-    printf("    %-34s %9.1f us  (%.1f)\n", "shared experts (GPU, in the turns)", s->side_us, s->side_us / L);
+    engine_split_stat z = {0}, g = split_since(all, chat);
+    const engine_split_stat *c = chat->tokens ? chat : &z;
+    if (!g.tokens)
+        g = z;
+    double L = all->layers;
+    printf("  experts in host memory, %u layers; a decoded token, means of %llu and %llu sampled, us "
+           "(per host layer in brackets):\n",
+           all->layers, (unsigned long long)c->tokens, (unsigned long long)g.tokens);
+    printf("    %-34s %18s %18s\n", "", "chat's sampling", "greedy");
+    split_row("token (host clock)", c->token_us, g.token_us, L);
+    split_row("GPU parts (timestamps)", c->gpu_us, g.gpu_us, L);
+    split_row("GPU idle between parts", c->idle_us, g.idle_us, L);
+    split_row("  host's turn: part seen -> next", c->turn_us, g.turn_us, L);
+    split_row("    of which the CPU's experts", c->cpu_us, g.cpu_us, L);
+    split_row("  hand-over: idle - turn", c->idle_us - c->turn_us, g.idle_us - g.turn_us, L);
+    split_row("host waits: part submitted -> seen", c->wait_us, g.wait_us, L);
+    split_row("shared experts (GPU, in the turns)", c->side_us, g.side_us, L);
 }
 
 /* The Vulkan core: distinct experts per layer for a 64-token prompt of
@@ -574,7 +610,11 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
             set_profile(e->impl, PROFILE_SAMPLED); /* the chat's */
         if (e->be->reset_profile)
             e->be->reset_profile(e->impl); /* this depth's table */
-        if (chat_decode(dec, D, b->n, &cs->sampling, &chat, err) || chat_decode(dec, D, b->n, &cs->greedy, &greedy, err))
+        engine_stats after_chat;
+        if (chat_decode(dec, D, b->n, &cs->sampling, &chat, err))
+            return -1;
+        engine_get_stats(decoder_engine(dec), &after_chat);
+        if (chat_decode(dec, D, b->n, &cs->greedy, &greedy, err))
             return -1;
         if (D == 0 || tg0 == 0)
             tg0 = chat;
@@ -585,7 +625,7 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
         if (D && tg0 > 0 && D != b->depth[0])
             printf(", %.1f%% of the first depth", 100 * chat / tg0);
         printf("\n");
-        print_split(e);
+        print_split(decoder_engine(dec), &after_chat.split);
         if (drafts && spec_lines(dec, D, b->n, cs, err))
             return -1;
         if (b->profile && e->be->prompt_stats) { /* every step is timed, always: the chat's tokens */
