@@ -522,6 +522,67 @@ static void dot_iq2_xs(const void *row, const void *const *x, int nt, uint64_t n
     memcpy(out, acc, (size_t)nt * sizeof *out);
 }
 
+/* IQ3_S: per group of 4 a 9-bit grid index (8 bits in qs, the ninth in
+ * qh), plain sign bits, an odd scale 2 ls + 1 per 32 elements -- the
+ * dequantizer's d (1 + 2 ls) as it stands, so the block is scaled by
+ * d d_x alone. */
+static void dot_iq3_s(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_iq3_s *w = row;
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        int ls[8];
+        for (int ib = 0; ib < 8; ib++) {
+            ls[ib] = 2 * ((w[b].scales[ib / 2] >> (4 * (ib % 2))) & 0xf) + 1;
+            for (int l = 0; l < 8; l++) {
+                const int idx = w[b].qs[8 * ib + l] | ((w[b].qh[ib] >> l) & 1) << 8;
+                signed_levels(quant_iq3s_grid[idx], (uint8_t)(w[b].signs[4 * ib + l / 2] >> (4 * (l % 2))), 4,
+                              lv + 32 * ib + 4 * l);
+            }
+        }
+        const float d = f16(load_u16(&w[b].d));
+        for (int i = 0; i < nt; i++) {
+            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+            int32_t sumi = 0;
+            for (int ib = 0; ib < 8; ib++)
+                sumi += ls[ib] * idot(lv + 32 * ib, q + 32 * ib, 32);
+            acc[i] += d * cpu_act_d(x[i], n)[b] * (float)sumi;
+        }
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
+/* IQ2_S: IQ2_XS's scales with 10-bit grid indices (8 bits in qs, 2 in qh)
+ * and a plain sign byte per group of 8 (the 32 bytes after the indices). */
+static void dot_iq2_s(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_iq2_s *w = row;
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        const uint8_t *signs = w[b].qs + QK_K / 8;
+        int ls[16];
+        for (int ib = 0; ib < 8; ib++) {
+            ls[2 * ib] = 2 * (w[b].scales[ib] & 0xf) + 1;
+            ls[2 * ib + 1] = 2 * (w[b].scales[ib] >> 4) + 1;
+            for (int l = 0; l < 4; l++) {
+                const int idx = w[b].qs[4 * ib + l] | ((w[b].qh[ib] >> (2 * l)) & 3) << 8;
+                signed_levels(quant_iq2s_grid[idx], signs[4 * ib + l], 8, lv + 32 * ib + 8 * l);
+            }
+        }
+        const float d = f16(load_u16(&w[b].d));
+        for (int i = 0; i < nt; i++) {
+            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+            int32_t sumi = 0;
+            for (int j = 0; j < 16; j++)
+                sumi += ls[j] * idot(lv + 16 * j, q + 16 * j, 16);
+            acc[i] += 0.125f * d * cpu_act_d(x[i], n)[b] * (float)sumi;
+        }
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
 /* ======================================================================
  * Float weights (f32 activations)
  * ====================================================================== */
@@ -617,6 +678,8 @@ ROWS_OF(rows_iq4_xs, dot_iq4_xs)
 ROWS_OF(rows_iq2_xxs, dot_iq2_xxs)
 ROWS_OF(rows_iq3_xxs, dot_iq3_xxs)
 ROWS_OF(rows_iq2_xs, dot_iq2_xs)
+ROWS_OF(rows_iq3_s, dot_iq3_s)
+ROWS_OF(rows_iq2_s, dot_iq2_s)
 ROWS_OF(rows_f32, dot_f32_rows)
 ROWS_OF(rows_f16, dot_f16_rows)
 ROWS_OF(rows_bf16, dot_bf16_rows)
@@ -653,6 +716,8 @@ void cpu_kernels_fill_portable(cpu_kernels *k)
     k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq2_xxs};
     k->type[QT_IQ3_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq3_xxs};
     k->type[QT_IQ2_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq2_xs};
+    k->type[QT_IQ3_S] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq3_s};
+    k->type[QT_IQ2_S] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq2_s};
     k->prepare[CPU_ACT_F32] = cpu_act_prepare_f32;
     k->prepare[CPU_ACT_Q8_32] = cpu_act_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = cpu_act_prepare_q8_K;
