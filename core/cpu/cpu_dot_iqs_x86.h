@@ -1,8 +1,8 @@
 /* cpu_dot_iqs_x86.h: the 256-bit kernels of the grid formats with plain
  * sign bits (IQ3_S, IQ2_S) and of the signed-grid ones (IQ1_S, IQ1_M)
- * against q8_K, part of cpu_dot_x86.h's
- * translation unit (included before its table: its helpers, actK and
- * TILE_DISPATCH are what these use).
+ * against q8_K, part of cpu_dot_x86.h's translation unit (included
+ * before its table: its helpers, actK and TILE_DISPATCH are what these
+ * use).
  *
  * Promises: cpu_kernels.h's (pure; a token's sum formed in the same order
  * whatever the tile), the integers of cpu_dot_portable.c's dot_iq3_s /
