@@ -202,6 +202,12 @@ done <tests/data/quant/lq/llama_quantize_digests.txt
 # (tests/data/models/*/logits.ref_f64.*.json), so the bound for it is 0.1 (twice
 # llama.cpp's worst) and 80% of the argmaxes; its greedy run is not compared
 # (a near tie may flip under 8-bit activations) but must produce 12 ids.
+# One exception: our IQ1_S file (IQ1_S experts and attention, 1.56 bits a
+# weight), whose random network amplifies activation rounding most: 0.077
+# while its IQ1_S tensors took f32 activations, 0.105 with 8-bit ones as
+# llama.cpp's CPU backend gives them (every kernel set alike; the kernels
+# equal the exact product with the 8-bit activations, test_cpu_kernels), so
+# 0.13 for it; llama-quantize's own IQ1_S file moved 0.014 -> 0.052.
 REF=tests/data/quant/ref
 for j in $REF/*.json; do
     id=$(basename "$j" .json) src=${id%%.*} t=${id#*.}
@@ -232,8 +238,10 @@ for j in $REF/*.json; do
     got=$($GLMCHAT generate -m "$m" --backend ref --tokens "$tokens" -n 12 --temp 0 --ids 2>"$TMP/err")
     if [ "$(echo $got)" = "$(echo $want)" ]; then ok "$id: ref greedy ids = reference"; else
         fail "$id: ref greedy ids" "got '$got', reference '$want' $(head -c 200 "$TMP/err")"; fi
+    cpu_bound=0.1
+    [ "$id" = mk.IQ1_S ] && cpu_bound=0.13
     if $GLMCHAT logits -m "$m" --backend cpu --tokens "$tokens" -o "$TMP/l.bin" 2>"$TMP/err" &&
-        out=$($BUILD/tools/cmp_logits --vocab "$vocab" --max-rel-l2 0.1 --min-argmax $((n_tok * 4 / 5)) \
+        out=$($BUILD/tools/cmp_logits --vocab "$vocab" --max-rel-l2 $cpu_bound --min-argmax $((n_tok * 4 / 5)) \
             "$TMP/l.bin" "$REF/$id.bin"); then
         ok "$id: cpu logits vs f64 reference ($out)"
     else

@@ -16,8 +16,9 @@
  *  - Against the reference backend on a GLM-4.7-Flash-shaped file (hidden
  *    2048, q_lora 768, kv_lora 512, nope 192, rope 64, v_head 256, 20 heads,
  *    expert ffn 1536, dense ffn 10240; 2 blocks, 8 experts, vocabulary 512;
- *    the Q4_K_M, IQ4_XS, Q3_K_M, Q2_K, MXFP4_MOE, IQ2_XXS, IQ3_XXS, IQ2_XS mixes):
- *    rel-L2 <= 0.06 (Q2_K, IQ2_XXS, IQ3_XXS: 0.08, see
+ *    the Q4_K_M, IQ4_XS, Q3_K_M, Q2_K, MXFP4_MOE, IQ2_XXS, IQ3_XXS, IQ2_XS,
+ *    IQ3_S, IQ2_S, IQ1_S, IQ1_M mixes):
+ *    rel-L2 <= 0.06 (Q2_K, IQ2_XXS, IQ3_XXS, IQ1_S, IQ1_M: 0.08, see
  *    test_glm_shapes_against_reference) and top-1 agreement on
  *    >= 7 of 8 positions -- 8-bit activations on random weights move logits
  *    by 1.5-5 % (llama.cpp's own distance on the fixtures), and one
@@ -550,7 +551,11 @@ static void glm_shapes_against_reference(uint32_t ft, const char *name, double t
  * grid tensors took f32 activations, and the same switch moves t_mkmodel.sh's
  * IQ2_XXS / IQ3_XXS files both ways (1.2e-2 -> 5.9e-2, 7.4e-2 -> 5.0e-2 rel-L2
  * to float64): 8-bit activation noise, not a bias, so their bound is Q2_K's.
- * The IQ2_XS mix lands at 0.020.  A wrong level or scale moves these logits
+ * The IQ2_XS mix lands at 0.020, the IQ3_S and IQ2_S ones (every weight of
+ * the type) at 0.022 and 0.021, the IQ1_S and IQ1_M mixes (IQ1 experts
+ * and attention, llama-quantize's types beside them) at 0.060 and 0.063:
+ * 1.5-bit weights, activation rounding as the IQ2_XXS / IQ3_XXS mixes', so
+ * Q2_K's bound.  A wrong level or scale moves these logits
  * by tens of percent. */
 static void test_glm_shapes_against_reference(void)
 {
@@ -562,6 +567,10 @@ static void test_glm_shapes_against_reference(void)
     glm_shapes_against_reference(SYNTH_FT_IQ2_XXS, "IQ2_XXS", 0.08);
     glm_shapes_against_reference(SYNTH_FT_IQ3_XXS, "IQ3_XXS", 0.08);
     glm_shapes_against_reference(SYNTH_FT_IQ2_XS, "IQ2_XS", 0.06);
+    glm_shapes_against_reference(SYNTH_FT_IQ3_S, "IQ3_S", 0.06);
+    glm_shapes_against_reference(SYNTH_FT_IQ2_S, "IQ2_S", 0.06);
+    glm_shapes_against_reference(SYNTH_FT_IQ1_S, "IQ1_S", 0.08);
+    glm_shapes_against_reference(SYNTH_FT_IQ1_M, "IQ1_M", 0.08);
 }
 
 /* ---- errors and cancellation ----------------------------------------------- */

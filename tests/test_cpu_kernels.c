@@ -182,7 +182,8 @@ static void test_prepare_same_bytes(void)
  * ====================================================================== */
 
 static const uint32_t types[] = {QT_Q4_0, QT_Q4_1, QT_Q5_0,   QT_Q5_1,   QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K,
-                                 QT_Q6_K, QT_F32,  QT_F16,    QT_BF16,   QT_IQ4_NL, QT_IQ4_XS, QT_MXFP4, QT_IQ2_XXS, QT_IQ3_XXS, QT_IQ2_XS};
+                                 QT_Q6_K, QT_F32,  QT_F16,    QT_BF16,   QT_IQ4_NL, QT_IQ4_XS, QT_MXFP4, QT_IQ2_XXS, QT_IQ3_XXS, QT_IQ2_XS,
+                                 QT_IQ3_S, QT_IQ2_S, QT_IQ1_S, QT_IQ1_M};
 static const uint64_t lengths[] = {96, 160, 192, 512, 768, 1536, 2048, 5120, 10240, 768 + 256 * 2, 17};
 
 typedef struct {

@@ -265,7 +265,8 @@ static void test_every_type_portable_set(void)
  * published files. */
 static void test_glm_shape(void)
 {
-    static const uint32_t types[] = {QT_Q4_K, QT_Q6_K, QT_Q8_0, QT_IQ4_XS, QT_Q3_K, QT_Q2_K, QT_MXFP4, QT_IQ2_XXS, QT_IQ3_XXS, QT_IQ2_XS};
+    static const uint32_t types[] = {QT_Q4_K, QT_Q6_K, QT_Q8_0, QT_IQ4_XS, QT_Q3_K, QT_Q2_K, QT_MXFP4, QT_IQ2_XXS, QT_IQ3_XXS, QT_IQ2_XS,
+                                     QT_IQ3_S, QT_IQ2_S, QT_IQ1_S, QT_IQ1_M};
     const shape s = {2048, 1536, 6, 4, 3};
     err_t err = {0};
     const cpu_kernels *k = cpu_kernels_best(&err);

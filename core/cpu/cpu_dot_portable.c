@@ -522,6 +522,137 @@ static void dot_iq2_xs(const void *row, const void *const *x, int nt, uint64_t n
     memcpy(out, acc, (size_t)nt * sizeof *out);
 }
 
+/* IQ3_S: per group of 4 a 9-bit grid index (8 bits in qs, the ninth in
+ * qh), plain sign bits, an odd scale 2 ls + 1 per 32 elements -- the
+ * dequantizer's d (1 + 2 ls) as it stands, so the block is scaled by
+ * d d_x alone. */
+static void dot_iq3_s(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_iq3_s *w = row;
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        int ls[8];
+        for (int ib = 0; ib < 8; ib++) {
+            ls[ib] = 2 * ((w[b].scales[ib / 2] >> (4 * (ib % 2))) & 0xf) + 1;
+            for (int l = 0; l < 8; l++) {
+                const int idx = w[b].qs[8 * ib + l] | ((w[b].qh[ib] >> l) & 1) << 8;
+                signed_levels(quant_iq3s_grid[idx], (uint8_t)(w[b].signs[4 * ib + l / 2] >> (4 * (l % 2))), 4,
+                              lv + 32 * ib + 4 * l);
+            }
+        }
+        const float d = f16(load_u16(&w[b].d));
+        for (int i = 0; i < nt; i++) {
+            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+            int32_t sumi = 0;
+            for (int ib = 0; ib < 8; ib++)
+                sumi += ls[ib] * idot(lv + 32 * ib, q + 32 * ib, 32);
+            acc[i] += d * cpu_act_d(x[i], n)[b] * (float)sumi;
+        }
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
+/* IQ2_S: IQ2_XS's scales with 10-bit grid indices (8 bits in qs, 2 in qh)
+ * and a plain sign byte per group of 8 (the 32 bytes after the indices). */
+static void dot_iq2_s(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    const block_iq2_s *w = row;
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        const uint8_t *signs = w[b].qs + QK_K / 8;
+        int ls[16];
+        for (int ib = 0; ib < 8; ib++) {
+            ls[2 * ib] = 2 * (w[b].scales[ib] & 0xf) + 1;
+            ls[2 * ib + 1] = 2 * (w[b].scales[ib] >> 4) + 1;
+            for (int l = 0; l < 4; l++) {
+                const int idx = w[b].qs[4 * ib + l] | ((w[b].qh[ib] >> (2 * l)) & 3) << 8;
+                signed_levels(quant_iq2s_grid[idx], signs[4 * ib + l], 8, lv + 32 * ib + 8 * l);
+            }
+        }
+        const float d = f16(load_u16(&w[b].d));
+        for (int i = 0; i < nt; i++) {
+            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+            int32_t sumi = 0;
+            for (int j = 0; j < 16; j++)
+                sumi += ls[j] * idot(lv + 16 * j, q + 16 * j, 16);
+            acc[i] += 0.125f * d * cpu_act_d(x[i], n)[b] * (float)sumi;
+        }
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
+/* IQ1_S / IQ1_M: grid values g of -1, 0, 1 shifted by +-1/8 per group,
+ * times d (2 ls + 1): as integers the levels 8 g +- 1 (never zero), the
+ * block scaled by d d_x / 8.  IQ1_S: 11-bit indices (qs, 3 bits each in
+ * qh[ib]), one shift sign and one 3-bit scale per 32 (qh[ib]'s top bits).
+ * IQ1_M: the 3 high index bits and the shift sign per group of 8 in a
+ * nibble of qh, a 3-bit scale per 16, and d spread over the top nibbles
+ * of the four scale words (quant_decode_iq1_m). */
+static void iq1_group_levels(int idx, bool minus, int8_t *lv)
+{
+    for (int j = 0; j < 8; j++)
+        lv[j] = (int8_t)(8 * quant_iq1s_grid[idx][j] + (minus ? -1 : 1));
+}
+
+/* Block b's levels into lv[256] and its 2 ls + 1 per 16 into ls[16];
+ * returns its d. */
+static float iq1_block_levels(bool m, const void *row, uint64_t b, int8_t *lv, int *ls)
+{
+    if (!m) {
+        const block_iq1_s *w = (const block_iq1_s *)row + b;
+        for (int ib = 0; ib < 8; ib++) {
+            const uint16_t qh = load_u16(&w->qh[ib]);
+            ls[2 * ib] = ls[2 * ib + 1] = 2 * ((qh >> 12) & 7) + 1;
+            for (int l = 0; l < 4; l++)
+                iq1_group_levels(w->qs[4 * ib + l] | ((qh >> (3 * l)) & 7) << 8, qh & 0x8000, lv + 32 * ib + 8 * l);
+        }
+        return f16(load_u16(&w->d));
+    }
+    const block_iq1_m *w = (const block_iq1_m *)row + b;
+    uint16_t sc[4];
+    for (int i = 0; i < 4; i++)
+        sc[i] = load_u16(w->scales + 2 * i);
+    for (int ib = 0; ib < 8; ib++) {
+        ls[2 * ib] = 2 * ((sc[ib / 2] >> (6 * (ib % 2))) & 7) + 1;
+        ls[2 * ib + 1] = 2 * ((sc[ib / 2] >> (6 * (ib % 2) + 3)) & 7) + 1;
+        for (int l = 0; l < 4; l++) {
+            const int h = w->qh[2 * ib + l / 2] >> (4 * (l % 2));
+            iq1_group_levels(w->qs[4 * ib + l] | (h & 7) << 8, h & 8, lv + 32 * ib + 8 * l);
+        }
+    }
+    return f16((uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000)));
+}
+
+static void dot_iq1(bool m, const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    float acc[CPU_TILE_TOK] = {0};
+    int8_t lv[256];
+    for (uint64_t b = 0; b < n / 256; b++) {
+        int ls[16];
+        const float d = iq1_block_levels(m, row, b, lv, ls);
+        for (int i = 0; i < nt; i++) {
+            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+            int32_t sumi = 0;
+            for (int j = 0; j < 16; j++)
+                sumi += ls[j] * idot(lv + 16 * j, q + 16 * j, 16);
+            acc[i] += 0.125f * d * cpu_act_d(x[i], n)[b] * (float)sumi;
+        }
+    }
+    memcpy(out, acc, (size_t)nt * sizeof *out);
+}
+
+static void dot_iq1_s(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    dot_iq1(false, row, x, nt, n, out);
+}
+
+static void dot_iq1_m(const void *row, const void *const *x, int nt, uint64_t n, float *out)
+{
+    dot_iq1(true, row, x, nt, n, out);
+}
+
 /* ======================================================================
  * Float weights (f32 activations)
  * ====================================================================== */
@@ -617,6 +748,10 @@ ROWS_OF(rows_iq4_xs, dot_iq4_xs)
 ROWS_OF(rows_iq2_xxs, dot_iq2_xxs)
 ROWS_OF(rows_iq3_xxs, dot_iq3_xxs)
 ROWS_OF(rows_iq2_xs, dot_iq2_xs)
+ROWS_OF(rows_iq3_s, dot_iq3_s)
+ROWS_OF(rows_iq2_s, dot_iq2_s)
+ROWS_OF(rows_iq1_s, dot_iq1_s)
+ROWS_OF(rows_iq1_m, dot_iq1_m)
 ROWS_OF(rows_f32, dot_f32_rows)
 ROWS_OF(rows_f16, dot_f16_rows)
 ROWS_OF(rows_bf16, dot_bf16_rows)
@@ -653,6 +788,10 @@ void cpu_kernels_fill_portable(cpu_kernels *k)
     k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq2_xxs};
     k->type[QT_IQ3_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq3_xxs};
     k->type[QT_IQ2_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq2_xs};
+    k->type[QT_IQ3_S] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq3_s};
+    k->type[QT_IQ2_S] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq2_s};
+    k->type[QT_IQ1_S] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq1_s};
+    k->type[QT_IQ1_M] = (cpu_type_kernel){CPU_ACT_Q8_K, rows_iq1_m};
     k->prepare[CPU_ACT_F32] = cpu_act_prepare_f32;
     k->prepare[CPU_ACT_Q8_32] = cpu_act_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = cpu_act_prepare_q8_K;

@@ -930,6 +930,8 @@ INL void iq2_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, fl
 }
 TILE_DISPATCH(z_dot_iq2_xs, iq2_xs_nt)
 
+#include "cpu_dot_iqs_x512.h" /* IQ3_S, IQ2_S, IQ1_S, IQ1_M */
+
 /* ======================================================================
  * The table
  * ====================================================================== */
@@ -952,4 +954,8 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq2_xxs};
     k->type[QT_IQ3_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq3_xxs};
     k->type[QT_IQ2_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq2_xs};
+    k->type[QT_IQ3_S] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq3_s};
+    k->type[QT_IQ2_S] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq2_s};
+    k->type[QT_IQ1_S] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq1_s};
+    k->type[QT_IQ1_M] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq1_m};
 }

@@ -1042,6 +1042,8 @@ TGT static void x_prepare_q8_K(const float *x, uint64_t n, uint64_t from, uint64
     }
 }
 
+#include "cpu_dot_iqs_x86.h" /* IQ3_S, IQ2_S, IQ1_S, IQ1_M */
+
 /* ======================================================================
  * The table
  * ====================================================================== */
@@ -1067,6 +1069,10 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq2_xxs};
     k->type[QT_IQ3_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq3_xxs};
     k->type[QT_IQ2_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq2_xs};
+    k->type[QT_IQ3_S] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq3_s};
+    k->type[QT_IQ2_S] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq2_s};
+    k->type[QT_IQ1_S] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq1_s};
+    k->type[QT_IQ1_M] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq1_m};
     k->prepare[CPU_ACT_Q8_32] = x_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = x_prepare_q8_K;
     k->dot_f32 = x_dot_f32;
