@@ -9,8 +9,8 @@
  * 32-element formats take two blocks per 64-byte vector.  The levels of a
  * pair of blocks are unpacked once.  Unsigned ones (Q4_0, Q5_0 before their
  * offset, Q4_1, Q5_1) are vpdpbusd's (vpmaddubsw's) unsigned operand
- * directly; Q4_0 / Q5_0's offset comes off the integer sums through the
- * activation's sum(q).  Signed ones (Q8_0 as stored, IQ4_NL and MXFP4
+ * directly; Q4_0 / Q5_0's levels less their offset are signed, against
+ * activations biased by 128 (offset_pair).  Signed ones (Q8_0 as stored, IQ4_NL and MXFP4
  * through their tables), per token:
  *  - VNNI: vpdpbusd wants its first operand unsigned, so the activations are
  *    biased by 128 (one xor): (q + 128) . lv = q . lv + 128 sum(lv), and
@@ -154,6 +154,41 @@ INL __m512i pair_dot_unsigned(__m512i lv, __m512i y)
 #endif
 }
 
+/* Q4_0 / Q5_0: the levels less their offset (signed) against activations
+ * made unsigned by a bias of 128 (one xor a token):
+ *   (q + 128) . (lv - off) = q . (lv - off) + 128 sum(lv - off),
+ * the last term the weights' alone -- once a pair for every token, where
+ * the offset through sum(q) cost each token a cross-lane permute and a
+ * subtraction.  Each block's integer dot product stays exact (and the same
+ * as before).  `keep` masks the bytes of the blocks present (the odd last
+ * block: its upper half zero in both terms). */
+typedef struct {
+    __m512i lvs, base; /* base: VNNI -128 sum(lv - off) per lane (the dot's start); else +128 sum */
+} off_pair;
+
+INL off_pair offset_pair(__m512i lv, int off, __mmask64 keep)
+{
+    off_pair p;
+    p.lvs = _mm512_maskz_sub_epi8(keep, lv, _mm512_set1_epi8((char)off));
+#ifdef CPU_X86_VNNI
+    p.base = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80),
+                                 _mm512_sub_epi8(_mm512_setzero_si512(), p.lvs));
+#else
+    p.base = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8((char)0x80), p.lvs), _mm512_set1_epi16(1));
+#endif
+    return p;
+}
+
+INL __m512i offset_dot(const off_pair *p, __m512i y)
+{
+    const __m512i yu = _mm512_xor_si512(y, _mm512_set1_epi8((char)0x80));
+#ifdef CPU_X86_VNNI
+    return _mm512_dpbusd_epi32(p->base, yu, p->lvs);
+#else
+    return _mm512_sub_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(yu, p->lvs), _mm512_set1_epi16(1)), p->base);
+#endif
+}
+
 /* 16 packed bytes of two blocks -> their 64 levels (lo nibbles, hi
  * nibbles, per block). */
 INL __m512i nibbles64(const uint8_t *qs0, const uint8_t *qs1)
@@ -292,20 +327,11 @@ INL __m512i levels1(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
     return _mm512_maskz_mov_epi64(0x0F, lv); /* the upper block's lanes zero */
 }
 
-/* [v0 x 8, v1 x 8] from the two int32 in the low lanes of v. */
-INL __m512i spread2i(__m128i v)
-{
-    const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-    return _mm512_permutexvar_epi32(idx, _mm512_castsi128_si512(v));
-}
-
 /* Tokens of the tile against the 32-element format f: pairs of blocks into
  * a 16-lane sum per token; mins (Q4_1, Q5_1) as m_w * s per block.  Q4_0 /
- * Q5_0 keep their levels unsigned (one vpdpbusd a pair, no sign trick) and
- * take their offset of 8 / 16 off the integer sums through the
- * activation's sum(q) per block -- off/8 sum(q) from each of the block's 8
- * lanes -- so each block's integer dot product stays exact, as llama.cpp's
- * (an f32 correction instead moved a fixture's greedy tokens). */
+ * Q5_0's offset of 8 / 16 stays in the integer sums (offset_pair), so each
+ * block's integer dot product is exact, as llama.cpp's (an f32 correction
+ * instead moved a fixture's greedy tokens). */
 INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {
     const bool mins = f == F_Q4_1 || f == F_Q5_1;
@@ -320,7 +346,6 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
         a.q[t] = cpu_act_q(x[t]);
         a.d[t] = cpu_act_d(x[t], n);
         a.s[t] = cpu_act_s(x[t], n);
-        a.sum[t] = cpu_act_sum(x[t], n);
         acc[t] = _mm512_setzero_ps();
         accm[t] = _mm_setzero_ps();
     }
@@ -329,13 +354,11 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
         __m128 dw, mw = _mm_setzero_ps();
         const __m512i lv = levels2(f, row, b, &dw, &mw);
         const lv_pair lp = pair_of(is_unsigned ? _mm512_setzero_si512() : lv);
+        const off_pair op = offset_pair(off ? lv : _mm512_setzero_si512(), off, ~(__mmask64)0);
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
             const __m512i y = load512(a.q[t] + 32 * b);
-            __m512i p = is_unsigned ? pair_dot_unsigned(lv, y) : pair_dot(&lp, y);
-            if (off)
-                p = _mm512_sub_epi32(p, _mm512_slli_epi32(spread2i(_mm_loadl_epi64((const __m128i *)(a.sum[t] + b))),
-                                                          off == 16 ? 1 : 0));
+            const __m512i p = off ? offset_dot(&op, y) : is_unsigned ? pair_dot_unsigned(lv, y) : pair_dot(&lp, y);
             const __m128 dd = _mm_mul_ps(dw, load2f(a.d[t] + b));
             acc[t] = _mm512_fmadd_ps(spread2(dd), _mm512_cvtepi32_ps(p), acc[t]);
             if (mins)
@@ -346,12 +369,11 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
         __m128 dw, mw = _mm_setzero_ps();
         const __m512i lv = levels1(f, row, b, &dw, &mw);
         const lv_pair lp = pair_of(is_unsigned ? _mm512_setzero_si512() : lv);
+        const off_pair op = offset_pair(off ? lv : _mm512_setzero_si512(), off, (__mmask64)0xFFFFFFFFu);
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
-            const __m512i y = _mm512_castsi256_si512(load256(a.q[t] + 32 * b));
-            __m512i p = is_unsigned ? pair_dot_unsigned(lv, y) : pair_dot(&lp, y);
-            if (off) /* the upper block's lanes are zero: no sum for them */
-                p = _mm512_sub_epi32(p, _mm512_slli_epi32(spread2i(_mm_cvtsi32_si128(a.sum[t][b])), off == 16 ? 1 : 0));
+            const __m512i y = _mm512_zextsi256_si512(load256(a.q[t] + 32 * b));
+            const __m512i p = off ? offset_dot(&op, y) : is_unsigned ? pair_dot_unsigned(lv, y) : pair_dot(&lp, y);
             const __m128 dd = _mm_mul_ps(dw, _mm_load_ss(a.d[t] + b));
             acc[t] = _mm512_fmadd_ps(spread2(dd), _mm512_cvtepi32_ps(p), acc[t]);
             if (mins)
