@@ -332,7 +332,8 @@ INL __m512i levels1(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
  * Q5_0's offset of 8 / 16 stays in the integer sums (offset_pair), so each
  * block's integer dot product is exact, as llama.cpp's (an f32 correction
  * instead moved a fixture's greedy tokens). */
-INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t n, float *out)
+INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t n, float *out,
+                  const float *const *dxs)
 {
     const bool mins = f == F_Q4_1 || f == F_Q5_1;
     const int off = f == F_Q4_0 ? 8 : f == F_Q5_0 ? 16 : 0;
@@ -355,12 +356,14 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
         const __m512i lv = levels2(f, row, b, &dw, &mw);
         const lv_pair lp = pair_of(is_unsigned ? _mm512_setzero_si512() : lv);
         const off_pair op = offset_pair(off ? lv : _mm512_setzero_si512(), off, ~(__mmask64)0);
+        const __m512 dws = spread2(dw);
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
             const __m512i y = load512(a.q[t] + 32 * b);
             const __m512i p = off ? offset_dot(&op, y) : is_unsigned ? pair_dot_unsigned(lv, y) : pair_dot(&lp, y);
-            const __m128 dd = _mm_mul_ps(dw, load2f(a.d[t] + b));
-            acc[t] = _mm512_fmadd_ps(spread2(dd), _mm512_cvtepi32_ps(p), acc[t]);
+            const __m512 dd = dxs ? _mm512_mul_ps(dws, _mm512_load_ps(dxs[t] + 8 * b))
+                                  : spread2(_mm_mul_ps(dw, load2f(a.d[t] + b)));
+            acc[t] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(p), acc[t]);
             if (mins)
                 accm[t] = _mm_fmadd_ps(mw, load2f(a.s[t] + b), accm[t]);
         }
@@ -415,12 +418,55 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
         }                                                                                                 \
     }
 
-#define FORMAT32(fmt, suffix)                                                                      \
-    INL void suffix##_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)    \
-    {                                                                                              \
-        dot32_nt(fmt, row, x, nt, n, out);                                                         \
-    }                                                                                              \
-    TILE_DISPATCH(z_dot_##suffix, suffix##_nt)
+/* Each token's d_x spread over its block's 8 lanes, once a call for all
+ * its rows: the pair's scales then come from one aligned load, where
+ * spreading them per row took a cross-lane permute per token and pair.
+ * Up to SPREAD_MAX_N elements (8 KiB a token on the stack; GLM's gate, up
+ * and down are 2048 / 1536), else per row as before.  The products d_w d_x
+ * are the same floats either way. */
+enum { SPREAD_MAX_N = 2048 };
+
+INL void spread_dx(const void *const *x, int nt, uint64_t n, float (*buf)[SPREAD_MAX_N / 4], const float **dxs)
+{
+    for (int t = 0; t < nt; t++) {
+        const float *d = cpu_act_d(x[t], n);
+        for (uint64_t b = 0; b < n / 32; b++)
+            _mm256_store_ps(buf[t] + 8 * b, _mm256_set1_ps(d[b]));
+        dxs[t] = buf[t];
+    }
+}
+
+#define ROWS32_NT(fmt, NT, dxs)                                                              \
+    for (uint64_t r = 0; r < n_rows; r++) {                                                  \
+        float o_[CPU_TILE_TOK];                                                              \
+        dot32_nt(fmt, (const char *)w + r * row_bytes, x, NT, n, o_, dxs);                   \
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)                                 \
+            y[t][r] = accumulate ? y[t][r] + o_[t] : o_[t];                                  \
+    }
+#define ROWS32(fmt, dxs)                                                                     \
+    switch (nt) {                                                                            \
+    case 1: ROWS32_NT(fmt, 1, dxs) break;                                                    \
+    case 2: ROWS32_NT(fmt, 2, dxs) break;                                                    \
+    case 3: ROWS32_NT(fmt, 3, dxs) break;                                                    \
+    case 4: ROWS32_NT(fmt, 4, dxs) break;                                                    \
+    case 5: ROWS32_NT(fmt, 5, dxs) break;                                                    \
+    case 6: ROWS32_NT(fmt, 6, dxs) break;                                                    \
+    case 7: ROWS32_NT(fmt, 7, dxs) break;                                                    \
+    default: ROWS32_NT(fmt, 8, dxs) break;                                                   \
+    }
+#define FORMAT32(fmt, suffix)                                                                              \
+    TGT static void z_dot_##suffix(const void *w, uint64_t row_bytes, uint64_t n_rows, const void *const *x, \
+                                   int nt, uint64_t n, float *const *y, bool accumulate)                     \
+    {                                                                                                      \
+        if (n_rows >= 4 && n <= SPREAD_MAX_N) {                                                            \
+            float buf_[CPU_TILE_TOK][SPREAD_MAX_N / 4] __attribute__((aligned(64)));                       \
+            const float *dxs_[CPU_TILE_TOK];                                                               \
+            spread_dx(x, nt, n, buf_, dxs_);                                                               \
+            ROWS32(fmt, dxs_)                                                                              \
+        } else {                                                                                           \
+            ROWS32(fmt, NULL)                                                                              \
+        }                                                                                                  \
+    }
 
 FORMAT32(F_Q4_0, q4_0)
 FORMAT32(F_Q4_1, q4_1)
