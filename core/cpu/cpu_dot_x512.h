@@ -171,8 +171,11 @@ INL off_pair offset_pair(__m512i lv, int off, __mmask64 keep)
     off_pair p;
     p.lvs = _mm512_maskz_sub_epi8(keep, lv, _mm512_set1_epi8((char)off));
 #ifdef CPU_X86_VNNI
-    p.base = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80),
-                                 _mm512_sub_epi8(_mm512_setzero_si512(), p.lvs));
+    if (keep == ~(__mmask64)0) /* -128 (sum(lv) - 4 off) straight from lv */
+        p.base = _mm512_dpbusd_epi32(_mm512_set1_epi32(512 * off), lv, _mm512_set1_epi8(-128));
+    else
+        p.base = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80),
+                                     _mm512_sub_epi8(_mm512_setzero_si512(), p.lvs));
 #else
     p.base = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8((char)0x80), p.lvs), _mm512_set1_epi16(1));
 #endif
@@ -196,6 +199,26 @@ INL __m512i nibbles64(const uint8_t *qs0, const uint8_t *qs1)
     const __m128i a = _mm_loadu_si128((const __m128i *)qs0), b = _mm_loadu_si128((const __m128i *)qs1);
     const __m256i x = _mm256_set_m128i(_mm_srli_epi16(a, 4), a), y = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
     return _mm512_and_si512(join256(x, y), _mm512_set1_epi8(0x0F));
+}
+
+/* Two 18-byte blocks (f16 d, 16 bytes of nibbles: Q4_0, IQ4_NL) from one
+ * masked load (36 bytes; nothing past them is touched): their 64 levels by
+ * one word permute (each block's nibble bytes twice) and a shift of the
+ * second copy, and their scales spread over the pair's lanes by another --
+ * where two 16-byte loads and three inserts, two scalar loads of d and a
+ * permute of the floats took the pair's share of the time at one token. */
+INL __m512i nibbles_pair18(const void *blocks, __m512 *dws)
+{
+    const __m512i raw = _mm512_maskz_loadu_epi16(0x3FFFF, blocks);
+    const __m512i take = _mm512_set_epi16(17, 16, 15, 14, 13, 12, 11, 10, 17, 16, 15, 14, 13, 12, 11, 10, /* b+1 */
+                                          8, 7, 6, 5, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1);        /* b */
+    const __m512i shift = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, /* high nibbles */
+                                           4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i lv = _mm512_srlv_epi16(_mm512_permutexvar_epi16(take, raw), shift);
+    const __m512i dsel = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* unused */
+                                          9, 9, 9, 9, 9, 9, 9, 9, 0, 0, 0, 0, 0, 0, 0, 0);
+    *dws = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(dsel, raw)));
+    return _mm512_and_si512(lv, _mm512_set1_epi8(0x0F));
 }
 
 /* A Q5 block's 32 fifth bits as 0 or 16 in byte j (bit j of qh). */
@@ -352,17 +375,25 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
     }
     uint64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
-        __m128 dw, mw = _mm_setzero_ps();
-        const __m512i lv = levels2(f, row, b, &dw, &mw);
+        __m128 dw = _mm_setzero_ps(), mw = _mm_setzero_ps();
+        __m512 dws;
+        __m512i lv;
+        if (f == F_Q4_0 || f == F_IQ4_NL) {
+            lv = nibbles_pair18((const block_q4_0 *)row + b, &dws);
+            if (f == F_IQ4_NL)
+                lv = _mm512_shuffle_epi8(iq4_table(), lv);
+        } else {
+            lv = levels2(f, row, b, &dw, &mw);
+            dws = spread2(dw);
+        }
         const lv_pair lp = pair_of(is_unsigned ? _mm512_setzero_si512() : lv);
         const off_pair op = offset_pair(off ? lv : _mm512_setzero_si512(), off, ~(__mmask64)0);
-        const __m512 dws = spread2(dw);
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
             const __m512i y = load512(a.q[t] + 32 * b);
             const __m512i p = off ? offset_dot(&op, y) : is_unsigned ? pair_dot_unsigned(lv, y) : pair_dot(&lp, y);
             const __m512 dd = dxs ? _mm512_mul_ps(dws, _mm512_load_ps(dxs[t] + 8 * b))
-                                  : spread2(_mm_mul_ps(dw, load2f(a.d[t] + b)));
+                                  : _mm512_mul_ps(dws, spread2(load2f(a.d[t] + b)));
             acc[t] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(p), acc[t]);
             if (mins)
                 accm[t] = _mm_fmadd_ps(mw, load2f(a.s[t] + b), accm[t]);
