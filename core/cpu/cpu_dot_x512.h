@@ -206,7 +206,10 @@ INL __m512i nibbles64(const uint8_t *qs0, const uint8_t *qs1)
  * one word permute (each block's nibble bytes twice) and a shift of the
  * second copy, and their scales spread over the pair's lanes by another --
  * where two 16-byte loads and three inserts, two scalar loads of d and a
- * permute of the floats took the pair's share of the time at one token. */
+ * permute of the floats took the pair's share of the time.  Only in tiles
+ * of 2+ tokens: alone, with the weights streaming from memory, a token ran
+ * ~10 % slower this way than through nibbles64 (kb, 28 MB of rows), though
+ * faster from the cache.  The same levels and scales either way. */
 INL __m512i nibbles_pair18(const void *blocks, __m512 *dws)
 {
     const __m512i raw = _mm512_maskz_loadu_epi16(0x3FFFF, blocks);
@@ -378,7 +381,7 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
         __m128 dw = _mm_setzero_ps(), mw = _mm_setzero_ps();
         __m512 dws;
         __m512i lv;
-        if (f == F_Q4_0 || f == F_IQ4_NL) {
+        if ((f == F_Q4_0 || f == F_IQ4_NL) && nt >= 2) {
             lv = nibbles_pair18((const block_q4_0 *)row + b, &dws);
             if (f == F_IQ4_NL)
                 lv = _mm512_shuffle_epi8(iq4_table(), lv);
@@ -453,7 +456,8 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
  * its rows: the pair's scales then come from one aligned load, where
  * spreading them per row took a cross-lane permute per token and pair.
  * Up to SPREAD_MAX_N elements (8 KiB a token on the stack; GLM's gate, up
- * and down are 2048 / 1536), else per row as before.  The products d_w d_x
+ * and down are 2048 / 1536), else per row as before; in tiles of 2+ tokens
+ * (a token alone, streaming its rows from memory, measured slower with it).  The products d_w d_x
  * are the same floats either way. */
 enum { SPREAD_MAX_N = 2048 };
 
@@ -489,7 +493,7 @@ INL void spread_dx(const void *const *x, int nt, uint64_t n, float (*buf)[SPREAD
     TGT static void z_dot_##suffix(const void *w, uint64_t row_bytes, uint64_t n_rows, const void *const *x, \
                                    int nt, uint64_t n, float *const *y, bool accumulate)                     \
     {                                                                                                      \
-        if (n_rows >= 4 && n <= SPREAD_MAX_N) {                                                            \
+        if (nt >= 2 && n_rows >= 4 && n <= SPREAD_MAX_N) {                                                 \
             float buf_[CPU_TILE_TOK][SPREAD_MAX_N / 4] __attribute__((aligned(64)));                       \
             const float *dxs_[CPU_TILE_TOK];                                                               \
             spread_dx(x, nt, n, buf_, dxs_);                                                               \
