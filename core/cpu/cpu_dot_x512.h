@@ -10,8 +10,8 @@
  * pair of blocks are unpacked once.  Unsigned ones (Q4_0, Q5_0 before their
  * offset, Q4_1, Q5_1) are vpdpbusd's (vpmaddubsw's) unsigned operand
  * directly; Q4_0 / Q5_0's levels less their offset are signed, against
- * activations biased by 128 (offset_pair).  Signed ones (Q8_0 as stored, IQ4_NL and MXFP4
- * through their tables), per token:
+ * activations biased by 128 (offset_pair).  Signed ones (Q8_0 as stored,
+ * IQ4_NL and MXFP4 through their tables), per token:
  *  - VNNI: vpdpbusd wants its first operand unsigned, so the activations are
  *    biased by 128 (one xor): (q + 128) . lv = q . lv + 128 sum(lv), and
  *    128 sum(lv) -- the same for every token -- comes off once per pair;
@@ -457,8 +457,8 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
  * spreading them per row took a cross-lane permute per token and pair.
  * Up to SPREAD_MAX_N elements (8 KiB a token on the stack; GLM's gate, up
  * and down are 2048 / 1536), else per row as before; in tiles of 2+ tokens
- * (a token alone, streaming its rows from memory, measured slower with it).  The products d_w d_x
- * are the same floats either way. */
+ * (a token alone, streaming its rows from memory, measured slower with
+ * it).  The products d_w d_x are the same floats either way. */
 enum { SPREAD_MAX_N = 2048 };
 
 INL void spread_dx(const void *const *x, int nt, uint64_t n, float (*buf)[SPREAD_MAX_N / 4], const float **dxs)
