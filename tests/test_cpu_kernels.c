@@ -191,12 +191,15 @@ typedef struct {
     int cases;
 } kernel_result;
 
-/* One (set, type, n): 3 rows, 4 tokens, tiles of 1-4. */
+/* One (set, type, n): 5 rows, 8 tokens, tiles of 1-8; the rows each alone
+ * and all in one call (what a kernel sets up once a call for its rows must
+ * not change a row's bits). */
 static void check_type(const cpu_kernels *k, uint32_t type, uint64_t n, kernel_result *r)
 {
     const quant_traits *t = quant_traits_of(type);
     uint64_t rb;
-    enum { ROWS = 3, NT = CPU_TILE_TOK };
+    enum { ROWS = 5, NT = CPU_TILE_TOK };
+    float by_row[ROWS][NT];
     uint8_t *w = weights(type, n, ROWS, &rb);
     cpu_act_kind ak = cpu_kernels_act(k, type);
     uint64_t ab = cpu_act_row_bytes(ak, n);
@@ -218,6 +221,7 @@ static void check_type(const cpu_kernels *k, uint32_t type, uint64_t n, kernel_r
         quant_dequant_row(type, wr, wf, n);
         float all[NT], one[NT];
         cpu_kernels_dot(k, type, wr, xp, NT, n, all);
+        memcpy(by_row[row], all, sizeof all);
         for (int nt = 1; nt <= NT; nt++) { /* token i in a tile of nt starting at i */
             for (int i = 0; i + nt <= NT; i++) {
                 float part[NT];
@@ -260,6 +264,15 @@ static void check_type(const cpu_kernels *k, uint32_t type, uint64_t n, kernel_r
         }
         r->cases++;
     }
+    float in_one[NT][ROWS], *yp[NT];
+    for (int i = 0; i < NT; i++)
+        yp[i] = in_one[i];
+    cpu_kernels_rows(k, type, w, rb, ROWS, xp, NT, n, yp, false);
+    for (int row = 0; row < ROWS; row++)
+        for (int i = 0; i < NT; i++)
+            CHECK(memcmp(&in_one[i][row], &by_row[row][i], sizeof(float)) == 0,
+                  "%s %s n=%llu row %d token %d: %.9g in one call over %d rows, %.9g alone", k->name, t->name,
+                  (unsigned long long)n, row, i, in_one[i][row], ROWS, by_row[row][i]);
 out:
     free(w);
     free(x);

@@ -9,9 +9,9 @@
  * 32-element formats take two blocks per 64-byte vector.  The levels of a
  * pair of blocks are unpacked once.  Unsigned ones (Q4_0, Q5_0 before their
  * offset, Q4_1, Q5_1) are vpdpbusd's (vpmaddubsw's) unsigned operand
- * directly; Q4_0 / Q5_0's offset comes off the integer sums through the
- * activation's sum(q).  Signed ones (Q8_0 as stored, IQ4_NL and MXFP4
- * through their tables), per token:
+ * directly; Q4_0 / Q5_0's levels less their offset are signed, against
+ * activations biased by 128 (offset_pair).  Signed ones (Q8_0 as stored,
+ * IQ4_NL and MXFP4 through their tables), per token:
  *  - VNNI: vpdpbusd wants its first operand unsigned, so the activations are
  *    biased by 128 (one xor): (q + 128) . lv = q . lv + 128 sum(lv), and
  *    128 sum(lv) -- the same for every token -- comes off once per pair;
@@ -154,6 +154,44 @@ INL __m512i pair_dot_unsigned(__m512i lv, __m512i y)
 #endif
 }
 
+/* Q4_0 / Q5_0: the levels less their offset (signed) against activations
+ * made unsigned by a bias of 128 (one xor a token):
+ *   (q + 128) . (lv - off) = q . (lv - off) + 128 sum(lv - off),
+ * the last term the weights' alone -- once a pair for every token, where
+ * the offset through sum(q) cost each token a cross-lane permute and a
+ * subtraction.  Each block's integer dot product stays exact (and the same
+ * as before).  `keep` masks the bytes of the blocks present (the odd last
+ * block: its upper half zero in both terms). */
+typedef struct {
+    __m512i lvs, base; /* base: VNNI -128 sum(lv - off) per lane (the dot's start); else +128 sum */
+} off_pair;
+
+INL off_pair offset_pair(__m512i lv, int off, __mmask64 keep)
+{
+    off_pair p;
+    p.lvs = _mm512_maskz_sub_epi8(keep, lv, _mm512_set1_epi8((char)off));
+#ifdef CPU_X86_VNNI
+    if (keep == ~(__mmask64)0) /* -128 (sum(lv) - 4 off) straight from lv */
+        p.base = _mm512_dpbusd_epi32(_mm512_set1_epi32(512 * off), lv, _mm512_set1_epi8(-128));
+    else
+        p.base = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80),
+                                     _mm512_sub_epi8(_mm512_setzero_si512(), p.lvs));
+#else
+    p.base = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8((char)0x80), p.lvs), _mm512_set1_epi16(1));
+#endif
+    return p;
+}
+
+INL __m512i offset_dot(const off_pair *p, __m512i y)
+{
+    const __m512i yu = _mm512_xor_si512(y, _mm512_set1_epi8((char)0x80));
+#ifdef CPU_X86_VNNI
+    return _mm512_dpbusd_epi32(p->base, yu, p->lvs);
+#else
+    return _mm512_sub_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(yu, p->lvs), _mm512_set1_epi16(1)), p->base);
+#endif
+}
+
 /* 16 packed bytes of two blocks -> their 64 levels (lo nibbles, hi
  * nibbles, per block). */
 INL __m512i nibbles64(const uint8_t *qs0, const uint8_t *qs1)
@@ -161,6 +199,29 @@ INL __m512i nibbles64(const uint8_t *qs0, const uint8_t *qs1)
     const __m128i a = _mm_loadu_si128((const __m128i *)qs0), b = _mm_loadu_si128((const __m128i *)qs1);
     const __m256i x = _mm256_set_m128i(_mm_srli_epi16(a, 4), a), y = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
     return _mm512_and_si512(join256(x, y), _mm512_set1_epi8(0x0F));
+}
+
+/* Two 18-byte blocks (f16 d, 16 bytes of nibbles: Q4_0, IQ4_NL) from one
+ * masked load (36 bytes; nothing past them is touched): their 64 levels by
+ * one word permute (each block's nibble bytes twice) and a shift of the
+ * second copy, and their scales spread over the pair's lanes by another --
+ * where two 16-byte loads and three inserts, two scalar loads of d and a
+ * permute of the floats took the pair's share of the time.  Only in tiles
+ * of 2+ tokens: alone, with the weights streaming from memory, a token ran
+ * ~10 % slower this way than through nibbles64 (kb, 28 MB of rows), though
+ * faster from the cache.  The same levels and scales either way. */
+INL __m512i nibbles_pair18(const void *blocks, __m512 *dws)
+{
+    const __m512i raw = _mm512_maskz_loadu_epi16(0x3FFFF, blocks);
+    const __m512i take = _mm512_set_epi16(17, 16, 15, 14, 13, 12, 11, 10, 17, 16, 15, 14, 13, 12, 11, 10, /* b+1 */
+                                          8, 7, 6, 5, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1);        /* b */
+    const __m512i shift = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, /* high nibbles */
+                                           4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i lv = _mm512_srlv_epi16(_mm512_permutexvar_epi16(take, raw), shift);
+    const __m512i dsel = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* unused */
+                                          9, 9, 9, 9, 9, 9, 9, 9, 0, 0, 0, 0, 0, 0, 0, 0);
+    *dws = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(dsel, raw)));
+    return _mm512_and_si512(lv, _mm512_set1_epi8(0x0F));
 }
 
 /* A Q5 block's 32 fifth bits as 0 or 16 in byte j (bit j of qh). */
@@ -292,21 +353,13 @@ INL __m512i levels1(int f, const void *row, uint64_t b, __m128 *dw, __m128 *mw)
     return _mm512_maskz_mov_epi64(0x0F, lv); /* the upper block's lanes zero */
 }
 
-/* [v0 x 8, v1 x 8] from the two int32 in the low lanes of v. */
-INL __m512i spread2i(__m128i v)
-{
-    const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-    return _mm512_permutexvar_epi32(idx, _mm512_castsi128_si512(v));
-}
-
 /* Tokens of the tile against the 32-element format f: pairs of blocks into
  * a 16-lane sum per token; mins (Q4_1, Q5_1) as m_w * s per block.  Q4_0 /
- * Q5_0 keep their levels unsigned (one vpdpbusd a pair, no sign trick) and
- * take their offset of 8 / 16 off the integer sums through the
- * activation's sum(q) per block -- off/8 sum(q) from each of the block's 8
- * lanes -- so each block's integer dot product stays exact, as llama.cpp's
- * (an f32 correction instead moved a fixture's greedy tokens). */
-INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t n, float *out)
+ * Q5_0's offset of 8 / 16 stays in the integer sums (offset_pair), so each
+ * block's integer dot product is exact, as llama.cpp's (an f32 correction
+ * instead moved a fixture's greedy tokens). */
+INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t n, float *out,
+                  const float *const *dxs)
 {
     const bool mins = f == F_Q4_1 || f == F_Q5_1;
     const int off = f == F_Q4_0 ? 8 : f == F_Q5_0 ? 16 : 0;
@@ -320,24 +373,31 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
         a.q[t] = cpu_act_q(x[t]);
         a.d[t] = cpu_act_d(x[t], n);
         a.s[t] = cpu_act_s(x[t], n);
-        a.sum[t] = cpu_act_sum(x[t], n);
         acc[t] = _mm512_setzero_ps();
         accm[t] = _mm_setzero_ps();
     }
     uint64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
-        __m128 dw, mw = _mm_setzero_ps();
-        const __m512i lv = levels2(f, row, b, &dw, &mw);
+        __m128 dw = _mm_setzero_ps(), mw = _mm_setzero_ps();
+        __m512 dws;
+        __m512i lv;
+        if ((f == F_Q4_0 || f == F_IQ4_NL) && nt >= 2) {
+            lv = nibbles_pair18((const block_q4_0 *)row + b, &dws);
+            if (f == F_IQ4_NL)
+                lv = _mm512_shuffle_epi8(iq4_table(), lv);
+        } else {
+            lv = levels2(f, row, b, &dw, &mw);
+            dws = spread2(dw);
+        }
         const lv_pair lp = pair_of(is_unsigned ? _mm512_setzero_si512() : lv);
+        const off_pair op = offset_pair(off ? lv : _mm512_setzero_si512(), off, ~(__mmask64)0);
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
             const __m512i y = load512(a.q[t] + 32 * b);
-            __m512i p = is_unsigned ? pair_dot_unsigned(lv, y) : pair_dot(&lp, y);
-            if (off)
-                p = _mm512_sub_epi32(p, _mm512_slli_epi32(spread2i(_mm_loadl_epi64((const __m128i *)(a.sum[t] + b))),
-                                                          off == 16 ? 1 : 0));
-            const __m128 dd = _mm_mul_ps(dw, load2f(a.d[t] + b));
-            acc[t] = _mm512_fmadd_ps(spread2(dd), _mm512_cvtepi32_ps(p), acc[t]);
+            const __m512i p = off ? offset_dot(&op, y) : is_unsigned ? pair_dot_unsigned(lv, y) : pair_dot(&lp, y);
+            const __m512 dd = dxs ? _mm512_mul_ps(dws, _mm512_load_ps(dxs[t] + 8 * b))
+                                  : _mm512_mul_ps(dws, spread2(load2f(a.d[t] + b)));
+            acc[t] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(p), acc[t]);
             if (mins)
                 accm[t] = _mm_fmadd_ps(mw, load2f(a.s[t] + b), accm[t]);
         }
@@ -346,12 +406,11 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
         __m128 dw, mw = _mm_setzero_ps();
         const __m512i lv = levels1(f, row, b, &dw, &mw);
         const lv_pair lp = pair_of(is_unsigned ? _mm512_setzero_si512() : lv);
+        const off_pair op = offset_pair(off ? lv : _mm512_setzero_si512(), off, (__mmask64)0xFFFFFFFFu);
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
-            const __m512i y = _mm512_castsi256_si512(load256(a.q[t] + 32 * b));
-            __m512i p = is_unsigned ? pair_dot_unsigned(lv, y) : pair_dot(&lp, y);
-            if (off) /* the upper block's lanes are zero: no sum for them */
-                p = _mm512_sub_epi32(p, _mm512_slli_epi32(spread2i(_mm_cvtsi32_si128(a.sum[t][b])), off == 16 ? 1 : 0));
+            const __m512i y = _mm512_zextsi256_si512(load256(a.q[t] + 32 * b));
+            const __m512i p = off ? offset_dot(&op, y) : is_unsigned ? pair_dot_unsigned(lv, y) : pair_dot(&lp, y);
             const __m128 dd = _mm_mul_ps(dw, _mm_load_ss(a.d[t] + b));
             acc[t] = _mm512_fmadd_ps(spread2(dd), _mm512_cvtepi32_ps(p), acc[t]);
             if (mins)
@@ -393,12 +452,56 @@ INL void dot32_nt(int f, const void *row, const void *const *x, int nt, uint64_t
         }                                                                                                 \
     }
 
-#define FORMAT32(fmt, suffix)                                                                      \
-    INL void suffix##_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)    \
-    {                                                                                              \
-        dot32_nt(fmt, row, x, nt, n, out);                                                         \
-    }                                                                                              \
-    TILE_DISPATCH(z_dot_##suffix, suffix##_nt)
+/* Each token's d_x spread over its block's 8 lanes, once a call for all
+ * its rows: the pair's scales then come from one aligned load, where
+ * spreading them per row took a cross-lane permute per token and pair.
+ * Up to SPREAD_MAX_N elements (8 KiB a token on the stack; GLM's gate, up
+ * and down are 2048 / 1536), else per row as before; in tiles of 2+ tokens
+ * (a token alone, streaming its rows from memory, measured slower with
+ * it).  The products d_w d_x are the same floats either way. */
+enum { SPREAD_MAX_N = 2048 };
+
+INL void spread_dx(const void *const *x, int nt, uint64_t n, float (*buf)[SPREAD_MAX_N / 4], const float **dxs)
+{
+    for (int t = 0; t < nt; t++) {
+        const float *d = cpu_act_d(x[t], n);
+        for (uint64_t b = 0; b < n / 32; b++)
+            _mm256_store_ps(buf[t] + 8 * b, _mm256_set1_ps(d[b]));
+        dxs[t] = buf[t];
+    }
+}
+
+#define ROWS32_NT(fmt, NT, dxs)                                                              \
+    for (uint64_t r = 0; r < n_rows; r++) {                                                  \
+        float o_[CPU_TILE_TOK];                                                              \
+        dot32_nt(fmt, (const char *)w + r * row_bytes, x, NT, n, o_, dxs);                   \
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)                                 \
+            y[t][r] = accumulate ? y[t][r] + o_[t] : o_[t];                                  \
+    }
+#define ROWS32(fmt, dxs)                                                                     \
+    switch (nt) {                                                                            \
+    case 1: ROWS32_NT(fmt, 1, dxs) break;                                                    \
+    case 2: ROWS32_NT(fmt, 2, dxs) break;                                                    \
+    case 3: ROWS32_NT(fmt, 3, dxs) break;                                                    \
+    case 4: ROWS32_NT(fmt, 4, dxs) break;                                                    \
+    case 5: ROWS32_NT(fmt, 5, dxs) break;                                                    \
+    case 6: ROWS32_NT(fmt, 6, dxs) break;                                                    \
+    case 7: ROWS32_NT(fmt, 7, dxs) break;                                                    \
+    default: ROWS32_NT(fmt, 8, dxs) break;                                                   \
+    }
+#define FORMAT32(fmt, suffix)                                                                              \
+    TGT static void z_dot_##suffix(const void *w, uint64_t row_bytes, uint64_t n_rows, const void *const *x, \
+                                   int nt, uint64_t n, float *const *y, bool accumulate)                     \
+    {                                                                                                      \
+        if (nt >= 2 && n_rows >= 4 && n <= SPREAD_MAX_N) {                                                 \
+            float buf_[CPU_TILE_TOK][SPREAD_MAX_N / 4] __attribute__((aligned(64)));                       \
+            const float *dxs_[CPU_TILE_TOK];                                                               \
+            spread_dx(x, nt, n, buf_, dxs_);                                                               \
+            ROWS32(fmt, dxs_)                                                                              \
+        } else {                                                                                           \
+            ROWS32(fmt, NULL)                                                                              \
+        }                                                                                                  \
+    }
 
 FORMAT32(F_Q4_0, q4_0)
 FORMAT32(F_Q4_1, q4_1)
