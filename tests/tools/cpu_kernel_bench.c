@@ -85,10 +85,11 @@ int main(int argc, char **argv)
     }
     if (n == 0 || n % 256 || mib <= 0)
         return usage();
-    static const uint32_t all[] = {QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_XS, QT_IQ4_NL,
-                                   QT_F16, QT_BF16, QT_F32};
+    static const uint32_t all[] = {QT_Q4_0,   QT_Q4_1,  QT_Q5_0,   QT_Q5_1,    QT_Q8_0,  QT_Q4_K,  QT_Q5_K,
+                                   QT_Q6_K,   QT_IQ4_XS, QT_IQ4_NL, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ3_XXS,
+                                   QT_IQ3_S,  QT_IQ1_S, QT_IQ1_M,  QT_F16,     QT_BF16,  QT_F32};
     float sink[16 * CPU_TILE_TOK] = {0}; /* 16 rows x the tile of outputs */
-    printf("%-10s %-6s %9s %9s %10s\n", "set", "type", "mv GB/s", "mv ns/row", "mm GMAC/s");
+    printf("%-10s %-7s %9s %9s %10s\n", "set", "type", "mv GB/s", "mv ns/row", "mm GMAC/s");
     for (int s = 0; s < CPU_ISA_COUNT; s++) {
         const cpu_kernels *k = cpu_kernels_get((cpu_isa)s);
         if (!k || !listed(set_list, cpu_isa_name((cpu_isa)s)))
@@ -122,7 +123,7 @@ int main(int argc, char **argv)
             }
             double mv = best_pass(k, type, w, rb, rows, x, 1, n, budget, sink);
             double mm = best_pass(k, type, w, rb, rows, x, CPU_TILE_TOK, n, budget, sink);
-            printf("%-10s %-6s %9.2f %9.1f %10.2f\n", k->name, tr->name, (double)rows * rb / mv / 1e9, mv / rows * 1e9,
+            printf("%-10s %-7s %9.2f %9.1f %10.2f\n", k->name, tr->name, (double)rows * rb / mv / 1e9, mv / rows * 1e9,
                    (double)rows * n * CPU_TILE_TOK / mm / 1e9);
             fflush(stdout);
             free(w);
