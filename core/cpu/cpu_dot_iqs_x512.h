@@ -77,21 +77,12 @@ INL void grid_s_nt(bool two, const void *row, const void *const *x, int nt, uint
                 ls = join256(_mm256_set1_epi16((short)(2 * (sc & 0xf) + 1)),
                              _mm256_set1_epi16((short)(2 * (sc >> 4) + 1)));
             }
-            #pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const __m512i y = load512(a.q[t] + 256 * b + 32 * ib);
-                const __m512i sy = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
-                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(mag, sy), ls);
-            }
+            signed_pairs(&a, nt, 256 * b + 32 * ib, mag, neg, ls, isum);
         }
         const float dw = half(blk); /* d leads both blocks */
-        #pragma GCC unroll 8
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(unit * dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+        block_to_acc(&a, nt, b, unit * dw, isum, acc);
     }
-    #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++)
-        out[t] = hsum16(acc[t]);
+    tile_sums(nt, acc, out);
 }
 INL void iq3_s_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {
@@ -137,21 +128,12 @@ INL void grid_1_nt(bool m, const void *row, const void *const *x, int nt, uint64
             }
             const __m512i mag = _mm512_abs_epi8(lv);
             const __mmask64 neg = _mm512_movepi8_mask(lv);
-            #pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const __m512i y = load512(a.q[t] + 256 * b + 32 * ib);
-                const __m512i sy = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
-                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(mag, sy), ls);
-            }
+            signed_pairs(&a, nt, 256 * b + 32 * ib, mag, neg, ls, isum);
         }
         const float dw = m ? iq1_m_d(wm) : half(blk);
-        #pragma GCC unroll 8
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(0.125f * dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+        block_to_acc(&a, nt, b, 0.125f * dw, isum, acc);
     }
-    #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++)
-        out[t] = hsum16(acc[t]);
+    tile_sums(nt, acc, out);
 }
 INL void iq1_s_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {

@@ -62,20 +62,12 @@ INL void grid_s_nt(bool two, const void *row, const void *const *x, int nt, uint
                 ls = _mm256_set1_epi16((short)(2 * ((w3->scales[ib / 2] >> (4 * (ib % 2))) & 0xf) + 1));
             }
             const __m256i sgn = plain_signs(bits);
-            #pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const __m256i y = _mm256_sign_epi8(load256(a.q[t] + 256 * b + 32 * ib), sgn);
-                isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(mag, y), ls);
-            }
+            signed_pairs(&a, nt, 256 * b + 32 * ib, mag, sgn, ls, isum);
         }
         const float dw = half(blk); /* d leads both blocks */
-        #pragma GCC unroll 8
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(unit * dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+        block_to_acc(&a, nt, b, unit * dw, isum, acc);
     }
-    #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++)
-        out[t] = hsum8(acc[t]);
+    tile_sums(nt, acc, out);
 }
 INL void iq3_s_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {
@@ -123,20 +115,12 @@ INL void grid_1_nt(bool m, const void *row, const void *const *x, int nt, uint64
                 ls = _mm256_set1_epi16((short)l);
             }
             const __m256i mag = _mm256_abs_epi8(lv);
-            #pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const __m256i y = _mm256_sign_epi8(load256(a.q[t] + 256 * b + 32 * ib), lv);
-                isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(mag, y), ls);
-            }
+            signed_pairs(&a, nt, 256 * b + 32 * ib, mag, lv, ls, isum);
         }
         const float dw = m ? iq1_m_d(wm) : half(blk);
-        #pragma GCC unroll 8
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+        block_to_acc(&a, nt, b, 0.125f * dw, isum, acc);
     }
-    #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++)
-        out[t] = hsum8(acc[t]);
+    tile_sums(nt, acc, out);
 }
 INL void iq1_s_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {

@@ -531,6 +531,38 @@ INL void actK_init(actK *a, const void *const *x, int nt, uint64_t n)
     }
 }
 
+/* The steps most of the per-256 kernels below share.  signed_pairs: each
+ * token's products with 64 weights of magnitudes mag (unsigned bytes, as
+ * vpmaddubsw wants one side) whose signs (the bits of neg) are put on the
+ * activations instead, times the 16-bit scales ls, into its integer sum;
+ * off: where in the token's q8_K row the 64 activations start. */
+INL void signed_pairs(const actK *a, int nt, uint64_t off, __m512i mag, __mmask64 neg, __m512i ls, __m512i *isum)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        const __m512i y = load512(a->q[t] + off);
+        const __m512i sy = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
+        isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(mag, sy), ls);
+    }
+}
+
+/* A block's integer sums into the float accumulators: acc[t] += scale *
+ * d_x(t, block b) * isum[t], scale being the weights' (times whatever the
+ * levels left out), in that order of products. */
+INL void block_to_acc(const actK *a, int nt, uint64_t b, float scale, const __m512i *isum, __m512 *acc)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(scale * a->d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+}
+
+INL void tile_sums(int nt, const __m512 *acc, float *out)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum16(acc[t]);
+}
+
 /* The 8 six-bit scales (bytes 0-7) and mins (8-15) of a Q4_K/Q5_K block:
  * the first four of each in the low 6 bits of bytes 0-3 and 4-7, the last
  * four with their low 4 bits in bytes 8-11 and their high 2 bits in the top
@@ -681,13 +713,9 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
             }
         }
         const float dw = half(&w[b].d);
-        #pragma GCC unroll 8
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+        block_to_acc(&a, nt, b, dw, isum, acc);
     }
-    #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++)
-        out[t] = hsum16(acc[t]);
+    tile_sums(nt, acc, out);
 }
 TILE_DISPATCH(z_dot_q6_K, q6_K_nt)
 
@@ -741,13 +769,9 @@ INL void q3_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
             }
         }
         const float dw = half(&w[b].d);
-        #pragma GCC unroll 8
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+        block_to_acc(&a, nt, b, dw, isum, acc);
     }
-    #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++)
-        out[t] = hsum16(acc[t]);
+    tile_sums(nt, acc, out);
 }
 TILE_DISPATCH(z_dot_q3_K, q3_K_nt)
 
@@ -861,22 +885,13 @@ INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, fl
                 const __m512i s = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)sb)), sc);
                 const __m512i au = _mm512_abs_epi8(lv[g]);
                 const __mmask64 neg = _mm512_movepi8_mask(lv[g]);
-                #pragma GCC unroll 8
-                for (int t = 0; t < nt; t++) {
-                    const __m512i y = load512(a.q[t] + 256 * b + 32 * sb);
-                    const __m512i sy = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
-                    isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(au, sy), s);
-                }
+                signed_pairs(&a, nt, 256 * b + 32 * sb, au, neg, s, isum);
             }
         }
         const float dw = half(&w[b].d);
-        #pragma GCC unroll 8
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+        block_to_acc(&a, nt, b, dw, isum, acc);
     }
-    #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++)
-        out[t] = hsum16(acc[t]);
+    tile_sums(nt, acc, out);
 }
 TILE_DISPATCH(z_dot_iq4_xs, iq4_xs_nt)
 
@@ -943,21 +958,12 @@ INL void grid_xxs_nt(bool three, const void *row, const void *const *x, int nt, 
             const __m512i mag = join256(m0, m1);
             const __mmask64 neg = (__mmask64)neg0 | (__mmask64)neg1 << 32;
             const __m512i ls = join256(_mm256_set1_epi16((short)ls0), _mm256_set1_epi16((short)ls1));
-            #pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const __m512i y = load512(a.q[t] + 256 * b + 32 * ib);
-                const __m512i sy = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
-                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(mag, sy), ls);
-            }
+            signed_pairs(&a, nt, 256 * b + 32 * ib, mag, neg, ls, isum);
         }
         const float dw = half(blk);
-        #pragma GCC unroll 8
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(unit * dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+        block_to_acc(&a, nt, b, unit * dw, isum, acc);
     }
-    #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++)
-        out[t] = hsum16(acc[t]);
+    tile_sums(nt, acc, out);
 }
 INL void iq2_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {
@@ -1009,21 +1015,12 @@ INL void iq2_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, fl
             const __m256i m0 = iq2_xs_sub(&w[b], ib, &neg0, &ls0), m1 = iq2_xs_sub(&w[b], ib + 1, &neg1, &ls1);
             const __m512i mag = join256(m0, m1), ls = join256(ls0, ls1);
             const __mmask64 neg = (__mmask64)neg0 | (__mmask64)neg1 << 32;
-            #pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const __m512i y = load512(a.q[t] + 256 * b + 32 * ib);
-                const __m512i sy = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
-                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(mag, sy), ls);
-            }
+            signed_pairs(&a, nt, 256 * b + 32 * ib, mag, neg, ls, isum);
         }
         const float dw = half(&w[b].d);
-        #pragma GCC unroll 8
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(0.125f * dw * a.d[t][b]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+        block_to_acc(&a, nt, b, 0.125f * dw, isum, acc);
     }
-    #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++)
-        out[t] = hsum16(acc[t]);
+    tile_sums(nt, acc, out);
 }
 TILE_DISPATCH(z_dot_iq2_xs, iq2_xs_nt)
 

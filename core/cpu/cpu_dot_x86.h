@@ -377,6 +377,37 @@ INL void actK_init(actK *a, const void *const *x, int nt, uint64_t n)
     }
 }
 
+/* The steps most of the per-256 kernels below share.  signed_pairs: each
+ * token's products with 32 weights of magnitudes mag (unsigned bytes, as
+ * vpmaddubsw wants one side) whose signs (those of sgn's bytes) are put on
+ * the activations instead, times the 16-bit scales ls, into its integer
+ * sum; off: where in the token's q8_K row the 32 activations start. */
+INL void signed_pairs(const actK *a, int nt, uint64_t off, __m256i mag, __m256i sgn, __m256i ls, __m256i *isum)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        const __m256i y = _mm256_sign_epi8(load256(a->q[t] + off), sgn);
+        isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(mag, y), ls);
+    }
+}
+
+/* A block's integer sums into the float accumulators: acc[t] += scale *
+ * d_x(t, block b) * isum[t], scale being the weights' (times whatever the
+ * levels left out), in that order of products. */
+INL void block_to_acc(const actK *a, int nt, uint64_t b, float scale, const __m256i *isum, __m256 *acc)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scale * a->d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+}
+
+INL void tile_sums(int nt, const __m256 *acc, float *out)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++)
+        out[t] = hsum8(acc[t]);
+}
+
 /* Pair p of a Q4_K block: the levels of elements 64p..64p+31 (lo) and
  * 64p+32..64p+63 (hi). */
 INL void q4k_levels(const block_q4_K *w, int p, __m256i *lo, __m256i *hi)
@@ -515,9 +546,7 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
         for (int t = 0; t < nt; t++) /* isum holds -(sum): hence the minus */
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
     }
-    #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++)
-        out[t] = hsum8(acc[t]);
+    tile_sums(nt, acc, out);
 }
 TILE_DISPATCH(x_dot_q6_K, q6_K_nt)
 
@@ -570,13 +599,9 @@ INL void q3_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
             }
         }
         const float dw = half(&w[b].d);
-        #pragma GCC unroll 8
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+        block_to_acc(&a, nt, b, dw, isum, acc);
     }
-    #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++)
-        out[t] = hsum8(acc[t]);
+    tile_sums(nt, acc, out);
 }
 TILE_DISPATCH(x_dot_q3_K, q3_K_nt)
 
@@ -684,21 +709,13 @@ INL void iq4_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, fl
                 const int ib = 2 * k + g;
                 const __m256i ls = word_of(sc, ib);
                 const __m256i au = _mm256_sign_epi8(lv[g], lv[g]);
-                #pragma GCC unroll 8
-                for (int t = 0; t < nt; t++) {
-                    const __m256i y = _mm256_sign_epi8(load256(a.q[t] + 256 * b + 32 * ib), lv[g]);
-                    isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(au, y), ls);
-                }
+                signed_pairs(&a, nt, 256 * b + 32 * ib, au, lv[g], ls, isum);
             }
         }
         const float dw = half(&w[b].d);
-        #pragma GCC unroll 8
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+        block_to_acc(&a, nt, b, dw, isum, acc);
     }
-    #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++)
-        out[t] = hsum8(acc[t]);
+    tile_sums(nt, acc, out);
 }
 TILE_DISPATCH(x_dot_iq4_xs, iq4_xs_nt)
 
@@ -766,20 +783,12 @@ INL void grid_xxs_nt(bool three, const void *row, const void *const *x, int nt, 
             /* +1 or -1 per byte: what vpsignb multiplies the activations by */
             const __m256i sgn = _mm256_or_si256(grid_signs(aux), one);
             const __m256i ls = _mm256_set1_epi16((short)(2 * (aux >> 28) + 1));
-            #pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const __m256i y = _mm256_sign_epi8(load256(a.q[t] + 256 * b + 32 * ib), sgn);
-                isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(mag, y), ls);
-            }
+            signed_pairs(&a, nt, 256 * b + 32 * ib, mag, sgn, ls, isum);
         }
         const float dw = half(blk);
-        #pragma GCC unroll 8
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(unit * dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+        block_to_acc(&a, nt, b, unit * dw, isum, acc);
     }
-    #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++)
-        out[t] = hsum8(acc[t]);
+    tile_sums(nt, acc, out);
 }
 INL void iq2_xxs_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {
@@ -825,20 +834,12 @@ INL void iq2_xs_nt(const void *row, const void *const *x, int nt, uint64_t n, fl
             const int sc = w[b].scales[ib];
             const __m256i ls = _mm256_set_m128i(_mm_set1_epi16((short)(2 * (sc >> 4) + 1)),
                                                 _mm_set1_epi16((short)(2 * (sc & 0xf) + 1)));
-            #pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const __m256i y = _mm256_sign_epi8(load256(a.q[t] + 256 * b + 32 * ib), sgn);
-                isum[t] = add_scaled16(isum[t], _mm256_maddubs_epi16(mag, y), ls);
-            }
+            signed_pairs(&a, nt, 256 * b + 32 * ib, mag, sgn, ls, isum);
         }
         const float dw = half(&w[b].d);
-        #pragma GCC unroll 8
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * dw * a.d[t][b]), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+        block_to_acc(&a, nt, b, 0.125f * dw, isum, acc);
     }
-    #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++)
-        out[t] = hsum8(acc[t]);
+    tile_sums(nt, acc, out);
 }
 TILE_DISPATCH(x_dot_iq2_xs, iq2_xs_nt)
 
