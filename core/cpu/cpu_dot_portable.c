@@ -399,6 +399,22 @@ static void dot_q3_K(const void *row, const void *const *x, int nt, uint64_t n, 
     memcpy(out, acc, (size_t)nt * sizeof *out);
 }
 
+/* The grid formats' last step: every token's integer sum over block b's
+ * 256 signed levels lv, one odd scale ls per `group` elements, times scale
+ * (the weights': d, times whatever the levels leave out) and its d_x, in
+ * that order of products, into acc. */
+static void levels_to_acc(const int8_t *lv, const int *ls, int group, float scale, const void *const *x, int nt,
+                          uint64_t n, uint64_t b, float *acc)
+{
+    for (int i = 0; i < nt; i++) {
+        const int8_t *q = cpu_act_q(x[i]) + 256 * b;
+        int32_t sumi = 0;
+        for (int j = 0; j < 256 / group; j++)
+            sumi += ls[j] * idot(lv + group * j, q + group * j, group);
+        acc[i] += scale * cpu_act_d(x[i], n)[b] * (float)sumi;
+    }
+}
+
 /* IQ4_XS: table levels of 8 sub-blocks of 32, each with a 6-bit scale
  * (offset 32) under the block's f16 d. */
 static void dot_iq4_xs(const void *row, const void *const *x, int nt, uint64_t n, float *out)
@@ -416,13 +432,7 @@ static void dot_iq4_xs(const void *row, const void *const *x, int nt, uint64_t n
             }
         }
         const float d = f16(w[b].d);
-        for (int i = 0; i < nt; i++) {
-            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
-            int32_t sumi = 0;
-            for (int ib = 0; ib < 8; ib++)
-                sumi += ls[ib] * idot(lv + 32 * ib, q + 32 * ib, 32);
-            acc[i] += d * cpu_act_d(x[i], n)[b] * (float)sumi;
-        }
+        levels_to_acc(lv, ls, 32, d, x, nt, n, b, acc);
     }
     memcpy(out, acc, (size_t)nt * sizeof *out);
 }
@@ -470,13 +480,7 @@ static void dot_grid_xxs(bool three, const void *row, const void *const *x, int 
         for (int ib = 0; ib < 8; ib++)
             ls[ib] = grid_sub_levels(three, blk, ib, lv + 32 * ib);
         const float d = f16(load_u16(blk));
-        for (int i = 0; i < nt; i++) {
-            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
-            int32_t sumi = 0;
-            for (int ib = 0; ib < 8; ib++)
-                sumi += ls[ib] * idot(lv + 32 * ib, q + 32 * ib, 32);
-            acc[i] += unit * d * cpu_act_d(x[i], n)[b] * (float)sumi;
-        }
+        levels_to_acc(lv, ls, 32, unit * d, x, nt, n, b, acc);
     }
     memcpy(out, acc, (size_t)nt * sizeof *out);
 }
@@ -511,13 +515,7 @@ static void dot_iq2_xs(const void *row, const void *const *x, int nt, uint64_t n
             }
         }
         const float d = f16(load_u16(&w[b].d));
-        for (int i = 0; i < nt; i++) {
-            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
-            int32_t sumi = 0;
-            for (int j = 0; j < 16; j++)
-                sumi += ls[j] * idot(lv + 16 * j, q + 16 * j, 16);
-            acc[i] += 0.125f * d * cpu_act_d(x[i], n)[b] * (float)sumi;
-        }
+        levels_to_acc(lv, ls, 16, 0.125f * d, x, nt, n, b, acc);
     }
     memcpy(out, acc, (size_t)nt * sizeof *out);
 }
@@ -542,13 +540,7 @@ static void dot_iq3_s(const void *row, const void *const *x, int nt, uint64_t n,
             }
         }
         const float d = f16(load_u16(&w[b].d));
-        for (int i = 0; i < nt; i++) {
-            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
-            int32_t sumi = 0;
-            for (int ib = 0; ib < 8; ib++)
-                sumi += ls[ib] * idot(lv + 32 * ib, q + 32 * ib, 32);
-            acc[i] += d * cpu_act_d(x[i], n)[b] * (float)sumi;
-        }
+        levels_to_acc(lv, ls, 32, d, x, nt, n, b, acc);
     }
     memcpy(out, acc, (size_t)nt * sizeof *out);
 }
@@ -572,13 +564,7 @@ static void dot_iq2_s(const void *row, const void *const *x, int nt, uint64_t n,
             }
         }
         const float d = f16(load_u16(&w[b].d));
-        for (int i = 0; i < nt; i++) {
-            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
-            int32_t sumi = 0;
-            for (int j = 0; j < 16; j++)
-                sumi += ls[j] * idot(lv + 16 * j, q + 16 * j, 16);
-            acc[i] += 0.125f * d * cpu_act_d(x[i], n)[b] * (float)sumi;
-        }
+        levels_to_acc(lv, ls, 16, 0.125f * d, x, nt, n, b, acc);
     }
     memcpy(out, acc, (size_t)nt * sizeof *out);
 }
@@ -632,13 +618,7 @@ static void dot_iq1(bool m, const void *row, const void *const *x, int nt, uint6
     for (uint64_t b = 0; b < n / 256; b++) {
         int ls[16];
         const float d = iq1_block_levels(m, row, b, lv, ls);
-        for (int i = 0; i < nt; i++) {
-            const int8_t *q = cpu_act_q(x[i]) + 256 * b;
-            int32_t sumi = 0;
-            for (int j = 0; j < 16; j++)
-                sumi += ls[j] * idot(lv + 16 * j, q + 16 * j, 16);
-            acc[i] += 0.125f * d * cpu_act_d(x[i], n)[b] * (float)sumi;
-        }
+        levels_to_acc(lv, ls, 16, 0.125f * d, x, nt, n, b, acc);
     }
     memcpy(out, acc, (size_t)nt * sizeof *out);
 }
