@@ -563,6 +563,29 @@ INL void tile_sums(int nt, const __m512 *acc, float *out)
         out[t] = hsum16(acc[t]);
 }
 
+/* The K-quants' unsigned levels (the offset taken from q8_K's sums):
+ * each token's products with 128 weights, lv0 against activations
+ * off..off+63 and lv1 against the next 64, times their 16-bit scales s0 /
+ * s1, into its integer sum. */
+INL void unsigned_pairs(const actK *a, int nt, uint64_t off, __m512i lv0, __m512i lv1, __m512i s0, __m512i s1,
+                        __m512i *isum)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        const int8_t *q = a->q[t] + off;
+        isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv0, load512(q)), s0);
+        isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv1, load512(q + 64)), s1);
+    }
+}
+
+/* Which 16-element sub-block (0-3) each 16-bit lane of 64 elements is in:
+ * the index that spreads 4 sub-blocks' scales over the lanes. */
+INL __m512i sub16_lanes(void)
+{
+    return _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0,
+                            0);
+}
+
 /* The 8 six-bit scales (bytes 0-7) and mins (8-15) of a Q4_K/Q5_K block:
  * the first four of each in the low 6 bits of bytes 0-3 and 4-7, the last
  * four with their low 4 bits in bytes 8-11 and their high 2 bits in the top
@@ -638,12 +661,7 @@ INL void kq_nt(const void *row, int five, const void *const *x, int nt, uint64_t
             const __m512i lv0 = _mm512_shuffle_i64x2(lo, hi, 0x44), lv1 = _mm512_shuffle_i64x2(lo, hi, 0xEE);
             const __m512i s0 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(4 * h))), sc);
             const __m512i s1 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(4 * h + 2))), sc);
-            #pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const int8_t *q = a.q[t] + 256 * b + 128 * h;
-                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv0, load512(q)), s0);
-                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv1, load512(q + 64)), s1);
-            }
+            unsigned_pairs(&a, nt, 256 * b + 128 * h, lv0, lv1, s0, s1, isum);
         }
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
@@ -682,9 +700,7 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
     for (int t = 0; t < nt; t++)
         acc[t] = _mm512_setzero_ps();
     const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
-    /* the 16-bit scale lanes of 64 elements: 4 sub-blocks of 16, 8 pairs each */
-    const __m512i sel = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0,
-                                         0, 0, 0, 0, 0, 0);
+    const __m512i sel = sub16_lanes();
     for (uint64_t b = 0; b < n / 256; b++) {
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[b].scales));
         __m512i isum[CPU_TILE_TOK];
@@ -705,12 +721,7 @@ INL void q6_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
             const __m512i s0 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * hf))), sc512);
             const __m512i s1 =
                 _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * hf + 4))), sc512);
-            #pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const int8_t *q = a.q[t] + 256 * b + 128 * hf;
-                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv0, load512(q)), s0);
-                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv1, load512(q + 64)), s1);
-            }
+            unsigned_pairs(&a, nt, 256 * b + 128 * hf, lv0, lv1, s0, s1, isum);
         }
         const float dw = half(&w[b].d);
         block_to_acc(&a, nt, b, dw, isum, acc);
@@ -736,9 +747,7 @@ INL void q3_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
     for (int t = 0; t < nt; t++)
         acc[t] = _mm512_setzero_ps();
     const __m512i m3 = _mm512_set1_epi8(0x03), four = _mm512_set1_epi8(4);
-    /* the 16-bit scale lanes of 64 elements: 4 sub-blocks of 16, 8 pairs each */
-    const __m512i sel = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0,
-                                         0, 0, 0, 0, 0, 0);
+    const __m512i sel = sub16_lanes();
     for (uint64_t b = 0; b < n / 256; b++) {
         uint32_t sw[4]; /* in registers: a store and a 16-byte reload would stall */
         cpu_q3_K_scale_words(w[b].scales, sw);
@@ -761,12 +770,7 @@ INL void q3_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
             lv1 = _mm512_mask_add_epi8(lv1, _mm512_test_epi8_mask(hm2, _mm512_set1_epi8((char)(4 << 4 * h))), lv1, four);
             const __m512i s0 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * h))), sc512);
             const __m512i s1 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * h + 4))), sc512);
-            #pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const int8_t *q = a.q[t] + 256 * b + 128 * h;
-                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv0, load512(q)), s0);
-                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv1, load512(q + 64)), s1);
-            }
+            unsigned_pairs(&a, nt, 256 * b + 128 * h, lv0, lv1, s0, s1, isum);
         }
         const float dw = half(&w[b].d);
         block_to_acc(&a, nt, b, dw, isum, acc);
@@ -792,8 +796,7 @@ INL void q2_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
     }
     const __m512i m3 = _mm512_set1_epi8(0x03);
     const __m128i m4 = _mm_set1_epi8(0x0F);
-    const __m512i sel = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0,
-                                         0, 0, 0, 0, 0, 0);
+    const __m512i sel = sub16_lanes();
     for (uint64_t b = 0; b < n / 256; b++) {
         const __m128i raw = _mm_loadu_si128((const __m128i *)w[b].scales);
         const __m512i sc512 = _mm512_zextsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(raw, m4)));
@@ -808,12 +811,7 @@ INL void q2_K_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
             const __m512i lv0 = _mm512_and_si512(q2, m3), lv1 = _mm512_and_si512(_mm512_srli_epi16(q2, 4), m3);
             const __m512i s0 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * h))), sc512);
             const __m512i s1 = _mm512_permutexvar_epi16(_mm512_add_epi16(sel, _mm512_set1_epi16((short)(8 * h + 4))), sc512);
-            #pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const int8_t *q = a.q[t] + 256 * b + 128 * h;
-                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv0, load512(q)), s0);
-                isum[t] = add_scaled(isum[t], _mm512_maddubs_epi16(lv1, load512(q + 64)), s1);
-            }
+            unsigned_pairs(&a, nt, 256 * b + 128 * h, lv0, lv1, s0, s1, isum);
         }
         const float dw = half(&w[b].d), dmw = half(&w[b].dmin);
         #pragma GCC unroll 8
