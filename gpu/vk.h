@@ -84,6 +84,11 @@ typedef struct {
      * in the file */
     uint32_t host_layers, host_first, host_last;
     uint64_t host_bytes;
+    /* prompt batches of stream_min tokens or more copy each host layer's
+     * experts to a device slot of stream_slot bytes (counted in act), from
+     * two staging buffers as large (counted in host_visible); 0: never */
+    uint64_t stream_slot;
+    uint32_t stream_min;
 } vk_placement;
 int vk_plan_placement(const model *m, const engine_params *p, vk_placement *out, err_t *err);
 /* One line: "weights W, KV cache K (N tokens), activations A (batches of

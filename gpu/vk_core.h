@@ -105,6 +105,10 @@ int vk_submit_wait(vk_ctx *c, VkCommandBuffer cb, err_t *err);
  * blocking wait at once). */
 int vk_submit_fenced(vk_ctx *c, VkCommandBuffer cb, err_t *err);
 int vk_fence_wait(vk_ctx *c, uint64_t spin_ns, err_t *err);
+/* The same with a fence of the caller's (several command buffers in
+ * flight at once: vk_hostmoe_stream.c). */
+int vk_submit_on(vk_ctx *c, VkCommandBuffer cb, VkFence fence, err_t *err);
+int vk_wait_on(vk_ctx *c, VkFence fence, uint64_t spin_ns, err_t *err);
 /* Submits one command buffer without a fence: what a later vk_submit_wait
  * on the queue waits for too (the queue runs them in order only where the
  * later one's barriers say so). */

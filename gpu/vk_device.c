@@ -738,19 +738,24 @@ int vk_submit(vk_ctx *c, VkCommandBuffer cb, err_t *err)
     return r == VK_SUCCESS ? 0 : vk_fail(c, err, r, "vkQueueSubmit");
 }
 
-int vk_submit_fenced(vk_ctx *c, VkCommandBuffer cb, err_t *err)
+int vk_submit_on(vk_ctx *c, VkCommandBuffer cb, VkFence fence, err_t *err)
 {
     if (c->lost)
         return err_set(err, "the Vulkan device was lost earlier; restart glmchat or use --backend cpu");
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
-    VkResult r = vkResetFences(c->dev, 1, &c->fence);
+    VkResult r = vkResetFences(c->dev, 1, &fence);
     if (r != VK_SUCCESS)
         return vk_fail(c, err, r, "vkResetFences");
-    r = vkQueueSubmit(c->queue, 1, &si, c->fence);
+    r = vkQueueSubmit(c->queue, 1, &si, fence);
     return r == VK_SUCCESS ? 0 : vk_fail(c, err, r, "vkQueueSubmit");
 }
 
-int vk_fence_wait(vk_ctx *c, uint64_t spin_ns, err_t *err)
+int vk_submit_fenced(vk_ctx *c, VkCommandBuffer cb, err_t *err)
+{
+    return vk_submit_on(c, cb, c->fence, err);
+}
+
+int vk_wait_on(vk_ctx *c, VkFence fence, uint64_t spin_ns, err_t *err)
 {
     VkResult r = VK_NOT_READY;
     const char *call = "vkGetFenceStatus";
@@ -760,7 +765,7 @@ int vk_fence_wait(vk_ctx *c, uint64_t spin_ns, err_t *err)
          * every host layer (vk_hostmoe.c).  The clock is read every few
          * hundred polls; a yield now and then keeps a loaded machine going. */
         uint64_t until = mono_ns() + spin_ns;
-        for (uint32_t i = 1; (r = vkGetFenceStatus(c->dev, c->fence)) == VK_NOT_READY; i++) {
+        for (uint32_t i = 1; (r = vkGetFenceStatus(c->dev, fence)) == VK_NOT_READY; i++) {
             spin_pause();
             if (i % 256 == 0) {
                 if (mono_ns() >= until)
@@ -775,7 +780,7 @@ int vk_fence_wait(vk_ctx *c, uint64_t spin_ns, err_t *err)
          * (lavapipe) may legitimately take minutes over a long prompt. */
         uint64_t limit_s = c->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 1800 : 120;
         call = "vkWaitForFences";
-        r = vkWaitForFences(c->dev, 1, &c->fence, VK_TRUE, limit_s * 1000 * 1000 * 1000);
+        r = vkWaitForFences(c->dev, 1, &fence, VK_TRUE, limit_s * 1000 * 1000 * 1000);
         if (r == VK_TIMEOUT) {
             c->lost = true;
             return err_set(err, "the Vulkan device did not finish a command buffer within %llu s (GPU hang)",
@@ -785,6 +790,11 @@ int vk_fence_wait(vk_ctx *c, uint64_t spin_ns, err_t *err)
     if (r != VK_SUCCESS)
         return vk_fail(c, err, r, call);
     return 0;
+}
+
+int vk_fence_wait(vk_ctx *c, uint64_t spin_ns, err_t *err)
+{
+    return vk_wait_on(c, c->fence, spin_ns, err);
 }
 
 int vk_submit_wait(vk_ctx *c, VkCommandBuffer cb, err_t *err)

@@ -155,6 +155,12 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
         r[n++] = (buf_req){&e->hx.wts, B * K * f, "expert weights (host)", 1};
         r[n++] = (buf_req){&e->hx.y, B * c->n_embd * f, "routed experts' sum (host)", 2};
         r[n++] = (buf_req){&e->hx.one, B * f, "ones", 2};
+        /* a prompt batch streams the host layers' experts (vk_hostmoe_stream.c) */
+        if ((e->hx.slot_bytes = vk_hostmoe_stream_bytes(e))) {
+            r[n++] = (buf_req){&e->hx.slot, e->hx.slot_bytes, "a host layer's experts (slot)", 0};
+            r[n++] = (buf_req){&e->hx.stage[0], e->hx.slot_bytes, "a host layer's experts (staging)", 1};
+            r[n++] = (buf_req){&e->hx.stage[1], e->hx.slot_bytes, "a host layer's experts (staging)", 1};
+        }
     }
     if (e->nextn) {
         r[n++] = (buf_req){&e->b.hid, (uint64_t)e->p.n_ctx * c->n_embd * f, "kept hidden states (NextN)", 0};
@@ -331,6 +337,8 @@ static int check_fit(vk_engine *e, buf_req *r, uint32_t n, err_t *err)
     if ((pl->host_visible = host_visible_bytes(e, r, n)) == UINT64_MAX)
         return err_set(err, "out of host memory");
     pl->host_layers = e->hx.n_layers;
+    pl->stream_slot = e->hx.slot_bytes;
+    pl->stream_min = e->hx.slot_bytes ? e->tune.hx_stream : 0;
     pl->host_first = pl->host_last = 0;
     pl->host_bytes = 0;
     for (uint32_t i = 0; i < e->hx.n_layers; i++) {

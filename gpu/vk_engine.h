@@ -16,6 +16,7 @@
 #ifndef GLM_VK_ENGINE_H
 #define GLM_VK_ENGINE_H
 
+#include "base/threadpool.h"
 #include "cpu/cpu_moe_host.h"
 #include "engine/engine.h"
 #include "model/model.h"
@@ -105,6 +106,10 @@ typedef enum {
     VK_PROGRAM_DECODE_SIDE,  /* one token, host layer `set`'s side part: what the GPU runs during the CPU's turn */
     VK_PROGRAM_PREFILL_PART, /* n_batch tokens, part `set` of the prompt graph so cut */
     VK_PROGRAM_PREFILL_LOGITS_PART, /* the same with every position's logits to host memory */
+    VK_PROGRAM_PREFILL_STREAM_PART, /* n_batch tokens, part `set` of the prompt graph cut before each host
+                                       layer's MoE, that layer's experts copied to the device first
+                                       (vk_hostmoe_stream.c) */
+    VK_PROGRAM_PREFILL_LOGITS_STREAM_PART, /* the same with every position's logits to host memory */
     VK_PROGRAM_NEXTN,        /* one NextN row from the kept h of the position before */
     VK_PROGRAM_NEXTN_GIVEN,  /* ... from the h the host wrote (nx_hin) */
 } vk_program;
@@ -174,6 +179,18 @@ typedef struct {
     VkSemaphore sem_gpu, sem_host;
     uint64_t val_gpu, val_host;
     engine_split_stat sum;
+    /* Prompt batches of at least tune.hx_stream tokens (vk_hostmoe_stream.c):
+     * each host layer's experts laid out by the host's threads into one of
+     * two host-visible staging buffers, copied to the one device slot, and
+     * run by the prompt graph's own MoE kernels */
+    uint64_t slot_bytes;     /* the largest host layer's experts in the GPU layout (0: no streaming) */
+    vk_buf slot;             /* device-local: the host layer being run */
+    vk_buf stage[2];         /* host-visible: the next ones, laid out by the host */
+    vk_tensor *st;           /* (3 n_layers) host layer i's gate, up, down experts as tensors in the slot */
+    vk_family *ps_parts;     /* (n_parts) the prompt graph cut before each host layer's MoE */
+    vk_family ps_last_logits; /* its last part with every position's logits to host memory */
+    VkFence ps_fence[3];     /* the parts in flight */
+    threadpool *ps_pool;     /* the layout's threads */
     /* the last prompt batch's longest stretch between two looks at the
      * cancel flag, seconds (engine_backend.eval_stretch; 0 after any other
      * eval) */
@@ -207,8 +224,10 @@ typedef struct {
  * `set`: the selection's VK_SEL_* set (VK_PROGRAM_SELECT). */
 int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set);
 int vk_fwd_record_prefill(vk_engine *e, vk_rec *r, bool logits_to_host);
-/* Part `part` of the prompt graph cut at the host layers (vk_hostmoe.c). */
-int vk_fwd_record_prefill_part(vk_engine *e, vk_rec *r, bool logits_to_host, int part);
+/* Part `part` of the prompt graph cut at the host layers (vk_hostmoe.c);
+ * `stream`: cut before each host layer's MoE, which reads the experts'
+ * slot (vk_hostmoe_stream.c). */
+int vk_fwd_record_prefill_part(vk_engine *e, vk_rec *r, bool logits_to_host, bool stream, int part);
 
 /* Routed experts in host memory (vk_hostmoe.c).  vk_hostmoe_select marks
  * the host layers of blocks 0..n_blocks-1 (0 on success; -1 and err: no
@@ -239,6 +258,23 @@ void vk_hostmoe_split_stat(const vk_engine *e, engine_split_stat *st);
  * timestamps into hx.qpool for the breakdown (vk_hostmoe.c). */
 int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uint32_t *cut, uint32_t part,
                            bool side, bool timed);
+/* (vk_hostmoe_cut.c) Records part `part` of the prompt graph g cut before
+ * each host layer's MoE (cut[i]: where host layer i's MoE begins): a part
+ * after the first begins by copying host layer part - 1's experts from
+ * staging buffer (part - 1) % 2 into the slot, behind barriers that order
+ * the copy after the slot's last readers and before its new ones. */
+int vk_hostmoe_stream_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uint32_t *cut, uint32_t part);
+/* (vk_hostmoe_stream.c) The device slot's bytes for the host layers
+ * vk_hostmoe_select marked (0 where prompts do not stream: one token a
+ * batch, tune.hx_stream 0, no host layer); after the buffers, the slot's
+ * tensors and the parts recorded (vk_hostmoe_record calls it); a prompt
+ * batch of n tokens through them (as vk_hostmoe_prefill promises);
+ * everything released. */
+uint64_t vk_hostmoe_stream_bytes(const vk_engine *e);
+int vk_hostmoe_stream_record(vk_engine *e, err_t *err);
+void vk_hostmoe_stream_unrecord(vk_engine *e);
+int vk_hostmoe_stream_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err);
+void vk_hostmoe_stream_free(vk_engine *e);
 /* A prompt batch of n tokens through the prompt graph's parts (the params
  * written), the CPU's experts between them; `logits`: the last part with
  * every position's logits to host memory (recorded only where

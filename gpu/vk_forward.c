@@ -444,7 +444,9 @@ int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
     if (what == VK_PROGRAM_PREFILL || what == VK_PROGRAM_PREFILL_LOGITS)
         return vk_fwd_record_prefill(e, r, what == VK_PROGRAM_PREFILL_LOGITS);
     if (what == VK_PROGRAM_PREFILL_PART || what == VK_PROGRAM_PREFILL_LOGITS_PART)
-        return vk_fwd_record_prefill_part(e, r, what == VK_PROGRAM_PREFILL_LOGITS_PART, (int)set);
+        return vk_fwd_record_prefill_part(e, r, what == VK_PROGRAM_PREFILL_LOGITS_PART, false, (int)set);
+    if (what == VK_PROGRAM_PREFILL_STREAM_PART || what == VK_PROGRAM_PREFILL_LOGITS_STREAM_PART)
+        return vk_fwd_record_prefill_part(e, r, what == VK_PROGRAM_PREFILL_LOGITS_STREAM_PART, true, (int)set);
     if (what == VK_PROGRAM_DECODE_PART || what == VK_PROGRAM_DECODE_SIDE) {
         /* the whole table, cut where each host layer hands over (without
          * tagged words: kept simple, the counters within a part stay) */

@@ -143,7 +143,7 @@ int vk_hostmoe_record(vk_engine *e, err_t *err)
     if (e->p.all_logits &&
         vk_family_build(e, &hx->pf_last_logits, VK_PROGRAM_PREFILL_LOGITS_PART, hx->n_layers, VK_FAMILY_PLAIN, err))
         return err_prefix(err, "recording the prompt graph's last part");
-    return 0;
+    return vk_hostmoe_stream_record(e, err);
 }
 
 void vk_hostmoe_unrecord(vk_engine *e)
@@ -157,6 +157,7 @@ void vk_hostmoe_unrecord(vk_engine *e)
         if (hx->sides && p < hx->n_layers && hx->sides[p].plain.cb)
             vk_family_free(e, &hx->sides[p]);
     }
+    vk_hostmoe_stream_unrecord(e);
     free(hx->sides);
     hx->sides = NULL;
     if (hx->pf_last_logits.plain.cb)
@@ -352,6 +353,8 @@ void vk_hostmoe_split_stat(const vk_engine *e, engine_split_stat *st)
 int vk_hostmoe_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err)
 {
     vk_hostmoe *hx = &e->hx;
+    if (hx->ps_parts && n >= e->tune.hx_stream) /* the experts brought to the GPU (vk_hostmoe_stream.c) */
+        return vk_hostmoe_stream_prefill(e, n, logits, err);
     vk_host_marks hm;
     double stretch_us = 0;
     int rc = run_parts(e, hx->pf_parts, logits ? &hx->pf_last_logits : &hx->pf_parts[hx->n_layers], NULL, n, false,
@@ -372,6 +375,7 @@ void vk_hostmoe_free(vk_engine *e)
 {
     vk_hostmoe *hx = &e->hx;
     vk_hostmoe_unrecord(e);
+    vk_hostmoe_stream_free(e);
     if (hx->qpool)
         vkDestroyQueryPool(e->c.dev, hx->qpool, NULL);
     if (hx->sem_gpu)

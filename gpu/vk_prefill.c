@@ -153,7 +153,10 @@ static void ffn_dense(vk_graph *g, const vk_engine *e, uint32_t il)
          .reads = R_HP | R_X, .writes = R_X);
 }
 
-static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il)
+/* gate_exps, up_exps, down_exps: the routed experts (the layer's own, or a
+ * host layer's in the slot they are copied to: vk_hostmoe_stream.c) */
+static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il, const vk_tensor *gate_exps,
+                    const vk_tensor *up_exps, const vk_tensor *down_exps)
 {
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
@@ -180,13 +183,13 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il)
     }
 
     /* one tile size for the gate/up and down passes over the same list */
-    uint32_t tile = vk_mm_expert_bm(&e->kb, &L->gate_exps);
-    if (vk_mm_expert_bm(&e->kb, &L->up_exps) != tile || vk_mm_expert_bm(&e->kb, &L->down_exps) != tile)
+    uint32_t tile = vk_mm_expert_bm(&e->kb, gate_exps);
+    if (vk_mm_expert_bm(&e->kb, up_exps) != tile || vk_mm_expert_bm(&e->kb, down_exps) != tile)
         tile = 32;
     vk_moe_group_args gr = {.ids = V(b->ids, ids_off), .K = K, .n_expert = c->n_expert, .list = b->moe_list,
                             .tiles = b->moe_tiles, .indirect = b->moe_ind, .params = b->params,
-                            .x_gu = ceil_bn(F, vk_mm_bn(&e->kb, &L->gate_exps, &L->up_exps)),
-                            .x_dn = ceil_bn(H, vk_mm_bn(&e->kb, &L->down_exps, NULL)), .tile = tile};
+                            .x_gu = ceil_bn(F, vk_mm_bn(&e->kb, gate_exps, up_exps)),
+                            .x_dn = ceil_bn(H, vk_mm_bn(&e->kb, down_exps, NULL)), .tile = tile};
     NODE(g, MOE_GROUP(gr), .reads = R_ROUTE, .writes = R_LIST | R_GRID);
     if (L->has_shared) {
         vk_mm_args sd = {.name = "shexp_down", .w = &L->down_sh, .x = V(b->hp, hs_off), .x_stride = fs,
@@ -199,12 +202,12 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il)
     ind_gu.size = 12;
     ind_dn.off += 12;
     ind_dn.size = 12;
-    vk_mm_args gu = {.name = "moe_gate_up", .w = &L->gate_exps, .up = &L->up_exps, .x = V(b->x_norm, 0),
+    vk_mm_args gu = {.name = "moe_gate_up", .w = gate_exps, .up = up_exps, .x = V(b->x_norm, 0),
                      .x_stride = H, .x_div = K, .y = V(b->hp, 0), .y_stride = F, .nz = 1, .max_tokens = b->n_batch * K,
                      .params = b->params, .list = &b->moe_list, .tiles = &b->moe_tiles,
                      .indirect = vk_graph_buf(g, ind_gu), .tile = tile};
     NODE(g, MM(gu), .reads = R_X_NORM | R_LIST | R_GRID, .writes = R_HP, .grid = R_GRID);
-    vk_mm_args dn = {.name = "moe_down", .w = &L->down_exps, .x = V(b->hp, 0), .x_stride = F, .x_div = 1,
+    vk_mm_args dn = {.name = "moe_down", .w = down_exps, .x = V(b->hp, 0), .x_stride = F, .x_div = 1,
                      .y = V(b->yp, 0), .y_stride = H, .nz = 1, .max_tokens = b->n_batch * K, .params = b->params,
                      .list = &b->moe_list, .tiles = &b->moe_tiles, .indirect = vk_graph_buf(g, ind_dn), .tile = tile};
     NODE(g, MM(dn), .reads = R_HP | R_LIST | R_GRID, .writes = R_YP, .grid = R_GRID);
@@ -282,8 +285,10 @@ static void head(vk_graph *g, const vk_engine *e, bool logits_to_host)
 }
 
 /* The prompt graph's table; cut[2i], cut[2i + 1] (when given) get where
- * host layer i's part ends (vk_engine.h: vk_hostmoe_record_part). */
-static void prefill(vk_graph *g, vk_engine *e, bool logits_to_host, uint32_t *cut)
+ * host layer i's part ends (vk_engine.h: vk_hostmoe_record_part); with
+ * `stream`, cut[i] where host layer i's MoE begins, the MoE reading the
+ * experts' slot (vk_hostmoe_stream_record_part). */
+static void prefill(vk_graph *g, vk_engine *e, bool logits_to_host, uint32_t *cut, bool stream)
 {
     const model_config *c = &e->m->cfg;
     uint32_t n_cut = 0, scratch[2];
@@ -294,18 +299,24 @@ static void prefill(vk_graph *g, vk_engine *e, bool logits_to_host, uint32_t *cu
     for (uint32_t il = 0; il < c->n_layer; il++) {
         g->segment = (int)il + 1;
         attention(g, e, il);
-        if (e->w.layers[il].host_exps)
+        const vk_layer_w *L = &e->w.layers[il];
+        if (L->host_exps && stream) {
+            const vk_tensor *st = &e->hx.st[3 * n_cut];
+            cut[n_cut++] = g->n;
+            ffn_moe(g, e, il, &st[0], &st[1], &st[2]);
+        } else if (L->host_exps) {
             ffn_moe_host(g, e, il, cut ? &cut[2 * n_cut++] : scratch);
-        else if (e->w.layers[il].is_moe)
-            ffn_moe(g, e, il);
-        else
+        } else if (L->is_moe) {
+            ffn_moe(g, e, il, &L->gate_exps, &L->up_exps, &L->down_exps);
+        } else {
             ffn_dense(g, e, il);
+        }
     }
     g->segment = (int)c->n_layer + 1;
     head(g, e, logits_to_host);
 }
 
-int vk_fwd_record_prefill_part(vk_engine *e, vk_rec *r, bool logits_to_host, int part)
+int vk_fwd_record_prefill_part(vk_engine *e, vk_rec *r, bool logits_to_host, bool stream, int part)
 {
     vk_graph g;
     uint32_t *cut = calloc(2 * e->hx.n_layers + 1, sizeof *cut);
@@ -315,8 +326,10 @@ int vk_fwd_record_prefill_part(vk_engine *e, vk_rec *r, bool logits_to_host, int
             err_set(r->err, "out of host memory");
         return r->status = -1;
     }
-    prefill(&g, e, logits_to_host, cut);
-    int rc = g.status ? -1 : vk_hostmoe_record_part(e, r, &g, cut, (uint32_t)part, false, false);
+    prefill(&g, e, logits_to_host, cut, stream);
+    int rc = g.status                                            ? -1
+             : stream ? vk_hostmoe_stream_record_part(e, r, &g, cut, (uint32_t)part)
+                      : vk_hostmoe_record_part(e, r, &g, cut, (uint32_t)part, false, false);
     vk_graph_free(&g);
     free(cut);
     return rc < 0 ? -1 : r->status;
@@ -328,7 +341,7 @@ int vk_fwd_record_prefill(vk_engine *e, vk_rec *r, bool logits_to_host)
     vk_graph g;
     if (vk_graph_init(&g, 8 + 20 * c->n_layer, r->err))
         return r->status = -1;
-    prefill(&g, e, logits_to_host, NULL);
+    prefill(&g, e, logits_to_host, NULL, false);
     int rc = vk_sync_record(&e->rec.sync, &g, r);
     vk_graph_free(&g);
     return rc < 0 ? -1 : r->status;

@@ -217,6 +217,23 @@ static void repack_part(void *ctx, uint64_t b, uint64_t e, int tid)
                    j->head ? j->head + b * j->row_head : NULL);
 }
 
+void vk_tensor_shape(const mtensor *t, const mtensor *merged, uint64_t align, vk_tensor *d)
+{
+    vk_qlayout q;
+    vk_qlayout_of(t->type, &q);
+    d->type = t->type;
+    d->K = (uint32_t)t->ne[0];
+    uint64_t n1 = t->ne[1];
+    d->N = (uint32_t)(n1 + (merged ? merged->ne[1] : 0));
+    d->n_mat = (uint32_t)(t->ne[2] * t->ne[3]);
+    d->bpr = (d->K + q.blk - 1) / q.blk;
+    d->Kp = d->bpr * q.blk;
+    uint64_t blocks = (uint64_t)d->N * d->n_mat * d->bpr;
+    d->head_off = (blocks * q.body + align - 1) / align * align;
+    d->bytes = vk_tensor_bytes(t->type, t->ne[0], d->N, d->n_mat, align);
+    d->src_bytes = n1 * d->n_mat * t->nb1 + (merged ? merged->ne[1] * merged->nb1 : 0);
+}
+
 /* Repacks the matrix rows in batches that fit one staging slot; the rows of
  * a batch are split over the pool (the repack is ~2 small copies per quant
  * block: on one thread a 17 GB file took 16 s to load). */
@@ -226,17 +243,8 @@ static int upload_matrix(vk_uploader *u, threadpool *tp, const upload_item *it, 
     const mtensor *t = it->src;
     vk_qlayout q;
     vk_qlayout_of(t->type, &q);
-    d->type = t->type;
-    d->K = (uint32_t)t->ne[0];
-    uint64_t n1 = t->ne[1];
-    d->N = (uint32_t)(n1 + (it->src2 ? it->src2->ne[1] : 0));
-    d->n_mat = (uint32_t)(t->ne[2] * t->ne[3]);
-    d->bpr = (d->K + q.blk - 1) / q.blk;
-    d->Kp = d->bpr * q.blk;
-    uint64_t rows = (uint64_t)d->N * d->n_mat, blocks = rows * d->bpr;
-    d->head_off = (blocks * q.body + align - 1) / align * align;
-    d->bytes = it->bytes;
-    d->src_bytes = n1 * d->n_mat * t->nb1 + (it->src2 ? it->src2->ne[1] * it->src2->nb1 : 0);
+    vk_tensor_shape(t, it->src2, align, d);
+    uint64_t n1 = t->ne[1], rows = (uint64_t)d->N * d->n_mat;
     uint64_t row_body = (uint64_t)d->bpr * q.body, row_head = (uint64_t)d->bpr * q.head;
     uint64_t per = vk_uploader_slot_bytes(u) / 2 / (row_body + row_head + 16);
     if (per == 0)

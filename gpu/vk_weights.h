@@ -63,4 +63,9 @@ int vk_weights_upload(vk_ctx *c, const vk_tuning *t, const model *m, const bool 
 /* The host and the device memory of w (the device's when c still has one). */
 void vk_weights_free(vk_ctx *c, vk_weights *w);
 
+/* A matrix tensor's shape and GPU layout (vk_layout.c) for model tensor t,
+ * with `merged`'s rows after its own (NULL: none), `align` the device's
+ * storage alignment; d->buf is left as it was (the caller's). */
+void vk_tensor_shape(const mtensor *t, const mtensor *merged, uint64_t align, vk_tensor *d);
+
 #endif

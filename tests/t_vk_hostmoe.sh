@@ -24,6 +24,9 @@
 #    value: every figure non-negative, the GPU parts and the GPU's idle
 #    time within the token, the CPU's experts within the host's turns, the
 #    host's waits and turns adding up to the token;
+#  - prompt batches streamed to the GPU (--tune hx_stream=1) give the
+#    unsplit prompt graph's bits, as one batch, in chunks, at subgroup 16,
+#    and the same greedy continuations; below the threshold the CPU's path;
 #  - bad values of the flag and the settings key are one-line errors.
 . tests/lib.sh
 . tests/oracle_lib.sh
@@ -191,6 +194,72 @@ if $GLMCHAT logits -m "$G/tiny-glm-a.q8_0.gguf" $VK $FP32 --n-cpu-moe 3 --tokens
     ok "host experts: the prompt in chunks of 3 = one batch ($out)"
 else
     fail "host experts: the prompt in chunks of 3" "${out:-$(head -c 300 "$TMP/err")}"
+fi
+
+# ---- prompt batches streamed to the GPU (--tune hx_stream=1: vk_hostmoe_stream.c) -------
+# Each host layer's experts laid out by the host, copied to the device slot
+# and run by the prompt graph's own kernels: the same kernels on the same
+# bytes as with every expert on the device, so every position's logits are
+# the unsplit prompt graph's bit for bit -- as one batch, in chunks of 3, at
+# subgroup 16 -- and the token `generate` takes from the prompt's last row
+# (the graph without every position's logits) is the same.  (The tokens
+# after it are decodes: the CPU's experts, within the split's bounds above.)
+stream_case() {
+    _c=$1 _m=$2 _n=$3 _tokens=$4
+    shift 4
+    # in chunks of 3: a whole number of them (a last chunk of one token
+    # would be a decode, the CPU's experts whatever the threshold)
+    _t3=$(echo "$_tokens" | tr ',' '\n' | awk '{ t[NR] = $0 } END { n = NR - NR % 3; for (i = 1; i <= n; i++) printf "%s%s", t[i], i < n ? "," : "" }')
+    for _b in "" "-b 3"; do
+        [ -n "$_b" ] && _tokens=$_t3
+        # shellcheck disable=SC2086
+        if $GLMCHAT logits -m "$_m" $VK "$@" $_b --n-cpu-moe "$_n" --tune hx_stream=1 --tokens "$_tokens" \
+            -o "$TMP/st.bin" 2>"$TMP/err" &&
+            $GLMCHAT logits -m "$_m" $VK "$@" $_b --n-cpu-moe 0 --tokens "$_tokens" -o "$TMP/st0.bin" 2>>"$TMP/err" &&
+            cmp -s "$TMP/st.bin" "$TMP/st0.bin"; then
+            ok "$_c${_b:+ ($_b)}: streamed = every expert on the device, bit for bit"
+        else
+            fail "$_c${_b:+ ($_b)}: streamed = every expert on the device" \
+                "$(head -c 300 "$TMP/err")$(cmp "$TMP/st.bin" "$TMP/st0.bin" 2>&1 | head -c 200)"
+        fi
+    done
+    _a=$($GLMCHAT generate -m "$_m" $VK "$@" --n-cpu-moe "$_n" --tune hx_stream=1 --tokens "$_tokens" -n 1 --temp 0 \
+        --ids 2>"$TMP/err")
+    _b=$($GLMCHAT generate -m "$_m" $VK "$@" --n-cpu-moe 0 --tokens "$_tokens" -n 1 --temp 0 --ids 2>>"$TMP/err")
+    if [ -n "$_a" ] && [ "$_a" = "$_b" ]; then
+        ok "$_c: the prompt's greedy token streamed = unsplit ($_a)"
+    else
+        fail "$_c: the prompt's greedy token streamed = unsplit" "'$_a' against '$_b': $(head -c 300 "$TMP/err")"
+    fi
+}
+i=0
+for dir in "$ROOT"/*/; do
+    [ -f "$dir/fixture.json" ] || continue
+    dir=${dir%/}
+    name=$(basename "$dir")
+    nb=$(blocks "$dir/$name.f32.gguf")
+    tokens=$($JG "$dir/fixture.json" prompt.tokens --sep ,)
+    for v in q4_0 q4_k_m f32 q8_0; do
+        [ "$QUICK" = 1 ] && [ $i != 0 ] && continue
+        [ -f "$dir/$name.$v.gguf" ] && stream_case "streamed $name.$v (all $nb blocks)" "$dir/$name.$v.gguf" "$nb" "$tokens"
+        [ "$QUICK" = 1 ] && break
+    done
+    i=$((i + 1))
+done
+tokens=$($JG "$G/fixture.json" prompt.tokens --sep ,)
+[ "$QUICK" = 1 ] ||
+    LP_NATIVE_VECTOR_WIDTH=512 stream_case "streamed tiny-glm-a.q4_k_m (blocks 0..1) [subgroup 16]" \
+        "$G/tiny-glm-a.q4_k_m.gguf" 2 "$tokens"
+# below the threshold (the default, 64 tokens): the CPU's path, as before
+if $GLMCHAT logits -m "$G/tiny-glm-a.q8_0.gguf" $VK --n-cpu-moe 3 --tokens "$tokens" -o "$TMP/d.bin" 2>"$TMP/err" &&
+    $GLMCHAT logits -m "$G/tiny-glm-a.q8_0.gguf" $VK --n-cpu-moe 3 --tune hx_stream=0 --tokens "$tokens" \
+        -o "$TMP/d0.bin" 2>>"$TMP/err" && cmp -s "$TMP/d.bin" "$TMP/d0.bin" &&
+    ! $GLMCHAT info -m "$G/tiny-glm-a.q8_0.gguf" $VK --n-cpu-moe 3 --tune hx_stream=0 | grep -q 'slot' &&
+    $GLMCHAT info -m "$G/tiny-glm-a.q8_0.gguf" $VK --n-cpu-moe 3 |
+    grep -qE '^  host        .*computed by the CPU; prompt batches of 64\+ tokens copy them to the GPU a layer at a time, through a [0-9.]+ KiB slot\)$'; then
+    ok "a prompt below hx_stream's 64 tokens: the CPU's experts (hx_stream=0's bits); info names the slot"
+else
+    fail "a prompt below hx_stream's 64 tokens" "$(head -c 300 "$TMP/err")"
 fi
 
 # ---- block 0 is dense: --n-cpu-moe 1 moves nothing --------------------------------------

@@ -10,7 +10,10 @@
  * The flag is set before the eval, so the stop comes at the first host
  * layer -- the path of any other, without a timing race.  And the longest
  * stretch between two looks at the flag, which the chunks are cut to, is
- * reported: shorter than the eval with a split, unknown (0) without. */
+ * reported: shorter than the eval with a split, unknown (0) without.
+ * Each case runs twice: the batch's host experts computed by the CPU, and
+ * streamed to the GPU (--tune hx_stream=1: vk_hostmoe_stream.c, whose stop
+ * waits for the parts it has in flight). */
 #include "engine/engine.h"
 #include "model/model.h"
 #include "vk.h"
@@ -19,11 +22,16 @@
 #define FIXTURE "tests/data/models/tiny-glm-a/tiny-glm-a.q8_0.gguf"
 
 static model m;
+/* the prompt batches' path: the CPU's experts, or streamed to the GPU */
+static const char *const cpu_path[] = {"hx_stream=0"}, *const stream_path[] = {"hx_stream=1"};
+static const char *const *path = cpu_path;
 
 static int open_vk(engine *e, int n_cpu_moe, err_t *err)
 {
     engine_params p;
     engine_params_default(&p);
+    p.tune = path;
+    p.n_tune = 1;
     p.n_ctx = 256;
     p.n_batch = 64;
     p.n_cpu_moe = n_cpu_moe;
@@ -117,8 +125,11 @@ int main(void)
         return 1;
     }
     RUN(test_only_a_split_stops_inside_an_eval);
-    RUN(test_cancel_between_host_layers);
-    RUN(test_eval_stretch);
+    for (int streamed = 0; streamed <= 1; streamed++) {
+        path = streamed ? stream_path : cpu_path;
+        RUN(test_cancel_between_host_layers);
+        RUN(test_eval_stretch);
+    }
     model_free(&m);
     TESTS_DONE();
 }

@@ -289,16 +289,20 @@ static int print_placement(const char *path, const cli_options *o)
         p.n_tune = o->n_tune;
         vk_placement pl;
         if (vk_plan_placement(&m, &p, &pl, &err) == 0) {
-            char line[480], host[160] = "nothing (the file is read once, at load)";
+            char line[480], host[320] = "nothing (the file is read once, at load)", slot[32], stream[160] = "";
             vk_placement_line(&pl, line, sizeof line);
+            if (pl.stream_slot)
+                snprintf(stream, sizeof stream, "; prompt batches of %u+ tokens copy them to the GPU a layer at a "
+                         "time, through a %s slot", pl.stream_min, human_bytes((double)pl.stream_slot, slot, sizeof slot));
             if (pl.host_layers) /* the line's last clause says which */
                 snprintf(host, sizeof host, "the routed experts of %u MoE layer%s (%.1f MiB, read from the mapped "
-                         "file, computed by the CPU)", pl.host_layers, pl.host_layers > 1 ? "s" : "",
-                         (double)pl.host_bytes / (1024.0 * 1024.0));
+                         "file, computed by the CPU%s)", pl.host_layers, pl.host_layers > 1 ? "s" : "",
+                         (double)pl.host_bytes / (1024.0 * 1024.0), stream);
             printf("\nplacement     Vulkan on %s\n  device      %s\n  host        %s\n", pl.device, line, host);
             char pinned[32];
-            printf("  pinned      %s of host-visible buffers (read-backs, the params and sampling words)\n",
-                   human_bytes((double)pl.host_visible, pinned, sizeof pinned));
+            printf("  pinned      %s of host-visible buffers (read-backs, the params and sampling words%s)\n",
+                   human_bytes((double)pl.host_visible, pinned, sizeof pinned),
+                   pl.stream_slot ? ", the experts' two staging buffers" : "");
         } else {
             rc = 1;
         }
