@@ -191,6 +191,8 @@ typedef struct {
     vk_family ps_last_logits; /* its last part with every position's logits to host memory */
     VkFence ps_fence[3];     /* the parts in flight */
     threadpool *ps_pool;     /* the layout's threads */
+    uint64_t ps_batches;     /* engine_split_stat's streamed, stream_s, layout_s, stall_s */
+    double ps_s, ps_layout_s, ps_stall_s;
     /* the last prompt batch's longest stretch between two looks at the
      * cancel flag, seconds (engine_backend.eval_stretch; 0 after any other
      * eval) */

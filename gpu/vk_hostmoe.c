@@ -329,6 +329,10 @@ void vk_hostmoe_split_stat(const vk_engine *e, engine_split_stat *st)
     const engine_split_stat *s = &e->hx.sum;
     memset(st, 0, sizeof *st);
     st->layers = e->hx.n_layers;
+    st->streamed = e->hx.ps_batches;
+    st->stream_s = e->hx.ps_s;
+    st->layout_s = e->hx.ps_layout_s;
+    st->stall_s = e->hx.ps_stall_s;
     st->tokens = s->tokens;
     if (!s->tokens)
         return;

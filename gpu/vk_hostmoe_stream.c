@@ -176,7 +176,7 @@ int vk_hostmoe_stream_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err)
     const uint32_t L = hx->n_layers;
     const vk_family *last = logits ? &hx->ps_last_logits : &hx->ps_parts[L];
     (void)n; /* the params the parts read were written by the caller */
-    double looked = vk_hostmoe_now_us(), stretch = 0;
+    double looked = vk_hostmoe_now_us(), stretch = 0, t0 = looked, layout = 0, stall = 0;
     uint32_t waited = 0; /* parts [0, waited) are known done */
     if (vk_submit_on(&e->c, hx->ps_parts[0].plain.cb, hx->ps_fence[0], err))
         return -1;
@@ -193,12 +193,16 @@ int vk_hostmoe_stream_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err)
             }
         }
         /* staging buffer i % 2 was last copied by part i - 1 (layer i - 2) */
+        double w0 = vk_hostmoe_now_us();
         if (i >= 2) {
             if (wait_parts(e, waited, i, err))
                 return -1;
             waited = i;
         }
+        double l0 = vk_hostmoe_now_us();
         lay_out(e, i, hx->stage[i % 2].map);
+        stall += l0 - w0;
+        layout += vk_hostmoe_now_us() - l0;
         const vk_family *f = i + 1 == L ? last : &hx->ps_parts[i + 1];
         if (vk_submit_on(&e->c, f->plain.cb, hx->ps_fence[(i + 1) % N_FENCES], err)) {
             (void)wait_parts(e, waited, i + 1, err);
@@ -210,6 +214,10 @@ int vk_hostmoe_stream_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err)
     double now = vk_hostmoe_now_us();
     stretch = now - looked > stretch ? now - looked : stretch;
     hx->pf_stretch_s = e->cancel ? stretch * 1e-6 : 0;
+    hx->ps_batches++;
+    hx->ps_s += (now - t0) * 1e-6;
+    hx->ps_layout_s += layout * 1e-6;
+    hx->ps_stall_s += stall * 1e-6;
     return 0;
 }
 

@@ -269,6 +269,14 @@ static void print_split(engine *e, const engine_split_stat *chat)
     const engine_split_stat *all = &st.split;
     if (!all->layers)
         return;
+    if (all->streamed) {
+        double k = 1e3 / (double)all->streamed, L = all->layers;
+        printf("  experts in host memory, %u layers; prompt batches that streamed them to the GPU: %llu, ms a batch "
+               "(a layer): %.1f (%.2f), of which the host's layout %.1f (%.2f), its waits for a staging buffer "
+               "%.1f (%.2f)\n",
+               all->layers, (unsigned long long)all->streamed, all->stream_s * k, all->stream_s * k / L,
+               all->layout_s * k, all->layout_s * k / L, all->stall_s * k, all->stall_s * k / L);
+    }
     if (!all->tokens) {
         printf("  experts in host memory, %u layers: no token measured (the sampled profiler is off)\n", all->layers);
         return;

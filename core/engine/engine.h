@@ -219,6 +219,12 @@ typedef struct {
     double cpu_us;         /* the CPU's routed experts */
     double turn_us;        /* host: a part seen finished -> the next submitted (the CPU's experts and the submits) */
     double side_us;        /* the shared experts' side parts on the GPU, during the host's turns */
+    /* prompt batches that brought the host layers' experts to the GPU
+     * (the Vulkan core's hx_stream): totals over the engine's life, host clock */
+    uint64_t streamed;     /* batches */
+    double stream_s;       /* their time: the first part submitted -> the last seen finished */
+    double layout_s;       /* of which the host laid the experts out */
+    double stall_s;        /* of which the host waited for a staging buffer the GPU still copied from */
 } engine_split_stat;
 
 typedef struct {
