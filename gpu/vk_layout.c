@@ -66,55 +66,176 @@
 #include "format/quant.h"
 #include "vk_core.h"
 
-typedef struct {
-    uint16_t src, len;   /* bytes of the GGML block */
-    uint8_t to_head;     /* 0: body, 1: head */
-    uint8_t dst;         /* offset in body/head */
-} piece;
+/* One row's nb GGML blocks from src into the body and head arrays (either
+ * may be NULL: that part is skipped). */
+typedef void (*blocks_fn)(const uint8_t *src, uint64_t nb, uint8_t *body, uint8_t *head);
 
 typedef struct {
     uint32_t type;
     vk_qlayout l;
     uint32_t src_bytes;  /* GGML block bytes */
-    piece p[3];
-    uint32_t np;
-    /* the low-bit types: one GGML block -> its body and head (either may
-     * be NULL: that part is skipped) */
-    void (*repack)(const uint8_t *src, uint8_t *body, uint8_t *head);
+    blocks_fn blocks;    /* NULL: float rows (a copy, padded) */
 } layout_row;
 
+/* The layout runs for every prompt batch that streams a host layer's
+ * experts to the GPU (vk_hostmoe_stream.c), ~300 MB a layer: each type has
+ * its own loop over a row's blocks, the copies' sizes constants (a few
+ * moves, not a call each), the bit rearrangements done a word at a time. */
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Blocks whose body and head are two pieces of the GGML block, copied:
+ * SB block bytes; the body's BL bytes from BS (body blocks BB bytes apart),
+ * the head's HL from HS (head blocks HB apart). */
+#define COPY_BLOCKS(fn, SB, BS, BL, BB, HS, HL, HB)                                                                    \
+    static void fn(const uint8_t *src, uint64_t nb, uint8_t *body, uint8_t *head)                                       \
+    {                                                                                                                  \
+        for (uint64_t b = 0; b < nb; b++, src += (SB)) {                                                               \
+            if (body)                                                                                                  \
+                memcpy(body + b * (BB), src + (BS), (BL));                                                             \
+            if (head)                                                                                                  \
+                memcpy(head + b * (HB), src + (HS), (HL));                                                             \
+        }                                                                                                              \
+    }
+COPY_BLOCKS(blocks_q4_0, 18, 2, 16, 16, 0, 2, 2)
+COPY_BLOCKS(blocks_q4_1, 20, 4, 16, 16, 0, 4, 4)
+COPY_BLOCKS(blocks_q8_0, 34, 2, 32, 32, 0, 2, 2)
+COPY_BLOCKS(blocks_q4_k, 144, 16, 128, 128, 0, 16, 16)
+COPY_BLOCKS(blocks_q6_k, 210, 0, 208, 208, 208, 2, 2)
+COPY_BLOCKS(blocks_mxfp4, 17, 1, 16, 16, 0, 1, 1)
+COPY_BLOCKS(blocks_iq2_xxs, 66, 2, 64, 64, 0, 2, 2)
+COPY_BLOCKS(blocks_iq3_xxs, 98, 2, 96, 96, 0, 2, 2)
+COPY_BLOCKS(blocks_iq1_s, 50, 2, 48, 48, 0, 2, 2)
+COPY_BLOCKS(blocks_iq4_xs, 136, 8, 128, 128, 0, 8, 8) /* d scales_h scales_l[4] qs[128]: the 8 scale bytes to the head */
+
+/* The fifth bits' slots (see the table above): the fifth bit of element
+ * 4s + i of a run (slot s, i = 0..3) goes to bit 8i + (s + 4) % 8 of a qh'
+ * word.  A run's four bits, at bits 0..3 of `nib`, to bit 0 of bytes 0..3:
+ * the multiply puts bit i at 7i + i (its four shifted copies do not
+ * overlap, so nothing carries). */
+static uint32_t spread4(uint32_t nib)
+{
+    return (nib & 15u) * 0x00204081u & 0x01010101u;
+}
+
+/* Q5_0/Q5_1: GGML's qh (bit e: element e) -> qh'. */
+static uint32_t qh_q5(uint32_t qh)
+{
+    uint32_t o = 0;
+    for (uint32_t s = 0; s < 8; s++)
+        o |= spread4(qh >> (4 * s)) << ((s + 4) & 7);
+    return o;
+}
+
+/* Q5_0 (d qh qs[16]) and Q5_1 (d m qh qs[16]): qs to the body, the scales,
+ * then qh' to the head (Q5_0: d, 2 bytes of padding, qh'). */
+static void blocks_q5_0(const uint8_t *src, uint64_t nb, uint8_t *body, uint8_t *head)
+{
+    for (uint64_t b = 0; b < nb; b++, src += 22) {
+        if (body)
+            memcpy(body + 16 * b, src + 6, 16);
+        if (head) {
+            uint8_t *h = head + 8 * b;
+            memcpy(h, src, 2);
+            memset(h + 2, 0, 2);
+            put32(h + 4, qh_q5(get32(src + 2)));
+        }
+    }
+}
+
+static void blocks_q5_1(const uint8_t *src, uint64_t nb, uint8_t *body, uint8_t *head)
+{
+    for (uint64_t b = 0; b < nb; b++, src += 24) {
+        if (body)
+            memcpy(body + 16 * b, src + 8, 16);
+        if (head) {
+            uint8_t *h = head + 8 * b;
+            memcpy(h, src, 4);
+            put32(h + 4, qh_q5(get32(src + 4)));
+        }
+    }
+}
+
+/* Q5_K (d dmin scales[12] qh[32] qs[128]): qs and the eight qh' words to the
+ * body (GGML's qh: bit j of byte l is element l of sub-block j; sub-block
+ * j's qh' word j, slot l / 4), d dmin scales to the head.  Bytes 4s..4s+3
+ * of qh read as one word hold bit j of a run's four elements at bits
+ * 8i + j: one shift and mask per run and word. */
+static void blocks_q5_k(const uint8_t *src, uint64_t nb, uint8_t *body, uint8_t *head)
+{
+    for (uint64_t b = 0; b < nb; b++, src += 176) {
+        if (body) {
+            uint8_t *o = body + 160 * b;
+            memcpy(o, src + 48, 128);
+            uint32_t run[8];
+            for (uint32_t s = 0; s < 8; s++)
+                run[s] = get32(src + 16 + 4 * s);
+            for (uint32_t j = 0; j < 8; j++) {
+                uint32_t w = 0;
+                for (uint32_t s = 0; s < 8; s++)
+                    w |= ((run[s] >> j) & 0x01010101u) << ((s + 4) & 7);
+                put32(o + 128 + 4 * j, w);
+            }
+        }
+        if (head)
+            memcpy(head + 16 * b, src, 16);
+    }
+}
+
+/* The low-bit types whose blocks are rearranged one at a time. */
 static void repack_q2_k(const uint8_t *src, uint8_t *body, uint8_t *head);
 static void repack_q3_k(const uint8_t *src, uint8_t *body, uint8_t *head);
-static void repack_iq4_xs(const uint8_t *src, uint8_t *body, uint8_t *head);
 static void repack_iq2_xs(const uint8_t *src, uint8_t *body, uint8_t *head);
 static void repack_iq2_s(const uint8_t *src, uint8_t *body, uint8_t *head);
 static void repack_iq3_s(const uint8_t *src, uint8_t *body, uint8_t *head);
 static void repack_iq1_m(const uint8_t *src, uint8_t *body, uint8_t *head);
 
+#define EACH_BLOCK(fn, SB, BB, HB, repack)                                                                             \
+    static void fn(const uint8_t *src, uint64_t nb, uint8_t *body, uint8_t *head)                                       \
+    {                                                                                                                  \
+        for (uint64_t b = 0; b < nb; b++, src += (SB))                                                                 \
+            repack(src, body ? body + b * (BB) : NULL, head ? head + b * (HB) : NULL);                                 \
+    }
+EACH_BLOCK(blocks_q2_k, 84, 80, 4, repack_q2_k)
+EACH_BLOCK(blocks_q3_k, 110, 112, 2, repack_q3_k)
+EACH_BLOCK(blocks_iq2_xs, 74, 64, 12, repack_iq2_xs)
+EACH_BLOCK(blocks_iq2_s, 82, 80, 2, repack_iq2_s)
+EACH_BLOCK(blocks_iq3_s, 110, 112, 2, repack_iq3_s)
+EACH_BLOCK(blocks_iq1_m, 56, 48, 8, repack_iq1_m)
+
 static const layout_row table[] = {
-    {QT_Q4_0, {32, 16, 2, 32}, 18, {{2, 16, 0, 0}, {0, 2, 1, 0}}, 2, NULL},
-    {QT_Q4_1, {32, 16, 4, 32}, 20, {{4, 16, 0, 0}, {0, 4, 1, 0}}, 2, NULL},
-    {QT_Q5_0, {32, 16, 8, 32}, 22, {{6, 16, 0, 0}, {0, 2, 1, 0}}, 2, NULL},
-    {QT_Q5_1, {32, 16, 8, 32}, 24, {{8, 16, 0, 0}, {0, 4, 1, 0}}, 2, NULL},
-    {QT_Q8_0, {32, 32, 2, 32}, 34, {{2, 32, 0, 0}, {0, 2, 1, 0}}, 2, NULL},
-    {QT_Q4_K, {256, 128, 16, 64}, 144, {{16, 128, 0, 0}, {0, 16, 1, 0}}, 2, NULL},
-    {QT_Q5_K, {256, 160, 16, 64}, 176, {{48, 128, 0, 0}, {0, 16, 1, 0}}, 2, NULL},
-    {QT_Q6_K, {256, 208, 2, 32}, 210, {{0, 208, 0, 0}, {208, 2, 1, 0}}, 2, NULL},
-    {QT_IQ4_NL, {32, 16, 2, 32}, 18, {{2, 16, 0, 0}, {0, 2, 1, 0}}, 2, NULL},
-    {QT_MXFP4, {32, 16, 1, 32}, 17, {{1, 16, 0, 0}, {0, 1, 1, 0}}, 2, NULL},
-    {QT_IQ2_XXS, {256, 64, 2, 64}, 66, {{2, 64, 0, 0}, {0, 2, 1, 0}}, 2, NULL},
-    {QT_IQ3_XXS, {256, 96, 2, 64}, 98, {{2, 96, 0, 0}, {0, 2, 1, 0}}, 2, NULL},
-    {QT_IQ1_S, {256, 48, 2, 64}, 50, {{2, 48, 0, 0}, {0, 2, 1, 0}}, 2, NULL},
-    {QT_Q2_K, {256, 80, 4, 64}, 84, {{0}}, 0, repack_q2_k},
-    {QT_Q3_K, {256, 112, 2, 64}, 110, {{0}}, 0, repack_q3_k},
-    {QT_IQ4_XS, {256, 128, 8, 64}, 136, {{0}}, 0, repack_iq4_xs},
-    {QT_IQ2_XS, {256, 64, 12, 64}, 74, {{0}}, 0, repack_iq2_xs},
-    {QT_IQ2_S, {256, 80, 2, 64}, 82, {{0}}, 0, repack_iq2_s},
-    {QT_IQ3_S, {256, 112, 2, 64}, 110, {{0}}, 0, repack_iq3_s},
-    {QT_IQ1_M, {256, 48, 8, 64}, 56, {{0}}, 0, repack_iq1_m},
-    {QT_F32, {8, 32, 0, 8}, 32, {{0, 32, 0, 0}}, 1, NULL},
-    {QT_F16, {8, 16, 0, 8}, 16, {{0, 16, 0, 0}}, 1, NULL},
-    {QT_BF16, {8, 16, 0, 8}, 16, {{0, 16, 0, 0}}, 1, NULL},
+    {QT_Q4_0, {32, 16, 2, 32}, 18, blocks_q4_0},
+    {QT_Q4_1, {32, 16, 4, 32}, 20, blocks_q4_1},
+    {QT_Q5_0, {32, 16, 8, 32}, 22, blocks_q5_0},
+    {QT_Q5_1, {32, 16, 8, 32}, 24, blocks_q5_1},
+    {QT_Q8_0, {32, 32, 2, 32}, 34, blocks_q8_0},
+    {QT_Q4_K, {256, 128, 16, 64}, 144, blocks_q4_k},
+    {QT_Q5_K, {256, 160, 16, 64}, 176, blocks_q5_k},
+    {QT_Q6_K, {256, 208, 2, 32}, 210, blocks_q6_k},
+    {QT_IQ4_NL, {32, 16, 2, 32}, 18, blocks_q4_0}, /* the same block: d qs[16] */
+    {QT_MXFP4, {32, 16, 1, 32}, 17, blocks_mxfp4},
+    {QT_IQ2_XXS, {256, 64, 2, 64}, 66, blocks_iq2_xxs},
+    {QT_IQ3_XXS, {256, 96, 2, 64}, 98, blocks_iq3_xxs},
+    {QT_IQ1_S, {256, 48, 2, 64}, 50, blocks_iq1_s},
+    {QT_Q2_K, {256, 80, 4, 64}, 84, blocks_q2_k},
+    {QT_Q3_K, {256, 112, 2, 64}, 110, blocks_q3_k},
+    {QT_IQ4_XS, {256, 128, 8, 64}, 136, blocks_iq4_xs},
+    {QT_IQ2_XS, {256, 64, 12, 64}, 74, blocks_iq2_xs},
+    {QT_IQ2_S, {256, 80, 2, 64}, 82, blocks_iq2_s},
+    {QT_IQ3_S, {256, 112, 2, 64}, 110, blocks_iq3_s},
+    {QT_IQ1_M, {256, 48, 8, 64}, 56, blocks_iq1_m},
+    {QT_F32, {8, 32, 0, 8}, 32, NULL},
+    {QT_F16, {8, 16, 0, 8}, 16, NULL},
+    {QT_BF16, {8, 16, 0, 8}, 16, NULL},
 };
 
 static const layout_row *row_of(uint32_t type)
@@ -154,45 +275,6 @@ static uint32_t float_elem_bytes(uint32_t type)
     return type == QT_F32 ? 4 : type == QT_F16 || type == QT_BF16 ? 2 : 0;
 }
 
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-/* Where the fifth bit of element 4s+i of a run (slot s, i = 0..3) goes in a
- * qh' word (see the table above). */
-static uint32_t qh_bit(uint32_t s, uint32_t i)
-{
-    return 8 * i + ((s + 4) & 7);
-}
-
-/* Q5_0/Q5_1: GGML's qh bit e (element e) -> qh'. */
-static uint32_t qh_q5(uint32_t qh)
-{
-    uint32_t o = 0;
-    for (uint32_t e = 0; e < 32; e++)
-        o |= ((qh >> e) & 1u) << qh_bit(e / 4, e % 4);
-    return o;
-}
-
-/* Q5_K: GGML's qh[32] (bit j of byte l: element l of sub-block j) -> the
- * eight qh' words, sub-block j's in word j. */
-static void qh_q5_k(const uint8_t *qh, uint8_t *out)
-{
-    for (uint32_t j = 0; j < 8; j++) {
-        uint32_t w = 0;
-        for (uint32_t l = 0; l < 32; l++)
-            w |= (uint32_t)((qh[l] >> j) & 1u) << qh_bit(l / 4, l % 4);
-        put32(out + 4 * j, w);
-    }
-}
-
 void vk_repack_rows(uint32_t type, uint64_t K, const uint8_t *src, uint64_t src_stride, uint64_t nrows,
                     uint8_t *body, uint8_t *head)
 {
@@ -208,31 +290,9 @@ void vk_repack_rows(uint32_t type, uint64_t K, const uint8_t *src, uint64_t src_
         }
         return;
     }
-    for (uint64_t i = 0; i < nrows; i++) {
-        const uint8_t *s = src + i * src_stride;
-        for (uint64_t b = 0; b < bpr; b++, s += r->src_bytes) {
-            uint64_t bi = i * bpr + b;
-            if (r->repack) {
-                r->repack(s, body ? body + bi * r->l.body : NULL, head ? head + bi * r->l.head : NULL);
-                continue;
-            }
-            for (uint32_t k = 0; k < r->np; k++) {
-                const piece *p = &r->p[k];
-                if (p->to_head ? !head : !body)
-                    continue;
-                uint8_t *d = p->to_head ? head + bi * r->l.head + p->dst : body + bi * r->l.body + p->dst;
-                memcpy(d, s + p->src, p->len);
-            }
-            if (type == QT_Q5_0 && head) {
-                memset(head + bi * r->l.head + 2, 0, 2); /* the pad between d and qh' */
-                put32(head + bi * r->l.head + 4, qh_q5(get32(s + 2)));
-            } else if (type == QT_Q5_1 && head) {
-                put32(head + bi * r->l.head + 4, qh_q5(get32(s + 4)));
-            } else if (type == QT_Q5_K && body) {
-                qh_q5_k(s + 16, body + bi * r->l.body + 128);
-            }
-        }
-    }
+    for (uint64_t i = 0; i < nrows; i++)
+        r->blocks(src + i * src_stride, bpr, body ? body + i * bpr * r->l.body : NULL,
+                  head ? head + i * bpr * r->l.head : NULL);
 }
 
 /* ---- the low-bit types' blocks ---------------------------------------------------- */
@@ -271,11 +331,13 @@ static void repack_q3_k(const uint8_t *src, uint8_t *body, uint8_t *head)
         memcpy(body, qs, 64);
         for (uint32_t u = 0; u < 4; u++) {
             uint32_t n = u >> 1, h = u & 1, w[2] = {0, 0};
-            for (uint32_t j = 0; j < 4; j++)
-                for (uint32_t k = 0; k < 4; k++)
-                    for (uint32_t i = 0; i < 4; i++)
-                        w[j >> 1] |= (uint32_t)((hm[16 * h + 4 * k + i] >> (4 * n + j)) & 1u)
-                                     << (8 * i + 4 * (j & 1) + k);
+            /* bytes hmask[16h + 4k ..] as one word: bit 4n + j of its byte
+             * i is element (j, k, i)'s, moved to bit 4(j%2) + k of byte i */
+            for (uint32_t k = 0; k < 4; k++) {
+                uint32_t x = get32(hm + 16 * h + 4 * k);
+                for (uint32_t j = 0; j < 4; j++)
+                    w[j >> 1] |= ((x >> (4 * n + j)) & 0x01010101u) << (4 * (j & 1) + k);
+            }
             put32(body + 64 + 8 * u, w[0]);
             put32(body + 68 + 8 * u, w[1]);
             for (uint32_t j = 0; j < 4; j++)
@@ -284,15 +346,6 @@ static void repack_q3_k(const uint8_t *src, uint8_t *body, uint8_t *head)
     }
     if (head)
         memcpy(head, src + 108, 2);
-}
-
-/* IQ4_XS (d scales_h scales_l[4] qs[128]): the 8 scale bytes to the head. */
-static void repack_iq4_xs(const uint8_t *src, uint8_t *body, uint8_t *head)
-{
-    if (body)
-        memcpy(body, src + 8, 128);
-    if (head)
-        memcpy(head, src, 8);
 }
 
 /* IQ2_XS (d qs[32 x 16 bits] scales[8]): head d, 2 bytes of padding,

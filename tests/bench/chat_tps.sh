@@ -13,6 +13,8 @@
 #   sh tests/bench/chat_tps.sh MODEL [N=128] [ANSWERS=3]
 #   GLMCHAT=path/to/glmchat BACKEND=vulkan|cpu EXTRA="--repeat-penalty 1.1"
 #   LOAD_S=300: seconds the model may take to load
+#   MSG_WORDS=W: each message W words longer (a long prompt; the pane's
+#   prefill figure is printed with each answer's rate)
 set -u
 MODEL=${1:?usage: chat_tps.sh MODEL [N] [ANSWERS]}
 N=${2:-128}
@@ -21,6 +23,7 @@ GLMCHAT=${GLMCHAT:-./glmchat}
 BACKEND=${BACKEND:-vulkan}
 EXTRA=${EXTRA:-}
 LOAD_S=${LOAD_S:-300}
+MSG_WORDS=${MSG_WORDS:-0}
 command -v tmux >/dev/null 2>&1 || { echo "chat_tps: tmux is not installed" >&2; exit 1; }
 case $GLMCHAT in /*) ;; *) GLMCHAT=$PWD/$GLMCHAT ;; esac
 case $MODEL in /*) ;; *) MODEL=$PWD/$MODEL ;; esac
@@ -71,7 +74,10 @@ echo "chat_tps: $MODEL, backend $BACKEND, answers of $N tokens, sampling: the pr
 i=1
 while [ "$i" -le "$ANSWERS" ]; do
     g0=$(generated)
-    tm send-keys -t ui -l "Tell me a long story about the sea, part $i."
+    msg="Tell me a long story about the sea, part $i."
+    [ "$MSG_WORDS" -gt 0 ] &&
+        msg="$msg $(yes 'waves roll over the old stone pier at dawn' | head -n $((MSG_WORDS / 9 + 1)) | tr '\n' ' ')"
+    tm send-keys -t ui -l "$msg"
     tm send-keys -t ui Enter
     # an answer of N tokens (the pane counts as the answers' headers do)
     end=$(($(date +%s) + 600))
@@ -82,7 +88,8 @@ while [ "$i" -le "$ANSWERS" ]; do
     done
     r=$(rate)
     [ -n "$r" ] && [ "$(date +%s)" -lt "$end" ] || { echo "chat_tps: answer $i did not finish" >&2; cat "$TMP/screen" >&2; exit 1; }
-    echo "answer $i: $N tokens, $r tok/s"
+    pf=$(sed -n 's/.*[│x] prefill \{1,\}\([0-9.]\{1,\}\).*/\1/p' "$TMP/screen" | head -n 1)
+    echo "answer $i: $N tokens, $r tok/s${pf:+, prefill $pf tok/s}"
     i=$((i + 1))
 done
 screen
