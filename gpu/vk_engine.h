@@ -193,6 +193,8 @@ typedef struct {
     threadpool *ps_pool;     /* the layout's threads */
     uint64_t ps_batches;     /* engine_split_stat's streamed, stream_s, layout_s, stall_s */
     double ps_s, ps_layout_s, ps_stall_s;
+    uint64_t pf_cpu_tokens;  /* prompt batches the CPU's experts computed: tokens, seconds */
+    double pf_cpu_s;
     /* the last prompt batch's longest stretch between two looks at the
      * cancel flag, seconds (engine_backend.eval_stretch; 0 after any other
      * eval) */
@@ -266,6 +268,19 @@ int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uin
  * staging buffer (part - 1) % 2 into the slot, behind barriers that order
  * the copy after the slot's last readers and before its new ones. */
 int vk_hostmoe_stream_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uint32_t *cut, uint32_t part);
+/* Whether a prompt batch of n tokens brings the host layers' experts to
+ * the GPU (vk_hostmoe_stream.c) rather than have the CPU compute them.  A
+ * streamed batch costs about the same whatever its size (the layout and
+ * the copies: ~10-16 ms a layer on the H200's host), the CPU's about the
+ * same per token, and where the two cross depends on the type (run 44:
+ * ~64 tokens for Q4_0, ~170 for Q3_K_M).  So once both have run (streamed
+ * batches taking streamed_s in all, the CPU's cpu_tokens tokens cpu_s),
+ * the cheaper as timed: a streamed batch's mean time against the CPU's
+ * mean time per token times n (which, measured on batches of other sizes,
+ * leans a little towards streaming: their fixed part counted per token);
+ * before that, n >= threshold (0: never). */
+bool vk_hostmoe_stream_pick(uint32_t n, uint32_t threshold, uint64_t streamed, double streamed_s,
+                            uint64_t cpu_tokens, double cpu_s);
 /* (vk_hostmoe_stream.c) The device slot's bytes for the host layers
  * vk_hostmoe_select marked (0 where prompts do not stream: one token a
  * batch, tune.hx_stream 0, no host layer); after the buffers, the slot's

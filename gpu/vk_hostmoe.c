@@ -354,16 +354,29 @@ void vk_hostmoe_split_stat(const vk_engine *e, engine_split_stat *st)
  * a cancel.  What the part-by-part hand-over costs, ~10 us a host layer
  * against hx=2's (run 40), is nothing beside a chunk's CPU experts
  * (~0.4 s a chunk at N = 47 on the H200's host, ~36 ms a layer). */
+bool vk_hostmoe_stream_pick(uint32_t n, uint32_t threshold, uint64_t streamed, double streamed_s,
+                            uint64_t cpu_tokens, double cpu_s)
+{
+    if (streamed && cpu_tokens)
+        return streamed_s / (double)streamed < cpu_s / (double)cpu_tokens * n;
+    return threshold && n >= threshold;
+}
+
 int vk_hostmoe_prefill(vk_engine *e, uint32_t n, bool logits, err_t *err)
 {
     vk_hostmoe *hx = &e->hx;
-    if (hx->ps_parts && n >= e->tune.hx_stream) /* the experts brought to the GPU (vk_hostmoe_stream.c) */
+    if (hx->ps_parts &&
+        vk_hostmoe_stream_pick(n, e->tune.hx_stream, hx->ps_batches, hx->ps_s, hx->pf_cpu_tokens, hx->pf_cpu_s))
         return vk_hostmoe_stream_prefill(e, n, logits, err);
     vk_host_marks hm;
-    double stretch_us = 0;
+    double stretch_us = 0, t0 = vk_hostmoe_now_us();
     int rc = run_parts(e, hx->pf_parts, logits ? &hx->pf_last_logits : &hx->pf_parts[hx->n_layers], NULL, n, false,
                        &hm, e->cancel, &stretch_us, err);
     hx->pf_stretch_s = e->cancel ? stretch_us * 1e-6 : 0;
+    if (rc == 0) {
+        hx->pf_cpu_s += (vk_hostmoe_now_us() - t0) * 1e-6;
+        hx->pf_cpu_tokens += n;
+    }
     return rc;
 }
 

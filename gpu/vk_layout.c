@@ -312,11 +312,20 @@ static void repack_q2_k(const uint8_t *src, uint8_t *body, uint8_t *head)
         memcpy(head, src + 80, 4);
 }
 
-/* Q3_K's 6-bit scale j, as ggml unpacks it, minus 32. */
-static int8_t q3_k_scale(const uint8_t *s, uint32_t j)
+/* Q3_K's 16 6-bit scales, as ggml unpacks them, minus 32, four to a word:
+ * scales 4q..4q+3 in bytes 0..3 of out[q] (scale j's low nibble: byte j
+ * of the first 8, the low half for j < 8, the high half after; its top
+ * two bits: bits 2(j / 4) of byte 8 + j % 4).  The minus 32 bytewise with
+ * no borrow between bytes: each byte's top bit set first (it is 0..63),
+ * then cleared. */
+static void q3_k_scales(const uint8_t *s, uint32_t out[4])
 {
-    uint32_t lo = j < 8 ? s[j] & 15u : s[j - 8] >> 4;
-    return (int8_t)((int)(lo | ((s[8 + j % 4] >> (2 * (j / 4))) & 3u) << 4) - 32);
+    uint32_t l0 = get32(s), l1 = get32(s + 4), hi = get32(s + 8);
+    uint32_t lo[4] = {l0 & 0x0F0F0F0Fu, l1 & 0x0F0F0F0Fu, (l0 >> 4) & 0x0F0F0F0Fu, (l1 >> 4) & 0x0F0F0F0Fu};
+    for (uint32_t q = 0; q < 4; q++) {
+        uint32_t v = lo[q] | ((hi >> (2 * q)) & 0x03030303u) << 4;
+        out[q] = ((v | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
+    }
 }
 
 /* Q3_K (hmask[32] qs[64] scales[12] d): qs as it is; hm' (8 bytes per
@@ -340,9 +349,12 @@ static void repack_q3_k(const uint8_t *src, uint8_t *body, uint8_t *head)
             }
             put32(body + 64 + 8 * u, w[0]);
             put32(body + 68 + 8 * u, w[1]);
-            for (uint32_t j = 0; j < 4; j++)
-                body[96 + 4 * u + j] = (uint8_t)q3_k_scale(sc, 8 * n + 2 * j + h);
         }
+        /* unit u = (n, h) takes scales 8n + 2j + h, j = 0..3 */
+        uint32_t v[4];
+        q3_k_scales(sc, v);
+        for (uint32_t j = 0; j < 16; j++)
+            body[96 + 8 * (j >> 3) + 4 * (j & 1) + ((j & 7) >> 1)] = (uint8_t)(v[j >> 2] >> (8 * (j & 3)));
     }
     if (head)
         memcpy(head, src + 108, 2);

@@ -39,7 +39,7 @@ static const knob KNOBS[] = {
     KNOB(ll, VK_TUNE_AUTO, 0, 1, "runs 30, 32, 39", "decode qkv and q as tagged words (LL)"),
     KNOB(hx, 2, 0, 2, "run 40", "experts in host memory: hand-over (0 blocking waits, 1 polled, 2 timeline semaphores)"),
     KNOB(hx_rows, 0, 0, 4096, "run 40", "experts in host memory: CPU gate/up rows per item (0: even over the threads)"),
-    KNOB(hx_stream, 64, 0, 1u << 20, "run 44", "experts in host memory: prompt batches of this many tokens or more copy each host layer's experts to the GPU (0: never)"),
+    KNOB(hx_stream, 64, 0, 1u << 20, "run 44", "experts in host memory: prompt batches of this many tokens or more copy each host layer's experts to the GPU, until both ways were timed, then the faster (0: never)"),
     KNOB(typed_spv, VK_TUNE_AUTO, 0, 1, "runs 41-42", "kernels built from their copy for the weight type (auto: on Mesa's drivers)"),
     KNOB(prof_every, 4, 0, 1000, "run 23a", "sampled profiler: a decoded token in this many times one layer (0: none)"),
 };

@@ -63,7 +63,8 @@ typedef struct {
                                part submitted at once, linked by timeline semaphores (where the device has them) */
     uint32_t hx_rows;       /* the CPU's experts: gate/up rows per work item (0: even over the threads) */
     uint32_t hx_stream;     /* prompt batches of this many tokens or more bring each host layer's experts to the
-                               GPU through one device slot (vk_hostmoe_stream.c); 0: never, nor the slot */
+                               GPU through one device slot (vk_hostmoe_stream.c), until both ways were timed,
+                               then the faster as timed (vk_hostmoe.c stream_batch); 0: never, nor the slot */
     /* pipelines (vk_k_common.h) */
     uint32_t typed_spv;     /* pipelines from the per-weight-type SPIR-V copies (vk_spv.h) */
     /* the sampled profiler (vk_profiler.c) */
