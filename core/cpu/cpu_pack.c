@@ -1,6 +1,7 @@
 /* cpu_pack.c: Q4_0 rows interleaved by groups of 16 (cpu_pack.h). */
 #include "cpu_pack.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,5 +136,51 @@ int cpu_packs_add(cpu_packs *ps, cpu_pool *p, const cpu_kernels *k, const mtenso
     ps->e[at] = (pack_entry){.src = t->data, .data = data, .bytes = bytes};
     ps->n++;
     ps->bytes += bytes;
+    return 0;
+}
+
+bool cpu_pack_fits(uint64_t bytes)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return true;
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    fclose(f);
+    return !found || (double)bytes <= 0.75 * (double)kib * 1024.0;
+}
+
+/* The layer's matrices a forward pass multiplies with (the embedding, a
+ * table of rows, is not one). */
+static int layer_matrices(const model_layer *L, const mtensor **out)
+{
+    const mtensor *all[] = {&L->q_a,        &L->q_b,       &L->q,         &L->kv_a_mqa,   &L->k_b,
+                            &L->v_b,        &L->attn_out,  &L->ffn_gate,  &L->ffn_up,     &L->ffn_down,
+                            &L->gate_inp,   &L->gate_exps, &L->up_exps,   &L->down_exps,  &L->gate_shexp,
+                            &L->up_shexp,   &L->down_shexp, &L->nextn_eh_proj, &L->nextn_shared_head_head};
+    int n = (int)(sizeof all / sizeof all[0]);
+    memcpy(out, all, sizeof all);
+    return n;
+}
+
+uint64_t cpu_pack_layer_bytes(const cpu_kernels *k, const model_layer *L)
+{
+    const mtensor *m[32];
+    uint64_t bytes = 0;
+    for (int i = 0, n = layer_matrices(L, m); i < n; i++)
+        bytes += cpu_pack_wanted(k, m[i]) ? cpu_pack_bytes(m[i]) : 0;
+    return bytes;
+}
+
+int cpu_packs_add_layer(cpu_packs *ps, cpu_pool *p, const cpu_kernels *k, const model_layer *L, err_t *err)
+{
+    const mtensor *m[32];
+    for (int i = 0, n = layer_matrices(L, m); i < n; i++)
+        if (cpu_pack_wanted(k, m[i]) && !cpu_packs_find(ps, m[i]) && cpu_pack_fits(cpu_pack_bytes(m[i])) &&
+            cpu_packs_add(ps, p, k, m[i], err) < 0)
+            return -1;
     return 0;
 }

@@ -82,4 +82,17 @@ const uint8_t *cpu_packs_find(const cpu_packs *ps, const mtensor *t);
 /* Bytes held. */
 uint64_t cpu_packs_bytes(const cpu_packs *ps);
 
+/* Whether `bytes` more of packed copies leave room: at most 3/4 of the
+ * memory the system says is available now (/proc/meminfo's MemAvailable,
+ * which counts the file's cached pages as reclaimable; where it cannot be
+ * read, yes).  A tensor that does not fit stays unpacked: its rows then go
+ * through the plain kernels, slower, within the same bounds but not the
+ * same bits. */
+bool cpu_pack_fits(uint64_t bytes);
+
+/* The matrices of layer L that kernel set k would pack, and their bytes. */
+uint64_t cpu_pack_layer_bytes(const cpu_kernels *k, const model_layer *L);
+/* Packs them (those that fit); the error only when memory runs out. */
+int cpu_packs_add_layer(cpu_packs *ps, cpu_pool *p, const cpu_kernels *k, const model_layer *L, err_t *err);
+
 #endif
