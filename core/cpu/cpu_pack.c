@@ -175,6 +175,14 @@ uint64_t cpu_pack_layer_bytes(const cpu_kernels *k, const model_layer *L)
     return bytes;
 }
 
+uint64_t cpu_pack_model_bytes(const cpu_kernels *k, const model *m)
+{
+    uint64_t bytes = cpu_pack_wanted(k, &m->output) ? cpu_pack_bytes(&m->output) : 0;
+    for (uint32_t il = 0; il < m->cfg.n_layer; il++)
+        bytes += cpu_pack_layer_bytes(k, &m->layers[il]);
+    return bytes;
+}
+
 int cpu_packs_add_layer(cpu_packs *ps, cpu_pool *p, const cpu_kernels *k, const model_layer *L, err_t *err)
 {
     const mtensor *m[32];

@@ -92,6 +92,9 @@ bool cpu_pack_fits(uint64_t bytes);
 
 /* The matrices of layer L that kernel set k would pack, and their bytes. */
 uint64_t cpu_pack_layer_bytes(const cpu_kernels *k, const model_layer *L);
+/* The same over the model's layers and head: what the CPU backend packs
+ * at open (without the NextN block, packed too when it drafts). */
+uint64_t cpu_pack_model_bytes(const cpu_kernels *k, const model *m);
 /* Packs them (those that fit); the error only when memory runs out. */
 int cpu_packs_add_layer(cpu_packs *ps, cpu_pool *p, const cpu_kernels *k, const model_layer *L, err_t *err);
 
