@@ -356,13 +356,16 @@ int cpu_moe_host_eval(cpu_moe_host *h, const model_layer *L, const float *x, con
                        ids[bad], p->n_expert);
     /* the layer's Q4_0 experts packed at their first use: the first
      * prompt, which reads them from the file anyway, copies them once
-     * (tens of ms a layer on 16 threads); a layer whose copy would not fit
-     * in memory keeps the plain rows */
+     * (tens of ms a layer on 16 threads); a tensor whose copy would not
+     * fit in memory, or whose allocation fails, keeps the plain rows (a
+     * chat in progress goes on, a little slower) */
     const mtensor *exps[3] = {&L->gate_exps, &L->up_exps, &L->down_exps};
     for (int i = 0; i < 3; i++)
         if (cpu_pack_wanted(h->k, exps[i]) && !cpu_packs_find(h->packs, exps[i]) &&
-            cpu_pack_fits(cpu_pack_bytes(exps[i])) && cpu_packs_add(h->packs, h->pool, h->k, exps[i], err) < 0)
-            return -1;
+            cpu_pack_fits(cpu_pack_bytes(exps[i]))) {
+            err_t ignored;
+            (void)cpu_packs_add(h->packs, h->pool, h->k, exps[i], &ignored);
+        }
     h->L = L;
     h->x = x;
     h->w = w;

@@ -17,7 +17,8 @@
  *  - cpu_moe_host_new() allocates everything (sized for n_batch tokens and
  *    every activation form); cpu_moe_host_eval() allocates nothing, but
  *    for the packed copy of a layer's Q4_0 experts at its first eval
- *    (cpu_pack.h: a kernel set with a packed kernel, and memory for it).
+ *    (cpu_pack.h: a kernel set with a packed kernel, and memory for it;
+ *    without the memory the plain rows serve, never an error).
  *  - A result depends only on its token's inputs and the kernel set, not on
  *    n, the other tokens or the thread count (each value is computed by one
  *    thread in one order).
