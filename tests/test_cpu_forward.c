@@ -560,6 +560,7 @@ static void glm_shapes_against_reference(uint32_t ft, const char *name, double t
 static void test_glm_shapes_against_reference(void)
 {
     glm_shapes_against_reference(SYNTH_FT_Q4_K_M, "Q4_K_M", 0.06);
+    glm_shapes_against_reference(SYNTH_FT_Q4_0, "Q4_0", 0.06); /* packed (cpu_pack.h) on x86 */
     glm_shapes_against_reference(SYNTH_FT_IQ4_XS, "IQ4_XS", 0.06);
     glm_shapes_against_reference(SYNTH_FT_Q3_K_M, "Q3_K_M", 0.06);
     glm_shapes_against_reference(SYNTH_FT_Q2_K, "Q2_K", 0.08);

@@ -265,7 +265,7 @@ static void test_every_type_portable_set(void)
  * published files. */
 static void test_glm_shape(void)
 {
-    static const uint32_t types[] = {QT_Q4_K, QT_Q6_K, QT_Q8_0, QT_IQ4_XS, QT_Q3_K, QT_Q2_K, QT_MXFP4, QT_IQ2_XXS, QT_IQ3_XXS, QT_IQ2_XS,
+    static const uint32_t types[] = {QT_Q4_K, QT_Q4_0, QT_Q6_K, QT_Q8_0, QT_IQ4_XS, QT_Q3_K, QT_Q2_K, QT_MXFP4, QT_IQ2_XXS, QT_IQ3_XXS, QT_IQ2_XS,
                                      QT_IQ3_S, QT_IQ2_S, QT_IQ1_S, QT_IQ1_M};
     const shape s = {2048, 1536, 6, 4, 3};
     err_t err = {0};
@@ -316,12 +316,66 @@ out:
     free(ids);
 }
 
+/* Q4_0 experts are packed (cpu_pack.h) at a layer's first eval on a set
+ * with a packed kernel, and give the portable set's bits: the packed
+ * kernels form each sum in its order.  The copy's bytes are reported. */
+static void test_packed_q4_0_is_portable_bits(void)
+{
+    const shape s = {512, 768, 8, 4, 11};
+    const uint64_t H = s.n_embd, NK = (uint64_t)s.n_tok * s.n_used;
+    layer_data d;
+    memset(&d, 0, sizeof d);
+    float *x = malloc(s.n_tok * H * sizeof *x), *w = malloc(NK * sizeof *w);
+    float *y = malloc(s.n_tok * H * sizeof *y), *yp = malloc(s.n_tok * H * sizeof *yp);
+    int32_t *ids = malloc(NK * sizeof *ids);
+    err_t err = {0};
+    cpu_moe_host *best = NULL, *portable = NULL;
+    if (!x || !w || !y || !yp || !ids || make_layer(&d, &s, QT_Q4_0)) {
+        CHECK(0, "out of memory");
+        goto out;
+    }
+    make_inputs(&s, x, ids, w);
+    cpu_moe_host_params p = {.n_embd = s.n_embd, .n_ff = s.n_ff, .n_expert = s.n_expert, .n_used = s.n_used,
+                             .n_batch = s.n_tok, .n_threads = 3};
+    best = cpu_moe_host_new(&p, &err);
+    p.kernels = cpu_kernels_get(CPU_ISA_PORTABLE);
+    portable = cpu_moe_host_new(&p, &err);
+    CHECK(best && portable, "new: %.300s", err.msg);
+    if (!best || !portable)
+        goto out;
+    const bool packs = cpu_moe_host_kernels(best)->type[QT_Q4_0].packed != NULL;
+    if (!packs)
+        printf("# %s has no packed kernel: the bits are still the portable ones\n", cpu_moe_host_kernels(best)->name);
+    CHECK(cpu_moe_host_packed_bytes(best) == 0, "packed before the first eval");
+    CHECK(cpu_moe_host_eval(best, &d.L, x, ids, w, s.n_tok, y, &err) == 0, "%.300s", err.msg);
+    CHECK(cpu_moe_host_eval(portable, &d.L, x, ids, w, s.n_tok, yp, &err) == 0, "%.300s", err.msg);
+    if (packs) /* 3 tensors of 8 matrices: 768 rows of 16 blocks, 512 rows of 24 */
+        CHECK(cpu_moe_host_packed_bytes(best) == 8ull * (2 * 48 * 16 + 32 * 24) * 288, "%llu packed bytes",
+              (unsigned long long)cpu_moe_host_packed_bytes(best));
+    CHECK(cpu_moe_host_packed_bytes(portable) == 0, "the portable set packed");
+    CHECK(memcmp(y, yp, s.n_tok * H * sizeof *y) == 0, "%s and portable differ", cpu_moe_host_kernels(best)->name);
+    /* a second eval of the layer packs nothing more and gives the same bits */
+    uint64_t before = cpu_moe_host_packed_bytes(best);
+    CHECK(cpu_moe_host_eval(best, &d.L, x, ids, w, 1, y, &err) == 0, "%.300s", err.msg);
+    CHECK(cpu_moe_host_packed_bytes(best) == before, "packed again");
+    CHECK(memcmp(y, yp, H * sizeof *y) == 0, "the first token alone differs");
+out:
+    cpu_moe_host_free(best);
+    cpu_moe_host_free(portable);
+    free_layer(&d);
+    free(x);
+    free(w);
+    free(y);
+    free(yp);
+    free(ids);
+}
+
 /* The rows of gate and up per work item (any multiple of 32, or the even
  * split) change no bit either: each row is its own dot product, and the
  * hidden rows are prepared for down by whole blocks in a step of its own. */
 static void test_gate_rows_change_no_bit(void)
 {
-    static const uint32_t types[] = {QT_Q4_K, QT_Q8_0};
+    static const uint32_t types[] = {QT_Q4_K, QT_Q8_0, QT_Q4_0};
     static const uint32_t rows[] = {0, 32, 64, 96, 128, 256, 512};
     const shape s = {512, 768, 8, 4, 5};
     const uint64_t H = s.n_embd, NK = (uint64_t)s.n_tok * s.n_used;
@@ -413,6 +467,7 @@ int main(void)
     RUN(test_glm_shape);
     RUN(test_batch_and_threads_change_no_bit);
     RUN(test_gate_rows_change_no_bit);
+    RUN(test_packed_q4_0_is_portable_bits);
     RUN(test_bad_input_is_an_error);
     TESTS_DONE();
 }

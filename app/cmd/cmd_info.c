@@ -11,6 +11,7 @@
 #include "common/backends.h"
 #include "common/cli_common.h"
 #include "commands.h"
+#include "cpu/cpu_pack.h"
 #include "model/model.h"
 #include "base/text_safe.h"
 #include "vk.h"
@@ -276,6 +277,12 @@ static int print_placement(const char *path, const cli_options *o)
                  o->n_ctx);
         printf("\nplacement     the %s backend: weights in host memory (the mapped file), KV cache %s\n", be->name,
                kv);
+        const cpu_kernels *k = be == &cpu_engine_backend ? cpu_kernels_best(&err) : NULL;
+        uint64_t packed = k ? cpu_pack_model_bytes(k, &m) : 0;
+        if (packed) /* what cpu_forward.c's pack_weights makes at open */
+            printf("  packed      %.1f MiB more: the Q4_0 matrices copied with 16 rows interleaved for the %s "
+                   "kernels (each where it fits in memory)\n",
+                   (double)packed / (1024.0 * 1024.0), k->name);
     } else {
         engine_params p;
         engine_params_default(&p);
@@ -299,6 +306,17 @@ static int print_placement(const char *path, const cli_options *o)
                          "file, computed by the CPU%s)", pl.host_layers, pl.host_layers > 1 ? "s" : "",
                          (double)pl.host_bytes / (1024.0 * 1024.0), stream);
             printf("\nplacement     Vulkan on %s\n  device      %s\n  host        %s\n", pl.device, line, host);
+            const cpu_kernels *k = pl.host_layers ? cpu_kernels_best(&err) : NULL;
+            uint64_t packed = 0; /* what cpu_moe_host.c packs at each host layer's first use */
+            for (uint32_t il = pl.host_first; k && il <= pl.host_last && il < m.cfg.n_layer; il++) {
+                const mtensor *e[3] = {&m.layers[il].gate_exps, &m.layers[il].up_exps, &m.layers[il].down_exps};
+                for (int i = 0; i < 3; i++)
+                    packed += cpu_pack_wanted(k, e[i]) ? cpu_pack_bytes(e[i]) : 0;
+            }
+            if (packed)
+                printf("  packed      %.1f MiB more: their Q4_0 copied with 16 rows interleaved for the %s kernels, "
+                       "each layer at its first use (where it fits in memory)\n",
+                       (double)packed / (1024.0 * 1024.0), k->name);
             char pinned[32];
             printf("  pinned      %s of host-visible buffers (read-backs, the params and sampling words%s)\n",
                    human_bytes((double)pl.host_visible, pinned, sizeof pinned),

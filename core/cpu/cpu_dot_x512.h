@@ -503,6 +503,98 @@ INL void spread_dx(const void *const *x, int nt, uint64_t n, float (*buf)[SPREAD
         }                                                                                                  \
     }
 
+/* ======================================================================
+ * Q4_0 packed by 16 rows (cpu_pack.h): one row per 32-bit lane.  Per
+ * block, the 4 chunks' 8 vectors of levels are unpacked once for the tile;
+ * per token, 8 vpdpbusd (without VNNI: 8 vpmaddubsw added in 16 bits, then
+ * one vpmaddwd) against the token's 4-byte groups broadcast give the 16
+ * rows' exact integer dot products; the offset of 8 comes off through the
+ * token's block sum.  Then acc += (d_w d_x) s, multiply then add as the
+ * portable kernel (no FMA): the portable set's bits.
+ * ====================================================================== */
+
+INL __m512i packed_block16(const __m512i *lo, const __m512i *hi, const int8_t *q, int32_t qsum)
+{
+#ifdef CPU_X86_VNNI
+    __m512i s = _mm512_set1_epi32(-8 * qsum);
+    for (int c = 0; c < 4; c++) {
+        int32_t a, b;
+        memcpy(&a, q + 4 * c, 4);
+        memcpy(&b, q + 16 + 4 * c, 4);
+        s = _mm512_dpbusd_epi32(s, lo[c], _mm512_set1_epi32(a));
+        s = _mm512_dpbusd_epi32(s, hi[c], _mm512_set1_epi32(b));
+    }
+    return s;
+#else
+    /* each 16-bit lane: 16 products of at most 15 x 128, no saturation */
+    __m512i p = _mm512_setzero_si512();
+    for (int c = 0; c < 4; c++) {
+        int32_t a, b;
+        memcpy(&a, q + 4 * c, 4);
+        memcpy(&b, q + 16 + 4 * c, 4);
+        p = _mm512_add_epi16(p, _mm512_maddubs_epi16(lo[c], _mm512_set1_epi32(a)));
+        p = _mm512_add_epi16(p, _mm512_maddubs_epi16(hi[c], _mm512_set1_epi32(b)));
+    }
+    return _mm512_sub_epi32(_mm512_madd_epi16(p, _mm512_set1_epi16(1)), _mm512_set1_epi32(8 * qsum));
+#endif
+}
+
+INL void packed_q4_0_group(const uint8_t *group, const void *const *x, int nt, uint64_t n, float *const *y,
+                           uint64_t r0, bool accumulate)
+{
+    const int8_t *q[CPU_TILE_TOK];
+    const float *d[CPU_TILE_TOK];
+    const int32_t *qs[CPU_TILE_TOK];
+    __m512 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        q[t] = cpu_act_q(x[t]);
+        d[t] = cpu_act_d(x[t], n);
+        qs[t] = cpu_act_sum(x[t], n);
+        acc[t] = _mm512_setzero_ps();
+    }
+    const uint8_t *blk = group;
+    for (uint64_t b = 0; b < n / 32; b++, blk += 288) {
+        const __m512 dw = _mm512_cvtph_ps(load256(blk));
+        __m512i lo[4], hi[4];
+        for (int c = 0; c < 4; c++) {
+            const __m512i v = load512(blk + 32 + 64 * c);
+            lo[c] = _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
+            hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
+        }
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) {
+            const __m512i s = packed_block16(lo, hi, q[t] + 32 * b, qs[t][b]);
+            const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(d[t][b]));
+            acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(dd, _mm512_cvtepi32_ps(s)));
+        }
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        float *o = y[t] + r0;
+        _mm512_storeu_ps(o, accumulate ? _mm512_add_ps(_mm512_loadu_ps(o), acc[t]) : acc[t]);
+    }
+}
+
+#define PACKED_NT(NT)                                                                          \
+    for (uint64_t g = 0; g < n_groups; g++)                                                    \
+        packed_q4_0_group((const uint8_t *)groups + g * group_bytes, x, NT, n, y, 16 * g, accumulate);
+TGT static void z_packed_q4_0(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
+                              int nt, uint64_t n, float *const *y, bool accumulate)
+{
+    switch (nt) {
+    case 1: PACKED_NT(1) break;
+    case 2: PACKED_NT(2) break;
+    case 3: PACKED_NT(3) break;
+    case 4: PACKED_NT(4) break;
+    case 5: PACKED_NT(5) break;
+    case 6: PACKED_NT(6) break;
+    case 7: PACKED_NT(7) break;
+    default: PACKED_NT(8) break;
+    }
+}
+#undef PACKED_NT
+
 FORMAT32(F_Q4_0, q4_0)
 FORMAT32(F_Q4_1, q4_1)
 FORMAT32(F_Q5_0, q5_0)
@@ -1030,24 +1122,24 @@ TILE_DISPATCH(z_dot_iq2_xs, iq2_xs_nt)
 
 void CPU_X86_FILL(cpu_kernels *k)
 {
-    k->type[QT_Q4_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q4_0};
-    k->type[QT_Q4_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q4_1};
-    k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_0};
-    k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_1};
-    k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q8_0};
-    k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_iq4_nl};
-    k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_mxfp4};
-    k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q4_K};
-    k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q5_K};
-    k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q6_K};
-    k->type[QT_Q3_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q3_K};
-    k->type[QT_Q2_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q2_K};
-    k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq4_xs};
-    k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq2_xxs};
-    k->type[QT_IQ3_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq3_xxs};
-    k->type[QT_IQ2_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq2_xs};
-    k->type[QT_IQ3_S] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq3_s};
-    k->type[QT_IQ2_S] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq2_s};
-    k->type[QT_IQ1_S] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq1_s};
-    k->type[QT_IQ1_M] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq1_m};
+    k->type[QT_Q4_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q4_0, z_packed_q4_0};
+    k->type[QT_Q4_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q4_1, NULL};
+    k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_0, NULL};
+    k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_1, NULL};
+    k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q8_0, NULL};
+    k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_iq4_nl, NULL};
+    k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_mxfp4, NULL};
+    k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q4_K, NULL};
+    k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q5_K, NULL};
+    k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q6_K, NULL};
+    k->type[QT_Q3_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q3_K, NULL};
+    k->type[QT_Q2_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q2_K, NULL};
+    k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq4_xs, NULL};
+    k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq2_xxs, NULL};
+    k->type[QT_IQ3_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq3_xxs, NULL};
+    k->type[QT_IQ2_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq2_xs, NULL};
+    k->type[QT_IQ3_S] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq3_s, NULL};
+    k->type[QT_IQ2_S] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq2_s, NULL};
+    k->type[QT_IQ1_S] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq1_s, NULL};
+    k->type[QT_IQ1_M] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_iq1_m, NULL};
 }

@@ -258,6 +258,100 @@ INL void q4_0_nt(const void *row, const void *const *x, int nt, uint64_t n, floa
 }
 TILE_DISPATCH(x_dot_q4_0, q4_0_nt)
 
+/* ======================================================================
+ * Q4_0 packed by 16 rows (cpu_pack.h), as two halves of 8 rows: per block
+ * and token, the 8 rows' exact integer dot products (one per 32-bit lane)
+ * against the token's 4-byte groups broadcast; then acc += (d_w d_x) s as
+ * the portable kernel adds it (no FMA), so the bits are the portable set's.
+ * ====================================================================== */
+
+/* The 8 rows' (lanes') sums over 4-element groups k: low nibbles of chunk
+ * c's bytes are elements 4c.., high ones 16 + 4c..; the offset of 8 comes
+ * off through the token's block sum, leaving each block's dot exact.
+ * Without VNNI the 16-bit pairs of all 8 vpmaddubsw add up before the one
+ * vpmaddwd: each 16-bit lane holds at most 16 products of 15 x 128. */
+INL __m256i packed_block8(const __m256i *lo, const __m256i *hi, const int8_t *q, int32_t qsum)
+{
+#ifdef CPU_X86_VNNI
+    __m256i s = _mm256_set1_epi32(-8 * qsum);
+    for (int c = 0; c < 4; c++) {
+        int32_t a, b;
+        memcpy(&a, q + 4 * c, 4);
+        memcpy(&b, q + 16 + 4 * c, 4);
+        s = _mm256_dpbusd_avx_epi32(s, lo[c], _mm256_set1_epi32(a));
+        s = _mm256_dpbusd_avx_epi32(s, hi[c], _mm256_set1_epi32(b));
+    }
+    return s;
+#else
+    __m256i p = _mm256_setzero_si256();
+    for (int c = 0; c < 4; c++) {
+        int32_t a, b;
+        memcpy(&a, q + 4 * c, 4);
+        memcpy(&b, q + 16 + 4 * c, 4);
+        p = _mm256_add_epi16(p, _mm256_maddubs_epi16(lo[c], _mm256_set1_epi32(a)));
+        p = _mm256_add_epi16(p, _mm256_maddubs_epi16(hi[c], _mm256_set1_epi32(b)));
+    }
+    return _mm256_sub_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)), _mm256_set1_epi32(8 * qsum));
+#endif
+}
+
+INL void packed_q4_0_half(const uint8_t *group, int half8, const void *const *x, int nt, uint64_t n, float *const *y,
+                          uint64_t r0, bool accumulate)
+{
+    const int8_t *q[CPU_TILE_TOK];
+    const float *d[CPU_TILE_TOK];
+    const int32_t *qs[CPU_TILE_TOK];
+    __m256 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        q[t] = cpu_act_q(x[t]);
+        d[t] = cpu_act_d(x[t], n);
+        qs[t] = cpu_act_sum(x[t], n);
+        acc[t] = _mm256_setzero_ps();
+    }
+    const uint8_t *blk = group;
+    for (uint64_t b = 0; b < n / 32; b++, blk += 288) {
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16 * half8)));
+        __m256i lo[4], hi[4];
+        for (int c = 0; c < 4; c++) {
+            const __m256i v = load256(blk + 32 + 64 * c + 32 * half8);
+            lo[c] = _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+            hi[c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
+        }
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) {
+            const __m256i s = packed_block8(lo, hi, q[t] + 32 * b, qs[t][b]);
+            const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(d[t][b]));
+            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(s)));
+        }
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        float *o = y[t] + r0 + 8 * half8;
+        _mm256_storeu_ps(o, accumulate ? _mm256_add_ps(_mm256_loadu_ps(o), acc[t]) : acc[t]);
+    }
+}
+
+#define PACKED_NT(NT)                                                                          \
+    for (uint64_t g = 0; g < n_groups; g++)                                                    \
+        for (int h = 0; h < 2; h++)                                                            \
+            packed_q4_0_half((const uint8_t *)groups + g * group_bytes, h, x, NT, n, y, 16 * g, accumulate);
+TGT static void x_packed_q4_0(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
+                              int nt, uint64_t n, float *const *y, bool accumulate)
+{
+    switch (nt) {
+    case 1: PACKED_NT(1) break;
+    case 2: PACKED_NT(2) break;
+    case 3: PACKED_NT(3) break;
+    case 4: PACKED_NT(4) break;
+    case 5: PACKED_NT(5) break;
+    case 6: PACKED_NT(6) break;
+    case 7: PACKED_NT(7) break;
+    default: PACKED_NT(8) break;
+    }
+}
+#undef PACKED_NT
+
 INL void q4_1_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {
     const block_q4_1 *w = row;
@@ -1051,29 +1145,29 @@ TGT static void x_prepare_q8_K(const float *x, uint64_t n, uint64_t from, uint64
 
 void CPU_X86_FILL(cpu_kernels *k)
 {
-    k->type[QT_F32] = (cpu_type_kernel){CPU_ACT_F32, x_dot_f32_rows};
-    k->type[QT_F16] = (cpu_type_kernel){CPU_ACT_F32, x_dot_f16_rows};
-    k->type[QT_BF16] = (cpu_type_kernel){CPU_ACT_F32, x_dot_bf16_rows};
-    k->type[QT_Q4_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q4_0};
-    k->type[QT_Q4_1] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q4_1};
-    k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q5_0};
-    k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q5_1};
-    k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q8_0};
-    k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_iq4_nl};
-    k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_mxfp4};
-    k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q4_K};
-    k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q5_K};
-    k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q6_K};
-    k->type[QT_Q3_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q3_K};
-    k->type[QT_Q2_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q2_K};
-    k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq4_xs};
-    k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq2_xxs};
-    k->type[QT_IQ3_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq3_xxs};
-    k->type[QT_IQ2_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq2_xs};
-    k->type[QT_IQ3_S] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq3_s};
-    k->type[QT_IQ2_S] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq2_s};
-    k->type[QT_IQ1_S] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq1_s};
-    k->type[QT_IQ1_M] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq1_m};
+    k->type[QT_F32] = (cpu_type_kernel){CPU_ACT_F32, x_dot_f32_rows, NULL};
+    k->type[QT_F16] = (cpu_type_kernel){CPU_ACT_F32, x_dot_f16_rows, NULL};
+    k->type[QT_BF16] = (cpu_type_kernel){CPU_ACT_F32, x_dot_bf16_rows, NULL};
+    k->type[QT_Q4_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q4_0, x_packed_q4_0};
+    k->type[QT_Q4_1] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q4_1, NULL};
+    k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q5_0, NULL};
+    k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q5_1, NULL};
+    k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q8_0, NULL};
+    k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_iq4_nl, NULL};
+    k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_mxfp4, NULL};
+    k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q4_K, NULL};
+    k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q5_K, NULL};
+    k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q6_K, NULL};
+    k->type[QT_Q3_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q3_K, NULL};
+    k->type[QT_Q2_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q2_K, NULL};
+    k->type[QT_IQ4_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq4_xs, NULL};
+    k->type[QT_IQ2_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq2_xxs, NULL};
+    k->type[QT_IQ3_XXS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq3_xxs, NULL};
+    k->type[QT_IQ2_XS] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq2_xs, NULL};
+    k->type[QT_IQ3_S] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq3_s, NULL};
+    k->type[QT_IQ2_S] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq2_s, NULL};
+    k->type[QT_IQ1_S] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq1_s, NULL};
+    k->type[QT_IQ1_M] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_iq1_m, NULL};
     k->prepare[CPU_ACT_Q8_32] = x_prepare_q8_32;
     k->prepare[CPU_ACT_Q8_K] = x_prepare_q8_K;
     k->dot_f32 = x_dot_f32;

@@ -735,6 +735,24 @@ static void populate_weights(cf_state *s)
     cpu_pool_run(s->pool, populate_slice, &j);
 }
 
+/* The Q4_0 matrices packed (cpu_pack.h) for the kernel set, when it has a
+ * packed kernel: made once here, on the pool, while the file's pages are
+ * fresh from populate_weights.  The head (output) too; the embedding is a
+ * table of rows, read one row a token. */
+static int pack_weights(cf_state *s, err_t *err)
+{
+    s->packs = cpu_packs_new(err);
+    if (!s->packs)
+        return -1;
+    for (uint32_t il = 0; il < s->n_blocks; il++)
+        if (cpu_packs_add_layer(s->packs, s->pool, s->k, &s->m->layers[il], err) < 0)
+            return -1;
+    const mtensor *out = &s->m->output;
+    if (cpu_pack_wanted(s->k, out) && cpu_pack_fits(cpu_pack_bytes(out)))
+        return cpu_packs_add(s->packs, s->pool, s->k, out, err);
+    return 0;
+}
+
 cf_state *cf_new(const model *m, const cf_params *p, err_t *err)
 {
     if (p->n_ctx == 0 || p->n_batch == 0) {
@@ -776,6 +794,10 @@ cf_state *cf_new(const model *m, const cf_params *p, err_t *err)
         return NULL;
     }
     populate_weights(s);
+    if (pack_weights(s, err) < 0) {
+        cf_free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -784,6 +806,7 @@ void cf_free(cf_state *s)
     if (!s)
         return;
     cpu_pool_free(s->pool);
+    cpu_packs_free(s->packs);
     if (s->vecs) {
         for (uint32_t il = 0; il < s->n_blocks; il++) {
             cf_layer_vecs *v = &s->vecs[il];
@@ -815,6 +838,11 @@ void cf_free(cf_state *s)
 int cf_threads(const cf_state *s)
 {
     return s->n_threads;
+}
+
+uint64_t cf_packed_bytes(const cf_state *s)
+{
+    return cpu_packs_bytes(s->packs);
 }
 
 const cpu_kernels *cf_kernels(const cf_state *s)

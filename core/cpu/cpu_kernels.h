@@ -60,12 +60,19 @@ typedef void (*cpu_rows_fn)(const void *w, uint64_t row_bytes, uint64_t n_rows, 
 /* The same for types with no kernel of their own: the type is an argument. */
 typedef void (*cpu_rows_any_fn)(uint32_t type, const void *w, uint64_t row_bytes, uint64_t n_rows,
                                 const void *const *x, int nt, uint64_t n, float *const *y, bool accumulate);
+/* Rows packed by cpu_pack.h (groups of CPU_PACK_ROWS = 16 rows,
+ * group_bytes apart): all 16 n_groups rows of the groups from `groups`,
+ * y[t][r] for r < 16 n_groups (padding rows included: the caller's y has
+ * room for them); otherwise as cpu_rows_fn. */
+typedef void (*cpu_packed_fn)(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
+                              int nt, uint64_t n, float *const *y, bool accumulate);
 /* cpu_q8.h's preparers: elements [from, to) of the row x of n elements. */
 typedef void (*cpu_prepare_fn)(const float *x, uint64_t n, uint64_t from, uint64_t to, void *row);
 
 typedef struct {
     cpu_act_kind act; /* the activation form of this weight type */
     cpu_rows_fn rows; /* NULL: the dequantizing fallback (act is then F32) */
+    cpu_packed_fn packed; /* NULL: no packed form (cpu_pack.h); the same bits as the portable set's rows */
 } cpu_type_kernel;
 
 typedef struct cpu_kernels {

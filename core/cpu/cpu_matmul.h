@@ -33,6 +33,7 @@ typedef struct {
     uint64_t ys;
     const uint32_t *yrow; /* NULL: t */
     bool accumulate;      /* y += W x instead of y = W x (a residual) */
+    const uint8_t *packed; /* w's matrices packed (cpu_pack.h: cpu_packs_find), NULL: w's own rows */
 } cpu_mm;
 
 /* Output rows [r0, r1) of the job. */

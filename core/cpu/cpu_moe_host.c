@@ -29,6 +29,7 @@
 #include <math.h>
 
 #include "cpu_matmul.h"
+#include "cpu_pack.h"
 #include "cpu_pool.h"
 
 /* Output rows per down item (cpu_ffn.c's). */
@@ -44,6 +45,7 @@ struct cpu_moe_host {
     cpu_moe_host_params p;
     const cpu_kernels *k;
     cpu_pool *pool;
+    cpu_packs *packs;             /* the Q4_0 experts packed (cpu_pack.h), layer by layer at first use */
     int n_threads;
 
     uint8_t *x_q[CPU_ACT_KINDS];  /* (B) prepared x rows per quantized form */
@@ -121,7 +123,8 @@ cpu_moe_host *cpu_moe_host_new(const cpu_moe_host_params *p, err_t *err)
         return NULL;
     }
     h->pool = cpu_pool_new(p->n_threads, err);
-    if (!h->pool) {
+    h->packs = h->pool ? cpu_packs_new(err) : NULL;
+    if (!h->packs) {
         cpu_moe_host_free(h);
         return NULL;
     }
@@ -134,6 +137,7 @@ void cpu_moe_host_free(cpu_moe_host *h)
     if (!h)
         return;
     cpu_pool_free(h->pool);
+    cpu_packs_free(h->packs);
     for (int kind = 0; kind < CPU_ACT_KINDS; kind++) {
         free(h->x_q[kind]);
         free(h->h_q[kind]);
@@ -158,6 +162,11 @@ const cpu_kernels *cpu_moe_host_kernels(const cpu_moe_host *h)
     return h->k;
 }
 
+uint64_t cpu_moe_host_packed_bytes(const cpu_moe_host *h)
+{
+    return cpu_packs_bytes(h->packs);
+}
+
 /* ======================================================================
  * The steps (every thread)
  * ====================================================================== */
@@ -180,6 +189,7 @@ static void job_input(const cpu_moe_host *h, cpu_mm *job, const mtensor *w, uint
         job->x = q[kind];
         job->xs = qs[kind];
     }
+    job->packed = cpu_packs_find(h->packs, w);
 }
 
 static void prepare_x(cpu_moe_host *h, int tid, int nth)
@@ -344,6 +354,18 @@ int cpu_moe_host_eval(cpu_moe_host *h, const model_layer *L, const float *x, con
     if (!group_pairs(h, ids, &bad))
         return err_set(err, "cpu_moe_host: token %u slot %u names expert %d of %u", bad / p->n_used, bad % p->n_used,
                        ids[bad], p->n_expert);
+    /* the layer's Q4_0 experts packed at their first use: the first
+     * prompt, which reads them from the file anyway, copies them once
+     * (tens of ms a layer on 16 threads); a tensor whose copy would not
+     * fit in memory, or whose allocation fails, keeps the plain rows (a
+     * chat in progress goes on, a little slower) */
+    const mtensor *exps[3] = {&L->gate_exps, &L->up_exps, &L->down_exps};
+    for (int i = 0; i < 3; i++)
+        if (cpu_pack_wanted(h->k, exps[i]) && !cpu_packs_find(h->packs, exps[i]) &&
+            cpu_pack_fits(cpu_pack_bytes(exps[i]))) {
+            err_t ignored;
+            (void)cpu_packs_add(h->packs, h->pool, h->k, exps[i], &ignored);
+        }
     h->L = L;
     h->x = x;
     h->w = w;

@@ -10,6 +10,7 @@
 
 #include "cpu_forward.h"
 #include "cpu_matmul.h"
+#include "cpu_pack.h"
 #include "cpu_pool.h"
 
 /* One activation in every form its consumers read: per kind a buffer of
@@ -50,6 +51,7 @@ struct cf_state {
     const model_config *c;
     const cpu_kernels *k;
     cpu_pool *pool;
+    cpu_packs *packs;         /* the Q4_0 matrices packed for k (cpu_pack.h), made at cf_new */
     int n_threads;
     uint32_t n_ctx, n_batch;
     bool kv_f16;

@@ -112,4 +112,5 @@ void cf_job_input(const cf_state *s, cpu_mm *job, const cf_act *a, const mtensor
     cpu_act_kind kind = cpu_kernels_act(s->k, w->type);
     job->x = a->rows[kind];
     job->xs = a->stride[kind];
+    job->packed = cpu_packs_find(s->packs, w);
 }

@@ -7,7 +7,10 @@
  * the caches, so a mat-vec streams it from memory as decode does; -m 0.25
  * keeps it in L2 to see the kernel's own limit) times prepared activations:
  *   mv  one token (decode): weight GB/s;
- *   mm  tiles of CPU_TILE_TOK tokens (8; prompt): GMAC/s (multiply-adds per second).
+ *   mm4 tiles of 4 tokens, mm tiles of CPU_TILE_TOK tokens (8; prompt): GMAC/s
+ *       (multiply-adds per second).
+ * A type with a packed form in the set (cpu_pack.h: Q4_0 on x86) has a
+ * second line, TYPE/p: the same rows packed, 16 rows a call.
  * Best of repeated passes over about -r seconds (default 0.3).  Figures
  * only, for tuning and the performance log; nothing passes or fails. */
 #include <math.h>
@@ -17,6 +20,7 @@
 #include <time.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_pack.h"
 #include "model/synth.h"
 
 static double now_s(void)
@@ -62,6 +66,24 @@ static double best_pass(const cpu_kernels *k, uint32_t type, const uint8_t *w, u
     return best;
 }
 
+/* The same over packed rows (cpu_pack.h), one 16-row group a call. */
+static double best_pass_packed(const cpu_kernels *k, uint32_t type, const uint8_t *pk, uint64_t gb, uint64_t groups,
+                               const void *const *x, int nt, uint64_t n, double budget, float *out)
+{
+    double best = 1e30, start = now_s();
+    float *y[CPU_TILE_TOK];
+    for (int t = 0; t < CPU_TILE_TOK; t++)
+        y[t] = out + t * 16;
+    do {
+        double t0 = now_s();
+        for (uint64_t g = 0; g < groups; g++)
+            k->type[type].packed(pk + g * gb, gb, 1, x, nt, n, y, true);
+        double dt = now_s() - t0;
+        best = dt < best ? dt : best;
+    } while (now_s() - start < budget);
+    return best;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t n = 2048;
@@ -89,7 +111,7 @@ int main(int argc, char **argv)
                                    QT_Q6_K,   QT_IQ4_XS, QT_IQ4_NL, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ3_XXS,
                                    QT_IQ3_S,  QT_IQ1_S, QT_IQ1_M,  QT_F16,     QT_BF16,  QT_F32};
     float sink[16 * CPU_TILE_TOK] = {0}; /* 16 rows x the tile of outputs */
-    printf("%-10s %-7s %9s %9s %10s\n", "set", "type", "mv GB/s", "mv ns/row", "mm GMAC/s");
+    printf("%-10s %-7s %9s %9s %10s %10s\n", "set", "type", "mv GB/s", "mv ns/row", "mm4 GMAC/s", "mm GMAC/s");
     for (int s = 0; s < CPU_ISA_COUNT; s++) {
         const cpu_kernels *k = cpu_kernels_get((cpu_isa)s);
         if (!k || !listed(set_list, cpu_isa_name((cpu_isa)s)))
@@ -122,10 +144,25 @@ int main(int argc, char **argv)
                 x[t] = act + t * ab;
             }
             double mv = best_pass(k, type, w, rb, rows, x, 1, n, budget, sink);
+            double mm4 = best_pass(k, type, w, rb, rows, x, 4, n, budget, sink);
             double mm = best_pass(k, type, w, rb, rows, x, CPU_TILE_TOK, n, budget, sink);
-            printf("%-10s %-7s %9.2f %9.1f %10.2f\n", k->name, tr->name, (double)rows * rb / mv / 1e9, mv / rows * 1e9,
-                   (double)rows * n * CPU_TILE_TOK / mm / 1e9);
+            printf("%-10s %-7s %9.2f %9.1f %10.2f %10.2f\n", k->name, tr->name, (double)rows * rb / mv / 1e9,
+                   mv / rows * 1e9, (double)rows * n * 4 / mm4 / 1e9, (double)rows * n * CPU_TILE_TOK / mm / 1e9);
             fflush(stdout);
+            mtensor mt = {.type = type, .n_dims = 2, .ne = {n, rows, 1, 1}, .nb1 = rb, .nb2 = rb * rows, .data = w};
+            uint8_t *pk = cpu_pack_wanted(k, &mt) && rows >= CPU_PACK_ROWS ? aligned_alloc(64, (cpu_pack_bytes(&mt) + 63) / 64 * 64) : NULL;
+            if (pk) {
+                const uint64_t gb = cpu_pack_group_bytes(&mt), groups = rows / CPU_PACK_ROWS;
+                cpu_pack_q4_0(&mt, pk, 0, cpu_pack_groups(&mt));
+                double pv = best_pass_packed(k, type, pk, gb, groups, x, 1, n, budget, sink);
+                double pm4 = best_pass_packed(k, type, pk, gb, groups, x, 4, n, budget, sink);
+                double pm = best_pass_packed(k, type, pk, gb, groups, x, CPU_TILE_TOK, n, budget, sink);
+                const double pr = (double)groups * CPU_PACK_ROWS;
+                printf("%-10s %-5s/p %9.2f %9.1f %10.2f %10.2f\n", k->name, tr->name, pr * rb / pv / 1e9, pv / pr * 1e9,
+                       pr * n * 4 / pm4 / 1e9, pr * n * CPU_TILE_TOK / pm / 1e9);
+                fflush(stdout);
+                free(pk);
+            }
             free(w);
             free(act);
             free(xf);
