@@ -88,7 +88,9 @@ int vk_hostmoe_start(vk_engine *e, err_t *err)
     const model_config *c = &e->m->cfg;
     cpu_moe_host_params cp = {.n_embd = c->n_embd, .n_ff = c->n_ff_exp, .n_expert = c->n_expert,
                               .n_used = c->n_expert_used, .n_batch = e->b.n_batch, .n_threads = e->p.n_threads,
-                              .gate_rows = e->tune.hx_rows};
+                              .gate_rows = e->tune.hx_rows,
+                              /* streamed prompts read the file's expert pages: no packed copy beside them */
+                              .no_pack = hx->slot_bytes > 0};
     if (!(hx->cpu = cpu_moe_host_new(&cp, err)))
         return err_prefix(err, "the CPU's experts");
     float *one = (float *)hx->one.map;

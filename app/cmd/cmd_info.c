@@ -306,8 +306,10 @@ static int print_placement(const char *path, const cli_options *o)
                          "file, computed by the CPU%s)", pl.host_layers, pl.host_layers > 1 ? "s" : "",
                          (double)pl.host_bytes / (1024.0 * 1024.0), stream);
             printf("\nplacement     Vulkan on %s\n  device      %s\n  host        %s\n", pl.device, line, host);
-            const cpu_kernels *k = pl.host_layers ? cpu_kernels_best(&err) : NULL;
-            uint64_t packed = 0; /* what cpu_moe_host.c packs at each host layer's first use */
+            /* what cpu_moe_host.c packs at each host layer's first use, where
+             * prompts do not stream the experts (vk_hostmoe.c: no_pack) */
+            const cpu_kernels *k = pl.host_layers && !pl.stream_slot ? cpu_kernels_best(&err) : NULL;
+            uint64_t packed = 0;
             for (uint32_t il = pl.host_first; k && il <= pl.host_last && il < m.cfg.n_layer; il++) {
                 const mtensor *e[3] = {&m.layers[il].gate_exps, &m.layers[il].up_exps, &m.layers[il].down_exps};
                 for (int i = 0; i < 3; i++)

@@ -46,6 +46,7 @@ struct cpu_moe_host {
     const cpu_kernels *k;
     cpu_pool *pool;
     cpu_packs *packs;             /* the Q4_0 experts packed (cpu_pack.h), layer by layer at first use */
+    bool no_pack;                 /* cpu_moe_host_params.no_pack */
     int n_threads;
 
     uint8_t *x_q[CPU_ACT_KINDS];  /* (B) prepared x rows per quantized form */
@@ -122,6 +123,7 @@ cpu_moe_host *cpu_moe_host_new(const cpu_moe_host_params *p, err_t *err)
         err_set(err, "cpu_moe_host: out of memory for a batch of %u tokens", p->n_batch);
         return NULL;
     }
+    h->no_pack = p->no_pack;
     h->pool = cpu_pool_new(p->n_threads, err);
     h->packs = h->pool ? cpu_packs_new(err) : NULL;
     if (!h->packs) {
@@ -361,7 +363,7 @@ int cpu_moe_host_eval(cpu_moe_host *h, const model_layer *L, const float *x, con
      * chat in progress goes on, a little slower) */
     const mtensor *exps[3] = {&L->gate_exps, &L->up_exps, &L->down_exps};
     for (int i = 0; i < 3; i++)
-        if (cpu_pack_wanted(h->k, exps[i]) && !cpu_packs_find(h->packs, exps[i]) &&
+        if (!h->no_pack && cpu_pack_wanted(h->k, exps[i]) && !cpu_packs_find(h->packs, exps[i]) &&
             cpu_pack_fits(cpu_pack_bytes(exps[i]))) {
             err_t ignored;
             (void)cpu_packs_add(h->packs, h->pool, h->k, exps[i], &ignored);

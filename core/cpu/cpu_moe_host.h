@@ -48,6 +48,9 @@ typedef struct {
     const cpu_kernels *kernels; /* NULL: cpu_kernels_best() */
     uint32_t gate_rows; /* rows of gate and up per work item: 0: chosen so every thread gets the same
                            number of rows; else a multiple of 32 (the split never changes the bits) */
+    bool no_pack;       /* read the experts' plain rows, never a packed copy: the caller reads the file's
+                           pages too (the Vulkan core's streamed prompts), and a copy beside them would
+                           double the host memory the experts hold */
 } cpu_moe_host_params;
 
 cpu_moe_host *cpu_moe_host_new(const cpu_moe_host_params *p, err_t *err);
