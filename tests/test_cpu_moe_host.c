@@ -329,7 +329,7 @@ static void test_packed_q4_0_is_portable_bits(void)
     float *y = malloc(s.n_tok * H * sizeof *y), *yp = malloc(s.n_tok * H * sizeof *yp);
     int32_t *ids = malloc(NK * sizeof *ids);
     err_t err = {0};
-    cpu_moe_host *best = NULL, *portable = NULL;
+    cpu_moe_host *best = NULL, *portable = NULL, *plain = NULL;
     if (!x || !w || !y || !yp || !ids || make_layer(&d, &s, QT_Q4_0)) {
         CHECK(0, "out of memory");
         goto out;
@@ -359,9 +359,17 @@ static void test_packed_q4_0_is_portable_bits(void)
     CHECK(cpu_moe_host_eval(best, &d.L, x, ids, w, 1, y, &err) == 0, "%.300s", err.msg);
     CHECK(cpu_moe_host_packed_bytes(best) == before, "packed again");
     CHECK(memcmp(y, yp, H * sizeof *y) == 0, "the first token alone differs");
+    /* no_pack (the Vulkan core's streamed prompts read the file's pages):
+     * no copy, the plain rows */
+    p.kernels = NULL;
+    p.no_pack = true;
+    plain = cpu_moe_host_new(&p, &err);
+    CHECK(plain && cpu_moe_host_eval(plain, &d.L, x, ids, w, s.n_tok, y, &err) == 0, "no_pack: %.300s", err.msg);
+    CHECK(plain && cpu_moe_host_packed_bytes(plain) == 0, "no_pack: a copy was made");
 out:
     cpu_moe_host_free(best);
     cpu_moe_host_free(portable);
+    cpu_moe_host_free(plain);
     free_layer(&d);
     free(x);
     free(w);

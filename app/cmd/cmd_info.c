@@ -306,9 +306,10 @@ static int print_placement(const char *path, const cli_options *o)
                          "file, computed by the CPU%s)", pl.host_layers, pl.host_layers > 1 ? "s" : "",
                          (double)pl.host_bytes / (1024.0 * 1024.0), stream);
             printf("\nplacement     Vulkan on %s\n  device      %s\n  host        %s\n", pl.device, line, host);
-            /* what cpu_moe_host.c packs at each host layer's first use, where
-             * prompts do not stream the experts (vk_hostmoe.c: no_pack) */
-            const cpu_kernels *k = pl.host_layers && !pl.stream_slot ? cpu_kernels_best(&err) : NULL;
+            /* what cpu_moe_host.c packs at each host layer's first use (where
+             * prompts stream the experts, only when memory holds the copies
+             * beside the file's pages: vk_hostmoe.c may_pack) */
+            const cpu_kernels *k = pl.host_layers ? cpu_kernels_best(&err) : NULL;
             uint64_t packed = 0;
             for (uint32_t il = pl.host_first; k && il <= pl.host_last && il < m.cfg.n_layer; il++) {
                 const mtensor *e[3] = {&m.layers[il].gate_exps, &m.layers[il].up_exps, &m.layers[il].down_exps};
@@ -317,8 +318,9 @@ static int print_placement(const char *path, const cli_options *o)
             }
             if (packed)
                 printf("  packed      %.1f MiB more: their Q4_0 copied with 16 rows interleaved for the %s kernels, "
-                       "each layer at its first use (where it fits in memory)\n",
-                       (double)packed / (1024.0 * 1024.0), k->name);
+                       "each layer at its first use (where it fits in memory%s)\n",
+                       (double)packed / (1024.0 * 1024.0), k->name,
+                       pl.stream_slot ? " beside the file's pages, which streamed prompts read" : "");
             char pinned[32];
             printf("  pinned      %s of host-visible buffers (read-backs, the params and sampling words%s)\n",
                    human_bytes((double)pl.host_visible, pinned, sizeof pinned),
