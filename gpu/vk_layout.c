@@ -338,17 +338,22 @@ static void repack_q3_k(const uint8_t *src, uint8_t *body, uint8_t *head)
     const uint8_t *hm = src, *qs = src + 32, *sc = src + 96;
     if (body) {
         memcpy(body, qs, 64);
-        for (uint32_t u = 0; u < 4; u++) {
-            uint32_t n = u >> 1, h = u & 1, w[2] = {0, 0};
-            /* bytes hmask[16h + 4k ..] as one word: bit 4n + j of its byte
-             * i is element (j, k, i)'s, moved to bit 4(j%2) + k of byte i */
-            for (uint32_t k = 0; k < 4; k++) {
-                uint32_t x = get32(hm + 16 * h + 4 * k);
+        /* bytes hmask[16h + 4k ..] as one word, h = 0 and 1 side by side
+         * in 64 bits: bit 4n + j of byte i is element (j, k, i)'s of unit
+         * (n, h), moved to bit 4(j%2) + k of byte i (a shift of at most 7
+         * keeps each byte's bit 0 its own) */
+        uint64_t x[4];
+        for (uint32_t k = 0; k < 4; k++)
+            x[k] = get32(hm + 4 * k) | (uint64_t)get32(hm + 16 + 4 * k) << 32;
+        for (uint32_t n = 0; n < 2; n++) {
+            uint64_t w[2] = {0, 0};
+            for (uint32_t k = 0; k < 4; k++)
                 for (uint32_t j = 0; j < 4; j++)
-                    w[j >> 1] |= ((x >> (4 * n + j)) & 0x01010101u) << (4 * (j & 1) + k);
+                    w[j >> 1] |= ((x[k] >> (4 * n + j)) & 0x0101010101010101ull) << (4 * (j & 1) + k);
+            for (uint32_t h = 0; h < 2; h++) { /* unit u = 2n + h */
+                put32(body + 64 + 8 * (2 * n + h), (uint32_t)(w[0] >> (32 * h)));
+                put32(body + 68 + 8 * (2 * n + h), (uint32_t)(w[1] >> (32 * h)));
             }
-            put32(body + 64 + 8 * u, w[0]);
-            put32(body + 68 + 8 * u, w[1]);
         }
         /* unit u = (n, h) takes scales 8n + 2j + h, j = 0..3 */
         uint32_t v[4];
