@@ -299,8 +299,8 @@ static int print_placement(const char *path, const cli_options *o)
             char line[480], host[320] = "nothing (the file is read once, at load)", slot[32], stream[160] = "";
             vk_placement_line(&pl, line, sizeof line);
             if (pl.stream_slot)
-                snprintf(stream, sizeof stream, "; prompt batches of %u+ tokens copy them to the GPU a layer at a "
-                         "time, through a %s slot", pl.stream_min, human_bytes((double)pl.stream_slot, slot, sizeof slot));
+                snprintf(stream, sizeof stream, "; prompt batches of %u+ tokens (once timed, the faster way) copy "
+                         "them to the GPU a layer at a time, through a %s slot", pl.stream_min, human_bytes((double)pl.stream_slot, slot, sizeof slot));
             if (pl.host_layers) /* the line's last clause says which */
                 snprintf(host, sizeof host, "the routed experts of %u MoE layer%s (%.1f MiB, read from the mapped "
                          "file, computed by the CPU%s)", pl.host_layers, pl.host_layers > 1 ? "s" : "",
