@@ -6,6 +6,19 @@
  * the calls go one way (tests/t_layers.sh). */
 #include "vk_engine.h"
 
+/* Nodes [from, to) of g recorded into r as a graph of their own. */
+static int record_nodes(vk_engine *e, vk_rec *r, const vk_graph *g, uint32_t from, uint32_t to)
+{
+    vk_graph pg;
+    if (vk_graph_init(&pg, to - from + 1, r->err))
+        return r->status = -1;
+    for (uint32_t i = from; i < to; i++) /* copies pointing into g's operands, which outlive pg */
+        vk_graph_add(&pg, &g->nodes[i]);
+    int rc = pg.status ? -1 : vk_sync_record(&e->rec.sync, &pg, r);
+    vk_graph_free(&pg);
+    return rc;
+}
+
 int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uint32_t *cut, uint32_t part, bool side,
                            bool timed)
 {
@@ -40,13 +53,7 @@ int vk_hostmoe_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, const uin
     }
     if (qp && side)
         vkCmdWriteTimestamp(r->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, qp, q);
-    vk_graph pg;
-    if (vk_graph_init(&pg, to - from + 1, r->err))
-        return r->status = -1;
-    for (uint32_t i = from; i < to; i++) /* copies pointing into g's operands, which outlive pg */
-        vk_graph_add(&pg, &g->nodes[i]);
-    int rc = pg.status ? -1 : vk_sync_record(&e->rec.sync, &pg, r);
-    vk_graph_free(&pg);
+    int rc = record_nodes(e, r, g, from, to);
     if (rc == 0 && !side && part < n_layers) {
         VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
                               .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
@@ -91,12 +98,5 @@ int vk_hostmoe_stream_record_part(vk_engine *e, vk_rec *r, const vk_graph *g, co
         vkCmdPipelineBarrier(r->cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &cb,
                              0, NULL, 0, NULL);
     }
-    vk_graph pg;
-    if (vk_graph_init(&pg, to - from + 1, r->err))
-        return r->status = -1;
-    for (uint32_t i = from; i < to; i++) /* copies pointing into g's operands, which outlive pg */
-        vk_graph_add(&pg, &g->nodes[i]);
-    int rc = pg.status ? -1 : vk_sync_record(&e->rec.sync, &pg, r);
-    vk_graph_free(&pg);
-    return rc;
+    return record_nodes(e, r, g, from, to);
 }
