@@ -504,19 +504,20 @@ INL void spread_dx(const void *const *x, int nt, uint64_t n, float (*buf)[SPREAD
     }
 
 /* ======================================================================
- * Q4_0 packed by 16 rows (cpu_pack.h): one row per 32-bit lane.  Per
- * block, the 4 chunks' 8 vectors of levels are unpacked once for the tile;
+ * Q4_0 (and with VNNI IQ4_NL) packed by 16 rows (cpu_pack.h): one row per
+ * 32-bit lane.  Per block, the 4 chunks' 8 vectors of levels are unpacked
+ * once for the tile (IQ4_NL's through a vpshufb of its table plus 128);
  * per token, 8 vpdpbusd (without VNNI: 8 vpmaddubsw added in 16 bits, then
  * one vpmaddwd) against the token's 4-byte groups broadcast give the 16
- * rows' exact integer dot products; the offset of 8 comes off through the
- * token's block sum.  Then acc += (d_w d_x) s, multiply then add as the
+ * rows' exact integer dot products; the offset of 8 (IQ4_NL: the bias of
+ * 128) comes off through the token's block sum.  Then acc += (d_w d_x) s, multiply then add as the
  * portable kernel (no FMA): the portable set's bits.
  * ====================================================================== */
 
-INL __m512i packed_block16(const __m512i *lo, const __m512i *hi, const int8_t *q, int32_t qsum)
+INL __m512i packed_block16(const __m512i *lo, const __m512i *hi, const int8_t *q, int32_t qsum, int32_t bias)
 {
 #ifdef CPU_X86_VNNI
-    __m512i s = _mm512_set1_epi32(-8 * qsum);
+    __m512i s = _mm512_set1_epi32(-bias * qsum);
     for (int c = 0; c < 4; c++) {
         int32_t a, b;
         memcpy(&a, q + 4 * c, 4);
@@ -535,13 +536,28 @@ INL __m512i packed_block16(const __m512i *lo, const __m512i *hi, const int8_t *q
         p = _mm512_add_epi16(p, _mm512_maddubs_epi16(lo[c], _mm512_set1_epi32(a)));
         p = _mm512_add_epi16(p, _mm512_maddubs_epi16(hi[c], _mm512_set1_epi32(b)));
     }
-    return _mm512_sub_epi32(_mm512_madd_epi16(p, _mm512_set1_epi16(1)), _mm512_set1_epi32(8 * qsum));
+    return _mm512_sub_epi32(_mm512_madd_epi16(p, _mm512_set1_epi16(1)), _mm512_set1_epi32(bias * qsum));
 #endif
 }
 
-INL void packed_q4_0_group(const uint8_t *group, const void *const *x, int nt, uint64_t n, float *const *y,
-                           uint64_t r0, bool accumulate)
+/* IQ4_NL's table, each level plus 128 (an unsigned byte, for vpdpbusd),
+ * in all four 128-bit lanes for vpshufb. */
+INL __m512i iq4_biased_table(void)
 {
+    int8_t t[16];
+    for (int i = 0; i < 16; i++)
+        t[i] = (int8_t)(cpu_iq4_levels[i] ^ (int8_t)0x80);
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t));
+}
+
+/* A group of 16 rows of 4-bit codes: Q4_0's levels are the nibbles less 8;
+ * IQ4_NL's (iq4, VNNI only: vpmaddubsw's pairs of biased levels up to 241
+ * could saturate) the table's, looked up biased by 128 through vpshufb. */
+INL void packed_nibble_group(const uint8_t *group, const void *const *x, int nt, uint64_t n, float *const *y,
+                             uint64_t r0, bool accumulate, bool iq4)
+{
+    const __m512i tab = iq4 ? iq4_biased_table() : _mm512_setzero_si512();
+    const int32_t bias = iq4 ? 128 : 8;
     const int8_t *q[CPU_TILE_TOK];
     const float *d[CPU_TILE_TOK];
     const int32_t *qs[CPU_TILE_TOK];
@@ -561,10 +577,14 @@ INL void packed_q4_0_group(const uint8_t *group, const void *const *x, int nt, u
             const __m512i v = load512(blk + 32 + 64 * c);
             lo[c] = _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
             hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
+            if (iq4) {
+                lo[c] = _mm512_shuffle_epi8(tab, lo[c]);
+                hi[c] = _mm512_shuffle_epi8(tab, hi[c]);
+            }
         }
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
-            const __m512i s = packed_block16(lo, hi, q[t] + 32 * b, qs[t][b]);
+            const __m512i s = packed_block16(lo, hi, q[t] + 32 * b, qs[t][b], bias);
             const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(d[t][b]));
             acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(dd, _mm512_cvtepi32_ps(s)));
         }
@@ -576,23 +596,33 @@ INL void packed_q4_0_group(const uint8_t *group, const void *const *x, int nt, u
     }
 }
 
-#define PACKED_NT(NT)                                                                          \
+#define PACKED_NT(NT, IQ4)                                                                     \
     for (uint64_t g = 0; g < n_groups; g++)                                                    \
-        packed_q4_0_group((const uint8_t *)groups + g * group_bytes, x, NT, n, y, 16 * g, accumulate);
+        packed_nibble_group((const uint8_t *)groups + g * group_bytes, x, NT, n, y, 16 * g, accumulate, IQ4);
+#define PACKED_NIBBLES(IQ4)                                                                    \
+    switch (nt) {                                                                              \
+    case 1: PACKED_NT(1, IQ4) break;                                                           \
+    case 2: PACKED_NT(2, IQ4) break;                                                           \
+    case 3: PACKED_NT(3, IQ4) break;                                                           \
+    case 4: PACKED_NT(4, IQ4) break;                                                           \
+    case 5: PACKED_NT(5, IQ4) break;                                                           \
+    case 6: PACKED_NT(6, IQ4) break;                                                           \
+    case 7: PACKED_NT(7, IQ4) break;                                                           \
+    default: PACKED_NT(8, IQ4) break;                                                          \
+    }
 TGT static void z_packed_q4_0(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
                               int nt, uint64_t n, float *const *y, bool accumulate)
 {
-    switch (nt) {
-    case 1: PACKED_NT(1) break;
-    case 2: PACKED_NT(2) break;
-    case 3: PACKED_NT(3) break;
-    case 4: PACKED_NT(4) break;
-    case 5: PACKED_NT(5) break;
-    case 6: PACKED_NT(6) break;
-    case 7: PACKED_NT(7) break;
-    default: PACKED_NT(8) break;
-    }
+    PACKED_NIBBLES(false)
 }
+#ifdef CPU_X86_VNNI
+TGT static void z_packed_iq4_nl(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
+                                int nt, uint64_t n, float *const *y, bool accumulate)
+{
+    PACKED_NIBBLES(true)
+}
+#endif
+#undef PACKED_NIBBLES
 #undef PACKED_NT
 
 #ifdef CPU_X86_VNNI
@@ -1207,7 +1237,11 @@ void CPU_X86_FILL(cpu_kernels *k)
 #else
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q8_0, NULL};
 #endif
+#ifdef CPU_X86_VNNI
+    k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_iq4_nl, z_packed_iq4_nl};
+#else
     k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_iq4_nl, NULL};
+#endif
     k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_mxfp4, NULL};
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q4_K, NULL};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q5_K, NULL};

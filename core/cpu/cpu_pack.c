@@ -1,6 +1,8 @@
-/* cpu_pack.c: Q4_0 and Q8_0 rows interleaved by groups of 16 (cpu_pack.h). */
+/* cpu_pack.c: Q4_0, IQ4_NL and Q8_0 rows interleaved by groups of 16
+ * (cpu_pack.h). */
 #include "cpu_pack.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +19,10 @@ bool cpu_pack_wanted(const cpu_kernels *k, const mtensor *t)
     return t->data && cpu_pack_type(t->type) && k->type[t->type].packed && t->ne[0] % 32 == 0 && t->ne[1] > 0;
 }
 
-/* One Q4_0 block of row r into the 16 rows' packed block. */
+_Static_assert(sizeof(block_iq4_nl) == sizeof(block_q4_0) && offsetof(block_iq4_nl, qs) == offsetof(block_q4_0, qs),
+               "IQ4_NL's block is packed as Q4_0's");
+
+/* One Q4_0 (or IQ4_NL) block of row r into the 16 rows' packed block. */
 static void pack_q4_0_block(const uint8_t *row, uint64_t b, uint64_t r, uint8_t *out)
 {
     const block_q4_0 *w = (const block_q4_0 *)row + b;

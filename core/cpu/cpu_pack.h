@@ -1,5 +1,5 @@
-/* cpu_pack.h: Q4_0 and Q8_0 weights interleaved by groups of rows for the
- * x86 kernels (cpu_pack_).
+/* cpu_pack.h: Q4_0, IQ4_NL and Q8_0 weights interleaved by groups of rows
+ * for the x86 kernels (cpu_pack_).
  *
  * In a file, a Q4_0 row is its blocks one after another (f16 d, 16 bytes of
  * nibbles: byte j holds elements j and j + 16).  A kernel that takes one row
@@ -25,6 +25,10 @@
  * off through the token's block sum (128 sum(x)), which the activation row
  * already holds -- nothing per row, and the dot per block stays exact.
  * The padding rows' bytes are 128 (level 0) under d = 0.
+ *
+ * IQ4_NL's blocks are Q4_0's (f16 d, 16 bytes of 4-bit codes in the same
+ * order): packed exactly as Q4_0, the codes being indices into its table
+ * of 16 signed levels, which the kernel looks up (a byte shuffle).
  *
  * A packed row's sum is formed as the portable kernel forms it: per block
  * the exact integer dot product s, then acc += (d_w d_x) s in f32 (no FMA),
@@ -56,10 +60,10 @@
 
 enum { CPU_PACK_ROWS = 16, CPU_PACK_Q4_0_BLOCK_BYTES = 288, CPU_PACK_Q8_0_BLOCK_BYTES = 544 };
 
-/* Whether cpu_pack.h has a packed form for the type (Q4_0, Q8_0). */
+/* Whether cpu_pack.h has a packed form for the type (Q4_0, IQ4_NL, Q8_0). */
 static inline bool cpu_pack_type(uint32_t type)
 {
-    return type == QT_Q4_0 || type == QT_Q8_0;
+    return type == QT_Q4_0 || type == QT_IQ4_NL || type == QT_Q8_0;
 }
 /* Bytes of 16 rows' blocks of 32 elements packed together. */
 static inline uint64_t cpu_pack_block_bytes(uint32_t type)
@@ -82,11 +86,11 @@ static inline uint64_t cpu_pack_matrix_bytes(const mtensor *t)
 }
 uint64_t cpu_pack_bytes(const mtensor *t);
 
-/* Whether kernel set k has a packed kernel for t (Q4_0 or Q8_0, rows of
+/* Whether kernel set k has a packed kernel for t (cpu_pack_type, rows of
  * whole blocks): only then is a packed copy worth making. */
 bool cpu_pack_wanted(const cpu_kernels *k, const mtensor *t);
 
-/* Packed groups [g0, g1) of t (Q4_0 or Q8_0; g counts over all matrices)
+/* Packed groups [g0, g1) of t (cpu_pack_type; g counts over all matrices)
  * into dst (the whole tensor's packed bytes). */
 void cpu_pack_rows(const mtensor *t, uint8_t *dst, uint64_t g0, uint64_t g1);
 
