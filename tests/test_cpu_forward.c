@@ -584,6 +584,7 @@ static void test_glm_shapes_against_reference(void)
     glm_shapes_against_reference(SYNTH_FT_IQ1_S, "IQ1_S", 0.08, 2);
     glm_shapes_against_reference(SYNTH_FT_IQ1_M, "IQ1_M", 0.08, 1);
     glm_shapes_against_reference(SYNTH_FT_IQ4_NL, "IQ4_NL", 0.06, 1); /* packed with VNNI */
+    glm_shapes_against_reference(SYNTH_FT_Q5_0, "Q5_0", 0.06, 1); /* packed with VNNI */
 }
 
 /* ---- errors and cancellation ----------------------------------------------- */

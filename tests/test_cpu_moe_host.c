@@ -317,7 +317,7 @@ out:
     free(ids);
 }
 
-/* Q4_0, IQ4_NL and Q8_0 experts are packed (cpu_pack.h) at a layer's first eval on
+/* Q4_0, IQ4_NL, Q5_0 and Q8_0 experts are packed (cpu_pack.h) at a layer's first eval on
  * a set with a packed kernel for the type, and give the portable set's
  * bits: the packed kernels form each sum in its order.  The copy's bytes
  * are reported. */
@@ -384,6 +384,7 @@ out:
 static void test_packed_q4_0_is_portable_bits(void) { packed_is_portable_bits(QT_Q4_0); }
 static void test_packed_q8_0_is_portable_bits(void) { packed_is_portable_bits(QT_Q8_0); }
 static void test_packed_iq4_nl_is_portable_bits(void) { packed_is_portable_bits(QT_IQ4_NL); }
+static void test_packed_q5_0_is_portable_bits(void) { packed_is_portable_bits(QT_Q5_0); }
 
 /* The rows of gate and up per work item (any multiple of 32, or the even
  * split) change no bit either: each row is its own dot product, and the
@@ -485,6 +486,7 @@ int main(void)
     RUN(test_packed_q4_0_is_portable_bits);
     RUN(test_packed_q8_0_is_portable_bits);
     RUN(test_packed_iq4_nl_is_portable_bits);
+    RUN(test_packed_q5_0_is_portable_bits);
     RUN(test_bad_input_is_an_error);
     TESTS_DONE();
 }

@@ -1,10 +1,10 @@
-/* test_cpu_pack.c: Q4_0, IQ4_NL and Q8_0 packed by 16 rows
+/* test_cpu_pack.c: Q4_0, IQ4_NL, Q5_0 and Q8_0 packed by 16 rows
  * (core/cpu/cpu_pack.h) and their kernels, through the row tiling that uses
  * them (cpu_mm_rows), on every kernel set this CPU runs that has a packed
- * kernel (Q4_0: avx2, avxvnni, avx512, avx512vnni; IQ4_NL and Q8_0:
+ * kernel (Q4_0: avx2, avxvnni, avx512, avx512vnni; IQ4_NL, Q5_0 and Q8_0:
  * avx512vnni; the cases of a set the CPU lacks say so and skip).
  *
- * Data: random Q4_0 / IQ4_NL / Q8_0 blocks (synth's: every code, random-sign scales) and
+ * Data: random Q4_0 / IQ4_NL / Q5_0 / Q8_0 blocks (synth's: every code, random-sign scales) and
  * random activations that are never zero, their scale changing per block;
  * row counts 1, 5, 16, 17, 40 (the padded last group), two matrices (an
  * expert tensor: the second one's offset), row lengths of 1, 3, 5, 48 and
@@ -172,6 +172,7 @@ static void test_packed_avx512(void) { packed_of(CPU_ISA_AVX512, QT_Q4_0); }
 static void test_packed_avx512vnni(void) { packed_of(CPU_ISA_AVX512VNNI, QT_Q4_0); }
 static void test_packed_q8_0_avx512vnni(void) { packed_of(CPU_ISA_AVX512VNNI, QT_Q8_0); }
 static void test_packed_iq4_nl_avx512vnni(void) { packed_of(CPU_ISA_AVX512VNNI, QT_IQ4_NL); }
+static void test_packed_q5_0_avx512vnni(void) { packed_of(CPU_ISA_AVX512VNNI, QT_Q5_0); }
 
 /* The comparison above can fail: the levels of row 5 of the second group
  * changed in block 1 of the packed copy (all 32: one alone may meet a
@@ -194,9 +195,12 @@ static void broken_packing_is_caught(uint32_t type)
     uint8_t *g = c.packed + cpu_pack_matrix_bytes(&c.w) + cpu_pack_group_bytes(&c.w); /* matrix 1, group 1 */
     uint8_t *blk1 = g + cpu_pack_block_bytes(type);                                   /* block 1 */
     const int chunks = type == QT_Q8_0 ? 8 : 4; /* Q8_0: a byte a level; else both nibbles of a byte */
+    const int at = type == QT_Q5_0 ? 96 : 32;   /* Q5_0: the nibbles after the qh words */
     for (int ch = 0; ch < chunks; ch++)
         for (int j = 0; j < 4; j++)
-            blk1[32 + 64 * ch + 4 * 5 + j] ^= type == QT_Q8_0 ? 0x04 : 0x11;
+            blk1[at + 64 * ch + 4 * 5 + j] ^= type == QT_Q8_0 ? 0x04 : 0x11;
+    if (type == QT_Q5_0) /* and row 5's fifth bits: a wrong qh word must be caught too */
+        blk1[32 + 4 * 5 + 2] ^= 0xFF;
     CHECK(mismatches(k, &c, 1, 8, 0, 40, false) == 8, "a changed level moved %llu outputs, not row 21's 8",
           (unsigned long long)mismatches(k, &c, 1, 8, 0, 40, false));
     free_case(&c);
@@ -204,6 +208,7 @@ static void broken_packing_is_caught(uint32_t type)
 static void test_broken_packing_is_caught(void) { broken_packing_is_caught(QT_Q4_0); }
 static void test_broken_q8_0_packing_is_caught(void) { broken_packing_is_caught(QT_Q8_0); }
 static void test_broken_iq4_nl_packing_is_caught(void) { broken_packing_is_caught(QT_IQ4_NL); }
+static void test_broken_q5_0_packing_is_caught(void) { broken_packing_is_caught(QT_Q5_0); }
 
 /* The set finds a tensor's copy by its data, holds its bytes (padding
  * included), and makes none where the set has no packed kernel for the
@@ -263,9 +268,11 @@ int main(void)
     RUN(test_packed_avx512vnni);
     RUN(test_packed_q8_0_avx512vnni);
     RUN(test_packed_iq4_nl_avx512vnni);
+    RUN(test_packed_q5_0_avx512vnni);
     RUN(test_broken_packing_is_caught);
     RUN(test_broken_q8_0_packing_is_caught);
     RUN(test_broken_iq4_nl_packing_is_caught);
+    RUN(test_broken_q5_0_packing_is_caught);
     RUN(test_packs_set);
     TESTS_DONE();
 }

@@ -550,14 +550,33 @@ INL __m512i iq4_biased_table(void)
     return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t));
 }
 
-/* A group of 16 rows of 4-bit codes: Q4_0's levels are the nibbles less 8;
- * IQ4_NL's (iq4, VNNI only: vpmaddubsw's pairs of biased levels up to 241
- * could saturate) the table's, looked up biased by 128 through vpshufb. */
-INL void packed_nibble_group(const uint8_t *group, const void *const *x, int nt, uint64_t n, float *const *y,
-                             uint64_t r0, bool accumulate, bool iq4)
+/* Q5_0's fifth bits, 16 rows' qh words (one per 32-bit lane), into the
+ * levels of chunk c: byte j of a lane takes bit 4c + j (lo) or 16 + 4c + j
+ * (hi) of its row's word -- a vpshufb puts the word's byte holding them in
+ * all four bytes, a test against (1, 2, 4, 8) << 4 (c odd) picks each one. */
+INL void q5_high_bits(__m512i qh, int c, __m512i *lo, __m512i *hi)
 {
-    const __m512i tab = iq4 ? iq4_biased_table() : _mm512_setzero_si512();
-    const int32_t bias = iq4 ? 128 : 8;
+    const __m512i base = _mm512_broadcast_i32x4(_mm_set_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0));
+    const __m512i pat = _mm512_set1_epi32(c % 2 ? (int)0x80402010u : 0x08040201);
+    const __m512i bl = _mm512_shuffle_epi8(qh, _mm512_add_epi8(base, _mm512_set1_epi8((char)(c / 2))));
+    const __m512i bh = _mm512_shuffle_epi8(qh, _mm512_add_epi8(base, _mm512_set1_epi8((char)(2 + c / 2))));
+    const __m512i sixteen = _mm512_set1_epi8(16);
+    *lo = _mm512_mask_add_epi8(*lo, _mm512_test_epi8_mask(bl, pat), *lo, sixteen);
+    *hi = _mm512_mask_add_epi8(*hi, _mm512_test_epi8_mask(bh, pat), *hi, sixteen);
+}
+
+enum { NIB_Q4_0, NIB_IQ4_NL, NIB_Q5_0 };
+
+/* A group of 16 rows of 4-bit codes: Q4_0's levels are the nibbles less 8;
+ * IQ4_NL's the table's, looked up biased by 128 through vpshufb; Q5_0's
+ * the nibbles and their fifth bits less 16.  IQ4_NL and Q5_0 with VNNI
+ * only: vpmaddubsw's 16-bit sums of their levels could saturate. */
+INL void packed_nibble_group(const uint8_t *group, const void *const *x, int nt, uint64_t n, float *const *y,
+                             uint64_t r0, bool accumulate, int kind)
+{
+    const __m512i tab = kind == NIB_IQ4_NL ? iq4_biased_table() : _mm512_setzero_si512();
+    const int32_t bias = kind == NIB_IQ4_NL ? 128 : kind == NIB_Q5_0 ? 16 : 8;
+    const uint64_t stride = kind == NIB_Q5_0 ? 352 : 288, qs_at = kind == NIB_Q5_0 ? 96 : 32;
     const int8_t *q[CPU_TILE_TOK];
     const float *d[CPU_TILE_TOK];
     const int32_t *qs[CPU_TILE_TOK];
@@ -570,17 +589,19 @@ INL void packed_nibble_group(const uint8_t *group, const void *const *x, int nt,
         acc[t] = _mm512_setzero_ps();
     }
     const uint8_t *blk = group;
-    for (uint64_t b = 0; b < n / 32; b++, blk += 288) {
+    for (uint64_t b = 0; b < n / 32; b++, blk += stride) {
         const __m512 dw = _mm512_cvtph_ps(load256(blk));
         __m512i lo[4], hi[4];
         for (int c = 0; c < 4; c++) {
-            const __m512i v = load512(blk + 32 + 64 * c);
+            const __m512i v = load512(blk + qs_at + 64 * c);
             lo[c] = _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
             hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
-            if (iq4) {
+            if (kind == NIB_IQ4_NL) {
                 lo[c] = _mm512_shuffle_epi8(tab, lo[c]);
                 hi[c] = _mm512_shuffle_epi8(tab, hi[c]);
             }
+            if (kind == NIB_Q5_0)
+                q5_high_bits(load512(blk + 32), c, &lo[c], &hi[c]);
         }
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
@@ -613,13 +634,18 @@ INL void packed_nibble_group(const uint8_t *group, const void *const *x, int nt,
 TGT static void z_packed_q4_0(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
                               int nt, uint64_t n, float *const *y, bool accumulate)
 {
-    PACKED_NIBBLES(false)
+    PACKED_NIBBLES(NIB_Q4_0)
 }
 #ifdef CPU_X86_VNNI
 TGT static void z_packed_iq4_nl(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
                                 int nt, uint64_t n, float *const *y, bool accumulate)
 {
-    PACKED_NIBBLES(true)
+    PACKED_NIBBLES(NIB_IQ4_NL)
+}
+TGT static void z_packed_q5_0(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
+                              int nt, uint64_t n, float *const *y, bool accumulate)
+{
+    PACKED_NIBBLES(NIB_Q5_0)
 }
 #endif
 #undef PACKED_NIBBLES
@@ -1230,7 +1256,11 @@ void CPU_X86_FILL(cpu_kernels *k)
 {
     k->type[QT_Q4_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q4_0, z_packed_q4_0};
     k->type[QT_Q4_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q4_1, NULL};
+#ifdef CPU_X86_VNNI
+    k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_0, z_packed_q5_0};
+#else
     k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_0, NULL};
+#endif
     k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_1, NULL};
 #ifdef CPU_X86_VNNI
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q8_0, z_packed_q8_0};

@@ -42,9 +42,19 @@ static void pack_q8_0_block(const uint8_t *row, uint64_t b, uint64_t r, uint8_t 
             out[32 + 64 * c + 4 * r + j] = (uint8_t)((uint8_t)w->qs[4 * c + j] ^ 0x80);
 }
 
+/* One Q5_0 block of row r: its qh word, then its nibbles as Q4_0's. */
+static void pack_q5_0_block(const uint8_t *row, uint64_t b, uint64_t r, uint8_t *out)
+{
+    const block_q5_0 *w = (const block_q5_0 *)row + b;
+    memcpy(out + 2 * r, &w->d, 2);
+    memcpy(out + 32 + 4 * r, w->qh, 4);
+    for (int c = 0; c < 4; c++)
+        memcpy(out + 96 + 64 * c + 4 * r, w->qs + 4 * c, 4);
+}
+
 void cpu_pack_rows(const mtensor *t, uint8_t *dst, uint64_t g0, uint64_t g1)
 {
-    const bool q8 = t->type == QT_Q8_0;
+    const bool q8 = t->type == QT_Q8_0, q5 = t->type == QT_Q5_0;
     const uint64_t per = cpu_pack_groups(t), nb = t->ne[0] / 32, gb = cpu_pack_group_bytes(t);
     const uint64_t bb = cpu_pack_block_bytes(t->type);
     for (uint64_t g = g0; g < g1; g++) {
@@ -58,6 +68,8 @@ void cpu_pack_rows(const mtensor *t, uint8_t *dst, uint64_t g0, uint64_t g1)
             for (uint64_t r = 0; r < CPU_PACK_ROWS && r0 + r < t->ne[1]; r++) {
                 if (q8)
                     pack_q8_0_block(m + (r0 + r) * t->nb1, b, r, out);
+                else if (q5)
+                    pack_q5_0_block(m + (r0 + r) * t->nb1, b, r, out);
                 else
                     pack_q4_0_block(m + (r0 + r) * t->nb1, b, r, out);
             }

@@ -1,4 +1,4 @@
-/* cpu_pack.h: Q4_0, IQ4_NL and Q8_0 weights interleaved by groups of rows
+/* cpu_pack.h: Q4_0, IQ4_NL, Q5_0 and Q8_0 weights interleaved by groups of rows
  * for the x86 kernels (cpu_pack_).
  *
  * In a file, a Q4_0 row is its blocks one after another (f16 d, 16 bytes of
@@ -30,6 +30,12 @@
  * order): packed exactly as Q4_0, the codes being indices into its table
  * of 16 signed levels, which the kernel looks up (a byte shuffle).
  *
+ * Q5_0 as Q4_0 with its fifth bits between the scales and the nibbles:
+ *     f16 d[16] | the 16 rows' 32-bit qh words (row r at 4r) | Q4_0's 4
+ *                 chunks of 64 bytes of nibbles
+ * (352 bytes, the 16 blocks' own size); the kernel adds each bit (16) to
+ * its nibble, the offset of 16 coming off through the token's block sum.
+ *
  * A packed row's sum is formed as the portable kernel forms it: per block
  * the exact integer dot product s, then acc += (d_w d_x) s in f32 (no FMA),
  * so the packed kernels give the portable set's bits.
@@ -58,17 +64,19 @@
 #include "base/error.h"
 #include "model/model.h"
 
-enum { CPU_PACK_ROWS = 16, CPU_PACK_Q4_0_BLOCK_BYTES = 288, CPU_PACK_Q8_0_BLOCK_BYTES = 544 };
+enum { CPU_PACK_ROWS = 16, CPU_PACK_Q4_0_BLOCK_BYTES = 288, CPU_PACK_Q5_0_BLOCK_BYTES = 352, CPU_PACK_Q8_0_BLOCK_BYTES = 544 };
 
-/* Whether cpu_pack.h has a packed form for the type (Q4_0, IQ4_NL, Q8_0). */
+/* Whether cpu_pack.h has a packed form for the type (Q4_0, IQ4_NL, Q5_0, Q8_0). */
 static inline bool cpu_pack_type(uint32_t type)
 {
-    return type == QT_Q4_0 || type == QT_IQ4_NL || type == QT_Q8_0;
+    return type == QT_Q4_0 || type == QT_IQ4_NL || type == QT_Q5_0 || type == QT_Q8_0;
 }
 /* Bytes of 16 rows' blocks of 32 elements packed together. */
 static inline uint64_t cpu_pack_block_bytes(uint32_t type)
 {
-    return type == QT_Q8_0 ? CPU_PACK_Q8_0_BLOCK_BYTES : CPU_PACK_Q4_0_BLOCK_BYTES;
+    return type == QT_Q8_0   ? CPU_PACK_Q8_0_BLOCK_BYTES
+           : type == QT_Q5_0 ? CPU_PACK_Q5_0_BLOCK_BYTES
+                             : CPU_PACK_Q4_0_BLOCK_BYTES;
 }
 /* Bytes of one packed group (all of a row's blocks for 16 rows), of one
  * packed matrix, and of the whole tensor. */
