@@ -27,6 +27,7 @@
 
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_moe_host.h"
+#include "cpu/cpu_pack.h"
 #include "format/quant.h"
 #include "model/synth.h"
 #include "testlib.h"
@@ -316,10 +317,11 @@ out:
     free(ids);
 }
 
-/* Q4_0 experts are packed (cpu_pack.h) at a layer's first eval on a set
- * with a packed kernel, and give the portable set's bits: the packed
- * kernels form each sum in its order.  The copy's bytes are reported. */
-static void test_packed_q4_0_is_portable_bits(void)
+/* Q4_0, IQ4_NL, Q5_0 and Q8_0 experts are packed (cpu_pack.h) at a layer's first eval on
+ * a set with a packed kernel for the type, and give the portable set's
+ * bits: the packed kernels form each sum in its order.  The copy's bytes
+ * are reported. */
+static void packed_is_portable_bits(uint32_t type)
 {
     const shape s = {512, 768, 8, 4, 11};
     const uint64_t H = s.n_embd, NK = (uint64_t)s.n_tok * s.n_used;
@@ -330,7 +332,7 @@ static void test_packed_q4_0_is_portable_bits(void)
     int32_t *ids = malloc(NK * sizeof *ids);
     err_t err = {0};
     cpu_moe_host *best = NULL, *portable = NULL, *plain = NULL;
-    if (!x || !w || !y || !yp || !ids || make_layer(&d, &s, QT_Q4_0)) {
+    if (!x || !w || !y || !yp || !ids || make_layer(&d, &s, type)) {
         CHECK(0, "out of memory");
         goto out;
     }
@@ -343,14 +345,16 @@ static void test_packed_q4_0_is_portable_bits(void)
     CHECK(best && portable, "new: %.300s", err.msg);
     if (!best || !portable)
         goto out;
-    const bool packs = cpu_moe_host_kernels(best)->type[QT_Q4_0].packed != NULL;
+    const bool packs = cpu_moe_host_kernels(best)->type[type].packed != NULL;
     if (!packs)
-        printf("# %s has no packed kernel: the bits are still the portable ones\n", cpu_moe_host_kernels(best)->name);
+        printf("# %s has no packed %s kernel: the bits are still the portable ones\n",
+               cpu_moe_host_kernels(best)->name, quant_traits_of(type)->name);
     CHECK(cpu_moe_host_packed_bytes(best) == 0, "packed before the first eval");
     CHECK(cpu_moe_host_eval(best, &d.L, x, ids, w, s.n_tok, y, &err) == 0, "%.300s", err.msg);
     CHECK(cpu_moe_host_eval(portable, &d.L, x, ids, w, s.n_tok, yp, &err) == 0, "%.300s", err.msg);
     if (packs) /* 3 tensors of 8 matrices: 768 rows of 16 blocks, 512 rows of 24 */
-        CHECK(cpu_moe_host_packed_bytes(best) == 8ull * (2 * 48 * 16 + 32 * 24) * 288, "%llu packed bytes",
+        CHECK(cpu_moe_host_packed_bytes(best) == 8ull * (2 * 48 * 16 + 32 * 24) * cpu_pack_block_bytes(type),
+              "%llu packed bytes",
               (unsigned long long)cpu_moe_host_packed_bytes(best));
     CHECK(cpu_moe_host_packed_bytes(portable) == 0, "the portable set packed");
     CHECK(memcmp(y, yp, s.n_tok * H * sizeof *y) == 0, "%s and portable differ", cpu_moe_host_kernels(best)->name);
@@ -377,6 +381,10 @@ out:
     free(yp);
     free(ids);
 }
+static void test_packed_q4_0_is_portable_bits(void) { packed_is_portable_bits(QT_Q4_0); }
+static void test_packed_q8_0_is_portable_bits(void) { packed_is_portable_bits(QT_Q8_0); }
+static void test_packed_iq4_nl_is_portable_bits(void) { packed_is_portable_bits(QT_IQ4_NL); }
+static void test_packed_q5_0_is_portable_bits(void) { packed_is_portable_bits(QT_Q5_0); }
 
 /* The rows of gate and up per work item (any multiple of 32, or the even
  * split) change no bit either: each row is its own dot product, and the
@@ -476,6 +484,9 @@ int main(void)
     RUN(test_batch_and_threads_change_no_bit);
     RUN(test_gate_rows_change_no_bit);
     RUN(test_packed_q4_0_is_portable_bits);
+    RUN(test_packed_q8_0_is_portable_bits);
+    RUN(test_packed_iq4_nl_is_portable_bits);
+    RUN(test_packed_q5_0_is_portable_bits);
     RUN(test_bad_input_is_an_error);
     TESTS_DONE();
 }

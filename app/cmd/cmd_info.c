@@ -280,7 +280,7 @@ static int print_placement(const char *path, const cli_options *o)
         const cpu_kernels *k = be == &cpu_engine_backend ? cpu_kernels_best(&err) : NULL;
         uint64_t packed = k ? cpu_pack_model_bytes(k, &m) : 0;
         if (packed) /* what cpu_forward.c's pack_weights makes at open */
-            printf("  packed      %.1f MiB more: the Q4_0 matrices copied with 16 rows interleaved for the %s "
+            printf("  packed      %.1f MiB more: the Q4_0 / Q5_0 / Q8_0 / IQ4_NL matrices copied with 16 rows interleaved for the %s "
                    "kernels (each where it fits in memory)\n",
                    (double)packed / (1024.0 * 1024.0), k->name);
     } else {
@@ -317,7 +317,7 @@ static int print_placement(const char *path, const cli_options *o)
                     packed += cpu_pack_wanted(k, e[i]) ? cpu_pack_bytes(e[i]) : 0;
             }
             if (packed)
-                printf("  packed      %.1f MiB more: their Q4_0 copied with 16 rows interleaved for the %s kernels, "
+                printf("  packed      %.1f MiB more: their Q4_0 / Q5_0 / Q8_0 / IQ4_NL copied with 16 rows interleaved for the %s kernels, "
                        "each layer at its first use (where it fits in memory%s)\n",
                        (double)packed / (1024.0 * 1024.0), k->name,
                        pl.stream_slot ? " beside the file's pages, which streamed prompts read" : "");

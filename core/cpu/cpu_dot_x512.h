@@ -504,19 +504,20 @@ INL void spread_dx(const void *const *x, int nt, uint64_t n, float (*buf)[SPREAD
     }
 
 /* ======================================================================
- * Q4_0 packed by 16 rows (cpu_pack.h): one row per 32-bit lane.  Per
- * block, the 4 chunks' 8 vectors of levels are unpacked once for the tile;
+ * Q4_0 (and with VNNI IQ4_NL) packed by 16 rows (cpu_pack.h): one row per
+ * 32-bit lane.  Per block, the 4 chunks' 8 vectors of levels are unpacked
+ * once for the tile (IQ4_NL's through a vpshufb of its table plus 128);
  * per token, 8 vpdpbusd (without VNNI: 8 vpmaddubsw added in 16 bits, then
  * one vpmaddwd) against the token's 4-byte groups broadcast give the 16
- * rows' exact integer dot products; the offset of 8 comes off through the
- * token's block sum.  Then acc += (d_w d_x) s, multiply then add as the
+ * rows' exact integer dot products; the offset of 8 (IQ4_NL: the bias of
+ * 128) comes off through the token's block sum.  Then acc += (d_w d_x) s, multiply then add as the
  * portable kernel (no FMA): the portable set's bits.
  * ====================================================================== */
 
-INL __m512i packed_block16(const __m512i *lo, const __m512i *hi, const int8_t *q, int32_t qsum)
+INL __m512i packed_block16(const __m512i *lo, const __m512i *hi, const int8_t *q, int32_t qsum, int32_t bias)
 {
 #ifdef CPU_X86_VNNI
-    __m512i s = _mm512_set1_epi32(-8 * qsum);
+    __m512i s = _mm512_set1_epi32(-bias * qsum);
     for (int c = 0; c < 4; c++) {
         int32_t a, b;
         memcpy(&a, q + 4 * c, 4);
@@ -535,11 +536,134 @@ INL __m512i packed_block16(const __m512i *lo, const __m512i *hi, const int8_t *q
         p = _mm512_add_epi16(p, _mm512_maddubs_epi16(lo[c], _mm512_set1_epi32(a)));
         p = _mm512_add_epi16(p, _mm512_maddubs_epi16(hi[c], _mm512_set1_epi32(b)));
     }
-    return _mm512_sub_epi32(_mm512_madd_epi16(p, _mm512_set1_epi16(1)), _mm512_set1_epi32(8 * qsum));
+    return _mm512_sub_epi32(_mm512_madd_epi16(p, _mm512_set1_epi16(1)), _mm512_set1_epi32(bias * qsum));
 #endif
 }
 
-INL void packed_q4_0_group(const uint8_t *group, const void *const *x, int nt, uint64_t n, float *const *y,
+/* IQ4_NL's table, each level plus 128 (an unsigned byte, for vpdpbusd),
+ * in all four 128-bit lanes for vpshufb. */
+INL __m512i iq4_biased_table(void)
+{
+    int8_t t[16];
+    for (int i = 0; i < 16; i++)
+        t[i] = (int8_t)(cpu_iq4_levels[i] ^ (int8_t)0x80);
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t));
+}
+
+/* Q5_0's fifth bits, 16 rows' qh words (one per 32-bit lane), into the
+ * levels of chunk c: byte j of a lane takes bit 4c + j (lo) or 16 + 4c + j
+ * (hi) of its row's word -- a vpshufb puts the word's byte holding them in
+ * all four bytes, a test against (1, 2, 4, 8) << 4 (c odd) picks each one. */
+INL void q5_high_bits(__m512i qh, int c, __m512i *lo, __m512i *hi)
+{
+    const __m512i base = _mm512_broadcast_i32x4(_mm_set_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0));
+    const __m512i pat = _mm512_set1_epi32(c % 2 ? (int)0x80402010u : 0x08040201);
+    const __m512i bl = _mm512_shuffle_epi8(qh, _mm512_add_epi8(base, _mm512_set1_epi8((char)(c / 2))));
+    const __m512i bh = _mm512_shuffle_epi8(qh, _mm512_add_epi8(base, _mm512_set1_epi8((char)(2 + c / 2))));
+    const __m512i sixteen = _mm512_set1_epi8(16);
+    *lo = _mm512_mask_add_epi8(*lo, _mm512_test_epi8_mask(bl, pat), *lo, sixteen);
+    *hi = _mm512_mask_add_epi8(*hi, _mm512_test_epi8_mask(bh, pat), *hi, sixteen);
+}
+
+enum { NIB_Q4_0, NIB_IQ4_NL, NIB_Q5_0 };
+
+/* A group of 16 rows of 4-bit codes: Q4_0's levels are the nibbles less 8;
+ * IQ4_NL's the table's, looked up biased by 128 through vpshufb; Q5_0's
+ * the nibbles and their fifth bits less 16.  IQ4_NL and Q5_0 with VNNI
+ * only: vpmaddubsw's 16-bit sums of their levels could saturate. */
+INL void packed_nibble_group(const uint8_t *group, const void *const *x, int nt, uint64_t n, float *const *y,
+                             uint64_t r0, bool accumulate, int kind)
+{
+    const __m512i tab = kind == NIB_IQ4_NL ? iq4_biased_table() : _mm512_setzero_si512();
+    const int32_t bias = kind == NIB_IQ4_NL ? 128 : kind == NIB_Q5_0 ? 16 : 8;
+    const uint64_t stride = kind == NIB_Q5_0 ? 352 : 288, qs_at = kind == NIB_Q5_0 ? 96 : 32;
+    const int8_t *q[CPU_TILE_TOK];
+    const float *d[CPU_TILE_TOK];
+    const int32_t *qs[CPU_TILE_TOK];
+    __m512 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        q[t] = cpu_act_q(x[t]);
+        d[t] = cpu_act_d(x[t], n);
+        qs[t] = cpu_act_sum(x[t], n);
+        acc[t] = _mm512_setzero_ps();
+    }
+    const uint8_t *blk = group;
+    for (uint64_t b = 0; b < n / 32; b++, blk += stride) {
+        const __m512 dw = _mm512_cvtph_ps(load256(blk));
+        __m512i lo[4], hi[4];
+        for (int c = 0; c < 4; c++) {
+            const __m512i v = load512(blk + qs_at + 64 * c);
+            lo[c] = _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
+            hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
+            if (kind == NIB_IQ4_NL) {
+                lo[c] = _mm512_shuffle_epi8(tab, lo[c]);
+                hi[c] = _mm512_shuffle_epi8(tab, hi[c]);
+            }
+            if (kind == NIB_Q5_0)
+                q5_high_bits(load512(blk + 32), c, &lo[c], &hi[c]);
+        }
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) {
+            const __m512i s = packed_block16(lo, hi, q[t] + 32 * b, qs[t][b], bias);
+            const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(d[t][b]));
+            acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(dd, _mm512_cvtepi32_ps(s)));
+        }
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        float *o = y[t] + r0;
+        _mm512_storeu_ps(o, accumulate ? _mm512_add_ps(_mm512_loadu_ps(o), acc[t]) : acc[t]);
+    }
+}
+
+#define PACKED_NT(NT, IQ4)                                                                     \
+    for (uint64_t g = 0; g < n_groups; g++)                                                    \
+        packed_nibble_group((const uint8_t *)groups + g * group_bytes, x, NT, n, y, 16 * g, accumulate, IQ4);
+#define PACKED_NIBBLES(IQ4)                                                                    \
+    switch (nt) {                                                                              \
+    case 1: PACKED_NT(1, IQ4) break;                                                           \
+    case 2: PACKED_NT(2, IQ4) break;                                                           \
+    case 3: PACKED_NT(3, IQ4) break;                                                           \
+    case 4: PACKED_NT(4, IQ4) break;                                                           \
+    case 5: PACKED_NT(5, IQ4) break;                                                           \
+    case 6: PACKED_NT(6, IQ4) break;                                                           \
+    case 7: PACKED_NT(7, IQ4) break;                                                           \
+    default: PACKED_NT(8, IQ4) break;                                                          \
+    }
+TGT static void z_packed_q4_0(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
+                              int nt, uint64_t n, float *const *y, bool accumulate)
+{
+    PACKED_NIBBLES(NIB_Q4_0)
+}
+#ifdef CPU_X86_VNNI
+TGT static void z_packed_iq4_nl(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
+                                int nt, uint64_t n, float *const *y, bool accumulate)
+{
+    PACKED_NIBBLES(NIB_IQ4_NL)
+}
+TGT static void z_packed_q5_0(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
+                              int nt, uint64_t n, float *const *y, bool accumulate)
+{
+    PACKED_NIBBLES(NIB_Q5_0)
+}
+#endif
+#undef PACKED_NIBBLES
+#undef PACKED_NT
+
+#ifdef CPU_X86_VNNI
+/* ======================================================================
+ * Q8_0 packed by 16 rows (cpu_pack.h), VNNI only: the levels are stored
+ * plus 128 so that they are vpdpbusd's unsigned operand, the token's bytes
+ * broadcast the signed one; 8 vpdpbusd per block and token from
+ * -128 sum(x) give the 16 rows' exact integer dot products (|sum| of 32
+ * products of at most 255 x 128: far inside int32), then acc += (d_w d_x) s
+ * as the portable kernel (no FMA): the portable set's bits.  Without VNNI,
+ * vpmaddubsw's 16-bit pairs of biased levels would saturate (2 x 255 x 127),
+ * so those sets keep the plain-row kernel.
+ * ====================================================================== */
+
+INL void packed_q8_0_group(const uint8_t *group, const void *const *x, int nt, uint64_t n, float *const *y,
                            uint64_t r0, bool accumulate)
 {
     const int8_t *q[CPU_TILE_TOK];
@@ -554,17 +678,24 @@ INL void packed_q4_0_group(const uint8_t *group, const void *const *x, int nt, u
         acc[t] = _mm512_setzero_ps();
     }
     const uint8_t *blk = group;
-    for (uint64_t b = 0; b < n / 32; b++, blk += 288) {
+    for (uint64_t b = 0; b < n / 32; b++, blk += 544) {
         const __m512 dw = _mm512_cvtph_ps(load256(blk));
-        __m512i lo[4], hi[4];
-        for (int c = 0; c < 4; c++) {
-            const __m512i v = load512(blk + 32 + 64 * c);
-            lo[c] = _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
-            hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
-        }
+        __m512i lv[8];
+        for (int c = 0; c < 8; c++)
+            lv[c] = load512(blk + 32 + 64 * c);
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
-            const __m512i s = packed_block16(lo, hi, q[t] + 32 * b, qs[t][b]);
+            const int8_t *xq = q[t] + 32 * b;
+            /* two chains of 4 (the latency of one chain of 8 measured slower) */
+            __m512i s0 = _mm512_set1_epi32(-128 * qs[t][b]), s1 = _mm512_setzero_si512();
+            for (int c = 0; c < 8; c += 2) {
+                int32_t a0, a1;
+                memcpy(&a0, xq + 4 * c, 4);
+                memcpy(&a1, xq + 4 * c + 4, 4);
+                s0 = _mm512_dpbusd_epi32(s0, lv[c], _mm512_set1_epi32(a0));
+                s1 = _mm512_dpbusd_epi32(s1, lv[c + 1], _mm512_set1_epi32(a1));
+            }
+            const __m512i s = _mm512_add_epi32(s0, s1);
             const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(d[t][b]));
             acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(dd, _mm512_cvtepi32_ps(s)));
         }
@@ -578,8 +709,8 @@ INL void packed_q4_0_group(const uint8_t *group, const void *const *x, int nt, u
 
 #define PACKED_NT(NT)                                                                          \
     for (uint64_t g = 0; g < n_groups; g++)                                                    \
-        packed_q4_0_group((const uint8_t *)groups + g * group_bytes, x, NT, n, y, 16 * g, accumulate);
-TGT static void z_packed_q4_0(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
+        packed_q8_0_group((const uint8_t *)groups + g * group_bytes, x, NT, n, y, 16 * g, accumulate);
+TGT static void z_packed_q8_0(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
                               int nt, uint64_t n, float *const *y, bool accumulate)
 {
     switch (nt) {
@@ -594,6 +725,7 @@ TGT static void z_packed_q4_0(const void *groups, uint64_t group_bytes, uint64_t
     }
 }
 #undef PACKED_NT
+#endif
 
 FORMAT32(F_Q4_0, q4_0)
 FORMAT32(F_Q4_1, q4_1)
@@ -1124,10 +1256,22 @@ void CPU_X86_FILL(cpu_kernels *k)
 {
     k->type[QT_Q4_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q4_0, z_packed_q4_0};
     k->type[QT_Q4_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q4_1, NULL};
+#ifdef CPU_X86_VNNI
+    k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_0, z_packed_q5_0};
+#else
     k->type[QT_Q5_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_0, NULL};
+#endif
     k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q5_1, NULL};
+#ifdef CPU_X86_VNNI
+    k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q8_0, z_packed_q8_0};
+#else
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_q8_0, NULL};
+#endif
+#ifdef CPU_X86_VNNI
+    k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_iq4_nl, z_packed_iq4_nl};
+#else
     k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_iq4_nl, NULL};
+#endif
     k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_mxfp4, NULL};
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q4_K, NULL};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q5_K, NULL};

@@ -67,7 +67,7 @@ static int cpu_create(void **impl, const model *m, engine_params *p, err_t *err)
     int nt = cf_threads(r->cf);
     char packed[48] = "";
     if (cf_packed_bytes(r->cf)) /* memory of its own, beside the mapped file */
-        snprintf(packed, sizeof packed, "; Q4_0 packed, %.1f MiB", (double)cf_packed_bytes(r->cf) / 1048576.0);
+        snprintf(packed, sizeof packed, "; rows packed, %.1f MiB", (double)cf_packed_bytes(r->cf) / 1048576.0);
     snprintf(r->description, sizeof r->description, "CPU (8-bit activations, %s kernels%s), %d thread%s, KV %s%s",
              cf_kernels(r->cf)->name, packed, nt, nt == 1 ? "" : "s", p->kv == KV_F16 ? "f16" : "f32",
              r->spec ? ", NextN drafting" : "");

@@ -86,7 +86,7 @@ const float *cf_nextn_out(const cf_state *s);
 /* The kept hidden state of position pos (n_embd floats into out). */
 int cf_hidden(const cf_state *s, uint32_t pos, float *out, err_t *err);
 const cpu_kernels *cf_kernels(const cf_state *s);
-/* Bytes of the packed copies of Q4_0 matrices (cpu_pack.h) it holds. */
+/* Bytes of the packed copies of Q4_0 / Q5_0 / Q8_0 / IQ4_NL matrices (cpu_pack.h) it holds. */
 uint64_t cf_packed_bytes(const cf_state *s);
 
 /* The steps of the profile (what the side pane lists). */

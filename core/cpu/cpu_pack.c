@@ -1,6 +1,8 @@
-/* cpu_pack.c: Q4_0 rows interleaved by groups of 16 (cpu_pack.h). */
+/* cpu_pack.c: Q4_0, IQ4_NL and Q8_0 rows interleaved by groups of 16
+ * (cpu_pack.h). */
 #include "cpu_pack.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,23 +16,62 @@ uint64_t cpu_pack_bytes(const mtensor *t)
 
 bool cpu_pack_wanted(const cpu_kernels *k, const mtensor *t)
 {
-    return t->data && t->type == QT_Q4_0 && k->type[QT_Q4_0].packed && t->ne[0] % 32 == 0 && t->ne[1] > 0;
+    return t->data && cpu_pack_type(t->type) && k->type[t->type].packed && t->ne[0] % 32 == 0 && t->ne[1] > 0;
 }
 
-void cpu_pack_q4_0(const mtensor *t, uint8_t *dst, uint64_t g0, uint64_t g1)
+_Static_assert(sizeof(block_iq4_nl) == sizeof(block_q4_0) && offsetof(block_iq4_nl, qs) == offsetof(block_q4_0, qs),
+               "IQ4_NL's block is packed as Q4_0's");
+
+/* One Q4_0 (or IQ4_NL) block of row r into the 16 rows' packed block. */
+static void pack_q4_0_block(const uint8_t *row, uint64_t b, uint64_t r, uint8_t *out)
 {
+    const block_q4_0 *w = (const block_q4_0 *)row + b;
+    memcpy(out + 2 * r, &w->d, 2);
+    for (int c = 0; c < 4; c++)
+        memcpy(out + 32 + 64 * c + 4 * r, w->qs + 4 * c, 4);
+}
+
+/* One Q8_0 block of row r, its levels biased to unsigned bytes (q + 128:
+ * the sign bit flipped). */
+static void pack_q8_0_block(const uint8_t *row, uint64_t b, uint64_t r, uint8_t *out)
+{
+    const block_q8_0 *w = (const block_q8_0 *)row + b;
+    memcpy(out + 2 * r, &w->d, 2);
+    for (int c = 0; c < 8; c++)
+        for (int j = 0; j < 4; j++)
+            out[32 + 64 * c + 4 * r + j] = (uint8_t)((uint8_t)w->qs[4 * c + j] ^ 0x80);
+}
+
+/* One Q5_0 block of row r: its qh word, then its nibbles as Q4_0's. */
+static void pack_q5_0_block(const uint8_t *row, uint64_t b, uint64_t r, uint8_t *out)
+{
+    const block_q5_0 *w = (const block_q5_0 *)row + b;
+    memcpy(out + 2 * r, &w->d, 2);
+    memcpy(out + 32 + 4 * r, w->qh, 4);
+    for (int c = 0; c < 4; c++)
+        memcpy(out + 96 + 64 * c + 4 * r, w->qs + 4 * c, 4);
+}
+
+void cpu_pack_rows(const mtensor *t, uint8_t *dst, uint64_t g0, uint64_t g1)
+{
+    const bool q8 = t->type == QT_Q8_0, q5 = t->type == QT_Q5_0;
     const uint64_t per = cpu_pack_groups(t), nb = t->ne[0] / 32, gb = cpu_pack_group_bytes(t);
+    const uint64_t bb = cpu_pack_block_bytes(t->type);
     for (uint64_t g = g0; g < g1; g++) {
         const uint64_t e = g / per, r0 = g % per * CPU_PACK_ROWS;
         const uint8_t *m = mtensor_matrix(t, (uint32_t)e);
         uint8_t *out = dst + g * gb;
-        for (uint64_t b = 0; b < nb; b++, out += CPU_PACK_BLOCK_BYTES) {
-            memset(out, 0, CPU_PACK_BLOCK_BYTES); /* the padding rows: d = 0 */
+        for (uint64_t b = 0; b < nb; b++, out += bb) {
+            /* the padding rows: d = 0, and level 0 (Q8_0's biased 128) */
+            memset(out, 0, 32);
+            memset(out + 32, q8 ? 0x80 : 0, bb - 32);
             for (uint64_t r = 0; r < CPU_PACK_ROWS && r0 + r < t->ne[1]; r++) {
-                const block_q4_0 *w = (const block_q4_0 *)(m + (r0 + r) * t->nb1) + b;
-                memcpy(out + 2 * r, &w->d, 2);
-                for (int c = 0; c < 4; c++)
-                    memcpy(out + 32 + 64 * c + 4 * r, w->qs + 4 * c, 4);
+                if (q8)
+                    pack_q8_0_block(m + (r0 + r) * t->nb1, b, r, out);
+                else if (q5)
+                    pack_q5_0_block(m + (r0 + r) * t->nb1, b, r, out);
+                else
+                    pack_q4_0_block(m + (r0 + r) * t->nb1, b, r, out);
             }
         }
     }
@@ -84,7 +125,7 @@ static uint32_t lower_bound(const cpu_packs *ps, const void *key)
 
 const uint8_t *cpu_packs_find(const cpu_packs *ps, const mtensor *t)
 {
-    if (!ps || !t->data || t->type != QT_Q4_0)
+    if (!ps || !t->data || !cpu_pack_type(t->type))
         return NULL;
     uint32_t i = lower_bound(ps, t->data);
     return i < ps->n && ps->e[i].src == t->data ? ps->e[i].data : NULL;
@@ -107,9 +148,9 @@ static void pack_thread(void *ctx, int tid, int nth)
     (void)tid;
     (void)nth;
     pack_run *r = ctx;
-    const uint64_t chunk = 64; /* ~64 x 18 KiB a take for 2048-wide rows */
+    const uint64_t chunk = 64; /* ~64 x 18 KiB (Q8_0: 34 KiB) a take for 2048-wide rows */
     for (uint64_t g = cpu_pool_take(r->pool, chunk); g < r->groups; g = cpu_pool_take(r->pool, chunk))
-        cpu_pack_q4_0(r->t, r->dst, g, g + chunk < r->groups ? g + chunk : r->groups);
+        cpu_pack_rows(r->t, r->dst, g, g + chunk < r->groups ? g + chunk : r->groups);
 }
 
 int cpu_packs_add(cpu_packs *ps, cpu_pool *p, const cpu_kernels *k, const mtensor *t, err_t *err)

@@ -1,5 +1,5 @@
-/* cpu_pack.h: Q4_0 weights interleaved by groups of rows for the x86
- * kernels (cpu_pack_).
+/* cpu_pack.h: Q4_0, IQ4_NL, Q5_0 and Q8_0 weights interleaved by groups of rows
+ * for the x86 kernels (cpu_pack_).
  *
  * In a file, a Q4_0 row is its blocks one after another (f16 d, 16 bytes of
  * nibbles: byte j holds elements j and j + 16).  A kernel that takes one row
@@ -16,6 +16,26 @@
  * rows (512 multiply-adds).  The last group of a matrix whose rows are not
  * a multiple of 16 is padded with zero rows (d = 0).
  *
+ * Q8_0 the same way, its 32 signed bytes per row and block in 8 chunks:
+ *     f16 d[16] | 8 chunks of 64 bytes: chunk c holds bytes 4c..4c+3 of
+ *                 each of the 16 rows' levels plus 128 (row r at 4r)
+ * (544 bytes, the 16 blocks' own size).  The levels are stored biased
+ * (q + 128, an unsigned byte) because vpdpbusd wants its first operand
+ * unsigned: with the token's bytes as the signed operand, the bias comes
+ * off through the token's block sum (128 sum(x)), which the activation row
+ * already holds -- nothing per row, and the dot per block stays exact.
+ * The padding rows' bytes are 128 (level 0) under d = 0.
+ *
+ * IQ4_NL's blocks are Q4_0's (f16 d, 16 bytes of 4-bit codes in the same
+ * order): packed exactly as Q4_0, the codes being indices into its table
+ * of 16 signed levels, which the kernel looks up (a byte shuffle).
+ *
+ * Q5_0 as Q4_0 with its fifth bits between the scales and the nibbles:
+ *     f16 d[16] | the 16 rows' 32-bit qh words (row r at 4r) | Q4_0's 4
+ *                 chunks of 64 bytes of nibbles
+ * (352 bytes, the 16 blocks' own size); the kernel adds each bit (16) to
+ * its nibble, the offset of 16 coming off through the token's block sum.
+ *
  * A packed row's sum is formed as the portable kernel forms it: per block
  * the exact integer dot product s, then acc += (d_w d_x) s in f32 (no FMA),
  * so the packed kernels give the portable set's bits.
@@ -27,7 +47,7 @@
  * one's rate (gpu/PERF.md), which is where a host-expert prompt's time goes.
  *
  * Promises:
- *  - cpu_pack_q4_0() writes the packed groups [g0, g1) of all the tensor's
+ *  - cpu_pack_rows() writes the packed groups [g0, g1) of all the tensor's
  *    matrices (counted matrix after matrix); groups are independent, so
  *    threads may share a tensor by ranges.  Nothing is allocated.
  *  - cpu_packs holds the packed copies of a set of tensors, found by the
@@ -44,13 +64,25 @@
 #include "base/error.h"
 #include "model/model.h"
 
-enum { CPU_PACK_ROWS = 16, CPU_PACK_BLOCK_BYTES = 288 };
+enum { CPU_PACK_ROWS = 16, CPU_PACK_Q4_0_BLOCK_BYTES = 288, CPU_PACK_Q5_0_BLOCK_BYTES = 352, CPU_PACK_Q8_0_BLOCK_BYTES = 544 };
 
+/* Whether cpu_pack.h has a packed form for the type (Q4_0, IQ4_NL, Q5_0, Q8_0). */
+static inline bool cpu_pack_type(uint32_t type)
+{
+    return type == QT_Q4_0 || type == QT_IQ4_NL || type == QT_Q5_0 || type == QT_Q8_0;
+}
+/* Bytes of 16 rows' blocks of 32 elements packed together. */
+static inline uint64_t cpu_pack_block_bytes(uint32_t type)
+{
+    return type == QT_Q8_0   ? CPU_PACK_Q8_0_BLOCK_BYTES
+           : type == QT_Q5_0 ? CPU_PACK_Q5_0_BLOCK_BYTES
+                             : CPU_PACK_Q4_0_BLOCK_BYTES;
+}
 /* Bytes of one packed group (all of a row's blocks for 16 rows), of one
  * packed matrix, and of the whole tensor. */
 static inline uint64_t cpu_pack_group_bytes(const mtensor *t)
 {
-    return t->ne[0] / 32 * CPU_PACK_BLOCK_BYTES;
+    return t->ne[0] / 32 * cpu_pack_block_bytes(t->type);
 }
 static inline uint64_t cpu_pack_groups(const mtensor *t)
 {
@@ -62,13 +94,13 @@ static inline uint64_t cpu_pack_matrix_bytes(const mtensor *t)
 }
 uint64_t cpu_pack_bytes(const mtensor *t);
 
-/* Whether kernel set k has a packed kernel for t (Q4_0, rows of whole
- * blocks): only then is a packed copy worth making. */
+/* Whether kernel set k has a packed kernel for t (cpu_pack_type, rows of
+ * whole blocks): only then is a packed copy worth making. */
 bool cpu_pack_wanted(const cpu_kernels *k, const mtensor *t);
 
-/* Packed groups [g0, g1) of t (g counts over all matrices) into dst (the
- * whole tensor's packed bytes). */
-void cpu_pack_q4_0(const mtensor *t, uint8_t *dst, uint64_t g0, uint64_t g1);
+/* Packed groups [g0, g1) of t (cpu_pack_type; g counts over all matrices)
+ * into dst (the whole tensor's packed bytes). */
+void cpu_pack_rows(const mtensor *t, uint8_t *dst, uint64_t g0, uint64_t g1);
 
 typedef struct cpu_packs cpu_packs;
 

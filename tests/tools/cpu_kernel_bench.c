@@ -9,7 +9,7 @@
  *   mv  one token (decode): weight GB/s;
  *   mm4 tiles of 4 tokens, mm tiles of CPU_TILE_TOK tokens (8; prompt): GMAC/s
  *       (multiply-adds per second).
- * A type with a packed form in the set (cpu_pack.h: Q4_0 on x86) has a
+ * A type with a packed form in the set (cpu_pack.h: Q4_0 on x86, Q5_0, Q8_0 and IQ4_NL with VNNI) has a
  * second line, TYPE/p: the same rows packed, 16 rows a call.
  * Best of repeated passes over about -r seconds (default 0.3).  Figures
  * only, for tuning and the performance log; nothing passes or fails. */
@@ -153,7 +153,7 @@ int main(int argc, char **argv)
             uint8_t *pk = cpu_pack_wanted(k, &mt) && rows >= CPU_PACK_ROWS ? aligned_alloc(64, (cpu_pack_bytes(&mt) + 63) / 64 * 64) : NULL;
             if (pk) {
                 const uint64_t gb = cpu_pack_group_bytes(&mt), groups = rows / CPU_PACK_ROWS;
-                cpu_pack_q4_0(&mt, pk, 0, cpu_pack_groups(&mt));
+                cpu_pack_rows(&mt, pk, 0, cpu_pack_groups(&mt));
                 double pv = best_pass_packed(k, type, pk, gb, groups, x, 1, n, budget, sink);
                 double pm4 = best_pass_packed(k, type, pk, gb, groups, x, 4, n, budget, sink);
                 double pm = best_pass_packed(k, type, pk, gb, groups, x, CPU_TILE_TOK, n, budget, sink);
