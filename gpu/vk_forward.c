@@ -78,6 +78,7 @@ enum {
     R_NX_CAT_E = 1u << 21,  /* its input's halves: enorm(e) */
     R_NX_CAT_H = 1u << 22,  /* ... hnorm(h) */
     R_NX_OUT = 1u << 23,    /* head_norm(x) of its row, to the host */
+    R_SEL_GRID = 1u << 24,  /* sampling: the grids of the selections after sample_pick */
 };
 
 /* Q: both parts of q. */
@@ -356,22 +357,39 @@ static vk_sample_bufs sample_bufs(const vk_engine *e)
     vk_buf ind = e->b.smp_words;
     ind.off += SMP_PICK_IND * 4;
     ind.size = 12;
+    vk_buf sel_ind[2] = {e->b.smp_state, e->b.smp_state};
+    for (int i = 0; i < 2; i++) {
+        sel_ind[i].off += (SST_IND + 3u * i) * 4u;
+        sel_ind[i].size = 12;
+    }
     return (vk_sample_bufs){.g = &e->b.sg, .logits = {e->b.logits, 0}, .smp = e->b.smp_words, .cand_v = e->b.smp_cand_v,
                             .cand_i = e->b.smp_cand_i, .ms = e->b.smp_ms, .part = e->b.smp_part, .counter = e->b.smp_count,
                             .result = e->b.smp_result, .state = e->b.smp_state, .hist = e->b.smp_hist,
-                            .pick_ind = ind, .out_ids = e->b.out_ids, .out_vals = e->b.out_vals};
+                            .pick_ind = ind, .sel_ind = {sel_ind[0], sel_ind[1]}, .out_ids = e->b.out_ids,
+                            .out_vals = e->b.out_vals};
 }
 
 /* ---- the token out ------------------------------------------------------------------
  * Sampling (core/sample/sampler.h's definition) on the logits buffer: the
  * penalties and the K best tokens (sample_cand), then the token or the
  * verdict that the candidates cannot hold the kept tokens (sample_pick,
- * its grid from the sampling words).  The host reads back a few words. */
+ * its grid from the sampling words).  Then the top-p cut and the draw over
+ * the whole vocabulary (sample_select, five passes each) on grids that
+ * sample_pick leaves empty unless it gave that verdict: a flat
+ * distribution costs no second submit (run 45: that round trip was most of
+ * the chat sampler's cost against greedy), a peaked one ten empty
+ * dispatches.  A top-k beyond the candidates to be found too (rare) still
+ * takes the host's program of all three (finish_sample).  The host reads
+ * back a few words. */
 static void sample(vk_graph *g, const vk_engine *e)
 {
     vk_sample_bufs sb = sample_bufs(e);
-    NODE(g, SAMPLE_CAND(sb), .reads = R_LOGITS, .writes = R_LOGITS | R_CAND);
-    NODE(g, SAMPLE_PICK(sb), .reads = R_LOGITS | R_CAND, .writes = R_TOKEN);
+    NODE(g, SAMPLE_CAND(sb), .reads = R_LOGITS, .writes = R_LOGITS | R_CAND | R_SEL_GRID);
+    NODE(g, SAMPLE_PICK(sb, true), .reads = R_LOGITS | R_CAND | R_SEL_GRID, .writes = R_TOKEN | R_SEL_GRID);
+    for (uint32_t sel = 1; sel < 3; sel++)
+        for (uint32_t pass = 0; pass < 5; pass++)
+            NODE(g, SAMPLE_SELECT(sb, sel, pass, true), .reads = R_LOGITS | R_TOKEN | R_SEL_GRID, .grid = R_SEL_GRID,
+                 .writes = R_TOKEN);
 }
 
 /* Output norm + head, then sampling (beside the head, with drafting on:
@@ -435,7 +453,7 @@ static void select_all(vk_graph *g, const vk_engine *e, uint32_t set)
         if ((sel == 0 && !(set & VK_SEL_TOPK)) || (sel == 1 && !(set & VK_SEL_TOPP)))
             continue;
         for (uint32_t pass = 0; pass < 5; pass++)
-            NODE(g, SAMPLE_SELECT(sb, sel, pass), .reads = R_LOGITS | R_TOKEN, .writes = R_TOKEN);
+            NODE(g, SAMPLE_SELECT(sb, sel, pass, false), .reads = R_LOGITS | R_TOKEN, .writes = R_TOKEN);
     }
 }
 
@@ -452,7 +470,7 @@ int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
          * tagged words: kept simple, the counters within a part stay) */
         vk_graph g;
         uint32_t *cut = calloc(2 * e->hx.n_layers + 1, sizeof *cut);
-        if (!cut || vk_graph_init(&g, 8 + 12 * e->m->cfg.n_layer, r->err)) {
+        if (!cut || vk_graph_init(&g, 24 + 12 * e->m->cfg.n_layer, r->err)) {
             free(cut);
             if (!cut)
                 err_set(r->err, "out of host memory");
@@ -467,7 +485,7 @@ int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
     vk_graph g;
     bool tagged = what == VK_PROGRAM_DECODE && vk_sync_tagged(&e->rec.sync) && tagged_layout(e);
     for (;;) {
-        if (vk_graph_init(&g, 8 + 12 * e->m->cfg.n_layer, r->err))
+        if (vk_graph_init(&g, 24 + 12 * e->m->cfg.n_layer, r->err))
             return r->status = -1;
         g.segment = -1; /* the sampling programs: timed whole (vk_profiler.c) */
         if (what == VK_PROGRAM_DECODE)

@@ -151,8 +151,9 @@ int vk_node_build(const vk_kb *kb, const vk_node *n, vk_call *out)
     case VK_OP_MOE_COMBINE: return vk_k_moe_combine(kb, &c->a.moe_combine, out);
     case VK_OP_TOPK: return vk_k_topk(kb, &c->a.topk, out);
     case VK_OP_SAMPLE_CAND: return vk_k_sample_cand(kb, &c->a.sample.b, out);
-    case VK_OP_SAMPLE_PICK: return vk_k_sample_pick(kb, &c->a.sample.b, out);
-    case VK_OP_SAMPLE_SELECT: return vk_k_sample_select(kb, &c->a.sample.b, c->a.sample.sel, c->a.sample.pass, out);
+    case VK_OP_SAMPLE_PICK: return vk_k_sample_pick(kb, &c->a.sample.b, c->a.sample.tail, out);
+    case VK_OP_SAMPLE_SELECT:
+        return vk_k_sample_select(kb, &c->a.sample.b, c->a.sample.sel, c->a.sample.pass, c->a.sample.tail, out);
     }
     return err_set(kb->err, "internal: a node of unknown kind %d", (int)c->op);
 }

@@ -59,6 +59,7 @@ typedef enum {
 typedef struct {
     vk_sample_bufs b;
     uint32_t sel, pass;
+    bool tail; /* sample_pick: selections follow on its grids; sample_select: one of them */
 } vk_sample_args;
 
 /* A kernel call: which builder, with what. */
@@ -99,8 +100,9 @@ typedef struct {
 #define MOE_COMBINE(args) VK_CALL(VK_OP_MOE_COMBINE, moe_combine, args)
 #define TOPK(args) VK_CALL(VK_OP_TOPK, topk, args)
 #define SAMPLE_CAND(bufs) ((vk_kcall){.op = VK_OP_SAMPLE_CAND, .a.sample = {.b = (bufs)}})
-#define SAMPLE_PICK(bufs) ((vk_kcall){.op = VK_OP_SAMPLE_PICK, .a.sample = {.b = (bufs)}})
-#define SAMPLE_SELECT(bufs, s, p) ((vk_kcall){.op = VK_OP_SAMPLE_SELECT, .a.sample = {.b = (bufs), .sel = (s), .pass = (p)}})
+#define SAMPLE_PICK(bufs, t) ((vk_kcall){.op = VK_OP_SAMPLE_PICK, .a.sample = {.b = (bufs), .tail = (t)}})
+#define SAMPLE_SELECT(bufs, s, p, t)                                                                           \
+    ((vk_kcall){.op = VK_OP_SAMPLE_SELECT, .a.sample = {.b = (bufs), .sel = (s), .pass = (p), .tail = (t)}})
 
 /* ---- the table --------------------------------------------------------------------- */
 

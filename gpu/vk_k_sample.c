@@ -56,6 +56,7 @@ int vk_k_sample_cand(const vk_kb *k, const vk_sample_bufs *b, vk_call *out)
     out->b[SCAND_B_OUT_IDS] = b->out_ids;
     out->b[SCAND_B_OUT_VALS] = b->out_vals;
     out->b[SCAND_B_SMP] = b->smp;
+    out->b[SCAND_B_STATE] = b->state;
     pc_sample_cand pc = {.n = b->g->n, .slice = b->g->slice, .l_off = b->logits.off};
     VK_PUSH(out, pc);
     out->groups[0] = b->g->n_slices;
@@ -64,7 +65,7 @@ int vk_k_sample_cand(const vk_kb *k, const vk_sample_bufs *b, vk_call *out)
     return 0;
 }
 
-int vk_k_sample_pick(const vk_kb *k, const vk_sample_bufs *b, vk_call *out)
+int vk_k_sample_pick(const vk_kb *k, const vk_sample_bufs *b, bool tail, vk_call *out)
 {
     uint32_t spec[VKC_MAX_SPEC] = {0};
     spec[PC_S_WGS] = SMP_WGS;
@@ -80,7 +81,7 @@ int vk_k_sample_pick(const vk_kb *k, const vk_sample_bufs *b, vk_call *out)
     out->b[SPICK_B_RESULT] = b->result;
     out->b[SPICK_B_SMP] = b->smp;
     out->b[SPICK_B_STATE] = b->state;
-    pc_sample_pick pc = {.n = b->g->n, .slice = b->g->slice, .l_off = b->logits.off};
+    pc_sample_pick pc = {.n = b->g->n, .slice = b->g->slice, .l_off = b->logits.off, .tail = tail ? 1u : 0u};
     VK_PUSH(out, pc);
     out->indirect = &b->pick_ind;
     out->groups[0] = b->g->n_slices; /* at most; the host writes the grid per token */
@@ -89,7 +90,8 @@ int vk_k_sample_pick(const vk_kb *k, const vk_sample_bufs *b, vk_call *out)
     return 0;
 }
 
-int vk_k_sample_select(const vk_kb *k, const vk_sample_bufs *b, uint32_t sel, uint32_t pass, vk_call *out)
+int vk_k_sample_select(const vk_kb *k, const vk_sample_bufs *b, uint32_t sel, uint32_t pass, bool tail,
+                       vk_call *out)
 {
     uint32_t spec[VKC_MAX_SPEC] = {0};
     spec[PC_S_WGS] = SMP_WGS;
@@ -105,7 +107,11 @@ int vk_k_sample_select(const vk_kb *k, const vk_sample_bufs *b, uint32_t sel, ui
     pc_sample_select pc = {.n = b->g->n, .slice = b->g->slice, .l_off = b->logits.off, .sel = sel, .pass = pass,
                            .block = b->g->block};
     VK_PUSH(out, pc);
-    out->groups[0] = b->g->n_slices;
+    if (tail && (sel == 0 || sel > 2))
+        return err_set(k->err, "internal: sample_select %u on sample_pick's grid", sel);
+    if (tail)
+        out->indirect = &b->sel_ind[sel - 1];
+    out->groups[0] = b->g->n_slices; /* at most, on sample_pick's grid */
     out->groups[1] = out->groups[2] = 1;
     out->bytes = 4ull * b->g->n;
     return 0;

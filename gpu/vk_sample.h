@@ -5,10 +5,13 @@
  * per token.  Internal to gpu/.
  *
  * Per token the decode graph ends with sample_cand (penalties, the K best
- * tokens) and sample_pick (the token, or "select"); only when the
- * candidates cannot hold the kept tokens does the engine submit a second,
- * recorded program of sample_select passes over the whole vocabulary.  The
- * host reads back a few words (shaders/pc_sample.h's result). */
+ * tokens), sample_pick (the token, or "select") and the passes of
+ * sample_select's top-p cut and draw over the whole vocabulary, on grids
+ * that sample_pick sets to nothing unless the candidates cannot hold the
+ * kept tokens (a flat distribution).  Only where a top-k beyond the
+ * candidates has to be found too does the engine submit a second, recorded
+ * program of all three selections.  The host reads back a few words
+ * (shaders/pc_sample.h's result). */
 #ifndef GLM_VK_SAMPLE_H
 #define GLM_VK_SAMPLE_H
 
@@ -41,14 +44,18 @@ typedef struct {
     vk_vec logits;             /* penalised in place */
     vk_buf smp, cand_v, cand_i, ms, part, counter, result, state, hist;
     vk_buf pick_ind;           /* smp at SMP_PICK_IND: sample_pick's grid */
+    vk_buf sel_ind[2];         /* state at SST_IND: selections 1 and 2's grids after sample_pick */
     vk_buf out_ids, out_vals;  /* host: the K best and the logsumexp, when asked (SMP_F_HOST_TOPK) */
 } vk_sample_bufs;
 
 int vk_k_sample_cand(const vk_kb *k, const vk_sample_bufs *b, vk_call *out);
-/* Grid from the sampling words (SMP_PICK_IND). */
-int vk_k_sample_pick(const vk_kb *k, const vk_sample_bufs *b, vk_call *out);
-/* Pass 0-4 of selection sel (shaders/sample_select.comp). */
-int vk_k_sample_select(const vk_kb *k, const vk_sample_bufs *b, uint32_t sel, uint32_t pass, vk_call *out);
+/* Grid from the sampling words (SMP_PICK_IND); `tail`: the program goes on
+ * with selections 1 and 2 on the grids sample_pick sets (sel_ind). */
+int vk_k_sample_pick(const vk_kb *k, const vk_sample_bufs *b, bool tail, vk_call *out);
+/* Pass 0-4 of selection sel (shaders/sample_select.comp); `tail`: on
+ * sample_pick's grid for it (sel 1 or 2), else on the whole vocabulary. */
+int vk_k_sample_select(const vk_kb *k, const vk_sample_bufs *b, uint32_t sel, uint32_t pass, bool tail,
+                       vk_call *out);
 
 /* Which selections besides the draw can run for rq (when sample_pick asks
  * for the whole vocabulary): the engine records one program per set. */

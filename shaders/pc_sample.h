@@ -74,7 +74,10 @@ PC_ENUM(SSS_TGT, 3)          /* 2 words: the target */
 PC_ENUM(SSS_TOTAL, 5)        /* 2 words: the weight of the restricted tokens */
 PC_ENUM(SSS_PFX, 7)          /* 5 words: the key bits found before pass p */
 PC_ENUM(SSS_CUM, 12)         /* 5 x 2 words: the weight before them */
-PC_ENUM(SST_WORDS, 80)
+PC_ENUM(SST_IND, 80)          /* selections 1 and 2: VkDispatchIndirectCommand each (3 words), */
+                              /* written by sample_cand (0) and sample_pick, read by the */
+                              /* passes recorded after it (pc_sample_pick.tail) */
+PC_ENUM(SST_WORDS, 88)
 PC_ENUM(SMP_HIST_WORDS, 6144) /* 3 selections x 4 passes x 256 bins x 2 words */
 PC_ENUM(SMP_TIE_BINS, 256)    /* per selection: tokens on the found key, by block of ids */
 PC_ENUM_END(smp_state_word)
@@ -95,6 +98,7 @@ PC_ENUM(SCAND_B_COUNT, 5)    /* word 0 */
 PC_ENUM(SCAND_B_OUT_IDS, 6)  /* host: [K] */
 PC_ENUM(SCAND_B_OUT_VALS, 7) /* host: [K + 1] values, then the logsumexp */
 PC_ENUM(SCAND_B_SMP, 8)
+PC_ENUM(SCAND_B_STATE, 9)    /* the tail's grids (SST_IND), zeroed */
 PC_ENUM(SCAND_S_PER, 1)      /* tokens per thread */
 PC_ENUM(SCAND_S_COUNT, 2)
 PC_ENUM_END(pc_sample_cand_slot)
@@ -104,6 +108,7 @@ PC_BEGIN(pc_sample_pick)
     PC_U32 n;
     PC_U32 slice;
     PC_U32 l_off;
+    PC_U32 tail;        /* 1: the program goes on with selections 1 and 2 on the grids at SST_IND */
 PC_END(pc_sample_pick)
 #endif
 PC_ENUM_BEGIN(pc_sample_pick_slot)

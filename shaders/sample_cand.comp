@@ -38,6 +38,7 @@ layout(set = 0, binding = SCAND_B_COUNT) coherent buffer CBuf { uint count[]; } 
 layout(set = 0, binding = SCAND_B_OUT_IDS) writeonly buffer OutI { int ids[]; } OI;
 layout(set = 0, binding = SCAND_B_OUT_VALS) writeonly buffer OutV { float v[]; } OV;
 layout(set = 0, binding = SCAND_B_SMP) readonly buffer Smp { uint w[]; } SMP;
+layout(set = 0, binding = SCAND_B_STATE) writeonly buffer State { uint st[]; } ST;
 
 shared float sh_v[SMP_MAX_SLICES * SMP_KMAX];   // lists to merge, SMP_KMAX apart
 shared uint sh_i[SMP_MAX_SLICES * SMP_KMAX];
@@ -141,6 +142,11 @@ void main()
     uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
     uint flags = SMP.w[SMP_FLAGS], K = min(SMP.w[SMP_K], SMP_KMAX);
     uint a = s * pc.slice, b = min(a + pc.slice, pc.n);
+
+    // no selection after sample_pick unless it asks for one (a program
+    // whose sample_pick does not run must not find the last token's grids)
+    if (s == 0u && tid < 6u)
+        ST.st[SST_IND + tid] = tid % 3u == 0u ? 0u : 1u;
 
     // penalties of this slice's window tokens
     if ((flags & SMP_F_PEN) != 0u) {

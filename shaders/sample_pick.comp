@@ -12,6 +12,9 @@
 // limit ends inside (a flat distribution), the result says so and sets up
 // the state of sample_select, which finds the kept tokens and the draw
 // over the whole vocabulary: never an approximation from the candidates.
+// Where the program goes on with sample_select's passes (pc.tail), it also
+// sets their grids (SST_IND; sample_cand zeroed them), so that the token
+// comes back in one submit.
 // The decision runs on one subgroup: each lane weighs one candidate of a
 // chunk, running sums are subgroup scans of 16-bit halves.
 
@@ -180,14 +183,21 @@ void decide(uint ns)
         ST.st[SST_FIRST_KEY] = sk_key(mx);
         ST.st[SST_FIRST_ID] = first;
         ST.st[SST_MINP_KEY] = minp_key;
-        bool c_known = nc < n && nc <= K;
-        ST.st[sst(0u, SSS_ACTIVE)] = nc < n && !c_known ? 1u : 0u;
+        bool c_known = nc < n && nc <= K, find_k = nc < n && !c_known;
+        ST.st[sst(0u, SSS_ACTIVE)] = find_k ? 1u : 0u;
         ST.st[sst(0u, SSS_RES_KEY)] = c_known ? sk_key(CV.v[CAND + nc - 1u]) : KEY_NONE;
         ST.st[sst(0u, SSS_RES_ID)] = c_known ? CI.i[CAND + nc - 1u] : KEY_NONE;
         ST.st[sst(1u, SSS_ACTIVE)] = (flags & SMP_F_TOPP) != 0u ? 1u : 0u;
         ST.st[sst(1u, SSS_RES_KEY)] = KEY_NONE;
         ST.st[sst(1u, SSS_RES_ID)] = KEY_NONE;
         ST.st[sst(2u, SSS_ACTIVE)] = 1u;
+        // the program's own selections 1 and 2 (pc.tail), unless the top-k
+        // bound is to be found too: then the host runs its program of all three
+        if (pc.tail != 0u && !find_k) {
+            uint grid = (n + pc.slice - 1u) / pc.slice;
+            ST.st[SST_IND] = (flags & SMP_F_TOPP) != 0u ? grid : 0u;
+            ST.st[SST_IND + 3u] = grid;
+        }
     }
     result(first, 0.0, SMP_STATUS_SELECT, 0u);
 }

@@ -20,9 +20,11 @@
 // crossing one is the ceil((target - weight before) / weight) - 1'th of
 // them by id: pass 4 counts them per block of ids, pass 5 (one workgroup)
 // finds the block and the token, in the last of its workgroups to finish
-// (atomic counter).  The host records one program per set of selections
-// that can be active (top-k beyond the candidates, top-p; the draw always):
-// 5 dispatches per selection; the draw's last pass zeroes the bins for the
+// (atomic counter).  Every program that samples goes on after sample_pick
+// with the passes of selections 1 and 2 on grids sample_pick sets (empty
+// unless it asked for them); where a top-k bound has to be found too, the
+// host runs a program of all three on the whole grid instead.  5
+// dispatches per selection; the draw's last pass zeroes the bins for the
 // next run (the engine zeroes them once at start).
 // Integer weights make every sum exact in any order (sample_common.glsl).
 

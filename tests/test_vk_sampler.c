@@ -50,19 +50,29 @@ static int record(gpu_sampler *s, VkCommandBuffer *cb, vk_prog *prog, bool selec
     vk_call k;
     vk_rec_begin(&r, &G.c, prog, *cb, VK_PROF_OFF, 0, VK_NULL_HANDLE, 0, NULL, &err);
     int rc = 0;
-    if (!select) {
+    if (!select) { /* the decode graph's way: the top-p cut and the draw on sample_pick's grids */
         rc = vk_k_sample_cand(&KB, &s->b, &k);
         if (!rc) {
             vk_rec_call(&r, &k);
             vk_rec_barrier(&r);
-            rc = vk_k_sample_pick(&KB, &s->b, &k);
+            rc = vk_k_sample_pick(&KB, &s->b, true, &k);
         }
-        if (!rc)
+        if (!rc) {
             vk_rec_call(&r, &k);
-    } else {
+            vk_rec_barrier_indirect(&r);
+        }
+        for (uint32_t sel = 1; sel < 3 && !rc; sel++)
+            for (uint32_t pass = 0; pass < 5 && !rc; pass++) {
+                rc = vk_k_sample_select(&KB, &s->b, sel, pass, true, &k);
+                if (!rc) {
+                    vk_rec_call(&r, &k);
+                    vk_rec_barrier(&r);
+                }
+            }
+    } else { /* the engine's second program, where a top-k bound is to be found too */
         for (uint32_t sel = 0; sel < 3 && !rc; sel++)
             for (uint32_t pass = 0; pass < 5 && !rc; pass++) {
-                rc = vk_k_sample_select(&KB, &s->b, sel, pass, &k);
+                rc = vk_k_sample_select(&KB, &s->b, sel, pass, false, &k);
                 if (!rc) {
                     vk_rec_call(&r, &k);
                     vk_rec_barrier(&r);
@@ -96,13 +106,18 @@ static int gpu_open(gpu_sampler *s, uint32_t n)
     vk_buf words = zeroed(vk_sample_bytes(VK_SMP_WORDS)), ind = words;
     ind.off += SMP_PICK_IND * 4;
     ind.size = 12;
+    vk_buf state = zeroed(vk_sample_bytes(VK_SMP_STATE)), sel_ind[2] = {state, state};
+    for (int i = 0; i < 2; i++) {
+        sel_ind[i].off += (SST_IND + 3u * i) * 4u;
+        sel_ind[i].size = 12;
+    }
     s->b = (vk_sample_bufs){.g = &s->g, .logits = {s->logits, 0}, .smp = words,
                             .cand_v = zeroed(vk_sample_bytes(VK_SMP_CAND)), .cand_i = zeroed(vk_sample_bytes(VK_SMP_CAND)),
                             .ms = zeroed(vk_sample_bytes(VK_SMP_MS)), .part = zeroed(vk_sample_bytes(VK_SMP_PART)),
                             .counter = zeroed(vk_sample_bytes(VK_SMP_COUNT)),
                             .result = zeroed(vk_sample_bytes(VK_SMP_RESULT)),
-                            .state = zeroed(vk_sample_bytes(VK_SMP_STATE)), .hist = zeroed(vk_sample_bytes(VK_SMP_HIST)),
-                            .pick_ind = ind, .out_ids = zeroed(SMP_KMAX * 4), .out_vals = zeroed(SMP_KMAX * 4 + 4)};
+                            .state = state, .hist = zeroed(vk_sample_bytes(VK_SMP_HIST)), .pick_ind = ind,
+                            .sel_ind = {sel_ind[0], sel_ind[1]}, .out_ids = zeroed(SMP_KMAX * 4), .out_vals = zeroed(SMP_KMAX * 4 + 4)};
     if (!s->logits.map || !s->b.hist.map || !s->b.out_vals.map)
         return -1;
     return record(s, &s->main_cb, &s->main_prog, false) || record(s, &s->select_cb, &s->select_prog, true) ? -1 : 0;
@@ -117,20 +132,31 @@ static void gpu_close(gpu_sampler *s)
     tu_reset_buffers();
 }
 
-/* The GPU's token for these logits (left penalised in the buffer); *selected:
- * whether it took the whole-vocabulary way.  -1 on a device error. */
-static int32_t gpu_pick(gpu_sampler *s, const sampler_request *rq, const float *logits, uint32_t host_k, bool *selected)
+/* How a token was found: from the candidates, by the selections that
+ * follow sample_pick in its program, or by the second program (a top-k
+ * bound beyond the candidates). */
+enum { WAY_CAND, WAY_TAIL, WAY_PROGRAM };
+
+/* The GPU's token for these logits (left penalised in the buffer); *way:
+ * WAY_*.  -1 on a device error.  The grids are set to garbage first:
+ * sample_cand must clear them. */
+static int32_t gpu_pick(gpu_sampler *s, const sampler_request *rq, const float *logits, uint32_t host_k, int *way)
 {
     err_t err;
     memcpy(s->logits.map, logits, s->n * sizeof *logits);
     vk_sample_write(&s->g, (uint32_t *)s->b.smp.map, rq, host_k);
     const volatile uint32_t *res = (const volatile uint32_t *)s->b.result.map;
+    volatile uint32_t *st = (volatile uint32_t *)s->b.state.map;
     ((uint32_t *)s->b.result.map)[SMPR_STATUS] = 0xdead;
+    st[SST_IND] = st[SST_IND + 3] = s->g.n_slices;
     if (vk_submit_wait(&G.c, s->main_cb, &err))
         return -1;
-    *selected = res[SMPR_STATUS] == SMP_STATUS_SELECT;
-    if (*selected && vk_submit_wait(&G.c, s->select_cb, &err))
-        return -1;
+    *way = st[SST_IND + 3] ? WAY_TAIL : WAY_CAND;
+    if (res[SMPR_STATUS] == SMP_STATUS_SELECT) {
+        *way = WAY_PROGRAM;
+        if (vk_submit_wait(&G.c, s->select_cb, &err))
+            return -1;
+    }
     return res[SMPR_STATUS] == SMP_STATUS_DONE ? (int32_t)res[SMPR_TOKEN] : -2;
 }
 
@@ -202,7 +228,7 @@ static sampler_params params_of(const combo *c, uint64_t seed)
 }
 
 typedef struct {
-    int runs, bad, by_cand, by_select;
+    int runs, bad, by_cand, by_tail, by_program;
     char why[240];
 } tally;
 
@@ -223,8 +249,8 @@ static void compare(gpu_sampler *g, const combo *c, int dist, uint64_t seed, int
         sampler_prepare(s, &rq);
         memcpy(cpu, base, n * sizeof *cpu);
         int32_t want = sampler_pick(s, &rq, cpu, NULL);
-        bool selected = false;
-        int32_t got = gpu_pick(g, &rq, base, 0, &selected);
+        int way = WAY_CAND;
+        int32_t got = gpu_pick(g, &rq, base, 0, &way);
         bool same_logits = true;
         for (uint32_t i = 0; i < rq.n_pen; i++) {
             int32_t id = rq.pen_ids[i];
@@ -232,14 +258,16 @@ static void compare(gpu_sampler *g, const combo *c, int dist, uint64_t seed, int
             same_logits = same_logits && memcmp(&a, &b, sizeof a) == 0;
         }
         t->runs++;
-        t->by_select += selected;
-        t->by_cand += !selected;
+        t->by_cand += way == WAY_CAND;
+        t->by_tail += way == WAY_TAIL;
+        t->by_program += way == WAY_PROGRAM;
         if (got != want || !same_logits) {
             if (!t->bad++)
                 snprintf(t->why, sizeof t->why,
                          "%s n=%u T=%g top-k %d top-p %g min-p %g pen %d seed %llu step %d: GPU %d (%s) CPU %d%s",
                          dist_names[dist], n, (double)c->temp, c->top_k, (double)c->top_p, (double)c->min_p,
-                         c->penalties, (unsigned long long)seed, step, got, selected ? "selection" : "candidates", want,
+                         c->penalties, (unsigned long long)seed, step, got,
+                         way == WAY_CAND ? "candidates" : way == WAY_TAIL ? "selection after sample_pick" : "second program", want,
                          same_logits ? "" : ", penalised logits differ");
         }
         sampler_accept(s, want);
@@ -276,11 +304,13 @@ static void check_sizes(const uint32_t *sizes, int n_sizes, int steps, int dists
                     compare(&g, &combos[c], d, seed0 + c * 131 + (uint64_t)d, steps, &t);
         gpu_close(&g);
     }
-    printf("# %d draws: %d from the candidates, %d by the whole-vocabulary selection\n", t.runs, t.by_cand,
-           t.by_select);
+    printf("# %d draws: %d from the candidates, %d by the whole-vocabulary selection (%d in sample_pick's program, "
+           "%d by the second one)\n",
+           t.runs, t.by_cand, t.by_tail + t.by_program, t.by_tail, t.by_program);
     CHECK(t.bad == 0, "%d of %d draws differ from the CPU; first: %s", t.bad, t.runs, t.why);
-    CHECK(!need_both || (t.by_cand > 0 && t.by_select > 0), "only one way was exercised (%d candidates, %d selection)",
-          t.by_cand, t.by_select);
+    CHECK(!need_both || (t.by_cand > 0 && t.by_tail > 0 && t.by_program > 0),
+          "not every way was exercised (%d candidates, %d selection after sample_pick, %d second program)", t.by_cand,
+          t.by_tail, t.by_program);
 }
 
 static void test_small_vocabularies(void)
@@ -356,7 +386,7 @@ static void test_draw_boundaries(void)
                     rq.uniform = (uint32_t)u;
                     memcpy(cpu, l, n * sizeof *cpu);
                     int32_t want = sampler_pick(s, &rq, cpu, NULL);
-                    bool sel;
+                    int sel;
                     int32_t got = gpu_pick(&g, &rq, l, 0, &sel);
                     runs++;
                     if (got != want && !bad++)
@@ -390,7 +420,7 @@ static void test_greedy_ties(void)
     sampler *s = sampler_new(&p, 5000);
     sampler_request rq;
     sampler_prepare(s, &rq);
-    bool sel;
+    int sel;
     CHECK(gpu_pick(&g, &rq, l, 0, &sel) == 1234, "greedy picked %d", gpu_pick(&g, &rq, l, 0, &sel));
     for (int i = 0; i < 5000; i++)
         l[i] = NAN;
@@ -424,7 +454,7 @@ static void test_absurd_temperature_is_greedy(void)
         sampler *s = sampler_new(&p, N);
         sampler_request rq;
         sampler_prepare(s, &rq);
-        bool sel;
+        int sel;
         int32_t got = gpu_pick(&g, &rq, l, 0, &sel);
         CHECK(got == 4321, "temp %g: the GPU picked %d, expected the greedy 4321", (double)temps[t], got);
         sampler_free(s);
@@ -436,7 +466,7 @@ static void test_absurd_temperature_is_greedy(void)
     for (size_t i = 0; i < sizeof inv_ts / sizeof inv_ts[0]; i++)
         for (uint32_t k = 0; k <= 50; k += 50) {
             sampler_request rq = {.inv_temp = inv_ts[i], .top_k = k, .rp = 1, .inv_rp = 1, .uniform = 0x12345678u};
-            bool sel;
+            int sel;
             int32_t got = gpu_pick(&g, &rq, l, 0, &sel);
             CHECK(got == 4321, "inv_t %g, top-k %u: the GPU picked %d, expected the greedy 4321", (double)inv_ts[i], k,
                   got);
@@ -458,7 +488,7 @@ static void test_host_topk(void)
     float *l = malloc(N * sizeof *l);
     uint64_t x = 9;
     make_logits(l, N, D_TIES, &x);
-    bool sel;
+    int sel;
     gpu_pick(&g, NULL, l, K, &sel);
     const int32_t *ids = (const int32_t *)g.b.out_ids.map;
     const float *vals = (const float *)g.b.out_vals.map;
