@@ -49,6 +49,7 @@ PC_ENUM(SMPR_TOKEN, 0)
 PC_ENUM(SMPR_PROB, 1)
 PC_ENUM(SMPR_STATUS, 2)
 PC_ENUM(SMPR_KEPT, 3)        /* tokens kept, when decided on the candidates */
+PC_ENUM(SMPR_TAIL, 4)        /* 1: sample_pick set the grids of the selections after it (SST_IND) */
 PC_ENUM(SMPR_WORDS, 8)
 PC_ENUM(SMP_STATUS_DONE, 0)
 PC_ENUM(SMP_STATUS_SELECT, 1)

@@ -97,13 +97,14 @@ uint cand_reaching(uint lim, float mx, float inv_t, uvec2 target)
     return lim;
 }
 
-void result(uint token, float prob, uint status, uint kept)
+void result(uint token, float prob, uint status, uint kept, bool tail)
 {
     if (gl_SubgroupInvocationID == 0u) {
         RES.r[SMPR_TOKEN] = token;
         RES.r[SMPR_PROB] = floatBitsToUint(prob);
         RES.r[SMPR_STATUS] = status;
         RES.r[SMPR_KEPT] = kept;
+        RES.r[SMPR_TAIL] = tail ? 1u : 0u;
     }
 }
 
@@ -120,7 +121,7 @@ void decide(uint ns)
     uint first = CI.i[CAND];
     bool finite = (floatBitsToUint(mx) & 0x7f800000u) != 0x7f800000u;
     if ((flags & SMP_F_GREEDY) != 0u || !finite) {
-        result(first, 1.0, SMP_STATUS_DONE, 1u);
+        result(first, 1.0, SMP_STATUS_DONE, 1u, false);
         return;
     }
     float inv_t = uintBitsToFloat(SMP.w[SMP_INV_T]);
@@ -174,16 +175,18 @@ void decide(uint ns)
         uvec2 target = add64(mulhi64(total, SMP.w[SMP_UNIFORM]), uvec2(1u, 0u));
         uint j = min(cand_reaching(kept, mx, inv_t, target), kept - 1u);
         float w = float(sk_weight(CV.v[CAND + j], mx, inv_t));
-        result(CI.i[CAND + j], w / (float(total.y) * 4294967296.0 + float(total.x)), SMP_STATUS_DONE, kept);
+        result(CI.i[CAND + j], w / (float(total.y) * 4294967296.0 + float(total.x)), SMP_STATUS_DONE, kept, false);
         return;
     }
     // a flat distribution: sample_select takes the whole vocabulary
+    bool tail = false;
     if (gl_SubgroupInvocationID == 0u) {
         ST.st[SST_MAX] = floatBitsToUint(mx);
         ST.st[SST_FIRST_KEY] = sk_key(mx);
         ST.st[SST_FIRST_ID] = first;
         ST.st[SST_MINP_KEY] = minp_key;
         bool c_known = nc < n && nc <= K, find_k = nc < n && !c_known;
+        tail = pc.tail != 0u && !find_k;
         ST.st[sst(0u, SSS_ACTIVE)] = find_k ? 1u : 0u;
         ST.st[sst(0u, SSS_RES_KEY)] = c_known ? sk_key(CV.v[CAND + nc - 1u]) : KEY_NONE;
         ST.st[sst(0u, SSS_RES_ID)] = c_known ? CI.i[CAND + nc - 1u] : KEY_NONE;
@@ -193,13 +196,14 @@ void decide(uint ns)
         ST.st[sst(2u, SSS_ACTIVE)] = 1u;
         // the program's own selections 1 and 2 (pc.tail), unless the top-k
         // bound is to be found too: then the host runs its program of all three
-        if (pc.tail != 0u && !find_k) {
+        if (tail) {
             uint grid = (n + pc.slice - 1u) / pc.slice;
             ST.st[SST_IND] = (flags & SMP_F_TOPP) != 0u ? grid : 0u;
             ST.st[SST_IND + 3u] = grid;
+            ST.st[SST_IND + 1u] = ST.st[SST_IND + 2u] = ST.st[SST_IND + 4u] = ST.st[SST_IND + 5u] = 1u;
         }
     }
-    result(first, 0.0, SMP_STATUS_SELECT, 0u);
+    result(first, 0.0, SMP_STATUS_SELECT, 0u, tail);
 }
 
 void main()

@@ -138,20 +138,18 @@ static void gpu_close(gpu_sampler *s)
 enum { WAY_CAND, WAY_TAIL, WAY_PROGRAM };
 
 /* The GPU's token for these logits (left penalised in the buffer); *way:
- * WAY_*.  -1 on a device error.  The grids are set to garbage first:
- * sample_cand must clear them. */
+ * WAY_*.  -1 on a device error. */
 static int32_t gpu_pick(gpu_sampler *s, const sampler_request *rq, const float *logits, uint32_t host_k, int *way)
 {
     err_t err;
     memcpy(s->logits.map, logits, s->n * sizeof *logits);
     vk_sample_write(&s->g, (uint32_t *)s->b.smp.map, rq, host_k);
     const volatile uint32_t *res = (const volatile uint32_t *)s->b.result.map;
-    volatile uint32_t *st = (volatile uint32_t *)s->b.state.map;
     ((uint32_t *)s->b.result.map)[SMPR_STATUS] = 0xdead;
-    st[SST_IND] = st[SST_IND + 3] = s->g.n_slices;
+    ((uint32_t *)s->b.result.map)[SMPR_TAIL] = 0xdead;
     if (vk_submit_wait(&G.c, s->main_cb, &err))
         return -1;
-    *way = st[SST_IND + 3] ? WAY_TAIL : WAY_CAND;
+    *way = res[SMPR_TAIL] == 1 ? WAY_TAIL : WAY_CAND;
     if (res[SMPR_STATUS] == SMP_STATUS_SELECT) {
         *way = WAY_PROGRAM;
         if (vk_submit_wait(&G.c, s->select_cb, &err))
@@ -488,8 +486,29 @@ static void test_host_topk(void)
     float *l = malloc(N * sizeof *l);
     uint64_t x = 9;
     make_logits(l, N, D_TIES, &x);
+    /* first a flat draw that the selections after sample_pick take: a
+     * program whose sample_pick does not run (no token asked for) must not
+     * run them again on the grids that draw left (sample_cand clears them) */
+    float *flat = malloc(N * sizeof *flat);
+    for (int i = 0; i < N; i++)
+        flat[i] = (float)(i % 7) * 1e-3f;
+    sampler_params p;
+    sampler_params_default(&p);
+    p.temp = 1.0f;
+    p.top_p = 0.95f;
+    sampler *smp = sampler_new(&p, N);
+    sampler_request rq;
+    sampler_prepare(smp, &rq);
     int sel;
+    int32_t flat_tok = gpu_pick(&g, &rq, flat, 0, &sel);
+    CHECK(flat_tok >= 0 && sel == WAY_TAIL, "the flat draw: token %d, way %d", flat_tok, sel);
+    sampler_free(smp);
+    free(flat);
+    volatile uint32_t *res = (volatile uint32_t *)g.b.result.map;
+    res[SMPR_TOKEN] = 0xdead;
     gpu_pick(&g, NULL, l, K, &sel);
+    CHECK(res[SMPR_TOKEN] == 0xdead, "a program without a token ran the last draw's selections (token %u)",
+          res[SMPR_TOKEN]);
     const int32_t *ids = (const int32_t *)g.b.out_ids.map;
     const float *vals = (const float *)g.b.out_vals.map;
     int bad = 0;
