@@ -229,6 +229,23 @@ static void print_profile(engine *e, double roof_bytes)
     print_table(st, roof_bytes, "token", e->be->prompt_stats != NULL);
 }
 
+/* The sampling kernels' rows of the per-kernel table, one line (`how`: the
+ * sampler of the run). */
+static void print_sampling(engine *e, const char *how)
+{
+    engine_stats st;
+    engine_get_stats(e, &st);
+    printf("  sampling kernels, every dispatch timed, %s:", how);
+    double total = 0;
+    for (uint32_t k = 0; k < st.n_kernels; k++)
+        if (strncmp(st.kernels[k].name, "sample_", 7) == 0) {
+            printf(" %s %.1f us (%.1f calls)", st.kernels[k].name + 7, st.kernels[k].us_per_token,
+                   st.kernels[k].calls_per_token);
+            total += st.kernels[k].us_per_token;
+        }
+    printf("; %.1f us a token\n", total);
+}
+
 /* With experts in host memory: where a decoded token's time went, per
  * token and per host layer (engine_split_stat). */
 /* The split's means over the tokens of `all` that are not in `before`
@@ -652,6 +669,16 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
             return -1;
         printf("  every dispatch timed: %.1f tokens/s (serialized; for the table only)\n", nf / s2);
         print_profile(e, (double)cen.active_bytes);
+        /* what the chat's sampler costs against greedy, kernel by kernel
+         * (the table above asks only for the best token) */
+        for (int gr = 0; gr < 2; gr++) {
+            if (e->be->reset_profile)
+                e->be->reset_profile(e->impl);
+            double tps;
+            if (chat_decode(dec, D, 16, gr ? &cs->greedy : &cs->sampling, &tps, err))
+                return -1;
+            print_sampling(decoder_engine(dec), gr ? "greedy" : "the chat's sampling");
+        }
         set_profile(e->impl, PROFILE_SAMPLED);
     }
     if (b->routing && routing(e, m, V, err))
