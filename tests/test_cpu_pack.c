@@ -1,10 +1,11 @@
-/* test_cpu_pack.c: Q4_0, IQ4_NL, Q5_0 and Q8_0 packed by 16 rows
+/* test_cpu_pack.c: Q4_0, IQ4_NL, MXFP4, Q5_0 and Q8_0 packed by 16 rows
  * (core/cpu/cpu_pack.h) and their kernels, through the row tiling that uses
  * them (cpu_mm_rows), on every kernel set this CPU runs that has a packed
- * kernel (Q4_0: avx2, avxvnni, avx512, avx512vnni; IQ4_NL, Q5_0 and Q8_0:
+ * kernel (Q4_0: avx2, avxvnni, avx512, avx512vnni; IQ4_NL, MXFP4, Q5_0 and Q8_0:
  * avx512vnni; the cases of a set the CPU lacks say so and skip).
  *
- * Data: random Q4_0 / IQ4_NL / Q5_0 / Q8_0 blocks (synth's: every code, random-sign scales) and
+ * Data: random Q4_0 / IQ4_NL / MXFP4 / Q5_0 / Q8_0 blocks (synth's: every code, random-sign
+ * scales; MXFP4 also exponents 0, 1, 2 and 200 in every fifth block) and
  * random activations that are never zero, their scale changing per block;
  * row counts 1, 5, 16, 17, 40 (the padded last group), two matrices (an
  * expert tensor: the second one's offset), row lengths of 1, 3, 5, 48 and
@@ -82,6 +83,9 @@ static bool make_case(case_data *c, uint32_t type, uint64_t n, uint64_t rows)
     synth_tensor st = {.type = type, .n_dims = 2, .ne = {n, rows * MATS, 1, 1}, .kind = SYNTH_WEIGHT,
                        .rms = 1.0f / sqrtf((float)n)};
     synth_fill_blocks(&st, next_u64(), 1, 0, rows * MATS * n / 32, c->bytes);
+    if (type == QT_MXFP4) /* the exponents whose scales are subnormal (0, 1), the first normal one, a large one */
+        for (uint64_t b = 0; b < rows * MATS * n / 32; b += 5)
+            ((block_mxfp4 *)c->bytes)[b].e = (uint8_t[]){0, 1, 2, 200}[b / 5 % 4];
     c->w.data = c->bytes;
     for (int t = 0; t < MAX_TOK; t++) {
         activations(x, n);
@@ -173,6 +177,7 @@ static void test_packed_avx512vnni(void) { packed_of(CPU_ISA_AVX512VNNI, QT_Q4_0
 static void test_packed_q8_0_avx512vnni(void) { packed_of(CPU_ISA_AVX512VNNI, QT_Q8_0); }
 static void test_packed_iq4_nl_avx512vnni(void) { packed_of(CPU_ISA_AVX512VNNI, QT_IQ4_NL); }
 static void test_packed_q5_0_avx512vnni(void) { packed_of(CPU_ISA_AVX512VNNI, QT_Q5_0); }
+static void test_packed_mxfp4_avx512vnni(void) { packed_of(CPU_ISA_AVX512VNNI, QT_MXFP4); }
 
 /* The comparison above can fail: the levels of row 5 of the second group
  * changed in block 1 of the packed copy (all 32: one alone may meet a
@@ -209,6 +214,7 @@ static void test_broken_packing_is_caught(void) { broken_packing_is_caught(QT_Q4
 static void test_broken_q8_0_packing_is_caught(void) { broken_packing_is_caught(QT_Q8_0); }
 static void test_broken_iq4_nl_packing_is_caught(void) { broken_packing_is_caught(QT_IQ4_NL); }
 static void test_broken_q5_0_packing_is_caught(void) { broken_packing_is_caught(QT_Q5_0); }
+static void test_broken_mxfp4_packing_is_caught(void) { broken_packing_is_caught(QT_MXFP4); }
 
 /* The set finds a tensor's copy by its data, holds its bytes (padding
  * included), and makes none where the set has no packed kernel for the
@@ -269,10 +275,12 @@ int main(void)
     RUN(test_packed_q8_0_avx512vnni);
     RUN(test_packed_iq4_nl_avx512vnni);
     RUN(test_packed_q5_0_avx512vnni);
+    RUN(test_packed_mxfp4_avx512vnni);
     RUN(test_broken_packing_is_caught);
     RUN(test_broken_q8_0_packing_is_caught);
     RUN(test_broken_iq4_nl_packing_is_caught);
     RUN(test_broken_q5_0_packing_is_caught);
+    RUN(test_broken_mxfp4_packing_is_caught);
     RUN(test_packs_set);
     TESTS_DONE();
 }

@@ -565,17 +565,40 @@ INL void q5_high_bits(__m512i qh, int c, __m512i *lo, __m512i *hi)
     *hi = _mm512_mask_add_epi8(*hi, _mm512_test_epi8_mask(bh, pat), *hi, sixteen);
 }
 
-enum { NIB_Q4_0, NIB_IQ4_NL, NIB_Q5_0 };
+/* MXFP4's table the same way. */
+INL __m512i mxfp4_biased_table(void)
+{
+    int8_t t[16];
+    for (int i = 0; i < 16; i++)
+        t[i] = (int8_t)(cpu_mxfp4_levels[i] ^ (int8_t)0x80);
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t));
+}
+
+/* 16 rows' MXFP4 scales from their exponent bytes, as cpu_mxfp4_scale:
+ * e < 2 the subnormals 0x00200000 << e, else (e - 1) << 23. */
+INL __m512 mxfp4_scales16(const uint8_t *e)
+{
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)e));
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(v, _mm512_set1_epi32(1)), 23);
+    const __m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), v);
+    const __mmask16 small = _mm512_cmplt_epu32_mask(v, _mm512_set1_epi32(2));
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, sub));
+}
+
+enum { NIB_Q4_0, NIB_IQ4_NL, NIB_Q5_0, NIB_MXFP4 };
 
 /* A group of 16 rows of 4-bit codes: Q4_0's levels are the nibbles less 8;
- * IQ4_NL's the table's, looked up biased by 128 through vpshufb; Q5_0's
- * the nibbles and their fifth bits less 16.  IQ4_NL and Q5_0 with VNNI
+ * IQ4_NL's and MXFP4's their tables', looked up biased by 128 through
+ * vpshufb (MXFP4's scales made from the rows' exponent bytes); Q5_0's the
+ * nibbles and their fifth bits less 16.  IQ4_NL, MXFP4 and Q5_0 with VNNI
  * only: vpmaddubsw's 16-bit sums of their levels could saturate. */
 INL void packed_nibble_group(const uint8_t *group, const void *const *x, int nt, uint64_t n, float *const *y,
                              uint64_t r0, bool accumulate, int kind)
 {
-    const __m512i tab = kind == NIB_IQ4_NL ? iq4_biased_table() : _mm512_setzero_si512();
-    const int32_t bias = kind == NIB_IQ4_NL ? 128 : kind == NIB_Q5_0 ? 16 : 8;
+    const __m512i tab = kind == NIB_IQ4_NL ? iq4_biased_table()
+                        : kind == NIB_MXFP4 ? mxfp4_biased_table()
+                                            : _mm512_setzero_si512();
+    const int32_t bias = kind == NIB_IQ4_NL || kind == NIB_MXFP4 ? 128 : kind == NIB_Q5_0 ? 16 : 8;
     const uint64_t stride = kind == NIB_Q5_0 ? 352 : 288, qs_at = kind == NIB_Q5_0 ? 96 : 32;
     const int8_t *q[CPU_TILE_TOK];
     const float *d[CPU_TILE_TOK];
@@ -590,13 +613,13 @@ INL void packed_nibble_group(const uint8_t *group, const void *const *x, int nt,
     }
     const uint8_t *blk = group;
     for (uint64_t b = 0; b < n / 32; b++, blk += stride) {
-        const __m512 dw = _mm512_cvtph_ps(load256(blk));
+        const __m512 dw = kind == NIB_MXFP4 ? mxfp4_scales16(blk) : _mm512_cvtph_ps(load256(blk));
         __m512i lo[4], hi[4];
         for (int c = 0; c < 4; c++) {
             const __m512i v = load512(blk + qs_at + 64 * c);
             lo[c] = _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
             hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
-            if (kind == NIB_IQ4_NL) {
+            if (kind == NIB_IQ4_NL || kind == NIB_MXFP4) {
                 lo[c] = _mm512_shuffle_epi8(tab, lo[c]);
                 hi[c] = _mm512_shuffle_epi8(tab, hi[c]);
             }
@@ -646,6 +669,11 @@ TGT static void z_packed_q5_0(const void *groups, uint64_t group_bytes, uint64_t
                               int nt, uint64_t n, float *const *y, bool accumulate)
 {
     PACKED_NIBBLES(NIB_Q5_0)
+}
+TGT static void z_packed_mxfp4(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
+                               int nt, uint64_t n, float *const *y, bool accumulate)
+{
+    PACKED_NIBBLES(NIB_MXFP4)
 }
 #endif
 #undef PACKED_NIBBLES
@@ -1272,7 +1300,11 @@ void CPU_X86_FILL(cpu_kernels *k)
 #else
     k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_iq4_nl, NULL};
 #endif
+#ifdef CPU_X86_VNNI
+    k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_mxfp4, z_packed_mxfp4};
+#else
     k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, z_dot_mxfp4, NULL};
+#endif
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q4_K, NULL};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q5_K, NULL};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, z_dot_q6_K, NULL};

@@ -735,7 +735,7 @@ static void populate_weights(cf_state *s)
     cpu_pool_run(s->pool, populate_slice, &j);
 }
 
-/* The Q4_0, Q5_0, Q8_0 and IQ4_NL matrices packed (cpu_pack.h) for the kernel set, when it has a
+/* The Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4 matrices packed (cpu_pack.h) for the kernel set, when it has a
  * packed kernel: made once here, on the pool, while the file's pages are
  * fresh from populate_weights.  The head (output) too; the embedding is a
  * table of rows, read one row a token. */

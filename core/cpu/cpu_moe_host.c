@@ -45,7 +45,7 @@ struct cpu_moe_host {
     cpu_moe_host_params p;
     const cpu_kernels *k;
     cpu_pool *pool;
-    cpu_packs *packs;             /* the Q4_0 / Q5_0 / Q8_0 / IQ4_NL experts packed (cpu_pack.h), layer by layer at first use */
+    cpu_packs *packs;             /* the Q4_0 / Q5_0 / Q8_0 / IQ4_NL / MXFP4 experts packed (cpu_pack.h), layer by layer at first use */
     bool no_pack;                 /* cpu_moe_host_params.no_pack */
     int n_threads;
 
@@ -356,7 +356,7 @@ int cpu_moe_host_eval(cpu_moe_host *h, const model_layer *L, const float *x, con
     if (!group_pairs(h, ids, &bad))
         return err_set(err, "cpu_moe_host: token %u slot %u names expert %d of %u", bad / p->n_used, bad % p->n_used,
                        ids[bad], p->n_expert);
-    /* the layer's Q4_0 / Q5_0 / Q8_0 / IQ4_NL experts packed at their first use: the first
+    /* the layer's Q4_0 / Q5_0 / Q8_0 / IQ4_NL / MXFP4 experts packed at their first use: the first
      * prompt, which reads them from the file anyway, copies them once
      * (tens of ms a layer on 16 threads); a tensor whose copy would not
      * fit in memory, or whose allocation fails, keeps the plain rows (a

@@ -16,7 +16,7 @@
  * Promises:
  *  - cpu_moe_host_new() allocates everything (sized for n_batch tokens and
  *    every activation form); cpu_moe_host_eval() allocates nothing, but
- *    for the packed copy of a layer's Q4_0 / Q5_0 / Q8_0 / IQ4_NL experts at its first eval
+ *    for the packed copy of a layer's Q4_0 / Q5_0 / Q8_0 / IQ4_NL / MXFP4 experts at its first eval
  *    (cpu_pack.h: a kernel set with a packed kernel, and memory for it;
  *    without the memory the plain rows serve, never an error).
  *  - A result depends only on its token's inputs and the kernel set, not on
@@ -57,7 +57,7 @@ cpu_moe_host *cpu_moe_host_new(const cpu_moe_host_params *p, err_t *err);
 void cpu_moe_host_free(cpu_moe_host *h);
 int cpu_moe_host_threads(const cpu_moe_host *h);
 const cpu_kernels *cpu_moe_host_kernels(const cpu_moe_host *h);
-/* Host memory of its own holding packed Q4_0 / Q5_0 / Q8_0 / IQ4_NL experts (cpu_pack.h): each
+/* Host memory of its own holding packed Q4_0 / Q5_0 / Q8_0 / IQ4_NL / MXFP4 experts (cpu_pack.h): each
  * layer's are packed at its first eval, so this grows over the first
  * prompt, up to the experts' size in the file. */
 uint64_t cpu_moe_host_packed_bytes(const cpu_moe_host *h);

@@ -1,4 +1,4 @@
-/* cpu_pack.c: Q4_0, IQ4_NL and Q8_0 rows interleaved by groups of 16
+/* cpu_pack.c: Q4_0, IQ4_NL, MXFP4, Q5_0 and Q8_0 rows interleaved by groups of 16
  * (cpu_pack.h). */
 #include "cpu_pack.h"
 
@@ -31,6 +31,15 @@ static void pack_q4_0_block(const uint8_t *row, uint64_t b, uint64_t r, uint8_t 
         memcpy(out + 32 + 64 * c + 4 * r, w->qs + 4 * c, 4);
 }
 
+/* One MXFP4 block of row r: its exponent byte, then its codes as Q4_0's. */
+static void pack_mxfp4_block(const uint8_t *row, uint64_t b, uint64_t r, uint8_t *out)
+{
+    const block_mxfp4 *w = (const block_mxfp4 *)row + b;
+    out[r] = w->e;
+    for (int c = 0; c < 4; c++)
+        memcpy(out + 32 + 64 * c + 4 * r, w->qs + 4 * c, 4);
+}
+
 /* One Q8_0 block of row r, its levels biased to unsigned bytes (q + 128:
  * the sign bit flipped). */
 static void pack_q8_0_block(const uint8_t *row, uint64_t b, uint64_t r, uint8_t *out)
@@ -54,7 +63,7 @@ static void pack_q5_0_block(const uint8_t *row, uint64_t b, uint64_t r, uint8_t 
 
 void cpu_pack_rows(const mtensor *t, uint8_t *dst, uint64_t g0, uint64_t g1)
 {
-    const bool q8 = t->type == QT_Q8_0, q5 = t->type == QT_Q5_0;
+    const bool q8 = t->type == QT_Q8_0, q5 = t->type == QT_Q5_0, mx = t->type == QT_MXFP4;
     const uint64_t per = cpu_pack_groups(t), nb = t->ne[0] / 32, gb = cpu_pack_group_bytes(t);
     const uint64_t bb = cpu_pack_block_bytes(t->type);
     for (uint64_t g = g0; g < g1; g++) {
@@ -62,7 +71,8 @@ void cpu_pack_rows(const mtensor *t, uint8_t *dst, uint64_t g0, uint64_t g1)
         const uint8_t *m = mtensor_matrix(t, (uint32_t)e);
         uint8_t *out = dst + g * gb;
         for (uint64_t b = 0; b < nb; b++, out += bb) {
-            /* the padding rows: d = 0, and level 0 (Q8_0's biased 128) */
+            /* the padding rows: d = 0, and level 0 (Q8_0's biased 128; MXFP4's code 0
+             * is level 0, under whatever scale its exponent 0 gives) */
             memset(out, 0, 32);
             memset(out + 32, q8 ? 0x80 : 0, bb - 32);
             for (uint64_t r = 0; r < CPU_PACK_ROWS && r0 + r < t->ne[1]; r++) {
@@ -70,6 +80,8 @@ void cpu_pack_rows(const mtensor *t, uint8_t *dst, uint64_t g0, uint64_t g1)
                     pack_q8_0_block(m + (r0 + r) * t->nb1, b, r, out);
                 else if (q5)
                     pack_q5_0_block(m + (r0 + r) * t->nb1, b, r, out);
+                else if (mx)
+                    pack_mxfp4_block(m + (r0 + r) * t->nb1, b, r, out);
                 else
                     pack_q4_0_block(m + (r0 + r) * t->nb1, b, r, out);
             }

@@ -1,4 +1,4 @@
-/* cpu_pack.h: Q4_0, IQ4_NL, Q5_0 and Q8_0 weights interleaved by groups of rows
+/* cpu_pack.h: Q4_0, IQ4_NL, MXFP4, Q5_0 and Q8_0 weights interleaved by groups of rows
  * for the x86 kernels (cpu_pack_).
  *
  * In a file, a Q4_0 row is its blocks one after another (f16 d, 16 bytes of
@@ -29,6 +29,12 @@
  * IQ4_NL's blocks are Q4_0's (f16 d, 16 bytes of 4-bit codes in the same
  * order): packed exactly as Q4_0, the codes being indices into its table
  * of 16 signed levels, which the kernel looks up (a byte shuffle).
+ *
+ * MXFP4's blocks (an E8M0 exponent, 16 bytes of 4-bit codes in Q4_0's
+ * order) as IQ4_NL's, the 16 rows' exponent bytes in the first 16 bytes of
+ * the head (no half-precision scale holds every power of two it can
+ * give): the kernel makes the scales from them and looks the codes up in
+ * MXFP4's table of levels.
  *
  * Q5_0 as Q4_0 with its fifth bits between the scales and the nibbles:
  *     f16 d[16] | the 16 rows' 32-bit qh words (row r at 4r) | Q4_0's 4
@@ -66,10 +72,10 @@
 
 enum { CPU_PACK_ROWS = 16, CPU_PACK_Q4_0_BLOCK_BYTES = 288, CPU_PACK_Q5_0_BLOCK_BYTES = 352, CPU_PACK_Q8_0_BLOCK_BYTES = 544 };
 
-/* Whether cpu_pack.h has a packed form for the type (Q4_0, IQ4_NL, Q5_0, Q8_0). */
+/* Whether cpu_pack.h has a packed form for the type (Q4_0, IQ4_NL, MXFP4, Q5_0, Q8_0). */
 static inline bool cpu_pack_type(uint32_t type)
 {
-    return type == QT_Q4_0 || type == QT_IQ4_NL || type == QT_Q5_0 || type == QT_Q8_0;
+    return type == QT_Q4_0 || type == QT_IQ4_NL || type == QT_MXFP4 || type == QT_Q5_0 || type == QT_Q8_0;
 }
 /* Bytes of 16 rows' blocks of 32 elements packed together. */
 static inline uint64_t cpu_pack_block_bytes(uint32_t type)

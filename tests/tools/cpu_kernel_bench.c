@@ -9,7 +9,7 @@
  *   mv  one token (decode): weight GB/s;
  *   mm4 tiles of 4 tokens, mm tiles of CPU_TILE_TOK tokens (8; prompt): GMAC/s
  *       (multiply-adds per second).
- * A type with a packed form in the set (cpu_pack.h: Q4_0 on x86, Q5_0, Q8_0 and IQ4_NL with VNNI) has a
+ * A type with a packed form in the set (cpu_pack.h: Q4_0 on x86, Q5_0, Q8_0, IQ4_NL and MXFP4 with VNNI) has a
  * second line, TYPE/p: the same rows packed, 16 rows a call.
  * Best of repeated passes over about -r seconds (default 0.3).  Figures
  * only, for tuning and the performance log; nothing passes or fails. */
@@ -109,7 +109,8 @@ int main(int argc, char **argv)
         return usage();
     static const uint32_t all[] = {QT_Q4_0,   QT_Q4_1,  QT_Q5_0,   QT_Q5_1,    QT_Q8_0,  QT_Q4_K,  QT_Q5_K,
                                    QT_Q6_K,   QT_IQ4_XS, QT_IQ4_NL, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ3_XXS,
-                                   QT_IQ3_S,  QT_IQ1_S, QT_IQ1_M,  QT_F16,     QT_BF16,  QT_F32};
+                                   QT_IQ3_S,  QT_IQ1_S, QT_IQ1_M,  QT_MXFP4,   QT_Q2_K,  QT_Q3_K,  QT_F16,
+                                   QT_BF16,   QT_F32};
     float sink[16 * CPU_TILE_TOK] = {0}; /* 16 rows x the tile of outputs */
     printf("%-10s %-7s %9s %9s %10s %10s\n", "set", "type", "mv GB/s", "mv ns/row", "mm4 GMAC/s", "mm GMAC/s");
     for (int s = 0; s < CPU_ISA_COUNT; s++) {
