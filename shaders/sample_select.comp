@@ -179,42 +179,17 @@ void histogram(uint p)
     sh_lo[tid] = 0u;
     sh_hi[tid] = 0u;
     barrier();
-    // A flat distribution puts nearly every token of the first passes in one
-    // bin, and atomics on one word of shared memory run one at a time: each
-    // thread sums its run of tokens in the same bin first, and a subgroup
-    // whose threads all end in one bin adds once (run 45).  Integer sums:
-    // the same bins in any order.
     uint a = gl_WorkGroupID.x * pc.slice, b = min(a + pc.slice, pc.n), shift = 24u - 8u * p;
-    uint run_d = 256u, run_lo = 0u, run_hi = 0u;
     for (uint i = a + tid; i < b; i += WGS) {
         float l = sk_canon(LG.l[pc.l_off + i]);
         uint key = sk_key(l);
         if ((key & mask) == pfx && within(key, i, bk, bid)) {
             uint w = weight_of(l, mx), d = (key >> shift) & 0xffu;
             if (w != 0u) {
-                if (d != run_d) {
-                    if (run_d < 256u) {
-                        atomicAdd(sh_lo[run_d], run_lo);
-                        atomicAdd(sh_hi[run_d], run_hi);
-                    }
-                    run_d = d;
-                    run_lo = run_hi = 0u;
-                }
-                run_lo += w & 0xffffu;
-                run_hi += w >> 16u;
+                atomicAdd(sh_lo[d], w & 0xffffu);
+                atomicAdd(sh_hi[d], w >> 16u);
             }
         }
-    }
-    if (subgroupAllEqual(run_d)) {
-        run_lo = subgroupAdd(run_lo);
-        run_hi = subgroupAdd(run_hi);
-        if (subgroupElect() && run_d < 256u) {
-            atomicAdd(sh_lo[run_d], run_lo);
-            atomicAdd(sh_hi[run_d], run_hi);
-        }
-    } else if (run_d < 256u) {
-        atomicAdd(sh_lo[run_d], run_lo);
-        atomicAdd(sh_hi[run_d], run_hi);
     }
     barrier();
     uvec2 v = from_halves(sh_lo[tid], sh_hi[tid]);
