@@ -358,6 +358,7 @@ void vk_hostmoe_split_stat(const vk_engine *e, engine_split_stat *st)
     st->stream_s = e->hx.ps_s;
     st->layout_s = e->hx.ps_layout_s;
     st->stall_s = e->hx.ps_stall_s;
+    st->packed_bytes = e->hx.cpu ? cpu_moe_host_packed_bytes(e->hx.cpu) : 0;
     st->tokens = s->tokens;
     if (!s->tokens)
         return;

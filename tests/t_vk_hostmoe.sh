@@ -175,6 +175,22 @@ split_sane 1
 split_sane 0
 split_sane 2
 
+# bench says whether the CPU multiplies packed copies of the host experts
+# (cpu_pack.h; Q8_0 is packed by the AVX-512 VNNI set only) and how large:
+# one of the two lines after the default kernel set's run, and with the
+# portable set (no packed kernels) always the file's rows
+if grep -Eq "^  experts in host memory, 2 layers: the CPU's packed copies [0-9]+\.[0-9] MiB$|^  experts in host memory, 2 layers: the CPU multiplies the file's rows \(no packed copies\)$" "$TMP/bench"; then
+    ok "bench: the host experts' packed copies ($(grep "2 layers: the CPU" "$TMP/bench" | sed 's/.*layers: //'))"
+else
+    fail "bench: the host experts' packed copies" "$(grep 'experts in host memory' "$TMP/bench" | head -c 300)"
+fi
+if GLMCHAT_CPU_KERNELS=portable $GLMCHAT bench -m "$G/tiny-glm-a.q8_0.gguf" $VK --n-cpu-moe 3 -p 0 -n 2 --draft off \
+    >"$TMP/bench_p" 2>&1 && grep -q "2 layers: the CPU multiplies the file's rows (no packed copies)" "$TMP/bench_p"; then
+    ok "bench: the portable kernel set packs no host experts"
+else
+    fail "bench: the portable kernel set packs no host experts" "$(grep -i 'experts in host memory\|error' "$TMP/bench_p" | head -c 300)"
+fi
+
 # ---- subgroup 16 (lavapipe's 512-bit vectors; the device's kernels only: not
 # in the sanitizer run) ------------------------------------------------------------------
 [ "$QUICK" = 1 ] ||

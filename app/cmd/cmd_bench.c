@@ -286,6 +286,12 @@ static void print_split(engine *e, const engine_split_stat *chat)
     const engine_split_stat *all = &st.split;
     if (!all->layers)
         return;
+    if (all->packed_bytes)
+        printf("  experts in host memory, %u layers: the CPU's packed copies %.1f MiB\n", all->layers,
+               (double)all->packed_bytes / 1048576.0);
+    else
+        printf("  experts in host memory, %u layers: the CPU multiplies the file's rows (no packed copies)\n",
+               all->layers);
     if (all->streamed) {
         double k = 1e3 / (double)all->streamed, L = all->layers;
         printf("  experts in host memory, %u layers; prompt batches that streamed them to the GPU: %llu, ms a batch "

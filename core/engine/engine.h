@@ -225,6 +225,7 @@ typedef struct {
     double stream_s;       /* their time: the first part submitted -> the last seen finished */
     double layout_s;       /* of which the host laid the experts out */
     double stall_s;        /* of which the host waited for a staging buffer the GPU still copied from */
+    uint64_t packed_bytes; /* host memory of the CPU's packed copies of the experts (0: the file's rows) */
 } engine_split_stat;
 
 typedef struct {
