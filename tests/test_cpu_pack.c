@@ -1,8 +1,9 @@
 /* test_cpu_pack.c: Q4_0, IQ4_NL, MXFP4, Q5_0 and Q8_0 packed by 16 rows
  * (core/cpu/cpu_pack.h) and their kernels, through the row tiling that uses
  * them (cpu_mm_rows), on every kernel set this CPU runs that has a packed
- * kernel (Q4_0: avx2, avxvnni, avx512, avx512vnni; IQ4_NL, MXFP4, Q5_0 and Q8_0:
- * avx512vnni; the cases of a set the CPU lacks say so and skip).
+ * kernel (Q4_0: avx2, avxvnni, avx512, avx512vnni; MXFP4: avx2, avxvnni,
+ * avx512vnni; IQ4_NL, Q5_0 and Q8_0: avx512vnni; the cases of a set the CPU
+ * lacks say so and skip).
  *
  * Data: random Q4_0 / IQ4_NL / MXFP4 / Q5_0 / Q8_0 blocks (synth's: every code, random-sign
  * scales; MXFP4 also exponents 0, 1, 2 and 200 in every fifth block) and
@@ -178,6 +179,8 @@ static void test_packed_q8_0_avx512vnni(void) { packed_of(CPU_ISA_AVX512VNNI, QT
 static void test_packed_iq4_nl_avx512vnni(void) { packed_of(CPU_ISA_AVX512VNNI, QT_IQ4_NL); }
 static void test_packed_q5_0_avx512vnni(void) { packed_of(CPU_ISA_AVX512VNNI, QT_Q5_0); }
 static void test_packed_mxfp4_avx512vnni(void) { packed_of(CPU_ISA_AVX512VNNI, QT_MXFP4); }
+static void test_packed_mxfp4_avx2(void) { packed_of(CPU_ISA_AVX2, QT_MXFP4); }
+static void test_packed_mxfp4_avxvnni(void) { packed_of(CPU_ISA_AVXVNNI, QT_MXFP4); }
 
 /* The comparison above can fail: the levels of row 5 of the second group
  * changed in block 1 of the packed copy (all 32: one alone may meet a
@@ -276,6 +279,8 @@ int main(void)
     RUN(test_packed_iq4_nl_avx512vnni);
     RUN(test_packed_q5_0_avx512vnni);
     RUN(test_packed_mxfp4_avx512vnni);
+    RUN(test_packed_mxfp4_avx2);
+    RUN(test_packed_mxfp4_avxvnni);
     RUN(test_broken_packing_is_caught);
     RUN(test_broken_q8_0_packing_is_caught);
     RUN(test_broken_iq4_nl_packing_is_caught);

@@ -352,6 +352,97 @@ TGT static void x_packed_q4_0(const void *groups, uint64_t group_bytes, uint64_t
 }
 #undef PACKED_NT
 
+/* ======================================================================
+ * MXFP4 packed by 16 rows (cpu_pack.h: the rows' exponent bytes, then
+ * Q4_0's chunks of codes), as two halves of 8 rows.  Its levels are signed
+ * and small (|l| <= 12), so no bias: vpmaddubsw(|l|, sign(x, l)), whose
+ * 16-bit pairs (at most 2 x 12 x 127) add up over a block's 8 products
+ * within 24,384, then one vpmaddwd: each row's exact integer dot product,
+ * and acc += (d_w d_x) s as the portable kernel adds it -- its bits.  The
+ * same code in both sets (no vpdpbusd: its unsigned operand would need the
+ * levels biased, as the AVX-512 VNNI kernel has them).
+ * ====================================================================== */
+
+/* 8 rows' scales from their exponent bytes, as cpu_mxfp4_scale: e < 2 the
+ * subnormals 0x00200000 << e, else (e - 1) << 23. */
+INL __m256 mxfp4_scales8(const uint8_t *e)
+{
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)e));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(v, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), v);
+    const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), v);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, small));
+}
+
+INL void packed_mxfp4_half(const uint8_t *group, int half8, const void *const *x, int nt, uint64_t n,
+                           float *const *y, uint64_t r0, bool accumulate)
+{
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cpu_mxfp4_levels));
+    const int8_t *q[CPU_TILE_TOK];
+    const float *d[CPU_TILE_TOK];
+    __m256 acc[CPU_TILE_TOK];
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        q[t] = cpu_act_q(x[t]);
+        d[t] = cpu_act_d(x[t], n);
+        acc[t] = _mm256_setzero_ps();
+    }
+    const uint8_t *blk = group;
+    for (uint64_t b = 0; b < n / 32; b++, blk += 288) {
+        const __m256 dw = mxfp4_scales8(blk + 8 * half8);
+        __m256i p[CPU_TILE_TOK];
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            p[t] = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            const __m256i v = load256(blk + 32 + 64 * c + 32 * half8);
+            const __m256i lo = _mm256_shuffle_epi8(table, _mm256_and_si256(v, _mm256_set1_epi8(0x0F)));
+            const __m256i hi =
+                _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F)));
+            const __m256i lo_abs = _mm256_abs_epi8(lo), hi_abs = _mm256_abs_epi8(hi);
+            #pragma GCC unroll 8
+            for (int t = 0; t < nt; t++) {
+                int32_t a, bb;
+                memcpy(&a, q[t] + 32 * b + 4 * c, 4);
+                memcpy(&bb, q[t] + 32 * b + 16 + 4 * c, 4);
+                p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(lo_abs, _mm256_sign_epi8(_mm256_set1_epi32(a), lo)));
+                p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(hi_abs, _mm256_sign_epi8(_mm256_set1_epi32(bb), hi)));
+            }
+        }
+        #pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) {
+            const __m256i s = _mm256_madd_epi16(p[t], _mm256_set1_epi16(1));
+            const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(d[t][b]));
+            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(s)));
+        }
+    }
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        float *o = y[t] + r0 + 8 * half8;
+        _mm256_storeu_ps(o, accumulate ? _mm256_add_ps(_mm256_loadu_ps(o), acc[t]) : acc[t]);
+    }
+}
+
+#define PACKED_NT(NT)                                                                          \
+    for (uint64_t g = 0; g < n_groups; g++)                                                    \
+        for (int h = 0; h < 2; h++)                                                            \
+            packed_mxfp4_half((const uint8_t *)groups + g * group_bytes, h, x, NT, n, y, 16 * g, accumulate);
+TGT static void x_packed_mxfp4(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
+                               int nt, uint64_t n, float *const *y, bool accumulate)
+{
+    switch (nt) {
+    case 1: PACKED_NT(1) break;
+    case 2: PACKED_NT(2) break;
+    case 3: PACKED_NT(3) break;
+    case 4: PACKED_NT(4) break;
+    case 5: PACKED_NT(5) break;
+    case 6: PACKED_NT(6) break;
+    case 7: PACKED_NT(7) break;
+    default: PACKED_NT(8) break;
+    }
+}
+#undef PACKED_NT
+
 INL void q4_1_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
 {
     const block_q4_1 *w = row;
@@ -1154,7 +1245,7 @@ void CPU_X86_FILL(cpu_kernels *k)
     k->type[QT_Q5_1] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q5_1, NULL};
     k->type[QT_Q8_0] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_q8_0, NULL};
     k->type[QT_IQ4_NL] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_iq4_nl, NULL};
-    k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_mxfp4, NULL};
+    k->type[QT_MXFP4] = (cpu_type_kernel){CPU_ACT_Q8_32, x_dot_mxfp4, x_packed_mxfp4};
     k->type[QT_Q4_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q4_K, NULL};
     k->type[QT_Q5_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q5_K, NULL};
     k->type[QT_Q6_K] = (cpu_type_kernel){CPU_ACT_Q8_K, x_dot_q6_K, NULL};

@@ -34,7 +34,8 @@
  * order) as IQ4_NL's, the 16 rows' exponent bytes in the first 16 bytes of
  * the head (no half-precision scale holds every power of two it can
  * give): the kernel makes the scales from them and looks the codes up in
- * MXFP4's table of levels.
+ * MXFP4's table of levels (AVX-512 VNNI: biased by 128 for vpdpbusd; the
+ * 256-bit sets: signed, |l| x sign(x, l), its levels being small).
  *
  * Q5_0 as Q4_0 with its fifth bits between the scales and the nibbles:
  *     f16 d[16] | the 16 rows' 32-bit qh words (row r at 4r) | Q4_0's 4

@@ -9,7 +9,7 @@
  *   mv  one token (decode): weight GB/s;
  *   mm4 tiles of 4 tokens, mm tiles of CPU_TILE_TOK tokens (8; prompt): GMAC/s
  *       (multiply-adds per second).
- * A type with a packed form in the set (cpu_pack.h: Q4_0 on x86, Q5_0, Q8_0, IQ4_NL and MXFP4 with VNNI) has a
+ * A type with a packed form in the set (cpu_pack.h: Q4_0 on x86, MXFP4 on avx2, avxvnni and avx512vnni, Q5_0, Q8_0 and IQ4_NL on avx512vnni) has a
  * second line, TYPE/p: the same rows packed, 16 rows a call.
  * Best of repeated passes over about -r seconds (default 0.3).  Figures
  * only, for tuning and the performance log; nothing passes or fails. */
