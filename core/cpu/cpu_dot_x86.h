@@ -332,25 +332,28 @@ INL void packed_q4_0_half(const uint8_t *group, int half8, const void *const *x,
     }
 }
 
-#define PACKED_NT(NT)                                                                          \
+/* A packed kernel: every group's two halves of 8 rows through HALF, the
+ * tile's token count a constant in each call (so its loops unroll). */
+#define PACKED_NT(HALF, NT)                                                                    \
     for (uint64_t g = 0; g < n_groups; g++)                                                    \
         for (int h = 0; h < 2; h++)                                                            \
-            packed_q4_0_half((const uint8_t *)groups + g * group_bytes, h, x, NT, n, y, 16 * g, accumulate);
-TGT static void x_packed_q4_0(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
-                              int nt, uint64_t n, float *const *y, bool accumulate)
-{
-    switch (nt) {
-    case 1: PACKED_NT(1) break;
-    case 2: PACKED_NT(2) break;
-    case 3: PACKED_NT(3) break;
-    case 4: PACKED_NT(4) break;
-    case 5: PACKED_NT(5) break;
-    case 6: PACKED_NT(6) break;
-    case 7: PACKED_NT(7) break;
-    default: PACKED_NT(8) break;
+            HALF((const uint8_t *)groups + g * group_bytes, h, x, NT, n, y, 16 * g, accumulate);
+#define PACKED_KERNEL(NAME, HALF)                                                              \
+    TGT static void NAME(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x, int nt, \
+                         uint64_t n, float *const *y, bool accumulate)                         \
+    {                                                                                          \
+        switch (nt) {                                                                          \
+        case 1: PACKED_NT(HALF, 1) break;                                                      \
+        case 2: PACKED_NT(HALF, 2) break;                                                      \
+        case 3: PACKED_NT(HALF, 3) break;                                                      \
+        case 4: PACKED_NT(HALF, 4) break;                                                      \
+        case 5: PACKED_NT(HALF, 5) break;                                                      \
+        case 6: PACKED_NT(HALF, 6) break;                                                      \
+        case 7: PACKED_NT(HALF, 7) break;                                                      \
+        default: PACKED_NT(HALF, 8) break;                                                     \
+        }                                                                                      \
     }
-}
-#undef PACKED_NT
+PACKED_KERNEL(x_packed_q4_0, packed_q4_0_half)
 
 /* ======================================================================
  * MXFP4 packed by 16 rows (cpu_pack.h: the rows' exponent bytes, then
@@ -423,24 +426,8 @@ INL void packed_mxfp4_half(const uint8_t *group, int half8, const void *const *x
     }
 }
 
-#define PACKED_NT(NT)                                                                          \
-    for (uint64_t g = 0; g < n_groups; g++)                                                    \
-        for (int h = 0; h < 2; h++)                                                            \
-            packed_mxfp4_half((const uint8_t *)groups + g * group_bytes, h, x, NT, n, y, 16 * g, accumulate);
-TGT static void x_packed_mxfp4(const void *groups, uint64_t group_bytes, uint64_t n_groups, const void *const *x,
-                               int nt, uint64_t n, float *const *y, bool accumulate)
-{
-    switch (nt) {
-    case 1: PACKED_NT(1) break;
-    case 2: PACKED_NT(2) break;
-    case 3: PACKED_NT(3) break;
-    case 4: PACKED_NT(4) break;
-    case 5: PACKED_NT(5) break;
-    case 6: PACKED_NT(6) break;
-    case 7: PACKED_NT(7) break;
-    default: PACKED_NT(8) break;
-    }
-}
+PACKED_KERNEL(x_packed_mxfp4, packed_mxfp4_half)
+#undef PACKED_KERNEL
 #undef PACKED_NT
 
 INL void q4_1_nt(const void *row, const void *const *x, int nt, uint64_t n, float *out)
