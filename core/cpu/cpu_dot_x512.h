@@ -142,6 +142,18 @@ typedef struct {
     const int32_t *sum[CPU_TILE_TOK];
 } act32;
 
+/* The tile's activations (the packed kernels'; dot32_nt takes what it needs). */
+INL void act32_init(act32 *a, const void *const *x, int nt, uint64_t n)
+{
+    #pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        a->q[t] = cpu_act_q(x[t]);
+        a->d[t] = cpu_act_d(x[t], n);
+        a->s[t] = cpu_act_s(x[t], n);
+        a->sum[t] = cpu_act_sum(x[t], n);
+    }
+}
+
 /* The dot products of a pair of blocks of unsigned levels (Q4_0 / Q5_0
  * before their offset, Q4_1, Q5_1): no sign trick, the levels are the
  * unsigned operand. */
@@ -600,17 +612,12 @@ INL void packed_nibble_group(const uint8_t *group, const void *const *x, int nt,
                                             : _mm512_setzero_si512();
     const int32_t bias = kind == NIB_IQ4_NL || kind == NIB_MXFP4 ? 128 : kind == NIB_Q5_0 ? 16 : 8;
     const uint64_t stride = kind == NIB_Q5_0 ? 352 : 288, qs_at = kind == NIB_Q5_0 ? 96 : 32;
-    const int8_t *q[CPU_TILE_TOK];
-    const float *d[CPU_TILE_TOK];
-    const int32_t *qs[CPU_TILE_TOK];
+    act32 a;
+    act32_init(&a, x, nt, n);
     __m512 acc[CPU_TILE_TOK];
     #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++) {
-        q[t] = cpu_act_q(x[t]);
-        d[t] = cpu_act_d(x[t], n);
-        qs[t] = cpu_act_sum(x[t], n);
+    for (int t = 0; t < nt; t++)
         acc[t] = _mm512_setzero_ps();
-    }
     const uint8_t *blk = group;
     for (uint64_t b = 0; b < n / 32; b++, blk += stride) {
         const __m512 dw = kind == NIB_MXFP4 ? mxfp4_scales16(blk) : _mm512_cvtph_ps(load256(blk));
@@ -628,8 +635,8 @@ INL void packed_nibble_group(const uint8_t *group, const void *const *x, int nt,
         }
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
-            const __m512i s = packed_block16(lo, hi, q[t] + 32 * b, qs[t][b], bias);
-            const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(d[t][b]));
+            const __m512i s = packed_block16(lo, hi, a.q[t] + 32 * b, a.sum[t][b], bias);
+            const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(a.d[t][b]));
             acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(dd, _mm512_cvtepi32_ps(s)));
         }
     }
@@ -694,17 +701,12 @@ TGT static void z_packed_mxfp4(const void *groups, uint64_t group_bytes, uint64_
 INL void packed_q8_0_group(const uint8_t *group, const void *const *x, int nt, uint64_t n, float *const *y,
                            uint64_t r0, bool accumulate)
 {
-    const int8_t *q[CPU_TILE_TOK];
-    const float *d[CPU_TILE_TOK];
-    const int32_t *qs[CPU_TILE_TOK];
+    act32 a;
+    act32_init(&a, x, nt, n);
     __m512 acc[CPU_TILE_TOK];
     #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++) {
-        q[t] = cpu_act_q(x[t]);
-        d[t] = cpu_act_d(x[t], n);
-        qs[t] = cpu_act_sum(x[t], n);
+    for (int t = 0; t < nt; t++)
         acc[t] = _mm512_setzero_ps();
-    }
     const uint8_t *blk = group;
     for (uint64_t b = 0; b < n / 32; b++, blk += 544) {
         const __m512 dw = _mm512_cvtph_ps(load256(blk));
@@ -713,9 +715,9 @@ INL void packed_q8_0_group(const uint8_t *group, const void *const *x, int nt, u
             lv[c] = load512(blk + 32 + 64 * c);
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
-            const int8_t *xq = q[t] + 32 * b;
+            const int8_t *xq = a.q[t] + 32 * b;
             /* two chains of 4 (the latency of one chain of 8 measured slower) */
-            __m512i s0 = _mm512_set1_epi32(-128 * qs[t][b]), s1 = _mm512_setzero_si512();
+            __m512i s0 = _mm512_set1_epi32(-128 * a.sum[t][b]), s1 = _mm512_setzero_si512();
             for (int c = 0; c < 8; c += 2) {
                 int32_t a0, a1;
                 memcpy(&a0, xq + 4 * c, 4);
@@ -724,7 +726,7 @@ INL void packed_q8_0_group(const uint8_t *group, const void *const *x, int nt, u
                 s1 = _mm512_dpbusd_epi32(s1, lv[c + 1], _mm512_set1_epi32(a1));
             }
             const __m512i s = _mm512_add_epi32(s0, s1);
-            const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(d[t][b]));
+            const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(a.d[t][b]));
             acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(dd, _mm512_cvtepi32_ps(s)));
         }
     }

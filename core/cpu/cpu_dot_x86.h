@@ -298,17 +298,12 @@ INL __m256i packed_block8(const __m256i *lo, const __m256i *hi, const int8_t *q,
 INL void packed_q4_0_half(const uint8_t *group, int half8, const void *const *x, int nt, uint64_t n, float *const *y,
                           uint64_t r0, bool accumulate)
 {
-    const int8_t *q[CPU_TILE_TOK];
-    const float *d[CPU_TILE_TOK];
-    const int32_t *qs[CPU_TILE_TOK];
+    act32 a;
+    act32_init(&a, x, nt, n);
     __m256 acc[CPU_TILE_TOK];
     #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++) {
-        q[t] = cpu_act_q(x[t]);
-        d[t] = cpu_act_d(x[t], n);
-        qs[t] = cpu_act_sum(x[t], n);
+    for (int t = 0; t < nt; t++)
         acc[t] = _mm256_setzero_ps();
-    }
     const uint8_t *blk = group;
     for (uint64_t b = 0; b < n / 32; b++, blk += 288) {
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16 * half8)));
@@ -320,8 +315,8 @@ INL void packed_q4_0_half(const uint8_t *group, int half8, const void *const *x,
         }
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
-            const __m256i s = packed_block8(lo, hi, q[t] + 32 * b, qs[t][b]);
-            const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(d[t][b]));
+            const __m256i s = packed_block8(lo, hi, a.q[t] + 32 * b, a.sum[t][b]);
+            const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(a.d[t][b]));
             acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(s)));
         }
     }
@@ -381,15 +376,12 @@ INL void packed_mxfp4_half(const uint8_t *group, int half8, const void *const *x
                            float *const *y, uint64_t r0, bool accumulate)
 {
     const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cpu_mxfp4_levels));
-    const int8_t *q[CPU_TILE_TOK];
-    const float *d[CPU_TILE_TOK];
+    act32 a;
+    act32_init(&a, x, nt, n);
     __m256 acc[CPU_TILE_TOK];
     #pragma GCC unroll 8
-    for (int t = 0; t < nt; t++) {
-        q[t] = cpu_act_q(x[t]);
-        d[t] = cpu_act_d(x[t], n);
+    for (int t = 0; t < nt; t++)
         acc[t] = _mm256_setzero_ps();
-    }
     const uint8_t *blk = group;
     for (uint64_t b = 0; b < n / 32; b++, blk += 288) {
         const __m256 dw = mxfp4_scales8(blk + 8 * half8);
@@ -405,17 +397,17 @@ INL void packed_mxfp4_half(const uint8_t *group, int half8, const void *const *x
             const __m256i lo_abs = _mm256_abs_epi8(lo), hi_abs = _mm256_abs_epi8(hi);
             #pragma GCC unroll 8
             for (int t = 0; t < nt; t++) {
-                int32_t a, bb;
-                memcpy(&a, q[t] + 32 * b + 4 * c, 4);
-                memcpy(&bb, q[t] + 32 * b + 16 + 4 * c, 4);
-                p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(lo_abs, _mm256_sign_epi8(_mm256_set1_epi32(a), lo)));
-                p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(hi_abs, _mm256_sign_epi8(_mm256_set1_epi32(bb), hi)));
+                int32_t lo4, hi4;
+                memcpy(&lo4, a.q[t] + 32 * b + 4 * c, 4);
+                memcpy(&hi4, a.q[t] + 32 * b + 16 + 4 * c, 4);
+                p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(lo_abs, _mm256_sign_epi8(_mm256_set1_epi32(lo4), lo)));
+                p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(hi_abs, _mm256_sign_epi8(_mm256_set1_epi32(hi4), hi)));
             }
         }
         #pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
             const __m256i s = _mm256_madd_epi16(p[t], _mm256_set1_epi16(1));
-            const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(d[t][b]));
+            const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(a.d[t][b]));
             acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(s)));
         }
     }
