@@ -500,7 +500,8 @@ static void test_nextn_block_same_logits(void)
  * 8-bit activations' bound, and token by token (the decode path) bit for
  * bit equal to one call; tol is the rel-L2 bound (the header's 0.06 but for
  * Q2_K, below). */
-static void glm_shapes_against_reference(uint32_t ft, const char *name, double tol, uint32_t argmax_slack)
+static void glm_shapes_against_reference(uint32_t ft, const char *name, double tol, uint32_t argmax_slack,
+                                         bool with_reference)
 {
     synth_config c;
     err_t err;
@@ -522,13 +523,15 @@ static void glm_shapes_against_reference(uint32_t ft, const char *name, double t
     uint32_t n = 8, V = m.cfg.n_vocab;
     int32_t tok[8] = {5, 77, 300, 12, 511, 0, 42, 256};
     float *a = run_logits(&m, tok, n, KV_F32, 0, 256);
-    float *b = run_logits_be(&ref_engine_backend, &m, tok, n, KV_F32, 0, 256);
+    float *b = with_reference ? run_logits_be(&ref_engine_backend, &m, tok, n, KV_F32, 0, 256) : NULL;
     float *c1 = run_logits(&m, tok, n, KV_F32, 0, 1); /* token by token: the decode path */
-    if (a && b && c1) {
+    CHECK(a && c1 && (b || !with_reference), "%s: an engine did not run", name);
+    if (a && c1)
+        CHECK(memcmp(a, c1, (uint64_t)n * V * 4) == 0, "%s: token by token differs from one call", name);
+    if (a && b) {
         diff d = compare(a, b, n, V);
         CHECK(d.rel_l2 <= tol && d.argmax_agree + argmax_slack >= n, "%s: rel-L2 %.3g, argmax %u/%u", name, d.rel_l2,
               d.argmax_agree, n);
-        CHECK(memcmp(a, c1, (uint64_t)n * V * 4) == 0, "%s: token by token differs from one call", name);
         printf("# GLM shapes, %s mix: vs reference backend rel-L2 %.3g, argmax %u/%u\n", name, d.rel_l2,
                d.argmax_agree, n);
     }
@@ -595,12 +598,17 @@ static void test_glm_shapes_against_reference(void)
     /* The sanitizer run (TEST_QUICK, tests/run.sh), which looks for memory
      * errors in the forward pass: every other file (packed and plain ones
      * both; each type's kernels run under it in test_cpu_kernels and
-     * test_cpu_pack), half of this test's time there. */
+     * test_cpu_pack), half of this test's time there; and the CPU backend
+     * only (one call against token by token, bit for bit), without the
+     * reference backend's logits: under the sanitizers its decode and f32
+     * dot products were ~70 % of this test's time (31 s), and the reference
+     * runs under them in test_ref_forward.  The normal run compares every
+     * file with the reference. */
     const char *q = getenv("TEST_QUICK");
     bool quick = q && strcmp(q, "1") == 0;
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         if (!quick || i % 2 == 0)
-            glm_shapes_against_reference(files[i].ft, files[i].name, files[i].tol, files[i].argmax_slack);
+            glm_shapes_against_reference(files[i].ft, files[i].name, files[i].tol, files[i].argmax_slack, !quick);
 }
 
 /* ---- errors and cancellation ----------------------------------------------- */
