@@ -53,13 +53,6 @@ fi
 # forms of t_spec_cli, t_vk_typed_spv, test_cpu_moe_host, test_vk_sampler,
 # test_sampler and t_crash_safety, the sanitizer run's tests took 515 CPU
 # seconds, 686 before; the normal run's 466.)
-# lavapipe runs a dispatch's workgroups on worker threads of its own, as
-# many as there are cores; with JOBS tests at a time on as many cores those
-# threads only add hand-offs: without them (LP_NUM_THREADS=0, the dispatch
-# on lavapipe's queue thread) test_spec's Vulkan cases took 41 CPU seconds
-# against 53, in the same wall time when run alone.
-export LP_NUM_THREADS=${LP_NUM_THREADS:-0}
-
 QUICK=0
 [ "${SANITIZE:-0}" = 1 ] && [ "${TEST_FULL:-0}" != 1 ] && QUICK=1
 sampled=" test_vk_types test_vk_attn test_vk_matvec test_vk_prefill "
@@ -141,11 +134,10 @@ wait_one() {
 # the sanitizer run, with its quick forms and the UI on the CPU backend, the
 # longest are others (the quantizers and the CPU kernels under ASan).  On a
 # clean machine lavapipe's shader cache is empty, and most of a kernel
-# program's time is compiling: test_vk_matvec took 167 CPU seconds there
-# (18 with the cache warm), so it starts first, and test_vk_types a few
-# programs later, when the mat-vec pipelines it shares with it are in the
-# cache (40 CPU seconds so; 122 in a run where test_vk_matvec's pipelines
-# had been compiled under other llvmpipe flags, which the cache keys on).
+# program's time is compiling its pipelines: test_vk_matvec took 167-180
+# CPU seconds there (18 with the cache warm), test_vk_types 122-133 (28),
+# t_vk_types_sg16 46-63 (7) -- so those lead the normal run's list, and the
+# times measured on a machine that has run the tests before are no guide.
 tests=()
 for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] && tests+=("$t")
@@ -156,7 +148,7 @@ done
 if [ $QUICK = 1 ]; then
     slow="test_cpu_forward test_spec t_vk_fixtures t_vk_hostmoe t_mkmodel test_vk_attn test_vk_types t_crash_safety test_vk_sampler test_cpu_moe_host t_bench_prompt test_vk_matvec t_vk_memory test_vk_spec t_ui_tmux test_sampler t_spec_cli t_vk_lowbit t_vk_typed_spv t_vk_spec_sg16 t_oneshot test_decoder test_vk_deps test_cpu_spec t_cli_run test_ui_session test_vk_prefill test_quant_iq t_vk_types_sg16"
 else
-    slow="test_vk_matvec test_spec test_vk_attn t_ui_tmux t_vk_lowbit t_vk_hostmoe test_vk_types t_vk_fixtures test_vk_sampler t_spec_cli test_vk_spec t_ui_screen t_vk_typed_spv t_ui_files test_cpu_moe_host test_sampler test_vk_prefill t_ui_input t_ui_context t_crash_safety t_ui_profile t_bench_prompt t_vk_spec_sg16 t_vk_memory t_vk_types_sg16 t_mkmodel test_decoder"
+    slow="test_vk_matvec test_vk_types test_spec t_vk_hostmoe t_vk_types_sg16 test_vk_attn t_vk_lowbit t_ui_tmux t_vk_fixtures test_vk_sampler t_spec_cli test_vk_spec t_ui_screen t_vk_typed_spv t_ui_files test_cpu_moe_host test_sampler test_vk_prefill t_ui_input t_ui_context t_crash_safety t_ui_profile t_bench_prompt t_vk_spec_sg16 t_vk_memory t_mkmodel test_decoder"
 fi
 ordered=()
 for s in $slow; do
