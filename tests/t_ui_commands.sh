@@ -115,6 +115,20 @@ if tm_wait 10 "^Assistant .*· 16 tokens, " && tm_wait 10 "│ session +[0-9]+ p
     else
         fail ui_one_token_count "/stats: $(tm_screen | grep -E '^(Answers|Decode|Prompts|Prefill)')"
     fi
+    # whose clock the token's time is: the CPU backend's steps and time, not
+    # a GPU's (the pane and /stats said "us GPU, 706 dispatches" there)
+    if [ "$BACKEND" = cpu ]; then
+        if tm_wait 10 "^CPU steps per token \(barriers\): [1-9][0-9]*; CPU time per token: [1-9][0-9]* us" &&
+           tm_wait 10 "│ token +[1-9][0-9]* us CPU, [1-9][0-9]* steps" && ! grep -q "GPU time per token" "$TMP/screen"; then
+            ok ui_cpu_clock_named
+        else
+            fail ui_cpu_clock_named "$(tm_screen | grep -E 'time per token|│ token' | head -3)"
+        fi
+    elif grep -qE "CPU time per token|us CPU, " "$TMP/screen"; then
+        fail ui_gpu_clock_named "$(grep -E 'time per token|│ token' "$TMP/screen" | head -3)"
+    else
+        ok ui_gpu_clock_named
+    fi
 else
     fail ui_one_token_count "$(tm_screen | grep -E '^Assistant|session|decode' | sed 's/^.*│//' | head -3)"
 fi

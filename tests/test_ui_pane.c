@@ -3,8 +3,9 @@
  * 28.12): the kernel table keeps every column inside the pane whatever the
  * numbers (a first lavapipe token's microseconds pushed rows out of it),
  * shows only the columns the backend fills (the CPU reference gives time
- * alone: no calls per token, no GB/s), and the backend's description wraps
- * at words instead of being cut at every width. */
+ * alone: no calls per token, no GB/s), the backend's description wraps
+ * at words instead of being cut at every width, and the token line names
+ * whose clock it reads. */
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +204,34 @@ static void test_backend_wrapped(void)
     }
 }
 
+/* The token line says whose time and steps it shows: the Vulkan core's
+ * GPU time and dispatches, or the CPU backend's own clock and its steps
+ * (a token's barriers) -- not "GPU" on a machine that has none (seen in the
+ * chat on --backend cpu: "40005 us GPU, 706 dispatches"). */
+static void test_token_line_names_its_clock(void)
+{
+    for (int cpu = 0; cpu <= 1; cpu++) {
+        ui_sidepane p;
+        ui_sidepane_init(&p, 1);
+        dec_stats st;
+        memset(&st, 0, sizeof st);
+        add_kernel(&st, "exp gate/up", 46, 13070.1, 62);
+        st.engine.us_per_token_measured = 40005;
+        st.engine.dispatches_per_token = 706;
+        st.engine.cpu_steps = cpu;
+        ui_sidepane_update(&p, &st, false);
+        WINDOW *w = newwin(60, 51, 0, 0);
+        draw(&p, w);
+        int y = find_row(w, "token ");
+        char t[1024] = "";
+        if (y >= 0)
+            row_text(w, y, t, sizeof t);
+        const char *want = cpu ? "40005 us CPU, 706 steps" : "40005 us GPU, 706 dispatches";
+        CHECK(y >= 0 && strstr(t, want), "%s backend: token line '%.200s', want '%s'", cpu ? "CPU" : "GPU", t, want);
+        delwin(w);
+    }
+}
+
 int main(void)
 {
     setlocale(LC_ALL, "C.UTF-8");
@@ -215,6 +244,7 @@ int main(void)
     RUN(test_kernel_rows_fit);
     RUN(test_cpu_columns_hidden);
     RUN(test_backend_wrapped);
+    RUN(test_token_line_names_its_clock);
     endwin();
     delscreen(scr);
     fclose(out);

@@ -357,7 +357,10 @@ static unsigned cmd_stats(chatcmd_ctx *c, const char *arg)
                     (unsigned long long)e->spec_drafted, 100.0 * e->spec_accepted / (e->spec_drafted ? e->spec_drafted : 1),
                     (double)e->spec_tokens / e->spec_steps, st.draft_k, st.spec_accepted, st.spec_drafted,
                     st.decode_tps);
-    if (e->dispatches_per_token)
+    if (e->dispatches_per_token && e->cpu_steps)
+        sbuf_printf(&s, "\nCPU steps per token (barriers): %u; CPU time per token: %.0f us",
+                    e->dispatches_per_token, e->us_per_token_measured);
+    else if (e->dispatches_per_token)
         sbuf_printf(&s, "\nDispatches per token: %u; GPU time per token: %.0f us", e->dispatches_per_token,
                     e->us_per_token_measured);
     const engine_split_stat *hs = &e->split;

@@ -424,8 +424,9 @@ static void sidepane_draw(void *self, WINDOW *w)
         kv(&p, "drafts", buf);
     }
     if (st->engine.us_per_token_measured > 0) {
-        snprintf(buf, sizeof buf, "%.0f us GPU, %u dispatches", st->engine.us_per_token_measured,
-                 st->engine.dispatches_per_token);
+        bool cpu = st->engine.cpu_steps;
+        snprintf(buf, sizeof buf, "%.0f us %s, %u %s", st->engine.us_per_token_measured, cpu ? "CPU" : "GPU",
+                 st->engine.dispatches_per_token, cpu ? "steps" : "dispatches");
         kv(&p, "token", buf);
     }
     const engine_split_stat *hs = &st->engine.split;

@@ -128,6 +128,7 @@ static void stats_of(const cf_profile *pp, engine_stats *st)
     }
     st->dispatches_per_token = (uint32_t)((double)p.steps / (double)p.evals + 0.5);
     st->us_per_token_measured = p.seconds * 1e6 / tok;
+    st->cpu_steps = true;
 }
 
 static void cpu_get_stats(void *impl, engine_stats *st)

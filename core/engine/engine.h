@@ -237,6 +237,9 @@ typedef struct {
     double decode_seconds;
     uint32_t dispatches_per_token; /* dependent dispatches per decoded token (0: n/a) */
     double us_per_token_measured;  /* GPU time of a token from timestamps (0: n/a) */
+    /* the two above are the CPU backend's: its steps (each ends at a barrier
+     * of its threads) and its own clock, not GPU dispatches and timestamps */
+    bool cpu_steps;
     uint32_t n_kernels;
     engine_kernel_stat kernels[ENGINE_MAX_KERNEL_STATS];
     engine_split_stat split;     /* experts in host memory (layers 0: none) */
