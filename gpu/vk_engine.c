@@ -113,6 +113,12 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
         hp = B * c->n_ff_dense;
     r[n++] = (buf_req){&e->b.x_norm, B * c->n_embd * f, "normalized x", 0};
     r[n++] = (buf_req){&e->b.q_comp_norm, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "normalized compressed query", 0};
+    /* their fp16 twins where the prompt's mat-mats run on tensor cores
+     * (rows of a multiple of 8 halves: 16-byte loads) */
+    e->b.act16 = e->c.coopmat && e->tune.coopmat && c->n_embd % 8 == 0 && c->q_lora_rank % 8 == 0;
+    r[n++] = (buf_req){&e->b.x_norm16, e->b.act16 ? B * c->n_embd * 2 : 64, "normalized x (fp16)", 0};
+    r[n++] = (buf_req){&e->b.q_comp_norm16, e->b.act16 && c->q_lora_rank ? B * c->q_lora_rank * 2 : 64,
+                       "normalized compressed query (fp16)", 0};
     r[n++] = (buf_req){&e->b.hp, hp * f, "expert hidden states", 0};
     r[n++] = (buf_req){&e->b.yp, B * (K ? K : 1) * c->n_embd * f, "expert outputs", 0};
     /* where the prompt batch's attention writes its latents itself
@@ -687,7 +693,7 @@ static int open_and_plan(vk_engine *e, buf_req *req, uint32_t *n, err_t *err)
 
 static int setup(vk_engine *e, err_t *err)
 {
-    buf_req req[64];
+    buf_req req[80];
     uint32_t n;
     if (open_and_plan(e, req, &n, err))
         return -1;
@@ -748,7 +754,7 @@ int vk_plan_placement(const model *m, const engine_params *p, vk_placement *out,
         return err_set(err, "out of host memory");
     e->m = m;
     e->p = *p;
-    buf_req req[64];
+    buf_req req[80];
     uint32_t n;
     int rc = open_and_plan(e, req, &n, err);
     if (rc == 0 || e->fit_short)

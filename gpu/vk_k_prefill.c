@@ -6,9 +6,12 @@
 
 int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
 {
+    if (a->y16 && (a->y.off % 8 || a->y_z % 8 || a->n % 8))
+        return err_set(k->err, "rmsnorm: an fp16 twin needs offsets, row stride and length in multiples of 8");
     uint32_t spec[VKC_MAX_SPEC] = {0};
     spec[PC_S_WGS] = 256;
     spec[RMSNORM_S_SG] = k->c->subgroup;
+    spec[RMSNORM_S_Y16] = a->y16 ? 1 : 0;
     memset(out, 0, sizeof *out);
     out->name = "rmsnorm";
     if (!(out->pipe = pipe(k, SPV_RMSNORM, spec, RMSNORM_S_COUNT)))
@@ -17,12 +20,14 @@ int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out)
     out->b[RMSNORM_B_Y] = a->y.b;
     out->b[RMSNORM_B_W] = a->w.b;
     out->b[RMSNORM_B_PARAMS] = a->params;
+    if (a->y16)
+        out->b[RMSNORM_B_Y16] = *a->y16;
     pc_rmsnorm pc = {.n = a->n, .x_off = a->x.off, .x_z = a->x_z, .y_off = a->y.off, .y_z = a->y_z,
                      .w_off = a->w.off, .eps = a->eps, .y_at_pos = a->y_at_pos, .x_prev_pos = a->x_prev_pos};
     VK_PUSH(out, pc);
     out->groups[0] = a->nz;
     out->groups[1] = out->groups[2] = 1;
-    out->bytes = 8ull * a->n * a->nz;
+    out->bytes = (a->y16 ? 10ull : 8ull) * a->n * a->nz;
     return 0;
 }
 
@@ -147,6 +152,10 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     /* the split only where activations are rounded (one pipeline otherwise) */
     spec[MM_S_XSPLIT] = split ? 1 : 0;
     spec[MM_S_BK] = bk;
+    /* fp16 inputs written by their producer (not with split activations,
+     * which need x's low bits) */
+    bool x16 = kind == MM_COOP && a->x16 && !split;
+    spec[MM_S_XF16] = x16 ? 1 : 0;
     memset(out, 0, sizeof *out);
     out->name = a->name;
     if (!(out->pipe = pipe(k, MM_SHADER[kind], spec, MM_S_COUNT)))
@@ -154,7 +163,7 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
     out->w[0] = w->buf;
     if (u)
         out->w[1] = u->buf;
-    out->b[MM_B_X] = a->x.b;
+    out->b[MM_B_X] = x16 ? *a->x16 : a->x.b;
     out->b[MM_B_Y] = a->y.b;
     if (list) {
         out->b[MM_B_LIST] = *a->list;

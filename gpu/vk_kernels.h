@@ -294,6 +294,10 @@ typedef struct {
     vk_buf params;
     /* rows by cache position (pc_prefill.h): y row pos0 + t; x row pos0 + t - 1 */
     bool y_at_pos, x_prev_pos;
+    /* where set: y also in fp16 here (y's element layout; y.off, y_z and n
+     * multiples of 8), as the tensor-core mat-mat packs its inputs, for
+     * vk_mm_args.x16 */
+    const vk_buf *y16;
 } vk_rmsnorm_args;
 int vk_k_rmsnorm(const vk_kb *k, const vk_rmsnorm_args *a, vk_call *out);
 
@@ -315,6 +319,10 @@ typedef struct {
     vk_buf params;
     const vk_buf *list, *tiles, *indirect;  /* expert mode */
     uint32_t tile;                          /* expert mode: pairs per tile (vk_mm_expert_bm) */
+    /* where set: x's fp16 twin (vk_rmsnorm_args.y16), which the tensor-core
+     * kernel reads instead of x (the same values it would pack from x; the
+     * fp32 kernel reads x) */
+    const vk_buf *x16;
 } vk_mm_args;
 int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out);
 /* Tokens per tile the expert pass uses for these weights (moe_group must

@@ -56,11 +56,25 @@ static uint32_t ceil_bn(uint32_t n, uint32_t bn)
     return (n + bn - 1) / bn;
 }
 
+/* The fp16 twin of x where it has one (vk_bufs.act16: x_norm, q_comp_norm),
+ * else NULL: the rmsnorm that writes x writes it too, and every mat-mat that
+ * reads x reads it instead (on tensor cores). */
+static const vk_buf *twin16(const vk_engine *e, vk_buf x)
+{
+    if (!e->b.act16)
+        return NULL;
+    if (x.buf == e->b.x_norm.buf && x.off == e->b.x_norm.off)
+        return &e->b.x_norm16;
+    if (x.buf == e->b.q_comp_norm.buf && x.off == e->b.q_comp_norm.off)
+        return &e->b.q_comp_norm16;
+    return NULL;
+}
+
 /* y = norm(x) * w for every token of the batch. */
 static vk_rmsnorm_args norm(const vk_engine *e, vk_buf x, vk_buf y, vk_vec w, uint32_t n)
 {
     return (vk_rmsnorm_args){.x = V(x, 0), .y = V(y, 0), .w = w, .n = n, .x_z = n, .y_z = n, .nz = e->b.n_batch,
-                             .eps = e->m->cfg.rms_eps, .params = e->b.params};
+                             .eps = e->m->cfg.rms_eps, .params = e->b.params, .y16 = twin16(e, y)};
 }
 
 /* Y[t] (=|+=) W . X[t] over the batch's tokens. */
@@ -69,7 +83,7 @@ static vk_mm_args mm(const vk_engine *e, const char *name, const vk_tensor *w, c
 {
     return (vk_mm_args){.name = name, .w = w, .up = up, .x = V(x, 0), .x_stride = x_stride, .y = V(y, 0),
                         .y_stride = y_stride, .nz = 1, .max_tokens = e->b.n_batch, .accumulate = acc,
-                        .params = e->b.params};
+                        .params = e->b.params, .x16 = twin16(e, x)};
 }
 
 static void attention(vk_graph *g, const vk_engine *e, uint32_t il)
@@ -176,7 +190,7 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il, const vk_tenso
     /* the shared expert's hidden state lives after the pairs' */
     uint32_t hs_off = b->n_batch * K * F;
     if (L->has_shared) {
-        vk_mm_args sg = {.name = "shexp_gate_up", .w = &L->gate_sh, .up = &L->up_sh, .x = V(b->x_norm, 0),
+        vk_mm_args sg = {.name = "shexp_gate_up", .w = &L->gate_sh, .up = &L->up_sh, .x = V(b->x_norm, 0), .x16 = twin16(e, b->x_norm),
                          .x_stride = H, .y = V(b->hp, hs_off), .y_stride = fs, .nz = 1, .max_tokens = b->n_batch,
                          .params = b->params};
         NODE(g, MM(sg), .reads = R_X_NORM, .writes = R_HP_SH);
@@ -202,7 +216,7 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il, const vk_tenso
     ind_gu.size = 12;
     ind_dn.off += 12;
     ind_dn.size = 12;
-    vk_mm_args gu = {.name = "moe_gate_up", .w = gate_exps, .up = up_exps, .x = V(b->x_norm, 0),
+    vk_mm_args gu = {.name = "moe_gate_up", .w = gate_exps, .up = up_exps, .x = V(b->x_norm, 0), .x16 = twin16(e, b->x_norm),
                      .x_stride = H, .x_div = K, .y = V(b->hp, 0), .y_stride = F, .nz = 1, .max_tokens = b->n_batch * K,
                      .params = b->params, .list = &b->moe_list, .tiles = &b->moe_tiles,
                      .indirect = vk_graph_buf(g, ind_gu), .tile = tile};
@@ -241,7 +255,7 @@ static void ffn_moe_host(vk_graph *g, const vk_engine *e, uint32_t il, uint32_t 
                          .params = b->params};
     NODE(g, ROUTER(ra), .reads = R_X, .writes = R_ROUTE);
     if (L->has_shared) {
-        vk_mm_args sg = {.name = "shexp_gate_up", .w = &L->gate_sh, .up = &L->up_sh, .x = V(b->x_norm, 0),
+        vk_mm_args sg = {.name = "shexp_gate_up", .w = &L->gate_sh, .up = &L->up_sh, .x = V(b->x_norm, 0), .x16 = twin16(e, b->x_norm),
                          .x_stride = H, .y = V(b->hp, hs_off), .y_stride = fs, .nz = 1, .max_tokens = b->n_batch,
                          .params = b->params};
         NODE(g, MM(sg), .reads = R_X_NORM, .writes = R_HP_SH);

@@ -53,6 +53,7 @@ layout(constant_id = MM_S_MODE) const uint MODE = 0u;   // 0 store, 1 add, 2 sil
 layout(constant_id = MM_S_LIST) const uint LIST = 0u;
 layout(constant_id = MM_S_XSPLIT) const uint XSPLIT = 0u; // 1: activations as hi + lo fp16 pairs
 layout(constant_id = MM_S_BK) const uint BK = 32u;    // K per step: 32 or 64
+layout(constant_id = MM_S_XF16) const uint XF16 = 0u; // 1: X is x's fp16 twin (below)
 const uint WGS = 256u;
 const uint BN = MM_COOP_BN;
 const uint LDV = MM_COOP_LDV(BK);               // a tile row in uvec4 (8 halves), padded (pc_prefill.h)
@@ -66,6 +67,10 @@ const uint SEGS = BK / 32u;                     // a thread's weight segments (1
 
 layout(set = 0, binding = MM_B_X) readonly buffer XBuf { float x[]; } X;
 layout(set = 0, binding = MM_B_X) readonly buffer XBuf4 { vec4 x[]; } X4;
+// XF16: x already in fp16, as x_pack would make it (written by its producer
+// beside the fp32 rows, the same element layout): loaded and stored as is
+layout(set = 0, binding = MM_B_X) readonly buffer XBufH { uint x[]; } XH;
+layout(set = 0, binding = MM_B_X) readonly buffer XBufH4 { uvec4 x[]; } XH4;
 layout(set = 0, binding = MM_B_Y) buffer YBuf { float y[]; } Y;
 layout(set = 0, binding = MM_B_LIST) readonly buffer ListBuf { uint pair[]; } L;
 layout(set = 0, binding = MM_B_TILES) readonly buffer TileBuf { uvec4 t[]; } TL;
@@ -121,16 +126,32 @@ void w_convert(uint t, uint rb, uint k0, uint h, inout WRaw r)
 // ---- activations: thread -> token tid / 4, elements k0 + 8 SEGS (tid % 4) + 0.. 8 SEGS - 1 ----
 struct XRaw {
     vec4 a, b, c, d;    // c, d: BK 64's second group of 8
+    uvec4 h0, h1;       // XF16: the groups of 8 as packed halves
 };
 
 XRaw x_fetch(uint cnt, uint z, uint k0)
 {
     XRaw r;
     r.a = r.b = r.c = r.d = vec4(0.0);
+    r.h0 = r.h1 = uvec4(0u);
     uint tid = gl_LocalInvocationIndex, i = tid / 4u, k = k0 + 8u * SEGS * (tid % 4u);
     if (i >= cnt)
         return r;
     uint o = pc.x_off + xrow[i] * pc.x_stride + z * pc.x_z + k;
+    if (XF16 == 1u) {
+        if ((o & 7u) == 0u && k + 8u * SEGS <= pc.K) {
+            r.h0 = XH4.x[o >> 3];
+            if (SEGS == 2u)
+                r.h1 = XH4.x[(o >> 3) + 1u];
+            return r;
+        }
+        uint hv[16];  // the row's tail: halves one by one, zeros past K
+        [[unroll]] for (uint e = 0u; e < 16u; e++)
+            hv[e] = e < 8u * SEGS && k + e < pc.K ? (XH.x[(o + e) >> 1] >> (16u * ((o + e) & 1u))) & 0xffffu : 0u;
+        r.h0 = uvec4(hv[0] | (hv[1] << 16), hv[2] | (hv[3] << 16), hv[4] | (hv[5] << 16), hv[6] | (hv[7] << 16));
+        r.h1 = uvec4(hv[8] | (hv[9] << 16), hv[10] | (hv[11] << 16), hv[12] | (hv[13] << 16), hv[14] | (hv[15] << 16));
+        return r;
+    }
     if ((o & 3u) == 0u && k + 8u * SEGS <= pc.K) {
         r.a = X4.x[o >> 2];     // the model's strides: 16-byte loads
         r.b = X4.x[(o >> 2) + 1u];
@@ -308,7 +329,11 @@ void main()
                 Bs2[wo + 3u] = ur1.hi;
             }
         }
-        if (x_thr) {
+        if (x_thr && XF16 == 1u) {
+            As[xo] = xr.h0;
+            if (SEGS == 2u)
+                As[xo + 1u] = xr.h1;
+        } else if (x_thr) {
             x_store(xo, xr.a, xr.b);
             if (SEGS == 2u)
                 x_store(xo + 1u, xr.c, xr.d);

@@ -29,7 +29,8 @@ PC_ENUM(MM_S_MODE, 5)           /* 0 store, 1 add, 2 silu(W.X) * (W2.X) */
 PC_ENUM(MM_S_LIST, 6)           /* 1: expert mode */
 PC_ENUM(MM_S_XSPLIT, 7)         /* mm_coop: activations as hi + lo fp16 pairs */
 PC_ENUM(MM_S_BK, 8)             /* mm_coop: K per step, 32 or 64 (mm's is fixed) */
-PC_ENUM(MM_S_COUNT, 9)
+PC_ENUM(MM_S_XF16, 9)           /* mm_coop: 1 -- X holds fp16 (packed pairs), x's twin (vk_mm_args.x16) */
+PC_ENUM(MM_S_COUNT, 10)
 PC_ENUM_END(pc_mm_slot)
 
 /* mm_coop's shared memory, in uvec4 (16 bytes, 8 fp16): the shader sizes
@@ -70,8 +71,10 @@ PC_ENUM(RMSNORM_B_X, 1)
 PC_ENUM(RMSNORM_B_Y, 2)
 PC_ENUM(RMSNORM_B_W, 3)
 PC_ENUM(RMSNORM_B_PARAMS, 4)
+PC_ENUM(RMSNORM_B_Y16, 5)       /* Y16 1: y's fp16 twin (packed pairs, y's element layout) */
 PC_ENUM(RMSNORM_S_SG, 1)
-PC_ENUM(RMSNORM_S_COUNT, 2)
+PC_ENUM(RMSNORM_S_Y16, 2)
+PC_ENUM(RMSNORM_S_COUNT, 3)
 PC_ENUM_END(pc_rmsnorm_slot)
 
 /* ---- moe_group: (token, slot) pairs grouped by expert, tiles, indirect grids ---- */

@@ -398,6 +398,88 @@ static void test_rmsnorm(void)
     tu_reset_buffers();
 }
 
+/* fp16 activations (vk_rmsnorm_args.y16 -> vk_mm_args.x16): rmsnorm's
+ * twin holds, half for half, what mm_coop's x_pack makes of the fp32 row
+ * (clamped to +-65504, rounded to nearest: the host's conversion, exactly);
+ * and a mat-mat reading the twin gives bit for bit the outputs of the same
+ * mat-mat reading the fp32 rows -- on tensor cores, where the twin is read
+ * (store, accumulate, gate/up; whole rows and a row of 2056, whose last step
+ * takes the halves one by one); elsewhere the fp32 kernel reads x either
+ * way.  Some inputs are scaled past fp16's range, where both clamp. */
+typedef struct {
+    uint32_t type, up_type, K, N, T;
+    int mode;
+} act16_case;
+static act16_case A16;
+
+static void test_act16(void)
+{
+    const act16_case *c = &A16;
+    uint32_t n = c->K, B = 64 * ((c->T + 63) / 64);
+    float *x = random_vec((uint64_t)n * B, 3.0f), *nw = norm_weights(n);
+    for (uint32_t i = 0; i < n; i += 97)
+        nw[i] *= 1e5f; /* some outputs beyond 65504 */
+    uint32_t params[64] = {0};
+    params[VKP_NTOK] = c->T;
+    vk_buf bx = host_copy(x, (uint64_t)n * B), by = tu_host((uint64_t)n * B), bh = tu_host((uint64_t)n * B / 2),
+           bw = host_copy(nw, n), bp = host_copy(params, 64);
+    vk_rmsnorm_args na = {.x = {bx, 0}, .y = {by, 0}, .w = {bw, 0}, .n = n, .x_z = n, .y_z = n, .nz = B, .eps = 1e-5f,
+                          .params = bp, .y16 = &bh};
+    vk_call nc;
+    CHECK(vk_k_rmsnorm(&KB, &na, &nc) == 0, "build rmsnorm: %.200s", KERR.msg);
+    CHECK(tu_run(&nc, 1, NULL) == 0, "run rmsnorm");
+    const float *y = (const float *)by.map;
+    const uint16_t *h = (const uint16_t *)bh.map;
+    uint32_t bad = 0;
+    for (uint64_t i = 0; i < (uint64_t)n * c->T; i++) {
+        float v = y[i] > 65504.0f ? 65504.0f : y[i] < -65504.0f ? -65504.0f : y[i];
+        if (h[i] != quant_f32_to_f16(v) && bad++ < 3)
+            printf("#   element %llu: fp32 %.9g, twin 0x%04x, want 0x%04x\n", (unsigned long long)i, y[i], h[i],
+                   quant_f32_to_f16(v));
+    }
+    CHECK(bad == 0, "%u fp16 twin elements differ from the fp32 row's rounding", bad);
+
+    vk_tensor t, tu;
+    uint8_t *w = rand_tensor(c->type, c->K, c->N, 1, &t), *wu = NULL;
+    if (c->mode == 2)
+        wu = rand_tensor(c->up_type, c->K, c->N, 1, &tu);
+    uint32_t ys = c->N + 1;
+    float *y0 = random_vec((uint64_t)ys * B, 1.0f);
+    vk_buf out[2];
+    for (int k = 0; k < 2; k++) {
+        out[k] = host_copy(y0, (uint64_t)ys * B);
+        vk_mm_args a = {.name = "mm", .w = &t, .up = c->mode == 2 ? &tu : NULL, .x = {by, 0}, .x_stride = n,
+                        .y = {out[k], 0}, .y_stride = ys, .nz = 1, .max_tokens = B, .accumulate = c->mode == 1,
+                        .params = bp, .x16 = k ? &bh : NULL};
+        vk_call call;
+        CHECK(vk_k_mm(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
+        CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    }
+    CHECK(memcmp(out[0].map, out[1].map, (uint64_t)ys * B * 4) == 0, "outputs from the fp16 twin differ from those from x");
+    free(x), free(nw), free(w), free(wu), free(y0);
+    tu_reset_buffers();
+}
+
+static void act16_cases(void)
+{
+    static const act16_case cases[] = {
+        {QT_Q4_0, 0, 2048, 200, 70, 0},
+        {QT_Q4_K, QT_Q5_K, 2048, 130, 65, 2},
+        {QT_Q6_K, 0, 1536, 129, 33, 1},
+        {QT_F16, 0, 2056, 70, 20, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        A16 = cases[i];
+        vk_tensor w = {.type = A16.type};
+        char name[200];
+        snprintf(name, sizeof name, "rmsnorm's fp16 twin into a mat-mat (%s) %s K=%u N=%u T=%u: bit for bit [%s]",
+                 A16.mode == 0 ? "store" : A16.mode == 1 ? "accumulate" : "glu", tu_type_name(A16.type), A16.K, A16.N,
+                 A16.T, strcmp(vk_mm_kernel(&KB, &w, NULL), "mm_coop") == 0 ? "mm_coop reads the twin"
+                                                                           : "the fp32 kernel reads x");
+        RUN_NAMED(test_act16, name);
+    }
+}
+
 /* Routing ids -> moe_group -> expert gate/up and down over the tiles -> combine. */
 static uint32_t EP_TYPE;
 
@@ -544,6 +626,7 @@ static void prefill_cases(void)
         printf("# no cooperative matrices: mm_coop's two K steps are not compared here\n");
 
     RUN_NAMED(test_rmsnorm, "rmsnorm of a prompt batch (7 of 9 tokens)");
+    act16_cases();
 }
 
 int main(void)
