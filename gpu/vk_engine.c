@@ -115,10 +115,14 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->b.q_comp_norm, B * (c->q_lora_rank ? c->q_lora_rank : 1) * f, "normalized compressed query", 0};
     /* their fp16 twins where the prompt's mat-mats run on tensor cores
      * (rows of a multiple of 8 halves: 16-byte loads) */
-    e->b.act16 = e->c.coopmat && e->tune.coopmat && c->n_embd % 8 == 0 && c->q_lora_rank % 8 == 0;
+    e->b.act16 = e->c.coopmat && e->tune.coopmat && c->n_embd % 8 == 0 && c->q_lora_rank % 8 == 0 &&
+                  c->v_head % 8 == 0 && c->n_ff_exp % 8 == 0 && fs % 8 == 0 && c->n_ff_dense % 8 == 0;
     r[n++] = (buf_req){&e->b.x_norm16, e->b.act16 ? B * c->n_embd * 2 : 64, "normalized x (fp16)", 0};
     r[n++] = (buf_req){&e->b.q_comp_norm16, e->b.act16 && c->q_lora_rank ? B * c->q_lora_rank * 2 : 64,
                        "normalized compressed query (fp16)", 0};
+    e->b.act16_out = e->b.act16 && e->tune.act16_out;
+    r[n++] = (buf_req){&e->b.o16, e->b.act16_out ? B * c->n_head * c->v_head * 2 : 64, "o (fp16)", 0};
+    r[n++] = (buf_req){&e->b.hp16, e->b.act16_out ? hp * 2 : 64, "expert hidden states (fp16)", 0};
     r[n++] = (buf_req){&e->b.hp, hp * f, "expert hidden states", 0};
     r[n++] = (buf_req){&e->b.yp, B * (K ? K : 1) * c->n_embd * f, "expert outputs", 0};
     /* where the prompt batch's attention writes its latents itself

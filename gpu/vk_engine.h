@@ -54,10 +54,11 @@ typedef struct {
     /* prefill only: normalized inputs, expert hidden states and outputs
      * per (token, slot) pair, attention partials, the expert work list */
     vk_buf x_norm, q_comp_norm, hp, yp, part_pf, moe_list, moe_tiles, moe_ind;
-    /* prefill on tensor cores (act16): x_norm's and q_comp_norm's fp16 twins,
-     * written by their rmsnorms, read by the mat-mats (vk_mm_args.x16) */
-    bool act16;
-    vk_buf x_norm16, q_comp_norm16;
+    /* prefill on tensor cores (act16): the fp16 twins of x_norm and
+     * q_comp_norm (written by their rmsnorms), o and hp (by the mat-mats
+     * that write them), read by the mat-mats (vk_mm_args.x16 / y16) */
+    bool act16, act16_out;  /* act16_out: o's and hp's twins too (--tune act16_out) */
+    vk_buf x_norm16, q_comp_norm16, o16, hp16;
     vk_buf topk_v, topk_i, topk_ms, topk_cnt;
     /* sampling (vk_sample.h): the K best, the slices' parts, counters, the
      * state and bins of the full-vocabulary selection */

@@ -100,6 +100,11 @@ const char *vk_mm_kernel(const vk_kb *k, const vk_tensor *w, const vk_tensor *up
     return spv_table[MM_SHADER[mm_kind(k, w, up)]].name;
 }
 
+bool vk_mm_on_tensor_cores(const vk_kb *k, const vk_tensor *w, const vk_tensor *up)
+{
+    return mm_kind(k, w, up) == MM_COOP;
+}
+
 uint32_t vk_mm_expert_bm(const vk_kb *k, const vk_tensor *w)
 {
     /* 32 pairs (~one expert's share of a 512-token batch); tiles of 64 on
@@ -156,6 +161,10 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
      * which need x's low bits) */
     bool x16 = kind == MM_COOP && a->x16 && !split;
     spec[MM_S_XF16] = x16 ? 1 : 0;
+    if (a->y16 && (kind != MM_COOP || a->accumulate || a->y.off % 8 || a->y_stride % 8 || a->y_z % 8 || w->N % 8))
+        return err_set(k->err, "%s: an fp16 twin of y needs the tensor-core kernel, a store or gate/up, and offsets, "
+                       "strides and rows in multiples of 8", a->name);
+    spec[MM_S_YF16] = a->y16 ? 1 : 0;
     memset(out, 0, sizeof *out);
     out->name = a->name;
     if (!(out->pipe = pipe(k, MM_SHADER[kind], spec, MM_S_COUNT)))
@@ -170,6 +179,8 @@ int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out)
         out->b[MM_B_TILES] = *a->tiles;
     }
     out->b[MM_B_PARAMS] = a->params;
+    if (a->y16)
+        out->b[MM_B_Y16] = *a->y16;
     pc_mm pc = {.K = w->K, .Kp = w->Kp, .N = w->N, .hbase = (uint32_t)w->head_off,
                 .hbase2 = u ? (uint32_t)u->head_off : 0, .mblk = w->bpr * w->N, .mblk2 = u ? u->bpr * u->N : 0,
                 .x_off = a->x.off, .x_stride = a->x_stride, .x_z = a->x_z, .x_div = a->x_div ? a->x_div : 1,

@@ -323,8 +323,14 @@ typedef struct {
      * kernel reads instead of x (the same values it would pack from x; the
      * fp32 kernel reads x) */
     const vk_buf *x16;
+    /* where set (a store or gate/up on tensor cores; y.off, y_stride, y_z
+     * and N multiples of 8): y's fp16 twin written too, for a later x16 */
+    const vk_buf *y16;
 } vk_mm_args;
 int vk_k_mm(const vk_kb *k, const vk_mm_args *a, vk_call *out);
+/* Whether vk_k_mm runs a mat-mat of w (and up) on tensor cores (mm_coop),
+ * the kernel that reads and writes fp16 twins. */
+bool vk_mm_on_tensor_cores(const vk_kb *k, const vk_tensor *w, const vk_tensor *up);
 /* Tokens per tile the expert pass uses for these weights (moe_group must
  * cut tiles the same). */
 uint32_t vk_mm_expert_bm(const vk_kb *k, const vk_tensor *w);

@@ -70,6 +70,16 @@ static const vk_buf *twin16(const vk_engine *e, vk_buf x)
     return NULL;
 }
 
+/* The fp16 twin of o or of the hidden states (vk_bufs.act16_out) where the
+ * mat-mat that writes them (w, up) runs on tensor cores -- the fp32 kernel
+ * (F32 weights, on any device) writes none -- else NULL.  The mat-mat that
+ * reads them is given the same answer for the same producer, so it reads a
+ * twin only where one was written. */
+static const vk_buf *out16(const vk_engine *e, const vk_buf *twin, const vk_tensor *w, const vk_tensor *up)
+{
+    return e->b.act16_out && vk_mm_on_tensor_cores(&e->kb, w, up) ? twin : NULL;
+}
+
 /* y = norm(x) * w for every token of the batch. */
 static vk_rmsnorm_args norm(const vk_engine *e, vk_buf x, vk_buf y, vk_vec w, uint32_t n)
 {
@@ -147,12 +157,14 @@ static void attention(vk_graph *g, const vk_engine *e, uint32_t il)
                                    .o_h = ag->RS, .nz = b->n_batch};
         NODE(g, ATTN_COMBINE(cb), .reads = R_PART, .writes = R_Q_ABS);
     }
+    const vk_buf *o16 = out16(e, &b->o16, &L->v_b, NULL);
     vk_mm_args vb = {.name = "attn_vb", .w = &L->v_b, .x = V(b->q_abs, 0), .x_stride = c->n_head * ag->RS,
-                     .x_z = ag->RS, .y = V(b->o, 0), .y_stride = c->n_head * c->v_head, .y_z = c->v_head,
+                     .x_z = ag->RS, .y = V(b->o, 0), .y16 = o16, .y_stride = c->n_head * c->v_head, .y_z = c->v_head,
                      .nz = c->n_head, .max_tokens = b->n_batch, .x_split = true, .params = b->params};
     NODE(g, MM(vb), .reads = R_Q_ABS, .writes = R_O);
-    NODE(g, MM(mm(e, "attn_output", &L->attn_out, NULL, b->o, c->n_head * c->v_head, b->x, H, true)),
-         .reads = R_O | R_X, .writes = R_X);
+    vk_mm_args ao = mm(e, "attn_output", &L->attn_out, NULL, b->o, c->n_head * c->v_head, b->x, H, true);
+    ao.x16 = o16;
+    NODE(g, MM(ao), .reads = R_O | R_X, .writes = R_X);
 }
 
 static void ffn_dense(vk_graph *g, const vk_engine *e, uint32_t il)
@@ -161,10 +173,13 @@ static void ffn_dense(vk_graph *g, const vk_engine *e, uint32_t il)
     const vk_layer_w *L = &e->w.layers[il];
     const vk_bufs *b = &e->b;
     NODE(g, RMSNORM(norm(e, b->x, b->x_norm, L->ffn_norm, c->n_embd)), .reads = R_X, .writes = R_X_NORM);
-    NODE(g, MM(mm(e, "ffn_gate_up", &L->ffn_gate, &L->ffn_up, b->x_norm, c->n_embd, b->hp, c->n_ff_dense, false)),
-         .reads = R_X_NORM, .writes = R_HP);
-    NODE(g, MM(mm(e, "ffn_down", &L->ffn_down, NULL, b->hp, c->n_ff_dense, b->x, c->n_embd, true)),
-         .reads = R_HP | R_X, .writes = R_X);
+    const vk_buf *hp16 = out16(e, &b->hp16, &L->ffn_gate, &L->ffn_up);
+    vk_mm_args gu = mm(e, "ffn_gate_up", &L->ffn_gate, &L->ffn_up, b->x_norm, c->n_embd, b->hp, c->n_ff_dense, false);
+    gu.y16 = hp16;
+    NODE(g, MM(gu), .reads = R_X_NORM, .writes = R_HP);
+    vk_mm_args dn = mm(e, "ffn_down", &L->ffn_down, NULL, b->hp, c->n_ff_dense, b->x, c->n_embd, true);
+    dn.x16 = hp16;
+    NODE(g, MM(dn), .reads = R_HP | R_X, .writes = R_X);
 }
 
 /* gate_exps, up_exps, down_exps: the routed experts (the layer's own, or a
@@ -191,7 +206,7 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il, const vk_tenso
     uint32_t hs_off = b->n_batch * K * F;
     if (L->has_shared) {
         vk_mm_args sg = {.name = "shexp_gate_up", .w = &L->gate_sh, .up = &L->up_sh, .x = V(b->x_norm, 0), .x16 = twin16(e, b->x_norm),
-                         .x_stride = H, .y = V(b->hp, hs_off), .y_stride = fs, .nz = 1, .max_tokens = b->n_batch,
+                         .x_stride = H, .y = V(b->hp, hs_off), .y16 = out16(e, &b->hp16, &L->gate_sh, &L->up_sh), .y_stride = fs, .nz = 1, .max_tokens = b->n_batch,
                          .params = b->params};
         NODE(g, MM(sg), .reads = R_X_NORM, .writes = R_HP_SH);
     }
@@ -206,7 +221,7 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il, const vk_tenso
                             .x_dn = ceil_bn(H, vk_mm_bn(&e->kb, down_exps, NULL)), .tile = tile};
     NODE(g, MOE_GROUP(gr), .reads = R_ROUTE, .writes = R_LIST | R_GRID);
     if (L->has_shared) {
-        vk_mm_args sd = {.name = "shexp_down", .w = &L->down_sh, .x = V(b->hp, hs_off), .x_stride = fs,
+        vk_mm_args sd = {.name = "shexp_down", .w = &L->down_sh, .x = V(b->hp, hs_off), .x16 = out16(e, &b->hp16, &L->gate_sh, &L->up_sh), .x_stride = fs,
                          .y = V(b->x, 0), .y_stride = H, .nz = 1, .max_tokens = b->n_batch, .accumulate = true,
                          .params = b->params};
         NODE(g, MM(sd), .reads = R_HP_SH | R_X, .writes = R_X);
@@ -217,11 +232,11 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il, const vk_tenso
     ind_dn.off += 12;
     ind_dn.size = 12;
     vk_mm_args gu = {.name = "moe_gate_up", .w = gate_exps, .up = up_exps, .x = V(b->x_norm, 0), .x16 = twin16(e, b->x_norm),
-                     .x_stride = H, .x_div = K, .y = V(b->hp, 0), .y_stride = F, .nz = 1, .max_tokens = b->n_batch * K,
+                     .x_stride = H, .x_div = K, .y = V(b->hp, 0), .y16 = out16(e, &b->hp16, gate_exps, up_exps), .y_stride = F, .nz = 1, .max_tokens = b->n_batch * K,
                      .params = b->params, .list = &b->moe_list, .tiles = &b->moe_tiles,
                      .indirect = vk_graph_buf(g, ind_gu), .tile = tile};
     NODE(g, MM(gu), .reads = R_X_NORM | R_LIST | R_GRID, .writes = R_HP, .grid = R_GRID);
-    vk_mm_args dn = {.name = "moe_down", .w = down_exps, .x = V(b->hp, 0), .x_stride = F, .x_div = 1,
+    vk_mm_args dn = {.name = "moe_down", .w = down_exps, .x = V(b->hp, 0), .x16 = out16(e, &b->hp16, gate_exps, up_exps), .x_stride = F, .x_div = 1,
                      .y = V(b->yp, 0), .y_stride = H, .nz = 1, .max_tokens = b->n_batch * K, .params = b->params,
                      .list = &b->moe_list, .tiles = &b->moe_tiles, .indirect = vk_graph_buf(g, ind_dn), .tile = tile};
     NODE(g, MM(dn), .reads = R_HP | R_LIST | R_GRID, .writes = R_YP, .grid = R_GRID);
@@ -256,7 +271,7 @@ static void ffn_moe_host(vk_graph *g, const vk_engine *e, uint32_t il, uint32_t 
     NODE(g, ROUTER(ra), .reads = R_X, .writes = R_ROUTE);
     if (L->has_shared) {
         vk_mm_args sg = {.name = "shexp_gate_up", .w = &L->gate_sh, .up = &L->up_sh, .x = V(b->x_norm, 0), .x16 = twin16(e, b->x_norm),
-                         .x_stride = H, .y = V(b->hp, hs_off), .y_stride = fs, .nz = 1, .max_tokens = b->n_batch,
+                         .x_stride = H, .y = V(b->hp, hs_off), .y16 = out16(e, &b->hp16, &L->gate_sh, &L->up_sh), .y_stride = fs, .nz = 1, .max_tokens = b->n_batch,
                          .params = b->params};
         NODE(g, MM(sg), .reads = R_X_NORM, .writes = R_HP_SH);
     }
@@ -265,7 +280,7 @@ static void ffn_moe_host(vk_graph *g, const vk_engine *e, uint32_t il, uint32_t 
                                .max_tokens = b->n_batch, .params = b->params};
     NODE(g, MOE_COMBINE(add), .reads = R_Y_HOST | R_X, .writes = R_X);
     if (L->has_shared) {
-        vk_mm_args sd = {.name = "shexp_down", .w = &L->down_sh, .x = V(b->hp, hs_off), .x_stride = fs,
+        vk_mm_args sd = {.name = "shexp_down", .w = &L->down_sh, .x = V(b->hp, hs_off), .x16 = out16(e, &b->hp16, &L->gate_sh, &L->up_sh), .x_stride = fs,
                          .y = V(b->x, 0), .y_stride = H, .nz = 1, .max_tokens = b->n_batch, .accumulate = true,
                          .params = b->params};
         NODE(g, MM(sd), .reads = R_HP_SH | R_X, .writes = R_X);

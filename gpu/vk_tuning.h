@@ -49,6 +49,8 @@ typedef struct {
     uint32_t batch_max;     /* the largest prompt batch a plan left to choose takes (vk_engine.c grow_batch);
                                VK_TUNE_AUTO: by device (1024 on a GPU, 256 on a CPU device) */
     uint32_t coopmat;       /* 1: mat-mats of quantized weights on tensor cores where the device has them */
+    uint32_t act16_out;     /* 1: the tensor-core mat-mats writing o and the hidden states write their fp16 twins
+                               too, which attn_output and the downs read (vk_prefill.c out16) */
     /* weights */
     uint32_t qkv_merge;     /* 1: q_a (or q) and kv_a_mqa uploaded as one matrix where they can be */
     /* the decode graph's counters (shaders/dep_flag.glsl) */

@@ -42,6 +42,7 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle_relative : require
 
 #define PC_USE_MM
 #include "pc_prefill.h"
@@ -54,6 +55,7 @@ layout(constant_id = MM_S_LIST) const uint LIST = 0u;
 layout(constant_id = MM_S_XSPLIT) const uint XSPLIT = 0u; // 1: activations as hi + lo fp16 pairs
 layout(constant_id = MM_S_BK) const uint BK = 32u;    // K per step: 32 or 64
 layout(constant_id = MM_S_XF16) const uint XF16 = 0u; // 1: X is x's fp16 twin (below)
+layout(constant_id = MM_S_YF16) const uint YF16 = 0u; // 1: y's fp16 twin too (the epilogue)
 const uint WGS = 256u;
 const uint BN = MM_COOP_BN;
 const uint LDV = MM_COOP_LDV(BK);               // a tile row in uvec4 (8 halves), padded (pc_prefill.h)
@@ -75,6 +77,9 @@ layout(set = 0, binding = MM_B_Y) buffer YBuf { float y[]; } Y;
 layout(set = 0, binding = MM_B_LIST) readonly buffer ListBuf { uint pair[]; } L;
 layout(set = 0, binding = MM_B_TILES) readonly buffer TileBuf { uvec4 t[]; } TL;
 layout(set = 0, binding = MM_B_PARAMS) readonly buffer Params { uint p[]; } P;
+// YF16 (stores and gate/up): y also as the next mat-mat's x_pack would make
+// it (clamped to +-65504, to nearest), a pair of neighbours a word
+layout(set = 0, binding = MM_B_Y16) writeonly buffer Y16Buf { uint h[]; } YH;
 
 shared uvec4 As[MM_COOP_A_VECS(BM, BK)];        // [token][k] fp16
 shared uvec4 As2[XSPLIT == 1u ? MM_COOP_A_VECS(BM, BK) : 1u]; // XSPLIT: the lo halves, x 2^11
@@ -396,13 +401,20 @@ void main()
             [[unroll]] for (uint e = 0u; e < 8u; e++) {
                 uint idx = lane + 32u * e, m = tm0 + 16u * i + idx / 16u, n = n0 + tn0 + 16u * j + idx % 16u;
                 float v = staged(cs, idx);
-                if (m < cnt && n < pc.N) {
-                    uint o = pc.y_off + yrow[m] * pc.y_stride + z * pc.y_z + n;
-                    if (MODE == 2u)
-                        v = g[e] / (1.0 + exp(-g[e])) * v;
-                    if (XSPLIT == 1u)
-                        v += g[e] * (1.0 / 2048.0);
+                if (MODE == 2u)
+                    v = g[e] / (1.0 + exp(-g[e])) * v;
+                if (XSPLIT == 1u)
+                    v += g[e] * (1.0 / 2048.0);
+                bool inr = m < cnt && n < pc.N;
+                uint o = pc.y_off + yrow[m] * pc.y_stride + z * pc.y_z + n;
+                if (inr)
                     Y.y[o] = MODE == 1u ? Y.y[o] + v : v;
+                if (YF16 == 1u) {
+                    // lane + 1 holds row n + 1 of the same token (n even here:
+                    // the host keeps offsets, strides and N multiples of 8)
+                    float vn = subgroupShuffleDown(v, 1u);
+                    if (inr && (lane & 1u) == 0u)
+                        YH.h[o >> 1] = packHalf2x16(clamp(vec2(v, vn), vec2(-65504.0), vec2(65504.0)));
                 }
             }
             subgroupBarrier();

@@ -21,6 +21,7 @@ PC_ENUM(MM_B_Y, 2)
 PC_ENUM(MM_B_LIST, 3)           /* expert mode: (token, slot) pairs by expert */
 PC_ENUM(MM_B_TILES, 4)          /* expert mode: (expert, start, count) per tile */
 PC_ENUM(MM_B_PARAMS, 5)
+PC_ENUM(MM_B_Y16, 6)            /* mm_coop YF16 1: y's fp16 twin (packed pairs, y's element layout) */
 PC_ENUM(MM_S_TYPE, 1)
 PC_ENUM(MM_S_TYPE2, 2)
 PC_ENUM(MM_S_BM, 3)             /* tokens per tile */
@@ -30,7 +31,8 @@ PC_ENUM(MM_S_LIST, 6)           /* 1: expert mode */
 PC_ENUM(MM_S_XSPLIT, 7)         /* mm_coop: activations as hi + lo fp16 pairs */
 PC_ENUM(MM_S_BK, 8)             /* mm_coop: K per step, 32 or 64 (mm's is fixed) */
 PC_ENUM(MM_S_XF16, 9)           /* mm_coop: 1 -- X holds fp16 (packed pairs), x's twin (vk_mm_args.x16) */
-PC_ENUM(MM_S_COUNT, 10)
+PC_ENUM(MM_S_YF16, 10)          /* mm_coop: 1 -- y also in fp16 at MM_B_Y16 (vk_mm_args.y16) */
+PC_ENUM(MM_S_COUNT, 11)
 PC_ENUM_END(pc_mm_slot)
 
 /* mm_coop's shared memory, in uvec4 (16 bytes, 8 fp16): the shader sizes

@@ -14,7 +14,9 @@ CMP=$BUILD/tools/cmp_logits
 JG=$BUILD/tools/json_get
 REQUANT=$BUILD/tools/requant
 ROOT=tests/data/models
-VK="--backend vulkan"
+# FIXTURE_TUNE: --tune settings added to every Vulkan run, to check a knob's
+# other setting against the same fixtures (e.g. "--tune act16_out=1" on a GPU)
+VK="--backend vulkan${FIXTURE_TUNE:+ $FIXTURE_TUNE}"
 
 if ! $GLMCHAT devices >/dev/null 2>&1; then
     fail "vulkan device" "none usable ($($GLMCHAT devices 2>&1 | head -c 300))"
@@ -189,7 +191,7 @@ tune_fail "--tune: the cpu backend has no knobs" 1 "tuning knobs are the Vulkan 
 tune_fail "GLMCHAT_DEP_FLAGS out of range" 1 "GLMCHAT_DEP_FLAGS: '512' is not a number from 0 to 511" \
     env GLMCHAT_DEP_FLAGS=512 $GLMCHAT logits -m "$M" $VK --tokens 1 -o "$TMP/x.bin"
 # bench runs with overrides and names them on its backend line
-if $GLMCHAT bench -m "$M" $VK --tune xs=0 --tune fd_chunks=3 -p 16 -n 4 >"$TMP/bench" 2>&1 &&
+if $GLMCHAT bench -m "$M" --backend vulkan --tune xs=0 --tune fd_chunks=3 -p 16 -n 4 >"$TMP/bench" 2>&1 &&
     grep -qE '^backend: Vulkan: .*; tuning: xs=0 fd_chunks=3$' "$TMP/bench" && grep -qE '^tg4 @ depth 0: ' "$TMP/bench"; then
     ok "bench --tune: runs, and the backend line names the fields changed"
 else

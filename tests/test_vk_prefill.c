@@ -405,7 +405,10 @@ static void test_rmsnorm(void)
  * mat-mat reading the fp32 rows -- on tensor cores, where the twin is read
  * (store, accumulate, gate/up; whole rows and a row of 2056, whose last step
  * takes the halves one by one); elsewhere the fp32 kernel reads x either
- * way.  Some inputs are scaled past fp16's range, where both clamp. */
+ * way.  Some inputs are scaled past fp16's range, where both clamp.  On
+ * tensor cores, a store or gate/up's own twin of y (vk_mm_args.y16, the
+ * epilogue's pairs) equals the host's rounding of its y, and a second
+ * mat-mat gives from it what it gives from y, bit for bit. */
 typedef struct {
     uint32_t type, up_type, K, N, T;
     int mode;
@@ -443,7 +446,7 @@ static void test_act16(void)
     uint8_t *w = rand_tensor(c->type, c->K, c->N, 1, &t), *wu = NULL;
     if (c->mode == 2)
         wu = rand_tensor(c->up_type, c->K, c->N, 1, &tu);
-    uint32_t ys = c->N + 1;
+    uint32_t ys = c->N + 8; /* a stride a twin can have */
     float *y0 = random_vec((uint64_t)ys * B, 1.0f);
     vk_buf out[2];
     for (int k = 0; k < 2; k++) {
@@ -456,6 +459,54 @@ static void test_act16(void)
         CHECK(tu_run(&call, 1, NULL) == 0, "run");
     }
     CHECK(memcmp(out[0].map, out[1].map, (uint64_t)ys * B * 4) == 0, "outputs from the fp16 twin differ from those from x");
+
+    bool coop = strcmp(vk_mm_kernel(&KB, &t, NULL), "mm_coop") == 0;
+    if (!coop || c->mode == 1) {
+        /* a twin of y is refused where it would not be written: the fp32
+         * kernel (no cooperative matrices, F32 weights), an accumulation */
+        vk_buf t16 = tu_host((uint64_t)ys * B / 2 + 8);
+        vk_mm_args a = {.name = "mm", .w = &t, .up = c->mode == 2 ? &tu : NULL, .x = {by, 0}, .x_stride = n,
+                        .y = {out[0], 0}, .y_stride = ys, .nz = 1, .max_tokens = B, .accumulate = c->mode == 1,
+                        .params = bp, .y16 = &t16};
+        vk_call call;
+        CHECK(vk_k_mm(&KB, &a, &call) != 0 && strstr(KERR.msg, "fp16 twin of y"),
+              "a twin of y was accepted where it would not be written");
+    } else {
+        vk_buf y32 = host_copy(y0, (uint64_t)ys * B), y16 = tu_host((uint64_t)ys * B / 2 + 8);
+        vk_mm_args a = {.name = "mm", .w = &t, .up = c->mode == 2 ? &tu : NULL, .x = {by, 0}, .x_stride = n,
+                        .y = {y32, 0}, .y_stride = ys, .nz = 1, .max_tokens = B, .params = bp, .x16 = &bh,
+                        .y16 = &y16};
+        vk_call call;
+        CHECK(vk_k_mm(&KB, &a, &call) == 0, "build with y16: %.200s", KERR.msg);
+        CHECK(tu_run(&call, 1, NULL) == 0, "run with y16");
+        const float *yv = (const float *)y32.map;
+        const uint16_t *yh = (const uint16_t *)y16.map;
+        bad = 0;
+        for (uint32_t tk = 0; tk < c->T; tk++)
+            for (uint32_t r = 0; r < c->N; r++) {
+                uint64_t i = (uint64_t)tk * ys + r;
+                float v = yv[i] > 65504.0f ? 65504.0f : yv[i] < -65504.0f ? -65504.0f : yv[i];
+                if (yh[i] != quant_f32_to_f16(v) && bad++ < 3)
+                    printf("#   token %u row %u: y %.9g, twin 0x%04x, want 0x%04x\n", tk, r, yv[i], yh[i],
+                           quant_f32_to_f16(v));
+            }
+        CHECK(bad == 0, "%u elements of y's fp16 twin differ from y's rounding", bad);
+        /* the next mat-mat (F16 weights, K = this N) from y and from its twin */
+        vk_tensor t2;
+        uint8_t *w2 = rand_tensor(QT_F16, c->N, 72, 1, &t2);
+        float *z0 = random_vec(80ull * B, 1.0f);
+        vk_buf z[2];
+        for (int k = 0; k < 2; k++) {
+            z[k] = host_copy(z0, 80ull * B);
+            vk_mm_args a2 = {.name = "mm", .w = &t2, .x = {y32, 0}, .x_stride = ys, .y = {z[k], 0}, .y_stride = 80,
+                             .nz = 1, .max_tokens = B, .params = bp, .x16 = k ? &y16 : NULL};
+            vk_call c2;
+            CHECK(vk_k_mm(&KB, &a2, &c2) == 0, "build the next: %.200s", KERR.msg);
+            CHECK(tu_run(&c2, 1, NULL) == 0, "run the next");
+        }
+        CHECK(memcmp(z[0].map, z[1].map, 80ull * B * 4) == 0, "the next mat-mat's outputs from y's twin differ");
+        free(w2), free(z0);
+    }
     free(x), free(nw), free(w), free(wu), free(y0);
     tu_reset_buffers();
 }
@@ -464,18 +515,20 @@ static void act16_cases(void)
 {
     static const act16_case cases[] = {
         {QT_Q4_0, 0, 2048, 200, 70, 0},
-        {QT_Q4_K, QT_Q5_K, 2048, 130, 65, 2},
+        {QT_Q4_K, QT_Q5_K, 2048, 136, 65, 2},
         {QT_Q6_K, 0, 1536, 129, 33, 1},
-        {QT_F16, 0, 2056, 70, 20, 0},
+        {QT_F16, 0, 2056, 72, 20, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         A16 = cases[i];
         vk_tensor w = {.type = A16.type};
         char name[200];
+        bool coop = strcmp(vk_mm_kernel(&KB, &w, NULL), "mm_coop") == 0;
         snprintf(name, sizeof name, "rmsnorm's fp16 twin into a mat-mat (%s) %s K=%u N=%u T=%u: bit for bit [%s]",
                  A16.mode == 0 ? "store" : A16.mode == 1 ? "accumulate" : "glu", tu_type_name(A16.type), A16.K, A16.N,
-                 A16.T, strcmp(vk_mm_kernel(&KB, &w, NULL), "mm_coop") == 0 ? "mm_coop reads the twin"
-                                                                           : "the fp32 kernel reads x");
+                 A16.T, !coop ? "the fp32 kernel reads x, refuses a twin of y"
+                        : A16.mode == 1 ? "mm_coop reads the twin, refuses a twin of what it adds into"
+                                        : "mm_coop reads the twin, writes y's for the next");
         RUN_NAMED(test_act16, name);
     }
 }
