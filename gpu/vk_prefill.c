@@ -159,8 +159,8 @@ static void attention(vk_graph *g, const vk_engine *e, uint32_t il)
     }
     const vk_buf *o16 = out16(e, &b->o16, &L->v_b, NULL);
     vk_mm_args vb = {.name = "attn_vb", .w = &L->v_b, .x = V(b->q_abs, 0), .x_stride = c->n_head * ag->RS,
-                     .x_z = ag->RS, .y = V(b->o, 0), .y16 = o16, .y_stride = c->n_head * c->v_head, .y_z = c->v_head,
-                     .nz = c->n_head, .max_tokens = b->n_batch, .x_split = true, .params = b->params};
+                     .x_z = ag->RS, .y = V(b->o, 0), .y16 = o16, .y_stride = c->n_head * c->v_head,
+                     .y_z = c->v_head, .nz = c->n_head, .max_tokens = b->n_batch, .x_split = true, .params = b->params};
     NODE(g, MM(vb), .reads = R_Q_ABS, .writes = R_O);
     vk_mm_args ao = mm(e, "attn_output", &L->attn_out, NULL, b->o, c->n_head * c->v_head, b->x, H, true);
     ao.x16 = o16;
@@ -204,10 +204,13 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il, const vk_tenso
     NODE(g, ROUTER(ra), .reads = R_X, .writes = R_ROUTE);
     /* the shared expert's hidden state lives after the pairs' */
     uint32_t hs_off = b->n_batch * K * F;
+    /* the fp16 twins: normalized x, the shared and the routed experts' hidden states */
+    const vk_buf *xn16 = twin16(e, b->x_norm), *ex16 = out16(e, &b->hp16, gate_exps, up_exps);
+    const vk_buf *sh16 = L->has_shared ? out16(e, &b->hp16, &L->gate_sh, &L->up_sh) : NULL;
     if (L->has_shared) {
-        vk_mm_args sg = {.name = "shexp_gate_up", .w = &L->gate_sh, .up = &L->up_sh, .x = V(b->x_norm, 0), .x16 = twin16(e, b->x_norm),
-                         .x_stride = H, .y = V(b->hp, hs_off), .y16 = out16(e, &b->hp16, &L->gate_sh, &L->up_sh), .y_stride = fs, .nz = 1, .max_tokens = b->n_batch,
-                         .params = b->params};
+        vk_mm_args sg = {.name = "shexp_gate_up", .w = &L->gate_sh, .up = &L->up_sh, .x = V(b->x_norm, 0), .x16 = xn16,
+                         .x_stride = H, .y = V(b->hp, hs_off), .y16 = sh16, .y_stride = fs, .nz = 1,
+                         .max_tokens = b->n_batch, .params = b->params};
         NODE(g, MM(sg), .reads = R_X_NORM, .writes = R_HP_SH);
     }
 
@@ -221,7 +224,7 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il, const vk_tenso
                             .x_dn = ceil_bn(H, vk_mm_bn(&e->kb, down_exps, NULL)), .tile = tile};
     NODE(g, MOE_GROUP(gr), .reads = R_ROUTE, .writes = R_LIST | R_GRID);
     if (L->has_shared) {
-        vk_mm_args sd = {.name = "shexp_down", .w = &L->down_sh, .x = V(b->hp, hs_off), .x16 = out16(e, &b->hp16, &L->gate_sh, &L->up_sh), .x_stride = fs,
+        vk_mm_args sd = {.name = "shexp_down", .w = &L->down_sh, .x = V(b->hp, hs_off), .x16 = sh16, .x_stride = fs,
                          .y = V(b->x, 0), .y_stride = H, .nz = 1, .max_tokens = b->n_batch, .accumulate = true,
                          .params = b->params};
         NODE(g, MM(sd), .reads = R_HP_SH | R_X, .writes = R_X);
@@ -231,12 +234,12 @@ static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il, const vk_tenso
     ind_gu.size = 12;
     ind_dn.off += 12;
     ind_dn.size = 12;
-    vk_mm_args gu = {.name = "moe_gate_up", .w = gate_exps, .up = up_exps, .x = V(b->x_norm, 0), .x16 = twin16(e, b->x_norm),
-                     .x_stride = H, .x_div = K, .y = V(b->hp, 0), .y16 = out16(e, &b->hp16, gate_exps, up_exps), .y_stride = F, .nz = 1, .max_tokens = b->n_batch * K,
-                     .params = b->params, .list = &b->moe_list, .tiles = &b->moe_tiles,
+    vk_mm_args gu = {.name = "moe_gate_up", .w = gate_exps, .up = up_exps, .x = V(b->x_norm, 0), .x16 = xn16,
+                     .x_stride = H, .x_div = K, .y = V(b->hp, 0), .y16 = ex16, .y_stride = F, .nz = 1,
+                     .max_tokens = b->n_batch * K, .params = b->params, .list = &b->moe_list, .tiles = &b->moe_tiles,
                      .indirect = vk_graph_buf(g, ind_gu), .tile = tile};
     NODE(g, MM(gu), .reads = R_X_NORM | R_LIST | R_GRID, .writes = R_HP, .grid = R_GRID);
-    vk_mm_args dn = {.name = "moe_down", .w = down_exps, .x = V(b->hp, 0), .x16 = out16(e, &b->hp16, gate_exps, up_exps), .x_stride = F, .x_div = 1,
+    vk_mm_args dn = {.name = "moe_down", .w = down_exps, .x = V(b->hp, 0), .x16 = ex16, .x_stride = F, .x_div = 1,
                      .y = V(b->yp, 0), .y_stride = H, .nz = 1, .max_tokens = b->n_batch * K, .params = b->params,
                      .list = &b->moe_list, .tiles = &b->moe_tiles, .indirect = vk_graph_buf(g, ind_dn), .tile = tile};
     NODE(g, MM(dn), .reads = R_HP | R_LIST | R_GRID, .writes = R_YP, .grid = R_GRID);
@@ -269,10 +272,13 @@ static void ffn_moe_host(vk_graph *g, const vk_engine *e, uint32_t il, uint32_t 
                          .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale,
                          .params = b->params};
     NODE(g, ROUTER(ra), .reads = R_X, .writes = R_ROUTE);
+    /* the fp16 twins: normalized x, the shared expert's hidden state */
+    const vk_buf *xn16 = twin16(e, b->x_norm);
+    const vk_buf *sh16 = L->has_shared ? out16(e, &b->hp16, &L->gate_sh, &L->up_sh) : NULL;
     if (L->has_shared) {
-        vk_mm_args sg = {.name = "shexp_gate_up", .w = &L->gate_sh, .up = &L->up_sh, .x = V(b->x_norm, 0), .x16 = twin16(e, b->x_norm),
-                         .x_stride = H, .y = V(b->hp, hs_off), .y16 = out16(e, &b->hp16, &L->gate_sh, &L->up_sh), .y_stride = fs, .nz = 1, .max_tokens = b->n_batch,
-                         .params = b->params};
+        vk_mm_args sg = {.name = "shexp_gate_up", .w = &L->gate_sh, .up = &L->up_sh, .x = V(b->x_norm, 0), .x16 = xn16,
+                         .x_stride = H, .y = V(b->hp, hs_off), .y16 = sh16, .y_stride = fs, .nz = 1,
+                         .max_tokens = b->n_batch, .params = b->params};
         NODE(g, MM(sg), .reads = R_X_NORM, .writes = R_HP_SH);
     }
     cut[0] = cut[1] = g->n;
@@ -280,7 +286,7 @@ static void ffn_moe_host(vk_graph *g, const vk_engine *e, uint32_t il, uint32_t 
                                .max_tokens = b->n_batch, .params = b->params};
     NODE(g, MOE_COMBINE(add), .reads = R_Y_HOST | R_X, .writes = R_X);
     if (L->has_shared) {
-        vk_mm_args sd = {.name = "shexp_down", .w = &L->down_sh, .x = V(b->hp, hs_off), .x16 = out16(e, &b->hp16, &L->gate_sh, &L->up_sh), .x_stride = fs,
+        vk_mm_args sd = {.name = "shexp_down", .w = &L->down_sh, .x = V(b->hp, hs_off), .x16 = sh16, .x_stride = fs,
                          .y = V(b->x, 0), .y_stride = H, .nz = 1, .max_tokens = b->n_batch, .accumulate = true,
                          .params = b->params};
         NODE(g, MM(sd), .reads = R_HP_SH | R_X, .writes = R_X);

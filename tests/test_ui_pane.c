@@ -52,6 +52,17 @@ static int find_row(WINDOW *w, const char *start)
     return -1;
 }
 
+/* The row of w whose text starts with `start` into t ("" where there is
+ * none); its y, -1 if none. */
+static int read_row(WINDOW *w, const char *start, char *t, size_t cap)
+{
+    int y = find_row(w, start);
+    t[0] = 0;
+    if (y >= 0)
+        row_text(w, y, t, cap);
+    return y;
+}
+
 static int count_fields(const char *s)
 {
     int n = 0;
@@ -134,10 +145,8 @@ static void test_cpu_columns_hidden(void)
     ui_sidepane_update(&p, &st, false);
     WINDOW *w = newwin(40, 44, 0, 0);
     draw(&p, w);
-    int head = find_row(w, "kernel ");
-    char t[1024] = "";
-    if (head >= 0)
-        row_text(w, head, t, sizeof t);
+    char t[1024];
+    int head = read_row(w, "kernel ", t, sizeof t);
     CHECK(head >= 0 && strstr(t, "us/t") && !strstr(t, "c/t") && !strstr(t, "GB/s"), "header '%.200s'", t);
     if (head >= 0) {
         row_text(w, head + 1, t, sizeof t);
@@ -222,10 +231,8 @@ static void test_token_line_names_its_clock(void)
         ui_sidepane_update(&p, &st, false);
         WINDOW *w = newwin(60, 51, 0, 0);
         draw(&p, w);
-        int y = find_row(w, "token ");
-        char t[1024] = "";
-        if (y >= 0)
-            row_text(w, y, t, sizeof t);
+        char t[1024];
+        int y = read_row(w, "token ", t, sizeof t);
         const char *want = cpu ? "40005 us CPU, 706 steps" : "40005 us GPU, 706 dispatches";
         CHECK(y >= 0 && strstr(t, want), "%s backend: token line '%.200s', want '%s'", cpu ? "CPU" : "GPU", t, want);
         delwin(w);
