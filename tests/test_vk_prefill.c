@@ -511,8 +511,28 @@ static void test_act16(void)
     tu_reset_buffers();
 }
 
+/* An fp16 twin rmsnorm could not write whole (16-byte rows: offset, row
+ * stride and length in multiples of 8) is refused with a message, not
+ * written in part. */
+static void test_rmsnorm_twin_refused(void)
+{
+    static const uint32_t shape[][3] = {{2044, 2044, 0}, {2048, 2052, 0}, {2048, 2048, 4}}; /* n, stride, offset */
+    for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
+        uint32_t n = shape[i][0], z = shape[i][1], off = shape[i][2];
+        vk_buf bx = tu_host((uint64_t)z * 2 + off), by = tu_host((uint64_t)z * 2 + off), bh = tu_host(z + off),
+               bw = tu_host(n), bp = tu_host(64);
+        vk_rmsnorm_args a = {.x = {bx, 0}, .y = {by, off}, .w = {bw, 0}, .n = n, .x_z = z, .y_z = z, .nz = 2,
+                             .eps = 1e-5f, .params = bp, .y16 = &bh};
+        vk_call call;
+        CHECK(vk_k_rmsnorm(&KB, &a, &call) != 0 && strstr(KERR.msg, "fp16 twin needs offsets, row stride and length"),
+              "n %u, stride %u, offset %u: not refused (%.200s)", n, z, off, KERR.msg);
+    }
+    tu_reset_buffers();
+}
+
 static void act16_cases(void)
 {
+    RUN_NAMED(test_rmsnorm_twin_refused, "rmsnorm refuses an fp16 twin whose rows are not whole 16-byte words");
     static const act16_case cases[] = {
         {QT_Q4_0, 0, 2048, 200, 70, 0},
         {QT_Q4_K, QT_Q5_K, 2048, 136, 65, 2},
