@@ -33,7 +33,7 @@ static const knob KNOBS[] = {
     KNOB(fd_chunks, 64, 1, 1024, "runs 14, 17, 19", "attn_fd: most chunks per token"),
     KNOB(batch_max, VK_TUNE_AUTO, 1, 2048, "issue 25", "largest prompt batch the memory plan chooses (-b wins)"),
     KNOB(coopmat, 1, 0, 1, "run 10", "prefill mat-mats on tensor cores (0: fp32, no fp16 range limit)"),
-    KNOB(act16_out, 0, 0, 1, "run 49", "prefill: o and the hidden states also in fp16 for their readers (off until checked on a device in this form)"),
+    KNOB(act16_out, 1, 0, 1, "runs 49-50", "prefill: o and the hidden states also in fp16 for their readers, where the writer runs on tensor cores"),
     KNOB(qkv_merge, 1, 0, 1, "run 16", "q_a and kv_a_mqa as one matrix where they can be"),
     KNOB(dep_flags, VK_TUNE_AUTO, 0, 511, "run 17", "decode steps joined by counters (bitmask; GLMCHAT_DEP_FLAGS)"),
     KNOB(dep_stall, 0, 0, 1, "runs 17, 30", "fault injection: every counter wait and tagged-word poll gives up"),
