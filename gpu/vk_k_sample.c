@@ -30,7 +30,7 @@ uint64_t vk_sample_bytes(int which)
     case VK_SMP_WORDS: return (SMP_PEN + 2ull * SMP_PEN_MAX) * 4;
     case VK_SMP_CAND: return (SMP_MAX_SLICES + 1ull) * SMP_KMAX * 4;
     case VK_SMP_MS: return SMP_MAX_SLICES * 8ull;
-    case VK_SMP_PART: return SMP_MAX_SLICES * 8ull;
+    case VK_SMP_PART: return 2ull * SMP_MAX_SLICES * 8;
     case VK_SMP_COUNT: return 16;
     case VK_SMP_RESULT: return SMPR_WORDS * 4ull;
     case VK_SMP_STATE: return SST_WORDS * 4ull;

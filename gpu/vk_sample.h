@@ -32,7 +32,7 @@ enum {
     VK_SMP_WORDS,   /* the sampling words (host-written, device-read) */
     VK_SMP_CAND,    /* [SMP_MAX_SLICES + 1][SMP_KMAX] values; the same again for ids */
     VK_SMP_MS,      /* [SMP_MAX_SLICES] (max, sum) */
-    VK_SMP_PART,    /* [SMP_MAX_SLICES] uvec2 */
+    VK_SMP_PART,    /* [2][SMP_MAX_SLICES] uvec2 */
     VK_SMP_COUNT,   /* the two kernels' finished-workgroup counters (zero between uses) */
     VK_SMP_RESULT,  /* host-visible */
     VK_SMP_STATE,

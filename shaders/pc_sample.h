@@ -116,7 +116,7 @@ PC_ENUM_BEGIN(pc_sample_pick_slot)
 PC_ENUM(SPICK_B_LOGITS, 1)
 PC_ENUM(SPICK_B_CAND_V, 2)
 PC_ENUM(SPICK_B_CAND_I, 3)
-PC_ENUM(SPICK_B_PART, 4)     /* [slice] uvec2: m summed over the slice */
+PC_ENUM(SPICK_B_PART, 4)     /* [2][slice] uvec2: m summed over the slice; over its tokens min-p keeps */
 PC_ENUM(SPICK_B_COUNT, 5)    /* word 1 */
 PC_ENUM(SPICK_B_RESULT, 6)   /* host */
 PC_ENUM(SPICK_B_SMP, 7)

@@ -17,6 +17,14 @@
 // comes back in one submit.
 // The decision runs on one subgroup: each lane weighs one candidate of a
 // chunk, running sums are subgroup scans of 16-bit halves.
+// With min-p on too, the mass pass also sums m over the tokens at or above
+// the min-p floor (a prefix of the order).  When that sum F is below the
+// top-p target, the top-p cut comes after every token min-p keeps, so the
+// kept tokens are min-p's and selection 1 is left out (its grid empty): on a
+// flat distribution min-p usually binds first (the synthetic files' logits,
+// std ~1: min-p keeps 56-86 % of the mass, top-p asks for 95 %), and its five
+// passes were spent on a bound the draw then did not use.  Exact: the sums
+// are integers, the floor is decide()'s own.
 
 #define PC_USE_SAMPLE_PICK
 #include "pc_sample.h"
@@ -62,6 +70,13 @@ uvec2 wg_sum64(uvec2 x)
     // the high word is below 2^32, so it is exact modulo 2^32
     uvec2 lo = add64(uvec2(s0, 0u), uvec2(s1 << 16u, s1 >> 16u));
     return uvec2(lo.x, lo.y + s2 + (s3 << 16u));
+}
+
+// The min-p floor: tokens whose canonical logit is at least this are kept.
+float minp_floor(float mx)
+{
+    precise float fl = mx + uintBitsToFloat(SMP.w[SMP_LOG_MINP]);
+    return sk_canon(fl);
 }
 
 uint cand_weight(uint j, uint lim, float mx, float inv_t)
@@ -130,6 +145,7 @@ void decide(uint ns)
     uint kept = n;                               // a bound on the kept tokens
     bool known = n <= K;                         // ... that ends inside the candidates
     bool blocked = false;                        // a limit not known to end after them
+    bool topp_select = (flags & SMP_F_TOPP) != 0u; // selection 1 needed in a flat case
     if (nc <= K) {
         kept = min(kept, nc);
         known = true;
@@ -151,14 +167,19 @@ void decide(uint ns)
                 kept = min(kept, j + 1u);
                 known = true;
             }
+            if ((flags & SMP_F_MINP) != 0u && (flags & SMP_F_MASS) != 0u && nc == n) {
+                uvec2 f = uvec2(0u); // m over min-p's kept tokens (the mass pass)
+                for (uint i = 0u; i < ns; i++)
+                    f = add64(f, PART.p[SMP_MAX_SLICES + i]);
+                topp_select = ge64(f, t);
+            }
         } else {
             blocked = true; /* Z is over an unknown C: the cut may come anywhere */
         }
     }
     uint minp_key = KEY_NONE;
     if ((flags & SMP_F_MINP) != 0u) {
-        precise float fl = mx + uintBitsToFloat(SMP.w[SMP_LOG_MINP]);
-        float floor_l = sk_canon(fl);
+        float floor_l = minp_floor(mx);
         minp_key = sk_key(floor_l);
         uint nm = 0u;
         for (uint c = 0u; c < K; c += gl_SubgroupSize) {
@@ -190,7 +211,7 @@ void decide(uint ns)
         ST.st[sst(0u, SSS_ACTIVE)] = find_k ? 1u : 0u;
         ST.st[sst(0u, SSS_RES_KEY)] = c_known ? sk_key(CV.v[CAND + nc - 1u]) : KEY_NONE;
         ST.st[sst(0u, SSS_RES_ID)] = c_known ? CI.i[CAND + nc - 1u] : KEY_NONE;
-        ST.st[sst(1u, SSS_ACTIVE)] = (flags & SMP_F_TOPP) != 0u ? 1u : 0u;
+        ST.st[sst(1u, SSS_ACTIVE)] = topp_select ? 1u : 0u;
         ST.st[sst(1u, SSS_RES_KEY)] = KEY_NONE;
         ST.st[sst(1u, SSS_RES_ID)] = KEY_NONE;
         ST.st[sst(2u, SSS_ACTIVE)] = 1u;
@@ -198,7 +219,7 @@ void decide(uint ns)
         // bound is to be found too: then the host runs its program of all three
         if (tail) {
             uint grid = (n + pc.slice - 1u) / pc.slice;
-            ST.st[SST_IND] = (flags & SMP_F_TOPP) != 0u ? grid : 0u;
+            ST.st[SST_IND] = topp_select ? grid : 0u;
             ST.st[SST_IND + 3u] = grid;
             ST.st[SST_IND + 1u] = ST.st[SST_IND + 2u] = ST.st[SST_IND + 4u] = ST.st[SST_IND + 5u] = 1u;
         }
@@ -211,14 +232,26 @@ void main()
     uint s = gl_WorkGroupID.x, tid = gl_LocalInvocationIndex;
     uint flags = SMP.w[SMP_FLAGS];
     float mx = CV.v[CAND];
-    if ((flags & SMP_F_MASS) != 0u && (floatBitsToUint(mx) & 0x7f800000u) != 0x7f800000u) { // this slice's part of Z
+    if ((flags & SMP_F_MASS) != 0u && (floatBitsToUint(mx) & 0x7f800000u) != 0x7f800000u) {
+        // this slice's part of Z, and of F (m over the tokens min-p keeps)
+        bool minp = (flags & SMP_F_MINP) != 0u;
+        float floor_l = minp ? minp_floor(mx) : 0.0;
         uint a = s * pc.slice, b = min(a + pc.slice, pc.n);
-        uvec2 acc = uvec2(0u);
-        for (uint i = a + tid; i < b; i += WGS)
-            acc = add64(acc, uvec2(sk_weight(sk_canon(LG.l[pc.l_off + i]), mx, 1.0), 0u));
+        uvec2 acc = uvec2(0u), acc_f = uvec2(0u);
+        for (uint i = a + tid; i < b; i += WGS) {
+            float l = sk_canon(LG.l[pc.l_off + i]);
+            uint w = sk_weight(l, mx, 1.0);
+            acc = add64(acc, uvec2(w, 0u));
+            if (minp && l >= floor_l)
+                acc_f = add64(acc_f, uvec2(w, 0u));
+        }
         acc = wg_sum64(acc);
-        if (tid == 0u)
+        if (minp) // (flags are uniform: every invocation or none)
+            acc_f = wg_sum64(acc_f);
+        if (tid == 0u) {
             PART.p[s] = acc;
+            PART.p[SMP_MAX_SLICES + s] = acc_f;
+        }
     }
     memoryBarrierBuffer();
     barrier();

@@ -227,6 +227,7 @@ static sampler_params params_of(const combo *c, uint64_t seed)
 
 typedef struct {
     int runs, bad, by_cand, by_tail, by_program;
+    int topp_cut, minp_first; /* selections after sample_pick with top-p on: the cut found / left out */
     char why[240];
 } tally;
 
@@ -259,6 +260,13 @@ static void compare(gpu_sampler *g, const combo *c, int dist, uint64_t seed, int
         t->by_cand += way == WAY_CAND;
         t->by_tail += way == WAY_TAIL;
         t->by_program += way == WAY_PROGRAM;
+        if (way == WAY_TAIL && (((const uint32_t *)g->b.smp.map)[SMP_FLAGS] & SMP_F_TOPP)) {
+            /* sample_pick leaves the top-p selection out where min-p keeps
+             * less than its target (shaders/sample_pick.comp) */
+            bool cut = ((const uint32_t *)g->b.state.map)[SST_SEL + SST_SEL_WORDS + SSS_ACTIVE] != 0;
+            t->topp_cut += cut;
+            t->minp_first += !cut;
+        }
         if (got != want || !same_logits) {
             if (!t->bad++)
                 snprintf(t->why, sizeof t->why,
@@ -303,12 +311,14 @@ static void check_sizes(const uint32_t *sizes, int n_sizes, int steps, int dists
         gpu_close(&g);
     }
     printf("# %d draws: %d from the candidates, %d by the whole-vocabulary selection (%d in sample_pick's program, "
-           "%d by the second one)\n",
-           t.runs, t.by_cand, t.by_tail + t.by_program, t.by_tail, t.by_program);
+           "%d by the second one); with top-p on in sample_pick's program: its cut found %d, left out for min-p %d\n",
+           t.runs, t.by_cand, t.by_tail + t.by_program, t.by_tail, t.by_program, t.topp_cut, t.minp_first);
     CHECK(t.bad == 0, "%d of %d draws differ from the CPU; first: %s", t.bad, t.runs, t.why);
     CHECK(!need_both || (t.by_cand > 0 && t.by_tail > 0 && t.by_program > 0),
           "not every way was exercised (%d candidates, %d selection after sample_pick, %d second program)", t.by_cand,
           t.by_tail, t.by_program);
+    CHECK(!need_both || (t.topp_cut > 0 && t.minp_first > 0),
+          "not both top-p ways were exercised (the cut found %d, left out for min-p %d)", t.topp_cut, t.minp_first);
 }
 
 static void test_small_vocabularies(void)
