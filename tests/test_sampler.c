@@ -540,6 +540,13 @@ static void test_kernels_agree(void)
                 }
                 uint32_t m1 = ref.collect(k1, n, bk, i1), m2 = k.collect(k1, n, bk, i2);
                 bad += m1 != m2 || memcmp(i1, i2, m1 * sizeof *i1);
+                /* a list's weights (i1: ids ascending, gaps) at each temperature */
+                for (int t = 0; t < 3 && m1 == m2; t++) {
+                    float inv_t = t == 0 ? 1.0f : t == 1 ? 1.0f / 0.7f : 1e6f;
+                    uint32_t *w1 = (uint32_t *)k2, *w2 = (uint32_t *)i2; /* scratch: k2 and i2 are free here */
+                    bad += ref.weights(c1, i1, m1, mx, inv_t, w1) != k.weights(c1, i1, m1, mx, inv_t, w2) ||
+                           memcmp(w1, w2, m1 * sizeof *w1);
+                }
             }
     }
     CHECK(bad == 0, "%d kernel results differ from the portable code", bad);

@@ -421,27 +421,31 @@ static int32_t select_in_list(sampler *s, uint32_t n, uint64_t target)
     return select_weighted(s->key, s->sel, s->sel_w, n, target);
 }
 
-/* Keeps the list's tokens at or before (bkey, bid) in the order. */
-static uint32_t cut_list(sampler *s, uint32_t n, uint32_t bkey, int32_t bid)
+/* Keeps the list's tokens at or before (bkey, bid) in the order; with
+ * w_total, their weights in s->list_w too, summed into *w_total. */
+static uint32_t cut_list(sampler *s, uint32_t n, uint32_t bkey, int32_t bid, uint64_t *w_total)
 {
     uint32_t m = 0;
+    uint64_t total = 0;
     for (uint32_t i = 0; i < n; i++) {
         int32_t id = s->list[i];
         uint32_t k = s->key[id];
-        if (k < bkey || (k == bkey && id <= bid))
+        if (k < bkey || (k == bkey && id <= bid)) {
+            if (w_total) {
+                s->list_w[m] = s->list_w[i];
+                total += s->list_w[i];
+            }
             s->list[m++] = id;
+        }
     }
+    if (w_total)
+        *w_total = total;
     return m;
 }
 
 static uint64_t list_weights(sampler *s, uint32_t n, const float *l, float max, float inv_t)
 {
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        s->list_w[i] = sk_weight(l[s->list[i]], max, inv_t);
-        total += s->list_w[i];
-    }
-    return total;
+    return s->k.weights(l, s->list, n, max, inv_t, s->list_w);
 }
 
 /* ---- the chain ---------------------------------------------------------------------------- */
@@ -457,9 +461,13 @@ static float penalized(const sampler_request *rq, float x, uint32_t c)
 /* Steps 1-8 of the definition: the penalties (in place), then false with
  * the one token in *only (greedy, or a best logit that is not finite), or
  * true with the kept tokens in s->list[0..*kept) (ids ascending) and the
- * best logit in *best. */
-static bool kept_tokens(sampler *s, const sampler_request *rq, float *l, uint32_t *kept, float *best, int32_t *only)
+ * best logit in *best.  *m_total: the sum of the kept tokens' top-p
+ * weights m, which s->list_w then holds, or 0 when it holds nothing of
+ * theirs (top-p off). */
+static bool kept_tokens(sampler *s, const sampler_request *rq, float *l, uint32_t *kept, float *best, int32_t *only,
+                        uint64_t *m_total)
 {
+    *m_total = 0;
     uint32_t n = s->n_vocab, first;
     if (rq->penalties_on)
         for (uint32_t i = 0; i < rq->n_pen; i++)
@@ -491,7 +499,7 @@ static bool kept_tokens(sampler *s, const sampler_request *rq, float *l, uint32_
     uint32_t mk = rq->min_p_on ? sk_key(sk_canon(max + rq->log_min_p)) : UINT32_MAX;
     uint32_t m = s->k.collect(s->key, n, ck < mk ? ck : mk, s->list);
     if (ck <= mk)
-        m = cut_list(s, m, ck, (int32_t)cid);
+        m = cut_list(s, m, ck, (int32_t)cid, NULL);
     if (m == 0) { /* min-p above 1: the first token alone */
         s->list[0] = (int32_t)first;
         m = 1;
@@ -500,14 +508,28 @@ static bool kept_tokens(sampler *s, const sampler_request *rq, float *l, uint32_
     if (rq->top_p_on) {
         uint64_t z = s->k.mass(l, s->key, n, ck, cid, max, 1.0f), t = sk_mulhi(z, rq->top_p_q32);
         t = t ? t : 1;
-        if (list_weights(s, m, l, max, 1.0f) >= t) {
+        uint64_t w = list_weights(s, m, l, max, 1.0f);
+        if (w >= t) {
             int32_t cut = select_in_list(s, m, t);
-            m = cut_list(s, m, s->key[cut], cut);
+            m = cut_list(s, m, s->key[cut], cut, &w);
         }
+        *m_total = w; /* the kept tokens' weights m stay in s->list_w */
     }
     *kept = m;
     *best = max;
     return true;
+}
+
+/* The draw's weights r of the kept tokens into s->list_w, and their sum:
+ * at temperature 1 (inv_t exactly 1) r is m, which kept_tokens left there
+ * with top-p on (on flat logits that halves the exponentials of a draw: the
+ * GLM preset's temperature is 1). */
+static uint64_t draw_weights(sampler *s, const sampler_request *rq, uint32_t m, const float *l, float max,
+                             uint64_t m_total)
+{
+    if (m_total && rq->inv_temp == 1.0f)
+        return m_total;
+    return list_weights(s, m, l, max, rq->inv_temp);
 }
 
 int32_t sampler_pick(sampler *s, const sampler_request *rq, float *l, float *prob)
@@ -515,12 +537,13 @@ int32_t sampler_pick(sampler *s, const sampler_request *rq, float *l, float *pro
     uint32_t m;
     float max;
     int32_t only;
+    uint64_t m_total;
     if (prob)
         *prob = 1.0f;
-    if (!kept_tokens(s, rq, l, &m, &max, &only))
+    if (!kept_tokens(s, rq, l, &m, &max, &only, &m_total))
         return only;
     /* the draw */
-    uint64_t total = list_weights(s, m, l, max, rq->inv_temp);
+    uint64_t total = draw_weights(s, rq, m, l, max, m_total);
     int32_t tok = select_in_list(s, m, sk_mulhi(total, rq->uniform) + 1);
     if (prob)
         *prob = (float)((double)sk_weight(l[tok], max, rq->inv_temp) / (double)total);
@@ -532,12 +555,13 @@ void sampler_probs(sampler *s, const sampler_request *rq, float *l, uint32_t *P)
     uint32_t m;
     float max;
     int32_t only;
+    uint64_t m_total;
     memset(P, 0, s->n_vocab * sizeof *P);
-    if (!kept_tokens(s, rq, l, &m, &max, &only)) {
+    if (!kept_tokens(s, rq, l, &m, &max, &only, &m_total)) {
         P[only] = SAMPLER_PROB_ONE;
         return;
     }
-    uint64_t total = list_weights(s, m, l, max, rq->inv_temp); /* >= 2^31: the best token is kept */
+    uint64_t total = draw_weights(s, rq, m, l, max, m_total); /* >= 2^31: the best token is kept */
     for (uint32_t i = 0; i < m; i++)
         P[s->list[i]] = (uint32_t)(((uint64_t)s->list_w[i] << 31) / total);
 }

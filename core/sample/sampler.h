@@ -35,10 +35,14 @@
  * (Weights below 2^-31 of the best token's count as 0: such tokens are never
  * drawn.  The best token always weighs 2^31, so S > 0, as long as inv_t is a
  * finite number >= 0: a request carrying any other inv_t -- one not made by
- * sampler_prepare -- is greedy, on every backend: sampler_request_draws.)  On a 154880 vocabulary a draw takes ~0.3 ms with the GLM
- * defaults on LM-like logits, ~2 ms on flat ones, ~0.12 ms greedy, on one
- * AVX-512 core (tests/tools/bench_text; the previous sampler, which the
- * GPU could not reproduce, took ~0.07 ms). */
+ * sampler_prepare -- is greedy, on every backend: sampler_request_draws.)
+ * On a 154880 vocabulary a draw takes ~0.15 ms with the GLM defaults on
+ * LM-like logits, ~1.6 ms on flat ones where top-p cuts first, ~0.9 ms on
+ * the synthetic files' (sd 1, where min-p binds first), ~0.1 ms greedy, on
+ * one AVX-512 core (tests/tools/bench_text; the previous sampler, which the
+ * GPU could not reproduce, took ~0.07 ms).  The kept tokens' weights are
+ * computed once (gathered, vectorised) and serve the draw again at
+ * temperature 1. */
 #ifndef GLM_SAMPLER_H
 #define GLM_SAMPLER_H
 

@@ -62,6 +62,18 @@
         return c;                                                                                  \
     }
 
+/* a list's weights: the loads are gathers, the arithmetic as everywhere */
+#define BODY_WEIGHTS                                                                               \
+    {                                                                                              \
+        uint64_t s = 0;                                                                            \
+        for (uint32_t i = 0; i < n; i++) {                                                         \
+            uint32_t v = sk_weight(l[idx[i]], max, inv_t);                                         \
+            w[i] = v;                                                                              \
+            s += v;                                                                                \
+        }                                                                                          \
+        return s;                                                                                  \
+    }
+
 /* GCC vectorises these loops from -O3 only; clang does at -O2. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define VECTORIZE __attribute__((optimize("O3")))
@@ -69,7 +81,7 @@
 #define VECTORIZE
 #endif
 
-/* One level: the four passes with attribute `attr`, and their table. */
+/* One level: the five passes with attribute `attr`, and their table. */
 #define LEVEL(prefix, attr)                                                                                    \
     attr VECTORIZE static uint32_t prefix##_best(const float *l, uint32_t n, uint32_t *first) BODY_BEST         \
     attr VECTORIZE static uint32_t prefix##_keys(float *l, uint32_t *key, uint32_t n, uint32_t *first) BODY_KEYS \
@@ -77,7 +89,10 @@
                                                  uint32_t bid, float max, float inv_t) BODY_MASS                  \
     attr VECTORIZE static uint32_t prefix##_collect(const uint32_t *key, uint32_t n, uint32_t bkey,              \
                                                     int32_t *idx) BODY_COLLECT                                    \
-    static const sk_kernels prefix##_kernels = {prefix##_best, prefix##_keys, prefix##_mass, prefix##_collect};
+    attr VECTORIZE static uint64_t prefix##_weights(const float *l, const int32_t *idx, uint32_t n, float max,    \
+                                                    float inv_t, uint32_t *w) BODY_WEIGHTS                        \
+    static const sk_kernels prefix##_kernels = {prefix##_best, prefix##_keys, prefix##_mass, prefix##_collect,    \
+                                                prefix##_weights};
 
 LEVEL(portable, )
 

@@ -119,6 +119,9 @@ typedef struct sk_kernels {
     /* Appends every i with key[i] <= bkey to idx, in order; returns how
      * many. */
     uint32_t (*collect)(const uint32_t *key, uint32_t n, uint32_t bkey, int32_t *idx);
+    /* w[i] = sk_weight(l[idx[i]], max, inv_t) for i < n (the canonical l);
+     * returns their sum. */
+    uint64_t (*weights)(const float *l, const int32_t *idx, uint32_t n, float max, float inv_t, uint32_t *w);
 } sk_kernels;
 
 /* The best level this CPU runs: 0 portable, 1 AVX2, 2 AVX-512. */
