@@ -89,6 +89,9 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     uint32_t qw = c->qk_nope + c->qk_rope, K = c->n_expert_used;
     uint32_t fs = c->n_ff_exp * (c->n_expert_shared ? c->n_expert_shared : 1);
     e->b.h_z = max_u32(max_u32(c->n_ff_exp, fs), c->n_ff_dense);
+    /* drafting: the verify's columns (vk_forward.c), each a token slot of
+     * the batch-sized buffers; the decode-only ones get a slot each */
+    uint64_t vc = e->nextn ? VK_VCOLS : 1;
     uint32_t n = 0;
     r[n++] = (buf_req){&e->b.x, B * c->n_embd * f, "x", 0};
     r[n++] = (buf_req){&e->b.qkv_ll, ((uint64_t)(c->q_lora_rank ? c->q_lora_rank : c->n_head * qw) + c->kv_lora_rank + c->qk_rope) * 8,
@@ -98,11 +101,11 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->b.kv, B * (c->kv_lora_rank + c->qk_rope) * f, "kv", 0};
     r[n++] = (buf_req){&e->b.q, B * c->n_head * qw * f, "q", 0};
     r[n++] = (buf_req){&e->b.q_abs, B * c->n_head * e->b.ag.RS * f, "absorbed queries", 0};
-    r[n++] = (buf_req){&e->b.part, (uint64_t)e->b.part_cap * vk_attn_part_heads(&e->b.ag) * (c->kv_lora_rank + VK_PART_HDR) * f, "attention partials", 0};
+    r[n++] = (buf_req){&e->b.part, vc * e->b.part_cap * vk_attn_part_heads(&e->b.ag) * (c->kv_lora_rank + VK_PART_HDR) * f, "attention partials", 0};
     r[n++] = (buf_req){&e->b.o, B * c->n_head * c->v_head * f, "o", 0};
     r[n++] = (buf_req){&e->b.h, B * (K + 1) * e->b.h_z * f, "h", 0};
     r[n++] = (buf_req){&e->b.rlogits, B * (c->n_expert ? c->n_expert : 1) * f, "router logits", 0};
-    r[n++] = (buf_req){&e->b.qkv, ((uint64_t)(c->q_lora_rank ? c->q_lora_rank : c->n_head * qw) + c->kv_lora_rank + c->qk_rope) * f,
+    r[n++] = (buf_req){&e->b.qkv, vc * ((uint64_t)(c->q_lora_rank ? c->q_lora_rank : c->n_head * qw) + c->kv_lora_rank + c->qk_rope) * f,
                        "q_a + kv", 0};
     /* every layer keeps its choices (routing report, prefill grouping) */
     uint64_t n_blocks = c->n_layer + e->nextn; /* the NextN block's layer keeps its choices too */
@@ -134,7 +137,7 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
     r[n++] = (buf_req){&e->b.moe_list, B * (K ? K : 1) * f, "expert work list", 0};
     r[n++] = (buf_req){&e->b.moe_tiles, (B * K / 32 + c->n_expert + 1) * 16, "expert tiles", 0};
     r[n++] = (buf_req){&e->b.moe_ind, 64, "expert dispatch sizes", 0};
-    r[n++] = (buf_req){&e->b.counters, B * f + 64, "counters", 0};
+    r[n++] = (buf_req){&e->b.counters, (B * f > vc * VK_VCOL_ALIGN ? B * f : vc * VK_VCOL_ALIGN) + 64, "counters", 0};
     r[n++] = (buf_req){&e->b.logits, (uint64_t)c->n_vocab * f, "logits", 0};
     r[n++] = (buf_req){&e->b.topk_v, (uint64_t)e->b.tg.n_slices * TOPK_MAX * f, "top-K candidates", 0};
     r[n++] = (buf_req){&e->b.topk_i, (uint64_t)e->b.tg.n_slices * TOPK_MAX * f, "top-K ids", 0};
@@ -158,6 +161,8 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
      * asked for (engine_params.all_logits); otherwise the one row a decode
      * or a prompt's last position copies there */
     uint64_t logit_rows = e->p.all_logits ? B : 1;
+    if (logit_rows < vc) /* the verify's rows */
+        logit_rows = vc;
     r[n++] = (buf_req){&e->b.host_logits, logit_rows * c->n_vocab * f, "logits (host)", 1};
     if (e->hx.n_layers) { /* what the GPU and the CPU's experts hand each other (vk_hostmoe.c) */
         r[n++] = (buf_req){&e->hx.xn, B * c->n_embd * f, "ffn-normed x (host)", 1};
@@ -173,6 +178,9 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
         }
     }
     if (e->nextn) {
+        e->b.vparams_stride = (VKP_TOKENS + 1) * 4 + VK_VCOL_ALIGN - 1;
+        e->b.vparams_stride -= e->b.vparams_stride % VK_VCOL_ALIGN;
+        r[n++] = (buf_req){&e->b.vparams, vc * e->b.vparams_stride, "verify params", 2};
         r[n++] = (buf_req){&e->b.hid, (uint64_t)e->p.n_ctx * c->n_embd * f, "kept hidden states (NextN)", 0};
         r[n++] = (buf_req){&e->b.nx_e, (uint64_t)c->n_embd * f, "NextN embedding", 0};
         r[n++] = (buf_req){&e->b.nx_cat, 2ull * c->n_embd * f, "NextN input", 0};
@@ -819,9 +827,10 @@ static void vk_destroy(void *impl)
 
 /* ---- eval ---------------------------------------------------------------------------------- */
 
-static void write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, uint32_t k)
+/* The params words of n tokens at pos into p (the params buffer, or a
+ * verify column's slice). */
+static void write_params_to(vk_engine *e, uint32_t *p, const int32_t *tokens, uint32_t n, uint32_t pos, uint32_t k)
 {
-    uint32_t *p = (uint32_t *)e->b.params.map;
     uint32_t n_kv = pos + n, nc, cl;
     vk_attn_chunks(&e->b.ag, n_kv, &nc, &cl);
     p[VKP_POS0] = pos;
@@ -840,6 +849,11 @@ static void write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32
     /* attn_fd's head groups or flat row tiles, or attn.comp's head groups */
     vk_attn_prefill_grid(&e->b.ag, n, &p[VKP_ATTN_IND_PF + 1], &p[VKP_ATTN_IND_PF + 2]);
     memcpy(p + VKP_TOKENS, tokens, n * sizeof *tokens);
+}
+
+static void write_params(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, uint32_t k)
+{
+    write_params_to(e, (uint32_t *)e->b.params.map, tokens, n, pos, k);
 }
 
 static void read_topk(vk_engine *e, const engine_output *out)
@@ -1071,18 +1085,37 @@ static const float *fwd_nextn_out(void *fwd)
     return vk_spec_nextn_out(fwd);
 }
 
-/* Every position's logits: the decode graph once per token, as eval runs
- * it -- bit for bit single-token decodes (gpu/vk_spec.c says why). */
-static int fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, err_t *err)
+int vk_eval_positions(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, bool columns,
+                      err_t *err)
 {
-    vk_engine *e = fwd;
     const uint32_t V = e->m->cfg.n_vocab;
     if ((uint64_t)pos + n > e->p.n_ctx)
         return err_set(err, "positions %u..%u are past the %u-token context", pos, pos + n - 1, e->p.n_ctx);
     for (uint32_t i = 0; i < n; i++)
+        if ((uint32_t)tokens[i] >= V)
+            return err_set(err, "token id %d is outside the vocabulary (%u)", tokens[i], V);
+    if (columns && n >= 2 && n <= VK_VCOLS && e->rec.verify[n].plain.cb) {
+        /* the verify program: n columns at once (vk_forward.c) */
+        for (uint32_t i = 0; i < n; i++)
+            write_params_to(e, (uint32_t *)vk_vcol_params(e, i).map, &tokens[i], 1, pos + i, 1);
+        if (vk_submit_wait(&e->c, e->rec.verify[n].plain.cb, err))
+            return -1;
+        e->prof.verified++;
+        memcpy(logits, e->b.host_logits.map, (size_t)n * V * sizeof *logits);
+        return 0;
+    }
+    /* the decode graph once per token, as eval runs it */
+    for (uint32_t i = 0; i < n; i++)
         if (decode_one(e, tokens[i], pos + i, NULL, logits + (size_t)i * V, err))
             return -1;
     return 0;
+}
+
+/* Every position's logits -- bit for bit single-token decodes (gpu/vk_spec.c
+ * says why). */
+static int fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, err_t *err)
+{
+    return vk_eval_positions(fwd, tokens, n, pos, logits, true, err);
 }
 
 static const spec_host_fwd vk_fwd = {fwd_nextn_rows, fwd_nextn_out, fwd_eval_all};

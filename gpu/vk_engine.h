@@ -25,6 +25,12 @@
 #include "vk_sync.h"
 #include "vk_weights.h"
 
+/* The verify's columns at most (drafting's k + 1, k <= 3; vk_forward.c's
+ * VK_PROGRAM_VERIFY), and the bytes between two columns' params words or
+ * router counters (a binding's offset: the most any device may ask). */
+#define VK_VCOLS 4u
+#define VK_VCOL_ALIGN 256u
+
 /* What a context allocates (sized for n_ctx tokens of cache, n_batch of
  * activations: B below), and the host's side of the counters. */
 typedef struct {
@@ -42,14 +48,14 @@ typedef struct {
     vk_buf kv;               /* (B, kv_lora + rope) kv_a_mqa's output: [latent | k_rope] */
     vk_buf q;                /* (B, n_head, nope + rope) */
     vk_buf q_abs;            /* (B, n_head, RS) absorbed queries [k_b . q_nope | rotated q_rope | 0] */
-    vk_buf part;             /* decode attention partials (vk_attn_part_heads, VK_PART_HDR) */
+    vk_buf part;             /* decode attention partials (vk_attn_part_heads, VK_PART_HDR), a slot per verify column */
     vk_buf o;                /* (B, n_head, v_head) attention output */
     vk_buf h;                /* (B, n_used + 1, h_z) expert hidden states, the shared expert's last */
     vk_buf rlogits;          /* (B, n_expert) router logits */
     vk_buf ids, wts;         /* (n_layer, B, n_used) chosen experts and their weights */
-    vk_buf counters;         /* the router's finished-workgroup counters */
+    vk_buf counters;         /* the router's finished-workgroup counters (B, or a slice a verify column) */
     vk_buf logits;           /* (n_vocab) for the top-K */
-    vk_buf qkv;              /* decode: [q_a or q | kv] of the merged matvec (vk_layer_w.qkv_a) */
+    vk_buf qkv;              /* decode: [q_a or q | kv] of the merged matvec (vk_layer_w.qkv_a), a slot a verify column */
     vk_buf qkv_ll, q_ll;     /* decode: qkv and q as tagged words (value, tag; shaders/dep_flag.glsl) */
     /* prefill only: normalized inputs, expert hidden states and outputs
      * per (token, slot) pair, attention partials, the expert work list */
@@ -72,7 +78,10 @@ typedef struct {
     vk_buf smp_words;        /* SMP_* words: one token's sampling */
     vk_buf smp_result;       /* SMPR_* words: the token */
     vk_buf out_ids, out_vals;  /* top-K read back */
-    vk_buf host_logits;      /* [n_batch][n_vocab] with engine_params.all_logits, else [1][n_vocab] */
+    vk_buf host_logits;      /* [n_batch][n_vocab] with engine_params.all_logits, else [1][n_vocab]; at least
+                                [VK_VCOLS] where the engine drafts (the verify's rows) */
+    vk_buf vparams;          /* host-written: the verify columns' params words, VK_VCOL_ALIGN-aligned slices */
+    uint32_t vparams_stride; /* bytes a slice */
     /* drafting (vk_weights.has_nextn; vk_forward.c's NextN block) */
     vk_buf hid;              /* (n_ctx, n_embd) output_norm(x) per cache position: h_p */
     vk_buf nx_e, nx_cat;     /* (n_embd) the row's token embedding; (2 n_embd) [enorm(e) | hnorm(h)] */
@@ -117,6 +126,8 @@ typedef enum {
     VK_PROGRAM_PREFILL_LOGITS_STREAM_PART, /* the same with every position's logits to host memory */
     VK_PROGRAM_NEXTN,        /* one NextN row from the kept h of the position before */
     VK_PROGRAM_NEXTN_GIVEN,  /* ... from the h the host wrote (nx_hin) */
+    VK_PROGRAM_VERIFY,       /* `set` tokens (2..VK_VCOLS) through the decode graph at once, each position's
+                                logits to host memory (drafting's verify; vk_forward.c) */
 } vk_program;
 
 /* The recorded programs, and the planner that recorded them. */
@@ -128,6 +139,7 @@ typedef struct {
     vk_family prefill, prefill_logits;
     VkCommandBuffer copy_logits; /* the logits to host memory, after a decode */
     vk_family nextn[2];      /* drafting: VK_PROGRAM_NEXTN, VK_PROGRAM_NEXTN_GIVEN */
+    vk_family verify[VK_VCOLS + 1]; /* drafting: VK_PROGRAM_VERIFY of n columns at [n] (n >= 2; where recorded) */
 } vk_programs;
 
 typedef struct {
@@ -142,6 +154,7 @@ typedef struct {
 typedef struct {
     vk_profile decode, select[VK_SEL_SETS], sample, prefill;
     uint64_t decoded;        /* decode submits */
+    uint64_t verified;       /* verify submits (drafting; each n columns) */
     uint64_t selects[VK_SEL_SETS]; /* of which needed the full-vocabulary selection, by set */
     uint64_t prefills;       /* prefill submits (every few are timed) */
     uint64_t sampled_prompts; /* runs of the sampling program after a prompt */
@@ -228,6 +241,23 @@ typedef struct {
     bool nextn;              /* drafting asked for and the file has the block (set before the plan) */
     struct spec_host *spec;  /* drafting's host side (vk_spec.c) */
 } vk_engine;
+
+/* Floats of one token's decode attention partials (a verify column's slot of b.part). */
+static inline uint32_t vk_attn_part_floats(const vk_engine *e)
+{
+    return e->b.part_cap * vk_attn_part_heads(&e->b.ag) * (e->m->cfg.kv_lora_rank + VK_PART_HDR);
+}
+
+/* Verify column c's params words (a slice of b.vparams). */
+static inline vk_buf vk_vcol_params(const vk_engine *e, uint32_t c)
+{
+    vk_buf p = e->b.vparams;
+    p.off += (uint64_t)c * e->b.vparams_stride;
+    p.size = e->b.vparams_stride;
+    if (p.map)
+        p.map += (uint64_t)c * e->b.vparams_stride;
+    return p;
+}
 
 /* Graph recording (vk_forward.c, vk_prefill.c): program `what` into r;
  * `set`: the selection's VK_SEL_* set (VK_PROGRAM_SELECT). */
@@ -354,5 +384,12 @@ const float *vk_spec_nextn_out(const vk_engine *e);
  * back -- spec_host.h's nextn_rows. */
 int vk_nextn_rows(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
                   err_t *err);
+/* vk_engine.c: every position's logits of tokens[0..n) at pos..pos+n-1
+ * into [n][n_vocab], bit for bit what n single-token decodes give: the
+ * verify program of n columns where one is recorded, else the decode graph
+ * once a token (spec_host.h's eval_all).  `columns`: false forces the
+ * latter (the tests' comparison). */
+int vk_eval_positions(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, bool columns,
+                      err_t *err);
 
 #endif

@@ -84,37 +84,83 @@ enum {
 /* Q: both parts of q. */
 #define R_Q (R_Q_NOPE | R_Q_ROPE)
 
+/* ---- a token's operands ---------------------------------------------------------------------
+ * Where one token's activations live in the engine's buffers: the decode
+ * graph's token is column 0 (every offset 0, the params buffer, the
+ * router's counter at the start of its buffer); column c of the verify
+ * (vk_fwd_record's VK_PROGRAM_VERIFY) is token slot c of the batch-sized
+ * buffers (the decode-only ones are sized for VK_VCOLS slots where the
+ * engine drafts), with its own params words and router counter (slices of
+ * vparams and counters VK_VCOL_ALIGN bytes apart: a binding's offset).
+ * The offsets are floats. */
+typedef struct {
+    const vk_bufs *b;
+    uint32_t x, q_comp, kv, q, qkv, q_abs, part, o, h, rlogits, ids, x_norm, logits;
+    vk_buf params, counters, logits_buf;
+} vcol;
+
+static vcol column(const vk_engine *e, uint32_t c, bool verify)
+{
+    const model_config *m = &e->m->cfg;
+    const vk_bufs *b = &e->b;
+    uint32_t qw = m->qk_nope + m->qk_rope, K = m->n_expert_used;
+    uint32_t nq = m->q_lora_rank ? m->q_lora_rank : m->n_head * qw;
+    vcol v = {.b = b, .params = b->params, .counters = b->counters, .logits_buf = b->logits};
+    v.x = c * m->n_embd;
+    v.q_comp = c * (m->q_lora_rank ? m->q_lora_rank : 1);
+    v.kv = c * (m->kv_lora_rank + m->qk_rope);
+    v.q = c * m->n_head * qw;
+    v.qkv = c * (nq + m->kv_lora_rank + m->qk_rope);
+    v.q_abs = c * m->n_head * b->ag.RS;
+    v.part = c * vk_attn_part_floats(e);
+    v.o = c * m->n_head * m->v_head;
+    v.h = c * (K + 1) * b->h_z;
+    v.rlogits = c * (m->n_expert ? m->n_expert : 1);
+    v.ids = c * K;
+    v.x_norm = c * m->n_embd;
+    if (verify) { /* the head writes straight to host memory (as a prompt's every-position head does) */
+        v.logits_buf = b->host_logits;
+        v.logits = c * m->n_vocab;
+        v.params = vk_vcol_params(e, c);
+        v.counters.off += (uint64_t)c * VK_VCOL_ALIGN;
+        v.counters.size = VK_VCOL_ALIGN;
+    }
+    return v;
+}
+
 /* ---- the layer ------------------------------------------------------------------------------ */
 
-/* The attention block of layer il for one token (slot 0); `tagged`: qkv
+/* The attention block of layer il for one token (column v); `tagged`: qkv
  * and q as tagged words. */
-static void attention(vk_graph *g, const vk_engine *e, uint32_t il, bool tagged)
+static void attention(vk_graph *g, const vk_engine *e, const vcol *v, uint32_t il, bool tagged)
 {
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
-    const vk_bufs *b = &e->b;
+    const vk_bufs *b = v->b;
     const vk_attn_geom *ag = &b->ag;
     bool lora = c->q_lora_rank > 0;
     uint32_t qw = c->qk_nope + c->qk_rope, nq = lora ? c->q_lora_rank : c->n_head * qw;
     /* q_a (or q) and kv: one matvec over the merged matrix, or two */
     vk_buf qkv_buf = tagged ? b->qkv_ll : b->qkv;
-    vk_vec x = V(b->x, 0), q_comp = V(b->q_comp, 0), q = V(tagged ? b->q_ll : b->q, 0), kv = V(b->kv, 0);
+    uint32_t qkv_off = tagged ? 0 : v->qkv; /* (the tagged words: the decode's token alone) */
+    vk_vec x = V(b->x, v->x), q_comp = V(b->q_comp, v->q_comp), q = tagged ? V(b->q_ll, 0) : V(b->q, v->q),
+           kv = V(b->kv, v->kv);
     if (L->qkv_merged) {
-        *(lora ? &q_comp : &q) = V(qkv_buf, 0);
-        kv = V(qkv_buf, nq);
+        *(lora ? &q_comp : &q) = V(qkv_buf, qkv_off);
+        kv = V(qkv_buf, qkv_off + nq);
     }
     vk_res q_out = lora ? R_Q_COMP : R_Q; /* what q_a's (or q's) rows are */
     vk_res tag_qkv = tagged ? R_Q_COMP | R_KV : 0, tag_q = tagged ? R_Q : 0;
     /* the steps after the previous layer's MoE down may wait on its counter
      * (after the embedding or a dense layer's FFN: a barrier) */
     uint32_t after_down = il > 0 && e->w.layers[il - 1].is_moe ? DEP_DOWN : 0;
-    vk_buf ind = b->params;
+    vk_buf ind = v->params;
     ind.off += VKP_ATTN_IND * 4;
     ind.size = 12;
 
     /* [q_a | kv] = W . norm(x) */
     if (L->qkv_merged) {
-        vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = x, .y = V(qkv_buf, 0),
+        vk_mv_args m = {.name = lora ? "attn_q_a+kv_a" : "attn_q+kv_a", .w = &L->qkv_a, .x = x, .y = V(qkv_buf, qkv_off),
                         .nz = 1, .norm = &L->attn_norm, .eps = c->rms_eps};
         NODE(g, MV(m), .reads = R_X, .writes = q_out | R_KV, .tagged_out = tag_qkv, .dep_bit = after_down);
     } else {
@@ -137,38 +183,39 @@ static void attention(vk_graph *g, const vk_engine *e, uint32_t il, bool tagged)
     /* absorbed query per head || new cache row + rotated query rope part
      * (without q compression the step after [q | kv] waits behind a barrier) */
     uint32_t after_q = lora ? DEP_QB : 0;
-    vk_mv_args kb = {.name = "attn_k_b", .w = &L->k_b, .x = q, .x_z = qw, .y = V(b->q_abs, 0), .y_z = ag->RS,
-                     .nz = c->n_head};
+    vk_mv_args kb = {.name = "attn_k_b", .w = &L->k_b, .x = q, .x_z = qw, .y = V(b->q_abs, v->q_abs),
+                     .y_z = ag->RS, .nz = c->n_head};
     vk_kv_store_args ks = {.g = ag, .kv = kv, .kv_z = c->kv_lora_rank + c->qk_rope, .norm = L->kv_a_norm,
                            .eps = c->rms_eps, .cache = V(b->cache[il], 0), .rope_cs = b->rope, .q = q,
-                           .q_z = c->n_head * qw, .q_abs = V(b->q_abs, 0), .q_abs_z = c->n_head * ag->RS,
-                           .params = b->params, .nz = 1};
+                           .q_z = c->n_head * qw, .q_abs = V(b->q_abs, v->q_abs), .q_abs_z = c->n_head * ag->RS,
+                           .params = v->params, .nz = 1};
     NODE(g, MV(kb), .reads = R_Q_NOPE, .writes = R_Q_ABS, .tagged_in = {tag_q & R_Q_NOPE}, .dep_bit = after_q);
     NODE(g, KV_STORE(ks), .reads = R_KV | R_Q_ROPE, .writes = R_CACHE | R_Q_ABS_ROPE,
          .tagged_in = {tag_qkv & R_KV, tag_q & R_Q_ROPE}, .dep_bit = after_q);
 
     /* attention partials over chunks of the cache (grid from the params) */
-    vk_attn_args at = {.g = ag, .q_abs = V(b->q_abs, 0), .q_abs_z = c->n_head * ag->RS, .cache = V(b->cache[il], 0),
-                       .part = V(b->part, 0), .chunk_cap = b->part_cap, .kq_scale = c->kq_scale,
-                       .params = b->params, .indirect = vk_graph_buf(g, ind), .nz = 1};
+    vk_attn_args at = {.g = ag, .q_abs = V(b->q_abs, v->q_abs), .q_abs_z = c->n_head * ag->RS,
+                       .cache = V(b->cache[il], 0), .part = V(b->part, v->part), .chunk_cap = b->part_cap,
+                       .kq_scale = c->kq_scale, .params = v->params, .indirect = vk_graph_buf(g, ind), .nz = 1};
     NODE(g, ATTN(at), .reads = R_Q_ABS | R_Q_ABS_ROPE | R_CACHE, .writes = R_PART, .dep_bit = DEP_KB);
 
     /* combine + v_b per head */
-    vk_attn_vb_args vb = {.g = ag, .v_b = &L->v_b, .part = V(b->part, 0), .chunk_cap = b->part_cap,
-                          .params = b->params, .o = V(b->o, 0), .o_z = c->n_head * c->v_head, .nz = 1};
+    vk_attn_vb_args vb = {.g = ag, .v_b = &L->v_b, .part = V(b->part, v->part), .chunk_cap = b->part_cap,
+                          .params = v->params, .o = V(b->o, v->o), .o_z = c->n_head * c->v_head, .nz = 1};
     NODE(g, ATTN_VB(vb), .reads = R_PART, .writes = R_O, .dep_bit = DEP_ATTN);
 
     /* x += attn_output . o */
-    vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(b->o, 0), .y = x, .nz = 1, .accumulate = true};
+    vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(b->o, v->o), .y = x, .nz = 1,
+                     .accumulate = true};
     NODE(g, MV(ao), .reads = R_O | R_X, .writes = R_X, .dep_bit = DEP_VB);
 }
 
 /* The dense FFN (behind barriers: its boundaries have no bits). */
-static void ffn_dense(vk_graph *g, const vk_engine *e, uint32_t il)
+static void ffn_dense(vk_graph *g, const vk_engine *e, const vcol *v, uint32_t il)
 {
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
-    vk_vec x = V(e->b.x, 0), h = V(e->b.h, 0);
+    vk_vec x = V(v->b->x, v->x), h = V(v->b->h, v->h);
 
     /* h = silu(gate . norm(x)) * (up . norm(x)) */
     vk_glu_args gu = {.name = "ffn_gate_up", .gate = &L->ffn_gate, .up = &L->ffn_up, .x = x, .norm = &L->ffn_norm,
@@ -185,14 +232,15 @@ static void ffn_dense(vk_graph *g, const vk_engine *e, uint32_t il)
  * experts' down: the down kernel then adds that product instead of reading
  * a second type (vk_moe_down_args.shared_out).  False: the down takes both
  * matrices (same type, or kernels that cannot split). */
-static bool shared_down_split(vk_graph *g, const vk_engine *e, uint32_t il, vk_mv_args *sd, vk_moe_down_args *da)
+static bool shared_down_split(vk_graph *g, const vk_engine *e, const vcol *v, uint32_t il, vk_mv_args *sd,
+                              vk_moe_down_args *da)
 {
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
     if (!L->has_shared || L->down_sh.type == L->down_exps.type)
         return false;
-    vk_vec out = V(e->b.x_norm, 0);
-    *sd = (vk_mv_args){.name = "shexp_down", .w = &L->down_sh, .x = V(e->b.h, c->n_expert_used * e->b.h_z),
+    vk_vec out = V(v->b->x_norm, v->x_norm);
+    *sd = (vk_mv_args){.name = "shexp_down", .w = &L->down_sh, .x = V(v->b->h, v->h + c->n_expert_used * v->b->h_z),
                        .y = out, .nz = 1};
     vk_moe_down_args split = *da;
     split.shared = NULL;
@@ -204,38 +252,38 @@ static bool shared_down_split(vk_graph *g, const vk_engine *e, uint32_t il, vk_m
     return true;
 }
 
-/* The MoE FFN of layer il (token slot 0). */
-static void ffn_moe(vk_graph *g, const vk_engine *e, uint32_t il)
+/* The MoE FFN of layer il (column v). */
+static void ffn_moe(vk_graph *g, const vk_engine *e, const vcol *v, uint32_t il)
 {
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
-    const vk_bufs *b = &e->b;
-    uint32_t K = c->n_expert_used, ids_off = il * b->n_batch * K;
-    vk_vec x = V(b->x, 0), ids = V(b->ids, ids_off), wts = V(b->wts, ids_off);
+    const vk_bufs *b = v->b;
+    uint32_t K = c->n_expert_used, ids_off = il * b->n_batch * K + v->ids;
+    vk_vec x = V(b->x, v->x), ids = V(b->ids, ids_off), wts = V(b->wts, ids_off);
 
     /* router + top-k || shared expert gate/up: the shared expert does not
      * wait for the routing, and the router's few bytes leave the memory
      * system idle (gpu/PERF.md runs 11, 16) */
-    vk_router_args ra = {.w = &L->router, .x = x, .norm = L->ffn_norm, .eps = c->rms_eps, .logits = V(b->rlogits, 0),
-                         .ids = ids, .wts = wts, .bias = L->has_bias ? &L->exp_probs_b : NULL,
-                         .counter = V(b->counters, 0), .n_used = K, .gating = c->gating, .nz = 1,
+    vk_router_args ra = {.w = &L->router, .x = x, .norm = L->ffn_norm, .eps = c->rms_eps,
+                         .logits = V(b->rlogits, v->rlogits), .ids = ids, .wts = wts,
+                         .bias = L->has_bias ? &L->exp_probs_b : NULL, .counter = V(v->counters, 0), .n_used = K, .gating = c->gating, .nz = 1,
                          .norm_w = c->expert_weights_norm,
                          .scale = c->expert_weights_scale == 1.0f ? 0.0f : c->expert_weights_scale};
     NODE(g, ROUTER(ra), .reads = R_X, .writes = R_ROUTE, .dep_bit = DEP_OUT);
     if (L->has_shared) {
         vk_glu_args gs = {.name = "shexp_gate_up", .gate = &L->gate_sh, .up = &L->up_sh, .x = x, .norm = &L->ffn_norm,
-                          .eps = c->rms_eps, .h = V(b->h, K * b->h_z), .h_z = b->h_z, .nz = 1};
+                          .eps = c->rms_eps, .h = V(b->h, v->h + K * b->h_z), .h_z = b->h_z, .nz = 1};
         NODE(g, GLU(gs), .reads = R_X, .writes = R_H_SH, .dep_bit = DEP_OUT);
     }
 
     /* gate/up + SiLU of the routed experts (|| the shared expert's down
      * where it runs apart) */
     vk_glu_args gu = {.name = "moe_gate_up", .gate = &L->gate_exps, .up = &L->up_exps, .x = x, .norm = &L->ffn_norm,
-                      .eps = c->rms_eps, .h = V(b->h, 0), .h_z = b->h_z, .nz = K, .ids = vk_graph_vec(g, ids)};
+                      .eps = c->rms_eps, .h = V(b->h, v->h), .h_z = b->h_z, .nz = K, .ids = vk_graph_vec(g, ids)};
     vk_moe_down_args da = {.name = "moe_down", .down = &L->down_exps, .shared = L->has_shared ? &L->down_sh : NULL,
-                           .h = V(b->h, 0), .h_z = b->h_z, .nz = K, .ids = ids, .wts = wts, .y = x};
+                           .h = V(b->h, v->h), .h_z = b->h_z, .nz = K, .ids = ids, .wts = wts, .y = x};
     vk_mv_args sd;
-    bool split = shared_down_split(g, e, il, &sd, &da);
+    bool split = shared_down_split(g, e, v, il, &sd, &da);
     NODE(g, GLU(gu), .reads = R_X | R_ROUTE, .writes = R_H, .dep_bit = DEP_ROUTE);
     if (split)
         NODE(g, MV(sd), .reads = R_H_SH, .writes = R_Y_SH, .dep_bit = DEP_ROUTE);
@@ -299,11 +347,11 @@ static void ffn_moe_host(vk_graph *g, const vk_engine *e, uint32_t il, uint32_t 
  * (whose words count per decode submit). */
 
 /* h_p = output_norm(x) into the kept row of the decode's position. */
-static void keep_hidden(vk_graph *g, const vk_engine *e)
+static void keep_hidden(vk_graph *g, const vk_engine *e, const vcol *v)
 {
     const model_config *c = &e->m->cfg;
-    vk_rmsnorm_args kh = {.x = V(e->b.x, 0), .y = V(e->b.hid, 0), .w = e->w.output_norm, .n = c->n_embd,
-                          .x_z = c->n_embd, .y_z = c->n_embd, .nz = 1, .eps = c->rms_eps, .params = e->b.params,
+    vk_rmsnorm_args kh = {.x = V(e->b.x, v->x), .y = V(e->b.hid, 0), .w = e->w.output_norm, .n = c->n_embd,
+                          .x_z = c->n_embd, .y_z = c->n_embd, .nz = 1, .eps = c->rms_eps, .params = v->params,
                           .y_at_pos = true};
     NODE(g, RMSNORM(kh), .reads = R_X, .writes = R_HID);
 }
@@ -333,11 +381,12 @@ static void nextn(vk_graph *g, const vk_engine *e, bool given)
     NODE(g, MV(ep), .reads = R_NX_CAT_E | R_NX_CAT_H, .writes = R_X);
     /* its layer */
     g->segment = 1;
-    attention(g, e, il, false);
+    vcol v0 = column(e, 0, false);
+    attention(g, e, &v0, il, false);
     if (e->w.layers[il].is_moe)
-        ffn_moe(g, e, il);
+        ffn_moe(g, e, &v0, il);
     else
-        ffn_dense(g, e, il);
+        ffn_dense(g, e, &v0, il);
     /* out = head_norm(x) || logits = head . head_norm(x) */
     g->segment = 2;
     const vk_vec *hnw = nw->own_head_norm ? &nw->head_norm : &e->w.output_norm;
@@ -392,41 +441,43 @@ static void sample(vk_graph *g, const vk_engine *e)
                  .writes = R_TOKEN);
 }
 
-/* Output norm + head, then sampling (beside the head, with drafting on:
- * the position's hidden state kept for the NextN block). */
-static void head(vk_graph *g, const vk_engine *e)
+/* Output norm + head, then (`sampled`) sampling (beside the head, with
+ * drafting on: the position's hidden state kept for the NextN block). */
+static void head(vk_graph *g, const vk_engine *e, const vcol *v, bool sampled)
 {
     const model_config *c = &e->m->cfg;
-    vk_mv_args hd = {.name = "output", .w = &e->w.output, .x = V(e->b.x, 0), .y = V(e->b.logits, 0), .nz = 1,
-                     .norm = &e->w.output_norm, .eps = c->rms_eps};
+    vk_mv_args hd = {.name = "output", .w = &e->w.output, .x = V(e->b.x, v->x), .y = V(v->logits_buf, v->logits),
+                     .nz = 1, .norm = &e->w.output_norm, .eps = c->rms_eps};
     NODE(g, MV(hd), .reads = R_X, .writes = R_LOGITS);
     if (e->w.has_nextn)
-        keep_hidden(g, e);
-    sample(g, e);
+        keep_hidden(g, e, v);
+    if (sampled)
+        sample(g, e);
 }
 
-/* The decode graph's table; `tagged`: qkv and q as tagged words; cut[2i],
- * cut[2i + 1] (when given) get where host layer i's side part begins and
- * ends (vk_engine.h: vk_hostmoe_record_part). */
-static void decode(vk_graph *g, const vk_engine *e, bool tagged, uint32_t *cut)
+/* The decode graph's table for the token of column v; `tagged`: qkv and q
+ * as tagged words; cut[2i], cut[2i + 1] (when given) get where host layer
+ * i's side part begins and ends (vk_engine.h: vk_hostmoe_record_part);
+ * `sampled`: the sampling kernels after the head. */
+static void decode(vk_graph *g, const vk_engine *e, const vcol *v, bool tagged, uint32_t *cut, bool sampled)
 {
     uint32_t n_cut = 0, scratch[2];
     const model_config *c = &e->m->cfg;
     g->segment = 0;
-    vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(e->b.params, VKP_TOKENS), .x = V(e->b.x, 0), .nz = 1};
+    vk_embed_args em = {.w = &e->w.tok_embd, .tokens = V(v->params, VKP_TOKENS), .x = V(e->b.x, v->x), .nz = 1};
     NODE(g, EMBED(em), .writes = R_X);
     for (uint32_t il = 0; il < c->n_layer; il++) {
         g->segment = (int)il + 1;
-        attention(g, e, il, tagged);
+        attention(g, e, v, il, tagged);
         if (e->w.layers[il].host_exps)
             ffn_moe_host(g, e, il, cut ? &cut[2 * n_cut++] : scratch);
         else if (e->w.layers[il].is_moe)
-            ffn_moe(g, e, il);
+            ffn_moe(g, e, v, il);
         else
-            ffn_dense(g, e, il);
+            ffn_dense(g, e, v, il);
     }
     g->segment = (int)c->n_layer + 1;
-    head(g, e);
+    head(g, e, v, sampled);
 }
 
 /* Whether the decode graph can keep qkv and q as tagged words: q
@@ -457,8 +508,92 @@ static void select_all(vk_graph *g, const vk_engine *e, uint32_t set)
     }
 }
 
+/* ---- the verify -------------------------------------------------------------------------
+ * n tokens at positions pos..pos+n-1 (column c: its own params words)
+ * through the decode graph in one program, every position's logits to host
+ * memory.  Each column's table is the decode graph's -- the same calls in
+ * the same order, on the column's own slots -- so each column's arithmetic
+ * is a single-token decode's, bit for bit (what engine.h's verify
+ * promises).  The tables are interleaved call by call: the n calls of a
+ * step touch nothing of each other's and run together, each weight read by
+ * the n columns at about the same time (from L2 after the first), so a
+ * step costs about what one token's does -- the decode's latency, not its
+ * bytes, is the limit (gpu/PERF.md's roofline).  Barriers only: the
+ * decode's counters count one token's workgroups a submit, and its tagged
+ * words are one token's.
+ *
+ * The planner sees each column's buffers as its own bits (VERIFY_OWN, 15 a
+ * column); the KV cache is one bit a column for the row it writes, and
+ * column c's attention reads the rows of columns 0..c. */
+#define VERIFY_OWN                                                                                                 \
+    (R_X | R_Q_COMP | R_KV | R_Q_NOPE | R_Q_ROPE | R_Q_ABS | R_Q_ABS_ROPE | R_PART | R_O | R_ROUTE | R_H |      \
+     R_H_SH | R_Y_SH | R_LOGITS | R_HID)
+enum { VERIFY_OWN_BITS = 15, VERIFY_CACHE_BIT = VERIFY_OWN_BITS * VK_VCOLS };
+_Static_assert(VERIFY_CACHE_BIT + VK_VCOLS <= 64, "a vk_res holds every column's bits");
+
+/* r (a column's bits in the decode graph's names) as column c's bits;
+ * false where r holds a bit the verify has no column bit for. */
+static bool column_res(vk_res r, uint32_t c, bool reads, vk_res *out)
+{
+    vk_res o = 0;
+    uint32_t j = 0;
+    for (uint32_t bit = 0; bit < 64; bit++) {
+        vk_res m = (vk_res)1 << bit;
+        if (!(VERIFY_OWN & m))
+            continue;
+        if (r & m)
+            o |= (vk_res)1 << (c * VERIFY_OWN_BITS + j);
+        j++;
+    }
+    if (r & R_CACHE)
+        o |= reads ? (((vk_res)2 << c) - 1) << VERIFY_CACHE_BIT : (vk_res)1 << (VERIFY_CACHE_BIT + c);
+    *out = o;
+    return !(r & ~(VERIFY_OWN | R_CACHE));
+}
+
+static int verify(vk_engine *e, vk_rec *r, uint32_t n)
+{
+    uint32_t cap = 24 + 12 * e->m->cfg.n_layer;
+    vk_graph cols[VK_VCOLS], g;
+    uint32_t made = 0;
+    int rc = 0;
+    if (n < 2 || n > VK_VCOLS || n > e->b.n_batch || e->hx.n_layers)
+        return r->status = err_set(r->err, "internal: a verify of %u columns", n);
+    for (; made < n && !rc; made++) {
+        if ((rc = vk_graph_init(&cols[made], cap, r->err)))
+            break;
+        vcol v = column(e, made, true);
+        decode(&cols[made], e, &v, false, NULL, false);
+        rc = cols[made].status;
+    }
+    if (!rc && !(rc = vk_graph_init(&g, n * cap, r->err))) {
+        for (uint32_t i = 0; i < cols[0].n && !rc; i++)
+            for (uint32_t c = 0; c < n && !rc; c++) {
+                vk_node nd = cols[c].nodes[i];
+                if (cols[c].n != cols[0].n || nd.grid || nd.tagged_in[0] || nd.tagged_in[1] || nd.tagged_out ||
+                    !column_res(nd.reads, c, true, &nd.reads) || !column_res(nd.writes, c, false, &nd.writes) ||
+                    !column_res(nd.reads_early, c, true, &nd.reads_early)) {
+                    rc = err_set(r->err, "internal: the decode graph's call %u has no verify columns", i);
+                    break;
+                }
+                nd.dep_bit = 0;
+                vk_graph_add(&g, &nd);
+            }
+        if (!rc)
+            rc = vk_sync_record(&e->rec.sync, &g, r);
+        vk_graph_free(&g);
+    }
+    for (uint32_t c = 0; c < made; c++)
+        vk_graph_free(&cols[c]);
+    if (rc && !r->status)
+        r->status = -1;
+    return rc < 0 || r->status ? -1 : 0;
+}
+
 int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
 {
+    if (what == VK_PROGRAM_VERIFY)
+        return verify(e, r, set);
     if (what == VK_PROGRAM_PREFILL || what == VK_PROGRAM_PREFILL_LOGITS)
         return vk_fwd_record_prefill(e, r, what == VK_PROGRAM_PREFILL_LOGITS);
     if (what == VK_PROGRAM_PREFILL_PART || what == VK_PROGRAM_PREFILL_LOGITS_PART)
@@ -476,7 +611,8 @@ int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
                 err_set(r->err, "out of host memory");
             return r->status = -1;
         }
-        decode(&g, e, false, cut);
+        vcol v0 = column(e, 0, false);
+        decode(&g, e, &v0, false, cut, true);
         int rc = g.status ? -1 : vk_hostmoe_record_part(e, r, &g, cut, set, what == VK_PROGRAM_DECODE_SIDE, true);
         vk_graph_free(&g);
         free(cut);
@@ -488,8 +624,9 @@ int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
         if (vk_graph_init(&g, 24 + 12 * e->m->cfg.n_layer, r->err))
             return r->status = -1;
         g.segment = -1; /* the sampling programs: timed whole (vk_profiler.c) */
+        vcol v0 = column(e, 0, false);
         if (what == VK_PROGRAM_DECODE)
-            decode(&g, e, tagged, NULL);
+            decode(&g, e, &v0, tagged, NULL, true);
         else if (what == VK_PROGRAM_NEXTN || what == VK_PROGRAM_NEXTN_GIVEN)
             nextn(&g, e, what == VK_PROGRAM_NEXTN_GIVEN);
         else if (what == VK_PROGRAM_SAMPLE)

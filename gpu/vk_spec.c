@@ -11,12 +11,14 @@
  *    chained draft row, the previous row's output the host writes back
  *    (nx_hin); its output (nx_out) and, for the last row, its logits are
  *    read back, and spec_host draws the draft from them;
- *  - the verify: the single-token decode graph replayed once per position,
- *    each position's logits read back -- the very programs eval runs, so
- *    every row is bit for bit what k + 1 single-token evals give (the
- *    exactness engine.h asks for), and spec_host decides from them.
- * So a step costs k + 1 decodes, k NextN rows and their host round trips:
- * exact, not yet faster (engine_backend.draft_pays false, vk_engine.c).
+ *  - the verify: one submit of the verify program of k + 1 columns
+ *    (vk_forward.c's VK_PROGRAM_VERIFY): each column the decode graph's
+ *    own calls on its own token slot, the columns' calls of a step run
+ *    together, so every row is bit for bit what k + 1 single-token evals
+ *    give (the exactness engine.h asks for) at about one token's steps;
+ *    the rows land in host memory and spec_host decides from them.  Where
+ *    experts live in host memory (the decode graph in parts around the
+ *    CPU's turns) the decode graph runs once per position instead.
  *
  * KV after a rejection: the main cache and the kept h rows hold
  * pos..pos+k; rows past what engine.c keeps are rewritten before anything
@@ -39,6 +41,11 @@ int vk_spec_build(vk_engine *e, err_t *err)
             err_prefix(err, "recording the NextN block");
             return -1;
         }
+    for (uint32_t n = 2; n <= VK_VCOLS && n <= e->b.n_batch && !e->hx.n_layers; n++)
+        if (vk_family_build(e, &e->rec.verify[n], VK_PROGRAM_VERIFY, n, VK_FAMILY_PLAIN, err)) {
+            err_prefix(err, "recording the verify");
+            return -1;
+        }
     return 0;
 }
 
@@ -46,6 +53,8 @@ void vk_spec_free(vk_engine *e)
 {
     for (int given = 0; given < 2; given++)
         vk_family_free(e, &e->rec.nextn[given]);
+    for (uint32_t n = 2; n <= VK_VCOLS; n++)
+        vk_family_free(e, &e->rec.verify[n]);
     spec_host_free(e->spec);
     e->spec = NULL;
 }

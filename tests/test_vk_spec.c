@@ -395,6 +395,88 @@ static void test_verify_equals_single_decodes_past_one_chunk(void)
     }
 }
 
+/* ---- the verify program's columns -----------------------------------------------------------
+ * The verify program (vk_forward.c's VK_PROGRAM_VERIFY: n tokens through
+ * the decode graph at once, each on its own slots and params words) against
+ * the decode graph once per token, on the same engine and the same cache
+ * rows: every logit bit for bit (memcmp; exact by construction -- each
+ * column runs the decode's own calls -- so any slot, offset or position a
+ * column takes from another shows), for n = 2..VK_VCOLS, random tokens, the
+ * program's submits counted so that a fall-back to single decodes fails. */
+static int columns_vs_singles(const char *what, const model *m, uint32_t depth)
+{
+    const uint32_t V = m->cfg.n_vocab;
+    vk_engine *e = open_vk(m, depth + VK_VCOLS + 1, 64);
+    if (!e)
+        return 1;
+    int32_t *ctx = malloc(depth * sizeof *ctx), tok[VK_VCOLS];
+    float *a = malloc((size_t)VK_VCOLS * V * sizeof *a), *b = malloc((size_t)VK_VCOLS * V * sizeof *b);
+    random_tokens(ctx, depth, V, depth * 3 + 2);
+    err_t err;
+    int bad = 0;
+    if (vk_engine_backend.eval(e, ctx, depth, 0, NULL, &err) != 0) {
+        CHECK(0, "%s: the prompt: %s", what, M(err));
+        bad = 1;
+    }
+    for (uint32_t n = 2; n <= VK_VCOLS && !bad; n++) {
+        random_tokens(tok, n, V, n * 31 + depth);
+        uint64_t before = e->prof.verified;
+        bool ok = vk_eval_positions(e, tok, n, depth, a, true, &err) == 0 &&
+                  vk_eval_positions(e, tok, n, depth, b, false, &err) == 0;
+        CHECK(ok, "%s: %s", what, M(err));
+        bool used = e->prof.verified == before + 1;
+        uint32_t differ = 0, first = 0;
+        for (uint64_t i = (uint64_t)n * V; ok && i-- > 0;)
+            if (memcmp(&a[i], &b[i], sizeof *a) != 0) {
+                differ++;
+                first = (uint32_t)(i / V);
+            }
+        CHECK(ok && used && differ == 0,
+              "%s, depth %u, %u columns: %u logits differ from single decodes (first in column %u)%s", what, depth, n,
+              differ, first, used ? "" : "; the verify program did not run");
+        bad += !(ok && used && differ == 0);
+    }
+    if (!bad)
+        printf("# %s, depth %u: the verify's 2..%u columns bit for bit the single decodes\n", what, depth, VK_VCOLS);
+    free(ctx);
+    free(a);
+    free(b);
+    vk_engine_backend.destroy(e);
+    return bad;
+}
+
+/* Synthetic models of several types and layouts (tiny-dsv2lite: no q
+ * compression, softmax gating, a dense first layer), and a fixture file
+ * past one decode attention chunk (its partials over several chunks, each
+ * column its own count). */
+static void test_verify_columns_equal_single_decodes(void)
+{
+    model m;
+    if (make_synth("tiny-glm", SYNTH_FT_F32, 21, &m) == 0) {
+        columns_vs_singles("tiny-glm F32", &m, 5);
+        model_free(&m);
+    }
+    if (quick())
+        return;
+    if (make_synth("tiny-glm", SYNTH_FT_Q4_K_M, 22, &m) == 0) {
+        columns_vs_singles("tiny-glm Q4_K_M", &m, 17);
+        model_free(&m);
+    }
+    if (make_synth("tiny-dsv2lite", SYNTH_FT_Q8_0, 23, &m) == 0) {
+        columns_vs_singles("tiny-dsv2lite Q8_0", &m, 9);
+        model_free(&m);
+    }
+    for (int i = 0; i < n_fx && !(one_model() && i > 0); i++) {
+        const char *var = fx[i].variants[fx[i].n_variants - 1];
+        if (load_fixture_nextn(&fx[i], var, &m) < 0)
+            continue;
+        char what[128];
+        snprintf(what, sizeof what, "%s %s", fx[i].name, var);
+        columns_vs_singles(what, &m, 300);
+        model_free(&m);
+    }
+}
+
 /* No NextN state without drafting, nor with auto where it does not pay. */
 static void test_nextn_absent_costs_nothing(void)
 {
@@ -456,6 +538,7 @@ int main(void)
     RUN(test_nextn_block_matches_reference);
     if (!quick())
         RUN(test_nextn_block_matches_reference_fixtures);
+    RUN(test_verify_columns_equal_single_decodes);
     RUN(test_verify_equals_single_decodes_fixtures);
     RUN(test_verify_equals_single_decodes_past_one_chunk);
     RUN(test_nextn_absent_costs_nothing);
