@@ -181,6 +181,9 @@ static uint32_t act_requests(vk_engine *e, buf_req *r)
         e->b.vparams_stride = (VKP_TOKENS + 1) * 4 + VK_VCOL_ALIGN - 1;
         e->b.vparams_stride -= e->b.vparams_stride % VK_VCOL_ALIGN;
         r[n++] = (buf_req){&e->b.vparams, vc * e->b.vparams_stride, "verify params", 2};
+        e->b.vdep_stride = (1 + c->n_layer * VK_DEP_PER_LAYER) * 4 + 64 + VK_VCOL_ALIGN - 1;
+        e->b.vdep_stride -= e->b.vdep_stride % VK_VCOL_ALIGN;
+        r[n++] = (buf_req){&e->b.vdep, (vc - 1) * e->b.vdep_stride, "verify dependency counters", 2};
         r[n++] = (buf_req){&e->b.hid, (uint64_t)e->p.n_ctx * c->n_embd * f, "kept hidden states (NextN)", 0};
         r[n++] = (buf_req){&e->b.nx_e, (uint64_t)c->n_embd * f, "NextN embedding", 0};
         r[n++] = (buf_req){&e->b.nx_cat, 2ull * c->n_embd * f, "NextN input", 0};
@@ -640,6 +643,9 @@ static int zero_counters(vk_engine *e, err_t *err)
 {
     memset(e->b.dep.map, 0, e->b.dep.size);
     e->b.epoch = 0;
+    if (e->b.vdep.map)
+        memset(e->b.vdep.map, 0, e->b.vdep.size);
+    memset(e->b.vepoch, 0, sizeof e->b.vepoch);
     e->b.attn_total = 0;
     VkCommandBuffer cb;
     VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
@@ -1066,11 +1072,8 @@ int vk_nextn_rows(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos,
         if (vk_spec_nextn_submit(e, h ? h + (size_t)i * H : NULL, err))
             return -1;
     }
-    if (logits && n) {
-        if (vk_submit_wait(&e->c, e->rec.copy_logits, err))
-            return -1;
+    if (logits && n) /* (the NextN head writes them to host memory) */
         memcpy(logits, e->b.host_logits.map, (size_t)V * sizeof *logits);
-    }
     return 0;
 }
 
@@ -1095,11 +1098,26 @@ int vk_eval_positions(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t 
         if ((uint32_t)tokens[i] >= V)
             return err_set(err, "token id %d is outside the vocabulary (%u)", tokens[i], V);
     if (columns && n >= 2 && n <= VK_VCOLS && e->rec.verify[n].plain.cb) {
-        /* the verify program: n columns at once (vk_forward.c) */
-        for (uint32_t i = 0; i < n; i++)
-            write_params_to(e, (uint32_t *)vk_vcol_params(e, i).map, &tokens[i], 1, pos + i, 1);
+        /* the verify program: n columns at once (vk_forward.c), its counters
+         * counting its own submits */
+        e->b.vepoch[n]++;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t *p = (uint32_t *)vk_vcol_params(e, i).map;
+            write_params_to(e, p, &tokens[i], 1, pos + i, 1);
+            p[VKP_EPOCH] = e->b.vepoch[n];
+        }
         if (vk_submit_wait(&e->c, e->rec.verify[n].plain.cb, err))
             return -1;
+        if (e->rec.verify[n].prog.n_link && ((const uint32_t *)vk_vdep(e, n).map)[0] != 0) {
+            /* a wait gave up (as decode_one's): the verify programs again
+             * with barriers only, and this verify again (its cache rows
+             * are rewritten) */
+            vk_sync_give_up(&e->rec.sync);
+            vk_spec_unrecord_verify(e);
+            if (vk_spec_record_verify(e, err))
+                return -1;
+            return vk_eval_positions(e, tokens, n, pos, logits, columns, err);
+        }
         e->prof.verified++;
         memcpy(logits, e->b.host_logits.map, (size_t)n * V * sizeof *logits);
         return 0;

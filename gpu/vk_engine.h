@@ -82,6 +82,9 @@ typedef struct {
                                 [VK_VCOLS] where the engine drafts (the verify's rows) */
     vk_buf vparams;          /* host-written: the verify columns' params words, VK_VCOL_ALIGN-aligned slices */
     uint32_t vparams_stride; /* bytes a slice */
+    vk_buf vdep;             /* host-visible: the verify programs' counters (as dep's), a slice per column count */
+    uint32_t vdep_stride;    /* bytes a slice */
+    uint32_t vepoch[VK_VCOLS + 1]; /* verify submits of n columns so far (its columns' params[VKP_EPOCH]) */
     /* drafting (vk_weights.has_nextn; vk_forward.c's NextN block) */
     vk_buf hid;              /* (n_ctx, n_embd) output_norm(x) per cache position: h_p */
     vk_buf nx_e, nx_cat;     /* (n_embd) the row's token embedding; (2 n_embd) [enorm(e) | hnorm(h)] */
@@ -259,6 +262,17 @@ static inline vk_buf vk_vcol_params(const vk_engine *e, uint32_t c)
     return p;
 }
 
+/* The counters of the verify program of n columns (a slice of b.vdep; word 0 its give-ups). */
+static inline vk_buf vk_vdep(const vk_engine *e, uint32_t n)
+{
+    vk_buf d = e->b.vdep;
+    d.off += (uint64_t)(n - 2) * e->b.vdep_stride;
+    d.size = e->b.vdep_stride;
+    if (d.map)
+        d.map += (uint64_t)(n - 2) * e->b.vdep_stride;
+    return d;
+}
+
 /* Graph recording (vk_forward.c, vk_prefill.c): program `what` into r;
  * `set`: the selection's VK_SEL_* set (VK_PROGRAM_SELECT). */
 int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set);
@@ -377,6 +391,9 @@ void vk_profile_free(vk_profile *pr);
  * head_norm(x) (n_embd, host memory). */
 int vk_spec_build(vk_engine *e, err_t *err);
 void vk_spec_free(vk_engine *e);
+/* The verify programs recorded (again: after a wait gave up, barriers only) / freed. */
+int vk_spec_record_verify(vk_engine *e, err_t *err);
+void vk_spec_unrecord_verify(vk_engine *e);
 int vk_spec_nextn_submit(vk_engine *e, const float *h, err_t *err);
 const float *vk_spec_nextn_out(const vk_engine *e);
 /* vk_engine.c: NextN rows pos..pos+n-1 of tokens (h NULL: from the kept

@@ -341,7 +341,7 @@ static void ffn_moe_host(vk_graph *g, const vk_engine *e, uint32_t il, uint32_t 
  *   e = enorm(embedding of x_p)  ||  hn = hnorm(h_{p-1})  (kept row, or given)
  *   x = eh_proj . [e | hn]
  *   its own layer (n_layer): attention over its own latent cache, its FFN
- *   out = head_norm(x) (to the host)  ||  logits = head . head_norm(x)
+ *   out = head_norm(x) (to the host)  ||  logits = head . head_norm(x) (to the host)
  *
  * All behind barriers: its steps share no counters with the decode graph's
  * (whose words count per decode submit). */
@@ -394,7 +394,7 @@ static void nextn(vk_graph *g, const vk_engine *e, bool given)
                           .eps = c->rms_eps, .params = b->params};
     NODE(g, RMSNORM(on), .reads = R_X, .writes = R_NX_OUT);
     vk_mv_args hd = {.name = "nextn_head", .w = nw->own_head ? &nw->head : &e->w.output, .x = V(b->x, 0),
-                     .y = V(b->logits, 0), .nz = 1, .norm = hnw, .eps = c->rms_eps};
+                     .y = V(b->host_logits, 0), .nz = 1, .norm = hnw, .eps = c->rms_eps};
     NODE(g, MV(hd), .reads = R_X, .writes = R_LOGITS);
     for (uint32_t i = 0; i < g->n; i++)
         g->nodes[i].dep_bit = 0; /* barriers only (see above) */
@@ -516,11 +516,13 @@ static void select_all(vk_graph *g, const vk_engine *e, uint32_t set)
  * is a single-token decode's, bit for bit (what engine.h's verify
  * promises).  The tables are interleaved call by call: the n calls of a
  * step touch nothing of each other's and run together, each weight read by
- * the n columns at about the same time (from L2 after the first), so a
- * step costs about what one token's does -- the decode's latency, not its
- * bytes, is the limit (gpu/PERF.md's roofline).  Barriers only: the
- * decode's counters count one token's workgroups a submit, and its tagged
- * words are one token's.
+ * the n columns at about the same time (from L2 after the first).  (Each
+ * decode kernel's grid fills the GPU for one token, so a column more still
+ * costs ~40 % of a token: gpu/PERF.md run 53.)  Steps are joined as the
+ * decode's are, by counters where the decode's are (words of the verify's
+ * own, counting every column's workgroups; each kernel's epoch from its
+ * column's params), but by a barrier after the attention, whose grid
+ * follows each column's context; no tagged words (one token's).
  *
  * The planner sees each column's buffers as its own bits (VERIFY_OWN, 15 a
  * column); the KV cache is one bit a column for the row it writes, and
@@ -576,11 +578,18 @@ static int verify(vk_engine *e, vk_rec *r, uint32_t n)
                     rc = err_set(r->err, "internal: the decode graph's call %u has no verify columns", i);
                     break;
                 }
-                nd.dep_bit = 0;
+                /* after the attention (its grid the columns' own), a barrier */
+                if (nd.dep_bit == DEP_ATTN)
+                    nd.dep_bit = 0;
+                nd.dep_params = vk_graph_buf(&g, vk_vcol_params(e, c));
                 vk_graph_add(&g, &nd);
             }
+        /* the planner's counters in the verify's own words: its steps count
+         * every column's workgroups */
+        vk_sync vs = e->rec.sync;
+        vs.counters = vk_vdep(e, n);
         if (!rc)
-            rc = vk_sync_record(&e->rec.sync, &g, r);
+            rc = vk_sync_record(&vs, &g, r);
         vk_graph_free(&g);
     }
     for (uint32_t c = 0; c < made; c++)

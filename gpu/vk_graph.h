@@ -131,6 +131,10 @@ typedef struct {
     /* The profiler's segment (vk_rec_segment; < 0: none), and the block of
      * counters a step of it signals in (vk_sync.h). */
     int segment;
+    /* The params its waits and tagged words read the epoch from, where not
+     * the planner's (a verify column's own words: the kernel's params
+     * binding holds them); NULL: the planner's. */
+    const vk_buf *dep_params;
 } vk_node;
 
 typedef struct {

@@ -41,6 +41,11 @@ int vk_spec_build(vk_engine *e, err_t *err)
             err_prefix(err, "recording the NextN block");
             return -1;
         }
+    return vk_spec_record_verify(e, err);
+}
+
+int vk_spec_record_verify(vk_engine *e, err_t *err)
+{
     for (uint32_t n = 2; n <= VK_VCOLS && n <= e->b.n_batch && !e->hx.n_layers; n++)
         if (vk_family_build(e, &e->rec.verify[n], VK_PROGRAM_VERIFY, n, VK_FAMILY_PLAIN, err)) {
             err_prefix(err, "recording the verify");
@@ -49,12 +54,17 @@ int vk_spec_build(vk_engine *e, err_t *err)
     return 0;
 }
 
+void vk_spec_unrecord_verify(vk_engine *e)
+{
+    for (uint32_t n = 2; n <= VK_VCOLS; n++)
+        vk_family_free(e, &e->rec.verify[n]);
+}
+
 void vk_spec_free(vk_engine *e)
 {
     for (int given = 0; given < 2; given++)
         vk_family_free(e, &e->rec.nextn[given]);
-    for (uint32_t n = 2; n <= VK_VCOLS; n++)
-        vk_family_free(e, &e->rec.verify[n]);
+    vk_spec_unrecord_verify(e);
     spec_host_free(e->spec);
     e->spec = NULL;
 }

@@ -255,14 +255,15 @@ static void set_ends(plan *p, uint32_t s, uint32_t i)
     const step *P = s ? &p->st[s - 1] : NULL, *S = &p->st[s];
     if (S->join == JOIN_COUNTER)
         d->signal = &S->word;
+    const vk_buf params = n->dep_params ? *n->dep_params : sy->params;
     if (P && P->join == JOIN_COUNTER) {
         d->wait = &P->word;
         d->wait_n = P->running_total ? 0 : P->groups + (sy->kb->tune->dep_stall ? 1 : 0);
-        d->params = sy->params;
+        d->params = params;
     }
     if (n->tagged_in[0] || n->tagged_in[1] || n->tagged_out) {
         vk_node_sites(n, p->site[i], p->site[i][2]);
-        d->params = sy->params;
+        d->params = params;
         d->ll_fails = sy->counters;
     }
     if (p->early[i] >= 0)

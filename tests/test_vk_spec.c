@@ -40,14 +40,17 @@
 #include "vk.h"
 #include "vk_engine.h"
 
-/* The Vulkan backend itself (not through engine.c), drafting on. */
-static vk_engine *open_vk(const model *m, uint32_t n_ctx, uint32_t n_batch)
+/* The Vulkan backend itself (not through engine.c), drafting on; `tune`:
+ * one --tune setting, or NULL. */
+static vk_engine *open_vk_tuned(const model *m, uint32_t n_ctx, uint32_t n_batch, const char *tune)
 {
     engine_params p;
     engine_params_default(&p);
     p.n_ctx = n_ctx;
     p.n_batch = n_batch;
     p.draft = 2;
+    p.tune = tune ? &tune : NULL;
+    p.n_tune = tune ? 1 : 0;
     void *impl = NULL;
     err_t err;
     if (vk_engine_backend.create(&impl, m, &p, &err) < 0) {
@@ -55,6 +58,11 @@ static vk_engine *open_vk(const model *m, uint32_t n_ctx, uint32_t n_batch)
         return NULL;
     }
     return impl;
+}
+
+static vk_engine *open_vk(const model *m, uint32_t n_ctx, uint32_t n_batch)
+{
+    return open_vk_tuned(m, n_ctx, n_batch, NULL);
 }
 
 /* ---- the NextN block against the reference's ----------------------------------------------- */
@@ -402,13 +410,20 @@ static void test_verify_equals_single_decodes_past_one_chunk(void)
  * rows: every logit bit for bit (memcmp; exact by construction -- each
  * column runs the decode's own calls -- so any slot, offset or position a
  * column takes from another shows), for n = 2..VK_VCOLS, random tokens, the
- * program's submits counted so that a fall-back to single decodes fails. */
-static int columns_vs_singles(const char *what, const model *m, uint32_t depth)
+ * program's submits counted so that a fall-back to single decodes fails.
+ * Its steps are joined as the decode's are: by counters on lavapipe and
+ * NVIDIA (checked: some), in words of its own.  `stall`: every wait
+ * gives up (tune dep_stall), and the verify falls back to barriers --
+ * checked, with the same bits. */
+static int columns_vs_singles(const char *what, const model *m, uint32_t depth, bool stall)
 {
     const uint32_t V = m->cfg.n_vocab;
-    vk_engine *e = open_vk(m, depth + VK_VCOLS + 1, 64);
+    vk_engine *e = open_vk_tuned(m, depth + VK_VCOLS + 1, 64, stall ? "dep_stall=1" : NULL);
     if (!e)
         return 1;
+    uint32_t links = e->rec.verify[2].prog.n_link;
+    CHECK(links > 0 || !e->rec.sync.device_known, "%s: the verify's steps are all barriers on a device whose "
+                                                  "decode takes counters", what);
     int32_t *ctx = malloc(depth * sizeof *ctx), tok[VK_VCOLS];
     float *a = malloc((size_t)VK_VCOLS * V * sizeof *a), *b = malloc((size_t)VK_VCOLS * V * sizeof *b);
     random_tokens(ctx, depth, V, depth * 3 + 2);
@@ -436,8 +451,14 @@ static int columns_vs_singles(const char *what, const model *m, uint32_t depth)
               differ, first, used ? "" : "; the verify program did not run");
         bad += !(ok && used && differ == 0);
     }
+    if (stall) {
+        CHECK(e->rec.sync.gave_up && e->rec.verify[2].prog.n_link == 0,
+              "%s: every wait gave up, yet the verify kept its counters", what);
+    }
     if (!bad)
-        printf("# %s, depth %u: the verify's 2..%u columns bit for bit the single decodes\n", what, depth, VK_VCOLS);
+        printf("# %s, depth %u%s: the verify's 2..%u columns (%u steps joined by counters) bit for bit the single "
+               "decodes\n",
+               what, depth, stall ? ", every wait giving up" : "", VK_VCOLS, links);
     free(ctx);
     free(a);
     free(b);
@@ -453,17 +474,18 @@ static void test_verify_columns_equal_single_decodes(void)
 {
     model m;
     if (make_synth("tiny-glm", SYNTH_FT_F32, 21, &m) == 0) {
-        columns_vs_singles("tiny-glm F32", &m, 5);
+        columns_vs_singles("tiny-glm F32", &m, 5, false);
+        columns_vs_singles("tiny-glm F32", &m, 5, true);
         model_free(&m);
     }
     if (quick())
         return;
     if (make_synth("tiny-glm", SYNTH_FT_Q4_K_M, 22, &m) == 0) {
-        columns_vs_singles("tiny-glm Q4_K_M", &m, 17);
+        columns_vs_singles("tiny-glm Q4_K_M", &m, 17, false);
         model_free(&m);
     }
     if (make_synth("tiny-dsv2lite", SYNTH_FT_Q8_0, 23, &m) == 0) {
-        columns_vs_singles("tiny-dsv2lite Q8_0", &m, 9);
+        columns_vs_singles("tiny-dsv2lite Q8_0", &m, 9, false);
         model_free(&m);
     }
     for (int i = 0; i < n_fx && !(one_model() && i > 0); i++) {
@@ -472,7 +494,7 @@ static void test_verify_columns_equal_single_decodes(void)
             continue;
         char what[128];
         snprintf(what, sizeof what, "%s %s", fx[i].name, var);
-        columns_vs_singles(what, &m, 300);
+        columns_vs_singles(what, &m, 300, false);
         model_free(&m);
     }
 }
