@@ -97,6 +97,7 @@ typedef struct {
     const vk_bufs *b;
     uint32_t x, q_comp, kv, q, qkv, q_abs, part, o, h, rlogits, ids, x_norm, logits;
     vk_buf params, counters, logits_buf;
+    uint32_t col; /* its index: the columns before it write the cache rows just below its position */
 } vcol;
 
 static vcol column(const vk_engine *e, uint32_t c, bool verify)
@@ -105,7 +106,7 @@ static vcol column(const vk_engine *e, uint32_t c, bool verify)
     const vk_bufs *b = &e->b;
     uint32_t qw = m->qk_nope + m->qk_rope, K = m->n_expert_used;
     uint32_t nq = m->q_lora_rank ? m->q_lora_rank : m->n_head * qw;
-    vcol v = {.b = b, .params = b->params, .counters = b->counters, .logits_buf = b->logits};
+    vcol v = {.b = b, .params = b->params, .counters = b->counters, .logits_buf = b->logits, .col = c};
     v.x = c * m->n_embd;
     v.q_comp = c * (m->q_lora_rank ? m->q_lora_rank : 1);
     v.kv = c * (m->kv_lora_rank + m->qk_rope);
@@ -196,7 +197,8 @@ static void attention(vk_graph *g, const vk_engine *e, const vcol *v, uint32_t i
     /* attention partials over chunks of the cache (grid from the params) */
     vk_attn_args at = {.g = ag, .q_abs = V(b->q_abs, v->q_abs), .q_abs_z = c->n_head * ag->RS,
                        .cache = V(b->cache[il], 0), .part = V(b->part, v->part), .chunk_cap = b->part_cap,
-                       .kq_scale = c->kq_scale, .params = v->params, .indirect = vk_graph_buf(g, ind), .nz = 1};
+                       .kq_scale = c->kq_scale, .params = v->params, .indirect = vk_graph_buf(g, ind), .nz = 1,
+                       .early_lag = v->col};
     NODE(g, ATTN(at), .reads = R_Q_ABS | R_Q_ABS_ROPE | R_CACHE, .writes = R_PART, .dep_bit = DEP_KB);
 
     /* combine + v_b per head */

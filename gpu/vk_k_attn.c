@@ -261,7 +261,7 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
     pc_attn pc = {.n_head = g->n_head, .dlat = g->kv_lora, .kq_scale = a->kq_scale, .cache_off = a->cache.off,
                   .q_abs_off = a->q_abs.off, .q_abs_z = a->q_abs_z, .part_off = a->part.off, .cmax_chunks = a->chunk_cap,
                   .chunk_word = a->prefill ? VKP_CHUNK_PF : VKP_CHUNK, .o_off = a->o.off, .o_z = a->o_z,
-                  .o_h = a->o_h};
+                  .o_h = a->o_h, .early_lag = a->early_lag};
     VKK_DEP_PUSH(pc, dw);
     VK_PUSH(out, pc);
     out->indirect = a->indirect;

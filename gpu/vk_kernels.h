@@ -202,6 +202,10 @@ typedef struct {
     uint32_t n_chunks, nz;   /* otherwise */
     bool prefill;            /* chunk length from VKP_CHUNK_PF (else VKP_CHUNK) */
     vk_dep dep;              /* decode: signal and/or wait (vk_attn_deps) */
+    /* with dep.wait: the cache rows just below the position that the step
+     * waited on writes too (a verify column's predecessors' rows): no
+     * loads of them before the wait */
+    uint32_t early_lag;
     /* prefill where vk_attn_writes_latents: o_lat of (token z, head h) at
      * o.off + z*o_z + h*o_h (kv_lora values, all multiples of 4), as
      * vk_attn_combine_args.o; may be the q_abs rows themselves */

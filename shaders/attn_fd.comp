@@ -194,9 +194,11 @@ void attn()
     uint pb = pc.part_off + ((rtok * pc.cmax_chunks + c) * HRP + rhead) * pstride;
 
     // Decode waiting on k_b || kv_store (dep_flag.glsl): the first tile's
-    // loads go out before the wait where it holds no row this token writes.
+    // loads go out before the wait where it holds no row the step waited on
+    // writes: this token's, and in a verify column the early_lag columns'
+    // before it (their rows just below this position).
     uint cbase = pc.cache_off / 8u;
-    bool early = WAIT == 1u && start + TN <= P.p[VKP_POS0];
+    bool early = WAIT == 1u && start + TN + pc.early_lag <= P.p[VKP_POS0];
     if (early)
         tile_fetch(cbase, start);
     if (WAIT == 1u)

@@ -20,6 +20,7 @@ PC_BEGIN(pc_attn)
     PC_U32 dep_signal;      /* attn_fd SIGNAL: this dispatch's counter */
     PC_U32 dep_wait, dep_n; /* attn_fd WAIT: the producers' counter and workgroups */
     PC_U32 o_off, o_z, o_h; /* attn_fd DIRECT: o_lat of (token z, head h) at o_off + z*o_z + h*o_h (multiples of 4) */
+    PC_U32 early_lag;       /* attn_fd WAIT: rows this far below the position are written by the step waited on too */
 PC_END(pc_attn)
 #endif
 PC_ENUM_BEGIN(pc_attn_binding)

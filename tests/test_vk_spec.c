@@ -409,16 +409,20 @@ static void test_verify_equals_single_decodes_past_one_chunk(void)
  * the decode graph once per token, on the same engine and the same cache
  * rows: every logit bit for bit (memcmp; exact by construction -- each
  * column runs the decode's own calls -- so any slot, offset or position a
- * column takes from another shows), for n = 2..VK_VCOLS, random tokens, the
- * program's submits counted so that a fall-back to single decodes fails.
- * Its steps are joined as the decode's are: by counters on lavapipe and
- * NVIDIA (checked: some), in words of its own.  `stall`: every wait
- * gives up (tune dep_stall), and the verify falls back to barriers --
- * checked, with the same bits. */
-static int columns_vs_singles(const char *what, const model *m, uint32_t depth, bool stall)
+ * column takes from another shows), for n = 2..VK_VCOLS, random tokens, at
+ * `span` consecutive positions from `depth` on (chunk and tile boundaries
+ * of the decode attention fall between columns: attn_fd's early loads once
+ * read a row a column before had not yet written, run 53), the program's
+ * submits counted so that a fall-back to single decodes fails.  Its steps
+ * are joined as the decode's are: by counters on lavapipe and NVIDIA
+ * (checked: some), in words of its own.  `stall`: every wait gives up
+ * (tune dep_stall), and the verify falls back to barriers -- checked, with
+ * the same bits. */
+static int columns_vs_singles(const char *what, const model *m, uint32_t depth, uint32_t span, bool stall)
 {
     const uint32_t V = m->cfg.n_vocab;
-    vk_engine *e = open_vk_tuned(m, depth + VK_VCOLS + 1, 64, stall ? "dep_stall=1" : NULL);
+    const char *tune = getenv("TEST_VK_SPEC_TUNE"); /* (with TEST_VK_SPEC_FILE: a knob to compare) */
+    vk_engine *e = open_vk_tuned(m, depth + span + VK_VCOLS + 1, 64, stall ? "dep_stall=1" : tune && *tune ? tune : NULL);
     if (!e)
         return 1;
     uint32_t links = e->rec.verify[2].prog.n_link;
@@ -433,32 +437,37 @@ static int columns_vs_singles(const char *what, const model *m, uint32_t depth, 
         CHECK(0, "%s: the prompt: %s", what, M(err));
         bad = 1;
     }
-    for (uint32_t n = 2; n <= VK_VCOLS && !bad; n++) {
-        random_tokens(tok, n, V, n * 31 + depth);
-        uint64_t before = e->prof.verified;
-        bool ok = vk_eval_positions(e, tok, n, depth, a, true, &err) == 0 &&
-                  vk_eval_positions(e, tok, n, depth, b, false, &err) == 0;
-        CHECK(ok, "%s: %s", what, M(err));
-        bool used = e->prof.verified == before + 1;
-        uint32_t differ = 0, first = 0;
-        for (uint64_t i = (uint64_t)n * V; ok && i-- > 0;)
-            if (memcmp(&a[i], &b[i], sizeof *a) != 0) {
-                differ++;
-                first = (uint32_t)(i / V);
-            }
-        CHECK(ok && used && differ == 0,
-              "%s, depth %u, %u columns: %u logits differ from single decodes (first in column %u)%s", what, depth, n,
-              differ, first, used ? "" : "; the verify program did not run");
-        bad += !(ok && used && differ == 0);
-    }
+    /* at each position: both ways, the single decodes last (their rows
+     * stay), then the next position after the first column's token */
+    for (uint32_t pos = depth; pos < depth + span && !bad; pos++)
+        for (uint32_t n = 2; n <= VK_VCOLS && !bad; n++) {
+            random_tokens(tok, n, V, n * 31 + pos);
+            uint64_t before = e->prof.verified;
+            bool ok = vk_eval_positions(e, tok, n, pos, a, true, &err) == 0 &&
+                      vk_eval_positions(e, tok, n, pos, b, false, &err) == 0;
+            CHECK(ok, "%s: %s", what, M(err));
+            bool used = e->prof.verified == before + 1;
+            uint32_t differ = 0, first = 0;
+            for (uint64_t i = (uint64_t)n * V; ok && i-- > 0;)
+                if (memcmp(&a[i], &b[i], sizeof *a) != 0) {
+                    differ++;
+                    first = (uint32_t)(i / V);
+                }
+            CHECK(ok && used && differ == 0,
+                  "%s, position %u, %u columns: %u logits differ from single decodes (first in column %u)%s", what,
+                  pos, n, differ, first, used ? "" : "; the verify program did not run");
+            bad += !(ok && used && differ == 0);
+            if (n == VK_VCOLS) /* the next position follows tok[0] */
+                CHECK(vk_eval_positions(e, tok, 1, pos, b, false, &err) == 0, "%s: %s", what, M(err));
+        }
     if (stall) {
         CHECK(e->rec.sync.gave_up && e->rec.verify[2].prog.n_link == 0,
               "%s: every wait gave up, yet the verify kept its counters", what);
     }
     if (!bad)
-        printf("# %s, depth %u%s: the verify's 2..%u columns (%u steps joined by counters) bit for bit the single "
-               "decodes\n",
-               what, depth, stall ? ", every wait giving up" : "", VK_VCOLS, links);
+        printf("# %s, positions %u..%u%s: the verify's 2..%u columns (%u steps joined by counters) bit for bit the "
+               "single decodes\n",
+               what, depth, depth + span - 1, stall ? ", every wait giving up" : "", VK_VCOLS, links);
     free(ctx);
     free(a);
     free(b);
@@ -473,19 +482,33 @@ static int columns_vs_singles(const char *what, const model *m, uint32_t depth, 
 static void test_verify_columns_equal_single_decodes(void)
 {
     model m;
+    /* a file of one's own (a full-size one on a GPU): TEST_VK_SPEC_FILE,
+     * 40 positions from TEST_VK_SPEC_DEPTH (default 1) on */
+    const char *own = getenv("TEST_VK_SPEC_FILE");
+    if (own && *own) {
+        err_t err;
+        const char *d = getenv("TEST_VK_SPEC_DEPTH");
+        if (model_load(&m, own, &err) == 0) {
+            columns_vs_singles(own, &m, d ? (uint32_t)atoi(d) : 1, 40, false);
+            model_free(&m);
+        } else {
+            CHECK(0, "%s: %s", own, M(err));
+        }
+        return;
+    }
     if (make_synth("tiny-glm", SYNTH_FT_F32, 21, &m) == 0) {
-        columns_vs_singles("tiny-glm F32", &m, 5, false);
-        columns_vs_singles("tiny-glm F32", &m, 5, true);
+        columns_vs_singles("tiny-glm F32", &m, 1, 40, false);
+        columns_vs_singles("tiny-glm F32", &m, 5, 1, true);
         model_free(&m);
     }
     if (quick())
         return;
     if (make_synth("tiny-glm", SYNTH_FT_Q4_K_M, 22, &m) == 0) {
-        columns_vs_singles("tiny-glm Q4_K_M", &m, 17, false);
+        columns_vs_singles("tiny-glm Q4_K_M", &m, 17, 20, false);
         model_free(&m);
     }
     if (make_synth("tiny-dsv2lite", SYNTH_FT_Q8_0, 23, &m) == 0) {
-        columns_vs_singles("tiny-dsv2lite Q8_0", &m, 9, false);
+        columns_vs_singles("tiny-dsv2lite Q8_0", &m, 9, 4, false);
         model_free(&m);
     }
     for (int i = 0; i < n_fx && !(one_model() && i > 0); i++) {
@@ -494,7 +517,7 @@ static void test_verify_columns_equal_single_decodes(void)
             continue;
         char what[128];
         snprintf(what, sizeof what, "%s %s", fx[i].name, var);
-        columns_vs_singles(what, &m, 300, false);
+        columns_vs_singles(what, &m, 300, 4, false);
         model_free(&m);
     }
 }
