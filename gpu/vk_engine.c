@@ -1324,10 +1324,12 @@ const engine_backend vk_engine_backend = {
     .reset_profile = vk_reset_profile,
     .routing = vk_routing,
     .print_plan = vk_print_plan,
-    /* Not yet: the verify replays the single-token decode graph once per
-     * position (exact by construction, vk_spec.c), so a step costs k + 1
-     * decodes and k NextN rows; auto drafts only once a verify reads the
-     * weights once for its k + 1 columns.  --draft K still drafts. */
+    /* Not yet: the verify runs its k + 1 columns at once (vk_spec.c), but
+     * each decode kernel's grid fills the GPU for one token, so k + 1
+     * columns cost 1.7-2.6 tokens' time, and with k NextN rows a step at
+     * full acceptance reaches 0.9-1.0x single-token decode (gpu/PERF.md run
+     * 53); auto drafts once kernels take the columns inside one grid.
+     * --draft K still drafts. */
     .draft_pays = false,
     .draft = vk_draft,
     .verify = vk_verify,
