@@ -3,8 +3,10 @@
 # subgroup size 16 -- lavapipe's 512-bit vectors (LP_NATIVE_VECTOR_WIDTH)
 # give other team sizes, so other summation orders for the NextN block
 # against the reference, and other attention grids past one chunk: the
-# NextN block on a fixture file and the deep verify case, named
-# "... [subgroup 16]", each on one model (TEST_VK_SPEC_ONE): the kernels
+# NextN block on a fixture file, the deep verify case and the verify
+# program's columns (its matvecs' columns in one call at other team
+# sizes), named "... [subgroup 16]", each on one model where it takes
+# fixtures (TEST_VK_SPEC_ONE): the kernels
 # whose team sizes follow the subgroup (the matrix-vector reductions, the
 # attention's grids) show other sizes on any model, and the normal run of
 # test_vk_spec covers the other models and types at the default size.
@@ -21,7 +23,7 @@ if [ ! -x "$T" ]; then
 fi
 one=1
 [ "${TEST_FULL:-0}" = 1 ] && one=0
-TEST_VK_SPEC_ONE=$one TEST_ONLY='test_nextn_block_matches_reference_fixtures|past_one_chunk' LP_NATIVE_VECTOR_WIDTH=512 \
+TEST_VK_SPEC_ONE=$one TEST_ONLY='test_nextn_block_matches_reference_fixtures|past_one_chunk|columns' LP_NATIVE_VECTOR_WIDTH=512 \
     "$T" >"$TMP/out" 2>&1
 rc=$?
 grep '^# device' "$TMP/out" | grep -q 'subgroup 16' || echo "# not at subgroup 16 here: $(grep '^# device' "$TMP/out")"
