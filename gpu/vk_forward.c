@@ -571,49 +571,21 @@ static int verify(vk_engine *e, vk_rec *r, uint32_t n)
         rc = cols[made].status;
     }
     if (!rc && !(rc = vk_graph_init(&g, n * cap, r->err))) {
-        for (uint32_t i = 0; i < cols[0].n && !rc; i++) {
-            /* a dense matvec: up to `per` columns in one call (vk_mv_columns) */
-            const vk_node *n0 = &cols[0].nodes[i];
-            uint32_t per = n0->k.op == VK_OP_MV && e->tune.vcols ? vk_mv_columns(&e->kb, &n0->k.a.mv) : 1;
-            for (uint32_t c0 = 0; c0 < n && !rc; c0 += per) {
-                uint32_t m = n - c0 < per ? n - c0 : per;
-                vk_node nd = cols[c0].nodes[i];
-                vk_res rd = 0, wr = 0, early = 0;
-                for (uint32_t c = c0; c < c0 + m && !rc; c++) {
-                    const vk_node *nc = &cols[c].nodes[i];
-                    vk_res cr = 0, cw = 0, ce = 0;
-                    if (cols[c].n != cols[0].n || nc->k.op != nd.k.op || nc->grid || nc->tagged_in[0] ||
-                        nc->tagged_in[1] || nc->tagged_out || !column_res(nc->reads, c, true, &cr) ||
-                        !column_res(nc->writes, c, false, &cw) || !column_res(nc->reads_early, c, true, &ce))
-                        rc = err_set(r->err, "internal: the decode graph's call %u has no verify columns", i);
-                    rd |= cr;
-                    wr |= cw;
-                    early |= ce;
+        for (uint32_t i = 0; i < cols[0].n && !rc; i++)
+            for (uint32_t c = 0; c < n && !rc; c++) {
+                vk_node nd = cols[c].nodes[i];
+                if (cols[c].n != cols[0].n || nd.grid || nd.tagged_in[0] || nd.tagged_in[1] || nd.tagged_out ||
+                    !column_res(nd.reads, c, true, &nd.reads) || !column_res(nd.writes, c, false, &nd.writes) ||
+                    !column_res(nd.reads_early, c, true, &nd.reads_early)) {
+                    rc = err_set(r->err, "internal: the decode graph's call %u has no verify columns", i);
+                    break;
                 }
-                if (!rc && m > 1) {
-                    const vk_mv_args *a0 = &cols[c0].nodes[i].k.a.mv, *a1 = &cols[c0 + 1].nodes[i].k.a.mv;
-                    uint32_t x_col = a1->x.off - a0->x.off, y_col = a1->y.off - a0->y.off;
-                    for (uint32_t c = c0 + 1; c < c0 + m; c++) {
-                        const vk_mv_args *ac = &cols[c].nodes[i].k.a.mv;
-                        if (ac->x.b.buf != a0->x.b.buf || ac->y.b.buf != a0->y.b.buf ||
-                            ac->x.off != a0->x.off + (c - c0) * x_col || ac->y.off != a0->y.off + (c - c0) * y_col)
-                            rc = err_set(r->err, "internal: %s's columns are not evenly spaced", a0->name);
-                    }
-                    nd.k.a.mv.ncol = m;
-                    nd.k.a.mv.x_col = x_col;
-                    nd.k.a.mv.y_col = y_col;
-                }
-                nd.reads = rd;
-                nd.writes = wr;
-                nd.reads_early = early;
                 /* after the attention (its grid the columns' own), a barrier */
                 if (nd.dep_bit == DEP_ATTN)
                     nd.dep_bit = 0;
-                nd.dep_params = vk_graph_buf(&g, vk_vcol_params(e, c0));
-                if (!rc)
-                    vk_graph_add(&g, &nd);
+                nd.dep_params = vk_graph_buf(&g, vk_vcol_params(e, c));
+                vk_graph_add(&g, &nd);
             }
-        }
         /* the planner's counters in the verify's own words: its steps count
          * every column's workgroups */
         vk_sync vs = e->rec.sync;

@@ -33,7 +33,7 @@ static int mv_bind(const vk_kb *k, const vk_mv_args *a, uint32_t passes, const v
     pc_mv pc = {.K = w->K, .Kp = w->Kp, .N = w->N, .hbase = (uint32_t)w->head_off, .mat_blocks = w->bpr * w->N,
                 .x_off = a->x.off, .x_z = a->x_z, .y_off = a->y.off, .y_z = a->y_z,
                 .nw_off = a->norm ? a->norm->off : 0, .eps = a->eps, .ids_off = a->ids ? a->ids->off : 0,
-                .last_row = a->last_row, .passes = passes, .x_col = a->x_col, .y_col = a->y_col};
+                .last_row = a->last_row, .passes = passes};
     VKK_DEP_PUSH(pc, *dw);
     VKK_LL_PUSH(pc, *dw);
     VK_PUSH(out, pc);
@@ -59,31 +59,6 @@ bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a)
     return mv_x_config(k, a->w, a->nz ? a->nz : 1, &x);
 }
 
-/* Columns: the inputs of all staged (KSH floats for them), so read from
- * shared memory (XREG 0), XRN their count (shaders/mv_xs_common.glsl). */
-static bool mv_x_columns(const vk_kb *k, const vk_tensor *w, uint32_t ncol, vkk_xs_cfg *x)
-{
-    uint32_t ksh = x->ksh * ncol;
-    if (ncol < 2 || ncol > 4 ||
-        4ull * ksh + ksh / 8 + 4 + 512 + 4ull * PC_IQ_TABLE_WORDS(w->type) > k->c->shared_bytes)
-        return false;
-    x->ksh = ksh;
-    x->xreg = 0;
-    x->xrn = ncol;
-    return true;
-}
-
-uint32_t vk_mv_columns(const vk_kb *k, const vk_mv_args *a)
-{
-    vkk_xs_cfg x;
-    if (a->ids || a->last_row || a->dep.ll_in || a->dep.ll_out || !mv_x_config(k, a->w, a->nz ? a->nz : 1, &x))
-        return 1;
-    uint32_t n = 4;
-    for (vkk_xs_cfg t = x; n > 1 && !mv_x_columns(k, a->w, n, &t); t = x)
-        n--;
-    return n;
-}
-
 int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
 {
     const vk_tensor *w = a->w;
@@ -92,11 +67,7 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
     vkk_xs_cfg x;
     memset(out, 0, sizeof *out);
     out->name = a->name;
-    bool xs = mv_x_config(k, w, nz, &x);
-    if (a->ncol > 1 && (a->ncol > vk_mv_columns(k, a) || !xs || !mv_x_columns(k, w, a->ncol, &x)))
-        return err_set(k->err, "%s: %u columns in one call: more than the kernel takes here (%u)", a->name, a->ncol,
-                       vk_mv_columns(k, a));
-    if (xs) {
+    if (mv_x_config(k, w, nz, &x)) {
         vkk_xs_spec(k, &x, w->type, spec);
         spec[MV_XS_S_NORM] = a->norm ? 1 : 0;
         spec[MV_XS_S_OMODE] = a->accumulate ? 1 : 0;

@@ -72,16 +72,8 @@ typedef struct {
     uint32_t last_row;
     vk_buf params;
     vk_dep dep;         /* decode: signal and/or wait (vk_mv_deps) */
-    /* columns (drafting's verify): ncol > 1 inputs x_col floats apart, their
-     * outputs y_col apart, each weight load used for all; each column's
-     * result bit for bit the one-column call's.  At most vk_mv_columns(). */
-    uint32_t ncol, x_col, y_col;
 } vk_mv_args;
 int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out);
-/* The most columns one call of a's matrix takes (the x-stationary kernel,
- * every input staged in shared memory; at most 4, no tagged words); 1: no
- * columns. */
-uint32_t vk_mv_columns(const vk_kb *k, const vk_mv_args *a);
 /* Whether vk_k_mv's kernel for a can signal / wait (the x-stationary one). */
 bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a);
 

@@ -71,8 +71,6 @@ typedef struct {
     uint32_t typed_spv;     /* pipelines from the per-weight-type SPIR-V copies (vk_spv.h) */
     /* the sampled profiler (vk_profiler.c) */
     uint32_t prof_every;    /* decode: one layer's dispatches timed every this many tokens (0: none) */
-    /* drafting's verify (vk_forward.c) */
-    uint32_t vcols;         /* 1: its dense matvecs take several columns in one call (vk_mv_columns) */
 } vk_tuning;
 
 /* Every field at its default. */

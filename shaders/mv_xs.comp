@@ -7,13 +7,6 @@
 // expert slots; m(z) = z, or ids[z] when IDMODE = 1).  OMODE 1 adds into y
 // (the residual stream; each row is written by one lane only).  Prefill
 // uses it for the head over the batch's last token (last_row).
-//
-// Columns (drafting's verify, NCOL > 1): the same matrix times NCOL inputs
-// x_col floats apart into outputs y_col apart.  The workgroup stages every
-// column's input (KSH holds them, XV vec4s apart; XREG 0), then each weight
-// load serves every column.  A column's sum is the single-column
-// kernel's -- the same teams, units, reduction and 1/rms (stage_x per
-// column, the same WGS) -- so bit for bit one token's.
 
 #define PC_USE_MV
 #include "pc_matvec.h"
@@ -61,17 +54,7 @@ void mv()
     load_rows(0u, mblk0, bpr, pc.hbase, wrow0 + team * R, pc.N, lane, nunits, 0u);
     if (WAIT == 1u && IDMODE == 0u)
         dep_wait(pc.dep_wait, DEP_WANT(pc.dep_n));
-    float sc[NCOL];
-    [[unroll]] for (uint c = 0u; c < NCOL; c++) {
-        if (c > 0u)
-            barrier();  // red[] of the column before read by every thread
-        xbase = c * XV;
-        xsbase = c * (XV / 8u);
-        sc[c] = stage_x(xb + c * pc.x_col, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps,
-                        LL_IN != 0u ? LL_TAG(pc.ll_in) : 0u);
-    }
-    xbase = 0u;
-    xsbase = 0u;
+    float sc = stage_x(xb, pc.K, pc.Kp, NORM == 1u, pc.nw_off, pc.eps, LL_IN != 0u ? LL_TAG(pc.ll_in) : 0u);
     load_xr(lane);
 #ifdef LL
     uint tout = LL_OUT == 1u ? LL_TAG(pc.ll_out) : 0u;
@@ -83,23 +66,16 @@ void mv()
         if (p > 0u)
             load_rows(0u, mblk0, bpr, pc.hbase, row0, pc.N, lane, nunits, 0u);
         [[unroll]] for (uint r = 0u; r < R; r++) {
-            [[unroll]] for (uint c = 0u; c < NCOL; c++) {
-                if (NCOL > 1u) {  // (XREG 0: the column's sub-block sums)
-                    xbase = c * XV;
-                    xsbase = c * (XV / 8u);
-                    load_xr(lane);
-                }
-                float v = team_sum(row_dot(mblk0, bpr, row0 + r, pc.N, lane, nunits, 0u, r)) * sc[c];
-                if (lane == 0u && row0 + r < pc.N) {
-                    uint yi = pc.y_off + c * pc.y_col + z * pc.y_z + row0 + r;
+            float v = team_sum(row_dot(mblk0, bpr, row0 + r, pc.N, lane, nunits, 0u, r)) * sc;
+            if (lane == 0u && row0 + r < pc.N) {
+                uint yi = pc.y_off + z * pc.y_z + row0 + r;
 #ifdef LL
-                    if (LL_OUT == 1u) {
-                        YL.w[yi] = uvec2(floatBitsToUint(v), tout);
-                        continue;
-                    }
-#endif
-                    Y.y[yi] = OMODE == 1u ? Y.y[yi] + v : v;
+                if (LL_OUT == 1u) {
+                    YL.w[yi] = uvec2(floatBitsToUint(v), tout);
+                    continue;
                 }
+#endif
+                Y.y[yi] = OMODE == 1u ? Y.y[yi] + v : v;
             }
         }
     }

@@ -65,9 +65,6 @@ layout(constant_id = XS_S_SG) const uint SG = 32u;
 layout(constant_id = XS_S_KSH) const uint KSH = 2048u;
 layout(constant_id = XS_S_XREG) const uint XREG = 1u;
 layout(constant_id = XS_S_XRN) const uint XRN = 16u;
-// Without XREG, XRN is mv_xs's column count (its inputs then in shared
-// memory, KSH floats for them all): 1 everywhere else.
-const uint NCOL = XREG == 1u ? 1u : XRN;
 
 #define IQ_T1 TYPE
 #include "quant_iq.glsl"
@@ -117,10 +114,6 @@ layout(set = 0, binding = MATVEC_B_NORM) readonly buffer NWBuf4 { vec4 nw[]; } N
 
 shared vec4 xs[KSH / 4u];
 shared float red[64];
-// Where the staged input in use begins: vec4 xbase of xs, float xsbase of
-// xsub (mv_xs with columns: KSH holds one input a column, XV vec4s apart;
-// 0 elsewhere).
-uint xbase = 0u, xsbase = 0u;
 #ifdef XS_STAGED_SUMS
 // xsub[2u + h] (K-quants) or xsub[u] (Q4_1, Q5_1): unit u's sub-block sums;
 // the eight lanes of a sub-block must share a subgroup (the low-bit types'
@@ -241,7 +234,7 @@ vec4 nw_get4(uint o, uint e, uint k)
 void x_put(uint v, vec4 a)
 {
     uvec2 ug = x_unit(v);
-    xs[xbase + x_slot(ug.x, ug.y)] = a * x_pre(ug.y);
+    xs[x_slot(ug.x, ug.y)] = a * x_pre(ug.y);
 }
 
 // The staged input's vec4s.  A staging loop runs v from x_first() while v <
@@ -263,7 +256,7 @@ void x_stage(uint v, vec4 a)
         t += subgroupShuffleXor(t, 2u);
         t += subgroupShuffleXor(t, 4u);
         if ((v & 7u) == 0u && v < XV)
-            xsub[xsbase + (v >> 3)] = t;
+            xsub[v >> 3] = t;
     }
 }
 
@@ -318,11 +311,11 @@ void load_xr(uint lane)
     if (XREG == 1u)
         [[unroll]] for (uint j = 0u; j < J; j++)
             [[unroll]] for (uint g = 0u; g < GPU; g++)
-                xr[j * GPU + g] = xs[xbase + x_slot(lane + j * TEAM, g)];
+                xr[j * GPU + g] = xs[x_slot(lane + j * TEAM, g)];
     if (XSUB)
         [[unroll]] for (uint j = 0u; j < J; j++)
             [[unroll]] for (uint h = 0u; h < NS; h++)
-                xsum[j * NS + h] = xsub[xsbase + (lane + j * TEAM) * NS + h];
+                xsum[j * NS + h] = xsub[(lane + j * TEAM) * NS + h];
     else if (NS > 0u)
         [[unroll]] for (uint j = 0u; j < J; j++) {
             // sub-block h: vec4s h * GPU/NS .. of the unit
@@ -330,7 +323,7 @@ void load_xr(uint lane)
             [[unroll]] for (uint h = 0u; h < NS; h++)
                 s[h] = vec4(0.0);
             [[unroll]] for (uint g = 0u; g < GPU; g++)
-                s[g / (GPU / max(NS, 1u))] += xs[xbase + x_slot(lane + j * TEAM, g)] / x_pre(g);
+                s[g / (GPU / max(NS, 1u))] += xs[x_slot(lane + j * TEAM, g)] / x_pre(g);
             [[unroll]] for (uint h = 0u; h < NS; h++)
                 xsum[j * NS + h] = s[h].x + s[h].y + s[h].z + s[h].w;
         }
@@ -341,7 +334,7 @@ vec4 xv(uint j, uint g, uint u)
 {
     if (XREG == 1u)
         return xr[j * GPU + g];
-    return xs[xbase + x_slot(u, g)];
+    return xs[x_slot(u, g)];
 }
 
 // ---- weights ------------------------------------------------------------------------

@@ -32,7 +32,7 @@ PC_ENUM(XS_S_R, 4)              /* rows per pass */
 PC_ENUM(XS_S_SG, 5)             /* subgroup size */
 PC_ENUM(XS_S_KSH, 8)            /* staged input floats */
 PC_ENUM(XS_S_XREG, 10)          /* 1: a lane's inputs in registers */
-PC_ENUM(XS_S_XRN, 11)           /* input registers per lane; without XREG 1, or mv_xs's columns (inputs staged for each) */
+PC_ENUM(XS_S_XRN, 11)           /* input registers per lane (1 without XREG) */
 PC_ENUM(XS_S_COUNT, 16)         /* constants every x-stationary kernel is built with (the dependency ends and LL last) */
 PC_ENUM_END(pc_xs_family_spec)
 
@@ -52,7 +52,6 @@ PC_BEGIN(pc_mv)
     PC_U32 dep_signal;  /* mv_xs SIGNAL: this dispatch's counter */
     PC_U32 dep_wait, dep_n; /* mv_xs WAIT: the producers' counter and workgroups */
     PC_U32 ll_in, ll_out;   /* mv_xs_ll: the sites of the input's and the output's tags (dep_flag.glsl) */
-    PC_U32 x_col, y_col;    /* mv_xs with columns (XS_S_XRN without XREG): their inputs' and outputs' strides */
 PC_END(pc_mv)
 #endif
 PC_ENUM_BEGIN(pc_mv_binding)
