@@ -1327,9 +1327,9 @@ const engine_backend vk_engine_backend = {
     /* Not yet: the verify runs its k + 1 columns at once (vk_spec.c), but
      * each decode kernel's grid fills the GPU for one token, so k + 1
      * columns cost 1.7-2.6 tokens' time, and with k NextN rows a step at
-     * full acceptance reaches 0.9-1.0x single-token decode (gpu/PERF.md run
-     * 53); auto drafts once kernels take the columns inside one grid.
-     * --draft K still drafts. */
+     * full acceptance reaches 0.9-1.0x single-token decode (gpu/PERF.md runs
+     * 53-54: neither smaller grids nor one call for a matvec's columns
+     * helped).  --draft K still drafts. */
     .draft_pays = false,
     .draft = vk_draft,
     .verify = vk_verify,
