@@ -251,26 +251,26 @@ static inline uint32_t vk_attn_part_floats(const vk_engine *e)
     return e->b.part_cap * vk_attn_part_heads(&e->b.ag) * (e->m->cfg.kv_lora_rank + VK_PART_HDR);
 }
 
+/* Slice i of b, slices `stride` bytes apart (its mapping too, where mapped). */
+static inline vk_buf vk_buf_slice(vk_buf b, uint32_t i, uint32_t stride)
+{
+    b.off += (uint64_t)i * stride;
+    b.size = stride;
+    if (b.map)
+        b.map += (uint64_t)i * stride;
+    return b;
+}
+
 /* Verify column c's params words (a slice of b.vparams). */
 static inline vk_buf vk_vcol_params(const vk_engine *e, uint32_t c)
 {
-    vk_buf p = e->b.vparams;
-    p.off += (uint64_t)c * e->b.vparams_stride;
-    p.size = e->b.vparams_stride;
-    if (p.map)
-        p.map += (uint64_t)c * e->b.vparams_stride;
-    return p;
+    return vk_buf_slice(e->b.vparams, c, e->b.vparams_stride);
 }
 
 /* The counters of the verify program of n columns (a slice of b.vdep; word 0 its give-ups). */
 static inline vk_buf vk_vdep(const vk_engine *e, uint32_t n)
 {
-    vk_buf d = e->b.vdep;
-    d.off += (uint64_t)(n - 2) * e->b.vdep_stride;
-    d.size = e->b.vdep_stride;
-    if (d.map)
-        d.map += (uint64_t)(n - 2) * e->b.vdep_stride;
-    return d;
+    return vk_buf_slice(e->b.vdep, n - 2, e->b.vdep_stride);
 }
 
 /* Graph recording (vk_forward.c, vk_prefill.c): program `what` into r;

@@ -123,8 +123,7 @@ static vcol column(const vk_engine *e, uint32_t c, bool verify)
         v.logits_buf = b->host_logits;
         v.logits = c * m->n_vocab;
         v.params = vk_vcol_params(e, c);
-        v.counters.off += (uint64_t)c * VK_VCOL_ALIGN;
-        v.counters.size = VK_VCOL_ALIGN;
+        v.counters = vk_buf_slice(b->counters, c, VK_VCOL_ALIGN);
     }
     return v;
 }
