@@ -1165,6 +1165,7 @@ static void vk_get_stats(void *impl, engine_stats *st)
 {
     vk_engine *e = impl;
     vk_profile_report(&e->rec.decode, &e->prof.decode, st);
+    st->spec_host_seconds = spec_host_seconds(e->spec);
     if (e->hx.n_layers) {
         vk_hostmoe_kernel_stats(e, st);
         vk_hostmoe_split_stat(e, &st->split);

@@ -368,8 +368,10 @@ static int compare_run(const combo *c, int dist, uint32_t n, uint64_t seed, int 
     sampler *fast = sampler_new(&p, n);
     ref_sampler *ref = ref_sampler_new(&p, n);
     float *base = malloc(n * sizeof *base), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    float *c2 = malloc(n * sizeof *c2);
+    uint32_t *P = malloc(n * sizeof *P);
     int bad = 0;
-    if (!fast || !ref || !base || !a || !b) {
+    if (!fast || !ref || !base || !a || !b || !c2 || !P) {
         snprintf(why, why_len, "out of memory");
         bad = 1;
         steps = 0;
@@ -382,7 +384,26 @@ static int compare_run(const combo *c, int dist, uint32_t n, uint64_t seed, int 
             make_logits(base, n, dist, &x);
         memcpy(a, base, n * sizeof *a);
         memcpy(b, base, n * sizeof *b);
-        int32_t ta = sampler_sample(fast, a), tb = ref_sampler_sample(ref, b);
+        memcpy(c2, base, n * sizeof *c2);
+        sampler_request rq;
+        sampler_prepare(fast, &rq);
+        int32_t ta = sampler_pick(fast, &rq, a, NULL), tb = ref_sampler_sample(ref, b);
+        /* sampler_probs_pick: sampler_pick's token from the same pass that
+         * gives P, which weighs that token, and P sums to 1 within a unit
+         * per token (each kept token's share is floored) */
+        int32_t tp = sampler_probs_pick(fast, &rq, c2, P);
+        uint64_t sum = 0, kept = 0;
+        for (uint32_t i = 0; i < n; i++)
+            sum += P[i], kept += P[i] != 0;
+        if (tp != ta || P[ta] == 0 || sum > SAMPLER_PROB_ONE || sum + n < SAMPLER_PROB_ONE) {
+            if (!bad)
+                snprintf(why, why_len, "%s n=%u T=%g top-k %d top-p %g min-p %g pen %d seed %llu step %d: "
+                         "probs_pick %d, pick %d, P of it %u, P sums to %llu over %llu tokens",
+                         dist_names[dist], n, (double)c->temp, c->top_k, (double)c->top_p, (double)c->min_p,
+                         c->penalties, (unsigned long long)seed, step, tp, ta, P[ta < 0 ? 0 : ta],
+                         (unsigned long long)sum, (unsigned long long)kept);
+            bad++;
+        }
         bool same_logits = true; /* the penalised logits (the sampler leaves them canonical) */
         for (uint32_t i = 0; i < n; i++) {
             float ca = sk_canon(a[i]), cb = sk_canon(b[i]);
@@ -401,6 +422,8 @@ static int compare_run(const combo *c, int dist, uint32_t n, uint64_t seed, int 
     free(base);
     free(a);
     free(b);
+    free(c2);
+    free(P);
     sampler_free(fast);
     ref_sampler_free(ref);
     return bad;

@@ -456,6 +456,7 @@ typedef struct {
 typedef struct {
     double tps;
     uint32_t steps, drafted, accepted;
+    double spec_s, host_s; /* the job's drafting and verifying time, and the host's share of it */
 } decode_result;
 
 /* n random tokens (at least 1); NULL when out of memory. */
@@ -473,6 +474,8 @@ static int run_job(decoder *dec, const decode_run *jr, uint32_t n, const sampler
                    err_t *err)
 {
     decoder_reset_cache(dec);
+    dec_stats st0, st1;
+    decoder_get_stats(dec, &st0);
     dec_job job = {.prompt = jr->prompt, .n_prompt = jr->n_prompt, .n_predict = (int)n, .sampling = *sp,
                    .draft = jr->draft, .forced = jr->forced, .n_forced = jr->forced ? n : 0};
     if (decoder_submit(dec, &job, err) < 0)
@@ -488,7 +491,10 @@ static int run_job(decoder *dec, const decode_run *jr, uint32_t n, const sampler
         if (t == DEC_EV_ERROR)
             err_set(err, "%s", ev.text ? ev.text : "decoding failed");
         if (t == DEC_EV_DONE) {
-            *res = (decode_result){ev.decode_tps, ev.n_steps, ev.n_drafted, ev.n_accepted};
+            decoder_get_stats(dec, &st1);
+            *res = (decode_result){ev.decode_tps, ev.n_steps, ev.n_drafted, ev.n_accepted,
+                                   st1.engine.spec_seconds - st0.engine.spec_seconds,
+                                   st1.engine.spec_host_seconds - st0.engine.spec_host_seconds};
             if (ev.n_gen != n)
                 err_set(err, "the answer stopped after %u of %u tokens", ev.n_gen, n);
         }
@@ -546,6 +552,11 @@ static int spec_lines(decoder *dec, uint32_t depth, uint32_t n, const chat_sampl
                r.steps ? (double)(r.accepted + r.steps) / r.steps : 0.0, r.tps, chat0.tps > 0 ? r.tps / chat0.tps : 0.0,
                f.steps ? (double)(f.accepted + f.steps) / f.steps : 0.0, f.tps,
                greedy0.tps > 0 ? f.tps / greedy0.tps : 0.0);
+        if (r.steps && f.steps)
+            printf("    a step: %.2f ms with the chat's sampling, %.2f of them the host's draws and tests; forced "
+                   "%.2f ms, %.2f the host's\n",
+                   1e3 * r.spec_s / r.steps, 1e3 * r.host_s / r.steps, 1e3 * f.spec_s / f.steps,
+                   1e3 * f.host_s / f.steps);
         if (f.accepted != f.drafted)
             printf("  (forced drafts rejected: %u of %u -- greedy with drafts should keep every one)\n",
                    f.drafted - f.accepted, f.drafted);

@@ -139,6 +139,7 @@ static void cpu_get_stats(void *impl, engine_stats *st)
     if (p.tokens == 0)
         cf_profile_get(r->cf, false, &p);
     stats_of(&p, st);
+    st->spec_host_seconds = spec_host_seconds(r->spec);
 }
 
 static void cpu_prompt_stats(void *impl, engine_stats *st)

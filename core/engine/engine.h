@@ -248,6 +248,8 @@ typedef struct {
     uint64_t spec_steps, spec_drafted, spec_accepted;
     uint64_t spec_tokens;        /* tokens they produced: accepted + one per step */
     double spec_seconds;         /* drafting and verifying */
+    double spec_host_seconds;    /* of spec_seconds, the host's draws and acceptance tests
+                                  * (spec_host.c), the forward passes left out */
 } engine_stats;
 
 /* How far inside an eval a backend honours the cancel flag

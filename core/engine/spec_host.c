@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sample/sampler_spec.h"
 
@@ -11,11 +12,23 @@ struct spec_host {
     uint32_t V;
     sampler *scratch;   /* sampler_probs / sampler_pick work space (requests carry the settings) */
     float *logits;      /* (ENGINE_MAX_DRAFT + 1, V) NextN logits, then the verified positions' */
-    float *work;        /* (V) logits as the sampler penalises them */
     uint32_t *q;        /* (ENGINE_MAX_DRAFT, V) the last draft call's q_i (sampler_probs) */
     uint32_t *p;        /* (V) */
     uint32_t n_q;       /* drafts of the last draft call */
+    double host_s;      /* spec_host_seconds */
 };
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double spec_host_seconds(const spec_host *h)
+{
+    return h ? h->host_s : 0;
+}
 
 void spec_host_free(spec_host *h)
 {
@@ -23,7 +36,6 @@ void spec_host_free(spec_host *h)
         return;
     sampler_free(h->scratch);
     free(h->logits);
-    free(h->work);
     free(h->q);
     free(h->p);
     free(h);
@@ -41,10 +53,9 @@ spec_host *spec_host_new(uint32_t V, err_t *err)
     h->V = V;
     h->scratch = sampler_new(&sp, V);
     h->logits = malloc((size_t)(ENGINE_MAX_DRAFT + 1) * V * sizeof *h->logits);
-    h->work = malloc((size_t)V * sizeof *h->work);
     h->q = malloc((size_t)ENGINE_MAX_DRAFT * V * sizeof *h->q);
     h->p = malloc((size_t)V * sizeof *h->p);
-    if (!h->scratch || !h->logits || !h->work || !h->q || !h->p) {
+    if (!h->scratch || !h->logits || !h->q || !h->p) {
         spec_host_free(h);
         err_set(err, "out of memory for drafting (vocabulary of %u)", V);
         return NULL;
@@ -53,13 +64,11 @@ spec_host *spec_host_new(uint32_t V, err_t *err)
 }
 
 /* q_i = the draft request's distribution of the NextN logits in
- * h->logits, and d_i drawn from it by the sampler's own draw. */
+ * h->logits, and d_i drawn from it by the sampler's own draw (one pass:
+ * sampler_probs_pick). */
 static int32_t draw_draft(spec_host *h, const sampler_request *rq, uint32_t *q)
 {
-    memcpy(h->work, h->logits, (size_t)h->V * sizeof *h->work);
-    sampler_probs(h->scratch, rq, h->work, q);
-    memcpy(h->work, h->logits, (size_t)h->V * sizeof *h->work);
-    return sampler_pick(h->scratch, rq, h->work, NULL);
+    return sampler_probs_pick(h->scratch, rq, h->logits, q);
 }
 
 int spec_host_draft(spec_host *h, const spec_host_fwd *f, void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos,
@@ -73,7 +82,9 @@ int spec_host_draft(spec_host *h, const spec_host_fwd *f, void *fwd, const int32
         /* the next row: (the previous row's output, the draft just made) */
         if (i > 0 && f->nextn_rows(fwd, &req->ids[i - 1], 1, pos + n - 1 + i, f->nextn_out(fwd), h->logits, err) < 0)
             return -1;
+        double t0 = mono_s();
         req->ids[i] = draw_draft(h, &req->rq[i], h->q + (size_t)i * h->V);
+        h->host_s += mono_s() - t0;
     }
     h->n_q = k;
     return 0;
@@ -87,6 +98,7 @@ int spec_host_verify(spec_host *h, const spec_host_fwd *f, void *fwd, const int3
         return err_set(err, "verify: %u drafts, the draft call made %u", k, h->n_q);
     if (f->eval_all(fwd, tokens, k + 1, pos, h->logits, err) < 0)
         return -1;
+    double t0 = mono_s();
     h->n_q = 0;
     for (uint32_t i = 0; i < k; i++) {
         int32_t draft = tokens[i + 1];
@@ -95,10 +107,12 @@ int spec_host_verify(spec_host *h, const spec_host_fwd *f, void *fwd, const int3
         if (!sampler_spec_accept(h->p[draft], q ? q[draft] : SAMPLER_PROB_ONE, req->accept_u[i])) {
             *req->n_accepted = i;
             *req->token = sampler_spec_residual(h->p, q, draft, V, req->rq[i].uniform);
+            h->host_s += mono_s() - t0;
             return 0;
         }
     }
     *req->n_accepted = k;
     *req->token = sampler_pick(h->scratch, &req->rq[k], h->logits + (size_t)k * V, NULL);
+    h->host_s += mono_s() - t0;
     return 0;
 }

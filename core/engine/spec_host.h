@@ -50,5 +50,9 @@ int spec_host_draft(spec_host *h, const spec_host_fwd *f, void *fwd, const int32
 /* engine_backend.verify over fwd (engine.h's Promises). */
 int spec_host_verify(spec_host *h, const spec_host_fwd *f, void *fwd, const int32_t *tokens, uint32_t pos,
                      const engine_verify_req *req, err_t *err);
+/* Seconds spent in draft and verify calls besides fwd's passes (the
+ * draws, the acceptance tests, the copies), over h's life: for
+ * engine_stats.spec_host_seconds. */
+double spec_host_seconds(const spec_host *h);
 
 #endif

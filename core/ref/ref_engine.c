@@ -95,6 +95,7 @@ static int ref_eval(void *impl, const int32_t *tokens, uint32_t n, uint32_t pos,
 static void ref_get_stats(void *impl, engine_stats *st)
 {
     ref_engine *r = impl;
+    st->spec_host_seconds = spec_host_seconds(r->spec);
     rf_stage_stat s[RF_ST_COUNT];
     uint64_t tokens = rf_stage_stats(r->rf, s);
     st->n_kernels = 0;

@@ -550,7 +550,7 @@ int32_t sampler_pick(sampler *s, const sampler_request *rq, float *l, float *pro
     return tok;
 }
 
-void sampler_probs(sampler *s, const sampler_request *rq, float *l, uint32_t *P)
+int32_t sampler_probs_pick(sampler *s, const sampler_request *rq, float *l, uint32_t *P)
 {
     uint32_t m;
     float max;
@@ -559,11 +559,18 @@ void sampler_probs(sampler *s, const sampler_request *rq, float *l, uint32_t *P)
     memset(P, 0, s->n_vocab * sizeof *P);
     if (!kept_tokens(s, rq, l, &m, &max, &only, &m_total)) {
         P[only] = SAMPLER_PROB_ONE;
-        return;
+        return only;
     }
     uint64_t total = draw_weights(s, rq, m, l, max, m_total); /* >= 2^31: the best token is kept */
     for (uint32_t i = 0; i < m; i++)
         P[s->list[i]] = (uint32_t)(((uint64_t)s->list_w[i] << 31) / total);
+    /* sampler_pick's draw over the same list and weights */
+    return select_in_list(s, m, sk_mulhi(total, rq->uniform) + 1);
+}
+
+void sampler_probs(sampler *s, const sampler_request *rq, float *l, uint32_t *P)
+{
+    (void)sampler_probs_pick(s, rq, l, P);
 }
 
 int32_t sampler_sample(sampler *s, float *logits)

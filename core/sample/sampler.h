@@ -165,6 +165,9 @@ int32_t sampler_sample(sampler *s, float *logits);
  * probability r(i) / S to within 2^-32, so P is that to within 2^-31.
  * logits (n_vocab) are penalised in place as by sampler_pick. */
 void sampler_probs(sampler *s, const sampler_request *rq, float *logits, uint32_t *P);
+/* sampler_probs, and the token sampler_pick would pick for the same
+ * request and logits, from one pass (a draft and its q_i). */
+int32_t sampler_probs_pick(sampler *s, const sampler_request *rq, float *logits, uint32_t *P);
 /* The drafter's request (its q): the settings without the penalties; the
  * uniform from the RNG unless greedy. */
 void sampler_prepare_draft(sampler *s, sampler_request *rq);
