@@ -1069,7 +1069,8 @@ int vk_nextn_rows(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos,
         if ((uint32_t)tokens[i] >= V)
             return err_set(err, "token id %d is outside the vocabulary (%u)", tokens[i], V);
         write_params(e, &tokens[i], 1, pos + i, 1);
-        if (vk_spec_nextn_submit(e, h ? h + (size_t)i * H : NULL, err))
+        /* rows before the last: their cache rows are all the later rows read */
+        if (vk_spec_nextn_submit(e, h ? h + (size_t)i * H : NULL, i + 1 < n, err))
             return -1;
     }
     if (logits && n) /* (the NextN head writes them to host memory) */

@@ -129,6 +129,8 @@ typedef enum {
     VK_PROGRAM_PREFILL_LOGITS_STREAM_PART, /* the same with every position's logits to host memory */
     VK_PROGRAM_NEXTN,        /* one NextN row from the kept h of the position before */
     VK_PROGRAM_NEXTN_GIVEN,  /* ... from the h the host wrote (nx_hin) */
+    VK_PROGRAM_NEXTN_KV,     /* a NextN row's cache row alone, from the kept h (a row whose logits and
+                                output no one reads: vk_nextn_rows) */
     VK_PROGRAM_VERIFY,       /* `set` tokens (2..VK_VCOLS) through the decode graph at once, each position's
                                 logits to host memory (drafting's verify; vk_forward.c) */
 } vk_program;
@@ -142,6 +144,7 @@ typedef struct {
     vk_family prefill, prefill_logits;
     VkCommandBuffer copy_logits; /* the logits to host memory, after a decode */
     vk_family nextn[2];      /* drafting: VK_PROGRAM_NEXTN, VK_PROGRAM_NEXTN_GIVEN */
+    vk_family nextn_kv;      /* drafting: VK_PROGRAM_NEXTN_KV */
     vk_family verify[VK_VCOLS + 1]; /* drafting: VK_PROGRAM_VERIFY of n columns at [n] (n >= 2; where recorded) */
 } vk_programs;
 
@@ -394,7 +397,7 @@ void vk_spec_free(vk_engine *e);
 /* The verify programs recorded (again: after a wait gave up, barriers only) / freed. */
 int vk_spec_record_verify(vk_engine *e, err_t *err);
 void vk_spec_unrecord_verify(vk_engine *e);
-int vk_spec_nextn_submit(vk_engine *e, const float *h, err_t *err);
+int vk_spec_nextn_submit(vk_engine *e, const float *h, bool kv_only, err_t *err);
 const float *vk_spec_nextn_out(const vk_engine *e);
 /* vk_engine.c: NextN rows pos..pos+n-1 of tokens (h NULL: from the kept
  * rows, else [n][n_embd] given), the last row's logits (optional) read

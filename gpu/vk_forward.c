@@ -132,7 +132,9 @@ static vcol column(const vk_engine *e, uint32_t c, bool verify)
 
 /* The attention block of layer il for one token (column v); `tagged`: qkv
  * and q as tagged words. */
-static void attention(vk_graph *g, const vk_engine *e, const vcol *v, uint32_t il, bool tagged)
+/* Layer il's attention, up to the new cache row alone where kv_only (the
+ * absorbed queries' k_b and everything after it left out). */
+static void attention_steps(vk_graph *g, const vk_engine *e, const vcol *v, uint32_t il, bool tagged, bool kv_only)
 {
     const model_config *c = &e->m->cfg;
     const vk_layer_w *L = &e->w.layers[il];
@@ -189,9 +191,12 @@ static void attention(vk_graph *g, const vk_engine *e, const vcol *v, uint32_t i
                            .eps = c->rms_eps, .cache = V(b->cache[il], 0), .rope_cs = b->rope, .q = q,
                            .q_z = c->n_head * qw, .q_abs = V(b->q_abs, v->q_abs), .q_abs_z = c->n_head * ag->RS,
                            .params = v->params, .nz = 1};
-    NODE(g, MV(kb), .reads = R_Q_NOPE, .writes = R_Q_ABS, .tagged_in = {tag_q & R_Q_NOPE}, .dep_bit = after_q);
+    if (!kv_only)
+        NODE(g, MV(kb), .reads = R_Q_NOPE, .writes = R_Q_ABS, .tagged_in = {tag_q & R_Q_NOPE}, .dep_bit = after_q);
     NODE(g, KV_STORE(ks), .reads = R_KV | R_Q_ROPE, .writes = R_CACHE | R_Q_ABS_ROPE,
          .tagged_in = {tag_qkv & R_KV, tag_q & R_Q_ROPE}, .dep_bit = after_q);
+    if (kv_only)
+        return;
 
     /* attention partials over chunks of the cache (grid from the params) */
     vk_attn_args at = {.g = ag, .q_abs = V(b->q_abs, v->q_abs), .q_abs_z = c->n_head * ag->RS,
@@ -209,6 +214,11 @@ static void attention(vk_graph *g, const vk_engine *e, const vcol *v, uint32_t i
     vk_mv_args ao = {.name = "attn_output", .w = &L->attn_out, .x = V(b->o, v->o), .y = x, .nz = 1,
                      .accumulate = true};
     NODE(g, MV(ao), .reads = R_O | R_X, .writes = R_X, .dep_bit = DEP_VB);
+}
+
+static void attention(vk_graph *g, const vk_engine *e, const vcol *v, uint32_t il, bool tagged)
+{
+    attention_steps(g, e, v, il, tagged, false);
 }
 
 /* The dense FFN (behind barriers: its boundaries have no bits). */
@@ -358,8 +368,11 @@ static void keep_hidden(vk_graph *g, const vk_engine *e, const vcol *v)
 }
 
 /* One NextN row at params' position; `given`: h from the host (nx_hin, a
- * chained draft's row) instead of the kept row before the position. */
-static void nextn(vk_graph *g, const vk_engine *e, bool given)
+ * chained draft's row) instead of the kept row before the position;
+ * `kv_only`: the row's cache row alone -- what a row whose logits and
+ * output no one reads leaves for the rows after it (the same kernels on
+ * the same inputs as the whole row's, so the same bits). */
+static void nextn(vk_graph *g, const vk_engine *e, bool given, bool kv_only)
 {
     const model_config *c = &e->m->cfg;
     const vk_nextn_w *nw = &e->w.nextn;
@@ -383,7 +396,9 @@ static void nextn(vk_graph *g, const vk_engine *e, bool given)
     /* its layer */
     g->segment = 1;
     vcol v0 = column(e, 0, false);
-    attention(g, e, &v0, il, false);
+    attention_steps(g, e, &v0, il, false, kv_only);
+    if (kv_only)
+        goto done;
     if (e->w.layers[il].is_moe)
         ffn_moe(g, e, &v0, il);
     else
@@ -397,6 +412,7 @@ static void nextn(vk_graph *g, const vk_engine *e, bool given)
     vk_mv_args hd = {.name = "nextn_head", .w = nw->own_head ? &nw->head : &e->w.output, .x = V(b->x, 0),
                      .y = V(b->host_logits, 0), .nz = 1, .norm = hnw, .eps = c->rms_eps};
     NODE(g, MV(hd), .reads = R_X, .writes = R_LOGITS);
+done:
     for (uint32_t i = 0; i < g->n; i++)
         g->nodes[i].dep_bit = 0; /* barriers only (see above) */
 }
@@ -637,8 +653,8 @@ int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
         vcol v0 = column(e, 0, false);
         if (what == VK_PROGRAM_DECODE)
             decode(&g, e, &v0, tagged, NULL, true);
-        else if (what == VK_PROGRAM_NEXTN || what == VK_PROGRAM_NEXTN_GIVEN)
-            nextn(&g, e, what == VK_PROGRAM_NEXTN_GIVEN);
+        else if (what == VK_PROGRAM_NEXTN || what == VK_PROGRAM_NEXTN_GIVEN || what == VK_PROGRAM_NEXTN_KV)
+            nextn(&g, e, what == VK_PROGRAM_NEXTN_GIVEN, what == VK_PROGRAM_NEXTN_KV);
         else if (what == VK_PROGRAM_SAMPLE)
             sample(&g, e);
         else

@@ -10,7 +10,11 @@
  *    the row's position, its h from the kept row before it or, for a
  *    chained draft row, the previous row's output the host writes back
  *    (nx_hin); its output (nx_out) and, for the last row, its logits are
- *    read back, and spec_host draws the draft from them;
+ *    read back, and spec_host draws the draft from them.  The rows of a
+ *    call before its last (the tokens the last verify kept) leave only
+ *    their cache rows for the rows after them: those run the block up to
+ *    its cache row (VK_PROGRAM_NEXTN_KV: ~6 dispatches instead of a layer
+ *    and the head; gpu/PERF.md run 55);
  *  - the verify: one submit of the verify program of k + 1 columns
  *    (vk_forward.c's VK_PROGRAM_VERIFY): each column the decode graph's
  *    own calls on its own token slot, the columns' calls of a step run
@@ -41,6 +45,10 @@ int vk_spec_build(vk_engine *e, err_t *err)
             err_prefix(err, "recording the NextN block");
             return -1;
         }
+    if (vk_family_build(e, &e->rec.nextn_kv, VK_PROGRAM_NEXTN_KV, 0, VK_FAMILY_PLAIN, err)) {
+        err_prefix(err, "recording the NextN block's cache rows");
+        return -1;
+    }
     return vk_spec_record_verify(e, err);
 }
 
@@ -64,6 +72,7 @@ void vk_spec_free(vk_engine *e)
 {
     for (int given = 0; given < 2; given++)
         vk_family_free(e, &e->rec.nextn[given]);
+    vk_family_free(e, &e->rec.nextn_kv);
     vk_spec_unrecord_verify(e);
     spec_host_free(e->spec);
     e->spec = NULL;
@@ -71,10 +80,12 @@ void vk_spec_free(vk_engine *e)
 
 /* ---- one NextN row ------------------------------------------------------------------------ */
 
-int vk_spec_nextn_submit(vk_engine *e, const float *h, err_t *err)
+int vk_spec_nextn_submit(vk_engine *e, const float *h, bool kv_only, err_t *err)
 {
     if (h)
         memcpy(e->b.nx_hin.map, h, (size_t)e->m->cfg.n_embd * sizeof *h);
+    if (kv_only && !h && e->tune.nx_kv)
+        return vk_submit_wait(&e->c, e->rec.nextn_kv.plain.cb, err);
     return vk_submit_wait(&e->c, e->rec.nextn[h != NULL].plain.cb, err);
 }
 

@@ -43,6 +43,7 @@ static const knob KNOBS[] = {
     KNOB(hx_stream, 64, 0, 1u << 20, "run 44", "experts in host memory: prompt batches of this many tokens or more copy each host layer's experts to the GPU, until both ways were timed, then the faster (0: never)"),
     KNOB(typed_spv, VK_TUNE_AUTO, 0, 1, "runs 41-42", "kernels built from their copy for the weight type (auto: on Mesa's drivers)"),
     KNOB(prof_every, 4, 0, 1000, "run 23a", "sampled profiler: a decoded token in this many times one layer (0: none)"),
+    KNOB(nx_kv, 1, 0, 1, "run 55", "drafting: NextN rows before a call's last run up to their cache row alone (0: whole rows)"),
 };
 enum { N_KNOBS = sizeof KNOBS / sizeof KNOBS[0] };
 _Static_assert(N_KNOBS * sizeof(uint32_t) == sizeof(vk_tuning), "every field of vk_tuning has a row in KNOBS");

@@ -71,6 +71,8 @@ typedef struct {
     uint32_t typed_spv;     /* pipelines from the per-weight-type SPIR-V copies (vk_spv.h) */
     /* the sampled profiler (vk_profiler.c) */
     uint32_t prof_every;    /* decode: one layer's dispatches timed every this many tokens (0: none) */
+    /* drafting (vk_spec.c) */
+    uint32_t nx_kv;         /* NextN rows before a call's last: their cache rows alone */
 } vk_tuning;
 
 /* Every field at its default. */

@@ -522,6 +522,78 @@ static void test_verify_columns_equal_single_decodes(void)
     }
 }
 
+/* A draft call's rows before its last (the tokens the verify kept) run the
+ * NextN block up to its cache row alone (VK_PROGRAM_NEXTN_KV): what the
+ * rows after them read must be the bits the whole rows leave.  The same
+ * prompt's rows made in one call (n rows: n - 1 cache rows alone, then a
+ * whole one) and one row a call (every row whole), then three chained
+ * rows from the same given hs: the last catch-up row's logits, the chained
+ * rows' logits (each attends the cache rows before it) and the last
+ * output, memcmp. */
+static void catch_up_vs_single_rows(const char *what, const model *m, uint32_t n)
+{
+    const uint32_t V = m->cfg.n_vocab, H = m->cfg.n_embd, chain = 3, rows = 1 + chain;
+    int32_t *tok = malloc((n + chain) * sizeof *tok);
+    random_tokens(tok, n + chain, V, n * 7 + 3);
+    float *hs = malloc((size_t)chain * H * sizeof *hs);
+    uint64_t x = 99;
+    for (uint32_t i = 0; i < chain * H; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        hs[i] = (float)((double)(x >> 40) / (double)(1u << 24) - 0.5) * 4.0f;
+    }
+    float *got[2] = {malloc((size_t)rows * V * sizeof(float)), malloc((size_t)rows * V * sizeof(float))};
+    float *out[2] = {malloc(H * sizeof(float)), malloc(H * sizeof(float))};
+    err_t err;
+    for (int one = 0; one < 2; one++) {
+        memset(got[one], 0, (size_t)rows * V * sizeof(float));
+        vk_engine *e = open_vk(m, n + chain + 1, 1);
+        if (!e)
+            break;
+        CHECK(vk_engine_backend.eval(e, tok, n, 0, NULL, &err) == 0, "%s", M(err));
+        if (one)
+            for (uint32_t p = 0; p < n; p++)
+                CHECK(vk_nextn_rows(e, &tok[p], 1, p, NULL, got[one], &err) == 0, "%s", M(err));
+        else
+            CHECK(vk_nextn_rows(e, tok, n, 0, NULL, got[one], &err) == 0, "%s", M(err));
+        for (uint32_t i = 0; i < chain; i++)
+            CHECK(vk_nextn_rows(e, &tok[n + i], 1, n + i, hs + (size_t)i * H, got[one] + (size_t)(1 + i) * V,
+                                &err) == 0,
+                  "%s", M(err));
+        memcpy(out[one], vk_spec_nextn_out(e), H * sizeof(float));
+        vk_engine_backend.destroy(e);
+    }
+    size_t differ = 0;
+    for (size_t i = 0; i < (size_t)rows * V; i++)
+        differ += memcmp(&got[0][i], &got[1][i], sizeof(float)) != 0;
+    for (size_t i = 0; i < H; i++)
+        differ += memcmp(&out[0][i], &out[1][i], sizeof(float)) != 0;
+    printf("# %s: %u rows in one call against one a call, then %u chained: %zu values differ\n", what, n, chain,
+           differ);
+    CHECK(differ == 0, "%s: %zu of %zu logits and outputs differ (the cache rows alone against whole rows)", what,
+          differ, (size_t)rows * V + H);
+    free(tok);
+    free(hs);
+    for (int i = 0; i < 2; i++) {
+        free(got[i]);
+        free(out[i]);
+    }
+}
+
+static void test_nextn_catch_up_rows_equal_whole_rows(void)
+{
+    model m;
+    if (make_synth("tiny-glm", SYNTH_FT_Q4_K_M, 12, &m) == 0) {
+        catch_up_vs_single_rows("tiny-glm Q4_K_M", &m, 5);
+        model_free(&m);
+    }
+    if (quick())
+        return;
+    if (make_synth("tiny-dsv2lite", SYNTH_FT_Q8_0, 13, &m) == 0) {
+        catch_up_vs_single_rows("tiny-dsv2lite Q8_0 (no q-lora)", &m, 4);
+        model_free(&m);
+    }
+}
+
 /* No NextN state without drafting, nor with auto where it does not pay. */
 static void test_nextn_absent_costs_nothing(void)
 {
@@ -586,6 +658,7 @@ int main(void)
     RUN(test_verify_columns_equal_single_decodes);
     RUN(test_verify_equals_single_decodes_fixtures);
     RUN(test_verify_equals_single_decodes_past_one_chunk);
+    RUN(test_nextn_catch_up_rows_equal_whole_rows);
     RUN(test_nextn_absent_costs_nothing);
     rmdir(tmpdir);
     fixtures_free(fx, n_fx);
