@@ -14,7 +14,9 @@
  *    token drawn as sampler_spec.h says.
  *
  * Promises: spec_host_new sizes everything for the vocabulary (no
- * allocation per call); one engine thread uses a spec_host at a time.
+ * allocation per call) and starts up to ENGINE_MAX_DRAFT + 1 threads for a
+ * verify's rows (the same decisions as on one thread); one engine thread
+ * uses a spec_host at a time.
  */
 #ifndef GLM_SPEC_HOST_H
 #define GLM_SPEC_HOST_H
