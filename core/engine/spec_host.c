@@ -2,12 +2,15 @@
  * decisions by sampler_spec.h's rule on the sampler's integer weights.
  *
  * A verify's k + 1 rows are independent until the acceptance tests, which
- * run in order: each row's distribution p_i (and the token after the last
- * draft, drawn from row k) is worked out on a thread of its own first, with
- * a sampler scratch and a p buffer of its own, so the host's part of a step
- * takes about one row's time instead of k + 1 (each row the same pass as
- * on one thread: the same bits).  A row a rejection makes moot is wasted
- * work on an otherwise idle core. */
+ * run in order.  After a verify that kept every draft, each row's
+ * distribution p_i (and the token after the last draft, drawn from row k)
+ * is worked out on a thread of its own first, with a sampler scratch and a
+ * p buffer of its own, so the host's part of a step takes about one row's
+ * time instead of k + 1 (each row the same pass as on one thread: the same
+ * bits).  After a rejection the rows go one at a time and stop at the
+ * first rejected draft: where drafts are seldom kept, rows worked out in
+ * vain at once cost more than they save (gpu/PERF.md run 55: four rows
+ * side by side on flat logits took longer than one alone). */
 #include "spec_host.h"
 
 #include <stdlib.h>
@@ -29,6 +32,7 @@ struct spec_host {
     uint32_t *p;        /* (ENGINE_MAX_DRAFT, V) the verify rows' p_i */
     uint32_t n_q;       /* drafts of the last draft call */
     threadpool *pool;   /* the verify rows' threads (NULL: one core) */
+    bool kept_all;      /* the last verify kept every draft */
     double host_s;      /* spec_host_seconds */
 };
 
@@ -146,22 +150,27 @@ int spec_host_verify(spec_host *h, const spec_host_fwd *f, void *fwd, const int3
     double t0 = mono_s();
     h->n_q = 0;
     verify_rows c = {h, req, -1};
-    if (h->pool)
+    bool at_once = h->pool && h->kept_all;
+    if (at_once)
         threadpool_for(h->pool, k + 1, 1, verify_row, &c);
-    else
-        verify_row(&c, 0, k + 1, 0);
     for (uint32_t i = 0; i < k; i++) {
         int32_t draft = tokens[i + 1];
         const uint32_t *q = req->own_drafts ? h->q + (size_t)i * V : NULL, *p = h->p + (size_t)i * V;
+        if (!at_once)
+            verify_row(&c, i, i + 1, 0);
         if (!sampler_spec_accept(p[draft], q ? q[draft] : SAMPLER_PROB_ONE, req->accept_u[i])) {
             *req->n_accepted = i;
             *req->token = sampler_spec_residual(p, q, draft, V, req->rq[i].uniform);
+            h->kept_all = false;
             h->host_s += mono_s() - t0;
             return 0;
         }
     }
+    if (!at_once)
+        verify_row(&c, k, k + 1, 0);
     *req->n_accepted = k;
     *req->token = c.last_token;
+    h->kept_all = true;
     h->host_s += mono_s() - t0;
     return 0;
 }
