@@ -27,7 +27,7 @@ struct spec_host {
     uint32_t V;
     sampler *scratch[ROWS]; /* sampler work space per verify row (requests carry the settings);
                                [0] also the drafts' */
-    float *logits;      /* (ROWS, V) NextN logits, then the verified positions' */
+    float *logits;      /* (ROWS, V) the buffer the backend's passes may fill (spec_host_fwd) */
     uint32_t *q;        /* (ENGINE_MAX_DRAFT, V) the last draft call's q_i (sampler_probs) */
     uint32_t *p;        /* (ENGINE_MAX_DRAFT, V) the verify rows' p_i */
     uint32_t n_q;       /* drafts of the last draft call */
@@ -90,12 +90,11 @@ spec_host *spec_host_new(uint32_t V, err_t *err)
     return h;
 }
 
-/* q_i = the draft request's distribution of the NextN logits in
- * h->logits, and d_i drawn from it by the sampler's own draw (one pass:
- * sampler_probs_pick). */
-static int32_t draw_draft(spec_host *h, const sampler_request *rq, uint32_t *q)
+/* q_i = the draft request's distribution of the NextN logits l, and d_i
+ * drawn from it by the sampler's own draw (one pass: sampler_probs_pick). */
+static int32_t draw_draft(spec_host *h, const sampler_request *rq, float *l, uint32_t *q)
 {
-    return sampler_probs_pick(h->scratch[0], rq, h->logits, q);
+    return sampler_probs_pick(h->scratch[0], rq, l, q);
 }
 
 int spec_host_draft(spec_host *h, const spec_host_fwd *f, void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos,
@@ -103,14 +102,15 @@ int spec_host_draft(spec_host *h, const spec_host_fwd *f, void *fwd, const int32
 {
     uint32_t k = req->k;
     h->n_q = 0;
-    if (f->nextn_rows(fwd, tokens, n, pos, NULL, k ? h->logits : NULL, err) < 0)
+    float *l = f->nextn_rows(fwd, tokens, n, pos, NULL, h->logits, err);
+    if (!l)
         return -1;
     for (uint32_t i = 0; i < k; i++) {
         /* the next row: (the previous row's output, the draft just made) */
-        if (i > 0 && f->nextn_rows(fwd, &req->ids[i - 1], 1, pos + n - 1 + i, f->nextn_out(fwd), h->logits, err) < 0)
+        if (i > 0 && !(l = f->nextn_rows(fwd, &req->ids[i - 1], 1, pos + n - 1 + i, f->nextn_out(fwd), h->logits, err)))
             return -1;
         double t0 = mono_s();
-        req->ids[i] = draw_draft(h, &req->rq[i], h->q + (size_t)i * h->V);
+        req->ids[i] = draw_draft(h, &req->rq[i], l, h->q + (size_t)i * h->V);
         h->host_s += mono_s() - t0;
     }
     h->n_q = k;
@@ -122,6 +122,7 @@ int spec_host_draft(spec_host *h, const spec_host_fwd *f, void *fwd, const int32
 typedef struct {
     spec_host *h;
     const engine_verify_req *req;
+    float *logits; /* [k + 1][V] */
     int32_t last_token;
 } verify_rows;
 
@@ -131,7 +132,7 @@ static void verify_row(void *ctx, uint64_t begin, uint64_t end, int tid)
     verify_rows *c = ctx;
     spec_host *h = c->h;
     for (uint64_t i = begin; i < end; i++) {
-        float *l = h->logits + i * h->V;
+        float *l = c->logits + i * h->V;
         if (i < c->req->k)
             sampler_probs(h->scratch[i], &c->req->rq[i], l, h->p + i * h->V);
         else
@@ -145,11 +146,12 @@ int spec_host_verify(spec_host *h, const spec_host_fwd *f, void *fwd, const int3
     uint32_t V = h->V, k = req->k;
     if (req->own_drafts && h->n_q != k)
         return err_set(err, "verify: %u drafts, the draft call made %u", k, h->n_q);
-    if (f->eval_all(fwd, tokens, k + 1, pos, h->logits, err) < 0)
+    float *logits = f->eval_all(fwd, tokens, k + 1, pos, h->logits, err);
+    if (!logits)
         return -1;
     double t0 = mono_s();
     h->n_q = 0;
-    verify_rows c = {h, req, -1};
+    verify_rows c = {h, req, logits, -1};
     bool at_once = h->pool && h->kept_all;
     if (at_once)
         threadpool_for(h->pool, k + 1, 1, verify_row, &c);
