@@ -1059,15 +1059,33 @@ static int vk_eval(void *impl, const int32_t *tokens, uint32_t n_tokens, uint32_
 
 /* ---- drafting (engine.h's draft and verify; gpu/vk_spec.c) -------------------------------- */
 
+/* A draft call's rows before its last from this many on: one batched
+ * program (VK_PROGRAM_NEXTN_KV_BATCH) instead of a submit each */
+#define NX_BATCH_MIN 8
+
 int vk_nextn_rows(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *logits,
                   err_t *err)
 {
     const uint32_t H = e->m->cfg.n_embd, V = e->m->cfg.n_vocab;
     if ((uint64_t)pos + n > e->p.n_ctx)
         return err_set(err, "NextN rows %u..%u are past the %u-token context", pos, pos + n - 1, e->p.n_ctx);
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n; i++)
         if ((uint32_t)tokens[i] >= V)
             return err_set(err, "token id %d is outside the vocabulary (%u)", tokens[i], V);
+    uint32_t i = 0, before = n ? n - 1 : 0;
+    /* many rows before the last (a long prompt's, at the first draft after
+     * it): their cache rows a batch at a time on the prompt graph's kernels
+     * (other sums than a row's matvecs: the rows after them may differ in
+     * the last bits; 4096 rows ~0.25 s one by one, gpu/PERF.md run 55) */
+    while (!h && before - i >= NX_BATCH_MIN && e->rec.nextn_kv_batch.plain.cb && e->tune.nx_kv) {
+        uint32_t m = before - i < e->b.n_batch ? before - i : e->b.n_batch;
+        write_params(e, &tokens[i], m, pos + i, 1);
+        if (vk_submit_wait(&e->c, e->rec.nextn_kv_batch.plain.cb, err))
+            return -1;
+        e->prof.nx_batched += m;
+        i += m;
+    }
+    for (; i < n; i++) {
         write_params(e, &tokens[i], 1, pos + i, 1);
         /* rows before the last: their cache rows are all the later rows read */
         if (vk_spec_nextn_submit(e, h ? h + (size_t)i * H : NULL, i + 1 < n, err))

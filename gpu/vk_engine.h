@@ -131,6 +131,7 @@ typedef enum {
     VK_PROGRAM_NEXTN_GIVEN,  /* ... from the h the host wrote (nx_hin) */
     VK_PROGRAM_NEXTN_KV,     /* a NextN row's cache row alone, from the kept h (a row whose logits and
                                 output no one reads: vk_nextn_rows) */
+    VK_PROGRAM_NEXTN_KV_BATCH, /* ... of a batch of up to n_batch positions, on the prompt graph's kernels */
     VK_PROGRAM_VERIFY,       /* `set` tokens (2..VK_VCOLS) through the decode graph at once, each position's
                                 logits to host memory (drafting's verify; vk_forward.c) */
 } vk_program;
@@ -145,6 +146,7 @@ typedef struct {
     VkCommandBuffer copy_logits; /* the logits to host memory, after a decode */
     vk_family nextn[2];      /* drafting: VK_PROGRAM_NEXTN, VK_PROGRAM_NEXTN_GIVEN */
     vk_family nextn_kv;      /* drafting: VK_PROGRAM_NEXTN_KV */
+    vk_family nextn_kv_batch; /* drafting: VK_PROGRAM_NEXTN_KV_BATCH (where it fits) */
     vk_family verify[VK_VCOLS + 1]; /* drafting: VK_PROGRAM_VERIFY of n columns at [n] (n >= 2; where recorded) */
 } vk_programs;
 
@@ -161,6 +163,7 @@ typedef struct {
     vk_profile decode, select[VK_SEL_SETS], sample, prefill;
     uint64_t decoded;        /* decode submits */
     uint64_t verified;       /* verify submits (drafting; each n columns) */
+    uint64_t nx_batched;     /* NextN cache rows made by the batched program (drafting) */
     uint64_t selects[VK_SEL_SETS]; /* of which needed the full-vocabulary selection, by set */
     uint64_t prefills;       /* prefill submits (every few are timed) */
     uint64_t sampled_prompts; /* runs of the sampling program after a prompt */
@@ -280,6 +283,11 @@ static inline vk_buf vk_vdep(const vk_engine *e, uint32_t n)
  * `set`: the selection's VK_SEL_* set (VK_PROGRAM_SELECT). */
 int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set);
 int vk_fwd_record_prefill(vk_engine *e, vk_rec *r, bool logits_to_host);
+/* Drafting: the NextN block's cache rows of a batch of positions alone, on
+ * the prompt graph's kernels (VK_PROGRAM_NEXTN_KV_BATCH), where the buffers
+ * hold them (vk_nextn_kv_batch_fits). */
+bool vk_nextn_kv_batch_fits(const vk_engine *e);
+int vk_fwd_record_nextn_kv_batch(vk_engine *e, vk_rec *r);
 /* Part `part` of the prompt graph cut at the host layers (vk_hostmoe.c);
  * `stream`: cut before each host layer's MoE, which reads the experts'
  * slot (vk_hostmoe_stream.c). */

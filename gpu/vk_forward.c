@@ -622,6 +622,8 @@ int vk_fwd_record(vk_engine *e, vk_rec *r, vk_program what, uint32_t set)
         return verify(e, r, set);
     if (what == VK_PROGRAM_PREFILL || what == VK_PROGRAM_PREFILL_LOGITS)
         return vk_fwd_record_prefill(e, r, what == VK_PROGRAM_PREFILL_LOGITS);
+    if (what == VK_PROGRAM_NEXTN_KV_BATCH)
+        return vk_fwd_record_nextn_kv_batch(e, r);
     if (what == VK_PROGRAM_PREFILL_PART || what == VK_PROGRAM_PREFILL_LOGITS_PART)
         return vk_fwd_record_prefill_part(e, r, what == VK_PROGRAM_PREFILL_LOGITS_PART, false, (int)set);
     if (what == VK_PROGRAM_PREFILL_STREAM_PART || what == VK_PROGRAM_PREFILL_LOGITS_STREAM_PART)

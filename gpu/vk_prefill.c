@@ -370,6 +370,59 @@ int vk_fwd_record_prefill_part(vk_engine *e, vk_rec *r, bool logits_to_host, boo
     return rc < 0 ? -1 : r->status;
 }
 
+/* Drafting: the NextN block's cache rows of a batch of positions alone
+ * (its logits and outputs unused: the rows a draft call catches up on, up
+ * to a whole prompt's after a long one), row p from (h_{p-1}, token p) as
+ * vk_forward.c's nextn does for one, on the mat-mat kernels:
+ *   e = enorm(embedding of t_p) || hn = hnorm(h_{p-1})   into [e | hn] (yp)
+ *   x = eh_proj . [e | hn] ; x_norm = attn_norm(x) ; kv = kv_a . x_norm
+ *   kv_store: the cache rows (its rotated queries, from the last layer's q,
+ *   go nowhere anyone reads)
+ * [e | hn] needs 2 n_embd floats a token: the pairs' outputs hold
+ * n_expert_used x n_embd (vk_nextn_kv_batch_fits). */
+bool vk_nextn_kv_batch_fits(const vk_engine *e)
+{
+    const model_config *c = &e->m->cfg;
+    return e->nextn && e->b.n_batch > 1 && c->n_expert_used >= 2 && !e->hx.n_layers;
+}
+
+int vk_fwd_record_nextn_kv_batch(vk_engine *e, vk_rec *r)
+{
+    const model_config *c = &e->m->cfg;
+    const vk_nextn_w *nw = &e->w.nextn;
+    const vk_bufs *b = &e->b;
+    const vk_layer_w *L = &e->w.layers[c->n_layer];
+    uint32_t H = c->n_embd, kvw = c->kv_lora_rank + c->qk_rope, qw = c->qk_nope + c->qk_rope;
+    if (!vk_nextn_kv_batch_fits(e))
+        return r->status = err_set(r->err, "internal: the NextN block's batched cache rows do not fit here");
+    vk_graph g;
+    if (vk_graph_init(&g, 16, r->err))
+        return r->status = -1;
+    g.segment = 0;
+    vk_embed_args em = {.w = nw->own_embed ? &nw->embed : &e->w.tok_embd, .tokens = V(b->params, VKP_TOKENS),
+                        .x = V(b->x, 0), .x_z = H, .nz = b->n_batch, .check_batch = true};
+    NODE(&g, EMBED(em), .writes = R_X);
+    vk_rmsnorm_args en = {.x = V(b->x, 0), .y = V(b->yp, 0), .w = nw->enorm, .n = H, .x_z = H, .y_z = 2 * H,
+                          .nz = b->n_batch, .eps = c->rms_eps, .params = b->params};
+    vk_rmsnorm_args hn = {.x = V(b->hid, 0), .y = V(b->yp, H), .w = nw->hnorm, .n = H, .x_z = H, .y_z = 2 * H,
+                          .nz = b->n_batch, .eps = c->rms_eps, .params = b->params, .x_prev_pos = true};
+    NODE(&g, RMSNORM(en), .reads = R_X, .writes = R_YP);
+    NODE(&g, RMSNORM(hn), .reads = R_HID, .writes = R_YP);
+    NODE(&g, MM(mm(e, "nextn_eh_proj", &nw->eh_proj, NULL, b->yp, 2 * H, b->x, H, false)), .reads = R_YP,
+         .writes = R_X);
+    NODE(&g, RMSNORM(norm(e, b->x, b->x_norm, L->attn_norm, H)), .reads = R_X, .writes = R_X_NORM);
+    NODE(&g, MM(mm(e, "nextn_kv_a_mqa", &L->kv_a, NULL, b->x_norm, H, b->kv, kvw, false)), .reads = R_X_NORM,
+         .writes = R_KV);
+    vk_kv_store_args ks = {.g = &b->ag, .kv = V(b->kv, 0), .kv_z = kvw, .norm = L->kv_a_norm, .eps = c->rms_eps,
+                           .cache = V(b->cache[c->n_layer], 0), .rope_cs = b->rope, .q = V(b->q, 0),
+                           .q_z = c->n_head * qw, .q_abs = V(b->q_abs, 0), .q_abs_z = c->n_head * b->ag.RS,
+                           .params = b->params, .nz = b->n_batch};
+    NODE(&g, KV_STORE(ks), .reads = R_KV | R_Q, .writes = R_CACHE | R_Q_ABS_ROPE);
+    int rc = g.status ? -1 : vk_sync_record(&e->rec.sync, &g, r);
+    vk_graph_free(&g);
+    return rc < 0 ? -1 : r->status;
+}
+
 int vk_fwd_record_prefill(vk_engine *e, vk_rec *r, bool logits_to_host)
 {
     const model_config *c = &e->m->cfg;

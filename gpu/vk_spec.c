@@ -45,7 +45,9 @@ int vk_spec_build(vk_engine *e, err_t *err)
             err_prefix(err, "recording the NextN block");
             return -1;
         }
-    if (vk_family_build(e, &e->rec.nextn_kv, VK_PROGRAM_NEXTN_KV, 0, VK_FAMILY_PLAIN, err)) {
+    if (vk_family_build(e, &e->rec.nextn_kv, VK_PROGRAM_NEXTN_KV, 0, VK_FAMILY_PLAIN, err) ||
+        (vk_nextn_kv_batch_fits(e) &&
+         vk_family_build(e, &e->rec.nextn_kv_batch, VK_PROGRAM_NEXTN_KV_BATCH, 0, VK_FAMILY_PLAIN, err))) {
         err_prefix(err, "recording the NextN block's cache rows");
         return -1;
     }
@@ -73,6 +75,7 @@ void vk_spec_free(vk_engine *e)
     for (int given = 0; given < 2; given++)
         vk_family_free(e, &e->rec.nextn[given]);
     vk_family_free(e, &e->rec.nextn_kv);
+    vk_family_free(e, &e->rec.nextn_kv_batch);
     vk_spec_unrecord_verify(e);
     spec_host_free(e->spec);
     e->spec = NULL;
