@@ -1097,12 +1097,12 @@ int vk_nextn_rows(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos,
 }
 
 /* (the NextN head writes its logits to host memory: spec_host reads them there) */
-static float *fwd_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *buf,
-                             err_t *err)
+static int fwd_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *buf,
+                          float **at, err_t *err)
 {
     vk_engine *e = fwd;
-    (void)buf;
-    return vk_nextn_rows(e, tokens, n, pos, h, NULL, err) < 0 ? NULL : (float *)e->b.host_logits.map;
+    *at = buf ? (float *)e->b.host_logits.map : NULL;
+    return vk_nextn_rows(e, tokens, n, pos, h, NULL, err);
 }
 
 static const float *fwd_nextn_out(void *fwd)
@@ -1154,15 +1154,15 @@ int vk_eval_positions(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t 
 
 /* Every position's logits -- bit for bit single-token decodes (gpu/vk_spec.c
  * says why). */
-static float *fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *buf, err_t *err)
+static int fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *buf, float **at,
+                        err_t *err)
 {
     vk_engine *e = fwd;
     /* the verify program's rows stay where its heads wrote them; one
      * decode a position (experts in host memory) fills buf */
     bool in_place = n >= 2 && n <= VK_VCOLS && e->rec.verify[n].plain.cb;
-    if (vk_eval_positions(e, tokens, n, pos, in_place ? NULL : buf, true, err) < 0)
-        return NULL;
-    return in_place ? (float *)e->b.host_logits.map : buf;
+    *at = in_place ? (float *)e->b.host_logits.map : buf;
+    return vk_eval_positions(e, tokens, n, pos, in_place ? NULL : buf, true, err);
 }
 
 static const spec_host_fwd vk_fwd = {fwd_nextn_rows, fwd_nextn_out, fwd_eval_all};

@@ -163,10 +163,11 @@ static const char *cpu_describe(void *impl)
 /* ---- drafting (engine.h's draft and verify) ------------------------------------ */
 
 /* The fast forward pass as spec_host.h calls it. */
-static float *fwd_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *buf,
-                             err_t *err)
+static int fwd_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *buf,
+                          float **at, err_t *err)
 {
-    return cf_nextn_eval(fwd, tokens, n, pos, h, buf, false, err) < 0 ? NULL : buf;
+    *at = buf;
+    return cf_nextn_eval(fwd, tokens, n, pos, h, buf, false, err);
 }
 
 static const float *fwd_nextn_out(void *fwd)
@@ -176,9 +177,11 @@ static const float *fwd_nextn_out(void *fwd)
 
 /* cf_eval_verify: every position's logits, bit for bit the single-token
  * evals' (cpu_forward.h's batch independence). */
-static float *fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *buf, err_t *err)
+static int fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *buf, float **at,
+                        err_t *err)
 {
-    return cf_eval_verify(fwd, tokens, n, pos, buf, err) < 0 ? NULL : buf;
+    *at = buf;
+    return cf_eval_verify(fwd, tokens, n, pos, buf, err);
 }
 
 static const spec_host_fwd cpu_fwd = {fwd_nextn_rows, fwd_nextn_out, fwd_eval_all};

@@ -102,12 +102,13 @@ int spec_host_draft(spec_host *h, const spec_host_fwd *f, void *fwd, const int32
 {
     uint32_t k = req->k;
     h->n_q = 0;
-    float *l = f->nextn_rows(fwd, tokens, n, pos, NULL, h->logits, err);
-    if (!l)
+    float *l = NULL;
+    if (f->nextn_rows(fwd, tokens, n, pos, NULL, k ? h->logits : NULL, &l, err) < 0)
         return -1;
     for (uint32_t i = 0; i < k; i++) {
         /* the next row: (the previous row's output, the draft just made) */
-        if (i > 0 && !(l = f->nextn_rows(fwd, &req->ids[i - 1], 1, pos + n - 1 + i, f->nextn_out(fwd), h->logits, err)))
+        if (i > 0 &&
+            f->nextn_rows(fwd, &req->ids[i - 1], 1, pos + n - 1 + i, f->nextn_out(fwd), h->logits, &l, err) < 0)
             return -1;
         double t0 = mono_s();
         req->ids[i] = draw_draft(h, &req->rq[i], l, h->q + (size_t)i * h->V);
@@ -146,8 +147,8 @@ int spec_host_verify(spec_host *h, const spec_host_fwd *f, void *fwd, const int3
     uint32_t V = h->V, k = req->k;
     if (req->own_drafts && h->n_q != k)
         return err_set(err, "verify: %u drafts, the draft call made %u", k, h->n_q);
-    float *logits = f->eval_all(fwd, tokens, k + 1, pos, h->logits, err);
-    if (!logits)
+    float *logits = NULL;
+    if (f->eval_all(fwd, tokens, k + 1, pos, h->logits, &logits, err) < 0)
         return -1;
     double t0 = mono_s();
     h->n_q = 0;

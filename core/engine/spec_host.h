@@ -27,22 +27,23 @@
 #include "base/error.h"
 
 /* A backend's forward pass, as spec_host calls it (fwd: the backend's
- * state).  Both passes return where the logits are (NULL on an error):
- * `buf`, which they may fill, or host memory of the backend's own that
- * stays as it is until its next pass (the Vulkan backend's rows the GPU
- * wrote: no copy).  spec_host may change them in place (the penalties). */
+ * state).  Both passes return 0, or -1 with err set; *at gets where the
+ * logits are: `buf`, which they may fill, or host memory of the backend's
+ * own that stays as it is until its next pass (the Vulkan backend's rows
+ * the GPU wrote: no copy).  spec_host may change them in place (the
+ * penalties). */
 typedef struct {
     /* NextN rows pos..pos+n-1 of tokens[0..n) (h NULL: made from the kept
-     * hidden states, else [n][n_embd] given rows); the last row's [n_vocab]
-     * logits. */
-    float *(*nextn_rows)(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *buf,
-                         err_t *err);
+     * hidden states, else [n][n_embd] given rows); with buf, the last row's
+     * [n_vocab] logits (buf NULL: none wanted, *at NULL). */
+    int (*nextn_rows)(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *buf,
+                      float **at, err_t *err);
     /* The last row's normed output (n_embd) of the latest nextn_rows. */
     const float *(*nextn_out)(void *fwd);
     /* The main model over tokens[0..n) at pos..pos+n-1, every position's
      * logits as [n][n_vocab] -- bit for bit what n single-token evals of the
      * same tokens give (engine.h's Promises for verify). */
-    float *(*eval_all)(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *buf, err_t *err);
+    int (*eval_all)(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *buf, float **at, err_t *err);
 } spec_host_fwd;
 
 typedef struct spec_host spec_host;

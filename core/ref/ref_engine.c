@@ -119,10 +119,11 @@ static void ref_get_stats(void *impl, engine_stats *st)
 /* ---- drafting (engine.h's draft and verify) ------------------------------------ */
 
 /* The reference forward pass as spec_host.h calls it. */
-static float *fwd_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *buf,
-                             err_t *err)
+static int fwd_nextn_rows(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, const float *h, float *buf,
+                          float **at, err_t *err)
 {
-    return rf_nextn_eval(fwd, tokens, n, pos, h, buf, false, err) < 0 ? NULL : buf;
+    *at = buf;
+    return rf_nextn_eval(fwd, tokens, n, pos, h, buf, false, err);
 }
 
 static const float *fwd_nextn_out(void *fwd)
@@ -130,9 +131,11 @@ static const float *fwd_nextn_out(void *fwd)
     return rf_nextn_out(fwd);
 }
 
-static float *fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *buf, err_t *err)
+static int fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t pos, float *buf, float **at,
+                        err_t *err)
 {
-    return rf_eval(fwd, tokens, n, pos, buf, true, err) < 0 ? NULL : buf;
+    *at = buf;
+    return rf_eval(fwd, tokens, n, pos, buf, true, err);
 }
 
 static const spec_host_fwd ref_fwd = {fwd_nextn_rows, fwd_nextn_out, fwd_eval_all};
