@@ -379,11 +379,12 @@ int vk_fwd_record_prefill_part(vk_engine *e, vk_rec *r, bool logits_to_host, boo
  *   kv_store: the cache rows (its rotated queries, from the last layer's q,
  *   go nowhere anyone reads)
  * [e | hn] needs 2 n_embd floats a token: the pairs' outputs hold
- * n_expert_used x n_embd (vk_nextn_kv_batch_fits). */
+ * n_expert_used x n_embd (vk_nextn_kv_batch_fits).  Engines with routed
+ * experts in host memory run it too: it reads no expert. */
 bool vk_nextn_kv_batch_fits(const vk_engine *e)
 {
     const model_config *c = &e->m->cfg;
-    return e->nextn && e->b.n_batch > 1 && c->n_expert_used >= 2 && !e->hx.n_layers;
+    return e->nextn && e->b.n_batch > 1 && c->n_expert_used >= 2;
 }
 
 int vk_fwd_record_nextn_kv_batch(vk_engine *e, vk_rec *r)

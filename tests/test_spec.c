@@ -47,6 +47,7 @@
 #include "model/synth.h"
 #include "testlib.h"
 #include "vk.h"
+#include "vk_engine.h"
 
 __attribute__((noinline)) static const char *msg_of(const err_t *e) { return e->msg; }
 #define M(e) msg_of(&(e))
@@ -423,6 +424,58 @@ static void test_forced_drafts_all_accepted(void)
     CHECK(engine_eval(&e, prompt, 6, NULL, &err) == 0, "%s", M(err));
     CHECK(engine_spec_step(&e, smp, want[0], 1, &wrong, out, &ng, &err) == 0, "%s", M(err));
     CHECK(ng == 1 && out[0] == want[1] && e.n_past == 7, "wrong draft: %u tokens, %d (want %d)", ng, out[0], want[1]);
+    sampler_free(smp);
+    engine_close(&e);
+}
+
+/* The Vulkan backend with routed experts in host memory (--n-cpu-moe: the
+ * decode graph in parts around the CPU's turns, a verify one decode a
+ * position): greedy decoding with k = 1..3 drafts per step is token for
+ * token decoding without them, forced drafts are all kept, and the first
+ * draft after the prompt makes its NextN cache rows a batch at a time
+ * (VK_PROGRAM_NEXTN_KV_BATCH, the prompt being longer than the batch's
+ * threshold). */
+static void test_host_experts_drafting(void)
+{
+    enum { NP = 12, N = 25 };
+    engine e;
+    engine_params p;
+    engine_params_default(&p);
+    p.n_ctx = 128;
+    p.n_batch = 16;
+    p.n_threads = 2;
+    p.draft = 2;
+    p.n_cpu_moe = (int)mnx.cfg.n_layer; /* every MoE layer's routed experts */
+    err_t err;
+    if (engine_open(&e, be, &mnx, &p, &err) < 0) {
+        CHECK(0, "engine_open with --n-cpu-moe %d: %s", p.n_cpu_moe, M(err));
+        return;
+    }
+    engine_stats st;
+    engine_get_stats(&e, &st);
+    CHECK(st.split.layers > 0 && engine_can_draft(&e), "%u host layers, drafting %d", st.split.layers,
+          engine_can_draft(&e));
+    sampler_params sp;
+    sampler_params_default(&sp);
+    sp.temp = 0;
+    sampler *smp = sampler_new(&sp, mnx.cfg.n_vocab);
+    int32_t prompt[NP], want[N], got[N];
+    random_tokens(prompt, NP, mnx.cfg.n_vocab, 77);
+    uint32_t kept, drafted;
+    if (plain_decode(&e, smp, prompt, NP, N, want) == 0)
+        for (uint32_t k = 1; k <= 3; k++) {
+            int steps = spec_decode(&e, smp, prompt, NP, N, k, NULL, got, &kept, &drafted);
+            CHECK(steps > 0 && memcmp(want, got, sizeof want) == 0, "host experts, k=%u: greedy differs from no "
+                                                                    "drafting", k);
+            steps = spec_decode(&e, smp, prompt, NP, N, k, want, got, &kept, &drafted);
+            CHECK(steps > 0 && memcmp(want, got, sizeof want) == 0 && kept == drafted,
+                  "host experts, k=%u: forced drafts: %u of %u kept, output %s", k, kept, drafted,
+                  memcmp(want, got, sizeof want) ? "changed" : "the same");
+        }
+    /* the first draft after the prompt caught up on its rows a batch at a time */
+    const vk_engine *v = e.impl;
+    CHECK(v->prof.nx_batched >= NP - 1, "host experts: %llu NextN cache rows batched after a %u-token prompt",
+          (unsigned long long)v->prof.nx_batched, NP);
     sampler_free(smp);
     engine_close(&e);
 }
@@ -1061,6 +1114,8 @@ int main(void)
          * every backend that decides on the host (the Vulkan one does) */
         if (be != &vk_engine_backend)
             RUN_BE(test_sampling_distribution_unchanged);
+        if (be == &vk_engine_backend && long_ok)
+            RUN_BE(test_host_experts_drafting);
     }
     tok_free(tok);
     model_free(&mnx);
