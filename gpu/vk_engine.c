@@ -1110,6 +1110,13 @@ static const float *fwd_nextn_out(void *fwd)
     return vk_spec_nextn_out(fwd);
 }
 
+/* Whether n positions go through the verify program of n columns (else one
+ * decode a position). */
+static bool verify_columns(const vk_engine *e, uint32_t n)
+{
+    return n >= 2 && n <= VK_VCOLS && e->rec.verify[n].plain.cb;
+}
+
 int vk_eval_positions(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos, float *logits, bool columns,
                       err_t *err)
 {
@@ -1119,7 +1126,7 @@ int vk_eval_positions(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t 
     for (uint32_t i = 0; i < n; i++)
         if ((uint32_t)tokens[i] >= V)
             return err_set(err, "token id %d is outside the vocabulary (%u)", tokens[i], V);
-    if (columns && n >= 2 && n <= VK_VCOLS && e->rec.verify[n].plain.cb) {
+    if (columns && verify_columns(e, n)) {
         /* the verify program: n columns at once (vk_forward.c), its counters
          * counting its own submits */
         e->b.vepoch[n]++;
@@ -1160,7 +1167,7 @@ static int fwd_eval_all(void *fwd, const int32_t *tokens, uint32_t n, uint32_t p
     vk_engine *e = fwd;
     /* the verify program's rows stay where its heads wrote them; one
      * decode a position (experts in host memory) fills buf */
-    bool in_place = n >= 2 && n <= VK_VCOLS && e->rec.verify[n].plain.cb;
+    bool in_place = verify_columns(e, n);
     *at = in_place ? (float *)e->b.host_logits.map : buf;
     return vk_eval_positions(e, tokens, n, pos, in_place ? NULL : buf, true, err);
 }
@@ -1356,10 +1363,9 @@ const engine_backend vk_engine_backend = {
     .print_plan = vk_print_plan,
     /* Not yet: the verify runs its k + 1 columns at once (vk_spec.c), but
      * each decode kernel's grid fills the GPU for one token, so k + 1
-     * columns cost 1.7-2.6 tokens' time, and with k NextN rows a step at
-     * full acceptance reaches 0.9-1.0x single-token decode (gpu/PERF.md runs
-     * 53-54: neither smaller grids nor one call for a matvec's columns
-     * helped).  --draft K still drafts. */
+     * columns cost 1.7-2.6 tokens' time; a step at full acceptance reaches
+     * 1.0-1.3x single-token decode, ~0.8x at the demo head's acceptance
+     * (gpu/PERF.md runs 53-55).  --draft K still drafts. */
     .draft_pays = false,
     .draft = vk_draft,
     .verify = vk_verify,

@@ -106,7 +106,7 @@ static void random_tokens(int32_t *t, uint32_t n, uint32_t V, uint64_t seed)
     }
 }
 
-static int open_engine_threads(engine *e, const model *m, uint32_t n_ctx, uint32_t n_batch, int draft, int threads)
+static engine_params spec_params(uint32_t n_ctx, uint32_t n_batch, int draft, int threads)
 {
     engine_params p;
     engine_params_default(&p);
@@ -114,6 +114,12 @@ static int open_engine_threads(engine *e, const model *m, uint32_t n_ctx, uint32
     p.n_batch = n_batch;
     p.n_threads = threads;
     p.draft = draft;
+    return p;
+}
+
+static int open_engine_threads(engine *e, const model *m, uint32_t n_ctx, uint32_t n_batch, int draft, int threads)
+{
+    engine_params p = spec_params(n_ctx, n_batch, draft, threads);
     p.all_logits = true; /* the distribution test reads every position's logits of a prompt batch */
     err_t err;
     if (engine_open(e, be, m, &p, &err) < 0) {
@@ -236,20 +242,20 @@ static void pen_counts(const sampler_request *rq, uint32_t *by_id, uint32_t V)
  * window of 6: the extras push tokens out). */
 static void test_prepare_ahead_is_accepting(void)
 {
-    enum { V = 40 };
+    enum { N_VOCAB = 40 };
     sampler_params sp;
     sampler_params_default(&sp);
     sp.temp = 0; /* no RNG draws: only the windows differ */
     sp.repeat_penalty = 1.5f;
     sp.penalty_window = 6;
-    sampler *ahead = sampler_new(&sp, V), *plain = sampler_new(&sp, V);
+    sampler *ahead = sampler_new(&sp, N_VOCAB), *plain = sampler_new(&sp, N_VOCAB);
     int32_t hist[9] = {1, 2, 3, 2, 5, 6, 7, 2, 9}, extra[4] = {9, 2, 30, 30};
     for (int i = 0; i < 9; i++)
         sampler_accept(ahead, hist[i]);
     sampler_request rq[SAMPLER_SPEC_SLOTS], want, before;
-    uint32_t got_c[V], want_c[V], before_c[V];
+    uint32_t got_c[N_VOCAB], want_c[N_VOCAB], before_c[N_VOCAB];
     sampler_prepare(ahead, &before);
-    pen_counts(&before, before_c, V);
+    pen_counts(&before, before_c, N_VOCAB);
     for (uint32_t n = 0; n <= 4; n++)
         sampler_prepare_ahead(ahead, extra, n, n, &rq[n]);
     for (uint32_t n = 0; n <= 4; n++) {
@@ -259,12 +265,12 @@ static void test_prepare_ahead_is_accepting(void)
         for (uint32_t i = 0; i < n; i++)
             sampler_accept(plain, extra[i]);
         sampler_prepare(plain, &want);
-        pen_counts(&want, want_c, V);
-        pen_counts(&rq[n], got_c, V);
+        pen_counts(&want, want_c, N_VOCAB);
+        pen_counts(&rq[n], got_c, N_VOCAB);
         CHECK(!memcmp(want_c, got_c, sizeof got_c) && rq[n].penalties_on, "%u extras: other penalties", n);
     }
     sampler_prepare(ahead, &want);
-    pen_counts(&want, want_c, V);
+    pen_counts(&want, want_c, N_VOCAB);
     CHECK(!memcmp(want_c, before_c, sizeof want_c), "the window changed");
     sampler_request draft;
     sampler_prepare_draft(ahead, &draft);
@@ -439,12 +445,7 @@ static void test_host_experts_drafting(void)
 {
     enum { NP = 12, N = 25 };
     engine e;
-    engine_params p;
-    engine_params_default(&p);
-    p.n_ctx = 128;
-    p.n_batch = 16;
-    p.n_threads = 2;
-    p.draft = 2;
+    engine_params p = spec_params(128, 16, 2, 2);
     p.n_cpu_moe = (int)mnx.cfg.n_layer; /* every MoE layer's routed experts */
     err_t err;
     if (engine_open(&e, be, &mnx, &p, &err) < 0) {
