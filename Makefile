@@ -83,6 +83,12 @@ SPV := $(SHADERS:shaders/%.comp=$(SPV_DIR)/%.spv)
 # too, a form run 30 measured 1.2-3 % slower with LL off (gpu/perf/runs: 30, 32, 34)
 LL_SHADERS := mv_xs kv_store
 SPV += $(LL_SHADERS:%=$(SPV_DIR)/%_ll.spv)
+# the decode matvecs of Q4_0 weights by 8-bit integer dot products, built a
+# third time with -DIDOT as <name>_id, for Q4_0 alone (-DFIXED_TYPE=2, quant.glsl's
+# T_Q4_0): their SPIR-V declares the DotProduct capabilities, which a device
+# without VK_KHR_shader_integer_dot_product (core in 1.3) must never be handed
+IDOT_SHADERS := mv_xs mv_glu_xs mv_moe_down_xs
+SPV += $(IDOT_SHADERS:%=$(SPV_DIR)/%_id.spv)
 # The kernels whose code branches on a weight type, compiled once more per
 # type as <name>.t<T> (-DFIXED_TYPE=T; gpu/vk_spv.h): the generic module is
 # 250-450 KB, which lavapipe parses whole for every pipeline (~0.3 s), a
@@ -145,6 +151,10 @@ $(SPV_DIR)/%.spv: shaders/%.comp $(SHADER_INC)
 $(SPV_DIR)/%_ll.spv: shaders/%.comp $(SHADER_INC)
 	@mkdir -p $(@D)
 	$(GLSLC) --target-env=vulkan1.2 -O -DLL -Ishaders -o $@ $<
+
+$(SPV_DIR)/%_id.spv: shaders/%.comp $(SHADER_INC)
+	@mkdir -p $(@D)
+	$(GLSLC) --target-env=vulkan1.2 -O -DIDOT -DFIXED_TYPE=2 -Ishaders -o $@ $<
 
 # typed/<name>.t<T>.spv; a name ending in _ll is <name>.comp with -DLL
 define typed_rule

@@ -78,6 +78,14 @@ static uint32_t xs_cost4(uint32_t t)
     }
 }
 
+/* The -DIDOT builds quantize a unit's input in clusters of 8 lanes
+ * (mv_xs_common.glsl x_stage): subgroups of 8 or more. */
+bool vk_k_idot(const vk_kb *k, uint32_t type)
+{
+    const vk_ctx *c = k->c;
+    return type == QT_Q4_0 && c->idot && c->subgroup >= 8 && (k->tune->idot == 2 || (k->tune->idot == 1 && c->idot_fast));
+}
+
 bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, uint32_t nz, uint32_t sets,
                    uint32_t wgs, vkk_xs_cfg *m)
 {
@@ -119,7 +127,10 @@ bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, ui
     m->ksh = best * unit;
     /* the staged input, its sub-block sums (mv_xs_common.glsl xsub), red[],
      * the type's table (quant_iq.glsl) */
-    if (4ull * m->ksh + m->ksh / 8 + 4 + 512 + 4ull * PC_IQ_TABLE_WORDS(type) > c->shared_bytes)
+    /* ... and with integer dot products the quantized input: a byte an
+     * element, a scale and a sum a 32-element unit */
+    uint64_t idot_bytes = vk_k_idot(k, type) ? m->ksh + m->ksh / 4 : 0;
+    if (4ull * m->ksh + m->ksh / 8 + 4 + 512 + 4ull * PC_IQ_TABLE_WORDS(type) + idot_bytes > c->shared_bytes)
         return false;
     m->xreg = m->j * unit <= t->xs_xreg;
     m->xrn = m->xreg ? m->j * unit / 4 : 1;

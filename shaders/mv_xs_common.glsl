@@ -136,6 +136,35 @@ float xsum[NS > 0u ? J * NS : 1u];
 uvec4 qv[XS_SETS * R * J * QW];
 uint hv[XS_SETS * R * J * HW];
 
+#ifdef IDOT
+// Integer dot products (the -DIDOT build, gpu/vk_k_matvec.c; a device with
+// VK_KHR_shader_integer_dot_product, core in Vulkan 1.3).  glslc 2023.2 has
+// no GL_EXT_integer_dot_product, so OpSUDot (signed x, unsigned weight codes,
+// four 8-bit lanes packed in a word) is declared through
+// GL_EXT_spirv_intrinsics: capabilities DotProductInput4x8BitPacked (6018)
+// and DotProduct (6019).  Why: the float path spends ~4 instructions an
+// element turning codes into floats (fld) before its fma; here a word of
+// four codes meets four 8-bit inputs in one instruction.  The input is
+// quantized per 32-element unit, as llama.cpp's q8_1: d = max|x| / 127,
+// q = roundEven(x / d) (x times 127 / max|x|).
+#extension GL_EXT_spirv_intrinsics : require
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6018, 6019], id = 4452)
+int sudot4x8(uint x_signed, uint w_unsigned, spirv_literal int packed_4x8);
+// The staging quantizes (x_stage: the eight lanes of a unit find its
+// max|x| by shuffles), once a workgroup: a lane that quantized its own units
+// redid it for each of its rows' few teams (run 57 call 1: the MoE down
+// -50 %).  8-lane clusters: subgroups of 8 or more lanes.
+const bool IDOT_ON = TYPE == T_Q4_0 && SG >= 8u;
+shared uint xq_sh[IDOT_ON ? KSH / 4u : 1u];  // vec4 g of unit u as four signed bytes, at x_slot(u, g)
+shared float xd_sh[IDOT_ON ? KSH / 32u : 1u];
+shared int xqs_sh[IDOT_ON ? KSH / 32u : 1u];
+uint xq[IDOT_ON ? J * 8u : 1u];     // this lane's unit j: its words 8j..8j+7, its d, its sum of q
+float xd[IDOT_ON ? J : 1u];
+int xqs[IDOT_ON ? J : 1u];
+#else
+const bool IDOT_ON = false;
+#endif
+
 uint lin_id() { return gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID; }
 
 float team_sum(float v)
@@ -241,13 +270,38 @@ void x_put(uint v, vec4 a)
 // XEND, WGS at a time: with XSUB every lane the same rounds, as the shuffles
 // need whole clusters (then v may pass XV); else up to XV, as before run 26.
 const uint XV = J * TEAM * GPU;
-const uint XEND = XSUB ? (XV + WGS - 1u) / WGS * WGS : XV;
-uint x_first() { return XSUB ? lin_id() : gl_LocalInvocationIndex; }
+const bool XCLUSTER = XSUB || IDOT_ON;
+const uint XEND = XCLUSTER ? (XV + WGS - 1u) / WGS * WGS : XV;
+uint x_first() { return XCLUSTER ? lin_id() : gl_LocalInvocationIndex; }
 
 // x_put for a staging loop's vec4 v (a: zero past the input); XSUB: also
 // the sub-block sums.
 void x_stage(uint v, vec4 a)
 {
+#ifdef IDOT
+    if (IDOT_ON) {
+        vec4 aa = abs(a);
+        float m = max(max(aa.x, aa.y), max(aa.z, aa.w));
+        m = max(m, subgroupShuffleXor(m, 1u));
+        m = max(m, subgroupShuffleXor(m, 2u));
+        m = max(m, subgroupShuffleXor(m, 4u));
+        float id = m > 0.0 ? 127.0 / m : 0.0;
+        ivec4 q = ivec4(roundEven(a * id));
+        int qs = q.x + q.y + q.z + q.w;
+        qs += subgroupShuffleXor(qs, 1u);
+        qs += subgroupShuffleXor(qs, 2u);
+        qs += subgroupShuffleXor(qs, 4u);
+        if (v < XV) {
+            xq_sh[x_slot(v >> 3, v & 7u)] = uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 | uint(q.z & 0xFF) << 16 |
+                                            uint(q.w & 0xFF) << 24;
+            if ((v & 7u) == 0u) {
+                xd_sh[v >> 3] = m / 127.0;
+                xqs_sh[v >> 3] = qs;
+            }
+        }
+        return;
+    }
+#endif
     if (v < XV)
         x_put(v, a);
     if (XSUB) {
@@ -308,7 +362,7 @@ float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps, uint tag
 // sub-blocks' inputs (NS: from xsub, else summed here); after staging.
 void load_xr(uint lane)
 {
-    if (XREG == 1u)
+    if (XREG == 1u && !IDOT_ON)
         [[unroll]] for (uint j = 0u; j < J; j++)
             [[unroll]] for (uint g = 0u; g < GPU; g++)
                 xr[j * GPU + g] = xs[x_slot(lane + j * TEAM, g)];
@@ -327,6 +381,16 @@ void load_xr(uint lane)
             [[unroll]] for (uint h = 0u; h < NS; h++)
                 xsum[j * NS + h] = s[h].x + s[h].y + s[h].z + s[h].w;
         }
+#ifdef IDOT
+    if (IDOT_ON)
+        [[unroll]] for (uint j = 0u; j < J; j++) {
+            uint u = lane + j * TEAM;
+            [[unroll]] for (uint g = 0u; g < 8u; g++)
+                xq[8u * j + g] = xq_sh[x_slot(u, g)];
+            xd[j] = xd_sh[u];
+            xqs[j] = xqs_sh[u];
+        }
+#endif
 }
 
 // vec4 g of this lane's unit j (unit index u = lane + j*TEAM).
@@ -434,6 +498,22 @@ float unit_q4_0(uint i, uint j, uint u)
     return acc.x + acc.y + acc.z + acc.w;
 }
 
+#ifdef IDOT
+// Q4_0 by integer dot products: word k's low nibbles are elements 4k..4k+3
+// (vec4 k), its high nibbles 16+4k.. (vec4 4+k), byte i element +i, as the
+// input words are packed.  sum (q-8) x ~ d_x (sum q_w q_x - 8 sum q_x).
+float unit_q4_0_idot(uint i, uint j)
+{
+    uvec4 w = qv[i];
+    int acc = 0;
+    [[unroll]] for (uint k = 0u; k < 4u; k++) {
+        acc += sudot4x8(xq[8u * j + k], w[k] & 0x0F0F0F0Fu, 0);
+        acc += sudot4x8(xq[8u * j + 4u + k], (w[k] >> 4) & 0x0F0F0F0Fu, 0);
+    }
+    return xd[j] * float(acc - 8 * xqs[j]);
+}
+#endif
+
 // The fifth bits of run s (elements 4s'+i of a qh' word's order, gpu/vk_layout.c:
 // bits 8i + (s+4)%8) moved to bit 4 of byte i.
 uint qh_bits(uint h, uint s) { return (s < 4u ? h >> s : h << (8u - s)) & 0x10101010u; }
@@ -531,6 +611,10 @@ float unit_dot(uint i, uint blk, uint sub, uint j, uint u)
 {
     if (LOW)
         return unit_dot_low(i, blk, sub, j, u);
+#ifdef IDOT
+    if (TYPE == T_Q4_0)
+        return half_of(hv[i], blk) * unit_q4_0_idot(i, j);
+#endif
     if (TYPE == T_Q4_0)
         return half_of(hv[i], blk) * unit_q4_0(i, j, u);
     if (TYPE == T_Q4_1) {

@@ -550,6 +550,31 @@ static void ref_dot_rows(uint32_t type, const uint8_t *w, uint32_t K, uint32_t r
     free(row), free(terms);
 }
 
+/* The input as the integer-dot kernels see it (vk_k_idot): each 32-element
+ * block quantized, d = max|x| / 127, q = roundEven(x * 127 / max|x|); xq[k]
+ * gets d q.  tie[k] gets d where x * 127 / max|x| lies within 1e-4 of a
+ * rounding tie, else 0: there the GPU may round the other way (Vulkan allows
+ * its division 2.5 ulp and x reaches it through other float roundings --
+ * the norm's scale applied before or after -- a few ulps of values below 127,
+ * ~5e-5 at most), so a case allows such elements d |w| more (ref_dot_rows'
+ * magnitude of tie).  Elsewhere both sides hold the same integers, and the
+ * chain bound covers the float products and sums around them. */
+static void ref_q8_input(const float *x, uint32_t K, float *xq, float *tie)
+{
+    for (uint32_t b = 0; b < K; b += 32) {
+        uint32_t n = K - b < 32 ? K - b : 32;
+        float amax = 0;
+        for (uint32_t i = 0; i < n; i++)
+            amax = fmaxf(amax, fabsf(x[b + i]));
+        float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+        for (uint32_t i = 0; i < n; i++) {
+            float v = x[b + i] * id, q = nearbyintf(v); /* the default rounding: to nearest, ties to even */
+            xq[b + i] = d * q;
+            tie[b + i] = fabsf(fabsf(v - floorf(v)) - 0.5f) < 1e-4f ? d : 0.0f;
+        }
+    }
+}
+
 static double chain_bound(uint32_t type, uint32_t K)
 {
     vk_qlayout l;
@@ -655,6 +680,13 @@ static void v_shared_input(vk_tuning *t)
 static void v_mv(vk_tuning *t)
 {
     t->xs = 0;
+}
+
+/* Q4_0's matvecs on 8-bit integer dot products wherever the device has them
+ * (lavapipe too), not only where they are fast; run by the Q4_0 cases. */
+static void v_idot(vk_tuning *t)
+{
+    t->idot = 2;
 }
 
 typedef void (*variant_fn)(vk_tuning *t);
