@@ -131,7 +131,7 @@ static void run_mv_v(uint32_t type, uint32_t K, uint32_t N, uint32_t nz, bool no
     snprintf(name, sizeof name, "mv %s K=%u N=%u z=%u%s%s%s (%s)", tu_type_name(type), K, N, nz,
              norm ? " norm" : "", acc ? " acc" : "", ids ? " ids" : "", what);
     run_variants(test_mv, name, nvar);
-    if (type == QT_Q4_0 && nvar != 1)
+    if (idot_type(type) && nvar != 1)
         run_tuned(test_mv, name, v_idot);
 }
 
@@ -411,14 +411,14 @@ static void moe_cases(void)
         snprintf(name, sizeof name, "experts gate/up/down %s (H=%u F=%u, %u of %u)", MC.what, MC.H, MC.F, MC.nused,
                  MC.nexp);
         run_variants(test_moe, name, i == 0 ? V_GPU : i < 3 ? V_ALL : i >= 6 && i <= 8 ? V_GPU : 1);
-        if (MC.tg == QT_Q4_0)
+        if (i == 0 || i == 1 || i == 6 || i == 7)
             run_tuned(test_moe, name, v_idot);
         if (i < 2) {
             MC_DEP = true;
             snprintf(name, sizeof name, "experts gate/up/down %s, the down waiting on a counter (no barrier)",
                      MC.what);
             RUN_NAMED(test_moe, name);
-            MC_DEP = MC.tg == QT_Q4_0;
+            MC_DEP = i == 0;
             if (MC_DEP)
                 run_tuned(test_moe, name, v_idot);
             MC_DEP = false;
