@@ -83,13 +83,20 @@ SPV := $(SHADERS:shaders/%.comp=$(SPV_DIR)/%.spv)
 # too, a form run 30 measured 1.2-3 % slower with LL off (gpu/perf/runs: 30, 32, 34)
 LL_SHADERS := mv_xs kv_store
 SPV += $(LL_SHADERS:%=$(SPV_DIR)/%_ll.spv)
+# the decode matvecs by 8-bit integer dot products, built a third time with
+# -DIDOT as <name>_id (and typed copies of those): their SPIR-V declares the
+# DotProduct capabilities, which a device without
+# VK_KHR_shader_integer_dot_product (core in 1.3) must never be handed
+IDOT_SHADERS := mv_xs mv_glu_xs mv_moe_down_xs
+SPV += $(IDOT_SHADERS:%=$(SPV_DIR)/%_id.spv)
 # The kernels whose code branches on a weight type, compiled once more per
 # type as <name>.t<T> (-DFIXED_TYPE=T; gpu/vk_spv.h): the generic module is
 # 250-450 KB, which lavapipe parses whole for every pipeline (~0.3 s), a
 # copy 15-30 KB.  The types are quant.glsl's.  mm_coop and the mv family stay
 # generic: no CPU implementation has cooperative matrices, and the mv family
 # is the fallback where the x-stationary kernels do not apply.
-TYPED_SHADERS := mv_xs mv_xs_ll mv_glu_xs mv_moe_down_xs router_xs attn_vb_xs mm embed
+TYPED_SHADERS := mv_xs mv_xs_ll mv_glu_xs mv_moe_down_xs router_xs attn_vb_xs mm embed mv_xs_id mv_glu_xs_id \
+                 mv_moe_down_xs_id
 WEIGHT_TYPES := $(shell sed -n 's/^const uint T_[A-Z0-9_]* = \([0-9]*\)u;$$/\1/p' shaders/quant.glsl)
 SPV_TYPED := $(foreach s,$(TYPED_SHADERS),$(foreach t,$(WEIGHT_TYPES),$(SPV_DIR)/typed/$(s).t$(t).spv))
 SPV_BENCH := $(BENCH_SHADERS:shaders/%.comp=$(SPV_DIR)/%.spv)
@@ -146,11 +153,16 @@ $(SPV_DIR)/%_ll.spv: shaders/%.comp $(SHADER_INC)
 	@mkdir -p $(@D)
 	$(GLSLC) --target-env=vulkan1.2 -O -DLL -Ishaders -o $@ $<
 
-# typed/<name>.t<T>.spv; a name ending in _ll is <name>.comp with -DLL
+$(SPV_DIR)/%_id.spv: shaders/%.comp $(SHADER_INC)
+	@mkdir -p $(@D)
+	$(GLSLC) --target-env=vulkan1.2 -O -DIDOT -Ishaders -o $@ $<
+
+# typed/<name>.t<T>.spv; a name ending in _ll is <name>.comp with -DLL, in _id with -DIDOT
 define typed_rule
-$(SPV_DIR)/typed/$(1).t$(2).spv: shaders/$(patsubst %_ll,%,$(1)).comp $(SHADER_INC)
+$(SPV_DIR)/typed/$(1).t$(2).spv: shaders/$(patsubst %_id,%,$(patsubst %_ll,%,$(1))).comp $(SHADER_INC)
 	@mkdir -p $$(@D)
-	@$(GLSLC) --target-env=vulkan1.2 -O $(if $(filter %_ll,$(1)),-DLL) -DFIXED_TYPE=$(2) -Ishaders -o $$@ $$<
+	@$(GLSLC) --target-env=vulkan1.2 -O $(if $(filter %_ll,$(1)),-DLL) $(if $(filter %_id,$(1)),-DIDOT) \
+	    -DFIXED_TYPE=$(2) -Ishaders -o $$@ $$<
 endef
 $(foreach s,$(TYPED_SHADERS),$(foreach t,$(WEIGHT_TYPES),$(eval $(call typed_rule,$(s),$(t)))))
 

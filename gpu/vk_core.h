@@ -58,6 +58,8 @@ typedef struct {
     bool mesa_driver;          /* one of Mesa's drivers: their SPIR-V front end parses a
                                   whole module before specializing it, so kernels are
                                   built from their per-type copies (vk_spv.h) */
+    bool idot;                 /* shaderIntegerDotProduct enabled (core in 1.3): the _id kernels may be built */
+    bool idot_fast;            /* and the driver calls 4x8-bit packed mixed-signedness dot products accelerated */
     bool pipe_stats;           /* asked for at create and the device has
                                   VK_KHR_pipeline_executable_properties:
                                   pipelines keep the compiler's statistics */

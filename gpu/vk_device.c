@@ -175,6 +175,8 @@ typedef struct {
     bool float16, storage16, vmm;
     uint32_t sm_count;
     bool mesa;                 /* a Mesa driver (VkPhysicalDeviceDriverProperties) */
+    bool idot;                 /* shaderIntegerDotProduct (core 1.3) */
+    bool idot_fast;            /* and its 4x8-bit packed mixed-signedness dot products accelerated */
 } dev_caps;
 
 /* Mesa's drivers, which share one SPIR-V front end (vk_core.h: mesa_driver). */
@@ -290,7 +292,15 @@ static void query_caps(VkInstance inst, VkPhysicalDevice pd, dev_caps *c)
         else
             scp.pNext = &drv;
     }
-    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
+    /* integer dot products: core in 1.3 (their properties struct chained
+     * first, where the device knows it) */
+    bool api13 = (VK_API_VERSION_MINOR(base.apiVersion) >= 3 || VK_API_VERSION_MAJOR(base.apiVersion) > 1) &&
+                 VK_API_VERSION_MINOR(shared_api) >= 3;   /* the instance's version too (shared_lock not
+                                                              needed: set before any instance is handed out) */
+    VkPhysicalDeviceShaderIntegerDotProductProperties idp = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES, .pNext = &sg};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                      .pNext = api13 ? (void *)&idp : (void *)&sg};
     vkGetPhysicalDeviceProperties2(pd, &p2);
     const VkPhysicalDeviceProperties *p = &p2.properties;
     c->mesa = driver_props && is_mesa_driver(drv.driverID);
@@ -331,7 +341,15 @@ static void query_caps(VkInstance inst, VkPhysicalDevice pd, dev_caps *c)
                                                      .pNext = &f16};
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
                                     .pNext = d->api_minor >= 2 || d->api_major > 1 ? (void *)&tsf : (void *)&f16};
+    VkPhysicalDeviceShaderIntegerDotProductFeatures idf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES, .pNext = f2.pNext};
+    if (api13)
+        f2.pNext = &idf;
     vkGetPhysicalDeviceFeatures2(pd, &f2);
+    if (api13)
+        f2.pNext = idf.pNext;
+    c->idot = api13 && idf.shaderIntegerDotProduct;
+    c->idot_fast = c->idot && idp.integerDotProduct4x8BitPackedMixedSignednessAccelerated;
     c->timeline = f2.pNext == &tsf && tsf.timelineSemaphore;
     c->dyn_index = f2.features.shaderStorageBufferArrayDynamicIndexing;
     c->float16 = f16.shaderFloat16;
@@ -521,6 +539,13 @@ static int make_device(vk_ctx *c, const dev_caps *caps, bool pipe_stats, err_t *
         tsf.pNext = chain;
         chain = &tsf;
     }
+    VkPhysicalDeviceShaderIntegerDotProductFeatures idf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+        .shaderIntegerDotProduct = VK_TRUE};
+    if (caps->idot) {
+        idf.pNext = chain;
+        chain = &idf;
+    }
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = chain};
     f2.features.shaderStorageBufferArrayDynamicIndexing = VK_TRUE;
 
@@ -543,6 +568,8 @@ static int make_device(vk_ctx *c, const dev_caps *caps, bool pipe_stats, err_t *
     c->pipe_stats = stats;
     c->timeline = caps->timeline;
     c->mesa_driver = caps->mesa;
+    c->idot = caps->idot;
+    c->idot_fast = caps->idot_fast;
     c->queue_family = caps->family;
     vkGetDeviceQueue(c->dev, caps->family, 0, &c->queue);
     return 0;

@@ -78,6 +78,19 @@ static uint32_t xs_cost4(uint32_t t)
     }
 }
 
+/* The weight types whose units have integer dot products
+ * (mv_xs_common.glsl IDOT_ON): codes of at most 8 bits in bytes, blocks of
+ * 32 or sub-blocks of 16 and 32 with their own scales.  The -DIDOT builds
+ * quantize the input in clusters of 8 lanes (x_stage): subgroups of 8 or
+ * more. */
+bool vk_k_idot(const vk_kb *k, uint32_t type)
+{
+    const vk_ctx *c = k->c;
+    bool t = type == QT_Q4_0 || type == QT_Q4_1 || type == QT_Q5_0 || type == QT_Q5_1 || type == QT_Q8_0 ||
+             type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
+    return t && c->idot && c->subgroup >= 8 && (k->tune->idot == 2 || (k->tune->idot == 1 && c->idot_fast));
+}
+
 bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, uint32_t nz, uint32_t sets,
                    uint32_t wgs, vkk_xs_cfg *m)
 {
@@ -119,7 +132,10 @@ bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, ui
     m->ksh = best * unit;
     /* the staged input, its sub-block sums (mv_xs_common.glsl xsub), red[],
      * the type's table (quant_iq.glsl) */
-    if (4ull * m->ksh + m->ksh / 8 + 4 + 512 + 4ull * PC_IQ_TABLE_WORDS(type) > c->shared_bytes)
+    /* ... and with integer dot products the quantized input: a byte an
+     * element, a scale and a sum a 32-element unit */
+    uint64_t idot_bytes = vk_k_idot(k, type) ? m->ksh + m->ksh / 4 : 0;
+    if (4ull * m->ksh + m->ksh / 8 + 4 + 512 + 4ull * PC_IQ_TABLE_WORDS(type) + idot_bytes > c->shared_bytes)
         return false;
     m->xreg = m->j * unit <= t->xs_xreg;
     m->xrn = m->xreg ? m->j * unit / 4 : 1;

@@ -59,6 +59,7 @@ bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a)
     return mv_x_config(k, a->w, a->nz ? a->nz : 1, &x);
 }
 
+
 int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
 {
     const vk_tensor *w = a->w;
@@ -75,7 +76,10 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
         if (a->dep.ll_out && a->accumulate)
             return err_set(k->err, "%s: an accumulated output cannot be tagged words", a->name);
         if (vkk_dep_bind(k, a->name, &a->dep, true, spec, MV_B_PARAMS, out, &dw) || mv_bind(k, a, x.passes, &dw, out) ||
-            !(out->pipe = pipe(k, VKK_SPV(SPV_MV_XS, &a->dep), spec, XS_S_COUNT)))
+            !(out->pipe = pipe(k, a->dep.ll_in || a->dep.ll_out ? SPV_MV_XS_LL
+                                  : vk_k_idot(k, w->type)           ? SPV_MV_XS_ID
+                                                                   : SPV_MV_XS,
+                               spec, XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
         return 0;
@@ -140,7 +144,7 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
         spec[GLU_XS_S_NORM] = a->norm ? 1 : 0;
         spec[GLU_XS_S_IDMODE] = a->ids ? 1 : 0;
         if (vkk_dep_bind(k, a->name, &a->dep, false, spec, GLU_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, SPV_MV_GLU_XS, spec, XS_S_COUNT)))
+            !(out->pipe = pipe(k, vk_k_idot(k, g->type) ? SPV_MV_GLU_XS_ID : SPV_MV_GLU_XS, spec, XS_S_COUNT)))
             return -1;
         groups = x.groups;
     } else {
@@ -218,7 +222,8 @@ int vk_k_moe_down(const vk_kb *k, const vk_moe_down_args *a, vk_call *out)
         if (a->ids_wait && (!a->dep.wait || a->ids_wait->b.buf != a->dep.wait->b.buf || !a->ids_wait_n))
             return err_set(k->err, "%s: the ids' wait needs the main wait on the same counters", a->name);
         if (vkk_dep_bind(k, a->name, &a->dep, false, spec, DOWN_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, SPV_MV_MOE_DOWN_XS, spec, XS_S_COUNT)))
+            !(out->pipe = pipe(k, vk_k_idot(k, d->type) ? SPV_MV_MOE_DOWN_XS_ID : SPV_MV_MOE_DOWN_XS, spec,
+                               XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
     } else {

@@ -136,6 +136,58 @@ float xsum[NS > 0u ? J * NS : 1u];
 uvec4 qv[XS_SETS * R * J * QW];
 uint hv[XS_SETS * R * J * HW];
 
+#ifdef IDOT
+// Integer dot products (the -DIDOT build, gpu/vk_k_matvec.c; a device with
+// VK_KHR_shader_integer_dot_product, core in Vulkan 1.3).  glslc 2023.2 has
+// no GL_EXT_integer_dot_product, so OpSUDot (signed x, unsigned weight codes,
+// four 8-bit lanes packed in a word) is declared through
+// GL_EXT_spirv_intrinsics: capabilities DotProductInput4x8BitPacked (6018)
+// and DotProduct (6019).  Why: the float path spends ~4 instructions an
+// element turning codes into floats (fld) before its fma; here a word of
+// four codes meets four 8-bit inputs in one instruction.  The input is
+// quantized per 32-element unit, as llama.cpp's q8_1: d = max|x| / 127,
+// q = roundEven(x / d) (x times 127 / max|x|).
+#extension GL_EXT_spirv_intrinsics : require
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6018, 6019], id = 4452)
+int sudot4x8(uint x_signed, uint w_unsigned, spirv_literal int packed_4x8);
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6018, 6019], id = 4450)
+int sdot4x8(uint x_signed, uint w_signed, spirv_literal int packed_4x8);
+// The input is quantized once a workgroup: the staging (x_stage) keeps the
+// floats and each 32 elements' max|x| (the eight lanes of a run, by
+// shuffles), then load_xr quantizes (idot_quantize) -- a lane that
+// quantized its own units redid it for each of its rows' few teams (run 57
+// call 1: the MoE down -50 %).  8-lane clusters: subgroups of 8 or more
+// lanes.  The scales and sums are kept a 32-element run of the input,
+// whatever the weight type: a unit of 64 (Q4_K, Q5_K) reads two, a Q6_K
+// unit (16 elements of four rows) shares of four (idot_block).
+const bool IDOT_ON = (TYPE == T_Q4_0 || TYPE == T_Q4_1 || TYPE == T_Q5_0 || TYPE == T_Q5_1 || TYPE == T_Q8_0 ||
+                      TYPE == T_Q4_K || TYPE == T_Q5_K || TYPE == T_Q6_K) && SG >= 8u;
+const uint NBU = TYPE == T_Q6_K ? 4u : UNIT / 32u;   // the input blocks a unit reads
+// The input's quantization blocks: 32 elements for every type, as
+// llama.cpp's CUDA decode (q8_1).  The K-quants' 256 (q8_K, the CPU
+// backend's and llama.cpp's CPU's) was measured too (run 57 call 3; the
+// max over eight runs): coarser, and no faster.
+const uint QB = 32u;
+shared float amax_sh[IDOT_ON ? KSH / 32u : 1u];  // max|x| of each 32 elements
+shared uint xq_sh[IDOT_ON ? KSH / 4u : 1u];  // vec4 g of unit u as four signed bytes, at x_slot(u, g)
+shared float xd_sh[IDOT_ON ? KSH / 32u : 1u];      // block b's d
+shared int xqs_sh[IDOT_ON ? KSH / 32u : 1u];       // block b's sum of q
+uint xq[IDOT_ON ? J * GPU : 1u];     // this lane's unit j: its words GPU j.., its blocks' d and sums
+float xd[IDOT_ON ? J * NBU : 1u];
+int xqs[IDOT_ON ? J * NBU : 1u];
+
+// The input block of unit u's h-th share (its h-th 32 elements; Q6_K: row h
+// of unit (h', s0) of its 256-element block: elements 128h' + 32h + 16s0 ..).
+uint idot_block(uint u, uint h)
+{
+    if (TYPE == T_Q6_K)
+        return (u >> 2) * 8u + 4u * ((u & 3u) >> 1) + h;
+    return u * NBU + h;
+}
+#else
+const bool IDOT_ON = false;
+#endif
+
 uint lin_id() { return gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID; }
 
 float team_sum(float v)
@@ -241,13 +293,30 @@ void x_put(uint v, vec4 a)
 // XEND, WGS at a time: with XSUB every lane the same rounds, as the shuffles
 // need whole clusters (then v may pass XV); else up to XV, as before run 26.
 const uint XV = J * TEAM * GPU;
-const uint XEND = XSUB ? (XV + WGS - 1u) / WGS * WGS : XV;
-uint x_first() { return XSUB ? lin_id() : gl_LocalInvocationIndex; }
+const bool XCLUSTER = XSUB || IDOT_ON;
+const uint XEND = XCLUSTER ? (XV + WGS - 1u) / WGS * WGS : XV;
+uint x_first() { return XCLUSTER ? lin_id() : gl_LocalInvocationIndex; }
 
 // x_put for a staging loop's vec4 v (a: zero past the input); XSUB: also
 // the sub-block sums.
 void x_stage(uint v, vec4 a)
 {
+#ifdef IDOT
+    if (IDOT_ON) {
+        vec4 aa = abs(a);
+        float m = max(max(aa.x, aa.y), max(aa.z, aa.w));
+        m = max(m, subgroupShuffleXor(m, 1u));
+        m = max(m, subgroupShuffleXor(m, 2u));
+        m = max(m, subgroupShuffleXor(m, 4u));
+        if (v < XV) {
+            uvec2 ug = x_unit(v);
+            xs[x_slot(ug.x, ug.y)] = a;
+            if ((v & 7u) == 0u)
+                amax_sh[v >> 3] = m;
+        }
+        return;
+    }
+#endif
     if (v < XV)
         x_put(v, a);
     if (XSUB) {
@@ -304,11 +373,48 @@ float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps, uint tag
     return sc;
 }
 
+#ifdef IDOT
+// The staged input (x_stage: floats and each run's max|x|) quantized by the
+// workgroup, after the staging's barrier: q = roundEven(x 127 / max|x|) over
+// each QB-element block, d = max|x| / 127; the sums of q and the d a
+// 32-element run.  Call from uniform control flow (barrier).
+void idot_quantize()
+{
+    for (uint v = x_first(); v < XEND; v += WGS) {
+        float m = 0.0;
+        if (v < XV) {
+            if (QB == 32u)
+                m = amax_sh[v >> 3];
+            else
+                [[unroll]] for (uint r = 0u; r < QB / 32u; r++)
+                    m = max(m, amax_sh[(v >> 3) / (QB / 32u) * (QB / 32u) + r]);
+        }
+        uvec2 ug = x_unit(v);
+        vec4 a = v < XV ? xs[x_slot(ug.x, ug.y)] : vec4(0.0);
+        float id = m > 0.0 ? 127.0 / m : 0.0;
+        ivec4 q = ivec4(roundEven(a * id));
+        int qs = q.x + q.y + q.z + q.w;
+        qs += subgroupShuffleXor(qs, 1u);
+        qs += subgroupShuffleXor(qs, 2u);
+        qs += subgroupShuffleXor(qs, 4u);
+        if (v < XV) {
+            xq_sh[x_slot(ug.x, ug.y)] = uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 | uint(q.z & 0xFF) << 16 |
+                                        uint(q.w & 0xFF) << 24;
+            if ((v & 7u) == 0u) {
+                xd_sh[v >> 3] = m / 127.0;
+                xqs_sh[v >> 3] = qs;
+            }
+        }
+    }
+    barrier();
+}
+#endif
+
 // This lane's inputs into registers (XREG), and the sums of its
 // sub-blocks' inputs (NS: from xsub, else summed here); after staging.
 void load_xr(uint lane)
 {
-    if (XREG == 1u)
+    if (XREG == 1u && !IDOT_ON)
         [[unroll]] for (uint j = 0u; j < J; j++)
             [[unroll]] for (uint g = 0u; g < GPU; g++)
                 xr[j * GPU + g] = xs[x_slot(lane + j * TEAM, g)];
@@ -327,6 +433,25 @@ void load_xr(uint lane)
             [[unroll]] for (uint h = 0u; h < NS; h++)
                 xsum[j * NS + h] = s[h].x + s[h].y + s[h].z + s[h].w;
         }
+#ifdef IDOT
+    if (IDOT_ON)
+        idot_quantize();
+    if (IDOT_ON)
+        [[unroll]] for (uint j = 0u; j < J; j++) {
+            uint u = lane + j * TEAM;
+            [[unroll]] for (uint g = 0u; g < GPU; g++)
+                xq[GPU * j + g] = xq_sh[x_slot(u, g)];
+            [[unroll]] for (uint h = 0u; h < NBU; h++) {
+                uint b = idot_block(u, h);
+                xd[NBU * j + h] = xd_sh[b];
+                xqs[NBU * j + h] = xqs_sh[b];
+            }
+            // the K-quants' minimums: sum x of a sub-block as d sum q (k_chunk)
+            if (TYPE == T_Q4_K || TYPE == T_Q5_K)
+                [[unroll]] for (uint h = 0u; h < 2u; h++)
+                    xsum[2u * j + h] = xd[NBU * j + h] * float(xqs[NBU * j + h]);
+        }
+#endif
 }
 
 // vec4 g of this lane's unit j (unit index u = lane + j*TEAM).
@@ -434,6 +559,7 @@ float unit_q4_0(uint i, uint j, uint u)
     return acc.x + acc.y + acc.z + acc.w;
 }
 
+
 // The fifth bits of run s (elements 4s'+i of a qh' word's order, gpu/vk_layout.c:
 // bits 8i + (s+4)%8) moved to bit 4 of byte i.
 uint qh_bits(uint h, uint s) { return (s < 4u ? h >> s : h << (8u - s)) & 0x10101010u; }
@@ -524,6 +650,86 @@ float unit_q6_k(uint i, uint blk, uint sub, uint j, uint u)
     return d * s;
 }
 
+#ifdef IDOT
+// Integer dot products of a unit: the weight codes four to a word as the
+// input's words hold their elements (byte i of a word element 4k+i), the
+// input's block scales outside the sums.
+// Nibble words (Q4_0 / Q4_1 / Q5_0 / Q5_1: a unit's word k holds elements
+// 4k.. in its low nibbles, 16+4k.. in its high ones; Q4_K / Q5_K: word k of
+// a 64-element chunk, elements 4k.. and 32+4k.., two sub-blocks), with the
+// fifth bits (qh_bits) where hlo / hhi are given: sum q x of each half.
+ivec2 nib_idot(uint i, uint j, bool five, uint hlo, uint hhi, uint hs)
+{
+    ivec2 acc = ivec2(0);
+    [[unroll]] for (uint k = 0u; k < GPU / 2u; k++) {
+        uint a = qv[QW * i + (k >> 2)][k & 3u];
+        uint lo = a & 0x0F0F0F0Fu, hi = (a >> 4) & 0x0F0F0F0Fu;
+        if (five) {
+            lo |= qh_bits(hlo, k);
+            hi |= qh_bits(hhi, k + hs);
+        }
+        acc.x += sudot4x8(xq[GPU * j + k], lo, 0);
+        acc.y += sudot4x8(xq[GPU * j + GPU / 2u + k], hi, 0);
+    }
+    return acc;
+}
+
+// Q6_K: as unit_q6_k assembles its bytes, then each byte less 32 (a borrow
+// cannot cross bytes: 0x80 + q - 0x20 stays in one byte for q < 64).
+float unit_q6_k_idot(uint i, uint blk, uint sub, uint j)
+{
+    uvec4 l0 = qv[3u * i], l1 = qv[3u * i + 1u], qh = qv[3u * i + 2u];
+    ivec4 acc = ivec4(0);
+    [[unroll]] for (uint k = 0u; k < 4u; k++) {
+        uint h = qh[k];
+        uint a[4] = uint[4]((l0[k] & 0x0F0F0F0Fu) | ((h << 4) & 0x30303030u),
+                            (l1[k] & 0x0F0F0F0Fu) | ((h << 2) & 0x30303030u),
+                            ((l0[k] >> 4) & 0x0F0F0F0Fu) | (h & 0x30303030u),
+                            ((l1[k] >> 4) & 0x0F0F0F0Fu) | ((h >> 2) & 0x30303030u));
+        [[unroll]] for (uint r = 0u; r < 4u; r++)
+            acc[r] += sdot4x8(xq[16u * j + 4u * r + k], ((a[r] | 0x80808080u) - 0x20202020u) ^ 0x80808080u, 0);
+    }
+    uint s0 = sub & 1u, w0 = hv[3u * i + 1u], w1 = hv[3u * i + 2u];
+    float s = 0.0;
+    [[unroll]] for (uint r = 0u; r < 4u; r++) {
+        uint sw = r < 2u ? w0 : w1;
+        uint byte = s0 + 2u * (r & 1u);
+        float sc = float(int(sw << (24u - 8u * byte)) >> 24);
+        s += sc * xd[4u * j + r] * float(acc[r]);
+    }
+    return half_of(hv[3u * i], blk) * s;
+}
+
+float unit_dot_idot(uint i, uint blk, uint sub, uint j)
+{
+    if (TYPE == T_Q8_0) {
+        int acc = 0;
+        [[unroll]] for (uint g = 0u; g < 8u; g++)
+            acc += sdot4x8(xq[8u * j + g], qv[2u * i + (g >> 2)][g & 3u], 0);
+        return half_of(hv[i], blk) * xd[j] * float(acc);
+    }
+    if (TYPE == T_Q6_K)
+        return unit_q6_k_idot(i, blk, sub, j);
+    if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
+        ivec2 a = TYPE == T_Q5_K ? nib_idot(i, j, true, hv[HW * i + 4u], hv[HW * i + 5u], 0u)
+                                 : nib_idot(i, j, false, 0u, 0u, 0u);
+        return k_chunk(i, sub, j, vec2(xd[2u * j] * float(a.x), xd[2u * j + 1u] * float(a.y)));
+    }
+    // the 32-element blocks: d (q - off) or d q + m
+    bool five = TYPE == T_Q5_0 || TYPE == T_Q5_1;
+    uint hq = five ? hv[2u * i + 1u] : 0u;
+    ivec2 a = nib_idot(i, j, five, hq, hq, 4u);
+    int q = a.x + a.y;
+    float dx = xd[j];
+    if (TYPE == T_Q4_0)
+        return half_of(hv[i], blk) * dx * float(q - 8 * xqs[j]);
+    if (TYPE == T_Q5_0)
+        return unpackHalf2x16(hv[2u * i]).x * dx * float(q - 16 * xqs[j]);
+    vec2 dm = unpackHalf2x16(TYPE == T_Q4_1 ? hv[i] : hv[2u * i]);
+    return dx * (dm.x * float(q) + dm.y * float(xqs[j]));
+}
+#endif
+
 #include "xs_low.glsl"
 
 // Dot of register set i (block blk, unit sub of it) with this lane's unit j.
@@ -531,6 +737,10 @@ float unit_dot(uint i, uint blk, uint sub, uint j, uint u)
 {
     if (LOW)
         return unit_dot_low(i, blk, sub, j, u);
+#ifdef IDOT
+    if (IDOT_ON)
+        return unit_dot_idot(i, blk, sub, j);
+#endif
     if (TYPE == T_Q4_0)
         return half_of(hv[i], blk) * unit_q4_0(i, j, u);
     if (TYPE == T_Q4_1) {

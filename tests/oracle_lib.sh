@@ -62,7 +62,7 @@ oracle_generate() {
 # oracle_same_file NAME MODEL TOKENS VOCAB N_TOK: a file with no llama.cpp
 # figures (made from a fixture's F32 file by our quantizer) against the CPU
 # reference forward pass (--backend ref) on that very file -- the same exactly dequantized
-# weights, summed in f32: the decode graph (-b 1) and the prompt graph with
+# weights, summed in f32 (the Vulkan side on its float decode path, --tune idot=0): the decode graph (-b 1) and the prompt graph with
 # fp32 mat-mats (--tune coopmat=0) within F32's 1e-4 rel-L2 and every
 # argmax; the default prompt graph (tensor cores where the device has them:
 # fp16 operands, each product within 2^-10 of itself) within 1e-2; greedy
@@ -79,7 +79,7 @@ oracle_same_file() {
         _what=${_case%%|*} _rest=${_case#*|}
         _opts=${_rest%%|*} _tol=${_rest#*|}
         # shellcheck disable=SC2086
-        if $GLMCHAT logits -m "$_m" --backend vulkan --kv-type f32 $_opts --tokens "$_tok" -o "$TMP/same.vk.bin" \
+        if $GLMCHAT logits -m "$_m" --backend vulkan --tune idot=0 --kv-type f32 $_opts --tokens "$_tok" -o "$TMP/same.vk.bin" \
                2>"$TMP/err" &&
             _out=$($CMP --vocab "$_vocab" --max-rel-l2 "$_tol" --min-argmax "$_ntok" "$TMP/same.vk.bin" "$TMP/same.cpu.bin"); then
             ok "$_name: $_what = cpu reference on the same file ($_out)"
@@ -88,7 +88,8 @@ oracle_same_file() {
         fi
     done
     _want=$($GLMCHAT generate -m "$_m" --backend ref --tokens "$_tok" -n 12 --temp 0 --ids 2>"$TMP/err")
-    _got=$($GLMCHAT generate -m "$_m" --backend vulkan --kv-type f32 --tokens "$_tok" -n 12 --temp 0 --ids 2>>"$TMP/err")
+    _got=$($GLMCHAT generate -m "$_m" --backend vulkan --tune idot=0 --kv-type f32 --tokens "$_tok" -n 12 --temp 0 --ids \
+        2>>"$TMP/err")
     if [ -n "$_want" ] && [ "$_got" = "$_want" ]; then
         ok "$_name: greedy ids = cpu reference's"
     else

@@ -69,10 +69,14 @@ static void test_mv(void)
     vk_call call;
     CHECK(vk_k_mv(&KB, &a, &call) == 0, "build: %.200s", KERR.msg);
     CHECK(tu_run(&call, 1, NULL) == 0, "run");
+    /* integer dot products: the reference takes the input as they quantize it */
+    bool idot = vk_mv_deps(&KB, &a) && vk_k_idot(&KB, tc->type);
+    if (TUNE.idot)
+        printf("# %s\n", idot ? "8-bit integer dot products" : "no integer dot products for this case");
 
     const float *gy = (const float *)by.map;
-    double *ry = malloc(tc->N * sizeof *ry), *mag = malloc(tc->N * sizeof *mag);
-    float *xin = malloc(tc->K * sizeof *xin);
+    double *ry = malloc(tc->N * sizeof *ry), *mag = malloc(tc->N * sizeof *mag), *tmag = malloc(tc->N * sizeof *tmag);
+    float *xin = malloc(tc->K * sizeof *xin), *xq = malloc(tc->K * sizeof *xq), *tie = malloc(tc->K * sizeof *tie);
     double worst = 0;
     uint32_t bad = 0;
     for (uint32_t z = 0; z < tc->nz; z++) {
@@ -87,13 +91,20 @@ static void test_mv(void)
                 xin[i] = (float)(xz[i] * sc * nw[i]);
         }
         uint32_t m = tc->ids ? (uint32_t)ids[z] : z;
-        ref_dot_rows(tc->type, w + (uint64_t)m * rb * tc->N, tc->K, tc->N, xin, ry, mag);
+        const uint8_t *wm = w + (uint64_t)m * rb * tc->N;
+        if (idot) {
+            ref_q8_input(xin, tc->K, xq, tie);
+            ref_dot_rows(tc->type, wm, tc->K, tc->N, tie, ry, tmag); /* ry: overwritten next */
+            ref_dot_rows(tc->type, wm, tc->K, tc->N, xq, ry, mag);
+        } else {
+            ref_dot_rows(tc->type, wm, tc->K, tc->N, xin, ry, mag);
+        }
         for (uint32_t r = 0; r < tc->N; r++) {
             double want = ry[r] + (tc->acc ? y0[(uint64_t)z * y_z + r] : 0);
             double got = gy[(uint64_t)z * y_z + r];
             /* the normalized input itself carries ~K ulps of the norm's sum */
             double tol = chain_bound(tc->type, tc->K) * (mag[r] + (tc->acc ? fabs(want) : 0)) * (tc->norm ? 2 : 1) +
-                         1e-30;
+                         (idot ? tmag[r] : 0) + 1e-30;
             double e = fabs(got - want) / tol;
             if (!(e <= 1.0)) {
                 if (bad < 3)
@@ -108,7 +119,7 @@ static void test_mv(void)
     /* rows past N and z past nz untouched: the poison around them stays */
     if (tc->nz && !tc->acc)
         CHECK(isnan(gy[tc->N]) || y_z == tc->N, "row N was written");
-    free(w), free(x), free(nw), free(y0), free(ry), free(mag), free(xin);
+    free(w), free(x), free(nw), free(y0), free(ry), free(mag), free(tmag), free(xin), free(xq), free(tie);
     tu_reset_buffers();
 }
 
@@ -120,6 +131,8 @@ static void run_mv_v(uint32_t type, uint32_t K, uint32_t N, uint32_t nz, bool no
     snprintf(name, sizeof name, "mv %s K=%u N=%u z=%u%s%s%s (%s)", tu_type_name(type), K, N, nz,
              norm ? " norm" : "", acc ? " acc" : "", ids ? " ids" : "", what);
     run_variants(test_mv, name, nvar);
+    if (idot_type(type) && nvar != 1)
+        run_tuned(test_mv, name, v_idot);
 }
 
 static void run_mv(uint32_t type, uint32_t K, uint32_t N, uint32_t nz, bool norm, bool acc, bool ids, const char *what)
@@ -290,20 +303,35 @@ static void test_moe(void)
      * GPU's h as input (so each kernel is judged on its own). */
     float *n = malloc(m->H * sizeof *n);
     rmsnorm_ref(x, nw, m->H, 1e-6f, n);
+    /* integer dot products: the references take the inputs as they quantize them */
+    bool idot_gu = vk_glu_deps(&KB, &ga) && vk_k_idot(&KB, m->tg), idot_down = vk_moe_down_deps(&KB, &da) &&
+                                                                             vk_k_idot(&KB, m->td) && !split;
+    if (TUNE.idot)
+        printf("# 8-bit integer dot products: gate/up %s, down %s\n", idot_gu ? "yes" : "no", idot_down ? "yes" : "no");
+    float *nq = malloc(m->H * sizeof *nq), *ntie = malloc(m->H * sizeof *ntie);
+    if (idot_gu)
+        ref_q8_input(n, m->H, nq, ntie);
     uint32_t bad = 0;
     double worst = 0;
     const float *gh = (const float *)bh.map;
     double *rg = malloc(hz * sizeof *rg), *ru = malloc(hz * sizeof *ru), *mg = malloc(hz * sizeof *mg),
-           *mu = malloc(hz * sizeof *mu);
+           *mu = malloc(hz * sizeof *mu), *tg_ = calloc(hz, sizeof *tg_), *tu_ = calloc(hz, sizeof *tu_);
     for (uint32_t z = 0; z <= m->nused; z++) {
         bool sh = z == m->nused;
         uint32_t F = sh ? m->FS : m->F;
-        ref_dot_rows(m->tg, sh ? wsg : mat_of(m->tg, wg, m->H, m->F, ids[z]), m->H, F, n, rg, mg);
-        ref_dot_rows(m->tu, sh ? wsu : mat_of(m->tu, wu, m->H, m->F, ids[z]), m->H, F, n, ru, mu);
+        const uint8_t *mgate = sh ? wsg : mat_of(m->tg, wg, m->H, m->F, ids[z]);
+        const uint8_t *mup = sh ? wsu : mat_of(m->tu, wu, m->H, m->F, ids[z]);
+        if (idot_gu) { /* the tie elements' share first (rg, ru overwritten next) */
+            ref_dot_rows(m->tg, mgate, m->H, F, ntie, rg, tg_);
+            ref_dot_rows(m->tu, mup, m->H, F, ntie, ru, tu_);
+        }
+        ref_dot_rows(m->tg, mgate, m->H, F, idot_gu ? nq : n, rg, mg);
+        ref_dot_rows(m->tu, mup, m->H, F, idot_gu ? nq : n, ru, mu);
         double cb = 2 * chain_bound(m->tg, m->H); /* x2: the normalized input's own rounding */
         for (uint32_t r = 0; r < F; r++) {
             double want = silu_d(rg[r]) * ru[r];
-            double tol = 1.1 * cb * mg[r] * fabs(ru[r]) + fabs(silu_d(rg[r])) * cb * mu[r] + 1e-30;
+            /* silu's slope is below 1.1 */
+            double tol = 1.1 * (cb * mg[r] + tg_[r]) * fabs(ru[r]) + fabs(silu_d(rg[r])) * (cb * mu[r] + tu_[r]) + 1e-30;
             double e = fabs(gh[z * hz + r] - want) / tol;
             if (!(e <= 1)) {
                 if (bad++ < 3)
@@ -314,26 +342,41 @@ static void test_moe(void)
         }
     }
     CHECK(bad == 0, "gate/up: %u outputs outside tolerance (worst %.3g x tol)", bad, worst);
-    free(rg), free(ru), free(mg), free(mu);
+    free(rg), free(ru), free(mg), free(mu), free(tg_), free(tu_), free(nq), free(ntie);
 
-    double *acc = calloc(m->H, sizeof *acc), *mag = calloc(m->H, sizeof *mag);
+    double *acc = calloc(m->H, sizeof *acc), *mag = calloc(m->H, sizeof *mag), *tmag = calloc(m->H, sizeof *tmag);
     double *t1 = malloc(m->H * sizeof *t1), *t2 = malloc(m->H * sizeof *t2);
+    float *hs = malloc(hz * sizeof *hs), *hq = malloc(hz * sizeof *hq), *htie = malloc(hz * sizeof *htie);
     for (uint32_t z = 0; z <= m->nused; z++) {
         bool sh = z == m->nused;
-        ref_dot_rows(sh ? m->ts : m->td, sh ? wsd : mat_of(m->td, wd, m->F, m->H, ids[z]), sh ? m->FS : m->F, m->H,
-                     gh + z * hz, t1, t2);
+        uint32_t F = sh ? m->FS : m->F;
+        const uint8_t *md = sh ? wsd : mat_of(m->td, wd, m->F, m->H, ids[z]);
         double wz = sh ? 1.0 : wts[z];
+        if (idot_down) {
+            /* the down stages wt[z] h[z] in float and quantizes that */
+            for (uint32_t k = 0; k < F; k++)
+                hs[k] = (float)wz * gh[z * hz + k];
+            ref_q8_input(hs, F, hq, htie);
+            ref_dot_rows(sh ? m->ts : m->td, md, F, m->H, htie, t1, t2);
+            for (uint32_t r = 0; r < m->H; r++)
+                tmag[r] += t2[r];
+            ref_dot_rows(sh ? m->ts : m->td, md, F, m->H, hq, t1, t2);
+            wz = 1.0;
+        } else {
+            ref_dot_rows(sh ? m->ts : m->td, md, F, m->H, gh + z * hz, t1, t2);
+        }
         for (uint32_t r = 0; r < m->H; r++) {
             acc[r] += wz * t1[r];
             mag[r] += fabs(wz) * t2[r];
         }
     }
+    free(hs), free(hq), free(htie);
     bad = 0;
     worst = 0;
     const float *gy = (const float *)by.map;
     for (uint32_t r = 0; r < m->H; r++) {
         double want = y0[r] + acc[r];
-        double tol = chain_bound(m->td, m->F * (m->nused + 1)) * (mag[r] + fabs(y0[r])) + 1e-30;
+        double tol = chain_bound(m->td, m->F * (m->nused + 1)) * (mag[r] + fabs(y0[r])) + tmag[r] + 1e-30;
         double e = fabs(gy[r] - want) / tol;
         if (!(e <= 1) && bad++ < 3)
             printf("#   y[%u]: gpu %.9g ref %.9g\n", r, gy[r], want);
@@ -341,7 +384,7 @@ static void test_moe(void)
             worst = e;
     }
     CHECK(bad == 0, "down: %u outputs outside tolerance (worst %.3g x tol)", bad, worst);
-    free(acc), free(mag), free(t1), free(t2), free(n);
+    free(acc), free(mag), free(tmag), free(t1), free(t2), free(n);
     free(wg), free(wu), free(wd), free(wsg), free(wsu), free(wsd), free(x), free(nw), free(y0);
     tu_reset_buffers();
 }
@@ -368,11 +411,16 @@ static void moe_cases(void)
         snprintf(name, sizeof name, "experts gate/up/down %s (H=%u F=%u, %u of %u)", MC.what, MC.H, MC.F, MC.nused,
                  MC.nexp);
         run_variants(test_moe, name, i == 0 ? V_GPU : i < 3 ? V_ALL : i >= 6 && i <= 8 ? V_GPU : 1);
+        if (i == 0 || i == 1 || i == 6 || i == 7)
+            run_tuned(test_moe, name, v_idot);
         if (i < 2) {
             MC_DEP = true;
             snprintf(name, sizeof name, "experts gate/up/down %s, the down waiting on a counter (no barrier)",
                      MC.what);
             RUN_NAMED(test_moe, name);
+            MC_DEP = i == 0;
+            if (MC_DEP)
+                run_tuned(test_moe, name, v_idot);
             MC_DEP = false;
         }
     }

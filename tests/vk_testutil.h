@@ -550,6 +550,33 @@ static void ref_dot_rows(uint32_t type, const uint8_t *w, uint32_t K, uint32_t r
     free(row), free(terms);
 }
 
+/* The input as the integer-dot kernels see it (vk_k_idot): quantized over
+ * blocks of 32 elements (as llama.cpp's CUDA decode, q8_1), d = max|x| /
+ * 127, q = roundEven(x * 127 / max|x|); xq[k] gets d q.  tie[k] gets d where x * 127 / max|x| lies within
+ * 1e-4 of a rounding tie, else 0: there the GPU may round the other way
+ * (Vulkan allows its division 2.5 ulp and x reaches it through other float
+ * roundings -- the norm's scale applied before or after -- a few ulps of
+ * values below 127, ~5e-5 at most), so a case allows such elements d |w|
+ * more (ref_dot_rows' magnitude of tie).  Elsewhere both sides hold the same
+ * integers, and the chain bound covers the float products and sums around
+ * them. */
+static void ref_q8_input(const float *x, uint32_t K, float *xq, float *tie)
+{
+    const uint32_t qb = 32;
+    for (uint32_t b = 0; b < K; b += qb) {
+        uint32_t n = K - b < qb ? K - b : qb;
+        float amax = 0;
+        for (uint32_t i = 0; i < n; i++)
+            amax = fmaxf(amax, fabsf(x[b + i]));
+        float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+        for (uint32_t i = 0; i < n; i++) {
+            float v = x[b + i] * id, q = nearbyintf(v); /* the default rounding: to nearest, ties to even */
+            xq[b + i] = d * q;
+            tie[b + i] = fabsf(fabsf(v - floorf(v)) - 0.5f) < 1e-4f ? d : 0.0f;
+        }
+    }
+}
+
 static double chain_bound(uint32_t type, uint32_t K)
 {
     vk_qlayout l;
@@ -655,6 +682,21 @@ static void v_shared_input(vk_tuning *t)
 static void v_mv(vk_tuning *t)
 {
     t->xs = 0;
+}
+
+/* The matvecs on 8-bit integer dot products wherever the device has them
+ * (lavapipe too), not only where they are fast; run by the cases of the
+ * types that have them (idot_type). */
+static void v_idot(vk_tuning *t)
+{
+    t->idot = 2;
+}
+
+/* The types with integer dot products (vk_k_idot). */
+static bool idot_type(uint32_t t)
+{
+    return t == QT_Q4_0 || t == QT_Q4_1 || t == QT_Q5_0 || t == QT_Q5_1 || t == QT_Q8_0 || t == QT_Q4_K ||
+           t == QT_Q5_K || t == QT_Q6_K;
 }
 
 typedef void (*variant_fn)(vk_tuning *t);
