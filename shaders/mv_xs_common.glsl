@@ -144,30 +144,25 @@ uint hv[XS_SETS * R * J * HW];
 // GL_EXT_spirv_intrinsics: capabilities DotProductInput4x8BitPacked (6018)
 // and DotProduct (6019).  Why: the float path spends ~4 instructions an
 // element turning codes into floats (fld) before its fma; here a word of
-// four codes meets four 8-bit inputs in one instruction.  The input is
-// quantized per 32-element unit, as llama.cpp's q8_1: d = max|x| / 127,
-// q = roundEven(x / d) (x times 127 / max|x|).
+// four codes meets four 8-bit inputs in one instruction.
 #extension GL_EXT_spirv_intrinsics : require
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6018, 6019], id = 4452)
 int sudot4x8(uint x_signed, uint w_unsigned, spirv_literal int packed_4x8);
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6018, 6019], id = 4450)
 int sdot4x8(uint x_signed, uint w_signed, spirv_literal int packed_4x8);
-// The input is quantized once a workgroup: the staging (x_stage) keeps the
-// floats and each 32 elements' max|x| (the eight lanes of a run, by
-// shuffles), then load_xr quantizes (idot_quantize) -- a lane that
-// quantized its own units redid it for each of its rows' few teams (run 57
-// call 1: the MoE down -50 %).  8-lane clusters: subgroups of 8 or more
-// lanes.  The scales and sums are kept a 32-element run of the input,
-// whatever the weight type: a unit of 64 (Q4_K, Q5_K) reads two, a Q6_K
+// The input is quantized per 32 elements for every weight type, as
+// llama.cpp's CUDA decode does (q8_1): d = max|x| / 127, q = roundEven(x 127
+// / max|x|).  (The K-quants over 256, llama.cpp's CPU q8_K, measured no
+// faster and coarser: gpu/perf/runs/57.)  Once a workgroup: the staging
+// (x_stage) keeps the floats and each run's max|x| (its eight lanes, by
+// shuffles), then load_xr quantizes (idot_quantize) -- a lane that quantized
+// its own units redid it for each of its rows' few teams (run 57 call 1: the
+// MoE down 914 -> 1380 us a token).  8-lane clusters: subgroups of 8 or
+// more.  A unit of 64 (Q4_K, Q5_K) reads two runs' scales and sums, a Q6_K
 // unit (16 elements of four rows) shares of four (idot_block).
 const bool IDOT_ON = (TYPE == T_Q4_0 || TYPE == T_Q4_1 || TYPE == T_Q5_0 || TYPE == T_Q5_1 || TYPE == T_Q8_0 ||
                       TYPE == T_Q4_K || TYPE == T_Q5_K || TYPE == T_Q6_K) && SG >= 8u;
 const uint NBU = TYPE == T_Q6_K ? 4u : UNIT / 32u;   // the input blocks a unit reads
-// The input's quantization blocks: 32 elements for every type, as
-// llama.cpp's CUDA decode (q8_1).  The K-quants' 256 (q8_K, the CPU
-// backend's and llama.cpp's CPU's) was measured too (run 57 call 3; the
-// max over eight runs): coarser, and no faster.
-const uint QB = 32u;
 shared float amax_sh[IDOT_ON ? KSH / 32u : 1u];  // max|x| of each 32 elements
 shared uint xq_sh[IDOT_ON ? KSH / 4u : 1u];  // vec4 g of unit u as four signed bytes, at x_slot(u, g)
 shared float xd_sh[IDOT_ON ? KSH / 32u : 1u];      // block b's d
@@ -375,20 +370,12 @@ float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps, uint tag
 
 #ifdef IDOT
 // The staged input (x_stage: floats and each run's max|x|) quantized by the
-// workgroup, after the staging's barrier: q = roundEven(x 127 / max|x|) over
-// each QB-element block, d = max|x| / 127; the sums of q and the d a
-// 32-element run.  Call from uniform control flow (barrier).
+// workgroup after the staging's barrier, each run's d and sum of q beside
+// it.  Call from uniform control flow (barrier).
 void idot_quantize()
 {
     for (uint v = x_first(); v < XEND; v += WGS) {
-        float m = 0.0;
-        if (v < XV) {
-            if (QB == 32u)
-                m = amax_sh[v >> 3];
-            else
-                [[unroll]] for (uint r = 0u; r < QB / 32u; r++)
-                    m = max(m, amax_sh[(v >> 3) / (QB / 32u) * (QB / 32u) + r]);
-        }
+        float m = v < XV ? amax_sh[v >> 3] : 0.0;
         uvec2 ug = x_unit(v);
         vec4 a = v < XV ? xs[x_slot(ug.x, ug.y)] : vec4(0.0);
         float id = m > 0.0 ? 127.0 / m : 0.0;
@@ -558,7 +545,6 @@ float unit_q4_0(uint i, uint j, uint u)
     }
     return acc.x + acc.y + acc.z + acc.w;
 }
-
 
 // The fifth bits of run s (elements 4s'+i of a qh' word's order, gpu/vk_layout.c:
 // bits 8i + (s+4)%8) moved to bit 4 of byte i.
