@@ -46,6 +46,8 @@ typedef struct {
     uint64_t max_range_bytes;     /* maxStorageBufferRange */
     uint32_t shared_bytes;        /* maxComputeSharedMemorySize */
     bool coopmat;                 /* fp16 cooperative matrices (NV) usable for prefill */
+    bool idot_fast;               /* accelerated 8-bit integer dot products (Vulkan 1.3): the decode's
+                                     matvecs take them by default (the idot knob) */
     bool usable;                  /* has everything glmchat requires */
     char missing[256];            /* when !usable: what it lacks */
 } vk_device_info;

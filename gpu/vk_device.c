@@ -350,6 +350,7 @@ static void query_caps(VkInstance inst, VkPhysicalDevice pd, dev_caps *c)
         f2.pNext = idf.pNext;
     c->idot = api13 && idf.shaderIntegerDotProduct;
     c->idot_fast = c->idot && idp.integerDotProduct4x8BitPackedMixedSignednessAccelerated;
+    d->idot_fast = c->idot_fast;
     c->timeline = f2.pNext == &tsf && tsf.timelineSemaphore;
     c->dyn_index = f2.features.shaderStorageBufferArrayDynamicIndexing;
     c->float16 = f16.shaderFloat16;

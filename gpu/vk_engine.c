@@ -757,11 +757,17 @@ static int setup(vk_engine *e, err_t *err)
         host_line(&e->place, host, sizeof host - 2);
         strcat(host, "; ");
     }
-    snprintf(e->desc, sizeof e->desc, "Vulkan: %s%s (%s, %.1f GiB, subgroup %u%s); device memory: %s; %u dependent "
+    /* whether the decode's largest matvecs -- the last layer's routed
+     * experts' (its output projection in a model without experts) -- run on
+     * integer dot products (vk_k_idot) */
+    const model_layer *last = &e->m->layers[e->m->cfg.n_layer - 1];
+    vk_kb kb = {.c = &e->c, .tune = &e->tune};
+    bool idot = vk_k_idot(&kb, last->gate_exps.name ? last->gate_exps.type : last->attn_out.type);
+    snprintf(e->desc, sizeof e->desc, "Vulkan: %s%s (%s, %.1f GiB, subgroup %u%s%s); device memory: %s; %u dependent "
                                       "dispatches per token%s%s%s",
              host, e->c.info.name, e->c.info.kind, e->c.info.device_local_bytes / GiB, e->c.subgroup,
-             e->c.coopmat ? ", cooperative matrices" : "", placed, n_dep, links, tuned,
-             e->nextn ? "; NextN drafting" : "");
+             e->c.coopmat ? ", cooperative matrices" : "", idot ? ", 8-bit integer dot products" : "", placed, n_dep,
+             links, tuned, e->nextn ? "; NextN drafting" : "");
     return 0;
 }
 

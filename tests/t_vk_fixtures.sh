@@ -208,6 +208,16 @@ for dir in "$ROOT"/*/; do
     done
 done
 
+# the engine line says when the decode takes integer dot products (the side pane and bench show it)
+M0=$(ls "$ROOT"/*/*.q4_0.gguf | head -n 1)
+if $GLMCHAT bench -m "$M0" --backend vulkan --tune idot=2 -p 0 -n 1 --draft off >"$TMP/b2" 2>&1 &&
+    $GLMCHAT bench -m "$M0" --backend vulkan --tune idot=0 -p 0 -n 1 --draft off >"$TMP/b0" 2>&1 &&
+    grep -q '^backend: Vulkan: .*, 8-bit integer dot products)' "$TMP/b2" && ! grep -q 'integer dot' "$TMP/b0"; then
+    ok "bench's backend line says when the decode takes 8-bit integer dot products"
+else
+    fail "bench's backend line and integer dot products" "$(grep '^backend' "$TMP/b2" "$TMP/b0" | head -c 300)"
+fi
+
 # errors: one line, non-zero exit, no crash
 M=$ROOT/$(ls "$ROOT" | head -n 1)
 M=$(ls "$M"/*.f32.gguf | head -n 1)

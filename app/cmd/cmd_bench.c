@@ -904,10 +904,11 @@ int cmd_devices(int argc, char **argv)
     for (uint32_t i = 0; i < n; i++) {
         const vk_device_info *v = &d[i];
         printf("%u: %s [%s] Vulkan %u.%u, %.1f GiB device-local, subgroup %u, max allocation %.0f MiB, "
-               "max storage buffer %.0f MiB, shared memory %u KiB%s%s\n",
+               "max storage buffer %.0f MiB, shared memory %u KiB%s%s%s\n",
                i, v->name, v->kind, v->api_major, v->api_minor, v->device_local_bytes / 1073741824.0,
                v->subgroup_size, v->max_alloc_bytes / 1048576.0, v->max_range_bytes / 1048576.0, v->shared_bytes / 1024,
-               v->coopmat ? ", cooperative matrices" : "", (int)i == best ? "  <- default" : "");
+               v->coopmat ? ", cooperative matrices" : "", v->idot_fast ? ", fast 8-bit integer dot products" : "",
+               (int)i == best ? "  <- default" : "");
         if (!v->usable)
             printf("   unusable: lacks %s\n", v->missing);
     }
