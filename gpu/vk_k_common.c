@@ -83,12 +83,17 @@ static uint32_t xs_cost4(uint32_t t)
  * 32 or sub-blocks of 16 and 32 with their own scales.  The -DIDOT builds
  * quantize the input in clusters of 8 lanes (x_stage): subgroups of 8 or
  * more. */
+bool vk_idot_type(uint32_t type)
+{
+    return type == QT_Q4_0 || type == QT_Q4_1 || type == QT_Q5_0 || type == QT_Q5_1 || type == QT_Q8_0 ||
+           type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
+}
+
 bool vk_k_idot(const vk_kb *k, uint32_t type)
 {
     const vk_ctx *c = k->c;
-    bool t = type == QT_Q4_0 || type == QT_Q4_1 || type == QT_Q5_0 || type == QT_Q5_1 || type == QT_Q8_0 ||
-             type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
-    return t && c->idot && c->subgroup >= 8 && (k->tune->idot == 2 || (k->tune->idot == 1 && c->idot_fast));
+    return vk_idot_type(type) && c->idot && c->subgroup >= 8 &&
+           (k->tune->idot == 2 || (k->tune->idot == 1 && c->idot_fast));
 }
 
 bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, uint32_t nz, uint32_t sets,

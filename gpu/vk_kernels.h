@@ -82,6 +82,8 @@ bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a);
  * quantized per 32 elements, d = max|x| / 127, q = round(x / d) (ties to
  * even), as llama.cpp's q8_1 -- the results carry that rounding. */
 bool vk_k_idot(const vk_kb *k, uint32_t type);
+/* The weight types that have integer-dot units (shaders/mv_xs_common.glsl IDOT_ON). */
+bool vk_idot_type(uint32_t type);
 
 /* h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n), n = rmsnorm(x) * norm (or x). */
 typedef struct {

@@ -421,9 +421,8 @@ void load_xr(uint lane)
                 xsum[j * NS + h] = s[h].x + s[h].y + s[h].z + s[h].w;
         }
 #ifdef IDOT
-    if (IDOT_ON)
+    if (IDOT_ON) {
         idot_quantize();
-    if (IDOT_ON)
         [[unroll]] for (uint j = 0u; j < J; j++) {
             uint u = lane + j * TEAM;
             [[unroll]] for (uint g = 0u; g < GPU; g++)
@@ -438,6 +437,7 @@ void load_xr(uint lane)
                 [[unroll]] for (uint h = 0u; h < 2u; h++)
                     xsum[2u * j + h] = xd[NBU * j + h] * float(xqs[NBU * j + h]);
         }
+    }
 #endif
 }
 
@@ -611,28 +611,38 @@ float unit_q8_0(uint i, uint j, uint u)
 // bytes of one word, then converted as bytes at bits 0, 8, 16 and (after a
 // shift by 16) 8 (x_pre: 2^-(0, 8, 16, 8)).  vec4 g = 4j + k of the unit
 // holds columns 4k..4k+3 of row j.  Returns d * sum_j sc_j * sum (q-32) * x.
+// Word k of a unit's rows j = 0..3 (component j), from its registers l0,
+// l1 (ql) and word k of qh: byte l the 6-bit value of column 4k + l
+// (unit_q6_k's layout).
+uvec4 q6_words(uvec4 l0, uvec4 l1, uint h, uint k)
+{
+    return uvec4((l0[k] & 0x0F0F0F0Fu) | ((h << 4) & 0x30303030u), (l1[k] & 0x0F0F0F0Fu) | ((h << 2) & 0x30303030u),
+                 ((l0[k] >> 4) & 0x0F0F0F0Fu) | (h & 0x30303030u), ((l1[k] >> 4) & 0x0F0F0F0Fu) | ((h >> 2) & 0x30303030u));
+}
+
+// Row r's signed 8-bit scale of a unit (column run s0) from its two words
+// of scales w0, w1.
+float q6_scale(uint w0, uint w1, uint s0, uint r)
+{
+    uint sw = r < 2u ? w0 : w1;
+    uint byte = s0 + 2u * (r & 1u);
+    return float(int(sw << (24u - 8u * byte)) >> 24);
+}
+
 float unit_q6_k(uint i, uint blk, uint sub, uint j, uint u)
 {
     uvec4 l0 = qv[3u * i], l1 = qv[3u * i + 1u], qh = qv[3u * i + 2u];
     vec4 acc[4] = vec4[4](vec4(0.0), vec4(0.0), vec4(0.0), vec4(0.0));
     [[unroll]] for (uint k = 0u; k < 4u; k++) {
-        uint h = qh[k];
-        uint a[4] = uint[4]((l0[k] & 0x0F0F0F0Fu) | ((h << 4) & 0x30303030u),
-                            (l1[k] & 0x0F0F0F0Fu) | ((h << 2) & 0x30303030u),
-                            ((l0[k] >> 4) & 0x0F0F0F0Fu) | (h & 0x30303030u),
-                            ((l1[k] >> 4) & 0x0F0F0F0Fu) | ((h >> 2) & 0x30303030u));
+        uvec4 a = q6_words(l0, l1, qh[k], k);
         [[unroll]] for (uint r = 0u; r < 4u; r++)
             acc[r] += bytes_f(a[r], 0x3Fu, 32u) * xv(j, 4u * r + k, u);
     }
     uint s0 = sub & 1u, w0 = hv[3u * i + 1u], w1 = hv[3u * i + 2u];
     float d = half_of(hv[3u * i], blk);
     float s = 0.0;
-    [[unroll]] for (uint r = 0u; r < 4u; r++) {
-        uint sw = r < 2u ? w0 : w1;
-        uint byte = s0 + 2u * (r & 1u);
-        float sc = float(int(sw << (24u - 8u * byte)) >> 24);
-        s += sc * (acc[r].x + acc[r].y + acc[r].z + acc[r].w);
-    }
+    [[unroll]] for (uint r = 0u; r < 4u; r++)
+        s += q6_scale(w0, w1, s0, r) * (acc[r].x + acc[r].y + acc[r].z + acc[r].w);
     return d * s;
 }
 
@@ -667,22 +677,14 @@ float unit_q6_k_idot(uint i, uint blk, uint sub, uint j)
     uvec4 l0 = qv[3u * i], l1 = qv[3u * i + 1u], qh = qv[3u * i + 2u];
     ivec4 acc = ivec4(0);
     [[unroll]] for (uint k = 0u; k < 4u; k++) {
-        uint h = qh[k];
-        uint a[4] = uint[4]((l0[k] & 0x0F0F0F0Fu) | ((h << 4) & 0x30303030u),
-                            (l1[k] & 0x0F0F0F0Fu) | ((h << 2) & 0x30303030u),
-                            ((l0[k] >> 4) & 0x0F0F0F0Fu) | (h & 0x30303030u),
-                            ((l1[k] >> 4) & 0x0F0F0F0Fu) | ((h >> 2) & 0x30303030u));
+        uvec4 a = q6_words(l0, l1, qh[k], k);
         [[unroll]] for (uint r = 0u; r < 4u; r++)
             acc[r] += sdot4x8(xq[16u * j + 4u * r + k], ((a[r] | 0x80808080u) - 0x20202020u) ^ 0x80808080u, 0);
     }
     uint s0 = sub & 1u, w0 = hv[3u * i + 1u], w1 = hv[3u * i + 2u];
     float s = 0.0;
-    [[unroll]] for (uint r = 0u; r < 4u; r++) {
-        uint sw = r < 2u ? w0 : w1;
-        uint byte = s0 + 2u * (r & 1u);
-        float sc = float(int(sw << (24u - 8u * byte)) >> 24);
-        s += sc * xd[4u * j + r] * float(acc[r]);
-    }
+    [[unroll]] for (uint r = 0u; r < 4u; r++)
+        s += q6_scale(w0, w1, s0, r) * xd[4u * j + r] * float(acc[r]);
     return half_of(hv[3u * i], blk) * s;
 }
 

@@ -131,7 +131,7 @@ static void run_mv_v(uint32_t type, uint32_t K, uint32_t N, uint32_t nz, bool no
     snprintf(name, sizeof name, "mv %s K=%u N=%u z=%u%s%s%s (%s)", tu_type_name(type), K, N, nz,
              norm ? " norm" : "", acc ? " acc" : "", ids ? " ids" : "", what);
     run_variants(test_mv, name, nvar);
-    if (idot_type(type) && nvar != 1)
+    if (vk_idot_type(type) && nvar != 1)
         run_tuned(test_mv, name, v_idot);
 }
 

@@ -686,17 +686,10 @@ static void v_mv(vk_tuning *t)
 
 /* The matvecs on 8-bit integer dot products wherever the device has them
  * (lavapipe too), not only where they are fast; run by the cases of the
- * types that have them (idot_type). */
+ * types that have them (vk_idot_type). */
 static void v_idot(vk_tuning *t)
 {
     t->idot = 2;
-}
-
-/* The types with integer dot products (vk_k_idot). */
-static bool idot_type(uint32_t t)
-{
-    return t == QT_Q4_0 || t == QT_Q4_1 || t == QT_Q5_0 || t == QT_Q5_1 || t == QT_Q8_0 || t == QT_Q4_K ||
-           t == QT_Q5_K || t == QT_Q6_K;
 }
 
 typedef void (*variant_fn)(vk_tuning *t);
