@@ -89,6 +89,11 @@ SPV += $(LL_SHADERS:%=$(SPV_DIR)/%_ll.spv)
 # VK_KHR_shader_integer_dot_product (core in 1.3) must never be handed
 IDOT_SHADERS := mv_xs mv_glu_xs mv_moe_down_xs
 SPV += $(IDOT_SHADERS:%=$(SPV_DIR)/%_id.spv)
+# and mv_xs with both as mv_xs_ll_id: the decode's tagged q_a + kv_a, q_b and
+# k_b must take the same integer arithmetic as the untagged calls a verify
+# column makes, or drafting would change the greedy tokens (test_vk_spec)
+LL_IDOT_SHADERS := mv_xs
+SPV += $(LL_IDOT_SHADERS:%=$(SPV_DIR)/%_ll_id.spv)
 # The kernels whose code branches on a weight type, compiled once more per
 # type as <name>.t<T> (-DFIXED_TYPE=T; gpu/vk_spv.h): the generic module is
 # 250-450 KB, which lavapipe parses whole for every pipeline (~0.3 s), a
@@ -96,7 +101,7 @@ SPV += $(IDOT_SHADERS:%=$(SPV_DIR)/%_id.spv)
 # generic: no CPU implementation has cooperative matrices, and the mv family
 # is the fallback where the x-stationary kernels do not apply.
 TYPED_SHADERS := mv_xs mv_xs_ll mv_glu_xs mv_moe_down_xs router_xs attn_vb_xs mm embed mv_xs_id mv_glu_xs_id \
-                 mv_moe_down_xs_id
+                 mv_moe_down_xs_id mv_xs_ll_id
 WEIGHT_TYPES := $(shell sed -n 's/^const uint T_[A-Z0-9_]* = \([0-9]*\)u;$$/\1/p' shaders/quant.glsl)
 SPV_TYPED := $(foreach s,$(TYPED_SHADERS),$(foreach t,$(WEIGHT_TYPES),$(SPV_DIR)/typed/$(s).t$(t).spv))
 SPV_BENCH := $(BENCH_SHADERS:shaders/%.comp=$(SPV_DIR)/%.spv)
@@ -157,11 +162,16 @@ $(SPV_DIR)/%_id.spv: shaders/%.comp $(SHADER_INC)
 	@mkdir -p $(@D)
 	$(GLSLC) --target-env=vulkan1.2 -O -DIDOT -Ishaders -o $@ $<
 
-# typed/<name>.t<T>.spv; a name ending in _ll is <name>.comp with -DLL, in _id with -DIDOT
+$(SPV_DIR)/%_ll_id.spv: shaders/%.comp $(SHADER_INC)
+	@mkdir -p $(@D)
+	$(GLSLC) --target-env=vulkan1.2 -O -DLL -DIDOT -Ishaders -o $@ $<
+
+# typed/<name>.t<T>.spv; a name ending in _ll is <name>.comp with -DLL, in _id with -DIDOT, in
+# _ll_id with both
 define typed_rule
-$(SPV_DIR)/typed/$(1).t$(2).spv: shaders/$(patsubst %_id,%,$(patsubst %_ll,%,$(1))).comp $(SHADER_INC)
+$(SPV_DIR)/typed/$(1).t$(2).spv: shaders/$(patsubst %_ll,%,$(patsubst %_id,%,$(1))).comp $(SHADER_INC)
 	@mkdir -p $$(@D)
-	@$(GLSLC) --target-env=vulkan1.2 -O $(if $(filter %_ll,$(1)),-DLL) $(if $(filter %_id,$(1)),-DIDOT) \
+	@$(GLSLC) --target-env=vulkan1.2 -O $(if $(filter %_ll %_ll_id,$(1)),-DLL) $(if $(filter %_id,$(1)),-DIDOT) \
 	    -DFIXED_TYPE=$(2) -Ishaders -o $$@ $$<
 endef
 $(foreach s,$(TYPED_SHADERS),$(foreach t,$(WEIGHT_TYPES),$(eval $(call typed_rule,$(s),$(t)))))

@@ -60,6 +60,14 @@ bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a)
 }
 
 
+/* mv_xs's build: tagged words (LL) and integer dot products each its own
+ * -D, so that a tagged call and the same call untagged (a verify column's)
+ * do the same arithmetic, bit for bit. */
+static enum spv_id mv_xs_module(bool tagged, bool idot)
+{
+    return tagged ? (idot ? SPV_MV_XS_LL_ID : SPV_MV_XS_LL) : idot ? SPV_MV_XS_ID : SPV_MV_XS;
+}
+
 int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
 {
     const vk_tensor *w = a->w;
@@ -76,10 +84,8 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out)
         if (a->dep.ll_out && a->accumulate)
             return err_set(k->err, "%s: an accumulated output cannot be tagged words", a->name);
         if (vkk_dep_bind(k, a->name, &a->dep, true, spec, MV_B_PARAMS, out, &dw) || mv_bind(k, a, x.passes, &dw, out) ||
-            !(out->pipe = pipe(k, a->dep.ll_in || a->dep.ll_out ? SPV_MV_XS_LL
-                                  : vk_k_idot(k, w->type)           ? SPV_MV_XS_ID
-                                                                   : SPV_MV_XS,
-                               spec, XS_S_COUNT)))
+            !(out->pipe = pipe(k, mv_xs_module(a->dep.ll_in || a->dep.ll_out, vk_k_idot(k, w->type)), spec,
+                               XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
         return 0;

@@ -164,12 +164,15 @@ static vk_buf ll_words(const float *x, uint32_t n, uint32_t tag)
 typedef struct {
     uint32_t type, n_head, q_lora, kv_lora, rope, nope;
     const char *what;
+    uint32_t idot; /* the idot knob: 2, integer dot products where the device has them */
 } qkv_case;
 static qkv_case QC;
 
 static void test_ll_qkv(void)
 {
     const qkv_case *m = &QC;
+    uint32_t idot_was = TUNE.idot;
+    TUNE.idot = m->idot;
     err_t err;
     vk_attn_geom g;
     CHECK(vk_attn_geom_init(&KB, &g, m->n_head, m->kv_lora, m->rope, m->nope, m->nope, true, 16, &err) == 0,
@@ -238,6 +241,7 @@ static void test_ll_qkv(void)
         }
     }
     TUNE.ll = VK_TUNE_AUTO;
+    TUNE.idot = idot_was;
     for (int run = 0; run < RUNS; run++)
         for (int i = 0; i < NOUT; i++)
             if (out[run][i])
@@ -290,9 +294,14 @@ static void test_ll_qkv(void)
 static void ll_qkv_cases(void)
 {
     static const qkv_case cases[] = {
-        {QT_Q4_0, 20, 768, 512, 64, 192 - 64, "GLM-4.7-Flash shapes, Q4_0"},
-        {QT_Q4_K, 20, 768, 512, 64, 128, "GLM-4.7-Flash shapes, Q4_K"},
-        {QT_Q8_0, 3, 96, 64, 16, 32, "Q8_0, 3 heads"},
+        {QT_Q4_0, 20, 768, 512, 64, 192 - 64, "GLM-4.7-Flash shapes, Q4_0", 0},
+        {QT_Q4_K, 20, 768, 512, 64, 128, "GLM-4.7-Flash shapes, Q4_K", 0},
+        {QT_Q8_0, 3, 96, 64, 16, 32, "Q8_0, 3 heads", 0},
+        /* the integer path: the tagged matvecs (mv_xs_ll_id) must do the
+         * plain ones' arithmetic (mv_xs_id), or a verify column's tokens
+         * would differ from a single decode's (run 58) */
+        {QT_Q4_K, 20, 768, 512, 64, 128, "GLM-4.7-Flash shapes, Q4_K, integer dot products", 2},
+        {QT_Q8_0, 3, 96, 64, 16, 32, "Q8_0, 3 heads, integer dot products", 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         QC = cases[i];

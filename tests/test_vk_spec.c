@@ -440,11 +440,16 @@ static void test_verify_equals_single_decodes_past_one_chunk(void)
  * (checked: some), in words of its own.  `stall`: every wait gives up
  * (tune dep_stall), and the verify falls back to barriers -- checked, with
  * the same bits. */
-static int columns_vs_singles(const char *what, const model *m, uint32_t depth, uint32_t span, bool stall)
+static int columns_vs_singles(const char *what, const model *m, uint32_t depth, uint32_t span, bool stall,
+                              const char *knob)
 {
     const uint32_t V = m->cfg.n_vocab;
     const char *tune = getenv("TEST_VK_SPEC_TUNE"); /* (with TEST_VK_SPEC_FILE: a knob to compare) */
-    vk_engine *e = open_vk_tuned(m, depth + span + VK_VCOLS + 1, 64, stall ? "dep_stall=1" : tune && *tune ? tune : NULL);
+    if (stall)
+        knob = "dep_stall=1";
+    else if (tune && *tune)
+        knob = tune;
+    vk_engine *e = open_vk_tuned(m, depth + span + VK_VCOLS + 1, 64, knob);
     if (!e)
         return 1;
     uint32_t links = e->rec.verify[2].prog.n_link;
@@ -488,8 +493,9 @@ static int columns_vs_singles(const char *what, const model *m, uint32_t depth, 
     }
     if (!bad)
         printf("# %s, positions %u..%u%s: the verify's 2..%u columns (%u steps joined by counters) bit for bit the "
-               "single decodes\n",
-               what, depth, depth + span - 1, stall ? ", every wait giving up" : "", VK_VCOLS, links);
+               "single decodes (%s)\n",
+               what, depth, depth + span - 1, stall ? ", every wait giving up" : "", VK_VCOLS, links,
+               e->c.idot ? "the device has integer dot products" : "no integer dot products on this device");
     free(ctx);
     free(a);
     free(b);
@@ -511,7 +517,7 @@ static void test_verify_columns_equal_single_decodes(void)
         err_t err;
         const char *d = getenv("TEST_VK_SPEC_DEPTH");
         if (model_load(&m, own, &err) == 0) {
-            columns_vs_singles(own, &m, d ? (uint32_t)atoi(d) : 1, 40, false);
+            columns_vs_singles(own, &m, d ? (uint32_t)atoi(d) : 1, 40, false, NULL);
             model_free(&m);
         } else {
             CHECK(0, "%s: %s", own, M(err));
@@ -519,18 +525,24 @@ static void test_verify_columns_equal_single_decodes(void)
         return;
     }
     if (make_synth("tiny-glm", SYNTH_FT_F32, 21, &m) == 0) {
-        columns_vs_singles("tiny-glm F32", &m, 1, 40, false);
-        columns_vs_singles("tiny-glm F32", &m, 5, 1, true);
+        columns_vs_singles("tiny-glm F32", &m, 1, 40, false, NULL);
+        columns_vs_singles("tiny-glm F32", &m, 5, 1, true, NULL);
         model_free(&m);
     }
     if (quick())
         return;
     if (make_synth("tiny-glm", SYNTH_FT_Q4_K_M, 22, &m) == 0) {
-        columns_vs_singles("tiny-glm Q4_K_M", &m, 17, 20, false);
+        /* both decode matvec paths: the decode's tagged q_a + kv_a, q_b and
+         * k_b (mv_xs_ll) and a column's untagged ones (mv_xs) read their
+         * input as floats or as 8-bit integers; the tagged ones once kept
+         * the floats with integer dot products on (run 58) */
+        columns_vs_singles("tiny-glm Q4_K_M, float matvecs", &m, 17, 4, false, "idot=0");
+        columns_vs_singles("tiny-glm Q4_K_M, integer dot products where the device has them", &m, 17, 20, false,
+                           "idot=2");
         model_free(&m);
     }
     if (make_synth("tiny-dsv2lite", SYNTH_FT_Q8_0, 23, &m) == 0) {
-        columns_vs_singles("tiny-dsv2lite Q8_0", &m, 9, 4, false);
+        columns_vs_singles("tiny-dsv2lite Q8_0", &m, 9, 4, false, NULL);
         model_free(&m);
     }
     for (int i = 0; i < n_fx && !(one_model() && i > 0); i++) {
@@ -539,7 +551,7 @@ static void test_verify_columns_equal_single_decodes(void)
             continue;
         char what[128];
         snprintf(what, sizeof what, "%s %s", fx[i].name, var);
-        columns_vs_singles(what, &m, 300, 4, false);
+        columns_vs_singles(what, &m, 300, 4, false, NULL);
         model_free(&m);
     }
 }
