@@ -87,7 +87,7 @@ SPV += $(LL_SHADERS:%=$(SPV_DIR)/%_ll.spv)
 # -DIDOT as <name>_id (and typed copies of those): their SPIR-V declares the
 # DotProduct capabilities, which a device without
 # VK_KHR_shader_integer_dot_product (core in 1.3) must never be handed
-IDOT_SHADERS := mv_xs mv_glu_xs mv_moe_down_xs
+IDOT_SHADERS := mv_xs mv_glu_xs mv_moe_down_xs attn_vb_xs
 SPV += $(IDOT_SHADERS:%=$(SPV_DIR)/%_id.spv)
 # and mv_xs with both as mv_xs_ll_id: the decode's tagged q_a + kv_a, q_b and
 # k_b must take the same integer arithmetic as the untagged calls a verify
@@ -101,9 +101,15 @@ SPV += $(LL_IDOT_SHADERS:%=$(SPV_DIR)/%_ll_id.spv)
 # generic: no CPU implementation has cooperative matrices, and the mv family
 # is the fallback where the x-stationary kernels do not apply.
 TYPED_SHADERS := mv_xs mv_xs_ll mv_glu_xs mv_moe_down_xs router_xs attn_vb_xs mm embed mv_xs_id mv_glu_xs_id \
-                 mv_moe_down_xs_id mv_xs_ll_id
+                 mv_moe_down_xs_id mv_xs_ll_id attn_vb_xs_id
 WEIGHT_TYPES := $(shell sed -n 's/^const uint T_[A-Z0-9_]* = \([0-9]*\)u;$$/\1/p' shaders/quant.glsl)
-SPV_TYPED := $(foreach s,$(TYPED_SHADERS),$(foreach t,$(WEIGHT_TYPES),$(SPV_DIR)/typed/$(s).t$(t).spv))
+# the -DIDOT builds' copies: only for the types with integer units (IDOT_ON
+# in mv_xs_common.glsl; the C side's list, vk_idot_type, is checked against
+# the copies by test_vk_spv), the others never take those modules
+IDOT_TYPE_NAMES := $(shell sed -n '/^const bool IDOT_ON = /,/;/p' shaders/mv_xs_common.glsl | grep -o '\<T_[A-Z0-9_]*')
+IDOT_TYPES := $(foreach n,$(IDOT_TYPE_NAMES),$(shell sed -n 's/^const uint $(n) = \([0-9]*\)u;$$/\1/p' shaders/quant.glsl))
+types_of = $(if $(filter %_id,$(1)),$(IDOT_TYPES),$(WEIGHT_TYPES))
+SPV_TYPED := $(foreach s,$(TYPED_SHADERS),$(foreach t,$(call types_of,$(s)),$(SPV_DIR)/typed/$(s).t$(t).spv))
 SPV_BENCH := $(BENCH_SHADERS:shaders/%.comp=$(SPV_DIR)/%.spv)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
@@ -174,13 +180,14 @@ $(SPV_DIR)/typed/$(1).t$(2).spv: shaders/$(patsubst %_ll,%,$(patsubst %_id,%,$(1
 	@$(GLSLC) --target-env=vulkan1.2 -O $(if $(filter %_ll %_ll_id,$(1)),-DLL) $(if $(filter %_id,$(1)),-DIDOT) \
 	    -DFIXED_TYPE=$(2) -Ishaders -o $$@ $$<
 endef
-$(foreach s,$(TYPED_SHADERS),$(foreach t,$(WEIGHT_TYPES),$(eval $(call typed_rule,$(s),$(t)))))
+$(foreach s,$(TYPED_SHADERS),$(foreach t,$(call types_of,$(s)),$(eval $(call typed_rule,$(s),$(t)))))
 
 $(BUILD)/embed_spv: shaders/tools/embed_spv.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
 
-$(BUILD)/gen/spv_table.c $(BUILD)/gen/spv_table.h &: $(SPV) $(SPV_TYPED) $(BUILD)/embed_spv
+# (and the Makefile: the lists of modules and copies live here)
+$(BUILD)/gen/spv_table.c $(BUILD)/gen/spv_table.h &: $(SPV) $(SPV_TYPED) $(BUILD)/embed_spv Makefile
 	@mkdir -p $(BUILD)/gen
 	@echo "embed_spv: $(words $(SPV)) shaders, $(words $(SPV_TYPED)) typed copies"
 	@$(BUILD)/embed_spv $(BUILD)/gen/spv_table spv $(SPV) $(SPV_TYPED)

@@ -276,8 +276,12 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
 static bool attn_vb_x_config(const vk_kb *k, const vk_attn_vb_args *a, vkk_xs_cfg *x)
 {
     const vk_tensor *w = a->v_b;
-    return vkk_xs_config(k, w->type, w->Kp, w->N, a->g->n_head * (a->nz ? a->nz : 1), 1, 256, x) &&
-           4ull * (x->ksh + a->chunk_cap + PC_IQ_TABLE_WORDS(w->type)) + 512 <= k->c->shared_bytes;
+    if (!vkk_xs_config(k, w->type, w->Kp, w->N, a->g->n_head * (a->nz ? a->nz : 1), 1, 256, x))
+        return false;
+    /* beside the staged input: the chunks' weights (chunk_combine.glsl) and
+     * with integer dot products the quantized input (as vkk_xs_config) */
+    uint64_t idot_bytes = vk_k_idot(k, w->type) ? x->ksh + x->ksh / 4 : 0;
+    return 4ull * (x->ksh + a->chunk_cap + PC_IQ_TABLE_WORDS(w->type)) + 512 + idot_bytes <= k->c->shared_bytes;
 }
 
 bool vk_attn_vb_deps(const vk_kb *k, const vk_attn_vb_args *a)
@@ -311,7 +315,7 @@ int vk_k_attn_vb(const vk_kb *k, const vk_attn_vb_args *a, vk_call *out)
         vkk_xs_spec(k, &x, w->type, spec);
         spec[AVB_S_CCAP] = a->chunk_cap;
         if (vkk_dep_bind(k, "attn_vb", &a->dep, false, spec, AVB_B_PARAMS, out, &dw) ||
-            !(out->pipe = pipe(k, SPV_ATTN_VB_XS, spec, XS_S_COUNT)))
+            !(out->pipe = pipe(k, vk_k_idot(k, w->type) ? SPV_ATTN_VB_XS_ID : SPV_ATTN_VB_XS, spec, XS_S_COUNT)))
             return -1;
         out->groups[0] = x.groups;
         passes = x.passes;

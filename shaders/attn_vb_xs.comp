@@ -24,7 +24,7 @@ layout(set = 0, binding = AVB_B_PARAMS) readonly buffer Params { uint p[]; } P;
 
 void vb()
 {
-    uint h = gl_WorkGroupID.y, z = gl_WorkGroupID.z, tid = gl_LocalInvocationIndex;
+    uint h = gl_WorkGroupID.y, z = gl_WorkGroupID.z;
     if (z >= P.p[VKP_NTOK])
         return;  // past the batch
     const uint NT = WGS / TEAM;
@@ -44,9 +44,10 @@ void vb()
     float invL = chunk_weights(pb, cs, n_chunks);
 
     // Staging: o = sum_c w_c o_c (16 chunks' 16-byte loads in flight: the
-    // combine is a chain of L2 round trips), zeros past K.
+    // combine is a chain of L2 round trips), zeros past K; x_stage's loop
+    // (whole 8-lane clusters where the -DIDOT build quantizes o).
     iq_fill();
-    for (uint v = tid; v < J * TEAM * GPU; v += WGS) {
+    for (uint v = x_first(); v < XEND; v += WGS) {
         vec4 acc = vec4(0.0);
         if (4u * v < pc.K)
             for (uint c0 = 0u; c0 < n_chunks; c0 += 16u) {
@@ -57,7 +58,7 @@ void vb()
                     if (c0 + u < n_chunks)
                         acc += cw[c0 + u] * t[u];
             }
-        x_put(v, acc * invL);
+        x_stage(v, acc * invL);
     }
     barrier();
     load_xr(lane);

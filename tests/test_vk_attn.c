@@ -301,10 +301,47 @@ static double ref_head(const attn_fx *f, const float *lat, uint32_t z, uint32_t 
 
 /* The outputs (and, on the prefill path, the latents) against the
  * reference attention over the GPU's cache rows. */
+/* attn_vb on integer dot products (vk_k_idot: the x-stationary kernel's
+ * -DIDOT build) quantizes the combined latents o per 32 (ref_q8_input).
+ * The GPU's o is off by up to err[d] (the combine's error), which moves
+ * o 127 / max|o| by up to that much over the block's max -- and the max
+ * itself by its own error: within that of a rounding tie (plus
+ * ref_q8_input's 1e-4) the GPU may round the other way, d |w| more for
+ * the element (tie[d] = d there).  Elsewhere both sides hold the same
+ * integers; the scale d = max / 127 is off by the max's error, at most
+ * err_max / max of each product (the caller's block term). */
+static void ref_q8_latents(const float *o, const float *err, uint32_t K, float *xq, float *tie, float *err_blk)
+{
+    ref_q8_input(o, K, xq, tie);
+    for (uint32_t b = 0; b < K; b += 32) {
+        uint32_t n = K - b < 32 ? K - b : 32;
+        float m = 0, em = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (fabsf(o[b + i]) >= m)
+                m = fabsf(o[b + i]), em = err[b + i];
+        for (uint32_t i = 0; i < n; i++) {
+            err_blk[b + i] = em;
+            if (m == 0)
+                continue;
+            float v = o[b + i] * 127.0f / m, w = 127.0f / m * (err[b + i] + fabsf(o[b + i]) / m * em);
+            if (fabsf(fabsf(v - floorf(v)) - 0.5f) < w + 1e-4f)
+                tie[b + i] = m / 127.0f;
+        }
+    }
+}
+
+static bool vb_takes_idot(const attn_fx *f)
+{
+    return !AC_SPLIT && vk_attn_vb_deps(&KB, &f->va) && vk_k_idot(&KB, f->c->vtype);
+}
+
 static void check_outputs(const attn_fx *f, const float *lat)
 {
     const attn_case *c = f->c;
     uint32_t RS = f->RS;
+    bool idot = vb_takes_idot(f);
+    float *oq = malloc(c->kv_lora * sizeof *oq), *tie = malloc(c->kv_lora * sizeof *tie);
+    float *oerr = malloc(c->kv_lora * sizeof *oerr), *eblk = malloc(c->kv_lora * sizeof *eblk);
     float *olf = malloc(c->kv_lora * sizeof *olf), *amax = malloc(c->kv_lora * sizeof *amax);
     float *absrow = malloc(c->kv_lora * sizeof *absrow);
     double *ref = malloc(c->v_head * sizeof *ref), *mag = malloc(c->v_head * sizeof *mag);
@@ -314,8 +351,9 @@ static void check_outputs(const attn_fx *f, const float *lat)
     for (uint32_t z = 0; z < c->n_q; z++)
         for (uint32_t h = 0; h < c->n_head; h++) {
             double qmag = ref_head(f, lat, z, h, olf, amax);
-            ref_dot_rows(c->vtype, mat_of(c->vtype, f->wvb, c->kv_lora, c->v_head, h), c->kv_lora, c->v_head, olf,
-                         ref, mag);
+            if (!idot)
+                ref_dot_rows(c->vtype, mat_of(c->vtype, f->wvb, c->kv_lora, c->v_head, h), c->kv_lora, c->v_head,
+                             olf, ref, mag);
             /* score error: float sums of RS products (a chain of RS/8 + 16
              * additions) and the rotated query's few ulps; the weights then
              * move by about twice the score error, plus exp's and the
@@ -329,6 +367,11 @@ static void check_outputs(const attn_fx *f, const float *lat)
                 ds += qmag * 0x1p-11;
                 dl = 2 * ds + 2 * 0x1p-11 + 64 * U24;
             }
+            /* the first position alone: its weight is e^0 = 1 and l = 1
+             * exactly, so o is the cache row itself (what makes the first
+             * token's case a tight check of v_b, the integer path's too) */
+            if (f->q0 + z == 0)
+                dl = 0;
             if (AC_SPLIT) {
                 /* the combined latents themselves (the combine's or
                  * attn_fd's own O / l, the same division): each within the
@@ -343,16 +386,28 @@ static void check_outputs(const attn_fx *f, const float *lat)
                                tol);
                 }
             }
+            if (idot) {
+                for (uint32_t d = 0; d < c->kv_lora; d++)
+                    oerr[d] = dl * amax[d];
+                ref_q8_latents(olf, oerr, c->kv_lora, oq, tie, eblk);
+                ref_dot_rows(c->vtype, mat_of(c->vtype, f->wvb, c->kv_lora, c->v_head, h), c->kv_lora, c->v_head,
+                             oq, ref, mag);
+            }
             /* v_b: the matvec's fp32 chain, or the mat-mat's with split
              * activations as the prefill runs it (mm_bound_split) */
             double vbound = AC_SPLIT ? mm_bound_split(c->vtype, c->kv_lora) : chain_bound(c->vtype, c->kv_lora);
             const uint8_t *vbh = mat_of(c->vtype, f->wvb, c->kv_lora, c->v_head, h);
             for (uint32_t r = 0; r < c->v_head; r++) {
                 tu_dequant(c->vtype, vbh + tu_row_bytes(c->vtype, c->kv_lora) * r, absrow, c->kv_lora);
-                double spread = 0;
-                for (uint32_t d = 0; d < c->kv_lora; d++)
+                double spread = 0, ties = 0;
+                for (uint32_t d = 0; d < c->kv_lora; d++) {
                     spread += fabs(absrow[d]) * amax[d];
-                double tol = dl * spread + vbound * mag[r] + 1e-30;
+                    /* the integer path: a tie rounded the other way, and the
+                     * block scale off by its max's error */
+                    if (idot)
+                        ties += fabs(absrow[d]) * (tie[d] + eblk[d]);
+                }
+                double tol = dl * spread + ties + vbound * mag[r] + 1e-30;
                 double got = go[((uint64_t)z * c->n_head + h) * c->v_head + r];
                 double e = fabs(got - ref[r]) / tol;
                 if (!(e <= 1) && bad++ < 3)
@@ -363,7 +418,7 @@ static void check_outputs(const attn_fx *f, const float *lat)
         }
     CHECK(bad == 0, "%u outputs outside tolerance (worst %.3g x tol; %u chunks of %u)", bad, worst, f->n_chunks,
           f->clen);
-    free(olf), free(amax), free(absrow), free(ref), free(mag);
+    free(olf), free(amax), free(absrow), free(ref), free(mag), free(oq), free(tie), free(oerr), free(eblk);
 }
 
 static void test_attn(void)
@@ -466,6 +521,10 @@ static void attn_cases(void)
         for (int v = 0; v < 8 && listed && (v < 5 || G.c.coopmat); v++)
             if ((v >= 5 || i != depth_case) && (v < 7 || i == depth_case))
                 run_tuned(test_attn, name, av[v]);
+        /* v_b on integer dot products where the device has them (the
+         * default only where they are fast) */
+        if ((i == 0 || i == 11) && vk_idot_type(AC.vtype))
+            run_tuned(test_attn, name, v_idot);
         /* the combine + v_b waiting on the attention's counter */
         if (i == 1 || i == 3 || (i == depth_case && G.c.coopmat)) {
             char dn[260];

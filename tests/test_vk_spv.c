@@ -1,7 +1,9 @@
 /* test_vk_spv.c: the per-weight-type copies of the kernels (gpu/vk_spv.h,
  * the Makefile's TYPED_SHADERS) -- no device needed:
  *  - every shader that has copies has one for each type the Vulkan core
- *    computes with (vk_qlayout_of), at most half its generic module's size
+ *    computes with (vk_qlayout_of; the integer-dot builds, <name>_id, for
+ *    the types with integer units, vk_idot_type), at most half its generic
+ *    module's size
  *    (the point of them: a driver parses less), each fixing the same
  *    specialization constants;
  *  - vk_spv_for picks the copy only where every weight-type constant holds
@@ -22,11 +24,19 @@ static void test_copies_cover_every_type(void)
             continue;
         shaders++;
         CHECK(g->type_specs != 0, "%s: copies that fix no constant", g->name);
+        /* the integer-dot builds (<name>_id): the types vk_k_idot hands
+         * them, and no other */
+        size_t nl = strlen(g->name);
+        bool idot = nl > 3 && strcmp(g->name + nl - 3, "_id") == 0;
         for (uint32_t t = 0; t < 64; t++) {
             vk_qlayout ql;
             if (!vk_qlayout_of(t, &ql))
                 continue;
             const vk_spv *c = t < g->n_by_type ? g->by_type[t] : NULL;
+            if (idot && !vk_idot_type(t)) {
+                CHECK(c == NULL, "%s: a copy for type %u, which has no integer units", g->name, t);
+                continue;
+            }
             CHECK(c != NULL, "%s: no copy for type %u", g->name, t);
             if (!c)
                 continue;
