@@ -280,7 +280,7 @@ static bool attn_vb_x_config(const vk_kb *k, const vk_attn_vb_args *a, vkk_xs_cf
         return false;
     /* beside the staged input: the chunks' weights (chunk_combine.glsl) and
      * with integer dot products the quantized input (as vkk_xs_config) */
-    uint64_t idot_bytes = vk_k_idot(k, w->type) ? x->ksh + x->ksh / 4 : 0;
+    uint64_t idot_bytes = vk_k_idot_shared(k, w->type, x->ksh);
     return 4ull * (x->ksh + a->chunk_cap + PC_IQ_TABLE_WORDS(w->type)) + 512 + idot_bytes <= k->c->shared_bytes;
 }
 

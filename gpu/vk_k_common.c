@@ -79,14 +79,27 @@ static uint32_t xs_cost4(uint32_t t)
 }
 
 /* The weight types whose units have integer dot products
- * (mv_xs_common.glsl IDOT_ON): codes of at most 8 bits in bytes, blocks of
- * 32 or sub-blocks of 16 and 32 with their own scales.  The -DIDOT builds
+ * (mv_xs_common.glsl IDOT_ON): codes of at most 8 bits in bytes, or 16
+ * levels that are signed bytes (IQ4_NL, IQ4_XS, MXFP4), in blocks of 32 or
+ * sub-blocks of 16 and 32 with their own scales.  The -DIDOT builds
  * quantize the input in clusters of 8 lanes (x_stage): subgroups of 8 or
  * more. */
 bool vk_idot_type(uint32_t type)
 {
     return type == QT_Q4_0 || type == QT_Q4_1 || type == QT_Q5_0 || type == QT_Q5_1 || type == QT_Q8_0 ||
-           type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
+           type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K || type == QT_IQ4_NL || type == QT_IQ4_XS ||
+           type == QT_MXFP4;
+}
+
+/* The shared memory the -DIDOT builds add for an input staged in ksh
+ * elements: a byte an element (xq_sh), a max, a scale and a sum a 32 (amax_sh,
+ * xd_sh, xqs_sh); the 16-level types' pair table (lev2_sh, 256 words). */
+uint64_t vk_k_idot_shared(const vk_kb *k, uint32_t type, uint32_t ksh)
+{
+    if (!vk_k_idot(k, type))
+        return 0;
+    bool lev16 = type == QT_IQ4_NL || type == QT_IQ4_XS || type == QT_MXFP4;
+    return ksh + 3ull * ksh / 8 + (lev16 ? 1024 : 0);
 }
 
 bool vk_k_idot(const vk_kb *k, uint32_t type)
@@ -137,9 +150,8 @@ bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, ui
     m->ksh = best * unit;
     /* the staged input, its sub-block sums (mv_xs_common.glsl xsub), red[],
      * the type's table (quant_iq.glsl) */
-    /* ... and with integer dot products the quantized input: a byte an
-     * element, a scale and a sum a 32-element unit */
-    uint64_t idot_bytes = vk_k_idot(k, type) ? m->ksh + m->ksh / 4 : 0;
+    /* ... and with integer dot products the quantized input */
+    uint64_t idot_bytes = vk_k_idot_shared(k, type, m->ksh);
     if (4ull * m->ksh + m->ksh / 8 + 4 + 512 + 4ull * PC_IQ_TABLE_WORDS(type) + idot_bytes > c->shared_bytes)
         return false;
     m->xreg = m->j * unit <= t->xs_xreg;

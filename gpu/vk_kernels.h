@@ -84,6 +84,8 @@ bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a);
 bool vk_k_idot(const vk_kb *k, uint32_t type);
 /* The weight types that have integer-dot units (shaders/mv_xs_common.glsl IDOT_ON). */
 bool vk_idot_type(uint32_t type);
+/* the shared memory bytes the -DIDOT builds add to an x-stationary kernel staging ksh elements */
+uint64_t vk_k_idot_shared(const vk_kb *k, uint32_t type, uint32_t ksh);
 
 /* h[z][r] = silu(G[m(z)][r] . n) * (U[m(z)][r] . n), n = rmsnorm(x) * norm (or x). */
 typedef struct {

@@ -161,7 +161,16 @@ int sdot4x8(uint x_signed, uint w_signed, spirv_literal int packed_4x8);
 // more.  A unit of 64 (Q4_K, Q5_K) reads two runs' scales and sums, a Q6_K
 // unit (16 elements of four rows) shares of four (idot_block).
 const bool IDOT_ON = (TYPE == T_Q4_0 || TYPE == T_Q4_1 || TYPE == T_Q5_0 || TYPE == T_Q5_1 || TYPE == T_Q8_0 ||
-                      TYPE == T_Q4_K || TYPE == T_Q5_K || TYPE == T_Q6_K) && SG >= 8u;
+                      TYPE == T_Q4_K || TYPE == T_Q5_K || TYPE == T_Q6_K || TYPE == T_IQ4_NL || TYPE == T_IQ4_XS ||
+                      TYPE == T_MXFP4) && SG >= 8u;
+// The 16-level types (IQ4_NL, IQ4_XS: kvalues_iq4nl; MXFP4: twice E2M1's
+// values): their levels are signed bytes.  A byte of two codes (low nibble:
+// element 4k + i, high: 16 + 4k + i) indexes lev2_sh, which holds both
+// levels as bytes 0 and 2 of a word, so four lookups and four shifts make
+// the two words of packed levels (lev_idot) where the float path converts
+// eight levels to floats; filled by idot_quantize from the float table.
+const bool LEV16 = (TYPE == T_IQ4_NL || TYPE == T_IQ4_XS || TYPE == T_MXFP4) && SG >= 8u;  // (IDOT_ON's form: see QW)
+shared uint lev2_sh[LEV16 ? 256u : 1u];
 const uint NBU = TYPE == T_Q6_K ? 4u : UNIT / 32u;   // the input blocks a unit reads
 shared float amax_sh[IDOT_ON ? KSH / 32u : 1u];  // max|x| of each 32 elements
 shared uint xq_sh[IDOT_ON ? KSH / 4u : 1u];  // vec4 g of unit u as four signed bytes, at x_slot(u, g)
@@ -374,6 +383,10 @@ float stage_x(uint xb, uint k, uint kp, bool norm, uint nwo, float eps, uint tag
 // it.  Call from uniform control flow (barrier).
 void idot_quantize()
 {
+    if (LEV16)
+        for (uint b = gl_LocalInvocationIndex; b < 256u; b += WGS)
+            lev2_sh[b] = (uint(int(iq_level(TYPE, b & 15u))) & 0xFFu) |
+                         ((uint(int(iq_level(TYPE, b >> 4))) & 0xFFu) << 16);
     for (uint v = x_first(); v < XEND; v += WGS) {
         float m = v < XV ? amax_sh[v >> 3] : 0.0;
         uvec2 ug = x_unit(v);
@@ -688,8 +701,34 @@ float unit_q6_k_idot(uint i, uint blk, uint sub, uint j)
     return half_of(hv[3u * i], blk) * s;
 }
 
+// A 32-element block of 16-level codes (w: as levels32 reads it) with the
+// input's words g0.. of this lane's unit j: sum level q.
+int lev_idot(uvec4 w, uint j, uint g0)
+{
+    int acc = 0;
+    [[unroll]] for (uint k = 0u; k < 4u; k++) {
+        uint a = w[k];
+        // bytes of x01: levels of codes lo0, lo1, hi0, hi1; of x23: lo2, lo3, hi2, hi3
+        uint x01 = lev2_sh[a & 0xFFu] | (lev2_sh[(a >> 8) & 0xFFu] << 8);
+        uint x23 = lev2_sh[(a >> 16) & 0xFFu] | (lev2_sh[a >> 24] << 8);
+        acc += sdot4x8(xq[GPU * j + g0 + k], (x01 & 0xFFFFu) | (x23 << 16), 0);
+        acc += sdot4x8(xq[GPU * j + g0 + 4u + k], (x01 >> 16) | (x23 & 0xFFFF0000u), 0);
+    }
+    return acc;
+}
+
 float unit_dot_idot(uint i, uint blk, uint sub, uint j)
 {
+    if (TYPE == T_IQ4_NL)
+        return half_of(hv[i], blk) * xd[j] * float(lev_idot(qv[i], j, 0u));
+    if (TYPE == T_MXFP4)
+        return xd[j] * float(lev_idot(qv[i], j, 0u)) * e8m0_half((hv[i] >> (8u * (blk & 3u))) & 255u);
+    if (TYPE == T_IQ4_XS) {
+        uvec2 h = uvec2(hv[2u * i], hv[2u * i + 1u]);
+        float a = float(iq4xs_ls(h, 2u * sub)) * xd[2u * j] * float(lev_idot(qv[2u * i], j, 0u)) +
+                  float(iq4xs_ls(h, 2u * sub + 1u)) * xd[2u * j + 1u] * float(lev_idot(qv[2u * i + 1u], j, 8u));
+        return unpackHalf2x16(h.x).x * a;
+    }
     if (TYPE == T_Q8_0) {
         int acc = 0;
         [[unroll]] for (uint g = 0u; g < 8u; g++)
@@ -723,12 +762,12 @@ float unit_dot_idot(uint i, uint blk, uint sub, uint j)
 // Dot of register set i (block blk, unit sub of it) with this lane's unit j.
 float unit_dot(uint i, uint blk, uint sub, uint j, uint u)
 {
-    if (LOW)
-        return unit_dot_low(i, blk, sub, j, u);
 #ifdef IDOT
     if (IDOT_ON)
         return unit_dot_idot(i, blk, sub, j);
 #endif
+    if (LOW)
+        return unit_dot_low(i, blk, sub, j, u);
     if (TYPE == T_Q4_0)
         return half_of(hv[i], blk) * unit_q4_0(i, j, u);
     if (TYPE == T_Q4_1) {

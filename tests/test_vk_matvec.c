@@ -149,11 +149,13 @@ static bool xs_type(uint32_t t)
 
 static void mv_cases(void)
 {
-    static const uint32_t types[] = {QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0,
-                                     QT_Q5_1, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+    /* (and the 16-level low-bit types, whose integer units are here: the
+     * other low-bit types' cases are test_vk_types') */
+    static const uint32_t types[] = {QT_F32,  QT_F16,  QT_BF16,   QT_Q4_0,   QT_Q4_1,   QT_Q5_0, QT_Q5_1,
+                                     QT_Q8_0, QT_Q4_K, QT_Q5_K,   QT_Q6_K,   QT_IQ4_NL, QT_IQ4_XS, QT_MXFP4};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         uint32_t t = types[i];
-        bool k = t == QT_Q4_K || t == QT_Q5_K || t == QT_Q6_K;
+        bool k = t == QT_Q4_K || t == QT_Q5_K || t == QT_Q6_K || t == QT_IQ4_XS;
         bool f = t == QT_F32 || t == QT_F16 || t == QT_BF16;
         run_mv(t, k ? 256 : 32, 1, 1, false, false, false, "one block");
         run_mv(t, k ? 768 : 96, 37, 1, false, false, false, "odd rows");
@@ -304,10 +306,13 @@ static void test_moe(void)
     float *n = malloc(m->H * sizeof *n);
     rmsnorm_ref(x, nw, m->H, 1e-6f, n);
     /* integer dot products: the references take the inputs as they quantize them */
-    bool idot_gu = vk_glu_deps(&KB, &ga) && vk_k_idot(&KB, m->tg), idot_down = vk_moe_down_deps(&KB, &da) &&
-                                                                             vk_k_idot(&KB, m->td) && !split;
+    bool idot_gu = vk_glu_deps(&KB, &ga) && vk_k_idot(&KB, m->tg);
+    bool idot_down = vk_moe_down_deps(&KB, &da) && vk_k_idot(&KB, m->td);
+    /* the shared expert's down: the routed down's, or its own matvec's (split) */
+    bool idot_shared = split ? vk_mv_deps(&KB, &sda) && vk_k_idot(&KB, m->ts) : idot_down;
     if (TUNE.idot)
-        printf("# 8-bit integer dot products: gate/up %s, down %s\n", idot_gu ? "yes" : "no", idot_down ? "yes" : "no");
+        printf("# 8-bit integer dot products: gate/up %s, down %s, shared down %s\n", idot_gu ? "yes" : "no",
+               idot_down ? "yes" : "no", idot_shared ? "yes" : "no");
     float *nq = malloc(m->H * sizeof *nq), *ntie = malloc(m->H * sizeof *ntie);
     if (idot_gu)
         ref_q8_input(n, m->H, nq, ntie);
@@ -352,7 +357,7 @@ static void test_moe(void)
         uint32_t F = sh ? m->FS : m->F;
         const uint8_t *md = sh ? wsd : mat_of(m->td, wd, m->F, m->H, ids[z]);
         double wz = sh ? 1.0 : wts[z];
-        if (idot_down) {
+        if (sh ? idot_shared : idot_down) {
             /* the down stages wt[z] h[z] in float and quantizes that */
             for (uint32_t k = 0; k < F; k++)
                 hs[k] = (float)wz * gh[z * hz + k];
@@ -404,6 +409,10 @@ static void moe_cases(void)
         {QT_Q4_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, 2048, 1536, 1536, 48, 4, "the dynamic mix: Q5_K down, Q6_K shared"},
         {QT_Q5_1, QT_Q5_1, QT_Q4_1, QT_Q4_1, 256, 96, 96, 8, 2, "Q5_1 gate/up, Q4_1 down"},
         {QT_BF16, QT_BF16, QT_BF16, QT_Q8_0, 128, 40, 64, 8, 2, "BF16, a Q8_0 shared down"},
+        /* the 16-level types' integer units (MXFP4_MOE: MXFP4 experts beside
+         * a Q8_0 shared expert; IQ4_XS files: IQ4_XS everywhere) */
+        {QT_MXFP4, QT_MXFP4, QT_MXFP4, QT_Q8_0, 512, 160, 96, 16, 4, "MXFP4 experts, Q8_0 shared"},
+        {QT_IQ4_XS, QT_IQ4_XS, QT_IQ4_XS, QT_IQ4_XS, 512, 256, 256, 16, 4, "IQ4_XS experts"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         MC = cases[i];
@@ -411,7 +420,7 @@ static void moe_cases(void)
         snprintf(name, sizeof name, "experts gate/up/down %s (H=%u F=%u, %u of %u)", MC.what, MC.H, MC.F, MC.nused,
                  MC.nexp);
         run_variants(test_moe, name, i == 0 ? V_GPU : i < 3 ? V_ALL : i >= 6 && i <= 8 ? V_GPU : 1);
-        if (i == 0 || i == 1 || i == 6 || i == 7)
+        if (i == 0 || i == 1 || i == 6 || i == 7 || i >= 11)
             run_tuned(test_moe, name, v_idot);
         if (i < 2) {
             MC_DEP = true;

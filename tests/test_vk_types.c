@@ -777,6 +777,11 @@ static void prefill_cases(void)
 
 int main(void)
 {
+    /* the float units of every type here, on every device: the references
+     * take the input in float (IQ4_NL's, IQ4_XS's and MXFP4's integer
+     * units, which a GPU with fast 8-bit dot products takes by default, are
+     * test_vk_matvec's cases) */
+    TU_FLOAT_UNITS = true;
     if (tu_kernels_open())
         return 1;
     mv_cases();

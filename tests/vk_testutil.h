@@ -510,13 +510,26 @@ static vk_kb KB;
 
 /* The device (lavapipe in CI: no device is a failure, not a skip) and the
  * builders on it with the default tuning. */
+/* A program whose references take the input in float (test_vk_types: the
+ * low-bit types' float units) sets this before tu_kernels_open: every case's
+ * knobs then start from idot=0, so a GPU with fast integer dot products runs
+ * those units too (test_vk_matvec checks the integer ones). */
+static bool TU_FLOAT_UNITS;
+
+static void tu_tuning_default(vk_tuning *t)
+{
+    vk_tuning_default(t);
+    if (TU_FLOAT_UNITS)
+        t->idot = 0;
+}
+
 static int tu_kernels_open(void)
 {
     if (tu_gpu_open(false)) {
         printf("FAIL - vulkan device: none usable\n");
         return -1;
     }
-    vk_tuning_default(&TUNE);
+    tu_tuning_default(&TUNE);
     KB = (vk_kb){&G.c, &G.pipes, &TUNE, &KERR};
     return 0;
 }
@@ -701,12 +714,12 @@ enum { N_VARIANTS = sizeof VARIANTS / sizeof VARIANTS[0] };
 static void run_tuned(void (*fn)(void), const char *name, variant_fn v)
 {
     char set[256], full[512];
-    vk_tuning_default(&TUNE);
+    tu_tuning_default(&TUNE);
     v(&TUNE);
     vk_tuning_describe(&TUNE, set, sizeof set);
     snprintf(full, sizeof full, "%s%s%s%s", name, *set ? " [" : "", set, *set ? "]" : "");
     RUN_NAMED(fn, full);
-    vk_tuning_default(&TUNE);
+    tu_tuning_default(&TUNE);
 }
 
 /* Variant sets: lavapipe compiles every specialization from scratch in CI,
