@@ -44,7 +44,7 @@ static const knob KNOBS[] = {
     KNOB(typed_spv, VK_TUNE_AUTO, 0, 1, "runs 41-42", "kernels built from their copy for the weight type (auto: on Mesa's drivers)"),
     KNOB(prof_every, 4, 0, 1000, "run 23a", "sampled profiler: a decoded token in this many times one layer (0: none)"),
     KNOB(nx_kv, 1, 0, 1, "run 55", "drafting: NextN rows before a call's last run up to their cache row alone (0: whole rows)"),
-    KNOB(idot, 1, 0, 2, "run 57", "decode matvecs of Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/Q4_K/Q5_K/Q6_K weights by 8-bit integer dot products, the input quantized as llama.cpp's CPU backend does (1: where the driver calls them accelerated; 2: wherever the device has them; 0: floats)"),
+    KNOB(idot, 1, 0, 2, "runs 57-58", "decode matvecs (attn_vb too) of Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/Q4_K/Q5_K/Q6_K/IQ4_NL/IQ4_XS/MXFP4 weights by 8-bit integer dot products, the input quantized per 32 as llama.cpp's CUDA decode does (1: where the driver calls them accelerated; 2: wherever the device has them; 0: floats)"),
 };
 enum { N_KNOBS = sizeof KNOBS / sizeof KNOBS[0] };
 _Static_assert(N_KNOBS * sizeof(uint32_t) == sizeof(vk_tuning), "every field of vk_tuning has a row in KNOBS");
