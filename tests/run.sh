@@ -148,7 +148,13 @@ done
 if [ $QUICK = 1 ]; then
     slow="test_cpu_forward test_spec t_vk_fixtures t_vk_hostmoe t_mkmodel test_vk_attn test_vk_types t_crash_safety test_vk_sampler test_cpu_moe_host t_bench_prompt test_vk_matvec t_vk_memory test_vk_spec t_ui_tmux test_sampler t_spec_cli t_vk_lowbit t_vk_typed_spv t_vk_spec_sg16 t_oneshot test_decoder test_vk_deps test_cpu_spec t_cli_run test_ui_session test_vk_prefill test_quant_iq t_vk_types_sg16"
 else
-    slow="test_vk_matvec test_vk_types test_spec t_vk_hostmoe t_vk_types_sg16 test_vk_attn t_vk_lowbit t_ui_tmux t_vk_fixtures test_vk_sampler t_spec_cli test_vk_spec t_ui_screen t_vk_typed_spv t_ui_files test_cpu_moe_host test_sampler test_vk_prefill t_ui_input t_ui_context t_crash_safety t_ui_profile t_bench_prompt t_vk_spec_sg16 t_vk_memory t_mkmodel test_decoder"
+    # (the first ten as a clean clone's run measured them, wall seconds:
+    # test_vk_types 158, test_vk_matvec 236 -- 133 alone on a cold cache
+    # once its lavapipe variants were trimmed, 250 before --, test_spec 74, t_vk_spec_sg16 71 (listed near
+    # the end before: a long test started late runs on alone), t_vk_hostmoe 69,
+    # test_vk_attn 63, t_vk_types_sg16 61, t_vk_fixtures 54, t_vk_lowbit 53,
+    # test_vk_spec 42)
+    slow="test_vk_types test_vk_matvec test_spec t_vk_spec_sg16 t_vk_hostmoe test_vk_attn t_vk_types_sg16 t_vk_fixtures t_vk_lowbit test_vk_spec t_ui_tmux test_vk_sampler t_spec_cli t_ui_screen t_vk_typed_spv t_ui_files test_cpu_moe_host test_sampler test_vk_prefill t_ui_input t_ui_context t_crash_safety t_ui_profile t_bench_prompt t_vk_memory t_mkmodel test_decoder"
 fi
 ordered=()
 for s in $slow; do

@@ -140,6 +140,23 @@ static void run_mv(uint32_t type, uint32_t K, uint32_t N, uint32_t nz, bool norm
     run_mv_v(type, K, N, nz, norm, acc, ids, what, 1);
 }
 
+/* Variant sets on a CPU device (lavapipe in CI).  There llvmpipe compiles
+ * every specialization-constant set on its first dispatch, a few tenths of a
+ * second for a short row and 5-15 s for a long fully unrolled one (j of 20-32
+ * units a lane at subgroup 8, the mv family's 8-16 units a thread with
+ * Q4_0's loads-first path), and that compiling is nearly all of this
+ * program's time on a clean machine (250 s cold, 27 s with Mesa's shader
+ * cache warm).  So there a few large shapes drop the variants whose
+ * specialization another case compiles at a smaller size -- the same
+ * kernel, type and code path with fewer units a lane -- and a real GPU,
+ * whose driver compiles them in milliseconds, keeps every variant: `gpu`
+ * on a GPU, `cpu` on a CPU device. */
+enum { V_ROWS8 = 0x04, V_SHARED_IN = 0x08 }; /* VARIANTS' bits (vk_testutil.h) */
+static int lvp_vars(int gpu, int cpu)
+{
+    return G.c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? cpu : gpu;
+}
+
 /* Every weight type has x-stationary units (mv_xs_common.glsl). */
 static bool xs_type(uint32_t t)
 {
@@ -161,18 +178,36 @@ static void mv_cases(void)
         run_mv(t, k ? 768 : 96, 37, 1, false, false, false, "odd rows");
         bool x = xs_type(t);
         run_mv_v(t, 2048, 77, 2, true, false, false, "norm fused, 2 z", x ? V_GPU : 1);
-        run_mv_v(t, k ? 512 : 160, 29, 3, false, true, true, "expert ids, accumulate", x ? V_ALL : 1);
+        /* the 8-rows variant (rows, passes, workgroup, padding: the same
+         * loops around every type's unit) on lavapipe for one type of each
+         * unit -- F16 (8 elements), Q4_0 and Q8_0 (32), Q4_K (64, where the
+         * padding applies) -- not for the other seven, 6 s there; every
+         * type keeps the other variants */
+        bool r8 = t == QT_F16 || t == QT_Q4_0 || t == QT_Q8_0 || t == QT_Q4_K;
+        run_mv_v(t, k ? 512 : 160, 29, 3, false, true, true, "expert ids, accumulate",
+                 x ? lvp_vars(V_ALL, r8 ? V_ALL : V_ALL & ~V_ROWS8) : 1);
         if (f)
             run_mv(t, 13, 5, 2, false, false, false, "row length not a multiple of 8");
     }
-    /* GLM-4.7-Flash shapes (Q4_0 file: Q4_0 matrices, F32 router, Q6_K head slice) */
-    run_mv_v(QT_Q4_0, 2048, 768, 1, true, false, false, "attn_q_a", V_LONG);
-    run_mv_v(QT_Q4_0, 2048, 576, 1, true, false, false, "attn_kv_a_mqa", V_LONG);
-    run_mv_v(QT_Q4_0, 2048, 1344, 1, true, false, false, "attn_q_a + attn_kv_a_mqa as one matrix", V_LONG);
+    /* GLM-4.7-Flash shapes (Q4_0 file: Q4_0 matrices, F32 router, Q6_K head
+     * slice).  On lavapipe (lvp_vars): q_a and kv_a without the mv family
+     * (Q4_0's mv at 8 units a thread, 11 s each to compile; the mv family's
+     * Q4_0 loads-first path stays with the norm in q_b's [xs=0], and at 16
+     * units a thread, 2 rows a team, in attn_output's default) or the
+     * shared-input variant (2 rows a pass at 8 units a lane: q_a + kv_a's
+     * default geometry);
+     * attn_output and ffn_gate_inp without the shared-input variant (2 rows
+     * a pass at 20 and 32 units a lane, 5 and 8 s; q_b, k_b and the
+     * expert-id cases run it at short rows, ffn_gate_inp's [xs_j=32] the
+     * 32-unit F32 row). */
+    const int qa_vars = lvp_vars(V_LONG, V_GPU), long_vars = lvp_vars(V_LONG, V_LONG & ~V_SHARED_IN);
+    run_mv_v(QT_Q4_0, 2048, 768, 1, true, false, false, "attn_q_a", qa_vars);
+    run_mv_v(QT_Q4_0, 2048, 576, 1, true, false, false, "attn_kv_a_mqa", qa_vars);
+    run_mv_v(QT_Q4_0, 2048, 1344, 1, true, false, false, "attn_q_a + attn_kv_a_mqa as one matrix", qa_vars);
     run_mv_v(QT_Q4_0, 768, 5120, 1, true, false, false, "attn_q_b", V_ALL);
     run_mv_v(QT_Q4_0, 192, 512, 20, false, false, false, "attn_k_b per head", V_ALL);
-    run_mv_v(QT_Q4_0, 5120, 2048, 1, false, true, false, "attn_output + residual", V_LONG);
-    run_mv_v(QT_F32, 2048, 64, 1, true, false, false, "ffn_gate_inp", V_LONG);
+    run_mv_v(QT_Q4_0, 5120, 2048, 1, false, true, false, "attn_output + residual", long_vars);
+    run_mv_v(QT_F32, 2048, 64, 1, true, false, false, "ffn_gate_inp", long_vars);
     run_mv(QT_Q4_0, 10240, 2048, 1, false, true, false, "dense ffn_down (input from memory)");
     run_mv_v(QT_Q6_K, 2048, 4099, 1, true, false, false, "output head slice", V_LONG);
     run_mv_v(QT_Q8_0, 1536, 333, 1, true, false, false, "Q8_0, odd rows", V_GPU);
@@ -409,18 +444,41 @@ static void moe_cases(void)
         {QT_Q4_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, 2048, 1536, 1536, 48, 4, "the dynamic mix: Q5_K down, Q6_K shared"},
         {QT_Q5_1, QT_Q5_1, QT_Q4_1, QT_Q4_1, 256, 96, 96, 8, 2, "Q5_1 gate/up, Q4_1 down"},
         {QT_BF16, QT_BF16, QT_BF16, QT_Q8_0, 128, 40, 64, 8, 2, "BF16, a Q8_0 shared down"},
+        /* the x-stationary down of Q4_0 and of Q4_K at a short row: on
+         * lavapipe the GLM-size ones take it only under [xs_j=32] */
+        {QT_Q4_K, QT_Q4_K, QT_Q4_0, QT_Q4_0, 256, 96, 96, 8, 3, "Q4_K gate/up, Q4_0 down"},
+        {QT_Q4_0, QT_Q4_0, QT_Q4_K, QT_Q4_K, 256, 256, 256, 8, 2, "Q4_0 gate/up, Q4_K down"},
         /* the 16-level types' integer units (MXFP4_MOE: MXFP4 experts beside
          * a Q8_0 shared expert; IQ4_XS files: IQ4_XS everywhere) */
         {QT_MXFP4, QT_MXFP4, QT_MXFP4, QT_Q8_0, 512, 160, 96, 16, 4, "MXFP4 experts, Q8_0 shared"},
         {QT_IQ4_XS, QT_IQ4_XS, QT_IQ4_XS, QT_IQ4_XS, 512, 256, 256, 16, 4, "IQ4_XS experts"},
     };
+    /* The variants.  On a GPU the GLM-size experts run [xs_j=32] as well (the
+     * x-stationary down over the 5 staged rows of h).  On lavapipe that is
+     * 30 (Q4_0) or 15 (Q4_K, Q6_K) units a lane, 10-13 s each to compile:
+     * there only the dynamic mix keeps it (a long x-stationary down, with
+     * the shared expert's down apart, 12 units a lane, 6 s), and the Q4_0 and
+     * Q4_K downs take the x-stationary kernel in the two short cases above
+     * (Q6_K's in the Q8_0 / Q6_K one).  The 8-rows variant of the experts'
+     * kernels on lavapipe in the F16 case only (the same loops as Q8_0's;
+     * Q8_0's rows8 compile alone was 6 s). */
+    const int glm_xs = lvp_vars(V_GPU, 1);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         MC = cases[i];
         char name[160];
         snprintf(name, sizeof name, "experts gate/up/down %s (H=%u F=%u, %u of %u)", MC.what, MC.H, MC.F, MC.nused,
                  MC.nexp);
-        run_variants(test_moe, name, i == 0 ? V_GPU : i < 3 ? V_ALL : i >= 6 && i <= 8 ? V_GPU : 1);
-        if (i == 0 || i == 1 || i == 6 || i == 7 || i >= 11)
+        int vars = 1;
+        if (i == 0 || i == 6 || i == 7)
+            vars = glm_xs;
+        else if (i == 8)
+            vars = V_GPU;
+        else if (i == 1)
+            vars = lvp_vars(V_ALL, V_ALL & ~V_ROWS8);
+        else if (i == 2)
+            vars = V_ALL;
+        run_variants(test_moe, name, vars);
+        if (i == 0 || i == 1 || i == 6 || i == 7 || i >= 13)
             run_tuned(test_moe, name, v_idot);
         if (i < 2) {
             MC_DEP = true;
@@ -535,7 +593,12 @@ static void router_cases(void)
         RC = cases[i];
         char name[160];
         snprintf(name, sizeof name, "router %s (H=%u, top %u of %u)", RC.what, RC.H, RC.k, RC.E);
-        run_variants(test_router, name, i == 0 ? V_LONG : V_ALL);
+        /* on lavapipe: the GLM router without the shared-input variant (2
+         * rows a pass at 32 units a lane, 10 s to compile; the short routers
+         * run it), the 8-rows variant in DeepSeek-V2-Lite's only (the same
+         * loops at any row; 6 s more for the other two) */
+        run_variants(test_router, name,
+                     i == 0 ? lvp_vars(V_LONG, V_LONG & ~V_SHARED_IN) : i == 1 ? V_ALL : lvp_vars(V_ALL, V_ALL & ~V_ROWS8));
     }
 }
 
