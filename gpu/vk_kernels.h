@@ -77,8 +77,9 @@ int vk_k_mv(const vk_kb *k, const vk_mv_args *a, vk_call *out);
 /* Whether vk_k_mv's kernel for a can signal / wait (the x-stationary one). */
 bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a);
 /* Whether the x-stationary decode matvecs (vk_k_mv where vk_mv_deps holds,
- * vk_k_glu, vk_k_moe_down) of weights of `type` run on 8-bit integer dot
- * products (the idot knob; Q4_0 on a device with them): their input is then
+ * tagged or not; vk_k_glu, vk_k_moe_down, vk_k_attn_vb) of weights of `type`
+ * run on 8-bit integer dot products (the idot knob; the types of
+ * vk_idot_type on a device with them): their input is then
  * quantized per 32 elements, d = max|x| / 127, q = round(x / d) (ties to
  * even), as llama.cpp's q8_1 -- the results carry that rounding. */
 bool vk_k_idot(const vk_kb *k, uint32_t type);

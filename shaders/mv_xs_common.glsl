@@ -158,8 +158,11 @@ int sdot4x8(uint x_signed, uint w_signed, spirv_literal int packed_4x8);
 // shuffles), then load_xr quantizes (idot_quantize) -- a lane that quantized
 // its own units redid it for each of its rows' few teams (run 57 call 1: the
 // MoE down 914 -> 1380 us a token).  8-lane clusters: subgroups of 8 or
-// more.  A unit of 64 (Q4_K, Q5_K) reads two runs' scales and sums, a Q6_K
-// unit (16 elements of four rows) shares of four (idot_block).
+// more.  A unit of 64 (Q4_K, Q5_K, IQ4_XS) reads two runs' scales and sums, a
+// Q6_K unit (16 elements of four rows) shares of four (idot_block).  The
+// builds: mv_xs (and its tagged-word build mv_xs_ll_id, so a tagged call and
+// a verify column's untagged one do the same arithmetic), mv_glu_xs,
+// mv_moe_down_xs, attn_vb_xs.
 const bool IDOT_ON = (TYPE == T_Q4_0 || TYPE == T_Q4_1 || TYPE == T_Q5_0 || TYPE == T_Q5_1 || TYPE == T_Q8_0 ||
                       TYPE == T_Q4_K || TYPE == T_Q5_K || TYPE == T_Q6_K || TYPE == T_IQ4_NL || TYPE == T_IQ4_XS ||
                       TYPE == T_MXFP4) && SG >= 8u;
