@@ -74,7 +74,8 @@ typedef struct {
     /* drafting (vk_spec.c) */
     uint32_t nx_kv;         /* NextN rows before a call's last: their cache rows alone */
     /* integer dot products (vk_k_matvec.c) */
-    uint32_t idot;          /* the decode matvecs (mv_xs, mv_glu_xs, mv_moe_down_xs) of the types vk_k_idot names
+    uint32_t idot;          /* the decode matvecs (mv_xs tagged or not, mv_glu_xs, mv_moe_down_xs, attn_vb_xs) of the
+                               types vk_k_idot names
                                from their -DIDOT build: 1 where the device's 4x8-bit dot products are accelerated,
                                2 wherever it has them, 0 never */
 } vk_tuning;
