@@ -1,0 +1,85 @@
+#!/bin/sh
+# t_vk_shapes.sh: the whole Vulkan forward pass on model shapes unlike the
+# fixtures' two (three or five heads, a value head wider or narrower than
+# the key's, 1 or 6 of 4-16 experts, 1 or 2 shared experts, two dense
+# layers, vocabularies of 500 and 1000), held to the plain-C reference
+# backend on the same file:
+#   - F32 files through the prompt graph (-b 256) and the decode graph
+#     (-b 1): within 1e-4 rel-L2 and every argmax (both sides compute in
+#     float32 from the same weights; only the order of the sums differs:
+#     ~1e-6 measured);
+#   - a quantized file through the decode graph with the integer dot
+#     products (`idot=2`, a GPU's default where they are fast): within 0.1
+#     rel-L2 and 3/4 of the argmaxes.  The input of every matvec is then
+#     quantized to 8 bits a 32 elements, as llama.cpp's quantized runs do;
+#     the fixtures put those runs 1.5e-2 to 5.6e-2 from float64 (ours and
+#     llama.cpp's), and random weights flip a near-tie expert choice now
+#     and then; a wrong scale or level moves the logits by their own size.
+# The shapes are the architecture's free parameters (core/model/model.h):
+# the hidden set of fixtures has shapes of its own, and these catch a
+# kernel configuration that only one shape reaches.
+. tests/lib.sh
+CMP=$BUILD/tools/cmp_logits
+
+if ! $GLMCHAT devices >/dev/null 2>&1; then
+    fail "vulkan device" "none usable ($($GLMCHAT devices 2>&1 | head -c 300))"
+    done_tests
+fi
+
+# check NAME FILE VOCAB TOKENS BOUND MIN_ARGMAX ARGS...: Vulkan logits
+# (ARGS) against the reference backend's on FILE
+check() {
+    cname=$1 f=$2 v=$3 toks=$4 bound=$5 amin=$6
+    shift 6
+    if ! $GLMCHAT logits -m "$f" --backend vulkan --kv-type f32 "$@" --tokens "$toks" -o "$TMP/vk.bin" \
+        2>"$TMP/err"; then
+        fail "$cname" "$(head -c 300 "$TMP/err")"
+        return
+    fi
+    if out=$($CMP --vocab "$v" --max-rel-l2 "$bound" --min-argmax "$amin" "$TMP/vk.bin" "$TMP/ref.bin" 2>&1); then
+        ok "$cname ($out)"
+    else
+        fail "$cname" "$out"
+    fi
+}
+
+# shape NAME VOCAB QTYPE MKMODEL-ARGS...
+shape() {
+    name=$1 v=$2 qt=$3
+    shift 3
+    # 19 prompt tokens spread over the vocabulary
+    toks=$(awk -v v="$v" 'BEGIN { for (i = 0; i < 19; i++) printf "%s%d", (i ? "," : ""), (3 + 53 * i) % v }')
+    for t in F32 "$qt"; do
+        f=$TMP/$name.$t.gguf
+        if ! $GLMCHAT mkmodel --preset tiny-glm --type "$t" --vocab "$v" "$@" -o "$f" --quiet >/dev/null \
+            2>"$TMP/err"; then
+            fail "$name $t: make the model" "$(head -c 300 "$TMP/err")"
+            continue
+        fi
+        if ! $GLMCHAT logits -m "$f" --backend ref --tokens "$toks" -o "$TMP/ref.bin" 2>"$TMP/err"; then
+            fail "$name $t: reference logits" "$(head -c 300 "$TMP/err")"
+            continue
+        fi
+        if [ "$t" = F32 ]; then
+            check "$name: F32, the prompt graph" "$f" "$v" "$toks" 1e-4 19 --tune idot=0 -b 256
+            check "$name: F32, the decode graph" "$f" "$v" "$toks" 1e-4 19 --tune idot=0 -b 1
+        else
+            check "$name: $t, the decode graph on integer dot products" "$f" "$v" "$toks" 0.1 15 --tune idot=2 -b 1
+        fi
+    done
+}
+
+# (6 of 16 experts, 2 shared, 3 heads, a value head of 32 under a key of 48
+# + 16; 48-wide rows take llama-quantize's K-quant fallbacks)
+shape "3 heads, 6 of 16 experts, 2 shared" 500 Q4_K_M --hidden 512 --layers 3 --dense-layers 1 --heads 3 \
+    --q-lora 96 --kv-lora 96 --qk-nope 48 --qk-rope 16 --v-head 32 --ff 256 --moe-ff 64 --experts 16 \
+    --experts-used 6 --shared 2
+# TEST_QUICK (the sanitizer run): one shape; the host code is the same
+if [ "${TEST_QUICK:-0}" != 1 ]; then
+    # (1 of 4 experts, 5 heads, a value head of 96 over a key of 64 + 32, kv
+    # lora 160, two dense layers; MXFP4 experts beside Q8_0 elsewhere)
+    shape "5 heads, 1 of 4 experts, 2 dense layers" 1000 MXFP4_MOE --hidden 256 --layers 4 --dense-layers 2 \
+        --heads 5 --q-lora 128 --kv-lora 160 --qk-nope 64 --qk-rope 32 --v-head 96 --ff 512 --moe-ff 96 \
+        --experts 4 --experts-used 1 --shared 1
+fi
+done_tests
