@@ -1,6 +1,6 @@
 #!/bin/sh
-# t_vk_shapes.sh: the whole Vulkan forward pass on model shapes unlike the
-# fixtures' two (three or five heads, a value head wider or narrower than
+# t_shapes.sh: the whole forward pass of the Vulkan and the CPU backends
+# on model shapes unlike the fixtures' two (three or five heads, a value head wider or narrower than
 # the key's, 1 or 6 of 4-16 experts, 1 or 2 shared experts, two dense
 # layers, vocabularies of 500 and 1000), held to the plain-C reference
 # backend on the same file:
@@ -8,8 +8,10 @@
 #     (-b 1): within 1e-4 rel-L2 and every argmax (both sides compute in
 #     float32 from the same weights; only the order of the sums differs:
 #     ~1e-6 measured);
+#   - the CPU backend the same way (float32 on F32 files);
 #   - a quantized file through the decode graph with the integer dot
-#     products (`idot=2`, a GPU's default where they are fast): within 0.1
+#     products (`idot=2`, a GPU's default where they are fast), and through
+#     the CPU backend (whose matvecs take 8-bit inputs too): within 0.1
 #     rel-L2 and 3/4 of the argmaxes.  The input of every matvec is then
 #     quantized to 8 bits a 32 elements, as llama.cpp's quantized runs do;
 #     the fixtures put those runs 1.5e-2 to 5.6e-2 from float64 (ours and
@@ -26,13 +28,12 @@ if ! $GLMCHAT devices >/dev/null 2>&1; then
     done_tests
 fi
 
-# check NAME FILE VOCAB TOKENS BOUND MIN_ARGMAX ARGS...: Vulkan logits
-# (ARGS) against the reference backend's on FILE
+# check NAME FILE VOCAB TOKENS BOUND MIN_ARGMAX ARGS...: the logits of a
+# backend (ARGS) against the reference backend's on FILE
 check() {
     cname=$1 f=$2 v=$3 toks=$4 bound=$5 amin=$6
     shift 6
-    if ! $GLMCHAT logits -m "$f" --backend vulkan --kv-type f32 "$@" --tokens "$toks" -o "$TMP/vk.bin" \
-        2>"$TMP/err"; then
+    if ! $GLMCHAT logits -m "$f" "$@" --tokens "$toks" -o "$TMP/vk.bin" 2>"$TMP/err"; then
         fail "$cname" "$(head -c 300 "$TMP/err")"
         return
     fi
@@ -60,11 +61,16 @@ shape() {
             fail "$name $t: reference logits" "$(head -c 300 "$TMP/err")"
             continue
         fi
+        VK="--backend vulkan --kv-type f32"
         if [ "$t" = F32 ]; then
-            check "$name: F32, the prompt graph" "$f" "$v" "$toks" 1e-4 19 --tune idot=0 -b 256
-            check "$name: F32, the decode graph" "$f" "$v" "$toks" 1e-4 19 --tune idot=0 -b 1
+            check "$name: F32, the prompt graph" "$f" "$v" "$toks" 1e-4 19 $VK --tune idot=0 -b 256
+            check "$name: F32, the decode graph" "$f" "$v" "$toks" 1e-4 19 $VK --tune idot=0 -b 1
+            check "$name: F32, the CPU backend's prompt" "$f" "$v" "$toks" 1e-4 19 --backend cpu -b 256
+            check "$name: F32, the CPU backend's decode" "$f" "$v" "$toks" 1e-4 19 --backend cpu -b 1
         else
-            check "$name: $t, the decode graph on integer dot products" "$f" "$v" "$toks" 0.1 15 --tune idot=2 -b 1
+            check "$name: $t, the decode graph on integer dot products" "$f" "$v" "$toks" 0.1 15 $VK --tune idot=2 \
+                -b 1
+            check "$name: $t, the CPU backend's decode" "$f" "$v" "$toks" 0.1 15 --backend cpu -b 1
         fi
     done
 }
