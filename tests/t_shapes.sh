@@ -1,9 +1,10 @@
 #!/bin/sh
 # t_shapes.sh: the whole forward pass of the Vulkan and the CPU backends
-# on model shapes unlike the fixtures' two (three or five heads, a value head wider or narrower than
-# the key's, 1 or 6 of 4-16 experts, 1 or 2 shared experts, two dense
-# layers, vocabularies of 500 and 1000), held to the plain-C reference
-# backend on the same file:
+# on model shapes unlike the fixtures' two (three or five heads, a value
+# head wider or narrower than the key's, 1, 3 or 6 of 4-16 experts, 1 or 2
+# shared experts, two dense layers, vocabularies of 500-1000, GLM-4.7 and
+# DeepSeek-V2-Lite flavours), held to the plain-C reference backend on the
+# same file:
 #   - F32 files through the prompt graph (-b 256) and the decode graph
 #     (-b 1): within 1e-4 rel-L2 and every argmax (both sides compute in
 #     float32 from the same weights; only the order of the sums differs:
@@ -44,15 +45,15 @@ check() {
     fi
 }
 
-# shape NAME VOCAB QTYPE MKMODEL-ARGS...
+# shape NAME PRESET VOCAB QTYPE MKMODEL-ARGS...
 shape() {
-    name=$1 v=$2 qt=$3
-    shift 3
+    name=$1 preset=$2 v=$3 qt=$4
+    shift 4
     # 19 prompt tokens spread over the vocabulary
     toks=$(awk -v v="$v" 'BEGIN { for (i = 0; i < 19; i++) printf "%s%d", (i ? "," : ""), (3 + 53 * i) % v }')
     for t in F32 "$qt"; do
         f=$TMP/$name.$t.gguf
-        if ! $GLMCHAT mkmodel --preset tiny-glm --type "$t" --vocab "$v" "$@" -o "$f" --quiet >/dev/null \
+        if ! $GLMCHAT mkmodel --preset "$preset" --type "$t" --vocab "$v" "$@" -o "$f" --quiet >/dev/null \
             2>"$TMP/err"; then
             fail "$name $t: make the model" "$(head -c 300 "$TMP/err")"
             continue
@@ -77,15 +78,20 @@ shape() {
 
 # (6 of 16 experts, 2 shared, 3 heads, a value head of 32 under a key of 48
 # + 16; 48-wide rows take llama-quantize's K-quant fallbacks)
-shape "3 heads, 6 of 16 experts, 2 shared" 500 Q4_K_M --hidden 512 --layers 3 --dense-layers 1 --heads 3 \
+shape "3 heads, 6 of 16 experts, 2 shared" tiny-glm 500 Q4_K_M --hidden 512 --layers 3 --dense-layers 1 --heads 3 \
     --q-lora 96 --kv-lora 96 --qk-nope 48 --qk-rope 16 --v-head 32 --ff 256 --moe-ff 64 --experts 16 \
     --experts-used 6 --shared 2
 # TEST_QUICK (the sanitizer run): one shape; the host code is the same
 if [ "${TEST_QUICK:-0}" != 1 ]; then
     # (1 of 4 experts, 5 heads, a value head of 96 over a key of 64 + 32, kv
     # lora 160, two dense layers; MXFP4 experts beside Q8_0 elsewhere)
-    shape "5 heads, 1 of 4 experts, 2 dense layers" 1000 MXFP4_MOE --hidden 256 --layers 4 --dense-layers 2 \
+    shape "5 heads, 1 of 4 experts, 2 dense layers" tiny-glm 1000 MXFP4_MOE --hidden 256 --layers 4 --dense-layers 2 \
         --heads 5 --q-lora 128 --kv-lora 160 --qk-nope 64 --qk-rope 32 --v-head 96 --ff 512 --moe-ff 96 \
         --experts 4 --experts-used 1 --shared 1
+    # DeepSeek-V2-Lite's flavour (no q compression, softmax gating, YaRN):
+    # 3 of 12 experts, 2 shared, a rope part as wide as the nope part
+    shape "V2-Lite, 3 heads, 3 of 12 experts" tiny-dsv2lite 700 Q4_K_M --hidden 320 --layers 3 --dense-layers 1 \
+        --heads 3 --kv-lora 64 --qk-nope 32 --qk-rope 32 --v-head 48 --ff 160 --moe-ff 64 --experts 12 \
+        --experts-used 3 --shared 2
 fi
 done_tests
