@@ -918,6 +918,17 @@ static int finish_sample(vk_engine *e, const engine_output *out, err_t *err)
 }
 
 /* One token through the decode graph. */
+/* A dependency wait or a tagged-word poll gave up (the device did not run
+ * two dispatches together as assumed, or kept one waiting past the bound:
+ * dep_flag.glsl): the programs join their steps by barriers from now on,
+ * slower for the rest of the session, so the stats say when
+ * (engine_stats.sync_gave_up_at: the side pane, `/stats`, `bench`). */
+static void note_give_up(vk_engine *e)
+{
+    if (!e->prof.gave_up_at)
+        e->prof.gave_up_at = 1 + e->prof.decoded + e->prof.verified;
+}
+
 static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_output *out, float *logits_row,
                       err_t *err)
 {
@@ -950,6 +961,7 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
          * and decode the token again (the same position: its cache row is
          * rewritten). */
         vk_sync_give_up(&e->rec.sync);
+        note_give_up(e);
         vk_family_free(e, &e->rec.decode);
         if (e->hx.n_parts) {
             vk_hostmoe_unrecord(e);
@@ -1148,6 +1160,7 @@ int vk_eval_positions(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t 
              * with barriers only, and this verify again (its cache rows
              * are rewritten) */
             vk_sync_give_up(&e->rec.sync);
+            note_give_up(e);
             vk_spec_unrecord_verify(e);
             if (vk_spec_record_verify(e, err))
                 return -1;
@@ -1208,6 +1221,7 @@ static void vk_get_stats(void *impl, engine_stats *st)
     vk_engine *e = impl;
     vk_profile_report(&e->rec.decode, &e->prof.decode, st);
     st->spec_host_seconds = spec_host_seconds(e->spec);
+    st->sync_gave_up_at = e->prof.gave_up_at;
     if (e->hx.n_layers) {
         vk_hostmoe_kernel_stats(e, st);
         vk_hostmoe_split_stat(e, &st->split);

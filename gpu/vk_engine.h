@@ -167,6 +167,7 @@ typedef struct {
     uint64_t selects[VK_SEL_SETS]; /* of which needed the full-vocabulary selection, by set */
     uint64_t prefills;       /* prefill submits (every few are timed) */
     uint64_t sampled_prompts; /* runs of the sampling program after a prompt */
+    uint64_t gave_up_at;     /* engine_stats.sync_gave_up_at */
 } vk_prof_state;
 
 /* Routed experts in host memory (vk_hostmoe.c): the layers whose experts

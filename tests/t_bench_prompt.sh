@@ -4,7 +4,8 @@
 # batches) and the "ppP (the chat's chunking)" line (the chunks the chat
 # cuts by time, DECODER_CHUNK_S), and a header that says the batch the
 # engine took -- clamped to the context, or chosen by the Vulkan plan --
-# not the one asked for.
+# not the one asked for; and on Vulkan, the note that a dependency wait
+# gave up (the programs on barriers since).
 . tests/lib.sh
 
 BACKENDS=${GLMCHAT_TEST_BACKEND:-cpu vulkan}
@@ -48,6 +49,18 @@ case " $BACKENDS " in *" vulkan "*)
         ok "bench_vulkan_default_batch_by_device_kind ($want)"
     else
         fail "bench_vulkan_default_batch_by_device_kind ($want)" "$(grep -E '^load' "$TMP/b" | head -c 300) $(head -c 300 "$TMP/err")"
+    fi
+    # a dependency wait that gave up (injected: dep_stall) leaves the
+    # programs on barriers for the session: bench says so, and at which
+    # token; the same run without it says nothing
+    note='^note: a dependency wait gave up at token [0-9]+ .*joins its steps by barriers'
+    if "$GLMCHAT" bench -m "$M" --backend vulkan --tune dep_stall=1 -p 16 -n 4 --draft off >"$TMP/b" 2>"$TMP/err" &&
+        grep -qE "$note" "$TMP/b" &&
+        "$GLMCHAT" bench -m "$M" --backend vulkan -p 16 -n 4 --draft off >"$TMP/b2" 2>"$TMP/err" &&
+        ! grep -q '^note: a dependency wait' "$TMP/b2"; then
+        ok "bench_vulkan_says_a_wait_gave_up"
+    else
+        fail "bench_vulkan_says_a_wait_gave_up" "$(tail -n 2 "$TMP/b" | head -c 300) / $(tail -n 1 "$TMP/b2" | head -c 200) $(head -c 300 "$TMP/err")"
     fi
     ;;
 esac

@@ -700,6 +700,12 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
     }
     if (b->routing && routing(e, m, V, err))
         return -1;
+    engine_stats fin;
+    engine_get_stats(decoder_engine(dec), &fin);
+    if (fin.sync_gave_up_at)
+        printf("note: a dependency wait gave up at token %llu (the GPU did not run two dispatches together as "
+               "assumed); every program since joins its steps by barriers, slower than the figures would be\n",
+               (unsigned long long)fin.sync_gave_up_at);
     return 0;
 }
 

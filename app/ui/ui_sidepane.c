@@ -429,6 +429,11 @@ static void sidepane_draw(void *self, WINDOW *w)
                  st->engine.dispatches_per_token, cpu ? "steps" : "dispatches");
         kv(&p, "token", buf);
     }
+    if (st->engine.sync_gave_up_at) { /* barriers since (engine_stats): the speed's drop explained */
+        snprintf(buf, sizeof buf, "barriers: a wait gave up (token %llu)",
+                 (unsigned long long)st->engine.sync_gave_up_at);
+        kv(&p, "sync", buf);
+    }
     const engine_split_stat *hs = &st->engine.split;
     if (hs->layers && hs->tokens) { /* experts in host memory, per host layer: its GPU part, the CPU's
                                        experts, the hand-over (engine_split_stat) */

@@ -250,6 +250,10 @@ typedef struct {
     double spec_seconds;         /* drafting and verifying */
     double spec_host_seconds;    /* of spec_seconds, the host's draws and acceptance tests
                                   * (spec_host.c), the forward passes left out */
+    /* The Vulkan core: 1 + the submits (decodes and verifies) before the
+     * one whose dependency wait or tagged-word poll gave up, 0 if none did;
+     * its programs join their steps by barriers since (slower) */
+    uint64_t sync_gave_up_at;
 } engine_stats;
 
 /* How far inside an eval a backend honours the cancel flag
