@@ -155,8 +155,9 @@ else
     # test_vk_attn 63, t_vk_types_sg16 61, t_vk_fixtures 54, t_vk_lowbit 53,
     # test_vk_spec 42)
     # (t_vk_sampler_sg16, 21 s, and t_vk_sync_sg16, 11 s, came last in name
-    # order, the one running alone at the end)
-    slow="test_vk_types test_vk_matvec test_spec t_vk_spec_sg16 t_vk_hostmoe test_vk_attn t_vk_types_sg16 t_vk_fixtures t_vk_lowbit test_vk_spec t_ui_tmux test_vk_sampler t_spec_cli t_vk_sampler_sg16 t_ui_screen t_vk_typed_spv t_ui_files test_cpu_moe_host test_sampler test_vk_prefill t_ui_input t_vk_sync_sg16 t_ui_context t_crash_safety t_ui_profile t_bench_prompt t_vk_memory t_mkmodel test_decoder"
+    # order, the one running alone at the end; t_shapes, ~20 s from an
+    # empty shader cache, would too)
+    slow="test_vk_types test_vk_matvec test_spec t_vk_spec_sg16 t_vk_hostmoe test_vk_attn t_vk_types_sg16 t_vk_fixtures t_vk_lowbit test_vk_spec t_ui_tmux test_vk_sampler t_spec_cli t_vk_sampler_sg16 t_ui_screen t_vk_typed_spv t_ui_files test_cpu_moe_host test_sampler test_vk_prefill t_ui_input t_vk_sync_sg16 t_shapes t_ui_context t_crash_safety t_ui_profile t_bench_prompt t_vk_memory t_mkmodel test_decoder"
 fi
 ordered=()
 for s in $slow; do
