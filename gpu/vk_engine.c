@@ -917,18 +917,19 @@ static int finish_sample(vk_engine *e, const engine_output *out, err_t *err)
     return 0;
 }
 
-/* One token through the decode graph. */
 /* A dependency wait or a tagged-word poll gave up (the device did not run
  * two dispatches together as assumed, or kept one waiting past the bound:
- * dep_flag.glsl): the programs join their steps by barriers from now on,
- * slower for the rest of the session, so the stats say when
+ * dep_flag.glsl): the programs are recorded again with barriers, slower for
+ * the rest of the session, so the stats also say when
  * (engine_stats.sync_gave_up_at: the side pane, `/stats`, `bench`). */
-static void note_give_up(vk_engine *e)
+static void sync_gave_up(vk_engine *e)
 {
+    vk_sync_give_up(&e->rec.sync);
     if (!e->prof.gave_up_at)
         e->prof.gave_up_at = 1 + e->prof.decoded + e->prof.verified;
 }
 
+/* One token through the decode graph. */
 static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_output *out, float *logits_row,
                       err_t *err)
 {
@@ -960,8 +961,7 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
          * trusted.  Record the graph with barriers only (no tagged words)
          * and decode the token again (the same position: its cache row is
          * rewritten). */
-        vk_sync_give_up(&e->rec.sync);
-        note_give_up(e);
+        sync_gave_up(e);
         vk_family_free(e, &e->rec.decode);
         if (e->hx.n_parts) {
             vk_hostmoe_unrecord(e);
@@ -1159,8 +1159,7 @@ int vk_eval_positions(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t 
             /* a wait gave up (as decode_one's): the verify programs again
              * with barriers only, and this verify again (its cache rows
              * are rewritten) */
-            vk_sync_give_up(&e->rec.sync);
-            note_give_up(e);
+            sync_gave_up(e);
             vk_spec_unrecord_verify(e);
             if (vk_spec_record_verify(e, err))
                 return -1;
