@@ -93,13 +93,14 @@ bool vk_idot_type(uint32_t type)
 
 /* The shared memory the -DIDOT builds add for an input staged in ksh
  * elements: a byte an element (xq_sh), a max, a scale and a sum a 32 (amax_sh,
- * xd_sh, xqs_sh); the 16-level types' pair table (lev2_sh, 256 words). */
+ * xd_sh, xqs_sh); the 16-level types' pair table and its copy a byte up
+ * (lev2_sh, 512 words). */
 uint64_t vk_k_idot_shared(const vk_kb *k, uint32_t type, uint32_t ksh)
 {
     if (!vk_k_idot(k, type))
         return 0;
     bool lev16 = type == QT_IQ4_NL || type == QT_IQ4_XS || type == QT_MXFP4;
-    return ksh + 3ull * ksh / 8 + (lev16 ? 1024 : 0);
+    return ksh + 3ull * ksh / 8 + (lev16 ? 2048 : 0);
 }
 
 bool vk_k_idot(const vk_kb *k, uint32_t type)
