@@ -154,7 +154,7 @@ static void run_mv(uint32_t type, uint32_t K, uint32_t N, uint32_t nz, bool norm
 enum { V_ROWS8 = 0x04, V_SHARED_IN = 0x08 }; /* VARIANTS' bits (vk_testutil.h) */
 static int lvp_vars(int gpu, int cpu)
 {
-    return G.c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? cpu : gpu;
+    return tu_cpu_device() ? cpu : gpu;
 }
 
 /* Every weight type has x-stationary units (mv_xs_common.glsl). */

@@ -54,14 +54,9 @@ enum { V_DEF = 0x01, V_GPU_MV = 0x13 };
  *    around every type's unit) on one type of each block size, Q2_K (256)
  *    and IQ4_NL (32), not on the other ten (~0.4 s of compiling each). */
 enum { V_LONG_ROWS = 0x02, V_ROWS8 = 0x04 };
-static bool cpu_device(void)
-{
-    return G.c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
-}
-
 static int lvp_vars(uint32_t type, int vars)
 {
-    if (!cpu_device())
+    if (!tu_cpu_device())
         return vars;
     vars &= ~V_LONG_ROWS;
     if (type != QT_Q2_K && type != QT_IQ4_NL)
@@ -325,7 +320,7 @@ static void moe_cases(void)
          * host paths are the others' -- Q2_K and IQ4_XS a shared down of
          * the down's type as Q3_K_M's, MXFP4_MOE a shared down of another
          * type (its mat-vec apart) as IQ2_XXS's and Q2_K_XL's. */
-        if (cpu_device() && (!strcmp(MC.what, "Q2_K") || !strcmp(MC.what, "IQ4_XS") || !strcmp(MC.what, "MXFP4_MOE"))) {
+        if (tu_cpu_device() && (!strcmp(MC.what, "Q2_K") || !strcmp(MC.what, "IQ4_XS") || !strcmp(MC.what, "MXFP4_MOE"))) {
             printf("# experts GLM-4.7-Flash %s: not on a CPU device (the small cases' kernels, longer rows)\n",
                    MC.what);
             continue;

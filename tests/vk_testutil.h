@@ -399,6 +399,14 @@ static int tu_gpu_open(bool pipe_stats)
     return 0;
 }
 
+/* Whether the device is a CPU (lavapipe in CI), where llvmpipe compiles
+ * every specialization on its first dispatch: the kernel programs leave out
+ * there the variants that compile nothing of their own (lvp_vars). */
+static bool tu_cpu_device(void)
+{
+    return G.c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+}
+
 /* Releases the per-case buffers (arenas are reset between cases). */
 static void tu_reset_buffers(void)
 {
