@@ -44,12 +44,11 @@ else
 fi
 # F5: as written, and back.
 tm_keys F5
-if tm_wait 10 '^# Title' && grep -q 'Some \*\*bold\*\* and \*italic\* and `code` text' "$TMP/screen" &&
-   grep -q '^  ```python' "$TMP/screen" && tm_wait 5 "Answers as written"; then
+if tm_wait_all 10 '^# Title' 'Some \*\*bold\*\* and \*italic\* and `code` text' '^  ```python' "Answers as written"; then
     tm_keys F5
     if tm_wait 10 '^Title *│' && ! grep -q '^# Title' "$TMP/screen"; then ok ui_markdown_raw_toggle; else fail ui_markdown_raw_toggle "F5 did not render again"; fi
 else
-    fail ui_markdown_raw_toggle "$(tm_screen | head -8)"
+    fail ui_markdown_raw_toggle "missing:$TM_MISSING; screen: $(head -n 30 "$TMP/screen" | sed 's/ *│.*//' | grep -v '^$' | tr '\n' '|' | head -c 900)"
 fi
 # ---- /copy: the bytes reach the terminal (tmux, with set-clipboard on,
 # takes OSC 52 into its paste buffer)

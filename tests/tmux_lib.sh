@@ -46,6 +46,27 @@ tm_wait() {
     done
 }
 
+# tm_wait_all TIMEOUT_S PATTERN...: until one capture of the screen matches
+# every PATTERN (grep -E).  (Waiting for one and grepping that capture for
+# the rest can catch a redraw half done, on a loaded machine.)  On failure
+# TM_MISSING names the patterns the last capture lacked.
+tm_wait_all() {
+    t=$1
+    shift
+    end=$(($(date +%s%N) / 1000000 + t * 1000))
+    while :; do
+        tm capture-pane -p -t ui >"$TMP/screen" 2>/dev/null
+        TM_MISSING=
+        for pat in "$@"; do
+            grep -qE -- "$pat" "$TMP/screen" || TM_MISSING="$TM_MISSING [$pat]"
+        done
+        [ -z "$TM_MISSING" ] && return 0
+        [ $(($(date +%s%N) / 1000000)) -ge $end ] && return 1
+        grep -q "^EXITED [0-9]" "$TMP/screen" && return 1
+        sleep 0.05
+    done
+}
+
 # tm_gone TIMEOUT_S PATTERN: until the screen no longer matches.
 tm_gone() {
     t=$1 pat=$2
