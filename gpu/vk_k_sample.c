@@ -10,10 +10,12 @@
 
 int vk_sample_geom_init(const vk_ctx *c, uint32_t n_vocab, vk_sample_geom *g, err_t *err)
 {
-    /* the merges hold 32 lists (subgroups of a workgroup, or slices) over
-     * lanes of 4 lists each at most */
-    if (c->subgroup < 8)
-        return err_set(err, "the sampling kernels need subgroups of at least 8 lanes (the device has %u)", c->subgroup);
+    /* the workgroup reductions keep one word per subgroup in 64 (256
+     * threads); sample_cand's subgroups take turns through the merges'
+     * 32 lists where there are more than 32 of them (subgroups of 4) */
+    if (c->subgroup < SMP_WGS / 64)
+        return err_set(err, "the sampling kernels need subgroups of at least %u lanes (the device has %u)",
+                       SMP_WGS / 64, c->subgroup);
     if (n_vocab == 0)
         return err_set(err, "sampling: empty vocabulary");
     g->n = n_vocab;

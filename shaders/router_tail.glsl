@@ -8,7 +8,13 @@
 // lane l holds experts l, l + SG, ...).  The counter is reset for the next
 // use.  The including shader declares pc (N, n_used, gating, has_bias,
 // bias_off, norm_w, scale, out_off) and the spec constant EPL (experts per
-// lane, N / subgroup size rounded up).
+// lane, N / subgroup size rounded up); SG, the subgroup size, comes from the
+// including shader's family.
+
+// Chosen weights a lane keeps until their sum is known: weight k lives in
+// lane k % SG, slot k / SG (n_used <= 32, so one slot at subgroup 32 and
+// eight at subgroup 4, where n_used may pass the subgroup size).
+const uint KPL = (32u + SG - 1u) / SG;
 
 layout(set = 0, binding = ROUTER_B_LOGITS) coherent buffer LBuf { float logit[]; } L;
 layout(set = 0, binding = ROUTER_B_IDS) writeonly buffer IdBuf { int ids[]; } ID;
@@ -59,7 +65,10 @@ void router_pick(uint z, float prob[EPL])
             prob[i] /= se;
         score[i] = e < pc.N ? prob[i] + (pc.has_bias != 0u ? B.bias[pc.bias_off + e] : 0.0) : -1.0 / 0.0;
     }
-    float wsum = 0.0, wsel = 0.0;
+    float wsum = 0.0;
+    float wsel[KPL];
+    for (uint i = 0u; i < KPL; i++)
+        wsel[i] = 0.0;
     uint ob = pc.out_off + z * pc.n_used;
     for (uint k = 0u; k < pc.n_used; k++) {
         // this lane's best, then the subgroup's (lower id on ties)
@@ -82,18 +91,21 @@ void router_pick(uint z, float prob[EPL])
                 }
         pw = subgroupAdd(pw);   // the chosen probability, from its owner
         wsum += pw;
-        if (sl == k)
-            wsel = pw;
+        for (uint i = 0u; i < KPL; i++)
+            if (sl + i * ss == k)
+                wsel[i] = pw;
         if (sl == 0u)
             ID.ids[ob + k] = int(w);
     }
-    // lane k holds weight k (n_used <= subgroup size)
-    if (sl < pc.n_used) {
-        float inv = pc.norm_w != 0u ? 1.0 / max(wsum, 6.103515625e-5) : 1.0;
-        float wv = wsel * inv;
-        if (pc.scale != 0.0)
-            wv *= pc.scale;
-        WT.wts[ob + sl] = wv;
+    float inv = pc.norm_w != 0u ? 1.0 / max(wsum, 6.103515625e-5) : 1.0;
+    for (uint i = 0u; i < KPL; i++) {
+        uint k = sl + i * ss;
+        if (k < pc.n_used) {
+            float wv = wsel[i] * inv;
+            if (pc.scale != 0.0)
+                wv *= pc.scale;
+            WT.wts[ob + k] = wv;
+        }
     }
     if (sl == 0u)
         CNT.count[z] = 0u;

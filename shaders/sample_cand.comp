@@ -197,28 +197,41 @@ void main()
                 id[q - 1u] = ti;
             }
 
-    // each subgroup: its K best, one per round
-    for (uint k = 0u; k < K; k++) {
-        float m = subgroupMax(v[0]);
-        uvec4 at = subgroupBallot(v[0] == m);
-        // a tie on the value (rare): the lowest id; else the one lane's
-        uint w = subgroupBallotBitCount(at) == 1u ? subgroupShuffle(id[0], subgroupBallotFindLSB(at))
-                                                   : subgroupMin(v[0] == m ? id[0] : KEY_NONE);
-        if (lane == 0u) {
-            sh_v[sg * SMP_KMAX + k] = m;
-            sh_i[sg * SMP_KMAX + k] = w;
-        }
-        if (v[0] == m && id[0] == w && w != KEY_NONE) {
-            [[unroll]] for (uint j = 0u; j + 1u < PER; j++) {
-                v[j] = v[j + 1u];
-                id[j] = id[j + 1u];
+    // each subgroup: its K best, one per round, into a list of its own.
+    // Shared memory holds SMP_MAX_SLICES lists: where a workgroup has more
+    // subgroups (subgroups of 4 lanes: 64), they take turns -- a turn's
+    // lists join list 0, the turns before them merged, and are merged
+    // again.  (One turn wherever subgroups have 8 lanes or more.)
+    uint listed = 0u, kept = 0u; // subgroups done; lists already held (0 or the merged 1)
+    while (listed < gl_NumSubgroups) {
+        uint turn = min(gl_NumSubgroups - listed, SMP_MAX_SLICES - kept);
+        if (sg >= listed && sg < listed + turn) {
+            uint list = kept + sg - listed;
+            for (uint k = 0u; k < K; k++) {
+                float m = subgroupMax(v[0]);
+                uvec4 at = subgroupBallot(v[0] == m);
+                // a tie on the value (rare): the lowest id; else the one lane's
+                uint w = subgroupBallotBitCount(at) == 1u ? subgroupShuffle(id[0], subgroupBallotFindLSB(at))
+                                                           : subgroupMin(v[0] == m ? id[0] : KEY_NONE);
+                if (lane == 0u) {
+                    sh_v[list * SMP_KMAX + k] = m;
+                    sh_i[list * SMP_KMAX + k] = w;
+                }
+                if (v[0] == m && id[0] == w && w != KEY_NONE) {
+                    [[unroll]] for (uint j = 0u; j + 1u < PER; j++) {
+                        v[j] = v[j + 1u];
+                        id[j] = id[j + 1u];
+                    }
+                    v[PER - 1u] = NEG_INF;
+                    id[PER - 1u] = KEY_NONE;
+                }
             }
-            v[PER - 1u] = NEG_INF;
-            id[PER - 1u] = KEY_NONE;
         }
+        barrier();
+        merge(kept + turn, K);
+        listed += turn;
+        kept = 1u;
     }
-    barrier();
-    merge(gl_NumSubgroups, K);
     for (uint k = tid; k < K; k += WGS) {
         CV.v[s * SMP_KMAX + k] = sh_v[k];
         CI.i[s * SMP_KMAX + k] = sh_i[k];

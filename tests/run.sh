@@ -63,8 +63,9 @@ halved=" test_spec test_vk_sampler test_cpu_moe_host test_vk_spec "
 # lavapipe's subgroup 16, whose host code is test_vk_spec's and
 # test_vk_sampler's (both run under the sanitizers); what they add is the
 # kernels' other team sizes, which the normal run checks.  (31 of the
-# sanitizer run's CPU seconds.)
-san_skip=" t_vk_spec_sg16 t_vk_sampler_sg16 "
+# sanitizer run's CPU seconds.)  The same for the router's and the
+# sampler's cases at subgroup 4 (t_vk_sg4).
+san_skip=" t_vk_spec_sg16 t_vk_sampler_sg16 t_vk_sg4 "
 
 # start_one NAME COMMAND...: runs a test in the background, its output and
 # its times into $logs/NAME.*.
@@ -157,7 +158,7 @@ else
     # (t_vk_sampler_sg16, 21 s, and t_vk_sync_sg16, 11 s, came last in name
     # order, the one running alone at the end; t_shapes, ~20 s from an
     # empty shader cache, would too)
-    slow="test_vk_types test_vk_matvec test_spec t_vk_spec_sg16 t_vk_hostmoe test_vk_attn t_vk_types_sg16 t_vk_fixtures t_vk_lowbit test_vk_spec t_ui_tmux test_vk_sampler t_spec_cli t_vk_sampler_sg16 t_ui_screen t_vk_typed_spv t_ui_files test_cpu_moe_host test_sampler test_vk_prefill t_ui_input t_vk_sync_sg16 t_shapes t_ui_context t_crash_safety t_ui_profile t_bench_prompt t_vk_memory t_mkmodel test_decoder"
+    slow="test_vk_types test_vk_matvec test_spec t_vk_spec_sg16 t_vk_hostmoe test_vk_attn t_vk_types_sg16 t_vk_fixtures t_vk_lowbit test_vk_spec t_ui_tmux test_vk_sampler t_spec_cli t_vk_sampler_sg16 t_vk_sg4 t_ui_screen t_vk_typed_spv t_ui_files test_cpu_moe_host test_sampler test_vk_prefill t_ui_input t_vk_sync_sg16 t_shapes t_ui_context t_crash_safety t_ui_profile t_bench_prompt t_vk_memory t_mkmodel test_decoder"
 fi
 ordered=()
 for s in $slow; do
