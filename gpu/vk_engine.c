@@ -638,8 +638,10 @@ static int build_sampling(vk_engine *e, err_t *err)
 }
 
 /* Counters of the router and top-K kernels start at zero (they reset
- * themselves after each use); so do the KV caches. */
-static int zero_counters(vk_engine *e, err_t *err)
+ * themselves after each use); so do the dependency counters, the tagged
+ * words and their epochs, and (`caches`: at open, not when the counters
+ * are tried again after a give-up) the KV caches. */
+static int zero_counters(vk_engine *e, bool caches, err_t *err)
 {
     memset(e->b.dep.map, 0, e->b.dep.size);
     e->b.epoch = 0;
@@ -671,7 +673,7 @@ static int zero_counters(vk_engine *e, err_t *err)
     vkCmdFillBuffer(cb, e->b.smp_state.buf, e->b.smp_state.off, (e->b.smp_state.size + 3) / 4 * 4, 0);
     /* the caches: attn_fd reads whole tiles past the last position (masked,
      * but 0 * NaN would not be), so rows never written must be finite */
-    for (uint32_t il = 0; il < e->m->cfg.n_layer + e->nextn; il++)
+    for (uint32_t il = 0; caches && il < e->m->cfg.n_layer + e->nextn; il++)
         vkCmdFillBuffer(cb, e->b.cache[il].buf, e->b.cache[il].off, (e->b.cache[il].size + 3) / 4 * 4, 0);
     res = vkEndCommandBuffer(cb);
     int rc = res == VK_SUCCESS ? vk_submit_wait(&e->c, cb, err) : vk_fail(&e->c, err, res, "vkEndCommandBuffer");
@@ -724,7 +726,7 @@ static int setup(vk_engine *e, err_t *err)
     if (vk_weights_upload(&e->c, &e->tune, e->m, e->hx.host, e->nextn, &e->w, e->p.progress, e->p.progress_user,
                           err))
         return -1;
-    if (alloc_buffers(e, req, n, err) || upload_rope(e, err) || zero_counters(e, err))
+    if (alloc_buffers(e, req, n, err) || upload_rope(e, err) || zero_counters(e, true, err))
         return -1;
     vk_sync_init(&e->rec.sync, &e->kb, e->b.dep, e->b.params);
     if ((e->hx.n_layers ? vk_hostmoe_start(e, err) : build_decode(e, err)) || build_sampling(e, err))
@@ -919,14 +921,54 @@ static int finish_sample(vk_engine *e, const engine_output *out, err_t *err)
 
 /* A dependency wait or a tagged-word poll gave up (the device did not run
  * two dispatches together as assumed, or kept one waiting past the bound:
- * dep_flag.glsl): the programs are recorded again with barriers, slower for
- * the rest of the session, so the stats also say when
- * (engine_stats.sync_gave_up_at: the side pane, `/stats`, `bench`). */
+ * dep_flag.glsl): the programs are recorded again with barriers, slower,
+ * until tune.sync_retry tokens later the counters are tried again (twice
+ * as long after each give-up; barriers for good after VK_SYNC_RETRIES
+ * retries or with sync_retry 0).  A GPU shared with other work -- a
+ * desktop, a second program -- may keep a dispatch from running beside
+ * its producer once without doing so for good.  The stats say when and
+ * how often (engine_stats.sync_*: the side pane, `/stats`, `bench`). */
 static void sync_gave_up(vk_engine *e)
 {
+    uint64_t now = e->prof.decoded + e->prof.verified;
     vk_sync_give_up(&e->rec.sync);
-    if (!e->prof.gave_up_at)
-        e->prof.gave_up_at = 1 + e->prof.decoded + e->prof.verified;
+    e->prof.gave_up_at = 1 + now;
+    e->prof.give_ups++;
+    e->prof.retry_at = 0;
+    if (e->tune.sync_retry && e->prof.give_ups <= VK_SYNC_RETRIES)
+        e->prof.retry_at = now + ((uint64_t)e->tune.sync_retry << (e->prof.give_ups - 1));
+}
+
+/* Counters and tagged words again once the submits reach prof.retry_at
+ * (sync_gave_up): every counter, tagged word and epoch back to zero
+ * together -- the waits want cumulative counts (epoch x the producer's
+ * workgroups) and the polls tags of the epoch, and the barrier-only
+ * programs kept neither -- then the decode graph (or its parts) and the
+ * verify programs recorded again with them.  The caches stay. */
+static int sync_retry(vk_engine *e, err_t *err)
+{
+    uint64_t now = e->prof.decoded + e->prof.verified;
+    if (!e->rec.sync.gave_up || !e->prof.retry_at || now < e->prof.retry_at)
+        return 0;
+    e->prof.retry_at = 0;
+    e->prof.gave_up_at = 0;
+    vk_sync_retry(&e->rec.sync);
+    if (zero_counters(e, false, err))
+        return -1;
+    vk_family_free(e, &e->rec.decode);
+    if (e->hx.n_parts) {
+        vk_hostmoe_unrecord(e);
+        if (vk_hostmoe_record(e, err))
+            return -1;
+    } else if (build_decode(e, err)) {
+        return -1;
+    }
+    if (e->spec) {
+        vk_spec_unrecord_verify(e);
+        if (vk_spec_record_verify(e, err))
+            return -1;
+    }
+    return 0;
 }
 
 /* One token through the decode graph. */
@@ -941,6 +983,8 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
                        n_vocab < TOPK_MAX ? n_vocab : TOPK_MAX);
     if (rq && logits_row) /* the penalties would change the logits returned (engine.c samples those itself) */
         return err_set(err, "internal: logits and a GPU-sampled token from one decode");
+    if (sync_retry(e, err))
+        return -1;
     write_params(e, &token, 1, pos, k ? k : 1);
     vk_sample_write(&e->b.sg, (uint32_t *)e->b.smp_words.map, rq, k ? k : out && out->log_z ? 1 : 0);
     uint32_t *pw = (uint32_t *)e->b.params.map;
@@ -1144,6 +1188,8 @@ int vk_eval_positions(vk_engine *e, const int32_t *tokens, uint32_t n, uint32_t 
     for (uint32_t i = 0; i < n; i++)
         if ((uint32_t)tokens[i] >= V)
             return err_set(err, "token id %d is outside the vocabulary (%u)", tokens[i], V);
+    if (columns && sync_retry(e, err))
+        return -1;
     if (columns && verify_columns(e, n)) {
         /* the verify program: n columns at once (vk_forward.c), its counters
          * counting its own submits */
@@ -1221,6 +1267,8 @@ static void vk_get_stats(void *impl, engine_stats *st)
     vk_profile_report(&e->rec.decode, &e->prof.decode, st);
     st->spec_host_seconds = spec_host_seconds(e->spec);
     st->sync_gave_up_at = e->prof.gave_up_at;
+    st->sync_give_ups = e->prof.give_ups;
+    st->sync_retry_at = e->prof.gave_up_at && e->prof.retry_at ? e->prof.retry_at + 1 : 0;
     if (e->hx.n_layers) {
         vk_hostmoe_kernel_stats(e, st);
         vk_hostmoe_split_stat(e, &st->split);

@@ -167,7 +167,9 @@ typedef struct {
     uint64_t selects[VK_SEL_SETS]; /* of which needed the full-vocabulary selection, by set */
     uint64_t prefills;       /* prefill submits (every few are timed) */
     uint64_t sampled_prompts; /* runs of the sampling program after a prompt */
-    uint64_t gave_up_at;     /* engine_stats.sync_gave_up_at */
+    uint64_t gave_up_at;     /* engine_stats.sync_gave_up_at (0 once the counters are back) */
+    uint32_t give_ups;       /* engine_stats.sync_give_ups */
+    uint64_t retry_at;       /* engine_stats.sync_retry_at */
 } vk_prof_state;
 
 /* Routed experts in host memory (vk_hostmoe.c): the layers whose experts

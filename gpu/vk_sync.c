@@ -37,6 +37,19 @@ void vk_sync_give_up(vk_sync *s)
     s->gave_up = true;
 }
 
+void vk_sync_retry(vk_sync *s)
+{
+    s->gave_up = false;
+    s->retried = true;
+}
+
+/* Whether this recording injects give-ups (tune.dep_stall). */
+static bool stalls(const vk_sync *s)
+{
+    uint32_t st = s->kb->tune->dep_stall;
+    return st == 1 || (st == 2 && !s->retried);
+}
+
 /* ---- the plan ------------------------------------------------------------------------------ */
 
 enum { JOIN_BARRIER, JOIN_BARRIER_GRID, JOIN_TAGGED, JOIN_COUNTER, JOIN_END };
@@ -92,7 +105,7 @@ static int assign_sites(plan *p, err_t *err)
 {
     const vk_kb *kb = p->s->kb;
     uint32_t site_of[64] = {0}, next = 0;
-    bool stall = kb->tune->dep_stall != 0;
+    bool stall = stalls(p->s);
     for (uint32_t i = 0; i < p->g->n; i++) {
         const vk_node *n = &p->g->nodes[i];
         for (int k = 0; k < 2; k++) {
@@ -258,7 +271,7 @@ static void set_ends(plan *p, uint32_t s, uint32_t i)
     const vk_buf params = n->dep_params ? *n->dep_params : sy->params;
     if (P && P->join == JOIN_COUNTER) {
         d->wait = &P->word;
-        d->wait_n = P->running_total ? 0 : P->groups + (sy->kb->tune->dep_stall ? 1 : 0);
+        d->wait_n = P->running_total ? 0 : P->groups + (stalls(sy) ? 1 : 0);
         d->params = params;
     }
     if (n->tagged_in[0] || n->tagged_in[1] || n->tagged_out) {

@@ -40,7 +40,8 @@
  *  - Fault injection, tune.dep_stall = 1: every counter wait expects one
  *    workgroup more than its producers have and every poll a site nothing
  *    writes (VK_LL_STALL_SITE), so each gives up after its bound and counts
- *    itself in word 0 -- the fall-back's test, in the planner alone.
+ *    itself in word 0 -- the fall-back's test, in the planner alone;
+ *    dep_stall = 2 does so only until vk_sync_retry (the retry's test).
  *  - A table that declares tagged words a kernel cannot poll or write, or
  *    more tagged writes than there are sites, is recorded not at all:
  *    VK_SYNC_UNTAGGED, and the recorder builds it again without them.
@@ -56,6 +57,10 @@
 /* Counters a segment (a layer) may use: one per dep_flags bit. */
 #define VK_DEP_PER_LAYER 16u
 
+/* Retries after give-ups (tune.sync_retry): at most this many, then
+ * barriers for good. */
+#define VK_SYNC_RETRIES 4u
+
 /* vk_sync_record: the table declares tagged words that cannot be. */
 #define VK_SYNC_UNTAGGED 1
 
@@ -65,6 +70,7 @@ typedef struct {
     vk_buf params;         /* VKP_EPOCH, VKP_ATTN_TOTAL, the attention's grid at VKP_ATTN_IND */
     bool device_known;     /* the device is known to run counters and tagged words as assumed */
     bool gave_up;          /* a wait or a poll gave up: barriers only */
+    bool retried;          /* counters and tagged words tried again after a give-up (vk_sync_retry) */
 } vk_sync;
 
 /* The planner of an engine: its builders (kb, with the tuning table), the
@@ -72,6 +78,10 @@ typedef struct {
  * default only where measured and checked: NVIDIA (in-order workgroup
  * launch; the H200 and H100 runs) and lavapipe (the CI runs that graph). */
 void vk_sync_init(vk_sync *s, const vk_kb *kb, vk_buf counters, vk_buf params);
+/* After a give-up, counters and tagged words again for the graphs recorded
+ * from now on (the caller zeroes the counters, the tagged words and the
+ * epochs first: vk_engine.c). */
+void vk_sync_retry(vk_sync *s);
 /* Whether graphs should keep what they can as tagged words (tune.ll; by
  * device; never after a give-up). */
 bool vk_sync_tagged(const vk_sync *s);

@@ -55,7 +55,9 @@ typedef struct {
     uint32_t qkv_merge;     /* 1: q_a (or q) and kv_a_mqa uploaded as one matrix where they can be */
     /* the decode graph's counters (shaders/dep_flag.glsl) */
     uint32_t dep_flags;     /* boundaries joined by counters (a bitmask of nine); VK_TUNE_AUTO: by device */
-    uint32_t dep_stall;     /* fault injection: every counter wait and tagged-word poll gives up (tests the fall-back) */
+    uint32_t dep_stall;     /* fault injection: every counter wait and tagged-word poll gives up (tests the fall-back);
+                             * 2: only in recordings before the first retry (tests the retry) */
+    uint32_t sync_retry;    /* tokens on barriers after a give-up before the counters are tried again (0: never) */
     uint32_t ll;            /* 1: decode's qkv and q as tagged words (LL), read with no counter or barrier,
                                every lane polling its words; VK_TUNE_AUTO: by device (on where the
                                counters are, else off) */

@@ -69,6 +69,21 @@ case " $BACKENDS " in *" vulkan "*)
     else
         fail "bench_vulkan_says_a_wait_gave_up" "$(tail -n 2 "$TMP/b" | head -c 300) / $(tail -n 1 "$TMP/b2" | head -c 200) $(head -c 300 "$TMP/err")"
     fi
+    # the counters tried again after a give-up (tune sync_retry): one
+    # injected give-up (dep_stall=2), then they hold; every wait giving up
+    # (dep_stall=1): retries 2, 4, 8 and 16 tokens on, then barriers for good
+    # (the 5th give-up); with sync_retry=0, for good at the first
+    if "$GLMCHAT" bench -m "$M" --backend vulkan --tune dep_stall=2 --tune sync_retry=2 -p 16 -n 8 --draft off \
+        >"$TMP/b" 2>"$TMP/err" && grep -qE '^note: dependency waits gave up 1 time .*tried again and hold' "$TMP/b" &&
+        "$GLMCHAT" bench -m "$M" --backend vulkan --tune dep_stall=1 --tune sync_retry=2 -p 16 -n 24 --draft off \
+            >"$TMP/b2" 2>"$TMP/err" && grep -qE '^note: .*5 in all\).*for the rest of the session' "$TMP/b2" &&
+        "$GLMCHAT" bench -m "$M" --backend vulkan --tune dep_stall=1 --tune sync_retry=0 -p 16 -n 4 --draft off \
+            >"$TMP/b3" 2>"$TMP/err" && grep -qE '^note: .* at token 1 .*1 in all\).*for the rest of the session' "$TMP/b3"
+    then
+        ok "bench_vulkan_retries_the_counters_after_a_give_up"
+    else
+        fail "bench_vulkan_retries_the_counters_after_a_give_up" "$(grep '^note' "$TMP/b" "$TMP/b2" "$TMP/b3" | head -c 600) $(head -c 300 "$TMP/err")"
+    fi
     ;;
 esac
 

@@ -144,6 +144,15 @@ for dir in "$ROOT"/*/; do
     else
         fail "vulkan $name: a counter wait that gives up" "$(head -c 300 "$TMP/err")"
     fi
+    # ... and a submit after one that gave up (dep_stall=2: the first
+    # recordings alone; sync_retry=1) the counters and tagged words again,
+    # from zero: the same logits, token by token
+    if GLMCHAT_DEP_FLAGS=511 $GLMCHAT logits -m "$f32" $VK --tune dep_stall=2 --tune sync_retry=1 --kv-type f16 -b 1 \
+           --tokens "$tokens" -o "$TMP/retry.bin" 2>"$TMP/err" && cmp -s "$TMP/retry.bin" "$TMP/f16d.bin"; then
+        ok "vulkan $name: after a wait gave up, the counters again (same logits)"
+    else
+        fail "vulkan $name: after a wait gave up, the counters again" "$(head -c 300 "$TMP/err")"
+    fi
     # the same for a poll of tagged words alone (no counters: dep_flags=0; qkv, q)
     if $GLMCHAT logits -m "$f32" $VK --tune ll=1 --tune dep_flags=0 --tune dep_stall=1 --kv-type f16 -b 1 \
            --tokens "$tokens" -o "$TMP/llstall.bin" 2>"$TMP/err" && cmp -s "$TMP/llstall.bin" "$TMP/f16d.bin"; then

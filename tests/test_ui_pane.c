@@ -239,6 +239,43 @@ static void test_token_line_names_its_clock(void)
     }
 }
 
+/* The sync row: on barriers after a give-up, when the counters come back;
+ * for good; back on counters (and how many gave up); no row when none did. */
+static void test_sync_row_says_barriers_or_counters(void)
+{
+    struct {
+        uint64_t at, retry;
+        uint32_t n;
+        const char *want;
+    } cases[] = {
+        {7, 263, 1, "barriers since token 7, counters at 263"},
+        {300, 0, 5, "barriers for good (5 gave up)"},
+        {0, 0, 2, "counters again (2 gave up)"},
+        {0, 0, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ui_sidepane p;
+        ui_sidepane_init(&p, 1);
+        dec_stats st;
+        memset(&st, 0, sizeof st);
+        add_kernel(&st, "exp gate/up", 46, 13070.1, 62);
+        st.engine.sync_gave_up_at = cases[i].at;
+        st.engine.sync_retry_at = cases[i].retry;
+        st.engine.sync_give_ups = cases[i].n;
+        ui_sidepane_update(&p, &st, false);
+        WINDOW *w = newwin(60, 51, 0, 0); /* the chat's pane width */
+        draw(&p, w);
+        char t[1024];
+        int y = read_row(w, "sync ", t, sizeof t);
+        if (cases[i].want)
+            CHECK(y >= 0 && strstr(t, cases[i].want), "case %zu: sync row '%.200s', want '%s'", i, y >= 0 ? t : "",
+                  cases[i].want);
+        else
+            CHECK(y < 0, "no give-up, yet a sync row '%.200s'", t);
+        delwin(w);
+    }
+}
+
 int main(void)
 {
     setlocale(LC_ALL, "C.UTF-8");
@@ -252,6 +289,7 @@ int main(void)
     RUN(test_cpu_columns_hidden);
     RUN(test_backend_wrapped);
     RUN(test_token_line_names_its_clock);
+    RUN(test_sync_row_says_barriers_or_counters);
     endwin();
     delscreen(scr);
     fclose(out);

@@ -42,15 +42,18 @@
 
 /* The Vulkan backend itself (not through engine.c), drafting on; `tune`:
  * one --tune setting, or NULL. */
-static vk_engine *open_vk_tuned(const model *m, uint32_t n_ctx, uint32_t n_batch, const char *tune)
+/* tune: a knob ("name=value") or NULL; tune2 a second one or NULL */
+static vk_engine *open_vk_tuned2(const model *m, uint32_t n_ctx, uint32_t n_batch, const char *tune,
+                                 const char *tune2)
 {
     engine_params p;
     engine_params_default(&p);
     p.n_ctx = n_ctx;
     p.n_batch = n_batch;
     p.draft = 2;
-    p.tune = tune ? &tune : NULL;
-    p.n_tune = tune ? 1 : 0;
+    const char *tunes[2] = {tune, tune2};
+    p.tune = tune ? tunes : NULL;
+    p.n_tune = tune ? (tune2 ? 2 : 1) : 0;
     void *impl = NULL;
     err_t err;
     if (vk_engine_backend.create(&impl, m, &p, &err) < 0) {
@@ -58,6 +61,11 @@ static vk_engine *open_vk_tuned(const model *m, uint32_t n_ctx, uint32_t n_batch
         return NULL;
     }
     return impl;
+}
+
+static vk_engine *open_vk_tuned(const model *m, uint32_t n_ctx, uint32_t n_batch, const char *tune)
+{
+    return open_vk_tuned2(m, n_ctx, n_batch, tune, NULL);
 }
 
 static vk_engine *open_vk(const model *m, uint32_t n_ctx, uint32_t n_batch)
@@ -437,19 +445,21 @@ static void test_verify_equals_single_decodes_past_one_chunk(void)
  * read a row a column before had not yet written, run 53), the program's
  * submits counted so that a fall-back to single decodes fails.  Its steps
  * are joined as the decode's are: by counters on lavapipe and NVIDIA
- * (checked: some), in words of its own.  `stall`: every wait gives up
+ * (checked: some), in words of its own.  `stall` 1: every wait gives up
  * (tune dep_stall), and the verify falls back to barriers -- checked, with
- * the same bits. */
-static int columns_vs_singles(const char *what, const model *m, uint32_t depth, uint32_t span, bool stall,
+ * the same bits; 2: the first give-up only, and a submit later the
+ * counters are tried again (sync_retry 1) and hold -- checked: one give-up,
+ * the counters back, the same bits before, between and after. */
+static int columns_vs_singles(const char *what, const model *m, uint32_t depth, uint32_t span, int stall,
                               const char *knob)
 {
     const uint32_t V = m->cfg.n_vocab;
     const char *tune = getenv("TEST_VK_SPEC_TUNE"); /* (with TEST_VK_SPEC_FILE: a knob to compare) */
     if (stall)
-        knob = "dep_stall=1";
+        knob = stall == 1 ? "dep_stall=1" : "dep_stall=2";
     else if (tune && *tune)
         knob = tune;
-    vk_engine *e = open_vk_tuned(m, depth + span + VK_VCOLS + 1, 64, knob);
+    vk_engine *e = open_vk_tuned2(m, depth + span + VK_VCOLS + 1, 64, knob, stall == 2 ? "sync_retry=1" : NULL);
     if (!e)
         return 1;
     uint32_t links = e->rec.verify[2].prog.n_link;
@@ -487,14 +497,21 @@ static int columns_vs_singles(const char *what, const model *m, uint32_t depth, 
             if (n == VK_VCOLS) /* the next position follows tok[0] */
                 CHECK(vk_eval_positions(e, tok, 1, pos, b, false, &err) == 0, "%s: %s", what, M(err));
         }
-    if (stall) {
+    if (stall == 1) {
         CHECK(e->rec.sync.gave_up && e->rec.verify[2].prog.n_link == 0,
               "%s: every wait gave up, yet the verify kept its counters", what);
+    } else if (stall == 2 && e->rec.sync.device_known) {
+        CHECK(!e->rec.sync.gave_up && e->prof.give_ups == 1 && e->rec.verify[2].prog.n_link == links,
+              "%s: after one give-up and a retry: %s, %u give-ups, %u of %u links", what,
+              e->rec.sync.gave_up ? "on barriers" : "on counters", e->prof.give_ups, e->rec.verify[2].prog.n_link,
+              links);
     }
     if (!bad)
         printf("# %s, positions %u..%u%s: the verify's 2..%u columns (%u steps joined by counters) bit for bit the "
                "single decodes (%s)\n",
-               what, depth, depth + span - 1, stall ? ", every wait giving up" : "", VK_VCOLS, links,
+               what, depth, depth + span - 1,
+               stall == 1 ? ", every wait giving up" : stall == 2 ? ", a give-up and the counters again" : "", VK_VCOLS,
+               links,
                e->c.idot ? "the device has integer dot products" : "no integer dot products on this device");
     free(ctx);
     free(a);
@@ -517,7 +534,7 @@ static void test_verify_columns_equal_single_decodes(void)
         err_t err;
         const char *d = getenv("TEST_VK_SPEC_DEPTH");
         if (model_load(&m, own, &err) == 0) {
-            columns_vs_singles(own, &m, d ? (uint32_t)atoi(d) : 1, 40, false, NULL);
+            columns_vs_singles(own, &m, d ? (uint32_t)atoi(d) : 1, 40, 0, NULL);
             model_free(&m);
         } else {
             CHECK(0, "%s: %s", own, M(err));
@@ -525,8 +542,9 @@ static void test_verify_columns_equal_single_decodes(void)
         return;
     }
     if (make_synth("tiny-glm", SYNTH_FT_F32, 21, &m) == 0) {
-        columns_vs_singles("tiny-glm F32", &m, 1, 40, false, NULL);
-        columns_vs_singles("tiny-glm F32", &m, 5, 1, true, NULL);
+        columns_vs_singles("tiny-glm F32", &m, 1, 40, 0, NULL);
+        columns_vs_singles("tiny-glm F32", &m, 5, 1, 1, NULL);
+        columns_vs_singles("tiny-glm F32", &m, 5, 2, 2, NULL);
         model_free(&m);
     }
     if (quick())
@@ -536,13 +554,13 @@ static void test_verify_columns_equal_single_decodes(void)
          * k_b (mv_xs_ll) and a column's untagged ones (mv_xs) read their
          * input as floats or as 8-bit integers; the tagged ones once kept
          * the floats with integer dot products on (run 58) */
-        columns_vs_singles("tiny-glm Q4_K_M, float matvecs", &m, 17, 4, false, "idot=0");
-        columns_vs_singles("tiny-glm Q4_K_M, integer dot products where the device has them", &m, 17, 20, false,
+        columns_vs_singles("tiny-glm Q4_K_M, float matvecs", &m, 17, 4, 0, "idot=0");
+        columns_vs_singles("tiny-glm Q4_K_M, integer dot products where the device has them", &m, 17, 20, 0,
                            "idot=2");
         model_free(&m);
     }
     if (make_synth("tiny-dsv2lite", SYNTH_FT_Q8_0, 23, &m) == 0) {
-        columns_vs_singles("tiny-dsv2lite Q8_0", &m, 9, 4, false, NULL);
+        columns_vs_singles("tiny-dsv2lite Q8_0", &m, 9, 4, 0, NULL);
         model_free(&m);
     }
     for (int i = 0; i < n_fx && !(one_model() && i > 0); i++) {
@@ -551,7 +569,7 @@ static void test_verify_columns_equal_single_decodes(void)
             continue;
         char what[128];
         snprintf(what, sizeof what, "%s %s", fx[i].name, var);
-        columns_vs_singles(what, &m, 300, 4, false, NULL);
+        columns_vs_singles(what, &m, 300, 4, 0, NULL);
         model_free(&m);
     }
 }

@@ -704,8 +704,14 @@ static int run(decoder *dec, const model *m, const bench_opts *b, const chat_sam
     engine_get_stats(decoder_engine(dec), &fin);
     if (fin.sync_gave_up_at)
         printf("note: a dependency wait gave up at token %llu (the GPU did not run two dispatches together as "
-               "assumed); every program since joins its steps by barriers, slower than the figures would be\n",
-               (unsigned long long)fin.sync_gave_up_at);
+               "assumed; %u in all); every program since joins its steps by barriers, slower than the figures would "
+               "be, %s\n",
+               (unsigned long long)fin.sync_gave_up_at, fin.sync_give_ups,
+               fin.sync_retry_at ? "until the counters are tried again" : "for the rest of the session");
+    else if (fin.sync_give_ups)
+        printf("note: dependency waits gave up %u time%s (the GPU did not run two dispatches together as assumed); "
+               "the counters were tried again and hold, but the tokens in between ran on barriers\n",
+               fin.sync_give_ups, fin.sync_give_ups == 1 ? "" : "s");
     return 0;
 }
 

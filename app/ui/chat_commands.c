@@ -363,10 +363,17 @@ static unsigned cmd_stats(chatcmd_ctx *c, const char *arg)
     else if (e->dispatches_per_token)
         sbuf_printf(&s, "\nDispatches per token: %u; GPU time per token: %.0f us", e->dispatches_per_token,
                     e->us_per_token_measured);
-    if (e->sync_gave_up_at)
-        sbuf_printf(&s, "\nA dependency wait gave up at token %llu: every GPU program joins its steps by barriers "
-                        "since (slower)",
-                    (unsigned long long)e->sync_gave_up_at);
+    if (e->sync_gave_up_at && e->sync_retry_at)
+        sbuf_printf(&s, "\nA dependency wait gave up at token %llu (%u in all): every GPU program joins its steps by "
+                        "barriers (slower) until token %llu, when the counters are tried again",
+                    (unsigned long long)e->sync_gave_up_at, e->sync_give_ups, (unsigned long long)e->sync_retry_at);
+    else if (e->sync_gave_up_at)
+        sbuf_printf(&s, "\nA dependency wait gave up at token %llu (%u in all): every GPU program joins its steps by "
+                        "barriers (slower) for the rest of the session",
+                    (unsigned long long)e->sync_gave_up_at, e->sync_give_ups);
+    else if (e->sync_give_ups)
+        sbuf_printf(&s, "\nDependency waits gave up %u time%s; the counters were tried again and hold", e->sync_give_ups,
+                    e->sync_give_ups == 1 ? "" : "s");
     const engine_split_stat *hs = &e->split;
     if (hs->layers && hs->tokens) /* experts in host memory (engine_split_stat), per host layer */
         sbuf_printf(&s, "\nExperts in host memory, %u layers, per host layer of a token: GPU part %.0f us, "

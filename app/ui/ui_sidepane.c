@@ -430,8 +430,14 @@ static void sidepane_draw(void *self, WINDOW *w)
         kv(&p, "token", buf);
     }
     if (st->engine.sync_gave_up_at) { /* barriers since (engine_stats): the speed's drop explained */
-        snprintf(buf, sizeof buf, "barriers: a wait gave up (token %llu)",
-                 (unsigned long long)st->engine.sync_gave_up_at);
+        if (st->engine.sync_retry_at)
+            snprintf(buf, sizeof buf, "barriers since token %llu, counters at %llu",
+                     (unsigned long long)st->engine.sync_gave_up_at, (unsigned long long)st->engine.sync_retry_at);
+        else
+            snprintf(buf, sizeof buf, "barriers for good (%u gave up)", st->engine.sync_give_ups);
+        kv(&p, "sync", buf);
+    } else if (st->engine.sync_give_ups) {
+        snprintf(buf, sizeof buf, "counters again (%u gave up)", st->engine.sync_give_ups);
         kv(&p, "sync", buf);
     }
     const engine_split_stat *hs = &st->engine.split;

@@ -251,9 +251,13 @@ typedef struct {
     double spec_host_seconds;    /* of spec_seconds, the host's draws and acceptance tests
                                   * (spec_host.c), the forward passes left out */
     /* The Vulkan core: 1 + the submits (decodes and verifies) before the
-     * one whose dependency wait or tagged-word poll gave up, 0 if none did;
-     * its programs join their steps by barriers since (slower) */
+     * latest one whose dependency wait or tagged-word poll gave up, while
+     * its programs join their steps by barriers since (slower); 0 if none
+     * did, or once the counters were tried again and held */
     uint64_t sync_gave_up_at;
+    uint32_t sync_give_ups;      /* how many gave up in the session */
+    uint64_t sync_retry_at;      /* on barriers: the submit at which the counters are
+                                  * tried again; 0: barriers for good */
 } engine_stats;
 
 /* How far inside an eval a backend honours the cancel flag
