@@ -919,6 +919,17 @@ static int finish_sample(vk_engine *e, const engine_output *out, err_t *err)
     return 0;
 }
 
+/* The decode graph (or its parts, with experts in host memory) recorded
+ * again, as the synchronisation planner now says. */
+static int record_decode_again(vk_engine *e, err_t *err)
+{
+    vk_family_free(e, &e->rec.decode);
+    if (!e->hx.n_parts)
+        return build_decode(e, err);
+    vk_hostmoe_unrecord(e);
+    return vk_hostmoe_record(e, err);
+}
+
 /* A dependency wait or a tagged-word poll gave up (the device did not run
  * two dispatches together as assumed, or kept one waiting past the bound:
  * dep_flag.glsl): the programs are recorded again with barriers, slower,
@@ -953,16 +964,8 @@ static int sync_retry(vk_engine *e, err_t *err)
     e->prof.retry_at = 0;
     e->prof.gave_up_at = 0;
     vk_sync_retry(&e->rec.sync);
-    if (zero_counters(e, false, err))
+    if (zero_counters(e, false, err) || record_decode_again(e, err))
         return -1;
-    vk_family_free(e, &e->rec.decode);
-    if (e->hx.n_parts) {
-        vk_hostmoe_unrecord(e);
-        if (vk_hostmoe_record(e, err))
-            return -1;
-    } else if (build_decode(e, err)) {
-        return -1;
-    }
     if (e->spec) {
         vk_spec_unrecord_verify(e);
         if (vk_spec_record_verify(e, err))
@@ -1006,14 +1009,8 @@ static int decode_one(vk_engine *e, int32_t token, uint32_t pos, const engine_ou
          * and decode the token again (the same position: its cache row is
          * rewritten). */
         sync_gave_up(e);
-        vk_family_free(e, &e->rec.decode);
-        if (e->hx.n_parts) {
-            vk_hostmoe_unrecord(e);
-            if (vk_hostmoe_record(e, err))
-                return -1;
-        } else if (build_decode(e, err)) {
+        if (record_decode_again(e, err))
             return -1;
-        }
         return decode_one(e, token, pos, out, logits_row, err);
     }
     if (v) /* (the parts time themselves: vk_hostmoe_decode) */
