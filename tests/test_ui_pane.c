@@ -93,23 +93,30 @@ static void draw(ui_sidepane *p, WINDOW *w)
     ui_sidepane_panel.draw(p, w);
 }
 
+/* A pane fed `st` once, drawn into a new window of `lines` x `width`. */
+static WINDOW *pane_of(const dec_stats *st, int lines, int width)
+{
+    ui_sidepane p;
+    ui_sidepane_init(&p, 1);
+    ui_sidepane_update(&p, st, false);
+    WINDOW *w = newwin(lines, width, 0, 0);
+    draw(&p, w);
+    return w;
+}
+
 /* Vulkan-like rows with a first token's huge times: every row keeps its
  * five fields (name, c/t, us/t, %, GB/s) inside the pane, at every width. */
 static void test_kernel_rows_fit(void)
 {
     static const int widths[] = {28, 32, 40, 51, 60};
     for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
-        ui_sidepane p;
-        ui_sidepane_init(&p, 1);
         dec_stats st;
         memset(&st, 0, sizeof st);
         add_kernel(&st, "attn_k_b", 4, 123456.7, 0.4);
         add_kernel(&st, "sample_select", 10, 98765.4, 12345.6);
         add_kernel(&st, "moe_gate_up", 3, 8.5, 950.2);
         add_kernel(&st, "embed", 1, 0.2, 3.1);
-        ui_sidepane_update(&p, &st, false);
-        WINDOW *w = newwin(60, widths[wi], 0, 0);
-        draw(&p, w);
+        WINDOW *w = pane_of(&st, 60, widths[wi]);
         int head = find_row(w, "kernel ");
         CHECK(head >= 0, "width %d: no table header", widths[wi]);
         if (head < 0) {
@@ -220,17 +227,13 @@ static void test_backend_wrapped(void)
 static void test_token_line_names_its_clock(void)
 {
     for (int cpu = 0; cpu <= 1; cpu++) {
-        ui_sidepane p;
-        ui_sidepane_init(&p, 1);
         dec_stats st;
         memset(&st, 0, sizeof st);
         add_kernel(&st, "exp gate/up", 46, 13070.1, 62);
         st.engine.us_per_token_measured = 40005;
         st.engine.dispatches_per_token = 706;
         st.engine.cpu_steps = cpu;
-        ui_sidepane_update(&p, &st, false);
-        WINDOW *w = newwin(60, 51, 0, 0);
-        draw(&p, w);
+        WINDOW *w = pane_of(&st, 60, 51);
         char t[1024];
         int y = read_row(w, "token ", t, sizeof t);
         const char *want = cpu ? "40005 us CPU, 706 steps" : "40005 us GPU, 706 dispatches";
@@ -254,17 +257,13 @@ static void test_sync_row_says_barriers_or_counters(void)
         {0, 0, 0, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        ui_sidepane p;
-        ui_sidepane_init(&p, 1);
         dec_stats st;
         memset(&st, 0, sizeof st);
         add_kernel(&st, "exp gate/up", 46, 13070.1, 62);
         st.engine.sync_gave_up_at = cases[i].at;
         st.engine.sync_retry_at = cases[i].retry;
         st.engine.sync_give_ups = cases[i].n;
-        ui_sidepane_update(&p, &st, false);
-        WINDOW *w = newwin(60, 51, 0, 0); /* the chat's pane width */
-        draw(&p, w);
+        WINDOW *w = pane_of(&st, 60, 51); /* the chat's pane width */
         char t[1024];
         int y = read_row(w, "sync ", t, sizeof t);
         if (cases[i].want)
