@@ -138,6 +138,43 @@ void merge(uint nl, uint K)
     }
 }
 
+// The subgroup's best token left (ties to the lower id): its value and id.
+void subgroup_head(float v0, uint id0, out float m, out uint w)
+{
+    m = subgroupMax(v0);
+    uvec4 at = subgroupBallot(v0 == m);
+    // a tie on the value (rare): the lowest id; else the one lane's
+    w = subgroupBallotBitCount(at) == 1u ? subgroupShuffle(id0, subgroupBallotFindLSB(at))
+                                         : subgroupMin(v0 == m ? id0 : KEY_NONE);
+}
+
+// The subgroup's best token left, (m, w), to item k of its list, and off
+// its lane's array.
+void put(uint list, uint k, float m, uint w, inout float v[PER], inout uint id[PER])
+{
+    if (gl_SubgroupInvocationID == 0u) {
+        sh_v[list * SMP_KMAX + k] = m;
+        sh_i[list * SMP_KMAX + k] = w;
+    }
+    if (v[0] == m && id[0] == w && w != KEY_NONE) {
+        [[unroll]] for (uint j = 0u; j + 1u < PER; j++) {
+            v[j] = v[j + 1u];
+            id[j] = id[j + 1u];
+        }
+        v[PER - 1u] = NEG_INF;
+        id[PER - 1u] = KEY_NONE;
+    }
+}
+
+// One round: the subgroup's best token left to item k of its list.
+void take(uint list, uint k, inout float v[PER], inout uint id[PER])
+{
+    float m;
+    uint w;
+    subgroup_head(v[0], id[0], m, w);
+    put(list, k, m, w, v, id);
+}
+
 void main()
 {
     uint s = gl_WorkGroupID.x, tid = gl_LocalInvocationIndex;
@@ -197,33 +234,66 @@ void main()
                 id[q - 1u] = ti;
             }
 
-    // each subgroup: its K best, one per round, into a list of its own.
-    // Shared memory holds SMP_MAX_SLICES lists: where a workgroup has more
-    // subgroups (subgroups of 4 lanes: 64), they take turns -- a turn's
-    // lists join list 0, the turns before them merged, and are merged
-    // again.  (One turn wherever subgroups have 8 lanes or more.)
+    // each subgroup: its best tokens, one per round, into a list of its
+    // own (K long, sentinels after the last).  Shared memory holds
+    // SMP_MAX_SLICES lists: where a workgroup has more subgroups (subgroups
+    // of 4 lanes: 64), they take turns -- a turn's lists join list 0, the
+    // turns before them merged, and are merged again.  (One turn wherever
+    // subgroups have 8 lanes or more.)
+    //
+    // Rounds in two phases, since a subgroup's K-th best is rarely among the
+    // turn's K best: every subgroup of the turn first takes KA = K / turn
+    // rounds (rounded up); the worst of those lists' last items, T, has at
+    // least K tokens of the turn at or above it, so the turn's K best all
+    // are, and a subgroup goes on only while its next token comes before T.
+    // A subgroup whose tokens run out stops too (only sentinels are left).
+    // 64 candidates from 8 subgroups of 608 tokens (GLM's vocabulary on
+    // 32 lanes): ~12 rounds a subgroup instead of 64 (a model of this loop
+    // on random logits; any logits: the rounds follow ranks, not values).
+    // H200, every dispatch timed: 74.8 -> 55.3 us (gpu/PERF.md run 62).
+    // (A first form, both phases one loop with the barrier inside, gave
+    // wrong lists on the H200 and right ones on lavapipe.)
     uint listed = 0u, kept = 0u; // subgroups done; lists already held (0 or the merged 1)
     while (listed < gl_NumSubgroups) {
         uint turn = min(gl_NumSubgroups - listed, SMP_MAX_SLICES - kept);
-        if (sg >= listed && sg < listed + turn) {
-            uint list = kept + sg - listed;
-            for (uint k = 0u; k < K; k++) {
-                float m = subgroupMax(v[0]);
-                uvec4 at = subgroupBallot(v[0] == m);
-                // a tie on the value (rare): the lowest id; else the one lane's
-                uint w = subgroupBallotBitCount(at) == 1u ? subgroupShuffle(id[0], subgroupBallotFindLSB(at))
-                                                           : subgroupMin(v[0] == m ? id[0] : KEY_NONE);
-                if (lane == 0u) {
-                    sh_v[list * SMP_KMAX + k] = m;
-                    sh_i[list * SMP_KMAX + k] = w;
+        bool mine = sg >= listed && sg < listed + turn;
+        uint list = kept + sg - listed, ka = min(K, (K + turn - 1u) / turn), k = 0u;
+        if (mine)
+            for (; k < ka; k++)
+                take(list, k, v, id);
+        if (ka < K) { // (uniform) else every round is taken: one candidate, or one subgroup
+            barrier();
+            // T from the lists whose KA-th item is a token; no bound
+            // unless those alone hold K tokens at or above it
+            float tv = NEG_INF;
+            uint ti = KEY_NONE, with = 0u;
+            for (uint q = kept; q < kept + turn; q++) {
+                float qv = sh_v[q * SMP_KMAX + ka - 1u];
+                uint qi = sh_i[q * SMP_KMAX + ka - 1u];
+                if (qi == KEY_NONE)
+                    continue;
+                if (with == 0u || better(tv, ti, qv, qi)) {
+                    tv = qv;
+                    ti = qi;
                 }
-                if (v[0] == m && id[0] == w && w != KEY_NONE) {
-                    [[unroll]] for (uint j = 0u; j + 1u < PER; j++) {
-                        v[j] = v[j + 1u];
-                        id[j] = id[j + 1u];
-                    }
-                    v[PER - 1u] = NEG_INF;
-                    id[PER - 1u] = KEY_NONE;
+                with++;
+            }
+            if (with * ka < K) {
+                tv = NEG_INF;
+                ti = KEY_NONE;
+            }
+            if (mine) {
+                for (; k < K; k++) {
+                    float m;
+                    uint w;
+                    subgroup_head(v[0], id[0], m, w);
+                    if (!better(m, w, tv, ti))
+                        break;  // (uniform) at or past T, or only sentinels left
+                    put(list, k, m, w, v, id);
+                }
+                for (uint j = k + lane; j < K; j += gl_SubgroupSize) { // the rest of the list: sentinels
+                    sh_v[list * SMP_KMAX + j] = NEG_INF;
+                    sh_i[list * SMP_KMAX + j] = KEY_NONE;
                 }
             }
         }
