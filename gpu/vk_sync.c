@@ -159,6 +159,15 @@ static bool tagged_ok(const plan *p, const step *P, const step *C, const walk *w
     return true;
 }
 
+/* The counter joining step P (index s) to step C: its segment's word for
+ * C's bit (vk_sync.h). */
+static vk_vec counter_word(const plan *p, uint32_t s, const step *C)
+{
+    uint32_t seg = (uint32_t)p->g->nodes[p->st[s].first].segment;
+    uint32_t bit = (uint32_t)bit_of(p->g->nodes[C->first].dep_bit);
+    return V(p->s->counters, 1 + (seg - 1) * VK_DEP_PER_LAYER + bit);
+}
+
 /* Whether a counter can join step P (index s) to step C; the early waits
  * it needs into early[] (per node of C). */
 static bool counter_ok(const plan *p, uint32_t s, const step *C, const walk *w, int32_t *early)
@@ -168,6 +177,14 @@ static bool counter_ok(const plan *p, uint32_t s, const step *C, const walk *w, 
     const vk_node *c0 = &p->g->nodes[C->first];
     if (!(c0->dep_bit & p->mask) || w->unpolled || p->g->nodes[P->first].segment < 1)
         return false;
+    /* a word counts one boundary's workgroups: where an earlier boundary
+     * of the segment took the word of C's bit (two steps of one layer
+     * given the same bit), a second producer's signals would let C's wait
+     * end early -- a barrier instead */
+    vk_vec word = counter_word(p, s, C);
+    for (uint32_t t = 0; t < s; t++)
+        if (p->st[t].join == JOIN_COUNTER && p->st[t].word.off == word.off)
+            return false;
     for (uint32_t i = P->first; i < P->first + P->n; i++) {
         const vk_node *n = &p->g->nodes[i];
         /* an indirect grid is counted only for the decode attention's (the host keeps its total) */
@@ -242,9 +259,7 @@ static void join_steps(plan *p)
         for (uint32_t i = C->first; P->join != JOIN_COUNTER && i < C->first + C->n; i++)
             p->early[i] = -1;
         if (P->join == JOIN_COUNTER) {
-            uint32_t seg = (uint32_t)p->g->nodes[P->first].segment;
-            uint32_t bit = (uint32_t)bit_of(p->g->nodes[C->first].dep_bit);
-            P->word = V(p->s->counters, 1 + (seg - 1) * VK_DEP_PER_LAYER + bit);
+            P->word = counter_word(p, s, C);
             w.un_r = w.un_w = 0;
         } else if (P->join != JOIN_TAGGED) {
             w.un_r = w.un_w = w.bar_w = w.unpolled = 0;

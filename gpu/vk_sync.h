@@ -22,7 +22,9 @@
  * The counters: word 0 of the counters' buffer counts waits and polls that
  * gave up; the counter of a boundary whose P lies in segment s >= 1 and
  * whose C waits at dep_flags bit b is word 1 + (s - 1) * VK_DEP_PER_LAYER +
- * b, and C waits until it reaches params[VKP_EPOCH] times P's workgroups --
+ * b (one boundary a word: where an earlier boundary of the segment took
+ * it, a barrier instead), and C waits until it reaches params[VKP_EPOCH]
+ * times P's workgroups --
  * or, for the decode attention (whose grid the host writes per token),
  * params[VKP_ATTN_TOTAL], the host's running total.  A tagged word carries
  * the tag params[VKP_EPOCH] * VK_LL_SITES + site, sites numbered 1, 2, ...
