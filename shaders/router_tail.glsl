@@ -11,6 +11,8 @@
 // lane, N / subgroup size rounded up); SG, the subgroup size, comes from the
 // including shader's family.
 
+#extension GL_KHR_shader_subgroup_ballot : enable
+
 // Chosen weights a lane keeps until their sum is known: weight k lives in
 // lane k % SG, slot k / SG (n_used <= 32, so one slot at subgroup 32 and
 // eight at subgroup 4, where n_used may pass the subgroup size).
@@ -41,55 +43,64 @@ bool router_count_in(uint z)
 }
 
 // The choice of token z from its logits (lane l holds experts l, l + SG,
-// ...; -inf past N), in the first subgroup of the last workgroup.
-void router_pick(uint z, float prob[EPL])
+// ...; -inf past N) and the selection bias (0 without one), in the first
+// subgroup of the last workgroup.  The tail is on the layer's critical path
+// (router -> routed gate/up -> down; H200, every dispatch timed: 4.3 of the
+// router's 13.9 us, gpu/PERF.md run 62), so a round is one subgroup max, a
+// ballot and two shuffles from the one lane holding it (the id and the
+// probability), with a second reduction only on a tie.
+void router_pick(uint z, float prob[EPL], float bias[EPL])
 {
     uint sl = gl_SubgroupInvocationID, ss = gl_SubgroupSize;
     float score[EPL];
-    float mx = -1.0 / 0.0;
-    for (uint i = 0u; i < EPL; i++)
-        mx = max(mx, prob[i]);
-    mx = subgroupMax(mx);
-    float se = 0.0;
-    for (uint i = 0u; i < EPL; i++) {
-        uint e = sl + i * ss;
-        float l = prob[i];
-        float p = e >= pc.N ? 0.0 : pc.gating == 2u ? 1.0 / (1.0 + exp(-l)) : exp(l - mx);
-        prob[i] = p;
-        se += p;
-    }
-    se = subgroupAdd(se);
-    for (uint i = 0u; i < EPL; i++) {
-        uint e = sl + i * ss;
-        if (pc.gating != 2u)
+    if (pc.gating != 2u) { // softmax; sigmoid needs neither the max nor the sum
+        float mx = -1.0 / 0.0;
+        for (uint i = 0u; i < EPL; i++)
+            mx = max(mx, prob[i]);
+        mx = subgroupMax(mx);
+        float se = 0.0;
+        for (uint i = 0u; i < EPL; i++) {
+            prob[i] = sl + i * ss >= pc.N ? 0.0 : exp(prob[i] - mx);
+            se += prob[i];
+        }
+        se = subgroupAdd(se);
+        for (uint i = 0u; i < EPL; i++)
             prob[i] /= se;
-        score[i] = e < pc.N ? prob[i] + (pc.has_bias != 0u ? B.bias[pc.bias_off + e] : 0.0) : -1.0 / 0.0;
+    } else {
+        for (uint i = 0u; i < EPL; i++)
+            prob[i] = sl + i * ss >= pc.N ? 0.0 : 1.0 / (1.0 + exp(-prob[i]));
     }
+    for (uint i = 0u; i < EPL; i++)
+        score[i] = sl + i * ss < pc.N ? prob[i] + bias[i] : -1.0 / 0.0;
     float wsum = 0.0;
     float wsel[KPL];
     for (uint i = 0u; i < KPL; i++)
         wsel[i] = 0.0;
     uint ob = pc.out_off + z * pc.n_used;
     for (uint k = 0u; k < pc.n_used; k++) {
-        // this lane's best, then the subgroup's (lower id on ties)
-        float best = -1.0 / 0.0;
+        // this lane's best (its lower id on ties) and its probability
+        float best = -1.0 / 0.0, pbest = 0.0;
         uint bi = 0xffffffffu;
         for (uint i = 0u; i < EPL; i++)
             if (score[i] > best) {
                 best = score[i];
+                pbest = prob[i];
                 bi = sl + i * ss;
             }
+        // the subgroup's (lower id on ties: then a second reduction)
         float m = subgroupMax(best);
-        uint w = subgroupMin(best == m ? bi : 0xffffffffu);
-        uint owner = w % ss, slot = w / ss;
-        float pw = 0.0;
+        uvec4 at = subgroupBallot(best == m);
+        uint owner = subgroupBallotFindLSB(at);
+        uint w = subgroupShuffle(bi, owner);
+        if (subgroupBallotBitCount(at) != 1u) {
+            w = subgroupMin(best == m ? bi : 0xffffffffu);
+            owner = w % ss;
+        }
+        float pw = subgroupShuffle(pbest, owner); // the chosen probability, from its lane
         if (sl == owner)
             for (uint i = 0u; i < EPL; i++)
-                if (i == slot) {
-                    pw = prob[i];
+                if (sl + i * ss == w)
                     score[i] = -1.0 / 0.0;
-                }
-        pw = subgroupAdd(pw);   // the chosen probability, from its owner
         wsum += pw;
         for (uint i = 0u; i < KPL; i++)
             if (sl + i * ss == k)
@@ -114,13 +125,18 @@ void router_pick(uint z, float prob[EPL])
 // z: the token; lb: its logits' offset in L.  Call from uniform control flow.
 void router_tail(uint z, uint lb)
 {
+    // the bias is a weight: every workgroup's first subgroup loads it before
+    // counting itself in, so that the last one does not wait for it after
+    uint sl = gl_SubgroupInvocationID, ss = gl_SubgroupSize;
+    float bias[EPL];
+    for (uint i = 0u; i < EPL; i++)
+        bias[i] = pc.has_bias != 0u && gl_SubgroupID == 0u && sl + i * ss < pc.N ? B.bias[pc.bias_off + sl + i * ss] : 0.0;
     if (!router_count_in(z) || gl_SubgroupID != 0u)
         return;
-    uint sl = gl_SubgroupInvocationID, ss = gl_SubgroupSize;
     float prob[EPL];
     for (uint i = 0u; i < EPL; i++) {
         uint e = sl + i * ss;
         prob[i] = e < pc.N ? L.logit[lb + e] : -1.0 / 0.0;
     }
-    router_pick(z, prob);
+    router_pick(z, prob, bias);
 }
