@@ -380,6 +380,11 @@ static void query_caps(VkInstance inst, VkPhysicalDevice pd, dev_caps *c)
         add_missing(d, "subgroup arithmetic");
     if (!(sg.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT))
         add_missing(d, "subgroup shuffle");
+    /* the sampler's kernels and the router's choice of experts */
+    if (!(sg.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT))
+        add_missing(d, "subgroup ballot");
+    if (!(sg.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT))
+        add_missing(d, "subgroup vote");
     if (sg.subgroupSize < 4 || sg.subgroupSize > 128 || (sg.subgroupSize & (sg.subgroupSize - 1)))
         add_missing(d, "a power-of-two subgroup size between 4 and 128");
     if (p->limits.maxComputeWorkGroupInvocations < 256 || p->limits.maxComputeWorkGroupSize[0] < 256)
