@@ -23,4 +23,32 @@ expect_fail() {
     ok "$name"
 }
 
+# at_lanes PROGRAM LANES MIN [MAX]: runs $BUILD/tests/PROGRAM once more on
+# lavapipe at LANES lanes a subgroup (LP_NATIVE_VECTOR_WIDTH = 32 * LANES
+# bits), the cases the caller's TEST_ONLY selects, its lines renamed
+# "... [subgroup LANES]" (its output stays in $TMP/out).  A failure where it
+# is not built, exits non-zero without a FAIL line, or runs fewer than MIN
+# (more than MAX) cases.  A device other than lavapipe keeps its own size:
+# then a comment says so.
+at_lanes() {
+    T=$BUILD/tests/$1
+    if [ ! -x "$T" ]; then
+        fail "$1 at subgroup $2" "$T not built"
+        return
+    fi
+    LP_NATIVE_VECTOR_WIDTH=$((32 * $2)) "$T" >"$TMP/out" 2>&1
+    rc=$?
+    grep '^# device' "$TMP/out" | grep -q "subgroup $2)" ||
+        echo "# not at subgroup $2 here: $(grep '^# device' "$TMP/out")"
+    sed -n "s/^\(ok\|FAIL\) - \([^:]*\)\(.*\)\$/\1 - \2 [subgroup $2]\3/p" "$TMP/out"
+    n=$(grep -c '^ok - ' "$TMP/out")
+    if grep -q '^FAIL - ' "$TMP/out"; then
+        _failed=1
+    elif [ "$rc" -ne 0 ]; then
+        fail "$1 at subgroup $2" "exit status $rc: $(tail -c 300 "$TMP/out")"
+    elif [ "$n" -lt "$3" ] || [ "$n" -gt "${4:-$n}" ]; then
+        fail "$1 at subgroup $2" "$n cases ran, want at least $3${4:+ and at most $4}: $(tail -c 300 "$TMP/out")"
+    fi
+}
+
 done_tests() { exit $_failed; }

@@ -16,23 +16,8 @@
 # (A device other than lavapipe keeps its own subgroup size: then it says
 # so and runs them once more there.)
 . tests/lib.sh
-T=$BUILD/tests/test_vk_spec
-if [ ! -x "$T" ]; then
-    fail "test_vk_spec at subgroup 16" "$T not built"
-    done_tests
-fi
 one=1
 [ "${TEST_FULL:-0}" = 1 ] && one=0
-TEST_VK_SPEC_ONE=$one TEST_ONLY='test_nextn_block_matches_reference_fixtures|past_one_chunk|columns' LP_NATIVE_VECTOR_WIDTH=512 \
-    "$T" >"$TMP/out" 2>&1
-rc=$?
-grep '^# device' "$TMP/out" | grep -q 'subgroup 16' || echo "# not at subgroup 16 here: $(grep '^# device' "$TMP/out")"
-sed -n 's/^\(ok\|FAIL\) - \([^:]*\)\(.*\)$/\1 - \2 [subgroup 16]\3/p' "$TMP/out"
-n=$(grep -c '^ok - ' "$TMP/out")
-if [ "$rc" -ne 0 ] && ! grep -q '^FAIL - ' "$TMP/out"; then
-    fail "test_vk_spec at subgroup 16" "exit status $rc: $(tail -c 300 "$TMP/out")"
-elif [ "$n" -eq 0 ] && ! grep -q '^FAIL - ' "$TMP/out"; then
-    fail "test_vk_spec at subgroup 16" "no case ran: $(tail -c 300 "$TMP/out")"
-fi
-grep -q '^FAIL - ' "$TMP/out" && _failed=1
+TEST_VK_SPEC_ONE=$one TEST_ONLY='test_nextn_block_matches_reference_fixtures|past_one_chunk|columns' \
+    at_lanes test_vk_spec 16 1
 done_tests

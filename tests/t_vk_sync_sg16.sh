@@ -6,20 +6,5 @@
 # lavapipe keeps its own subgroup size: then it says so and runs them once
 # more there.)
 . tests/lib.sh
-T=$BUILD/tests/test_vk_sync
-if [ ! -x "$T" ]; then
-    fail "test_vk_sync at subgroup 16" "$T not built"
-    done_tests
-fi
-LP_NATIVE_VECTOR_WIDTH=512 "$T" >"$TMP/out" 2>&1
-rc=$?
-grep '^# device' "$TMP/out" | grep -q 'subgroup 16' || echo "# not at subgroup 16 here: $(grep '^# device' "$TMP/out")"
-sed -n 's/^\(ok\|FAIL\) - \([^:]*\)\(.*\)$/\1 - \2 [subgroup 16]\3/p' "$TMP/out"
-n=$(grep -c '^ok - ' "$TMP/out")
-if [ "$rc" -ne 0 ] && ! grep -q '^FAIL - ' "$TMP/out"; then
-    fail "test_vk_sync at subgroup 16" "exit status $rc: $(tail -c 300 "$TMP/out")"
-elif [ "$n" -eq 0 ]; then
-    fail "test_vk_sync at subgroup 16" "no case ran: $(tail -c 300 "$TMP/out")"
-fi
-grep -q '^FAIL - ' "$TMP/out" && _failed=1
+at_lanes test_vk_sync 16 1
 done_tests
