@@ -45,12 +45,13 @@ static int mv_bind(const vk_kb *k, const vk_mv_args *a, uint32_t passes, const v
 }
 
 /* The x-stationary geometry of a matvec over nz matrices (false: mv):
- * 512 threads for a single small matrix (<= 8192 rows in all), 256 beyond
- * (gpu/PERF.md runs 6-7, re-swept in run 18). */
+ * 512 threads.  (Runs 6-7 and 18 chose 256 beyond 8192 rows in all, on the
+ * float path; with the integer dot products 512 everywhere -- this, the
+ * gate/ups', attn_vb's and the router's -- decoded faster: gpu/PERF.md run
+ * 63, IQ4_XS +6.6 %, Q4_K_M +2.6 % on the H200.) */
 static bool mv_x_config(const vk_kb *k, const vk_tensor *w, uint32_t nz, vkk_xs_cfg *x)
 {
-    uint32_t wgs = (uint64_t)w->N * nz <= 8192 ? 512 : 256;
-    return vkk_xs_config(k, w->type, w->Kp, w->N, nz, 1, wgs, x);
+    return vkk_xs_config(k, w->type, w->Kp, w->N, nz, 1, 512, x);
 }
 
 bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a)
@@ -115,7 +116,8 @@ static bool glu_x_config(const vk_kb *k, const vk_glu_args *a, vkk_xs_cfg *x)
     if (u->type != g->type)
         return false;
     uint32_t rows = g->N;
-    if (!vkk_xs_config(k, g->type, g->Kp, rows, a->nz ? a->nz : 1, 2, 256, x))
+    /* 512 threads (256 before run 63: see mv_x_config) */
+    if (!vkk_xs_config(k, g->type, g->Kp, rows, a->nz ? a->nz : 1, 2, 512, x))
         return false;
     /* Passes per workgroup of the gate/up alone: the routed experts' at
      * least two -- fewer, longer workgroups (three or four were slower); the
@@ -284,7 +286,9 @@ static bool router_x_config(const vk_kb *k, const vk_router_args *a, vkk_xs_cfg 
 {
     const vk_tensor *w = a->w;
     uint32_t nz = a->nz ? a->nz : 1;
-    return vkk_xs_config(k, w->type, w->Kp, w->N, nz, 1, nz == 1 ? 256 : 128, x);
+    /* one token: 512 threads (256 before run 63: see mv_x_config); a prompt
+     * batch's tokens: 128 each */
+    return vkk_xs_config(k, w->type, w->Kp, w->N, nz, 1, nz == 1 ? 512 : 128, x);
 }
 
 bool vk_router_deps(const vk_kb *k, const vk_router_args *a)

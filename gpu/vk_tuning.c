@@ -23,7 +23,7 @@ static const knob KNOBS[] = {
     KNOB(xs_xreg, 64, 0, 256, "runs 6, 15", "inputs of a lane held in registers up to this many elements"),
     KNOB(xs_r, 0, 0, 8, "runs 6-7", "rows per pass (0: 4, Q6_K 2, halved for small grids)"),
     KNOB(xs_p, 0, 0, 256, "runs 15, 17", "passes per workgroup (0: doubled while the grid stays large)"),
-    KNOB(xs_wgs, 0, 0, 1024, "runs 6-8, 18", "x-stationary workgroup size (0: each kernel's own)"),
+    KNOB(xs_wgs, 0, 0, 1024, "runs 6-8, 18, 63", "x-stationary workgroup size (0: each kernel's own)"),
     KNOB(xs_pad, 25, 0, 75, "run 20", "largest team padding a row by at most this many % (0: least padding)"),
     KNOB(attn_fd, 1, 0, 1, "runs 14-15, 23", "attention on tensor cores (attn_fd; decode and prompt) where possible"),
     KNOB(attn_minchunk, 8, 1, 256, "run 11", "attn.comp: shortest chunk of a decode step"),
