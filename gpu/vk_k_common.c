@@ -163,6 +163,13 @@ bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, ui
     wgs = ceil_div(wgs, sg) * sg;
     if (wgs / sg > 64)
         wgs = 64 * sg;
+    /* within the device's workgroup: the kernels ask for up to 512 threads,
+     * and a device may offer as few as 256 (vk_device.c's least) */
+    uint32_t wmax = c->props.limits.maxComputeWorkGroupInvocations;
+    if (c->props.limits.maxComputeWorkGroupSize[0] < wmax)
+        wmax = c->props.limits.maxComputeWorkGroupSize[0];
+    if (wgs > wmax && wmax >= sg)
+        wgs = wmax / sg * sg;
     uint32_t nt = wgs / m->team;
     bool fixed_r = t->xs_r != 0;
     uint32_t r = fixed_r ? t->xs_r : type == QT_Q6_K ? 2 : 4;

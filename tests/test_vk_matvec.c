@@ -14,6 +14,7 @@
  * 2 * (K/4 + unit + 16) * 2^-24 * sum|w_k x_k| (chain_bound): about 7e-5 of
  * sum|w x| at K = 2048, while one wrong 32-element block moves an output by
  * ~1e-2 of it and a single wrong element by ~5e-4.  */
+#include "vk_k_common.h"
 #include "vk_testutil.h"
 
 /* ---- matrix-vector --------------------------------------------------------------- */
@@ -665,10 +666,33 @@ static void embed_cases(void)
     }
 }
 
+/* ---- geometry ------------------------------------------------------------------------------ */
+
+/* The x-stationary kernels ask for 512-thread workgroups (gpu/PERF.md run
+ * 63); on a device whose workgroups hold fewer (256 is the least glmchat
+ * accepts) the geometry stays within them.  The device here is told so: its
+ * properties copied with the limits lowered. */
+static void test_workgroup_limit(void)
+{
+    vk_ctx low = G.c;
+    low.props.limits.maxComputeWorkGroupInvocations = 256;
+    low.props.limits.maxComputeWorkGroupSize[0] = 256;
+    vk_kb kb = {&low, &G.pipes, &TUNE, &KERR}, real = {&G.c, &G.pipes, &TUNE, &KERR};
+    vkk_xs_cfg x;
+    /* the routed experts' gate/up of GLM-4.7-Flash: 1536 rows of 2048, 4 experts, gate and up */
+    CHECK(vkk_xs_config(&real, QT_Q4_K, 2048, 1536, 4, 2, 512, &x), "no geometry on this device");
+    CHECK(x.wgs == (G.c.props.limits.maxComputeWorkGroupInvocations >= 512 ? 512u : 256u), "wgs %u here", x.wgs);
+    CHECK(vkk_xs_config(&kb, QT_Q4_K, 2048, 1536, 4, 2, 512, &x), "no geometry at 256 invocations");
+    CHECK(x.wgs <= 256 && x.wgs >= G.c.subgroup && x.wgs % G.c.subgroup == 0, "wgs %u for a 256-thread device", x.wgs);
+    CHECK(x.groups > 0 && (uint64_t)x.groups * (x.wgs / x.team) * x.r * x.passes >= 1536, "%u groups do not cover the rows",
+          x.groups);
+}
+
 int main(void)
 {
     if (tu_kernels_open())
         return 1;
+    RUN_NAMED(test_workgroup_limit, "x-stationary geometry within a 256-invocation device's workgroups");
     mv_cases();
     moe_cases();
     router_cases();
