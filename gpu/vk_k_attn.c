@@ -276,8 +276,7 @@ int vk_k_attn(const vk_kb *k, const vk_attn_args *a, vk_call *out)
 static bool attn_vb_x_config(const vk_kb *k, const vk_attn_vb_args *a, vkk_xs_cfg *x)
 {
     const vk_tensor *w = a->v_b;
-    /* 512 threads (256 before run 63: see vk_k_matvec.c mv_x_config) */
-    if (!vkk_xs_config(k, w->type, w->Kp, w->N, a->g->n_head * (a->nz ? a->nz : 1), 1, 512, x))
+    if (!vkk_xs_config(k, w->type, w->Kp, w->N, a->g->n_head * (a->nz ? a->nz : 1), 1, VKK_XS_WGS, x))
         return false;
     /* beside the staged input: the chunks' weights (chunk_combine.glsl) and
      * with integer dot products the quantized input (as vkk_xs_config) */

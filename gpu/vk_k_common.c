@@ -163,8 +163,8 @@ bool vkk_xs_config(const vk_kb *k, uint32_t type, uint32_t kp, uint32_t rows, ui
     wgs = ceil_div(wgs, sg) * sg;
     if (wgs / sg > 64)
         wgs = 64 * sg;
-    /* within the device's workgroup: the kernels ask for up to 512 threads,
-     * and a device may offer as few as 256 (vk_device.c's least) */
+    /* within the device's workgroup: the kernels ask for up to VKK_XS_WGS
+     * threads, and a device may offer as few as 256 (vk_device.c's least) */
     uint32_t wmax = c->props.limits.maxComputeWorkGroupInvocations;
     if (c->props.limits.maxComputeWorkGroupSize[0] < wmax)
         wmax = c->props.limits.maxComputeWorkGroupSize[0];

@@ -91,6 +91,14 @@ typedef struct {
     uint32_t wgs, team, j, r, passes, xreg, xrn, ksh, groups;
 } vkk_xs_cfg;
 
+/* The workgroup the x-stationary kernels ask for on one token's calls (the
+ * matvecs, gate/ups, MoE down, attn_vb, the router): 512 threads, within
+ * the device's limit.  (Runs 6-7 and 18 gave the matvecs of more than 8192
+ * rows, the gate/ups, attn_vb and the router 256, on the float path; with
+ * the integer dot products 512 decoded IQ4_XS 6.6 % and Q4_K_M 2.6 % faster
+ * on the H200: gpu/PERF.md run 63.) */
+#define VKK_XS_WGS 512u
+
 /* kp: elements of the (padded, concatenated) input; rows: per z; nz: z
  * count; sets: matrices per pass (gate + up: 2); wgs: the kernel's
  * workgroup size.  False: the kernel does not apply. */

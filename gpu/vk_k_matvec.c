@@ -44,14 +44,10 @@ static int mv_bind(const vk_kb *k, const vk_mv_args *a, uint32_t passes, const v
     return 0;
 }
 
-/* The x-stationary geometry of a matvec over nz matrices (false: mv):
- * 512 threads.  (Runs 6-7 and 18 chose 256 beyond 8192 rows in all, on the
- * float path; with the integer dot products 512 everywhere -- this, the
- * gate/ups', attn_vb's and the router's -- decoded faster: gpu/PERF.md run
- * 63, IQ4_XS +6.6 %, Q4_K_M +2.6 % on the H200.) */
+/* The x-stationary geometry of a matvec over nz matrices (false: mv). */
 static bool mv_x_config(const vk_kb *k, const vk_tensor *w, uint32_t nz, vkk_xs_cfg *x)
 {
-    return vkk_xs_config(k, w->type, w->Kp, w->N, nz, 1, 512, x);
+    return vkk_xs_config(k, w->type, w->Kp, w->N, nz, 1, VKK_XS_WGS, x);
 }
 
 bool vk_mv_deps(const vk_kb *k, const vk_mv_args *a)
@@ -116,8 +112,7 @@ static bool glu_x_config(const vk_kb *k, const vk_glu_args *a, vkk_xs_cfg *x)
     if (u->type != g->type)
         return false;
     uint32_t rows = g->N;
-    /* 512 threads (256 before run 63: see mv_x_config) */
-    if (!vkk_xs_config(k, g->type, g->Kp, rows, a->nz ? a->nz : 1, 2, 512, x))
+    if (!vkk_xs_config(k, g->type, g->Kp, rows, a->nz ? a->nz : 1, 2, VKK_XS_WGS, x))
         return false;
     /* Passes per workgroup of the gate/up alone: the routed experts' at
      * least two -- fewer, longer workgroups (three or four were slower); the
@@ -192,12 +187,13 @@ int vk_k_glu(const vk_kb *k, const vk_glu_args *a, vk_call *out)
 
 /* ---- y += sum_z wt[z] * (D[ids[z]] . h[z]) + (S . h_s) ---------------------------------- */
 
-/* The x-stationary down stages one input [wt*h[0] | ... | h_s]: 512-thread
- * workgroups (gpu/PERF.md run 8; 256 and 1024 slower, run 17). */
+/* The x-stationary down stages one input [wt*h[0] | ... | h_s]: VKK_XS_WGS
+ * threads, 512 since gpu/PERF.md run 8 (256 and 1024 slower, run 17). */
 static bool moe_down_x_config(const vk_kb *k, const vk_moe_down_args *a, vkk_xs_cfg *x)
 {
     const vk_tensor *d = a->down, *s = a->shared;
-    return (!s || s->type == d->type) && vkk_xs_config(k, d->type, a->nz * d->Kp + (s ? s->Kp : 0), d->N, 1, 1, 512, x);
+    return (!s || s->type == d->type) &&
+           vkk_xs_config(k, d->type, a->nz * d->Kp + (s ? s->Kp : 0), d->N, 1, 1, VKK_XS_WGS, x);
 }
 
 bool vk_moe_down_deps(const vk_kb *k, const vk_moe_down_args *a)
@@ -286,9 +282,8 @@ static bool router_x_config(const vk_kb *k, const vk_router_args *a, vkk_xs_cfg 
 {
     const vk_tensor *w = a->w;
     uint32_t nz = a->nz ? a->nz : 1;
-    /* one token: 512 threads (256 before run 63: see mv_x_config); a prompt
-     * batch's tokens: 128 each */
-    return vkk_xs_config(k, w->type, w->Kp, w->N, nz, 1, nz == 1 ? 512 : 128, x);
+    /* a prompt batch's tokens: 128 threads each */
+    return vkk_xs_config(k, w->type, w->Kp, w->N, nz, 1, nz == 1 ? VKK_XS_WGS : 128, x);
 }
 
 bool vk_router_deps(const vk_kb *k, const vk_router_args *a)

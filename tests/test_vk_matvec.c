@@ -681,17 +681,17 @@ static void test_workgroup_limit(void)
     vkk_xs_cfg x;
     /* the routed experts' gate/up of GLM-4.7-Flash: 1536 rows of 2048, 4 experts, gate and up */
     /* here: 512, or what this device's subgroups (at most 64 a workgroup) and limits allow */
-    uint32_t sg = G.c.subgroup, lim = G.c.props.limits.maxComputeWorkGroupInvocations, want = 512;
+    uint32_t sg = G.c.subgroup, lim = G.c.props.limits.maxComputeWorkGroupInvocations, want = VKK_XS_WGS;
     if (G.c.props.limits.maxComputeWorkGroupSize[0] < lim)
         lim = G.c.props.limits.maxComputeWorkGroupSize[0];
     want = want > 64 * sg ? 64 * sg : want;
     want = want > lim ? lim / sg * sg : want;
-    CHECK(vkk_xs_config(&real, QT_Q4_K, 2048, 1536, 4, 2, 512, &x), "no geometry on this device");
+    CHECK(vkk_xs_config(&real, QT_Q4_K, 2048, 1536, 4, 2, VKK_XS_WGS, &x), "no geometry on this device");
     CHECK(x.wgs == want, "wgs %u here, want %u", x.wgs, want);
-    CHECK(vkk_xs_config(&kb, QT_Q4_K, 2048, 1536, 4, 2, 512, &x), "no geometry at 256 invocations");
+    CHECK(vkk_xs_config(&kb, QT_Q4_K, 2048, 1536, 4, 2, VKK_XS_WGS, &x), "no geometry at 256 invocations");
     CHECK(x.wgs <= 256 && x.wgs >= sg && x.wgs % sg == 0, "wgs %u for a 256-thread device", x.wgs);
-    CHECK(x.groups > 0 && (uint64_t)x.groups * (x.wgs / x.team) * x.r * x.passes >= 1536, "%u groups do not cover the rows",
-          x.groups);
+    CHECK(x.groups > 0 && (uint64_t)x.groups * (x.wgs / x.team) * x.r * x.passes >= 1536,
+          "%u groups do not cover the rows", x.groups);
 }
 
 int main(void)
