@@ -439,12 +439,13 @@ static vk_sample_bufs sample_bufs(const vk_engine *e)
  * Sampling (core/sample/sampler.h's definition) on the logits buffer: the
  * penalties and the K best tokens (sample_cand), then the token or the
  * verdict that the candidates cannot hold the kept tokens (sample_pick,
- * its grid from the sampling words).  Then the top-p cut and the draw over
- * the whole vocabulary (sample_select, five passes each) on grids that
- * sample_pick leaves empty unless it gave that verdict: a flat
- * distribution costs no second submit (run 45: that round trip was most of
- * the chat sampler's cost against greedy), a peaked one ten empty
- * dispatches.  A top-k beyond the candidates to be found too (rare) still
+ * its grid from the sampling words; where min-p binds first on a flat
+ * distribution it draws over the whole vocabulary itself).  Then the top-p
+ * cut and the draw over the whole vocabulary (sample_select, five passes
+ * and one) on grids that sample_pick leaves empty unless it gave that
+ * verdict: a flat distribution costs no second submit (run 45: that round
+ * trip was most of the chat sampler's cost against greedy), a peaked one
+ * six empty dispatches.  A top-k beyond the candidates to be found too (rare) still
  * takes the host's program of all three (finish_sample).  The host reads
  * back a few words. */
 static void sample(vk_graph *g, const vk_engine *e)
@@ -453,7 +454,7 @@ static void sample(vk_graph *g, const vk_engine *e)
     NODE(g, SAMPLE_CAND(sb), .reads = R_LOGITS, .writes = R_LOGITS | R_CAND | R_SEL_GRID);
     NODE(g, SAMPLE_PICK(sb, true), .reads = R_LOGITS | R_CAND | R_SEL_GRID, .writes = R_TOKEN | R_SEL_GRID);
     for (uint32_t sel = 1; sel < 3; sel++)
-        for (uint32_t pass = 0; pass < 5; pass++)
+        for (uint32_t pass = 0; pass < vk_sample_passes(sel); pass++)
             NODE(g, SAMPLE_SELECT(sb, sel, pass, true), .reads = R_LOGITS | R_TOKEN | R_SEL_GRID, .grid = R_SEL_GRID,
                  .writes = R_TOKEN);
 }
@@ -512,15 +513,15 @@ static bool tagged_layout(const vk_engine *e)
 
 /* The kept tokens and the draw over the whole vocabulary (a flat
  * distribution; submitted after sample_pick asked for it): the selections
- * of `set` (VK_SEL_*: the top-k bound, the top-p cut) and the draw, five
- * passes each (shaders/sample_select.comp). */
+ * of `set` (VK_SEL_*: the top-k bound, the top-p cut; five passes each) and
+ * the draw (one) (shaders/sample_select.comp). */
 static void select_all(vk_graph *g, const vk_engine *e, uint32_t set)
 {
     vk_sample_bufs sb = sample_bufs(e);
     for (uint32_t sel = 0; sel < 3; sel++) {
         if ((sel == 0 && !(set & VK_SEL_TOPK)) || (sel == 1 && !(set & VK_SEL_TOPP)))
             continue;
-        for (uint32_t pass = 0; pass < 5; pass++)
+        for (uint32_t pass = 0; pass < vk_sample_passes(sel); pass++)
             NODE(g, SAMPLE_SELECT(sb, sel, pass, false), .reads = R_LOGITS | R_TOKEN, .writes = R_TOKEN);
     }
 }

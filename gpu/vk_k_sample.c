@@ -32,7 +32,7 @@ uint64_t vk_sample_bytes(int which)
     case VK_SMP_WORDS: return (SMP_PEN + 2ull * SMP_PEN_MAX) * 4;
     case VK_SMP_CAND: return (SMP_MAX_SLICES + 1ull) * SMP_KMAX * 4;
     case VK_SMP_MS: return SMP_MAX_SLICES * 8ull;
-    case VK_SMP_PART: return 2ull * SMP_MAX_SLICES * 8;
+    case VK_SMP_PART: return 3ull * SMP_MAX_SLICES * 8;
     case VK_SMP_COUNT: return 16;
     case VK_SMP_RESULT: return SMPR_WORDS * 4ull;
     case VK_SMP_STATE: return SST_WORDS * 4ull;
@@ -111,12 +111,19 @@ int vk_k_sample_select(const vk_kb *k, const vk_sample_bufs *b, uint32_t sel, ui
     VK_PUSH(out, pc);
     if (tail && (sel == 0 || sel > 2))
         return err_set(k->err, "internal: sample_select %u on sample_pick's grid", sel);
+    if (sel > 2 || pass >= vk_sample_passes(sel))
+        return err_set(k->err, "internal: sample_select %u has no pass %u", sel, pass);
     if (tail)
         out->indirect = &b->sel_ind[sel - 1];
     out->groups[0] = b->g->n_slices; /* at most, on sample_pick's grid */
     out->groups[1] = out->groups[2] = 1;
     out->bytes = 4ull * b->g->n;
     return 0;
+}
+
+uint32_t vk_sample_passes(uint32_t sel)
+{
+    return sel == 2 ? 1u : 5u;
 }
 
 uint32_t vk_sample_selections(const vk_sample_geom *g, const sampler_request *rq)

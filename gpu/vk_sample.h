@@ -5,10 +5,11 @@
  * per token.  Internal to gpu/.
  *
  * Per token the decode graph ends with sample_cand (penalties, the K best
- * tokens), sample_pick (the token, or "select") and the passes of
- * sample_select's top-p cut and draw over the whole vocabulary, on grids
- * that sample_pick sets to nothing unless the candidates cannot hold the
- * kept tokens (a flat distribution).  Only where a top-k beyond the
+ * tokens), sample_pick (the token, or "select"; with min-p binding first it
+ * draws over the whole vocabulary itself) and the passes of sample_select's
+ * top-p cut and draw over the whole vocabulary, on grids that sample_pick
+ * sets to nothing unless the candidates cannot hold the kept tokens (a flat
+ * distribution).  Only where a top-k beyond the
  * candidates has to be found too does the engine submit a second, recorded
  * program of all three selections.  The host reads back a few words
  * (shaders/pc_sample.h's result). */
@@ -52,10 +53,16 @@ int vk_k_sample_cand(const vk_kb *k, const vk_sample_bufs *b, vk_call *out);
 /* Grid from the sampling words (SMP_PICK_IND); `tail`: the program goes on
  * with selections 1 and 2 on the grids sample_pick sets (sel_ind). */
 int vk_k_sample_pick(const vk_kb *k, const vk_sample_bufs *b, bool tail, vk_call *out);
-/* Pass 0-4 of selection sel (shaders/sample_select.comp); `tail`: on
- * sample_pick's grid for it (sel 1 or 2), else on the whole vocabulary. */
+/* Pass `pass` (below vk_sample_passes(sel)) of selection sel
+ * (shaders/sample_select.comp); `tail`: on sample_pick's grid for it (sel 1
+ * or 2), else on the whole vocabulary. */
 int vk_k_sample_select(const vk_kb *k, const vk_sample_bufs *b, uint32_t sel, uint32_t pass, bool tail,
                        vk_call *out);
+
+/* The passes of selection sel: 5 for the top-k bound (0) and the top-p cut
+ * (1), a radix select on the order's key; 1 for the draw (2), which walks
+ * the ids. */
+uint32_t vk_sample_passes(uint32_t sel);
 
 /* Which selections besides the draw can run for rq (when sample_pick asks
  * for the whole vocabulary): the engine records one program per set. */

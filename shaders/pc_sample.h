@@ -49,17 +49,21 @@ PC_ENUM(SMPR_TOKEN, 0)
 PC_ENUM(SMPR_PROB, 1)
 PC_ENUM(SMPR_STATUS, 2)
 PC_ENUM(SMPR_KEPT, 3)        /* tokens kept, when decided on the candidates */
-PC_ENUM(SMPR_TAIL, 4)        /* 1: sample_pick set the grids of the selections after it (SST_IND) */
+PC_ENUM(SMPR_WAY, 4)         /* SMP_WAY_*: how sample_pick went on */
 PC_ENUM(SMPR_WORDS, 8)
 PC_ENUM(SMP_STATUS_DONE, 0)
 PC_ENUM(SMP_STATUS_SELECT, 1)
+PC_ENUM(SMP_WAY_CAND, 0)     /* the token from the candidates (or none yet: SMP_STATUS_SELECT) */
+PC_ENUM(SMP_WAY_TAIL, 1)     /* sample_pick set the grids of the selections after it (SST_IND) */
+PC_ENUM(SMP_WAY_WHOLE, 2)    /* sample_pick drew over the whole vocabulary itself (min-p first) */
 PC_ENUM_END(smp_result_word)
 
-/* The state of the full-vocabulary selection (device): three selections
- * s (0: the top-k bound, 1: the top-p cut, 2: the draw), each the first
- * token of the order whose running weight reaches a target, found by a
- * histogram per byte of the key (passes 0-3), then a count of the tokens
- * that tie on the found key and the token (pass 4). */
+/* The state of the full-vocabulary selection (device): two selections
+ * s (0: the top-k bound, 1: the top-p cut), each the first token of the
+ * order whose running weight reaches a target, found by a histogram per
+ * byte of the key (passes 0-3), then a count of the tokens that tie on the
+ * found key and the token (pass 4); and the draw (s = 2, one pass: the
+ * kept tokens in id order). */
 PC_ENUM_BEGIN(smp_state_word)
 PC_ENUM(SST_MAX, 0)          /* the best logit (float bits) */
 PC_ENUM(SST_FIRST_KEY, 1)    /* the first token of the order */
@@ -79,7 +83,7 @@ PC_ENUM(SST_IND, 80)          /* selections 1 and 2: VkDispatchIndirectCommand e
                               /* written by sample_cand (0) and sample_pick, read by the */
                               /* passes recorded after it (pc_sample_pick.tail) */
 PC_ENUM(SST_WORDS, 88)
-PC_ENUM(SMP_HIST_WORDS, 6144) /* 3 selections x 4 passes x 256 bins x 2 words */
+PC_ENUM(SMP_HIST_WORDS, 6144) /* 3 selections x 4 passes x 256 bins x 2 words (the draw: its slices' weights) */
 PC_ENUM(SMP_TIE_BINS, 256)    /* per selection: tokens on the found key, by block of ids */
 PC_ENUM_END(smp_state_word)
 
@@ -116,7 +120,7 @@ PC_ENUM_BEGIN(pc_sample_pick_slot)
 PC_ENUM(SPICK_B_LOGITS, 1)
 PC_ENUM(SPICK_B_CAND_V, 2)
 PC_ENUM(SPICK_B_CAND_I, 3)
-PC_ENUM(SPICK_B_PART, 4)     /* [2][slice] uvec2: m summed over the slice; over its tokens min-p keeps */
+PC_ENUM(SPICK_B_PART, 4)     /* [3][slice] uvec2: m summed over the slice; over its tokens min-p keeps; r over those */
 PC_ENUM(SPICK_B_COUNT, 5)    /* word 1 */
 PC_ENUM(SPICK_B_RESULT, 6)   /* host */
 PC_ENUM(SPICK_B_SMP, 7)
@@ -130,7 +134,7 @@ PC_BEGIN(pc_sample_select)
     PC_U32 slice;
     PC_U32 l_off;
     PC_U32 sel;         /* 0, 1, 2 */
-    PC_U32 pass;        /* 0-3 a byte of the key, 4 the ties and (last workgroup) the token */
+    PC_U32 pass;        /* 0-3 a byte of the key, 4 the ties and (last workgroup) the token; the draw: 0 */
     PC_U32 block;       /* ids per tie bin: ceil(n / SMP_TIE_BINS) */
 PC_END(pc_sample_select)
 #endif

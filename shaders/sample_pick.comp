@@ -8,10 +8,11 @@
 // The candidates are the first K tokens of the order, so the kept tokens
 // -- a prefix of the order -- are known from them when some limit ends
 // inside them: top-k <= K, the top-p cut found among them, or a candidate
-// below the min-p floor.  Then the draw needs only their weights.  When no
-// limit ends inside (a flat distribution), the result says so and sets up
-// the state of sample_select, which finds the kept tokens and the draw
-// over the whole vocabulary: never an approximation from the candidates.
+// below the min-p floor.  Then the draw needs only their weights (taken in
+// id order: cand_drawn).  When no limit ends inside (a flat distribution),
+// the result says so and sets up the state of sample_select, which finds
+// the kept tokens and the draw over the whole vocabulary: never an
+// approximation from the candidates.
 // Where the program goes on with sample_select's passes (pc.tail), it also
 // sets their grids (SST_IND; sample_cand zeroed them), so that the token
 // comes back in one submit.
@@ -20,11 +21,15 @@
 // With min-p on too, the mass pass also sums m over the tokens at or above
 // the min-p floor (a prefix of the order).  When that sum F is below the
 // top-p target, the top-p cut comes after every token min-p keeps, so the
-// kept tokens are min-p's and selection 1 is left out (its grid empty): on a
-// flat distribution min-p usually binds first (the synthetic files' logits,
+// kept tokens are min-p's and selection 1 is left out: on a flat
+// distribution min-p usually binds first (the synthetic files' logits,
 // std ~1: min-p keeps 56-86 % of the mass, top-p asks for 95 %), and its five
-// passes were spent on a bound the draw then did not use.  Exact: the sums
-// are integers, the floor is decide()'s own.
+// passes were spent on a bound the draw then did not use.  Then the draw
+// needs no sample_select either: the pass also sums the draw's weights r
+// over those tokens (m itself at temperature 1), and the last workgroup
+// draws over the whole vocabulary in id order (sample_draw.glsl) -- the
+// token in the same program step as the candidates'.  Exact: the sums are
+// integers, the floor is decide()'s own.
 
 #define PC_USE_SAMPLE_PICK
 #include "pc_sample.h"
@@ -42,35 +47,13 @@ layout(set = 0, binding = SPICK_B_RESULT) writeonly buffer Res { uint r[]; } RES
 layout(set = 0, binding = SPICK_B_SMP) readonly buffer Smp { uint w[]; } SMP;
 layout(set = 0, binding = SPICK_B_STATE) writeonly buffer State { uint st[]; } ST;
 
-shared uint red[4][64];
+#include "sample_draw.glsl"
+
 shared bool s_last;
+shared bool s_whole;   // decide(): the draw over min-p's tokens of the whole vocabulary, here
+shared uint s_minp_key;
 
 const uint CAND = SMP_MAX_SLICES * SMP_KMAX; // the merged list
-
-// The workgroup's sum of one value < 2^64 per thread, by 16-bit limbs.
-uvec2 wg_sum64(uvec2 x)
-{
-    uint l0 = subgroupAdd(x.x & 0xffffu), l1 = subgroupAdd(x.x >> 16u);
-    uint l2 = subgroupAdd(x.y & 0xffffu), l3 = subgroupAdd(x.y >> 16u);
-    if (subgroupElect()) {
-        red[0][gl_SubgroupID] = l0;
-        red[1][gl_SubgroupID] = l1;
-        red[2][gl_SubgroupID] = l2;
-        red[3][gl_SubgroupID] = l3;
-    }
-    barrier();
-    uint s0 = 0u, s1 = 0u, s2 = 0u, s3 = 0u;
-    for (uint i = 0u; i < gl_NumSubgroups; i++) {
-        s0 += red[0][i];
-        s1 += red[1][i];
-        s2 += red[2][i];
-        s3 += red[3][i];
-    }
-    barrier();
-    // the high word is below 2^32, so it is exact modulo 2^32
-    uvec2 lo = add64(uvec2(s0, 0u), uvec2(s1 << 16u, s1 >> 16u));
-    return uvec2(lo.x, lo.y + s2 + (s3 << 16u));
-}
 
 // The min-p floor: tokens whose canonical logit is at least this are kept.
 float minp_floor(float mx)
@@ -95,6 +78,41 @@ uvec2 cand_total(uint lim, float mx, float inv_t)
     return tot;
 }
 
+shared uint s_cw[SMP_KMAX], s_cid[SMP_KMAX];
+
+// The draw among the first `kept` candidates (one subgroup): the one whose
+// running weight, over those candidates in id order, reaches target.  Each
+// lane sums the weights of the candidates with lower ids than its own.
+uint cand_drawn(uint kept, float mx, float inv_t, uvec2 target)
+{
+    for (uint j = gl_SubgroupInvocationID; j < kept; j += gl_SubgroupSize) {
+        s_cw[j] = sk_weight(CV.v[CAND + j], mx, inv_t);
+        s_cid[j] = CI.i[CAND + j];
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    uint found = 0u;
+    for (uint c = 0u; c < kept; c += gl_SubgroupSize) {
+        uint j = c + gl_SubgroupInvocationID;
+        bool hit = false;
+        if (j < kept) {
+            uint id = s_cid[j], w = s_cw[j];
+            uvec2 before = uvec2(0u);
+            for (uint i = 0u; i < kept; i++)
+                if (s_cid[i] < id)
+                    before = add64(before, uvec2(s_cw[i], 0u));
+            hit = w != 0u && !ge64(before, target) && ge64(add64(before, uvec2(w, 0u)), target);
+        }
+        uvec4 ballot = subgroupBallot(hit);
+        if (subgroupAny(hit)) {
+            found = c + subgroupBallotFindLSB(ballot);
+            break;
+        }
+    }
+    subgroupBarrier(); // s_cw, s_cid read by every lane before a next use
+    return found;
+}
+
 // The first candidate j < lim whose running weight reaches target; lim
 // when none does.
 uint cand_reaching(uint lim, float mx, float inv_t, uvec2 target)
@@ -112,14 +130,14 @@ uint cand_reaching(uint lim, float mx, float inv_t, uvec2 target)
     return lim;
 }
 
-void result(uint token, float prob, uint status, uint kept, bool tail)
+void result(uint token, float prob, uint status, uint kept, uint way)
 {
     if (gl_SubgroupInvocationID == 0u) {
         RES.r[SMPR_TOKEN] = token;
         RES.r[SMPR_PROB] = floatBitsToUint(prob);
         RES.r[SMPR_STATUS] = status;
         RES.r[SMPR_KEPT] = kept;
-        RES.r[SMPR_TAIL] = tail ? 1u : 0u;
+        RES.r[SMPR_WAY] = way;
     }
 }
 
@@ -136,7 +154,7 @@ void decide(uint ns)
     uint first = CI.i[CAND];
     bool finite = (floatBitsToUint(mx) & 0x7f800000u) != 0x7f800000u;
     if ((flags & SMP_F_GREEDY) != 0u || !finite) {
-        result(first, 1.0, SMP_STATUS_DONE, 1u, false);
+        result(first, 1.0, SMP_STATUS_DONE, 1u, SMP_WAY_CAND);
         return;
     }
     float inv_t = uintBitsToFloat(SMP.w[SMP_INV_T]);
@@ -194,12 +212,23 @@ void decide(uint ns)
     if (known && !blocked) { // the draw over the first `kept` candidates
         uvec2 total = cand_total(kept, mx, inv_t);
         uvec2 target = add64(mulhi64(total, SMP.w[SMP_UNIFORM]), uvec2(1u, 0u));
-        uint j = min(cand_reaching(kept, mx, inv_t, target), kept - 1u);
+        uint j = cand_drawn(kept, mx, inv_t, target);
         float w = float(sk_weight(CV.v[CAND + j], mx, inv_t));
-        result(CI.i[CAND + j], w / (float(total.y) * 4294967296.0 + float(total.x)), SMP_STATUS_DONE, kept, false);
+        result(CI.i[CAND + j], w / (float(total.y) * 4294967296.0 + float(total.x)), SMP_STATUS_DONE, kept,
+               SMP_WAY_CAND);
         return;
     }
-    // a flat distribution: sample_select takes the whole vocabulary
+    // a flat distribution where min-p binds first (top-p's cut after its
+    // tokens, C everything): the mass pass summed their weights per slice,
+    // so the whole workgroup draws here (main)
+    if ((flags & SMP_F_MASS) != 0u && (flags & SMP_F_MINP) != 0u && nc == n && !topp_select) {
+        if (gl_SubgroupInvocationID == 0u) {
+            s_whole = true;
+            s_minp_key = minp_key;
+        }
+        return;
+    }
+    // else sample_select takes the whole vocabulary
     bool tail = false;
     if (gl_SubgroupInvocationID == 0u) {
         ST.st[SST_MAX] = floatBitsToUint(mx);
@@ -224,7 +253,7 @@ void decide(uint ns)
             ST.st[SST_IND + 1u] = ST.st[SST_IND + 2u] = ST.st[SST_IND + 4u] = ST.st[SST_IND + 5u] = 1u;
         }
     }
-    result(first, 0.0, SMP_STATUS_SELECT, 0u, tail);
+    result(first, 0.0, SMP_STATUS_SELECT, 0u, tail ? SMP_WAY_TAIL : SMP_WAY_CAND);
 }
 
 void main()
@@ -234,35 +263,61 @@ void main()
     float mx = CV.v[CAND];
     if ((flags & SMP_F_MASS) != 0u && (floatBitsToUint(mx) & 0x7f800000u) != 0x7f800000u) {
         // this slice's part of Z, and of F (m over the tokens min-p keeps)
+        // and with a temperature, of R (r over those tokens: the draw's
+        // weights where min-p binds first; at temperature 1 r is m)
         bool minp = (flags & SMP_F_MINP) != 0u;
-        float floor_l = minp ? minp_floor(mx) : 0.0;
+        float floor_l = minp ? minp_floor(mx) : 0.0, inv_t = uintBitsToFloat(SMP.w[SMP_INV_T]);
+        bool with_r = minp && inv_t != 1.0;
         uint a = s * pc.slice, b = min(a + pc.slice, pc.n);
-        uvec2 acc = uvec2(0u), acc_f = uvec2(0u);
+        uvec2 acc = uvec2(0u), acc_f = uvec2(0u), acc_r = uvec2(0u);
         for (uint i = a + tid; i < b; i += WGS) {
             float l = sk_canon(LG.l[pc.l_off + i]);
             uint w = sk_weight(l, mx, 1.0);
             acc = add64(acc, uvec2(w, 0u));
-            if (minp && l >= floor_l)
+            if (minp && l >= floor_l) {
                 acc_f = add64(acc_f, uvec2(w, 0u));
+                if (with_r)
+                    acc_r = add64(acc_r, uvec2(sk_weight(l, mx, inv_t), 0u));
+            }
         }
-        acc = wg_sum64(acc);
-        if (minp) // (flags are uniform: every invocation or none)
-            acc_f = wg_sum64(acc_f);
+        acc = sd_wg_sum64(acc);
+        if (minp) // (flags and the temperature are uniform: every invocation or none)
+            acc_f = sd_wg_sum64(acc_f);
+        if (with_r)
+            acc_r = sd_wg_sum64(acc_r);
         if (tid == 0u) {
             PART.p[s] = acc;
             PART.p[SMP_MAX_SLICES + s] = acc_f;
+            PART.p[2u * SMP_MAX_SLICES + s] = acc_r;
         }
     }
     memoryBarrierBuffer();
     barrier();
-    if (tid == 0u)
+    if (tid == 0u) {
         s_last = atomicAdd(CNT.count[1], 1u) == gl_NumWorkGroups.x - 1u;
+        s_whole = false;
+    }
     barrier();
     if (!s_last)
         return;
     memoryBarrierBuffer();
     if (gl_SubgroupID == 0u)
         decide(gl_NumWorkGroups.x);
+    barrier();
+    if (s_whole) { // (shared: uniform) the draw over min-p's tokens, in id order, from the slices' parts
+        float inv_t = uintBitsToFloat(SMP.w[SMP_INV_T]);
+        uint row = inv_t == 1.0 ? 1u : 2u, ns = gl_NumWorkGroups.x;
+        uvec2 part = tid < ns ? PART.p[row * SMP_MAX_SLICES + tid] : uvec2(0u), total;
+        uint tok = sd_draw(part, SMP.w[SMP_UNIFORM], mx, inv_t, s_minp_key, KEY_NONE, total);
+        if (tid == 0u) {
+            float w = float(sk_weight(sk_canon(LG.l[pc.l_off + tok]), mx, inv_t));
+            RES.r[SMPR_TOKEN] = tok;
+            RES.r[SMPR_PROB] = floatBitsToUint(w / (float(total.y) * 4294967296.0 + float(total.x)));
+            RES.r[SMPR_STATUS] = SMP_STATUS_DONE;
+            RES.r[SMPR_KEPT] = 0u;
+            RES.r[SMPR_WAY] = SMP_WAY_WHOLE;
+        }
+    }
     if (tid == 0u)
         CNT.count[1] = 0u;
 }

@@ -1,31 +1,33 @@
 #version 450
 // sample_select: the kept tokens and the draw over the whole vocabulary,
 // when sample_pick's candidates cannot hold them (a flat distribution).
-// Three selections s, each "the first token of the order whose running
+// Two selections s, each "the first token of the order whose running
 // weight, among the tokens within a bound, reaches a target":
 //   s = 0  the top-k bound (unit weights, target top_k; over everything)
 //   s = 1  the top-p cut (weight m, target max(1, Z * P / 2^32), Z the
 //          total; within C)
-//   s = 2  the draw (weight r, target U + 1, U = S * u / 2^32, S the total;
-//          within the kept bound: C, the cut, min-p, at least the first)
+// and the draw, s = 2 (weight r, target U + 1, U = S * u / 2^32, S the
+// total, within the kept bound -- C, the cut, min-p, at least the first --
+// over the kept tokens in id order: sample_draw.glsl).
 // (Inactive selections -- answered by sample_pick from the candidates, or
 // off -- return at once.)
-// Each is a radix select on the order key, most significant byte first:
-// passes 0-3 add the weights of the tokens that match the key bytes found
-// so far into 256 bins of the next byte (per workgroup in shared memory,
-// then 64-bit atomic adds into the global bins); each pass starts by
-// finding, from the previous pass's bins, the bin the target falls in (a
+// Each selection is a radix select on the order key, most significant byte
+// first: passes 0-3 add the weights of the tokens that match the key bytes
+// found so far into 256 bins of the next byte (per workgroup in shared
+// memory, then 64-bit atomic adds into the global bins); each pass starts
+// by finding, from the previous pass's bins, the bin the target falls in (a
 // prefix sum over the 256 bins, redundantly in every workgroup).  After
 // four bytes the key is exact; the tokens on it share one weight, so the
 // crossing one is the ceil((target - weight before) / weight) - 1'th of
-// them by id: pass 4 counts them per block of ids, pass 5 (one workgroup)
-// finds the block and the token, in the last of its workgroups to finish
-// (atomic counter).  Every program that samples goes on after sample_pick
-// with the passes of selections 1 and 2 on grids sample_pick sets (empty
-// unless it asked for them); where a top-k bound has to be found too, the
-// host runs a program of all three on the whole grid instead.  5
-// dispatches per selection; the draw's last pass zeroes the bins for the
-// next run (the engine zeroes them once at start).
+// them by id: pass 4 counts them per block of ids, and the last of its
+// workgroups to finish (atomic counter) finds the block and the token.
+// The draw is one pass: every workgroup sums its slice's kept weight, the
+// last to finish finds the slice and the token in it.  Every program that
+// samples goes on after sample_pick with the passes of selection 1 and the
+// draw on grids sample_pick sets (empty unless it asked for them); where a
+// top-k bound has to be found too, the host runs a program of all three on
+// the whole grid instead.  The draw's last workgroup zeroes the bins for
+// the next run (the engine zeroes them once at start).
 // Integer weights make every sum exact in any order (sample_common.glsl).
 
 #define PC_USE_SAMPLE_SELECT
@@ -41,8 +43,9 @@ layout(set = 0, binding = SSEL_B_STATE) coherent buffer State { uint st[]; } ST;
 layout(set = 0, binding = SSEL_B_RESULT) writeonly buffer Res { uint r[]; } RES;
 layout(set = 0, binding = SSEL_B_SMP) readonly buffer Smp { uint w[]; } SMP;
 
+#include "sample_draw.glsl"
+
 shared uint sh_lo[256], sh_hi[256];
-shared uvec2 sh_scan[256];
 shared uint sh_cnt[256];
 shared uint s_bin;
 shared uvec2 s_before;
@@ -93,20 +96,15 @@ void bound_of(out uint bk, out uint bid)
 
 uint weight_of(float l, float mx)
 {
-    if (pc.sel == 0u)
-        return 1u;
-    return sk_weight(l, mx, pc.sel == 1u ? 1.0 : uintBitsToFloat(SMP.w[SMP_INV_T]));
+    return pc.sel == 0u ? 1u : sk_weight(l, mx, 1.0);
 }
 
 uvec2 target_of(uvec2 total)
 {
     if (pc.sel == 0u)
         return uvec2(SMP.w[SMP_TOPK], 0u);
-    if (pc.sel == 1u) {
-        uvec2 t = mulhi64(total, SMP.w[SMP_TOPP]);
-        return (t.x | t.y) == 0u ? uvec2(1u, 0u) : t;
-    }
-    return add64(mulhi64(total, SMP.w[SMP_UNIFORM]), uvec2(1u, 0u));
+    uvec2 t = mulhi64(total, SMP.w[SMP_TOPP]);
+    return (t.x | t.y) == 0u ? uvec2(1u, 0u) : t;
 }
 
 // From pass p-1's bins: the key bits found so far (pfx) and the weight of
@@ -117,29 +115,14 @@ void resolve(uint p, out uint pfx, out uvec2 before, out uvec2 tgt)
     uint tid = gl_LocalInvocationIndex;
     uint hw = hist_word(p - 1u, tid);
     uvec2 h = uvec2(H.h[hw], H.h[hw + 1u]);
-    sh_scan[tid] = h;
-    barrier();
-    for (uint off = 1u; off < 256u; off <<= 1u) {
-        uvec2 v = sh_scan[tid];
-        if (tid >= off)
-            v = add64(v, sh_scan[tid - off]);
-        barrier();
-        sh_scan[tid] = v;
-        barrier();
-    }
-    uvec2 incl = sh_scan[tid], excl = sub64(incl, h);
-    uvec2 total = sh_scan[255];
+    uvec2 total = sd_running(h);
     uint pfx0 = p == 1u ? 0u : ST.st[sst(SSS_PFX + p - 1u)];
     uvec2 before0 = p == 1u ? uvec2(0u) : st64(sst(SSS_CUM + 2u * (p - 1u)));
     tgt = p == 1u ? target_of(total) : st64(sst(SSS_TGT));
-    uvec2 rest = sub64(tgt, before0);
-    if (!ge64(excl, rest) && ge64(incl, rest)) {
-        s_bin = tid;
-        s_before = excl;
-    }
-    barrier();
-    pfx = pfx0 | (s_bin << (32u - 8u * p));
-    before = add64(before0, s_before);
+    uvec2 in_bins;
+    uint bin = sd_reaching(h, sub64(tgt, before0), in_bins);
+    pfx = pfx0 | (bin << (32u - 8u * p));
+    before = add64(before0, in_bins);
     if (gl_WorkGroupID.x == 0u && tid == 0u) {
         ST.st[sst(SSS_PFX + p)] = pfx;
         ST.st[sst(SSS_CUM + 2u * p)] = before.x;
@@ -263,24 +246,62 @@ void finish()
             }
         ST.st[sst(SSS_RES_KEY)] = key;
         ST.st[sst(SSS_RES_ID)] = id;
-        if (pc.sel == 2u) {
-            uvec2 total = st64(sst(SSS_TOTAL));
-            RES.r[SMPR_TOKEN] = id;
-            RES.r[SMPR_PROB] = floatBitsToUint(float(w) / (float(total.y) * 4294967296.0 + float(total.x)));
-            RES.r[SMPR_STATUS] = SMP_STATUS_DONE;
-        }
     }
-    if (pc.sel == 2u) { // the last pass of the program: every bin back to zero for the next run
-        barrier();
-        for (uint i = tid; i < SMP_HIST_WORDS + 3u * SMP_TIE_BINS; i += WGS)
-            H.h[i] = 0u;
+}
+
+// The draw (selection 2), one pass: every workgroup's weight r of its
+// slice's kept tokens (into its bin of the draw's pass-0 histogram), then,
+// in the last workgroup to finish, the slice and the token in it; the last
+// pass of the program, so it puts every bin back to zero for the next run.
+void draw()
+{
+    uint tid = gl_LocalInvocationIndex, s = gl_WorkGroupID.x;
+    uint bk, bid;
+    bound_of(bk, bid);
+    float mx = uintBitsToFloat(ST.st[SST_MAX]), inv_t = uintBitsToFloat(SMP.w[SMP_INV_T]);
+    uint a = s * pc.slice, b = min(a + pc.slice, pc.n);
+    uvec2 acc = uvec2(0u);
+    for (uint i = a + tid; i < b; i += WGS) {
+        float l = sk_canon(LG.l[pc.l_off + i]);
+        if (within(sk_key(l), i, bk, bid))
+            acc = add64(acc, uvec2(sk_weight(l, mx, inv_t), 0u));
     }
+    acc = sd_wg_sum64(acc);
+    if (tid == 0u) {
+        H.h[hist_word(0u, s)] = acc.x;
+        H.h[hist_word(0u, s) + 1u] = acc.y;
+    }
+    memoryBarrierBuffer();
+    barrier();
+    if (tid == 0u)
+        s_last = atomicAdd(ST.st[SST_COUNT], 1u) == gl_NumWorkGroups.x - 1u;
+    barrier();
+    if (!s_last)
+        return;
+    memoryBarrierBuffer();
+    uint hw = hist_word(0u, tid);
+    uvec2 part = tid < gl_NumWorkGroups.x ? uvec2(H.h[hw], H.h[hw + 1u]) : uvec2(0u), total;
+    uint tok = sd_draw(part, SMP.w[SMP_UNIFORM], mx, inv_t, bk, bid, total);
+    if (tid == 0u) {
+        float w = float(sk_weight(sk_canon(LG.l[pc.l_off + tok]), mx, inv_t));
+        RES.r[SMPR_TOKEN] = tok;
+        RES.r[SMPR_PROB] = floatBitsToUint(w / (float(total.y) * 4294967296.0 + float(total.x)));
+        RES.r[SMPR_STATUS] = SMP_STATUS_DONE;
+        ST.st[SST_COUNT] = 0u;
+    }
+    barrier();
+    for (uint i = tid; i < SMP_HIST_WORDS + 3u * SMP_TIE_BINS; i += WGS)
+        H.h[i] = 0u;
 }
 
 void main()
 {
     if (ST.st[sst(SSS_ACTIVE)] == 0u)
         return;
+    if (pc.sel == 2u) {
+        draw();
+        return;
+    }
     if (pc.pass < 4u) {
         histogram(pc.pass);
         return;

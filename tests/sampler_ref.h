@@ -1,5 +1,6 @@
 /* sampler_ref.h: the sampling definition of core/sample/sampler.h written out as
- * plainly as it reads -- sort the whole vocabulary, walk prefix sums --
+ * plainly as it reads -- sort the whole vocabulary, walk prefix sums (the
+ * draw's over the kept tokens sorted by id) --
  * as the oracle the fast sampler (core/sample/sampler.c) and the GPU kernels
  * must match token for token.  Names carry ref_; the arithmetic helpers
  * (sk_fast_exp, sk_canon, sk_key, sk_q31, sk_mulhi) are the definition's
@@ -198,17 +199,22 @@ REF_FN int32_t ref_sampler_sample(ref_sampler *s, float *l)
         nm = nm ? nm : 1;
         kept = nm < kept ? nm : kept;
     }
-    /* 9. the draw */
+#undef REF_L
+    /* 9. the draw, over the kept tokens in id order */
+    for (uint32_t i = 0; i < kept; i++)
+        s->order[i] = (uint32_t)s->order[i];
+    qsort(s->order, kept, sizeof *s->order, ref_cmp_u64);
+#define REF_ID(i) ((uint32_t)s->order[i])
     uint64_t total = 0, cum = 0;
     for (uint32_t i = 0; i < kept; i++)
-        total += sk_q31(sk_fast_exp((REF_L(i) - max) * inv_t));
+        total += sk_q31(sk_fast_exp((sk_canon(l[REF_ID(i)]) - max) * inv_t));
     uint64_t target = sk_mulhi(total, u);
     for (uint32_t i = 0; i < kept; i++) {
-        cum += sk_q31(sk_fast_exp((REF_L(i) - max) * inv_t));
+        cum += sk_q31(sk_fast_exp((sk_canon(l[REF_ID(i)]) - max) * inv_t));
         if (cum > target)
-            return (int32_t)(uint32_t)s->order[i];
+            return (int32_t)REF_ID(i);
     }
-#undef REF_L
+#undef REF_ID
     return -1; /* not reached: target < total */
 }
 

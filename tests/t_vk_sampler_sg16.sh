@@ -5,8 +5,9 @@
 # rounds and sample_pick's decision run on ballots, shuffles and scans of
 # one subgroup, and sample_select's passes follow sample_pick's grids, so
 # another width takes other paths through them.  The vocabularies up to
-# 20,000 tokens and the draw's boundaries (every way: the candidates, the
-# selections after sample_pick, the second program); the full vocabulary
+# 20,000 tokens and the draw's boundaries (every way: the candidates,
+# sample_pick's own draw over the whole vocabulary, the selections after
+# sample_pick, the second program); the full vocabulary
 # and the engine case stay at the default size (test_vk_sampler).
 # (A device other than lavapipe keeps its own subgroup size: then it says
 # so and runs them once more there.)

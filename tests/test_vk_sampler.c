@@ -62,7 +62,7 @@ static int record(gpu_sampler *s, VkCommandBuffer *cb, vk_prog *prog, bool selec
             vk_rec_barrier_indirect(&r);
         }
         for (uint32_t sel = 1; sel < 3 && !rc; sel++)
-            for (uint32_t pass = 0; pass < 5 && !rc; pass++) {
+            for (uint32_t pass = 0; pass < vk_sample_passes(sel) && !rc; pass++) {
                 rc = vk_k_sample_select(&KB, &s->b, sel, pass, true, &k);
                 if (!rc) {
                     vk_rec_call(&r, &k);
@@ -71,7 +71,7 @@ static int record(gpu_sampler *s, VkCommandBuffer *cb, vk_prog *prog, bool selec
             }
     } else { /* the engine's second program, where a top-k bound is to be found too */
         for (uint32_t sel = 0; sel < 3 && !rc; sel++)
-            for (uint32_t pass = 0; pass < 5 && !rc; pass++) {
+            for (uint32_t pass = 0; pass < vk_sample_passes(sel) && !rc; pass++) {
                 rc = vk_k_sample_select(&KB, &s->b, sel, pass, false, &k);
                 if (!rc) {
                     vk_rec_call(&r, &k);
@@ -132,10 +132,11 @@ static void gpu_close(gpu_sampler *s)
     tu_reset_buffers();
 }
 
-/* How a token was found: from the candidates, by the selections that
- * follow sample_pick in its program, or by the second program (a top-k
- * bound beyond the candidates). */
-enum { WAY_CAND, WAY_TAIL, WAY_PROGRAM };
+/* How a token was found: from the candidates, by sample_pick's own draw
+ * over the whole vocabulary (min-p first), by the selections that follow
+ * sample_pick in its program, or by the second program (a top-k bound
+ * beyond the candidates). */
+enum { WAY_CAND, WAY_WHOLE, WAY_TAIL, WAY_PROGRAM };
 
 /* The GPU's token for these logits (left penalised in the buffer); *way:
  * WAY_*.  -1 on a device error. */
@@ -146,10 +147,10 @@ static int32_t gpu_pick(gpu_sampler *s, const sampler_request *rq, const float *
     vk_sample_write(&s->g, (uint32_t *)s->b.smp.map, rq, host_k);
     const volatile uint32_t *res = (const volatile uint32_t *)s->b.result.map;
     ((uint32_t *)s->b.result.map)[SMPR_STATUS] = 0xdead;
-    ((uint32_t *)s->b.result.map)[SMPR_TAIL] = 0xdead;
+    ((uint32_t *)s->b.result.map)[SMPR_WAY] = 0xdead;
     if (vk_submit_wait(&G.c, s->main_cb, &err))
         return -1;
-    *way = res[SMPR_TAIL] == 1 ? WAY_TAIL : WAY_CAND;
+    *way = res[SMPR_WAY] == SMP_WAY_TAIL ? WAY_TAIL : res[SMPR_WAY] == SMP_WAY_WHOLE ? WAY_WHOLE : WAY_CAND;
     if (res[SMPR_STATUS] == SMP_STATUS_SELECT) {
         *way = WAY_PROGRAM;
         if (vk_submit_wait(&G.c, s->select_cb, &err))
@@ -226,8 +227,8 @@ static sampler_params params_of(const combo *c, uint64_t seed)
 }
 
 typedef struct {
-    int runs, bad, by_cand, by_tail, by_program;
-    int topp_cut, minp_first; /* selections after sample_pick with top-p on: the cut found / left out */
+    int runs, bad, by_cand, by_whole, by_tail, by_program;
+    int topp_cut; /* selections after sample_pick with top-p on that found the cut */
     char why[240];
 } tally;
 
@@ -258,22 +259,24 @@ static void compare(gpu_sampler *g, const combo *c, int dist, uint64_t seed, int
         }
         t->runs++;
         t->by_cand += way == WAY_CAND;
+        t->by_whole += way == WAY_WHOLE;
         t->by_tail += way == WAY_TAIL;
         t->by_program += way == WAY_PROGRAM;
-        if (way == WAY_TAIL && (((const uint32_t *)g->b.smp.map)[SMP_FLAGS] & SMP_F_TOPP)) {
-            /* sample_pick leaves the top-p selection out where min-p keeps
-             * less than its target (shaders/sample_pick.comp) */
-            bool cut = ((const uint32_t *)g->b.state.map)[SST_SEL + SST_SEL_WORDS + SSS_ACTIVE] != 0;
-            t->topp_cut += cut;
-            t->minp_first += !cut;
-        }
+        /* sample_pick leaves the top-p selection out where min-p keeps less
+         * than its target, and draws itself (shaders/sample_pick.comp) */
+        if (way == WAY_TAIL && (((const uint32_t *)g->b.smp.map)[SMP_FLAGS] & SMP_F_TOPP))
+            t->topp_cut += ((const uint32_t *)g->b.state.map)[SST_SEL + SST_SEL_WORDS + SSS_ACTIVE] != 0;
         if (got != want || !same_logits) {
             if (!t->bad++)
                 snprintf(t->why, sizeof t->why,
                          "%s n=%u T=%g top-k %d top-p %g min-p %g pen %d seed %llu step %d: GPU %d (%s) CPU %d%s",
                          dist_names[dist], n, (double)c->temp, c->top_k, (double)c->top_p, (double)c->min_p,
                          c->penalties, (unsigned long long)seed, step, got,
-                         way == WAY_CAND ? "candidates" : way == WAY_TAIL ? "selection after sample_pick" : "second program", want,
+                         way == WAY_CAND    ? "candidates"
+                         : way == WAY_WHOLE ? "sample_pick's whole-vocabulary draw"
+                         : way == WAY_TAIL  ? "selection after sample_pick"
+                                            : "second program",
+                         want,
                          same_logits ? "" : ", penalised logits differ");
         }
         sampler_accept(s, want);
@@ -310,15 +313,15 @@ static void check_sizes(const uint32_t *sizes, int n_sizes, int steps, int dists
                     compare(&g, &combos[c], d, seed0 + c * 131 + (uint64_t)d, steps, &t);
         gpu_close(&g);
     }
-    printf("# %d draws: %d from the candidates, %d by the whole-vocabulary selection (%d in sample_pick's program, "
-           "%d by the second one); with top-p on in sample_pick's program: its cut found %d, left out for min-p %d\n",
-           t.runs, t.by_cand, t.by_tail + t.by_program, t.by_tail, t.by_program, t.topp_cut, t.minp_first);
+    printf("# %d draws: %d from the candidates, %d by sample_pick over the whole vocabulary (min-p first), %d by the "
+           "whole-vocabulary selection (%d in sample_pick's program, %d of them after a top-p cut; %d by the second "
+           "one)\n",
+           t.runs, t.by_cand, t.by_whole, t.by_tail + t.by_program, t.by_tail, t.topp_cut, t.by_program);
     CHECK(t.bad == 0, "%d of %d draws differ from the CPU; first: %s", t.bad, t.runs, t.why);
-    CHECK(!need_both || (t.by_cand > 0 && t.by_tail > 0 && t.by_program > 0),
-          "not every way was exercised (%d candidates, %d selection after sample_pick, %d second program)", t.by_cand,
-          t.by_tail, t.by_program);
-    CHECK(!need_both || (t.topp_cut > 0 && t.minp_first > 0),
-          "not both top-p ways were exercised (the cut found %d, left out for min-p %d)", t.topp_cut, t.minp_first);
+    CHECK(!need_both || (t.by_cand > 0 && t.by_whole > 0 && t.by_tail > 0 && t.topp_cut > 0 && t.by_program > 0),
+          "not every way was exercised (%d candidates, %d sample_pick's whole-vocabulary draw, %d selection after "
+          "sample_pick, %d of them after a top-p cut, %d second program)",
+          t.by_cand, t.by_whole, t.by_tail, t.topp_cut, t.by_program);
 }
 
 static void test_small_vocabularies(void)
@@ -340,16 +343,28 @@ static void test_full_vocabulary(void)
     check_sizes(sizes, 1, 1, 1 << D_LM | 1 << D_FLAT | 1 << D_PEAKED | 1 << D_TIES | 1 << D_NAN, 300, true);
 }
 
-/* Uniforms just below and just above each boundary of the draw's running
- * sum (found from the CPU's weights): a GPU weight off by a unit moves a
- * boundary and changes one of the two tokens.  Temperature only and small
- * vocabularies keep the spacing of reachable targets (S / 2^32) below a
- * few units; both ways, the candidates (n <= 64) and the selection. */
+/* Uniforms just below and just above boundaries of the draw's running sum
+ * (over the kept tokens in id order, found from the CPU's weights): a GPU
+ * weight off by a unit moves a boundary and changes one of the two tokens.
+ * Small vocabularies keep the spacing of reachable targets (S / 2^32) below
+ * a few units.  Every way of the GPU's draw: the candidates (n <= 64), the
+ * selection after sample_pick (temperature only) and sample_pick's own
+ * draw over the whole vocabulary (min-p binding before top-p, on a flat
+ * distribution), with boundaries at the first tokens, spread over the kept
+ * ones and at the last kept token of each slice (the slices' sums, then the
+ * threads' runs, then a run's tokens). */
 static void test_draw_boundaries(void)
 {
-    static const uint32_t sizes[] = {5, 40, 64, 90, 300};
-    static const float temps[] = {1.0f, 0.37f, 2.5f};
-    int bad = 0, runs = 0;
+    static const uint32_t sizes[] = {5, 40, 64, 90, 300, 20000};
+    static const struct {
+        float temp, top_p, min_p;
+        int dist, way; /* the way expected beyond the candidates */
+    } vars[] = {
+        {1.0f, 1.0f, 0.0f, D_LM, WAY_TAIL},      {0.37f, 1.0f, 0.0f, D_LM, WAY_TAIL},
+        {2.5f, 1.0f, 0.0f, D_LM, WAY_TAIL},      {1.0f, 0.999f, 0.3f, D_FLAT, WAY_WHOLE},
+        {0.6f, 0.999f, 0.3f, D_FLAT, WAY_WHOLE},
+    };
+    int bad = 0, runs = 0, wrong_way = 0;
     char why[200] = "";
     uint64_t x = 4242;
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
@@ -360,32 +375,54 @@ static void test_draw_boundaries(void)
             return;
         }
         float *l = malloc(n * sizeof *l), *cpu = malloc(n * sizeof *cpu);
-        for (size_t ti = 0; ti < sizeof temps / sizeof temps[0]; ti++) {
-            make_logits(l, n, D_LM, &x);
-            sampler_params p = params_of(&(combo){temps[ti], 1.0f, 0.0f, 0, false}, 1);
+        uint32_t *kid = malloc(n * sizeof *kid);
+        uint64_t *cum = malloc(n * sizeof *cum);
+        for (size_t vi = 0; vi < sizeof vars / sizeof vars[0]; vi++) {
+            make_logits(l, n, vars[vi].dist, &x);
+            sampler_params p = params_of(&(combo){vars[vi].temp, vars[vi].top_p, vars[vi].min_p, 0, false}, 1);
             sampler *s = sampler_new(&p, n);
             sampler_request rq;
             sampler_prepare(s, &rq);
-            /* the draw's weights in the order */
-            uint64_t *ord = malloc(n * sizeof *ord), total = 0, cum = 0;
+            /* the kept tokens: min-p's (top-p's target lies beyond them:
+             * checked below), else all */
+            float mx = -INFINITY;
             for (uint32_t i = 0; i < n; i++)
-                ord[i] = (uint64_t)sk_key(sk_canon(l[i])) << 32 | i;
-            for (uint32_t i = 0; i < n; i++) /* insertion sort: n is small */
-                for (uint32_t j = i; j > 0 && ord[j] < ord[j - 1]; j--) {
-                    uint64_t tmp = ord[j];
-                    ord[j] = ord[j - 1];
-                    ord[j - 1] = tmp;
+                mx = fmaxf(mx, sk_canon(l[i]));
+            float floor_l = rq.min_p_on ? sk_canon(mx + rq.log_min_p) : -INFINITY;
+            uint64_t z = 0, f = 0, total = 0;
+            uint32_t m = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                float li = sk_canon(l[i]);
+                uint32_t wm = sk_weight(li, mx, 1.0f);
+                z += wm;
+                if (li >= floor_l) {
+                    f += wm;
+                    total += sk_weight(li, mx, rq.inv_temp);
+                    kid[m] = i;
+                    cum[m++] = total;
                 }
-            float mx = sk_canon(l[(uint32_t)ord[0]]);
-            for (uint32_t i = 0; i < n; i++)
-                total += sk_weight(sk_canon(l[(uint32_t)ord[i]]), mx, rq.inv_temp);
-            for (uint32_t i = 0; i + 1 < n && i < 12; i++) {
-                cum += sk_weight(sk_canon(l[(uint32_t)ord[i]]), mx, rq.inv_temp);
-                /* the largest u whose target stays within the first i+1 tokens */
+            }
+            uint64_t t = rq.top_p_on ? sk_mulhi(z, rq.top_p_q32) : UINT64_MAX;
+            CHECK(f < (t ? t : 1), "n=%u: min-p does not bind before top-p (%llu >= %llu): the case is not tested", n,
+                  (unsigned long long)f, (unsigned long long)t);
+            uint32_t ks[24], nk = 0;
+            for (uint32_t k = 0; k < 4; k++)
+                ks[nk++] = k;
+            for (uint32_t j = 1; j < 8; j++)
+                ks[nk++] = (uint32_t)((uint64_t)m * j / 8);
+            for (uint32_t k = 0; k + 1 < m && nk < 22; k++) /* the last kept token of a slice */
+                if (kid[k] / g.g.slice != kid[k + 1] / g.g.slice)
+                    ks[nk++] = k;
+            ks[nk++] = m >= 2 ? m - 2 : 0;
+            for (uint32_t ki = 0; ki < nk; ki++) {
+                uint32_t k = ks[ki];
+                if (k + 1 >= m)
+                    continue;
+                /* the largest u whose target stays within the first k+1 kept tokens */
                 uint64_t lo = 0, hi = 0xFFFFFFFFull;
                 while (lo < hi) {
                     uint64_t mid = (lo + hi + 1) / 2;
-                    if (sk_mulhi(total, (uint32_t)mid) + 1 <= cum)
+                    if (sk_mulhi(total, (uint32_t)mid) + 1 <= cum[k])
                         lo = mid;
                     else
                         hi = mid - 1;
@@ -394,22 +431,35 @@ static void test_draw_boundaries(void)
                     rq.uniform = (uint32_t)u;
                     memcpy(cpu, l, n * sizeof *cpu);
                     int32_t want = sampler_pick(s, &rq, cpu, NULL);
-                    int sel;
-                    int32_t got = gpu_pick(&g, &rq, l, 0, &sel);
+                    int way;
+                    int32_t got = gpu_pick(&g, &rq, l, 0, &way);
                     runs++;
+                    wrong_way += way != (n <= SMP_KMAX ? WAY_CAND : vars[vi].way);
                     if (got != want && !bad++)
-                        snprintf(why, sizeof why, "n=%u T=%g boundary %u u=%llu: GPU %d CPU %d", n, (double)temps[ti],
-                                 i, (unsigned long long)u, got, want);
+                        snprintf(why, sizeof why, "n=%u T=%g min-p %g kept %u boundary %u u=%llu: GPU %d CPU %d", n,
+                                 (double)vars[vi].temp, (double)vars[vi].min_p, m, k, (unsigned long long)u, got,
+                                 want);
+                    /* the definition itself: the first kept token by id
+                     * whose running weight reaches the target */
+                    uint64_t tgt = sk_mulhi(total, (uint32_t)u) + 1;
+                    uint32_t j = 0;
+                    while (j + 1 < m && cum[j] < tgt)
+                        j++;
+                    if (want != (int32_t)kid[j] && !bad++)
+                        snprintf(why, sizeof why, "n=%u boundary %u u=%llu: the CPU drew %d, not the kept token %u",
+                                 n, k, (unsigned long long)u, want, kid[j]);
                 }
             }
-            free(ord);
             sampler_free(s);
         }
         free(l);
         free(cpu);
+        free(kid);
+        free(cum);
         gpu_close(&g);
     }
     CHECK(bad == 0, "%d of %d boundary draws differ: %s", bad, runs, why);
+    CHECK(wrong_way == 0, "%d of %d boundary draws took another way than the one meant", wrong_way, runs);
 }
 
 /* Greedy: the lowest id among tied best logits; NaN never wins. */

@@ -7,13 +7,15 @@
  *
  * How the reference finds the definition's tokens without sorting the
  * vocabulary: each "shortest prefix of the order whose weight reaches a
- * target" (the top-k bound, with unit weights; the top-p cut; the draw) is a
+ * target" (the top-k bound, with unit weights; the top-p cut) is a
  * weighted selection over the keys (sampler_kernels.h): a histogram of the
  * weights by the top bits of the key finds the bucket the target falls in,
  * the next bits refine within it, and the tokens left at the end share one
  * logit, hence one weight, so the crossing one is found by division (ids
- * ascend within a key).  The GPU runs the same selection
- * (shaders/sample_select.comp); both add integers, so they agree exactly. */
+ * ascend within a key).  The draw needs no order at all: it walks the kept
+ * tokens by id.  The GPU runs the same selections and draw
+ * (shaders/sample_select.comp, sample_pick.comp); both add integers, so
+ * they agree exactly. */
 #include "sampler.h"
 
 #include <float.h>
@@ -421,6 +423,20 @@ static int32_t select_in_list(sampler *s, uint32_t n, uint64_t target)
     return select_weighted(s->key, s->sel, s->sel_w, n, target);
 }
 
+/* The draw (step 9): the first of the list's tokens, in id order (the
+ * list's), whose running weight reaches target (1 <= target <= the
+ * total). */
+static int32_t draw_in_list(const sampler *s, uint32_t n, uint64_t target)
+{
+    uint64_t cum = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        cum += s->list_w[i];
+        if (cum >= target)
+            return s->list[i];
+    }
+    return n ? s->list[n - 1] : -1; /* not reached: the target is at most the total */
+}
+
 /* Keeps the list's tokens at or before (bkey, bid) in the order; with
  * w_total, their weights in s->list_w too, summed into *w_total. */
 static uint32_t cut_list(sampler *s, uint32_t n, uint32_t bkey, int32_t bid, uint64_t *w_total)
@@ -544,7 +560,7 @@ int32_t sampler_pick(sampler *s, const sampler_request *rq, float *l, float *pro
         return only;
     /* the draw */
     uint64_t total = draw_weights(s, rq, m, l, max, m_total);
-    int32_t tok = select_in_list(s, m, sk_mulhi(total, rq->uniform) + 1);
+    int32_t tok = draw_in_list(s, m, sk_mulhi(total, rq->uniform) + 1);
     if (prob)
         *prob = (float)((double)sk_weight(l[tok], max, rq->inv_temp) / (double)total);
     return tok;
@@ -565,7 +581,7 @@ int32_t sampler_probs_pick(sampler *s, const sampler_request *rq, float *l, uint
     for (uint32_t i = 0; i < m; i++)
         P[s->list[i]] = (uint32_t)(((uint64_t)s->list_w[i] << 31) / total);
     /* sampler_pick's draw over the same list and weights */
-    return select_in_list(s, m, sk_mulhi(total, rq->uniform) + 1);
+    return draw_in_list(s, m, sk_mulhi(total, rq->uniform) + 1);
 }
 
 void sampler_probs(sampler *s, const sampler_request *rq, float *l, uint32_t *P)

@@ -30,8 +30,10 @@
  *     least 1);
  *  8. kept: the first min(|C|, n_p, n_m) tokens;
  *  9. the draw: S = sum of r over the kept tokens, U = floor(S * u / 2^32)
- *     for the request's uniform u; the token: the first whose running r-sum
- *     exceeds U.
+ *     for the request's uniform u; the token: the first kept token, in id
+ *     order, whose running r-sum (in id order) exceeds U.  (Any fixed order
+ *     draws from the same distribution; the ids' needs no sorting, so the
+ *     GPU draws over a whole flat vocabulary in one pass.)
  * (Weights below 2^-31 of the best token's count as 0: such tokens are never
  * drawn.  The best token always weighs 2^31, so S > 0, as long as inv_t is a
  * finite number >= 0: a request carrying any other inv_t -- one not made by
