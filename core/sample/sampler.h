@@ -38,11 +38,12 @@
  * drawn.  The best token always weighs 2^31, so S > 0, as long as inv_t is a
  * finite number >= 0: a request carrying any other inv_t -- one not made by
  * sampler_prepare -- is greedy, on every backend: sampler_request_draws.)
- * On a 154880 vocabulary a draw takes ~0.15 ms with the GLM defaults on
- * LM-like logits, ~1.6 ms on flat ones where top-p cuts first, ~0.9 ms on
- * the synthetic files' (sd 1, where min-p binds first), ~0.1 ms greedy, on
- * one AVX-512 core (tests/tools/bench_text; the previous sampler, which the
- * GPU could not reproduce, took ~0.07 ms).  The kept tokens' weights are
+ * On a 154880 vocabulary a draw takes ~0.2 ms with the GLM defaults on
+ * LM-like logits, ~1.2 ms on flat ones where top-p cuts first, ~0.64 ms on
+ * the synthetic files' (sd 1, where min-p binds first; 0.80 while the draw
+ * took the order), ~0.1 ms greedy, on one AVX-512 core (tests/tools/
+ * bench_text; the previous sampler, which the GPU could not reproduce, took
+ * ~0.07 ms).  The kept tokens' weights are
  * computed once (gathered, vectorised) and serve the draw again at
  * temperature 1. */
 #ifndef GLM_SAMPLER_H
