@@ -12,6 +12,7 @@
 // including shader's family.
 
 #extension GL_KHR_shader_subgroup_ballot : enable
+#include "sg_best.glsl"
 
 // Chosen weights a lane keeps until their sum is known: weight k lives in
 // lane k % SG, slot k / SG (n_used <= 32, so one slot at subgroup 32 and
@@ -87,15 +88,10 @@ void router_pick(uint z, float prob[EPL], float bias[EPL])
                 pbest = prob[i];
                 bi = sl + i * ss;
             }
-        // the subgroup's (lower id on ties: then a second reduction)
-        float m = subgroupMax(best);
-        uvec4 at = subgroupBallot(best == m);
-        uint owner = subgroupBallotFindLSB(at);
-        uint w = subgroupShuffle(bi, owner);
-        if (subgroupBallotBitCount(at) != 1u) {
-            w = subgroupMin(best == m ? bi : 0xffffffffu);
-            owner = w % ss;
-        }
+        // the subgroup's (lower id on ties)
+        float m;
+        uint w, owner;
+        sg_best(best, bi, m, w, owner);
         float pw = subgroupShuffle(pbest, owner); // the chosen probability, from its lane
         if (sl == owner)
             for (uint i = 0u; i < EPL; i++)

@@ -27,6 +27,7 @@
 #define PC_USE_SAMPLE_CAND
 #include "pc_sample.h"
 #include "sample_common.glsl"
+#include "sg_best.glsl"
 
 layout(local_size_x_id = PC_S_WGS) in;
 layout(constant_id = SCAND_S_PER) const uint PER = 8u;
@@ -141,11 +142,8 @@ void merge(uint nl, uint K)
 // The subgroup's best token left (ties to the lower id): its value and id.
 void subgroup_head(float v0, uint id0, out float m, out uint w)
 {
-    m = subgroupMax(v0);
-    uvec4 at = subgroupBallot(v0 == m);
-    // a tie on the value (rare): the lowest id; else the one lane's
-    w = subgroupBallotBitCount(at) == 1u ? subgroupShuffle(id0, subgroupBallotFindLSB(at))
-                                         : subgroupMin(v0 == m ? id0 : KEY_NONE);
+    uint lane;
+    sg_best(v0, id0, m, w, lane);
 }
 
 // The subgroup's best token left, (m, w), to item k of its list, and off
