@@ -98,6 +98,18 @@ rec=$(answer_of "$TMP/rep4" "recorded answer" 1)
 new=$(answer_of "$TMP/rep4" "new answer" 1)
 if grep -q 'seed 18446744073709551615,' "$TMP/rep4" && [ -n "$rec" ] && [ "$rec" = "$new" ]; then ok replay_big_seed
 else fail replay_big_seed "$(grep settings "$TMP/rep4"); recorded '$rec', new '$new'"; fi
+# Each answer records the sampler's draw with its seed; a replay of answers
+# recorded before it was (another order of the draw: the same seed gives
+# another sampled answer) says so on a comment line, and only there.
+if [ "$(grep -c '"draw": "id"' "$TMP/rec.json")" = 2 ]; then ok draw_recorded
+else fail draw_recorded "draw entries: $(grep '"draw"' "$TMP/rec.json" | head -c 200)"; fi
+sed -E '/"seed": [0-9]+,$/{N;s/,\n *"draw": "id"$//}' "$TMP/rec.json" >"$TMP/old.json"
+R "$TMP/old.json" -m "$MODEL" >"$TMP/rep5" 2>"$TMP/rep5.err"
+R "$TMP/old.json" -m "$MODEL" --temp 0 >"$TMP/rep6" 2>>"$TMP/rep5.err"
+note='^# note: another glmchat drew the recorded answer \(its draw: order; this one.s: id\), so with the same seed'
+if [ "$(grep -cE "$note" "$TMP/rep5")" = 2 ] && ! grep -q '# note: another glmchat' "$TMP/rep1" "$TMP/rep6" &&
+    grep -v '^#' "$TMP/rep5" | cmp -s - "$TMP/rep1.nc"; then ok replay_notes_an_older_draw
+else fail replay_notes_an_older_draw "$(grep -c 'note' "$TMP/rep5") notes; $(head -c 200 "$TMP/rep5.err")"; fi
 # A full disk: a truncated transcript must not pass for a whole one.
 R "$TMP/rec.json" -m "$MODEL" >/dev/full 2>"$TMP/err"
 rc=$?

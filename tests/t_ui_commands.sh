@@ -69,6 +69,18 @@ else
     fail ui_retry_new_seed "no new seed recorded: '$s1' then '$("$J" "$f" turns.1.seed 2>&1)'"
 fi
 tm_snap retry
+# /replay of the answer as a glmchat from before the draw by id recorded it
+# (no "draw"): its seed, being the answer's own, draws another answer now,
+# and the replay says so at that turn
+sed -E '/"seed": [0-9]+,$/{N;s/,\n *"draw": "id"$//}' "$f" >"$TMP/old.json"
+tm_line "/replay $TMP/old.json"
+if grep -q '"draw": "id"' "$f" && ! grep -q '"draw"' "$TMP/old.json" &&
+    tm_wait $T "Turn 1: another glmchat drew the recorded" &&
+    tm_wait $T "Replay done: 1 turn"; then
+    ok ui_replay_notes_an_older_draw
+else
+    fail ui_replay_notes_an_older_draw "$(grep -c '"draw"' "$f") draws; $(tm_screen | grep -v '^ *│\? *$' | tail -4)"
+fi
 quit_app
 # shellcheck disable=SC2086
 "$GLMCHAT" replay "$f" --backend "$BACKEND" $MODEL_ARGS --ignore-eos >"$TMP/rep" 2>"$TMP/rep.err"

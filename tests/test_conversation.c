@@ -248,6 +248,7 @@ static void test_turn_seeds(void)
     a = conv_add(&c, "assistant", "a2", NULL);
     a->has_seed = true;
     a->seed = 42;
+    snprintf(a->draw, sizeof a->draw, "%s", SAMPLER_DRAW); /* a1: recorded before the draw was (none) */
     conv_add(&c, "user", "q3", NULL);
     conv_add(&c, "assistant", "a3 (another tool's: no seed)", NULL);
     err_t err = {{0}};
@@ -260,9 +261,26 @@ static void test_turn_seeds(void)
               (unsigned long long)d.msgs[1].seed);
         CHECK(d.msgs[3].has_seed && d.msgs[3].seed == 42, "a2's seed: %llu", (unsigned long long)d.msgs[3].seed);
         CHECK(!d.msgs[5].has_seed && !d.msgs[0].has_seed, "a seed where none was");
+        /* each answer keeps the draw it was made with through a save: a file
+         * from before the draw was recorded, continued, must not claim the
+         * new one for its old answers */
+        CHECK(!strcmp(d.msgs[3].draw, SAMPLER_DRAW) && !d.msgs[1].draw[0] && !d.msgs[5].draw[0],
+              "draws: '%s' '%s' '%s'", d.msgs[1].draw, d.msgs[3].draw, d.msgs[5].draw);
     }
     conv_free(&d);
     conv_free(&c);
+    static const char *const bad_draws[] = {"\"\"", "7", "\"a-name-much-too-long\"", "\"id\\u001b[2J\"",
+                                            "\"Id\""};
+    for (size_t i = 0; i < sizeof bad_draws / sizeof bad_draws[0]; i++) {
+        char text[300];
+        snprintf(text, sizeof text,
+                 "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}, "
+                 "{\"role\": \"assistant\", \"content\": \"a\"}], "
+                 "\"turns\": [{\"message\": 1, \"seed\": 3, \"draw\": %s}]}",
+                 bad_draws[i]);
+        CHECK(conv_parse(&d, text, strlen(text), "t.json", &err) != 0 && strstr(err.msg, "turns[0].draw"),
+              "draw %s: %.200s", bad_draws[i], err.msg);
+    }
     const char *bad = "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}, "
                       "{\"role\": \"assistant\", \"content\": \"a\"}], "
                       "\"turns\": [{\"message\": 1, \"seed\": -3}]}";

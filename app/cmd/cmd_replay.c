@@ -243,6 +243,9 @@ static int replay(const chat_args *a, chat_model *cm, conversation *c)
         chat_free(&chat);
         return 1;
     }
+    sampler_params rsp;
+    settings_to_sampler(&a->s, chat.tmpl, cm->m.gguf, seed, &rsp);
+    bool draws = rsp.temp > 0; /* greedy answers do not depend on the draw's order */
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, NULL);
@@ -277,6 +280,13 @@ static int replay(const chat_args *a, chat_model *cm, conversation *c)
         bool own_seed = old && old->has_seed && !settings_given(&a->s, "seed");
         if (own_seed)
             printf("# seed %llu (recorded with this answer)\n", (unsigned long long)old->seed);
+        if (own_seed && draws && strcmp(old->draw[0] ? old->draw : SAMPLER_DRAW_BEFORE, SAMPLER_DRAW)) {
+            fputs("# note: another glmchat drew the recorded answer (its draw: ", stdout);
+            put_meta(old->draw[0] ? old->draw : SAMPLER_DRAW_BEFORE);
+            fputs("; this one's: " SAMPLER_DRAW "), so with the same seed a sampled answer differs (greedy "
+                  "answers do not)\n",
+                  stdout);
+        }
         if (generate(dec, &chat, u + 1, a, cm->m.gguf, seed, own_seed ? &old->seed : NULL, &ans, &err) != 0) {
             chat_error("turn %d: %s", turns, err.msg);
             chat_stream_free(&ans.st);

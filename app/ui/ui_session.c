@@ -222,6 +222,7 @@ static void finish_chat(ui_session *s, const dec_event *ev)
         m->stopped = ev->stop == DEC_STOP_CANCEL;
         m->has_seed = true;
         m->seed = s->gen_seed;
+        snprintf(m->draw, sizeof m->draw, "%s", SAMPLER_DRAW);
     }
     uis_end_generation(s);
     if (ev->stop == DEC_STOP_CANCEL && empty && asked && !s->closing) {

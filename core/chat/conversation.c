@@ -388,6 +388,19 @@ static int get_opt_seed(pctx *p, json_t *s, const char *field, uint64_t *out, bo
     return perr(p, field, "expected an integer from 0 to 18446744073709551615 (as a number or a string)");
 }
 
+/* The name of a sampler's draw (turns[i].draw): 1..cap-1 characters of
+ * [a-z0-9_-], so that it shows as it is wherever it is shown. */
+static bool draw_name_ok(const char *s, size_t cap)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= cap)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-'))
+            return false;
+    return true;
+}
+
 /* A turn's metadata belongs to one message: "message" is required and must
  * be the index of a message of this file (null is not "absent" here: an
  * index the file does not name would point outside the messages). */
@@ -437,6 +450,13 @@ static int parse_turn(pctx *p, conversation *c, json_t *t, size_t i)
         return -1;
     if (why)
         conv_set_error(m, why);
+    const char *draw = NULL;
+    snprintf(field, sizeof field, "turns[%zu].draw", i);
+    if (get_opt_str(p, t, "draw", field, &draw) != 0)
+        return -1;
+    if (draw && !draw_name_ok(draw, sizeof m->draw))
+        return perr(p, field, "expected the name of a draw (\"" SAMPLER_DRAW "\")");
+    snprintf(m->draw, sizeof m->draw, "%s", draw ? draw : "");
     snprintf(field, sizeof field, "turns[%zu].seed", i);
     return get_opt_seed(p, t, field, &m->seed, &m->has_seed);
 }
@@ -679,6 +699,8 @@ static json_t *turns_json(const conversation *c)
             json_object_set_new(t, "stopped", json_boolean(m->stopped));
             if (m->has_seed)
                 json_object_set_new(t, "seed", seed_json(m->seed));
+            if (m->draw[0])
+                json_object_set_new(t, "draw", json_string(m->draw));
         }
         if (m->error)
             json_object_set_new(t, "error", json_string(m->error));

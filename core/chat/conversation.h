@@ -58,6 +58,8 @@ typedef struct {
                           before the failure), NULL when it did not */
     bool has_seed;     /* assistant: the seed it was sampled with is known */
     uint64_t seed;     /* ... (each answer may have its own: /retry draws a new one) */
+    char draw[16];     /* assistant: the sampler's draw it was sampled with (SAMPLER_DRAW), "" when the
+                          file does not say (answers recorded before it did: SAMPLER_DRAW_BEFORE) */
 } conv_msg;
 
 /* Bits of conversation.sampling_missing: fields a file left out (or null).

@@ -68,6 +68,13 @@ typedef struct {
 
 #define SAMPLER_MAX_WINDOW 4096
 
+/* The draw's order (step 9), by name: conversation files record it with
+ * each answer's seed, since the same seed draws another token under another
+ * order.  "id" since the draw walks the kept tokens by id; answers recorded
+ * before that name none and were drawn in the order ("order"). */
+#define SAMPLER_DRAW "id"
+#define SAMPLER_DRAW_BEFORE "order"
+
 void sampler_params_default(sampler_params *p);
 
 /* ---- the settings people and files give ---------------------------------------------- */
