@@ -280,9 +280,9 @@ static int replay(const chat_args *a, chat_model *cm, conversation *c)
         bool own_seed = old && old->has_seed && !settings_given(&a->s, "seed");
         if (own_seed)
             printf("# seed %llu (recorded with this answer)\n", (unsigned long long)old->seed);
-        if (own_seed && draws && strcmp(old->draw[0] ? old->draw : SAMPLER_DRAW_BEFORE, SAMPLER_DRAW)) {
+        if (own_seed && draws && strcmp(conv_msg_draw(old), SAMPLER_DRAW) != 0) {
             fputs("# note: another glmchat drew the recorded answer (its draw: ", stdout);
-            put_meta(old->draw[0] ? old->draw : SAMPLER_DRAW_BEFORE);
+            put_meta(conv_msg_draw(old));
             fputs("; this one's: " SAMPLER_DRAW "), so with the same seed a sampled answer differs (greedy "
                   "answers do not)\n",
                   stdout);

@@ -269,9 +269,7 @@ static void record_answer(chat_session *chat, const answer *ans, uint64_t seed)
     m->stopped = ans->done.stop == DEC_STOP_CANCEL;
     if (ans->failed)
         conv_set_error(m, ans->why);
-    m->has_seed = true;
-    m->seed = seed;
-    snprintf(m->draw, sizeof m->draw, "%s", SAMPLER_DRAW);
+    conv_set_seed(m, seed);
 }
 
 static void fill_metadata(conversation *c, const chat_model *cm, const chat_session *chat, const dec_job *job)

@@ -220,9 +220,7 @@ static void finish_chat(ui_session *s, const dec_event *ev)
         m->tps = ev->decode_tps;
         m->prefill_tps = s->gen_prefill_tps;
         m->stopped = ev->stop == DEC_STOP_CANCEL;
-        m->has_seed = true;
-        m->seed = s->gen_seed;
-        snprintf(m->draw, sizeof m->draw, "%s", SAMPLER_DRAW);
+        conv_set_seed(m, s->gen_seed);
     }
     uis_end_generation(s);
     if (ev->stop == DEC_STOP_CANCEL && empty && asked && !s->closing) {

@@ -78,12 +78,11 @@ static void replay_step(ui_session *s)
     sampler_params sp;
     ui_session_sampling(s, &sp);
     /* greedy answers do not depend on the draw's order; sampled ones do */
-    const char *draw = own_seed && old->draw[0] ? old->draw : SAMPLER_DRAW_BEFORE;
-    if (own_seed && sp.temp > 0 && strcmp(draw, SAMPLER_DRAW) != 0)
+    if (own_seed && sp.temp > 0 && strcmp(conv_msg_draw(old), SAMPLER_DRAW) != 0)
         ui_note(s->fe, UI_INFO,
                 "Turn %d: another glmchat drew the recorded answer (its draw: %.15s; this one's: " SAMPLER_DRAW
                 "): with its seed the new answer differs.",
-                s->replay_turn, draw);
+                s->replay_turn, conv_msg_draw(old));
     if (uis_submit(s, &s->replay, u + 1, GEN_REPLAY, seed) != 0) {
         s->replay_done = true;
         show_turn(s, false, "");

@@ -118,6 +118,18 @@ void conv_set_error(conv_msg *m, const char *why)
         m->stopped = true;
 }
 
+void conv_set_seed(conv_msg *m, uint64_t seed)
+{
+    m->has_seed = true;
+    m->seed = seed;
+    snprintf(m->draw, sizeof m->draw, "%s", SAMPLER_DRAW);
+}
+
+const char *conv_msg_draw(const conv_msg *m)
+{
+    return m->draw[0] ? m->draw : SAMPLER_DRAW_BEFORE;
+}
+
 void conv_truncate(conversation *c, size_t n)
 {
     while (c->n > n)

@@ -128,6 +128,12 @@ conv_msg *conv_add(conversation *c, const char *role, const char *content, const
 /* Records that the answer m failed, and why (copied; NULL clears): the
  * answer is then stopped too. */
 void conv_set_error(conv_msg *m, const char *why);
+/* Records the seed the answer m was sampled with, and this glmchat's draw
+ * (SAMPLER_DRAW) beside it: the two together say what a replay reproduces. */
+void conv_set_seed(conv_msg *m, uint64_t seed);
+/* The draw the answer m was sampled with: its record, or
+ * SAMPLER_DRAW_BEFORE for answers recorded before glmchat recorded it. */
+const char *conv_msg_draw(const conv_msg *m);
 /* Drops messages n.. (n <= c->n). */
 void conv_truncate(conversation *c, size_t n);
 /* Replaces the system prompt (the first message when it is a system one);
